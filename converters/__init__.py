@@ -1,0 +1,1 @@
+"""Secure parsing, structural validation, conversion through the model, the CLI and the hook."""

@@ -1,0 +1,148 @@
+"""Diagnostics, read results and write results: values, never printed strings.
+
+A reader never raises for bad input: it returns a ``ReadResult`` whose diagnostics say what
+is wrong and where. ``InputError`` exists for the few places deep inside a parser where
+unwinding is simpler than threading a list through; readers catch it at their boundary.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dcx.formats.model import Document
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding about one place in one file.
+
+    ``pointer`` is an RFC 6901 JSON Pointer for JSON inputs and an XPath for XML inputs;
+    the empty string means the document as a whole. ``line`` and ``column`` are 1-based.
+    ``code`` is a stable, dotted identifier (``json.duplicate-key``) that tests and users
+    can match on; the message may be reworded, the code may not.
+    """
+
+    severity: Severity
+    message: str
+    code: str = ""
+    line: int | None = None
+    column: int | None = None
+    pointer: str = ""
+    path: str | None = None
+    hint: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def at(self, path: str) -> Diagnostic:
+        return replace(self, path=path)
+
+    def render(self) -> str:
+        """``file:line:col: severity: pointer: message`` (one line)."""
+        location = self.path or "<input>"
+        if self.line is not None:
+            location += f":{self.line}"
+            if self.column is not None:
+                location += f":{self.column}"
+        pointer = self.pointer or "/"
+        text = f"{location}: {self.severity.value}: {pointer}: {self.message}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return " ".join(text.splitlines())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "severity": self.severity.value,
+            "line": self.line,
+            "column": self.column,
+            "pointer": self.pointer,
+            "message": self.message if not self.hint else f"{self.message} (hint: {self.hint})",
+        }
+
+
+def error(message: str, code: str = "", **where: Any) -> Diagnostic:
+    return Diagnostic(Severity.ERROR, message, code, **where)
+
+
+def warning(message: str, code: str = "", **where: Any) -> Diagnostic:
+    return Diagnostic(Severity.WARNING, message, code, **where)
+
+
+class InputError(Exception):
+    """Bad input found deep inside a parser; carries the diagnostic to report."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.is_error for d in diagnostics)
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """A reader's answer: the document (``None`` when the input could not be read at all)
+    and every diagnostic, errors and warnings alike."""
+
+    document: Document | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.document is not None and not has_errors(self.diagnostics)
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Something the target format cannot hold, named by its model field path
+    (``machine.gpus``, ``task.deadline_s``) with how many values were dropped."""
+
+    field: str
+    count: int = 1
+    detail: str = ""
+
+    def render(self) -> str:
+        text = f"{self.field} ({self.count} value{'s' if self.count != 1 else ''})"
+        return f"{text}: {self.detail}" if self.detail else text
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    data: bytes
+    losses: tuple[Loss, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = field(default=())
+    """Errors that stopped the write (``data`` is then empty) or warnings about it."""
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+class LossCounter:
+    """Collects losses while a writer walks the model, one entry per field."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._details: dict[str, str] = {}
+
+    def add(self, field_path: str, count: int = 1, detail: str = "") -> None:
+        if count <= 0:
+            return
+        self._counts[field_path] = self._counts.get(field_path, 0) + count
+        if detail and field_path not in self._details:
+            self._details[field_path] = detail
+
+    def losses(self) -> tuple[Loss, ...]:
+        return tuple(
+            Loss(name, count, self._details.get(name, "")) for name, count in self._counts.items()
+        )

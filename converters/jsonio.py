@@ -1,0 +1,336 @@
+"""The one place JSON is decoded: strict, bounded, and with line/column for every problem.
+
+Python's ``json`` keeps the last of duplicate keys, accepts ``NaN``/``Infinity``, turns
+``1e400`` into ``inf`` and raises ``RecursionError`` on deep nesting. ``load_json`` turns
+each of those into a diagnostic instead. Positions of JSON Pointers are recovered lazily
+(``JsonLocator``) because only failing documents need them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from dcx.converters.diagnostics import Diagnostic, error
+from dcx.converters.limits import LIMITS
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+class _BadNumber(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _BadNumber(text)
+    return value
+
+
+def _reject_constant(text: str) -> Any:
+    raise _BadNumber(text)
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs_to_dict, parse_float=_finite_float, parse_constant=_reject_constant
+)
+
+
+@dataclass(frozen=True)
+class JsonText:
+    """A decoded JSON document with its text, kept for locating pointers later."""
+
+    value: Any
+    text: str
+    locator: JsonLocator
+
+
+def decode_utf8(data: bytes) -> tuple[str | None, Diagnostic | None]:
+    """Strict UTF-8 without BOM; errors carry the line and column of the bad byte."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return None, error(
+            "file starts with a UTF-8 byte order mark, which JSON forbids",
+            "json.bom",
+            line=1,
+            column=1,
+            hint="save the file as UTF-8 without BOM",
+        )
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] in (b"\x00\x00\xfe\xff",):
+        return None, error("file is UTF-16 or UTF-32; dcx reads JSON as UTF-8", "json.encoding",
+                           line=1, column=1)
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, error(f"invalid UTF-8 byte 0x{data[exc.start]:02x}", "json.encoding",
+                           line=line, column=column)
+
+
+def load_json(data: bytes) -> tuple[JsonText | None, list[Diagnostic]]:
+    """Decode ``data`` or explain exactly why not (one error diagnostic)."""
+    if len(data) > LIMITS.max_input_bytes:
+        return None, [error(f"file is {len(data):,} bytes; the limit is "
+                            f"{LIMITS.max_input_bytes:,}", "input.too-large")]
+    text, problem = decode_utf8(data)
+    if text is None:
+        assert problem is not None
+        return None, [problem]
+    locator = JsonLocator(text)
+    try:
+        value, end = _DECODER.raw_decode(text, _skip_ws(text, 0))
+    except json.JSONDecodeError as exc:
+        message = exc.msg
+        if not text.strip():
+            message = "file is empty"
+        return None, [error(message, "json.syntax", line=exc.lineno, column=exc.colno)]
+    except _DuplicateKey as exc:
+        return None, [locator.duplicate_key_diagnostic(exc.key)]
+    except _BadNumber as exc:
+        return None, [locator.token_diagnostic(
+            exc.text, f"number {exc.text} is not a finite JSON number", "json.number")]
+    except RecursionError:
+        return None, [locator.depth_diagnostic()]
+    except ValueError as exc:  # int() digit limit (CVE-2020-10735 guard) and similar
+        return None, [locator.long_integer_diagnostic(str(exc))]
+    end = _skip_ws(text, end)
+    if end != len(text):
+        line, column = locator.line_col(end)
+        return None, [error("unexpected data after the JSON document", "json.trailing-data",
+                            line=line, column=column)]
+    if _SURROGATE_ESCAPE.search(text):
+        surrogate = locator.lone_surrogate_diagnostic()
+        if surrogate is not None:
+            return None, [surrogate]
+    return JsonText(value, text, locator), []
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\n\r":
+        pos += 1
+    return pos
+
+
+def escape_pointer_token(token: str | int) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def pointer_from_path(path: Iterable[str | int]) -> str:
+    return "".join("/" + escape_pointer_token(part) for part in path)
+
+
+_TOKEN = re.compile(
+    r'[ \t\n\r]*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<punct>[{}\[\],:])|(?P<atom>[^ \t\n\r{}\[\],:"]+))',
+    re.DOTALL,
+)
+
+
+class JsonLocator:
+    """Finds where JSON Pointers point in the text, walking tokens only when asked."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._cache: dict[str, tuple[int, int]] = {}
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        line = self.text.count("\n", 0, offset) + 1
+        column = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return line, column
+
+    # -- walking --------------------------------------------------------------------
+
+    def _walk(self, stop: Any = None) -> Iterable[tuple[str, str, int, int]]:
+        """Yield ``(event, pointer, offset, depth)`` for every value start ("value") and
+        every object key ("key"). Iterative, so depth costs no Python stack."""
+        text = self.text
+        pos = 0
+        stack: list[list[Any]] = []  # [kind, pointer, index_or_key, expecting_key]
+        pointer = ""
+        while True:
+            match = _TOKEN.match(text, pos)
+            if match is None:
+                return
+            start = match.start(match.lastgroup) if match.lastgroup else pos
+            pos = match.end()
+            kind = match.lastgroup
+            token = match.group(kind) if kind else ""
+            if not token:
+                return
+            top = stack[-1] if stack else None
+            if top is not None and top[0] == "object" and top[3]:
+                if kind == "string":
+                    key = json.loads(token)
+                    top[2] = key
+                    yield "key", top[1] + "/" + escape_pointer_token(key), start, len(stack)
+                    top[3] = False
+                    continue
+                if token == "}":
+                    stack.pop()
+                    continue
+                return
+            if token in (",", ":"):
+                if token == "," and top is not None:
+                    if top[0] == "object":
+                        top[3] = True
+                    else:
+                        top[2] += 1
+                continue
+            if token in ("}", "]"):
+                stack.pop()
+                continue
+            if top is None:
+                pointer = ""
+            elif top[0] == "object":
+                pointer = top[1] + "/" + escape_pointer_token(top[2])
+            else:
+                pointer = top[1] + "/" + str(top[2])
+            yield "value", pointer, start, len(stack)
+            if token == "{":
+                stack.append(["object", pointer, None, True])
+            elif token == "[":
+                stack.append(["array", pointer, 0, False])
+
+    def locate(self, pointer: str, key: bool = False) -> tuple[int | None, int | None]:
+        """Line and column of the value at ``pointer`` (of its key when ``key``)."""
+        cache_key = ("k" if key else "v") + pointer
+        if cache_key not in self._cache:
+            wanted = "key" if key else "value"
+            for event, where, offset, _ in self._walk():
+                if event == wanted and where == pointer:
+                    self._cache[cache_key] = self.line_col(offset)
+                    break
+            else:
+                if pointer and not key:
+                    parent = pointer.rsplit("/", 1)[0]
+                    return self.locate(parent)
+                return (1, 1) if not pointer else (None, None)
+        return self._cache[cache_key]
+
+    # -- specific diagnostics ---------------------------------------------------------
+
+    def duplicate_key_diagnostic(self, key: str) -> Diagnostic:
+        seen: dict[str, set[str]] = {}
+        for event, where, offset, _ in self._walk():
+            if event != "key":
+                continue
+            parent, _, name = where.rpartition("/")
+            names = seen.setdefault(parent, set())
+            if name in names:
+                line, column = self.line_col(offset)
+                return error(f"duplicate key {key!r}: JSON readers disagree on which one wins",
+                             "json.duplicate-key", line=line, column=column, pointer=where)
+            names.add(name)
+        return error(f"duplicate key {key!r}", "json.duplicate-key")
+
+    def token_diagnostic(self, token: str, message: str, code: str) -> Diagnostic:
+        for match in re.finditer(re.escape(token), self.text):
+            before = self.text[max(0, match.start() - 1)]
+            if before.isalnum() or before == ".":
+                continue
+            line, column = self.line_col(match.start())
+            return error(message, code, line=line, column=column,
+                         pointer=self._pointer_at(match.start()))
+        return error(message, code)
+
+    def long_integer_diagnostic(self, detail: str) -> Diagnostic:
+        match = re.search(r"-?\d{4300,}", self.text)
+        where: dict[str, Any] = {}
+        if match:
+            line, column = self.line_col(match.start())
+            where = {"line": line, "column": column, "pointer": self._pointer_at(match.start())}
+        return error("integer has more than 4,300 digits", "json.number", **where)
+
+    def depth_diagnostic(self) -> Diagnostic:
+        # Only reached after RecursionError, so the slow character walk runs on bad input only.
+        problem = self.check_depth(LIMITS.max_json_depth)
+        return problem or error(f"document nests deeper than {LIMITS.max_json_depth} levels",
+                                "json.depth")
+
+    def check_depth(self, limit: int) -> Diagnostic | None:
+        # Cheap pre-filter: only walk when the bracket count could exceed the limit.
+        if self.text.count("[") + self.text.count("{") <= limit:
+            return None
+        depth = 0
+        in_string = False
+        escape = False
+        for offset, char in enumerate(self.text):
+            if in_string:
+                if escape:
+                    escape = False
+                elif char == "\\":
+                    escape = True
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char in "[{":
+                depth += 1
+                if depth > limit:
+                    line, column = self.line_col(offset)
+                    return error(f"document nests deeper than {limit} levels", "json.depth",
+                                 line=line, column=column)
+            elif char in "]}":
+                depth -= 1
+        return None
+
+    def lone_surrogate_diagnostic(self) -> Diagnostic | None:
+        for match in _SURROGATE_ESCAPE.finditer(self.text):
+            high = int(match.group()[2:], 16)
+            following = self.text[match.end():match.end() + 6]
+            is_pair = 0xD800 <= high <= 0xDBFF and re.fullmatch(
+                r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", following)
+            preceding = self.text[max(0, match.start() - 6):match.start()]
+            is_low_of_pair = 0xDC00 <= high and re.fullmatch(
+                r"\\u[dD][89abAB][0-9a-fA-F]{2}", preceding)
+            if not (is_pair or is_low_of_pair):
+                line, column = self.line_col(match.start())
+                return error(f"lone surrogate {match.group()} cannot be encoded in UTF-8 or XML",
+                             "json.surrogate", line=line, column=column,
+                             pointer=self._pointer_at(match.start()))
+        return None
+
+    def _pointer_at(self, offset: int) -> str:
+        pointer = ""
+        for _, where, start, _ in self._walk():
+            if start > offset:
+                break
+            pointer = where
+        return pointer
+
+    def diagnostic(self, diagnostic: Diagnostic, key: bool = False) -> Diagnostic:
+        """Fill in line and column from the diagnostic's pointer."""
+        if diagnostic.line is not None:
+            return diagnostic
+        line, column = self.locate(diagnostic.pointer, key=key)
+        from dataclasses import replace
+
+        return replace(diagnostic, line=line, column=column)
+
+
+def dumps_canonical(value: Any, indent: int = 2) -> bytes:
+    """Deterministic JSON output: UTF-8, no NaN, newline at the end."""
+    return (json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False) + "\n").encode()

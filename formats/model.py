@@ -1,0 +1,389 @@
+"""The in-memory model every format reads into and writes from (the hub).
+
+Everything is a frozen dataclass. Sequences are tuples; mappings are plain dicts that no code
+mutates after construction. Ids and names are kept exactly as the source gave them (an
+environment id may be an ``int`` or a ``str``) so that round trips are exact.
+
+Units are fixed and carried in field names:
+
+* time: seconds (``float``), on the workload's own time axis whose origin is
+  ``Workload.time_origin`` (an ISO 8601 string, or ``None`` when the source has no epoch);
+* clock rates: Hz;
+* memory, storage and disk capacities: MB (2**20 bytes, as SSS Appendix A and Haizea use it);
+* transfer speeds: MB/s; network bandwidth: Mbit/s;
+* power: W.
+
+``extras`` dicts hold what a format carries that the model has no field for; their keys are
+prefixed with the format name (``"haizea:…"``, ``"swf:…"``) unless the key is the format's own
+free-form key/value mechanism (Haizea ``<extra>``, environment unknown keys).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+Id: TypeAlias = int | str
+"""An identifier exactly as the source wrote it (environment JSON allows both)."""
+
+Extras: TypeAlias = dict[str, Any]
+"""Free-form, JSON-compatible values a format carries beyond the model's fields."""
+
+
+class MachineState(enum.Enum):
+    """Machine states of the environment format; other formats map onto these.
+
+    SSS and JGF state vocabularies map through tables in their format modules; the source's
+    own word is kept in ``Machine.state_label`` when it is not one of these.
+    """
+
+    ACTIVE = "ACTIVE"
+    HALT = "HALT"
+    MAINTENANCE = "MAINTENANCE"
+    FAILURE = "FAILURE"
+
+
+# --------------------------------------------------------------------------- topology
+
+
+@dataclass(frozen=True)
+class ProcessingUnit:
+    """A CPU (one socket) or a GPU."""
+
+    cores: int
+    clock_rate_hz: float | None = None
+    id: Id | None = None
+    manufacturer: str | None = None
+    family: str | None = None
+    generation: str | None = None
+    model: str | None = None
+    energy_consumption_w: float | None = None
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StorageUnit:
+    """A memory module or a storage device."""
+
+    capacity_mb: float
+    id: Id | None = None
+    manufacturer: str | None = None
+    family: str | None = None
+    generation: str | None = None
+    model: str | None = None
+    read_speed_mb_s: float | None = None
+    write_speed_mb_s: float | None = None
+    energy_consumption_w: float | None = None
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NamedResource:
+    """An open-ended consumable: a Haizea resource type other than CPU/Memory, an SSS
+    ``<Resource name type>``, a Flux R child type other than core/gpu, a JGF vertex type
+    the model has no field for. ``amount`` is in ``unit`` (``None``: the format's default)."""
+
+    name: str
+    amount: float
+    type: str | None = None
+    unit: str | None = None
+    instances: tuple[float, ...] = ()
+    """Per-instance amounts when the resource is multi-instance (Haizea ``<instance>``);
+    empty when it is a single scalar ``amount``."""
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Consumables:
+    """A snapshot of consumable resources, as SSS ``Available`` and ``Utilized`` give them.
+
+    ``None`` means the category did not mention that resource.
+    """
+
+    processors: int | None = None
+    memory_mb: float | None = None
+    disk_mb: float | None = None
+    swap_mb: float | None = None
+    network_mbit_s: float | None = None
+    resources: tuple[NamedResource, ...] = ()
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A physical machine (environment), node (Haizea, SSS), rank/host (Flux R), node vertex (JGF)."""
+
+    id: Id | None = None
+    name: str | None = None
+    state: MachineState = MachineState.ACTIVE
+    state_label: str | None = None
+    """The source's own state word when it is richer than ``state`` (SSS ``Drained``)."""
+    cpus: tuple[ProcessingUnit, ...] = ()
+    gpus: tuple[ProcessingUnit, ...] = ()
+    memory: tuple[StorageUnit, ...] = ()
+    storage: tuple[StorageUnit, ...] = ()
+    features: tuple[str, ...] = ()
+    """Named features/properties (SSS ``Feature``, Flux R ``properties`` names)."""
+    resources: tuple[NamedResource, ...] = ()
+    os: str | None = None
+    arch: str | None = None
+    description: str | None = None
+    swap_mb: float | None = None
+    network_mbit_s: float | None = None
+    rank: int | None = None
+    """Flux broker rank, when the source assigns one."""
+    available: Consumables | None = None
+    utilized: Consumables | None = None
+    extras: Extras = field(default_factory=dict)
+
+    @property
+    def core_count(self) -> int:
+        return sum(cpu.cores for cpu in self.cpus)
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs are counted as devices, not cores."""
+        return len(self.gpus)
+
+    @property
+    def memory_mb(self) -> float:
+        return sum(unit.capacity_mb for unit in self.memory)
+
+    @property
+    def storage_mb(self) -> float:
+        return sum(unit.capacity_mb for unit in self.storage)
+
+    @property
+    def clock_rate_hz(self) -> float | None:
+        """Core-weighted mean CPU clock (the SC18 simulator's machine speed)."""
+        rated = [(cpu.cores, cpu.clock_rate_hz) for cpu in self.cpus if cpu.clock_rate_hz]
+        total = sum(cores for cores, _ in rated)
+        if not total:
+            return None
+        return sum(cores * (rate or 0.0) for cores, rate in rated) / total
+
+
+@dataclass(frozen=True)
+class Rack:
+    id: Id | None = None
+    name: str | None = None
+    capacity_units: int | None = None
+    """How many 1U slots the rack has."""
+    power_capacity_w: float | None = None
+    slots: tuple[Machine | None, ...] = ()
+    """Installed units in order; ``None`` is an explicit empty slot."""
+    extras: Extras = field(default_factory=dict)
+
+    @property
+    def machines(self) -> tuple[Machine, ...]:
+        return tuple(slot for slot in self.slots if slot is not None)
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class Size:
+    """Room size in metres."""
+
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
+class Room:
+    id: Id | None = None
+    name: str | None = None
+    type: str = "SERVER"
+    """COOLING, HALLWAY, OFFICE, POWER or SERVER."""
+    location: Point | None = None
+    size: Size | None = None
+    racks: tuple[Rack, ...] = ()
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """A datacenter's scheduler (environment ``operational.scheduler``)."""
+
+    name: str
+    url: str | None = None
+    options: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Datacenter:
+    id: Id | None = None
+    name: str | None = None
+    location: str | None = None
+    operator: str | None = None
+    scheduler: SchedulerSpec | None = None
+    rooms: tuple[Room, ...] = ()
+    extras: Extras = field(default_factory=dict)
+    """Includes ``operational`` keys other than ``scheduler``, under ``"operational"``."""
+
+
+@dataclass(frozen=True)
+class MachineStateChange:
+    machine: Id
+    state: MachineState
+    time_s: float | None = None
+    cause: str | None = None
+    attributes: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DatacenterSchedulerChange:
+    datacenter: Id
+    scheduler: SchedulerSpec
+    time_s: float | None = None
+    attributes: Extras = field(default_factory=dict)
+
+
+Event: TypeAlias = MachineStateChange | DatacenterSchedulerChange
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A datacenter topology with its timed events."""
+
+    datacenters: tuple[Datacenter, ...] = ()
+    events: tuple[Event, ...] = ()
+    name: str | None = None
+    description: str | None = None
+    extras: Extras = field(default_factory=dict)
+
+    def machines(self) -> Iterator[Machine]:
+        """All machines in topology order (datacenters, rooms, racks, slots)."""
+        for datacenter in self.datacenters:
+            for room in datacenter.rooms:
+                for rack in room.racks:
+                    yield from rack.machines
+
+    def racks(self) -> Iterator[Rack]:
+        for datacenter in self.datacenters:
+            for room in datacenter.rooms:
+                yield from room.racks
+
+
+# --------------------------------------------------------------------------- workload
+
+
+class StartMode(enum.Enum):
+    """When a task may start (Haizea ``<start>``)."""
+
+    ANY = "any"
+    """Best-effort: whenever resources allow (empty ``<start/>``, every trace format)."""
+    NOW = "now"
+    """Immediate: at submission or not at all (``<now/>``)."""
+    EXACT = "exact"
+    """Advance reservation at ``Task.start_time_s`` (``<exact>``)."""
+
+
+@dataclass(frozen=True)
+class ResourceRequest:
+    """What one task asks for: ``nodes`` nodes, each with the per-node amounts below."""
+
+    nodes: int = 1
+    cores: float = 1.0
+    """Cores per node; fractional where the source allows it (Haizea CPU 50 = half a core)."""
+    memory_mb: float | None = None
+    gpus: int = 0
+    resources: tuple[NamedResource, ...] = ()
+    """Other per-node amounts (Haizea Disk, Net-in; multi-instance CPU via ``instances``)."""
+
+    @property
+    def total_cores(self) -> float:
+        return self.nodes * self.cores
+
+
+@dataclass(frozen=True)
+class Task:
+    """One schedulable unit: a GWF line, an SWF job, a Haizea lease, an osp-workload task."""
+
+    id: Id
+    submit_time_s: float = 0.0
+    runtime_s: float | None = None
+    """Real (measured) duration; ``None`` when unknown."""
+    requested_time_s: float | None = None
+    """Requested duration (wall-time limit, Haizea ``<duration>``)."""
+    request: ResourceRequest = field(default_factory=ResourceRequest)
+    dependencies: tuple[Id, ...] = ()
+    """Ids of tasks (of the same workload) that must finish first."""
+    deadline_s: float | None = None
+    start_mode: StartMode = StartMode.ANY
+    start_time_s: float | None = None
+    """Requested start for ``StartMode.EXACT``."""
+    preemptible: bool | None = None
+    user: str | None = None
+    group: str | None = None
+    image: str | None = None
+    """Software image id (Haizea ``<disk-image id>``); ``None`` for unmanaged software."""
+    image_size_mb: float | None = None
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A workflow, bag of tasks, or a single-task job."""
+
+    id: Id
+    tasks: tuple[Task, ...] = ()
+    name: str | None = None
+    user: str | None = None
+    extras: Extras = field(default_factory=dict)
+
+    @property
+    def submit_time_s(self) -> float:
+        return min((task.submit_time_s for task in self.tasks), default=0.0)
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """A Haizea ``.lwfa`` lease annotation: overrides applied to one lease of a workload."""
+
+    target: Id | None = None
+    """Lease id; ``None`` when annotations apply positionally."""
+    start_mode: StartMode | None = None
+    start_offset_s: float | None = None
+    """Exact start relative to the lease's submit time."""
+    deadline_offset_s: float | None = None
+    image: str | None = None
+    image_size_mb: float | None = None
+    software_none: bool = False
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Workload:
+    jobs: tuple[Job, ...] = ()
+    name: str | None = None
+    description: str | None = None
+    time_origin: str | None = None
+    """ISO 8601 instant that ``t = 0`` stands for, when the source states one."""
+    attributes: Extras = field(default_factory=dict)
+    """Workload-level key/values (Haizea root ``<attributes>``, SWF header fields)."""
+    annotations: tuple[Annotation, ...] = ()
+    extras: Extras = field(default_factory=dict)
+
+    def tasks(self) -> Iterator[Task]:
+        for job in self.jobs:
+            yield from job.tasks
+
+
+# --------------------------------------------------------------------------- document
+
+
+@dataclass(frozen=True)
+class Document:
+    """What a reader returns and a writer takes: a topology, a workload, or both
+    (a Haizea LWF carries its ``<site>`` next to its leases)."""
+
+    environment: Environment | None = None
+    workload: Workload | None = None
+    extras: Extras = field(default_factory=dict)

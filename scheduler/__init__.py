@@ -1,0 +1,1 @@
+"""The SC18 reference-architecture scheduler (stages, policies, time models, metrics)."""
