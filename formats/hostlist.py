@@ -1,0 +1,624 @@
+"""RFC 22 idsets and RFC 29 hostlists: strict decoders, canonical encoders, never expanded.
+
+Both types are stored as ranges. Decoding ``0-2147483646`` or ``n[0-1048575]`` builds one
+range, counting members is a sum over ranges, and membership is a binary search, so nothing
+costs time proportional to the number of ids unless the caller iterates.
+
+Decoders raise ``IdsetError`` / ``HostlistError`` (both ``ValueError``) whose ``position`` is
+the 0-based offset of the offending character and whose ``reason`` says what is wrong there.
+Format readers turn these into diagnostics.
+
+Divergences
+-----------
+flux-core (libidset, libhostlist) is the reference implementation; dcx departs from it where
+it silently changes data or where the RFC text is clearer:
+
+* idset: empty tokens (``1,,2``) are rejected; flux-core skips them.
+* idset: ids above 2**31-1 are rejected; flux-core wraps values of 2**32 and above modulo
+  2**32 (``4294967296`` becomes ``0``).
+* idset: ``3-3`` is rejected, as in flux-core (a run has two or more members).
+* hostlist: whitespace is an error; flux-core treats space and tab as separators.
+* hostlist: empty tokens (``a,,b``, a leading or trailing comma) are errors; flux-core
+  ignores them.
+* hostlist: only printable ASCII is allowed in prefixes and suffixes (RFC 29); flux-core
+  accepts any byte.
+* hostlist: zero padding is taken per range from the low bound's digits (``[005,4]`` means
+  ``005,4``), as flux-core does; the RFC prose applies the first element's width to the
+  whole list.
+* hostlist: an expression with more than one bracket group (``rack[1-2]node[1-3]``) is an
+  error. RFC 29 allows one group; flux-core expands the first and keeps the rest literally,
+  which does not survive its own re-encoding.
+* hostlist: a bracketed number above 2**64-1 is an error (flux-core clamps it); a range of
+  more than 2**20 hosts is an error, as in flux-core. An unbracketed host whose digits exceed
+  that limit is kept as a literal name (flux-core silently drops it).
+* hostlist encoding can express suffixes (``node[1-3].example.com``); flux-core writes such
+  lists out flat.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import accumulate
+
+from dcx.converters.limits import LIMITS
+
+MAX_ID = LIMITS.max_idset_id
+MAX_HOSTS_PER_RANGE = LIMITS.max_hostlist_range
+MAX_HOST_INDEX = (1 << 64) - 1
+
+
+class IdsetError(ValueError):
+    """An idset string that RFC 22 (as dcx reads it) does not allow."""
+
+    def __init__(self, text: str, position: int, reason: str) -> None:
+        super().__init__(f"invalid idset at position {position}: {reason}")
+        self.text = text
+        self.position = position
+        self.reason = reason
+
+
+class HostlistError(ValueError):
+    """A hostlist string that RFC 29 (as dcx reads it) does not allow."""
+
+    def __init__(self, text: str, position: int, reason: str) -> None:
+        super().__init__(f"invalid hostlist at position {position}: {reason}")
+        self.text = text
+        self.position = position
+        self.reason = reason
+
+
+# --------------------------------------------------------------------------- idset
+
+_ID = r"(?:0|[1-9][0-9]*)"
+_IDSET_BODY = re.compile(rf"{_ID}(?:-{_ID})?(?:,{_ID}(?:-{_ID})?)*")
+_MAX_ID_DIGITS = len(str(MAX_ID))
+_IDSET_TOKEN = re.compile(r"[0-9]+|.", re.DOTALL)
+
+
+class IdSet:
+    """An ordered set of non-negative ids up to 2**31-1, held as disjoint, non-adjacent,
+    ascending inclusive ranges in two parallel arrays."""
+
+    __slots__ = ("_his", "_los", "_offsets")
+
+    def __init__(self, los: array[int], his: array[int]) -> None:
+        # Callers guarantee canonical ranges; use the constructors below.
+        self._los = los
+        self._his = his
+        self._offsets: array[int] | None = None
+
+    # -- constructors ---------------------------------------------------------------
+
+    @classmethod
+    def empty(cls) -> IdSet:
+        return cls(array("q"), array("q"))
+
+    @classmethod
+    def decode(cls, text: str) -> IdSet:
+        """Parse an RFC 22 idset; ``IdsetError`` names the position and the reason."""
+        body, start = _strip_brackets(text)
+        if body == "":
+            return cls.empty()
+        if _IDSET_BODY.fullmatch(body) is None:
+            _explain_idset(text, body, start)
+        los: array[int] = array("q")
+        his: array[int] = array("q")
+        previous_hi = -1
+        offset = start
+        for token in body.split(","):
+            lo_text, dash, hi_text = token.partition("-")
+            if len(lo_text) > _MAX_ID_DIGITS or len(hi_text) > _MAX_ID_DIGITS:
+                raise IdsetError(text, offset, f"id exceeds the maximum {MAX_ID}")
+            lo = int(lo_text)
+            hi = int(hi_text) if dash else lo
+            if hi > MAX_ID:
+                where = offset + (len(lo_text) + 1 if lo <= MAX_ID and dash else 0)
+                raise IdsetError(text, where, f"id exceeds the maximum {MAX_ID}")
+            if dash and hi <= lo:
+                raise IdsetError(text, offset, f"range '{token}' does not ascend (high id must "
+                                 "be greater than low id)")
+            if lo <= previous_hi:
+                raise IdsetError(text, offset, f"'{token}' is out of order or repeats an id")
+            if lo == previous_hi + 1 and los:
+                his[-1] = hi  # adjacent runs written separately ("1-3,4") join into one range
+            else:
+                los.append(lo)
+                his.append(hi)
+            previous_hi = hi
+            offset += len(token) + 1
+        return cls(los, his)
+
+    @classmethod
+    def from_ids(cls, ids: Iterable[int]) -> IdSet:
+        """Any iterable of ids, in any order, duplicates allowed."""
+        ordered = sorted(set(ids))
+        if ordered and (ordered[0] < 0 or ordered[-1] > MAX_ID):
+            raise ValueError(f"idset ids must lie in 0..{MAX_ID}")
+        los: array[int] = array("q")
+        his: array[int] = array("q")
+        for value in ordered:
+            if his and value == his[-1] + 1:
+                his[-1] = value
+            else:
+                los.append(value)
+                his.append(value)
+        return cls(los, his)
+
+    @classmethod
+    def from_range(cls, lo: int, hi: int) -> IdSet:
+        """The ids ``lo..hi`` inclusive (empty when ``hi < lo``)."""
+        if hi < lo:
+            return cls.empty()
+        if lo < 0 or hi > MAX_ID:
+            raise ValueError(f"idset ids must lie in 0..{MAX_ID}")
+        return cls(array("q", [lo]), array("q", [hi]))
+
+    # -- queries --------------------------------------------------------------------
+
+    def ranges(self) -> Iterator[tuple[int, int]]:
+        return zip(self._los, self._his, strict=True)
+
+    @property
+    def range_count(self) -> int:
+        return len(self._los)
+
+    def __len__(self) -> int:
+        return sum(self._his) - sum(self._los) + len(self._los)
+
+    def __bool__(self) -> bool:
+        return bool(self._los)
+
+    def __iter__(self) -> Iterator[int]:
+        for lo, hi in self.ranges():
+            yield from range(lo, hi + 1)
+
+    def __contains__(self, value: object) -> bool:
+        if not isinstance(value, int):
+            return False
+        index = bisect_right(self._los, value) - 1
+        return index >= 0 and value <= self._his[index]
+
+    def index(self, value: int) -> int:
+        """Position of ``value`` among the members in ascending order."""
+        where = bisect_right(self._los, value) - 1
+        if where < 0 or value > self._his[where]:
+            raise ValueError(f"{value} is not in the idset")
+        return self._cumulative()[where] + value - self._los[where]
+
+    def nth(self, position: int) -> int:
+        """The member at ``position`` (0-based) in ascending order."""
+        offsets = self._cumulative()
+        if position < 0 or position >= offsets[-1]:
+            raise IndexError(position)
+        where = bisect_right(offsets, position) - 1
+        return self._los[where] + position - offsets[where]
+
+    def _cumulative(self) -> array[int]:
+        if self._offsets is None:
+            counts = (hi - lo + 1 for lo, hi in self.ranges())
+            self._offsets = array("q", accumulate(counts, initial=0))
+        return self._offsets
+
+    @property
+    def first(self) -> int:
+        return self._los[0]
+
+    @property
+    def last(self) -> int:
+        return self._his[-1]
+
+    def is_interval_from_zero(self) -> bool:
+        """``0-(n-1)``, or empty: the ids a writer assigns when it has none of its own."""
+        return not self._los or (len(self._los) == 1 and self._los[0] == 0)
+
+    # -- set algebra ----------------------------------------------------------------
+
+    def union(self, other: IdSet) -> IdSet:
+        merged = sorted([*self.ranges(), *other.ranges()])
+        los: array[int] = array("q")
+        his: array[int] = array("q")
+        for lo, hi in merged:
+            if his and lo <= his[-1] + 1:
+                his[-1] = max(his[-1], hi)
+            else:
+                los.append(lo)
+                his.append(hi)
+        return IdSet(los, his)
+
+    def isdisjoint(self, other: IdSet) -> bool:
+        mine, theirs = list(self.ranges()), list(other.ranges())
+        i = j = 0
+        while i < len(mine) and j < len(theirs):
+            if mine[i][1] < theirs[j][0]:
+                i += 1
+            elif theirs[j][1] < mine[i][0]:
+                j += 1
+            else:
+                return False
+        return True
+
+    # -- encoding -------------------------------------------------------------------
+
+    def encode(self, brackets: bool = False) -> str:
+        """Canonical RFC 22 text: runs of two or more ids as ``lo-hi``. With ``brackets``,
+        a set of more than one member is wrapped in ``[...]`` (flux-core's BRACKETS flag)."""
+        body = ",".join(
+            str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in zip(self._los, self._his,
+                                                                    strict=True)
+        )
+        if brackets and len(self) > 1:
+            return f"[{body}]"
+        return body
+
+    def __str__(self) -> str:
+        return self.encode()
+
+    def __repr__(self) -> str:
+        text = self.encode()
+        if len(text) > 60:
+            text = text[:57] + "..."
+        return f"IdSet({text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IdSet):
+            return NotImplemented
+        return self._los == other._los and self._his == other._his
+
+    def __hash__(self) -> int:
+        return hash((self._los.tobytes(), self._his.tobytes()))
+
+
+def _strip_brackets(text: str) -> tuple[str, int]:
+    """The idset body without its optional single pair of brackets, and where it starts."""
+    if text.startswith("[") and text.endswith("]") and len(text) >= 2:
+        return text[1:-1], 1
+    return text, 0
+
+
+def _explain_idset(text: str, body: str, start: int) -> None:
+    """Find the first offending character of an idset the fast pattern rejected."""
+    expect_id = True
+    after_dash = False
+    for match in _IDSET_TOKEN.finditer(body):
+        token = match.group()
+        position = start + match.start()
+        if token.isdigit() and token.isascii():
+            if not expect_id:
+                raise IdsetError(text, position, "expected ',' or '-' before this number")
+            if len(token) > 1 and token[0] == "0":
+                raise IdsetError(text, position, f"leading zero in '{token}'")
+            expect_id = False
+            continue
+        if token in "[]":
+            raise IdsetError(text, position, "mismatched or nested brackets")
+        if token.isspace():
+            raise IdsetError(text, position, "whitespace is not allowed")
+        if token == ",":
+            if expect_id:
+                raise IdsetError(text, position, "empty element")
+            expect_id, after_dash = True, False
+            continue
+        if token == "-":
+            if expect_id or after_dash:
+                raise IdsetError(text, position, "'-' must join two ids")
+            expect_id, after_dash = True, True
+            continue
+        raise IdsetError(text, position, f"character {token!r} is not allowed in an idset")
+    raise IdsetError(text, start + len(body), "ends where an id is expected")
+
+
+# --------------------------------------------------------------------------- hostlist
+
+
+@dataclass(frozen=True)
+class HostRange:
+    """Hosts ``lo..hi`` (inclusive), each number zero-padded to ``width`` digits."""
+
+    lo: int
+    hi: int
+    width: int
+
+    @property
+    def count(self) -> int:
+        return self.hi - self.lo + 1
+
+    def label(self, value: int) -> str:
+        return str(value).zfill(self.width)
+
+    def encode(self) -> str:
+        if self.lo == self.hi:
+            return self.label(self.lo)
+        return f"{self.label(self.lo)}-{self.label(self.hi)}"
+
+    def joins(self, following: HostRange) -> bool:
+        """Whether ``following`` continues this run and the merged run spells every host
+        the same way (and stays within the per-range limit)."""
+        if following.lo != self.hi + 1:
+            return False
+        if following.hi - self.lo + 1 > MAX_HOSTS_PER_RANGE:
+            return False
+        if following.width == self.width:
+            return True
+        return len(str(following.lo)) >= max(self.width, following.width)
+
+
+@dataclass(frozen=True)
+class HostGroup:
+    """``prefix[ranges]suffix``; with no ranges it is the single literal host ``prefix``."""
+
+    prefix: str
+    ranges: tuple[HostRange, ...] = ()
+    suffix: str = ""
+
+    @property
+    def count(self) -> int:
+        return sum(r.count for r in self.ranges) if self.ranges else 1
+
+    def hosts(self) -> Iterator[str]:
+        if not self.ranges:
+            yield self.prefix
+            return
+        for host_range in self.ranges:
+            for value in range(host_range.lo, host_range.hi + 1):
+                yield f"{self.prefix}{host_range.label(value)}{self.suffix}"
+
+    def host(self, position: int) -> str:
+        if not self.ranges:
+            return self.prefix
+        for host_range in self.ranges:
+            if position < host_range.count:
+                return f"{self.prefix}{host_range.label(host_range.lo + position)}{self.suffix}"
+            position -= host_range.count
+        raise IndexError(position)
+
+    def encode(self) -> str:
+        if not self.ranges:
+            return self.prefix
+        if len(self.ranges) == 1 and self.ranges[0].count == 1:
+            return f"{self.prefix}{self.ranges[0].encode()}{self.suffix}"
+        inner = ",".join(r.encode() for r in self.ranges)
+        return f"{self.prefix}[{inner}]{self.suffix}"
+
+
+_MAX_HOST_DIGITS = 64  # zero padding may be wide; values are checked after parsing
+_AFFIX_CHARS = r"\x21-\x2b\x2d-\x5a\x5c\x5e-\x7e"
+_HOST_EXPR = re.compile(
+    rf"(?P<prefix>[{_AFFIX_CHARS}]*)(?:\[(?P<ids>[^\]]*)\](?P<suffix>[{_AFFIX_CHARS}]*))?"
+)
+_HOST_RANGE = re.compile(r"(?P<lo>[0-9]+)(?:-(?P<hi>[0-9]+))?")
+_TRAILING_NUMBER = re.compile(r"^(?P<prefix>.*?)(?P<digits>[0-9]+)(?P<suffix>[^0-9]*)$", re.DOTALL)
+
+
+class Hostlist:
+    """An ordered list of host names (duplicates kept), held as bracket groups."""
+
+    __slots__ = ("_groups", "_offsets")
+
+    def __init__(self, groups: Iterable[HostGroup] = ()) -> None:
+        self._groups: tuple[HostGroup, ...] = _merge_groups(groups)
+        self._offsets: list[int] | None = None
+
+    @classmethod
+    def decode(cls, text: str) -> Hostlist:
+        """Parse an RFC 29 hostlist; ``HostlistError`` names the position and the reason."""
+        if text == "":
+            return cls()
+        groups: list[HostGroup] = []
+        offset = 0
+        for expression in _split_expressions(text):
+            groups.append(_decode_expression(text, expression, offset))
+            offset += len(expression) + 1
+        return cls(groups)
+
+    @classmethod
+    def from_hosts(cls, hosts: Iterable[str]) -> Hostlist:
+        """Compress host names: runs of numbered hosts sharing prefix and suffix become
+        one bracket group, in the given order."""
+        groups = []
+        for host in hosts:
+            _check_host_name(host)
+            groups.append(_split_host(host))
+        return cls(groups)
+
+    @property
+    def groups(self) -> tuple[HostGroup, ...]:
+        return self._groups
+
+    def __len__(self) -> int:
+        return self._cumulative()[-1]
+
+    def __bool__(self) -> bool:
+        return bool(self._groups)
+
+    def __iter__(self) -> Iterator[str]:
+        for group in self._groups:
+            yield from group.hosts()
+
+    def __getitem__(self, position: int) -> str:
+        offsets = self._cumulative()
+        if position < 0:
+            position += offsets[-1]
+        if position < 0 or position >= offsets[-1]:
+            raise IndexError(position)
+        where = bisect_right(offsets, position) - 1
+        return self._groups[where].host(position - offsets[where])
+
+    def _cumulative(self) -> list[int]:
+        if self._offsets is None:
+            self._offsets = list(accumulate((g.count for g in self._groups), initial=0))
+        return self._offsets
+
+    def encode(self) -> str:
+        return ",".join(group.encode() for group in self._groups)
+
+    def __add__(self, other: Hostlist) -> Hostlist:
+        return Hostlist((*self._groups, *other._groups))
+
+    def __str__(self) -> str:
+        return self.encode()
+
+    def __repr__(self) -> str:
+        text = self.encode()
+        if len(text) > 60:
+            text = text[:57] + "..."
+        return f"Hostlist({text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when they list the same hosts in the same order."""
+        if not isinstance(other, Hostlist):
+            return NotImplemented
+        if self._groups == other._groups:
+            return True
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # equality is by host sequence
+
+
+def _split_expressions(text: str) -> Iterator[str]:
+    """Split at commas outside brackets."""
+    depth = 0
+    start = 0
+    for position, char in enumerate(text):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            yield text[start:position]
+            start = position + 1
+    yield text[start:]
+
+
+def _decode_expression(text: str, expression: str, offset: int) -> HostGroup:
+    if expression == "":
+        raise HostlistError(text, offset, "empty host name (doubled, leading or trailing comma)")
+    match = _HOST_EXPR.fullmatch(expression)
+    if match is None:
+        _explain_expression(text, expression, offset)
+    assert match is not None
+    prefix = match.group("prefix")
+    ids = match.group("ids")
+    if ids is None:
+        return _split_host(prefix)
+    ids_offset = offset + match.start("ids")
+    ranges = _decode_host_ranges(text, ids, ids_offset)
+    return HostGroup(prefix, ranges, match.group("suffix") or "")
+
+
+def _explain_expression(text: str, expression: str, offset: int) -> None:
+    opened = -1
+    groups = 0
+    for index, char in enumerate(expression):
+        position = offset + index
+        if char.isspace():
+            raise HostlistError(text, position, "whitespace is not allowed")
+        if char == "[":
+            if opened >= 0:
+                raise HostlistError(text, position, "nested '['")
+            if groups:
+                raise HostlistError(text, position, "more than one bracket group in one "
+                                    "expression (RFC 29 allows one)")
+            opened = index
+        elif char == "]":
+            if opened < 0:
+                raise HostlistError(text, position, "']' without '['")
+            opened = -1
+            groups += 1
+        elif not (0x21 <= ord(char) <= 0x7E):
+            raise HostlistError(text, position, f"character {char!r} is not printable ASCII")
+    if opened >= 0:
+        raise HostlistError(text, offset + opened, "'[' is never closed")
+    raise HostlistError(text, offset, "malformed hostlist expression")
+
+
+def _decode_host_ranges(text: str, ids: str, offset: int) -> tuple[HostRange, ...]:
+    if ids == "":
+        raise HostlistError(text, offset, "empty brackets")
+    ranges = []
+    for token in ids.split(","):
+        match = _HOST_RANGE.fullmatch(token)
+        if match is None:
+            bad = next((i for i, c in enumerate(token) if not (c.isascii() and c.isdigit())),
+                       0)
+            if token == "":
+                raise HostlistError(text, offset, "empty element in brackets")
+            char = token[bad]
+            reason = ("'-' must join two numbers" if char == "-" else
+                      "whitespace is not allowed" if char.isspace() else
+                      f"character {char!r} is not allowed in a bracket")
+            raise HostlistError(text, offset + bad, reason)
+        lo_text, hi_text = match.group("lo"), match.group("hi")
+        if max(len(lo_text), len(hi_text or "")) > _MAX_HOST_DIGITS:
+            raise HostlistError(text, offset, f"host number exceeds {MAX_HOST_INDEX}")
+        lo = int(lo_text)
+        hi = int(hi_text) if hi_text is not None else lo
+        if hi > MAX_HOST_INDEX:
+            raise HostlistError(text, offset, f"host number exceeds {MAX_HOST_INDEX}")
+        if hi < lo:
+            raise HostlistError(text, offset, f"range '{token}' descends")
+        if hi - lo + 1 > MAX_HOSTS_PER_RANGE:
+            raise HostlistError(text, offset, f"range '{token}' has more than "
+                                f"{MAX_HOSTS_PER_RANGE:,} hosts")
+        ranges.append(HostRange(lo, hi, len(lo_text)))
+        offset += len(token) + 1
+    return tuple(ranges)
+
+
+def _check_host_name(host: str) -> None:
+    for index, char in enumerate(host):
+        if not (0x21 <= ord(char) <= 0x7E) or char in ",[]":
+            raise HostlistError(host, index, f"character {char!r} cannot appear in a host name")
+    if host == "":
+        raise HostlistError(host, 0, "empty host name")
+
+
+def _split_host(host: str) -> HostGroup:
+    """``node12`` → prefix ``node``, number 12 of width 2; names without digits stay literal.
+    The last digit run is the number, so ``node1.example.com`` groups by its first label."""
+    match = _TRAILING_NUMBER.match(host)
+    if match is None:
+        return HostGroup(host)
+    digits = match.group("digits")
+    if len(digits) > _MAX_HOST_DIGITS or int(digits) > MAX_HOST_INDEX:
+        return HostGroup(host)
+    value = int(digits)
+    if value > MAX_HOST_INDEX:
+        return HostGroup(host)
+    return HostGroup(match.group("prefix"), (HostRange(value, value, len(digits)),),
+                     match.group("suffix"))
+
+
+def _merge_groups(groups: Iterable[HostGroup]) -> tuple[HostGroup, ...]:
+    """Join neighbouring groups with the same prefix and suffix, and neighbouring ranges
+    that continue each other, keeping order and duplicates. Linear in the group count."""
+    merged: list[HostGroup] = []
+    pending: list[HostRange] = []
+    key: tuple[str, str] | None = None
+    for group in groups:
+        if group.ranges and key == (group.prefix, group.suffix):
+            _append_ranges(pending, group.ranges)
+            continue
+        if key is not None:
+            merged.append(HostGroup(key[0], tuple(pending), key[1]))
+            key, pending = None, []
+        if group.ranges:
+            key = (group.prefix, group.suffix)
+            _append_ranges(pending, group.ranges)
+        else:
+            merged.append(group)
+    if key is not None:
+        merged.append(HostGroup(key[0], tuple(pending), key[1]))
+    return tuple(merged)
+
+
+def _append_ranges(ranges: list[HostRange], following: Iterable[HostRange]) -> None:
+    for host_range in following:
+        if ranges and ranges[-1].joins(host_range):
+            last = ranges[-1]
+            ranges[-1] = HostRange(last.lo, host_range.hi, last.width)
+        else:
+            ranges.append(host_range)
