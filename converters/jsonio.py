@@ -215,20 +215,57 @@ class JsonLocator:
                 stack.append(["array", pointer, 0, False])
 
     def locate(self, pointer: str, key: bool = False) -> tuple[int | None, int | None]:
-        """Line and column of the value at ``pointer`` (of its key when ``key``)."""
-        cache_key = ("k" if key else "v") + pointer
-        if cache_key not in self._cache:
-            wanted = "key" if key else "value"
+        """Line and column of the value at ``pointer`` (of its key when ``key``), or of its
+        nearest ancestor present in the text (values inherited through ``$base`` have no
+        text of their own)."""
+        return self._positions([(pointer, key)])[0]
+
+    def _positions(self, wanted: list[tuple[str, bool]]) -> list[tuple[int | None, int | None]]:
+        """One walk over the text finds every wanted pointer and its ancestors."""
+        missing: set[str] = set()
+        for pointer, key in wanted:
+            candidates = [("k" if key else "v") + pointer]
+            parts = pointer.split("/")
+            candidates += ["v" + "/".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)]
+            missing.update(c for c in candidates if c not in self._cache)
+        if missing:
             for event, where, offset, _ in self._walk():
-                if event == wanted and where == pointer:
-                    self._cache[cache_key] = self.line_col(offset)
+                tag = ("k" if event == "key" else "v") + where
+                if tag in missing:
+                    self._cache[tag] = self.line_col(offset)
+                    missing.discard(tag)
+                    if not missing:
+                        break
+            for tag in missing:
+                self._cache[tag] = (None, None)
+        self._cache.setdefault("v", (1, 1))
+        results = []
+        for pointer, key in wanted:
+            parts = pointer.split("/")
+            candidates = [("k" if key else "v") + pointer]
+            candidates += ["v" + "/".join(parts[:n]) for n in range(len(parts) - 1, -1, -1)]
+            found: tuple[int | None, int | None] = (None, None)
+            for candidate in candidates:
+                position = self._cache.get(candidate, (None, None))
+                if position[0] is not None:
+                    found = position
                     break
-            else:
-                if pointer and not key:
-                    parent = pointer.rsplit("/", 1)[0]
-                    return self.locate(parent)
-                return (1, 1) if not pointer else (None, None)
-        return self._cache[cache_key]
+            results.append(found)
+        return results
+
+    def place(self, diagnostics: list[Diagnostic], key_codes: frozenset[str] = frozenset()) -> list[Diagnostic]:
+        """Fill in line and column for many diagnostics with a single walk. Diagnostics whose
+        code is in ``key_codes`` point at the member's key rather than its value."""
+        from dataclasses import replace
+
+        todo = [d for d in diagnostics if d.line is None]
+        if not todo:
+            return diagnostics
+        positions = dict(zip(
+            [id(d) for d in todo],
+            self._positions([(d.pointer, d.code in key_codes) for d in todo]), strict=True))
+        return [replace(d, line=positions[id(d)][0], column=positions[id(d)][1])
+                if id(d) in positions else d for d in diagnostics]
 
     # -- specific diagnostics ---------------------------------------------------------
 
@@ -325,9 +362,9 @@ class JsonLocator:
         """Fill in line and column from the diagnostic's pointer."""
         if diagnostic.line is not None:
             return diagnostic
-        line, column = self.locate(diagnostic.pointer, key=key)
         from dataclasses import replace
 
+        line, column = self.locate(diagnostic.pointer, key=key)
         return replace(diagnostic, line=line, column=column)
 
 

@@ -60,11 +60,8 @@ def schema_diagnostics(
     for item in errors:
         detail = _deepest(item)
         pointer = base_pointer + pointer_from_path(detail.absolute_path)
-        diagnostic = error(_message(detail), "schema." + str(detail.validator), pointer=pointer)
-        if locator is not None:
-            diagnostic = locator.diagnostic(diagnostic)
-        found.append(diagnostic)
-    return found
+        found.append(error(_message(detail), "schema." + str(detail.validator), pointer=pointer))
+    return locator.place(found) if locator is not None else found
 
 
 def _error_rank(item: jsonschema.ValidationError) -> tuple[int, ...]:

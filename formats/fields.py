@@ -9,6 +9,9 @@ generation and model). The loss matrix and the docs are generated from this tabl
 from __future__ import annotations
 
 FIELDS: dict[str, str] = {
+    # whole parts of a document
+    "environment": "the topology (datacenters, racks, machines)",
+    "workload": "the workload (jobs and tasks)",
     # environment document
     "environment.name": "environment name",
     "environment.description": "environment description",

@@ -1,0 +1,551 @@
+"""Environment JSON (jsspp-osp v1): datacenters → rooms → racks → machines, timed events,
+and ``definitions`` shared through ``$base``/``$merge``.
+
+Reading resolves inheritance first (``formats/jsonref.py``, which lists how dcx departs from
+the reference resolver), validates the resolved document against
+``schemas/environment.schema.json``, then runs the checks a schema cannot make.
+
+Divergences
+-----------
+
+* Resolution follows the format guide, not the reference resolver (see ``jsonref``): own
+  array items come first in a ``$merge``, pointers are RFC 6901, cycles are errors.
+* The guide's "Concrete Example" points at ``#/definitions/machine/default`` while the key is
+  ``machines``, and its multiple-inheritance example misspells ``#/defintion-b``; dcx reports
+  both as missing targets (the fixed forms resolve as the guide shows).
+* The guide's rack example holds ``{"type": "MACHINE", "cpus": []}``; the schema's
+  ``minItems: 1`` makes that invalid, and dcx agrees with the schema.
+* The reference validates with a draft-07 validator against a draft-06 schema and never
+  checks ``format``; dcx's own schema is draft 2020-12 and accepts what the upstream one
+  accepts.
+* ``rooms``, ``objects`` and ``units`` may be JSON objects in the upstream schema (their
+  content then goes unchecked); dcx reads such an object's values in order, with a warning.
+* Unknown keys pass the upstream schema silently; dcx keeps them (written back unchanged) and
+  warns, because they are usually typos (the upstream example's memory ``speed``).
+* Event ``time`` has no unit in the format; dcx reads seconds. An event without ``time`` or
+  out of time order draws a warning; an event naming an unknown machine or datacenter is an
+  error. The prose says ids are unique per entity kind; dcx checks it (datacenters, rooms,
+  racks, machines).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dcx.converters.diagnostics import (
+    Diagnostic,
+    InputError,
+    LossCounter,
+    ReadResult,
+    WriteResult,
+    error,
+    has_errors,
+    warning,
+)
+from dcx.converters.jsonio import JsonLocator, dumps_canonical, escape_pointer_token, load_json
+from dcx.converters.schemas import schema_diagnostics
+from dcx.formats.jsonref import resolve_document
+from dcx.formats.model import (
+    Datacenter,
+    DatacenterSchedulerChange,
+    Document,
+    Environment,
+    Event,
+    Id,
+    Machine,
+    MachineState,
+    MachineStateChange,
+    Point,
+    ProcessingUnit,
+    Rack,
+    Room,
+    SchedulerSpec,
+    Size,
+    StorageUnit,
+)
+
+SCHEMA = "environment.schema.json"
+UNKNOWN_KEY_REPORTS = 3
+"""Unknown-key warnings listed per (entity kind, key); further ones are summarised."""
+UPSTREAM_SCHEMA_URL = (
+    "https://raw.githubusercontent.com/atlarge-research/jsspp-osp/v1/schemas/"
+    "environment.schema.json"
+)
+
+HOLDS: frozenset[str] = frozenset({
+    "environment", "environment.name", "environment.description", "environment.extras",
+    "environment.events.machine_state", "environment.events.scheduler",
+    "datacenter", "datacenter.id", "datacenter.name", "datacenter.location",
+    "datacenter.operator", "datacenter.scheduler", "datacenter.extras",
+    "room", "room.id", "room.name", "room.type", "room.geometry", "room.extras",
+    "rack", "rack.id", "rack.name", "rack.capacity_units", "rack.power_capacity_w",
+    "rack.empty_slots", "rack.extras",
+    "machine.id", "machine.name", "machine.state", "machine.cpus", "machine.cpus.sockets",
+    "cpu.clock_rate_hz", "cpu.vendor", "cpu.id", "cpu.energy_consumption_w",
+    "machine.gpus", "gpu.cores", "gpu.clock_rate_hz", "gpu.vendor", "gpu.id",
+    "gpu.energy_consumption_w",
+    "machine.memory", "machine.memory.modules", "memory.details",
+    "machine.storage", "machine.storage.devices", "storage.details",
+    "machine.extras",
+})
+
+_ROOT_KEYS = ("$schema", "name", "description", "schema_version", "environment", "events",
+              "definitions")
+_DATACENTER_KEYS = ("id", "name", "location", "operator", "operational", "rooms")
+_ROOM_KEYS = ("id", "name", "type", "location", "size", "objects")
+_RACK_KEYS = ("id", "type", "name", "capacity", "power-capacity", "units")
+_MACHINE_KEYS = ("id", "type", "name", "state", "cpus", "gpus", "memory", "storage")
+_VENDOR_KEYS = ("id", "manufacturer", "family", "generation", "model")
+_PU_KEYS = (*_VENDOR_KEYS, "clock-rate", "cores", "energy-consumption")
+_STORAGE_KEYS = (*_VENDOR_KEYS, "read-speed", "write-speed", "capacity", "energy-consumption")
+_EVENT_KEYS = ("type", "time", "attributes", "machine", "state", "cause", "datacenter",
+               "scheduler")
+
+
+def sniff(data: bytes) -> bool:
+    head = data[:65536]
+    return bool(re.search(rb'"environment"\s*:\s*\{', head)) and b'"datacenters"' in data[:1 << 20]
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def read(data: bytes) -> ReadResult:
+    decoded, problems = load_json(data)
+    if decoded is None:
+        return ReadResult(None, tuple(problems))
+    locator = decoded.locator
+    root = decoded.value
+    if not isinstance(root, dict):
+        return ReadResult(None, (error(
+            f"the document root is a JSON {_json_type(root)}, not an object",
+            "environment.root", line=1, column=1),))
+    try:
+        resolved, diagnostics = resolve_document(root)
+    except InputError as exc:
+        return ReadResult(None, (locator.diagnostic(exc.diagnostic),))
+    structural = schema_diagnostics(SCHEMA, resolved, locator)
+    if structural:
+        return ReadResult(None, tuple(locator.place(diagnostics) + structural))
+    builder = _Builder(locator)
+    environment = builder.environment(resolved)
+    diagnostics += builder.finish()
+    diagnostics += semantic_checks(environment, builder)
+    diagnostics = locator.place(diagnostics, key_codes=frozenset({"environment.unknown-key"}))
+    document = Document(environment=environment)
+    return ReadResult(None if has_errors(diagnostics) else document, tuple(diagnostics))
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean",
+            type(None): "null"}.get(type(value), "number")
+
+
+@dataclass
+class _Builder:
+    """Builds the model from a resolved, schema-valid document. Shared definitions come out
+    of the resolver as the same dict objects, so components are built once per object."""
+
+    locator: JsonLocator
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    pointers: dict[str, list[tuple[Id, str]]] = field(default_factory=dict)
+    _cache: dict[int, Any] = field(default_factory=dict)
+    _unknown_keys: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def extras(self, node: dict[str, Any], known: Iterable[str], kind: str, pointer: str) -> dict[str, Any]:
+        known_set = set(known)
+        unknown = {key: value for key, value in node.items() if key not in known_set}
+        for key in unknown:
+            seen = self._unknown_keys.get((kind, key), 0)
+            self._unknown_keys[(kind, key)] = seen + 1
+            if seen < UNKNOWN_KEY_REPORTS:
+                self.diagnostics.append(warning(
+                    f"unknown {kind} key {key!r} (kept; is it a typo?)",
+                    "environment.unknown-key", pointer=f"{pointer}/{escape_pointer_token(key)}"))
+        return unknown
+
+    def finish(self) -> list[Diagnostic]:
+        """The diagnostics, with one summary line per unknown key seen too often to list."""
+        summaries = [
+            warning(f"unknown {kind} key {key!r} appears {count - UNKNOWN_KEY_REPORTS:,} more "
+                    "times", "environment.unknown-key-repeated")
+            for (kind, key), count in self._unknown_keys.items() if count > UNKNOWN_KEY_REPORTS
+        ]
+        return self.diagnostics + summaries
+
+    def collection(self, value: Any, pointer: str, what: str) -> list[tuple[str, Any]]:
+        if isinstance(value, dict):
+            self.diagnostics.append(warning(
+                f"{what} is an object; dcx reads its values in order (an array is expected)",
+                "environment.object-collection", pointer=pointer))
+            return [(f"{pointer}/{escape_pointer_token(k)}", v) for k, v in value.items()]
+        return [(f"{pointer}/{index}", item) for index, item in enumerate(value or [])]
+
+    def note_id(self, kind: str, value: Id | None, pointer: str) -> None:
+        if value is not None:
+            self.pointers.setdefault(kind, []).append((value, pointer))
+
+    def environment(self, root: dict[str, Any]) -> Environment:
+        topology = root["environment"]
+        datacenters = tuple(
+            self.datacenter(node, where)
+            for where, node in self.collection(topology.get("datacenters"),
+                                               "/environment/datacenters", "datacenters"))
+        # ``definitions`` are consumed by resolution and regenerated by the writer; the
+        # ``$schema`` URL is always the upstream one on output.
+        extras = self.extras(root, _ROOT_KEYS, "root", "")
+        if "schema_version" in root:
+            extras["schema_version"] = root["schema_version"]
+        topology_extras = {k: v for k, v in topology.items() if k != "datacenters"}
+        if topology_extras:
+            extras["environment"] = topology_extras
+        events = tuple(self.event(node, f"/events/{index}")
+                       for index, node in enumerate(root.get("events") or []))
+        return Environment(datacenters=datacenters, events=events, name=root.get("name"),
+                           description=root.get("description"), extras=extras)
+
+    def datacenter(self, node: dict[str, Any], pointer: str) -> Datacenter:
+        self.note_id("datacenter", node.get("id"), pointer)
+        operational = dict(node.get("operational") or {})
+        scheduler = self.scheduler(operational.pop("scheduler")) if "scheduler" in operational else None
+        extras = self.extras(node, _DATACENTER_KEYS, "datacenter", pointer)
+        if operational:
+            extras["operational"] = operational
+        rooms = tuple(self.room(item, where) for where, item in
+                      self.collection(node.get("rooms"), f"{pointer}/rooms", "rooms"))
+        return Datacenter(id=node.get("id"), name=node.get("name"), location=node.get("location"),
+                          operator=node.get("operator"), scheduler=scheduler, rooms=rooms,
+                          extras=extras)
+
+    @staticmethod
+    def scheduler(node: dict[str, Any]) -> SchedulerSpec:
+        return SchedulerSpec(name=node["name"], url=node.get("url"),
+                             options=dict(node.get("options") or {}))
+
+    def room(self, node: dict[str, Any], pointer: str) -> Room:
+        self.note_id("room", node.get("id"), pointer)
+        location = node.get("location")
+        size = node.get("size")
+        racks = tuple(self.rack(item, where) for where, item in
+                      self.collection(node.get("objects"), f"{pointer}/objects", "objects"))
+        return Room(id=node.get("id"), name=node.get("name"), type=node.get("type", "SERVER"),
+                    location=Point(location["x"], location["y"]) if location else None,
+                    size=Size(size["width"], size["height"]) if size else None, racks=racks,
+                    extras=self.extras(node, _ROOM_KEYS, "room", pointer))
+
+    def rack(self, node: dict[str, Any], pointer: str) -> Rack:
+        self.note_id("rack", node.get("id"), pointer)
+        slots = tuple(None if item.get("type") == "EMPTY" else self.machine(item, where)
+                      for where, item in self.collection(node.get("units"), f"{pointer}/units",
+                                                         "units"))
+        return Rack(id=node.get("id"), name=node.get("name"), capacity_units=node.get("capacity"),
+                    power_capacity_w=node.get("power-capacity"), slots=slots,
+                    extras=self.extras(node, _RACK_KEYS, "rack", pointer))
+
+    def machine(self, node: dict[str, Any], pointer: str) -> Machine:
+        self.note_id("machine", node.get("id"), pointer)
+        return Machine(
+            id=node.get("id"), name=node.get("name"),
+            state=MachineState(node.get("state", "ACTIVE")),
+            cpus=self.units(node.get("cpus"), f"{pointer}/cpus", self.processing_unit),
+            gpus=self.units(node.get("gpus"), f"{pointer}/gpus", self.processing_unit),
+            memory=self.units(node.get("memory"), f"{pointer}/memory", self.storage_unit),
+            storage=self.units(node.get("storage"), f"{pointer}/storage", self.storage_unit),
+            extras=self.extras(node, _MACHINE_KEYS, "machine", pointer))
+
+    def units(self, nodes: list[Any] | None, pointer: str, build: Any) -> tuple[Any, ...]:
+        if not nodes:
+            return ()
+        cached = self._cache.get(id(nodes))
+        if cached is not None and cached[0] is nodes:
+            return cached[1]  # type: ignore[no-any-return]
+        built = tuple(build(item, f"{pointer}/{index}") for index, item in enumerate(nodes))
+        self._cache[id(nodes)] = (nodes, built)
+        return built
+
+    def processing_unit(self, node: dict[str, Any], pointer: str) -> ProcessingUnit:
+        return ProcessingUnit(
+            cores=node["cores"], clock_rate_hz=node.get("clock-rate"), id=node.get("id"),
+            manufacturer=node.get("manufacturer"), family=node.get("family"),
+            generation=node.get("generation"), model=node.get("model"),
+            energy_consumption_w=node.get("energy-consumption"),
+            extras=self.extras(node, _PU_KEYS, "processing unit", pointer))
+
+    def storage_unit(self, node: dict[str, Any], pointer: str) -> StorageUnit:
+        return StorageUnit(
+            capacity_mb=node["capacity"], id=node.get("id"),
+            manufacturer=node.get("manufacturer"), family=node.get("family"),
+            generation=node.get("generation"), model=node.get("model"),
+            read_speed_mb_s=node.get("read-speed"), write_speed_mb_s=node.get("write-speed"),
+            energy_consumption_w=node.get("energy-consumption"),
+            extras=self.extras(node, _STORAGE_KEYS, "memory/storage unit", pointer))
+
+    def event(self, node: dict[str, Any], pointer: str) -> Event:
+        extras_check = self.extras(node, _EVENT_KEYS, "event", pointer)
+        attributes = dict(node.get("attributes") or {})
+        if extras_check:
+            attributes.update({f"environment:{k}": v for k, v in extras_check.items()})
+        if node["type"] == "MACHINE_STATE_CHANGE":
+            return MachineStateChange(machine=node["machine"], state=MachineState(node["state"]),
+                                      time_s=node.get("time"), cause=node.get("cause"),
+                                      attributes=attributes)
+        return DatacenterSchedulerChange(datacenter=node["datacenter"],
+                                         scheduler=self.scheduler(node["scheduler"]),
+                                         time_s=node.get("time"), attributes=attributes)
+
+
+def semantic_checks(environment: Environment, builder: _Builder) -> list[Diagnostic]:
+    """What the schema cannot say: unique ids, references, rack capacity, event order."""
+    found: list[Diagnostic] = []
+    for kind, entries in builder.pointers.items():
+        first_seen: dict[Id, str] = {}
+        for value, pointer in entries:
+            if value in first_seen:
+                found.append(error(f"{kind} id {value!r} is not unique (first used at "
+                                   f"{first_seen[value]})", "environment.duplicate-id",
+                                   pointer=f"{pointer}/id"))
+            else:
+                first_seen[value] = pointer
+    machine_ids = {value for value, _ in builder.pointers.get("machine", [])}
+    datacenter_ids = {value for value, _ in builder.pointers.get("datacenter", [])}
+    for rack, pointer in _rack_pointers(environment):
+        if rack.capacity_units is not None and len(rack.slots) > rack.capacity_units:
+            found.append(error(f"rack holds {len(rack.slots)} units but its capacity is "
+                               f"{rack.capacity_units}", "environment.rack-capacity",
+                               pointer=f"{pointer}/units"))
+    previous: float | None = None
+    for index, event in enumerate(environment.events):
+        pointer = f"/events/{index}"
+        if isinstance(event, MachineStateChange) and event.machine not in machine_ids:
+            found.append(error(f"event names machine {event.machine!r}, which does not exist",
+                               "environment.unknown-machine", pointer=f"{pointer}/machine"))
+        if isinstance(event, DatacenterSchedulerChange) and event.datacenter not in datacenter_ids:
+            found.append(error(f"event names datacenter {event.datacenter!r}, which does not "
+                               "exist", "environment.unknown-datacenter",
+                               pointer=f"{pointer}/datacenter"))
+        if event.time_s is None:
+            found.append(warning("event has no time, so it has no place on the time line",
+                                 "environment.event-untimed", pointer=pointer))
+            continue
+        if previous is not None and event.time_s < previous:
+            found.append(warning(f"event at time {event.time_s} comes after one at {previous}",
+                                 "environment.event-order", pointer=f"{pointer}/time"))
+        previous = event.time_s if previous is None else max(previous, event.time_s)
+    return found
+
+
+def _rack_pointers(environment: Environment) -> Iterable[tuple[Rack, str]]:
+    for d, datacenter in enumerate(environment.datacenters):
+        for r, room in enumerate(datacenter.rooms):
+            for k, rack in enumerate(room.racks):
+                yield rack, f"/environment/datacenters/{d}/rooms/{r}/objects/{k}"
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def write(document: Document) -> WriteResult:
+    losses = LossCounter()
+    environment = document.environment
+    if environment is None:
+        return WriteResult(b"", (), (error(
+            "the document has no topology; environment JSON describes datacenters",
+            "environment.no-topology"),))
+    if document.workload is not None:
+        losses.add("workload", len(document.workload.jobs),
+                   "environment JSON holds no workload")
+    writer = _Writer(losses)
+    tree = writer.document(environment)
+    return WriteResult(dumps_canonical(tree), losses.losses())
+
+
+class _Writer:
+    def __init__(self, losses: LossCounter) -> None:
+        self.losses = losses
+        self.definitions: dict[str, dict[str, Any]] = {}
+
+    def document(self, environment: Environment) -> dict[str, Any]:
+        machines = list(environment.machines())
+        types = self.machine_types(machines)
+        root: dict[str, Any] = {"$schema": UPSTREAM_SCHEMA_URL}
+        _put(root, "name", environment.name)
+        _put(root, "description", environment.description)
+        extras = dict(environment.extras)
+        topology = {"datacenters": [self.datacenter(dc, types) for dc in environment.datacenters]}
+        topology.update(self.native(extras.pop("environment", {}), "environment.extras"))
+        root["environment"] = topology
+        root["events"] = [self.event(event) for event in environment.events]
+        root["definitions"] = {"machines": self.definitions} if self.definitions else {}
+        root.update(self.native(extras, "environment.extras"))
+        return root
+
+    def native(self, extras: dict[str, Any], field_path: str) -> dict[str, Any]:
+        """Extras from environment JSON itself (plain keys) are written back; extras other
+        formats put in the model (``prefix:key``) cannot be held."""
+        kept = {k: v for k, v in extras.items() if ":" not in k}
+        self.losses.add(field_path, len(extras) - len(kept))
+        return kept
+
+    def machine_types(self, machines: list[Machine]) -> dict[int, str]:
+        """Factor machines whose hardware is identical into ``definitions.machines``."""
+        groups: dict[str, list[Machine]] = {}
+        bodies: dict[str, dict[str, Any]] = {}
+        for machine in machines:
+            body = self.machine_body(machine, count_losses=False)
+            key = json.dumps(body, sort_keys=True)
+            groups.setdefault(key, []).append(machine)
+            bodies[key] = body
+        assigned: dict[int, str] = {}
+        for key, members in groups.items():
+            if len(members) < 2:
+                continue
+            name = f"type-{len(self.definitions) + 1}"
+            self.definitions[name] = {"type": "MACHINE", **bodies[key]}
+            for machine in members:
+                assigned[id(machine)] = f"#/definitions/machines/{name}"
+        return assigned
+
+    def datacenter(self, datacenter: Datacenter, types: dict[int, str]) -> dict[str, Any]:
+        node: dict[str, Any] = {}
+        _put(node, "id", datacenter.id)
+        _put(node, "name", datacenter.name)
+        _put(node, "location", datacenter.location)
+        _put(node, "operator", datacenter.operator)
+        extras = dict(datacenter.extras)
+        operational = dict(extras.pop("operational", {}))
+        if datacenter.scheduler is not None:
+            operational = {"scheduler": _scheduler(datacenter.scheduler), **operational}
+        if operational:
+            node["operational"] = operational
+        node["rooms"] = [self.room(room, types) for room in datacenter.rooms]
+        node.update(self.native(extras, "datacenter.extras"))
+        return node
+
+    def room(self, room: Room, types: dict[int, str]) -> dict[str, Any]:
+        node: dict[str, Any] = {}
+        _put(node, "id", room.id)
+        node["type"] = room.type
+        _put(node, "name", room.name)
+        if room.location is not None:
+            node["location"] = {"x": room.location.x, "y": room.location.y}
+        if room.size is not None:
+            node["size"] = {"width": room.size.width, "height": room.size.height}
+        node["objects"] = [self.rack(rack, types) for rack in room.racks]
+        node.update(self.native(room.extras, "room.extras"))
+        return node
+
+    def rack(self, rack: Rack, types: dict[int, str]) -> dict[str, Any]:
+        node: dict[str, Any] = {}
+        _put(node, "id", rack.id)
+        node["type"] = "RACK"
+        _put(node, "name", rack.name)
+        _put(node, "capacity", rack.capacity_units)
+        _put(node, "power-capacity", rack.power_capacity_w)
+        node["units"] = [{"type": "EMPTY"} if slot is None else self.machine(slot, types)
+                         for slot in rack.slots]
+        node.update(self.native(rack.extras, "rack.extras"))
+        return node
+
+    def machine(self, machine: Machine, types: dict[int, str]) -> dict[str, Any]:
+        node: dict[str, Any] = {}
+        _put(node, "id", machine.id)
+        _put(node, "name", machine.name)
+        node["state"] = machine.state.value
+        self.count_machine_losses(machine)
+        if id(machine) in types:
+            node["$base"] = types[id(machine)]
+        else:
+            node.update({"type": "MACHINE", **self.machine_body(machine, count_losses=True)})
+        return node
+
+    def machine_body(self, machine: Machine, count_losses: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {"cpus": [self.processing_unit(cpu) for cpu in machine.cpus]}
+        if machine.gpus:
+            body["gpus"] = [self.processing_unit(gpu) for gpu in machine.gpus]
+        if machine.memory:
+            body["memory"] = [_storage(unit) for unit in machine.memory]
+        if machine.storage:
+            body["storage"] = [_storage(unit) for unit in machine.storage]
+        kept = {k: v for k, v in machine.extras.items() if ":" not in k}
+        if count_losses:
+            self.losses.add("machine.extras", len(machine.extras) - len(kept))
+        body.update(kept)
+        return body
+
+    def count_machine_losses(self, machine: Machine) -> None:
+        simple = {
+            "machine.state_label": machine.state_label, "machine.os": machine.os,
+            "machine.arch": machine.arch, "machine.description": machine.description,
+            "machine.swap_mb": machine.swap_mb, "machine.network_mbit_s": machine.network_mbit_s,
+            "machine.rank": machine.rank, "machine.available": machine.available,
+            "machine.utilized": machine.utilized,
+        }
+        for field_path, value in simple.items():
+            self.losses.add(field_path, int(value is not None))
+        self.losses.add("machine.features", len(machine.features))
+        self.losses.add("machine.resources", len(machine.resources))
+
+    def processing_unit(self, unit: ProcessingUnit) -> dict[str, Any]:
+        node: dict[str, Any] = {}
+        _put(node, "id", None if unit.id is None else str(unit.id))
+        _vendor(node, unit)
+        _put(node, "clock-rate", unit.clock_rate_hz)
+        node["cores"] = unit.cores
+        _put(node, "energy-consumption", unit.energy_consumption_w)
+        node.update({k: v for k, v in unit.extras.items() if ":" not in k})
+        return node
+
+    def event(self, event: Event) -> dict[str, Any]:
+        attributes = dict(event.attributes)
+        native = {k.removeprefix("environment:"): attributes.pop(k)
+                  for k in list(attributes) if k.startswith("environment:")}
+        node: dict[str, Any]
+        if isinstance(event, MachineStateChange):
+            node = {"type": "MACHINE_STATE_CHANGE"}
+            _put(node, "time", event.time_s)
+            node.update({"machine": event.machine, "state": event.state.value})
+            _put(node, "cause", event.cause)
+        else:
+            node = {"type": "DATACENTER_SCHEDULER_CHANGE"}
+            _put(node, "time", event.time_s)
+            node.update({"datacenter": event.datacenter,
+                         "scheduler": _scheduler(event.scheduler)})
+        if attributes:
+            node["attributes"] = attributes
+        node.update(native)
+        return node
+
+
+def _put(node: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        node[key] = value
+
+
+def _vendor(node: dict[str, Any], unit: ProcessingUnit | StorageUnit) -> None:
+    for key in ("manufacturer", "family", "generation", "model"):
+        _put(node, key, getattr(unit, key))
+
+
+def _storage(unit: StorageUnit) -> dict[str, Any]:
+    node: dict[str, Any] = {}
+    _put(node, "id", None if unit.id is None else str(unit.id))
+    _vendor(node, unit)
+    _put(node, "read-speed", unit.read_speed_mb_s)
+    _put(node, "write-speed", unit.write_speed_mb_s)
+    capacity = unit.capacity_mb
+    node["capacity"] = int(capacity) if float(capacity).is_integer() else capacity
+    _put(node, "energy-consumption", unit.energy_consumption_w)
+    node.update({k: v for k, v in unit.extras.items() if ":" not in k})
+    return node
+
+
+def _scheduler(spec: SchedulerSpec) -> dict[str, Any]:
+    node: dict[str, Any] = {"name": spec.name}
+    _put(node, "url", spec.url)
+    if spec.options:
+        node["options"] = dict(spec.options)
+    return node

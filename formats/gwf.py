@@ -1,0 +1,832 @@
+"""Grid Workloads Format: the 29-column archive format and the 7-column workflow variant.
+
+Two variants share the ``.gwf`` extension:
+
+``workflow`` (what the SC18 simulator reads)
+    Comma-separated, one header line
+    ``WorkflowID, JobID, SubmitTime, RunTime, NProcs, ReqNProcs, Dependencies``, one task per
+    line, values space-padded. WorkflowID is the :class:`~dcx.formats.model.Job`, JobID the
+    trace-wide :class:`~dcx.formats.model.Task` id, NProcs the cores on one node, RunTime the
+    real runtime and Dependencies a space-separated list of task ids.
+
+``archive`` (Grid Workloads Archive)
+    Whitespace-separated, ``#`` comment lines, 29 columns, ``-1`` where unknown. Each line is
+    a single-task job whose job id is its task id. Columns the model has fields for map onto
+    them (RunTime, NProcs, ReqTime, ReqMemory, UserID, GroupID); every other known column is
+    kept in ``Task.extras`` under ``gwf:<column name>`` unless it is ``-1``.
+
+Mapping details shared by both variants:
+
+* ``-1`` in RunTime means unknown (``runtime_s = None``, with a warning in the workflow
+  variant because a scheduler cannot run such a task); any other negative runtime is an error.
+* NProcs ``-1`` (allocated count unknown) takes the cores from ReqNProcs and keeps
+  ``gwf:NProcs = -1``; ReqNProcs is kept as ``gwf:ReqNProcs`` only when it differs from NProcs.
+* ReqMemory is KB per processor; the model's ``request.memory_mb`` is per node, so
+  ``memory_mb = ReqMemory x NProcs / 1024``.
+* Ids must be non-negative integers. The writer renumbers tasks (and jobs) whose ids are not,
+  and reports the renumbering as a loss.
+
+Writer variant: ``write(document, variant="auto")`` writes both variants and keeps the one
+that loses fewer values; ties go to ``workflow``, the variant schedulers read. Pass
+``variant="workflow"`` or ``variant="archive"`` to force one.
+
+Each parsed line is a *record* described by ``schemas/gwf.schema.json``. Records are checked
+field by field in Python (the fast path); a line that fails is validated against the schema for
+the detailed message. Diagnostics point at ``/lines/<line number>/<column name>`` (the token is
+the 1-based line number, the same as ``line``) and carry the field's column in the line.
+
+The dependency checks here (duplicate ids, unknown dependencies, cycles) are shared by the
+other trace formats.
+
+Divergences
+-----------
+
+1. sc18 drops the first line unconditionally; dcx drops it only when it is the header (a
+   first data line is read, with a ``gwf.no-header`` warning saying sc18 would lose it).
+2. sc18 crashes on an unknown dependency id and hangs (never schedules) on a cycle; the
+   2018 Python loader silently drops unknown ids. dcx reports both as located errors.
+3. sc18 does not clamp negative runtimes (the 2020 OpenDC reader clamps them at 0); dcx
+   reads ``-1`` as unknown and rejects any other negative value.
+4. sc18 ignores ReqNProcs; dcx keeps it (in extras when it differs from NProcs).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from dcx.converters.diagnostics import (
+    Diagnostic,
+    LossCounter,
+    ReadResult,
+    WriteResult,
+    error,
+    warning,
+)
+from dcx.converters.limits import LIMITS
+from dcx.converters.schemas import schema_diagnostics
+from dcx.formats.model import (
+    Document,
+    Id,
+    Job,
+    ResourceRequest,
+    StartMode,
+    Task,
+    Workload,
+)
+
+SCHEMA = "gwf.schema.json"
+
+Variant = Literal["workflow", "archive"]
+
+WORKFLOW_COLUMNS: tuple[str, ...] = (
+    "WorkflowID", "JobID", "SubmitTime", "RunTime", "NProcs", "ReqNProcs", "Dependencies",
+)
+ARCHIVE_COLUMNS: tuple[str, ...] = (
+    "JobID", "SubmitTime", "WaitTime", "RunTime", "NProcs", "AverageCPUTimeUsed",
+    "UsedMemory", "ReqNProcs", "ReqTime", "ReqMemory", "Status", "UserID", "GroupID",
+    "ExecutableID", "QueueID", "PartitionID", "OrigSiteID", "LastRunSiteID", "JobStructure",
+    "JobStructureParams", "UsedNetwork", "UsedLocalDiskSpace", "UsedResources", "ReqPlatform",
+    "ReqNetwork", "ReqLocalDiskSpace", "ReqResources", "VOID", "ProjectID",
+)
+
+# Archive columns by kind. "measure": number >= 0 or -1; "code": integer >= -1;
+# "token": any non-blank token ("-1" unknown). The mapped columns are handled one by one.
+_ARCHIVE_MEASURES = frozenset({
+    "WaitTime", "AverageCPUTimeUsed", "UsedMemory", "UsedNetwork", "UsedLocalDiskSpace",
+    "ReqNetwork", "ReqLocalDiskSpace",
+})
+_ARCHIVE_CODES = frozenset({
+    "Status", "ExecutableID", "QueueID", "PartitionID", "OrigSiteID", "LastRunSiteID",
+})
+_ARCHIVE_TOKENS = frozenset({
+    "JobStructure", "JobStructureParams", "UsedResources", "ReqPlatform", "ReqResources",
+    "VOID", "ProjectID",
+})
+_ARCHIVE_EXTRA_COLUMNS = _ARCHIVE_MEASURES | _ARCHIVE_CODES | _ARCHIVE_TOKENS
+
+EXTRA_PREFIX = "gwf:"
+_PROCESSOR_EXTRAS = frozenset({"gwf:NProcs", "gwf:ReqNProcs"})
+_ARCHIVE_EXTRA_KEYS = frozenset(EXTRA_PREFIX + name for name in _ARCHIVE_EXTRA_COLUMNS)
+
+HOLDS_WORKFLOW = frozenset({
+    "job", "task.id", "task.submit_time_s", "task.runtime_s", "task.request.cores",
+    "task.dependencies", "task.extras",
+})
+HOLDS_ARCHIVE = frozenset({
+    "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
+    "task.request.cores", "task.request.memory_mb", "task.user", "task.group", "task.extras",
+})
+HOLDS: frozenset[str] = HOLDS_WORKFLOW | HOLDS_ARCHIVE
+
+MAX_ERRORS = 1000
+"""Reading stops after this many errors: a garbage file must not produce millions."""
+
+_FIELD_WIDTH = 10
+
+
+# --------------------------------------------------------------------------- shared text helpers
+
+
+def decode_text(data: bytes, prefix: str) -> tuple[str | None, Diagnostic | None]:
+    """UTF-8 text of a trace file, or the located reason why not."""
+    if len(data) > LIMITS.max_input_bytes:
+        return None, error(
+            f"file is {len(data):,} bytes; the limit is {LIMITS.max_input_bytes:,}",
+            "input.too-large",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, error(
+            f"invalid UTF-8 byte 0x{data[exc.start]:02x}", f"{prefix}.encoding",
+            line=line, column=column,
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text, None
+
+
+_FLOAT_TEXT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def parse_int(token: str) -> int | None:
+    """A plain ASCII decimal integer (no ``_`` separators, no Unicode digits), else ``None``."""
+    if not token.isascii() or "_" in token:
+        return None
+    try:
+        return int(token)
+    except ValueError:  # also the 4,300-digit guard
+        return None
+
+
+def parse_number(token: str) -> int | float | None:
+    """An integer, or a finite decimal/exponent float; ``None`` for anything else."""
+    as_int = parse_int(token)
+    if as_int is not None:
+        return as_int
+    if not _FLOAT_TEXT.fullmatch(token):
+        return None
+    value = float(token)
+    return value if math.isfinite(value) else None
+
+
+def format_number(value: float) -> str:
+    """Integers without a decimal point; other floats as the shortest exact repr."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def is_trace_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# --------------------------------------------------------------------------- dependency checks
+
+Locate = Callable[[int, int | None], dict[str, Any]]
+"""``locate(task_index, dependency_index_or_None)`` → ``line``/``column``/``pointer`` kwargs
+for a diagnostic about the task's id (``None``) or one of its dependencies."""
+
+
+def dependency_diagnostics(
+    ids: Sequence[Id], dependencies: Sequence[Sequence[Id]], locate: Locate, prefix: str
+) -> list[Diagnostic]:
+    """Duplicate task ids, dependencies on unknown ids, and dependency cycles (one report per
+    cycle found, naming its members), each at the place in the file that shows it."""
+    found: list[Diagnostic] = []
+    index_of: dict[Id, int] = {}
+    for index, task_id in enumerate(ids):
+        if task_id in index_of:
+            first = locate(index_of[task_id], None).get("line")
+            found.append(error(
+                f"task id {task_id!r} is used again (first on line {first})",
+                f"{prefix}.duplicate-id", **locate(index, None),
+            ))
+        else:
+            index_of[task_id] = index
+    resolved: list[list[int]] = []
+    for index, needs in enumerate(dependencies):
+        targets = []
+        for position, needed in enumerate(needs):
+            target = index_of.get(needed)
+            if target is None:
+                found.append(error(
+                    f"task {ids[index]!r} depends on task {needed!r}, which is not in the file",
+                    f"{prefix}.unknown-dependency", **locate(index, position),
+                ))
+            else:
+                targets.append(target)
+        resolved.append(targets)
+    found.extend(_cycle_diagnostics(ids, resolved, locate, prefix))
+    return found
+
+
+def _cycle_diagnostics(
+    ids: Sequence[Id], resolved: list[list[int]], locate: Locate, prefix: str
+) -> list[Diagnostic]:
+    # Kahn's algorithm removes every task that can eventually run; what remains lies on a
+    # cycle or waits on one. Iterative, so a 100,000-task chain costs no Python stack.
+    waiting = [len(set(targets)) for targets in resolved]
+    dependents: list[list[int]] = [[] for _ in resolved]
+    for index, targets in enumerate(resolved):
+        for target in set(targets):
+            dependents[target].append(index)
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    while ready:
+        done = ready.pop()
+        for child in dependents[done]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    stuck = [index for index, count in enumerate(waiting) if count > 0]
+    if not stuck:
+        return []
+    remaining = set(stuck)
+    found: list[Diagnostic] = []
+    on_cycles = 0
+    for start in stuck:
+        if start not in remaining:
+            continue
+        # Every stuck task has a stuck dependency, so following them must revisit a task.
+        path: list[int] = []
+        position: dict[int, int] = {}
+        current = start
+        while current not in position and current in remaining:
+            position[current] = len(path)
+            path.append(current)
+            current = next(t for t in resolved[current] if t in remaining)
+        if current in position:
+            cycle = path[position[current]:]
+            names = " → ".join(repr(ids[i]) for i in [*cycle, cycle[0]])
+            closing = cycle[-1]
+            on_cycles += len(cycle)
+            found.append(error(
+                f"dependency cycle {names}: these tasks can never start",
+                f"{prefix}.dependency-cycle",
+                **locate(closing, resolved[closing].index(cycle[0])),
+            ))
+        remaining.difference_update(path)
+    blocked = len(stuck) - on_cycles
+    if blocked > 0:
+        found.append(warning(
+            f"{blocked} more task(s) depend on a cycle and can never start",
+            f"{prefix}.blocked-by-cycle",
+        ))
+    return found
+
+
+# --------------------------------------------------------------------------- sniff
+
+
+def sniff(data: bytes) -> bool:
+    head = data[:4096].decode("utf-8", "replace")
+    for raw in head.split("\n")[:-1] if len(data) > 4096 else head.split("\n"):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("WorkflowID"):
+            return True
+        if "," in line:
+            fields = line.split(",")
+            return len(fields) >= 7 and all(parse_int(f.strip()) is not None for f in fields[:2])
+        tokens = line.split()
+        return len(tokens) == len(ARCHIVE_COLUMNS) and parse_int(tokens[0]) is not None
+    return False
+
+
+# --------------------------------------------------------------------------- read
+
+
+@dataclass
+class _Reader:
+    lines: list[str]
+    variant: Variant
+    diagnostics: list[Diagnostic]
+    errors: int = 0
+
+    def report(self, diagnostic: Diagnostic) -> None:
+        if diagnostic.is_error:
+            self.errors += 1
+        if self.errors <= MAX_ERRORS:
+            self.diagnostics.append(diagnostic)
+
+    @property
+    def stopped(self) -> bool:
+        return self.errors > MAX_ERRORS
+
+    # -- positions, computed only for diagnostics ------------------------------------
+
+    def field_column(self, line_number: int, field: int, token: int | None = None) -> int:
+        text = self.lines[line_number - 1]
+        if self.variant == "workflow":
+            start = sum(len(part) + 1 for part in text.split(",")[:field])
+            part = text.split(",")[field] if field < len(text.split(",")) else ""
+            spans = [(start + m.start(), m.group()) for m in re.finditer(r"\S+", part)]
+            if token is not None and token < len(spans):
+                return spans[token][0] + 1
+            return start + (len(part) - len(part.lstrip())) + 1
+        spans = [(m.start(), m.group()) for m in re.finditer(r"\S+", text)]
+        return spans[field][0] + 1 if field < len(spans) else 1
+
+    def locate(self, line_number: int, column_name: str, token: int | None = None) -> dict[str, Any]:
+        columns = WORKFLOW_COLUMNS if self.variant == "workflow" else ARCHIVE_COLUMNS
+        field = columns.index(column_name)
+        pointer = f"/lines/{line_number}/{column_name}"
+        if token is not None:
+            pointer += f"/{token}"
+        return {
+            "line": line_number,
+            "column": self.field_column(line_number, field, token),
+            "pointer": pointer,
+        }
+
+    def record_errors(self, line_number: int, record: dict[str, Any]) -> None:
+        """Detailed, located messages for a record the fast path rejected."""
+        found = schema_diagnostics(SCHEMA, record, base_pointer=f"/lines/{line_number}")
+        if not found:  # the fast path and the schema disagree: still never accept silently
+            found = [error("line does not match the GWF record schema", "gwf.record",
+                           pointer=f"/lines/{line_number}")]
+        for diagnostic in found:
+            parts = diagnostic.pointer.split("/")[3:]
+            column_name = parts[0] if parts else None
+            token = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            where: dict[str, Any] = {"line": line_number, "column": 1,
+                                     "pointer": diagnostic.pointer}
+            if column_name in record:
+                where = self.locate(line_number, column_name, token)
+            self.report(error(diagnostic.message, diagnostic.code, **where))
+
+
+def read(data: bytes) -> ReadResult:
+    text, problem = decode_text(data, "gwf")
+    if problem is not None:
+        return ReadResult(None, (problem,))
+    assert text is not None
+    lines = text.split("\n")
+    first = next((i for i, raw in enumerate(lines)
+                  if raw.strip() and not raw.lstrip().startswith("#")), None)
+    if first is None:
+        return ReadResult(None, (error("file has no GWF header or task lines", "gwf.empty",
+                                       line=1, column=1),))
+    head = lines[first].strip()
+    variant: Variant = "workflow" if head.startswith("WorkflowID") or "," in head else "archive"
+    reader = _Reader(lines, variant, [])
+    if variant == "workflow":
+        tasks, placement = _read_workflow(reader, first)
+    else:
+        tasks, placement = _read_archive(reader, first)
+    if not reader.stopped:
+        ids = [task.id for _, task in tasks]
+        lines_of = [line for line, _ in tasks]
+
+        def locate(index: int, dependency: int | None) -> dict[str, Any]:
+            if dependency is None:
+                return reader.locate(lines_of[index], "JobID")
+            return reader.locate(lines_of[index], "Dependencies", dependency)
+
+        for diagnostic in dependency_diagnostics(
+            ids, [task.dependencies for _, task in tasks], locate, "gwf"
+        ):
+            reader.report(diagnostic)
+    if reader.stopped:
+        reader.diagnostics.append(error(
+            f"more than {MAX_ERRORS} errors; reading stopped", "gwf.too-many-errors"))
+    if reader.errors:
+        return ReadResult(None, tuple(reader.diagnostics))
+    if not tasks:
+        reader.report(warning("file has no task lines", "gwf.no-tasks"))
+    workload = Workload(jobs=tuple(Job(id=job_id, tasks=tuple(members))
+                                   for job_id, members in placement.items()))
+    return ReadResult(Document(workload=workload), tuple(reader.diagnostics))
+
+
+def _processors(nprocs: int, requested: int) -> tuple[int, dict[str, Any]]:
+    """Cores and the processor extras for NProcs/ReqNProcs (see the module docstring)."""
+    extras: dict[str, Any] = {}
+    cores = nprocs
+    if nprocs == -1:
+        cores = requested
+        extras["gwf:NProcs"] = -1
+    elif requested != nprocs:
+        extras["gwf:ReqNProcs"] = requested
+    return cores, extras
+
+
+def _read_workflow(
+    reader: _Reader, first: int
+) -> tuple[list[tuple[int, Task]], dict[Id, list[Task]]]:
+    tasks: list[tuple[int, Task]] = []
+    placement: dict[Id, list[Task]] = {}
+    start = first
+    if reader.lines[first].strip().startswith("WorkflowID"):
+        start = first + 1
+    else:
+        reader.report(warning(
+            "no header line: sc18 drops the first line unconditionally and would lose this task",
+            "gwf.no-header", line=first + 1, column=1))
+    for index in range(start, len(reader.lines)):
+        if reader.stopped:
+            break
+        raw = reader.lines[index]
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        line_number = index + 1
+        fields = raw.split(",")
+        if len(fields) < len(WORKFLOW_COLUMNS):
+            reader.report(error(
+                f"line has {len(fields)} comma-separated fields; the workflow variant needs 7 "
+                f"({', '.join(WORKFLOW_COLUMNS)})",
+                "gwf.field-count", line=line_number, column=1, pointer=f"/lines/{line_number}"))
+            continue
+        if len(fields) > len(WORKFLOW_COLUMNS):
+            reader.report(warning(
+                f"line has {len(fields)} fields; fields after the 7th are ignored (as sc18 does)",
+                "gwf.extra-fields", line=line_number,
+                column=reader.field_column(line_number, len(WORKFLOW_COLUMNS)),
+                pointer=f"/lines/{line_number}"))
+        tokens = [field.strip() for field in fields[:6]]
+        workflow = parse_int(tokens[0])
+        task_id = parse_int(tokens[1])
+        submit = parse_number(tokens[2])
+        runtime = parse_number(tokens[3])
+        nprocs = parse_int(tokens[4])
+        requested = parse_int(tokens[5])
+        dependency_tokens = fields[6].split()
+        dependencies = [parse_int(token) for token in dependency_tokens]
+        if not (
+            workflow is not None and workflow >= 0
+            and task_id is not None and task_id >= 0
+            and submit is not None and submit >= 0
+            and runtime is not None and (runtime >= 0 or runtime == -1)
+            and nprocs is not None and (nprocs >= 1 or nprocs == -1)
+            and requested is not None and (requested >= 1 or requested == -1)
+            and all(d is not None and d >= 0 for d in dependencies)
+        ):
+            record = dict(zip(WORKFLOW_COLUMNS, (
+                _or_text(workflow, tokens[0]), _or_text(task_id, tokens[1]),
+                _or_text(submit, tokens[2]), _or_text(runtime, tokens[3]),
+                _or_text(nprocs, tokens[4]), _or_text(requested, tokens[5]),
+                [_or_text(d, t) for d, t in zip(dependencies, dependency_tokens, strict=True)],
+            ), strict=True))
+            reader.record_errors(line_number, record)
+            continue
+        assert workflow is not None and task_id is not None and submit is not None
+        assert runtime is not None and nprocs is not None and requested is not None
+        if nprocs == -1 and requested == -1:
+            reader.report(_unknown_processors(reader, line_number, task_id))
+            continue
+        if runtime == -1:
+            reader.report(warning(
+                f"task {task_id} has an unknown runtime (-1); a scheduler cannot run it",
+                "gwf.unknown-runtime", **reader.locate(line_number, "RunTime")))
+        cores, extras = _processors(nprocs, requested)
+        task = Task(
+            id=task_id,
+            submit_time_s=float(submit),
+            runtime_s=None if runtime == -1 else float(runtime),
+            request=ResourceRequest(cores=float(cores)),
+            dependencies=tuple(d for d in dependencies if d is not None),
+            extras=extras,
+        )
+        tasks.append((line_number, task))
+        placement.setdefault(workflow, []).append(task)
+    return tasks, placement
+
+
+def _unknown_processors(reader: _Reader, line_number: int, task_id: int) -> Diagnostic:
+    return error(f"task {task_id} has neither NProcs nor ReqNProcs (both -1): its cores are "
+                 "unknown", "gwf.unknown-processors", **reader.locate(line_number, "NProcs"))
+
+
+def _or_text(value: object, text: str) -> object:
+    return text if value is None else value
+
+
+def _read_archive(
+    reader: _Reader, first: int
+) -> tuple[list[tuple[int, Task]], dict[Id, list[Task]]]:
+    tasks: list[tuple[int, Task]] = []
+    placement: dict[Id, list[Task]] = {}
+    for index in range(first, len(reader.lines)):
+        if reader.stopped:
+            break
+        stripped = reader.lines[index].strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        line_number = index + 1
+        tokens = stripped.split()
+        if len(tokens) != len(ARCHIVE_COLUMNS):
+            reader.report(error(
+                f"line has {len(tokens)} whitespace-separated fields; the archive format has 29",
+                "gwf.field-count", line=line_number, column=1, pointer=f"/lines/{line_number}"))
+            continue
+        record, valid = _archive_record(tokens)
+        if not valid:
+            reader.record_errors(line_number, record)
+            continue
+        if record["NProcs"] == -1 and record["ReqNProcs"] == -1:
+            reader.report(_unknown_processors(reader, line_number, record["JobID"]))
+            continue
+        task = _archive_task(record)
+        tasks.append((line_number, task))
+        placement[task.id] = [task]
+    return tasks, placement
+
+
+def _archive_record(tokens: list[str]) -> tuple[dict[str, Any], bool]:
+    """The line as a schema record (unparseable values left as text) and the fast verdict."""
+    record: dict[str, Any] = {}
+    valid = True
+    for name, token in zip(ARCHIVE_COLUMNS, tokens, strict=True):
+        value: Any
+        if name in _ARCHIVE_TOKENS:
+            value = token
+        elif name in ("JobID",):
+            value = parse_int(token)
+            valid = valid and value is not None and value >= 0
+        elif name == "SubmitTime":
+            value = parse_number(token)
+            valid = valid and value is not None and value >= 0
+        elif name in ("NProcs", "ReqNProcs"):
+            value = parse_int(token)
+            valid = valid and value is not None and (value >= 1 or value == -1)
+        elif name in _ARCHIVE_CODES or name in ("UserID", "GroupID"):
+            value = parse_int(token)
+            valid = valid and value is not None and value >= -1
+        else:  # measures: RunTime, ReqTime, ReqMemory and the extras measures
+            value = parse_number(token)
+            valid = valid and value is not None and (value >= 0 or value == -1)
+        record[name] = token if value is None else value
+    return record, valid
+
+
+def _archive_task(record: dict[str, Any]) -> Task:
+    cores, extras = _processors(record["NProcs"], record["ReqNProcs"])
+    for name in ARCHIVE_COLUMNS:
+        if name in _ARCHIVE_EXTRA_COLUMNS and record[name] not in (-1, "-1"):
+            extras[EXTRA_PREFIX + name] = record[name]
+    memory = record["ReqMemory"]
+    return Task(
+        id=record["JobID"],
+        submit_time_s=float(record["SubmitTime"]),
+        runtime_s=None if record["RunTime"] == -1 else float(record["RunTime"]),
+        requested_time_s=None if record["ReqTime"] == -1 else float(record["ReqTime"]),
+        request=ResourceRequest(
+            cores=float(cores),
+            memory_mb=None if memory == -1 else memory * cores / 1024,
+        ),
+        user=None if record["UserID"] == -1 else str(record["UserID"]),
+        group=None if record["GroupID"] == -1 else str(record["GroupID"]),
+        extras=extras,
+    )
+
+
+# --------------------------------------------------------------------------- write
+
+
+def unheld_task_fields(task: Task) -> Iterator[str]:
+    """Field paths of ``task`` that carry a non-default value (for loss accounting)."""
+    request = task.request
+    checks = (
+        ("task.submit_time_s", task.submit_time_s != 0.0),
+        ("task.runtime_s", task.runtime_s is not None),
+        ("task.requested_time_s", task.requested_time_s is not None),
+        ("task.request.nodes", request.nodes != 1),
+        ("task.request.cores", request.cores != 1.0),
+        ("task.request.memory_mb", request.memory_mb is not None),
+        ("task.request.gpus", request.gpus != 0),
+        ("task.request.resources", bool(request.resources)),
+        ("task.dependencies", bool(task.dependencies)),
+        ("task.deadline_s", task.deadline_s is not None),
+        ("task.start", task.start_mode is not StartMode.ANY or task.start_time_s is not None),
+        ("task.preemptible", task.preemptible is not None),
+        ("task.user", task.user is not None),
+        ("task.group", task.group is not None),
+        ("task.image", task.image is not None or task.image_size_mb is not None),
+    )
+    return (name for name, present in checks if present)
+
+
+def count_workload_losses(
+    losses: LossCounter, document: Document, workload: Workload, holds: frozenset[str]
+) -> None:
+    """Workload- and job-level fields (and a topology) that a trace format cannot hold."""
+    for name, present in (
+        ("workload.name", workload.name is not None),
+        ("workload.description", workload.description is not None),
+        ("workload.time_origin", workload.time_origin is not None),
+        ("workload.attributes", bool(workload.attributes)),
+        ("workload.annotations", bool(workload.annotations)),
+        ("workload.extras", bool(workload.extras)),
+    ):
+        if present and name not in holds:
+            losses.add(name, detail="not representable in this trace format")
+    for job in workload.jobs:
+        for name, present in (("job.name", job.name is not None),
+                              ("job.user", job.user is not None),
+                              ("job.extras", bool(job.extras))):
+            if present and name not in holds:
+                losses.add(name)
+    if document.environment is not None and document.environment.datacenters:
+        losses.add("datacenter", len(document.environment.datacenters),
+                   "a workload format holds no topology")
+
+
+@dataclass(frozen=True)
+class _Numbering:
+    task_ids: dict[int, int]
+    """Position of a task in workload order → the id written for it."""
+    by_old_id: dict[Id, int]
+
+
+def _task_numbering(tasks: list[Task], losses: LossCounter) -> _Numbering:
+    """Keep ids that are unique non-negative integers; otherwise renumber every task 1..n."""
+    ids = [task.id for task in tasks]
+    if all(is_trace_id(i) for i in ids) and len(set(ids)) == len(ids):
+        kept = {position: int(task_id) for position, task_id in enumerate(ids)}
+        return _Numbering(kept, {task_id: int(task_id) for task_id in ids})
+    losses.add("task.id", len(ids), "task ids are not unique non-negative integers; "
+               "tasks were renumbered 1..n in workload order")
+    by_old: dict[Id, int] = {}
+    for position, task_id in enumerate(ids):
+        by_old.setdefault(task_id, position + 1)
+    return _Numbering({position: position + 1 for position in range(len(ids))}, by_old)
+
+
+def _processor_columns(task: Task, losses: LossCounter) -> tuple[int, int]:
+    request = task.request
+    total = request.nodes * request.cores
+    if request.nodes != 1:
+        losses.add("task.request.nodes", detail="nodes x cores written as NProcs on one node")
+    cores = math.ceil(total) if total >= 1 else 1
+    if cores != total:
+        losses.add("task.request.cores", detail="GWF processor counts are whole numbers >= 1; "
+                   "rounded up")
+    nprocs = task.extras.get("gwf:NProcs")
+    requested = task.extras.get("gwf:ReqNProcs")
+    written_nprocs = -1 if nprocs == -1 else cores
+    written_requested = requested if _valid_processor_count(requested) else cores
+    if written_nprocs == -1 and written_requested == -1:
+        written_nprocs = cores
+    return written_nprocs, written_requested
+
+
+def _valid_processor_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or value == -1)
+
+
+def _time_column(value: float | None, field: str, losses: LossCounter) -> str:
+    if value is None:
+        return "-1"
+    if value < 0:
+        losses.add(field, detail="negative times cannot be written; written as unknown (-1)")
+        return "-1"
+    return format_number(value)
+
+
+def _pad(values: Sequence[str]) -> str:
+    return ", ".join(f"{value:<{_FIELD_WIDTH}}" for value in values)
+
+
+def _write_workflow(document: Document, workload: Workload) -> WriteResult:
+    losses = LossCounter()
+    count_workload_losses(losses, document, workload, HOLDS_WORKFLOW)
+    tasks = list(workload.tasks())
+    numbering = _task_numbering(tasks, losses)
+    job_ids = [job.id for job in workload.jobs]
+    keep_jobs = all(is_trace_id(i) for i in job_ids) and len(set(job_ids)) == len(job_ids)
+    if not keep_jobs:
+        losses.add("job", len(job_ids), "job ids are not unique non-negative integers; "
+                   "jobs were renumbered 0..m-1")
+    lines = [_pad(WORKFLOW_COLUMNS)]
+    position = 0
+    for job_number, job in enumerate(workload.jobs):
+        workflow = job.id if keep_jobs else job_number
+        for task in job.tasks:
+            task_id = numbering.task_ids[position]
+            position += 1
+            for name in unheld_task_fields(task):
+                if name not in HOLDS_WORKFLOW and name != "task.request.nodes":
+                    losses.add(name)
+            dependencies = []
+            for needed in task.dependencies:
+                if needed in numbering.by_old_id:
+                    dependencies.append(str(numbering.by_old_id[needed]))
+                else:
+                    losses.add("task.dependencies", detail="dependencies on tasks that are not "
+                               "in the workload were dropped")
+            other_extras = [key for key in task.extras if key not in _PROCESSOR_EXTRAS]
+            losses.add("task.extras", len(other_extras))
+            nprocs, requested = _processor_columns(task, losses)
+            lines.append(_pad((
+                str(workflow), str(task_id),
+                _time_column(task.submit_time_s, "task.submit_time_s", losses),
+                _time_column(task.runtime_s, "task.runtime_s", losses),
+                str(nprocs), str(requested), " ".join(dependencies),
+            )))
+    return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
+
+
+_TOKEN_TEXT = re.compile(r"[^\s#][^\s]*")
+_USER_TEXT = re.compile(r"0|[1-9]\d{0,17}")
+
+
+def _write_archive(document: Document, workload: Workload) -> WriteResult:
+    losses = LossCounter()
+    count_workload_losses(losses, document, workload, HOLDS_ARCHIVE)
+    tasks = list(workload.tasks())
+    numbering = _task_numbering(tasks, losses)
+    regrouped = sum(1 for job in workload.jobs
+                    if len(job.tasks) != 1 or job.tasks[0].id != job.id)
+    losses.add("job", regrouped, "every archive line is a single-task job whose id is the "
+               "task id")
+    lines = ["# " + " ".join(ARCHIVE_COLUMNS)]
+    for position, task in enumerate(tasks):
+        for name in unheld_task_fields(task):
+            if name not in HOLDS_ARCHIVE and name != "task.request.nodes":
+                losses.add(name)
+        nprocs, requested = _processor_columns(task, losses)
+        cores = requested if nprocs == -1 else nprocs
+        values: dict[str, str] = {name: "-1" for name in ARCHIVE_COLUMNS}
+        values["JobID"] = str(numbering.task_ids[position])
+        values["SubmitTime"] = _time_column(task.submit_time_s, "task.submit_time_s", losses)
+        if values["SubmitTime"] == "-1":
+            values["SubmitTime"] = "0"
+        values["RunTime"] = _time_column(task.runtime_s, "task.runtime_s", losses)
+        values["ReqTime"] = _time_column(task.requested_time_s, "task.requested_time_s", losses)
+        values["NProcs"] = str(nprocs)
+        values["ReqNProcs"] = str(requested)
+        memory = task.request.memory_mb
+        if memory is not None:
+            values["ReqMemory"] = _time_column(memory * 1024 / cores, "task.request.memory_mb",
+                                               losses)
+        values["UserID"] = _user_column(task.user, "task.user", losses)
+        values["GroupID"] = _user_column(task.group, "task.group", losses)
+        for key, value in task.extras.items():
+            if key in _PROCESSOR_EXTRAS:
+                continue
+            text = _extra_column(key, value)
+            if text is None:
+                losses.add("task.extras", detail="extras that are not archive columns (or whose "
+                           "values do not fit them) were dropped")
+            else:
+                values[key[len(EXTRA_PREFIX):]] = text
+        lines.append(" ".join(values[name] for name in ARCHIVE_COLUMNS))
+    return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
+
+
+def _user_column(value: str | None, field: str, losses: LossCounter) -> str:
+    if value is None:
+        return "-1"
+    if _USER_TEXT.fullmatch(value):
+        return value
+    losses.add(field, detail="GWF user and group ids are non-negative integers")
+    return "-1"
+
+
+def _extra_column(key: str, value: object) -> str | None:
+    """The text for an archive extras column, or ``None`` when it cannot be written."""
+    if key not in _ARCHIVE_EXTRA_KEYS:
+        return None
+    name = key[len(EXTRA_PREFIX):]
+    if name in _ARCHIVE_TOKENS:
+        if isinstance(value, str) and _TOKEN_TEXT.fullmatch(value) and value != "-1":
+            return value
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        return None
+    if name in _ARCHIVE_CODES:
+        return str(value) if isinstance(value, int) and value >= 0 else None
+    return format_number(value) if value >= 0 else None
+
+
+def write(document: Document, variant: str = "auto") -> WriteResult:
+    """GWF bytes for ``document.workload`` in ``variant`` (``auto``: fewest losses)."""
+    workload = document.workload
+    if workload is None:
+        return WriteResult(b"", diagnostics=(error("the document has no workload to write",
+                                                   "gwf.no-workload"),))
+    if variant == "workflow":
+        return _write_workflow(document, workload)
+    if variant == "archive":
+        return _write_archive(document, workload)
+    if variant != "auto":
+        return WriteResult(b"", diagnostics=(error(
+            f"unknown GWF variant {variant!r}; use auto, workflow or archive",
+            "gwf.variant"),))
+    workflow = _write_workflow(document, workload)
+    if not workflow.losses:
+        return workflow
+    archive = _write_archive(document, workload)
+    lost_workflow = sum(loss.count for loss in workflow.losses)
+    lost_archive = sum(loss.count for loss in archive.losses)
+    return archive if lost_archive < lost_workflow else workflow

@@ -1,0 +1,82 @@
+"""Sessions: convert (the main job), tests, schedule, bench, docs, lint, fuzz.
+
+Bootstrap on a machine with only Python and pip: ``python -m pip install nox``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import nox
+
+nox.options.sessions = ["convert", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = False
+
+TEST_EXTRAS = ".[test,docs,browser]"
+
+
+@nox.session
+def convert(session: nox.Session) -> None:
+    """Convert examples/ (plus any paths after --) to every format; validate every output.
+
+    Results: build/converted/<input>/<format>.<ext>, build/converted/report.{md,json}.
+    """
+    session.install(".")
+    session.run("python", "-m", "dcx.converters.pipeline", "--out", "build/converted",
+                "examples", *session.posargs)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite (hypothesis round trips, corpus verdicts, CLI, hook, hostile input)."""
+    session.install(TEST_EXTRAS)
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def schedule(session: nox.Session) -> None:
+    """The nine SC18 policies over the converted workloads and the Askalon/Chronos traces."""
+    session.install(".")
+    workloads = sorted(glob.glob("build/converted/*/gwf.gwf") +
+                       glob.glob("build/converted/*/swf.swf"))
+    session.run("python", "-m", "dcx.scheduler.experiments", "--out", "build/schedule",
+                *workloads, *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: absolute figures and ratios against a baseline measured in the same run."""
+    session.install(".")
+    scripts = sorted(glob.glob("benchmarks/bench_*.py"))
+    if session.posargs:
+        scripts = [s for s in scripts if any(p in s for p in session.posargs)]
+    for script in scripts:
+        session.log(f"== {script}")
+        session.run("python", script)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the MkDocs site in strict mode into build/site (broken links fail the build)."""
+    session.install(".[docs]")
+    session.env["NO_MKDOCS_2_WARNING"] = "1"
+    session.run("mkdocs", "build", "--strict", "-f", os.path.join("site", "mkdocs.yml"))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff and mypy over the package."""
+    session.install(".[lint]")
+    session.run("ruff", "check", "formats", "converters", "scheduler", "src", "tests",
+                "benchmarks", "noxfile.py")
+    session.run("mypy", "formats", "converters", "scheduler", "src")
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Run every reader on mutated corpus files for a bounded time; any traceback fails."""
+    session.install(TEST_EXTRAS)
+    seconds = session.posargs[0] if session.posargs else "60"
+    session.run("python", "tests/hostile/fuzz.py", "--seconds", seconds)

@@ -1,0 +1,374 @@
+"""The scheduling loop: cycles of T1 (eligibility), T2 (ordering), R4 (filter) and R5
+(selection) over a compiled ``Problem``, under one of two time models.
+
+* ``sc18``: the paper's simulator. Cycles at t = 1, 11, 21, …; a task arrives at the first
+  tick at or after its submit time; duration = floor(4000 x runtime / MHz); a finish is seen
+  (cores back, children eligible) at the first tick at or after it, never in the cycle that
+  placed the task.
+* ``event``: a cycle at every arrival, completion and machine state change; durations are
+  runtime x reference clock / machine clock without rounding.
+
+Only cycles in which something changed are run: a cycle with the same queue and the same
+free cores as the last one cannot place anything, so skipping it changes no result (sc18
+would still have run it and recorded stage times for it).
+
+Machine state events: FAILURE and HALT take a machine out at once and requeue the tasks
+running on it (their elapsed core-seconds are counted as lost work); MAINTENANCE lets the
+running tasks finish but places nothing new; ACTIVE brings a machine back.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from dcx.formats.model import MachineState
+from dcx.scheduler.policies import Policy, QueueContext, free_capacity
+from dcx.scheduler.problem import CORE_UNITS, Problem
+
+TimeModelName = Literal["sc18", "event"]
+TIME_MODELS: tuple[TimeModelName, ...] = ("sc18", "event")
+
+SC18_FIRST_TICK_S = 1.0
+SC18_TICK_S = 10.0
+REFERENCE_CLOCK_MHZ = 4000.0
+"""sc18 treats trace runtimes as measured on a 4,000 MHz core."""
+
+STAGES: tuple[str, ...] = ("T1", "T2", "R4", "R5", "rest")
+
+
+@dataclass(frozen=True)
+class TimeModel:
+    """When cycles happen and how long a task runs on a machine."""
+
+    name: TimeModelName
+    align: Callable[[float], float]
+    """The cycle at which something happening at ``t`` is seen."""
+    duration: Callable[[float, float | None], float]
+    """``(runtime_s, machine MHz or None) -> seconds on that machine``."""
+    visible_after_placement: float
+    """How long after its placing cycle a finish can be seen at the earliest."""
+
+
+def _sc18_tick(t: float) -> float:
+    if t <= SC18_FIRST_TICK_S:
+        return SC18_FIRST_TICK_S
+    return SC18_FIRST_TICK_S + SC18_TICK_S * math.ceil((t - SC18_FIRST_TICK_S) / SC18_TICK_S)
+
+
+def _sc18_duration(runtime_s: float, clock_mhz: float | None) -> float:
+    # sc18 integer arithmetic: flops = 4000 * RunTime, duration = flops // MHz (Long division)
+    if clock_mhz is None:
+        return float(math.floor(runtime_s))
+    return float(math.floor(REFERENCE_CLOCK_MHZ * runtime_s / clock_mhz))
+
+
+def _event_duration(runtime_s: float, clock_mhz: float | None) -> float:
+    if clock_mhz is None:
+        return runtime_s
+    return runtime_s * REFERENCE_CLOCK_MHZ / clock_mhz
+
+
+def _same_time(t: float) -> float:
+    return t
+
+
+SC18 = TimeModel("sc18", _sc18_tick, _sc18_duration, SC18_TICK_S)
+EVENT = TimeModel("event", _same_time, _event_duration, 0.0)
+
+
+def time_model(name: str) -> TimeModel:
+    if name == "sc18":
+        return SC18
+    if name == "event":
+        return EVENT
+    raise ValueError(f"unknown time model {name!r}; use one of {', '.join(TIME_MODELS)}")
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """One stage of one cycle: wall and thread CPU time, summed over its calls."""
+
+    time_s: float
+    stage: str
+    wall_ns: int
+    cpu_ns: int
+    size: int
+    """Input size summed over the calls (queue length, machine-list length)."""
+    iterations: int
+
+
+@dataclass
+class Schedule:
+    """What happened to every task (lists indexed like ``Problem.tasks``)."""
+
+    policy: Policy
+    time_model: TimeModelName
+    seed: int | None
+    arrival_s: list[float]
+    first_start_s: list[float]
+    start_s: list[float]
+    finish_s: list[float]
+    machines: list[tuple[int, ...]]
+    attempts: list[int]
+    lost_core_s: float = 0.0
+    cycles: int = 0
+    stages: list[StageRecord] = field(default_factory=list)
+
+    @property
+    def unfinished(self) -> int:
+        return sum(1 for finish in self.finish_s if math.isnan(finish))
+
+
+class _Clock:
+    """Stage timers: wall (perf_counter_ns) and thread CPU (thread_time_ns) per stage."""
+
+    __slots__ = ("cpu", "iterations", "sizes", "wall")
+
+    def __init__(self) -> None:
+        self.wall = dict.fromkeys(STAGES, 0)
+        self.cpu = dict.fromkeys(STAGES, 0)
+        self.sizes = dict.fromkeys(STAGES, 0)
+        self.iterations = dict.fromkeys(STAGES, 0)
+
+    def reset(self) -> None:
+        for stage in STAGES:
+            self.wall[stage] = self.cpu[stage] = self.sizes[stage] = self.iterations[stage] = 0
+
+
+_NAN = float("nan")
+
+
+def simulate(
+    problem: Problem,
+    policy: Policy,
+    model: TimeModel = EVENT,
+    seed: int | None = None,
+    measure_stages: bool = True,
+) -> Schedule:
+    """Run ``policy`` over ``problem`` until every task finished or nothing can change."""
+    tasks = problem.tasks
+    machines = problem.machines
+    count = len(tasks)
+    need, nodes, runtime = tasks.need, tasks.nodes, tasks.runtime_s
+    capacity, clock = machines.capacity, machines.clock_mhz
+    align, duration_on = model.align, model.duration
+    min_visible_gap = model.visible_after_placement
+
+    rng = random.Random(seed)
+    queue_order = [0] * count
+    ready = policy.order(QueueContext(tasks, queue_order, rng))
+    select = policy.select
+
+    by_submit = sorted(range(count), key=lambda task: (tasks.submit_s[task], task))
+    arrival_s = [align(submit) for submit in tasks.submit_s]
+    unfinished_parents = [len(parents) for parents in tasks.parents]
+    has_arrived = bytearray(count)
+    first_start = [_NAN] * count
+    start = [_NAN] * count
+    finish = [_NAN] * count
+    placed_on: list[tuple[int, ...]] = [()] * count
+    attempts = [0] * count
+    running_on: list[set[int]] = [set() for _ in range(len(machines))]
+
+    free = list(capacity)
+    usable = bytearray(machines.initially_active)
+    # machines that may receive tasks, in topology order
+    open_machines = [m for m in range(len(machines)) if usable[m]]
+    smallest_need = min(need, default=CORE_UNITS)
+
+    finishes: list[tuple[float, float, int, int]] = []  # (seen at, finish, task, attempt)
+    changes = problem.state_changes
+    next_change = 0
+    next_arrival = 0
+    enqueued = 0
+    lost_core_s = 0.0
+    cycles = 0
+    records: list[StageRecord] = []
+    clock_ns = time.perf_counter_ns
+    cpu_ns = time.thread_time_ns
+    stage_clock = _Clock()
+
+    def enqueue(task: int) -> None:
+        nonlocal enqueued
+        queue_order[task] = enqueued
+        enqueued += 1
+
+    def apply_change(t_change: float, machine: int, state: MachineState) -> None:
+        nonlocal open_machines, lost_core_s
+        if state is MachineState.ACTIVE:
+            usable[machine] = 1
+        else:
+            usable[machine] = 0
+            if state is not MachineState.MAINTENANCE:
+                for task in sorted(running_on[machine]):
+                    if finish[task] <= t_change:
+                        continue  # done before the failure; seen by the finish step
+                    lost_core_s += (
+                        (t_change - start[task]) * need[task] * nodes[task] / CORE_UNITS
+                    )
+                    for other in placed_on[task]:
+                        free[other] += need[task]
+                        running_on[other].discard(task)
+                    attempts[task] += 1  # invalidates its pending finish
+                    finish[task] = _NAN
+                    placed_on[task] = ()
+                    enqueue(task)
+                    ready.add(task)
+        open_machines = [m for m in range(len(machines)) if usable[m]]
+
+    now = align(min(tasks.submit_s, default=0.0))
+    if changes:
+        now = min(now, align(changes[0].time_s))
+    while True:
+        cycles += 1
+        cycle_wall = clock_ns()
+        cycle_cpu = cpu_ns() if measure_stages else 0
+
+        # machine state changes seen in this cycle
+        while next_change < len(changes) and align(changes[next_change].time_s) <= now:
+            change = changes[next_change]
+            apply_change(change.time_s, change.machine, change.state)
+            next_change += 1
+
+        # C1 + T1: finished tasks give back cores and may make children eligible; new
+        # arrivals join the queue, and the eligible ones the ready set
+        released = 0
+        while finishes and finishes[0][0] <= now:
+            _, _, task, attempt = heapq.heappop(finishes)
+            if attempt != attempts[task]:
+                continue
+            for machine in placed_on[task]:
+                free[machine] += need[task]
+                running_on[machine].discard(task)
+            for child in tasks.children[task]:
+                unfinished_parents[child] -= 1
+                if unfinished_parents[child] == 0 and has_arrived[child]:
+                    ready.add(child)
+                    released += 1
+        while next_arrival < count and arrival_s[by_submit[next_arrival]] <= now:
+            task = by_submit[next_arrival]
+            next_arrival += 1
+            has_arrived[task] = 1
+            enqueue(task)
+            if unfinished_parents[task] == 0:
+                ready.add(task)
+                released += 1
+
+        if len(ready):
+            if measure_stages:
+                stage_clock.reset()
+                wall_t1 = clock_ns()
+                stage_clock.wall["T1"] = wall_t1 - cycle_wall
+                stage_clock.cpu["T1"] = cpu_ns() - cycle_cpu
+                stage_clock.sizes["T1"] = released
+                stage_clock.iterations["T1"] = 1
+                stage_clock.sizes["T2"] = len(ready)
+            largest = max((free[m] for m in open_machines), default=0)
+            skipped: list[int] = []
+            while largest >= smallest_need and len(ready):
+                if measure_stages:
+                    w0, c0 = clock_ns(), cpu_ns()
+                    task = ready.take()
+                    w1, c1 = clock_ns(), cpu_ns()
+                    stage_clock.wall["T2"] += w1 - w0
+                    stage_clock.cpu["T2"] += c1 - c0
+                    stage_clock.iterations["T2"] += 1
+                else:
+                    task = ready.take()
+                task_need = need[task]
+                wanted = nodes[task]
+                if task_need > largest:
+                    skipped.append(task)
+                    continue
+                if measure_stages:
+                    w1, c1 = clock_ns(), cpu_ns()
+                    candidates = free_capacity(task_need, open_machines, free)
+                    w2, c2 = clock_ns(), cpu_ns()
+                    stage_clock.wall["R4"] += w2 - w1
+                    stage_clock.cpu["R4"] += c2 - c1
+                    stage_clock.sizes["R4"] += len(open_machines)
+                    stage_clock.iterations["R4"] += 1
+                    if len(candidates) < wanted:
+                        skipped.append(task)
+                        continue
+                    chosen = select(task_need, wanted, candidates, free)
+                    w3, c3 = clock_ns(), cpu_ns()
+                    stage_clock.wall["R5"] += w3 - w2
+                    stage_clock.cpu["R5"] += c3 - c2
+                    stage_clock.sizes["R5"] += len(candidates)
+                    stage_clock.iterations["R5"] += 1
+                else:
+                    candidates = free_capacity(task_need, open_machines, free)
+                    if len(candidates) < wanted:
+                        skipped.append(task)
+                        continue
+                    chosen = select(task_need, wanted, candidates, free)
+
+                # place: every node runs at its machine's speed; the task ends with the slowest
+                run_s = max(duration_on(runtime[task], clock[m]) for m in chosen)
+                end = now + run_s
+                for machine in chosen:
+                    free[machine] -= task_need
+                    running_on[machine].add(task)
+                placed_on[task] = tuple(chosen)
+                start[task] = now
+                if math.isnan(first_start[task]):
+                    first_start[task] = now
+                finish[task] = end
+                seen = max(align(end), now + min_visible_gap)
+                heapq.heappush(finishes, (seen, end, task, attempts[task]))
+                largest = max((free[m] for m in open_machines), default=0)
+            ready.give_back(skipped)
+
+            if measure_stages:
+                total_wall = clock_ns() - cycle_wall
+                total_cpu = cpu_ns() - cycle_cpu
+                rest_wall = total_wall - sum(stage_clock.wall[s] for s in STAGES[:-1])
+                rest_cpu = total_cpu - sum(stage_clock.cpu[s] for s in STAGES[:-1])
+                stage_clock.wall["rest"] = max(0, rest_wall)
+                stage_clock.cpu["rest"] = max(0, rest_cpu)
+                stage_clock.iterations["rest"] = 1
+                records.extend(
+                    StageRecord(
+                        now,
+                        stage,
+                        stage_clock.wall[stage],
+                        stage_clock.cpu[stage],
+                        stage_clock.sizes[stage],
+                        stage_clock.iterations[stage],
+                    )
+                    for stage in STAGES
+                )
+
+        # the next cycle in which anything can change
+        upcoming: list[float] = []
+        if finishes:
+            upcoming.append(finishes[0][0])
+        if next_arrival < count:
+            upcoming.append(arrival_s[by_submit[next_arrival]])
+        if next_change < len(changes):
+            upcoming.append(align(changes[next_change].time_s))
+        if not upcoming:
+            break
+        now = max(min(upcoming), now)
+
+    return Schedule(
+        policy=policy,
+        time_model=model.name,
+        seed=seed,
+        arrival_s=arrival_s,
+        first_start_s=first_start,
+        start_s=start,
+        finish_s=finish,
+        machines=placed_on,
+        attempts=attempts,
+        lost_core_s=lost_core_s,
+        cycles=cycles,
+        stages=records,
+    )
