@@ -52,9 +52,11 @@ Divergences
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -67,7 +69,7 @@ from dcx.converters.diagnostics import (
     warning,
 )
 from dcx.converters.limits import LIMITS
-from dcx.converters.schemas import schema_diagnostics
+from dcx.converters.schemas import load_schema, schema_diagnostics
 from dcx.formats.model import (
     Document,
     Id,
@@ -157,6 +159,8 @@ _FLOAT_TEXT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 def parse_int(token: str) -> int | None:
     """A plain ASCII decimal integer (no ``_`` separators, no Unicode digits), else ``None``."""
+    if token.isdigit() and token.isascii() and len(token) < 19:
+        return int(token)
     if not token.isascii() or "_" in token:
         return None
     try:
@@ -336,7 +340,9 @@ class _Reader:
         spans = [(m.start(), m.group()) for m in re.finditer(r"\S+", text)]
         return spans[field][0] + 1 if field < len(spans) else 1
 
-    def locate(self, line_number: int, column_name: str, token: int | None = None) -> dict[str, Any]:
+    def locate(
+        self, line_number: int, column_name: str, token: int | None = None
+    ) -> dict[str, Any]:
         columns = WORKFLOW_COLUMNS if self.variant == "workflow" else ARCHIVE_COLUMNS
         field = columns.index(column_name)
         pointer = f"/lines/{line_number}/{column_name}"
@@ -360,12 +366,55 @@ class _Reader:
             token = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
             where: dict[str, Any] = {"line": line_number, "column": 1,
                                      "pointer": diagnostic.pointer}
+            message = diagnostic.message
             if column_name in record:
                 where = self.locate(line_number, column_name, token)
-            self.report(error(diagnostic.message, diagnostic.code, **where))
+                value = record[column_name]
+                if token is not None and isinstance(value, list) and token < len(value):
+                    value = value[token]
+                expected = _expectation(self.variant, column_name, token is not None)
+                if expected:
+                    message = f"{column_name} is {value!r}; expected {expected}"
+            self.report(error(message, diagnostic.code, **where))
+
+
+def _expectation(variant: Variant, column_name: str, item: bool) -> str | None:
+    """The schema's own wording for what a column (or one of its list items) must be."""
+    schema = load_schema(SCHEMA)
+    definitions = schema["$defs"]
+    record = definitions["workflowRecord" if variant == "workflow" else "archiveRecord"]
+    column = record["properties"].get(column_name, {})
+    if item:
+        column = column.get("items", {})
+    reference = column.get("$ref", "")
+    if not reference.startswith("#/$defs/"):
+        return None
+    description: str | None = definitions[reference.rsplit("/", 1)[1]].get("description")
+    return description
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a reader builds many acyclic objects.
+
+    Every allocation-triggered collection rescans the growing model, which doubled the read
+    time of a 30,000-task trace; the readers create no reference cycles, so nothing is lost.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def read(data: bytes) -> ReadResult:
+    with paused_gc():
+        return _read(data)
+
+
+def _read(data: bytes) -> ReadResult:
     text, problem = decode_text(data, "gwf")
     if problem is not None:
         return ReadResult(None, (problem,))
