@@ -182,8 +182,8 @@ def parse_number(token: str) -> int | float | None:
 
 def format_number(value: float) -> str:
     """Integers without a decimal point; other floats as the shortest exact repr."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+    if isinstance(value, int):
+        return str(int(value))
     if value.is_integer() and abs(value) < 1e16:
         return str(int(value))
     return repr(value)
