@@ -1,0 +1,658 @@
+"""Fluxion JSON Graph Format (RFC 40 as flux-sched reads it): read, check, write.
+
+Reading accepts the three edge forms Fluxion accepts: full (``metadata.subsystem``),
+compact (no edge metadata: containment) and legacy (``metadata.name = {subsystem:
+relation}``, read with a warning; legacy ``in`` edges are the reverse of ``contains`` and
+are skipped). Vertex metadata needs only ``type`` and ``paths``; the other keys take
+Fluxion's defaults. Integrity checks: unique vertex ids, edge endpoints exist, one root per
+subsystem, containment edges agree with the paths, ``uniq_id`` inferable, property values are
+strings (the schema).
+
+Mapping (containment subsystem only):
+
+* the root vertex is the ``Datacenter`` (name and id); the model's one ``Room`` is implicit;
+* ``rack`` vertices, and any other vertex type that contains nodes (``chassis``), are
+  ``Rack``\\ s (the type is kept in ``Rack.extras["jgf:type"]``); nodes with no such ancestor
+  go into a rack marked ``Rack.extras["jgf:implicit"]`` that is not written back;
+* ``node`` → ``Machine``: name, id, rank (``-1`` = none), ``status`` 1 (down) ↔
+  ``MachineState.FAILURE`` (HALT and MAINTENANCE are written as down, with a loss);
+  properties ↔ features (``name`` for an empty value, ``name=value`` otherwise, as Fluxion
+  builds R properties);
+* ``socket`` → one CPU per socket with its ``core`` descendants counted; cores directly under
+  a node form one CPU with no id;
+* ``gpu`` → a GPU (id = vertex id), ``memory`` → a memory module (size and unit converted to
+  MB, binary multiples), any other type under a node → ``NamedResource`` (name, size,
+  type, unit).
+
+Vertices of other subsystems (power), and vertices that are neither under a node nor a
+grouping of nodes, are checked but not mapped.
+
+Writing emits full vertex metadata (type, basename, name, id, uniq_id, rank, size, unit,
+exclusive, properties, paths), containment edges in the full form, and a cluster → rack →
+node → socket → core tree with GPUs and memory under their node.
+
+Divergences
+-----------
+* Fluxion accepts more than one root per subsystem only if paths differ; dcx requires exactly
+  one root in ``containment`` and at most one in every other subsystem.
+* Fluxion reads any legacy edge as containment (even a legacy power edge); dcx uses the
+  subsystem the legacy key names.
+* Fluxion crashes or misbehaves on non-string property values; dcx rejects them (schema).
+* The generic JGF v1 schema rejects the top-level ``writer`` key Fluxion writes; ours allows
+  it, and ``free_ranks``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from dcx.converters.diagnostics import (
+    Diagnostic,
+    LossCounter,
+    ReadResult,
+    WriteResult,
+    error,
+    warning,
+)
+from dcx.converters.jsonio import dumps_canonical, load_json
+from dcx.converters.schemas import schema_diagnostics
+from dcx.formats.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    MachineState,
+    NamedResource,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+
+SCHEMA = "jgf.schema.json"
+CONTAINMENT = "containment"
+
+HOLDS = frozenset({
+    "datacenter.id", "datacenter.name", "rack", "rack.id", "rack.name",
+    "machine.id", "machine.name", "machine.state", "machine.cpus", "machine.cpus.sockets",
+    "cpu.id", "machine.gpus", "gpu.id", "machine.memory", "machine.memory.modules",
+    "machine.features", "machine.resources", "machine.rank",
+})
+
+_MB_PER_UNIT: dict[str, float] = {
+    "B": 1 / 2**20, "KB": 1 / 1024, "KiB": 1 / 1024, "MB": 1.0, "MiB": 1.0,
+    "GB": 1024.0, "GiB": 1024.0, "TB": 1024.0**2, "TiB": 1024.0**2, "PB": 1024.0**3,
+    "PiB": 1024.0**3,
+}
+_TRAILING_DIGITS = re.compile(r"([0-9]+)$")
+
+
+# --------------------------------------------------------------------------- sniffing
+
+
+def _top_level_keys(data: bytes, limit: int = 65536) -> dict[str, set[str]]:
+    """Object keys at depth 1 and 2 of the first ``limit`` bytes, tolerant of bad JSON:
+    enough to tell an R or a graph from a map of them or from a JSON Schema."""
+    text = data[:limit].decode("utf-8", errors="replace")
+    found: dict[str, set[str]] = {"1": set(), "2": set()}
+    depth = 0
+    position = 0
+    length = len(text)
+    while position < length:
+        char = text[position]
+        if char == '"':
+            end = position + 1
+            while end < length and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            token = text[position + 1:end]
+            after = end + 1
+            while after < length and text[after] in " \t\r\n":
+                after += 1
+            if after < length and text[after] == ":" and str(depth) in found:
+                found[str(depth)].add(token)
+            position = end + 1
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        position += 1
+    return found
+
+
+def sniff(data: bytes) -> bool:
+    """A bare Fluxion graph: ``graph`` at the top level holding ``nodes``/``edges``."""
+    if b'"graph"' not in data[:65536]:
+        return False
+    keys = _top_level_keys(data)
+    return "graph" in keys["1"] and bool(keys["2"] & {"nodes", "edges"}) \
+        and not keys["1"] & {"$schema", "execution"}
+
+
+# --------------------------------------------------------------------------- graph checks
+
+
+@dataclass
+class Vertex:
+    key: str
+    type: str
+    name: str
+    id: int
+    rank: int
+    status: int
+    size: int
+    unit: str
+    properties: dict[str, str]
+    paths: dict[str, str]
+    index: int
+
+
+@dataclass
+class Graph:
+    vertices: list[Vertex] = field(default_factory=list)
+    by_path: dict[str, Vertex] = field(default_factory=dict)
+    """Containment path → vertex."""
+    children: dict[str, list[Vertex]] = field(default_factory=dict)
+    """Containment path → child vertices, in document order."""
+    root: Vertex | None = None
+    shorthand: bool = False
+
+
+def _vertex_from(key: str, meta: dict[str, Any], index: int) -> Vertex:
+    kind = meta["type"]
+    basename = meta.get("basename", kind)
+    given_name: str | None = meta.get("name")
+    vertex_id = meta.get("id")
+    if vertex_id is None:
+        vertex_id = _infer_id(kind, given_name, meta.get("uniq_id"), key)
+    name = given_name if given_name is not None else f"{basename}{vertex_id}"
+    return Vertex(key, kind, name, vertex_id, meta.get("rank", -1), meta.get("status", 0),
+                  meta.get("size", 1), meta.get("unit", ""), meta.get("properties") or {},
+                  meta["paths"], index)
+
+
+def _infer_id(kind: str, name: str | None, uniq_id: int | None, key: str) -> int:
+    if kind == "node" and name is not None:
+        match = _TRAILING_DIGITS.search(name)
+        return int(match.group(1)) if match else -1
+    if uniq_id is not None:
+        return uniq_id
+    match = re.match(r"[0-9]+", key)
+    return int(match.group()) if match else -1
+
+
+def _edge_subsystem(edge: dict[str, Any]) -> tuple[str | None, bool]:
+    """The edge's subsystem (None for a reverse legacy edge) and whether it is legacy."""
+    meta = edge.get("metadata")
+    if not meta:
+        return CONTAINMENT, False
+    if "subsystem" in meta:
+        return meta["subsystem"], False
+    legacy = meta.get("name")
+    if isinstance(legacy, dict) and legacy:
+        subsystem, relation = next(iter(legacy.items()))
+        return (None if relation == "in" else subsystem), True
+    return CONTAINMENT, False
+
+
+def check_graph(document: dict[str, Any], base: str = "") -> tuple[Graph | None, list[Diagnostic]]:
+    """Integrity checks on a schema-valid JGF document (bare, or an R ``scheduling`` value
+    with ``base`` = ``/scheduling``)."""
+    problems: list[Diagnostic] = []
+    graph = Graph(shorthand=str(document.get("writer", "")).endswith("jgf_shorthand"))
+    nodes = document["graph"]["nodes"]
+    seen: dict[str, int] = {}
+    roots: dict[str, list[int]] = {}
+    for index, node in enumerate(nodes):
+        key = node["id"]
+        meta = node["metadata"]
+        if key in seen:
+            problems.append(error(f"duplicate vertex id {key!r} (first at index {seen[key]})",
+                                  "jgf.duplicate-vertex-id",
+                                  pointer=f"{base}/graph/nodes/{index}/id"))
+            continue
+        seen[key] = index
+        if "uniq_id" not in meta and not key[:1].isdigit():
+            problems.append(error(f"uniq_id is missing and cannot be inferred from vertex id "
+                                  f"{key!r}", "jgf.uniq-id",
+                                  pointer=f"{base}/graph/nodes/{index}/metadata"))
+        vertex = _vertex_from(key, meta, index)
+        graph.vertices.append(vertex)
+        for subsystem, path in vertex.paths.items():
+            if path.count("/") == 1:
+                roots.setdefault(subsystem, []).append(index)
+        own_path = vertex.paths.get(CONTAINMENT)
+        if own_path is not None:
+            graph.by_path[own_path] = vertex
+    for subsystem, indexes in roots.items():
+        for extra in indexes[1:]:
+            problems.append(error(f"more than one root vertex in subsystem {subsystem!r} "
+                                  f"(first at index {indexes[0]})", "jgf.duplicate-root",
+                                  pointer=f"{base}/graph/nodes/{extra}/metadata/paths"))
+    if graph.vertices and CONTAINMENT not in roots:
+        problems.append(error("no root vertex in the containment subsystem (no path of the "
+                              "form /name)", "jgf.no-root", pointer=f"{base}/graph/nodes"))
+    elif CONTAINMENT in roots:
+        graph.root = graph.vertices[_position(graph, roots[CONTAINMENT][0])]
+    problems.extend(_check_edges(document["graph"]["edges"], graph, seen, base))
+    for vertex in graph.vertices:
+        child_path = vertex.paths.get(CONTAINMENT)
+        if child_path is not None and child_path.count("/") > 1:
+            graph.children.setdefault(child_path.rsplit("/", 1)[0], []).append(vertex)
+    return graph, problems
+
+
+def _position(graph: Graph, index: int) -> int:
+    """Vertex list position of document index ``index`` (they differ after duplicates)."""
+    for position, vertex in enumerate(graph.vertices):
+        if vertex.index == index:
+            return position
+    raise LookupError(index)
+
+
+def _check_edges(edges: list[dict[str, Any]], graph: Graph, seen: dict[str, int],
+                 base: str) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
+    vertices = graph.vertices
+    position_of = {vertex.key: position for position, vertex in enumerate(vertices)}
+    legacy = 0
+    for index, edge in enumerate(edges):
+        pointer = f"{base}/graph/edges/{index}"
+        source, target = edge["source"], edge["target"]
+        missing = [end for end in (source, target) if end not in seen]
+        if missing:
+            problems.append(error(f"edge endpoint {missing[0]!r} is not a vertex id",
+                                  "jgf.edge-endpoint", pointer=pointer))
+            continue
+        subsystem, is_legacy = _edge_subsystem(edge)
+        legacy += is_legacy
+        if subsystem is None:
+            continue
+        parent = vertices[position_of[source]].paths.get(subsystem)
+        child = vertices[position_of[target]].paths.get(subsystem)
+        if parent is None or child is None:
+            problems.append(error(f"edge in subsystem {subsystem!r} joins a vertex that has no "
+                                  f"path in it", "jgf.edge-path", pointer=pointer))
+        elif child.rsplit("/", 1)[0] != parent:
+            problems.append(error(f"edge {source}->{target} disagrees with the paths: {child!r} "
+                                  f"is not directly under {parent!r}", "jgf.edge-path",
+                                  pointer=pointer))
+    if legacy:
+        problems.append(warning(f"{legacy} edge(s) use the legacy form metadata.name = "
+                                "{subsystem: relation} (flux-sched before Aug 2024)",
+                                "jgf.legacy-edge", pointer=f"{base}/graph/edges"))
+    return problems
+
+
+def node_inventory(graph: Graph) -> dict[str, tuple[int, int]]:
+    """Host name → (cores, GPUs) under it, for comparing a graph with R_lite."""
+    inventory: dict[str, tuple[int, int]] = {}
+    for vertex in graph.vertices:
+        node_path = vertex.paths.get(CONTAINMENT)
+        if vertex.type != "node" or node_path is None:
+            continue
+        counts = Counter(v.type for v in _descendants(graph, node_path))
+        inventory[vertex.name] = (counts["core"], counts["gpu"])
+    return inventory
+
+
+def _descendants(graph: Graph, path: str) -> list[Vertex]:
+    found: list[Vertex] = []
+    stack = list(graph.children.get(path, ()))
+    while stack:
+        vertex = stack.pop()
+        found.append(vertex)
+        stack.extend(graph.children.get(vertex.paths[CONTAINMENT], ()))
+    return found
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read(data: bytes) -> ReadResult:
+    loaded, problems = load_json(data)
+    if loaded is None:
+        return ReadResult(None, tuple(problems))
+    value = loaded.value
+    if not isinstance(value, dict):
+        return ReadResult(None, (error("a JGF document is a JSON object", "jgf.not-object",
+                                       line=1, column=1),))
+    found = schema_diagnostics(SCHEMA, value, loaded.locator)
+    if found:
+        return ReadResult(None, tuple(found))
+    graph, found = check_graph(value)
+    located = tuple(loaded.locator.diagnostic(d) for d in found)
+    if graph is None or any(d.is_error for d in found):
+        return ReadResult(None, located)
+    environment = graph_to_environment(graph)
+    return ReadResult(Document(environment=environment), located)
+
+
+def graph_to_environment(graph: Graph) -> Environment:
+    root = graph.root
+    if root is None:
+        return Environment()
+    racks: list[Rack] = []
+    loose: list[Machine] = []
+    _collect(graph, root.paths[CONTAINMENT], racks, loose)
+    if loose:
+        racks.insert(0, Rack(slots=tuple(loose), extras={"jgf:implicit": True}))
+    datacenter_extras: dict[str, Any] = {} if root.type == "cluster" else {"jgf:type": root.type}
+    datacenter = Datacenter(id=root.id, name=root.name, rooms=(Room(racks=tuple(racks)),),
+                            extras=datacenter_extras)
+    return Environment(datacenters=(datacenter,))
+
+
+def _collect(graph: Graph, path: str, racks: list[Rack], loose: list[Machine]) -> None:
+    """Walk groupings below the root: nodes, racks (and rack-like types), other branches."""
+    for vertex in graph.children.get(path, ()):
+        vertex_path = vertex.paths[CONTAINMENT]
+        if vertex.type == "node":
+            loose.append(_machine(graph, vertex))
+        elif vertex.type == "rack" or _contains_nodes(graph, vertex_path):
+            machines: list[Machine] = []
+            _collect(graph, vertex_path, racks, machines)
+            extras: dict[str, Any] = {} if vertex.type == "rack" else {"jgf:type": vertex.type}
+            racks.append(Rack(id=vertex.id, name=vertex.name, slots=tuple(machines),
+                              extras=extras))
+
+
+def _contains_nodes(graph: Graph, path: str) -> bool:
+    return any(v.type == "node" for v in _descendants(graph, path))
+
+
+def _machine(graph: Graph, node: Vertex) -> Machine:
+    cpus: list[ProcessingUnit] = []
+    loose_cores = 0
+    gpus: list[ProcessingUnit] = []
+    memory: list[StorageUnit] = []
+    resources: list[NamedResource] = []
+    stack = list(reversed(graph.children.get(node.paths[CONTAINMENT], ())))
+    while stack:
+        vertex = stack.pop()
+        below = graph.children.get(vertex.paths[CONTAINMENT], ())
+        if vertex.type == "socket":
+            cores = sum(1 for v in _descendants(graph, vertex.paths[CONTAINMENT])
+                        if v.type == "core")
+            cpus.append(ProcessingUnit(cores=cores, id=vertex.id))
+            stack.extend(v for v in reversed(below) if v.type != "core")
+            continue
+        if vertex.type == "core":
+            loose_cores += 1
+        elif vertex.type == "gpu":
+            gpus.append(ProcessingUnit(cores=1, id=vertex.id))
+        elif vertex.type == "memory" and vertex.unit in _MB_PER_UNIT:
+            memory.append(StorageUnit(capacity_mb=vertex.size * _MB_PER_UNIT[vertex.unit],
+                                      id=vertex.id))
+        else:
+            resources.append(NamedResource(name=vertex.name, amount=float(vertex.size),
+                                           type=vertex.type, unit=vertex.unit or None))
+        stack.extend(reversed(below))
+    if loose_cores:
+        cpus.insert(0, ProcessingUnit(cores=loose_cores))
+    features = tuple(name if value == "" else f"{name}={value}"
+                     for name, value in node.properties.items())
+    return Machine(
+        id=node.id if node.id >= 0 else None, name=node.name,
+        state=MachineState.FAILURE if node.status == 1 else MachineState.ACTIVE,
+        cpus=tuple(cpus), gpus=tuple(gpus), memory=tuple(memory), features=features,
+        resources=tuple(resources), rank=node.rank if node.rank >= 0 else None,
+    )
+
+
+# --------------------------------------------------------------------------- losses
+
+
+_MACHINE_FIELD_PATHS: dict[str, str] = {
+    "id": "machine.id", "name": "machine.name", "state_label": "machine.state_label",
+    "memory": "machine.memory", "storage": "machine.storage", "features": "machine.features",
+    "resources": "machine.resources", "os": "machine.os", "arch": "machine.arch",
+    "description": "machine.description", "swap_mb": "machine.swap_mb",
+    "network_mbit_s": "machine.network_mbit_s", "rank": "machine.rank",
+    "available": "machine.available", "utilized": "machine.utilized",
+    "extras": "machine.extras", "gpus": "machine.gpus",
+}
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and value != () and value != {}
+
+
+def machine_losses(machine: Machine, holds: frozenset[str], losses: LossCounter) -> None:
+    """Count the machine's non-empty fields that a format without ``holds`` drops."""
+    for name, path in _MACHINE_FIELD_PATHS.items():
+        if path not in holds and _is_set(getattr(machine, name)):
+            losses.add(path)
+    if machine.state is not MachineState.ACTIVE and "machine.state" not in holds:
+        losses.add("machine.state")
+    for cpu in machine.cpus:
+        _unit_losses(cpu, "cpu", holds, losses)
+    for gpu in machine.gpus:
+        _unit_losses(gpu, "gpu", holds, losses)
+        if gpu.cores != 1 and "gpu.cores" not in holds:
+            losses.add("gpu.cores", detail="GPUs are written as devices")
+    for module in machine.memory:
+        if any(_is_set(getattr(module, f.name)) for f in fields(module)
+               if f.name not in ("capacity_mb", "id")):
+            losses.add("memory.details")
+
+
+def _unit_losses(unit: ProcessingUnit, kind: str, holds: frozenset[str],
+                 losses: LossCounter) -> None:
+    if unit.clock_rate_hz is not None:
+        losses.add(f"{kind}.clock_rate_hz")
+    if any(_is_set(v) for v in (unit.manufacturer, unit.family, unit.generation, unit.model)):
+        losses.add(f"{kind}.vendor")
+    if unit.energy_consumption_w is not None:
+        losses.add(f"{kind}.energy_consumption_w")
+    if unit.id is not None and f"{kind}.id" not in holds:
+        losses.add(f"{kind}.id")
+    if unit.extras:
+        losses.add("machine.extras", detail=f"{kind} extras")
+
+
+def topology_losses(environment: Environment, holds: frozenset[str], own_prefix: str,
+                    losses: LossCounter) -> None:
+    """Environment, datacenter, room and rack fields a format without ``holds`` drops.
+    Extras keys starting with ``own_prefix`` are the format's own and not lost."""
+    for name in ("name", "description"):
+        if getattr(environment, name) is not None and f"environment.{name}" not in holds:
+            losses.add(f"environment.{name}")
+    foreign = [k for k in environment.extras if not k.startswith(own_prefix)]
+    losses.add("environment.extras", len(foreign))
+    for event in environment.events:
+        kind = "machine_state" if hasattr(event, "machine") else "scheduler"
+        losses.add(f"environment.events.{kind}")
+    if len(environment.datacenters) > 1 and "datacenter" not in holds:
+        losses.add("datacenter", len(environment.datacenters) - 1)
+    for datacenter in environment.datacenters:
+        for name in ("id", "name", "location", "operator", "scheduler"):
+            path = f"datacenter.{name}"
+            if path not in holds and getattr(datacenter, name) is not None:
+                losses.add(path)
+        own = [k for k in datacenter.extras if not k.startswith(own_prefix)]
+        losses.add("datacenter.extras", len(own))
+        if len(datacenter.rooms) > 1:
+            losses.add("room", len(datacenter.rooms) - 1)
+        for room in datacenter.rooms:
+            for name, path in (("id", "room.id"), ("name", "room.name")):
+                if getattr(room, name) is not None:
+                    losses.add(path)
+            if room.type != "SERVER":
+                losses.add("room.type")
+            if room.location is not None or room.size is not None:
+                losses.add("room.geometry")
+            losses.add("room.extras", len(room.extras))
+            for rack in room.racks:
+                _rack_losses(rack, holds, own_prefix, losses)
+
+
+def _rack_losses(rack: Rack, holds: frozenset[str], own_prefix: str,
+                 losses: LossCounter) -> None:
+    for name in ("id", "name", "capacity_units", "power_capacity_w"):
+        path = f"rack.{name}"
+        if path not in holds and getattr(rack, name) is not None:
+            losses.add(path)
+    if "rack.empty_slots" not in holds:
+        losses.add("rack.empty_slots", sum(1 for slot in rack.slots if slot is None))
+    losses.add("rack.extras", sum(1 for k in rack.extras if not k.startswith(own_prefix)))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class _GraphWriter:
+    def __init__(self) -> None:
+        self.nodes: list[dict[str, Any]] = []
+        self.edges: list[dict[str, Any]] = []
+        self.problems: list[Diagnostic] = []
+
+    def vertex(self, kind: str, name: str, vertex_id: int, parent: tuple[str, str] | None,
+               *, rank: int = -1, size: int = 1, unit: str = "",
+               properties: dict[str, str] | None = None, status: int = 0) -> tuple[str, str]:
+        """Add a vertex under ``parent`` = (vertex key, path); returns its own."""
+        if "/" in name or name == "":
+            self.problems.append(error(f"name {name!r} cannot be a JGF path segment",
+                                       "jgf.write-name"))
+        uniq_id = len(self.nodes)
+        key = str(uniq_id)
+        path = f"{parent[1] if parent else ''}/{name}"
+        match = _TRAILING_DIGITS.search(name)
+        basename = name[: match.start()] if match and match.start() > 0 else kind
+        meta: dict[str, Any] = {
+            "type": kind, "basename": basename, "name": name, "id": vertex_id,
+            "uniq_id": uniq_id, "rank": rank, "exclusive": False, "unit": unit,
+            "size": size, "properties": properties or {}, "paths": {CONTAINMENT: path},
+        }
+        if status:
+            meta["status"] = status
+        self.nodes.append({"id": key, "metadata": meta})
+        if parent is not None:
+            self.edges.append({"source": parent[0], "target": key,
+                               "metadata": {"subsystem": CONTAINMENT}})
+        return key, path
+
+
+def _int_id(value: Any, fallback: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else fallback
+
+
+def _name_id(name: str, fallback: int) -> int:
+    match = _TRAILING_DIGITS.search(name)
+    return int(match.group(1)) if match else fallback
+
+
+def write(document: Document) -> WriteResult:
+    losses = LossCounter()
+    environment = document.environment or Environment()
+    if document.workload is not None:
+        losses.add("job", len(document.workload.jobs), "JGF describes resources only")
+    topology_losses(environment, HOLDS, "jgf:", losses)
+    writer = _GraphWriter()
+    datacenter = environment.datacenters[0] if environment.datacenters else Datacenter()
+    cluster_name = datacenter.name or f"cluster{_int_id(datacenter.id, 0)}"
+    cluster = writer.vertex(str(datacenter.extras.get("jgf:type", "cluster")), cluster_name,
+                            _int_id(datacenter.id, _name_id(cluster_name, 0)), None)
+    if datacenter.id is not None and _int_id(datacenter.id, -1) < 0:
+        losses.add("datacenter.id", detail="JGF ids are non-negative integers")
+    racks = [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
+    rack_names: set[str] = set()
+    for rack_index, rack in enumerate(racks):
+        parent = cluster
+        if not rack.extras.get("jgf:implicit"):
+            name = rack.name or f"rack{_int_id(rack.id, rack_index)}"
+            _unique(name, rack_names, writer)
+            if rack.id is not None and _int_id(rack.id, -1) < 0:
+                losses.add("rack.id", detail="JGF ids are non-negative integers")
+            parent = writer.vertex(str(rack.extras.get("jgf:type", "rack")), name,
+                                   _int_id(rack.id, _name_id(name, rack_index)), cluster)
+        else:
+            losses.add("rack", 0)
+        node_names: set[str] = set()
+        for machine_index, machine in enumerate(rack.machines):
+            _write_machine(writer, machine, machine_index, parent, node_names, losses)
+    if writer.problems:
+        return WriteResult(b"", losses.losses(), tuple(writer.problems))
+    value = {"graph": {"nodes": writer.nodes, "edges": writer.edges}}
+    return WriteResult(dumps_canonical(value, indent=_indent(len(writer.nodes))),
+                       losses.losses())
+
+
+def _indent(vertex_count: int) -> int | None:
+    """Indented output for readable small graphs; one line for large ones (a third the size)."""
+    return 2 if vertex_count <= 10_000 else None
+
+
+def _unique(name: str, seen: set[str], writer: _GraphWriter) -> None:
+    if name in seen:
+        writer.problems.append(error(f"two siblings are both named {name!r}; JGF paths must be "
+                                     "unique", "jgf.write-duplicate-name"))
+    seen.add(name)
+
+
+def _write_machine(writer: _GraphWriter, machine: Machine, index: int,
+                   parent: tuple[str, str], names: set[str], losses: LossCounter) -> None:
+    machine_losses(machine, HOLDS, losses)
+    name = machine.name or f"node{index}"
+    _unique(name, names, writer)
+    rank = machine.rank if machine.rank is not None else -1
+    if machine.id is not None and _int_id(machine.id, -1) < 0:
+        losses.add("machine.id", detail="JGF ids are non-negative integers")
+    if machine.state in (MachineState.HALT, MachineState.MAINTENANCE):
+        losses.add("machine.state", detail="written as down (status 1), read back as FAILURE")
+    properties, dropped = features_to_properties(machine.features)
+    losses.add("machine.features", dropped, "two features give one property different values")
+    node = writer.vertex("node", name, _int_id(machine.id, _name_id(name, index)), parent,
+                         rank=rank, properties=properties,
+                         status=0 if machine.state is MachineState.ACTIVE else 1)
+    core_number = 0
+    for socket_index, cpu in enumerate(machine.cpus):
+        socket_id = _int_id(cpu.id, socket_index)
+        socket = writer.vertex("socket", f"socket{socket_id}", socket_id, node, rank=rank)
+        for _ in range(cpu.cores):
+            writer.vertex("core", f"core{core_number}", core_number, socket, rank=rank)
+            core_number += 1
+    for gpu_index, gpu in enumerate(machine.gpus):
+        gpu_id = _int_id(gpu.id, gpu_index)
+        writer.vertex("gpu", f"gpu{gpu_id}", gpu_id, node, rank=rank)
+    for memory_index, module in enumerate(machine.memory):
+        memory_id = _int_id(module.id, memory_index)
+        size, unit = _memory_size(module.capacity_mb)
+        if size * _MB_PER_UNIT[unit] != module.capacity_mb:
+            losses.add("machine.memory", detail="JGF sizes are whole numbers of a unit")
+        writer.vertex("memory", f"memory{memory_id}", memory_id, node, rank=rank, size=size,
+                      unit=unit)
+    for resource in machine.resources:
+        if resource.amount != int(resource.amount) or resource.amount < 0 or resource.extras \
+                or resource.instances:
+            losses.add("machine.resources", detail="JGF sizes are whole numbers")
+            continue
+        writer.vertex(resource.type or resource.name, resource.name,
+                      _name_id(resource.name, 0), node, rank=rank, size=int(resource.amount),
+                      unit=resource.unit or "")
+
+
+def _memory_size(capacity_mb: float) -> tuple[int, str]:
+    if capacity_mb >= 1024 and capacity_mb % 1024 == 0:
+        return int(capacity_mb // 1024), "GB"
+    if capacity_mb == int(capacity_mb):
+        return int(capacity_mb), "MB"
+    return round(capacity_mb * 1024), "KB"
+
+
+def features_to_properties(features: tuple[str, ...]) -> tuple[dict[str, str], int]:
+    """``name`` → ``{name: ""}``, ``name=value`` → ``{name: value}``; returns the mapping and
+    how many features it could not hold (repeats and conflicting values)."""
+    properties: dict[str, str] = {}
+    dropped = 0
+    for feature in features:
+        name, separator, value = feature.partition("=")
+        if name in properties or not name or (separator and not value):
+            dropped += 1
+            continue
+        properties[name] = value
+    return properties, dropped
