@@ -82,6 +82,9 @@ HOLDS = frozenset({
     "machine.features", "machine.resources", "machine.rank",
 })
 
+MAX_WRITE_VERTICES = 20_000_000
+"""One vertex per core: bounds the output (about 5 GB of JSON) before any is built."""
+
 _MB_PER_UNIT: dict[str, float] = {
     "B": 1 / 2**20, "KB": 1 / 1024, "KiB": 1 / 1024, "MB": 1.0, "MiB": 1.0,
     "GB": 1024.0, "GiB": 1024.0, "TB": 1024.0**2, "TiB": 1024.0**2, "PB": 1024.0**3,
@@ -560,6 +563,12 @@ def write(document: Document) -> WriteResult:
     if datacenter.id is not None and _int_id(datacenter.id, -1) < 0:
         losses.add("datacenter.id", detail="JGF ids are non-negative integers")
     racks = [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
+    vertex_count = sum(m.core_count + len(m.gpus) + len(m.memory) + len(m.resources) + 1
+                       for rack in racks for m in rack.machines)
+    if vertex_count > MAX_WRITE_VERTICES:
+        return WriteResult(b"", losses.losses(), (error(
+            f"the graph would have {vertex_count:,} vertices; dcx writes at most "
+            f"{MAX_WRITE_VERTICES:,}", "jgf.write-too-large"),))
     rack_names: set[str] = set()
     for rack_index, rack in enumerate(racks):
         parent = cluster

@@ -1,0 +1,480 @@
+"""Flux resource set R version 1 (RFC 20): read, validate and write.
+
+Structure is checked by ``schemas/flux-r.schema.json``; this module checks what a schema
+cannot: the RFC 22 idsets and RFC 29 hostlists (with the character position of a fault),
+nodelist hosts mapping one to one onto the sorted union of ranks, duplicate ranks (merged
+when their children are disjoint, an error when they overlap), property targets, and
+expiration after starttime. A Fluxion graph in ``scheduling`` is validated as JGF
+(``dcx.formats.jgf``) and must describe the same hosts, cores and GPUs as R_lite (for a
+``jgf_shorthand`` graph, only the same hosts).
+
+Model mapping: one ``Machine`` per rank in rank order, in one datacenter, room and rack;
+``name`` from the nodelist host, ``rank``, one CPU with the core count, one GPU per GPU id
+(``id`` = the logical id), properties → features (a property covering only some ranks is a
+feature of those machines), other child types (``memory``) → ``NamedResource`` with the
+id count as ``amount``. Logical core ids other than ``0..n-1`` are kept in
+``Machine.extras["flux-r:core"]``, likewise ``flux-r:<child type>`` for other children.
+``starttime``, ``expiration``, ``nslots``, ``scheduling`` and the legacy ``attributes`` are
+kept verbatim in ``Environment.extras`` under ``flux-r:<key>``.
+
+The writer is canonical: R_lite entries grouped by identical children, ranked in order, and
+one compressed nodelist entry. Machines without a rank get ranks ``0..n-1`` in topology
+order (as ``flux R encode`` numbers them); a machine with no name is listed as its id, or as
+``rank<N>`` (flux-python's placeholder).
+
+Divergences
+-----------
+* ``nodelist`` missing: RFC 20 requires it, flux-core accepts it; dcx warns.
+* ``children.core`` missing: RFC 20 requires it, flux-core accepts it; dcx warns.
+* Property names containing ``!``: forbidden by RFC 20, accepted by librlist; dcx rejects.
+* ``expiration`` not after ``starttime``: invalid by RFC 20, unchecked by flux-core; dcx
+  rejects. Negative times, ``nslots`` below 1 and a non-object ``scheduling`` are rejected
+  (flux-core drops or keeps them silently).
+* Legacy R (R_lite ``node`` key, top-level ``attributes``) is read with a warning.
+* R_lite entries without ``rank`` (Fluxion's rv1 writer on rank -1 graphs) are invalid, as
+  in flux-core.
+* Unknown keys in ``execution`` are rejected: RFC 20 reserves them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dcx.converters.diagnostics import (
+    Diagnostic,
+    LossCounter,
+    ReadResult,
+    WriteResult,
+    error,
+    warning,
+)
+from dcx.converters.jsonio import JsonLocator, dumps_canonical, escape_pointer_token, load_json
+from dcx.converters.schemas import schema_diagnostics
+from dcx.formats import jgf
+from dcx.formats.hostlist import Hostlist, HostlistError, IdSet, IdsetError
+from dcx.formats.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    NamedResource,
+    ProcessingUnit,
+    Rack,
+    Room,
+)
+
+SCHEMA = "flux-r.schema.json"
+PREFIX = "flux-r:"
+FORBIDDEN_PROPERTY_CHARACTERS = frozenset("!&'\"^`|()")
+
+HOLDS = frozenset({
+    "machine.name", "machine.cpus", "machine.gpus", "gpu.id", "machine.features",
+    "machine.resources", "machine.rank",
+})
+
+MAX_RANKS = 1 << 20
+"""Ranks become one Machine each; the same bound as hosts in one hostlist range."""
+MAX_DEVICES = 1 << 16
+"""GPUs (and other non-core children) per rank become one model object each."""
+
+_KEPT_TOP_LEVEL = ("scheduling", "attributes")
+_KEPT_EXECUTION = ("starttime", "expiration", "nslots")
+
+
+# --------------------------------------------------------------------------- sniffing
+
+
+def sniff(data: bytes) -> bool:
+    """One R object: ``execution`` (or ``scheduling`` next to ``version``) at the top level.
+    Tolerates broken JSON so that an invalid R is reported as an invalid R."""
+    head = data[:65536]
+    if b'"execution"' not in head and b'"scheduling"' not in head:
+        return False
+    keys = jgf._top_level_keys(data)
+    top = keys["1"]
+    if "$schema" in top or "graph" in top:
+        return False
+    return "execution" in top or {"version", "scheduling"} <= top
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class _Rank:
+    """What R_lite says about one rank, merged across entries."""
+
+    children: dict[str, IdSet] = field(default_factory=dict)
+    legacy_host: str | None = None
+
+
+class _Reader:
+    def __init__(self, value: dict[str, Any], locator: JsonLocator) -> None:
+        self.value = value
+        self.execution: dict[str, Any] = value["execution"]
+        self.locator = locator
+        self.problems: list[Diagnostic] = []
+
+    def fail(self, message: str, code: str, pointer: str, position: int | None = None) -> None:
+        self.problems.append(self._located(error(message, code, pointer=pointer), position))
+
+    def warn(self, message: str, code: str, pointer: str) -> None:
+        self.problems.append(self._located(warning(message, code, pointer=pointer), None))
+
+    def _located(self, diagnostic: Diagnostic, position: int | None) -> Diagnostic:
+        """Line/column of the pointer; ``position`` moves to a character inside a string."""
+        line, column = self.locator.locate(diagnostic.pointer)
+        if position is not None and column is not None:
+            column += 1 + position  # past the opening quote
+        return replace(diagnostic, line=line, column=column)
+
+    def idset(self, text: str, pointer: str) -> IdSet | None:
+        try:
+            return IdSet.decode(text)
+        except IdsetError as problem:
+            self.fail(f"invalid idset {text!r}: {problem.reason} (character "
+                      f"{problem.position + 1})", "flux-r.idset", pointer, problem.position)
+            return None
+
+    # -- R_lite ---------------------------------------------------------------------
+
+    def ranks(self) -> dict[int, _Rank]:
+        """Every rank with its merged children, keyed by rank (unsorted)."""
+        ranks: dict[int, _Rank] = {}
+        legacy_entries = 0
+        for index, entry in enumerate(self.execution["R_lite"]):
+            pointer = f"/execution/R_lite/{index}"
+            rank_ids = self.idset(entry["rank"], pointer + "/rank")
+            children: dict[str, IdSet] = {}
+            for kind, text in entry["children"].items():
+                child_pointer = f"{pointer}/children/{escape_pointer_token(kind)}"
+                ids = self.idset(text, child_pointer)
+                if ids is not None:
+                    children[kind] = ids
+                if kind not in ("core", "gpu"):
+                    self.warn(f"child type {kind!r} is not in RFC 20 (reserved for "
+                              "extensions); kept", "flux-r.extra-child-type", child_pointer)
+            if "core" not in entry["children"]:
+                self.warn("children has no core (RFC 20 requires it; flux-core accepts it)",
+                          "flux-r.core-missing", pointer + "/children")
+            if "node" in entry:
+                legacy_entries += 1
+            if rank_ids is None:
+                continue
+            if len(ranks) + len(rank_ids) > MAX_RANKS or any(
+                    len(ids) > MAX_DEVICES for kind, ids in children.items() if kind != "core"):
+                self.fail(f"more than {MAX_RANKS:,} ranks, or more than {MAX_DEVICES:,} GPUs or "
+                          "other devices per rank: beyond what dcx models one by one",
+                          "flux-r.too-large", pointer)
+                return ranks
+            for rank in rank_ids:
+                self._merge(ranks, rank, children, entry.get("node"), pointer)
+        if legacy_entries:
+            self.warn(f"{legacy_entries} R_lite entries carry the legacy 'node' key (R before "
+                      "the nodelist, 2020)", "flux-r.legacy-node-key", "/execution/R_lite")
+        return ranks
+
+    def _merge(self, ranks: dict[int, _Rank], rank: int, children: dict[str, IdSet],
+               host: str | None, pointer: str) -> None:
+        known = ranks.get(rank)
+        if known is None:
+            ranks[rank] = _Rank(dict(children), host)
+            return
+        for kind, ids in children.items():
+            before = known.children.get(kind)
+            if before is None:
+                known.children[kind] = ids
+            elif before.isdisjoint(ids):
+                known.children[kind] = before.union(ids)
+            else:
+                self.fail(f"rank {rank} appears in several R_lite entries whose {kind} ids "
+                          f"overlap ({before} and {ids})", "flux-r.rank-overlap",
+                          pointer + "/rank")
+
+    # -- nodelist -------------------------------------------------------------------
+
+    def hosts(self, ranks: list[int], legacy: dict[int, str | None]) -> list[str | None]:
+        nodelist = self.execution.get("nodelist")
+        if nodelist is None:
+            if ranks and all(legacy[rank] is not None for rank in ranks):
+                return [legacy[rank] for rank in ranks]
+            if ranks:
+                self.warn("nodelist is missing (RFC 20 requires it; flux-core accepts it)",
+                          "flux-r.nodelist-missing", "/execution")
+            return [None] * len(ranks)
+        hosts = Hostlist()
+        for index, text in enumerate(nodelist):
+            if text == "" and len(nodelist) == 1:
+                continue  # flux-core writes [""] for an empty set
+            try:
+                hosts = hosts + Hostlist.decode(text)
+            except HostlistError as problem:
+                self.fail(f"invalid hostlist {text!r}: {problem.reason} (character "
+                          f"{problem.position + 1})", "flux-r.hostlist",
+                          f"/execution/nodelist/{index}", problem.position)
+                return [None] * len(ranks)
+        if len(hosts) != len(ranks):
+            self.fail(f"nodelist names {len(hosts)} hosts but R_lite has {len(ranks)} ranks; "
+                      "hosts map one to one onto the sorted ranks", "flux-r.nodelist-count",
+                      "/execution/nodelist")
+            return [None] * len(ranks)
+        return list(hosts)
+
+    # -- properties, times ------------------------------------------------------------
+
+    def properties(self, ranks: set[int]) -> dict[int, list[str]]:
+        features: dict[int, list[str]] = {}
+        for name, text in self.execution.get("properties", {}).items():
+            pointer = f"/execution/properties/{escape_pointer_token(name)}"
+            ids = self.idset(text, pointer)
+            if ids is None:
+                continue
+            unknown = _first_unknown(ids, ranks)
+            if unknown is not None:
+                self.fail(f"property {name!r} targets rank {unknown}, which R_lite does "
+                          "not list", "flux-r.property-rank", pointer)
+                continue
+            for rank in ids:
+                features.setdefault(rank, []).append(name)
+        return features
+
+    def times(self) -> None:
+        start = self.execution.get("starttime", 0)
+        end = self.execution.get("expiration", 0)
+        if start and end and end <= start:
+            self.fail(f"expiration {end} is not after starttime {start}",
+                      "flux-r.expiration", "/execution/expiration")
+
+    # -- scheduling -----------------------------------------------------------------
+
+    def scheduling(self, inventory: dict[str, tuple[int, int]]) -> None:
+        scheduling = self.value.get("scheduling")
+        if not isinstance(scheduling, dict) or "graph" not in scheduling:
+            return
+        if not str(scheduling.get("writer", "fluxion")).startswith("fluxion"):
+            return
+        found = schema_diagnostics(jgf.SCHEMA, scheduling, self.locator, "/scheduling")
+        if found:
+            self.problems.extend(found)
+            return
+        graph, problems = jgf.check_graph(scheduling, "/scheduling")
+        self.problems.extend(self.locator.diagnostic(d) for d in problems)
+        if graph is None or any(d.is_error for d in problems):
+            return
+        in_graph = jgf.node_inventory(graph)
+        if graph.shorthand:
+            in_graph = {host: inventory.get(host, counts) for host, counts in in_graph.items()}
+        if in_graph != inventory:
+            self.fail(f"the scheduling graph describes {_describe(in_graph)} but R_lite "
+                      f"describes {_describe(inventory)}", "flux-r.scheduling-mismatch",
+                      "/scheduling/graph")
+
+
+def _first_unknown(ids: IdSet, known: set[int]) -> int | None:
+    """A member of ``ids`` not in ``known``; stops after ``len(known) + 1`` members, so a
+    huge idset costs no more than the ranks it is checked against."""
+    for checked, rank in enumerate(ids):
+        if rank not in known:
+            return rank
+        if checked > len(known):
+            break
+    return None
+
+
+def _describe(inventory: dict[str, tuple[int, int]]) -> str:
+    cores = sum(c for c, _ in inventory.values())
+    gpus = sum(g for _, g in inventory.values())
+    return f"{len(inventory)} hosts, {cores} cores, {gpus} GPUs"
+
+
+def read(data: bytes) -> ReadResult:
+    loaded, problems = load_json(data)
+    if loaded is None:
+        return ReadResult(None, tuple(problems))
+    value = loaded.value
+    if not isinstance(value, dict):
+        return ReadResult(None, (error("an R document is a JSON object", "flux-r.not-object",
+                                       line=1, column=1),))
+    found = schema_diagnostics(SCHEMA, value, loaded.locator)
+    if found:
+        return ReadResult(None, tuple(found))
+    reader = _Reader(value, loaded.locator)
+    if "attributes" in value:
+        reader.warn("top-level attributes is legacy (removed from RFC 20 in 2025)",
+                    "flux-r.legacy-attributes", "/attributes")
+    by_rank = reader.ranks()
+    ranks = sorted(by_rank)
+    hosts = reader.hosts(ranks, {rank: by_rank[rank].legacy_host for rank in ranks})
+    features = reader.properties(set(ranks))
+    reader.times()
+    inventory = {host: (_count(by_rank[rank], "core"), _count(by_rank[rank], "gpu"))
+                 for rank, host in zip(ranks, hosts, strict=True) if host is not None}
+    reader.scheduling(inventory)
+    diagnostics = tuple(reader.problems)
+    if any(d.is_error for d in diagnostics):
+        return ReadResult(None, diagnostics)
+    machines = tuple(
+        _machine(rank, by_rank[rank], host, tuple(features.get(rank, ())))
+        for rank, host in zip(ranks, hosts, strict=True)
+    )
+    extras = {PREFIX + key: value[key] for key in _KEPT_TOP_LEVEL if key in value}
+    extras.update({PREFIX + key: value["execution"][key] for key in _KEPT_EXECUTION
+                   if key in value["execution"]})
+    rack = Rack(slots=machines)
+    environment = Environment(
+        datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras)
+    return ReadResult(Document(environment=environment), diagnostics)
+
+
+def _count(rank: _Rank, kind: str) -> int:
+    ids = rank.children.get(kind)
+    return len(ids) if ids is not None else 0
+
+
+def _machine(rank: int, info: _Rank, host: str | None, features: tuple[str, ...]) -> Machine:
+    extras: dict[str, Any] = {}
+    resources: list[NamedResource] = []
+    cores = info.children.get("core", IdSet.empty())
+    if not cores.is_interval_from_zero():
+        extras[PREFIX + "core"] = cores.encode()
+    gpus = tuple(ProcessingUnit(cores=1, id=gpu) for gpu in info.children.get("gpu", ()))
+    for kind, ids in info.children.items():
+        if kind in ("core", "gpu"):
+            continue
+        resources.append(NamedResource(name=kind, amount=float(len(ids))))
+        if not ids.is_interval_from_zero():
+            extras[PREFIX + kind] = ids.encode()
+    cpus = (ProcessingUnit(cores=len(cores)),) if "core" in info.children else ()
+    return Machine(name=host, rank=rank, cpus=cpus, gpus=gpus, features=features,
+                   resources=tuple(resources), extras=extras)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write(document: Document) -> WriteResult:
+    losses = LossCounter()
+    environment = document.environment or Environment()
+    if document.workload is not None:
+        losses.add("job", len(document.workload.jobs), "R describes resources only")
+    jgf.topology_losses(environment, HOLDS, PREFIX, losses)
+    _rack_structure_losses(environment, losses)
+    machines = list(environment.machines())
+    ranks = _assign_ranks(machines, losses)
+    order = sorted(range(len(machines)), key=lambda i: ranks[i])
+    groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    properties: dict[str, list[int]] = {}
+    hosts: list[str] = []
+    problems: list[Diagnostic] = []
+    for position in order:
+        machine, rank = machines[position], ranks[position]
+        _machine_losses(machine, losses)
+        groups.setdefault(_children(machine, losses), []).append(rank)
+        for feature in dict.fromkeys(machine.features):
+            if not feature or FORBIDDEN_PROPERTY_CHARACTERS & set(feature):
+                losses.add("machine.features", detail="R property names exclude !&'\"^`|()")
+                continue
+            properties.setdefault(feature, []).append(rank)
+        losses.add("machine.features", len(machine.features) - len(set(machine.features)),
+                   "repeated feature")
+        hosts.append(_host_name(machine, rank))
+    r_lite = [
+        {"rank": IdSet.from_ids(group).encode(), "children": dict(children)}
+        for children, group in sorted(groups.items(), key=lambda item: min(item[1]))
+    ]
+    execution: dict[str, Any] = {"R_lite": r_lite}
+    if any(machine.name is not None for machine in machines):
+        try:
+            execution["nodelist"] = [Hostlist.from_hosts(hosts).encode()] if hosts else []
+        except HostlistError as problem:
+            problems.append(error(f"host name {problem.text!r} cannot appear in a nodelist: "
+                                  f"{problem.reason}", "flux-r.write-host-name"))
+    if properties:
+        execution["properties"] = {name: IdSet.from_ids(ids).encode()
+                                   for name, ids in properties.items()}
+    for key in _KEPT_EXECUTION:
+        if PREFIX + key in environment.extras:
+            execution[key] = environment.extras[PREFIX + key]
+    value: dict[str, Any] = {"version": 1, "execution": execution}
+    if PREFIX + "scheduling" in environment.extras:
+        value["scheduling"] = environment.extras[PREFIX + "scheduling"]
+    losses.add("environment.extras", int(PREFIX + "attributes" in environment.extras),
+               "legacy attributes are not written")
+    if problems:
+        return WriteResult(b"", losses.losses(), tuple(problems))
+    return WriteResult(dumps_canonical(value), losses.losses())
+
+
+def _rack_structure_losses(environment: Environment, losses: LossCounter) -> None:
+    racks = list(environment.racks())
+    if len(racks) > 1:
+        losses.add("rack", len(racks) - 1, "R has no racks; machines are listed by rank")
+
+
+def _assign_ranks(machines: list[Machine], losses: LossCounter) -> list[int]:
+    """The machines' own ranks when every machine has a distinct one; otherwise 0..n-1 in
+    topology order (counting the ranks that were replaced as lost)."""
+    given = [machine.rank for machine in machines]
+    if all(rank is not None and rank >= 0 for rank in given) and len(set(given)) == len(given):
+        return [rank for rank in given if rank is not None]
+    replaced = sum(1 for index, rank in enumerate(given) if rank is not None and rank != index)
+    losses.add("machine.rank", replaced, "ranks were missing or repeated; renumbered")
+    return list(range(len(machines)))
+
+
+def _children(machine: Machine, losses: LossCounter) -> tuple[tuple[str, str], ...]:
+    children: list[tuple[str, str]] = []
+    core_count = machine.core_count
+    kept_cores = machine.extras.get(PREFIX + "core")
+    children.append(("core", _ids_text(kept_cores, core_count)))
+    gpu_ids = [gpu.id for gpu in machine.gpus]
+    if gpu_ids:
+        if all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in gpu_ids) \
+                and len(set(gpu_ids)) == len(gpu_ids):
+            children.append(("gpu", IdSet.from_ids(i for i in gpu_ids
+                                                   if isinstance(i, int)).encode()))
+        else:
+            losses.add("gpu.id", sum(1 for i in gpu_ids if i is not None),
+                       "R GPU ids are distinct non-negative integers")
+            children.append(("gpu", _ids_text(None, len(gpu_ids))))
+    seen = {"core", "gpu"}
+    for resource in machine.resources:
+        amount = resource.amount
+        if (resource.name in seen or not resource.name or amount != int(amount) or amount < 0
+                or resource.unit or resource.type or resource.instances or resource.extras):
+            losses.add("machine.resources", detail="R children are counts of ids")
+            continue
+        seen.add(resource.name)
+        kept = machine.extras.get(PREFIX + resource.name)
+        children.append((resource.name, _ids_text(kept, int(amount))))
+    return tuple(children)
+
+
+def _ids_text(kept: Any, count: int) -> str:
+    """The idset the reader kept, when it still has ``count`` members; else ``0-(count-1)``."""
+    if isinstance(kept, str):
+        try:
+            ids = IdSet.decode(kept)
+        except IdsetError:
+            ids = IdSet.empty()
+        if len(ids) == count:
+            return ids.encode()
+    return IdSet.from_range(0, count - 1).encode()
+
+
+def _machine_losses(machine: Machine, losses: LossCounter) -> None:
+    own = {k for k in machine.extras if k.startswith(PREFIX)}
+    stripped = Machine(**{**machine.__dict__, "extras": {
+        k: v for k, v in machine.extras.items() if k not in own}})
+    jgf.machine_losses(stripped, HOLDS, losses)
+    if len(machine.cpus) > 1:
+        losses.add("machine.cpus.sockets", detail="R lists cores per rank, not per socket")
+
+
+def _host_name(machine: Machine, rank: int) -> str:
+    if machine.name is not None:
+        return machine.name
+    if machine.id is not None:
+        return str(machine.id)
+    return f"rank{rank}"
