@@ -1,0 +1,1342 @@
+"""Haizea 1.1 XML: ``<lease-workload>`` (LWF), ``<lease-annotations>`` (.lwfa), ``<site>``,
+``<nodes>`` and ``<lease>``, plus the legacy pre-1.0 10-field text LWF (read only; written
+back as XML).
+
+Mapping to the model
+--------------------
+
+* A ``<site>`` (or a bare ``<nodes>``) becomes ``Environment(one Datacenter, one Room, one
+  Rack)`` whose slots are the expanded machines, numbered 1..N in document order (Haizea's own
+  node numbering, kept in ``Machine.id``). Per machine: ``CPU`` amount 100 = one core, so a
+  scalar ``CPU 400`` is one ``ProcessingUnit(cores=4)``; a multi-instance ``CPU`` (one
+  ``<instance>`` per CPU) is one ``ProcessingUnit`` per instance, which is how the model says
+  "sockets". CPU amounts that are not whole cores stay a ``NamedResource("CPU")`` in Haizea
+  units. ``Memory`` (MB) becomes one ``StorageUnit`` per instance. Every other type is a
+  ``NamedResource(name=type, amount, instances)``. A ``resource-types`` list that says more
+  than the nodes use is kept in ``Environment.extras["haizea:resource-types"]``.
+* On write, consecutive machines with identical capacities form one ``<node-set>`` (order is
+  kept, so a round trip restores the machines in the same order).
+* A ``<lease-request>`` becomes a ``Job`` holding one ``Task``: ``arrival`` ->
+  ``submit_time_s``, ``<duration>`` -> ``requested_time_s``, ``<realduration>`` ->
+  ``runtime_s``, the node-set -> ``request.nodes`` x per-node amounts (``cores`` = CPU/100,
+  ``memory_mb``, other types in ``request.resources``; multi-instance CPU and Memory are kept
+  there too, with their ``instances``), ``<start/>``/``<now/>``/``<exact>`` -> ``start_mode``
+  (+ ``start_time_s``), ``<deadline>`` -> ``deadline_s``, ``<disk-image>`` -> ``image`` and
+  ``image_size_mb`` (``<none/>`` -> ``image=None``), ``preemptible``, ``user`` (kept as the
+  integer's text), ``<extra>`` attrs -> ``Task.extras`` (unprefixed: it is Haizea's own
+  key/value mechanism). ``state`` and ``submit-time`` go to ``extras["haizea:state"]`` and
+  ``extras["haizea:submit-time"]``. A lease whose node-sets differ keeps the first one as its
+  request and all of them in ``extras["haizea:node-sets"]``, which the writer prefers. A lease
+  without ``id`` gets its 1-based request position and ``extras["haizea:id-assigned"]``.
+* LWF times are seconds from the workload start (``time_origin`` is ``None``); the writer uses
+  Haizea's own ``[D:]HH:MM:SS.ss`` form, so times round-trip at 0.01 s.
+* A standalone ``<lease>`` (XML-RPC) has absolute times: ``submit-time``, else the first
+  absolute ``<exact>``/``<deadline>``, becomes ``Workload.time_origin``; ``+`` times are
+  relative to submission (t = 0).
+* ``.lwfa`` becomes ``Workload(annotations=...)``; its times are offsets from each lease's
+  submission and are written with a ``+`` prefix, as Haizea does.
+* The lease type is derived as Haizea does: empty start = best-effort, ``<now/>`` =
+  immediate, ``<exact>`` = AR, ``<exact>`` + ``<deadline>`` = deadline.
+
+Divergences
+-----------
+
+* Times: Haizea (mx.DateTime) searches a substring and silently turns a bare number, an ISO
+  timestamp or free text into 0 s or the time of day; dcx accepts only the whole string in
+  the forms ``[+-][D:]H:M:S[.ss]``, ``[+-][Nd ]H:M[:S[.ss]]`` and ``NdNhNmNs`` (fractions on
+  the last colon field or on any unit), and reports anything else as ``haizea.time-syntax``.
+  The manual's "DD:HH:MM.SS" is read as Haizea really reads it: ``HH:MM:SS.ss``.
+* ``preemptible``: Haizea keeps anything but true/false (any case) as a truthy string; dcx
+  reads ``yes``/``no`` (the manual's and OpenNebula's spelling) as booleans with a warning and
+  rejects other values.
+* Element order is free, as in Haizea (``xs:all``), but unknown elements and attributes are
+  errors, where Haizea ignores them; ``numnodes`` must be positive and amounts whole and not
+  negative, as the manual says (the code takes 0 and negative numbers).
+* Checks Haizea does not make (or makes only in simulated mode) are diagnostics: resource
+  types against the site, CPU and Memory in the site, positive durations, deadline not before
+  start + duration, unique lease ids (errors); arrivals out of order, a deadline without an
+  exact start (Haizea ignores it), a realduration not shorter than the duration (1.1 ignores
+  it) (warnings).
+* A misplaced XML declaration after leading whitespace (``traces/sample.lwf``) is a warning,
+  not a syntax error; Python's ElementTree, which Haizea uses, accepts it.
+* The legacy text LWF: ``cpu`` is read as a CPU count (``haizea-lwf2xml`` handles only 1), a
+  ``disk`` amount above 0 becomes a ``Disk`` resource, start -1 is best-effort and preemptible,
+  anything else an AR that is not preemptible (as ``haizea-lwf2xml``); image names keep their
+  quotes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias
+
+from dcx.converters import xmlio
+from dcx.converters.diagnostics import (
+    Diagnostic,
+    InputError,
+    LossCounter,
+    ReadResult,
+    WriteResult,
+    error,
+    warning,
+)
+from dcx.formats.model import (
+    Annotation,
+    Datacenter,
+    Document,
+    Environment,
+    Job,
+    Machine,
+    MachineState,
+    NamedResource,
+    ProcessingUnit,
+    Rack,
+    ResourceRequest,
+    Room,
+    StartMode,
+    StorageUnit,
+    Task,
+    Workload,
+)
+from lxml import etree
+
+ROOT_SCHEMAS: dict[str, str] = {
+    "lease-workload": "haizea-lease-workload.xsd",
+    "lease-annotations": "haizea-lease-annotations.xsd",
+    "site": "haizea-site.xsd",
+    "nodes": "haizea-nodes.xsd",
+    "lease": "haizea-lease.xsd",
+}
+REQUEST_SCHEMA = "haizea-lease-request.xsd"
+"""One ``<lease-request>``, validated on its own while a large LWF streams past."""
+
+HOLDS: frozenset[str] = frozenset({
+    "machine.cpus",
+    "machine.cpus.sockets",
+    "machine.memory",
+    "machine.memory.modules",
+    "machine.resources",
+    "workload.name",
+    "workload.description",
+    "workload.attributes",
+    "workload.annotations",
+    "task.id",
+    "task.submit_time_s",
+    "task.runtime_s",
+    "task.requested_time_s",
+    "task.request.nodes",
+    "task.request.cores",
+    "task.request.memory_mb",
+    "task.request.resources",
+    "task.deadline_s",
+    "task.start",
+    "task.preemptible",
+    "task.user",
+    "task.image",
+    "task.extras",
+})
+
+Amount: TypeAlias = int | tuple[int, ...]
+"""A per-node amount: a scalar, or one value per ``<instance>``."""
+Capacity: TypeAlias = tuple[tuple[str, Amount], ...]
+"""A node's resources in document order, one entry per type."""
+
+CPU = "CPU"
+MEMORY = "Memory"
+CPU_PER_CORE = 100
+_EXTRA_PREFIX = "haizea:"
+_RESOURCE_TYPES_KEY = "haizea:resource-types"
+_NODE_SETS_KEY = "haizea:node-sets"
+_ID_ASSIGNED_KEY = "haizea:id-assigned"
+_STATE_KEY = "haizea:state"
+_SUBMIT_TIME_KEY = "haizea:submit-time"
+_TASK_KEYS = frozenset({_NODE_SETS_KEY, _ID_ASSIGNED_KEY, _STATE_KEY, _SUBMIT_TIME_KEY})
+
+# --------------------------------------------------------------------------- time grammar
+
+_DHMS = re.compile(r"([+-])?(\d+):(\d+):(\d+):(\d+)(?:\.(\d+))?")
+_HMS = re.compile(r"([+-])?(?:(\d+)d\s*)?(\d+):(\d+)(?::(\d+)(?:\.(\d+))?)?")
+_UNITS = re.compile(
+    r"(?=\d)(?:(\d+(?:\.\d+)?)d\s*)?(?:(\d+(?:\.\d+)?)h\s*)?"
+    r"(?:(\d+(?:\.\d+)?)m\s*)?(?:(\d+(?:\.\d+)?)s)?"
+)
+_BARE_NUMBER = re.compile(r"[+-]?\d+(?:[.,]\d+)?")
+_ISO_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[ T]|$)")
+_ABSOLUTE = re.compile(
+    r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?"
+)
+
+
+class TimeSyntaxError(ValueError):
+    """A time string outside the grammar; ``hint`` says what Haizea would have made of it."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def _seconds(whole: int, fraction: str | None) -> float:
+    """Exact to 0.01 s: ``c / 100`` for two fraction digits, so written values read back
+    bit for bit."""
+    if not fraction:
+        return float(whole)
+    if len(fraction) <= 2:
+        return (whole * 100 + int(fraction.ljust(2, "0"))) / 100
+    return whole + float("0." + fraction)
+
+
+def parse_time(text: str) -> float:
+    """A Haizea delta in seconds; raises ``TimeSyntaxError`` outside the grammar."""
+    value = text.strip()
+    match = _DHMS.fullmatch(value)
+    if match:
+        sign, days, hours, minutes, secs, fraction = match.groups()
+        whole = ((int(days) * 24 + int(hours)) * 60 + int(minutes)) * 60 + int(secs)
+        seconds = _seconds(whole, fraction)
+        return -seconds if sign == "-" else seconds
+    match = _HMS.fullmatch(value)
+    if match:
+        sign, days, hours, minutes, secs, fraction = match.groups()
+        whole = ((int(days or 0) * 24 + int(hours)) * 60 + int(minutes)) * 60 + int(secs or 0)
+        seconds = _seconds(whole, fraction)
+        return -seconds if sign == "-" else seconds
+    match = _UNITS.fullmatch(value)
+    if match and value:
+        days, hours, minutes, secs = (float(part) if part else 0.0 for part in match.groups())
+        return ((days * 24 + hours) * 60 + minutes) * 60 + secs
+    raise _time_error(value)
+
+
+def _time_error(value: str) -> TimeSyntaxError:
+    if _BARE_NUMBER.fullmatch(value):
+        return TimeSyntaxError(f"{value!r} is a bare number, not a Haizea time",
+                               "Haizea would silently read it as 0 s; write HH:MM:SS[.ss]")
+    if _ISO_DATE.match(value):
+        return TimeSyntaxError(f"{value!r} is a timestamp, not a Haizea time offset",
+                               "Haizea would read only its time of day; LWF times are "
+                               "[D:]HH:MM:SS[.ss] from the workload start")
+    return TimeSyntaxError(f"{value!r} is not a Haizea time",
+                           "use [+-][D:]HH:MM:SS[.ss], H:M or NdNhNmNs; Haizea would "
+                           "silently read it as 0 s")
+
+
+def format_time(seconds: float, plus: bool = False) -> str:
+    """Haizea's own form: ``HH:MM:SS.ss``, ``D:HH:MM:SS.ss`` from one day on."""
+    centis = round(seconds * 100)
+    sign = "-" if centis < 0 else ("+" if plus else "")
+    days, rest = divmod(abs(centis), 8_640_000)
+    hours, rest = divmod(rest, 360_000)
+    minutes, rest = divmod(rest, 6_000)
+    secs, centis_left = divmod(rest, 100)
+    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}.{centis_left:02d}"
+    return f"{sign}{days}:{clock}" if days else sign + clock
+
+
+def _parse_absolute(text: str) -> _dt.datetime | None:
+    match = _ABSOLUTE.fullmatch(text.strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, second, fraction = match.groups()
+    try:
+        moment = _dt.datetime(int(year), int(month), int(day), int(hour or 0),
+                              int(minute or 0), int(second or 0))
+    except ValueError:
+        return None
+    if fraction:
+        moment += _dt.timedelta(seconds=float("0." + fraction))
+    return moment
+
+
+# --------------------------------------------------------------------------- sniffing
+
+_LEGACY_LINE = re.compile(
+    rb"[ \t]*(?:[+-]?\d+(?:\.\d+)?[ \t]+){8}\S+[ \t]+[+-]?\d+(?:\.\d+)?[ \t]*\r?"
+)
+_MISPLACED_DECLARATION = re.compile(rb"\A(?:\xef\xbb\xbf)?(\s+)(<\?xml[^>]*\?>)")
+
+
+def sniff(data: bytes) -> bool:
+    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"<"):
+        return xmlio.root_name(data) in ROOT_SCHEMAS
+    return _looks_legacy(head)
+
+
+def _looks_legacy(head: bytes) -> bool:
+    lines = head.split(b"\n")
+    if len(head) == 4096:
+        lines = lines[:-1]  # the last line may be cut
+    content = [line for line in lines if line.strip() and not line.lstrip().startswith(b"#")]
+    return bool(content) and all(_LEGACY_LINE.fullmatch(line) for line in content[:20])
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class _Context:
+    """Diagnostics and locations while one document is read."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    request: Any = None
+    """Streaming: the ``<lease-request>`` being read (earlier ones are already deleted)."""
+    request_xpath: str = ""
+
+    def xpath(self, element: Any, attribute: str | None = None) -> str:
+        if self.request is not None:
+            tree = element.getroottree()
+            inner = tree.getpath(element)[len(tree.getpath(self.request)):]
+            path = self.request_xpath + inner
+        else:
+            path = xmlio.element_xpath(element)
+        return f"{path}/@{attribute}" if attribute else path
+
+    def report(self, diagnostic: Callable[..., Diagnostic], code: str, message: str,
+               element: Any, attribute: str | None = None, hint: str | None = None) -> None:
+        self.diagnostics.append(diagnostic(message, code, line=element.sourceline,
+                                           pointer=self.xpath(element, attribute), hint=hint))
+
+    def error(self, code: str, message: str, element: Any, attribute: str | None = None,
+              hint: str | None = None) -> None:
+        self.report(error, code, message, element, attribute, hint)
+
+    def warn(self, code: str, message: str, element: Any, attribute: str | None = None,
+             hint: str | None = None) -> None:
+        self.report(warning, code, message, element, attribute, hint)
+
+    def time(self, element: Any, attribute: str = "time") -> float | None:
+        text = element.get(attribute)
+        if text is None:
+            return None
+        try:
+            return parse_time(text)
+        except TimeSyntaxError as exc:
+            self.error("haizea.time-syntax", str(exc), element, attribute, exc.hint)
+            return None
+
+    def xsd(self, schema: Any, target: Any) -> bool:
+        """Validate a tree, or (streaming) the current request; False when invalid."""
+        if schema.validate(target):
+            return True
+        for entry in schema.error_log:
+            message = re.sub(r"^Element '[^']*'(, attribute '[^']*')?: ", "", entry.message)
+            pointer = entry.path or ""
+            if self.request is not None and pointer.startswith("/lease-request"):
+                pointer = self.request_xpath + pointer[len("/lease-request"):]
+            self.diagnostics.append(error(message, "xsd.invalid", line=entry.line or None,
+                                          column=entry.column + 1 if entry.column else None,
+                                          pointer=pointer))
+        return False
+
+
+def read(data: bytes) -> ReadResult:
+    context = _Context()
+    try:
+        document = _read(data, context)
+    except InputError as exc:
+        return ReadResult(None, (*context.diagnostics, exc.diagnostic))
+    return ReadResult(document, tuple(context.diagnostics))
+
+
+def _read(data: bytes, context: _Context) -> Document | None:
+    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head.startswith(b"<") and _looks_legacy(head):
+        return _read_legacy(data, context)
+    problem = xmlio.precheck(data)
+    if problem is not None:
+        raise InputError(problem)
+    data = _blank_misplaced_declaration(data, context)
+    root = xmlio.root_name(data)
+    if root == "lease-workload":
+        return _read_workload_stream(data, context)
+    if root not in ROOT_SCHEMAS:
+        raise InputError(error(f"root element <{root}> is not a Haizea element; expected one "
+                               f"of {', '.join(ROOT_SCHEMAS)}", "haizea.root", line=1))
+    tree = xmlio.parse_xml(data)
+    if not context.xsd(xmlio.load_xsd(ROOT_SCHEMAS[root]), tree):
+        return None
+    element = tree.getroot()
+    if root == "lease-annotations":
+        return Document(workload=_read_annotations(element, context))
+    if root == "lease":
+        return Document(workload=_read_standalone_lease(element, context))
+    if root == "site":
+        return Document(environment=_read_site(element, context)[0])
+    return Document(environment=_environment(_read_node_sets(element, context), None))
+
+
+def _blank_misplaced_declaration(data: bytes, context: _Context) -> bytes:
+    """An XML declaration after leading whitespace is a libxml2 syntax error but
+    ElementTree (Haizea) takes it; blanking it keeps every line and column."""
+    match = _MISPLACED_DECLARATION.match(data)
+    if not match:
+        return data
+    start, end = match.span(2)
+    line = data.count(b"\n", 0, start) + 1
+    context.diagnostics.append(warning(
+        "the XML declaration does not start the file (whitespace comes first); strict XML "
+        "parsers reject this", "haizea.xml-declaration", line=line,
+        column=start - (data.rfind(b"\n", 0, start) + 1) + 1))
+    return data[:start] + b" " * (end - start) + data[end:]
+
+
+# ------------------------------------------------------------------ nodes and site
+
+
+@dataclass(frozen=True)
+class _NodeSet:
+    count: int
+    capacity: Capacity
+    line: int | None = None
+
+
+def _read_capacity(node_set: Any, context: _Context) -> Capacity:
+    amounts: dict[str, Amount] = {}
+    for res in node_set:
+        kind = res.get("type")
+        if len(res):
+            if res.get("amount") is not None:
+                context.warn("haizea.amount-ignored", f"<res type={kind!r}> has <instance> "
+                             "children, so Haizea ignores its amount", res, "amount")
+            amount: Amount = tuple(int(instance.get("amount")) for instance in res)
+        else:
+            text = res.get("amount")
+            if text is None:
+                context.error("haizea.res-missing-amount", f"<res type={kind!r}> has neither "
+                              "an amount nor <instance> children", res)
+                continue
+            amount = int(text)
+        if kind in amounts:
+            context.warn("haizea.duplicate-resource", f"resource type {kind!r} appears twice in "
+                         "one node-set; Haizea keeps the last", res)
+        amounts[kind] = amount
+    return tuple(amounts.items())
+
+
+def _read_node_sets(nodes: Any, context: _Context) -> list[_NodeSet]:
+    return [_NodeSet(int(node_set.get("numnodes")), _read_capacity(node_set, context),
+                     node_set.sourceline) for node_set in nodes]
+
+
+def _read_site(site: Any, context: _Context) -> tuple[Environment, tuple[str, ...]]:
+    types_element = site.find("resource-types")
+    names = tuple(types_element.get("names").split())
+    declared: set[str] = set()
+    for name in names:
+        if name in declared:
+            context.warn("haizea.duplicate-resource-type", f"resource type {name!r} is listed "
+                         "twice", types_element, "names")
+        declared.add(name)
+    missing = [name for name in (CPU, MEMORY) if name not in declared]
+    if missing:
+        context.error("haizea.site-missing-cpu-memory", "the site must declare CPU and Memory; "
+                      f"missing: {' '.join(missing)}", types_element, "names")
+    nodes = site.find("nodes")
+    node_sets = _read_node_sets(nodes, context)
+    for node_set_element, node_set in zip(nodes, node_sets, strict=True):
+        for kind, _ in node_set.capacity:
+            if kind not in declared:
+                context.error("haizea.undeclared-resource-type", f"resource type {kind!r} is "
+                              "not in <resource-types>", node_set_element)
+    if not node_sets:
+        context.warn("haizea.site-empty", "the site has no nodes", nodes)
+    return _environment(node_sets, names), names
+
+
+def _environment(node_sets: list[_NodeSet], names: tuple[str, ...] | None) -> Environment:
+    machines: list[Machine] = []
+    for node_set in node_sets:
+        for _ in range(node_set.count):
+            machines.append(_machine(len(machines) + 1, node_set.capacity))
+    extras: dict[str, Any] = {}
+    if names is not None and list(names) != _derived_type_names(machines):
+        extras[_RESOURCE_TYPES_KEY] = list(names)
+    rack = Rack(slots=tuple(machines))
+    return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras)
+
+
+def _named(name: str, amount: Amount) -> NamedResource:
+    if isinstance(amount, tuple):
+        return NamedResource(name, float(sum(amount)), instances=tuple(map(float, amount)))
+    return NamedResource(name, float(amount))
+
+
+def _machine(number: int, capacity: Capacity) -> Machine:
+    cpus: tuple[ProcessingUnit, ...] = ()
+    memory: tuple[StorageUnit, ...] = ()
+    resources: list[NamedResource] = []
+    for name, amount in capacity:
+        values = amount if isinstance(amount, tuple) else (amount,)
+        if name == CPU and values and all(value % CPU_PER_CORE == 0 for value in values):
+            cpus = tuple(ProcessingUnit(cores=value // CPU_PER_CORE) for value in values)
+        elif name == MEMORY and values:
+            memory = tuple(StorageUnit(capacity_mb=float(value)) for value in values)
+        else:
+            resources.append(_named(name, amount))
+    return Machine(id=number, cpus=cpus, memory=memory, resources=tuple(resources))
+
+
+def _derived_type_names(machines: Iterable[Machine]) -> list[str]:
+    names = [CPU, MEMORY]
+    for machine in machines:
+        for resource in machine.resources:
+            if resource.name not in names:
+                names.append(resource.name)
+    return names
+
+
+# ------------------------------------------------------------------ leases
+
+
+@dataclass
+class _Requests:
+    """What the checks across requests need (ids, types, arrival order)."""
+
+    ids: dict[int, int | None] = field(default_factory=dict)
+    types: dict[str, tuple[int | None, str, int]] = field(default_factory=dict)
+    """Resource type -> (line, XPath) of the first lease asking for it, and how many do."""
+    last_arrival: float | None = None
+    out_of_order: int = 0
+    first_out_of_order: tuple[int | None, str, float, float] | None = None
+    request_cache: dict[tuple[int, Capacity], ResourceRequest] = field(default_factory=dict)
+
+
+def _resource_request(count: int, capacity: Capacity, cache: dict[tuple[int, Capacity],
+                      ResourceRequest]) -> ResourceRequest:
+    """Identical requests share one frozen object (large LWFs repeat a few shapes)."""
+    key = (count, capacity)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    cores = 0.0
+    memory_mb: float | None = None
+    resources: list[NamedResource] = []
+    for name, amount in capacity:
+        if name == CPU:
+            cores = (sum(amount) if isinstance(amount, tuple) else amount) / CPU_PER_CORE
+            if isinstance(amount, tuple):
+                resources.append(_named(name, amount))
+        elif name == MEMORY:
+            memory_mb = float(sum(amount) if isinstance(amount, tuple) else amount)
+            if isinstance(amount, tuple):
+                resources.append(_named(name, amount))
+        else:
+            resources.append(_named(name, amount))
+    request = ResourceRequest(nodes=count, cores=cores, memory_mb=memory_mb,
+                              resources=tuple(resources))
+    if len(cache) < 4096:
+        cache[key] = request
+    return request
+
+
+def _preemptible(lease: Any, context: _Context) -> bool | None:
+    text = lease.get("preemptible")
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("yes", "no"):
+        context.warn("haizea.preemptible-yes-no", f"preemptible={text!r}: Haizea understands "
+                     "only true/false and keeps this as a (truthy) string", lease, "preemptible",
+                     "write true or false")
+        return lowered == "yes"
+    context.error("haizea.preemptible", f"preemptible={text!r} is not true or false", lease,
+                  "preemptible")
+    return None
+
+
+def _read_attrs(parent: Any, context: _Context, what: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for attr in parent:
+        name = attr.get("name")
+        if name in values:
+            context.warn("haizea.duplicate-attr", f"{what} {name!r} is given twice; the last "
+                         "one wins", attr, "name")
+        values[name] = attr.get("value")
+    return values
+
+
+TimeReader = Callable[[Any], float | None]
+
+
+def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position: int,
+                arrival: float | None, realduration: float | None,
+                start_time: TimeReader) -> Task | None:
+    """One ``<lease>`` (already valid against the XSD) as a task."""
+    node_sets: list[_NodeSet] = []
+    start_mode = StartMode.ANY
+    start_time_s: float | None = None
+    duration: float | None = None
+    deadline: float | None = None
+    deadline_element = duration_element = None
+    image: str | None = None
+    image_size_mb: float | None = None
+    extras: dict[str, Any] = {}
+    for child in lease:
+        tag = child.tag
+        if tag == "nodes":
+            node_sets = _read_node_sets(child, context)
+        elif tag == "start":
+            if len(child):
+                first = child[0]
+                if first.tag == "now":
+                    start_mode = StartMode.NOW
+                else:
+                    start_mode = StartMode.EXACT
+                    start_time_s = start_time(first)
+        elif tag == "duration":
+            duration = context.time(child)
+            duration_element = child
+        elif tag == "deadline":
+            deadline = start_time(child)
+            deadline_element = child
+        elif tag == "software":
+            disk_image = child[0]
+            if disk_image.tag == "disk-image":
+                image = disk_image.get("id")
+                image_size_mb = float(int(disk_image.get("size")))
+        elif tag == "extra":
+            extras.update(_read_attrs(child, context, "extra"))
+
+    text_id = lease.get("id")
+    if text_id is None:
+        lease_id = position
+        extras[_ID_ASSIGNED_KEY] = True
+    else:
+        lease_id = int(text_id)
+        if lease_id in requests.ids:
+            context.error("haizea.duplicate-lease-id", f"lease id {lease_id} is already used "
+                          f"(line {requests.ids[lease_id]})", lease, "id")
+        else:
+            requests.ids[lease_id] = lease.sourceline
+    for attribute, key, convert in (("state", _STATE_KEY, int),
+                                    ("submit-time", _SUBMIT_TIME_KEY, str)):
+        value = lease.get(attribute)
+        if value is not None:
+            extras[key] = convert(value)
+
+    if duration is not None and duration <= 0:
+        context.error("haizea.duration-not-positive", f"duration {format_time(duration)} is "
+                      "not positive", duration_element, "time")
+    if realduration is not None and duration is not None and realduration >= duration:
+        context.warn("haizea.realduration-ignored", "realduration is not shorter than the "
+                     "duration; Haizea 1.1 ignores it", lease)
+    if deadline is not None and deadline_element is not None:
+        if start_mode is not StartMode.EXACT:
+            context.warn("haizea.deadline-ignored", "a deadline without an <exact> start is "
+                         "ignored by Haizea", deadline_element)
+        elif start_time_s is not None and duration is not None and \
+                deadline < start_time_s + duration:
+            context.error("haizea.deadline-too-early", f"deadline {format_time(deadline)} is "
+                          f"before start + duration ({format_time(start_time_s + duration)})",
+                          deadline_element, "time")
+
+    if not node_sets:
+        context.error("haizea.lease-no-nodes", "the lease asks for no node-set", lease)
+        return None
+    _note_types(node_sets, lease, context, requests)
+    first = node_sets[0]
+    count = first.count
+    if any(node_set.capacity != first.capacity for node_set in node_sets[1:]):
+        extras[_NODE_SETS_KEY] = [[node_set.count, [[name, list(amount) if isinstance(
+            amount, tuple) else amount] for name, amount in node_set.capacity]]
+            for node_set in node_sets]
+    else:
+        count = sum(node_set.count for node_set in node_sets)
+    user = lease.get("user")
+    return Task(
+        id=lease_id,
+        submit_time_s=arrival if arrival is not None else 0.0,
+        runtime_s=realduration,
+        requested_time_s=duration,
+        request=_resource_request(count, first.capacity, requests.request_cache),
+        deadline_s=deadline,
+        start_mode=start_mode,
+        start_time_s=start_time_s,
+        preemptible=_preemptible(lease, context),
+        user=user.strip() if user is not None else None,
+        image=image,
+        image_size_mb=image_size_mb,
+        extras=extras,
+    )
+
+
+def _note_types(node_sets: list[_NodeSet], lease: Any, context: _Context,
+                requests: _Requests) -> None:
+    for node_set in node_sets:
+        for name, _ in node_set.capacity:
+            seen = requests.types.get(name)
+            if seen is None:
+                requests.types[name] = (lease.sourceline, context.xpath(lease), 1)
+            else:
+                requests.types[name] = (seen[0], seen[1], seen[2] + 1)
+
+
+def _check_types_against_site(site_names: tuple[str, ...], requests: _Requests,
+                              context: _Context) -> None:
+    declared = set(site_names)
+    for name, (line, pointer, count) in requests.types.items():
+        if name not in declared:
+            context.diagnostics.append(error(
+                f"resource type {name!r} is not in the site's resource types "
+                f"({' '.join(site_names)}); {count} lease(s) ask for it", "haizea.unknown-"
+                "resource-type", line=line, pointer=pointer))
+
+
+def _note_arrival(arrival: float, line: int | None, pointer: Callable[[], str],
+                  requests: _Requests) -> None:
+    previous = requests.last_arrival
+    if previous is not None and arrival < previous:
+        requests.out_of_order += 1
+        if requests.first_out_of_order is None:
+            requests.first_out_of_order = (line, pointer(), arrival, previous)
+    requests.last_arrival = arrival
+
+
+def _report_arrival_order(requests: _Requests, context: _Context) -> None:
+    if requests.first_out_of_order is None:
+        return
+    line, pointer, arrival, previous = requests.first_out_of_order
+    context.diagnostics.append(warning(
+        f"arrival {format_time(arrival)} is earlier than the previous request's "
+        f"({format_time(previous)}); {requests.out_of_order} request(s) arrive out of order "
+        "and Haizea does not sort them", "haizea.arrival-order", line=line, pointer=pointer))
+
+
+# ------------------------------------------------------------------ LWF (streaming)
+
+
+def _read_workload_stream(data: bytes, context: _Context) -> Document | None:
+    """Requests are validated and converted one by one, then deleted from the tree, so a
+    large LWF never has more than one request in memory; the rest (site, description,
+    attributes) is validated with the full XSD at the end."""
+    request_schema = xmlio.load_xsd(REQUEST_SCHEMA)
+    requests = _Requests()
+    jobs: list[Job] = []
+    valid = True
+    root = None
+    position = 0
+    for _, element in xmlio.iter_elements(data, tags=("lease-request", "lease-workload")):
+        if element.tag == "lease-workload":
+            root = element if element.getparent() is None else root
+            continue
+        parent = element.getparent()
+        if parent is None or parent.tag != "lease-requests" or \
+                parent.getparent() is None or parent.getparent().getparent() is not None:
+            continue  # misplaced: the whole-document XSD check below reports it
+        position += 1
+        context.request = element
+        context.request_xpath = f"/lease-workload/lease-requests/lease-request[{position}]"
+        if context.xsd(request_schema, element):
+            job = _read_request(element, context, requests, position)
+            if job is not None:
+                jobs.append(job)
+        else:
+            valid = False
+        context.request = None
+        element.clear()
+        while element.getprevious() is not None:
+            del parent[0]
+    if root is None:
+        raise InputError(error("no <lease-workload> root element", "haizea.root", line=1))
+    for holder in root.iter("lease-requests"):
+        for request in holder.findall("lease-request"):
+            holder.remove(request)
+    if not context.xsd(xmlio.load_xsd(ROOT_SCHEMAS["lease-workload"]), root.getroottree()):
+        return None
+    environment = None
+    site = root.find("site")
+    if site is not None:
+        environment, names = _read_site(site, context)
+        _check_types_against_site(names, requests, context)
+    _report_arrival_order(requests, context)
+    if not valid:
+        return None
+    if not jobs:
+        context.diagnostics.append(warning("the workload has no lease requests",
+                                           "haizea.empty-workload", line=root.sourceline,
+                                           pointer="/lease-workload/lease-requests"))
+    description = root.find("description")
+    attributes = root.find("attributes")
+    workload = Workload(
+        jobs=tuple(jobs),
+        name=root.get("name"),
+        description=description.text or "" if description is not None else None,
+        attributes=_read_attrs(attributes, context, "attribute") if attributes is not None
+        else {},
+    )
+    return Document(environment=environment, workload=workload)
+
+
+def _read_request(element: Any, context: _Context, requests: _Requests,
+                  position: int) -> Job | None:
+    arrival = context.time(element, "arrival")
+    if arrival is not None:
+        _note_arrival(arrival, element.sourceline,
+                      lambda: context.xpath(element, "arrival"), requests)
+    realduration = None
+    lease = None
+    for child in element:
+        if child.tag == "lease":
+            lease = child
+        else:
+            realduration = context.time(child)
+            if realduration is not None and realduration <= 0:
+                context.error("haizea.duration-not-positive", "realduration "
+                              f"{format_time(realduration)} is not positive", child, "time")
+    task = _read_lease(lease, context, requests, position=position, arrival=arrival,
+                       realduration=realduration, start_time=context.time)
+    return Job(id=task.id, tasks=(task,)) if task is not None else None
+
+
+# ------------------------------------------------------------------ standalone lease
+
+
+def _read_standalone_lease(lease: Any, context: _Context) -> Workload:
+    """XML-RPC leases carry absolute times; they are placed on an axis whose origin is the
+    submit time, else the first absolute time in the lease."""
+    origin: _dt.datetime | None = None
+    submit_text = lease.get("submit-time")
+    if submit_text is not None:
+        origin = _parse_absolute(submit_text)
+        if origin is None:
+            context.error("haizea.time-syntax", f"submit-time {submit_text!r} is not an "
+                          "absolute time (YYYY-MM-DD HH:MM:SS)", lease, "submit-time")
+
+    def absolute_or_relative(element: Any) -> float | None:
+        nonlocal origin
+        text = element.get("time")
+        moment = _parse_absolute(text)
+        if moment is None:
+            return context.time(element)
+        if origin is None:
+            origin = moment
+        return (moment - origin).total_seconds()
+
+    task = _read_lease(lease, context, _Requests(), position=1, arrival=0.0, realduration=None,
+                       start_time=absolute_or_relative)
+    if task is not None:
+        extras = {key: value for key, value in task.extras.items() if key != _SUBMIT_TIME_KEY}
+        task = replace(task, extras=extras)
+    jobs = (Job(id=task.id, tasks=(task,)),) if task is not None else ()
+    return Workload(jobs=jobs, time_origin=origin.isoformat() if origin else None)
+
+
+# ------------------------------------------------------------------ annotations
+
+
+def _read_annotations(root: Any, context: _Context) -> Workload:
+    annotations: list[Annotation] = []
+    attributes: dict[str, Any] = {}
+    with_id = without_id = 0
+    for element in root:
+        if element.tag == "attributes":
+            attributes = _read_attrs(element, context, "attribute")
+            continue
+        target = element.get("id")
+        with_id += target is not None
+        without_id += target is None
+        if with_id and without_id:
+            context.error("haizea.annotation-ids-mixed", "some annotations have an id and "
+                          "some do not; Haizea needs all or none", element)
+        annotations.append(_read_annotation(element, context))
+    return Workload(attributes=attributes, annotations=tuple(annotations))
+
+
+def _read_annotation(element: Any, context: _Context) -> Annotation:
+    start_mode: StartMode | None = None
+    start_offset = deadline_offset = image_size = None
+    image: str | None = None
+    software_none = False
+    extras: dict[str, Any] = {}
+    for child in element:
+        if child.tag == "start":
+            start_mode = StartMode.ANY
+            if len(child):
+                start_mode = StartMode.NOW if child[0].tag == "now" else StartMode.EXACT
+                if start_mode is StartMode.EXACT:
+                    start_offset = context.time(child[0])
+        elif child.tag == "deadline":
+            deadline_offset = context.time(child)
+        elif child.tag == "software":
+            software_none = child[0].tag == "none"
+            if not software_none:
+                image = child[0].get("id")
+                image_size = float(int(child[0].get("size")))
+        elif child.tag == "extra":
+            extras = _read_attrs(child, context, "extra")
+    target = element.get("id")
+    return Annotation(target=int(target) if target is not None else None,
+                      start_mode=start_mode, start_offset_s=start_offset,
+                      deadline_offset_s=deadline_offset, image=image, image_size_mb=image_size,
+                      software_none=software_none, extras=extras)
+
+
+# ------------------------------------------------------------------ legacy text LWF
+
+_LEGACY_FIELDS = ("submit", "start", "duration", "realduration", "numnodes", "cpu", "mem",
+                  "disk", "image", "imagesize")
+
+
+def _read_legacy(data: bytes, context: _Context) -> Document | None:
+    """Pre-1.0 text: ``submit start duration realduration numnodes cpu mem disk image
+    imagesize`` per line, seconds and MB, start -1 = best-effort."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(error("file is not valid UTF-8", "haizea.legacy-encoding",
+                               line=line)) from None
+    requests = _Requests()
+    jobs: list[Job] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        content = raw.split("#", 1)[0].strip()
+        if not content:
+            continue
+        task = _legacy_task(content, number, len(jobs) + 1, context, requests)
+        if task is not None:
+            jobs.append(Job(id=task.id, tasks=(task,)))
+    _report_arrival_order(requests, context)
+    if not jobs:
+        context.diagnostics.append(warning("the workload has no lease requests",
+                                           "haizea.empty-workload", line=1))
+    return Document(workload=Workload(jobs=tuple(jobs)))
+
+
+def _legacy_task(content: str, line: int, position: int, context: _Context,
+                 requests: _Requests) -> Task | None:
+    fields = content.split()
+    pointer = ""
+    if len(fields) != len(_LEGACY_FIELDS):
+        context.diagnostics.append(error(
+            f"legacy LWF lines have {len(_LEGACY_FIELDS)} fields "
+            f"({' '.join(_LEGACY_FIELDS)}); this one has {len(fields)}", "haizea.legacy-fields",
+            line=line, pointer=pointer))
+        return None
+    numbers: dict[str, float] = {}
+    for name, value in zip(_LEGACY_FIELDS, fields, strict=True):
+        if name == "image":
+            continue
+        try:
+            numbers[name] = float(value)
+        except ValueError:
+            numbers[name] = float("nan")
+        if numbers[name] != numbers[name] or abs(numbers[name]) == float("inf"):
+            context.diagnostics.append(error(f"{name} {value!r} is not a number",
+                                             "haizea.legacy-number", line=line, pointer=pointer))
+            return None
+    problems = [(name, "haizea.duration-not-positive", "a positive duration")
+                for name in ("duration", "realduration") if numbers[name] <= 0]
+    if numbers["numnodes"] < 1 or not numbers["numnodes"].is_integer():
+        problems.append(("numnodes", "haizea.legacy-number", "a positive integer"))
+    for name, code, expected in problems:
+        context.diagnostics.append(error(f"{name} {numbers[name]:g} is not {expected}", code,
+                                         line=line, pointer=pointer))
+    if problems:
+        return None
+    _note_arrival(numbers["submit"], line, lambda: pointer, requests)
+    best_effort = numbers["start"] == -1
+    resources = (NamedResource("Disk", numbers["disk"]),) if numbers["disk"] > 0 else ()
+    request = ResourceRequest(nodes=int(numbers["numnodes"]), cores=numbers["cpu"],
+                              memory_mb=numbers["mem"], resources=resources)
+    return Task(
+        id=position,
+        submit_time_s=numbers["submit"],
+        runtime_s=numbers["realduration"],
+        requested_time_s=numbers["duration"],
+        request=request,
+        start_mode=StartMode.ANY if best_effort else StartMode.EXACT,
+        start_time_s=None if best_effort else numbers["start"],
+        preemptible=best_effort,
+        image=fields[8],
+        image_size_mb=numbers["imagesize"],
+    )
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _text(value: Any) -> str:
+    """A string XML 1.0 can carry, or an ``InputError`` that stops the write."""
+    text = str(value)
+    problem = xmlio.check_xml_text(text)
+    if problem is not None:
+        raise InputError(error(f"{text[:40]!r}: {problem}", "haizea.write.character"))
+    return text
+
+
+def _whole(value: float, losses: LossCounter, field_path: str, detail: str) -> int:
+    """Haizea amounts are non-negative integers; anything else is rounded and reported."""
+    rounded = max(0, round(value))
+    if abs(rounded - value) > 1e-9:
+        losses.add(field_path, 1, detail)
+    return rounded
+
+
+def _amount(resource: NamedResource, losses: LossCounter, field_path: str) -> Amount:
+    detail = "Haizea amounts are whole numbers"
+    if resource.type is not None or resource.unit is not None or resource.extras:
+        losses.add(field_path, 1, "resource type, unit and extras")
+    if resource.instances:
+        return tuple(_whole(value, losses, field_path, detail) for value in resource.instances)
+    return _whole(resource.amount, losses, field_path, detail)
+
+
+def write(document: Document) -> WriteResult:
+    losses = LossCounter()
+    try:
+        root = _document_element(document, losses)
+    except InputError as exc:
+        return WriteResult(b"", losses.losses(), (exc.diagnostic,))
+    data = etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+    return WriteResult(data, losses.losses())
+
+
+def _document_element(document: Document, losses: LossCounter) -> Any:
+    workload = document.workload
+    environment = document.environment
+    if workload is not None and not workload.jobs and workload.annotations \
+            and environment is None:
+        return _annotations_element(workload, losses)
+    if workload is None and environment is not None:
+        return _site_element(environment, (), losses)
+    return _workload_element(workload or Workload(), environment, losses)
+
+
+# ------------------------------------------------------------------ site
+
+
+def _machine_capacity(machine: Machine, losses: LossCounter) -> Capacity:
+    named: dict[str, NamedResource] = {}
+    for resource in machine.resources:
+        if resource.name in named:
+            losses.add("machine.resources", 1, "a resource type given twice on one machine")
+        named[resource.name] = resource
+    items: list[tuple[str, Amount]] = []
+    if CPU in named:
+        losses.add("machine.cpus", len(machine.cpus), "a CPU named resource replaces them")
+        items.append((CPU, _amount(named.pop(CPU), losses, "machine.resources")))
+    elif machine.cpus:
+        amounts = tuple(cpu.cores * CPU_PER_CORE for cpu in machine.cpus)
+        items.append((CPU, amounts[0] if len(amounts) == 1 else amounts))
+    if MEMORY in named:
+        losses.add("machine.memory", len(machine.memory), "a Memory named resource replaces it")
+        items.append((MEMORY, _amount(named.pop(MEMORY), losses, "machine.resources")))
+    elif machine.memory:
+        sizes = tuple(_whole(unit.capacity_mb, losses, "machine.memory", "whole MB only")
+                      for unit in machine.memory)
+        items.append((MEMORY, sizes[0] if len(sizes) == 1 else sizes))
+    for name, resource in named.items():
+        items.append((name, _amount(resource, losses, "machine.resources")))
+    _account_machine(machine, losses)
+    return tuple(items)
+
+
+def _account_machine(machine: Machine, losses: LossCounter) -> None:
+    simple = (("machine.name", machine.name), ("machine.state_label", machine.state_label),
+              ("machine.os", machine.os), ("machine.arch", machine.arch),
+              ("machine.description", machine.description), ("machine.swap_mb",
+              machine.swap_mb), ("machine.network_mbit_s", machine.network_mbit_s),
+              ("machine.rank", machine.rank), ("machine.available", machine.available),
+              ("machine.utilized", machine.utilized))
+    for field_path, value in simple:
+        losses.add(field_path, int(value is not None))
+    losses.add("machine.state", int(machine.state is not MachineState.ACTIVE))
+    losses.add("machine.features", len(machine.features))
+    losses.add("machine.extras", len(machine.extras))
+    losses.add("machine.gpus", len(machine.gpus), "Haizea has no GPU type; add a named "
+               "resource to keep a count")
+    losses.add("machine.storage", len(machine.storage))
+    for cpu in machine.cpus:
+        losses.add("cpu.clock_rate_hz", int(cpu.clock_rate_hz is not None))
+        losses.add("cpu.id", int(cpu.id is not None))
+        losses.add("cpu.energy_consumption_w", int(cpu.energy_consumption_w is not None))
+        losses.add("cpu.vendor", int(any(value is not None for value in (
+            cpu.manufacturer, cpu.family, cpu.generation, cpu.model))))
+        losses.add("machine.extras", int(bool(cpu.extras)), "CPU extras")
+    for unit in machine.memory:
+        losses.add("memory.details", int(any(value is not None for value in (
+            unit.id, unit.manufacturer, unit.family, unit.generation, unit.model,
+            unit.read_speed_mb_s, unit.write_speed_mb_s, unit.energy_consumption_w))
+            or bool(unit.extras)))
+
+
+def _account_topology(environment: Environment, losses: LossCounter) -> None:
+    losses.add("environment.name", int(environment.name is not None))
+    losses.add("environment.description", int(environment.description is not None))
+    losses.add("environment.extras", sum(1 for key in environment.extras
+                                         if key != _RESOURCE_TYPES_KEY))
+    for event in environment.events:
+        kind = "machine_state" if hasattr(event, "machine") else "scheduler"
+        losses.add(f"environment.events.{kind}")
+    datacenters = environment.datacenters
+    losses.add("datacenter", len(datacenters) - 1, "all machines go into one site")
+    rooms = [room for datacenter in datacenters for room in datacenter.rooms]
+    losses.add("room", len(rooms) - 1, "all machines go into one site")
+    racks = list(environment.racks())
+    losses.add("rack", len(racks) - 1, "all machines go into one site")
+    for datacenter in datacenters:
+        for field_path, value in (("datacenter.id", datacenter.id),
+                                  ("datacenter.name", datacenter.name),
+                                  ("datacenter.location", datacenter.location),
+                                  ("datacenter.operator", datacenter.operator),
+                                  ("datacenter.scheduler", datacenter.scheduler)):
+            losses.add(field_path, int(value is not None))
+        losses.add("datacenter.extras", len(datacenter.extras))
+    for room in rooms:
+        losses.add("room.id", int(room.id is not None))
+        losses.add("room.name", int(room.name is not None))
+        losses.add("room.type", int(room.type != "SERVER"))
+        losses.add("room.geometry", int(room.location is not None or room.size is not None))
+        losses.add("room.extras", len(room.extras))
+    for rack in racks:
+        losses.add("rack.id", int(rack.id is not None))
+        losses.add("rack.name", int(rack.name is not None))
+        losses.add("rack.capacity_units", int(rack.capacity_units is not None))
+        losses.add("rack.power_capacity_w", int(rack.power_capacity_w is not None))
+        losses.add("rack.empty_slots", sum(1 for slot in rack.slots if slot is None))
+        losses.add("rack.extras", len(rack.extras))
+
+
+def _res_elements(parent: Any, capacity: Capacity) -> None:
+    for name, amount in capacity:
+        res = etree.SubElement(parent, "res", type=_text(name))
+        if isinstance(amount, tuple):
+            for value in amount:
+                etree.SubElement(res, "instance", amount=str(value))
+        else:
+            res.set("amount", str(amount))
+
+
+def _nodes_element(parent: Any, node_sets: list[tuple[int, Capacity]]) -> None:
+    nodes = etree.SubElement(parent, "nodes")
+    for count, capacity in node_sets:
+        node_set = etree.SubElement(nodes, "node-set", numnodes=str(count))
+        _res_elements(node_set, capacity)
+
+
+def _site_element(environment: Environment, lease_types: Iterable[str],
+                  losses: LossCounter, parent: Any = None) -> Any:
+    _account_topology(environment, losses)
+    node_sets: list[tuple[int, Capacity]] = []
+    machines = list(environment.machines())
+    for number, machine in enumerate(machines, start=1):
+        losses.add("machine.id", int(machine.id is not None and machine.id != number),
+                   "Haizea numbers nodes 1..N in document order")
+        capacity = _machine_capacity(machine, losses)
+        if node_sets and node_sets[-1][1] == capacity:
+            node_sets[-1] = (node_sets[-1][0] + 1, capacity)
+        else:
+            node_sets.append((1, capacity))
+    kept = environment.extras.get(_RESOURCE_TYPES_KEY)
+    names = [str(name) for name in kept] if isinstance(kept, list) else \
+        _derived_type_names(machines)
+    for _, capacity in node_sets:
+        names.extend(name for name, _ in capacity if name not in names)
+    names.extend(name for name in lease_types if name not in names)
+    site = etree.Element("site") if parent is None else etree.SubElement(parent, "site")
+    etree.SubElement(site, "resource-types", names=_text(" ".join(names)))
+    _nodes_element(site, node_sets)
+    return site
+
+
+# ------------------------------------------------------------------ workload
+
+
+def _attrs_element(parent: Any, tag: str, values: dict[str, Any], losses: LossCounter,
+                   field_path: str) -> None:
+    element = None
+    for name, value in values.items():
+        if value is None or isinstance(value, dict | list):
+            losses.add(field_path, 1, "Haizea attrs hold text values only")
+            continue
+        if element is None:
+            element = etree.SubElement(parent, tag)
+        etree.SubElement(element, "attr", name=_text(name), value=_text(value))
+
+
+def _account_workload(workload: Workload, losses: LossCounter, annotations_lost: bool) -> None:
+    losses.add("workload.time_origin", int(workload.time_origin is not None),
+               "LWF times count from the workload start")
+    losses.add("workload.extras", len(workload.extras))
+    if annotations_lost:
+        losses.add("workload.annotations", len(workload.annotations),
+                   "an LWF cannot hold annotations; write them to a separate .lwfa")
+    for job in workload.jobs:
+        losses.add("job", int(len(job.tasks) > 1), "each task becomes its own lease")
+        losses.add("job.name", int(job.name is not None))
+        losses.add("job.user", int(job.user is not None and
+                                   any(task.user != job.user for task in job.tasks)))
+        losses.add("job.extras", len(job.extras))
+
+
+def _workload_element(workload: Workload, environment: Environment | None,
+                      losses: LossCounter) -> Any:
+    _account_workload(workload, losses, annotations_lost=True)
+    root = etree.Element("lease-workload")
+    if workload.name is not None:
+        root.set("name", _text(workload.name))
+    if workload.description is not None:
+        etree.SubElement(root, "description").text = _text(workload.description)
+    if environment is not None:
+        lease_types: list[str] = []
+        for task in workload.tasks():
+            for _, capacity in _task_node_sets(task, LossCounter()):
+                lease_types.extend(name for name, _ in capacity if name not in lease_types)
+        _site_element(environment, lease_types, losses, parent=root)
+    _attrs_element(root, "attributes", workload.attributes, losses, "workload.attributes")
+    holder = etree.SubElement(root, "lease-requests")
+    for task in workload.tasks():
+        request = etree.SubElement(holder, "lease-request",
+                                   arrival=format_time(task.submit_time_s))
+        if task.runtime_s is not None:
+            etree.SubElement(request, "realduration", time=format_time(task.runtime_s))
+        _lease_element(request, task, losses)
+    return root
+
+
+def _task_capacity(task: Task, losses: LossCounter) -> Capacity:
+    request = task.request
+    named: dict[str, NamedResource] = {}
+    for resource in request.resources:
+        if resource.name in named:
+            losses.add("task.request.resources", 1, "a resource type given twice")
+        named[resource.name] = resource
+    items: list[tuple[str, Amount]] = []
+    if CPU in named:
+        items.append((CPU, _amount(named.pop(CPU), losses, "task.request.resources")))
+    elif request.cores:
+        items.append((CPU, _whole(request.cores * CPU_PER_CORE, losses, "task.request.cores",
+                                  "Haizea counts CPU in hundredths of a core")))
+    if MEMORY in named:
+        items.append((MEMORY, _amount(named.pop(MEMORY), losses, "task.request.resources")))
+    elif request.memory_mb is not None:
+        items.append((MEMORY, _whole(request.memory_mb, losses, "task.request.memory_mb",
+                                     "whole MB only")))
+    for name, resource in named.items():
+        items.append((name, _amount(resource, losses, "task.request.resources")))
+    return tuple(items)
+
+
+def _stored_node_sets(value: Any) -> list[tuple[int, Capacity]] | None:
+    """``extras["haizea:node-sets"]`` as written by the reader, or ``None`` if malformed."""
+    if not isinstance(value, list) or not value:
+        return None
+    node_sets: list[tuple[int, Capacity]] = []
+    try:
+        for count, capacity in value:
+            items: list[tuple[str, Amount]] = []
+            for name, amount in capacity:
+                items.append((str(name), tuple(int(v) for v in amount)
+                              if isinstance(amount, list) else int(amount)))
+            node_sets.append((int(count), tuple(items)))
+    except (TypeError, ValueError):
+        return None
+    return node_sets
+
+
+def _task_node_sets(task: Task, losses: LossCounter) -> list[tuple[int, Capacity]]:
+    stored = _stored_node_sets(task.extras.get(_NODE_SETS_KEY))
+    if stored is not None:
+        return stored
+    nodes = task.request.nodes
+    if nodes < 1:
+        losses.add("task.request.nodes", 1, "Haizea leases ask for at least one node")
+        nodes = 1
+    if task.request.gpus:
+        losses.add("task.request.gpus", 1, "Haizea has no GPU type")
+    return [(nodes, _task_capacity(task, losses))]
+
+
+def _lease_element(parent: Any, task: Task, losses: LossCounter) -> None:
+    lease = etree.SubElement(parent, "lease")
+    extras = task.extras
+    if not extras.get(_ID_ASSIGNED_KEY):
+        if isinstance(task.id, int) or (isinstance(task.id, str) and
+                                        re.fullmatch(r"[+-]?\d+", task.id)):
+            lease.set("id", str(task.id))
+        else:
+            losses.add("task.id", 1, "Haizea lease ids are integers")
+    preemptible = task.preemptible
+    if preemptible is None:  # Haizea requires it; lwf2xml's convention
+        preemptible = task.start_mode is StartMode.ANY
+    lease.set("preemptible", "true" if preemptible else "false")
+    if task.user is not None:
+        if re.fullmatch(r"[+-]?\d+", task.user):
+            lease.set("user", task.user)
+        else:
+            losses.add("task.user", 1, "Haizea user ids are integers")
+    if isinstance(extras.get(_STATE_KEY), int):
+        lease.set("state", str(extras[_STATE_KEY]))
+    if extras.get(_SUBMIT_TIME_KEY) is not None:
+        lease.set("submit-time", _text(extras[_SUBMIT_TIME_KEY]))
+
+    _nodes_element(lease, _task_node_sets(task, losses))
+    _start_element(lease, task.start_mode, task.start_time_s
+                   if task.start_time_s is not None else task.submit_time_s)
+    duration = task.requested_time_s if task.requested_time_s is not None else task.runtime_s
+    etree.SubElement(lease, "duration", time=format_time(duration or 0.0))
+    if task.deadline_s is not None:
+        etree.SubElement(lease, "deadline", time=format_time(task.deadline_s))
+    _software_element(lease, task.image, task.image_size_mb, losses, "task.image")
+    _account_task(task, losses)
+    _attrs_element(lease, "extra", {key: value for key, value in extras.items()
+                                    if not key.startswith(_EXTRA_PREFIX)}, losses, "task.extras")
+
+
+def _account_task(task: Task, losses: LossCounter) -> None:
+    losses.add("task.dependencies", len(task.dependencies))
+    losses.add("task.group", int(task.group is not None))
+    losses.add("task.extras", sum(1 for key in task.extras if key.startswith(_EXTRA_PREFIX)
+                                  and key not in _TASK_KEYS))
+
+
+def _start_element(parent: Any, mode: StartMode | None, time_s: float | None,
+                   plus: bool = False) -> None:
+    start = etree.SubElement(parent, "start")
+    if mode is StartMode.NOW:
+        etree.SubElement(start, "now")
+    elif mode is StartMode.EXACT:
+        etree.SubElement(start, "exact", time=format_time(time_s or 0.0, plus))
+
+
+def _software_element(parent: Any, image: str | None, size_mb: float | None,
+                      losses: LossCounter, field_path: str) -> None:
+    software = etree.SubElement(parent, "software")
+    if image is None:
+        etree.SubElement(software, "none")
+        return
+    size = _whole(size_mb or 0.0, losses, field_path, "image sizes are whole MB")
+    etree.SubElement(software, "disk-image", id=_text(image), size=str(size))
+
+
+# ------------------------------------------------------------------ annotations
+
+
+def _annotations_element(workload: Workload, losses: LossCounter) -> Any:
+    _account_workload(workload, losses, annotations_lost=False)
+    losses.add("workload.name", int(workload.name is not None))
+    losses.add("workload.description", int(workload.description is not None))
+    root = etree.Element("lease-annotations")
+    _attrs_element(root, "attributes", workload.attributes, losses, "workload.attributes")
+    targets = [annotation.target for annotation in workload.annotations]
+    positional = any(target is None or not isinstance(target, int) for target in targets)
+    if positional and any(target is not None for target in targets):
+        losses.add("workload.annotations", sum(target is not None for target in targets),
+                   "annotation ids must be all integers or all absent; written positionally")
+    for annotation in workload.annotations:
+        element = etree.SubElement(root, "lease-annotation")
+        if not positional:
+            element.set("id", str(annotation.target))
+        if annotation.start_mode is not None:
+            _start_element(element, annotation.start_mode, annotation.start_offset_s, plus=True)
+        if annotation.deadline_offset_s is not None:
+            etree.SubElement(element, "deadline",
+                             time=format_time(annotation.deadline_offset_s, plus=True))
+        if annotation.software_none or annotation.image is not None:
+            _software_element(element, None if annotation.software_none else annotation.image,
+                              annotation.image_size_mb, losses, "workload.annotations")
+        _attrs_element(element, "extra", annotation.extras, losses, "workload.annotations")
+    return root
