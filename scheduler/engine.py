@@ -92,12 +92,11 @@ def time_model(name: str) -> TimeModel:
 
 @dataclass(frozen=True)
 class StageRecord:
-    """One stage of one cycle: wall and thread CPU time, summed over its calls."""
+    """One stage of one cycle: wall time (``perf_counter_ns``) summed over its calls."""
 
     time_s: float
     stage: str
     wall_ns: int
-    cpu_ns: int
     size: int
     """Input size summed over the calls (queue length, machine-list length)."""
     iterations: int
@@ -119,26 +118,13 @@ class Schedule:
     lost_core_s: float = 0.0
     cycles: int = 0
     stages: list[StageRecord] = field(default_factory=list)
+    cycle_cpu: list[tuple[float, int]] = field(default_factory=list)
+    """``(cycle time, thread CPU ns)`` per measured cycle. The thread CPU clock costs about
+    ten times a wall-clock read, so it is read once per cycle, not per stage call."""
 
     @property
     def unfinished(self) -> int:
         return sum(1 for finish in self.finish_s if math.isnan(finish))
-
-
-class _Clock:
-    """Stage timers: wall (perf_counter_ns) and thread CPU (thread_time_ns) per stage."""
-
-    __slots__ = ("cpu", "iterations", "sizes", "wall")
-
-    def __init__(self) -> None:
-        self.wall = dict.fromkeys(STAGES, 0)
-        self.cpu = dict.fromkeys(STAGES, 0)
-        self.sizes = dict.fromkeys(STAGES, 0)
-        self.iterations = dict.fromkeys(STAGES, 0)
-
-    def reset(self) -> None:
-        for stage in STAGES:
-            self.wall[stage] = self.cpu[stage] = self.sizes[stage] = self.iterations[stage] = 0
 
 
 _NAN = float("nan")
@@ -190,9 +176,9 @@ def simulate(
     lost_core_s = 0.0
     cycles = 0
     records: list[StageRecord] = []
+    cycle_cpu: list[tuple[float, int]] = []
     clock_ns = time.perf_counter_ns
     cpu_ns = time.thread_time_ns
-    stage_clock = _Clock()
 
     def enqueue(task: int) -> None:
         nonlocal enqueued
@@ -228,7 +214,8 @@ def simulate(
     while True:
         cycles += 1
         cycle_wall = clock_ns()
-        cycle_cpu = cpu_ns() if measure_stages else 0
+        if measure_stages:
+            cycle_cpu_start = cpu_ns()
 
         # machine state changes seen in this cycle
         while next_change < len(changes) and align(changes[next_change].time_s) <= now:
@@ -262,23 +249,21 @@ def simulate(
 
         if len(ready):
             if measure_stages:
-                stage_clock.reset()
-                wall_t1 = clock_ns()
-                stage_clock.wall["T1"] = wall_t1 - cycle_wall
-                stage_clock.cpu["T1"] = cpu_ns() - cycle_cpu
-                stage_clock.sizes["T1"] = released
-                stage_clock.iterations["T1"] = 1
-                stage_clock.sizes["T2"] = len(ready)
-            largest = max((free[m] for m in open_machines), default=0)
+                wall = dict.fromkeys(STAGES, 0)
+                sizes = dict.fromkeys(STAGES, 0)
+                calls = dict.fromkeys(STAGES, 0)
+                w0 = clock_ns()
+                wall["T1"], sizes["T1"], calls["T1"] = w0 - cycle_wall, released, 1
+                sizes["T2"] = len(ready)
+            largest = max(map(free.__getitem__, open_machines), default=0)
             skipped: list[int] = []
             while largest >= smallest_need and len(ready):
                 if measure_stages:
-                    w0, c0 = clock_ns(), cpu_ns()
+                    w0 = clock_ns()
                     task = ready.take()
-                    w1, c1 = clock_ns(), cpu_ns()
-                    stage_clock.wall["T2"] += w1 - w0
-                    stage_clock.cpu["T2"] += c1 - c0
-                    stage_clock.iterations["T2"] += 1
+                    w1 = clock_ns()
+                    wall["T2"] += w1 - w0
+                    calls["T2"] += 1
                 else:
                     task = ready.take()
                 task_need = need[task]
@@ -287,22 +272,19 @@ def simulate(
                     skipped.append(task)
                     continue
                 if measure_stages:
-                    w1, c1 = clock_ns(), cpu_ns()
+                    w1 = clock_ns()
                     candidates = free_capacity(task_need, open_machines, free)
-                    w2, c2 = clock_ns(), cpu_ns()
-                    stage_clock.wall["R4"] += w2 - w1
-                    stage_clock.cpu["R4"] += c2 - c1
-                    stage_clock.sizes["R4"] += len(open_machines)
-                    stage_clock.iterations["R4"] += 1
+                    w2 = clock_ns()
+                    wall["R4"] += w2 - w1
+                    sizes["R4"] += len(open_machines)
+                    calls["R4"] += 1
                     if len(candidates) < wanted:
                         skipped.append(task)
                         continue
                     chosen = select(task_need, wanted, candidates, free)
-                    w3, c3 = clock_ns(), cpu_ns()
-                    stage_clock.wall["R5"] += w3 - w2
-                    stage_clock.cpu["R5"] += c3 - c2
-                    stage_clock.sizes["R5"] += len(candidates)
-                    stage_clock.iterations["R5"] += 1
+                    wall["R5"] += clock_ns() - w2
+                    sizes["R5"] += len(candidates)
+                    calls["R5"] += 1
                 else:
                     candidates = free_capacity(task_need, open_machines, free)
                     if len(candidates) < wanted:
@@ -310,41 +292,40 @@ def simulate(
                         continue
                     chosen = select(task_need, wanted, candidates, free)
 
-                # place: every node runs at its machine's speed; the task ends with the slowest
-                run_s = max(duration_on(runtime[task], clock[m]) for m in chosen)
-                end = now + run_s
-                for machine in chosen:
+                # every node runs at its machine's speed; the task ends with the slowest
+                if wanted == 1:
+                    machine = chosen[0]
+                    end = now + duration_on(runtime[task], clock[machine])
+                    refresh_largest = free[machine] == largest
                     free[machine] -= task_need
                     running_on[machine].add(task)
+                else:
+                    end = now + max(duration_on(runtime[task], clock[m]) for m in chosen)
+                    refresh_largest = True
+                    for machine in chosen:
+                        free[machine] -= task_need
+                        running_on[machine].add(task)
                 placed_on[task] = tuple(chosen)
                 start[task] = now
-                if math.isnan(first_start[task]):
+                if first_start[task] != first_start[task]:  # NaN: first attempt
                     first_start[task] = now
                 finish[task] = end
-                seen = max(align(end), now + min_visible_gap)
+                seen = align(end)
+                if seen < now + min_visible_gap:
+                    seen = now + min_visible_gap
                 heapq.heappush(finishes, (seen, end, task, attempts[task]))
-                largest = max((free[m] for m in open_machines), default=0)
+                if refresh_largest:
+                    largest = max(map(free.__getitem__, open_machines), default=0)
             ready.give_back(skipped)
 
             if measure_stages:
-                total_wall = clock_ns() - cycle_wall
-                total_cpu = cpu_ns() - cycle_cpu
-                rest_wall = total_wall - sum(stage_clock.wall[s] for s in STAGES[:-1])
-                rest_cpu = total_cpu - sum(stage_clock.cpu[s] for s in STAGES[:-1])
-                stage_clock.wall["rest"] = max(0, rest_wall)
-                stage_clock.cpu["rest"] = max(0, rest_cpu)
-                stage_clock.iterations["rest"] = 1
+                wall["rest"] = max(0, clock_ns() - cycle_wall - sum(wall.values()))
+                calls["rest"] = 1
                 records.extend(
-                    StageRecord(
-                        now,
-                        stage,
-                        stage_clock.wall[stage],
-                        stage_clock.cpu[stage],
-                        stage_clock.sizes[stage],
-                        stage_clock.iterations[stage],
-                    )
+                    StageRecord(now, stage, wall[stage], sizes[stage], calls[stage])
                     for stage in STAGES
                 )
+                cycle_cpu.append((now, cpu_ns() - cycle_cpu_start))
 
         # the next cycle in which anything can change
         upcoming: list[float] = []
@@ -371,4 +352,5 @@ def simulate(
         lost_core_s=lost_core_s,
         cycles=cycles,
         stages=records,
+        cycle_cpu=cycle_cpu,
     )

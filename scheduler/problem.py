@@ -27,6 +27,11 @@ from dcx.formats.model import (
 CORE_UNITS = 100
 """Core amounts are stored as integer hundredths of a core."""
 
+ENVIRONMENT_CODES = frozenset(
+    {"schedule.no-machines", "schedule.unknown-machine", "schedule.untimed-event"}
+)
+"""Diagnostics about the environment rather than the workload."""
+
 
 @dataclass(frozen=True)
 class MachineTable:

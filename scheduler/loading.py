@@ -1,0 +1,92 @@
+"""Turn a workload file and an environment file into a checked ``Problem``.
+
+Files are read only through the format registry (``dcx.converters.convert.read_any``); the
+scheduler itself parses nothing. Every problem comes back as a located diagnostic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from dcx.converters.convert import read_any
+from dcx.converters.diagnostics import Diagnostic, error
+from dcx.formats.model import Document, Environment, Workload
+from dcx.scheduler.problem import ENVIRONMENT_CODES, Problem, compile_problem
+
+
+@dataclass(frozen=True)
+class Loaded:
+    problem: Problem | None
+    diagnostics: tuple[Diagnostic, ...]
+    workload_format: str | None = None
+    environment_format: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is not None and not any(d.is_error for d in self.diagnostics)
+
+
+def read_document(
+    path: Path, format_name: str | None = None
+) -> tuple[str | None, Document | None, list[Diagnostic]]:
+    """Read one file; ``(format name, document or None, diagnostics located at path)``."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return None, None, [error(f"cannot read file: {reason}", "schedule.unreadable").at(
+            str(path))]
+    spec, result = read_any(data, str(path), format_name)
+    diagnostics = [d.at(str(path)) for d in result.diagnostics]
+    if any(d.is_error for d in diagnostics):
+        return spec.name if spec else None, None, diagnostics
+    return spec.name if spec else None, result.document, diagnostics
+
+
+def load_problem(
+    workload_path: Path,
+    environment_path: Path | None,
+    workload_format: str | None = None,
+    environment_format: str | None = None,
+) -> Loaded:
+    """Read both files and compile them. The environment may come from the workload file
+    itself (a Haizea LWF carries its site) when ``environment_path`` is ``None``."""
+    diagnostics: list[Diagnostic] = []
+    workload_name, workload_doc, found = read_document(workload_path, workload_format)
+    diagnostics.extend(found)
+    workload: Workload | None = workload_doc.workload if workload_doc else None
+    if workload_doc is not None and workload is None:
+        diagnostics.append(error(
+            f"{workload_name} file holds no workload (it is a topology; pass it with --env)",
+            "schedule.not-a-workload").at(str(workload_path)))
+
+    environment: Environment | None = None
+    environment_name: str | None = None
+    if environment_path is not None:
+        environment_name, environment_doc, found = read_document(
+            environment_path, environment_format)
+        diagnostics.extend(found)
+        if environment_doc is not None:
+            environment = environment_doc.environment
+            if environment is None:
+                diagnostics.append(error(
+                    f"{environment_name} file holds no environment (machines)",
+                    "schedule.not-an-environment").at(str(environment_path)))
+    elif workload_doc is not None:
+        environment = workload_doc.environment
+        environment_name = workload_name
+        if environment is None and workload is not None:
+            diagnostics.append(error(
+                "the workload file has no machines of its own; give an environment with --env",
+                "schedule.no-environment").at(str(workload_path)))
+
+    if workload is None or environment is None or any(d.is_error for d in diagnostics):
+        return Loaded(None, tuple(diagnostics), workload_name, environment_name)
+    compiled = compile_problem(workload, environment)
+    environment_file = str(environment_path or workload_path)
+    diagnostics.extend(
+        d.at(environment_file if d.code in ENVIRONMENT_CODES else str(workload_path))
+        for d in compiled.diagnostics
+    )
+    return Loaded(compiled.problem, tuple(diagnostics), workload_name, environment_name)

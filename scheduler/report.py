@@ -1,0 +1,110 @@
+"""Run outputs as text: per-task and per-job CSV, per-stage times CSV, summary JSON, and the
+files of one run written into a folder."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from dcx.converters.atomic import write_atomic
+from dcx.scheduler.engine import Schedule
+from dcx.scheduler.metrics import RunMetrics, Summary
+
+
+def _csv(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _number(value: float) -> str:
+    """Integral seconds without a trailing ``.0``; NaN (never happened) as an empty cell."""
+    if math.isnan(value):
+        return ""
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def tasks_csv(metrics: RunMetrics) -> str:
+    return _csv(
+        ("task_id", "job_id", "arrival_s", "start_s", "finish_s", "waiting_s", "execution_s",
+         "turnaround_s", "machines", "attempts"),
+        (
+            (row.task_id, row.job_id, _number(row.arrival_s), _number(row.start_s),
+             _number(row.finish_s), _number(row.waiting_s), _number(row.execution_s),
+             _number(row.turnaround_s), " ".join(row.machines), row.attempts)
+            for row in metrics.tasks
+        ),
+    )
+
+
+def jobs_csv(metrics: RunMetrics) -> str:
+    return _csv(
+        ("job_id", "tasks", "first_arrival_s", "first_start_s", "last_finish_s", "makespan_s",
+         "waiting_s", "njsl", "critical_path_s"),
+        (
+            (row.job_id, row.tasks, _number(row.first_arrival_s), _number(row.first_start_s),
+             _number(row.last_finish_s), _number(row.makespan_s), _number(row.waiting_s),
+             _number(row.njsl), _number(row.critical_path_s))
+            for row in metrics.jobs
+        ),
+    )
+
+
+def stages_csv(schedule: Schedule) -> str:
+    cpu_by_cycle = dict(schedule.cycle_cpu)
+    return _csv(
+        ("time_s", "stage", "wall_ns", "size", "iterations", "cycle_cpu_ns"),
+        (
+            (_number(record.time_s), record.stage, record.wall_ns, record.size,
+             record.iterations, cpu_by_cycle.get(record.time_s, "") if record.stage == "T1"
+             else "")
+            for record in schedule.stages
+        ),
+    )
+
+
+def json_number(value: float) -> float | None:
+    """JSON has no NaN: a metric with nothing to average is ``null``."""
+    return None if math.isnan(value) else value
+
+
+def summary_json(summary: Summary) -> dict[str, Any]:
+    fields = {key: (json_number(value) if isinstance(value, float) else value)
+              for key, value in asdict(summary).items()}
+    return {**fields, "metrics": {key: json_number(value)
+                                  for key, value in summary.headline().items()}}
+
+
+def stage_totals(schedule: Schedule) -> dict[str, int]:
+    """Wall ns per stage summed over the run's measured cycles."""
+    totals: dict[str, int] = {}
+    for record in schedule.stages:
+        totals[record.stage] = totals.get(record.stage, 0) + record.wall_ns
+    return totals
+
+
+def run_folder_name(summary: Summary) -> str:
+    name = f"{summary.policy}-{summary.time_model}"
+    if summary.seed is not None:
+        name += f"-seed{summary.seed}"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def write_run(folder: Path, schedule: Schedule, metrics: RunMetrics) -> Path:
+    """``tasks.csv``, ``jobs.csv``, ``stages.csv`` and ``summary.json`` of one run."""
+    target = folder / run_folder_name(metrics.summary)
+    write_atomic(target / "tasks.csv", tasks_csv(metrics).encode())
+    write_atomic(target / "jobs.csv", jobs_csv(metrics).encode())
+    write_atomic(target / "stages.csv", stages_csv(schedule).encode())
+    summary = {**summary_json(metrics.summary), "stage_wall_ns": stage_totals(schedule)}
+    write_atomic(target / "summary.json", (json.dumps(summary, indent=2) + "\n").encode())
+    return target
