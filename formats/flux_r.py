@@ -391,8 +391,9 @@ def write(document: Document) -> WriteResult:
             problems.append(error(f"host name {problem.text!r} cannot appear in a nodelist: "
                                   f"{problem.reason}", "flux-r.write-host-name"))
     if properties:
-        execution["properties"] = {name: IdSet.from_ids(ids).encode()
-                                   for name, ids in properties.items()}
+        # Sorted: R cannot hold each machine's own feature order, so pick a canonical one.
+        execution["properties"] = {name: IdSet.from_ids(properties[name]).encode()
+                                   for name in sorted(properties)}
     for key in _KEPT_EXECUTION:
         if PREFIX + key in environment.extras:
             execution[key] = environment.extras[PREFIX + key]
