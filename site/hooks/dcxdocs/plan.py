@@ -1,0 +1,66 @@
+"""What the site holds: generated pages, generated assets, and the navigation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dcxdocs import codes, conversions, formats_pages, reference_pages
+
+
+@dataclass
+class SitePlan:
+    repo_root: Path
+    pages: dict[str, str] = field(default_factory=dict)
+    """Generated Markdown pages by path under docs/."""
+    assets: dict[str, bytes] = field(default_factory=dict)
+    nav: list[Any] = field(default_factory=list)
+    examples: list[conversions.ExampleConversion] = field(default_factory=list)
+
+
+def build_plan(repo_root: Path) -> SitePlan:
+    from dcx.converters.cli import build_parser
+
+    plan = SitePlan(repo_root)
+    formats = formats_pages.load_formats()
+    uses = codes.collect()
+
+    spec_pages: dict[str, str] = {}
+    for item in formats:
+        page = formats_pages.spec_page(item, uses)
+        if page is not None:
+            spec_pages[item.spec.name] = page
+            plan.pages[formats_pages.spec_page_path(item.spec)] = page
+    plan.pages["formats/index.md"] = formats_pages.overview_page(formats, spec_pages)
+
+    plan.examples = conversions.run_examples(repo_root, formats)
+    conversion_pages = conversions.conversion_pages(plan.examples)
+    plan.pages.update(conversion_pages)
+    plan.pages["conversions/index.md"] = conversions.index_page(conversion_pages, plan.examples,
+                                                                formats)
+
+    plan.pages["reference/loss-matrix.md"] = formats_pages.loss_matrix_page(formats)
+    plan.pages["reference/cli.md"] = reference_pages.cli_page(build_parser())
+    plan.pages["reference/error-codes.md"] = reference_pages.error_codes_page(uses)
+
+    _, svgs, _ = reference_pages.schedule_outputs(repo_root)
+    for svg in svgs:
+        plan.assets[reference_pages.plot_name(repo_root, svg)] = svg.read_bytes()
+
+    plan.nav = [
+        {"Home": "index.md"},
+        {"Formats": ["formats/index.md",
+                     *({item.spec.title: formats_pages.spec_page_path(item.spec)}
+                       for item in formats if item.spec.name in spec_pages)]},
+        {"Conversions": ["conversions/index.md",
+                         *({f"From {path.split('/')[1][:-3]}": path}
+                           for path in sorted(conversion_pages))]},
+        {"Reference": [{"Loss matrix": "reference/loss-matrix.md"},
+                       {"CLI": "reference/cli.md"},
+                       {"Error codes": "reference/error-codes.md"},
+                       {"Security": "reference/security.md"}]},
+        {"Guides": [{"pre-commit hook": "guides/pre-commit.md"}]},
+        {"Scheduler": "scheduler.md"},
+    ]
+    return plan
