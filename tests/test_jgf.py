@@ -1,0 +1,230 @@
+"""Fluxion JGF: edge forms, integrity checks, the model mapping, writer and round trips."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dcx.converters.schemas import schema_diagnostics
+from dcx.formats import flux_r, jgf
+from dcx.formats.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    MachineState,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+from hypothesis import given, settings
+from strategies_flux import jgf_environments, r_environments
+
+
+def small_graph() -> dict[str, Any]:
+    def vertex(key: str, kind: str, path: str, **meta: Any) -> dict[str, Any]:
+        return {"id": key, "metadata": {"type": kind, "paths": {"containment": path}, **meta}}
+
+    return {"graph": {
+        "nodes": [vertex("0", "cluster", "/c0"), vertex("1", "node", "/c0/n7", name="n7"),
+                  vertex("2", "core", "/c0/n7/core0"), vertex("3", "gpu", "/c0/n7/gpu0", id=0)],
+        "edges": [{"source": "0", "target": "1", "metadata": {"subsystem": "containment"}},
+                  {"source": "1", "target": "2"},
+                  {"source": "1", "target": "3"}],
+    }}
+
+
+def read_value(value: Any) -> Any:
+    return jgf.read(json.dumps(value).encode())
+
+
+def error_codes(result: Any) -> list[str]:
+    return [d.code for d in result.diagnostics if d.is_error]
+
+
+def test_compact_and_full_edges_read_without_warnings() -> None:
+    result = read_value(small_graph())
+    assert result.ok and result.diagnostics == ()
+    (machine,) = result.document.environment.machines()
+    assert (machine.name, machine.id, machine.core_count, machine.gpu_count) == ("n7", 7, 1, 1)
+    assert machine.cpus[0].id is None  # cores directly under the node
+
+
+def test_legacy_edges_warn_and_reverse_edges_are_skipped() -> None:
+    value = small_graph()
+    for edge in value["graph"]["edges"]:
+        edge["metadata"] = {"name": {"containment": "contains"}}
+    value["graph"]["edges"].append({"source": "1", "target": "0",
+                                    "metadata": {"name": {"containment": "in"}}})
+    result = read_value(value)
+    assert result.ok
+    assert [d.code for d in result.diagnostics] == ["jgf.legacy-edge"]
+
+
+@pytest.mark.parametrize(("mutate", "code"), [
+    (lambda g: g["nodes"].append(copy.deepcopy(g["nodes"][2])), "jgf.duplicate-vertex-id"),
+    (lambda g: g["edges"].append({"source": "1", "target": "9"}), "jgf.edge-endpoint"),
+    (lambda g: g["nodes"].append({"id": "9", "metadata": {
+        "type": "cluster", "paths": {"containment": "/c1"}}}), "jgf.duplicate-root"),
+    (lambda g: g["edges"].append({"source": "0", "target": "2"}), "jgf.edge-path"),
+    (lambda g: g["nodes"][1]["metadata"].update(properties={"x": 1}), "schema.type"),
+    (lambda g: g["nodes"][1]["metadata"].update(status=2), "schema.enum"),
+    (lambda g: g["nodes"][1].update(id="abc"), "jgf.uniq-id"),
+    (lambda g: g["nodes"][0]["metadata"]["paths"].update(containment="/c0/x"), "jgf.no-root"),
+    (lambda g: g["nodes"][1]["metadata"].pop("paths"), "schema.required"),
+])
+def test_integrity_checks(mutate: Any, code: str) -> None:
+    value = small_graph()
+    mutate(value["graph"])
+    assert code in error_codes(read_value(value))
+
+
+def test_writer_key_is_allowed_and_shorthand_recognised() -> None:
+    value = small_graph()
+    value["writer"] = "fluxion:jgf_shorthand"
+    assert schema_diagnostics(jgf.SCHEMA, value) == []
+    graph, problems = jgf.check_graph(value)
+    assert problems == [] and graph is not None and graph.shorthand
+
+
+@pytest.mark.corpus
+def test_tiny_graph_maps_racks_sockets_gpus_and_memory(corpus_dir: Path) -> None:
+    data = (corpus_dir / "flux/flux-sched/t/data/resource/jgfs/tiny.json").read_bytes()
+    environment = jgf.read(data).document.environment
+    (datacenter,) = environment.datacenters
+    assert datacenter.name == "tiny0"
+    (rack,) = environment.racks()
+    assert rack.name == "rack0"
+    node0 = rack.machines[0]
+    assert [cpu.cores for cpu in node0.cpus] == [18, 18]
+    assert node0.gpu_count == 2
+    assert node0.memory_mb == 8 * 2 * 1024  # eight 2 GB modules
+    assert node0.rank == 0
+
+
+@pytest.mark.corpus
+def test_down_vertices_and_chassis_groupings(corpus_dir: Path) -> None:
+    data = (corpus_dir / "flux/flux-sched/t/data/resource/jgfs/rabbit.json").read_bytes()
+    environment = jgf.read(data).document.environment
+    kinds = {rack.extras.get("jgf:type", "rack") for rack in environment.racks()
+             if not rack.extras.get("jgf:implicit")}
+    assert kinds == {"chassis"}
+    machine = next(m for m in environment.machines() if m.name == "hetchy1001")
+    assert machine.id == 1001  # inferred from the host name
+
+
+def test_down_machine_is_status_one_and_failure() -> None:
+    value = small_graph()
+    value["graph"]["nodes"][1]["metadata"]["status"] = 1
+    (machine,) = read_value(value).document.environment.machines()
+    assert machine.state is MachineState.FAILURE
+    written = json.loads(jgf.write(read_value(value).document).data)
+    node = next(v for v in written["graph"]["nodes"] if v["metadata"]["type"] == "node")
+    assert node["metadata"]["status"] == 1
+
+
+def test_writer_emits_full_metadata_and_containment_edges() -> None:
+    machine = Machine(id=3, name="node3", rank=0, cpus=(ProcessingUnit(cores=2, id=0),),
+                      gpus=(ProcessingUnit(cores=1, id=0),),
+                      memory=(StorageUnit(capacity_mb=2048, id=0),), features=("gpu=a100",))
+    environment = Environment(datacenters=(Datacenter(name="cluster0", rooms=(Room(racks=(
+        Rack(id=0, name="rack0", slots=(machine,)),)),)),))
+    written = jgf.write(Document(environment=environment))
+    assert written.losses == ()
+    value = json.loads(written.data)
+    assert schema_diagnostics(jgf.SCHEMA, value) == []
+    paths = [v["metadata"]["paths"]["containment"] for v in value["graph"]["nodes"]]
+    assert paths == ["/cluster0", "/cluster0/rack0", "/cluster0/rack0/node3",
+                     "/cluster0/rack0/node3/socket0", "/cluster0/rack0/node3/socket0/core0",
+                     "/cluster0/rack0/node3/socket0/core1", "/cluster0/rack0/node3/gpu0",
+                     "/cluster0/rack0/node3/memory0"]
+    for vertex in value["graph"]["nodes"]:
+        assert set(vertex["metadata"]) >= {"type", "basename", "name", "id", "uniq_id", "rank",
+                                           "size", "unit", "exclusive", "properties", "paths"}
+    node = value["graph"]["nodes"][2]["metadata"]
+    assert node["properties"] == {"gpu": "a100"} and node["rank"] == 0
+    assert value["graph"]["nodes"][-1]["metadata"]["size"] == 2
+    assert value["graph"]["nodes"][-1]["metadata"]["unit"] == "GB"
+    assert all(e["metadata"] == {"subsystem": "containment"} for e in value["graph"]["edges"])
+
+
+def test_writer_lists_losses_and_refuses_ambiguous_paths() -> None:
+    machines = (Machine(name="a", state=MachineState.MAINTENANCE, os="linux",
+                        storage=(StorageUnit(capacity_mb=1),)), Machine(name="a"))
+    environment = Environment(datacenters=(Datacenter(name="c", rooms=(Room(racks=(
+        Rack(capacity_units=42, slots=machines),)),)),))
+    written = jgf.write(Document(environment=environment))
+    assert not written.ok
+    assert {d.code for d in written.diagnostics} == {"jgf.write-duplicate-name"}
+    assert {loss.field for loss in written.losses} >= {"machine.state", "machine.os",
+                                                       "machine.storage", "rack.capacity_units"}
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (b'{"graph": {"nodes": [], "edges": []}}', True),
+    (b'{"writer": "fluxion:jgf_shorthand", "graph": {"edges": [], "nodes": [}', True),
+    (b'{"$schema": "x", "properties": {"graph": {"nodes": {}}}}', False),
+    (b'{"version": 1, "execution": {}, "scheduling": {"graph": {"nodes": []}}}', False),
+    (b'{"graphs": [{"nodes": []}]}', False),
+])
+def test_sniff(data: bytes, expected: bool) -> None:
+    assert jgf.sniff(data) is expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(jgf_environments())
+def test_model_to_jgf_to_model_is_identity(environment: Environment) -> None:
+    written = jgf.write(Document(environment=environment))
+    assert written.ok and written.losses == ()
+    assert schema_diagnostics(jgf.SCHEMA, json.loads(written.data)) == []
+    result = jgf.read(written.data)
+    assert result.ok, result.diagnostics
+    assert result.document.environment == environment
+    assert jgf.write(result.document).data == written.data
+
+
+@settings(max_examples=30, deadline=None)
+@given(r_environments())
+def test_r_to_jgf_to_r_keeps_hosts_ranks_cores_gpus_and_features(
+        environment: Environment) -> None:
+    """R → model → JGF → model → R: what both formats hold survives the trip."""
+    plain = _without_sparse_ids(environment)
+    r_model = flux_r.read(flux_r.write(Document(environment=plain)).data).document
+    graph = jgf.write(r_model)
+    assert graph.ok, graph.diagnostics
+    back = jgf.read(graph.data).document
+    kept = [_features_jgf_holds(m.features) for m in r_model.environment.machines()]
+    before = [(m.name, m.rank, m.core_count, m.gpu_count, features)
+              for m, features in zip(r_model.environment.machines(), kept, strict=True)]
+    after = [(m.name, m.rank, m.core_count, m.gpu_count, m.features)
+             for m in back.environment.machines()]
+    assert after == before
+    dropped = sum(len(m.features) for m in r_model.environment.machines()) - sum(map(len, kept))
+    reported = sum(loss.count for loss in graph.losses if loss.field == "machine.features")
+    assert reported == dropped
+
+
+def _features_jgf_holds(features: tuple[str, ...]) -> tuple[str, ...]:
+    """JGF properties are name → value: ``a`` and ``a=1`` fit, ``=``, ``a=`` and a second
+    feature with the same name do not."""
+    kept: list[str] = []
+    names: set[str] = set()
+    for feature in features:
+        name, separator, value = feature.partition("=")
+        if name and (value or not separator) and name not in names:
+            kept.append(feature)
+            names.add(name)
+    return tuple(kept)
+
+
+def _without_sparse_ids(environment: Environment) -> Environment:
+    """Unique host names (JGF paths need them) and GPU ids 0..n-1 (JGF numbers its own)."""
+    machines = tuple(
+        Machine(name=f"host{i}", rank=m.rank, cpus=m.cpus, features=m.features,
+                gpus=tuple(ProcessingUnit(cores=1, id=j) for j in range(len(m.gpus))))
+        for i, m in enumerate(environment.machines()))
+    return Environment(datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=machines),)),)),))
