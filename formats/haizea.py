@@ -270,7 +270,7 @@ def _looks_legacy(head: bytes) -> bool:
     if len(head) == 4096:
         lines = lines[:-1]  # the last line may be cut
     content = [line for line in lines if line.strip() and not line.lstrip().startswith(b"#")]
-    return bool(content) and all(_LEGACY_LINE.fullmatch(line) for line in content[:20])
+    return bool(content) and _LEGACY_LINE.fullmatch(content[0]) is not None
 
 
 # --------------------------------------------------------------------------- reading
@@ -737,8 +737,10 @@ def _read_workload_stream(data: bytes, context: _Context) -> Document | None:
             valid = False
         context.request = None
         element.clear()
-        while element.getprevious() is not None:
-            del parent[0]
+        previous = element.getprevious()
+        while previous is not None and previous.tag == "lease-request":  # already read
+            parent.remove(previous)
+            previous = element.getprevious()
     if root is None:
         raise InputError(error("no <lease-workload> root element", "haizea.root", line=1))
     for holder in root.iter("lease-requests"):
