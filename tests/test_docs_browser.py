@@ -1,0 +1,231 @@
+"""The built documentation site in a real browser: Debian's chromium, headless, through
+playwright, against the site served on 127.0.0.1.
+
+Checks: every page reachable from the home page loads with no 4xx/5xx, no console error and
+no request leaving 127.0.0.1; every same-site #fragment exists on its target page; search,
+typed with real keystrokes, finds a format element's spec page; a conversion example's
+output tab holds exactly what the converter produces in this test.
+
+Skips (with the reason) when chromium or playwright is absent, or when mkdocs is not
+installed. Needs the ``docs`` and ``browser`` extras.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+SEARCH_TERMS = (("Processors", "sss"), ("lease-request", "haizea"))
+"""A format element typed into search, and the format whose spec page must come up."""
+MAX_COMPARED_LINES = 150
+"""Conversion outputs longer than this are cut on the page; the test compares a complete one."""
+
+
+def build_site(destination: Path) -> Path:
+    """A strict build of site/ into ``destination`` (fails the test on any warning)."""
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (install the docs extra)")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (docs extra)")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "site/mkdocs.yml",
+         "-d", str(destination)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, f"strict build failed:\n{result.stdout}\n{result.stderr}"
+    return destination
+
+
+@pytest.fixture(scope="module")
+def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not CHROMIUM.exists():
+        pytest.skip(f"chromium not found at {CHROMIUM} (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api",
+                        reason="playwright is not installed (install the browser extra)")
+    return build_site(tmp_path_factory.mktemp("site"))
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url(site_dir: Path) -> Iterator[str]:
+    """The site on an ephemeral 127.0.0.1 port; sockets re-enabled for this module only."""
+    from pytest_socket import disable_socket, enable_socket
+
+    enable_socket()
+    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        disable_socket(allow_unix_socket=True)
+
+
+@pytest.fixture(scope="module")
+def browser(base_url: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+class PageWatch:
+    """Everything a page did that the site must not do."""
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+
+    def attach(self, context: Any, page: Any) -> None:
+        def route(route_: Any) -> None:
+            host = urlsplit(route_.request.url).hostname
+            if route_.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
+                route_.continue_()
+            else:
+                self.failures.append(f"request left 127.0.0.1: {route_.request.url}")
+                route_.abort()
+
+        context.route("**/*", route)
+        page.on("response", lambda response: response.status >= 400 and self.failures.append(
+            f"HTTP {response.status}: {response.url}"))
+        page.on("console", lambda message: message.type == "error" and self.failures.append(
+            f"console error on {page.url}: {message.text}"))
+        page.on("pageerror", lambda error: self.failures.append(f"page error on {page.url}: "
+                                                                f"{error}"))
+
+
+@pytest.fixture
+def watched_page(browser: Any) -> Iterator[tuple[Any, PageWatch]]:
+    context = browser.new_context()
+    page = context.new_page()
+    watch = PageWatch()
+    watch.attach(context, page)
+    try:
+        yield page, watch
+    finally:
+        context.close()
+
+
+def _built_pages(site_dir: Path) -> set[str]:
+    """Every page MkDocs wrote, as a URL path (``formats/sss/``)."""
+    pages = set()
+    for index in site_dir.rglob("index.html"):
+        relative = index.parent.relative_to(site_dir).as_posix()
+        pages.add("" if relative == "." else relative + "/")
+    return pages
+
+
+def test_every_page_loads_offline_without_errors(site_dir: Path, base_url: str,
+                                                  watched_page: tuple[Any, PageWatch]) -> None:
+    page, watch = watched_page
+    to_visit, visited = [base_url], set()
+    fragments: dict[str, set[str]] = {}
+    ids_on: dict[str, set[str]] = {}
+    while to_visit:
+        url = to_visit.pop()
+        if url in visited:
+            continue
+        visited.add(url)
+        response = page.goto(url, wait_until="networkidle")
+        assert response is not None and response.status == 200, f"{url}: {response}"
+        ids_on[url] = set(page.eval_on_selector_all("[id]", "nodes => nodes.map(n => n.id)"))
+        hrefs = page.eval_on_selector_all("a[href]", "nodes => nodes.map(n => n.href)")
+        for href in hrefs:
+            target, fragment = urldefrag(urljoin(url, href))
+            if not target.startswith(base_url) or not target.endswith("/"):
+                continue  # other sites are links only; files such as .svg are fetched by pages
+            if fragment:
+                fragments.setdefault(target, set()).add(fragment)
+            if target not in visited:
+                to_visit.append(target)
+    assert watch.failures == []
+    reached = {url[len(base_url):] for url in visited}
+    unreachable = _built_pages(site_dir) - reached
+    assert unreachable == set(), f"pages no link leads to: {sorted(unreachable)}"
+    dead = sorted(f"{target}#{fragment}" for target, wanted in fragments.items()
+                  for fragment in wanted - ids_on.get(target, set()))
+    assert dead == [], f"links to missing anchors: {dead}"
+
+
+@pytest.mark.parametrize(("term", "format_name"), SEARCH_TERMS)
+def test_search_typed_with_keystrokes_finds_the_spec_page(
+        site_dir: Path, base_url: str, watched_page: tuple[Any, PageWatch], term: str,
+        format_name: str) -> None:
+    if not (site_dir / "formats" / format_name / "index.html").exists():
+        pytest.skip(f"the {format_name} spec page is not in this build (module and schema "
+                    "both absent)")
+    page, watch = watched_page
+    page.goto(base_url, wait_until="networkidle")
+    page.click("label.md-search__icon, .md-search__input", timeout=10_000)
+    search = page.locator("input.md-search__input")
+    search.press_sequentially(term, delay=60)
+    results = page.locator(".md-search-result__item a")
+    results.first.wait_for(timeout=20_000)
+    hrefs = results.evaluate_all("links => links.map(a => a.href)")
+    assert any(f"/formats/{format_name}/" in href for href in hrefs), hrefs
+    assert watch.failures == []
+
+
+def _complete_example(site_dir: Path) -> tuple[str, str, str]:
+    """(conversion page, input path, target) of the first example whose output the page
+    shows in full, read from the built HTML."""
+    from lxml import html
+
+    for page_file in sorted((site_dir / "conversions").rglob("index.html")):
+        tree = html.parse(str(page_file))
+        for block in tree.getroot().find_class("dcx-conversion"):
+            codes = block.xpath(".//div[contains(@class,'tabbed-block')][2]//pre//code")
+            if not codes:
+                continue  # a refused conversion: its output tab holds diagnostics, not code
+            text = codes[0].text_content()
+            if 0 < len(text.splitlines()) <= MAX_COMPARED_LINES:
+                relative = page_file.parent.relative_to(site_dir).as_posix() + "/"
+                return relative, block.get("data-input"), block.get("data-target")
+    pytest.skip("no conversion example with a complete output in this build")
+
+
+def test_conversion_output_tab_holds_the_converters_output(
+        site_dir: Path, base_url: str, watched_page: tuple[Any, PageWatch]) -> None:
+    from dcx.converters.convert import convert
+
+    page_path, input_path, target = _complete_example(site_dir)
+    expected = convert((REPO / input_path).read_bytes(), target, input_path)
+    assert expected.data, f"{input_path} → {target} produced nothing in the test"
+
+    page, watch = watched_page
+    page.goto(base_url + page_path, wait_until="networkidle")
+    block = page.locator(f'div.dcx-conversion[data-input="{input_path}"]'
+                         f'[data-target="{target}"]')
+    block.locator(".tabbed-labels label", has_text=f"Output ({target})").click()
+    output = block.locator(".tabbed-block").nth(1)
+    output.wait_for(state="visible")
+    shown = output.locator("pre code").first.inner_text()
+    assert shown.rstrip("\n") == expected.data.decode("utf-8").rstrip("\n")
+    # the input tab is hidden now that the output tab is selected
+    assert not block.locator(".tabbed-block").nth(0).is_visible()
+    assert watch.failures == []
