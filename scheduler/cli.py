@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dcx.converters.atomic import write_atomic
 from dcx.scheduler.engine import STAGES, TIME_MODELS
 from dcx.scheduler.loading import load_problem
 from dcx.scheduler.plots import distribution_svg, stacked_bars_svg
@@ -86,14 +87,10 @@ def _text_table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
-    """Per-run CSV/JSON folders plus the TRT, JMS and stage-time SVGs over all runs."""
-    from dcx.converters.atomic import write_atomic
-
-    for run in runs:
-        write_run(folder, run.schedule, run.metrics)
+def write_plots(folder: Path, runs: list[Run], title: str) -> None:
+    """The TRT and JMS distributions and the per-stage time over all runs, as SVG."""
     labels = [run.metrics.summary.policy for run in runs]
-    trt = [(label, [row.turnaround_s for row in run.metrics.tasks])
+    trt = [(label, run.metrics.turnaround_s)
            for label, run in zip(labels, runs, strict=True)]
     jms = [(label, [row.makespan_s for row in run.metrics.jobs])
            for label, run in zip(labels, runs, strict=True)]
@@ -105,6 +102,13 @@ def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
         f"Job makespan per policy ({title})", "JMS [s]", jms).encode())
     write_atomic(folder / "stages.svg", stacked_bars_svg(
         f"Scheduler time per stage ({title})", "wall time [ms]", STAGES, stages).encode())
+
+
+def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
+    """Per-run CSV/JSON folders plus the SVGs over all runs."""
+    for run in runs:
+        write_run(folder, run.schedule, run.metrics)
+    write_plots(folder, runs, title)
 
 
 def run(args: argparse.Namespace) -> int:

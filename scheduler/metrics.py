@@ -18,6 +18,7 @@ counted in ``Summary.unfinished_jobs``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dcx.formats.model import Id
@@ -25,7 +26,7 @@ from dcx.scheduler.engine import Schedule, time_model
 from dcx.scheduler.problem import CORE_UNITS, Problem
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TaskMetrics:
     task_id: Id
     job_id: Id
@@ -39,7 +40,7 @@ class TaskMetrics:
     attempts: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class JobMetrics:
     job_id: Id
     tasks: int
@@ -79,9 +80,34 @@ class Summary:
 
 @dataclass(frozen=True)
 class RunMetrics:
-    tasks: tuple[TaskMetrics, ...]
+    problem: Problem
+    schedule: Schedule
+    turnaround_s: list[float]
+    """TRT per task (NaN for a task that never finished), in task order."""
     jobs: tuple[JobMetrics, ...]
     summary: Summary
+
+    @property
+    def tasks(self) -> Iterator[TaskMetrics]:
+        """Per-task rows, built on demand (a trace has tens of thousands)."""
+        tasks, schedule = self.problem.tasks, self.schedule
+        labels, job_ids = self.problem.machines.labels, self.problem.job_ids
+        for task in range(len(tasks)):
+            arrival = schedule.arrival_s[task]
+            begin = schedule.start_s[task]
+            end = schedule.finish_s[task]
+            yield TaskMetrics(
+                task_id=tasks.ids[task],
+                job_id=job_ids[tasks.job[task]],
+                arrival_s=arrival,
+                start_s=begin,
+                finish_s=end,
+                waiting_s=begin - arrival,
+                execution_s=end - begin,
+                turnaround_s=end - arrival,
+                machines=tuple(labels[m] for m in schedule.machines[task]),
+                attempts=schedule.attempts[task] + (0 if math.isnan(begin) else 1),
+            )
 
 
 def _mean(values: list[float]) -> float:
@@ -110,7 +136,6 @@ def _static_critical_paths(problem: Problem, fastest_mhz: float | None) -> list[
 
 def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
     tasks = problem.tasks
-    labels = problem.machines.labels
     count = len(tasks)
     job_count = len(problem.job_ids)
     first_arrival = [math.inf] * job_count
@@ -118,35 +143,27 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
     last_finish = [-math.inf] * job_count
     sizes = [0] * job_count
     complete = [True] * job_count
-    task_rows: list[TaskMetrics] = []
+    turnaround: list[float] = []
     busy_core_s = 0.0
+    arrivals, starts, firsts, finishes = (
+        schedule.arrival_s, schedule.start_s, schedule.first_start_s, schedule.finish_s)
     for task in range(count):
         job = tasks.job[task]
-        arrival = schedule.arrival_s[task]
-        begin = schedule.start_s[task]
-        end = schedule.finish_s[task]
+        arrival = arrivals[task]
+        end = finishes[task]
         sizes[job] += 1
-        first_arrival[job] = min(first_arrival[job], arrival)
-        if math.isnan(end):
+        if arrival < first_arrival[job]:
+            first_arrival[job] = arrival
+        turnaround.append(end - arrival)
+        if end != end:  # NaN: never finished
             complete[job] = False
-        else:
-            first_start[job] = min(first_start[job], schedule.first_start_s[task])
-            last_finish[job] = max(last_finish[job], end)
-            busy_core_s += (end - begin) * tasks.need[task] * tasks.nodes[task] / CORE_UNITS
-        task_rows.append(
-            TaskMetrics(
-                task_id=tasks.ids[task],
-                job_id=problem.job_ids[job],
-                arrival_s=arrival,
-                start_s=begin,
-                finish_s=end,
-                waiting_s=begin - arrival,
-                execution_s=end - begin,
-                turnaround_s=end - arrival,
-                machines=tuple(labels[m] for m in schedule.machines[task]),
-                attempts=schedule.attempts[task] + (0 if math.isnan(begin) else 1),
-            )
-        )
+            continue
+        if firsts[task] < first_start[job]:
+            first_start[job] = firsts[task]
+        if end > last_finish[job]:
+            last_finish[job] = end
+        busy_core_s += (end - starts[task]) * tasks.need[task] * tasks.nodes[task]
+    busy_core_s /= CORE_UNITS
 
     sc18 = schedule.time_model == "sc18"
     critical: list[float] = []
@@ -183,10 +200,10 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
             )
         )
 
-    finished = [row for row in task_rows if not math.isnan(row.finish_s)]
+    finished = [value for value in turnaround if not math.isnan(value)]
     all_cores = sum(problem.machines.capacity) / CORE_UNITS
-    horizon_start = min((row.arrival_s for row in task_rows), default=0.0)
-    horizon_end = max((row.finish_s for row in finished), default=horizon_start)
+    horizon_start = min(arrivals, default=0.0)
+    horizon_end = max((end for end in finishes if not math.isnan(end)), default=horizon_start)
     horizon = horizon_end - horizon_start
     summary = Summary(
         policy=schedule.policy.name,
@@ -194,7 +211,7 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         seed=schedule.seed,
         tasks=count,
         jobs=sum(1 for size in sizes if size),
-        trt_s=_mean([row.turnaround_s for row in finished]),
+        trt_s=_mean(finished),
         jms_s=_mean([row.makespan_s for row in job_rows]),
         njsl=_mean([row.njsl for row in job_rows]),
         jwt_s=_mean([row.waiting_s for row in job_rows]),
@@ -206,4 +223,4 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         unfinished_jobs=sum(1 for job in range(job_count) if sizes[job] and not complete[job]),
         cycles=schedule.cycles,
     )
-    return RunMetrics(tuple(task_rows), tuple(job_rows), summary)
+    return RunMetrics(problem, schedule, turnaround, tuple(job_rows), summary)

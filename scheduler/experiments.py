@@ -1,0 +1,220 @@
+"""``python -m dcx.scheduler.experiments --out build/schedule [WORKLOAD …]``
+
+Runs the nine policies with the ``sc18`` time model over the paper's Askalon and Chronos
+traces (from ``$DCX_CORPUS/gwf`` or ``../shared/corpus/gwf``; skipped with a message when
+absent), RANDOM over ``--seeds`` seeds, and writes Tables XI and XII measured next to the
+paper's values (``tables.md``, ``tables.json``) plus TRT, JMS and stage-time SVGs per trace.
+Extra WORKLOAD files are run with the ``event`` time model on ``--env`` (default: the
+corpus ``setup.json``), written under ``workloads/``.
+
+Exit status: 0, or 1 when an input could not be scheduled (the others are still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dcx.converters.atomic import write_atomic
+from dcx.scheduler.cli import write_plots
+from dcx.scheduler.loading import load_problem
+from dcx.scheduler.paper import (
+    NJSL_TOLERANCE,
+    SETUP_FILE_NAME,
+    TRACES,
+    PaperCell,
+    Trace,
+    within_tolerance,
+)
+from dcx.scheduler.policies import Policy, all_policies
+from dcx.scheduler.problem import Problem
+from dcx.scheduler.report import json_number
+from dcx.scheduler.runs import Run, run_policy
+
+METRICS = ("jms_s", "njsl", "jwt_s", "trt_s")
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    """One table row: the mean over seeds (one run for deterministic policies) and the
+    range over seeds."""
+
+    policy: str
+    runs: tuple[Run, ...]
+
+    def values(self, metric: str) -> list[float]:
+        return [getattr(run.metrics.summary, metric) for run in self.runs]
+
+    def mean(self, metric: str) -> float:
+        values = self.values(metric)
+        return math.fsum(values) / len(values)
+
+    def spread(self, metric: str) -> tuple[float, float]:
+        values = self.values(metric)
+        return min(values), max(values)
+
+
+def default_corpus() -> Path:
+    root = os.environ.get("DCX_CORPUS")
+    return (Path(root) if root else Path("..") / "shared" / "corpus") / "gwf"
+
+
+def run_all(problem: Problem, model: str, seeds: int,
+            policies: Sequence[Policy] | None = None) -> list[PolicyResult]:
+    results = []
+    for policy in policies or all_policies():
+        seed_list: Sequence[int | None] = range(seeds) if policy.is_random else [None]
+        runs = tuple(run_policy(problem, policy, model, seed) for seed in seed_list)
+        results.append(PolicyResult(policy.name, runs))
+    return results
+
+
+def verdict(result: PolicyResult, cell: PaperCell, random_policy: bool) -> str:
+    """Deterministic: JMS/JWT within 0.5 %, NJSL within 1. RANDOM: the paper's value inside
+    the seeds' range, widened by the paper's rounding (0.5 s; 1 for NJSL)."""
+    checks = []
+    for metric, printed in (("jms_s", cell.jms_s), ("njsl", cell.njsl), ("jwt_s", cell.jwt_s)):
+        slack = NJSL_TOLERANCE if metric == "njsl" else 0.5
+        if random_policy:
+            low, high = result.spread(metric)
+            checks.append(low - slack <= printed <= high + slack)
+        elif metric == "njsl":
+            checks.append(abs(result.mean(metric) - printed) <= NJSL_TOLERANCE)
+        else:
+            checks.append(within_tolerance(result.mean(metric), printed))
+    return "reproduced" if all(checks) else "differs"
+
+
+def _format(value: float, metric: str) -> str:
+    return f"{value:,.2f}" if metric == "njsl" else f"{value:,.1f}"
+
+
+def trace_table(trace: Trace, results: list[PolicyResult], seeds: int) -> tuple[str, list[dict]]:
+    lines = [
+        f"### {trace.table_name}: {trace.name} (sc18 time model)",
+        "",
+        "| policy | JMS [s] | paper | NJSL | paper | JWT [s] | paper | TRT [s] | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows: list[dict[str, Any]] = []
+    for result in results:
+        cell = trace.table[result.policy]
+        random_policy = len(result.runs) > 1 or result.runs[0].metrics.summary.seed is not None
+        measured = []
+        for metric in ("jms_s", "njsl", "jwt_s", "trt_s"):
+            text = _format(result.mean(metric), metric)
+            if random_policy:
+                low, high = result.spread(metric)
+                text += f" ({_format(low, metric)}–{_format(high, metric)})"
+            measured.append(text)
+        outcome = verdict(result, cell, random_policy)
+        lines.append(
+            f"| {result.policy} | {measured[0]} | {cell.jms_s:,.0f} | {measured[1]} | "
+            f"{cell.njsl:g} | {measured[2]} | {cell.jwt_s:,.0f} | {measured[3]} | {outcome} |"
+        )
+        rows.append({
+            "policy": result.policy,
+            "seeds": [run.metrics.summary.seed for run in result.runs] if random_policy else None,
+            "measured": {metric: json_number(result.mean(metric)) for metric in METRICS},
+            "spread": ({metric: list(result.spread(metric)) for metric in METRICS}
+                       if random_policy else None),
+            "paper": {"jms_s": cell.jms_s, "njsl": cell.njsl, "jwt_s": cell.jwt_s},
+            "verdict": outcome,
+        })
+    lines += ["", f"RANDOM rows: mean over {seeds} seeds, range in brackets.", ""]
+    return "\n".join(lines), rows
+
+
+def workload_table(name: str, results: list[PolicyResult]) -> tuple[str, list[dict]]:
+    lines = [f"### {name} (event time model)", "",
+             "| policy | JMS [s] | NJSL | JWT [s] | TRT [s] | utilisation |",
+             "|---|---|---|---|---|---|"]
+    rows: list[dict[str, Any]] = []
+    for result in results:
+        summary = result.runs[0].metrics.summary
+        lines.append(f"| {result.policy} | {_format(result.mean('jms_s'), 'jms_s')} | "
+                     f"{_format(result.mean('njsl'), 'njsl')} | "
+                     f"{_format(result.mean('jwt_s'), 'jwt_s')} | "
+                     f"{_format(result.mean('trt_s'), 'trt_s')} | {summary.utilisation:.1%} |")
+        rows.append({"policy": result.policy,
+                     "measured": {metric: json_number(result.mean(metric)) for metric in METRICS}})
+    return "\n".join([*lines, ""]), rows
+
+
+def _slug(path: Path) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(path.parts[-3:])).strip("_")
+
+
+def _first_runs(results: list[PolicyResult]) -> list[Run]:
+    return [result.runs[0] for result in results]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dcx.scheduler.experiments",
+                                     description=__doc__.split("\n\n")[1] if __doc__ else None)
+    parser.add_argument("workloads", nargs="*", type=Path, metavar="WORKLOAD")
+    parser.add_argument("--out", type=Path, default=Path("build/schedule"))
+    parser.add_argument("--corpus", type=Path, default=default_corpus(),
+                        help="folder with the SC18 traces and setup.json")
+    parser.add_argument("--env", type=Path, help="environment for the extra workloads")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds per RANDOM policy")
+    args = parser.parse_args(argv)
+
+    status = 0
+    markdown = ["# SC18 reference scheduler: reproduction of Tables XI and XII", ""]
+    report: dict[str, Any] = {"traces": {}, "workloads": {}}
+    setup = args.corpus / SETUP_FILE_NAME
+    if setup.is_file():
+        for trace in TRACES:
+            path = args.corpus / trace.file_name
+            if not path.is_file():
+                print(f"experiments: {path} not found; skipping {trace.name}", file=sys.stderr)
+                continue
+            loaded = load_problem(path, setup)
+            if loaded.problem is None:
+                for diagnostic in loaded.diagnostics:
+                    print(diagnostic.render(), file=sys.stderr)
+                status = 1
+                continue
+            results = run_all(loaded.problem, "sc18", args.seeds)
+            text, rows = trace_table(trace, results, args.seeds)
+            markdown.append(text)
+            report["traces"][trace.name] = {"table": trace.table_name, "rows": rows}
+            write_plots(args.out / trace.name.lower(), _first_runs(results), trace.name)
+            print(f"experiments: {trace.name} done", file=sys.stderr)
+    else:
+        print(f"experiments: SC18 corpus not found at {args.corpus}; skipping the Askalon and "
+              "Chronos traces (set DCX_CORPUS or --corpus)", file=sys.stderr)
+        markdown.append(f"The SC18 traces were not found at `{args.corpus}`.\n")
+
+    environment = args.env or (setup if setup.is_file() else None)
+    for workload in args.workloads:
+        loaded = load_problem(workload, environment)
+        for diagnostic in loaded.diagnostics:
+            print(diagnostic.render(), file=sys.stderr)
+        if loaded.problem is None:
+            status = 1
+            continue
+        results = run_all(loaded.problem, "event", 1)
+        slug = _slug(workload)
+        text, rows = workload_table(str(workload), results)
+        markdown.append(text)
+        report["workloads"][str(workload)] = {"rows": rows}
+        write_plots(args.out / "workloads" / slug, _first_runs(results), workload.name)
+
+    write_atomic(args.out / "tables.md", "\n".join(markdown).encode())
+    write_atomic(args.out / "tables.json", (json.dumps(report, indent=2) + "\n").encode())
+    print(f"experiments: wrote {args.out}/tables.md, tables.json and SVG plots", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
