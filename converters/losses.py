@@ -1,0 +1,470 @@
+"""Exact loss accounting: what a document becomes in a format that holds only some fields,
+and the source × target loss matrix generated from the format registry.
+
+``restrict(document, holds)`` is the contract every pair of formats is tested against:
+converting a document of format A to B and back to A yields exactly
+``restrict(document, A.holds & B.holds)``. For that to be testable, each field path of
+``formats/fields.py`` that a format does not hold has one normal form, listed here; writers
+drop to it and readers of formats without the field build it.
+
+Normal forms
+------------
+
+Values
+    A field that is not held takes its model default (``None``, ``()``, ``{}``, ``0``,
+    ``StartMode.ANY``, ``MachineState.ACTIVE``; a task request's ``nodes`` and ``cores`` 1;
+    a GPU's ``cores`` 1, since a format that counts GPUs as devices knows no GPU cores).
+
+Hierarchy (``datacenter``, ``room``, ``rack``)
+    A level that is not held has exactly one container per parent (even when the source had
+    none): the children of all containers, concatenated in order, under a container that keeps
+    the first container's attributes (each then subject to its own field path). A room level
+    that is not held also resets the room's type to ``SERVER``.
+
+Splits (``machine.cpus.sockets``, ``machine.memory.modules``, ``machine.storage.devices``)
+    Several units become one that keeps the first unit's attributes, with the total core count
+    (and ``Machine.clock_rate_hz``, the core-weighted mean clock) or the total capacity.
+
+Jobs (``job``)
+    Without jobs, every task is a job of its own whose id is the task's id, with no name, user
+    or extras; jobs without tasks disappear.
+
+Task ids (``task.id``)
+    Tasks are numbered 1, 2, … in workload order and dependencies follow the new numbers.
+
+Parts (``environment``, ``workload``)
+    Implied by any field of the part (``with_parts``), so a ``HOLDS`` need not list them.
+
+Extras
+    Keys without a ``:`` are free-form user keys; the ``X.extras`` field path says whether a
+    format carries them. Keys prefixed ``fmt:`` belong to format ``fmt``: only ``fmt`` itself
+    holds them (``own_prefix``). Extras of CPUs, GPUs, memory and storage units follow
+    ``machine.extras``; extras of named resources, consumables and annotations follow the
+    field path of what contains them; document extras have no path and keep only own keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from dcx.converters.registry import FORMATS, FormatSpec
+from dcx.formats.fields import FIELDS
+from dcx.formats.model import (
+    Consumables,
+    Datacenter,
+    DatacenterSchedulerChange,
+    Document,
+    Environment,
+    Extras,
+    Id,
+    Job,
+    Machine,
+    MachineState,
+    MachineStateChange,
+    NamedResource,
+    ProcessingUnit,
+    Rack,
+    ResourceRequest,
+    Room,
+    StartMode,
+    StorageUnit,
+    Task,
+    Workload,
+)
+
+
+@dataclass(frozen=True)
+class _Held:
+    """The held field paths plus the format whose prefixed extras survive."""
+
+    paths: frozenset[str]
+    own_prefix: str | None
+
+    def __contains__(self, path: str) -> bool:
+        return path in self.paths
+
+    def value(self, path: str, value: Any, default: Any = None) -> Any:
+        return value if path in self.paths else default
+
+    def extras(self, path: str | None, extras: Extras) -> Extras:
+        """Plain keys survive when ``path`` is held; ``own_prefix:`` keys always survive."""
+        plain_held = path is not None and path in self.paths
+        own = f"{self.own_prefix}:" if self.own_prefix else None
+        return {key: value for key, value in extras.items()
+                if (":" not in key and plain_held) or (own is not None and key.startswith(own))}
+
+
+_WORKLOAD_ROOTS = ("workload", "job", "task")
+
+
+def with_parts(holds: Iterable[str]) -> frozenset[str]:
+    """``holds`` plus the whole-part paths its fields imply: a format that holds any
+    workload field holds ``workload``, and any other field ``environment``."""
+    paths = frozenset(holds)
+    parts = {"workload" if path.split(".")[0] in _WORKLOAD_ROOTS else "environment"
+             for path in paths}
+    return paths | parts
+
+
+def restrict(document: Document, holds: Iterable[str], own_prefix: str | None = None) -> Document:
+    """``document`` as a format holding the field paths ``holds`` keeps it.
+
+    ``own_prefix`` names the format whose ``name:``-prefixed extras survive (the format
+    itself when restricting to its own ``HOLDS``); every other prefixed key is dropped.
+    """
+    held = _Held(with_parts(holds), own_prefix)
+    unknown = held.paths - set(FIELDS)
+    if unknown:
+        raise ValueError(f"unknown field paths: {', '.join(sorted(unknown))}")
+    environment, workload = document.environment, document.workload
+    return Document(
+        environment=(_environment(environment, held)
+                     if environment is not None and "environment" in held else None),
+        workload=_workload(workload, held) if workload is not None and "workload" in held else None,
+        extras=held.extras(None, document.extras))
+
+
+# ------------------------------------------------------------------------------ topology
+
+
+def _environment(environment: Environment, held: _Held) -> Environment:
+    datacenters = _flatten_hierarchy(environment.datacenters, held)
+    datacenters = tuple(_datacenter(datacenter, held) for datacenter in datacenters)
+    events = tuple(_event(event, held) for event in environment.events
+                   if (isinstance(event, MachineStateChange)
+                       and "environment.events.machine_state" in held)
+                   or (isinstance(event, DatacenterSchedulerChange)
+                       and "environment.events.scheduler" in held))
+    return Environment(
+        datacenters=datacenters, events=events,
+        name=held.value("environment.name", environment.name),
+        description=held.value("environment.description", environment.description),
+        extras=held.extras("environment.extras", environment.extras))
+
+
+def _flatten_hierarchy(datacenters: tuple[Datacenter, ...], held: _Held) -> tuple[Datacenter, ...]:
+    """One container per parent for each level the format does not hold (see Hierarchy)."""
+    if "datacenter" not in held:
+        first = datacenters[0] if datacenters else Datacenter()
+        datacenters = (replace(first, rooms=tuple(room for dc in datacenters
+                                                  for room in dc.rooms)),)
+    if "room" not in held:
+        datacenters = tuple(replace(dc, rooms=(_one_room(dc.rooms),)) for dc in datacenters)
+    if "rack" not in held:
+        datacenters = tuple(
+            replace(dc, rooms=tuple(replace(room, racks=(_one_rack(room.racks),))
+                                    for room in dc.rooms))
+            for dc in datacenters)
+    return datacenters
+
+
+def _one_room(rooms: tuple[Room, ...]) -> Room:
+    first = rooms[0] if rooms else Room()
+    return replace(first, type="SERVER", racks=tuple(rack for room in rooms for rack in room.racks))
+
+
+def _one_rack(racks: tuple[Rack, ...]) -> Rack:
+    first = racks[0] if racks else Rack()
+    return replace(first, slots=tuple(slot for rack in racks for slot in rack.slots))
+
+
+def _datacenter(datacenter: Datacenter, held: _Held) -> Datacenter:
+    return Datacenter(
+        id=held.value("datacenter.id", datacenter.id),
+        name=held.value("datacenter.name", datacenter.name),
+        location=held.value("datacenter.location", datacenter.location),
+        operator=held.value("datacenter.operator", datacenter.operator),
+        scheduler=held.value("datacenter.scheduler", datacenter.scheduler),
+        rooms=tuple(_room(room, held) for room in datacenter.rooms),
+        extras=held.extras("datacenter.extras", datacenter.extras))
+
+
+def _room(room: Room, held: _Held) -> Room:
+    return Room(
+        id=held.value("room.id", room.id),
+        name=held.value("room.name", room.name),
+        type=held.value("room.type", room.type, "SERVER"),
+        location=held.value("room.geometry", room.location),
+        size=held.value("room.geometry", room.size),
+        racks=tuple(_rack(rack, held) for rack in room.racks),
+        extras=held.extras("room.extras", room.extras))
+
+
+def _rack(rack: Rack, held: _Held) -> Rack:
+    slots = rack.slots if "rack.empty_slots" in held else rack.machines
+    return Rack(
+        id=held.value("rack.id", rack.id),
+        name=held.value("rack.name", rack.name),
+        capacity_units=held.value("rack.capacity_units", rack.capacity_units),
+        power_capacity_w=held.value("rack.power_capacity_w", rack.power_capacity_w),
+        slots=tuple(None if slot is None else _machine(slot, held) for slot in slots),
+        extras=held.extras("rack.extras", rack.extras))
+
+
+def _machine(machine: Machine, held: _Held) -> Machine:
+    cpus: tuple[ProcessingUnit, ...] = ()
+    if "machine.cpus" in held:
+        cpus = machine.cpus
+        if "machine.cpus.sockets" not in held and len(cpus) > 1:
+            cpus = (replace(cpus[0], cores=machine.core_count,
+                            clock_rate_hz=machine.clock_rate_hz),)
+        cpus = tuple(_processing_unit(cpu, "cpu", held) for cpu in cpus)
+    gpus: tuple[ProcessingUnit, ...] = ()
+    if "machine.gpus" in held:
+        gpus = tuple(_processing_unit(gpu, "gpu", held) for gpu in machine.gpus)
+    return Machine(
+        id=held.value("machine.id", machine.id),
+        name=held.value("machine.name", machine.name),
+        state=held.value("machine.state", machine.state, MachineState.ACTIVE),
+        state_label=held.value("machine.state_label", machine.state_label),
+        cpus=cpus, gpus=gpus,
+        memory=_storage_units(machine.memory, "machine.memory", "machine.memory.modules",
+                              "memory.details", held),
+        storage=_storage_units(machine.storage, "machine.storage", "machine.storage.devices",
+                               "storage.details", held),
+        features=held.value("machine.features", machine.features, ()),
+        resources=tuple(_resource(resource, "machine.resources", held)
+                        for resource in held.value("machine.resources", machine.resources, ())),
+        os=held.value("machine.os", machine.os),
+        arch=held.value("machine.arch", machine.arch),
+        description=held.value("machine.description", machine.description),
+        swap_mb=held.value("machine.swap_mb", machine.swap_mb),
+        network_mbit_s=held.value("machine.network_mbit_s", machine.network_mbit_s),
+        rank=held.value("machine.rank", machine.rank),
+        available=_consumables(machine.available, "machine.available", held),
+        utilized=_consumables(machine.utilized, "machine.utilized", held),
+        extras=held.extras("machine.extras", machine.extras))
+
+
+def _processing_unit(unit: ProcessingUnit, kind: Literal["cpu", "gpu"],
+                     held: _Held) -> ProcessingUnit:
+    vendor = f"{kind}.vendor" in held
+    cores = unit.cores if kind == "cpu" or "gpu.cores" in held else 1
+    return ProcessingUnit(
+        cores=cores,
+        clock_rate_hz=held.value(f"{kind}.clock_rate_hz", unit.clock_rate_hz),
+        id=held.value(f"{kind}.id", unit.id),
+        manufacturer=unit.manufacturer if vendor else None,
+        family=unit.family if vendor else None,
+        generation=unit.generation if vendor else None,
+        model=unit.model if vendor else None,
+        energy_consumption_w=held.value(f"{kind}.energy_consumption_w",
+                                        unit.energy_consumption_w),
+        extras=held.extras("machine.extras", unit.extras))
+
+
+def _storage_units(units: tuple[StorageUnit, ...], present: str, split: str, details: str,
+                   held: _Held) -> tuple[StorageUnit, ...]:
+    if present not in held:
+        return ()
+    if split not in held and len(units) > 1:
+        units = (replace(units[0], capacity_mb=sum(unit.capacity_mb for unit in units)),)
+    if details in held:
+        return tuple(replace(unit, extras=held.extras("machine.extras", unit.extras))
+                     for unit in units)
+    return tuple(StorageUnit(capacity_mb=unit.capacity_mb,
+                             extras=held.extras("machine.extras", unit.extras))
+                 for unit in units)
+
+
+def _resource(resource: NamedResource, path: str, held: _Held) -> NamedResource:
+    return replace(resource, extras=held.extras(path, resource.extras))
+
+
+def _consumables(snapshot: Consumables | None, path: str, held: _Held) -> Consumables | None:
+    if snapshot is None or path not in held:
+        return None
+    return replace(snapshot,
+                   resources=tuple(_resource(r, path, held) for r in snapshot.resources),
+                   extras=held.extras(path, snapshot.extras))
+
+
+def _event(event: MachineStateChange | DatacenterSchedulerChange,
+           held: _Held) -> MachineStateChange | DatacenterSchedulerChange:
+    path = ("environment.events.machine_state" if isinstance(event, MachineStateChange)
+            else "environment.events.scheduler")
+    return replace(event, attributes=held.extras(path, event.attributes))
+
+
+# ------------------------------------------------------------------------------ workload
+
+
+def _workload(workload: Workload, held: _Held) -> Workload:
+    jobs = workload.jobs
+    if "task.id" not in held:
+        jobs = _renumber_tasks(jobs)
+    if "job" not in held:
+        jobs = tuple(Job(id=task.id, tasks=(task,)) for job in jobs for task in job.tasks)
+    return Workload(
+        jobs=tuple(_job(job, held) for job in jobs),
+        name=held.value("workload.name", workload.name),
+        description=held.value("workload.description", workload.description),
+        time_origin=held.value("workload.time_origin", workload.time_origin),
+        attributes=held.extras("workload.attributes", workload.attributes),
+        annotations=tuple(replace(annotation,
+                                  extras=held.extras("workload.annotations", annotation.extras))
+                          for annotation in held.value("workload.annotations",
+                                                       workload.annotations, ())),
+        extras=held.extras("workload.extras", workload.extras))
+
+
+def _renumber_tasks(jobs: tuple[Job, ...]) -> tuple[Job, ...]:
+    numbers: dict[Id, int] = {}
+    for job in jobs:
+        for task in job.tasks:
+            numbers.setdefault(task.id, len(numbers) + 1)
+    return tuple(replace(job, tasks=tuple(
+        replace(task, id=numbers[task.id],
+                dependencies=tuple(numbers.get(dep, dep) for dep in task.dependencies))
+        for task in job.tasks)) for job in jobs)
+
+
+def _job(job: Job, held: _Held) -> Job:
+    return Job(id=job.id, tasks=tuple(_task(task, held) for task in job.tasks),
+               name=held.value("job.name", job.name), user=held.value("job.user", job.user),
+               extras=held.extras("job.extras", job.extras))
+
+
+def _task(task: Task, held: _Held) -> Task:
+    request = task.request
+    start_held = "task.start" in held
+    return Task(
+        id=task.id,
+        submit_time_s=held.value("task.submit_time_s", task.submit_time_s, 0.0),
+        runtime_s=held.value("task.runtime_s", task.runtime_s),
+        requested_time_s=held.value("task.requested_time_s", task.requested_time_s),
+        request=ResourceRequest(
+            nodes=held.value("task.request.nodes", request.nodes, 1),
+            cores=held.value("task.request.cores", request.cores, 1.0),
+            memory_mb=held.value("task.request.memory_mb", request.memory_mb),
+            gpus=held.value("task.request.gpus", request.gpus, 0),
+            resources=tuple(_resource(r, "task.request.resources", held) for r in
+                            held.value("task.request.resources", request.resources, ()))),
+        dependencies=held.value("task.dependencies", task.dependencies, ()),
+        deadline_s=held.value("task.deadline_s", task.deadline_s),
+        start_mode=task.start_mode if start_held else StartMode.ANY,
+        start_time_s=task.start_time_s if start_held else None,
+        preemptible=held.value("task.preemptible", task.preemptible),
+        user=held.value("task.user", task.user),
+        group=held.value("task.group", task.group),
+        image=held.value("task.image", task.image),
+        image_size_mb=held.value("task.image", task.image_size_mb),
+        extras=held.extras("task.extras", task.extras))
+
+
+# ------------------------------------------------------------------------------ the matrix
+
+
+Status = Literal["ok", "lossy", "impossible", "unavailable"]
+
+
+@dataclass(frozen=True)
+class MatrixCell:
+    """What converting any document of ``source`` to ``target`` can lose."""
+
+    source: str
+    target: str
+    status: Status
+    lost: tuple[str, ...] = ()
+    """Field paths ``source`` holds and ``target`` does not, in ``FIELDS`` order."""
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "target": self.target, "status": self.status,
+                "lost": list(self.lost), "reason": self.reason}
+
+    def render(self) -> str:
+        if self.status == "ok":
+            detail = "nothing lost"
+        elif self.status == "lossy":
+            detail = "loses " + ", ".join(self.lost)
+        else:
+            detail = f"{self.status}: {self.reason}"
+        return f"{self.source} -> {self.target}: {detail}"
+
+
+def lost_fields(source_holds: Iterable[str], target_holds: Iterable[str]) -> tuple[str, ...]:
+    """What the target cannot hold of what the source holds, in ``FIELDS`` order."""
+    missing = with_parts(source_holds) - with_parts(target_holds)
+    return tuple(path for path in FIELDS if path in missing)
+
+
+def holds_or_reason(spec: FormatSpec) -> tuple[frozenset[str] | None, str]:
+    """The format's ``HOLDS``, or why it cannot be had (module not importable yet)."""
+    try:
+        return spec.holds, ""
+    except Exception as exc:  # a module mid-edit may fail in any way; report, never crash
+        return None, f"module {spec.module} is not importable ({type(exc).__name__}: {exc})"
+
+
+def matrix_cell(source: FormatSpec, target: FormatSpec,
+                holds: dict[str, tuple[frozenset[str] | None, str]]) -> MatrixCell:
+    source_holds, source_reason = holds[source.name]
+    target_holds, target_reason = holds[target.name]
+    if source_holds is None or target_holds is None:
+        return MatrixCell(source.name, target.name, "unavailable",
+                          reason=source_reason or target_reason)
+    if not target.writable:
+        return MatrixCell(source.name, target.name, "impossible",
+                          reason=f"dcx cannot write {target.name}")
+    parts = {"environment", "workload"} & with_parts(source_holds) & with_parts(target_holds)
+    if not parts:
+        return MatrixCell(source.name, target.name, "impossible",
+                          reason=f"{target.name} holds nothing of what {source.name} describes "
+                          "(topology vs workload)")
+    lost = lost_fields(source_holds, target_holds)
+    return MatrixCell(source.name, target.name, "lossy" if lost else "ok", lost)
+
+
+def loss_matrix(formats: Sequence[FormatSpec] = FORMATS) -> tuple[MatrixCell, ...]:
+    """Every ordered pair of distinct formats, from the registry; formats whose module is
+    not importable yet give ``unavailable`` cells instead of an error."""
+    holds = {spec.name: holds_or_reason(spec) for spec in formats}
+    return tuple(matrix_cell(source, target, holds)
+                 for source in formats for target in formats if source.name != target.name)
+
+
+# ------------------------------------------------------------------------------ per document
+
+
+_LEVELS = ("datacenter", "room", "rack")
+
+
+def dropped_fields(document: Document, target_holds: Iterable[str],
+                   own_prefix: str | None = None) -> tuple[str, ...]:
+    """The field paths a format holding ``target_holds`` actually drops from ``document``:
+    exactly the losses its writer must report, in ``FIELDS`` order.
+
+    A hierarchy level counts as dropped only when some parent has several containers (or, for
+    rooms, a room that is not a SERVER room): one container with default attributes is what
+    formats without the level read back, and adding it loses nothing.
+    """
+    held = with_parts(target_holds)
+    everything = restrict(document, FIELDS, own_prefix)
+    dropped = []
+    for path in FIELDS:
+        if path in held:
+            continue
+        if path in ("environment", "workload"):
+            if getattr(document, path) is not None:
+                dropped.append(path)
+        elif path in _LEVELS:
+            if _level_is_used(document, path):
+                dropped.append(path)
+        elif restrict(document, set(FIELDS) - {path}, own_prefix) != everything:
+            dropped.append(path)
+    return tuple(dropped)
+
+
+def _level_is_used(document: Document, level: str) -> bool:
+    environment = document.environment
+    if environment is None:
+        return False
+    if level == "datacenter":
+        return len(environment.datacenters) > 1
+    if level == "room":
+        return any(len(dc.rooms) > 1 or any(room.type != "SERVER" for room in dc.rooms)
+                   for dc in environment.datacenters)
+    return any(len(room.racks) > 1 for dc in environment.datacenters for room in dc.rooms)

@@ -1,0 +1,293 @@
+"""Loss accounting: ``restrict`` normal forms, the matrix, and the round-trip contract
+A -> B -> A == restrict(A, A.holds & B.holds) for every ordered pair of installed formats."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from dcx.converters.diagnostics import has_errors
+from dcx.converters.losses import (
+    dropped_fields,
+    loss_matrix,
+    lost_fields,
+    restrict,
+    with_parts,
+)
+from dcx.converters.registry import FORMATS, FormatSpec
+from dcx.formats.fields import FIELDS
+from dcx.formats.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Job,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+    Task,
+    Workload,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import Domain, documents
+
+ALL = frozenset(FIELDS)
+PAIR_SETTINGS = settings(max_examples=15, deadline=None, derandomize=True,
+                         suppress_health_check=[HealthCheck.too_slow,
+                                                HealthCheck.filter_too_much,
+                                                HealthCheck.data_too_large])
+
+
+def _machine(name: str, *cores: int) -> Machine:
+    return Machine(id=name, name=name,
+                   cpus=tuple(ProcessingUnit(cores=c, clock_rate_hz=1e9 * c, model=f"cpu{c}")
+                              for c in cores))
+
+
+# ------------------------------------------------------------------------------ restrict
+
+
+def test_restrict_to_everything_is_identity_for_a_hand_built_document() -> None:
+    rack = Rack(id="k1", slots=(_machine("a", 4), None, _machine("b", 2, 2)),
+                extras={"x-note": 1})
+    document = Document(environment=Environment(datacenters=(Datacenter(
+        id=1, rooms=(Room(id="r", racks=(rack,)),)),), name="dc"))
+    assert restrict(document, FIELDS) == document
+
+
+def test_hierarchy_levels_not_held_collapse_into_one_container_keeping_the_first() -> None:
+    a, b, c = _machine("a", 1), _machine("b", 1), _machine("c", 1)
+    environment = Environment(datacenters=(
+        Datacenter(id="d1", rooms=(Room(id="r1", type="COOLING", racks=(
+            Rack(id="k1", slots=(a,)), Rack(id="k2", slots=(b, None)))),)),
+        Datacenter(id="d2", rooms=(Room(id="r2", racks=(Rack(id="k3", slots=(c,)),)),)),
+    ))
+    flat = restrict(Document(environment=environment),
+                    {"machine.id", "machine.name", "machine.cpus", "cpu.clock_rate_hz",
+                     "cpu.vendor", "rack.id"})
+    assert flat.environment is not None
+    (datacenter,) = flat.environment.datacenters
+    (room,) = datacenter.rooms
+    (rack,) = room.racks
+    assert (datacenter.id, room.id, room.type, rack.id) == (None, None, "SERVER", "k1")
+    assert [m.id for m in rack.slots if m is not None] == ["a", "b", "c"]
+    assert None not in rack.slots  # rack.empty_slots is not held
+
+
+def test_a_flat_format_reads_an_empty_topology_as_one_empty_rack() -> None:
+    flat = restrict(Document(environment=Environment()), {"machine.id"})
+    assert flat.environment == Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(),)),)),))
+
+
+def test_sockets_merge_into_one_cpu_with_total_cores_and_weighted_clock() -> None:
+    machine = Machine(id="m", cpus=(ProcessingUnit(cores=1, clock_rate_hz=1e9, model="x"),
+                                    ProcessingUnit(cores=3, clock_rate_hz=2e9, model="y")),
+                      memory=(StorageUnit(capacity_mb=1024, model="dimm"),
+                              StorageUnit(capacity_mb=2048)))
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=(machine,)),)),)),)))
+    restricted = restrict(document, {"rack", "room", "datacenter", "machine.id", "machine.cpus",
+                                     "cpu.clock_rate_hz", "cpu.vendor", "machine.memory"})
+    assert restricted.environment is not None
+    (merged,) = restricted.environment.machines()
+    assert merged.cpus == (ProcessingUnit(cores=4, clock_rate_hz=1.75e9, model="x"),)
+    assert merged.memory == (StorageUnit(capacity_mb=3072),)
+
+
+def test_without_jobs_every_task_is_its_own_job_named_after_it() -> None:
+    workload = Workload(jobs=(Job(id="wf", name="w", tasks=(Task(id=1), Task(id=2))),))
+    restricted = restrict(Document(workload=workload), {"task.id"})
+    assert restricted.workload is not None
+    assert restricted.workload.jobs == (Job(id=1, tasks=(Task(id=1),)),
+                                        Job(id=2, tasks=(Task(id=2),)))
+
+
+def test_without_task_ids_tasks_are_numbered_and_dependencies_follow() -> None:
+    workload = Workload(jobs=(Job(id="wf", tasks=(
+        Task(id="x"), Task(id="y", dependencies=("x",)))),))
+    restricted = restrict(Document(workload=workload), {"job", "task.dependencies"})
+    assert restricted.workload is not None
+    assert restricted.workload.jobs[0].tasks == (Task(id=1), Task(id=2, dependencies=(1,)))
+
+
+def test_extras_plain_keys_follow_the_path_and_prefixed_keys_their_format() -> None:
+    task = Task(id=1, extras={"x-note": "a", "swf:queue": 3, "gwf:site": "b"})
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),)))
+
+    def extras(holds: set[str], own: str | None) -> dict[str, Any]:
+        workload = restrict(document, holds, own).workload
+        assert workload is not None
+        return workload.jobs[0].tasks[0].extras
+
+    assert extras({"job", "task.id", "task.extras"}, None) == {"x-note": "a"}
+    assert extras({"job", "task.id", "task.extras"}, "swf") == {"x-note": "a", "swf:queue": 3}
+    assert extras({"job", "task.id"}, "gwf") == {"gwf:site": "b"}
+
+
+def test_parts_are_implied_by_their_fields() -> None:
+    assert with_parts({"task.id", "machine.name"}) >= {"workload", "environment"}
+    assert "environment" not in with_parts({"job", "task.user", "workload.name"})
+    document = Document(environment=Environment(name="e"), workload=Workload(name="w"))
+    assert restrict(document, {"workload.name"}) == Document(workload=Workload(name="w"))
+    assert restrict(document, set()) == Document()
+
+
+def test_unknown_field_paths_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"no\.such"):
+        restrict(Document(), {"no.such"})
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents())
+def test_restrict_to_all_fields_is_identity(document: Document) -> None:
+    assert restrict(document, FIELDS) == document
+    assert dropped_fields(document, FIELDS) == ()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(), st.sets(st.sampled_from(sorted(FIELDS))))
+def test_restrict_is_idempotent_and_reports_what_it_drops(document: Document,
+                                                          holds: set[str]) -> None:
+    once = restrict(document, holds)
+    assert restrict(once, holds) == once
+    dropped = dropped_fields(document, holds)
+    assert set(dropped) <= ALL - with_parts(holds)
+    if document.environment is None:
+        # Without hierarchy padding, dropping exactly the reported fields is the restriction.
+        assert restrict(document, ALL - set(dropped)) == once
+
+
+# ------------------------------------------------------------------------------ matrix
+
+
+def test_matrix_covers_every_ordered_pair_from_the_registry() -> None:
+    cells = loss_matrix()
+    pairs = {(cell.source, cell.target) for cell in cells}
+    names = [spec.name for spec in FORMATS]
+    assert pairs == {(a, b) for a in names for b in names if a != b}
+    for cell in cells:
+        if cell.status in ("ok", "lossy"):
+            source = next(spec for spec in FORMATS if spec.name == cell.source)
+            target = next(spec for spec in FORMATS if spec.name == cell.target)
+            assert cell.lost == lost_fields(source.holds, target.holds)
+            assert (cell.status == "ok") == (cell.lost == ())
+        else:
+            assert cell.reason
+
+
+def test_matrix_reports_a_missing_module_instead_of_crashing() -> None:
+    ghost = FormatSpec(name="ghost", title="not written yet", module="dcx.formats.no_such_module",
+                       family="ghost", kind="topology", extensions=(".ghost",), schema="-",
+                       description="-")
+    cells = loss_matrix((FORMATS[0], ghost))
+    assert {cell.status for cell in cells} == {"unavailable"}
+    assert all("no_such_module" in cell.reason for cell in cells)
+
+
+# ------------------------------------------------------------------------------ formats
+
+
+def _installed(spec: FormatSpec) -> Any:
+    try:
+        module = spec.load()
+    except Exception as exc:  # a format module mid-edit: skip with the reason
+        pytest.skip(f"{spec.name}: module {spec.module} not importable ({exc})")
+    if not hasattr(module, "write") or not spec.writable:
+        pytest.skip(f"{spec.name}: dcx cannot write it")
+    return module
+
+
+def _own_strategy(spec: FormatSpec) -> st.SearchStrategy[Document]:
+    """The format engineer's strategy for documents the format holds exactly, when there is
+    one; otherwise the generic one restricted to the format's HOLDS."""
+    specific: dict[str, tuple[str, str, Callable[[Any], Document]]] = {
+        "environment": ("tests.strategies_environment", "environments",
+                        lambda e: Document(environment=e)),
+        "sss": ("tests.strategies_sss", "environments", lambda e: Document(environment=e)),
+        "opendc-setup": ("tests.strategies_traces", "setup_environments",
+                         lambda e: Document(environment=e)),
+        "gwf": ("tests.strategies_traces", "workflow_workloads", lambda w: Document(workload=w)),
+    }
+    if spec.name in specific:
+        module_name, function, wrap = specific[spec.name]
+        try:
+            strategy = getattr(importlib.import_module(module_name), function)()
+            return strategy.map(wrap)  # type: ignore[no-any-return]
+        except (ImportError, AttributeError):
+            pass
+    return documents(Domain(holds=spec.holds, own_prefix=spec.name))
+
+
+def _round_trip(module: Any, document: Document, what: str) -> Document:
+    written = module.write(document)
+    assert not has_errors(written.diagnostics), (
+        f"{what}: write failed: {[d.render() for d in written.diagnostics]}")
+    read = module.read(written.data)
+    assert read.document is not None and not has_errors(read.diagnostics), (
+        f"{what}: output does not read back: {[d.render() for d in read.diagnostics][:3]}")
+    return read.document
+
+
+WRITABLE = [spec for spec in FORMATS if spec.writable]
+
+
+@pytest.mark.parametrize("spec", WRITABLE, ids=lambda spec: spec.name)
+def test_a_format_holds_what_it_reads(spec: FormatSpec) -> None:
+    """restrict(doc, A.holds) is identity on A's own documents: HOLDS is not too small."""
+    module = _installed(spec)
+
+    @PAIR_SETTINGS
+    @given(_own_strategy(spec))
+    def check(document: Document) -> None:
+        canonical = _round_trip(module, document, spec.name)
+        assert restrict(canonical, spec.holds, spec.name) == canonical
+
+    check()
+
+
+@pytest.mark.parametrize("spec", WRITABLE, ids=lambda spec: spec.name)
+def test_a_writer_reports_exactly_what_it_drops(spec: FormatSpec) -> None:
+    """For generic documents of the same part, the writer's Loss fields are exactly the
+    fields restrict drops (no silent loss, no phantom loss)."""
+    module = _installed(spec)
+
+    @PAIR_SETTINGS
+    @given(documents(Domain(ids="str")))
+    def check(document: Document) -> None:
+        parts = {"environment", "workload"} & with_parts(spec.holds)
+        if not any(getattr(document, part) is not None for part in parts):
+            return
+        written = module.write(document)
+        reported = {loss.field for loss in written.losses}
+        assert reported == set(dropped_fields(document, spec.holds)), (
+            f"{spec.name} reported {sorted(reported)}")
+
+    check()
+
+
+PAIRS = [(a, b) for a in WRITABLE for b in WRITABLE if a.name != b.name]
+
+
+@pytest.mark.parametrize("source,target", PAIRS, ids=lambda spec: spec.name)
+def test_there_and_back_loses_exactly_what_the_target_cannot_hold(
+        source: FormatSpec, target: FormatSpec) -> None:
+    source_module, target_module = _installed(source), _installed(target)
+    shared = with_parts(source.holds) & with_parts(target.holds)
+    if not {"environment", "workload"} & shared:
+        pytest.skip(f"{source.name} -> {target.name} is impossible (no part in common)")
+
+    @PAIR_SETTINGS
+    @given(_own_strategy(source))
+    def check(document: Document) -> None:
+        original = _round_trip(source_module, document, source.name)
+        there = _round_trip(target_module, original, f"{source.name} -> {target.name}")
+        back = _round_trip(source_module, there, f"{target.name} -> {source.name}")
+        assert back == restrict(original, shared)
+
+    check()
