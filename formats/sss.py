@@ -680,9 +680,10 @@ class _NodeReader:
             self.problem(element, "sss.units.unknown", str(exc), attribute="units",
                          hint=exc.hint)
             return None
-        if not math.isfinite(value):
+        if not math.isfinite(value) or value > FLOAT32_MAX:
+            # The model and the writer use MB, which must stay within xsd:float's range.
             self.problem(element, "sss.value.out-of-range",
-                         f"{element.tag} in {units} overflows as MB")
+                         f"{element.tag} in {units} is beyond xsd:float's range as MB")
             return None
         return _Amount(value, _kept_attributes(element))
 
