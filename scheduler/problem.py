@@ -310,6 +310,8 @@ def _check_task(
             "schedule.bad-request",
         )
         return diagnostics
+    if not any(machines.capacity):
+        return diagnostics  # reported once as schedule.no-machines
     need = round(request.cores * CORE_UNITS)
     fitting = sum(1 for capacity in machines.capacity if capacity >= need)
     if fitting < request.nodes:
