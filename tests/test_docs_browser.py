@@ -61,7 +61,7 @@ def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -199,9 +199,10 @@ def _complete_example(site_dir: Path) -> tuple[str, str, str]:
     for page_file in sorted((site_dir / "conversions").rglob("index.html")):
         tree = html.parse(str(page_file))
         for block in tree.getroot().find_class("dcx-conversion"):
-            codes = block.xpath(".//div[contains(@class,'tabbed-block')][2]//pre//code")
-            if not codes:
-                continue  # a refused conversion: its output tab holds diagnostics, not code
+            output_tab = block.xpath(".//div[contains(@class,'tabbed-block')][2]")[0]
+            if "dcx writes nothing" in output_tab.text_content():
+                continue  # a refused conversion: its output tab holds diagnostics
+            codes = output_tab.xpath(".//pre//code")
             text = codes[0].text_content()
             if 0 < len(text.splitlines()) <= MAX_COMPARED_LINES:
                 relative = page_file.parent.relative_to(site_dir).as_posix() + "/"

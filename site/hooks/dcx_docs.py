@@ -27,11 +27,10 @@ HOOKS_DIR = Path(__file__).resolve().parent
 if str(HOOKS_DIR) not in sys.path:
     sys.path.insert(0, str(HOOKS_DIR))
 
-from mkdocs.structure.files import File, Files  # noqa: E402
-
 from dcxdocs import codes, conversions, formats_pages, reference_pages  # noqa: E402
 from dcxdocs.markdown import admonition, fenced  # noqa: E402
 from dcxdocs.plan import SitePlan, build_plan  # noqa: E402
+from mkdocs.structure.files import File, Files  # noqa: E402
 
 _state: dict[str, SitePlan] = {}
 
@@ -91,7 +90,8 @@ def run_cli(repo_root: Path, arguments: str) -> str:
     from dcx.converters.cli import main
 
     argv = shlex.split(arguments)
-    missing = [arg for arg in argv if arg.startswith("examples/") and not (repo_root / arg).exists()]
+    missing = [arg for arg in argv
+               if arg.startswith("examples/") and not (repo_root / arg).exists()]
     shown = "$ dcx " + arguments.replace("{out}", "out")
     if missing:
         return admonition("note", "Example not in this build",

@@ -18,7 +18,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, str, argpars
 
 
 def _argument_rows(parser: argparse.ArgumentParser) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
             continue

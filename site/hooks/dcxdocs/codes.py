@@ -38,7 +38,7 @@ def _text_of(node: ast.expr) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(part.value if isinstance(part, ast.Constant) else "{…}"
+        return "".join(str(part.value) if isinstance(part, ast.Constant) else "{…}"
                        for part in node.values)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _text_of(node.left), _text_of(node.right)

@@ -17,6 +17,9 @@ MAX_SHOWN_LINES = 150
 """Longer inputs and outputs are cut on the page (with a note); the full file is a command
 away."""
 
+REFUSED = "dcx writes nothing"
+"""Opens the output tab of a conversion the converter refused (tests look for it)."""
+
 _LANGUAGES = {".json": "json", ".xml": "xml", ".lwf": "xml", ".lwfa": "xml", ".R": "json",
               ".gwf": "text", ".swf": "text"}
 _OUTPUT_SUFFIX = {"environment": ".json", "haizea": ".lwf", "sss": ".xml", "flux-r": ".R",
@@ -80,7 +83,9 @@ def run_examples(repo_root: Path, formats: list[LoadedFormat]) -> list[ExampleCo
             continue
         source = by_name[spec.name]
         for target in formats:
-            if target.spec.name == spec.name or not target.writes or not _compatible(source, target):
+            if target.spec.name == spec.name or not target.writes:
+                continue
+            if not _compatible(source, target):
                 continue
             try:
                 conversion = convert(data, target.spec.name, relative, spec.name)
@@ -104,7 +109,8 @@ def _lost_tab(example: ExampleConversion) -> str:
     conversion = example.conversion
     parts = []
     if conversion.losses:
-        rows = [(code(loss.field), str(loss.count), cell(loss.detail)) for loss in conversion.losses]
+        rows = [(code(loss.field), str(loss.count), cell(loss.detail))
+                for loss in conversion.losses]
         parts.append(f"{example.target} cannot hold:\n\n"
                      + table(("Field", "Values dropped", "Detail"), rows))
     else:
@@ -123,7 +129,7 @@ def _output_tab(example: ExampleConversion) -> str:
     problems = [*example.conversion.diagnostics,
                 *(example.conversion.read.diagnostics if example.conversion.read else ())]
     rendered = "\n".join(d.at(example.input_path).render() for d in problems) or "(no output)"
-    return "dcx writes nothing for this conversion:\n\n" + fenced(rendered, "text")
+    return f"{REFUSED} for this conversion:\n\n" + fenced(rendered, "text")
 
 
 def render_example(example: ExampleConversion) -> str:
@@ -155,8 +161,9 @@ def conversion_pages(examples: list[ExampleConversion]) -> dict[str, str]:
                 current = example.input_path
                 parts.append(f"## `{current}`\n")
             parts.append(f"### {example.source} → {example.target}\n")
-            parts.append(f"```sh\ndcx convert {example.input_path} "
-                         f"out{_OUTPUT_SUFFIX.get(example.target, '')} --to {example.target}\n```\n")
+            output_name = f"out{_OUTPUT_SUFFIX.get(example.target, '')}"
+            parts.append(f"```sh\ndcx convert {example.input_path} {output_name} "
+                         f"--to {example.target}\n```\n")
             parts.append(render_example(example))
         pages[f"conversions/{source}.md"] = "\n".join(parts)
     return pages

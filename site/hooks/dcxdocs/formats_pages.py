@@ -75,7 +75,8 @@ def divergences(module: ModuleType | None) -> str:
                 _RST_UNDERLINE.match(lines[start + 1]):
             body: list[str] = []
             for index in range(start + 2, len(lines)):
-                next_is_underline = index + 1 < len(lines) and _RST_UNDERLINE.match(lines[index + 1])
+                next_is_underline = (index + 1 < len(lines)
+                                     and _RST_UNDERLINE.match(lines[index + 1]))
                 if lines[index].strip() and next_is_underline:
                     break  # the next section's heading
                 body.append(lines[index])
@@ -244,7 +245,9 @@ def loss_matrix_page(items: list[LoadedFormat]) -> str:
              "(an error with `--strict`). Generated from each module's `HOLDS` and "
              "`dcx.formats.fields.FIELDS`; `dcx formats --matrix` prints the same.\n"]
     if not readable:
-        return "\n".join(parts + ["No format module is installed in this build yet.\n"])
+        names = ", ".join(code(item.spec.name) for item in items)
+        return "\n".join([*parts, f"No format module is installed in this build yet (not "
+                                  f"installed: {names}).\n"])
     header = ("from \\ to", *(code(item.spec.name) for item in writable))
     rows = []
     for source in readable:
@@ -266,9 +269,9 @@ def loss_matrix_page(items: list[LoadedFormat]) -> str:
         for target in writable:
             if target.spec.name == source.spec.name:
                 continue
-            lost = [name for name in FIELDS if name in source_holds - (target.holds or frozenset())]
-            pair_rows.append((code(target.spec.name),
-                              ", ".join(code(name) for name in lost) if lost else "nothing"))
+            dropped = source_holds - (target.holds or frozenset())
+            in_order = [code(name) for name in FIELDS if name in dropped]
+            pair_rows.append((code(target.spec.name), ", ".join(in_order) or "nothing"))
         parts.append(table(("to", "fields lost"), pair_rows))
     parts.append("## Which format holds which field\n")
     holds_rows = []

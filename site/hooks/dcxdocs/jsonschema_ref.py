@@ -61,7 +61,7 @@ class _Walker:
     def __init__(self, root: Schema) -> None:
         self.root = root
         self.sections: list[ObjectSection] = []
-        self.seen_pointers: set[tuple[str, str]] = set()
+        self.seen_pointers: set[tuple[str, str, str]] = set()
 
     def resolve(self, node: Schema) -> tuple[Schema, str]:
         """The node with a local ``$ref`` followed (siblings win), and the ref's name."""
@@ -115,9 +115,9 @@ class _Walker:
         if name:
             stack = (*stack, name)
             title = title if title.endswith(")") else name
-        if (pointer, name) in self.seen_pointers:
+        if (pointer, name, title) in self.seen_pointers:
             return
-        self.seen_pointers.add((pointer, name))
+        self.seen_pointers.add((pointer, name, title))
         properties = resolved.get("properties")
         if isinstance(properties, dict) or resolved.get("type") == "object":
             self._object(resolved, pointer, title, stack)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -87,7 +88,8 @@ def _limits_table() -> str:
 
 
 def hostile_cases(repo_root: Path) -> list[Any] | None:
-    module = _load_file_module(repo_root / "tests" / "hostile" / "cases.py", "dcx_docs_hostile_cases")
+    module = _load_file_module(repo_root / "tests" / "hostile" / "cases.py",
+                               "dcx_docs_hostile_cases")
     cases = getattr(module, "CASES", None) if module is not None else None
     return list(cases) if cases is not None else None
 
@@ -184,10 +186,8 @@ def scheduler_page(repo_root: Path, intro: str) -> str:
         if len(text) > 20_000:
             parts.append(f"`{label}`: {len(text):,} characters, not shown.\n")
             continue
-        try:
+        with contextlib.suppress(ValueError):  # shown as written when it is not JSON
             text = json.dumps(json.loads(text), indent=2)
-        except ValueError:
-            pass
         parts.append(f'??? note "{label}"\n\n' + "".join(
             "    " + line for line in fenced(text, "json").splitlines(True)))
     return "\n".join(parts)

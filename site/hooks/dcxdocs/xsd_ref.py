@@ -3,6 +3,7 @@ how often it may occur, constraints, and the schema's own comments, by element p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -67,16 +68,23 @@ def _trusted_xsd_parser() -> etree.XMLParser:
                            remove_comments=False)
 
 
-def _load(name: str, loaded: dict[str, etree._Element]) -> None:
+Reader = Callable[[str], bytes]
+
+
+def read_packaged_xsd(name: str) -> bytes:
+    """An XSD shipped in the wheel (``dcx.xsd``)."""
+    return resources.files("dcx.xsd").joinpath(name).read_bytes()
+
+
+def _load(name: str, loaded: dict[str, etree._Element], read: Reader) -> None:
     if name in loaded:
         return
-    data = resources.files("dcx.xsd").joinpath(name).read_bytes()
-    root = etree.fromstring(data, parser=_trusted_xsd_parser())
+    root = etree.fromstring(read(name), parser=_trusted_xsd_parser())
     loaded[name] = root
     for include in root.iter(f"{XS}include", f"{XS}import"):
         location = include.get("schemaLocation")
         if location and "/" not in location:
-            _load(location, loaded)
+            _load(location, loaded, read)
 
 
 def _occurs(value: str | None) -> int:
@@ -88,6 +96,10 @@ def _occurs(value: str | None) -> int:
 def _occurs_text(minimum: int, maximum: int) -> str:
     upper = "∞" if maximum == UNBOUNDED else str(maximum)
     return str(minimum) if str(minimum) == upper else f"{minimum}..{upper}"
+
+
+def _process_contents(wildcard: etree._Element) -> str:
+    return f"processContents={wildcard.get('processContents', 'strict')}"
 
 
 def _comment_before(node: etree._Element) -> str:
@@ -105,9 +117,9 @@ def _documentation(node: etree._Element) -> str:
 
 
 class _Index:
-    def __init__(self, schema_name: str) -> None:
+    def __init__(self, schema_name: str, read: Reader) -> None:
         self.files: dict[str, etree._Element] = {}
-        _load(schema_name, self.files)
+        _load(schema_name, self.files, read)
         self.main = self.files[schema_name]
         self.complex: dict[str, etree._Element] = {}
         self.simple: dict[str, etree._Element] = {}
@@ -260,7 +272,7 @@ class _Walker:
                 namespace = child.get("namespace", "##any")
                 section.rows.append(ItemRow("(any element)", f"namespace {namespace}", "no",
                                             _occurs_text(eff_min, eff_max), "",
-                                            f"processContents={child.get('processContents', 'strict')}",
+                                            _process_contents(child),
                                             "skipped by the reader with a warning"
                                             if namespace == "##other" else ""))
             elif tag in ("complexContent", "simpleContent"):
@@ -308,9 +320,7 @@ class _Walker:
             elif tag == "anyAttribute":
                 namespace = child.get("namespace", "##any")
                 section.rows.append(ItemRow("@(any attribute)", f"namespace {namespace}", "no",
-                                            "0..∞", "",
-                                            f"processContents={child.get('processContents', 'strict')}",
-                                            ""))
+                                            "0..∞", "", _process_contents(child), ""))
 
     def _attribute_row(self, attribute: etree._Element, section: ElementSection) -> None:
         type_name = attribute.get("type", "")
@@ -318,12 +328,14 @@ class _Walker:
         constraints = self.index.simple_constraints(type_name or None, inline)
         for key in ("default", "fixed"):
             if attribute.get(key) is not None:
-                constraints = "; ".join(p for p in (constraints, f"{key} {attribute.get(key)}") if p)
+                stated = f"{key} {attribute.get(key)}"
+                constraints = f"{constraints}; {stated}" if constraints else stated
         if type_name:
             type_text = self.index.type_text(type_name)
         elif inline is not None:
             restriction = inline.find(f"{XS}restriction")
-            type_text = restriction.get("base", "(inline)") if restriction is not None else "(inline)"
+            type_text = (restriction.get("base", "(inline)") if restriction is not None
+                         else "(inline)")
         else:
             type_text = "xs:anySimpleType"
         description = _documentation(attribute) or _comment_before(attribute)
@@ -340,8 +352,9 @@ def _header_comment(root: etree._Element) -> str:
     return ""
 
 
-def reference(schema_name: str) -> XsdReference:
-    index = _Index(schema_name)
+def reference(schema_name: str, read: Reader = read_packaged_xsd) -> XsdReference:
+    """The reference of one XSD (and what it includes), read through ``read``."""
+    index = _Index(schema_name, read)
     walker = _Walker(index)
     roots = []
     for declaration in index.main.findall(f"{XS}element"):

@@ -1,0 +1,372 @@
+"""The documentation site's generators and its strict build (no browser needed).
+
+The generators live in ``site/hooks/dcxdocs`` (loaded by MkDocs as hooks); these tests import
+them directly and check that the pages say what the code and the schemas say.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from lxml import etree, html
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "site" / "hooks"))
+
+from dcxdocs import (  # noqa: E402
+    cli_ref,
+    codes,
+    conversions,
+    formats_pages,
+    jsonschema_ref,
+    reference_pages,
+    xsd_ref,
+)
+
+XS = "{http://www.w3.org/2001/XMLSchema}"
+JSON_SCHEMAS = sorted(entry.name for entry in resources.files("dcx.schemas").iterdir()
+                      if entry.name.endswith(".schema.json"))
+XSDS = sorted(entry.name for entry in resources.files("dcx.xsd").iterdir()
+              if entry.name.endswith(".xsd"))
+
+
+def _strict_build(config: Path, destination: Path,
+                  extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (install the docs extra)")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (docs extra)")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **(extra_env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
+         "-d", str(destination)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    destination = tmp_path_factory.mktemp("site")
+    result = _strict_build(REPO / "site" / "mkdocs.yml", destination)
+    assert result.returncode == 0, f"strict build failed:\n{result.stdout}\n{result.stderr}"
+    return destination
+
+
+# ------------------------------------------------------------------ schema reference pages
+
+
+def _json_property_names(node: object) -> set[str]:
+    """Every key any ``properties`` object of the schema declares (a key may itself be
+    called ``properties``: the values of a properties map are schemas, not keywords)."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for keyword, value in node.items():
+            if keyword in ("properties", "$defs", "definitions") and isinstance(value, dict):
+                if keyword == "properties":
+                    found |= set(value)
+                for child in value.values():
+                    found |= _json_property_names(child)
+            elif isinstance(value, dict | list):
+                found |= _json_property_names(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _json_property_names(value)
+    return found
+
+
+@pytest.mark.parametrize("name", JSON_SCHEMAS)
+def test_json_schema_reference_lists_every_key(name: str) -> None:
+    schema = json.loads(resources.files("dcx.schemas").joinpath(name).read_text("utf-8"))
+    reference = jsonschema_ref.reference(schema)
+    assert _json_property_names(schema) <= reference.keys()
+    rendered = jsonschema_ref.render(reference)
+    for key in _json_property_names(schema):
+        assert f"`{key}`" in rendered
+
+
+def test_json_schema_reference_types_required_units_constraints() -> None:
+    schema = {
+        "type": "object", "required": ["size"], "additionalProperties": False,
+        "properties": {
+            "size": {"type": "integer", "minimum": 1, "description": "Capacity in MB."},
+            "kind": {"enum": ["a", "b"]},
+            "items": {"type": "array", "items": {"$ref": "#/$defs/item"}},
+        },
+        "$defs": {"item": {"type": "object", "properties": {
+            "at": {"type": "number", "description": "Submit time, seconds"}}}},
+    }
+    reference = jsonschema_ref.reference(schema)
+    root, item = reference.sections
+    size, kind, items = root.rows
+    assert (size.type, size.required, size.unit, size.constraints) == ("integer", True, "MB", "≥ 1")
+    assert (kind.type, kind.required) == ('one of "a", "b"', False)
+    assert items.type == "array of object (item)"
+    assert root.closed and not item.closed
+    assert item.pointer == "/items/*" and item.rows[0].unit == "s"
+
+
+def _xsd_declared_names(name: str, seen: set[str] | None = None) -> set[str]:
+    """Element names and ``@attribute`` names declared in an XSD and what it includes."""
+    seen = seen if seen is not None else set()
+    if name in seen:
+        return set()
+    seen.add(name)
+    root = etree.fromstring(resources.files("dcx.xsd").joinpath(name).read_bytes())
+    names = {node.get("name") for node in root.iter(f"{XS}element") if node.get("name")}
+    names |= {f"@{node.get('name')}" for node in root.iter(f"{XS}attribute") if node.get("name")}
+    for include in root.iter(f"{XS}include"):
+        names |= _xsd_declared_names(include.get("schemaLocation"), seen)
+    return names
+
+
+@pytest.mark.parametrize("name", [n for n in XSDS if xsd_ref.reference(n).roots])
+def test_xsd_reference_lists_every_element_and_attribute_reachable(name: str) -> None:
+    reference = xsd_ref.reference(name)
+    documented = reference.names()
+    # every root's content, every attribute of a reachable type: compare with a direct walk of
+    # the same files, restricted to names reachable from this root
+    assert set(reference.roots) <= documented
+    for section in reference.sections:
+        assert section.path.endswith("/" + section.name)
+    rendered = xsd_ref.render(reference)
+    for item in documented:
+        assert f"`{item}`" in rendered or f"### {item} " in rendered
+
+
+def test_every_xsd_name_appears_on_some_format_page() -> None:
+    documented: set[str] = set()
+    for name in XSDS:
+        if xsd_ref.reference(name).roots:
+            documented |= xsd_ref.reference(name).names()
+    declared: set[str] = set()
+    for name in XSDS:
+        declared |= _xsd_declared_names(name)
+    assert declared <= documented
+
+
+SAMPLE_XSD = {
+    "root.xsd": b"""<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
+  <xs:include schemaLocation="types.xsd"/>
+  <xs:element name="cluster" type="ClusterType"/>
+</xs:schema>""",
+    "types.xsd": b"""<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
+  <xs:complexType name="ClusterType">
+    <xs:sequence>
+      <!-- the machines, clock rate in MHz -->
+      <xs:element name="machine" type="MachineType" maxOccurs="unbounded"/>
+      <xs:choice minOccurs="0">
+        <xs:element name="now" type="xs:string"/>
+        <xs:element name="later" type="xs:string"/>
+      </xs:choice>
+    </xs:sequence>
+    <xs:attribute name="name" type="xs:string" use="required"/>
+  </xs:complexType>
+  <xs:complexType name="MachineType">
+    <xs:attribute name="cores" type="xs:positiveInteger" use="required"/>
+    <xs:attribute name="state" type="StateType" default="up"/>
+  </xs:complexType>
+  <xs:simpleType name="StateType">
+    <xs:restriction base="xs:string">
+      <xs:enumeration value="up"/>
+      <xs:enumeration value="down"/>
+    </xs:restriction>
+  </xs:simpleType>
+</xs:schema>""",
+}
+
+
+def test_xsd_reference_reads_occurrence_choices_facets_and_comments() -> None:
+    reference = xsd_ref.reference("root.xsd", SAMPLE_XSD.__getitem__)
+    assert reference.roots == ["cluster"]
+    cluster, machine = reference.sections
+    assert (cluster.path, machine.path) == ("/cluster", "/cluster/machine")
+    rows = {row.name: row for row in cluster.rows}
+    assert (rows["machine"].required, rows["machine"].occurs) == ("yes", "1..∞")
+    assert rows["machine"].unit == "MHz"  # from the comment above the declaration
+    assert (rows["now"].required, rows["now"].occurs) == ("choice", "0..1")
+    assert rows["@name"].required == "yes"
+    attributes = {row.name: row for row in machine.rows}
+    assert (attributes["@cores"].required, attributes["@cores"].constraints) == ("yes", "> 0")
+    assert attributes["@state"].type == "StateType (xs:string)"
+    assert attributes["@state"].constraints == "one of up, down; default up"
+
+
+# ------------------------------------------------------------------ other generators
+
+
+def test_cli_reference_covers_every_command_and_option() -> None:
+    from dcx.converters.cli import build_parser
+
+    parser = build_parser()
+    rendered = cli_ref.render(parser)
+    for name in cli_ref.command_names(parser):
+        assert f"## `dcx {name}`" in rendered
+    for action in parser._subparsers._group_actions[0].choices.values():  # type: ignore[union-attr]
+        for option in action._actions:
+            for option_string in option.option_strings:
+                if option_string not in ("-h", "--help"):
+                    assert option_string in rendered
+
+
+def test_code_collection_reads_calls_fstrings_and_keywords() -> None:
+    source = '''
+def check(x):
+    a = error(f"bad {x} value", "demo.bad-value", line=1)
+    b = context.warning("demo.odd", "odd " + "thing")
+    c = replace(d, code="demo.renamed")
+    d = error("not a code here", "Not.A.Code")
+    e = print("demo.not-reported")
+'''
+    uses = codes.uses_in_source(source, "demo")
+    found = {(use.code, use.severity, use.message) for use in uses}
+    assert found == {("demo.bad-value", "error", "bad {…} value"),
+                     ("demo.odd", "warning", "odd thing"),
+                     ("demo.renamed", "as raised", "")}
+
+
+def test_code_collection_finds_the_packages_codes() -> None:
+    found = codes.by_code(codes.collect())
+    for known in ("json.duplicate-key", "xml.dtd", "convert.invalid-output",
+                  "format.unrecognised"):
+        assert known in found
+    page = reference_pages.error_codes_page(codes.collect())
+    assert "`json.duplicate-key`" in page and "| 2 |" in page
+
+
+def test_divergences_section_is_extracted_and_stops_at_the_next_heading() -> None:
+    module = types.ModuleType("fake")
+    module.__doc__ = ("Title.\n\nDivergences\n-----------\n\n* One ``thing``\n  continued.\n"
+                      "* Two.\n\nNext\n----\n\nnot this\n")
+    text = formats_pages.divergences(module)
+    assert text == "* One `thing`\n    continued.\n* Two.\n"
+    environment = next(item for item in formats_pages.load_formats()
+                       if item.spec.name == "environment")
+    assert "$merge" in formats_pages.divergences(environment.module)
+
+
+def test_a_format_without_module_or_schema_is_noted_not_fatal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dcx.converters.registry import FormatSpec
+
+    ghost = FormatSpec(name="ghost", title="Ghost format", module="dcx.formats.no_such_module",
+                       family="trace", kind="workload", extensions=(".ghost",),
+                       schema="ghost.schema.json", description="Not written yet.")
+    monkeypatch.setattr(formats_pages, "FORMATS", (ghost,))
+    [item] = formats_pages.load_formats()
+    assert item.module is None and "ModuleNotFoundError" in item.problem
+    assert formats_pages.spec_page(item, []) is None
+    overview = formats_pages.overview_page([item], {})
+    assert "`ghost`" in overview and "not installed yet" in overview
+    assert "not installed" in formats_pages.loss_matrix_page([item])
+
+
+def test_a_format_with_schema_but_no_module_still_gets_its_structure() -> None:
+    from dcx.converters.registry import FormatSpec
+
+    spec = FormatSpec(name="haizea", title="Haizea", module="dcx.formats.no_such_module",
+                      family="haizea", kind="both", extensions=(".lwf",),
+                      schema="haizea-lease-workload.xsd", description="")
+    page = formats_pages.spec_page(formats_pages.LoadedFormat(spec, None, "missing"), [])
+    assert page is not None
+    assert "Reader not installed yet" in page and "`lease-request`" in page
+
+
+def test_scheduler_page_says_how_to_produce_results_when_absent(tmp_path: Path) -> None:
+    page = reference_pages.scheduler_page(tmp_path, "")
+    assert "nox -s schedule" in page and "Table XI" in page
+
+
+def test_scheduler_page_includes_tables_and_plots_when_present(tmp_path: Path) -> None:
+    results = tmp_path / "build" / "schedule" / "askalon"
+    results.mkdir(parents=True)
+    (results / "table.md").write_text("# Askalon\n\n| policy | JMS |\n|---|---|\n| FIFO | 1 |\n")
+    (results / "jms.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    page = reference_pages.scheduler_page(tmp_path, "")
+    assert "#### Askalon" in page and "| FIFO | 1 |" in page
+    assert "](plots/askalon--jms.svg)" in page
+    assert reference_pages.plot_name(tmp_path, results / "jms.svg") == "plots/askalon--jms.svg"
+
+
+def test_security_page_lists_every_hostile_case() -> None:
+    cases = reference_pages.hostile_cases(REPO)
+    if cases is None:
+        pytest.skip("tests/hostile/cases.py is not importable in this checkout")
+    page = reference_pages.security_page(REPO, "")
+    for case in cases:
+        assert f"`{case.name}`" in page and f"`{case.code}`" in page
+    assert "max_input_bytes" in page
+
+
+# ------------------------------------------------------------------ the built site
+
+
+def test_strict_build_writes_every_generated_page(built_site: Path) -> None:
+    for page in ("index.html", "formats/index.html", "conversions/index.html",
+                 "reference/loss-matrix/index.html", "reference/cli/index.html",
+                 "reference/error-codes/index.html", "reference/security/index.html",
+                 "guides/pre-commit/index.html", "scheduler/index.html"):
+        assert (built_site / page).is_file(), page
+    for item in formats_pages.load_formats():
+        if item.module is not None:
+            assert (built_site / "formats" / item.spec.name / "index.html").is_file()
+
+
+def test_built_pages_load_nothing_from_other_hosts(built_site: Path) -> None:
+    for page in built_site.rglob("*.html"):
+        tree = html.parse(str(page))
+        for element in tree.getroot().iter("script", "link", "img", "iframe"):
+            url = element.get("src") or (element.get("href") if element.tag == "link" else None)
+            if url:
+                assert not url.startswith(("http:", "https:", "//")), f"{page}: {url}"
+
+
+def test_conversion_pages_equal_a_fresh_converter_run(built_site: Path) -> None:
+    from dcx.converters.convert import convert
+
+    compared = 0
+    for page_file in sorted((built_site / "conversions").rglob("index.html")):
+        for block in html.parse(str(page_file)).getroot().find_class("dcx-conversion"):
+            input_path, target = block.get("data-input"), block.get("data-target")
+            fresh = convert((REPO / input_path).read_bytes(), target, input_path)
+            output_tab = block.xpath(".//div[contains(@class,'tabbed-block')][2]")[0]
+            if not fresh.data:
+                assert conversions.REFUSED in output_tab.text_content(), (
+                    f"{input_path} → {target}: the page shows output the converter refuses")
+                continue
+            assert conversions.REFUSED not in output_tab.text_content()
+            output_code = output_tab.xpath(".//pre//code")
+            shown = output_code[0].text_content()
+            expected = fresh.data.decode("utf-8")
+            if len(expected.splitlines()) <= conversions.MAX_SHOWN_LINES:
+                assert shown.rstrip("\n") == expected.rstrip("\n"), f"{input_path} → {target}"
+            else:
+                assert expected.startswith(shown.rstrip("\n"))
+            compared += 1
+    if compared == 0:
+        pytest.skip("no example converts in this build yet")
+
+
+def test_tour_shows_real_command_output(built_site: Path) -> None:
+    text = html.parse(str(built_site / "index.html")).getroot().text_content()
+    if not (REPO / "examples" / "sss" / "cluster.xml").exists():
+        pytest.skip("the tour's example examples/sss/cluster.xml is not in this checkout")
+    assert "$ dcx validate examples/sss/cluster.xml" in text
+    assert "examples/sss/cluster.xml: sss, valid" in text
+
+
+def test_a_broken_anchor_fails_the_strict_build(tmp_path: Path) -> None:
+    copy = tmp_path / "site"
+    shutil.copytree(REPO / "site", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("formats", "converters", "scheduler", "schemas", "xsd", "examples"):
+        (tmp_path / folder).mkdir()  # the copied config watches these siblings
+    guide = copy / "docs" / "guides" / "pre-commit.md"
+    guide.write_text(guide.read_text() + "\n[planted](../reference/cli.md#no-such-anchor)\n")
+    result = _strict_build(copy / "mkdocs.yml", tmp_path / "out",
+                           {"DCX_DOCS_REPO_ROOT": str(REPO)})
+    assert result.returncode == 1
+    assert "no-such-anchor" in result.stderr + result.stdout
