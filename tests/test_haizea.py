@@ -702,3 +702,19 @@ def test_corpus_largest_legacy_file_has_unsorted_arrivals(corpus_dir: Path) -> N
     result = haizea.read(path.read_bytes())
     assert codes(result) == ["haizea.arrival-order"]
     assert only(result, "haizea.arrival-order").line == 6
+
+
+# --------------------------------------------------------------------------- fast construction
+
+
+def test_fast_construction_equals_the_dataclass_constructor() -> None:
+    values = {"id": 7, "submit_time_s": 1.5, "requested_time_s": 60.0,
+              "request": ResourceRequest(nodes=2), "image": "a.img", "extras": {"k": "v"}}
+    built = haizea._build(Task, **values)
+    assert built == Task(**values)
+    assert haizea._build(Task, id=1).extras is not haizea._build(Task, id=1).extras
+    assert haizea._build(Job, id=1) == Job(id=1)
+    with pytest.raises(TypeError):
+        haizea._build(Task, submit_time_s=0.0)  # id is required
+    with pytest.raises(TypeError):
+        haizea._build(Task, id=1, colour="red")
