@@ -1,0 +1,353 @@
+"""The ``nox -s convert`` pipeline: every input to every format that can hold it.
+
+``python -m dcx.converters.pipeline --out build/converted examples [PATH...]``
+
+Each input (files under the given folders, recursively, plus files given directly) is read
+once in the format its content shows; the document is written in every installed, writable
+format that holds a part of it (its topology, its workload); every output is read back by the
+target's reader, which validates it against our schema. Outputs go to
+``<out>/<input>/<format><ext>``; ``<out>/report.md`` and ``<out>/report.json`` hold the
+input × target matrix (ok, lossy with the lost fields, impossible) and the validation verdict
+of every file. Exit status: 0 when every output is valid, 1 when any is not (or a writer
+failed), 2 for usage errors. Inputs that are no dcx format are listed and skipped; inputs that
+do not read are listed with their diagnostics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from dcx.converters.atomic import write_atomic
+from dcx.converters.diagnostics import Diagnostic, Loss, error, has_errors
+from dcx.converters.limits import LIMITS
+from dcx.converters.losses import with_parts
+from dcx.converters.registry import FORMATS, FormatSpec, detect
+from dcx.formats.model import Document
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+CellStatus = Literal["ok", "lossy", "impossible", "write-error", "invalid"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """An installed format the pipeline can write, or why it cannot."""
+
+    spec: FormatSpec
+    holds: frozenset[str] | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Cell:
+    target: str
+    status: CellStatus
+    lost: tuple[Loss, ...] = ()
+    output: str | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    reason: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("write-error", "invalid")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "status": self.status,
+                "lost": [{"field": loss.field, "count": loss.count, "detail": loss.detail}
+                         for loss in self.lost],
+                "output": self.output, "valid": None if self.output is None else not self.failed,
+                "diagnostics": [_diagnostic_json(d) for d in self.diagnostics],
+                "reason": self.reason}
+
+
+@dataclass
+class InputResult:
+    path: str
+    name: str
+    """Folder name under ``<out>`` for this input's outputs."""
+    format: str | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    cells: list[Cell] = field(default_factory=list)
+
+    @property
+    def readable(self) -> bool:
+        return self.format is not None and not has_errors(self.diagnostics)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "name": self.name, "format": self.format,
+                "valid": self.readable,
+                "diagnostics": [_diagnostic_json(d) for d in self.diagnostics],
+                "conversions": [cell.to_json() for cell in self.cells]}
+
+
+def _diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
+    return {"code": diagnostic.code, **diagnostic.to_json()}
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+def collect_inputs(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """``(path, output folder name)`` for every file under ``paths``, in a stable order.
+
+    A file inside a folder argument is named by its path below that folder with ``/`` turned
+    into ``__`` (``sss__cluster.xml``); a file argument by its base name. Clashes get ``~2``…
+    """
+    found: list[tuple[str, str]] = []
+    for given in paths:
+        root = Path(given)
+        if root.is_dir():
+            for file in sorted(p for p in root.rglob("*") if p.is_file()):
+                relative = file.relative_to(root)
+                if any(part.startswith(".") for part in relative.parts):
+                    continue  # editor swap files, .gitignore
+                found.append((str(file), "__".join(relative.parts)))
+        elif root.is_file():
+            found.append((str(root), root.name))
+        else:
+            raise FileNotFoundError(given)
+    used: dict[str, int] = {}
+    named = []
+    for path, name in found:
+        used[name] = used.get(name, 0) + 1
+        named.append((path, name if used[name] == 1 else f"{name}~{used[name]}"))
+    return named
+
+
+def installed_targets(formats: Iterable[FormatSpec] = FORMATS) -> list[Target]:
+    targets = []
+    for spec in formats:
+        try:
+            module = spec.load()
+            holds: frozenset[str] = module.HOLDS
+        except Exception as exc:  # a module mid-edit may fail any way; report it, go on
+            targets.append(Target(spec, None, f"not importable ({type(exc).__name__}: {exc})"))
+            continue
+        if not spec.writable or not hasattr(module, "write"):
+            targets.append(Target(spec, None, "dcx cannot write it"))
+            continue
+        targets.append(Target(spec, holds))
+    return targets
+
+
+# ------------------------------------------------------------------------------ converting
+
+
+def parts_of(document: Document) -> set[str]:
+    return {part for part in ("environment", "workload") if getattr(document, part) is not None}
+
+
+def convert_input(path: str, name: str, targets: Sequence[Target], out: Path) -> InputResult:
+    result = InputResult(path, name)
+    data = _read_bytes(path)
+    if data is None:
+        return result  # larger than any reader accepts: listed as not a dcx format
+    spec = detect(data, path)
+    if spec is None:
+        return result
+    result.format = spec.name
+    try:
+        read = spec.load().read(data)
+    except Exception as exc:  # a reader must never raise; say so rather than stop the run
+        result.diagnostics = (_internal(f"{spec.name} reader raised {type(exc).__name__}: {exc}"),)
+        return result
+    result.diagnostics = read.diagnostics
+    if read.document is None or has_errors(read.diagnostics):
+        return result
+    for target in targets:
+        if target.holds is None:
+            continue
+        result.cells.append(convert_document(read.document, target, out / name))
+    return result
+
+
+def convert_document(document: Document, target: Target, folder: Path) -> Cell:
+    spec = target.spec
+    assert target.holds is not None
+    shared = parts_of(document) & with_parts(target.holds)
+    if not shared:
+        what = " and ".join(sorted(parts_of(document))) or "nothing"
+        return Cell(spec.name, "impossible",
+                    reason=f"{spec.name} holds no {what}")
+    module = spec.load()
+    try:
+        written = module.write(document)
+    except Exception as exc:  # a writer bug: the cell fails, the run goes on
+        return Cell(spec.name, "write-error",
+                    diagnostics=(_internal(f"{spec.name} writer raised "
+                                           f"{type(exc).__name__}: {exc}"),))
+    if has_errors(written.diagnostics) or not written.data:
+        return Cell(spec.name, "write-error", written.losses, diagnostics=written.diagnostics)
+    output = folder / f"{spec.name}{spec.extensions[0]}"
+    write_atomic(output, written.data)
+    try:
+        verdict = module.read(written.data).diagnostics
+    except Exception as exc:
+        verdict = (_internal(f"{spec.name} reader raised {type(exc).__name__}: {exc}"),)
+    status: CellStatus = ("invalid" if has_errors(verdict)
+                          else "lossy" if written.losses else "ok")
+    return Cell(spec.name, status, written.losses, str(output),
+                tuple(d.at(str(output)) for d in verdict))
+
+
+def _internal(message: str) -> Diagnostic:
+    return error(message, "pipeline.internal-error")
+
+
+def _read_bytes(path: str) -> bytes | None:
+    if os.path.getsize(path) > LIMITS.max_input_bytes:
+        return None
+    with open(path, "rb") as stream:
+        return stream.read()
+
+
+# ------------------------------------------------------------------------------ reports
+
+
+_MARK = {"ok": "ok", "lossy": "lossy", "impossible": "impossible", "write-error": "WRITE ERROR",
+         "invalid": "INVALID"}
+
+
+def report_json(results: Sequence[InputResult], targets: Sequence[Target]) -> dict[str, Any]:
+    cells = [cell for result in results for cell in result.cells]
+    return {
+        "formats": [{"name": t.spec.name, "writable": t.holds is not None, "reason": t.reason}
+                    for t in targets],
+        "inputs": [result.to_json() for result in results],
+        "summary": {
+            "inputs": len(results),
+            "unrecognised": sum(result.format is None for result in results),
+            "unreadable": sum(result.format is not None and not result.readable
+                              for result in results),
+            "outputs": sum(cell.output is not None for cell in cells),
+            "invalid_outputs": sum(cell.failed for cell in cells),
+            **{status: sum(cell.status == status for cell in cells) for status in _MARK},
+        },
+    }
+
+
+def report_markdown(results: Sequence[InputResult], targets: Sequence[Target]) -> str:
+    writable = [t.spec.name for t in targets if t.holds is not None]
+    lines = ["# dcx conversion report", ""]
+    summary = report_json(results, targets)["summary"]
+    lines.append(f"{summary['inputs']} inputs, {summary['outputs']} outputs, "
+                 f"{summary['invalid_outputs']} invalid.")
+    missing = [t for t in targets if t.holds is None]
+    if missing:
+        lines += ["", "Formats not converted to:", ""]
+        lines += [f"- `{t.spec.name}`: {t.reason}" for t in missing]
+    lines += ["", "## Matrix", "", "Rows are inputs (with their format), columns target formats.",
+              "", "| input | format | " + " | ".join(writable) + " |",
+              "| --- | --- | " + " | ".join("---" for _ in writable) + " |"]
+    for result in results:
+        if not result.readable:
+            continue
+        by_target = {cell.target: cell for cell in result.cells}
+        row = [_cell_text(by_target.get(name)) for name in writable]
+        lines.append(f"| `{result.path}` | {result.format} | " + " | ".join(row) + " |")
+    lines += ["", "## Validation of every file", ""]
+    for result in results:
+        verdict = ("not a dcx format (skipped)" if result.format is None
+                   else "valid" if result.readable else "INVALID")
+        lines.append(f"- `{result.path}` ({result.format or 'unknown'}): {verdict}")
+        lines += [f"    - {d.at(result.path).render()}" for d in result.diagnostics if d.is_error]
+        for cell in result.cells:
+            if cell.output is None and cell.status != "write-error":
+                continue
+            where = f"`{cell.output}`" if cell.output else f"{cell.target} (no output)"
+            verdict = "INVALID" if cell.failed else "valid"
+            lines.append(f"    - {where}: {verdict}")
+            lines += [f"        - {d.render()}" for d in cell.diagnostics if d.is_error]
+    return "\n".join(lines) + "\n"
+
+
+def _cell_text(cell: Cell | None) -> str:
+    if cell is None:
+        return ""
+    text = _MARK[cell.status]
+    if cell.lost:
+        text += ": " + ", ".join(f"{loss.field} ({loss.count})" for loss in cell.lost)
+    return text
+
+
+# ------------------------------------------------------------------------------ progress
+
+
+class Progress:
+    """A one-line progress bar on a terminal; silent when stderr is not one (CI logs)."""
+
+    def __init__(self, total: int, stream: TextIO = sys.stderr, width: int = 30) -> None:
+        self.total, self.stream, self.width, self.done = total, stream, width, 0
+        self.enabled = stream.isatty() and total > 0
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        filled = self.width * self.done // self.total
+        bar = "#" * filled + "-" * (self.width - filled)
+        self.stream.write(f"\r[{bar}] {self.done}/{self.total} {label[:50]:<50}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# ------------------------------------------------------------------------------ entry point
+
+
+def run(paths: Sequence[str], out: Path, formats: Iterable[FormatSpec] = FORMATS,
+        stream: TextIO = sys.stderr) -> tuple[int, dict[str, Any]]:
+    """Convert, write outputs and reports; the exit status and the JSON report."""
+    inputs = collect_inputs(paths)
+    targets = installed_targets(formats)
+    progress = Progress(len(inputs), stream)
+    results = []
+    for path, name in inputs:
+        results.append(convert_input(path, name, targets, out))
+        progress.step(path)
+    progress.close()
+    out.mkdir(parents=True, exist_ok=True)
+    report = report_json(results, targets)
+    write_atomic(out / "report.json",
+                 (json.dumps(report, indent=2, ensure_ascii=False) + "\n").encode())
+    write_atomic(out / "report.md", report_markdown(results, targets).encode())
+    failed = [(result, cell) for result in results for cell in result.cells if cell.failed]
+    for result, cell in failed:
+        errors = [d for d in cell.diagnostics if d.is_error]
+        first = errors[0].render() if errors else cell.status
+        print(f"{result.path} -> {cell.target}: {_MARK[cell.status]}: {first}", file=stream)
+    return (EXIT_INVALID if failed else EXIT_OK), report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m dcx.converters.pipeline",
+        description="Convert every input to every format that can hold it and validate every "
+        "output; writes <out>/<input>/<format><ext> and <out>/report.{md,json}.")
+    parser.add_argument("--out", required=True, help="output folder (build/converted)")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    args = parser.parse_args(argv)
+    try:
+        code, report = run(args.paths, Path(args.out))
+    except FileNotFoundError as exc:
+        print(f"pipeline: error: {exc}: no such file or folder", file=sys.stderr)
+        return EXIT_USAGE
+    summary = report["summary"]
+    print(f"{summary['inputs']} inputs, {summary['outputs']} outputs "
+          f"({summary['ok']} ok, {summary['lossy']} lossy, {summary['impossible']} impossible), "
+          f"{summary['invalid_outputs']} invalid; report: {Path(args.out) / 'report.md'}")
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
