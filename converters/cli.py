@@ -179,8 +179,37 @@ def _strict(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate each file; ``--hook`` skips files that are no dcx format (pre-commit)."""
     from dcx.converters.convert import read_any
-    from dcx.converters.registry import detect, get
+    from dcx.converters.registry import get
+
+    # Sniff only the formats a file's first byte allows, so a hook batch of JSON files never
+    # imports the XML machinery (and --family narrows further): start-up is paid per batch.
+    json_suffixes, xml_suffixes = {".json", ".R"}, {".xml", ".lwf", ".lwfa"}
+    families = set(args.family or ())
+    scope = [spec for spec in FORMATS
+             if not (args.hook and families) or spec.family in families]
+    by_content = {
+        "json": [spec for spec in scope if json_suffixes & set(spec.extensions)],
+        "xml": [spec for spec in scope if xml_suffixes & set(spec.extensions)],
+        "text": [spec for spec in scope
+                 if set(spec.extensions) - json_suffixes - {".xml"}],
+    }
+
+    def sniffed(data: bytes, path: str) -> FormatSpec | None:
+        head = data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+        kind = "json" if head[:1] in (b"{", b"[") else "xml" if head[:1] == b"<" else "text"
+        matches = []
+        for spec in by_content[kind]:
+            try:
+                module = spec.load()
+            except ModuleNotFoundError:
+                continue
+            if module.sniff(data):
+                matches.append(spec)
+        suffix = os.path.splitext(path)[1]
+        return next((spec for spec in matches if suffix in spec.extensions),
+                    matches[0] if matches else None)
 
     entries: list[dict[str, Any]] = []
     shown: list[Diagnostic] = []
@@ -194,10 +223,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             shown += diagnostics
             failed = True
             continue
-        spec = get(args.format) if args.format else detect(data, path)
+        spec = get(args.format) if args.format else sniffed(data, path)
         if spec is None and args.hook:
             continue
-        if spec is not None and args.family and spec.family not in args.family:
+        if spec is not None and families and spec.family not in families:
             continue
         found_spec, result = read_any(data, path, spec.name if spec else None)
         diagnostics = [d.at(path) for d in result.diagnostics]
@@ -279,17 +308,18 @@ def cmd_formats(args: argparse.Namespace) -> int:
                      "writes": installed and spec.writable,
                      "cannot_hold": sorted(set(FIELDS) - holds) if installed else [],
                      "description": spec.description})
-    matrix = {a["name"]: {b["name"]: sorted(set(FIELDS) - set(a["cannot_hold"]) -
-                                            (set(FIELDS) - set(b["cannot_hold"])))
-                          for b in rows if b["name"] != a["name"] and b["writes"]}
-              for a in rows if a["reads"]}
-    if args.output_mode == "json":
-        print(json.dumps({"formats": rows, **({"matrix": matrix} if args.matrix else {})}))
-        return EXIT_OK
     if args.matrix:
-        for source, targets in matrix.items():
-            for target, lost in targets.items():
-                print(f"{source} -> {target}: " + (", ".join(lost) if lost else "nothing lost"))
+        from dcx.converters.losses import loss_matrix
+
+        cells = loss_matrix()
+        if args.output_mode == "json":
+            print(json.dumps({"formats": rows, "matrix": [cell.to_json() for cell in cells]}))
+        else:
+            for cell in cells:
+                print(cell.render())
+        return EXIT_OK
+    if args.output_mode == "json":
+        print(json.dumps({"formats": rows}))
         return EXIT_OK
     for row in rows:
         status = ("reads, writes" if row["writes"] else "reads") if row["reads"] else "not installed"
