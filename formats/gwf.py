@@ -262,12 +262,13 @@ def _cycle_diagnostics(
         # Every stuck task has a stuck dependency, so following them must revisit a task.
         path: list[int] = []
         position: dict[int, int] = {}
-        current = start
-        while current not in position and current in remaining:
+        current: int | None = start
+        while current is not None and current not in position:
             position[current] = len(path)
             path.append(current)
-            current = next(t for t in resolved[current] if t in remaining)
-        if current in position:
+            # None: this task only waits on a cycle already reported.
+            current = next((t for t in resolved[current] if t in remaining), None)
+        if current is not None:
             cycle = path[position[current]:]
             names = " → ".join(repr(ids[i]) for i in [*cycle, cycle[0]])
             closing = cycle[-1]
@@ -296,14 +297,18 @@ def sniff(data: bytes) -> bool:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith("WorkflowID"):
+        if line.startswith("WorkflowID") or _looks_archive(line):
             return True
-        if "," in line:
-            fields = line.split(",")
-            return len(fields) >= 7 and all(parse_int(f.strip()) is not None for f in fields[:2])
-        tokens = line.split()
-        return len(tokens) == len(ARCHIVE_COLUMNS) and parse_int(tokens[0]) is not None
+        fields = line.split(",")
+        return len(fields) >= 7 and all(parse_int(f.strip()) is not None for f in fields[:2])
     return False
+
+
+def _looks_archive(line: str) -> bool:
+    """29 whitespace-separated tokens starting with an integer job id (a workflow line's
+    first token ends in a comma)."""
+    tokens = line.split()
+    return len(tokens) == len(ARCHIVE_COLUMNS) and parse_int(tokens[0]) is not None
 
 
 # --------------------------------------------------------------------------- read
@@ -423,10 +428,12 @@ def _read(data: bytes) -> ReadResult:
     first = next((i for i, raw in enumerate(lines)
                   if raw.strip() and not raw.lstrip().startswith("#")), None)
     if first is None:
-        return ReadResult(None, (error("file has no GWF header or task lines", "gwf.empty",
-                                       line=1, column=1),))
-    head = lines[first].strip()
-    variant: Variant = "workflow" if head.startswith("WorkflowID") or "," in head else "archive"
+        if not text.strip():
+            return ReadResult(None, (error("file is empty", "gwf.empty", line=1, column=1),))
+        # Only comments: an archive-format file without jobs.
+        empty = Document(workload=Workload())
+        return ReadResult(empty, (warning("file has no task lines", "gwf.no-tasks"),))
+    variant: Variant = "archive" if _looks_archive(lines[first]) else "workflow"
     reader = _Reader(lines, variant, [])
     if variant == "workflow":
         tasks, placement = _read_workflow(reader, first)
@@ -785,7 +792,6 @@ def _write_workflow(document: Document, workload: Workload) -> WriteResult:
     return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
 
 
-_TOKEN_TEXT = re.compile(r"[^\s#][^\s]*")
 _USER_TEXT = re.compile(r"0|[1-9]\d{0,17}")
 
 
@@ -848,7 +854,8 @@ def _extra_column(key: str, value: object) -> str | None:
         return None
     name = key[len(EXTRA_PREFIX):]
     if name in _ARCHIVE_TOKENS:
-        if isinstance(value, str) and _TOKEN_TEXT.fullmatch(value) and value != "-1":
+        # str.split() is what the reader splits on, so it is the test of a single token.
+        if isinstance(value, str) and value.split() == [value] and value != "-1":
             return value
         return None
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):

@@ -1,0 +1,149 @@
+"""Hypothesis strategies for models the trace formats (GWF, SWF, osp-workload) and the OpenDC
+setup can hold exactly, so that model → format → model is the identity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dcx.formats.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Job,
+    Machine,
+    Rack,
+    ResourceRequest,
+    Room,
+    Task,
+    Workload,
+)
+from dcx.formats.opendc_setup import CPU_TYPES
+from hypothesis import strategies as st
+
+seconds = st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False)
+whole_seconds = st.integers(min_value=0, max_value=10**9).map(float)
+any_seconds = st.one_of(whole_seconds, seconds)
+core_counts = st.integers(min_value=1, max_value=64)
+trace_ids = st.integers(min_value=0, max_value=10**12)
+tokens = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=8)
+numeric_ids = st.integers(min_value=0, max_value=10**9).map(str)
+# Built once: strategies made inside a draw are re-validated on every draw (slow).
+optional_seconds = st.none() | any_seconds
+optional_ids = st.none() | numeric_ids
+requested_counts = st.one_of(st.just(-1), core_counts)
+shapes = st.sampled_from(["same", "requested", "allocated-unknown"])
+measure_values = st.integers(0, 10**9) | seconds
+code_values = st.integers(0, 10**6)
+token_values = tokens.filter(lambda token: token != "-1")
+choice = st.integers(min_value=0, max_value=10**6)
+choices = st.lists(choice, max_size=4)
+memory_kbs = st.none() | st.integers(min_value=0, max_value=2**20)
+
+
+@st.composite
+def processor_extras(draw: st.DrawFn, cores: int) -> tuple[int, dict[str, Any]]:
+    """Cores plus the extras that say how NProcs/ReqNProcs differ from them."""
+    shape = draw(shapes)
+    if shape == "requested":
+        requested = draw(requested_counts)
+        return cores, {"gwf:ReqNProcs": requested if requested != cores else -1}
+    if shape == "allocated-unknown":
+        return cores, {"gwf:NProcs": -1}
+    return cores, {}
+
+
+@st.composite
+def workflow_workloads(draw: st.DrawFn) -> Workload:
+    """Workloads the 7-column GWF variant holds: integer ids, cores on one node, acyclic
+    dependencies on earlier tasks, runtimes possibly unknown."""
+    task_count = draw(st.integers(min_value=0, max_value=25))
+    task_ids = draw(st.lists(trace_ids, min_size=task_count, max_size=task_count, unique=True))
+    job_count = draw(st.integers(min_value=1, max_value=max(1, task_count)))
+    job_ids = draw(st.lists(trace_ids, min_size=job_count, max_size=job_count, unique=True))
+    members: dict[int, list[Task]] = {job_id: [] for job_id in job_ids}
+    for position, task_id in enumerate(task_ids):
+        earlier = task_ids[:position]
+        picks = draw(choices) if earlier else []
+        dependencies = list(dict.fromkeys(earlier[pick % len(earlier)] for pick in picks))
+        cores, extras = draw(processor_extras(draw(core_counts)))
+        task = Task(
+            id=task_id,
+            submit_time_s=draw(any_seconds),
+            runtime_s=draw(optional_seconds),
+            request=ResourceRequest(cores=float(cores)),
+            dependencies=tuple(dependencies),
+            extras=extras,
+        )
+        members[job_ids[draw(choice) % len(job_ids)]].append(task)
+    jobs = tuple(Job(id=job_id, tasks=tuple(tasks)) for job_id, tasks in members.items() if tasks)
+    return Workload(jobs=jobs)
+
+
+_ARCHIVE_MEASURES = ("WaitTime", "AverageCPUTimeUsed", "UsedMemory", "UsedNetwork",
+                     "UsedLocalDiskSpace", "ReqNetwork", "ReqLocalDiskSpace")
+_ARCHIVE_CODES = ("Status", "ExecutableID", "QueueID", "PartitionID", "OrigSiteID",
+                  "LastRunSiteID")
+_ARCHIVE_TOKENS = ("JobStructure", "JobStructureParams", "UsedResources", "ReqPlatform",
+                   "ReqResources", "VOID", "ProjectID")
+
+measure_columns = st.lists(st.sampled_from(_ARCHIVE_MEASURES), unique=True)
+code_columns = st.lists(st.sampled_from(_ARCHIVE_CODES), unique=True)
+token_columns = st.lists(st.sampled_from(_ARCHIVE_TOKENS), unique=True)
+
+
+@st.composite
+def archive_extras(draw: st.DrawFn) -> dict[str, Any]:
+    extras: dict[str, Any] = {}
+    for name in draw(measure_columns):
+        extras["gwf:" + name] = draw(measure_values)
+    for name in draw(code_columns):
+        extras["gwf:" + name] = draw(code_values)
+    for name in draw(token_columns):
+        extras["gwf:" + name] = draw(token_values)
+    return extras
+
+
+@st.composite
+def archive_workloads(draw: st.DrawFn) -> Workload:
+    """Workloads the 29-column archive GWF holds: single-task jobs whose id is the task id;
+    memory in whole KB per processor (so the KB ↔ MB conversion is exact)."""
+    task_ids = draw(st.lists(trace_ids, max_size=20, unique=True))
+    jobs = []
+    for task_id in task_ids:
+        cores, extras = draw(processor_extras(draw(core_counts)))
+        extras.update(draw(archive_extras()))
+        memory_kb = draw(memory_kbs)
+        task = Task(
+            id=task_id,
+            submit_time_s=draw(any_seconds),
+            runtime_s=draw(optional_seconds),
+            requested_time_s=draw(optional_seconds),
+            request=ResourceRequest(
+                cores=float(cores),
+                memory_mb=None if memory_kb is None else memory_kb * float(cores) / 1024,
+            ),
+            user=draw(optional_ids),
+            group=draw(optional_ids),
+            extras=extras,
+        )
+        jobs.append(Job(id=task_id, tasks=(task,)))
+    return Workload(jobs=tuple(jobs))
+
+
+@st.composite
+def setup_environments(draw: st.DrawFn) -> Environment:
+    """Topologies the OpenDC setup holds: one anonymous datacenter, typed rooms, racks of
+    anonymous machines whose CPUs are SC18 CPU types."""
+    machine = st.lists(st.sampled_from(sorted(CPU_TYPES)), max_size=3).map(
+        lambda ids: Machine(cpus=tuple(CPU_TYPES[i] for i in ids)))
+    rack = st.lists(machine, max_size=6).map(lambda ms: Rack(slots=tuple(ms)))
+    room = st.builds(lambda kind, racks: Room(type=kind, racks=tuple(racks)),
+                     st.sampled_from(["SERVER", "COOLING", "HALLWAY", "OFFICE", "POWER"]),
+                     st.lists(rack, max_size=3))
+    rooms = draw(st.lists(room, max_size=3))
+    return Environment(datacenters=(Datacenter(rooms=tuple(rooms)),),
+                       name=draw(st.text(max_size=20)))
+
+
+def as_document(workload: Workload) -> Document:
+    return Document(workload=workload)
