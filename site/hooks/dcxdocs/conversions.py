@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dcx.converters.convert import Conversion, convert
 from dcx.converters.registry import detect
+from dcx.formats.model import Document
 
 from dcxdocs.formats_pages import LoadedFormat
 from dcxdocs.markdown import admonition, cell, code, fenced, indent, table, tabs
@@ -60,6 +61,12 @@ def _compatible(source: LoadedFormat, target: LoadedFormat) -> bool:
     return len(kinds) == 1 or "both" in kinds
 
 
+def _nothing_to_write(document: Document, target: LoadedFormat) -> bool:
+    kind = target.spec.kind
+    return ((kind == "topology" and document.environment is None)
+            or (kind == "workload" and document.workload is None))
+
+
 def example_files(repo_root: Path) -> list[Path]:
     folder = repo_root / "examples"
     if not folder.is_dir():
@@ -91,6 +98,9 @@ def run_examples(repo_root: Path, formats: list[LoadedFormat]) -> list[ExampleCo
                 conversion = convert(data, target.spec.name, relative, spec.name)
             except Exception:
                 continue
+            document = conversion.read.document if conversion.read else None
+            if document is not None and _nothing_to_write(document, target):
+                continue  # e.g. a workload-only Haizea file has no topology for a topology format
             results.append(ExampleConversion(relative, spec.name, target.spec.name,
                                              data.decode("utf-8", errors="replace"), conversion))
     return results
