@@ -6,9 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from dcx.formats.model import (
     Datacenter,
     Environment,
@@ -29,6 +26,8 @@ from dcx.scheduler.metrics import compute_metrics
 from dcx.scheduler.policies import Policy, all_policies, parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
 from dcx.scheduler.runs import run_policy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 I5 = ProcessingUnit(cores=2, clock_rate_hz=3.5e9)
 I7 = ProcessingUnit(cores=4, clock_rate_hz=4.1e9)
@@ -73,7 +72,8 @@ def test_sc18_arrival_is_the_first_tick_at_or_after_submission(submit: float, ti
 
 
 @pytest.mark.parametrize(("runtime", "clock", "seconds"),
-                         [(1, 4100, 0), (1, 3500, 1), (100, 4100, 97), (100, 3500, 114), (0, 3500, 0)])
+                         [(1, 4100, 0), (1, 3500, 1), (100, 4100, 97), (100, 3500, 114),
+                          (0, 3500, 0)])
 def test_sc18_duration_is_truncated_reference_work(runtime: float, clock: float,
                                                    seconds: float) -> None:
     assert SC18.duration(runtime, clock) == seconds
@@ -96,7 +96,8 @@ def test_sc18_zero_length_task_is_seen_only_at_the_next_tick() -> None:
 
 def test_event_model_starts_children_at_the_parent_finish() -> None:
     env = environment(Machine(id="m", cpus=(ProcessingUnit(cores=1),)))  # no clock: no scaling
-    problem = compiled(workload((task(1, submit=3, runtime=7.5), task(2, submit=3, deps=(1,)))), env)
+    chain = (task(1, submit=3, runtime=7.5), task(2, submit=3, deps=(1,)))
+    problem = compiled(workload(chain), env)
     schedule = simulate(problem, parse_policy("FIFO-FIRSTFIT"), time_model("event"))
     assert by_id(problem, schedule.start_s) == {1: 3, 2: 10.5}
 

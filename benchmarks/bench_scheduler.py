@@ -1,0 +1,79 @@
+"""Scheduler speed on the SC18 traces: one Askalon run per policy and all 18 (policy, trace)
+runs, with and without per-stage timing. Baseline measured in the same run: a bare heap
+pass over the same Askalon tasks (push every task, pop every task), the floor any
+event-driven simulator pays."""
+
+from __future__ import annotations
+
+import heapq
+import os
+import sys
+import time
+from pathlib import Path
+
+from dcx.scheduler.engine import simulate, time_model
+from dcx.scheduler.loading import load_problem
+from dcx.scheduler.paper import SETUP_FILE_NAME, TRACES
+from dcx.scheduler.policies import all_policies
+from dcx.scheduler.problem import Problem
+
+
+def corpus() -> Path:
+    root = os.environ.get("DCX_CORPUS")
+    default = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    return (Path(root) if root else default) / "gwf"
+
+
+def best_of(repeats: int, action) -> float:  # type: ignore[no-untyped-def]
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def heap_baseline(problem: Problem) -> None:
+    heap: list[tuple[float, int]] = []
+    for index, submit in enumerate(problem.tasks.submit_s):
+        heapq.heappush(heap, (submit + problem.tasks.runtime_s[index], index))
+    while heap:
+        heapq.heappop(heap)
+
+
+def main() -> None:
+    folder = corpus()
+    if not (folder / SETUP_FILE_NAME).is_file():
+        print(f"bench_scheduler: corpus not found at {folder}; nothing measured")
+        return
+    problems: dict[str, Problem] = {}
+    for trace in TRACES:
+        started = time.perf_counter()
+        loaded = load_problem(folder / trace.file_name, folder / SETUP_FILE_NAME)
+        if loaded.problem is None:
+            sys.exit(f"bench_scheduler: cannot load {trace.file_name}")
+        problems[trace.name] = loaded.problem
+        print(f"load {trace.name}: {len(loaded.problem.tasks):,} tasks, "
+              f"{time.perf_counter() - started:.3f} s (read + compile)")
+    sc18 = time_model("sc18")
+    askalon = problems["Askalon"]
+    baseline = best_of(3, lambda: heap_baseline(askalon))
+    print(f"baseline heap pass over Askalon: {baseline * 1e3:.1f} ms")
+    print(f"{'policy':<18}{'no stage timing':>16}{'stage timing':>14}{'x baseline':>12}")
+    for policy in all_policies():
+        plain = best_of(3, lambda p=policy: simulate(askalon, p, sc18, 0, False))
+        timed = best_of(3, lambda p=policy: simulate(askalon, p, sc18, 0, True))
+        print(f"{policy.name:<18}{plain:>15.3f}s{timed:>13.3f}s{plain / baseline:>11.1f}x")
+
+    def all_runs() -> None:
+        for problem in problems.values():
+            for policy in all_policies():
+                simulate(problem, policy, sc18, 0, True)
+
+    total = best_of(1, all_runs)
+    print(f"all 18 (policy, trace) runs with stage timing: {total:.2f} s "
+          f"({total / baseline:.0f}x baseline)")
+
+
+if __name__ == "__main__":
+    main()

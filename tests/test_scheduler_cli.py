@@ -1,0 +1,90 @@
+"""``dcx schedule`` as a user runs it: JSON shape, exit codes, output files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from dcx.scheduler import cli
+
+SETUP = """{"name": "two", "rooms": [{"type": "SERVER", "objects": [{"type": "RACK",
+ "machines": [{"cpus": [2]}, {"cpus": [1]}]}]}]}"""
+HEADER = "WorkflowID, JobID, SubmitTime, RunTime, NProcs, ReqNProcs, Dependencies\n"
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers(dest="command"))
+    return cli.run(parser.parse_args(argv))
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    setup = tmp_path / "setup.json"
+    setup.write_text(SETUP)
+    trace = tmp_path / "small.gwf"
+    trace.write_text(HEADER + "0, 1, 0, 20, 1, 1, \n0, 2, 5, 10, 1, 1, 1\n1, 3, 2, 4, 1, 1, \n")
+    return trace, setup
+
+
+def test_json_output_is_exactly_one_object(files: tuple[Path, Path],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    trace, setup = files
+    code = run(["schedule", str(trace), "--env", str(setup), "--policy",
+                "SRTF-BESTFIT,RANDOM-FIRSTFIT", "--time-model", "sc18", "--seed", "4",
+                "--output", "json"])
+    assert code == 0
+    document = json.loads(capsys.readouterr().out)
+    assert list(document) == ["runs"]
+    first, second = document["runs"]
+    assert set(first) == {"policy", "time_model", "seed", "tasks", "jobs", "metrics"}
+    assert (first["policy"], first["time_model"], first["seed"]) == ("SRTF-BESTFIT", "sc18", None)
+    assert (first["tasks"], first["jobs"]) == (3, 2)
+    assert set(first["metrics"]) == {"TRT", "JMS", "NJSL", "JWT"}
+    assert all(isinstance(v, float) for v in first["metrics"].values())
+    assert second["seed"] == 4
+
+
+def test_out_writes_csv_json_and_svg(files: tuple[Path, Path], tmp_path: Path) -> None:
+    trace, setup = files
+    out = tmp_path / "out"
+    assert run(["schedule", str(trace), "--env", str(setup), "--out", str(out)]) == 0
+    run_folder = out / "SRTF-BESTFIT-event"
+    assert (run_folder / "tasks.csv").read_text().count("\n") == 4
+    assert (run_folder / "jobs.csv").read_text().count("\n") == 3
+    assert json.loads((run_folder / "summary.json").read_text())["tasks"] == 3
+    assert (run_folder / "stages.csv").read_text().startswith("time_s,stage,wall_ns")
+    for plot in ("trt.svg", "jms.svg", "stages.svg"):
+        assert (out / plot).read_text().startswith("<svg")
+
+
+def test_a_cycle_is_bad_input_with_its_line(tmp_path: Path, files: tuple[Path, Path],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    _, setup = files
+    trace = tmp_path / "cycle.gwf"
+    trace.write_text(HEADER + "0, 1, 0, 5, 1, 1, 2\n0, 2, 0, 5, 1, 1, 1\n")
+    assert run(["schedule", str(trace), "--env", str(setup)]) == 1
+    err = capsys.readouterr().err
+    assert "cycle" in err and f"{trace}:" in err
+    assert "Traceback" not in err
+
+
+def test_task_larger_than_every_machine_is_bad_input(
+        tmp_path: Path, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, setup = files
+    trace = tmp_path / "wide.gwf"
+    trace.write_text(HEADER + "0, 1, 0, 5, 16, 16, \n")
+    assert run(["schedule", str(trace), "--env", str(setup)]) == 1
+    err = capsys.readouterr().err
+    assert "16 core(s)" in err and "largest: 4 cores" in err and err.startswith(str(trace))
+
+
+def test_unknown_policy_and_missing_file(files: tuple[Path, Path],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    trace, setup = files
+    assert run(["schedule", str(trace), "--env", str(setup), "--policy", "LIFO-FIRSTFIT"]) == 2
+    assert "unknown policy" in capsys.readouterr().err
+    assert run(["schedule", str(trace) + ".missing", "--env", str(setup)]) == 1
+    assert "cannot read file" in capsys.readouterr().err
