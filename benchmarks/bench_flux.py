@@ -1,0 +1,120 @@
+"""Flux codecs and conversions at scale.
+
+1. idset/hostlist: decode ``0-2147483646`` and ``n[0-1048575]`` and count members; encode a
+   million non-contiguous ids; decode them back. Baseline: building the same million ids as
+   a plain Python list in the same run (the cost of touching each id once).
+2. A generated 10,000-node inventory (128 cores and 8 GPUs per node): environment model →
+   R → model → JGF → model, with time and peak memory (tracemalloc) for each step. Baseline:
+   ``json.dumps`` of the R and JGF values alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+from dcx.formats import flux_r, jgf
+from dcx.formats.hostlist import Hostlist, IdSet
+from dcx.formats.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+)
+
+NODES = 10_000
+CORES = 128
+GPUS = 8
+NODES_PER_RACK = 40
+
+
+def timed(label: str, action: Callable[[], Any], trace: bool = False) -> tuple[Any, float]:
+    if trace:
+        tracemalloc.start()
+    start = time.perf_counter()
+    result = action()
+    elapsed = time.perf_counter() - start
+    peak = ""
+    if trace:
+        peak = f"  peak {tracemalloc.get_traced_memory()[1] / 2**20:8.1f} MB"
+        tracemalloc.stop()
+    print(f"  {label:<52} {elapsed * 1000:10.1f} ms{peak}")
+    return result, elapsed
+
+
+def codecs() -> None:
+    print("idset / hostlist")
+    big, _ = timed("IdSet.decode('0-2147483646')", lambda: IdSet.decode("0-2147483646"))
+    timed("len() of it", lambda: len(big))
+    hosts, _ = timed("Hostlist.decode('n[0-1048575]')", lambda: Hostlist.decode("n[0-1048575]"))
+    timed("len() of it", lambda: len(hosts))
+    sparse_ids = range(0, 2_000_000, 2)
+    _, baseline = timed("baseline: list of 1e6 ids", lambda: list(sparse_ids))
+    sparse, _ = timed("IdSet.from_ids(1e6 non-contiguous ids)",
+                      lambda: IdSet.from_ids(sparse_ids))
+    text, encode = timed("encode 1e6 non-contiguous ids", sparse.encode)
+    _, decode = timed("decode them back", lambda: IdSet.decode(text))
+    print(f"  encode / baseline = {encode / baseline:.1f}x, decode / baseline = "
+          f"{decode / baseline:.1f}x (flux-core: about 40 s to encode)")
+    names = [f"n{i}" for i in range(0, 200_000, 2)]
+    packed, _ = timed("Hostlist.from_hosts(1e5 non-contiguous names)",
+                      lambda: Hostlist.from_hosts(names))
+    timed("encode them", packed.encode)
+
+
+def inventory() -> Environment:
+    racks = []
+    for rack_index in range(NODES // NODES_PER_RACK):
+        machines = tuple(
+            Machine(name=f"node{rack_index * NODES_PER_RACK + i}",
+                    id=rack_index * NODES_PER_RACK + i,
+                    cpus=(ProcessingUnit(cores=CORES // 2, id=0),
+                          ProcessingUnit(cores=CORES // 2, id=1)),
+                    gpus=tuple(ProcessingUnit(cores=1, id=g) for g in range(GPUS)),
+                    features=("batch",) if i % 2 else ("debug",))
+            for i in range(NODES_PER_RACK))
+        racks.append(Rack(id=rack_index, name=f"rack{rack_index}", slots=machines))
+    return Environment(datacenters=(Datacenter(id=0, name="cluster0",
+                                               rooms=(Room(racks=tuple(racks)),)),))
+
+
+def conversions() -> None:
+    print(f"inventory: {NODES:,} nodes x {CORES} cores + {GPUS} GPUs")
+    environment, _ = timed("generate model", inventory)
+    document = Document(environment=environment)
+    r_written, r_write = timed("model -> R (write)", lambda: flux_r.write(document), trace=True)
+    print(f"    R: {len(r_written.data):,} bytes, losses: "
+          f"{', '.join(loss.render() for loss in r_written.losses)}")
+    _, baseline = timed("baseline: json.dumps of the R value",
+                        lambda: json.dumps(json.loads(r_written.data)))
+    r_read, _ = timed("R -> model (read, validate)", lambda: flux_r.read(r_written.data),
+                      trace=True)
+    assert r_read.ok
+    jgf_written, jgf_write = timed("model -> JGF (write)", lambda: jgf.write(r_read.document),
+                                   trace=True)
+    print(f"    JGF: {len(jgf_written.data):,} bytes")
+    value = json.loads(jgf_written.data)
+    _, jgf_baseline = timed("baseline: json.dumps of the JGF value", lambda: json.dumps(value))
+    jgf_read, jgf_read_time = timed("JGF -> model (read, validate)",
+                                    lambda: jgf.read(jgf_written.data), trace=True)
+    assert jgf_read.ok
+    machines = list(jgf_read.document.environment.machines())
+    assert len(machines) == NODES and machines[-1].core_count == CORES
+    print(f"  R write / json.dumps = {r_write / baseline:.1f}x; JGF write / json.dumps = "
+          f"{jgf_write / jgf_baseline:.1f}x; JGF read / json.dumps = "
+          f"{jgf_read_time / jgf_baseline:.1f}x")
+
+
+def main() -> None:
+    codecs()
+    conversions()
+
+
+if __name__ == "__main__":
+    main()
