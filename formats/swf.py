@@ -173,7 +173,7 @@ def _read(data: bytes) -> ReadResult:
     if problem is not None:
         return ReadResult(None, (problem,))
     assert text is not None
-    if not text.strip():
+    if not text:  # blank lines alone are an (empty) SWF file, as the writer writes one
         return ReadResult(None, (error("file is empty", "swf.empty", line=1, column=1),))
     reader = _Reader(text.split("\n"))
     attributes: dict[str, Any] = {}

@@ -3,6 +3,7 @@ setup can hold exactly, so that model → format → model is the identity."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from dcx.formats.model import (
@@ -147,3 +148,69 @@ def setup_environments(draw: st.DrawFn) -> Environment:
 
 def as_document(workload: Workload) -> Document:
     return Document(workload=workload)
+
+
+# --------------------------------------------------------------------------- SWF
+
+_SWF_MEASURES = ("WaitTime", "AverageCPUTime", "UsedMemory", "ThinkTime")
+_SWF_CODES = ("Status", "ExecutableNumber", "QueueNumber", "PartitionNumber")
+swf_measure_columns = st.lists(st.sampled_from(_SWF_MEASURES), unique=True)
+swf_code_columns = st.lists(st.sampled_from(_SWF_CODES), unique=True)
+node_counts = st.integers(min_value=1, max_value=4096)
+one_line_text = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters=":"),
+    max_size=20,
+).map(str.strip)
+header_keys = st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,12}", fullmatch=True).filter(
+    lambda key: key != "UnixStartTime")
+header_values = one_line_text | st.lists(one_line_text, min_size=2, max_size=3)
+epoch_origins = st.none() | st.integers(min_value=0, max_value=4 * 10**9).map(
+    lambda seconds: datetime.fromtimestamp(seconds, UTC).isoformat())
+
+
+@st.composite
+def swf_workloads(draw: st.DrawFn) -> Workload:
+    """Workloads SWF holds: single-task jobs numbered by their task, single-core processors
+    counted as nodes, at most one (earlier) preceding job, header fields and comments."""
+    task_ids = draw(st.lists(trace_ids, max_size=15, unique=True))
+    jobs = []
+    for position, task_id in enumerate(task_ids):
+        nodes = draw(node_counts)
+        extras: dict[str, Any] = {}
+        shape = draw(shapes)
+        if shape == "requested":
+            requested = draw(requested_counts)
+            extras["swf:RequestedProcessors"] = requested if requested != nodes else -1
+        elif shape == "allocated-unknown":
+            extras["swf:AllocatedProcessors"] = draw(st.sampled_from([-1, 0]))
+        for name in draw(swf_measure_columns):
+            extras["swf:" + name] = draw(measure_values)
+        for name in draw(swf_code_columns):
+            extras["swf:" + name] = draw(code_values)
+        dependencies: tuple[int, ...] = ()
+        if position and draw(st.booleans()):
+            dependencies = (task_ids[draw(choice) % position],)
+        elif draw(st.booleans()):
+            extras["swf:PrecedingJobNumber"] = draw(trace_ids.filter(
+                lambda n: n not in task_ids))
+        memory_kb = draw(memory_kbs)
+        task = Task(
+            id=task_id,
+            submit_time_s=draw(any_seconds),
+            runtime_s=draw(optional_seconds),
+            requested_time_s=draw(optional_seconds),
+            request=ResourceRequest(nodes=nodes, cores=1.0,
+                                    memory_mb=None if memory_kb is None else memory_kb / 1024),
+            dependencies=dependencies,
+            user=draw(optional_ids),
+            group=draw(optional_ids),
+            extras=extras,
+        )
+        jobs.append(Job(id=task_id, tasks=(task,)))
+    comments = draw(st.lists(one_line_text, max_size=3))
+    return Workload(
+        jobs=tuple(jobs),
+        time_origin=draw(epoch_origins),
+        attributes=draw(st.dictionaries(header_keys, header_values, max_size=4)),
+        extras={"swf:comments": comments} if comments else {},
+    )

@@ -1,0 +1,180 @@
+"""SWF: field mapping, header fields, preceding jobs, located errors, corpus, round trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dcx.formats import swf
+from dcx.formats.model import Document, Job, ResourceRequest, Task, Workload
+from hypothesis import given, settings
+
+from tests.strategies_traces import swf_workloads
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def job_line(**fields: object) -> str:
+    values = {name: "-1" for name in swf.COLUMNS}
+    values.update({"JobNumber": "1", "SubmitTime": "0", "AllocatedProcessors": "1",
+                   "RequestedProcessors": "1"})
+    values.update({name: str(value) for name, value in fields.items()})
+    return " ".join(values[name] for name in swf.COLUMNS)
+
+
+def swf_file(*lines: str) -> bytes:
+    return "".join(line + "\n" for line in lines).encode()
+
+
+@pytest.mark.corpus
+def test_haizea_blue_excerpt_reads_and_round_trips(corpus_dir: Path):
+    data = (corpus_dir / "haizea" / "traces" / "blue" / "150requests.swf").read_bytes()
+    assert swf.sniff(data)
+    result = swf.read(data)
+    assert result.ok and result.diagnostics == ()
+    jobs = result.document.workload.jobs
+    assert len(jobs) == 150
+    first = jobs[0].tasks[0]
+    assert (first.id, first.submit_time_s, first.runtime_s, first.requested_time_s) == (
+        13, 0.0, 43.0, 64800.0)
+    assert first.request == ResourceRequest(nodes=32, cores=1.0)
+    assert first.user == "96"
+    assert first.extras == {"swf:RequestedProcessors": 4, "swf:WaitTime": 22,
+                            "swf:AverageCPUTime": 0.03, "swf:Status": 1, "swf:QueueNumber": 3}
+    written = swf.write(result.document)
+    assert written.losses == ()
+    assert swf.read(written.data).document == result.document
+
+
+@pytest.mark.corpus
+def test_haizea_cancel_trace_is_rejected_for_its_reused_job_numbers(corpus_dir: Path):
+    data = (corpus_dir / "haizea" / "traces" / "undocumented" / "test_cancel.swf").read_bytes()
+    result = swf.read(data)
+    assert result.document is None
+    assert [(d.code, d.line, d.column, d.pointer) for d in result.diagnostics] == [
+        ("swf.duplicate-id", line, 1, f"/lines/{line}/JobNumber") for line in (2, 3, 4)]
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "examples" / "swf").glob("*.swf")),
+                         ids=lambda p: p.name)
+def test_examples_read_cleanly_and_rewrite_exactly(path: Path):
+    data = path.read_bytes()
+    result = swf.read(data)
+    assert result.ok and result.diagnostics == ()
+    written = swf.write(result.document)
+    assert written.losses == ()
+    assert written.data == data
+
+
+def test_header_fields_become_attributes_and_the_start_time_the_origin():
+    result = swf.read(swf_file(
+        "; Version: 2.2", "; Computer: Example cluster", "; UnixStartTime: 1000000000",
+        "; Note: first", "; Note: second", ";", "; a free comment", job_line()))
+    assert result.ok
+    workload = result.document.workload
+    assert workload.time_origin == "2001-09-09T01:46:40+00:00"
+    assert workload.attributes == {"Version": "2.2", "Computer": "Example cluster",
+                                   "Note": ["first", "second"]}
+    assert workload.extras == {"swf:comments": ["", "a free comment"]}
+
+
+def test_processor_counts_map_onto_single_core_nodes():
+    result = swf.read(swf_file(
+        job_line(JobNumber=1, AllocatedProcessors=64, RequestedProcessors=8),
+        job_line(JobNumber=2, AllocatedProcessors=0, RequestedProcessors=16, Status=5),
+        job_line(JobNumber=3, AllocatedProcessors=4, RequestedProcessors=4,
+                 RequestedMemory=2048, UserID=3, GroupID=0),
+    ))
+    assert result.ok
+    first, second, third = result.document.workload.tasks()
+    assert first.request == ResourceRequest(nodes=64, cores=1.0)
+    assert first.extras == {"swf:RequestedProcessors": 8}
+    assert second.request.nodes == 16
+    assert second.extras == {"swf:AllocatedProcessors": 0, "swf:Status": 5}
+    assert third.request == ResourceRequest(nodes=4, cores=1.0, memory_mb=2.0)
+    assert (third.user, third.group, third.extras) == ("3", "0", {})
+
+
+def test_preceding_jobs_become_dependencies_or_stay_in_extras():
+    result = swf.read(swf_file(
+        job_line(JobNumber=1), job_line(JobNumber=2, PrecedingJobNumber=1, ThinkTime=30),
+        job_line(JobNumber=3, PrecedingJobNumber=99),
+    ))
+    assert result.ok
+    _, second, third = result.document.workload.tasks()
+    assert second.dependencies == (1,) and second.extras == {"swf:ThinkTime": 30}
+    assert third.dependencies == () and third.extras == {"swf:PrecedingJobNumber": 99}
+    (missing,) = result.diagnostics
+    assert (missing.code, missing.line, missing.pointer) == (
+        "swf.preceding-job-missing", 3, "/lines/3/PrecedingJobNumber")
+
+
+def test_preceding_job_cycle_is_an_error():
+    result = swf.read(swf_file(job_line(JobNumber=1, PrecedingJobNumber=2),
+                               job_line(JobNumber=2, PrecedingJobNumber=1)))
+    assert result.document is None
+    assert [d.code for d in result.diagnostics] == ["swf.dependency-cycle"]
+
+
+@pytest.mark.parametrize(("line", "code", "column", "pointer"), [
+    (job_line(RunTime=-7), "schema.const", 8, "/lines/1/RunTime"),
+    (job_line(JobNumber="x"), "schema.type", 1, "/lines/1/JobNumber"),
+    (job_line(AllocatedProcessors=2.5), "schema.type", 11, "/lines/1/AllocatedProcessors"),
+    (job_line(AllocatedProcessors=-1, RequestedProcessors=-1), "swf.unknown-processors", 11,
+     "/lines/1/AllocatedProcessors"),
+    ("1 2 3", "swf.field-count", 1, "/lines/1"),
+])
+def test_bad_lines_are_located(line: str, code: str, column: int, pointer: str):
+    result = swf.read(swf_file(line))
+    assert result.document is None
+    first = result.diagnostics[0]
+    assert (first.code, first.line, first.column, first.pointer) == (code, 1, column, pointer)
+
+
+def test_runtime_message_names_the_expectation():
+    (diagnostic,) = swf.read(swf_file(job_line(RunTime=-7))).diagnostics
+    assert diagnostic.message == "RunTime is -7; expected a number >= 0, or -1 for unknown"
+
+
+@pytest.mark.parametrize(("data", "code"), [
+    (b"", "swf.empty"), (b"; UnixStartTime: soon\n", "swf.start-time"),
+    (b"\xfe\n", "swf.encoding"),
+])
+def test_unreadable_files(data: bytes, code: str):
+    result = swf.read(data)
+    assert result.document is None and result.diagnostics[0].code == code
+
+
+def test_sniff():
+    assert swf.sniff(b"; Version: 2.2\n")
+    assert swf.sniff(swf_file(job_line()))
+    assert not swf.sniff(b"WorkflowID, JobID\n")
+    assert not swf.sniff(b'{"workflows": []}')
+
+
+@given(swf_workloads())
+@settings(max_examples=150, deadline=None)
+def test_round_trip_is_identity(workload: Workload):
+    written = swf.write(Document(workload=workload))
+    assert written.losses == () and written.ok
+    result = swf.read(written.data)
+    assert not [d for d in result.diagnostics if d.is_error], result.diagnostics
+    assert result.document == Document(workload=workload)
+
+
+def test_writer_reports_what_swf_cannot_hold():
+    tasks = (Task(id="a", request=ResourceRequest(nodes=2, cores=4.0)),
+             Task(id="b", dependencies=("a", "c"), image="img", user="alice"),
+             Task(id="c"))
+    workload = Workload(jobs=(Job(id="j", tasks=tasks, name="n"),),
+                        time_origin="2018-12-11T01:02:03.5", attributes={"n": 3}, name="w")
+    written = swf.write(Document(workload=workload))
+    lost = {loss.field: loss.count for loss in written.losses}
+    assert lost == {"workload.name": 1, "job.name": 1, "workload.time_origin": 1,
+                    "workload.attributes": 1, "task.id": 3, "job": 1,
+                    "task.request.cores": 1, "task.dependencies": 1, "task.image": 1,
+                    "task.user": 1}
+    reread = swf.read(written.data)
+    assert reread.ok
+    first, second, _ = reread.document.workload.tasks()
+    assert first.request.nodes == 8 and second.dependencies == (1,)
