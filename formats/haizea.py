@@ -686,7 +686,7 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
             context.warn("haizea.deadline-ignored", "a deadline without an <exact> start is "
                          "ignored by Haizea", deadline_element)
         elif start_time_s is not None and duration is not None and \
-                deadline < start_time_s + duration:
+                round(deadline * 100) < round((start_time_s + duration) * 100):  # 0.01 s grid
             context.error("haizea.deadline-too-early", f"deadline {format_time(deadline)} is "
                           f"before start + duration ({format_time(start_time_s + duration)})",
                           deadline_element, "time")
