@@ -294,3 +294,16 @@ def test_model_to_r_to_model_is_identity(environment: Environment) -> None:
     assert result.ok, result.diagnostics
     assert result.document.environment == environment
     assert flux_r.write(result.document).data == written.data
+
+
+@pytest.mark.parametrize("name", ["2node.R.json", "2node.jgf.json"])
+def test_examples_read_cleanly_and_rewrite_identically(name: str) -> None:
+    from dcx.converters.registry import detect
+
+    data = (Path(__file__).resolve().parent.parent / "examples" / "flux" / name).read_bytes()
+    spec = detect(data, name)
+    assert spec is not None and spec.family == "flux"
+    module = spec.load()
+    result = module.read(data)
+    assert result.ok and result.diagnostics == ()
+    assert module.write(result.document).data == data
