@@ -322,7 +322,8 @@ def cmd_formats(args: argparse.Namespace) -> int:
         print(json.dumps({"formats": rows}))
         return EXIT_OK
     for row in rows:
-        status = ("reads, writes" if row["writes"] else "reads") if row["reads"] else "not installed"
+        status = (("reads, writes" if row["writes"] else "reads") if row["reads"]
+                  else "not installed")
         print(f"{row['name']:<14} {row['title']} [{', '.join(row['extensions'])}] ({status})")
         print(f"{'':<14} {row['description']}")
         if row["cannot_hold"]:
