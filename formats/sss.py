@@ -517,7 +517,7 @@ class _NodeReader:
         if (node.text or "").strip() or any((child.tail or "").strip() for child in node):
             self.problem(node, "sss.node.mixed-content",
                          "a node object holds elements only; text belongs to a node reference")
-        singles: dict[str, str] = {}
+        singles: dict[str, etree._Element] = {}
         features: list[str] = []
         extensions: list[dict[str, str]] = []
         categories: dict[str, _Category] = {}
@@ -529,7 +529,7 @@ class _NodeReader:
                 if tag in singles:
                     self.problem(child, "sss.cardinality", f"<{tag}> appears more than once; "
                                  "the spec allows one per node")
-                singles.setdefault(tag, child.text or "")
+                singles.setdefault(tag, child)
             elif tag == "Feature":
                 features.extend(self.read_features(child))
             elif tag == "Extension":
@@ -544,11 +544,12 @@ class _NodeReader:
                 self.problem(child, "sss.foreign-element",
                              f"element {tag} from another namespace is ignored", is_error=False)
         self.warn_foreign_attributes(node)
-        if "Id" not in singles:
+        texts = {tag: element.text or "" for tag, element in singles.items()}
+        if "Id" not in texts:
             self.problem(node, "sss.id.missing", "a node object needs exactly one <Id>")
-        elif not singles["Id"].strip():
-            self.problem(_first(node, "Id"), "sss.id.empty", "<Id> is empty")
-        state, label = self.read_state(node, singles.get("State"))
+        elif not texts["Id"].strip():
+            self.problem(singles["Id"], "sss.id.empty", "<Id> is empty")
+        state, label = self.read_state(singles.get("State"))
         if self.error_count > errors_before:
             return None
         configured = categories.get("Configured", _Category())
@@ -563,8 +564,8 @@ class _NodeReader:
         gpus, resources = self.read_configured_resources(configured.resources)
         amounts = configured.amounts
         return Machine(
-            id=singles["Id"],
-            name=singles.get("Name"),
+            id=texts["Id"],
+            name=texts.get("Name"),
             state=state,
             state_label=label,
             cpus=_processing_units(amounts.get("Processors")),
@@ -573,9 +574,9 @@ class _NodeReader:
             storage=_storage_units(amounts.get("Disk")),
             features=tuple(features),
             resources=resources,
-            os=singles.get("Opsys"),
-            arch=singles.get("Arch"),
-            description=singles.get("Description"),
+            os=texts.get("Opsys"),
+            arch=texts.get("Arch"),
+            description=texts.get("Description"),
             swap_mb=_value(amounts.get("Swap")),
             network_mbit_s=_value(amounts.get("Network")),
             available=self.consumables(categories.get("Available")),
@@ -591,11 +592,10 @@ class _NodeReader:
                          "empty feature name(s) in <Feature> are ignored", is_error=False)
         return kept
 
-    def read_state(self, node: etree._Element,
-                   word: str | None) -> tuple[MachineState, str | None]:
-        if word is None:
+    def read_state(self, element: etree._Element | None) -> tuple[MachineState, str | None]:
+        if element is None:
             return MachineState.ACTIVE, None
-        element = _first(node, "State")
+        word = element.text or ""
         if not word.strip():
             self.problem(element, "sss.state.empty", "<State> is empty; read as ACTIVE",
                          is_error=False)
@@ -723,12 +723,6 @@ class _NodeReader:
             resources=tuple(_named_resource(element) for element in category.resources),
             extras={"sss:attributes": attributes} if attributes else {},
         )
-
-
-def _first(node: etree._Element, tag: str) -> etree._Element:
-    """The first child named ``tag``; callers know one exists, else the node itself."""
-    found = node.find(tag)
-    return node if found is None else found
 
 
 def _is_reference(node: etree._Element) -> bool:

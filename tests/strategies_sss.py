@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
-
 from dcx.formats.model import (
     Consumables,
     Datacenter,
@@ -24,6 +22,7 @@ from dcx.formats.model import (
     StorageUnit,
 )
 from dcx.formats.sss import STATE_TABLE, STATE_WORD
+from hypothesis import strategies as st
 
 # Characters XML 1.0 can carry; control characters are covered by unit tests.
 text = st.text(

@@ -7,9 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from lxml import etree
-
+import strategies_environment
+import strategies_sss
 from dcx.converters.xmlio import load_xsd
 from dcx.formats import sss
 from dcx.formats.fields import FIELDS
@@ -26,8 +25,8 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
-import strategies_environment
-import strategies_sss
+from hypothesis import HealthCheck, Phase, given, settings
+from lxml import etree
 
 # The spec's two examples (§1.2), typed from seed 002. The elaborate one is given as printed,
 # with U+201D around every attribute value, and normalised where a test needs it.
@@ -553,7 +552,9 @@ def environment_json_round_trip(environment: Environment) -> Environment:
 
 @pytest.mark.xfail(strict=True, reason="environment JSON writer emits CPUs without clock-rate "
                    "(and empty cpus), which its own schema rejects; SSS has no clock rate")
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# No shrinking: while the xfail holds every example fails, and shrinking those takes minutes.
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=(Phase.explicit, Phase.generate))
 @given(strategies_environment.environments())
 def test_environment_json_to_sss_to_environment_json_keeps_what_sss_holds(
     environment: Environment,
