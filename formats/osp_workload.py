@@ -1,0 +1,465 @@
+"""jsspp-osp workload JSON: workflows of tasks with ISO 8601 timestamps (format ``osp-workload``).
+
+Mapping:
+
+* **Time axis.** ``date_start`` is ``Workload.time_origin`` (kept as written); without it the
+  earliest task or workflow ``ts_submit`` is. A task's ``ts_submit`` becomes seconds after the
+  origin (a task without one takes its workflow's, else the origin, with a warning). Time
+  zones must agree: all timestamps naive, or all with an offset.
+* **Workload.** ``name``, ``description`` map to their fields; the other declared keys
+  (``authors``, ``domain``, ``schema_version``, ``date_end``) go to ``Workload.attributes``;
+  undeclared keys to ``Workload.extras`` as ``osp-workload:<key>``.
+* **Workflows** are :class:`Job`\\ s: ``id`` → ``Job.id`` (a workflow without an id gets its
+  0-based position, with a warning), ``application_name`` → ``Job.name``, every other key →
+  ``Job.extras`` as ``osp-workload:<key>``.
+* **Tasks.** ``id`` → ``Task.id`` (required and unique: dependencies refer to it);
+  ``depends_on`` → ``dependencies``, and each id in another task's ``enables`` adds that task to
+  this one's dependencies (so ``enables`` is not written back: ``depends_on`` carries it);
+  ``runtime`` → ``runtime_s`` (the format gives no unit; dcx reads seconds); without
+  ``runtime``, the span from the first ``time_assigned`` to the last ``time_released`` of
+  ``resources_used`` is the runtime; ``core_count`` → ``request.cores``; ``memory_usage``
+  ("200MB") → ``request.memory_mb``; ``disk_space_usage`` and ``network_usage`` → named
+  per-node resources in MB; ``user_id``/``group_id`` (integers) → ``user``/``group``; every
+  other key → ``Task.extras`` as ``osp-workload:<key>``.
+* **Sizes** are a number and a unit: B, KB, MB, GB, TB, PB (and KiB…PiB), powers of 1,024 as
+  the model's MB is 2**20 bytes.
+
+The writer writes ``date_start`` from ``time_origin`` (``1970-01-01T00:00:00+00:00`` when the
+model has none, with a warning) and every task's ``ts_submit``.
+
+Divergences
+-----------
+
+1. The upstream schema declares ``date_start``/``date_end`` as ``format: date-time`` while its
+   own example uses timestamps without a time zone (not RFC 3339); the reference validator
+   never checks formats. dcx's schema does not assert the format; the reader parses every
+   timestamp with ISO 8601 rules and reports the ones it cannot read.
+2. The upstream example uses keys its schema does not declare (``memory_usage``,
+   ``energy_usage``, ``total_energy_usage``); dcx reads ``memory_usage`` and keeps the others.
+3. Nothing upstream requires task ids or checks ``depends_on``; dcx requires unique task ids
+   and reports unknown ids and cycles.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+from dcx.converters.diagnostics import (
+    Diagnostic,
+    LossCounter,
+    ReadResult,
+    WriteResult,
+    error,
+    has_errors,
+    warning,
+)
+from dcx.converters.jsonio import dumps_canonical, load_json
+from dcx.converters.schemas import schema_diagnostics
+from dcx.formats.gwf import count_workload_losses, dependency_diagnostics, unheld_task_fields
+from dcx.formats.model import Document, Id, Job, NamedResource, ResourceRequest, Task, Workload
+
+SCHEMA = "osp-workload.schema.json"
+PREFIX = "osp-workload:"
+DEFAULT_ORIGIN = "1970-01-01T00:00:00+00:00"
+
+_ROOT_ATTRIBUTES = ("authors", "domain", "schema_version", "date_end")
+_ROOT_MAPPED = frozenset({"name", "description", "date_start", "workflows", *_ROOT_ATTRIBUTES})
+_TASK_MAPPED = frozenset({"id", "ts_submit", "runtime", "depends_on", "enables", "core_count",
+                          "memory_usage", "disk_space_usage", "network_usage", "user_id",
+                          "group_id"})
+_SIZE_RESOURCES = ("disk_space_usage", "network_usage")
+
+HOLDS = frozenset({
+    "workload.name", "workload.description", "workload.time_origin", "workload.attributes",
+    "workload.extras", "job", "job.name", "job.extras", "task.id", "task.submit_time_s",
+    "task.runtime_s", "task.request.cores", "task.request.memory_mb", "task.request.resources",
+    "task.dependencies", "task.user", "task.group", "task.extras",
+})
+
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*([KMGTP]?i?B)\s*")
+_UNIT_MB = {"B": 2.0**-20, "KB": 2.0**-10, "MB": 1.0, "GB": 2.0**10, "TB": 2.0**20,
+            "PB": 2.0**30}
+
+
+def parse_size_mb(text: str) -> float | None:
+    """MB (2**20 bytes) in a size string such as ``"10MB"``, ``"1.5 GiB"``; else ``None``."""
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        return None
+    value = float(match.group(1)) * _UNIT_MB[match.group(2).replace("i", "")]
+    return value if math.isfinite(value) else None
+
+
+def format_size_mb(value: float) -> str:
+    text = str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+    return f"{text}MB"
+
+
+def sniff(data: bytes) -> bool:
+    head = data[:4096].lstrip()
+    return head.startswith(b"{") and (b'"workflows"' in head or (
+        b'"ts_submit"' in head and b'"datacenters"' not in head))
+
+
+# --------------------------------------------------------------------------- read
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+        self.aware: bool | None = None
+        self.aware_pointer = ""
+
+    def instant(self, text: Any, pointer: str) -> datetime | None:
+        """A timestamp, with the time-zone rule applied; ``None`` (reported) when unusable."""
+        if not isinstance(text, str):
+            return None
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            self.diagnostics.append(error(f"{text!r} is not an ISO 8601 timestamp",
+                                          "osp-workload.timestamp", pointer=pointer))
+            return None
+        aware = value.tzinfo is not None
+        if self.aware is None:
+            self.aware, self.aware_pointer = aware, pointer
+        elif aware != self.aware:
+            self.diagnostics.append(error(
+                f"timestamp {text!r} {'has' if aware else 'has no'} time zone but the one at "
+                f"{self.aware_pointer} {'has none' if aware else 'has one'}; they cannot be "
+                "put on one time axis", "osp-workload.time-zone", pointer=pointer))
+            return None
+        return value
+
+
+def read(data: bytes) -> ReadResult:
+    decoded, problems = load_json(data)
+    if decoded is None:
+        return ReadResult(None, tuple(problems))
+    root = decoded.value
+    locator = decoded.locator
+    if not isinstance(root, dict):
+        return ReadResult(None, (error("the document root is not a JSON object",
+                                       "osp-workload.root", line=1, column=1),))
+    structural = schema_diagnostics(SCHEMA, root, locator)
+    if structural:
+        return ReadResult(None, tuple(structural))
+    reader = _Reader()
+    workload = _workload(root, reader)
+    diagnostics = locator.place(reader.diagnostics)
+    if workload is None or has_errors(diagnostics):
+        return ReadResult(None, tuple(diagnostics))
+    return ReadResult(Document(workload=workload), tuple(diagnostics))
+
+
+def _workload(root: dict[str, Any], reader: _Reader) -> Workload | None:
+    workflows: list[dict[str, Any]] = root.get("workflows", [])
+    origin_text, origin = _origin(root, workflows, reader)
+    jobs: list[Job] = []
+    for index, workflow in enumerate(workflows):
+        jobs.append(_job(workflow, f"/workflows/{index}", index, origin, reader))
+    jobs = _link(jobs, workflows, reader)
+    if has_errors(reader.diagnostics):
+        return None
+    return Workload(
+        jobs=tuple(jobs),
+        name=root.get("name"),
+        description=root.get("description"),
+        time_origin=origin_text,
+        attributes={key: root[key] for key in _ROOT_ATTRIBUTES if key in root},
+        extras={PREFIX + key: value for key, value in root.items() if key not in _ROOT_MAPPED},
+    )
+
+
+def _origin(
+    root: dict[str, Any], workflows: list[dict[str, Any]], reader: _Reader
+) -> tuple[str | None, datetime | None]:
+    if "date_start" in root:
+        return root["date_start"], reader.instant(root["date_start"], "/date_start")
+    earliest: tuple[datetime, str] | None = None
+    for w, workflow in enumerate(workflows):
+        candidates = [(workflow.get("ts_submit"), f"/workflows/{w}/ts_submit")]
+        candidates += [(task.get("ts_submit"), f"/workflows/{w}/tasks/{t}/ts_submit")
+                       for t, task in enumerate(workflow.get("tasks", []))]
+        for text, pointer in candidates:
+            if text is None:
+                continue
+            instant = reader.instant(text, pointer)
+            if instant is not None and (earliest is None or instant < earliest[0]):
+                earliest = (instant, text)
+    if earliest is None:
+        return None, None
+    return earliest[1], earliest[0]
+
+
+def _seconds(instant: datetime | None, origin: datetime | None) -> float | None:
+    if instant is None or origin is None:
+        return None
+    return (instant - origin).total_seconds()
+
+
+def _job(
+    workflow: dict[str, Any], pointer: str, index: int, origin: datetime | None, reader: _Reader
+) -> Job:
+    job_id: Id = workflow.get("id", index)
+    if "id" not in workflow:
+        reader.diagnostics.append(warning(
+            f"workflow without an id; dcx names it by its position ({index})",
+            "osp-workload.workflow-id", pointer=pointer))
+    fallback = None
+    if "ts_submit" in workflow:
+        fallback = reader.instant(workflow["ts_submit"], pointer + "/ts_submit")
+    tasks = tuple(_task(task, f"{pointer}/tasks/{t}", origin, fallback, reader)
+                  for t, task in enumerate(workflow.get("tasks", [])))
+    extras = {PREFIX + key: value for key, value in workflow.items()
+              if key not in ("id", "tasks", "application_name")}
+    return Job(id=job_id, tasks=tasks, name=workflow.get("application_name"), extras=extras)
+
+
+def _task(
+    task: dict[str, Any], pointer: str, origin: datetime | None, fallback: datetime | None,
+    reader: _Reader,
+) -> Task:
+    task_id = task.get("id")
+    if task_id is None:
+        reader.diagnostics.append(error("task without an id: dependencies cannot refer to it",
+                                        "osp-workload.task-id", pointer=pointer))
+    submit = None
+    if "ts_submit" in task:
+        submit = _seconds(reader.instant(task["ts_submit"], pointer + "/ts_submit"), origin)
+    elif fallback is not None:
+        submit = _seconds(fallback, origin)
+    else:
+        reader.diagnostics.append(warning("task has no ts_submit (nor has its workflow); "
+                                          "it is submitted at the time origin",
+                                          "osp-workload.no-submit-time", pointer=pointer))
+    runtime = task.get("runtime")
+    if runtime is None:
+        runtime = _used_span(task.get("resources_used", []), pointer, reader)
+    elif runtime < 0:
+        reader.diagnostics.append(error(f"negative runtime {runtime}", "osp-workload.negative",
+                                        pointer=pointer + "/runtime"))
+    cores = task.get("core_count", 1.0)
+    if cores <= 0:
+        reader.diagnostics.append(error(f"core_count must be positive, not {cores}",
+                                        "osp-workload.negative", pointer=pointer + "/core_count"))
+    memory = _size(task, "memory_usage", pointer, reader)
+    resources = tuple(NamedResource(name=key, amount=amount, unit="MB")
+                      for key in _SIZE_RESOURCES
+                      if (amount := _size(task, key, pointer, reader)) is not None)
+    user, user_extra = _user(task, "user_id")
+    group, group_extra = _user(task, "group_id")
+    extras = {PREFIX + key: value for key, value in task.items() if key not in _TASK_MAPPED}
+    extras.update(user_extra | group_extra)
+    return Task(
+        id=task_id if task_id is not None else "",
+        submit_time_s=submit or 0.0,
+        runtime_s=None if runtime is None else float(runtime),
+        request=ResourceRequest(cores=float(cores), memory_mb=memory, resources=resources),
+        dependencies=tuple(task.get("depends_on", [])),
+        user=user,
+        group=group,
+        extras=extras,
+    )
+
+
+def _size(task: dict[str, Any], key: str, pointer: str, reader: _Reader) -> float | None:
+    if key not in task:
+        return None
+    value = task[key]
+    amount = parse_size_mb(value) if isinstance(value, str) else None
+    if amount is None:
+        reader.diagnostics.append(error(
+            f"{key} {value!r} is not a size with a unit such as \"200MB\"",
+            "osp-workload.size", pointer=f"{pointer}/{key}"))
+    return amount
+
+
+def _user(task: dict[str, Any], key: str) -> tuple[str | None, dict[str, Any]]:
+    """Integer ids map to the model's string field; anything else is kept as it was."""
+    value = task.get(key)
+    if value is None:
+        return None, {}
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value), {}
+    return None, {PREFIX + key: value}
+
+
+def _used_span(resources: list[dict[str, Any]], pointer: str, reader: _Reader) -> float | None:
+    starts = [reader.instant(r["time_assigned"], f"{pointer}/resources_used/{i}/time_assigned")
+              for i, r in enumerate(resources) if "time_assigned" in r]
+    ends = [reader.instant(r["time_released"], f"{pointer}/resources_used/{i}/time_released")
+            for i, r in enumerate(resources) if "time_released" in r]
+    known_starts = [s for s in starts if s is not None]
+    known_ends = [e for e in ends if e is not None]
+    if not known_starts or not known_ends:
+        return None
+    span = (max(known_ends) - min(known_starts)).total_seconds()
+    return span if span >= 0 else None
+
+
+def _link(jobs: list[Job], workflows: list[dict[str, Any]], reader: _Reader) -> list[Job]:
+    """Fold ``enables`` into dependencies and check ids, references and cycles."""
+    pointers: list[str] = []
+    raw_tasks: list[dict[str, Any]] = []
+    for w, workflow in enumerate(workflows):
+        for t, task in enumerate(workflow.get("tasks", [])):
+            pointers.append(f"/workflows/{w}/tasks/{t}")
+            raw_tasks.append(task)
+    tasks = [task for job in jobs for task in job.tasks]
+    index_of: dict[Id, int] = {}
+    for index, task in enumerate(tasks):
+        index_of.setdefault(task.id, index)
+    added: dict[int, list[Id]] = {}
+    for index, raw in enumerate(raw_tasks):
+        for position, enabled in enumerate(raw.get("enables", [])):
+            target = index_of.get(enabled)
+            if target is None:
+                reader.diagnostics.append(error(
+                    f"task {tasks[index].id!r} enables task {enabled!r}, which is not in the "
+                    "workload", "osp-workload.unknown-dependency",
+                    pointer=f"{pointers[index]}/enables/{position}"))
+            elif tasks[index].id not in tasks[target].dependencies and \
+                    tasks[index].id not in added.get(target, []):
+                added.setdefault(target, []).append(tasks[index].id)
+    linked = [Task(**{**task.__dict__,
+                      "dependencies": task.dependencies + tuple(added.get(index, []))})
+              if index in added else task for index, task in enumerate(tasks)]
+
+    def locate(index: int, dependency: int | None) -> dict[str, Any]:
+        if dependency is None:
+            return {"pointer": pointers[index] + "/id"}
+        given = len(raw_tasks[index].get("depends_on", []))
+        if dependency < given:
+            return {"pointer": f"{pointers[index]}/depends_on/{dependency}"}
+        return {"pointer": pointers[index]}
+
+    present = [i for i, task in enumerate(linked) if "id" in raw_tasks[i]]
+    found = dependency_diagnostics([linked[i].id for i in present],
+                                   [linked[i].dependencies for i in present],
+                                   lambda i, d: locate(present[i], d), "osp-workload")
+    reader.diagnostics.extend(found)
+    result: list[Job] = []
+    position = 0
+    for job in jobs:
+        count = len(job.tasks)
+        result.append(Job(id=job.id, tasks=tuple(linked[position:position + count]),
+                          name=job.name, user=job.user, extras=job.extras))
+        position += count
+    return result
+
+
+# --------------------------------------------------------------------------- write
+
+
+def write(document: Document) -> WriteResult:
+    workload = document.workload
+    if workload is None:
+        return WriteResult(b"", diagnostics=(error("the document has no workload to write",
+                                                   "osp-workload.no-workload"),))
+    losses = LossCounter()
+    diagnostics: list[Diagnostic] = []
+    count_workload_losses(losses, document, workload, HOLDS)
+    origin_text = workload.time_origin
+    if origin_text is None:
+        origin_text = DEFAULT_ORIGIN
+        diagnostics.append(warning(
+            f"the workload has no time origin; timestamps count from {DEFAULT_ORIGIN}",
+            "osp-workload.assumed-origin"))
+    try:
+        origin = datetime.fromisoformat(origin_text)
+    except ValueError:
+        losses.add("workload.time_origin", detail=f"{origin_text!r} is not ISO 8601; "
+                   f"timestamps count from {DEFAULT_ORIGIN}")
+        origin_text, origin = DEFAULT_ORIGIN, datetime.fromisoformat(DEFAULT_ORIGIN)
+    root: dict[str, Any] = {}
+    for key, value in workload.extras.items():
+        if key.startswith(PREFIX) and key[len(PREFIX):] not in _ROOT_MAPPED:
+            root[key[len(PREFIX):]] = value
+        else:
+            losses.add("workload.extras")
+    if workload.name is not None:
+        root["name"] = workload.name
+    if workload.description is not None:
+        root["description"] = workload.description
+    for key, value in workload.attributes.items():
+        if key in _ROOT_ATTRIBUTES:
+            root[key] = value
+        else:
+            losses.add("workload.attributes", detail="only authors, domain, schema_version "
+                       "and date_end are workload attributes")
+    root["date_start"] = origin_text
+    root["workflows"] = [_workflow(job, origin, losses) for job in workload.jobs]
+    structural = schema_diagnostics(SCHEMA, root)
+    if structural:  # extras with values the format's types cannot take
+        return WriteResult(b"", losses.losses(), tuple(structural))
+    return WriteResult(dumps_canonical(root), losses.losses(), tuple(diagnostics))
+
+
+def _unprefixed(extras: dict[str, Any], mapped: frozenset[str], losses: LossCounter,
+                field: str) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in extras.items():
+        if key.startswith(PREFIX) and key[len(PREFIX):] not in mapped:
+            kept[key[len(PREFIX):]] = value
+        else:
+            losses.add(field, detail="extras of other formats were dropped")
+    return kept
+
+
+def _workflow(job: Job, origin: datetime, losses: LossCounter) -> dict[str, Any]:
+    workflow: dict[str, Any] = {"id": str(job.id)}
+    if job.name is not None:
+        workflow["application_name"] = job.name
+    if job.user is not None:
+        losses.add("job.user")
+    workflow.update(_unprefixed(job.extras, frozenset({"id", "tasks", "application_name"}),
+                                losses, "job.extras"))
+    workflow["tasks"] = [_task_object(task, origin, losses) for task in job.tasks]
+    return workflow
+
+
+def _json_number(value: float) -> float | int:
+    """Whole numbers without a ``.0``, as the format's own files write them."""
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def _task_object(task: Task, origin: datetime, losses: LossCounter) -> dict[str, Any]:
+    for name in unheld_task_fields(task):
+        if name not in HOLDS:
+            losses.add(name)
+    request = task.request
+    written: dict[str, Any] = {"id": str(task.id)}
+    written.update(_unprefixed(task.extras, _TASK_MAPPED, losses, "task.extras"))
+    try:
+        written["ts_submit"] = (origin + timedelta(seconds=task.submit_time_s)).isoformat()
+    except OverflowError:
+        losses.add("task.submit_time_s", detail="beyond the years a timestamp can hold; "
+                   "written as the time origin")
+        written["ts_submit"] = origin.isoformat()
+    if task.runtime_s is not None:
+        written["runtime"] = _json_number(task.runtime_s)
+    if request.cores != 1.0:
+        written["core_count"] = _json_number(request.cores)
+    if request.memory_mb is not None:
+        written["memory_usage"] = format_size_mb(request.memory_mb)
+    for resource in request.resources:
+        if resource.name in _SIZE_RESOURCES and resource.unit == "MB" and not resource.instances \
+                and resource.type is None and not resource.extras and resource.amount >= 0:
+            written[resource.name] = format_size_mb(resource.amount)
+        else:
+            losses.add("task.request.resources", detail="only disk_space_usage and "
+                       "network_usage sizes in MB can be written")
+    if task.dependencies:
+        written["depends_on"] = [str(d) for d in task.dependencies]
+    for key, value in (("user_id", task.user), ("group_id", task.group)):
+        if value is None:
+            continue
+        if re.fullmatch(r"0|[1-9]\d{0,17}", value):
+            written[key] = int(value)
+        else:
+            losses.add("task." + key.split("_")[0], detail="user and group ids are numbers")
+    return written
