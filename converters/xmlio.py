@@ -13,19 +13,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
-from lxml import etree
-
 from dcx.converters.diagnostics import Diagnostic, InputError, error
 from dcx.converters.limits import LIMITS
+from lxml import etree
 
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _XML_DECL_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 _SMART_QUOTES = ("\u201c", "\u201d", "\u2018", "\u2019")
+_HUGE_TEXT_MESSAGES = ("Huge input lookup", "xmlSAX2Characters: huge text node",
+                       "Text node too long", "xmlSAX2Characters: huge text")
 
 
 def _parser_options() -> dict[str, Any]:
@@ -35,6 +36,11 @@ def _parser_options() -> dict[str, Any]:
         "load_dtd": False,
         "dtd_validation": False,
         "huge_tree": False,  # keeps libxml2's depth (256) and text-node (10 MB) limits
+        # Whitespace between elements is never data in our formats (no mixed content); as
+        # text nodes it is a third of a large tree's memory (10^6 siblings: 407 -> 285 MB).
+        # Whitespace-only content of a leaf element (<a> </a>) is kept by libxml2 (unless a
+        # comment splits it).
+        "remove_blank_text": True,
         "remove_pis": True,
         "remove_comments": True,
         "collect_ids": False,
@@ -53,7 +59,7 @@ def precheck(data: bytes) -> Diagnostic | None:
     if data[:2] == b"\x1f\x8b":
         return error("file is gzip-compressed; dcx does not decompress input", "xml.compressed",
                      line=1, column=1, hint="decompress it first and check its size")
-    if not data.strip():
+    if _is_blank(data):
         return error("file is empty", "xml.syntax", line=1, column=1)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(data) > 1 and data[1:2] == b"\x00"):
         return error("file is UTF-16; dcx reads XML as UTF-8", "xml.encoding", line=1, column=1)
@@ -73,6 +79,12 @@ def precheck(data: bytes) -> Diagnostic | None:
     return None
 
 
+def _is_blank(data: bytes) -> bool:
+    """Empty, whitespace only, or a byte order mark only; without copying a large input."""
+    head = data[:64].removeprefix(b"\xef\xbb\xbf")
+    return len(data) <= 64 + 3 and not head.strip()
+
+
 def _line_col(data: bytes, offset: int) -> tuple[int, int]:
     line = data.count(b"\n", 0, offset) + 1
     return line, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
@@ -83,10 +95,11 @@ def _syntax_diagnostic(exc: etree.XMLSyntaxError, data: bytes) -> Diagnostic:
     message = str(exc.msg if hasattr(exc, "msg") and exc.msg else exc)
     message = re.sub(r", line \d+, column \d+$", "", message)
     hint = None
-    if any(quote in data.decode("utf-8", "replace") for quote in _SMART_QUOTES):
+    if any(quote.encode() in data for quote in _SMART_QUOTES):  # bytes: no copy of big input
         hint = ("the file contains typographic quotes (\u201c \u201d); XML attribute values "
                 "need ASCII quotes")
-    if "Huge input lookup" in message or "xmlSAX2Characters: huge text node" in message:
+    if any(text in message for text in _HUGE_TEXT_MESSAGES):
+        # libxml2's own wording suggests XML_PARSE_HUGE, which dcx deliberately never sets.
         message = f"text node larger than {LIMITS.max_xml_text_bytes:,} bytes"
     if "Excessive depth" in message:
         message = f"document nests deeper than {LIMITS.max_xml_depth} levels"
@@ -106,7 +119,15 @@ def parse_xml(data: bytes, schema: etree.XMLSchema | None = None) -> etree._Elem
     tree = root.getroottree()
     if tree.docinfo.doctype:
         raise InputError(error("document contains a DOCTYPE", "xml.dtd", line=1, column=1))
+    global _LAST_PARSED
+    _LAST_PARSED = (tree, data)
     return tree
+
+
+_LAST_PARSED: tuple[etree._ElementTree, bytes] | None = None
+"""The last tree ``parse_xml`` built and its bytes, so ``xsd_diagnostics`` can place columns
+without changing its callers (lxml trees take neither attributes nor weak references). Holds
+one document at most; a reader holds those bytes anyway while it validates."""
 
 
 @dataclass(frozen=True)
@@ -128,16 +149,25 @@ def iter_elements(
     options = _parser_options()
     options.pop("collect_ids")
     try:
-        for event, element in etree.iterparse(io.BytesIO(data), events=events, tag=tags,
-                                              **options):
-            yield event, element
+        yield from etree.iterparse(io.BytesIO(data), events=events, tag=tags, **options)
     except etree.XMLSyntaxError as exc:
         raise InputError(_syntax_diagnostic(exc, data)) from None
+
+
+_DOCTYPE_END = re.compile(rb"<!DOCTYPE(?:[^\[>]*\[.*?\]\s*>|[^>]*>)", re.DOTALL | re.IGNORECASE)
+_SNIFF_DOCTYPE_BYTES = 1 << 20
+"""How far sniffing looks past a DOCTYPE (which the reader then refuses with a located
+error); an internal subset can push the root element far beyond the first 4 KB."""
 
 
 def root_name(data: bytes) -> str | None:
     """The root element's local name, read from the first bytes only (for sniffing)."""
     head = data[:4096]
+    doctype = _DOCTYPE.search(head)
+    if doctype is not None:
+        end = _DOCTYPE_END.match(data[:_SNIFF_DOCTYPE_BYTES], doctype.start())
+        if end is not None:
+            head = data[:doctype.start()] + data[end.end():end.end() + 4096]
     head = re.sub(rb"<\?.*?\?>|<!--.*?-->", b"", head, flags=re.DOTALL)
     match = re.search(rb"<([A-Za-z_][\w.:-]*)", head)
     if not match:
@@ -148,7 +178,7 @@ def root_name(data: bytes) -> str | None:
 # ------------------------------------------------------------------------------ XSD
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_xsd(name: str) -> etree.XMLSchema:
     """Build one of our shipped XSDs once per process. Parsed from its real file so that
     ``xs:include`` of a sibling XSD resolves locally; entities and network stay off."""
@@ -157,17 +187,73 @@ def load_xsd(name: str) -> etree.XMLSchema:
         return etree.XMLSchema(document)
 
 
-def xsd_diagnostics(schema: etree.XMLSchema, tree: etree._ElementTree) -> list[Diagnostic]:
-    """Validate a parsed tree; one diagnostic per libxml2 error with line and XPath."""
+def xsd_diagnostics(schema: etree.XMLSchema, tree: etree._ElementTree,
+                    data: bytes | None = None) -> list[Diagnostic]:
+    """Validate a parsed tree; one diagnostic per libxml2 error with line, column and XPath.
+
+    libxml2 gives schema errors a line but no column; the column is found in the source
+    text (``data``, or the bytes ``parse_xml`` last parsed into this very tree).
+    """
     if schema.validate(tree):
         return []
-    found: list[Diagnostic] = []
-    for entry in schema.error_log:
-        message = re.sub(r"^Element '[^']*'(, attribute '[^']*')?: ", "", entry.message)
-        found.append(error(message, "xsd.invalid", line=entry.line or None,
-                           column=entry.column + 1 if entry.column else None,
-                           pointer=_xpath(entry.path)))
-    return found
+    if data is None and _LAST_PARSED is not None and _LAST_PARSED[0] is tree:
+        data = _LAST_PARSED[1]
+    return [xsd_entry_diagnostic(entry, data) for entry in schema.error_log]
+
+
+def xsd_entry_diagnostic(entry: Any, data: bytes | None = None,
+                         pointer: str | None = None) -> Diagnostic:
+    """One libxml2 schema error-log entry as a located ``xsd.invalid`` diagnostic (for
+    readers that validate in their own loop, such as streaming ones)."""
+    prefix = _XSD_MESSAGE_PREFIX.match(entry.message)
+    message = entry.message[prefix.end():] if prefix else entry.message
+    attribute = prefix.group("attribute") if prefix else None
+    line = entry.line or None
+    column = entry.column + 1 if entry.column else None
+    if column is None and line is not None and data is not None:
+        position = _tag_position(data, line, _xpath(entry.path), attribute)
+        if position is not None:
+            line, column = position
+    return error(message, "xsd.invalid", line=line, column=column,
+                 pointer=_xpath(entry.path) if pointer is None else pointer)
+
+
+_XSD_MESSAGE_PREFIX = re.compile(r"^Element '[^']*'(?:, attribute '(?P<attribute>[^']*)')?: ")
+
+
+def _tag_position(data: bytes, line: int, path: str,
+                  attribute: str | None) -> tuple[int, int] | None:
+    """Line and 1-based column of the element named last in ``path`` (of its attribute when
+    one is named), searched on ``line``; beyond line 65,535 libxml2's element lines can be
+    off by one or two (it stores 16 bits and estimates the rest), so nearby lines are tried
+    too. ``None`` when the text does not show the element there."""
+    name = path.rsplit("/", 1)[-1].split("[")[0].split(":")[-1]
+    if not name or name == "*":
+        return None
+    tag = re.compile(rf"<(?:[\w.-]+:)?{re.escape(name)}(?=[\s/>])")
+    candidates = [line] if line <= 65_535 else [line, line - 1, line + 1, line - 2, line + 2]
+    for candidate in candidates:
+        text = _line_text(data, candidate)
+        found = tag.search(text) if text is not None else None
+        if text is None or found is None:
+            continue
+        if attribute is not None:
+            value = re.compile(rf"(?<![\w.:-]){re.escape(attribute)}\s*=").search(
+                text, found.end())
+            if value is not None:
+                return candidate, value.start() + 1
+        return candidate, found.start() + 1
+    return None
+
+
+def _line_text(data: bytes, line: int) -> str | None:
+    start = 0
+    for _ in range(line - 1):
+        start = data.find(b"\n", start) + 1
+        if start == 0:
+            return None
+    end = data.find(b"\n", start)
+    return data[start:end if end != -1 else len(data)].decode("utf-8", "replace")
 
 
 def _xpath(path: str | None) -> str:
