@@ -58,7 +58,12 @@ from dcx.converters.diagnostics import (
 )
 from dcx.converters.jsonio import dumps_canonical, load_json
 from dcx.converters.schemas import schema_diagnostics
-from dcx.formats.gwf import count_workload_losses, dependency_diagnostics, unheld_task_fields
+from dcx.formats.gwf import (
+    count_workload_losses,
+    dependency_diagnostics,
+    format_number,
+    unheld_task_fields,
+)
 from dcx.formats.model import Document, Id, Job, NamedResource, ResourceRequest, Task, Workload
 
 SCHEMA = "osp-workload.schema.json"
@@ -94,8 +99,7 @@ def parse_size_mb(text: str) -> float | None:
 
 
 def format_size_mb(value: float) -> str:
-    text = str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
-    return f"{text}MB"
+    return f"{format_number(value)}MB"
 
 
 def sniff(data: bytes) -> bool:
@@ -414,8 +418,6 @@ def _workflow(job: Job, origin: datetime, losses: LossCounter) -> dict[str, Any]
     workflow: dict[str, Any] = {"id": str(job.id)}
     if job.name is not None:
         workflow["application_name"] = job.name
-    if job.user is not None:
-        losses.add("job.user")
     workflow.update(_unprefixed(job.extras, frozenset({"id", "tasks", "application_name"}),
                                 losses, "job.extras"))
     workflow["tasks"] = [_task_object(task, origin, losses) for task in job.tasks]
@@ -424,6 +426,8 @@ def _workflow(job: Job, origin: datetime, losses: LossCounter) -> dict[str, Any]
 
 def _json_number(value: float) -> float | int:
     """Whole numbers without a ``.0``, as the format's own files write them."""
+    if isinstance(value, int):
+        return int(value)
     return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 

@@ -1,0 +1,146 @@
+"""osp-workload (jsspp-osp workload JSON): time axis, sizes, dependencies, located errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dcx.converters.schemas import schema_diagnostics
+from dcx.formats import osp_workload
+from dcx.formats.model import Document, Job, NamedResource, ResourceRequest, Task, Workload
+from hypothesis import given, settings
+
+from tests.strategies_traces import osp_workloads
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def document(*tasks: dict[str, object], **root: object) -> bytes:
+    return json.dumps({**root, "workflows": [{"id": "w", "tasks": list(tasks)}]},
+                      indent=2).encode()
+
+
+@pytest.mark.corpus
+def test_upstream_example_reads_onto_the_model(corpus_dir: Path):
+    data = (corpus_dir / "jsspp-osp" / "examples" / "workload.json").read_bytes()
+    assert osp_workload.sniff(data)
+    result = osp_workload.read(data)
+    assert result.ok and result.diagnostics == ()
+    workload = result.document.workload
+    assert (workload.name, workload.time_origin) == ("Hello World Workload",
+                                                     "2018-12-11T01:02:03")
+    assert workload.attributes == {"authors": ["John Doe"], "domain": "bio-informatics",
+                                   "date_end": "2018-12-11T02:03:04"}
+    (job,) = workload.jobs
+    first, second = job.tasks
+    assert job.id == "workflow-1" and job.extras["osp-workload:total_energy_usage"] == "100W"
+    assert first.runtime_s == 2923.0  # 01:02:05 → 01:50:48 on machine-1
+    assert first.request == ResourceRequest(memory_mb=200.0, resources=(
+        NamedResource("disk_space_usage", 100.0, unit="MB"),
+        NamedResource("network_usage", 4.0, unit="MB")))
+    assert second.dependencies == ("task-1",) and second.submit_time_s == 0.0
+    written = osp_workload.write(result.document)
+    assert written.losses == () and written.diagnostics == ()
+    assert osp_workload.read(written.data).document == result.document
+
+
+@pytest.mark.corpus
+def test_our_schema_accepts_the_upstream_example_unchanged(corpus_dir: Path):
+    example = json.loads((corpus_dir / "jsspp-osp" / "examples" / "workload.json").read_text())
+    assert schema_diagnostics(osp_workload.SCHEMA, example) == []
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "examples" / "osp-workload").glob("*.json")),
+                         ids=lambda p: p.name)
+def test_examples_read_cleanly_and_rewrite_exactly(path: Path):
+    data = path.read_bytes()
+    result = osp_workload.read(data)
+    assert result.ok and result.diagnostics == ()
+    written = osp_workload.write(result.document)
+    assert written.losses == ()
+    assert written.data == data
+
+
+def test_earliest_timestamp_is_the_origin_without_date_start():
+    result = osp_workload.read(document(
+        {"id": "a", "ts_submit": "2020-01-01T00:01:00Z", "runtime": 5},
+        {"id": "b", "ts_submit": "2020-01-01T00:00:30+00:00", "core_count": 2}))
+    assert result.ok
+    workload = result.document.workload
+    assert workload.time_origin == "2020-01-01T00:00:30+00:00"
+    assert [t.submit_time_s for t in workload.tasks()] == [30.0, 0.0]
+
+
+def test_enables_adds_dependencies():
+    result = osp_workload.read(document({"id": "a", "enables": ["b"]}, {"id": "b"},
+                                        date_start="2020-01-01T00:00:00"))
+    assert [t.dependencies for t in result.document.workload.tasks()] == [(), ("a",)]
+    assert [d.code for d in result.diagnostics] == ["osp-workload.no-submit-time"] * 2
+
+
+def test_sizes_use_binary_units():
+    assert osp_workload.parse_size_mb("10MB") == 10
+    assert osp_workload.parse_size_mb("1.5 GiB") == 1536
+    assert osp_workload.parse_size_mb("512KB") == 0.5
+    assert osp_workload.parse_size_mb("10 apples") is None
+    assert osp_workload.parse_size_mb("MB") is None
+
+
+@pytest.mark.parametrize(("tasks", "root", "code", "pointer"), [
+    ([{"id": "a", "depends_on": ["zz"]}], {}, "osp-workload.unknown-dependency",
+     "/workflows/0/tasks/0/depends_on/0"),
+    ([{"id": "a", "depends_on": ["b"]}, {"id": "b", "depends_on": ["a"]}], {},
+     "osp-workload.dependency-cycle", "/workflows/0/tasks/1/depends_on/0"),
+    ([{"id": "a"}, {"id": "a"}], {}, "osp-workload.duplicate-id", "/workflows/0/tasks/1/id"),
+    ([{"id": "a", "memory_usage": "lots"}], {}, "osp-workload.size",
+     "/workflows/0/tasks/0/memory_usage"),
+    ([{"id": "a", "ts_submit": "yesterday"}], {}, "osp-workload.timestamp",
+     "/workflows/0/tasks/0/ts_submit"),
+    ([{"id": "a", "ts_submit": "2020-01-01T00:00:00Z"}], {"date_start": "2020-01-01T00:00:00"},
+     "osp-workload.time-zone", "/workflows/0/tasks/0/ts_submit"),
+    ([{"id": "a", "runtime": -1}], {}, "osp-workload.negative", "/workflows/0/tasks/0/runtime"),
+    ([{"ts_submit": "2020-01-01T00:00:00"}], {}, "osp-workload.task-id", "/workflows/0/tasks/0"),
+    ([{"id": 7}], {}, "schema.type", "/workflows/0/tasks/0/id"),
+])
+def test_bad_workloads_are_located(tasks: list[dict[str, object]], root: dict[str, object],
+                                   code: str, pointer: str):
+    result = osp_workload.read(document(*tasks, **root))
+    assert result.document is None
+    first = next(d for d in result.diagnostics if d.is_error)
+    assert (first.code, first.pointer) == (code, pointer)
+    assert first.line is not None and first.column is not None
+
+
+def test_json_hazards_and_non_objects_are_rejected():
+    assert osp_workload.read(b'{"name": "a", "name": "b"}').diagnostics[0].code == \
+        "json.duplicate-key"
+    assert osp_workload.read(b"[]").diagnostics[0].code == "osp-workload.root"
+    assert osp_workload.read(b'{"workflows": [{"tasks": [{"id": "a", "runtime": NaN}]}]}') \
+        .diagnostics[0].code == "json.number"
+
+
+@given(osp_workloads())
+@settings(max_examples=150, deadline=None)
+def test_round_trip_is_identity_and_output_validates(workload: Workload):
+    written = osp_workload.write(Document(workload=workload))
+    assert written.losses == () and written.diagnostics == ()
+    assert schema_diagnostics(osp_workload.SCHEMA, json.loads(written.data)) == []
+    result = osp_workload.read(written.data)
+    assert result.ok, result.diagnostics
+    assert result.document == Document(workload=workload)
+
+
+def test_writer_reports_what_the_format_cannot_hold():
+    task = Task(id=1, deadline_s=3.0, user="alice", extras={"swf:Status": 1},
+                request=ResourceRequest(nodes=2, resources=(NamedResource("GPU", 1),)))
+    workload = Workload(jobs=(Job(id=1, tasks=(task,), user="u"),), attributes={"x": 1})
+    written = osp_workload.write(Document(workload=workload))
+    lost = {loss.field: loss.count for loss in written.losses}
+    assert lost == {"workload.attributes": 1, "job.user": 1, "task.request.nodes": 1,
+                    "task.deadline_s": 1, "task.extras": 1, "task.request.resources": 1,
+                    "task.user": 1}
+    assert [d.code for d in written.diagnostics] == ["osp-workload.assumed-origin"]
+    reread = osp_workload.read(written.data).document
+    assert reread.workload.time_origin == osp_workload.DEFAULT_ORIGIN
+    assert next(reread.workload.tasks()).id == "1"
