@@ -125,7 +125,11 @@ def read(data: bytes) -> ReadResult:
             f"the document root is a JSON {_json_type(root)}, not an object",
             "environment.root", line=1, column=1),))
     try:
-        resolved, diagnostics = resolve_document(root)
+        # A document without the markers needs no resolution walk (the common large case).
+        if b'"$base"' in data or b'"$merge"' in data:
+            resolved, diagnostics = resolve_document(root)
+        else:
+            resolved, diagnostics = root, []
     except InputError as exc:
         return ReadResult(None, (locator.diagnostic(exc.diagnostic),))
     structural = schema_diagnostics(SCHEMA, resolved, locator)

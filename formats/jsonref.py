@@ -49,19 +49,25 @@ class _Resolver:
     resolved: dict[str, Any] = field(default_factory=dict)
     in_progress: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    targets: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    sizes: dict[int, int] = field(default_factory=dict)
+    target_sizes: dict[str, int] = field(default_factory=dict)
+    expanded: int = 0
 
     def target(self, reference: Any, where: str) -> tuple[str, Any]:
+        if isinstance(reference, str) and reference in self.targets:
+            return self.targets[reference]
         if not isinstance(reference, str):
             raise InputError(error("a $base reference must be a string", "ref.type",
-                                   pointer=where))
+                                   pointer=str(where)))
         if not reference.startswith("#"):
             raise InputError(error(
                 f"$base {reference!r} is not a same-document reference '#/…'", "ref.external",
-                pointer=where))
+                pointer=str(where)))
         pointer = unquote(reference[1:])
         if pointer and not pointer.startswith("/"):
             raise InputError(error(f"$base {reference!r} is not an RFC 6901 pointer "
-                                   "(it must start with '#/')", "ref.syntax", pointer=where))
+                                   "(it must start with '#/')", "ref.syntax", pointer=str(where)))
         node = self.root
         for raw in pointer.split("/")[1:]:
             token = raw.replace("~1", "/").replace("~0", "~")
@@ -73,10 +79,11 @@ class _Resolver:
                 node = node[int(token)]
             else:
                 raise InputError(error(f"$base {reference!r} does not resolve: no {token!r}",
-                                       "ref.missing", pointer=where))
+                                       "ref.missing", pointer=str(where)))
         if not isinstance(node, dict):
             raise InputError(error(f"$base {reference!r} points at a {type(node).__name__}, "
-                                   "not an object", "ref.not-object", pointer=where))
+                                   "not an object", "ref.not-object", pointer=str(where)))
+        self.targets[reference] = (pointer, node)
         return pointer, node
 
     def resolve_at(self, pointer: str, node: Any, where: str) -> Any:
@@ -86,7 +93,7 @@ class _Resolver:
         if pointer in self.in_progress:
             chain = " -> ".join(
                 "#" + p for p in [*self.in_progress[self.in_progress.index(pointer):], pointer])
-            raise InputError(error(f"$base cycle: {chain}", "ref.cycle", pointer=where))
+            raise InputError(error(f"$base cycle: {chain}", "ref.cycle", pointer=str(where)))
         self.in_progress.append(pointer)
         value = self.resolve(node, pointer.split("/")[1:] if pointer else [])
         self.in_progress.pop()
@@ -127,39 +134,51 @@ class _Resolver:
                 own[key] = value
         if not changed:
             return node
-        pointer = "".join("/" + escape_pointer_token(token) for token in path)
-        merge_keys = self.merge_keys(node, pointer)
+        pointer = _LazyPointer(path)
+        merge_keys = self.merge_keys(node, pointer) if "$merge" in node else frozenset()
         if "$base" not in node:
             return own
-        base_pointer = f"{pointer}/$base"
+        base_pointer = _LazyPointer(path, "$base")
         references = node["$base"]
         if isinstance(references, str):
             references = [references]
         elif not isinstance(references, list):
             raise InputError(error("$base must be a string or an array of strings",
-                                   "ref.type", pointer=base_pointer))
+                                   "ref.type", pointer=str(base_pointer)))
         combined: dict[str, Any] = {}
         for index, reference in enumerate(references):
-            where = base_pointer if isinstance(node["$base"], str) else f"{base_pointer}/{index}"
+            where = (base_pointer if isinstance(node["$base"], str)
+                     else _LazyPointer(path, "$base", str(index)))
             target_pointer, target = self.target(reference, where)
-            if pointer == target_pointer or pointer.startswith(target_pointer + "/"):
+            if _is_ancestor_or_self(target_pointer, path):
                 raise InputError(error(f"$base {reference!r} refers to the object itself or "
-                                       "one of its ancestors", "ref.cycle", pointer=where))
-            combined = overlay(combined, self.resolve_at(target_pointer, target, where),
-                               merge_keys)
+                                       "one of its ancestors", "ref.cycle", pointer=str(where)))
+            value = self.resolve_at(target_pointer, target, where)
+            self.count_expansion(target_pointer, value)
+            combined = overlay(combined, value, merge_keys)
         return overlay(combined, own, merge_keys)
 
-    def merge_keys(self, node: dict[str, Any], pointer: str) -> frozenset[str]:
-        if "$merge" not in node:
-            return frozenset()
+    def count_expansion(self, target_pointer: str, value: Any) -> None:
+        """Each reference re-uses its target's whole subtree; bound the total a reader
+        walking the result would see (fan-out bombs resolve fast but expand to 2**n)."""
+        size = self.target_sizes.get(target_pointer)
+        if size is None:
+            size = self.target_sizes[target_pointer] = _expanded_size(value, self.sizes)
+        self.expanded += size
+        if self.expanded > EXPANSION_BUDGET:
+            raise InputError(error(
+                f"resolving $base expands the document beyond {EXPANSION_BUDGET:,} values",
+                "ref.expansion"))
+
+    def merge_keys(self, node: dict[str, Any], pointer: Any) -> frozenset[str]:
         keys = node["$merge"]
         where = f"{pointer}/$merge"
         if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
             raise InputError(error("$merge must be an array of key names (strings)",
-                                   "ref.merge-type", pointer=where))
+                                   "ref.merge-type", pointer=str(where)))
         if "$base" not in node:
             self.diagnostics.append(warning("$merge without $base has no effect",
-                                            "ref.merge-unused", pointer=where))
+                                            "ref.merge-unused", pointer=str(where)))
         return frozenset(keys)
 
 
@@ -185,30 +204,42 @@ def resolve_document(root: Any) -> tuple[Any, list[Diagnostic]]:
         result = resolver.resolve(root, [])
     except RecursionError:
         raise InputError(error("document nests too deeply to resolve", "json.depth")) from None
-    _check_expansion(result)
     return result, resolver.diagnostics
 
 
-def _check_expansion(value: Any) -> None:
-    """Count values as a reader walking the result would see them (shared subtrees counted
-    each time they appear), memoised per object so the count itself stays linear."""
-    sizes: dict[int, int] = {}
+class _LazyPointer:
+    """A JSON Pointer built only if a diagnostic needs it (most objects never do)."""
 
-    def size(node: Any) -> int:
-        if not isinstance(node, dict | list):
-            return 1
-        known = sizes.get(id(node))
-        if known is not None:
-            return known
-        children = node.values() if isinstance(node, dict) else node
-        total = 1
-        for child in children:
-            total += size(child)
-            if total > EXPANSION_BUDGET:
-                raise InputError(error(
-                    f"resolving $base expands the document beyond {EXPANSION_BUDGET:,} values",
-                    "ref.expansion"))
-        sizes[id(node)] = total
-        return total
+    __slots__ = ("tokens",)
 
-    size(value)
+    def __init__(self, path: list[str], *more: str) -> None:
+        self.tokens = (*path, *more)
+
+    def __str__(self) -> str:
+        return "".join("/" + escape_pointer_token(token) for token in self.tokens)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def _is_ancestor_or_self(target_pointer: str, path: list[str]) -> bool:
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in target_pointer.split("/")[1:]]
+    return path[:len(tokens)] == tokens
+
+
+def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
+    """Values in ``node`` counting shared subtrees every time, memoised per object."""
+    if not isinstance(node, dict | list):
+        return 1
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    total = 1
+    for child in node.values() if isinstance(node, dict) else node:
+        total += _expanded_size(child, sizes)
+        if total > EXPANSION_BUDGET:
+            raise InputError(error(
+                f"resolving $base expands the document beyond {EXPANSION_BUDGET:,} values",
+                "ref.expansion"))
+    sizes[id(node)] = total
+    return total

@@ -1,0 +1,106 @@
+"""Hypothesis strategies for environments that environment JSON can hold exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from dcx.formats.model import (
+    Datacenter,
+    DatacenterSchedulerChange,
+    Environment,
+    Machine,
+    MachineState,
+    MachineStateChange,
+    Point,
+    ProcessingUnit,
+    Rack,
+    Room,
+    SchedulerSpec,
+    Size,
+    StorageUnit,
+)
+
+# Text a JSON document (and XML, for the other formats) can carry.
+text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\ufffe\uffff"),
+    min_size=1, max_size=12,
+)
+maybe_text = st.none() | text
+positive = st.floats(min_value=1e-3, max_value=1e12, allow_nan=False, allow_infinity=False)
+maybe_positive = st.none() | positive
+scalar = st.integers(-1000, 1000) | text | st.booleans() | st.none()
+
+
+def processing_units(min_size: int) -> st.SearchStrategy[tuple[ProcessingUnit, ...]]:
+    unit = st.builds(
+        ProcessingUnit, cores=st.integers(1, 256), clock_rate_hz=positive, id=maybe_text,
+        manufacturer=maybe_text, family=maybe_text, generation=maybe_text, model=maybe_text,
+        energy_consumption_w=maybe_positive)
+    return st.lists(unit, min_size=min_size, max_size=3).map(tuple)
+
+
+storage_units = st.lists(st.builds(
+    StorageUnit, capacity_mb=st.integers(1, 10**9), id=maybe_text, manufacturer=maybe_text,
+    family=maybe_text, generation=maybe_text, model=maybe_text, read_speed_mb_s=maybe_positive,
+    write_speed_mb_s=maybe_positive, energy_consumption_w=maybe_positive), max_size=2).map(tuple)
+
+machine_bodies = st.fixed_dictionaries({
+    "cpus": processing_units(1), "gpus": processing_units(0), "memory": storage_units,
+    "storage": storage_units, "name": maybe_text, "state": st.sampled_from(MachineState)})
+
+schedulers = st.builds(SchedulerSpec, name=text, url=maybe_text,
+                       options=st.dictionaries(text, scalar, max_size=3))
+
+
+@st.composite
+def environments(draw: Any) -> Environment:
+    """Unique ids per entity kind (as the format requires), events naming real machines,
+    racks within capacity, events in time order."""
+    counter = iter(range(10**6))
+    machine_ids: list[int | str] = []
+
+    def fresh_id(kind: str) -> int | str:
+        value = next(counter)
+        return value if draw(st.booleans()) else f"{kind}-{value}"
+
+    def machine() -> Machine:
+        body = draw(machine_bodies)
+        identity = fresh_id("m")
+        machine_ids.append(identity)
+        return Machine(id=identity, **body)
+
+    def rack() -> Rack:
+        slots = tuple(machine() if draw(st.integers(0, 4)) else None
+                      for _ in range(draw(st.integers(0, 4))))
+        capacity = draw(st.none() | st.integers(len(slots), len(slots) + 40))
+        return Rack(id=draw(st.none()) or fresh_id("r"), name=draw(maybe_text),
+                    capacity_units=capacity, power_capacity_w=draw(maybe_positive), slots=slots)
+
+    def room() -> Room:
+        return Room(
+            id=fresh_id("room"), name=draw(maybe_text),
+            type=draw(st.sampled_from(["COOLING", "HALLWAY", "OFFICE", "POWER", "SERVER"])),
+            location=draw(st.none() | st.builds(Point, positive, positive)),
+            size=draw(st.none() | st.builds(Size, positive, positive)),
+            racks=tuple(rack() for _ in range(draw(st.integers(0, 3)))))
+
+    datacenters = tuple(
+        Datacenter(id=fresh_id("dc"), name=draw(maybe_text), location=draw(maybe_text),
+                   operator=draw(maybe_text), scheduler=draw(st.none() | schedulers),
+                   rooms=tuple(room() for _ in range(draw(st.integers(0, 2)))))
+        for _ in range(draw(st.integers(0, 2))))
+    events: list[MachineStateChange | DatacenterSchedulerChange] = []
+    times = sorted(draw(st.lists(st.integers(0, 10**6), max_size=4)))
+    for time in times:
+        if machine_ids and draw(st.booleans()):
+            events.append(MachineStateChange(
+                machine=draw(st.sampled_from(machine_ids)), state=draw(st.sampled_from(MachineState)),
+                time_s=time, cause=draw(maybe_text)))
+        elif datacenters:
+            events.append(DatacenterSchedulerChange(
+                datacenter=draw(st.sampled_from([dc.id for dc in datacenters])),
+                scheduler=draw(schedulers), time_s=time))
+    return Environment(datacenters=datacenters, events=tuple(events), name=draw(maybe_text),
+                       description=draw(maybe_text))

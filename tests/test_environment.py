@@ -1,0 +1,252 @@
+"""Environment JSON: resolution as the format guide says, validation, round trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from strategies_environment import environments
+
+from dcx.converters.diagnostics import Severity
+from dcx.formats import environment
+from dcx.formats.jsonref import resolve_document
+from dcx.formats.model import Document, Environment, Machine, ProcessingUnit, Rack, Room, Datacenter
+
+
+def read_json(value: Any) -> environment.ReadResult:
+    return environment.read(json.dumps(value).encode())
+
+
+def codes(result: Any) -> list[str]:
+    return [d.code for d in result.diagnostics if d.severity is Severity.ERROR]
+
+
+def minimal(units: list[Any], **extra: Any) -> dict[str, Any]:
+    return {"environment": {"datacenters": [{"id": 0, "rooms": [{"type": "SERVER", "objects": [
+        {"type": "RACK", "units": units}]}]}]}, **extra}
+
+
+MACHINE = {"type": "MACHINE", "cpus": [{"clock-rate": 2.4e9, "cores": 8}]}
+
+# ---------------------------------------------------------------- the guide's examples
+
+
+def test_single_base_own_keys_win() -> None:
+    resolved, _ = resolve_document({"test": {"a": 2, "$base": "#/definition"},
+                                    "definition": {"a": 1, "b": 2}})
+    assert resolved["test"] == {"a": 2, "b": 2}
+
+
+def test_multiple_bases_in_ascending_precedence() -> None:
+    # The guide's pointer typo "#/defintion-b" fixed; later bases override earlier ones.
+    resolved, _ = resolve_document({
+        "test": {"a": 2, "$base": ["#/definition-a", "#/definition-b"]},
+        "definition-a": {"a": 1, "b": 2, "c": 3}, "definition-b": {"b": 3}})
+    assert resolved["test"] == {"a": 2, "b": 3, "c": 3}
+
+
+def test_guide_typo_pointer_is_a_located_error() -> None:
+    result = read_json({**minimal([{"$base": ["#/definition-a", "#/defintion-b"]}]),
+                        "definition-a": MACHINE})
+    assert codes(result) == ["ref.missing"]
+    assert result.diagnostics[0].pointer.endswith("/units/0/$base/1")
+    assert result.diagnostics[0].line == 1
+
+
+def test_merge_puts_own_items_first_as_the_guide_shows() -> None:
+    resolved, _ = resolve_document({
+        "test": {"array": [1, 2], "object": {"a": 1}, "$base": "#/definition",
+                 "$merge": ["array", "object"]},
+        "definition": {"array": [2, 3, 4], "object": {"a": 2, "b": 2}}})
+    assert resolved["test"] == {"array": [1, 2, 2, 3, 4], "object": {"a": 1, "b": 2}}
+
+
+def test_concrete_example_fixed_pointer_validates() -> None:
+    document = minimal([{"id": 1, "name": "hostname-1.example.com", "state": "ACTIVE",
+                         "$base": "#/definitions/machines/default"}])
+    document["definitions"] = {"machines": {"default": {
+        "type": "MACHINE",
+        "cpus": [{"manufacturer": "Intel", "family": "Xeon", "generation": "v3",
+                  "model": "E5-2630", "clock-rate": 2400000000, "cores": 8}],
+        "memory": [{"capacity": 8000}]}}}
+    result = read_json(document)
+    assert result.ok, result.diagnostics
+    machine = next(result.document.environment.machines())
+    assert machine.core_count == 8 and machine.memory_mb == 8000
+    assert machine.cpus[0].model == "E5-2630"
+    broken = json.loads(json.dumps(document).replace("machines/default", "machine/default"))
+    assert codes(read_json(broken)) == ["ref.missing"]
+
+
+def test_guide_rack_example_with_empty_cpus_is_invalid() -> None:
+    result = read_json(minimal([{"type": "EMPTY"}, {"type": "MACHINE", "cpus": []}]))
+    assert not result.ok
+    assert any(d.code.startswith("schema.") for d in result.diagnostics)
+
+
+def test_minimal_guide_document_is_valid() -> None:
+    result = read_json({"environment": {"datacenters": []}, "events": [], "definitions": {}})
+    assert result.ok and result.document.environment.datacenters == ()
+
+
+def test_nested_bases_resolve_and_each_target_once() -> None:
+    document = minimal([{"id": i, "$base": "#/definitions/b"} for i in range(3)])
+    document["definitions"] = {"a": MACHINE, "b": {"$base": "#/definitions/a", "name": "n"}}
+    result = read_json(document)
+    assert result.ok
+    machines = list(result.document.environment.machines())
+    assert [m.name for m in machines] == ["n", "n", "n"]
+    # shared definitions are built once: the CPU tuples are the same object
+    assert machines[0].cpus is machines[1].cpus
+
+
+# ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(("document", "code", "pointer"), [
+    ({"a": {"$base": "#/b"}, "b": {"$base": "#/a"}, **minimal([])}, "ref.cycle", "/a/$base"),
+    ({**minimal([{"id": 1, "$base": "#/environment"}])}, "ref.cycle",
+     "/environment/datacenters/0/rooms/0/objects/0/units/0/$base"),
+    ({**minimal([{"$base": "#/nowhere"}])}, "ref.missing", None),
+    ({**minimal([{"$base": "other.json#/x"}])}, "ref.external", None),
+    ({**minimal([{"$base": "#/definitions/x", "$merge": "cpus"}]),
+      "definitions": {"x": MACHINE}}, "ref.merge-type", None),
+    ({**minimal([{"$base": "#/definitions/x"}]), "definitions": {"x": [1]}}, "ref.not-object",
+     None),
+])
+def test_reference_errors_name_the_offending_pointer(document: Any, code: str,
+                                                     pointer: str | None) -> None:
+    result = read_json(document)
+    assert codes(result) == [code]
+    diagnostic = result.diagnostics[0]
+    assert diagnostic.line is not None and diagnostic.column is not None
+    assert "$base" in diagnostic.pointer or "$merge" in diagnostic.pointer
+    if pointer:
+        assert diagnostic.pointer == pointer
+
+
+def test_fan_out_bomb_is_refused() -> None:
+    definitions = {"d0": {"v": 1}}
+    for level in range(1, 40):
+        below = f"#/definitions/d{level - 1}"
+        definitions[f"d{level}"] = {"x": {"$base": below}, "y": {"$base": below}}
+    result = read_json({**minimal([]), "definitions": definitions, "root": {"$base": "#/definitions/d39"}})
+    assert codes(result) == ["ref.expansion"]
+
+
+@pytest.mark.parametrize(("data", "code"), [
+    (b"[1, 2]", "environment.root"),
+    (b'{"environment": {"datacenters": []}, "environment": {}}', "json.duplicate-key"),
+    (b'{"environment": {"datacenters": [NaN]}}', "json.number"),
+    (b"[" * 10000 + b"]" * 10000, "json.depth"),
+    (b'\xef\xbb\xbf{"environment": {"datacenters": []}}', "json.bom"),
+])
+def test_bad_json_is_one_located_error(data: bytes, code: str) -> None:
+    result = environment.read(data)
+    assert result.document is None
+    assert [d.code for d in result.diagnostics] == [code]
+    assert result.diagnostics[0].line is not None
+
+
+def test_semantic_checks() -> None:
+    document = minimal([dict(MACHINE, id=1), dict(MACHINE, id=1)])
+    document["environment"]["datacenters"][0]["rooms"][0]["objects"][0]["capacity"] = 1
+    document["events"] = [
+        {"type": "MACHINE_STATE_CHANGE", "time": 5, "machine": 1, "state": "FAILURE"},
+        {"type": "MACHINE_STATE_CHANGE", "time": 1, "machine": 7, "state": "ACTIVE"},
+        {"type": "DATACENTER_SCHEDULER_CHANGE", "datacenter": 9, "scheduler": {"name": "x"}},
+    ]
+    result = read_json(document)
+    assert sorted(codes(result)) == sorted([
+        "environment.duplicate-id", "environment.rack-capacity", "environment.unknown-machine",
+        "environment.unknown-datacenter"])
+    warnings = {d.code for d in result.diagnostics if d.severity is Severity.WARNING}
+    assert warnings == {"environment.event-order", "environment.event-untimed"}
+
+
+def test_unknown_keys_warn_with_the_key_position_and_are_kept() -> None:
+    data = json.dumps(minimal([dict(MACHINE, id=1, clockrate=3)]), indent=1).encode()
+    result = environment.read(data)
+    assert result.ok
+    [diagnostic] = result.diagnostics
+    assert diagnostic.code == "environment.unknown-key"
+    line = data.decode().splitlines()[diagnostic.line - 1]
+    assert line[diagnostic.column - 1:].startswith('"clockrate"')
+    machine = next(result.document.environment.machines())
+    assert machine.extras == {"clockrate": 3}
+    assert b'"clockrate": 3' in environment.write(result.document).data
+
+
+# ---------------------------------------------------------------- corpus
+
+
+def test_corpus_example_validates_with_its_typo_warnings(corpus_dir: Path) -> None:
+    result = environment.read((corpus_dir / "jsspp-osp/examples/environment.json").read_bytes())
+    assert result.ok
+    assert {d.code for d in result.diagnostics} == {"environment.unknown-key"}
+    machines = list(result.document.environment.machines())
+    assert [m.id for m in machines] == [1, 2, 3]
+    assert [m.core_count for m in machines] == [13, 8, 8]  # own 5-core CPU first, then the base's
+    assert result.document.environment.events[1].cause == "Hard-disk drive failed"
+
+
+def upstream_validator(corpus_dir: Path) -> jsonschema.protocols.Validator:
+    schema = json.loads((corpus_dir / "jsspp-osp/schemas/environment.schema.json").read_text())
+    return jsonschema.Draft7Validator(schema)
+
+
+def test_writer_output_validates_against_ours_and_upstream(corpus_dir: Path) -> None:
+    source = environment.read((corpus_dir / "jsspp-osp/examples/environment.json").read_bytes())
+    written = environment.write(source.document)
+    resolved, _ = resolve_document(json.loads(written.data))
+    errors = list(upstream_validator(corpus_dir).iter_errors(resolved))
+    assert not errors, errors[0].message
+    assert environment.read(written.data).document == source.document
+
+
+# ---------------------------------------------------------------- round trips
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(environments())
+def test_model_to_json_to_model_is_identity(env: Environment) -> None:
+    written = environment.write(Document(environment=env))
+    assert written.losses == ()
+    result = environment.read(written.data)
+    assert result.ok, [d.render() for d in result.diagnostics]
+    assert result.document == Document(environment=env)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.function_scoped_fixture],
+          deadline=None)
+@given(env=environments())
+def test_writer_output_validates_upstream(corpus_dir: Path, env: Environment) -> None:
+    written = environment.write(Document(environment=env))
+    resolved, _ = resolve_document(json.loads(written.data))
+    assert not list(upstream_validator(corpus_dir).iter_errors(resolved))
+
+
+def test_identical_machines_are_factored_into_definitions() -> None:
+    types = [ProcessingUnit(cores=c, clock_rate_hz=2e9) for c in (4, 8, 16)]
+    machines = tuple(Machine(id=i, name=f"n{i}", cpus=(types[i % 3],)) for i in range(10_000))
+    env = Environment(datacenters=(Datacenter(id=0, rooms=(Room(racks=(Rack(slots=machines),)),)),))
+    written = environment.write(Document(environment=env))
+    tree = json.loads(written.data)
+    assert len(tree["definitions"]["machines"]) == 3
+    unit = tree["environment"]["datacenters"][0]["rooms"][0]["objects"][0]["units"][5]
+    assert unit == {"id": 5, "name": "n5", "state": "ACTIVE",
+                    "$base": "#/definitions/machines/type-3"}
+    assert environment.read(written.data).document == Document(environment=env)
+
+
+def test_writer_lists_what_it_cannot_hold() -> None:
+    machine = Machine(id=1, cpus=(ProcessingUnit(cores=2, clock_rate_hz=1e9),),
+                      features=("bigmem", "ib"), os="Linux", rank=3)
+    env = Environment(datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=(machine,)),)),)),))
+    losses = {loss.field: loss.count for loss in environment.write(Document(environment=env)).losses}
+    assert losses == {"machine.features": 2, "machine.os": 1, "machine.rank": 1}
