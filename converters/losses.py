@@ -103,9 +103,11 @@ def with_parts(holds: Iterable[str]) -> frozenset[str]:
     """``holds`` plus the whole-part paths its fields imply: a format that holds any
     workload field holds ``workload``, and any other field ``environment``."""
     paths = frozenset(holds)
-    parts = {"workload" if path.split(".")[0] in _WORKLOAD_ROOTS else "environment"
-             for path in paths}
-    return paths | parts
+    return paths | {_part(path) for path in paths}
+
+
+def _part(path: str) -> str:
+    return "workload" if path.split(".")[0] in _WORKLOAD_ROOTS else "environment"
 
 
 def restrict(document: Document, holds: Iterable[str], own_prefix: str | None = None) -> Document:
@@ -437,18 +439,21 @@ def dropped_fields(document: Document, target_holds: Iterable[str],
     """The field paths a format holding ``target_holds`` actually drops from ``document``:
     exactly the losses its writer must report, in ``FIELDS`` order.
 
+    A part (topology, workload) counts as dropped unless it is absent or empty (all defaults);
+    a dropped part is reported alone, not with every field inside it.
     A hierarchy level counts as dropped only when some parent has several containers (or, for
     rooms, a room that is not a SERVER room): one container with default attributes is what
     formats without the level read back, and adding it loses nothing.
     """
     held = with_parts(target_holds)
     everything = restrict(document, FIELDS, own_prefix)
-    dropped = []
+    dropped: list[str] = []
     for path in FIELDS:
-        if path in held:
-            continue
+        if path in held or _part(path) in dropped:
+            continue  # a dropped part is one loss, not one per field inside it
         if path in ("environment", "workload"):
-            if getattr(document, path) is not None:
+            part = getattr(document, path)
+            if part is not None and part != type(part)():  # an empty part carries nothing
                 dropped.append(path)
         elif path in _LEVELS:
             if _level_is_used(document, path):
