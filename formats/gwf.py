@@ -238,10 +238,11 @@ def _cycle_diagnostics(
 ) -> list[Diagnostic]:
     # Kahn's algorithm removes every task that can eventually run; what remains lies on a
     # cycle or waits on one. Iterative, so a 100,000-task chain costs no Python stack.
-    waiting = [len(set(targets)) for targets in resolved]
+    # A repeated dependency is counted, and later released, once per occurrence.
+    waiting = [len(targets) for targets in resolved]
     dependents: list[list[int]] = [[] for _ in resolved]
     for index, targets in enumerate(resolved):
-        for target in set(targets):
+        for target in targets:
             dependents[target].append(index)
     ready = [index for index, count in enumerate(waiting) if count == 0]
     while ready:
@@ -481,6 +482,7 @@ def _read_workflow(
 ) -> tuple[list[tuple[int, Task]], dict[Id, list[Task]]]:
     tasks: list[tuple[int, Task]] = []
     placement: dict[Id, list[Task]] = {}
+    requests: dict[int, ResourceRequest] = {}
     start = first
     if reader.lines[first].strip().startswith("WorkflowID"):
         start = first + 1
@@ -545,11 +547,14 @@ def _read_workflow(
                 f"task {task_id} has an unknown runtime (-1); a scheduler cannot run it",
                 "gwf.unknown-runtime", **reader.locate(line_number, "RunTime")))
         cores, extras = _processors(nprocs, requested)
+        request = requests.get(cores)
+        if request is None:  # immutable, so one object per distinct core count
+            request = requests[cores] = ResourceRequest(cores=float(cores))
         task = Task(
             id=task_id,
             submit_time_s=float(submit),
             runtime_s=None if runtime == -1 else float(runtime),
-            request=ResourceRequest(cores=float(cores)),
+            request=request,
             dependencies=tuple(d for d in dependencies if d is not None),
             extras=extras,
         )
