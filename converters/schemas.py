@@ -7,6 +7,7 @@ and only then do we look up line and column for each error's JSON Pointer.
 
 from __future__ import annotations
 
+import itertools
 import json
 from functools import lru_cache
 from importlib import resources
@@ -17,6 +18,9 @@ import jsonschema_rs
 
 from dcx.converters.diagnostics import Diagnostic, error
 from dcx.converters.jsonio import JsonLocator, pointer_from_path
+
+
+MAX_SCHEMA_ERRORS = 50
 
 
 @lru_cache(maxsize=None)
@@ -53,14 +57,21 @@ def schema_diagnostics(
         pass  # jsonschema-rs refuses some Python values (huge ints); fall through
     validator = _detailed_validator(name)
     try:
-        errors = sorted(validator.iter_errors(instance), key=_error_rank)
+        # Detailed errors cost far more than the verdict; a broken 100,000-machine file
+        # gets the first MAX_SCHEMA_ERRORS and a count, not 100,000 located messages.
+        errors = list(itertools.islice(validator.iter_errors(instance), MAX_SCHEMA_ERRORS + 1))
     except RecursionError:
         return [error("document nests too deeply to validate", "json.depth")]
+    truncated = len(errors) > MAX_SCHEMA_ERRORS
+    errors = sorted(errors[:MAX_SCHEMA_ERRORS], key=_error_rank)
     found: list[Diagnostic] = []
     for item in errors:
         detail = _deepest(item)
         pointer = base_pointer + pointer_from_path(detail.absolute_path)
         found.append(error(_message(detail), "schema." + str(detail.validator), pointer=pointer))
+    if truncated:
+        found.append(error(f"more schema errors follow; only the first {MAX_SCHEMA_ERRORS} "
+                           "are listed", "schema.more-errors"))
     return locator.place(found) if locator is not None else found
 
 

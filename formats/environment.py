@@ -316,6 +316,7 @@ def semantic_checks(environment: Environment, builder: _Builder) -> list[Diagnos
                 first_seen[value] = pointer
     machine_ids = {value for value, _ in builder.pointers.get("machine", [])}
     datacenter_ids = {value for value, _ in builder.pointers.get("datacenter", [])}
+    found += _upstream_compatibility(environment)
     for rack, pointer in _rack_pointers(environment):
         if rack.capacity_units is not None and len(rack.slots) > rack.capacity_units:
             found.append(error(f"rack holds {len(rack.slots)} units but its capacity is "
@@ -340,6 +341,37 @@ def semantic_checks(environment: Environment, builder: _Builder) -> list[Diagnos
                                  "environment.event-order", pointer=f"{pointer}/time"))
         previous = event.time_s if previous is None else max(previous, event.time_s)
     return found
+
+
+def _upstream_compatibility(environment: Environment) -> list[Diagnostic]:
+    """dcx's schema is a superset of the upstream one so that data from formats without
+    clock rates or whole-MB sizes can be written; say where upstream tools would refuse."""
+    missing_clock = no_cpus = fractional = 0
+    first: str | None = None
+    for rack, pointer in _rack_pointers(environment):
+        for slot, machine in enumerate(rack.slots):
+            if machine is None:
+                continue
+            units = machine.memory + machine.storage
+            counts = (
+                not machine.cpus,
+                any(pu.clock_rate_hz is None for pu in machine.cpus + machine.gpus),
+                any(not float(unit.capacity_mb).is_integer() for unit in units),
+            )
+            if any(counts) and first is None:
+                first = f"{pointer}/units/{slot}"
+            no_cpus += counts[0]
+            missing_clock += counts[1]
+            fractional += counts[2]
+    problems = [f"{count:,} {what}" for count, what in (
+        (no_cpus, "machine(s) without CPUs"), (missing_clock, "machine(s) with a processing "
+         "unit without clock-rate"), (fractional, "machine(s) with a fractional MB capacity"))
+        if count]
+    if not problems:
+        return []
+    return [warning("the upstream jsspp-osp schema would reject " + ", ".join(problems) +
+                    " (dcx accepts them)", "environment.upstream-incompatible",
+                    pointer=first or "")]
 
 
 def _rack_pointers(environment: Environment) -> Iterable[tuple[Rack, str]]:
@@ -467,7 +499,9 @@ class _Writer:
         return node
 
     def machine_body(self, machine: Machine, count_losses: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"cpus": [self.processing_unit(cpu) for cpu in machine.cpus]}
+        body: dict[str, Any] = {}
+        if machine.cpus:  # an empty list is invalid; no key means "no CPUs known"
+            body["cpus"] = [self.processing_unit(cpu) for cpu in machine.cpus]
         if machine.gpus:
             body["gpus"] = [self.processing_unit(gpu) for gpu in machine.gpus]
         if machine.memory:
