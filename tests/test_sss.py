@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 import strategies_environment
 import strategies_sss
+from hypothesis import HealthCheck, given, settings
+from lxml import etree
+
 from dcx.converters.xmlio import load_xsd
 from dcx.formats import sss
 from dcx.formats.fields import FIELDS
@@ -25,8 +28,6 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
-from hypothesis import HealthCheck, Phase, given, settings
-from lxml import etree
 
 # The spec's two examples (§1.2), typed from seed 002. The elaborate one is given as printed,
 # with U+201D around every attribute value, and normalised where a test needs it.
@@ -550,11 +551,7 @@ def environment_json_round_trip(environment: Environment) -> Environment:
     return result.document.environment
 
 
-@pytest.mark.xfail(strict=True, reason="environment JSON writer emits CPUs without clock-rate "
-                   "(and empty cpus), which its own schema rejects; SSS has no clock rate")
-# No shrinking: while the xfail holds every example fails, and shrinking those takes minutes.
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          phases=(Phase.explicit, Phase.generate))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(strategies_environment.environments())
 def test_environment_json_to_sss_to_environment_json_keeps_what_sss_holds(
     environment: Environment,
@@ -589,8 +586,6 @@ def test_ten_thousand_node_data_round_trips() -> None:
     assert read_ok(written.data) == environment
 
 
-@pytest.mark.xfail(strict=True, reason="environment JSON writer output fails its own schema "
-                   "for CPUs without clock-rate; see the report")
 @pytest.mark.slow
 def test_ten_thousand_node_data_converts_to_environment_json_and_back() -> None:
     environment = read_ok(strategies_sss.generated_cluster(10_000))
