@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
+
 from dcx.converters.schemas import load_schema
 from dcx.formats import gwf, swf
 from dcx.formats.model import Document, Job, Workload

@@ -23,12 +23,21 @@ Mapping details shared by both variants:
   ``gwf:NProcs = -1``; ReqNProcs is kept as ``gwf:ReqNProcs`` only when it differs from NProcs.
 * ReqMemory is KB per processor; the model's ``request.memory_mb`` is per node, so
   ``memory_mb = ReqMemory x NProcs / 1024``.
-* Ids must be non-negative integers. The writer renumbers tasks (and jobs) whose ids are not,
-  and reports the renumbering as a loss.
+* Ids are non-negative integers, as the archives and SC18 write them. dcx also reads and
+  writes text ids that cannot be mistaken for numbers (``t1``, ``task-7``: starting with an ASCII
+  letter or ``_``, without whitespace, commas or semicolons), with a
+  ``gwf.text-ids`` warning because SC18 cannot read them. The writer renumbers tasks (and
+  jobs) 1..n when their ids are neither, and reports it as a loss.
+* Nodes are not held: a task runs on one node, so a multi-node request keeps only its per-node
+  cores (the model's normal form, see ``dcx.converters.losses``), reported as a loss.
+* Plain (free-form) extras keys have no column, so ``task.extras`` is not held; ``gwf:`` keys
+  are the format's own and survive.
 
-Writer variant: ``write(document, variant="auto")`` writes both variants and keeps the one
-that loses fewer values; ties go to ``workflow``, the variant schedulers read. Pass
-``variant="workflow"`` or ``variant="archive"`` to force one.
+Writer variant: by default ``write`` keeps the variant the document was read from (the reader
+records an archive file as ``Document.extras["gwf:variant"] = "archive"``) and writes the
+workflow variant, the one schedulers read, otherwise; ``HOLDS`` describes that default.
+``variant="workflow"``/``"archive"`` forces one; ``"auto"`` writes both and keeps the one that
+loses fewer values.
 
 Each parsed line is a *record* described by ``schemas/gwf.schema.json``. Records are checked
 field by field in Python (the fast path); a line that fails is validated against the schema for
@@ -72,6 +81,7 @@ from dcx.converters.limits import LIMITS
 from dcx.converters.schemas import load_schema, schema_diagnostics
 from dcx.formats.model import (
     Document,
+    Environment,
     Id,
     Job,
     ResourceRequest,
@@ -114,15 +124,22 @@ EXTRA_PREFIX = "gwf:"
 _PROCESSOR_EXTRAS = frozenset({"gwf:NProcs", "gwf:ReqNProcs"})
 _ARCHIVE_EXTRA_KEYS = frozenset(EXTRA_PREFIX + name for name in _ARCHIVE_EXTRA_COLUMNS)
 
+# ``gwf:`` extras survive any GWF round trip (they are the format's own); plain extras keys
+# have no place in either variant, so ``task.extras`` is not held.
 HOLDS_WORKFLOW = frozenset({
     "job", "task.id", "task.submit_time_s", "task.runtime_s", "task.request.cores",
-    "task.dependencies", "task.extras",
+    "task.dependencies",
 })
 HOLDS_ARCHIVE = frozenset({
     "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
-    "task.request.cores", "task.request.memory_mb", "task.user", "task.group", "task.extras",
+    "task.request.cores", "task.request.memory_mb", "task.user", "task.group",
 })
-HOLDS: frozenset[str] = HOLDS_WORKFLOW | HOLDS_ARCHIVE
+HOLDS: frozenset[str] = HOLDS_WORKFLOW
+"""What ``write`` holds by default (the workflow variant); see ``VARIANT_KEY``."""
+
+VARIANT_KEY = "gwf:variant"
+"""``Document.extras`` key the reader sets to ``"archive"`` for an archive-format file, so that
+writing the document back keeps the archive variant."""
 
 MAX_ERRORS = 1000
 """Reading stops after this many errors: a garbage file must not produce millions."""
@@ -190,7 +207,28 @@ def format_number(value: float) -> str:
 
 
 def is_trace_id(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """An id a trace can write back exactly: an integer >= 0, or a text token that cannot be
+    mistaken for a number (see ``is_id_token``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value >= 0
+    return isinstance(value, str) and is_id_token(value)
+
+
+def is_id_token(token: str) -> bool:
+    """A text id: starts with an ASCII letter or ``_``; no whitespace, commas or semicolons."""
+    return bool(token) and token[0] in _ID_START and _SEPARATOR.search(token) is None
+
+
+def parse_id(token: str) -> Id | None:
+    """An integer id >= 0, a text id token, or ``None``."""
+    number = parse_int(token)
+    if number is not None:
+        return number if number >= 0 else None
+    return token if is_id_token(token) else None
+
+
+_ID_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_SEPARATOR = re.compile(r"[\s,;]")
 
 
 # --------------------------------------------------------------------------- dependency checks
@@ -432,7 +470,7 @@ def _read(data: bytes) -> ReadResult:
         if not text.strip():
             return ReadResult(None, (error("file is empty", "gwf.empty", line=1, column=1),))
         # Only comments: an archive-format file without jobs.
-        empty = Document(workload=Workload())
+        empty = Document(workload=Workload(), extras={VARIANT_KEY: "archive"})
         return ReadResult(empty, (warning("file has no task lines", "gwf.no-tasks"),))
     variant: Variant = "archive" if _looks_archive(lines[first]) else "workflow"
     reader = _Reader(lines, variant, [])
@@ -460,9 +498,14 @@ def _read(data: bytes) -> ReadResult:
         return ReadResult(None, tuple(reader.diagnostics))
     if not tasks:
         reader.report(warning("file has no task lines", "gwf.no-tasks"))
+    if any(isinstance(task.id, str) for _, task in tasks) or any(
+            isinstance(job_id, str) for job_id in placement):
+        reader.report(warning("some ids are text: dcx reads them, the SC18 simulator (which "
+                              "parses integers) does not", "gwf.text-ids"))
     workload = Workload(jobs=tuple(Job(id=job_id, tasks=tuple(members))
                                    for job_id, members in placement.items()))
-    return ReadResult(Document(workload=workload), tuple(reader.diagnostics))
+    extras = {VARIANT_KEY: "archive"} if variant == "archive" else {}
+    return ReadResult(Document(workload=workload, extras=extras), tuple(reader.diagnostics))
 
 
 def _processors(nprocs: int, requested: int) -> tuple[int, dict[str, Any]]:
@@ -512,28 +555,27 @@ def _read_workflow(
                 column=reader.field_column(line_number, len(WORKFLOW_COLUMNS)),
                 pointer=f"/lines/{line_number}"))
         tokens = [field.strip() for field in fields[:6]]
-        workflow = parse_int(tokens[0])
-        task_id = parse_int(tokens[1])
+        workflow = parse_id(tokens[0])
+        task_id = parse_id(tokens[1])
         submit = parse_number(tokens[2])
         runtime = parse_number(tokens[3])
         nprocs = parse_int(tokens[4])
         requested = parse_int(tokens[5])
         dependency_tokens = fields[6].split()
-        dependencies = [parse_int(token) for token in dependency_tokens]
+        dependencies = [parse_id(token) for token in dependency_tokens]
         if not (
-            workflow is not None and workflow >= 0
-            and task_id is not None and task_id >= 0
+            workflow is not None and task_id is not None
             and submit is not None and submit >= 0
             and runtime is not None and (runtime >= 0 or runtime == -1)
             and nprocs is not None and (nprocs >= 1 or nprocs == -1)
             and requested is not None and (requested >= 1 or requested == -1)
-            and all(d is not None and d >= 0 for d in dependencies)
+            and None not in dependencies
         ):
             record = dict(zip(WORKFLOW_COLUMNS, (
-                _or_text(workflow, tokens[0]), _or_text(task_id, tokens[1]),
+                _id_or_value(tokens[0]), _id_or_value(tokens[1]),
                 _or_text(submit, tokens[2]), _or_text(runtime, tokens[3]),
                 _or_text(nprocs, tokens[4]), _or_text(requested, tokens[5]),
-                [_or_text(d, t) for d, t in zip(dependencies, dependency_tokens, strict=True)],
+                [_id_or_value(t) for t in dependency_tokens],
             ), strict=True))
             reader.record_errors(line_number, record)
             continue
@@ -563,9 +605,15 @@ def _read_workflow(
     return tasks, placement
 
 
-def _unknown_processors(reader: _Reader, line_number: int, task_id: int) -> Diagnostic:
+def _unknown_processors(reader: _Reader, line_number: int, task_id: Id) -> Diagnostic:
     return error(f"task {task_id} has neither NProcs nor ReqNProcs (both -1): its cores are "
                  "unknown", "gwf.unknown-processors", **reader.locate(line_number, "NProcs"))
+
+
+def _id_or_value(token: str) -> object:
+    """An id column's value for the schema record: the integer when it is one, else text."""
+    number = parse_int(token)
+    return token if number is None else number
 
 
 def _or_text(value: object, text: str) -> object:
@@ -611,9 +659,10 @@ def _archive_record(tokens: list[str]) -> tuple[dict[str, Any], bool]:
         value: Any
         if name in _ARCHIVE_TOKENS:
             value = token
-        elif name in ("JobID",):
-            value = parse_int(token)
-            valid = valid and value is not None and value >= 0
+        elif name == "JobID":
+            value = parse_id(token)
+            valid = valid and value is not None
+            value = _id_or_value(token)
         elif name == "SubmitTime":
             value = parse_number(token)
             valid = valid and value is not None and value >= 0
@@ -697,39 +746,32 @@ def count_workload_losses(
                               ("job.extras", bool(job.extras))):
             if present and name not in holds:
                 losses.add(name)
-    if document.environment is not None and document.environment.datacenters:
-        losses.add("datacenter", len(document.environment.datacenters),
-                   "a workload format holds no topology")
+    if document.environment is not None and document.environment != Environment():
+        losses.add("environment", detail="a workload format holds no topology")
 
 
-@dataclass(frozen=True)
-class _Numbering:
-    task_ids: dict[int, int]
-    """Position of a task in workload order → the id written for it."""
-    by_old_id: dict[Id, int]
-
-
-def _task_numbering(tasks: list[Task], losses: LossCounter) -> _Numbering:
-    """Keep ids that are unique non-negative integers; otherwise renumber every task 1..n."""
+def task_numbering(tasks: Sequence[Task], losses: LossCounter) -> dict[Id, Id]:
+    """Old id → written id: ids a trace can write back exactly are kept; otherwise every task
+    is renumbered 1..n in workload order (the model's normal form for unheld task ids)."""
     ids = [task.id for task in tasks]
     if all(is_trace_id(i) for i in ids) and len(set(ids)) == len(ids):
-        kept = {position: int(task_id) for position, task_id in enumerate(ids)}
-        return _Numbering(kept, {task_id: int(task_id) for task_id in ids})
-    losses.add("task.id", len(ids), "task ids are not unique non-negative integers; "
+        return {task_id: task_id for task_id in ids}
+    losses.add("task.id", len(ids), "task ids are not unique integers or text tokens; "
                "tasks were renumbered 1..n in workload order")
-    by_old: dict[Id, int] = {}
+    numbering: dict[Id, Id] = {}
     for position, task_id in enumerate(ids):
-        by_old.setdefault(task_id, position + 1)
-    return _Numbering({position: position + 1 for position in range(len(ids))}, by_old)
+        numbering.setdefault(task_id, position + 1)
+    return numbering
 
 
 def _processor_columns(task: Task, losses: LossCounter) -> tuple[int, int]:
+    """NProcs and ReqNProcs. Nodes are not held: only the per-node cores are written (the
+    model's normal form drops ``nodes`` to 1)."""
     request = task.request
-    total = request.nodes * request.cores
     if request.nodes != 1:
-        losses.add("task.request.nodes", detail="nodes x cores written as NProcs on one node")
-    cores = math.ceil(total) if total >= 1 else 1
-    if cores != total:
+        losses.add("task.request.nodes", detail="GWF tasks run on one node; nodes dropped")
+    cores = math.ceil(request.cores) if request.cores >= 1 else 1
+    if cores != request.cores:
         losses.add("task.request.cores", detail="GWF processor counts are whole numbers >= 1; "
                    "rounded up")
     nprocs = task.extras.get("gwf:NProcs")
@@ -758,38 +800,52 @@ def _pad(values: Sequence[str]) -> str:
     return ", ".join(f"{value:<{_FIELD_WIDTH}}" for value in values)
 
 
+def _task_extras_losses(task: Task, writable: frozenset[str], losses: LossCounter) -> None:
+    """Plain extras keys have no place in a GWF line (a loss); ``gwf:`` keys the variant cannot
+    write are lost too; other formats' keys are not GWF's to keep (not a loss)."""
+    for key in task.extras:
+        if ":" not in key or (key.startswith(EXTRA_PREFIX) and key not in writable):
+            losses.add("task.extras", detail="extras other than this variant's gwf: columns "
+                       "were dropped")
+
+
+def _workflow_job_ids(workload: Workload, losses: LossCounter) -> list[Id]:
+    job_ids = [job.id for job in workload.jobs if job.tasks]
+    if all(is_trace_id(i) for i in job_ids) and len(set(job_ids)) == len(job_ids):
+        return job_ids
+    losses.add("job", len(job_ids), "job ids are not unique integers or text tokens; "
+               "jobs were renumbered 0..m-1")
+    return list(range(len(job_ids)))
+
+
 def _write_workflow(document: Document, workload: Workload) -> WriteResult:
     losses = LossCounter()
     count_workload_losses(losses, document, workload, HOLDS_WORKFLOW)
     tasks = list(workload.tasks())
-    numbering = _task_numbering(tasks, losses)
-    job_ids = [job.id for job in workload.jobs]
-    keep_jobs = all(is_trace_id(i) for i in job_ids) and len(set(job_ids)) == len(job_ids)
-    if not keep_jobs:
-        losses.add("job", len(job_ids), "job ids are not unique non-negative integers; "
-                   "jobs were renumbered 0..m-1")
+    numbering = task_numbering(tasks, losses)
+    losses.add("job", sum(1 for job in workload.jobs if not job.tasks),
+               "jobs without tasks have no line")
+    job_ids = iter(_workflow_job_ids(workload, losses))
     lines = [_pad(WORKFLOW_COLUMNS)]
-    position = 0
-    for job_number, job in enumerate(workload.jobs):
-        workflow = job.id if keep_jobs else job_number
+    for job in workload.jobs:
+        if not job.tasks:
+            continue
+        workflow = next(job_ids)
         for task in job.tasks:
-            task_id = numbering.task_ids[position]
-            position += 1
             for name in unheld_task_fields(task):
                 if name not in HOLDS_WORKFLOW and name != "task.request.nodes":
                     losses.add(name)
             dependencies = []
             for needed in task.dependencies:
-                if needed in numbering.by_old_id:
-                    dependencies.append(str(numbering.by_old_id[needed]))
+                if needed in numbering:
+                    dependencies.append(str(numbering[needed]))
                 else:
                     losses.add("task.dependencies", detail="dependencies on tasks that are not "
                                "in the workload were dropped")
-            other_extras = [key for key in task.extras if key not in _PROCESSOR_EXTRAS]
-            losses.add("task.extras", len(other_extras))
+            _task_extras_losses(task, _PROCESSOR_EXTRAS, losses)
             nprocs, requested = _processor_columns(task, losses)
             lines.append(_pad((
-                str(workflow), str(task_id),
+                str(workflow), str(numbering[task.id]),
                 _time_column(task.submit_time_s, "task.submit_time_s", losses),
                 _time_column(task.runtime_s, "task.runtime_s", losses),
                 str(nprocs), str(requested), " ".join(dependencies),
@@ -804,20 +860,21 @@ def _write_archive(document: Document, workload: Workload) -> WriteResult:
     losses = LossCounter()
     count_workload_losses(losses, document, workload, HOLDS_ARCHIVE)
     tasks = list(workload.tasks())
-    numbering = _task_numbering(tasks, losses)
+    numbering = task_numbering(tasks, losses)
     regrouped = sum(1 for job in workload.jobs
-                    if len(job.tasks) != 1 or job.tasks[0].id != job.id)
+                    if len(job.tasks) != 1 or job.tasks[0].id != job.id or job.name is not None
+                    or job.user is not None or job.extras)
     losses.add("job", regrouped, "every archive line is a single-task job whose id is the "
                "task id")
     lines = ["# " + " ".join(ARCHIVE_COLUMNS)]
-    for position, task in enumerate(tasks):
+    for task in tasks:
         for name in unheld_task_fields(task):
             if name not in HOLDS_ARCHIVE and name != "task.request.nodes":
                 losses.add(name)
         nprocs, requested = _processor_columns(task, losses)
         cores = requested if nprocs == -1 else nprocs
         values: dict[str, str] = {name: "-1" for name in ARCHIVE_COLUMNS}
-        values["JobID"] = str(numbering.task_ids[position])
+        values["JobID"] = str(numbering[task.id])
         values["SubmitTime"] = _time_column(task.submit_time_s, "task.submit_time_s", losses)
         if values["SubmitTime"] == "-1":
             values["SubmitTime"] = "0"
@@ -831,15 +888,15 @@ def _write_archive(document: Document, workload: Workload) -> WriteResult:
                                                losses)
         values["UserID"] = _user_column(task.user, "task.user", losses)
         values["GroupID"] = _user_column(task.group, "task.group", losses)
+        _task_extras_losses(task, _PROCESSOR_EXTRAS | _ARCHIVE_EXTRA_KEYS, losses)
         for key, value in task.extras.items():
-            if key in _PROCESSOR_EXTRAS:
-                continue
-            text = _extra_column(key, value)
-            if text is None:
-                losses.add("task.extras", detail="extras that are not archive columns (or whose "
-                           "values do not fit them) were dropped")
-            else:
-                values[key[len(EXTRA_PREFIX):]] = text
+            if key in _ARCHIVE_EXTRA_KEYS:
+                text = _extra_column(key, value)
+                if text is None:
+                    losses.add("task.extras", detail="gwf: extras whose values do not fit "
+                               "their archive column were dropped")
+                else:
+                    values[key[len(EXTRA_PREFIX):]] = text
         lines.append(" ".join(values[name] for name in ARCHIVE_COLUMNS))
     return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
 
@@ -870,19 +927,24 @@ def _extra_column(key: str, value: object) -> str | None:
     return format_number(value) if value >= 0 else None
 
 
-def write(document: Document, variant: str = "auto") -> WriteResult:
-    """GWF bytes for ``document.workload`` in ``variant`` (``auto``: fewest losses)."""
-    workload = document.workload
-    if workload is None:
-        return WriteResult(b"", diagnostics=(error("the document has no workload to write",
-                                                   "gwf.no-workload"),))
+def write(document: Document, variant: str | None = None) -> WriteResult:
+    """GWF bytes for ``document.workload``.
+
+    ``variant``: ``"workflow"`` or ``"archive"``; ``None`` (the default) keeps the variant the
+    document was read from (``VARIANT_KEY``) and is ``workflow`` otherwise; ``"auto"`` writes
+    both and keeps the one that loses fewer values (ties: ``workflow``). A document without a
+    workload writes an empty workflow file.
+    """
+    workload = document.workload or Workload()
+    if variant is None:
+        variant = "archive" if document.extras.get(VARIANT_KEY) == "archive" else "workflow"
     if variant == "workflow":
         return _write_workflow(document, workload)
     if variant == "archive":
         return _write_archive(document, workload)
     if variant != "auto":
         return WriteResult(b"", diagnostics=(error(
-            f"unknown GWF variant {variant!r}; use auto, workflow or archive",
+            f"unknown GWF variant {variant!r}; use workflow, archive or auto",
             "gwf.variant"),))
     workflow = _write_workflow(document, workload)
     if not workflow.losses:

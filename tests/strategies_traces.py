@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from hypothesis import strategies as st
+
 from dcx.formats.model import (
     Datacenter,
     Document,
@@ -20,7 +22,6 @@ from dcx.formats.model import (
     Workload,
 )
 from dcx.formats.opendc_setup import CPU_TYPES
-from hypothesis import strategies as st
 
 seconds = st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False)
 whole_seconds = st.integers(min_value=0, max_value=10**9).map(float)

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats import opendc_setup
 from dcx.formats.model import (
@@ -19,8 +21,6 @@ from dcx.formats.model import (
     Room,
     Workload,
 )
-from hypothesis import given, settings
-
 from tests.strategies_traces import setup_environments
 
 REPO = Path(__file__).resolve().parent.parent

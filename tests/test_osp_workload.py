@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats import osp_workload
 from dcx.formats.model import Document, Job, NamedResource, ResourceRequest, Task, Workload
-from hypothesis import given, settings
-
 from tests.strategies_traces import osp_workloads
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dcx.formats import swf
-from dcx.formats.model import Document, Job, ResourceRequest, Task, Workload
 from hypothesis import given, settings
 
+from dcx.formats import swf
+from dcx.formats.model import Document, Job, ResourceRequest, Task, Workload
 from tests.strategies_traces import swf_workloads
 
 REPO = Path(__file__).resolve().parent.parent
