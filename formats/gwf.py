@@ -726,6 +726,12 @@ def unheld_task_fields(task: Task) -> Iterator[str]:
     return (name for name, present in checks if present)
 
 
+def has_plain_keys(extras: dict[str, Any]) -> bool:
+    """Free-form keys (no ``fmt:`` prefix). Prefixed keys belong to their format: only that
+    format keeps them, and dropping them elsewhere is not a loss (``dcx.converters.losses``)."""
+    return any(":" not in key for key in extras)
+
+
 def count_workload_losses(
     losses: LossCounter, document: Document, workload: Workload, holds: frozenset[str]
 ) -> None:
@@ -736,14 +742,14 @@ def count_workload_losses(
         ("workload.time_origin", workload.time_origin is not None),
         ("workload.attributes", bool(workload.attributes)),
         ("workload.annotations", bool(workload.annotations)),
-        ("workload.extras", bool(workload.extras)),
+        ("workload.extras", has_plain_keys(workload.extras)),
     ):
         if present and name not in holds:
             losses.add(name, detail="not representable in this trace format")
     for job in workload.jobs:
         for name, present in (("job.name", job.name is not None),
                               ("job.user", job.user is not None),
-                              ("job.extras", bool(job.extras))):
+                              ("job.extras", has_plain_keys(job.extras))):
             if present and name not in holds:
                 losses.add(name)
     if document.environment is not None and document.environment != Environment():

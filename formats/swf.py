@@ -15,16 +15,23 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   ``requested_time_s``; -1 → ``None``.
 * **Memory.** Requested memory is KB per processor, so per node (one processor)
   ``memory_mb = RequestedMemory / 1024``. Used memory stays in extras (KB, as in the file).
-* **Users.** User and group ids → ``Task.user`` / ``Task.group`` as decimal strings.
+* **Ids and users.** Job numbers are integers; dcx also reads and writes text ids and user
+  names that cannot be mistaken for numbers (an ASCII letter or ``_`` first, no whitespace),
+  which the archive's tools do not. User and group ids → ``Task.user`` / ``Task.group`` as
+  written (``007`` stays ``007``).
+* **Cores.** Not held: an SWF processor is one single-core node, so a request's per-node cores
+  drop to 1 (the model's normal form, reported as a loss).
 * **Dependencies.** Preceding job number (field 17) → ``dependencies`` when that job is in the
   file; think time (field 18) → ``swf:ThinkTime``. A preceding job outside the file (a trace
   excerpt) is kept as ``swf:PrecedingJobNumber`` with a warning instead of failing the file.
 * **Other fields** (wait time, average CPU time, used memory, status, executable, queue,
   partition) → ``Task.extras`` as ``swf:<field name>`` unless -1.
-* **Header.** ``; Key: value`` lines → ``Workload.attributes`` (a key given several times, like
-  ``Note`` or ``Queue``, becomes a list of strings); ``UnixStartTime`` becomes
-  ``Workload.time_origin`` (UTC, ISO 8601) instead of an attribute; other comment lines are kept
-  in ``Workload.extras["swf:comments"]``.
+* **Header.** ``; Key: value`` lines → ``Workload.attributes``. A value spelled exactly as a
+  JSON number, boolean, null or quoted string is read as that value (``MaxJobs: 8`` → 8), any
+  other text as a string; the writer quotes strings that would otherwise read back as
+  something else. A key given several times (``Note``, ``Queue``) becomes a list.
+  ``UnixStartTime`` becomes ``Workload.time_origin`` (UTC, ``YYYY-MM-DDTHH:MM:SSZ``) instead of
+  an attribute; other comment lines are kept in ``Workload.extras["swf:comments"]``.
 
 Checks: 18 numeric fields per line (located at the field, pointer
 ``/lines/<line number>/<field name>``; each line's record is described by
@@ -38,12 +45,15 @@ Divergences
    dcx always treats them as single-core units (see above).
 2. ``haizea-swf2lwf`` takes the *requested* processor count (allocated when requested is
    -1); dcx takes the allocated count and keeps the requested one in extras.
-3. Haizea's ``traces/undocumented/test_cancel.swf`` reuses job number 0 on every line; dcx
+3. The PWA definition has numeric user, group and job ids only; dcx also accepts names (see
+   above) so that models from other formats keep theirs.
+4. Haizea's ``traces/undocumented/test_cancel.swf`` reuses job number 0 on every line; dcx
    rejects duplicate job numbers (``swf.duplicate-id``) because tasks need unique ids.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import UTC, datetime
@@ -64,10 +74,12 @@ from dcx.formats.gwf import (
     decode_text,
     dependency_diagnostics,
     format_number,
+    is_id_token,
     is_trace_id,
     parse_int,
     parse_number,
     paused_gc,
+    task_numbering,
     unheld_task_fields,
 )
 from dcx.formats.model import Document, Id, Job, ResourceRequest, Task, Workload
@@ -84,6 +96,9 @@ _INTEGERS = frozenset({
     "JobNumber", "AllocatedProcessors", "RequestedProcessors", "Status", "UserID", "GroupID",
     "ExecutableNumber", "QueueNumber", "PartitionNumber", "PrecedingJobNumber",
 })
+_TEXT_IDS = frozenset({"JobNumber", "PrecedingJobNumber", "UserID", "GroupID"})
+_USER_COLUMN = COLUMNS.index("UserID")
+_GROUP_COLUMN = COLUMNS.index("GroupID")
 _EXTRA_COLUMNS = ("WaitTime", "AverageCPUTime", "UsedMemory", "Status", "ExecutableNumber",
                   "QueueNumber", "PartitionNumber", "ThinkTime")
 _EXTRA_KEYS = frozenset("swf:" + name for name in _EXTRA_COLUMNS)
@@ -92,14 +107,16 @@ _PROCESSOR_EXTRAS = frozenset({"swf:AllocatedProcessors", "swf:RequestedProcesso
 COMMENTS_KEY = "swf:comments"
 START_KEY = "UnixStartTime"
 
+# ``swf:`` extras (fields without a model field, header comments) are the format's own and
+# survive; plain extras keys have no place in an SWF file, so no ``*.extras`` path is held.
 HOLDS = frozenset({
-    "workload.time_origin", "workload.attributes", "workload.extras", "task.id",
-    "task.submit_time_s", "task.runtime_s", "task.requested_time_s", "task.request.nodes",
-    "task.request.memory_mb", "task.dependencies", "task.user", "task.group", "task.extras",
+    "workload.time_origin", "workload.attributes", "task.id", "task.submit_time_s",
+    "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.memory_mb",
+    "task.dependencies", "task.user", "task.group",
 })
 
 _HEADER_FIELD = re.compile(r";\s*([A-Za-z][A-Za-z0-9_-]*)\s*:\s?(.*)")
-_DECIMAL_ID = re.compile(r"0|[1-9]\d{0,17}")
+_DECIMAL_DIGITS = re.compile(r"[0-9]{1,18}")
 
 
 def sniff(data: bytes) -> bool:
@@ -194,7 +211,8 @@ def _read(data: bytes) -> ReadResult:
             elif field.group(1) == START_KEY:
                 time_origin = _time_origin(field.group(2).strip(), line_number, reader)
             else:
-                _add_attribute(attributes, field.group(1), field.group(2).rstrip())
+                _add_attribute(attributes, field.group(1),
+                               attribute_value(field.group(2).rstrip()))
             continue
         tokens = stripped.split()
         if len(tokens) != len(COLUMNS):
@@ -213,7 +231,7 @@ def _read(data: bytes) -> ReadResult:
                 **reader.locate(line_number, "AllocatedProcessors")))
             continue
         preceding = record["PrecedingJobNumber"]
-        tasks.append((line_number, _task(record), None if preceding == -1 else preceding))
+        tasks.append((line_number, _task(record, tokens), None if preceding == -1 else preceding))
     jobs = _link_preceding_jobs(tasks, reader)
     if reader.stopped:
         reader.diagnostics.append(error(
@@ -228,7 +246,35 @@ def _read(data: bytes) -> ReadResult:
     return ReadResult(Document(workload=workload), tuple(reader.diagnostics))
 
 
-def _add_attribute(attributes: dict[str, Any], key: str, value: str) -> None:
+def attribute_value(text: str) -> Any:
+    """A header value: a JSON number, boolean, null or quoted string when the text is exactly
+    its JSON spelling (``MaxJobs: 8`` → 8), otherwise the text itself."""
+    if not text or text[0] not in _JSON_SCALAR_START:
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(value, dict | list) or json.dumps(value, ensure_ascii=False) != text:
+        return text
+    return value
+
+
+def attribute_text(value: Any) -> str | None:
+    """The header text that reads back as ``value`` (``None``: no such text)."""
+    if isinstance(value, str) and attribute_value(value) == value and "\n" not in value \
+            and "\r" not in value and value == value.strip():
+        return value
+    if value is None or isinstance(value, bool | int | str) or (
+            isinstance(value, float) and math.isfinite(value)):
+        return json.dumps(value, ensure_ascii=False)
+    return None
+
+
+_JSON_SCALAR_START = frozenset('-0123456789tfn"')
+
+
+def _add_attribute(attributes: dict[str, Any], key: str, value: Any) -> None:
     if key not in attributes:
         attributes[key] = value
     elif isinstance(attributes[key], list):
@@ -244,13 +290,20 @@ def _time_origin(text: str, line_number: int, reader: _Reader) -> str | None:
                             "swf.start-time", line=line_number, column=1,
                             pointer=f"/header/{START_KEY}"))
         return None
-    return datetime.fromtimestamp(seconds, UTC).isoformat()
+    return _origin_text(seconds)
+
+
+def _origin_text(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _record(tokens: list[str]) -> tuple[dict[str, Any], bool]:
     record: dict[str, Any] = {}
     valid = True
     for name, token in zip(COLUMNS, tokens, strict=True):
+        if name in _TEXT_IDS and is_id_token(token):
+            record[name] = token  # a text id or user name (see the module docstring)
+            continue
         value = parse_int(token) if name in _INTEGERS else parse_number(token)
         if value is None:
             valid = False
@@ -263,7 +316,7 @@ def _record(tokens: list[str]) -> tuple[dict[str, Any], bool]:
     return record, valid
 
 
-def _task(record: dict[str, Any]) -> Task:
+def _task(record: dict[str, Any], tokens: list[str]) -> Task:
     allocated = record["AllocatedProcessors"]
     requested = record["RequestedProcessors"]
     extras: dict[str, Any] = {}
@@ -285,8 +338,9 @@ def _task(record: dict[str, Any]) -> Task:
                           else float(record["RequestedTime"])),
         request=ResourceRequest(nodes=nodes, cores=1.0,
                                 memory_mb=None if memory == -1 else memory / 1024),
-        user=None if record["UserID"] == -1 else str(record["UserID"]),
-        group=None if record["GroupID"] == -1 else str(record["GroupID"]),
+        # The token as written, so "007" stays "007".
+        user=None if record["UserID"] == -1 else tokens[_USER_COLUMN],
+        group=None if record["GroupID"] == -1 else tokens[_GROUP_COLUMN],
         extras=extras,
     )
 
@@ -327,28 +381,20 @@ def _link_preceding_jobs(
 
 
 def write(document: Document) -> WriteResult:
-    workload = document.workload
-    if workload is None:
-        return WriteResult(b"", diagnostics=(error("the document has no workload to write",
-                                                   "swf.no-workload"),))
+    """SWF bytes for ``document.workload`` (an empty file when there is none)."""
+    workload = document.workload or Workload()
     losses = LossCounter()
     count_workload_losses(losses, document, workload, HOLDS)
     lines = _header(workload, losses)
     tasks = list(workload.tasks())
-    ids = [task.id for task in tasks]
-    renumber = not (all(is_trace_id(i) for i in ids) and len(set(ids)) == len(ids))
-    number_of: dict[Id, int] = {}
-    for position, task_id in enumerate(ids):
-        number_of.setdefault(task_id, position + 1 if renumber else int(task_id))
-    if renumber:
-        losses.add("task.id", len(ids), "job numbers must be unique non-negative integers; "
-                   "jobs were renumbered 1..n")
+    numbering = task_numbering(tasks, losses)
+    # Not holding jobs, SWF reads every task back as a job of its own, named by the task.
     losses.add("job", sum(1 for job in workload.jobs
-                          if len(job.tasks) != 1 or job.tasks[0].id != job.id),
+                          if len(job.tasks) != 1 or job.tasks[0].id != job.id
+                          or job.name is not None or job.user is not None or job.extras),
                "every SWF line is a single-task job numbered by its task")
-    for position, task in enumerate(tasks):
-        number = position + 1 if renumber else number_of[task.id]
-        lines.append(" ".join(_line(task, number, number_of, losses)))
+    for task in tasks:
+        lines.append(" ".join(_line(task, numbering, losses)))
     return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
 
 
@@ -360,28 +406,24 @@ def _header(workload: Workload, losses: LossCounter) -> list[str]:
             losses.add("workload.time_origin", detail="not an instant SWF's UnixStartTime "
                        "(whole seconds since 1970, UTC) can hold")
         else:
-            if datetime.fromtimestamp(seconds, UTC).isoformat() != workload.time_origin:
-                losses.add("workload.time_origin", detail="rewritten as UTC epoch seconds")
             lines.append(f"; {START_KEY}: {seconds}")
     for key, value in workload.attributes.items():
-        values = value if isinstance(value, list) else [value]
-        if (key == START_KEY or not _HEADER_FIELD.fullmatch(f"; {key}: x")
-                or not all(isinstance(v, str) and v == v.strip() and "\n" not in v
-                           and "\r" not in v for v in values) or not values):
+        # A key given on several lines reads back as a list of two or more values.
+        values = value if isinstance(value, list) and len(value) > 1 else [value]
+        texts = [attribute_text(v) for v in values]
+        if key == START_KEY or not _HEADER_FIELD.fullmatch(f"; {key}: x") or None in texts:
             losses.add("workload.attributes", detail="SWF header fields are '; Key: value' "
-                       "lines with one-word keys and one-line string values")
+                       "lines with one-word keys and scalar (or repeated scalar) values")
             continue
-        lines.extend(f"; {key}: {v}" if v else f"; {key}:" for v in values)
-    extra_keys = [key for key in workload.extras if key != COMMENTS_KEY]
-    losses.add("workload.extras", len(extra_keys))
+        lines.extend(f"; {key}: {text}" if text else f"; {key}:" for text in texts)
     comments = workload.extras.get(COMMENTS_KEY, [])
     if not isinstance(comments, list):
-        losses.add("workload.extras", detail="swf:comments must be a list of strings")
-        comments = []
+        comments = [comments]
     for comment in comments:
         text = f"; {comment}" if comment else ";"
         if (not isinstance(comment, str) or comment != comment.strip() or "\n" in comment
                 or "\r" in comment or _HEADER_FIELD.fullmatch(text)):
+            # swf: extras are SWF's own, so one it cannot write back is a loss.
             losses.add("workload.extras", detail="comments that would read back as header "
                        "fields or span lines were dropped")
             continue
@@ -402,23 +444,20 @@ def _epoch_seconds(origin: str) -> int | None:
     return int(seconds)
 
 
-def _line(task: Task, number: int, number_of: dict[Id, int], losses: LossCounter) -> list[str]:
+def _line(task: Task, numbering: dict[Id, Id], losses: LossCounter) -> list[str]:
     for name in unheld_task_fields(task):
-        if name not in HOLDS and name != "task.request.cores":
+        if name not in HOLDS:
             losses.add(name)
     values = {name: "-1" for name in COLUMNS}
-    values["JobNumber"] = str(number)
+    values["JobNumber"] = str(numbering[task.id])
     submit = _measure(task.submit_time_s, "task.submit_time_s", losses)
     values["SubmitTime"] = "0" if submit == "-1" else submit  # SWF submit times are known
     values["RunTime"] = _measure(task.runtime_s, "task.runtime_s", losses)
     values["RequestedTime"] = _measure(task.requested_time_s, "task.requested_time_s", losses)
     request = task.request
-    processors = request.nodes * request.cores
-    if request.cores != 1:
-        losses.add("task.request.cores", detail="SWF counts processors: nodes x cores written "
-                   "as single-core processors")
-    whole = math.ceil(processors) if processors >= 1 else 1
-    if whole != processors:
+    # Cores per node are not held (reported above): processors are the nodes.
+    whole = request.nodes if request.nodes >= 1 else 1
+    if whole != request.nodes:
         losses.add("task.request.nodes", detail="processor counts are whole numbers >= 1")
     allocated = task.extras.get("swf:AllocatedProcessors")
     requested = task.extras.get("swf:RequestedProcessors")
@@ -426,33 +465,33 @@ def _line(task: Task, number: int, number_of: dict[Id, int], losses: LossCounter
                                         else whole)
     values["RequestedProcessors"] = str(requested if _is_int(requested) and requested >= -1
                                         else whole)
-    if request.memory_mb is not None:
-        per_processor_kb = request.memory_mb * 1024 / request.cores if request.cores else -1
-        values["RequestedMemory"] = _measure(per_processor_kb, "task.request.memory_mb", losses)
+    if request.memory_mb is not None:  # one processor per node: per node is per processor
+        values["RequestedMemory"] = _measure(request.memory_mb * 1024, "task.request.memory_mb",
+                                             losses)
     values["UserID"] = _decimal_id(task.user, "task.user", losses)
     values["GroupID"] = _decimal_id(task.group, "task.group", losses)
-    _dependency_column(task, values, number_of, losses)
+    _dependency_column(task, values, numbering, losses)
     for key, value in task.extras.items():
-        if key in _PROCESSOR_EXTRAS:
-            continue
+        if key in _PROCESSOR_EXTRAS or (":" in key and not key.startswith("swf:")):
+            continue  # other formats' extras are theirs to keep, not SWF's to lose
         text = _extra_value(key, value)
         if text is None:
-            losses.add("task.extras", detail="extras that are not SWF fields (or do not fit "
-                       "them) were dropped")
+            losses.add("task.extras", detail="plain extras and swf: extras that do not fit "
+                       "their field were dropped")
         else:
             values[key[4:]] = text
     return [values[name] for name in COLUMNS]
 
 
 def _dependency_column(
-    task: Task, values: dict[str, str], number_of: dict[Id, int], losses: LossCounter
+    task: Task, values: dict[str, str], numbering: dict[Id, Id], losses: LossCounter
 ) -> None:
     outside = task.extras.get("swf:PrecedingJobNumber")
     if len(task.dependencies) > 1:
         losses.add("task.dependencies", len(task.dependencies) - 1,
                    "SWF holds one preceding job per job; the first is kept")
     if task.dependencies:
-        preceding = number_of.get(task.dependencies[0])
+        preceding = numbering.get(task.dependencies[0])
         if preceding is None:
             losses.add("task.dependencies", detail="dependencies on tasks outside the "
                        "workload were dropped")
@@ -461,7 +500,7 @@ def _dependency_column(
             if outside is not None:
                 losses.add("task.extras")
             return
-    if _is_int(outside) and outside >= 0:
+    if is_trace_id(outside):
         values["PrecedingJobNumber"] = str(outside)
     elif outside is not None:
         losses.add("task.extras")
@@ -483,9 +522,9 @@ def _measure(value: float | None, field: str, losses: LossCounter) -> str:
 def _decimal_id(value: str | None, field: str, losses: LossCounter) -> str:
     if value is None:
         return "-1"
-    if _DECIMAL_ID.fullmatch(value):
+    if _DECIMAL_DIGITS.fullmatch(value) or is_id_token(value):
         return value
-    losses.add(field, detail="SWF user and group ids are non-negative integers")
+    losses.add(field, detail="SWF user and group ids are numbers (or names without spaces)")
     return "-1"
 
 

@@ -165,9 +165,10 @@ one_line_text = st.text(
 ).map(str.strip)
 header_keys = st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,12}", fullmatch=True).filter(
     lambda key: key != "UnixStartTime")
-header_values = one_line_text | st.lists(one_line_text, min_size=2, max_size=3)
+header_scalars = one_line_text | st.integers(-10**6, 10**6) | st.booleans()
+header_values = header_scalars | st.lists(header_scalars, min_size=2, max_size=3)
 epoch_origins = st.none() | st.integers(min_value=0, max_value=4 * 10**9).map(
-    lambda seconds: datetime.fromtimestamp(seconds, UTC).isoformat())
+    lambda seconds: datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 @st.composite

@@ -72,8 +72,8 @@ def test_header_fields_become_attributes_and_the_start_time_the_origin():
         "; Note: first", "; Note: second", ";", "; a free comment", job_line()))
     assert result.ok
     workload = result.document.workload
-    assert workload.time_origin == "2001-09-09T01:46:40+00:00"
-    assert workload.attributes == {"Version": "2.2", "Computer": "Example cluster",
+    assert workload.time_origin == "2001-09-09T01:46:40Z"
+    assert workload.attributes == {"Version": 2.2, "Computer": "Example cluster",
                                    "Note": ["first", "second"]}
     assert workload.extras == {"swf:comments": ["", "a free comment"]}
 
@@ -118,7 +118,7 @@ def test_preceding_job_cycle_is_an_error():
 
 @pytest.mark.parametrize(("line", "code", "column", "pointer"), [
     (job_line(RunTime=-7), "schema.const", 8, "/lines/1/RunTime"),
-    (job_line(JobNumber="x"), "schema.type", 1, "/lines/1/JobNumber"),
+    (job_line(JobNumber="1.5"), "schema.type", 1, "/lines/1/JobNumber"),
     (job_line(AllocatedProcessors=2.5), "schema.type", 11, "/lines/1/AllocatedProcessors"),
     (job_line(AllocatedProcessors=-1, RequestedProcessors=-1), "swf.unknown-processors", 11,
      "/lines/1/AllocatedProcessors"),
@@ -170,11 +170,20 @@ def test_writer_reports_what_swf_cannot_hold():
                         time_origin="2018-12-11T01:02:03.5", attributes={"n": 3}, name="w")
     written = swf.write(Document(workload=workload))
     lost = {loss.field: loss.count for loss in written.losses}
-    assert lost == {"workload.name": 1, "job.name": 1, "workload.time_origin": 1,
-                    "workload.attributes": 1, "task.id": 3, "job": 1,
-                    "task.request.cores": 1, "task.dependencies": 1, "task.image": 1,
-                    "task.user": 1}
+    assert lost == {"workload.name": 1, "job.name": 1, "workload.time_origin": 1, "job": 1,
+                    "task.request.cores": 1, "task.dependencies": 1, "task.image": 1}
     reread = swf.read(written.data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
-    assert first.request.nodes == 8 and second.dependencies == (1,)
+    assert first.request == ResourceRequest(nodes=2) and second.dependencies == ("a",)
+    assert second.user == "alice" and reread.document.workload.attributes == {"n": 3}
+
+
+def test_header_values_read_back_with_their_types():
+    attributes = {"MaxJobs": 8, "Ratio": 0.5, "Flag": True, "Looks": "8", "Text": "two words",
+                  "Multi": "line\nbreak", "Queue": ["1 batch", 2]}
+    workload = Workload(attributes=attributes, time_origin="2001-09-09T01:46:40Z")
+    written = swf.write(Document(workload=workload))
+    assert written.losses == ()
+    assert b'; Looks: "8"' in written.data and b"; MaxJobs: 8" in written.data
+    assert swf.read(written.data).document.workload == workload
