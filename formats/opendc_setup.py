@@ -18,7 +18,8 @@ Any other id is an error at its position. A machine's cores are the sum over its
 Model mapping: one :class:`Datacenter` without id or name; each room a :class:`Room` with its
 ``type``; each rack object a :class:`Rack`; each machine a :class:`Machine` with no id (the
 file has none; its position is its identity) whose CPUs are the table's entries with
-``id`` set to the type id. The file's ``name`` is ``Environment.name``.
+``id`` set to the type id. The file's ``name`` is ``Environment.name`` (``""`` stands for
+no name, since the SC18 parser needs the key).
 
 The writer maps each model CPU to a type id by its cores and clock rate (4 cores at 4.1 GHz →
 1, 2 cores at 3.5 GHz → 2). A machine with any other CPU cannot be written: it is left out,
@@ -48,7 +49,6 @@ from dcx.converters.diagnostics import (
     LossCounter,
     ReadResult,
     WriteResult,
-    error,
     warning,
 )
 from dcx.converters.jsonio import dumps_canonical, load_json
@@ -62,6 +62,7 @@ from dcx.formats.model import (
     ProcessingUnit,
     Rack,
     Room,
+    Workload,
 )
 
 SCHEMA = "opendc-setup.schema.json"
@@ -112,7 +113,8 @@ def read(data: bytes) -> ReadResult:
         for room in root["rooms"]
     )
     diagnostics: list[Diagnostic] = []
-    environment = Environment(datacenters=(Datacenter(rooms=rooms),), name=root["name"])
+    # SC18 needs a name; dcx writes "" for a model without one and reads "" back as none.
+    environment = Environment(datacenters=(Datacenter(rooms=rooms),), name=root["name"] or None)
     if not any(True for _ in environment.machines()):
         diagnostics.append(warning("the setup has no machines", "opendc-setup.no-machines",
                                    line=1, column=1))
@@ -218,15 +220,12 @@ def _environment_losses(environment: Environment, losses: LossCounter) -> None:
 
 
 def write(document: Document) -> WriteResult:
-    environment = document.environment
-    if environment is None:
-        return WriteResult(b"", diagnostics=(error(
-            "the document has no topology to write", "opendc-setup.no-environment"),))
+    environment = document.environment or Environment()
     losses = LossCounter()
     diagnostics: list[Diagnostic] = []
     _environment_losses(environment, losses)
-    if document.workload is not None:
-        losses.add("job", len(document.workload.jobs), "a topology format holds no workload")
+    if document.workload is not None and document.workload != Workload():
+        losses.add("workload", detail="a topology format holds no workload")
     rooms: list[dict[str, Any]] = []
     position = 0
     for datacenter in environment.datacenters:

@@ -6,23 +6,26 @@ Mapping:
   earliest task or workflow ``ts_submit`` is. A task's ``ts_submit`` becomes seconds after the
   origin (a task without one takes its workflow's, else the origin, with a warning). Time
   zones must agree: all timestamps naive, or all with an offset.
-* **Workload.** ``name``, ``description`` map to their fields; the other declared keys
-  (``authors``, ``domain``, ``schema_version``, ``date_end``) go to ``Workload.attributes``;
-  undeclared keys to ``Workload.extras`` as ``osp-workload:<key>``.
+* **Workload.** ``name``, ``description`` map to their fields; every other key except
+  ``date_start`` and ``workflows`` (``authors``, ``domain``, ``date_end``, undeclared keys) is
+  kept in ``Workload.extras`` under its own name: unknown keys are this format's free-form
+  mechanism, as in the jsspp environment format.
 * **Workflows** are :class:`Job`\\ s: ``id`` → ``Job.id`` (a workflow without an id gets its
   0-based position, with a warning), ``application_name`` → ``Job.name``, every other key →
-  ``Job.extras`` as ``osp-workload:<key>``.
+  ``Job.extras`` under its own name.
 * **Tasks.** ``id`` → ``Task.id`` (required and unique: dependencies refer to it);
   ``depends_on`` → ``dependencies``, and each id in another task's ``enables`` adds that task to
   this one's dependencies (so ``enables`` is not written back: ``depends_on`` carries it);
   ``runtime`` → ``runtime_s`` (the format gives no unit; dcx reads seconds); without
   ``runtime``, the span from the first ``time_assigned`` to the last ``time_released`` of
   ``resources_used`` is the runtime; ``core_count`` → ``request.cores``; ``memory_usage``
-  ("200MB") → ``request.memory_mb``; ``disk_space_usage`` and ``network_usage`` → named
-  per-node resources in MB; ``user_id``/``group_id`` (integers) → ``user``/``group``; every
-  other key → ``Task.extras`` as ``osp-workload:<key>``.
+  ("200MB") → ``request.memory_mb``; every other key (``user_id``, ``disk_space_usage``,
+  ``resources_used``, …) → ``Task.extras`` under its own name. Size strings in
+  ``disk_space_usage``/``network_usage`` are checked but kept as written: the model has no
+  task field for them.
 * **Sizes** are a number and a unit: B, KB, MB, GB, TB, PB (and KiB…PiB), powers of 1,024 as
   the model's MB is 2**20 bytes.
+* **Ids.** The format's ids are strings; integer model ids are written as their decimal text.
 
 The writer writes ``date_start`` from ``time_origin`` (``1970-01-01T00:00:00+00:00`` when the
 model has none, with a warning) and every task's ``ts_submit``.
@@ -64,24 +67,22 @@ from dcx.formats.gwf import (
     format_number,
     unheld_task_fields,
 )
-from dcx.formats.model import Document, Id, Job, NamedResource, ResourceRequest, Task, Workload
+from dcx.formats.model import Document, Id, Job, ResourceRequest, Task, Workload
 
 SCHEMA = "osp-workload.schema.json"
 PREFIX = "osp-workload:"
 DEFAULT_ORIGIN = "1970-01-01T00:00:00+00:00"
 
-_ROOT_ATTRIBUTES = ("authors", "domain", "schema_version", "date_end")
-_ROOT_MAPPED = frozenset({"name", "description", "date_start", "workflows", *_ROOT_ATTRIBUTES})
+_ROOT_MAPPED = frozenset({"name", "description", "date_start", "workflows"})
+_JOB_MAPPED = frozenset({"id", "tasks", "application_name"})
 _TASK_MAPPED = frozenset({"id", "ts_submit", "runtime", "depends_on", "enables", "core_count",
-                          "memory_usage", "disk_space_usage", "network_usage", "user_id",
-                          "group_id"})
-_SIZE_RESOURCES = ("disk_space_usage", "network_usage")
+                          "memory_usage"})
+_CHECKED_SIZES = ("disk_space_usage", "network_usage")
 
 HOLDS = frozenset({
-    "workload.name", "workload.description", "workload.time_origin", "workload.attributes",
-    "workload.extras", "job", "job.name", "job.extras", "task.id", "task.submit_time_s",
-    "task.runtime_s", "task.request.cores", "task.request.memory_mb", "task.request.resources",
-    "task.dependencies", "task.user", "task.group", "task.extras",
+    "workload.name", "workload.description", "workload.time_origin", "workload.extras", "job",
+    "job.name", "job.extras", "task.id", "task.submit_time_s", "task.runtime_s",
+    "task.request.cores", "task.request.memory_mb", "task.dependencies", "task.extras",
 })
 
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*([KMGTP]?i?B)\s*")
@@ -173,8 +174,7 @@ def _workload(root: dict[str, Any], reader: _Reader) -> Workload | None:
         name=root.get("name"),
         description=root.get("description"),
         time_origin=origin_text,
-        attributes={key: root[key] for key in _ROOT_ATTRIBUTES if key in root},
-        extras={PREFIX + key: value for key, value in root.items() if key not in _ROOT_MAPPED},
+        extras={key: value for key, value in root.items() if key not in _ROOT_MAPPED},
     )
 
 
@@ -218,8 +218,7 @@ def _job(
         fallback = reader.instant(workflow["ts_submit"], pointer + "/ts_submit")
     tasks = tuple(_task(task, f"{pointer}/tasks/{t}", origin, fallback, reader)
                   for t, task in enumerate(workflow.get("tasks", [])))
-    extras = {PREFIX + key: value for key, value in workflow.items()
-              if key not in ("id", "tasks", "application_name")}
+    extras = {key: value for key, value in workflow.items() if key not in _JOB_MAPPED}
     return Job(id=job_id, tasks=tasks, name=workflow.get("application_name"), extras=extras)
 
 
@@ -251,21 +250,15 @@ def _task(
         reader.diagnostics.append(error(f"core_count must be positive, not {cores}",
                                         "osp-workload.negative", pointer=pointer + "/core_count"))
     memory = _size(task, "memory_usage", pointer, reader)
-    resources = tuple(NamedResource(name=key, amount=amount, unit="MB")
-                      for key in _SIZE_RESOURCES
-                      if (amount := _size(task, key, pointer, reader)) is not None)
-    user, user_extra = _user(task, "user_id")
-    group, group_extra = _user(task, "group_id")
-    extras = {PREFIX + key: value for key, value in task.items() if key not in _TASK_MAPPED}
-    extras.update(user_extra | group_extra)
+    for key in _CHECKED_SIZES:
+        _size(task, key, pointer, reader)
+    extras = {key: value for key, value in task.items() if key not in _TASK_MAPPED}
     return Task(
         id=task_id if task_id is not None else "",
         submit_time_s=submit or 0.0,
         runtime_s=None if runtime is None else float(runtime),
-        request=ResourceRequest(cores=float(cores), memory_mb=memory, resources=resources),
+        request=ResourceRequest(cores=float(cores), memory_mb=memory),
         dependencies=tuple(task.get("depends_on", [])),
-        user=user,
-        group=group,
         extras=extras,
     )
 
@@ -280,16 +273,6 @@ def _size(task: dict[str, Any], key: str, pointer: str, reader: _Reader) -> floa
             f"{key} {value!r} is not a size with a unit such as \"200MB\"",
             "osp-workload.size", pointer=f"{pointer}/{key}"))
     return amount
-
-
-def _user(task: dict[str, Any], key: str) -> tuple[str | None, dict[str, Any]]:
-    """Integer ids map to the model's string field; anything else is kept as it was."""
-    value = task.get(key)
-    if value is None:
-        return None, {}
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return str(value), {}
-    return None, {PREFIX + key: value}
 
 
 def _used_span(resources: list[dict[str, Any]], pointer: str, reader: _Reader) -> float | None:
@@ -360,10 +343,7 @@ def _link(jobs: list[Job], workflows: list[dict[str, Any]], reader: _Reader) -> 
 
 
 def write(document: Document) -> WriteResult:
-    workload = document.workload
-    if workload is None:
-        return WriteResult(b"", diagnostics=(error("the document has no workload to write",
-                                                   "osp-workload.no-workload"),))
+    workload = document.workload or Workload()
     losses = LossCounter()
     diagnostics: list[Diagnostic] = []
     count_workload_losses(losses, document, workload, HOLDS)
@@ -380,21 +360,11 @@ def write(document: Document) -> WriteResult:
                    f"timestamps count from {DEFAULT_ORIGIN}")
         origin_text, origin = DEFAULT_ORIGIN, datetime.fromisoformat(DEFAULT_ORIGIN)
     root: dict[str, Any] = {}
-    for key, value in workload.extras.items():
-        if key.startswith(PREFIX) and key[len(PREFIX):] not in _ROOT_MAPPED:
-            root[key[len(PREFIX):]] = value
-        else:
-            losses.add("workload.extras")
     if workload.name is not None:
         root["name"] = workload.name
     if workload.description is not None:
         root["description"] = workload.description
-    for key, value in workload.attributes.items():
-        if key in _ROOT_ATTRIBUTES:
-            root[key] = value
-        else:
-            losses.add("workload.attributes", detail="only authors, domain, schema_version "
-                       "and date_end are workload attributes")
+    root.update(_free_keys(workload.extras, _ROOT_MAPPED, losses, "workload.extras"))
     root["date_start"] = origin_text
     root["workflows"] = [_workflow(job, origin, losses) for job in workload.jobs]
     structural = schema_diagnostics(SCHEMA, root)
@@ -403,14 +373,20 @@ def write(document: Document) -> WriteResult:
     return WriteResult(dumps_canonical(root), losses.losses(), tuple(diagnostics))
 
 
-def _unprefixed(extras: dict[str, Any], mapped: frozenset[str], losses: LossCounter,
-                field: str) -> dict[str, Any]:
+def _free_keys(extras: dict[str, Any], mapped: frozenset[str], losses: LossCounter,
+               field: str) -> dict[str, Any]:
+    """Extras written as the object's own keys: plain keys as they are, ``osp-workload:`` keys
+    without the prefix; keys of other formats are theirs (dropped, not a loss); a key that
+    would replace one dcx writes from a model field is a loss."""
     kept: dict[str, Any] = {}
     for key, value in extras.items():
-        if key.startswith(PREFIX) and key[len(PREFIX):] not in mapped:
-            kept[key[len(PREFIX):]] = value
+        name = key[len(PREFIX):] if key.startswith(PREFIX) else key
+        if ":" in name:
+            continue
+        if name in mapped:
+            losses.add(field, detail="extras named like a key the model maps were dropped")
         else:
-            losses.add(field, detail="extras of other formats were dropped")
+            kept[name] = value
     return kept
 
 
@@ -418,8 +394,7 @@ def _workflow(job: Job, origin: datetime, losses: LossCounter) -> dict[str, Any]
     workflow: dict[str, Any] = {"id": str(job.id)}
     if job.name is not None:
         workflow["application_name"] = job.name
-    workflow.update(_unprefixed(job.extras, frozenset({"id", "tasks", "application_name"}),
-                                losses, "job.extras"))
+    workflow.update(_free_keys(job.extras, _JOB_MAPPED, losses, "job.extras"))
     workflow["tasks"] = [_task_object(task, origin, losses) for task in job.tasks]
     return workflow
 
@@ -437,7 +412,7 @@ def _task_object(task: Task, origin: datetime, losses: LossCounter) -> dict[str,
             losses.add(name)
     request = task.request
     written: dict[str, Any] = {"id": str(task.id)}
-    written.update(_unprefixed(task.extras, _TASK_MAPPED, losses, "task.extras"))
+    written.update(_free_keys(task.extras, _TASK_MAPPED, losses, "task.extras"))
     try:
         written["ts_submit"] = (origin + timedelta(seconds=task.submit_time_s)).isoformat()
     except OverflowError:
@@ -450,20 +425,6 @@ def _task_object(task: Task, origin: datetime, losses: LossCounter) -> dict[str,
         written["core_count"] = _json_number(request.cores)
     if request.memory_mb is not None:
         written["memory_usage"] = format_size_mb(request.memory_mb)
-    for resource in request.resources:
-        if resource.name in _SIZE_RESOURCES and resource.unit == "MB" and not resource.instances \
-                and resource.type is None and not resource.extras and resource.amount >= 0:
-            written[resource.name] = format_size_mb(resource.amount)
-        else:
-            losses.add("task.request.resources", detail="only disk_space_usage and "
-                       "network_usage sizes in MB can be written")
     if task.dependencies:
         written["depends_on"] = [str(d) for d in task.dependencies]
-    for key, value in (("user_id", task.user), ("group_id", task.group)):
-        if value is None:
-            continue
-        if re.fullmatch(r"0|[1-9]\d{0,17}", value):
-            written[key] = int(value)
-        else:
-            losses.add("task." + key.split("_")[0], detail="user and group ids are numbers")
     return written

@@ -14,7 +14,6 @@ from dcx.formats.model import (
     Environment,
     Job,
     Machine,
-    NamedResource,
     Rack,
     ResourceRequest,
     Room,
@@ -145,7 +144,7 @@ def setup_environments(draw: st.DrawFn) -> Environment:
                      st.lists(rack, max_size=3))
     rooms = draw(st.lists(room, max_size=3))
     return Environment(datacenters=(Datacenter(rooms=tuple(rooms)),),
-                       name=draw(st.text(max_size=20)))
+                       name=draw(st.none() | st.text(min_size=1, max_size=20)))
 
 
 def as_document(workload: Workload) -> Document:
@@ -222,58 +221,58 @@ def swf_workloads(draw: st.DrawFn) -> Workload:
 # --------------------------------------------------------------------------- osp-workload
 
 osp_names = st.text(max_size=12)
-osp_ids = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FF), min_size=1, max_size=8)
+osp_ids = st.from_regex(r"[A-Za-z][A-Za-z0-9_.:-]{0,7}", fullmatch=True)
 microseconds = st.integers(min_value=-10**12, max_value=10**14).map(lambda k: k / 10**6)
 positive_floats = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False)
 sizes_mb = st.one_of(st.integers(0, 10**9).map(float),
                      st.floats(min_value=0, max_value=1e12, allow_nan=False))
 naive_origins = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2030, 1, 1)) \
     .map(lambda instant: instant.replace(microsecond=0).isoformat())
-osp_attribute_values = {
+osp_root_extras = {
     "authors": st.lists(osp_names, max_size=2), "domain": osp_names,
-    "schema_version": osp_names, "date_end": naive_origins,
+    "schema_version": osp_names, "date_end": naive_origins, "license": osp_names,
 }
 
 
 @st.composite
 def osp_workloads(draw: st.DrawFn) -> Workload:
     """Workloads the osp-workload JSON holds: string ids, a naive ISO time origin, submit
-    times in whole microseconds, sizes in MB, dependencies on earlier tasks."""
-    task_ids = draw(st.lists(osp_ids, max_size=12, unique=True))
-    job_ids = draw(st.lists(osp_ids, min_size=1, max_size=4, unique=True))
+    times in whole microseconds, memory in MB, dependencies on earlier tasks, the format's
+    other keys as plain extras. Jobs have tasks (as in the generic strategies: trace formats
+    have no line for an empty job)."""
+    task_ids = draw(st.lists(osp_ids, min_size=1, max_size=12, unique=True))
+    job_ids = draw(st.lists(osp_ids, min_size=1, max_size=min(4, len(task_ids)), unique=True))
     members: dict[str, list[Task]] = {job_id: [] for job_id in job_ids}
     for position, task_id in enumerate(task_ids):
         picks = draw(choices) if position else []
         dependencies = tuple(dict.fromkeys(task_ids[pick % position] for pick in picks))
-        resources = tuple(
-            NamedResource(name=name, amount=draw(sizes_mb), unit="MB")
-            for name in ("disk_space_usage", "network_usage") if draw(st.booleans()))
         extras: dict[str, Any] = {}
         if draw(st.booleans()):
-            extras["osp-workload:energy_usage"] = f"{draw(code_values)}W"
+            extras["energy_usage"] = f"{draw(code_values)}W"
+        if draw(st.booleans()):
+            extras["user_id"] = draw(code_values)
+        if draw(st.booleans()):
+            extras["disk_space_usage"] = f"{draw(code_values)}MB"
         task = Task(
             id=task_id,
             submit_time_s=draw(microseconds),
             runtime_s=draw(st.none() | st.floats(min_value=0, max_value=1e9)),
             request=ResourceRequest(cores=draw(st.just(1.0) | positive_floats),
-                                    memory_mb=draw(st.none() | sizes_mb), resources=resources),
+                                    memory_mb=draw(st.none() | sizes_mb)),
             dependencies=dependencies,
-            user=draw(optional_ids),
-            group=draw(optional_ids),
             extras=extras,
         )
-        members[job_ids[draw(choice) % len(job_ids)]].append(task)
+        members[job_ids[position % len(job_ids)]].append(task)
     jobs = tuple(
         Job(id=job_id, tasks=tuple(tasks), name=draw(st.none() | osp_names),
-            extras=draw(st.just({}) | st.builds(lambda d: {"osp-workload:domain": d}, osp_names)))
+            extras=draw(st.just({}) | st.builds(lambda d: {"domain": d}, osp_names)))
         for job_id, tasks in members.items())
-    attributes = {key: draw(values) for key, values in osp_attribute_values.items()
-                  if draw(st.booleans())}
+    extras = {key: draw(values) for key, values in osp_root_extras.items()
+              if draw(st.booleans())}
     return Workload(
         jobs=jobs,
         name=draw(st.none() | osp_names),
         description=draw(st.none() | osp_names),
         time_origin=draw(naive_origins),
-        attributes=attributes,
-        extras=draw(st.just({}) | st.builds(lambda v: {"osp-workload:license": v}, osp_names)),
+        extras=extras,
     )

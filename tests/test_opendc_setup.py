@@ -140,7 +140,7 @@ def test_machines_with_other_cpus_are_left_out_and_reported():
     written = opendc_setup.write(document)
     lost = {loss.field: loss.count for loss in written.losses}
     assert lost == {"environment.description": 1, "datacenter": 1, "datacenter.name": 1,
-                    "rack.id": 1, "rack.empty_slots": 1, "job": 1, "machine.cpus": 1,
+                    "rack.id": 1, "rack.empty_slots": 1, "workload": 1, "machine.cpus": 1,
                     "machine.name": 1, "cpu.vendor": 1, "cpu.energy_consumption_w": 1}
     assert [d.code for d in written.diagnostics] == ["opendc-setup.unwritable-machine"]
     assert "m7" in written.diagnostics[0].message
@@ -148,6 +148,9 @@ def test_machines_with_other_cpus_are_left_out_and_reported():
     assert machine.cpus == (opendc_setup.CPU_TYPES[1],)
 
 
-def test_writer_needs_a_topology():
-    assert [d.code for d in opendc_setup.write(Document()).diagnostics] == [
-        "opendc-setup.no-environment"]
+def test_a_document_without_topology_writes_an_empty_setup():
+    written = opendc_setup.write(Document())
+    assert written.ok and written.losses == ()
+    assert json.loads(written.data) == {"name": "", "rooms": []}
+    environment = opendc_setup.read(written.data).document.environment
+    assert environment == Environment(datacenters=(Datacenter(),))
