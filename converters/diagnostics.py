@@ -96,10 +96,17 @@ class ReadResult:
 
     document: Document | None
     diagnostics: tuple[Diagnostic, ...] = ()
+    source_map: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    """Where model objects came from, for checks made later on the model (the scheduler's
+    feasibility checks): a model pointer such as ``/workload/jobs/3/tasks/0`` to the
+    (line, column) of its source. Text readers fill it; others may leave it empty."""
 
     @property
     def ok(self) -> bool:
         return self.document is not None and not has_errors(self.diagnostics)
+
+    def locate(self, model_pointer: str) -> tuple[int | None, int | None]:
+        return self.source_map.get(model_pointer, (None, None))
 
 
 @dataclass(frozen=True)
