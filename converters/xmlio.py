@@ -17,9 +17,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from lxml import etree
+
 from dcx.converters.diagnostics import Diagnostic, InputError, error
 from dcx.converters.limits import LIMITS
-from lxml import etree
 
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
@@ -91,6 +92,10 @@ def _line_col(data: bytes, offset: int) -> tuple[int, int]:
 
 
 def _syntax_diagnostic(exc: etree.XMLSyntaxError, data: bytes) -> Diagnostic:
+    if "Invalid bytes in character encoding" in str(exc):
+        located = _invalid_utf8(data)
+        if located is not None:
+            return located
     line, column = exc.position if exc.position else (None, None)
     message = str(exc.msg if hasattr(exc, "msg") and exc.msg else exc)
     message = re.sub(r", line \d+, column \d+$", "", message)
@@ -105,6 +110,17 @@ def _syntax_diagnostic(exc: etree.XMLSyntaxError, data: bytes) -> Diagnostic:
         message = f"document nests deeper than {LIMITS.max_xml_depth} levels"
     return error(message, "xml.syntax", line=line, column=(column or 0) + 1 if column is not None
                  else None, hint=hint)
+
+
+def _invalid_utf8(data: bytes) -> Diagnostic | None:
+    """libxml2 says only "Invalid bytes in character encoding"; name the byte and where."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _line_col(data, exc.start)
+        return error(f"invalid UTF-8 byte 0x{data[exc.start]:02x}", "xml.encoding",
+                     line=line, column=column)
+    return None
 
 
 def parse_xml(data: bytes, schema: etree.XMLSchema | None = None) -> etree._ElementTree:

@@ -201,6 +201,28 @@ def _run_for(hostile_runs: SessionRuns, case: Any) -> CaseRun:
     return hostile_runs.runs[case.name]
 
 
+def _cases(kind: str) -> list[Any]:
+    """Parameters for one test kind; a case's known issue marks its CLI tests (where the
+    one-line rule bites) and, when the code itself is wrong, its code test too."""
+    params = []
+    for case in cases.CASES:
+        marks = []
+        if case.known_issue and (kind != "code" or _code_is_wrong(case)):
+            marks.append(pytest.mark.xfail(reason=f"known issue: {case.known_issue}",
+                                           strict=True))
+        params.append(pytest.param(case, id=case.name, marks=marks))
+    return params
+
+
+def _code_is_wrong(case: Any) -> bool:
+    return case.name in _WRONG_CODE
+
+
+_WRONG_CODE = frozenset({"json-int64-overflow", "json-remote-schema", "base-long-chain",
+                         "r-idset-explode"})
+"""Known issues where the reader's error codes differ from the expected ones too."""
+
+
 def _assert_budgets(outcome: Any) -> None:
     assert not outcome.timed_out, outcome.describe()
     assert outcome.cpu_seconds <= runner.CPU_BUDGET_S, outcome.describe()
@@ -208,6 +230,10 @@ def _assert_budgets(outcome: Any) -> None:
     text = outcome.stdout + outcome.stderr
     assert cases.CANARY_TEXT not in text, "the canary file's content leaked:\n" + outcome.describe()
     assert "Traceback" not in text and "internal error" not in text, outcome.describe()
+
+
+MAX_MESSAGE_CHARS = 500
+"""What "one clear line" allows after ``file:line:col: error: `` (pointer and message)."""
 
 
 def _location_pattern(path: Path) -> re.Pattern[str]:
@@ -223,15 +249,14 @@ def _assert_one_located_error(outcome: Any, run: CaseRun, only_line: bool = True
     assert len(errors) == 1, "expected exactly one error line:\n" + outcome.describe()
     match = _location_pattern(run.path).match(errors[0])
     assert match, "the error line must start with file:line:col:\n" + outcome.describe()
+    assert len(errors[0]) - match.end() <= MAX_MESSAGE_CHARS, (
+        f"a clear line is short; this one is {len(errors[0]):,} characters")
     if case.line is not None:
         assert int(match.group(1)) == case.line, outcome.describe()
     assert case.message in errors[0], outcome.describe()
 
 
-CASE_IDS = [case.name for case in cases.CASES]
-
-
-@pytest.mark.parametrize("case", cases.CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("case", _cases("validate"))
 def test_validate_rejects_with_one_located_line(hostile_runs: SessionRuns, case: Any) -> None:
     run = _run_for(hostile_runs, case)
     outcome = run.validate
@@ -243,7 +268,7 @@ def test_validate_rejects_with_one_located_line(hostile_runs: SessionRuns, case:
     _assert_one_located_error(outcome, run)
 
 
-@pytest.mark.parametrize("case", cases.CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("case", _cases("convert"))
 def test_convert_fails_and_leaves_nothing_behind(hostile_runs: SessionRuns, case: Any) -> None:
     run = _run_for(hostile_runs, case)
     outcome = run.convert
@@ -258,7 +283,7 @@ def test_convert_fails_and_leaves_nothing_behind(hostile_runs: SessionRuns, case
         _assert_one_located_error(outcome, run)
 
 
-@pytest.mark.parametrize("case", cases.CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("case", _cases("code"))
 def test_reader_reports_the_stable_code(hostile_runs: SessionRuns, case: Any) -> None:
     run = _run_for(hostile_runs, case)
     found = hostile_runs.probe.get(str(run.path))
@@ -326,3 +351,17 @@ def test_manifest_is_consistent() -> None:
             source = HOSTILE_DIR / case.source
             assert source.is_file(), f"{case.name}: {source} is missing"
             assert source.stat().st_size < 100_000, f"{case.name}: build large cases at test time"
+
+
+FUZZ_SECONDS = 15
+
+
+def test_short_fuzz_run_finds_no_traceback(sandbox: Sandbox, tmp_path: Path) -> None:
+    """CI's short version of ``nox -s fuzz``: every reader on mutated seeds, in the same
+    sandbox (no network, no canary)."""
+    outcome = runner.run_limited(
+        [sys.executable, str(HOSTILE_DIR / "fuzz.py"), "--seconds", str(FUZZ_SECONDS),
+         "--crash-dir", str(tmp_path / "crashes")],
+        sandbox.environment, tmp_path, address_space_mb=4096, timeout_s=FUZZ_SECONDS * 10)
+    assert outcome.returncode == 0, outcome.describe()
+    assert "inputs over" in outcome.stderr

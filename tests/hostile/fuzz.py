@@ -43,7 +43,8 @@ SYNTAX_TOKENS: tuple[bytes, ...] = (
     b"<", b">", b"</", b"/>", b"&", b"&amp;", b"&#0;", b"<![CDATA[", b"]]>", b"<!--", b"-->",
     b"<?xml version='1.0'?>", b"<!DOCTYPE x [", b"xmlns:a='u'", b"a:", b"\x00", b"\xff",
     b"\xef\xbb\xbf", b"\r\n", b"\n", b"\t", b" ", b"-1", b"0", b"4294967296", b"[0-99999999]",
-    b"node[1-3,5]", b"0-4294967296", b"#", b";", b"WorkflowID", b"\u00e9".decode("latin-1").encode(),
+    b"node[1-3,5]", b"0-4294967296", b"#", b";", b"WorkflowID",
+    "\u00e9".encode(),
 )
 
 

@@ -2,7 +2,8 @@
 lines, codes included (the CLI's text output has no codes). Run by ``tests/test_hostile.py``
 as one bounded subprocess for all cases.
 
-Input: a file (the only argument) with one JSON object per line, ``{"path", "format", "stage", "convert_to"}``.
+Input: a file (the only argument) with one JSON object per line,
+``{"path", "format", "stage", "convert_to"}``.
 Output: ``{"path", "started": true}`` before each case (so a crash names its case), then
 ``{"path", "diagnostics": [{"code", "severity", "line", "column", "message"}]}``.
 """

@@ -54,7 +54,8 @@ class Outcome:
         return [line for line in (self.stdout + self.stderr).splitlines() if line.strip()]
 
     def describe(self) -> str:
-        return (f"{' '.join(self.command)} -> exit {self.returncode} in {self.cpu_seconds:.2f} s CPU "
+        return (f"{' '.join(self.command)} -> exit {self.returncode} "
+                f"in {self.cpu_seconds:.2f} s CPU "
                 f"({self.seconds:.2f} s wall), "
                 f"{self.peak_rss_mb:.0f} MB{' (killed: timeout)' if self.timed_out else ''}\n"
                 f"stdout: {self.stdout[:2000]!r}\nstderr: {self.stderr[-2000:]!r}")
@@ -86,7 +87,7 @@ def run_limited(command: Sequence[str], environment: Mapping[str, str], cwd: Pat
                 timeout_s: float = HARD_TIMEOUT_S) -> Outcome:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
-        child = subprocess.Popen(  # noqa: S603 - our own command line
+        child = subprocess.Popen(
             list(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd,
             env=dict(environment), preexec_fn=lambda: _limit_address_space(address_space_mb),
             start_new_session=True)

@@ -21,7 +21,7 @@ _NETWORK_EVENTS = frozenset({
 
 def _record(kind: str, detail: object) -> None:
     if _LOG:
-        with open(_LOG, "a", encoding="utf-8") as stream:  # noqa: PTH123 - runs in the hook
+        with open(_LOG, "a", encoding="utf-8") as stream:
             stream.write(f"{kind}\t{detail!r}\n")
 
 
