@@ -27,7 +27,9 @@ Mapping details shared by both variants:
   writes text ids that cannot be mistaken for numbers (``t1``, ``task-7``: starting with an ASCII
   letter or ``_``, without whitespace, commas or semicolons), with a
   ``gwf.text-ids`` warning because SC18 cannot read them. The writer renumbers tasks (and
-  jobs) 1..n when their ids are neither, and reports it as a loss.
+  jobs) 1..n when their ids are neither, and reports it as a loss. A decimal text id
+  (``"12"``, from a format whose ids are strings) is written as that number and reads back
+  as the integer.
 * Nodes are not held: a task runs on one node, so a multi-node request keeps only its per-node
   cores (the model's normal form, see ``dcx.converters.losses``), reported as a loss.
 * Plain (free-form) extras keys have no column, so ``task.extras`` is not held; ``gwf:`` keys
@@ -211,7 +213,9 @@ def is_trace_id(value: object) -> bool:
     mistaken for a number (see ``is_id_token``)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value >= 0
-    return isinstance(value, str) and is_id_token(value)
+    # A decimal text id ("12", from a format whose ids are strings) is written as the number
+    # it spells and reads back as that integer: the id's type changes, its identity does not.
+    return isinstance(value, str) and (is_id_token(value) or _DECIMAL.fullmatch(value) is not None)
 
 
 def is_id_token(token: str) -> bool:
@@ -229,6 +233,7 @@ def parse_id(token: str) -> Id | None:
 
 _ID_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _SEPARATOR = re.compile(r"[\s,;]")
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,17}")
 
 
 # --------------------------------------------------------------------------- dependency checks

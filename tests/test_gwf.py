@@ -332,7 +332,7 @@ def test_writer_reports_what_gwf_cannot_hold():
 
 
 def test_ids_that_cannot_be_written_exactly_are_renumbered():
-    tasks = (Task(id="has space"), Task(id="7", dependencies=("has space",)))
+    tasks = (Task(id="has space"), Task(id="07", dependencies=("has space",)))
     written = gwf.write(Document(workload=Workload(jobs=(Job(id="", tasks=tasks),))))
     assert {loss.field: loss.count for loss in written.losses} == {"task.id": 2, "job": 1}
     first, second = gwf.read(written.data).document.workload.tasks()
