@@ -91,7 +91,7 @@ def sniff(data: bytes) -> bool:
     head = data[:65536]
     if b'"execution"' not in head and b'"scheduling"' not in head:
         return False
-    keys = jgf._top_level_keys(data)
+    keys = jgf.top_level_keys(data)
     top = keys["1"]
     if "$schema" in top or "graph" in top:
         return False
@@ -314,8 +314,9 @@ def read(data: bytes) -> ReadResult:
     diagnostics = tuple(reader.problems)
     if any(d.is_error for d in diagnostics):
         return ReadResult(None, diagnostics)
+    parts = _SharedParts()
     machines = tuple(
-        _machine(rank, by_rank[rank], host, tuple(features.get(rank, ())))
+        parts.machine(rank, by_rank[rank], host, tuple(features.get(rank, ())))
         for rank, host in zip(ranks, hosts, strict=True)
     )
     extras = {PREFIX + key: value[key] for key in _KEPT_TOP_LEVEL if key in value}
@@ -332,22 +333,51 @@ def _count(rank: _Rank, kind: str) -> int:
     return len(ids) if ids is not None else 0
 
 
-def _machine(rank: int, info: _Rank, host: str | None, features: tuple[str, ...]) -> Machine:
+class _SharedParts:
+    """Builds machines; ranks whose children are the same idset objects (one R_lite entry)
+    share one set of CPU, GPU and resource tuples, so 10,000 ranks of one shape hold one
+    copy and the writers recognise the shape by identity."""
+
+    def __init__(self) -> None:
+        self._shapes: dict[tuple[int, ...], _Parts] = {}
+        self._children: list[dict[str, IdSet]] = []  # keeps the keyed idsets alive
+
+    def machine(self, rank: int, info: _Rank, host: str | None,
+                features: tuple[str, ...]) -> Machine:
+        key = tuple(id(ids) for ids in info.children.values())
+        parts = self._shapes.get(key)
+        if parts is None or list(info.children) != parts.kinds:
+            parts = _parts(info.children)
+            self._shapes[key] = parts
+            self._children.append(info.children)
+        return Machine(name=host, rank=rank, cpus=parts.cpus, gpus=parts.gpus,
+                       features=features, resources=parts.resources, extras=dict(parts.extras))
+
+
+@dataclass(frozen=True)
+class _Parts:
+    kinds: list[str]
+    cpus: tuple[ProcessingUnit, ...]
+    gpus: tuple[ProcessingUnit, ...]
+    resources: tuple[NamedResource, ...]
+    extras: dict[str, Any]
+
+
+def _parts(children: dict[str, IdSet]) -> _Parts:
     extras: dict[str, Any] = {}
     resources: list[NamedResource] = []
-    cores = info.children.get("core", IdSet.empty())
+    cores = children.get("core", IdSet.empty())
     if not cores.is_interval_from_zero():
         extras[PREFIX + "core"] = cores.encode()
-    gpus = tuple(ProcessingUnit(cores=1, id=gpu) for gpu in info.children.get("gpu", ()))
-    for kind, ids in info.children.items():
+    gpus = tuple(ProcessingUnit(cores=1, id=gpu) for gpu in children.get("gpu", ()))
+    for kind, ids in children.items():
         if kind in ("core", "gpu"):
             continue
         resources.append(NamedResource(name=kind, amount=float(len(ids))))
         if not ids.is_interval_from_zero():
             extras[PREFIX + kind] = ids.encode()
-    cpus = (ProcessingUnit(cores=len(cores)),) if "core" in info.children else ()
-    return Machine(name=host, rank=rank, cpus=cpus, gpus=gpus, features=features,
-                   resources=tuple(resources), extras=extras)
+    cpus = (ProcessingUnit(cores=len(cores)),) if "core" in children else ()
+    return _Parts(list(children), cpus, gpus, tuple(resources), extras)
 
 
 # --------------------------------------------------------------------------- writing
@@ -367,10 +397,18 @@ def write(document: Document) -> WriteResult:
     properties: dict[str, list[int]] = {}
     hosts: list[str] = []
     problems: list[Diagnostic] = []
+    machine_losses = jgf.MachineLosses(HOLDS, PREFIX)
+    shapes: jgf.ShapeMemo[tuple[tuple[tuple[str, str], ...], jgf.RecordedLosses]] = \
+        jgf.ShapeMemo(_children)
     for position in order:
         machine, rank = machines[position], ranks[position]
-        _machine_losses(machine, losses)
-        groups.setdefault(_children(machine, losses), []).append(rank)
+        machine_losses.count(machine, losses)
+        if len(machine.cpus) > 1:
+            losses.add("machine.cpus.sockets", detail="R lists cores per rank, not per socket")
+        children, shape_losses = shapes.get(machine.cpus, machine.gpus, machine.resources,
+                                            machine.extras)
+        jgf.replay(shape_losses, losses)
+        groups.setdefault(children, []).append(rank)
         for feature in dict.fromkeys(machine.features):
             if not feature or FORBIDDEN_PROPERTY_CHARACTERS & set(feature):
                 losses.add("machine.features", detail="R property names exclude !&'\"^`|()")
@@ -424,12 +462,16 @@ def _assign_ranks(machines: list[Machine], losses: LossCounter) -> list[int]:
     return list(range(len(machines)))
 
 
-def _children(machine: Machine, losses: LossCounter) -> tuple[tuple[str, str], ...]:
+def _children(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
+              resources: tuple[NamedResource, ...], extras: dict[str, Any],
+              ) -> tuple[tuple[tuple[str, str], ...], jgf.RecordedLosses]:
+    """A machine's R_lite children and the losses they imply; a pure function of the
+    machine's parts, so the writer computes it once per distinct shape."""
+    losses = jgf.LossRecorder()
     children: list[tuple[str, str]] = []
-    core_count = machine.core_count
-    kept_cores = machine.extras.get(PREFIX + "core")
-    children.append(("core", _ids_text(kept_cores, core_count)))
-    gpu_ids = [gpu.id for gpu in machine.gpus]
+    core_count = sum(cpu.cores for cpu in cpus)
+    children.append(("core", _ids_text(extras.get(PREFIX + "core"), core_count)))
+    gpu_ids = [gpu.id for gpu in gpus]
     if gpu_ids:
         if all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in gpu_ids) \
                 and len(set(gpu_ids)) == len(gpu_ids):
@@ -440,16 +482,16 @@ def _children(machine: Machine, losses: LossCounter) -> tuple[tuple[str, str], .
                        "R GPU ids are distinct non-negative integers")
             children.append(("gpu", _ids_text(None, len(gpu_ids))))
     seen = {"core", "gpu"}
-    for resource in machine.resources:
+    for resource in resources:
         amount = resource.amount
         if (resource.name in seen or not resource.name or amount != int(amount) or amount < 0
                 or resource.unit or resource.type or resource.instances or resource.extras):
             losses.add("machine.resources", detail="R children are counts of ids")
             continue
         seen.add(resource.name)
-        kept = machine.extras.get(PREFIX + resource.name)
-        children.append((resource.name, _ids_text(kept, int(amount))))
-    return tuple(children)
+        children.append((resource.name, _ids_text(extras.get(PREFIX + resource.name),
+                                                  int(amount))))
+    return tuple(children), tuple(losses.calls)
 
 
 def _ids_text(kept: Any, count: int) -> str:
@@ -462,15 +504,6 @@ def _ids_text(kept: Any, count: int) -> str:
         if len(ids) == count:
             return ids.encode()
     return IdSet.from_range(0, count - 1).encode()
-
-
-def _machine_losses(machine: Machine, losses: LossCounter) -> None:
-    own = {k for k in machine.extras if k.startswith(PREFIX)}
-    stripped = Machine(**{**machine.__dict__, "extras": {
-        k: v for k, v in machine.extras.items() if k not in own}})
-    jgf.machine_losses(stripped, HOLDS, losses)
-    if len(machine.cpus) > 1:
-        losses.add("machine.cpus.sockets", detail="R lists cores per rank, not per socket")
 
 
 def _host_name(machine: Machine, rank: int) -> str:

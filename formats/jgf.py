@@ -44,10 +44,14 @@ Divergences
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any
+from itertools import chain, repeat
+from operator import add
+from typing import Any, Generic, TypeVar
 
 from dcx.converters.diagnostics import (
     Diagnostic,
@@ -71,6 +75,8 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
+
+T = TypeVar("T")
 
 SCHEMA = "jgf.schema.json"
 CONTAINMENT = "containment"
@@ -96,7 +102,7 @@ _TRAILING_DIGITS = re.compile(r"([0-9]+)$")
 # --------------------------------------------------------------------------- sniffing
 
 
-def _top_level_keys(data: bytes, limit: int = 65536) -> dict[str, set[str]]:
+def top_level_keys(data: bytes, limit: int = 65536) -> dict[str, set[str]]:
     """Object keys at depth 1 and 2 of the first ``limit`` bytes, tolerant of bad JSON:
     enough to tell an R or a graph from a map of them or from a JSON Schema."""
     text = data[:limit].decode("utf-8", errors="replace")
@@ -130,7 +136,7 @@ def sniff(data: bytes) -> bool:
     """A bare Fluxion graph: ``graph`` at the top level holding ``nodes``/``edges``."""
     if b'"graph"' not in data[:65536]:
         return False
-    keys = _top_level_keys(data)
+    keys = top_level_keys(data)
     return "graph" in keys["1"] and bool(keys["2"] & {"nodes", "edges"}) \
         and not keys["1"] & {"$schema", "execution"}
 
@@ -424,23 +430,89 @@ def _is_set(value: Any) -> bool:
     return value is not None and value != () and value != {}
 
 
-def machine_losses(machine: Machine, holds: frozenset[str], losses: LossCounter) -> None:
-    """Count the machine's non-empty fields that a format without ``holds`` drops."""
-    for name, path in _MACHINE_FIELD_PATHS.items():
-        if path not in holds and _is_set(getattr(machine, name)):
-            losses.add(path)
-    if machine.state is not MachineState.ACTIVE and "machine.state" not in holds:
-        losses.add("machine.state")
-    for cpu in machine.cpus:
-        _unit_losses(cpu, "cpu", holds, losses)
-    for gpu in machine.gpus:
-        _unit_losses(gpu, "gpu", holds, losses)
-        if gpu.cores != 1 and "gpu.cores" not in holds:
-            losses.add("gpu.cores", detail="GPUs are written as devices")
-    for module in machine.memory:
-        if any(_is_set(getattr(module, f.name)) for f in fields(module)
-               if f.name not in ("capacity_mb", "id")):
-            losses.add("memory.details")
+class ShapeMemo(Generic[T]):
+    """The result of a pure function of some model parts, computed once per distinct shape.
+
+    Machines built from one template share their part objects (the readers here do), so a
+    shape is found by the parts' identity first; otherwise by equality with the previous
+    shape, since inventories list machines of a kind together. A 10,000-node homogeneous
+    inventory thus costs one computation instead of one per CPU, GPU and memory module."""
+
+    def __init__(self, compute: Callable[..., T]) -> None:
+        self._compute = compute
+        self._by_identity: dict[tuple[int, ...], tuple[tuple[Any, ...], T]] = {}
+        self._last: tuple[tuple[Any, ...], T] | None = None
+
+    def get(self, *parts: Any) -> T:
+        key = tuple(map(id, parts))
+        found = self._by_identity.get(key)
+        if found is not None:
+            return found[1]
+        last = self._last
+        result = last[1] if last is not None and last[0] == parts else self._compute(*parts)
+        self._by_identity[key] = (parts, result)  # holds the parts, so their ids stay theirs
+        self._last = (parts, result)
+        return result
+
+
+RecordedLosses = tuple[tuple[str, int, str], ...]
+"""``LossCounter.add`` arguments, replayed for every machine of one shape."""
+
+
+class LossRecorder(LossCounter):
+    """A ``LossCounter`` that keeps its calls, to replay them per machine of one shape."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, int, str]] = []
+
+    def add(self, field_path: str, count: int = 1, detail: str = "") -> None:
+        if count > 0:
+            self.calls.append((field_path, count, detail))
+
+
+def replay(recorded: RecordedLosses, losses: LossCounter) -> None:
+    for field_path, count, detail in recorded:
+        losses.add(field_path, count, detail)
+
+
+class MachineLosses:
+    """Counts the machine fields a format without ``holds`` drops; the per-unit walk over
+    CPUs, GPUs and memory modules runs once per distinct shape (``ShapeMemo``). Extras keys
+    starting with ``own_prefix`` are the format's own and not lost."""
+
+    def __init__(self, holds: frozenset[str], own_prefix: str | None = None) -> None:
+        self.holds = holds
+        self.own_prefix = own_prefix
+        self._dropped = tuple((name, path) for name, path in _MACHINE_FIELD_PATHS.items()
+                              if path not in holds)
+        self._units: ShapeMemo[RecordedLosses] = ShapeMemo(self._unit_losses)
+
+    def count(self, machine: Machine, losses: LossCounter) -> None:
+        for name, path in self._dropped:
+            value = getattr(machine, name)
+            if name == "extras" and self.own_prefix is not None:
+                value = [key for key in value if not key.startswith(self.own_prefix)]
+            if value is not None and value != () and value != {} and value != []:
+                losses.add(path)
+        if machine.state is not MachineState.ACTIVE and "machine.state" not in self.holds:
+            losses.add("machine.state")
+        replay(self._units.get(machine.cpus, machine.gpus, machine.memory), losses)
+
+    def _unit_losses(self, cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
+                     memory: tuple[StorageUnit, ...]) -> RecordedLosses:
+        recorder = LossRecorder()
+        for cpu in cpus:
+            _unit_losses(cpu, "cpu", self.holds, recorder)
+        for gpu in gpus:
+            _unit_losses(gpu, "gpu", self.holds, recorder)
+            if gpu.cores != 1 and "gpu.cores" not in self.holds:
+                recorder.add("gpu.cores", detail="GPUs are written as devices")
+        for module in memory:
+            if any(_is_set(getattr(module, f.name)) for f in fields(module)
+                   if f.name not in ("capacity_mb", "id")):
+                recorder.add("memory.details")
+        return tuple(recorder.calls)
 
 
 def _unit_losses(unit: ProcessingUnit, kind: str, holds: frozenset[str],
@@ -507,36 +579,144 @@ def _rack_losses(rack: Rack, holds: frozenset[str], own_prefix: str,
 # --------------------------------------------------------------------------- writing
 
 
-class _GraphWriter:
-    def __init__(self) -> None:
-        self.nodes: list[dict[str, Any]] = []
-        self.edges: list[dict[str, Any]] = []
-        self.problems: list[Diagnostic] = []
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
-    def vertex(self, kind: str, name: str, vertex_id: int, parent: tuple[str, str] | None,
-               *, rank: int = -1, size: int = 1, unit: str = "",
-               properties: dict[str, str] | None = None, status: int = 0) -> tuple[str, str]:
-        """Add a vertex under ``parent`` = (vertex key, path); returns its own."""
+
+def _vertex_text(kind: str, name: str, vertex_id: int, *, size: int = 1, unit: str = "",
+                 properties: dict[str, str] | None = None, status: int = 0,
+                 path_tail: str = "") -> str:
+    """One vertex as JSON text with ``%d`` slots for its uniq_id (twice) and rank and a
+    ``%s`` slot for its parent's escaped path; literal ``%`` in names are doubled."""
+    match = _TRAILING_DIGITS.search(name)
+    basename = name[: match.start()] if match and match.start() > 0 else kind
+    tail = _json_text(f"{path_tail}/{name}")[1:-1]
+    fixed = (f',"metadata":{{"type":{_json_text(kind)},"basename":{_json_text(basename)},'
+             f'"name":{_json_text(name)},"id":{vertex_id},').replace("%", "%%")
+    rest = (f'"exclusive":false,"unit":{_json_text(unit)},"size":{size},'
+            f'"properties":{_json_text(properties or {})},').replace("%", "%%")
+    status_text = f',"status":{status}' if status else ""
+    return ('{"id":"%d"' + fixed + '"uniq_id":%d,"rank":%d,' + rest
+            + '"paths":{"containment":"%s' + tail.replace("%", "%%") + '"}' + status_text
+            + "}}")
+
+
+_EDGE_TEXT = '{"source":"%d","target":"%d","metadata":{"subsystem":"containment"}}'
+
+
+@dataclass(frozen=True)
+class _Template:
+    """The vertices below a node for one machine shape, as two format strings: vertices
+    take (uniq_id, uniq_id, rank, escaped node path) per vertex, edges (parent, child);
+    ``parents`` are offsets from the node (0 = the node). Also the losses the shape implies
+    and its bad names."""
+
+    vertices: str
+    edges: str
+    parents: tuple[int, ...]
+    losses: RecordedLosses
+    bad_names: tuple[str, ...]
+
+
+def _machine_template(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
+                      memory: tuple[StorageUnit, ...],
+                      resources: tuple[NamedResource, ...]) -> _Template:
+    texts: list[str] = []
+    parents: list[int] = []
+    names: list[str] = []
+    recorder = LossRecorder()
+
+    def add(parent: int, kind: str, name: str, vertex_id: int, tail: str = "", *,
+            size: int = 1, unit: str = "") -> int:
+        texts.append(_vertex_text(kind, name, vertex_id, size=size, unit=unit, path_tail=tail))
+        parents.append(parent)
+        names.append(name)
+        return len(texts)
+
+    core_number = 0
+    for socket_index, cpu in enumerate(cpus):
+        socket_id = _int_id(cpu.id, socket_index)
+        socket_name = f"socket{socket_id}"
+        socket = add(0, "socket", socket_name, socket_id)
+        for _ in range(cpu.cores):
+            add(socket, "core", f"core{core_number}", core_number, f"/{socket_name}")
+            core_number += 1
+    for gpu_index, gpu in enumerate(gpus):
+        gpu_id = _int_id(gpu.id, gpu_index)
+        add(0, "gpu", f"gpu{gpu_id}", gpu_id)
+    for memory_index, module in enumerate(memory):
+        memory_id = _int_id(module.id, memory_index)
+        size, unit = _memory_size(module.capacity_mb)
+        if size * _MB_PER_UNIT[unit] != module.capacity_mb:
+            recorder.add("machine.memory", detail="JGF sizes are whole numbers of a unit")
+        add(0, "memory", f"memory{memory_id}", memory_id, size=size, unit=unit)
+    for resource in resources:
+        if resource.amount != int(resource.amount) or resource.amount < 0 or resource.extras \
+                or resource.instances:
+            recorder.add("machine.resources", detail="JGF sizes are whole numbers")
+            continue
+        add(0, resource.type or resource.name, resource.name, _name_id(resource.name, 0),
+            size=int(resource.amount), unit=resource.unit or "")
+    bad = tuple(name for name in dict.fromkeys(names) if "/" in name or name == "")
+    return _Template(",".join(texts), ",".join([_EDGE_TEXT] * len(texts)), tuple(parents),
+                     tuple(recorder.calls), bad)
+
+
+class _GraphWriter:
+    """Writes vertices and containment edges as JSON text while they are produced, one
+    chunk per machine; machines of one shape share a template (``ShapeMemo``)."""
+
+    def __init__(self) -> None:
+        self.vertices: list[bytes] = []
+        self.edges: list[bytes] = []
+        self.count = 0
+        self.problems: list[Diagnostic] = []
+        self.templates: ShapeMemo[_Template] = ShapeMemo(_machine_template)
+
+    def check_name(self, name: str) -> None:
         if "/" in name or name == "":
             self.problems.append(error(f"name {name!r} cannot be a JGF path segment",
                                        "jgf.write-name"))
-        uniq_id = len(self.nodes)
-        key = str(uniq_id)
-        path = f"{parent[1] if parent else ''}/{name}"
-        match = _TRAILING_DIGITS.search(name)
-        basename = name[: match.start()] if match and match.start() > 0 else kind
-        meta: dict[str, Any] = {
-            "type": kind, "basename": basename, "name": name, "id": vertex_id,
-            "uniq_id": uniq_id, "rank": rank, "exclusive": False, "unit": unit,
-            "size": size, "properties": properties or {}, "paths": {CONTAINMENT: path},
-        }
-        if status:
-            meta["status"] = status
-        self.nodes.append({"id": key, "metadata": meta})
+
+    def vertex(self, kind: str, name: str, vertex_id: int, parent: tuple[int, str] | None,
+               *, rank: int = -1, properties: dict[str, str] | None = None,
+               status: int = 0) -> tuple[int, str]:
+        """Add a vertex under ``parent`` = (uniq_id, path); returns its own."""
+        self.check_name(name)
+        uniq_id = self.count
+        parent_path = parent[1] if parent else ""
+        text = _vertex_text(kind, name, vertex_id, properties=properties, status=status)
+        escaped_parent = _json_text(parent_path)[1:-1]
+        self.vertices.append((text % (uniq_id, uniq_id, rank, escaped_parent)).encode())
         if parent is not None:
-            self.edges.append({"source": parent[0], "target": key,
-                               "metadata": {"subsystem": CONTAINMENT}})
-        return key, path
+            self.edges.append((_EDGE_TEXT % (parent[0], uniq_id)).encode())
+        self.count += 1
+        return uniq_id, f"{parent_path}/{name}"
+
+    def below(self, node: tuple[int, str], rank: int, template: _Template) -> None:
+        """The vertices of ``template`` under ``node``, numbered right after it: one string
+        format per machine, its arguments interleaved at C level."""
+        for name in template.bad_names:
+            self.check_name(name)
+        count = len(template.parents)
+        if not count:
+            return
+        if node[0] != self.count - 1:
+            raise ValueError("a template's vertices must follow their node")
+        first = self.count
+        numbers = range(first, first + count)
+        escaped = _json_text(node[1])[1:-1]
+        vertex_args = tuple(chain.from_iterable(
+            zip(numbers, numbers, repeat(rank), repeat(escaped))))
+        self.vertices.append((template.vertices % vertex_args).encode())
+        parents = map(add, template.parents, repeat(node[0]))
+        self.edges.append((template.edges % tuple(chain.from_iterable(
+            zip(parents, numbers, strict=True)))).encode())
+        self.count += count
+
+    def document(self) -> bytes:
+        return b"".join((b'{"graph":{"nodes":[', b",".join(self.vertices), b'],"edges":[',
+                         b",".join(self.edges), b"]}}\n"))
 
 
 def _int_id(value: Any, fallback: int) -> int:
@@ -569,6 +749,7 @@ def write(document: Document) -> WriteResult:
         return WriteResult(b"", losses.losses(), (error(
             f"the graph would have {vertex_count:,} vertices; dcx writes at most "
             f"{MAX_WRITE_VERTICES:,}", "jgf.write-too-large"),))
+    machine_losses = MachineLosses(HOLDS)
     rack_names: set[str] = set()
     for rack_index, rack in enumerate(racks):
         parent = cluster
@@ -579,21 +760,21 @@ def write(document: Document) -> WriteResult:
                 losses.add("rack.id", detail="JGF ids are non-negative integers")
             parent = writer.vertex(str(rack.extras.get("jgf:type", "rack")), name,
                                    _int_id(rack.id, _name_id(name, rack_index)), cluster)
-        else:
-            losses.add("rack", 0)
         node_names: set[str] = set()
         for machine_index, machine in enumerate(rack.machines):
-            _write_machine(writer, machine, machine_index, parent, node_names, losses)
+            _write_machine(writer, machine, machine_index, parent, node_names, losses,
+                           machine_losses)
     if writer.problems:
         return WriteResult(b"", losses.losses(), tuple(writer.problems))
-    value = {"graph": {"nodes": writer.nodes, "edges": writer.edges}}
-    return WriteResult(dumps_canonical(value, indent=_indent(len(writer.nodes))),
-                       losses.losses())
+    data = writer.document()
+    if writer.count <= _INDENTED_VERTICES:
+        data = dumps_canonical(json.loads(data), indent=2)
+    return WriteResult(data, losses.losses())
 
 
-def _indent(vertex_count: int) -> int | None:
-    """Indented output for readable small graphs; one line for large ones (a third the size)."""
-    return 2 if vertex_count <= 10_000 else None
+_INDENTED_VERTICES = 10_000
+"""Indented output for readable small graphs; compact text for large ones (a third the
+size), written directly without building the value."""
 
 
 def _unique(name: str, seen: set[str], writer: _GraphWriter) -> None:
@@ -604,8 +785,9 @@ def _unique(name: str, seen: set[str], writer: _GraphWriter) -> None:
 
 
 def _write_machine(writer: _GraphWriter, machine: Machine, index: int,
-                   parent: tuple[str, str], names: set[str], losses: LossCounter) -> None:
-    machine_losses(machine, HOLDS, losses)
+                   parent: tuple[int, str], names: set[str], losses: LossCounter,
+                   machine_losses: MachineLosses) -> None:
+    machine_losses.count(machine, losses)
     name = machine.name or f"node{index}"
     _unique(name, names, writer)
     rank = machine.rank if machine.rank is not None else -1
@@ -618,31 +800,10 @@ def _write_machine(writer: _GraphWriter, machine: Machine, index: int,
     node = writer.vertex("node", name, _int_id(machine.id, _name_id(name, index)), parent,
                          rank=rank, properties=properties,
                          status=0 if machine.state is MachineState.ACTIVE else 1)
-    core_number = 0
-    for socket_index, cpu in enumerate(machine.cpus):
-        socket_id = _int_id(cpu.id, socket_index)
-        socket = writer.vertex("socket", f"socket{socket_id}", socket_id, node, rank=rank)
-        for _ in range(cpu.cores):
-            writer.vertex("core", f"core{core_number}", core_number, socket, rank=rank)
-            core_number += 1
-    for gpu_index, gpu in enumerate(machine.gpus):
-        gpu_id = _int_id(gpu.id, gpu_index)
-        writer.vertex("gpu", f"gpu{gpu_id}", gpu_id, node, rank=rank)
-    for memory_index, module in enumerate(machine.memory):
-        memory_id = _int_id(module.id, memory_index)
-        size, unit = _memory_size(module.capacity_mb)
-        if size * _MB_PER_UNIT[unit] != module.capacity_mb:
-            losses.add("machine.memory", detail="JGF sizes are whole numbers of a unit")
-        writer.vertex("memory", f"memory{memory_id}", memory_id, node, rank=rank, size=size,
-                      unit=unit)
-    for resource in machine.resources:
-        if resource.amount != int(resource.amount) or resource.amount < 0 or resource.extras \
-                or resource.instances:
-            losses.add("machine.resources", detail="JGF sizes are whole numbers")
-            continue
-        writer.vertex(resource.type or resource.name, resource.name,
-                      _name_id(resource.name, 0), node, rank=rank, size=int(resource.amount),
-                      unit=resource.unit or "")
+    template = writer.templates.get(machine.cpus, machine.gpus, machine.memory,
+                                    machine.resources)
+    replay(template.losses, losses)
+    writer.below(node, rank, template)
 
 
 def _memory_size(capacity_mb: float) -> tuple[int, str]:
