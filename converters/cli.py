@@ -140,7 +140,7 @@ def read_input(path: str) -> bytes:
         if size > LIMITS.max_input_bytes:
             return b""  # reported by the caller through check_size
         with open(path, "rb") as stream:
-            return stream.read(LIMITS.max_input_bytes + 1)
+            return stream.read(size + 1)  # not the limit: a 500 MB address-space cap must hold
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except PermissionError:

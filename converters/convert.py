@@ -37,11 +37,27 @@ def read_any(data: bytes, path: str = "", format_name: str | None = None) -> tup
     """Read ``data`` in the named format, or the one its content shows."""
     spec = get(format_name) if format_name else detect(data, path)
     if spec is None:
+        unreadable = _unreadable(data)
+        if unreadable is not None:
+            return None, ReadResult(None, (unreadable,))
         return None, ReadResult(None, (error(
             "not a recognised dcx format (environment, haizea, sss, flux-r, jgf, gwf, swf, "
             "osp-workload, opendc-setup)", "format.unrecognised"),))
     result: ReadResult = spec.load().read(data)
     return spec, result
+
+
+def _unreadable(data: bytes) -> Diagnostic | None:
+    """Why no format could even look at ``data``, for inputs that are not text at all."""
+    if not data.strip(b" \t\r\n\xef\xbb\xbf"):
+        return error("file is empty", "input.empty", line=1, column=1)
+    if data[:2] == b"\x1f\x8b":
+        return error("file is gzip-compressed; dcx does not decompress input",
+                     "input.compressed", line=1, column=1, hint="decompress it first")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:64]:
+        return error("file is UTF-16/UTF-32 or binary; dcx reads UTF-8 text", "input.encoding",
+                     line=1, column=1)
+    return None
 
 
 def convert(data: bytes, target_name: str, path: str = "", source_name: str | None = None,

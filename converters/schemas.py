@@ -83,7 +83,11 @@ def _deepest(item: jsonschema.ValidationError) -> jsonschema.ValidationError:
     """For oneOf/anyOf failures, the most specific sub-error (check-jsonschema's
     "best deep match"), falling back to the error itself."""
     if item.context:
-        best = jsonschema.exceptions.best_match(item.context)
+        # The branch that got furthest into the instance is the one the author meant
+        # (a machine with a bad core count, not "extra keys for an EMPTY slot").
+        depth = max(len(sub.absolute_path) for sub in item.context)
+        deepest = [sub for sub in item.context if len(sub.absolute_path) == depth]
+        best = jsonschema.exceptions.best_match(deepest)
         if best is not None and len(best.absolute_path) >= len(item.absolute_path):
             return _deepest(best)
     return item

@@ -39,6 +39,10 @@ from urllib.parse import unquote
 from dcx.converters.diagnostics import Diagnostic, InputError, error, warning
 from dcx.converters.jsonio import escape_pointer_token
 
+MAX_CHAIN = 200
+"""Nested $base targets resolved at once; deeper chains are refused (the reference resolver
+recurses until Python's stack runs out)."""
+
 EXPANSION_BUDGET = 20_000_000
 """Values a resolved document may expand to (shared subtrees counted every time)."""
 
@@ -94,6 +98,10 @@ class _Resolver:
             chain = " -> ".join(
                 "#" + p for p in [*self.in_progress[self.in_progress.index(pointer):], pointer])
             raise InputError(error(f"$base cycle: {chain}", "ref.cycle", pointer=str(where)))
+        if len(self.in_progress) >= MAX_CHAIN:
+            raise InputError(error(f"$base chain is longer than {MAX_CHAIN} links (it starts "
+                                   f"at #{self.in_progress[0]})", "ref.chain",
+                                   pointer=str(where)))
         self.in_progress.append(pointer)
         value = self.resolve(node, pointer.split("/")[1:] if pointer else [])
         self.in_progress.pop()
