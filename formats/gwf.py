@@ -276,6 +276,17 @@ def dependency_diagnostics(
     return found
 
 
+_CYCLE_SHOWN = 6
+"""Members of a cycle named in its message; a 100,000-task ring must not make a 700 KB line."""
+
+
+def _cycle_text(members: list[Id]) -> str:
+    if len(members) <= _CYCLE_SHOWN:
+        return " → ".join(repr(member) for member in [*members, members[0]])
+    shown = " → ".join(repr(member) for member in members[:_CYCLE_SHOWN - 1])
+    return f"of {len(members):,} tasks {shown} → … → {members[-1]!r} → {members[0]!r}"
+
+
 def _cycle_diagnostics(
     ids: Sequence[Id], resolved: list[list[int]], locate: Locate, prefix: str
 ) -> list[Diagnostic]:
@@ -314,11 +325,12 @@ def _cycle_diagnostics(
             current = next((t for t in resolved[current] if t in remaining), None)
         if current is not None:
             cycle = path[position[current]:]
-            names = " → ".join(repr(ids[i]) for i in [*cycle, cycle[0]])
+            names = _cycle_text([ids[i] for i in cycle])
             closing = cycle[-1]
             on_cycles += len(cycle)
             found.append(error(
-                f"dependency cycle {names}: these tasks can never start",
+                f"dependency cycle {names}: {'this task' if len(cycle) == 1 else 'these tasks'}"
+                " can never start",
                 f"{prefix}.dependency-cycle",
                 **locate(closing, resolved[closing].index(cycle[0])),
             ))

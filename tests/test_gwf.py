@@ -167,7 +167,9 @@ def test_long_dependency_chain_is_checked_without_recursion():
     lines = ["0, 0, 0, 1, 1, 1, "] + [f"0, {i}, 0, 1, 1, 1, {i - 1}" for i in range(1, 20_000)]
     lines[0] = "0, 0, 0, 1, 1, 1, 19999"
     result = gwf.read(workflow_file(*lines))
-    assert [d.code for d in result.diagnostics] == ["gwf.dependency-cycle"]
+    (cycle,) = result.diagnostics
+    assert cycle.code == "gwf.dependency-cycle"
+    assert "of 20,000 tasks" in cycle.message and len(cycle.message) < 200
 
 
 def test_duplicate_task_id_names_the_first_line():
