@@ -11,10 +11,12 @@ import itertools
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
+
+if TYPE_CHECKING:  # the pure-Python validator loads only when a document fails
+    import jsonschema
 
 from dcx.converters.diagnostics import Diagnostic, error
 from dcx.converters.jsonio import JsonLocator, pointer_from_path
@@ -37,6 +39,8 @@ def _fast_validator(name: str) -> Any:
 
 @lru_cache(maxsize=None)
 def _detailed_validator(name: str) -> jsonschema.protocols.Validator:
+    import jsonschema
+
     schema = load_schema(name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
@@ -82,6 +86,8 @@ def _error_rank(item: jsonschema.ValidationError) -> tuple[int, ...]:
 def _deepest(item: jsonschema.ValidationError) -> jsonschema.ValidationError:
     """For oneOf/anyOf failures, the most specific sub-error (check-jsonschema's
     "best deep match"), falling back to the error itself."""
+    import jsonschema
+
     if item.context:
         # The branch that got furthest into the instance is the one the author meant
         # (a machine with a bad core count, not "extra keys for an EMPTY slot").

@@ -15,13 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dcx.converters.atomic import write_atomic
-from dcx.scheduler.engine import STAGES, TIME_MODELS
-from dcx.scheduler.loading import load_problem
-from dcx.scheduler.plots import distribution_svg, stacked_bars_svg
-from dcx.scheduler.policies import Policy, parse_policy
-from dcx.scheduler.report import json_number, stage_totals, write_run
-from dcx.scheduler.runs import Run, run_policy
+from typing import TYPE_CHECKING
+
+# Only what the argument parser needs is imported here: every `dcx` call (the pre-commit
+# hook included) builds this parser, so the engine, plots and readers load in run().
+if TYPE_CHECKING:
+    from dcx.scheduler.policies import Policy
+    from dcx.scheduler.runs import Run
+
+TIME_MODELS = ("sc18", "event")  # dcx.scheduler.engine.TIME_MODELS; a test keeps them equal
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -53,6 +55,8 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _policies(text: str) -> list[Policy]:
+    from dcx.scheduler.policies import parse_policy
+
     names = [name for name in text.split(",") if name.strip()]
     if not names:
         raise ValueError("--policy names no policy")
@@ -60,6 +64,8 @@ def _policies(text: str) -> list[Policy]:
 
 
 def _run_json(run: Run) -> dict[str, Any]:
+    from dcx.scheduler.report import json_number
+
     summary = run.metrics.summary
     return {
         "policy": summary.policy,
@@ -88,6 +94,11 @@ def _text_table(runs: list[Run]) -> str:
 
 
 def write_plots(folder: Path, runs: list[Run], title: str) -> None:
+    from dcx.converters.atomic import write_atomic
+    from dcx.scheduler.engine import STAGES
+    from dcx.scheduler.plots import distribution_svg, stacked_bars_svg
+    from dcx.scheduler.report import stage_totals
+
     """The TRT and JMS distributions and the per-stage time over all runs, as SVG."""
     labels = [run.metrics.summary.policy for run in runs]
     trt = [(label, run.metrics.turnaround_s)
@@ -105,6 +116,8 @@ def write_plots(folder: Path, runs: list[Run], title: str) -> None:
 
 
 def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
+    from dcx.scheduler.report import write_run
+
     """Per-run CSV/JSON folders plus the SVGs over all runs."""
     for run in runs:
         write_run(folder, run.schedule, run.metrics)
@@ -113,6 +126,9 @@ def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every run completed, 1 for unschedulable input, 2 for usage errors."""
+    from dcx.scheduler.loading import load_problem
+    from dcx.scheduler.runs import run_policy
+
     try:
         policies = _policies(args.policy)
     except ValueError as exc:

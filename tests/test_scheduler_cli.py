@@ -88,3 +88,19 @@ def test_unknown_policy_and_missing_file(files: tuple[Path, Path],
     assert "unknown policy" in capsys.readouterr().err
     assert run(["schedule", str(trace) + ".missing", "--env", str(setup)]) == 1
     assert "cannot read file" in capsys.readouterr().err
+
+
+def test_cli_time_models_match_the_engine() -> None:
+    from dcx.scheduler import cli, engine
+
+    assert tuple(cli.TIME_MODELS) == tuple(engine.TIME_MODELS)
+
+
+def test_building_the_dcx_parser_does_not_import_the_engine() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from dcx.converters.cli import build_parser; build_parser(); "
+            "print(any(m.startswith('dcx.scheduler.engine') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
