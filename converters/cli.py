@@ -105,9 +105,18 @@ def _output_option(parser: argparse.ArgumentParser) -> None:
                         help="text: one line per diagnostic; json: one JSON object")
 
 
+def _protect_file_names(argv: list[str]) -> list[str]:
+    """pre-commit passes repository paths after the options; a file named ``-x.json`` would
+    be taken for an option, so existing files that look like options get a ``./`` prefix."""
+    if not argv or argv[0] != "validate":
+        return argv
+    return [f"./{arg}" if arg.startswith("-") and index and os.path.isfile(arg) else arg
+            for index, arg in enumerate(argv)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_protect_file_names(list(sys.argv[1:] if argv is None else argv)))
     try:
         handler = {"validate": cmd_validate, "convert": cmd_convert, "formats": cmd_formats,
                    "info": cmd_info}.get(args.command)
@@ -181,35 +190,10 @@ def _strict(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate each file; ``--hook`` skips files that are no dcx format (pre-commit)."""
     from dcx.converters.convert import read_any
-    from dcx.converters.registry import get
+    from dcx.converters.registry import detect, get
 
-    # Sniff only the formats a file's first byte allows, so a hook batch of JSON files never
-    # imports the XML machinery (and --family narrows further): start-up is paid per batch.
-    json_suffixes, xml_suffixes = {".json", ".R"}, {".xml", ".lwf", ".lwfa"}
     families = set(args.family or ())
-    scope = [spec for spec in FORMATS
-             if not (args.hook and families) or spec.family in families]
-    by_content = {
-        "json": [spec for spec in scope if json_suffixes & set(spec.extensions)],
-        "xml": [spec for spec in scope if xml_suffixes & set(spec.extensions)],
-        "text": [spec for spec in scope
-                 if set(spec.extensions) - json_suffixes - {".xml"}],
-    }
-
-    def sniffed(data: bytes, path: str) -> FormatSpec | None:
-        head = data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
-        kind = "json" if head[:1] in (b"{", b"[") else "xml" if head[:1] == b"<" else "text"
-        matches = []
-        for spec in by_content[kind]:
-            try:
-                module = spec.load()
-            except ModuleNotFoundError:
-                continue
-            if module.sniff(data):
-                matches.append(spec)
-        suffix = os.path.splitext(path)[1]
-        return next((spec for spec in matches if suffix in spec.extensions),
-                    matches[0] if matches else None)
+    scope = [spec for spec in FORMATS if not families or spec.family in families]
 
     entries: list[dict[str, Any]] = []
     shown: list[Diagnostic] = []
@@ -223,11 +207,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             shown += diagnostics
             failed = True
             continue
-        spec = get(args.format) if args.format else sniffed(data, path)
+        spec = get(args.format) if args.format else detect(data, path, scope)
         if spec is None and args.hook:
             continue
-        if spec is not None and families and spec.family not in families:
-            continue
+        if spec is None and families and detect(data, path) is not None:
+            continue  # a dcx format of another family: --family skips it
         found_spec, result = read_any(data, path, spec.name if spec else None)
         diagnostics = [d.at(path) for d in result.diagnostics]
         if args.strict:

@@ -15,6 +15,7 @@ A format that cannot be written sets ``writable=False`` in its row and has no ``
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
@@ -171,23 +172,43 @@ def _suffix(path: str) -> str:
     return path[dot:] if dot > path.rfind("/") else ""
 
 
-def detect(data: bytes, path: str = "") -> FormatSpec | None:
-    """The format of ``data``, from its content; the extension only breaks ties."""
+def _content_kind(data: bytes) -> str:
+    head = data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return "json" if head[:1] in (b"{", b"[") else "xml" if head[:1] == b"<" else "text"
+
+
+_JSON_SUFFIXES, _XML_SUFFIXES = {".json", ".R"}, {".xml", ".lwf", ".lwfa"}
+
+
+def _could_be(spec: FormatSpec, kind: str) -> bool:
+    """Whether a format can have content whose first byte says ``kind``; this keeps a batch
+    of JSON files from importing the XML machinery (start-up is paid per hook batch)."""
+    suffixes = set(spec.extensions)
+    if kind == "json":
+        return bool(_JSON_SUFFIXES & suffixes)
+    if kind == "xml":
+        return bool(_XML_SUFFIXES & suffixes)
+    return bool(suffixes - _JSON_SUFFIXES - {".xml"})
+
+
+def detect(data: bytes, path: str = "",
+           candidates: Iterable[FormatSpec] | None = None) -> FormatSpec | None:
+    """The format of ``data``, from its content; the extension only breaks ties.
+    ``candidates`` narrows the formats considered (a pre-commit hook for one family)."""
     suffix = _suffix(path)
-    candidates = []
-    for spec in FORMATS:
+    kind = _content_kind(data)
+    matches = []
+    for spec in FORMATS if candidates is None else candidates:
+        if not _could_be(spec, kind):
+            continue
         try:
             module = spec.load()
         except ModuleNotFoundError:
             continue
         if module.sniff(data):
-            candidates.append(spec)
-    if not candidates:
-        return None
-    for spec in candidates:
-        if suffix in spec.extensions:
-            return spec
-    return candidates[0]
+            matches.append(spec)
+    return next((spec for spec in matches if suffix in spec.extensions),
+                matches[0] if matches else None)
 
 
 def for_output_path(path: str) -> list[FormatSpec]:
