@@ -76,7 +76,7 @@ HOLDS = frozenset({
 MAX_RANKS = 1 << 20
 """Ranks become one Machine each; the same bound as hosts in one hostlist range."""
 MAX_DEVICES = 1 << 16
-"""GPUs (and other non-core children) per rank become one model object each."""
+"""GPUs per rank become one model object each (other children are read as counts)."""
 
 _KEPT_TOP_LEVEL = ("scheduling", "attributes")
 _KEPT_EXECUTION = ("starttime", "expiration", "nslots")
@@ -162,11 +162,14 @@ class _Reader:
                 legacy_entries += 1
             if rank_ids is None:
                 continue
-            if len(ranks) + len(rank_ids) > MAX_RANKS or any(
-                    len(ids) > MAX_DEVICES for kind, ids in children.items() if kind != "core"):
-                self.fail(f"more than {MAX_RANKS:,} ranks, or more than {MAX_DEVICES:,} GPUs or "
-                          "other devices per rank: beyond what dcx models one by one",
-                          "flux-r.too-large", pointer)
+            if len(ranks) + len(rank_ids) > MAX_RANKS:
+                self.fail(f"more than {MAX_RANKS:,} ranks: beyond what dcx models one by one",
+                          "flux-r.too-large", pointer + "/rank")
+                return ranks
+            if len(children.get("gpu", ())) > MAX_DEVICES:
+                # GPUs become one model object each; cores and other children are counts.
+                self.fail(f"more than {MAX_DEVICES:,} GPUs per rank: beyond what dcx models "
+                          "one by one", "flux-r.too-large", pointer + "/children/gpu")
                 return ranks
             for rank in rank_ids:
                 self._merge(ranks, rank, children, entry.get("node"), pointer)

@@ -144,7 +144,7 @@ def sniff(data: bytes) -> bool:
 # --------------------------------------------------------------------------- graph checks
 
 
-@dataclass
+@dataclass(slots=True)
 class Vertex:
     key: str
     type: str
@@ -209,86 +209,81 @@ def _edge_subsystem(edge: dict[str, Any]) -> tuple[str | None, bool]:
 
 def check_graph(document: dict[str, Any], base: str = "") -> tuple[Graph | None, list[Diagnostic]]:
     """Integrity checks on a schema-valid JGF document (bare, or an R ``scheduling`` value
-    with ``base`` = ``/scheduling``)."""
+    with ``base`` = ``/scheduling``). One pass over the vertices, one over the edges."""
     problems: list[Diagnostic] = []
     graph = Graph(shorthand=str(document.get("writer", "")).endswith("jgf_shorthand"))
-    nodes = document["graph"]["nodes"]
-    seen: dict[str, int] = {}
-    roots: dict[str, list[int]] = {}
-    for index, node in enumerate(nodes):
+    vertices, by_path, children = graph.vertices, graph.by_path, graph.children
+    paths_of: dict[str, dict[str, str]] = {}
+    """Vertex id → its paths, for the first vertex of each id."""
+    roots: dict[str, list[Vertex]] = {}
+    for index, node in enumerate(document["graph"]["nodes"]):
         key = node["id"]
         meta = node["metadata"]
-        if key in seen:
-            problems.append(error(f"duplicate vertex id {key!r} (first at index {seen[key]})",
+        if key in paths_of:
+            first = next(v.index for v in vertices if v.key == key)
+            problems.append(error(f"duplicate vertex id {key!r} (first at index {first})",
                                   "jgf.duplicate-vertex-id",
                                   pointer=f"{base}/graph/nodes/{index}/id"))
             continue
-        seen[key] = index
         if "uniq_id" not in meta and not key[:1].isdigit():
             problems.append(error(f"uniq_id is missing and cannot be inferred from vertex id "
                                   f"{key!r}", "jgf.uniq-id",
                                   pointer=f"{base}/graph/nodes/{index}/metadata"))
         vertex = _vertex_from(key, meta, index)
-        graph.vertices.append(vertex)
-        for subsystem, path in vertex.paths.items():
-            if path.count("/") == 1:
-                roots.setdefault(subsystem, []).append(index)
-        own_path = vertex.paths.get(CONTAINMENT)
+        vertices.append(vertex)
+        paths = vertex.paths
+        paths_of[key] = paths
+        for subsystem, path in paths.items():
+            if path.rfind("/") == 0:
+                roots.setdefault(subsystem, []).append(vertex)
+        own_path = paths.get(CONTAINMENT)
         if own_path is not None:
-            graph.by_path[own_path] = vertex
-    for subsystem, indexes in roots.items():
-        for extra in indexes[1:]:
+            by_path[own_path] = vertex
+            cut = own_path.rfind("/")
+            if cut > 0:
+                children.setdefault(own_path[:cut], []).append(vertex)
+    for subsystem, found in roots.items():
+        for extra in found[1:]:
             problems.append(error(f"more than one root vertex in subsystem {subsystem!r} "
-                                  f"(first at index {indexes[0]})", "jgf.duplicate-root",
-                                  pointer=f"{base}/graph/nodes/{extra}/metadata/paths"))
-    if graph.vertices and CONTAINMENT not in roots:
+                                  f"(first at index {found[0].index})", "jgf.duplicate-root",
+                                  pointer=f"{base}/graph/nodes/{extra.index}/metadata/paths"))
+    if vertices and CONTAINMENT not in roots:
         problems.append(error("no root vertex in the containment subsystem (no path of the "
                               "form /name)", "jgf.no-root", pointer=f"{base}/graph/nodes"))
     elif CONTAINMENT in roots:
-        graph.root = graph.vertices[_position(graph, roots[CONTAINMENT][0])]
-    problems.extend(_check_edges(document["graph"]["edges"], graph, seen, base))
-    for vertex in graph.vertices:
-        child_path = vertex.paths.get(CONTAINMENT)
-        if child_path is not None and child_path.count("/") > 1:
-            graph.children.setdefault(child_path.rsplit("/", 1)[0], []).append(vertex)
+        graph.root = roots[CONTAINMENT][0]
+    problems.extend(_check_edges(document["graph"]["edges"], paths_of, base))
     return graph, problems
 
 
-def _position(graph: Graph, index: int) -> int:
-    """Vertex list position of document index ``index`` (they differ after duplicates)."""
-    for position, vertex in enumerate(graph.vertices):
-        if vertex.index == index:
-            return position
-    raise LookupError(index)
-
-
-def _check_edges(edges: list[dict[str, Any]], graph: Graph, seen: dict[str, int],
+def _check_edges(edges: list[dict[str, Any]], paths_of: dict[str, dict[str, str]],
                  base: str) -> list[Diagnostic]:
     problems: list[Diagnostic] = []
-    vertices = graph.vertices
-    position_of = {vertex.key: position for position, vertex in enumerate(vertices)}
     legacy = 0
     for index, edge in enumerate(edges):
-        pointer = f"{base}/graph/edges/{index}"
         source, target = edge["source"], edge["target"]
-        missing = [end for end in (source, target) if end not in seen]
-        if missing:
-            problems.append(error(f"edge endpoint {missing[0]!r} is not a vertex id",
-                                  "jgf.edge-endpoint", pointer=pointer))
+        source_paths, target_paths = paths_of.get(source), paths_of.get(target)
+        if source_paths is None or target_paths is None:
+            missing = source if source_paths is None else target
+            problems.append(error(f"edge endpoint {missing!r} is not a vertex id",
+                                  "jgf.edge-endpoint", pointer=f"{base}/graph/edges/{index}"))
             continue
-        subsystem, is_legacy = _edge_subsystem(edge)
-        legacy += is_legacy
-        if subsystem is None:
-            continue
-        parent = vertices[position_of[source]].paths.get(subsystem)
-        child = vertices[position_of[target]].paths.get(subsystem)
+        subsystem = CONTAINMENT
+        if edge.get("metadata"):
+            named, is_legacy = _edge_subsystem(edge)
+            legacy += is_legacy
+            if named is None:
+                continue  # the reverse half of a legacy pair
+            subsystem = named
+        parent, child = source_paths.get(subsystem), target_paths.get(subsystem)
         if parent is None or child is None:
             problems.append(error(f"edge in subsystem {subsystem!r} joins a vertex that has no "
-                                  f"path in it", "jgf.edge-path", pointer=pointer))
-        elif child.rsplit("/", 1)[0] != parent:
+                                  f"path in it", "jgf.edge-path",
+                                  pointer=f"{base}/graph/edges/{index}"))
+        elif child.rfind("/") != len(parent) or not child.startswith(parent):
             problems.append(error(f"edge {source}->{target} disagrees with the paths: {child!r} "
                                   f"is not directly under {parent!r}", "jgf.edge-path",
-                                  pointer=pointer))
+                                  pointer=f"{base}/graph/edges/{index}"))
     if legacy:
         problems.append(warning(f"{legacy} edge(s) use the legacy form metadata.name = "
                                 "{subsystem: relation} (flux-sched before Aug 2024)",
@@ -369,6 +364,21 @@ def _collect(graph: Graph, path: str, racks: list[Rack], loose: list[Machine]) -
                               extras=extras))
 
 
+def _count_below(graph: Graph, path: str, kind: str) -> int:
+    """How many vertices of type ``kind`` lie below ``path``; cores collapse to this count."""
+    count = 0
+    stack = [path]
+    children = graph.children
+    while stack:
+        for vertex in children.get(stack.pop(), ()):
+            if vertex.type == kind:
+                count += 1
+            below = vertex.paths[CONTAINMENT]
+            if below in children:
+                stack.append(below)
+    return count
+
+
 def _contains_nodes(graph: Graph, path: str) -> bool:
     return any(v.type == "node" for v in _descendants(graph, path))
 
@@ -384,8 +394,7 @@ def _machine(graph: Graph, node: Vertex) -> Machine:
         vertex = stack.pop()
         below = graph.children.get(vertex.paths[CONTAINMENT], ())
         if vertex.type == "socket":
-            cores = sum(1 for v in _descendants(graph, vertex.paths[CONTAINMENT])
-                        if v.type == "core")
+            cores = _count_below(graph, vertex.paths[CONTAINMENT], "core")
             cpus.append(ProcessingUnit(cores=cores, id=vertex.id))
             stack.extend(v for v in reversed(below) if v.type != "core")
             continue
