@@ -522,7 +522,15 @@ def _read(data: bytes) -> ReadResult:
     workload = Workload(jobs=tuple(Job(id=job_id, tasks=tuple(members))
                                    for job_id, members in placement.items()))
     extras = {VARIANT_KEY: "archive"} if variant == "archive" else {}
-    return ReadResult(Document(workload=workload, extras=extras), tuple(reader.diagnostics))
+    return ReadResult(Document(workload=workload, extras=extras), tuple(reader.diagnostics),
+                      _source_map(workload, tasks))
+
+
+def _source_map(workload: Workload, tasks: list[tuple[int, Task]]) -> dict[str, tuple[int, int | None]]:
+    """Each task's line, for checks made later on the model (the scheduler's)."""
+    line_of = {id(task): line for line, task in tasks}
+    return {f"/workload/jobs/{j}/tasks/{t}": (line_of[id(task)], 1)
+            for j, job in enumerate(workload.jobs) for t, task in enumerate(job.tasks)}
 
 
 def _processors(nprocs: int, requested: int) -> tuple[int, dict[str, Any]]:

@@ -31,17 +31,26 @@ def read_document(
     path: Path, format_name: str | None = None
 ) -> tuple[str | None, Document | None, list[Diagnostic]]:
     """Read one file; ``(format name, document or None, diagnostics located at path)``."""
+    name, document, diagnostics, _ = read_located(path, format_name)
+    return name, document, diagnostics
+
+
+def read_located(
+    path: Path, format_name: str | None = None
+) -> tuple[str | None, Document | None, list[Diagnostic], dict[str, tuple[int, int | None]]]:
+    """``read_document`` plus the reader's source map (model pointer to line)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return None, None, [error(f"cannot read file: {reason}", "schedule.unreadable").at(
-            str(path))]
+            str(path))], {}
     spec, result = read_any(data, str(path), format_name)
     diagnostics = [d.at(str(path)) for d in result.diagnostics]
+    name = spec.name if spec else None
     if any(d.is_error for d in diagnostics):
-        return spec.name if spec else None, None, diagnostics
-    return spec.name if spec else None, result.document, diagnostics
+        return name, None, diagnostics, {}
+    return name, result.document, diagnostics, result.source_map
 
 
 def load_problem(
@@ -53,7 +62,7 @@ def load_problem(
     """Read both files and compile them. The environment may come from the workload file
     itself (a Haizea LWF carries its site) when ``environment_path`` is ``None``."""
     diagnostics: list[Diagnostic] = []
-    workload_name, workload_doc, found = read_document(workload_path, workload_format)
+    workload_name, workload_doc, found, source_map = read_located(workload_path, workload_format)
     diagnostics.extend(found)
     workload: Workload | None = workload_doc.workload if workload_doc else None
     if workload_doc is not None and workload is None:
@@ -83,7 +92,7 @@ def load_problem(
 
     if workload is None or environment is None or any(d.is_error for d in diagnostics):
         return Loaded(None, tuple(diagnostics), workload_name, environment_name)
-    compiled = compile_problem(workload, environment)
+    compiled = compile_problem(workload, environment, source_map)
     environment_file = str(environment_path or workload_path)
     diagnostics.extend(
         d.at(environment_file if d.code in ENVIRONMENT_CODES else str(workload_path))

@@ -11,6 +11,7 @@ Cores are counted in hundredths (``CORE_UNITS`` per core) so that fractional req
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dcx.converters.diagnostics import Diagnostic, error, warning
@@ -96,12 +97,10 @@ def _task_pointer(job_index: int, task_index: int) -> str:
     return f"/jobs/{job_index}/tasks/{task_index}"
 
 
-def _source_line(task: Task) -> int | None:
-    """The input line a reader recorded for this task (``<format>:line`` in extras)."""
-    for key, value in task.extras.items():
-        if (key == "line" or key.endswith(":line")) and isinstance(value, int):
-            return value
-    return None
+def _source_line(source_map: Mapping[str, tuple[int, int | None]], pointer: str) -> int | None:
+    """The input line the reader recorded for the task at ``pointer``
+    (``ReadResult.source_map``, keyed by ``/workload`` + the task's pointer)."""
+    return source_map.get("/workload" + pointer, (None, None))[0]
 
 
 @dataclass(frozen=True)
@@ -324,7 +323,9 @@ def _check_task(
     return diagnostics
 
 
-def compile_problem(workload: Workload, environment: Environment) -> CompileResult:
+def compile_problem(workload: Workload, environment: Environment,
+                    source_map: Mapping[str, tuple[int, int | None]] | None = None,
+                    ) -> CompileResult:
     """Check the workload against the environment and build the engine's tables.
 
     Every problem that would make a run hang or crash (a dependency cycle, an unknown
@@ -339,9 +340,10 @@ def compile_problem(workload: Workload, environment: Environment) -> CompileResu
     located: list[_Located] = []
     for job_index, job in enumerate(workload.jobs):
         for task_index, task in enumerate(job.tasks):
+            pointer = _task_pointer(job_index, task_index)
             where = _Located(
-                _task_pointer(job_index, task_index),
-                _source_line(task),
+                pointer,
+                _source_line(source_map or {}, pointer),
                 f"task {task.id!r} of job {job.id!r}",
             )
             duration = _duration_of(task)

@@ -4,6 +4,7 @@ up-front diagnostics, and schedule invariants over generated workloads."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from dcx.formats.model import (
@@ -22,6 +23,7 @@ from dcx.formats.model import (
 )
 from dcx.scheduler import policies
 from dcx.scheduler.engine import SC18, simulate, time_model
+from dcx.scheduler.loading import load_problem
 from dcx.scheduler.metrics import compute_metrics
 from dcx.scheduler.policies import Policy, all_policies, parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
@@ -251,9 +253,25 @@ def test_bad_workloads_are_diagnosed_up_front() -> None:
 
 
 def test_line_recorded_by_a_reader_is_reported() -> None:
-    located = Task(5, 0.0, 1.0, request=ResourceRequest(cores=64), extras={"swf:line": 12})
-    result = compile_problem(workload((located,)), environment(machine(0)))
+    located = Task(5, 0.0, 1.0, request=ResourceRequest(cores=64))
+    result = compile_problem(workload((located,)), environment(machine(0)),
+                             {"/workload/jobs/0/tasks/0": (12, 1)})
     assert [d.line for d in result.diagnostics] == [12]
+
+
+CORPUS_SETUP = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "gwf" / "setup.json"
+
+
+def test_gwf_task_too_large_for_every_machine_names_its_line(tmp_path: Path) -> None:
+    trace = tmp_path / "big.gwf"
+    trace.write_text("WorkflowID, JobID, SubmitTime, RunTime, NProcs, ReqNProcs, Dependencies\n"
+                     "0, 1, 0, 10, 1, 1,\n"
+                     "0, 2, 5, 10, 64, 64, 1\n")
+    loaded = load_problem(trace, CORPUS_SETUP) if CORPUS_SETUP.is_file() else None
+    if loaded is None:
+        pytest.skip("corpus setup.json absent")
+    [diagnostic] = [d for d in loaded.diagnostics if d.is_error]
+    assert diagnostic.code == "schedule.too-many-cores" and diagnostic.line == 3
 
 
 def test_dependencies_resolve_inside_the_job_before_the_workload() -> None:
