@@ -243,7 +243,12 @@ def _read(data: bytes) -> ReadResult:
                         extras=extras)
     if not jobs:
         reader.report(warning("file has no job lines", "swf.no-jobs"))
-    return ReadResult(Document(workload=workload), tuple(reader.diagnostics))
+    # Job numbers are unique once the reader has no errors, so they key the lines.
+    line_of = {task.id: line for line, task, _ in tasks}
+    source_map: dict[str, tuple[int, int | None]] = {
+        f"/workload/jobs/{j}/tasks/{t}": (line_of[task.id], 1)
+        for j, job in enumerate(jobs) for t, task in enumerate(job.tasks) if task.id in line_of}
+    return ReadResult(Document(workload=workload), tuple(reader.diagnostics), source_map)
 
 
 def attribute_value(text: str) -> Any:
