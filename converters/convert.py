@@ -79,9 +79,10 @@ def convert(data: bytes, target_name: str, path: str = "", source_name: str | No
         return Conversion(source, target, result, b"", written.losses, tuple(problems))
     verdict = target.load().read(written.data)
     if has_errors(verdict.diagnostics):
+        first = next(d for d in verdict.diagnostics if d.is_error)
         problems.append(error(
             f"internal error: dcx wrote {target.name} output that does not validate "
-            f"({verdict.diagnostics[0].render()})", "convert.invalid-output"))
+            f"({first.render()})", "convert.invalid-output"))
         return Conversion(source, target, result, b"", written.losses, tuple(problems),
                           verdict.diagnostics)
     return Conversion(source, target, result, written.data, written.losses, tuple(problems),
