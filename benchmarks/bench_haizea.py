@@ -24,8 +24,9 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from dcx.formats import haizea
 from lxml import etree
+
+from dcx.formats import haizea
 
 SITE = """  <site>
     <resource-types names="CPU Memory Disk"/>

@@ -73,7 +73,9 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, NamedTuple, TypeAlias, TypeVar
+
+from lxml import etree
 
 from dcx.converters import xmlio
 from dcx.converters.diagnostics import (
@@ -103,7 +105,6 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
-from lxml import etree
 
 ROOT_SCHEMAS: dict[str, str] = {
     "lease-workload": "haizea-lease-workload.xsd",
@@ -198,6 +199,12 @@ def _seconds(whole: int, fraction: str | None) -> float:
 def parse_time(text: str) -> float:
     """A Haizea delta in seconds; raises ``TimeSyntaxError`` outside the grammar.
     Cached: durations repeat throughout a workload."""
+    return parse_time_uncached(text)
+
+
+def parse_time_uncached(text: str) -> float:
+    """``parse_time`` for values that rarely repeat (arrivals, start times, deadlines):
+    through the cache, 100,000 distinct arrivals would only evict the durations."""
     clock = _CLOCK.fullmatch(text)
     if clock:
         days, hours, minutes, secs, centis = clock.groups()
@@ -296,7 +303,13 @@ class _Context:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     request: Any = None
     """Streaming: the ``<lease-request>`` being read (earlier ones are already deleted)."""
-    request_xpath: str = ""
+    request_position: int = 0
+    """Streaming: the 1-based position of ``request`` among the requests."""
+
+    @property
+    def request_xpath(self) -> str:
+        """Built only when a diagnostic needs it: most requests report nothing."""
+        return f"/lease-workload/lease-requests/lease-request[{self.request_position}]"
 
     def xpath(self, element: Any, attribute: str | None = None) -> str:
         if self.request is not None:
@@ -321,14 +334,29 @@ class _Context:
         self.report(warning, code, message, element, attribute, hint)
 
     def time(self, element: Any, attribute: str = "time") -> float | None:
+        """A duration (cached parse: they repeat); ``None`` (reported) when malformed."""
         text = element.get(attribute)
         if text is None:
             return None
         try:
             return parse_time(text)
         except TimeSyntaxError as exc:
-            self.error("haizea.time-syntax", str(exc), element, attribute, exc.hint)
+            self.time_error(exc, element, attribute)
             return None
+
+    def offset(self, element: Any, attribute: str = "time") -> float | None:
+        """A point in time (arrival, start, deadline): nearly unique, so not cached."""
+        text = element.get(attribute)
+        if text is None:
+            return None
+        try:
+            return parse_time_uncached(text)
+        except TimeSyntaxError as exc:
+            self.time_error(exc, element, attribute)
+            return None
+
+    def time_error(self, exc: TimeSyntaxError, element: Any, attribute: str) -> None:
+        self.error("haizea.time-syntax", str(exc), element, attribute, exc.hint)
 
     def xsd(self, schema: Any, target: Any) -> bool:
         """Validate a tree, or (streaming) the current request; False when invalid."""
@@ -399,28 +427,28 @@ def _blank_misplaced_declaration(data: bytes, context: _Context) -> bytes:
 # ------------------------------------------------------------------ nodes and site
 
 
-@dataclass(frozen=True)
-class _NodeSet:
-    count: int
+class _NodeSet(NamedTuple):
+    """One ``<node-set>``: a tuple, as there is one per lease of a large LWF."""
+
+    nodes: int
     capacity: Capacity
-    line: int | None = None
 
 
 def _read_capacity(node_set: Any, context: _Context) -> Capacity:
     amounts: dict[str, Amount] = {}
     for res in node_set:
         kind = res.get("type")
+        text = res.get("amount")
         if len(res):
-            if res.get("amount") is not None:
+            if text is not None:
                 context.warn("haizea.amount-ignored", f"<res type={kind!r}> has <instance> "
                              "children, so Haizea ignores its amount", res, "amount")
             amount: Amount = tuple(int(instance.get("amount")) for instance in res)
+        elif text is None:
+            context.error("haizea.res-missing-amount", f"<res type={kind!r}> has neither "
+                          "an amount nor <instance> children", res)
+            continue
         else:
-            text = res.get("amount")
-            if text is None:
-                context.error("haizea.res-missing-amount", f"<res type={kind!r}> has neither "
-                              "an amount nor <instance> children", res)
-                continue
             amount = int(text)
         if kind in amounts:
             context.warn("haizea.duplicate-resource", f"resource type {kind!r} appears twice in "
@@ -430,8 +458,8 @@ def _read_capacity(node_set: Any, context: _Context) -> Capacity:
 
 
 def _read_node_sets(nodes: Any, context: _Context) -> list[_NodeSet]:
-    return [_NodeSet(int(node_set.get("numnodes")), _read_capacity(node_set, context),
-                     node_set.sourceline) for node_set in nodes]
+    return [_NodeSet(int(node_set.get("numnodes")), _read_capacity(node_set, context))
+            for node_set in nodes]
 
 
 def _read_site(site: Any, context: _Context) -> tuple[Environment, tuple[str, ...]]:
@@ -462,7 +490,7 @@ def _read_site(site: Any, context: _Context) -> tuple[Environment, tuple[str, ..
 def _environment(node_sets: list[_NodeSet], names: tuple[str, ...] | None) -> Environment:
     machines: list[Machine] = []
     for node_set in node_sets:
-        for _ in range(node_set.count):
+        for _ in range(node_set.nodes):
             machines.append(_machine(len(machines) + 1, node_set.capacity))
     extras: dict[str, Any] = {}
     if names is not None and list(names) != _derived_type_names(machines):
@@ -509,8 +537,10 @@ class _Requests:
     """What the checks across requests need (ids, types, arrival order)."""
 
     ids: dict[int, int | None] = field(default_factory=dict)
-    types: dict[str, tuple[int | None, str, int]] = field(default_factory=dict)
-    """Resource type -> (line, XPath) of the first lease asking for it, and how many do."""
+    type_counts: dict[str, int] = field(default_factory=dict)
+    """Resource type -> how many leases ask for it."""
+    type_first_use: dict[str, tuple[int | None, str]] = field(default_factory=dict)
+    """Resource type -> (line, XPath) of the first lease asking for it."""
     last_arrival: float | None = None
     out_of_order: int = 0
     first_out_of_order: tuple[int | None, str, float, float] | None = None
@@ -525,8 +555,9 @@ _Plan: TypeAlias = tuple[dict[str, Any], tuple[tuple[str, Any], ...], int]
 
 def _construction_plan(cls: type) -> _Plan | None:
     """Field defaults, default factories and field count of a model dataclass, or ``None``
-    when the class has a ``__post_init__`` and must go through its constructor."""
-    if hasattr(cls, "__post_init__"):
+    when the class must go through its constructor: it has a ``__post_init__``, or slots
+    (no ``__dict__`` to fill)."""
+    if hasattr(cls, "__post_init__") or "__slots__" in vars(cls):
         return None
     defaults: dict[str, Any] = {}
     factories: list[tuple[str, Any]] = []
@@ -622,7 +653,8 @@ TimeReader = Callable[[Any], float | None]
 def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position: int,
                 arrival: float | None, realduration: float | None,
                 start_time: TimeReader) -> Task | None:
-    """One ``<lease>`` (already valid against the XSD) as a task."""
+    """One ``<lease>`` (already valid against the XSD) as a task. Runs once per request of
+    a large LWF, so it reads each child once, in document order (``xs:all``: any order)."""
     node_sets: list[_NodeSet] = []
     start_mode = StartMode.ANY
     start_time_s: float | None = None
@@ -636,6 +668,12 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
         tag = child.tag
         if tag == "nodes":
             node_sets = _read_node_sets(child, context)
+        elif tag == "duration":
+            duration_element = child
+            try:  # inline context.time: this runs once per request
+                duration = parse_time(child.get("time"))
+            except TimeSyntaxError as exc:
+                context.time_error(exc, child, "time")
         elif tag == "start":
             if len(child):
                 first = child[0]
@@ -644,17 +682,14 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
                 else:
                     start_mode = StartMode.EXACT
                     start_time_s = start_time(first)
-        elif tag == "duration":
-            duration = context.time(child)
-            duration_element = child
-        elif tag == "deadline":
-            deadline = start_time(child)
-            deadline_element = child
         elif tag == "software":
             disk_image = child[0]
             if disk_image.tag == "disk-image":
                 image = disk_image.get("id")
                 image_size_mb = float(int(disk_image.get("size")))
+        elif tag == "deadline":
+            deadline = start_time(child)
+            deadline_element = child
         elif tag == "extra":
             extras.update(_read_attrs(child, context, "extra"))
 
@@ -669,11 +704,15 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
                           f"(line {requests.ids[lease_id]})", lease, "id")
         else:
             requests.ids[lease_id] = lease.sourceline
-    for attribute, key, convert in (("state", _STATE_KEY, int),
-                                    ("submit-time", _SUBMIT_TIME_KEY, str)):
-        value = lease.get(attribute)
-        if value is not None:
-            extras[key] = convert(value)
+    state = lease.get("state")
+    if state is not None:
+        extras[_STATE_KEY] = int(state)
+    submit_time = lease.get("submit-time")
+    if submit_time is not None:
+        extras[_SUBMIT_TIME_KEY] = submit_time
+    preemptible = _BOOLEAN_SPELLINGS.get(lease.get("preemptible"))
+    if preemptible is None:
+        preemptible = _preemptible(lease, context)
 
     if duration is not None and duration <= 0:
         context.error("haizea.duration-not-positive", f"duration {format_time(duration)} is "
@@ -681,7 +720,7 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
     if realduration is not None and duration is not None and realduration >= duration:
         context.warn("haizea.realduration-ignored", "realduration is not shorter than the "
                      "duration; Haizea 1.1 ignores it", lease)
-    if deadline is not None and deadline_element is not None:
+    if deadline_element is not None and deadline is not None:
         if start_mode is not StartMode.EXACT:
             context.warn("haizea.deadline-ignored", "a deadline without an <exact> start is "
                          "ignored by Haizea", deadline_element)
@@ -694,15 +733,18 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
     if not node_sets:
         context.error("haizea.lease-no-nodes", "the lease asks for no node-set", lease)
         return None
-    _note_types(node_sets, lease, context, requests)
-    first = node_sets[0]
-    count = first.count
-    if any(node_set.capacity != first.capacity for node_set in node_sets[1:]):
-        extras[_NODE_SETS_KEY] = [[node_set.count, [[name, list(amount) if isinstance(
-            amount, tuple) else amount] for name, amount in node_set.capacity]]
-            for node_set in node_sets]
+    first_set = node_sets[0]
+    count = first_set.nodes
+    if len(node_sets) > 1:
+        _note_types(_unique_type_names(node_sets), lease, context, requests)
+        if any(node_set.capacity != first_set.capacity for node_set in node_sets):
+            extras[_NODE_SETS_KEY] = [[node_set.nodes, [[name, list(amount) if isinstance(
+                amount, tuple) else amount] for name, amount in node_set.capacity]]
+                for node_set in node_sets]
+        else:
+            count = sum(node_set.nodes for node_set in node_sets)
     else:
-        count = sum(node_set.count for node_set in node_sets)
+        _note_types([name for name, _ in first_set.capacity], lease, context, requests)
     user = lease.get("user")
     return _build(
         Task,
@@ -710,11 +752,11 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
         submit_time_s=arrival if arrival is not None else 0.0,
         runtime_s=realduration,
         requested_time_s=duration,
-        request=_resource_request(count, first.capacity, requests.request_cache),
+        request=_resource_request(count, first_set.capacity, requests.request_cache),
         deadline_s=deadline,
         start_mode=start_mode,
         start_time_s=start_time_s,
-        preemptible=_preemptible(lease, context),
+        preemptible=preemptible,
         user=user.strip() if user is not None else None,
         image=image,
         image_size_mb=image_size_mb,
@@ -722,22 +764,33 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
     )
 
 
-def _note_types(node_sets: list[_NodeSet], lease: Any, context: _Context,
-                requests: _Requests) -> None:
-    for node_set in node_sets:
-        for name, _ in node_set.capacity:
-            seen = requests.types.get(name)
-            if seen is None:
-                requests.types[name] = (lease.sourceline, context.xpath(lease), 1)
-            else:
-                requests.types[name] = (seen[0], seen[1], seen[2] + 1)
+_BOOLEAN_SPELLINGS: dict[str | None, bool] = {"true": True, "false": False,
+                                              "True": True, "False": False}
+"""The spellings of nearly every ``preemptible``; others go through ``_preemptible``."""
+
+
+def _unique_type_names(node_sets: list[_NodeSet]) -> list[str]:
+    return list(dict.fromkeys(name for node_set in node_sets for name, _ in node_set.capacity))
+
+
+def _note_types(names: list[str], lease: Any, context: _Context, requests: _Requests) -> None:
+    """Count the leases asking for each resource type and locate the first one."""
+    counts = requests.type_counts
+    for name in names:
+        count = counts.get(name)
+        if count is None:
+            counts[name] = 1
+            requests.type_first_use[name] = (lease.sourceline, context.xpath(lease))
+        else:
+            counts[name] = count + 1
 
 
 def _check_types_against_site(site_names: tuple[str, ...], requests: _Requests,
                               context: _Context) -> None:
     declared = set(site_names)
-    for name, (line, pointer, count) in requests.types.items():
+    for name, count in requests.type_counts.items():
         if name not in declared:
+            line, pointer = requests.type_first_use[name]
             context.diagnostics.append(error(
                 f"resource type {name!r} is not in the site's resource types "
                 f"({' '.join(site_names)}); {count} lease(s) ask for it", "haizea.unknown-"
@@ -776,18 +829,20 @@ def _read_workload_stream(data: bytes, context: _Context) -> Document | None:
     jobs: list[Job] = []
     valid = True
     root = None
+    holder = None  # the <lease-requests> under the root, once seen
     position = 0
     for _, element in xmlio.iter_elements(data, tags=("lease-request", "lease-workload")):
         if element.tag == "lease-workload":
             root = element if element.getparent() is None else root
             continue
         parent = element.getparent()
-        if parent is None or parent.tag != "lease-requests" or \
-                parent.getparent() is None or parent.getparent().getparent() is not None:
-            continue  # misplaced: the whole-document XSD check below reports it
+        if parent is not holder:  # lxml keeps one proxy per node: identity is cheap
+            if not _is_request_holder(parent):
+                continue  # misplaced: the whole-document XSD check below reports it
+            holder = parent
         position += 1
         context.request = element
-        context.request_xpath = f"/lease-workload/lease-requests/lease-request[{position}]"
+        context.request_position = position
         if context.xsd(request_schema, element):
             job = _read_request(element, context, requests, position)
             if job is not None:
@@ -795,11 +850,9 @@ def _read_workload_stream(data: bytes, context: _Context) -> Document | None:
         else:
             valid = False
         context.request = None
-        element.clear()
-        previous = element.getprevious()
-        while previous is not None and previous.tag == "lease-request":  # already read
-            parent.remove(previous)
-            previous = element.getprevious()
+        # The request has ended, so the parser no longer touches it; other children of the
+        # holder (foreign elements) stay for the skeleton check.
+        parent.remove(element)
     if root is None:
         raise InputError(error("no <lease-workload> root element", "haizea.root", line=1))
     for holder in root.iter("lease-requests"):
@@ -831,9 +884,19 @@ def _read_workload_stream(data: bytes, context: _Context) -> Document | None:
     return Document(environment=environment, workload=workload)
 
 
+def _is_request_holder(parent: Any) -> bool:
+    """``/lease-workload/lease-requests``: the only place requests are read from."""
+    return parent is not None and parent.tag == "lease-requests" and \
+        parent.getparent() is not None and parent.getparent().getparent() is None
+
+
 def _read_request(element: Any, context: _Context, requests: _Requests,
                   position: int) -> Job | None:
-    arrival = context.time(element, "arrival")
+    arrival: float | None = None
+    try:  # inline context.offset and context.time: this runs once per request
+        arrival = parse_time_uncached(element.get("arrival"))
+    except TimeSyntaxError as exc:
+        context.time_error(exc, element, "arrival")
     if arrival is not None:
         _note_arrival(arrival, element.sourceline,
                       lambda: context.xpath(element, "arrival"), requests)
@@ -843,12 +906,15 @@ def _read_request(element: Any, context: _Context, requests: _Requests,
         if child.tag == "lease":
             lease = child
         else:
-            realduration = context.time(child)
+            try:
+                realduration = parse_time(child.get("time"))
+            except TimeSyntaxError as exc:
+                context.time_error(exc, child, "time")
             if realduration is not None and realduration <= 0:
                 context.error("haizea.duration-not-positive", "realduration "
                               f"{format_time(realduration)} is not positive", child, "time")
     task = _read_lease(lease, context, requests, position=position, arrival=arrival,
-                       realduration=realduration, start_time=context.time)
+                       realduration=realduration, start_time=context.offset)
     return _build(Job, id=task.id, tasks=(task,)) if task is not None else None
 
 

@@ -8,6 +8,8 @@ lease only asks for resource types its site declares (otherwise the writer adds 
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from dcx.formats.model import (
     Annotation,
     Datacenter,
@@ -25,7 +27,6 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
-from hypothesis import strategies as st
 
 OTHER_TYPES = ("Disk", "Net-in", "Net-out", "Ponies", "GPU")
 

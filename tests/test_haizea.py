@@ -3,9 +3,12 @@ standalone leases, losses, and the shared corpus."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
+from lxml import etree
+
 from dcx.converters import xmlio
 from dcx.converters.diagnostics import Diagnostic, ReadResult
 from dcx.formats import haizea
@@ -26,7 +29,6 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
-from lxml import etree
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "haizea"
 
@@ -66,6 +68,7 @@ def only(result: ReadResult, code: str) -> Diagnostic:
 ])
 def test_time_grammar_accepts_haizea_forms(text: str, seconds: float) -> None:
     assert haizea.parse_time(text) == seconds
+    assert haizea.parse_time_uncached(text) == seconds
 
 
 @pytest.mark.parametrize(("text", "hint_word"), [
@@ -78,9 +81,10 @@ def test_time_grammar_accepts_haizea_forms(text: str, seconds: float) -> None:
     ("01:00:00 extra", "0 s"),
 ])
 def test_time_grammar_rejects_what_haizea_silently_zeroes(text: str, hint_word: str) -> None:
-    with pytest.raises(haizea.TimeSyntaxError) as caught:
-        haizea.parse_time(text)
-    assert hint_word in caught.value.hint
+    for parse in (haizea.parse_time, haizea.parse_time_uncached):
+        with pytest.raises(haizea.TimeSyntaxError) as caught:
+            parse(text)
+        assert hint_word in caught.value.hint
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
@@ -266,6 +270,17 @@ def test_lease_resource_type_must_exist_in_site() -> None:
     assert found.line == 18
     assert "2 lease(s)" in found.message
     assert found.pointer == "/lease-workload/lease-requests/lease-request[2]/lease"
+
+
+def test_unknown_resource_type_counts_leases_not_node_sets() -> None:
+    two_sets = (b'<res type="GPU" amount="1"/></node-set><node-set numnodes="2">'
+                b'<res type="GPU" amount="2"/>')
+    one_set = b'<res type="GPU" amount="1"/>'
+    result = haizea.read(lwf(request(res=two_sets),
+                             request(b"00:01:00", lease_id=b"2", res=one_set)))
+    found = only(result, "haizea.unknown-resource-type")
+    assert "2 lease(s)" in found.message
+    assert found.pointer == "/lease-workload/lease-requests/lease-request[1]/lease"
 
 
 def test_site_must_have_cpu_and_memory() -> None:
@@ -718,3 +733,22 @@ def test_fast_construction_equals_the_dataclass_constructor() -> None:
         haizea._build(Task, submit_time_s=0.0)  # id is required
     with pytest.raises(TypeError):
         haizea._build(Task, id=1, colour="red")
+
+
+def test_fast_construction_falls_back_to_the_constructor_when_it_cannot_apply() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Slotted:
+        id: int
+        extras: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        id: int
+
+        def __post_init__(self) -> None:
+            if self.id < 0:
+                raise ValueError("negative id")
+
+    assert haizea._construction_plan(Slotted) is None
+    assert haizea._construction_plan(Checked) is None
+    assert haizea._construction_plan(Task) is not None

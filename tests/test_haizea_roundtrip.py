@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dcx.converters import xmlio
-from dcx.formats import haizea
-from dcx.formats.model import Document
 from hypothesis import HealthCheck, given, settings
 from lxml import etree
 from strategies_haizea import (
@@ -13,6 +10,10 @@ from strategies_haizea import (
     lease_documents,
     site_documents,
 )
+
+from dcx.converters import xmlio
+from dcx.formats import haizea
+from dcx.formats.model import Document
 
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
