@@ -8,7 +8,7 @@ measures in the same run, every lxml step with dcx's hardened parser settings:
   (the cheapest streaming parse);
 * two ways to validate while streaming, for reference: every request against its own XSD
   after it ends (what dcx does), and libxml2 validating the whole document during the parse
-  (``iterparse(schema=...)``), which is slower and stops at the first error;
+  (``iterparse(schema=...)``), which costs about the same but stops at the first error;
 * ``dcx.formats.haizea.read``: parse, XSD validation of every request, semantic checks and
   the model.
 

@@ -826,9 +826,10 @@ def _read_workload_stream(data: bytes, context: _Context) -> Document | None:
     attributes) is validated with the full XSD at the end.
 
     Each request is validated against its own XSD once it has ended rather than by libxml2
-    during the parse (``iterparse(schema=...)``): that was measured slower (100,000
-    requests: +0.8 s CPU against +0.6 s) and stops at the first error, where this reports
-    every invalid request with its line and XPath (``benchmarks/bench_haizea.py``)."""
+    during the parse (``iterparse(schema=...)``): that is no faster (100,000 requests, two
+    runs: 1.95 s vs 2.08 s and 2.58 s vs 2.42 s CPU, within the noise; see
+    ``benchmarks/bench_haizea.py``) and it stops at the first error, where this reports every
+    invalid request with its line and XPath."""
     request_schema = xmlio.load_xsd(REQUEST_SCHEMA)
     requests = _Requests()
     jobs: list[Job] = []
