@@ -25,15 +25,47 @@ Splits (``machine.cpus.sockets``, ``machine.memory.modules``, ``machine.storage.
     Several units become one that keeps the first unit's attributes, with the total core count
     (and ``Machine.clock_rate_hz``, the core-weighted mean clock) or the total capacity.
 
-Jobs (``job``)
+Jobs (``job``, ``job.empty``)
     Without jobs, every task is a job of its own whose id is the task's id, with no name, user
-    or extras; jobs without tasks disappear.
+    or extras; jobs without tasks disappear. A format that holds jobs but not ``job.empty``
+    (a job exists only through its tasks' lines) also drops the jobs without tasks.
+
+Dependencies (``task.dependencies.multiple``)
+    A format that holds dependencies but not several per task (SWF's one preceding job) keeps
+    each task's first dependency only.
 
 Task ids (``task.id``)
     Tasks are numbered 1, 2, … in workload order and dependencies follow the new numbers.
 
 Parts (``environment``, ``workload``)
     Implied by any field of the part (``with_parts``), so a ``HOLDS`` need not list them.
+
+Value restrictions (``normal_form`` of a format module)
+    What field paths cannot say (opendc-setup writes only two CPU types) a format module states
+    as an optional ``normal_form(document) -> Document``: what the format makes of a document
+    before any field path applies. ``restrict(..., target=module)`` applies it first;
+    ``dropped_fields(..., target=module)`` counts the fields on the normalized document plus
+    the held fields the module's ``normal_form_losses(document)`` names (what the value
+    restriction changed: opendc-setup reports a machine it leaves out as ``machine.cpus``).
+
+Empty parts
+    An absent part (``None``) and an empty one (what ``restrict`` makes of ``Environment()``
+    or ``Workload()`` for the format) carry the same nothing: a topology format writes an
+    absent topology as its empty document (an SSS ``<Data/>``, a Haizea site without nodes),
+    which reads back as the empty part. ``without_empty_parts`` maps both to ``None``;
+    round trips are compared through it.
+
+Required machine ids (``REQUIRES`` of a format module)
+    A format whose every machine must have an id (SSS ``<Id>``) writes a machine without one
+    under ``required_machine_id``: its name, or ``node<N>`` (``N`` its 1-based position among
+    the document's machines) when it has no usable name; ``with_required_ids`` applies this
+    to a document. It adds nothing the source held, so it is no loss.
+
+Ids as text
+    A format whose ids are text (SSS) reads an id back with ``id_from_text``: the canonical
+    decimal form of a non-negative integer is that integer, so integer ids of other formats
+    survive; a string id of that form comes back as an integer and its writer reports a
+    ``machine.id`` loss (the generated documents never use one).
 
 Extras
     Keys without a ``:`` are free-form user keys; the ``X.extras`` field path says whether a
@@ -45,8 +77,10 @@ Extras
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from types import ModuleType
 from typing import Any, Literal
 
 from dcx.converters.registry import FORMATS, FormatSpec
@@ -110,22 +144,87 @@ def _part(path: str) -> str:
     return "workload" if path.split(".")[0] in _WORKLOAD_ROOTS else "environment"
 
 
-def restrict(document: Document, holds: Iterable[str], own_prefix: str | None = None) -> Document:
+def restrict(document: Document, holds: Iterable[str], own_prefix: str | None = None,
+             target: ModuleType | None = None) -> Document:
     """``document`` as a format holding the field paths ``holds`` keeps it.
 
     ``own_prefix`` names the format whose ``name:``-prefixed extras survive (the format
     itself when restricting to its own ``HOLDS``); every other prefixed key is dropped.
+    ``target`` is the format module written to, whose ``normal_form`` (when it has one)
+    applies first (see Value restrictions).
     """
     held = _Held(with_parts(holds), own_prefix)
     unknown = held.paths - set(FIELDS)
     if unknown:
         raise ValueError(f"unknown field paths: {', '.join(sorted(unknown))}")
+    document = normalized_for(document, target)
     environment, workload = document.environment, document.workload
     return Document(
         environment=(_environment(environment, held)
                      if environment is not None and "environment" in held else None),
         workload=_workload(workload, held) if workload is not None and "workload" in held else None,
         extras=held.extras(None, document.extras))
+
+
+def normalized_for(document: Document, target: ModuleType | None) -> Document:
+    """``document`` after the ``normal_form`` of format module ``target``, if it has one."""
+    normal_form = getattr(target, "normal_form", None)
+    return document if normal_form is None else normal_form(document)
+
+
+# ------------------------------------------------------------------------------ ids and parts
+
+
+_DECIMAL = re.compile(r"0|[1-9][0-9]*")
+
+
+def id_from_text(text: str) -> Id:
+    """An id read from text: the integer when ``text`` is its canonical decimal form
+    (``7``, not ``07``, ``+7`` or ``٧``), else ``text`` itself."""
+    return int(text) if _DECIMAL.fullmatch(text) else text
+
+
+def required_machine_id(machine: Machine, position: int) -> Id:
+    """The machine's id, or the one a format that requires ids gives it (see Required machine
+    ids); ``position`` is 1-based among the document's machines."""
+    if machine.id is not None:
+        return machine.id
+    if machine.name is not None and machine.name.strip():
+        return id_from_text(machine.name)
+    return f"node{position}"
+
+
+def with_required_ids(document: Document) -> Document:
+    """``document`` with every machine id filled in by ``required_machine_id``."""
+    environment = document.environment
+    if environment is None or all(m.id is not None for m in environment.machines()):
+        return document
+    position = 0
+
+    def fill(slot: Machine | None) -> Machine | None:
+        nonlocal position
+        if slot is None:
+            return None
+        position += 1
+        return replace(slot, id=required_machine_id(slot, position))
+
+    datacenters = tuple(replace(dc, rooms=tuple(
+        replace(room, racks=tuple(replace(rack, slots=tuple(fill(slot) for slot in rack.slots))
+                                  for rack in room.racks))
+        for room in dc.rooms)) for dc in environment.datacenters)
+    return replace(document, environment=replace(environment, datacenters=datacenters))
+
+
+def without_empty_parts(document: Document, holds: Iterable[str]) -> Document:
+    """``document`` with each part that is empty for a format holding ``holds`` (see Empty
+    parts) made absent."""
+    empty = restrict(Document(environment=Environment(), workload=Workload()), holds)
+    environment, workload = document.environment, document.workload
+    if environment is not None and environment in (Environment(), empty.environment):
+        environment = None
+    if workload is not None and workload in (Workload(), empty.workload):
+        workload = None
+    return replace(document, environment=environment, workload=workload)
 
 
 # ------------------------------------------------------------------------------ topology
@@ -299,6 +398,8 @@ def _workload(workload: Workload, held: _Held) -> Workload:
         jobs = _renumber_tasks(jobs)
     if "job" not in held:
         jobs = tuple(Job(id=task.id, tasks=(task,)) for job in jobs for task in job.tasks)
+    elif "job.empty" not in held:
+        jobs = tuple(job for job in jobs if job.tasks)
     return Workload(
         jobs=tuple(_job(job, held) for job in jobs),
         name=held.value("workload.name", workload.name),
@@ -344,7 +445,9 @@ def _task(task: Task, held: _Held) -> Task:
             gpus=held.value("task.request.gpus", request.gpus, 0),
             resources=tuple(_resource(r, "task.request.resources", held) for r in
                             held.value("task.request.resources", request.resources, ()))),
-        dependencies=held.value("task.dependencies", task.dependencies, ()),
+        dependencies=held.value("task.dependencies", (
+            task.dependencies if "task.dependencies.multiple" in held
+            else task.dependencies[:1]), ()),
         deadline_s=held.value("task.deadline_s", task.deadline_s),
         start_mode=task.start_mode if start_held else StartMode.ANY,
         start_time_s=task.start_time_s if start_held else None,
@@ -435,7 +538,8 @@ _LEVELS = ("datacenter", "room", "rack")
 
 
 def dropped_fields(document: Document, target_holds: Iterable[str],
-                   own_prefix: str | None = None) -> tuple[str, ...]:
+                   own_prefix: str | None = None,
+                   target: ModuleType | None = None) -> tuple[str, ...]:
     """The field paths a format holding ``target_holds`` actually drops from ``document``:
     exactly the losses its writer must report, in ``FIELDS`` order.
 
@@ -444,14 +548,22 @@ def dropped_fields(document: Document, target_holds: Iterable[str],
     A hierarchy level counts as dropped only when some parent has several containers (or, for
     rooms, a room that is not a SERVER room): one container with default attributes is what
     formats without the level read back, and adding it loses nothing.
+    ``target`` (a format module) adds its value restrictions (see Value restrictions).
     """
     held = with_parts(target_holds)
+    normal_form_losses = getattr(target, "normal_form_losses", None)
+    restricted_values = set(normal_form_losses(document)) if normal_form_losses else set()
+    document = normalized_for(document, target)
     everything = restrict(document, FIELDS, own_prefix)
     dropped: list[str] = []
     for path in FIELDS:
-        if path in held or _part(path) in dropped:
+        if _part(path) in dropped:
             continue  # a dropped part is one loss, not one per field inside it
-        if path in ("environment", "workload"):
+        if path in restricted_values:
+            dropped.append(path)
+        elif path in held:
+            continue
+        elif path in ("environment", "workload"):
             part = getattr(document, path)
             if part is not None and part != type(part)():  # an empty part carries nothing
                 dropped.append(path)

@@ -66,6 +66,7 @@ from dcx.formats.model import (
     SchedulerSpec,
     Size,
     StorageUnit,
+    Workload,
 )
 
 SCHEMA = "environment.schema.json"
@@ -160,7 +161,8 @@ class _Builder:
     _cache: dict[int, Any] = field(default_factory=dict)
     _unknown_keys: dict[tuple[str, str], int] = field(default_factory=dict)
 
-    def extras(self, node: dict[str, Any], known: Iterable[str], kind: str, pointer: str) -> dict[str, Any]:
+    def extras(self, node: dict[str, Any], known: Iterable[str], kind: str,
+               pointer: str) -> dict[str, Any]:
         known_set = set(known)
         unknown = {key: value for key, value in node.items() if key not in known_set}
         for key in unknown:
@@ -215,7 +217,8 @@ class _Builder:
     def datacenter(self, node: dict[str, Any], pointer: str) -> Datacenter:
         self.note_id("datacenter", node.get("id"), pointer)
         operational = dict(node.get("operational") or {})
-        scheduler = self.scheduler(operational.pop("scheduler")) if "scheduler" in operational else None
+        scheduler = (self.scheduler(operational.pop("scheduler"))
+                     if "scheduler" in operational else None)
         extras = self.extras(node, _DATACENTER_KEYS, "datacenter", pointer)
         if operational:
             extras["operational"] = operational
@@ -266,7 +269,7 @@ class _Builder:
             return ()
         cached = self._cache.get(id(nodes))
         if cached is not None and cached[0] is nodes:
-            return cached[1]  # type: ignore[no-any-return]
+            return cached[1]
         built = tuple(build(item, f"{pointer}/{index}") for index, item in enumerate(nodes))
         self._cache[id(nodes)] = (nodes, built)
         return built
@@ -346,7 +349,7 @@ def semantic_checks(environment: Environment, builder: _Builder) -> list[Diagnos
 def _upstream_compatibility(environment: Environment) -> list[Diagnostic]:
     """dcx's schema is a superset of the upstream one so that data from formats without
     clock rates or whole-MB sizes can be written; say where upstream tools would refuse."""
-    missing_clock = no_cpus = fractional = 0
+    missing_clock = no_cpus = fractional = zero = 0
     first: str | None = None
     for rack, pointer in _rack_pointers(environment):
         for slot, machine in enumerate(rack.slots):
@@ -357,15 +360,19 @@ def _upstream_compatibility(environment: Environment) -> list[Diagnostic]:
                 not machine.cpus,
                 any(pu.clock_rate_hz is None for pu in machine.cpus + machine.gpus),
                 any(not float(unit.capacity_mb).is_integer() for unit in units),
+                any(pu.cores == 0 for pu in machine.cpus + machine.gpus)
+                or any(unit.capacity_mb == 0 for unit in units),
             )
             if any(counts) and first is None:
                 first = f"{pointer}/units/{slot}"
             no_cpus += counts[0]
             missing_clock += counts[1]
             fractional += counts[2]
+            zero += counts[3]
     problems = [f"{count:,} {what}" for count, what in (
         (no_cpus, "machine(s) without CPUs"), (missing_clock, "machine(s) with a processing "
-         "unit without clock-rate"), (fractional, "machine(s) with a fractional MB capacity"))
+         "unit without clock-rate"), (fractional, "machine(s) with a fractional MB capacity"),
+        (zero, "machine(s) with a zero core count or capacity"))
         if count]
     if not problems:
         return []
@@ -386,14 +393,11 @@ def _rack_pointers(environment: Environment) -> Iterable[tuple[Rack, str]]:
 
 def write(document: Document) -> WriteResult:
     losses = LossCounter()
-    environment = document.environment
-    if environment is None:
-        return WriteResult(b"", (), (error(
-            "the document has no topology; environment JSON describes datacenters",
-            "environment.no-topology"),))
-    if document.workload is not None:
-        losses.add("workload", len(document.workload.jobs),
-                   "environment JSON holds no workload")
+    # No topology is written as an empty one, which carries the same nothing (losses:
+    # Empty parts), so a workload-only document still converts with its workload reported.
+    environment = document.environment or Environment()
+    if document.workload is not None and document.workload != Workload():
+        losses.add("workload", 1, "environment JSON holds no workload")
     writer = _Writer(losses)
     tree = writer.document(environment)
     return WriteResult(dumps_canonical(tree), losses.losses())

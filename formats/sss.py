@@ -15,7 +15,10 @@ The nodes become the machines of one datacenter / room / rack, in document order
 ==========================================  ==================================================
 SSS                                         model
 ==========================================  ==================================================
-``Id`` (String, exactly one)                ``Machine.id`` (always a ``str``)
+``Id`` (String, exactly one)                ``Machine.id``: an ``int`` when the text is the
+                                            canonical decimal form of a non-negative integer
+                                            (``0``, ``64``; not ``064`` or ``+1``), else a
+                                            ``str``
 ``Name`` / ``Opsys`` / ``Arch``             ``name`` / ``os`` / ``arch``
 ``Description``                             ``description``
 ``State``                                   ``state`` through ``STATE_TABLE``; ``state_label``
@@ -27,7 +30,10 @@ Configured ``Memory`` / ``Disk``            ``memory`` / ``storage``: one ``Stor
 Configured ``Swap``                         ``swap_mb``
 Configured ``Network``                      ``network_mbit_s``
 Configured ``Resource name="GPU"`` (n)      ``gpus``: n ``ProcessingUnit(cores=1)``; ``type``
-                                            becomes each GPU's ``model``
+                                            becomes each GPU's ``model``, and the attributes
+                                            ``dcx:manufacturer``, ``dcx:family`` and
+                                            ``dcx:generation`` (namespace ``DCX_NAMESPACE``)
+                                            the rest of its vendor fields
 Configured other ``Resource``               ``resources``: ``NamedResource(name, amount,
                                             type, unit=units)``
 ``Available`` / ``Utilized``                ``available`` / ``utilized`` (``Consumables``);
@@ -43,6 +49,14 @@ node references in ``<Data>``               ``Environment.extras["sss:references
 ==========================================  ==================================================
 
 ``wallDuration`` is kept as written (a string); ``consumptionRate`` as a float.
+
+Writing: the machines of every datacenter, room and rack are written in order (the hierarchy
+is a loss). A machine without an id is written with its name as ``<Id>`` (a Flux R or OpenDC
+inventory names hosts but numbers nothing), or ``node<N>`` (its 1-based position among the
+document's machines) when it has no name either; this is the ``machine.id`` normal form of
+``dcx.converters.losses.with_required_ids``. An id that reads back as another kind (the
+string ``"7"`` becomes the integer 7) is reported as a ``machine.id`` loss. A document without
+a topology writes an empty ``<Data/>``.
 
 Units (Appendix A, powers of two): Memory, Disk and Swap accept ``B``, ``KB`` … ``YB`` and the
 appendix's ``NB`` (Nonabyte, 2^90) and ``DB`` (Doggabyte, 2^100) abbreviations (the
@@ -69,8 +83,11 @@ any other word (warning)                 ACTIVE          the word
 =======================================  ==============  ===================
 
 The word is kept in ``state_label`` unless it is exactly the word written for its state, and
-the writer writes ``state_label`` whenever it maps back to the same state. A missing ``State``
-reads as ACTIVE; the writer always writes one (the spec's compliance column says MUST).
+the writer writes ``state_label`` whenever it maps back to the same state; any other label
+(one of another state, a blank one, or the state's own word) is written beside the state's
+word as ``<State dcx:label="...">``, and a ``dcx:label`` read wins over the text. A missing
+``State`` reads as ACTIVE; the writer always writes one (the spec's compliance column says
+MUST).
 
 Divergences
 -----------
@@ -94,7 +111,8 @@ text where it is silent or self-contradictory.
 * Smart quotes (U+201C/U+201D/U+2018/U+2019), as printed around every attribute value in the
   spec, are reported as ``sss.smart-quotes`` with a hint instead of a bare parse error.
 * Namespaced ``Node``/``Data`` roots are refused; elements and attributes of other namespaces
-  inside a node are skipped with a warning.
+  inside a node are skipped with a warning, except the GPU vendor attributes in dcx's own
+  namespace (``DCX_NAMESPACE``), which SSS has no place for and other readers skip.
 """
 
 from __future__ import annotations
@@ -104,6 +122,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from lxml import etree
 
 from dcx.converters.diagnostics import (
     Diagnostic,
@@ -115,6 +135,7 @@ from dcx.converters.diagnostics import (
     has_errors,
     warning,
 )
+from dcx.converters.losses import id_from_text, required_machine_id
 from dcx.converters.xmlio import (
     check_xml_text,
     load_xsd,
@@ -135,10 +156,13 @@ from dcx.formats.model import (
     Rack,
     Room,
     StorageUnit,
+    Workload,
 )
-from lxml import etree
 
 XSD_NAME = "sss-node.xsd"
+
+REQUIRES: frozenset[str] = frozenset({"machine.id"})
+"""Fields every written node has: a machine without an id gets one (see ``write``)."""
 
 HOLDS: frozenset[str] = frozenset({
     "machine.id",
@@ -147,6 +171,7 @@ HOLDS: frozenset[str] = frozenset({
     "machine.state_label",
     "machine.cpus",
     "machine.gpus",
+    "gpu.vendor",
     "machine.memory",
     "machine.storage",
     "machine.features",
@@ -210,6 +235,10 @@ NETWORK_UNITS: dict[str, int] = {
 }
 """Network unit → power of ten relative to Mbit/s (decimal, as bit rates are quoted)."""
 
+DCX_NAMESPACE = "urn:dcx:sss"
+"""Namespace of the GPU vendor attributes SSS has no element for (see the mapping table)."""
+GPU_VENDOR_ATTRIBUTES = ("manufacturer", "family", "generation")
+_LABEL_ATTRIBUTE = f"{{{DCX_NAMESPACE}}}label"
 FLOAT32_MAX = 3.4028234663852886e38
 CONSUMABLES = ("Processors", "Memory", "Disk", "Swap", "Network")
 SINGLE_PROPERTIES = ("Id", "Name", "Opsys", "Arch", "Description", "State")
@@ -564,7 +593,7 @@ class _NodeReader:
         gpus, resources = self.read_configured_resources(configured.resources)
         amounts = configured.amounts
         return Machine(
-            id=texts["Id"],
+            id=id_from_text(texts["Id"]),
             name=texts.get("Name"),
             state=state,
             state_label=label,
@@ -596,10 +625,12 @@ class _NodeReader:
         if element is None:
             return MachineState.ACTIVE, None
         word = element.text or ""
+        self.warn_foreign_attributes(element)
+        label = element.get(_LABEL_ATTRIBUTE)
         if not word.strip():
             self.problem(element, "sss.state.empty", "<State> is empty; read as ACTIVE",
                          is_error=False)
-            return MachineState.ACTIVE, None
+            return MachineState.ACTIVE, label
         state = state_for_word(word)
         if state is None:
             self.problem(element, "sss.state.unlisted",
@@ -607,11 +638,13 @@ class _NodeReader:
                          "and kept as the state label", is_error=False,
                          hint="listed: " + ", ".join(sorted({w.title() for w in STATE_TABLE})))
             state = MachineState.ACTIVE
+        if label is not None:
+            return state, label
         return state, None if word == STATE_WORD[state] else word
 
     def warn_foreign_attributes(self, element: etree._Element) -> None:
         for name in element.attrib:
-            if name.startswith("{"):
+            if name.startswith("{") and not name.startswith(f"{{{DCX_NAMESPACE}}}"):
                 self.problem(element, "sss.foreign-attribute",
                              f"attribute {name} from another namespace is ignored",
                              is_error=False)
@@ -703,8 +736,11 @@ class _NodeReader:
                 continue
             gpu_extras = {_EXTRA_KEYS[name]: value
                           for name, value in _kept_attributes(element, units=True).items()}
-            gpus.extend(ProcessingUnit(cores=1, model=element.get("type"), extras=gpu_extras)
-                        for _ in range(int(amount)))
+            vendor = {name: element.get(f"{{{DCX_NAMESPACE}}}{name}")
+                      for name in GPU_VENDOR_ATTRIBUTES}
+            gpu = ProcessingUnit(cores=1, model=element.get("type"), extras=gpu_extras,
+                                 **vendor)
+            gpus.extend([gpu] * int(amount))  # equal devices: one frozen object serves all
         return tuple(gpus), tuple(resources)
 
     def consumables(self, category: _Category | None) -> Consumables | None:
@@ -786,11 +822,13 @@ def write(document: Document) -> WriteResult:
     machines = list(environment.machines())
     references = _references(environment, losses)
     single = len(machines) == 1 and not references
+    pointers = ["/Node" if single else f"/Data/Node[{index}]"
+                for index in range(1, len(machines) + 1)]
     try:
-        _check_ids(machines)
-        nodes = [_MachineWriter(machine, "/Node" if single else f"/Data/Node[{index}]",
-                                losses).element()
-                 for index, machine in enumerate(machines, start=1)]
+        ids = _node_ids(machines, pointers, losses)
+        writers = [_MachineWriter(machine, node_id, pointer, losses)
+                   for machine, node_id, pointer in zip(machines, ids, pointers, strict=True)]
+        nodes = [writer.element() for writer in writers]
         nodes.extend(_reference_element(reference) for reference in references)
     except _Unwritable as exc:
         return WriteResult(b"", losses.losses(), (exc.diagnostic,))
@@ -799,6 +837,8 @@ def write(document: Document) -> WriteResult:
     else:
         root = etree.Element("Data")
         root.extend(nodes)
+    if any(writer.namespaced for writer in writers):
+        etree.cleanup_namespaces(root, top_nsmap={"dcx": DCX_NAMESPACE})
     data = etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
     return WriteResult(data, losses.losses())
 
@@ -807,23 +847,29 @@ def _unwritable(message: str, code: str, pointer: str = "") -> _Unwritable:
     return _Unwritable(error(message, code, pointer=pointer))
 
 
-def _check_ids(machines: list[Machine]) -> None:
+def _node_ids(machines: list[Machine], pointers: list[str], losses: LossCounter) -> list[str]:
+    """Each machine's ``<Id>`` text: its id, or the one ``required_machine_id`` gives it."""
     seen: set[str] = set()
-    for index, machine in enumerate(machines, start=1):
-        if machine.id is None or not str(machine.id).strip():
-            raise _unwritable(f"machine {index} has no id; SSS requires <Id>",
-                              "sss.write.missing-id", f"/Data/Node[{index}]")
-        key = str(machine.id)
-        if key in seen:
-            raise _unwritable(f"machine id {key!r} is used twice; SSS node ids are unique",
-                              "sss.write.duplicate-id", f"/Data/Node[{index}]")
-        seen.add(key)
+    texts = []
+    for position, (machine, pointer) in enumerate(zip(machines, pointers, strict=True), 1):
+        text = str(required_machine_id(machine, position))
+        if not text.strip():
+            raise _unwritable(f"machine {position} has a blank id; SSS requires a non-empty "
+                              "<Id>", "sss.write.missing-id", pointer)
+        if text in seen:
+            raise _unwritable(f"machine id {text!r} is used twice; SSS node ids are unique",
+                              "sss.write.duplicate-id", pointer)
+        seen.add(text)
+        if machine.id is not None and id_from_text(text) != machine.id:
+            losses.add("machine.id", 1, "a text id in decimal digits reads back as an integer")
+        texts.append(text)
+    return texts
 
 
 def _count_document_losses(document: Document, environment: Environment,
                            losses: LossCounter) -> None:
-    if document.workload is not None:
-        losses.add("job", len(document.workload.jobs), "SSS node objects carry no workload")
+    if document.workload is not None and document.workload != Workload():
+        losses.add("workload", 1, "SSS node objects carry no workload")
     losses.add("environment.name", environment.name is not None)
     losses.add("environment.description", environment.description is not None)
     losses.add("environment.extras",
@@ -842,7 +888,10 @@ def _count_document_losses(document: Document, environment: Environment,
                               ("datacenter.extras", bool(datacenter.extras))):
             losses.add(path, present)
     rooms = [room for datacenter in datacenters for room in datacenter.rooms]
-    losses.add("room", len(rooms) - 1, "machines of all rooms are written")
+    # A level is lost where a parent has several containers, or a room is not a plain server
+    # room (losses.dropped_fields); one container per parent is what SSS reads back.
+    losses.add("room", sum(len(dc.rooms) > 1 for dc in datacenters)
+               + sum(room.type != "SERVER" for room in rooms), "machines of all rooms are written")
     for room in rooms:
         losses.add("room.id", room.id is not None)
         losses.add("room.name", room.name is not None)
@@ -850,7 +899,8 @@ def _count_document_losses(document: Document, environment: Environment,
         losses.add("room.geometry", room.location is not None or room.size is not None)
         losses.add("room.extras", bool(room.extras))
     racks = [rack for room in rooms for rack in room.racks]
-    losses.add("rack", len(racks) - 1, "machines of all racks are written")
+    losses.add("rack", sum(len(room.racks) > 1 for room in rooms),
+               "machines of all racks are written")
     for rack in racks:
         losses.add("rack.id", rack.id is not None)
         losses.add("rack.name", rack.name is not None)
@@ -928,8 +978,12 @@ def format_number(value: float, what: str, pointer: str) -> str:
 class _MachineWriter:
     """Builds one ``<Node>`` and counts what the machine holds that SSS cannot."""
 
-    def __init__(self, machine: Machine, pointer: str, losses: LossCounter) -> None:
+    def __init__(self, machine: Machine, node_id: str, pointer: str,
+                 losses: LossCounter) -> None:
         self.machine = machine
+        self.node_id = node_id
+        self.namespaced = False
+        """Whether an attribute of ``DCX_NAMESPACE`` was written (declared once, at the root)."""
         self.losses = losses
         self.pointer = pointer
 
@@ -947,17 +1001,17 @@ class _MachineWriter:
         for name, value in attributes.items():
             if value is not None:
                 element.set(name, self.text(value, f"<{tag} {name}>"))
+                self.namespaced = self.namespaced or name.startswith("{")
         return element
 
     def element(self) -> etree._Element:
         machine = self.machine
         node = etree.Element("Node")
-        if isinstance(machine.id, int):
-            self.losses.add("machine.id", 1, "integer ids are written as strings and read "
-                            "back as strings")
-        self.sub(node, "Id", str(machine.id))
-        for tag, value in (("Name", machine.name), ("State", self.state_word()),
-                           ("Opsys", machine.os), ("Arch", machine.arch),
+        self.sub(node, "Id", self.node_id)
+        if machine.name is not None:
+            self.sub(node, "Name", machine.name)
+        self.state(node)
+        for tag, value in (("Opsys", machine.os), ("Arch", machine.arch),
                            ("Description", machine.description)):
             if value is not None:
                 self.sub(node, tag, value)
@@ -978,15 +1032,18 @@ class _MachineWriter:
                 node.append(self.category(tag, snapshot, path))
         return node
 
-    def state_word(self) -> str:
+    def state(self, node: etree._Element) -> None:
+        """``<State>``: the label when it reads back as the machine's state and label, else
+        the state's own word with the label in ``dcx:label``."""
         machine = self.machine
         label = machine.state_label
-        if label is not None:
-            if label.strip() and (state_for_word(label) or MachineState.ACTIVE) is machine.state:
-                return label
-            self.losses.add("machine.state_label", 1, "a state word that maps to another "
-                            "state cannot be written; the state's own word is written")
-        return STATE_WORD[machine.state]
+        word = STATE_WORD[machine.state]
+        if label is None or (label.strip() and label != word
+                             and (state_for_word(label) or MachineState.ACTIVE)
+                             is machine.state):
+            self.sub(node, "State", word if label is None else label)
+        else:
+            self.sub(node, "State", word, **{_LABEL_ATTRIBUTE: label})
 
     def extensions(self, node: etree._Element) -> None:
         extras = self.machine.extras
@@ -1013,7 +1070,7 @@ class _MachineWriter:
             cores = sum(cpu.cores for cpu in machine.cpus)
             losses.add("machine.cpus.sockets", len(machine.cpus) > 1,
                        "CPUs are summed into one Processors count")
-            self.count_unit_losses(machine.cpus, "cpu", "machine.cpus")
+            self.count_unit_losses(machine.cpus, "cpu")
             self.amount(category, "Processors", cores, attributes, None)
             written.add("Processors")
         for tag, units, path in (("Memory", machine.memory, "memory"),
@@ -1039,18 +1096,18 @@ class _MachineWriter:
             self.resource(category, resource, "machine.resources")
         return category
 
-    def count_unit_losses(self, units: Iterable[ProcessingUnit], kind: str,
-                          path: str) -> None:
+    def count_unit_losses(self, units: Iterable[ProcessingUnit], kind: str) -> None:
         for unit in units:
             self.losses.add(f"{kind}.clock_rate_hz", unit.clock_rate_hz is not None)
-            self.losses.add(f"{kind}.vendor", any(
-                value is not None for value in (unit.manufacturer, unit.family,
-                                                unit.generation,
-                                                unit.model if kind == "cpu" else None)))
+            if kind == "cpu":  # a GPU's vendor fields are written (see gpus)
+                self.losses.add("cpu.vendor", any(
+                    value is not None for value in (unit.manufacturer, unit.family,
+                                                    unit.generation, unit.model)))
+                # CPU extras follow machine.extras (losses normal form), which SSS lacks.
+                self.losses.add("machine.extras", bool(unit.extras),
+                                "CPU extras have no SSS form")
             self.losses.add(f"{kind}.id", unit.id is not None)
             self.losses.add(f"{kind}.energy_consumption_w", unit.energy_consumption_w is not None)
-            if kind == "cpu":
-                self.losses.add(path, bool(unit.extras), "CPU extras have no SSS form")
 
     def count_storage_losses(self, units: tuple[StorageUnit, ...], path: str) -> None:
         self.losses.add(f"machine.{path}.{'modules' if path == 'memory' else 'devices'}",
@@ -1059,8 +1116,9 @@ class _MachineWriter:
         for unit in units:
             self.losses.add(details, any(value is not None for value in (
                 unit.id, unit.manufacturer, unit.family, unit.generation, unit.model,
-                unit.read_speed_mb_s, unit.write_speed_mb_s, unit.energy_consumption_w))
-                or bool(unit.extras))
+                unit.read_speed_mb_s, unit.write_speed_mb_s, unit.energy_consumption_w)))
+            self.losses.add("machine.extras", bool(unit.extras),
+                            f"{path} unit extras have no SSS form")
 
     def amount(self, category: etree._Element, tag: str, value: float,
                attributes: dict[str, Any], units: str | None) -> None:
@@ -1081,19 +1139,23 @@ class _MachineWriter:
 
     def gpus(self, category: etree._Element) -> None:
         gpus = self.machine.gpus
-        self.count_unit_losses(gpus, "gpu", "machine.gpus")
+        self.count_unit_losses(gpus, "gpu")
         self.losses.add("gpu.cores", sum(gpu.cores != 1 for gpu in gpus),
                         "a GPU is a count in SSS")
-        for model, extras, count in _gpu_runs(gpus):
+        for gpu, count in _gpu_runs(gpus):
             attributes = {}
-            for key, value in extras.items():
+            for key, value in gpu.extras.items():
                 name = next((n for n, k in _EXTRA_KEYS.items() if k == key), None)
                 if name is None:
-                    self.losses.add("machine.gpus", 1, f"GPU extra {key!r} has no SSS form")
+                    # GPU extras follow machine.extras (losses normal form).
+                    self.losses.add("machine.extras", 1, f"GPU extra {key!r} has no SSS form")
                     continue
                 attributes[name] = value
-            element = self.sub(category, "Resource", str(count), name=GPU_RESOURCE, type=model)
-            self.set_attributes(element, attributes, "machine.gpus")
+            vendor = {f"{{{DCX_NAMESPACE}}}{name}": getattr(gpu, name)
+                      for name in GPU_VENDOR_ATTRIBUTES}
+            element = self.sub(category, "Resource", str(count), name=GPU_RESOURCE,
+                               type=gpu.model, **vendor)
+            self.set_attributes(element, attributes, "machine.extras")
 
     def resource(self, category: etree._Element, resource: NamedResource, path: str) -> None:
         text = format_number(resource.amount, f"resource {resource.name}", self.pointer)
@@ -1159,14 +1221,22 @@ def _is_extension(entry: Any) -> bool:
             and isinstance(entry.get("type", ""), str))
 
 
-def _gpu_runs(gpus: Iterable[ProcessingUnit]) -> Iterator[tuple[str | None, dict[str, Any], int]]:
-    """Consecutive GPUs with the same model and extras, as (model, extras, count)."""
-    run: list[ProcessingUnit] = []
+def _gpu_written_form(gpu: ProcessingUnit) -> tuple[Any, ...]:
+    return (gpu.manufacturer, gpu.family, gpu.generation, gpu.model, gpu.extras)
+
+
+def _gpu_runs(gpus: Iterable[ProcessingUnit]) -> Iterator[tuple[ProcessingUnit, int]]:
+    """Consecutive GPUs that one ``<Resource name="GPU">`` can write: the first GPU of each
+    run of equal vendor fields and extras, and the run's length."""
+    first: ProcessingUnit | None = None
+    count = 0
     for gpu in gpus:
-        if run and (gpu.model, gpu.extras) != (run[0].model, run[0].extras):
-            yield run[0].model, run[0].extras, len(run)
-            run = []
-        run.append(gpu)
-    if run:
-        yield run[0].model, run[0].extras, len(run)
+        if first is not None and _gpu_written_form(gpu) != _gpu_written_form(first):
+            yield first, count
+            first, count = None, 0
+        if first is None:
+            first = gpu
+        count += 1
+    if first is not None:
+        yield first, count
 

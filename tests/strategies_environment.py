@@ -96,8 +96,8 @@ def environments(draw: Any) -> Environment:
     for time in times:
         if machine_ids and draw(st.booleans()):
             events.append(MachineStateChange(
-                machine=draw(st.sampled_from(machine_ids)), state=draw(st.sampled_from(MachineState)),
-                time_s=time, cause=draw(maybe_text)))
+                machine=draw(st.sampled_from(machine_ids)),
+                state=draw(st.sampled_from(MachineState)), time_s=time, cause=draw(maybe_text)))
         elif datacenters:
             events.append(DatacenterSchedulerChange(
                 datacenter=draw(st.sampled_from([dc.id for dc in datacenters])),

@@ -1,14 +1,18 @@
 """Hypothesis strategies for environments SSS Node Object XML can hold exactly.
 
 The shape is what the SSS reader builds: one datacenter, one room, one rack, machines with
-string ids, at most one CPU entry (the Processors count), one memory and one disk amount,
-GPUs as runs of identical devices, and SSS attributes only on resources that are present.
+text ids that are not decimal numbers (those read back as integers), at most one CPU entry
+(the Processors count), one memory and one disk amount, GPUs as runs of identical devices,
+and SSS attributes only on resources that are present.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import strategies as st
+
+from dcx.converters.losses import id_from_text
 from dcx.formats.model import (
     Consumables,
     Datacenter,
@@ -22,7 +26,6 @@ from dcx.formats.model import (
     StorageUnit,
 )
 from dcx.formats.sss import STATE_TABLE, STATE_WORD
-from hypothesis import strategies as st
 
 # Characters XML 1.0 can carry; control characters are covered by unit tests.
 text = st.text(
@@ -43,16 +46,19 @@ attribute_sets = st.fixed_dictionaries({}, optional={
 
 @st.composite
 def states(draw: Any) -> tuple[MachineState, str | None]:
-    """A state with no label, a listed word of that state, or an unlisted word (ACTIVE)."""
+    """A state with no label, a listed word of that state, an unlisted word (ACTIVE), or any
+    label beside any state."""
     state = draw(st.sampled_from(MachineState))
     words = [word for word, mapped in STATE_TABLE.items() if mapped is state]
     spellings = [word for word in (*words, *(w.title() for w in words), *(w.upper() for w in words))
                  if word != STATE_WORD[state]]
-    choice = draw(st.integers(0, 2))
+    choice = draw(st.integers(0, 3))
     if choice == 0:
         return state, None
     if choice == 1:
         return state, draw(st.sampled_from(spellings))
+    if choice == 3:  # any label beside any state (written in dcx:label)
+        return state, draw(text)
     unlisted = draw(text.filter(lambda word: word.strip().casefold() not in STATE_TABLE
                                 and bool(word.strip())))
     return MachineState.ACTIVE, unlisted
@@ -74,13 +80,14 @@ def gpu_runs(draw: Any) -> tuple[ProcessingUnit, ...]:
     gpus: list[ProcessingUnit] = []
     previous: tuple[Any, ...] | None = None
     for _ in range(draw(st.integers(0, 3))):
-        model = draw(maybe_text)
+        vendor = draw(st.fixed_dictionaries({}, optional={
+            "manufacturer": text, "family": text, "generation": text, "model": text}))
         extras = _sss_extras(draw(st.fixed_dictionaries({}, optional={"units": text,
                                                                        "metric": text})))
-        if (model, extras) == previous:  # equal neighbours would merge into one run
+        if (vendor, extras) == previous:  # equal neighbours would merge into one run
             continue
-        previous = (model, extras)
-        gpus.extend([ProcessingUnit(cores=1, model=model, extras=extras)]
+        previous = (vendor, extras)
+        gpus.extend([ProcessingUnit(cores=1, extras=extras, **vendor)]
                     * draw(st.integers(1, 4)))
     return tuple(gpus)
 
@@ -147,8 +154,9 @@ reference_entries = st.sampled_from([
 
 @st.composite
 def environments(draw: Any) -> Environment:
-    ids = draw(st.lists(text.filter(lambda value: bool(value.strip())), unique=True,
-                        max_size=4))
+    ids = draw(st.lists(text.filter(lambda value: bool(value.strip())
+                                    and isinstance(id_from_text(value), str)),
+                        unique=True, max_size=4))
     rack = Rack(slots=tuple(draw(machines(identity)) for identity in ids))
     references = draw(st.lists(reference_entries, max_size=2))
     return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),),

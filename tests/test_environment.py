@@ -14,7 +14,7 @@ from strategies_environment import environments
 from dcx.converters.diagnostics import Severity
 from dcx.formats import environment
 from dcx.formats.jsonref import resolve_document
-from dcx.formats.model import Document, Environment, Machine, ProcessingUnit, Rack, Room, Datacenter
+from dcx.formats.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
 
 
 def read_json(value: Any) -> environment.ReadResult:
@@ -134,7 +134,8 @@ def test_fan_out_bomb_is_refused() -> None:
     for level in range(1, 40):
         below = f"#/definitions/d{level - 1}"
         definitions[f"d{level}"] = {"x": {"$base": below}, "y": {"$base": below}}
-    result = read_json({**minimal([]), "definitions": definitions, "root": {"$base": "#/definitions/d39"}})
+    result = read_json({**minimal([]), "definitions": definitions,
+                        "root": {"$base": "#/definitions/d39"}})
     assert codes(result) == ["ref.expansion"]
 
 
@@ -248,5 +249,6 @@ def test_writer_lists_what_it_cannot_hold() -> None:
     machine = Machine(id=1, cpus=(ProcessingUnit(cores=2, clock_rate_hz=1e9),),
                       features=("bigmem", "ib"), os="Linux", rank=3)
     env = Environment(datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=(machine,)),)),)),))
-    losses = {loss.field: loss.count for loss in environment.write(Document(environment=env)).losses}
+    written = environment.write(Document(environment=env))
+    losses = {loss.field: loss.count for loss in written.losses}
     assert losses == {"machine.features": 2, "machine.os": 1, "machine.rank": 1}

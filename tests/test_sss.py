@@ -12,6 +12,7 @@ import strategies_sss
 from hypothesis import HealthCheck, given, settings
 from lxml import etree
 
+from dcx.converters.losses import id_from_text
 from dcx.converters.xmlio import load_xsd
 from dcx.formats import sss
 from dcx.formats.fields import FIELDS
@@ -20,6 +21,7 @@ from dcx.formats.model import (
     Datacenter,
     Document,
     Environment,
+    Job,
     Machine,
     MachineState,
     NamedResource,
@@ -27,6 +29,8 @@ from dcx.formats.model import (
     Rack,
     Room,
     StorageUnit,
+    Task,
+    Workload,
 )
 
 # The spec's two examples (§1.2), typed from seed 002. The elaborate one is given as printed,
@@ -111,7 +115,7 @@ def test_simple_example_maps_to_one_machine() -> None:
 
 def test_elaborate_example_maps_every_property() -> None:
     machine = only_machine(ELABORATE_EXAMPLE)
-    assert (machine.id, machine.name, machine.os, machine.arch) == ("64", "Netpipe2", "AIX",
+    assert (machine.id, machine.name, machine.os, machine.arch) == (64, "Netpipe2", "AIX",
                                                                    "Power4")
     assert machine.features == ("BigMem", "NetOC12")
     assert machine.core_count == 16 and machine.memory_mb == 512 and machine.swap_mb == 512
@@ -380,11 +384,15 @@ def test_unlisted_state_warns_and_reads_active_with_its_label() -> None:
     assert (machine.state, machine.state_label) == (MachineState.ACTIVE, "Floating")
 
 
-def test_state_label_of_another_state_is_a_loss() -> None:
-    machine = Machine(id="a", state=MachineState.FAILURE, state_label="Idle")
+@pytest.mark.parametrize("label", ["Idle", "Down", " ", "Floating"])
+def test_a_label_that_cannot_be_the_state_text_travels_in_dcx_label(label: str) -> None:
+    # The contract holds machine.state_label exactly: a label of another state, the state's
+    # own word (read back as no label) or a blank one go beside the state's word.
+    machine = Machine(id="a", state=MachineState.FAILURE, state_label=label)
     written = sss.write(Document(environment=single_rack(machine)))
-    assert b"<State>Down</State>" in written.data
-    assert [loss.field for loss in written.losses] == ["machine.state_label"]
+    assert f'<State dcx:label="{label}">Down</State>'.encode() in written.data
+    assert written.losses == () and validates(written.data)
+    assert read_ok(written.data) == single_rack(machine)
 
 
 def test_missing_state_reads_active_and_is_written_as_idle() -> None:
@@ -466,16 +474,16 @@ def test_writer_losses_name_every_dropped_field() -> None:
     written = sss.write(Document(environment=environment))
     assert written.ok and validates(written.data)
     assert {loss.field for loss in written.losses} == {
-        "environment.name", "datacenter.id", "rack.id", "rack.empty_slots", "machine.id",
+        "environment.name", "datacenter.id", "rack.id", "rack.empty_slots",
         "machine.rank", "machine.cpus.sockets", "cpu.clock_rate_hz", "cpu.vendor",
-        "gpu.cores", "gpu.vendor", "machine.memory.modules", "memory.details",
+        "gpu.cores", "machine.memory.modules", "memory.details",
         "machine.features", "machine.resources", "machine.extras"}
     (back,) = read_ok(written.data).machines()
-    assert (back.id, back.core_count, back.memory_mb, back.gpu_count) == ("7", 8, 2048, 1)
+    assert (back.id, back.core_count, back.memory_mb, back.gpu_count) == (7, 8, 2048, 1)
 
 
 @pytest.mark.parametrize(("machine", "code"), [
-    (Machine(), "sss.write.missing-id"),
+    (Machine(id=" "), "sss.write.missing-id"),
     (Machine(id="a\x00b"), "sss.write.unwritable-text"),
     (Machine(id="a", memory=(StorageUnit(capacity_mb=-1),)), "sss.write.negative"),
     (Machine(id="a", swap_mb=math.inf), "sss.write.out-of-range"),
@@ -489,6 +497,43 @@ def test_unwritable_models_are_write_errors(machine: Machine, code: str) -> None
 def test_duplicate_ids_are_a_write_error() -> None:
     written = sss.write(Document(environment=single_rack(Machine(id=1), Machine(id="1"))))
     assert [d.code for d in written.diagnostics] == ["sss.write.duplicate-id"]
+
+
+def test_machines_without_ids_are_written_under_their_name_or_position() -> None:
+    # A Flux R or OpenDC inventory names hosts (or nothing) but numbers nothing.
+    environment = single_rack(Machine(name="node1"), Machine(), Machine(name="7"))
+    written = sss.write(Document(environment=environment))
+    assert written.ok and written.losses == () and validates(written.data)
+    ids = [(m.id, m.name) for m in read_ok(written.data).machines()]
+    assert ids == [("node1", "node1"), ("node2", None), (7, "7")]
+
+
+def test_decimal_ids_read_as_integers_and_text_ids_that_look_decimal_are_a_loss() -> None:
+    environment = single_rack(Machine(id=64), Machine(id="064"), Machine(id="9"))
+    written = sss.write(Document(environment=environment))
+    assert [m.id for m in read_ok(written.data).machines()] == [64, "064", 9]
+    assert [(loss.field, loss.count) for loss in written.losses] == [("machine.id", 1)]
+
+
+def test_gpu_vendor_fields_travel_in_the_dcx_namespace() -> None:
+    a100 = ProcessingUnit(cores=1, manufacturer="NVIDIA", family="Ampere", model="A100")
+    environment = single_rack(Machine(id="g", gpus=(a100, a100, ProcessingUnit(cores=1))))
+    written = sss.write(Document(environment=environment))
+    assert written.losses == () and validates(written.data)
+    text = written.data.decode()
+    assert f'xmlns:dcx="{sss.DCX_NAMESPACE}"' in text
+    assert 'type="A100" dcx:manufacturer="NVIDIA" dcx:family="Ampere">2<' in text
+    result = sss.read(written.data)
+    assert result.diagnostics == ()  # dcx's own attributes draw no foreign-attribute warning
+    assert read_ok(written.data) == environment
+
+
+def test_a_workload_is_one_loss_and_an_absent_topology_an_empty_data() -> None:
+    workload = Workload(jobs=(Job(id=1, tasks=(Task(id=1),)),))
+    written = sss.write(Document(workload=workload))
+    assert [(loss.field, loss.count) for loss in written.losses] == [("workload", 1)]
+    assert written.data.endswith(b"<Data/>\n")
+    assert sss.write(Document(workload=Workload())).losses == ()
 
 
 def test_control_whitespace_survives_in_text_and_attributes() -> None:
@@ -518,8 +563,7 @@ def test_any_environment_writes_valid_sss_and_keeps_what_sss_holds(
     assert list(back.machines()) == [held_by_sss(m) for m in environment.machines()]
     lost = {loss.field for loss in written.losses}
     assert lost <= set(FIELDS)
-    if any(isinstance(m.id, int) for m in environment.machines()):
-        assert "machine.id" in lost
+    assert "machine.id" not in lost  # integer ids read back as integers
 
 
 def held_by_sss(machine: Machine) -> Machine:
@@ -531,9 +575,11 @@ def held_by_sss(machine: Machine) -> Machine:
         return (StorageUnit(capacity_mb=sum(u.capacity_mb for u in units)),) if units else ()
 
     return Machine(
-        id=str(machine.id), name=machine.name, state=machine.state,
-        cpus=one_cpu(machine.cpus), gpus=tuple(ProcessingUnit(cores=1, model=gpu.model)
-                                               for gpu in machine.gpus),
+        id=id_from_text(str(machine.id)), name=machine.name, state=machine.state,
+        cpus=one_cpu(machine.cpus),
+        gpus=tuple(ProcessingUnit(cores=1, manufacturer=gpu.manufacturer, family=gpu.family,
+                                  generation=gpu.generation, model=gpu.model)
+                   for gpu in machine.gpus),
         memory=one_store(machine.memory), storage=one_store(machine.storage))
 
 
