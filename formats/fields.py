@@ -81,6 +81,7 @@ FIELDS: dict[str, str] = {
     "workload.annotations": "lease annotations",
     "workload.extras": "unknown workload keys",
     "job": "grouping of tasks into jobs/workflows",
+    "job.empty": "jobs without tasks",
     "job.name": "job name",
     "job.user": "job user",
     "job.extras": "unknown job keys",
@@ -101,4 +102,5 @@ FIELDS: dict[str, str] = {
     "task.group": "group",
     "task.image": "software image",
     "task.extras": "other task fields",
+    "task.dependencies.multiple": "more than one dependency per task",
 }

@@ -130,7 +130,7 @@ _ARCHIVE_EXTRA_KEYS = frozenset(EXTRA_PREFIX + name for name in _ARCHIVE_EXTRA_C
 # have no place in either variant, so ``task.extras`` is not held.
 HOLDS_WORKFLOW = frozenset({
     "job", "task.id", "task.submit_time_s", "task.runtime_s", "task.request.cores",
-    "task.dependencies",
+    "task.dependencies", "task.dependencies.multiple",
 })
 HOLDS_ARCHIVE = frozenset({
     "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
@@ -526,7 +526,8 @@ def _read(data: bytes) -> ReadResult:
                       _source_map(workload, tasks))
 
 
-def _source_map(workload: Workload, tasks: list[tuple[int, Task]]) -> dict[str, tuple[int, int | None]]:
+def _source_map(workload: Workload,
+                tasks: list[tuple[int, Task]]) -> dict[str, tuple[int, int | None]]:
     """Each task's line, for checks made later on the model (the scheduler's)."""
     line_of = {id(task): line for line, task in tasks}
     return {f"/workload/jobs/{j}/tasks/{t}": (line_of[id(task)], 1)
@@ -854,7 +855,7 @@ def _write_workflow(document: Document, workload: Workload) -> WriteResult:
     count_workload_losses(losses, document, workload, HOLDS_WORKFLOW)
     tasks = list(workload.tasks())
     numbering = task_numbering(tasks, losses)
-    losses.add("job", sum(1 for job in workload.jobs if not job.tasks),
+    losses.add("job.empty", sum(1 for job in workload.jobs if not job.tasks),
                "jobs without tasks have no line")
     job_ids = iter(_workflow_job_ids(workload, losses))
     lines = [_pad(WORKFLOW_COLUMNS)]
@@ -897,6 +898,8 @@ def _write_archive(document: Document, workload: Workload) -> WriteResult:
                     or job.user is not None or job.extras)
     losses.add("job", regrouped, "every archive line is a single-task job whose id is the "
                "task id")
+    losses.add("job.empty", sum(1 for job in workload.jobs if not job.tasks),
+               "jobs without tasks have no line")
     lines = ["# " + " ".join(ARCHIVE_COLUMNS)]
     for task in tasks:
         for name in unheld_task_fields(task):

@@ -24,8 +24,12 @@ no name, since the SC18 parser needs the key).
 The writer maps each model CPU to a type id by its cores and clock rate (4 cores at 4.1 GHz →
 1, 2 cores at 3.5 GHz → 2). A machine with any other CPU cannot be written: it is left out,
 reported as a ``machine.cpus`` loss and a ``opendc-setup.unwritable-machine`` warning naming
-it. Vendor strings or power that differ from the table are losses of ``cpu.vendor`` /
-``cpu.energy_consumption_w``.
+it. Vendor strings, power or CPU ids that differ from the table's (including none given) are
+losses of ``cpu.vendor`` / ``cpu.energy_consumption_w`` / ``cpu.id``.
+
+``normal_form`` states this value restriction for the loss contract (``converters/losses.py``,
+Value restrictions): machines left out, every other CPU replaced by its table entry;
+``normal_form_losses`` names the fields that changes, as the writer reports them.
 
 Divergences
 -----------
@@ -140,6 +144,47 @@ def cpu_type_of(cpu: ProcessingUnit) -> int | None:
     return None
 
 
+def normal_form(document: Document) -> Document:
+    """What a setup file makes of ``document``: machines with a CPU that is not an SC18 type
+    are left out, every other CPU becomes its type's table entry."""
+    environment = document.environment
+    if environment is None:
+        return document
+    datacenters = tuple(replace(datacenter, rooms=tuple(
+        replace(room, racks=tuple(replace(rack, slots=_writable_slots(rack.slots))
+                                  for rack in room.racks))
+        for room in datacenter.rooms)) for datacenter in environment.datacenters)
+    return replace(document, environment=replace(environment, datacenters=datacenters))
+
+
+def _writable_slots(slots: tuple[Machine | None, ...]) -> tuple[Machine | None, ...]:
+    written: list[Machine | None] = []
+    for slot in slots:
+        if slot is None:
+            written.append(None)
+            continue
+        keys = [cpu_type_of(cpu) for cpu in slot.cpus]
+        if all(key is not None for key in keys):
+            written.append(replace(slot, cpus=tuple(CPU_TYPES[key] for key in keys
+                                                    if key is not None)))
+    return tuple(written)
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The field paths ``normal_form`` changes in ``document`` (the writer's CPU losses)."""
+    losses = LossCounter()
+    if document.environment is not None:
+        for machine in document.environment.machines():
+            keys = [cpu_type_of(cpu) for cpu in machine.cpus]
+            if any(key is None for key in keys):
+                losses.add("machine.cpus")
+                continue
+            for cpu, key in zip(machine.cpus, keys, strict=True):
+                assert key is not None
+                _cpu_losses(cpu, key, losses)
+    return frozenset(loss.field for loss in losses.losses())
+
+
 def _unheld_machine_fields(machine: Machine) -> Iterator[str]:
     checks = (
         ("machine.id", machine.id is not None),
@@ -169,9 +214,9 @@ def _cpu_losses(cpu: ProcessingUnit, key: int, losses: LossCounter) -> None:
     vendor = (cpu.manufacturer, cpu.family, cpu.generation, cpu.model)
     if vendor != (known.manufacturer, known.family, known.generation, known.model):
         losses.add("cpu.vendor", detail="SC18 CPU types carry fixed vendor strings")
-    if cpu.energy_consumption_w not in (None, known.energy_consumption_w):
+    if cpu.energy_consumption_w != known.energy_consumption_w:
         losses.add("cpu.energy_consumption_w", detail="SC18 CPU types carry a fixed power")
-    if cpu.id not in (None, key):
+    if cpu.id != key:
         losses.add("cpu.id", detail="the CPU id is the SC18 type id")
     if cpu.extras:
         losses.add("machine.extras", detail="CPU extras")

@@ -2,10 +2,11 @@
 
 Mapping:
 
-* **Time axis.** ``date_start`` is ``Workload.time_origin`` (kept as written); without it the
-  earliest task or workflow ``ts_submit`` is. A task's ``ts_submit`` becomes seconds after the
-  origin (a task without one takes its workflow's, else the origin, with a warning). Time
-  zones must agree: all timestamps naive, or all with an offset.
+* **Time axis.** ``date_start`` is ``Workload.time_origin`` (kept as written) and a task's
+  ``ts_submit`` becomes seconds after it. Without ``date_start`` the time origin is none and
+  times are seconds since the Unix epoch, 1970-01-01T00:00:00 UTC (naive timestamps are read
+  as UTC). A task without ``ts_submit`` takes its workflow's, else the origin, with a warning.
+  Time zones must agree: all timestamps naive, or all with an offset.
 * **Workload.** ``name``, ``description`` map to their fields; every other key except
   ``date_start`` and ``workflows`` (``authors``, ``domain``, ``date_end``, undeclared keys) is
   kept in ``Workload.extras`` under its own name: unknown keys are this format's free-form
@@ -27,8 +28,10 @@ Mapping:
   the model's MB is 2**20 bytes.
 * **Ids.** The format's ids are strings; integer model ids are written as their decimal text.
 
-The writer writes ``date_start`` from ``time_origin`` (``1970-01-01T00:00:00+00:00`` when the
-model has none, with a warning) and every task's ``ts_submit``.
+The writer writes ``date_start`` from ``time_origin`` and every task's ``ts_submit``; a workload
+without a time origin (or with one that is not ISO 8601, a ``workload.time_origin`` loss) is
+written without ``date_start``, its timestamps counted from the Unix epoch in UTC, so that it
+reads back with no origin.
 
 Divergences
 -----------
@@ -47,7 +50,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dcx.converters.diagnostics import (
@@ -71,7 +74,8 @@ from dcx.formats.model import Document, Id, Job, ResourceRequest, Task, Workload
 
 SCHEMA = "osp-workload.schema.json"
 PREFIX = "osp-workload:"
-DEFAULT_ORIGIN = "1970-01-01T00:00:00+00:00"
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""What times count from when a workload has no ``date_start``."""
 
 _ROOT_MAPPED = frozenset({"name", "description", "date_start", "workflows"})
 _JOB_MAPPED = frozenset({"id", "tasks", "application_name"})
@@ -83,6 +87,7 @@ HOLDS = frozenset({
     "workload.name", "workload.description", "workload.time_origin", "workload.extras", "job",
     "job.name", "job.extras", "task.id", "task.submit_time_s", "task.runtime_s",
     "task.request.cores", "task.request.memory_mb", "task.dependencies", "task.extras",
+    "job.empty", "task.dependencies.multiple",
 })
 
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*([KMGTP]?i?B)\s*")
@@ -162,7 +167,7 @@ def read(data: bytes) -> ReadResult:
 
 def _workload(root: dict[str, Any], reader: _Reader) -> Workload | None:
     workflows: list[dict[str, Any]] = root.get("workflows", [])
-    origin_text, origin = _origin(root, workflows, reader)
+    origin_text, origin = _origin(root, reader)
     jobs: list[Job] = []
     for index, workflow in enumerate(workflows):
         jobs.append(_job(workflow, f"/workflows/{index}", index, origin, reader))
@@ -178,30 +183,21 @@ def _workload(root: dict[str, Any], reader: _Reader) -> Workload | None:
     )
 
 
-def _origin(
-    root: dict[str, Any], workflows: list[dict[str, Any]], reader: _Reader
-) -> tuple[str | None, datetime | None]:
+def _origin(root: dict[str, Any], reader: _Reader) -> tuple[str | None, datetime | None]:
+    """``date_start`` as text and instant; ``(None, None)`` without it (times then count from
+    the Unix epoch, see ``_seconds``)."""
     if "date_start" in root:
         return root["date_start"], reader.instant(root["date_start"], "/date_start")
-    earliest: tuple[datetime, str] | None = None
-    for w, workflow in enumerate(workflows):
-        candidates = [(workflow.get("ts_submit"), f"/workflows/{w}/ts_submit")]
-        candidates += [(task.get("ts_submit"), f"/workflows/{w}/tasks/{t}/ts_submit")
-                       for t, task in enumerate(workflow.get("tasks", []))]
-        for text, pointer in candidates:
-            if text is None:
-                continue
-            instant = reader.instant(text, pointer)
-            if instant is not None and (earliest is None or instant < earliest[0]):
-                earliest = (instant, text)
-    if earliest is None:
-        return None, None
-    return earliest[1], earliest[0]
+    return None, None
 
 
 def _seconds(instant: datetime | None, origin: datetime | None) -> float | None:
-    if instant is None or origin is None:
+    """Seconds from ``origin`` to ``instant``; from the Unix epoch (UTC, also for a naive
+    instant) when there is no origin."""
+    if instant is None:
         return None
+    if origin is None:
+        origin = UNIX_EPOCH if instant.tzinfo is not None else UNIX_EPOCH.replace(tzinfo=None)
     return (instant - origin).total_seconds()
 
 
@@ -348,24 +344,22 @@ def write(document: Document) -> WriteResult:
     diagnostics: list[Diagnostic] = []
     count_workload_losses(losses, document, workload, HOLDS)
     origin_text = workload.time_origin
-    if origin_text is None:
-        origin_text = DEFAULT_ORIGIN
-        diagnostics.append(warning(
-            f"the workload has no time origin; timestamps count from {DEFAULT_ORIGIN}",
-            "osp-workload.assumed-origin"))
-    try:
-        origin = datetime.fromisoformat(origin_text)
-    except ValueError:
-        losses.add("workload.time_origin", detail=f"{origin_text!r} is not ISO 8601; "
-                   f"timestamps count from {DEFAULT_ORIGIN}")
-        origin_text, origin = DEFAULT_ORIGIN, datetime.fromisoformat(DEFAULT_ORIGIN)
+    origin = UNIX_EPOCH
+    if origin_text is not None:
+        try:
+            origin = datetime.fromisoformat(origin_text)
+        except ValueError:
+            losses.add("workload.time_origin", detail=f"{origin_text!r} is not ISO 8601; "
+                       "timestamps count from the Unix epoch")
+            origin_text = None
     root: dict[str, Any] = {}
     if workload.name is not None:
         root["name"] = workload.name
     if workload.description is not None:
         root["description"] = workload.description
     root.update(_free_keys(workload.extras, _ROOT_MAPPED, losses, "workload.extras"))
-    root["date_start"] = origin_text
+    if origin_text is not None:
+        root["date_start"] = origin_text
     root["workflows"] = [_workflow(job, origin, losses) for job in workload.jobs]
     structural = schema_diagnostics(SCHEMA, root)
     if structural:  # extras with values the format's types cannot take

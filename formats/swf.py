@@ -398,6 +398,8 @@ def write(document: Document) -> WriteResult:
                           if len(job.tasks) != 1 or job.tasks[0].id != job.id
                           or job.name is not None or job.user is not None or job.extras),
                "every SWF line is a single-task job numbered by its task")
+    losses.add("job.empty", sum(1 for job in workload.jobs if not job.tasks),
+               "jobs without tasks have no line")
     for task in tasks:
         lines.append(" ".join(_line(task, numbering, losses)))
     return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
@@ -493,7 +495,7 @@ def _dependency_column(
 ) -> None:
     outside = task.extras.get("swf:PrecedingJobNumber")
     if len(task.dependencies) > 1:
-        losses.add("task.dependencies", len(task.dependencies) - 1,
+        losses.add("task.dependencies.multiple", len(task.dependencies) - 1,
                    "SWF holds one preceding job per job; the first is kept")
     if task.dependencies:
         preceding = numbering.get(task.dependencies[0])

@@ -141,7 +141,8 @@ def test_machines_with_other_cpus_are_left_out_and_reported():
     lost = {loss.field: loss.count for loss in written.losses}
     assert lost == {"environment.description": 1, "datacenter": 1, "datacenter.name": 1,
                     "rack.id": 1, "rack.empty_slots": 1, "workload": 1, "machine.cpus": 1,
-                    "machine.name": 1, "cpu.vendor": 1, "cpu.energy_consumption_w": 1}
+                    "machine.name": 1, "cpu.vendor": 1, "cpu.energy_consumption_w": 1,
+                    "cpu.id": 1}
     assert [d.code for d in written.diagnostics] == ["opendc-setup.unwritable-machine"]
     assert "m7" in written.diagnostics[0].message
     (machine,) = opendc_setup.read(written.data).document.environment.machines()
@@ -154,3 +155,24 @@ def test_a_document_without_topology_writes_an_empty_setup():
     assert json.loads(written.data) == {"name": "", "rooms": []}
     environment = opendc_setup.read(written.data).document.environment
     assert environment == Environment(datacenters=(Datacenter(),))
+
+
+def test_normal_form_leaves_out_odd_machines_and_makes_cpus_canonical():
+    odd = Machine(id="m7", cpus=(ProcessingUnit(cores=8, clock_rate_hz=2.0e9),))
+    i5 = Machine(id="m8", cpus=(ProcessingUnit(cores=2, clock_rate_hz=3.5e9, id="x"),))
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=(odd, None, i5)),)),)),)))
+    normal = opendc_setup.normal_form(document)
+    assert normal.environment.datacenters[0].rooms[0].racks[0].slots == (
+        None, Machine(id="m8", cpus=(opendc_setup.CPU_TYPES[2],)))
+    assert opendc_setup.normal_form_losses(document) == {"machine.cpus", "cpu.vendor",
+                                                         "cpu.energy_consumption_w", "cpu.id"}
+    assert opendc_setup.normal_form(normal) == normal
+    assert opendc_setup.normal_form_losses(normal) == frozenset()
+
+
+@settings(max_examples=40, deadline=None)
+@given(setup_environments())
+def test_normal_form_is_identity_on_what_the_format_reads(environment: Environment):
+    document = opendc_setup.read(opendc_setup.write(Document(environment=environment)).data)
+    assert opendc_setup.normal_form(document.document) == document.document

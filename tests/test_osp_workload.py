@@ -61,14 +61,20 @@ def test_examples_read_cleanly_and_rewrite_exactly(path: Path):
     assert written.data == data
 
 
-def test_earliest_timestamp_is_the_origin_without_date_start():
+def test_without_date_start_times_count_from_the_unix_epoch():
     result = osp_workload.read(document(
         {"id": "a", "ts_submit": "2020-01-01T00:01:00Z", "runtime": 5},
-        {"id": "b", "ts_submit": "2020-01-01T00:00:30+00:00", "core_count": 2}))
+        {"id": "b", "ts_submit": "2020-01-01T01:00:30+01:00", "core_count": 2}))
     assert result.ok
     workload = result.document.workload
-    assert workload.time_origin == "2020-01-01T00:00:30+00:00"
-    assert [t.submit_time_s for t in workload.tasks()] == [30.0, 0.0]
+    assert workload.time_origin is None
+    assert [t.submit_time_s for t in workload.tasks()] == [1577836860.0, 1577836830.0]
+
+
+def test_without_date_start_naive_timestamps_are_utc():
+    result = osp_workload.read(document({"id": "a", "ts_submit": "1970-01-02T00:00:00"}))
+    assert result.ok
+    assert next(result.document.workload.tasks()).submit_time_s == 86400.0
 
 
 def test_enables_adds_dependencies():
@@ -139,7 +145,8 @@ def test_writer_reports_what_the_format_cannot_hold():
     assert lost == {"workload.attributes": 1, "job.user": 1, "task.request.nodes": 1,
                     "task.deadline_s": 1, "task.extras": 1, "task.request.resources": 1,
                     "task.user": 1}  # swf:Status is SWF's own: not a loss here
-    assert [d.code for d in written.diagnostics] == ["osp-workload.assumed-origin"]
+    assert written.diagnostics == ()
+    assert b"date_start" not in written.data  # no origin: times count from the Unix epoch
     reread = osp_workload.read(written.data).document
-    assert reread.workload.time_origin == osp_workload.DEFAULT_ORIGIN
+    assert reread.workload.time_origin is None
     assert next(reread.workload.tasks()).id == "1"

@@ -162,6 +162,14 @@ def test_round_trip_is_identity(workload: Workload):
     assert result.document == Document(workload=workload)
 
 
+def test_a_job_without_tasks_is_a_job_empty_loss():
+    workload = Workload(jobs=(Job(id=1, tasks=(Task(id=1),)), Job(id=2)))
+    written = swf.write(Document(workload=workload))
+    assert {loss.field: loss.count for loss in written.losses} == {"job": 1, "job.empty": 1}
+    assert swf.read(written.data).document == Document(workload=Workload(
+        jobs=(Job(id=1, tasks=(Task(id=1),)),)))
+
+
 def test_writer_reports_what_swf_cannot_hold():
     tasks = (Task(id="a", request=ResourceRequest(nodes=2, cores=4.0)),
              Task(id="b", dependencies=("a", "c"), image="img", user="alice"),
@@ -171,7 +179,7 @@ def test_writer_reports_what_swf_cannot_hold():
     written = swf.write(Document(workload=workload))
     lost = {loss.field: loss.count for loss in written.losses}
     assert lost == {"workload.name": 1, "job.name": 1, "workload.time_origin": 1, "job": 1,
-                    "task.request.cores": 1, "task.dependencies": 1, "task.image": 1}
+                    "task.request.cores": 1, "task.dependencies.multiple": 1, "task.image": 1}
     reread = swf.read(written.data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
