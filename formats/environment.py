@@ -20,6 +20,10 @@ Divergences
   accepts.
 * ``rooms``, ``objects`` and ``units`` may be JSON objects in the upstream schema (their
   content then goes unchecked); dcx reads such an object's values in order, with a warning.
+* dcx's schema also accepts 0 cores and 0 MB capacity (an SSS node may configure none);
+  like a missing clock rate or a fractional capacity, that draws an
+  ``environment.upstream-incompatible`` warning. A document without a topology is written
+  as an empty one (``datacenters: []``), which carries the same nothing (losses: Empty parts).
 * Unknown keys pass the upstream schema silently; dcx keeps them (written back unchanged) and
   warns, because they are usually typos (the upstream example's memory ``speed``).
 * Event ``time`` has no unit in the format; dcx reads seconds. An event without ``time`` or
