@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -338,6 +339,35 @@ def _link(jobs: list[Job], workflows: list[dict[str, Any]], reader: _Reader) -> 
 # --------------------------------------------------------------------------- write
 
 
+def _on_microseconds(seconds: float) -> float:
+    """``seconds`` as a timestamp holds it: whole microseconds (unchanged when too large)."""
+    try:
+        return timedelta(seconds=seconds).total_seconds()
+    except OverflowError:
+        return seconds
+
+
+def normal_form(document: Document) -> Document:
+    """What the format makes of ``document`` beyond its field paths: submit times on whole
+    microseconds, the resolution of an ISO 8601 timestamp as Python writes it."""
+    workload = document.workload
+    if workload is None:
+        return document
+    jobs = tuple(replace(job, tasks=tuple(
+        replace(task, submit_time_s=_on_microseconds(task.submit_time_s))
+        for task in job.tasks)) for job in workload.jobs)
+    return replace(document, workload=replace(workload, jobs=jobs))
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The field paths ``normal_form`` changes in ``document``."""
+    if document.workload is not None and any(
+            _on_microseconds(task.submit_time_s) != task.submit_time_s
+            for task in document.workload.tasks()):
+        return frozenset({"task.submit_time_s"})
+    return frozenset()
+
+
 def write(document: Document) -> WriteResult:
     workload = document.workload or Workload()
     losses = LossCounter()
@@ -408,7 +438,10 @@ def _task_object(task: Task, origin: datetime, losses: LossCounter) -> dict[str,
     written: dict[str, Any] = {"id": str(task.id)}
     written.update(_free_keys(task.extras, _TASK_MAPPED, losses, "task.extras"))
     try:
-        written["ts_submit"] = (origin + timedelta(seconds=task.submit_time_s)).isoformat()
+        offset = timedelta(seconds=task.submit_time_s)
+        written["ts_submit"] = (origin + offset).isoformat()
+        if offset.total_seconds() != task.submit_time_s:
+            losses.add("task.submit_time_s", detail="timestamps hold whole microseconds")
     except OverflowError:
         losses.add("task.submit_time_s", detail="beyond the years a timestamp can hold; "
                    "written as the time origin")

@@ -56,6 +56,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -526,10 +527,38 @@ def _measure(value: float | None, field: str, losses: LossCounter) -> str:
     return format_number(value)
 
 
+def _writable_name(value: str) -> bool:
+    """Whether a user or group can be an SWF column: digits, or a name token."""
+    return _DECIMAL_DIGITS.fullmatch(value) is not None or is_id_token(value)
+
+
+def normal_form(document: Document) -> Document:
+    """What SWF makes of ``document`` beyond its field paths: a user or group that is no
+    column token (see Ids and users) is written as unknown and reads back as none."""
+    workload = document.workload
+    if workload is None:
+        return document
+    jobs = tuple(replace(job, tasks=tuple(
+        replace(task,
+                user=task.user if task.user is None or _writable_name(task.user) else None,
+                group=task.group if task.group is None or _writable_name(task.group) else None)
+        for task in job.tasks)) for job in workload.jobs)
+    return replace(document, workload=replace(workload, jobs=jobs))
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The field paths ``normal_form`` changes in ``document``."""
+    tasks = list(document.workload.tasks()) if document.workload is not None else []
+    return frozenset(
+        field for field, values in (("task.user", [task.user for task in tasks]),
+                                    ("task.group", [task.group for task in tasks]))
+        if any(value is not None and not _writable_name(value) for value in values))
+
+
 def _decimal_id(value: str | None, field: str, losses: LossCounter) -> str:
     if value is None:
         return "-1"
-    if _DECIMAL_DIGITS.fullmatch(value) or is_id_token(value):
+    if _writable_name(value):
         return value
     losses.add(field, detail="SWF user and group ids are numbers (or names without spaces)")
     return "-1"
