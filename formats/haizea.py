@@ -305,6 +305,10 @@ class _Context:
     """Streaming: the ``<lease-request>`` being read (earlier ones are already deleted)."""
     request_position: int = 0
     """Streaming: the 1-based position of ``request`` among the requests."""
+    data: bytes = b""
+    """The input, so diagnostics can give the column of the element they name."""
+    line_starts: list[int] | None = None
+    """Byte offset of each line of ``data``; built when the first diagnostic needs it."""
 
     @property
     def request_xpath(self) -> str:
@@ -322,8 +326,31 @@ class _Context:
 
     def report(self, diagnostic: Callable[..., Diagnostic], code: str, message: str,
                element: Any, attribute: str | None = None, hint: str | None = None) -> None:
-        self.diagnostics.append(diagnostic(message, code, line=element.sourceline,
+        line = element.sourceline
+        self.diagnostics.append(diagnostic(message, code, line=line,
+                                           column=self.column(line, element.tag, attribute),
                                            pointer=self.xpath(element, attribute), hint=hint))
+
+    def column(self, line: int | None, tag: str, attribute: str | None) -> int | None:
+        """1-based column of the first ``<tag`` on ``line`` (of its ``attribute`` when
+        named), or ``None`` when the line does not show it."""
+        if not line or not self.data or not isinstance(tag, str):
+            return None
+        if self.line_starts is None:
+            self.line_starts = [0, *(match.end() for match in re.finditer(b"\n", self.data))]
+        starts = self.line_starts
+        if line > len(starts):
+            return None
+        text = self.data[starts[line - 1]:starts[line] if line < len(starts) else None]
+        found = re.search(rb"<" + re.escape(tag.encode()) + rb"(?=[\s/>])", text)
+        if found is None:
+            return None
+        position = found.start()
+        if attribute is not None:
+            value = re.compile(rb"(?<![\w.:-])" + re.escape(attribute.encode()) + rb"\s*=")
+            named = value.search(text, found.end())
+            position = named.start() if named is not None else position
+        return len(text[:position].decode("utf-8", "replace")) + 1
 
     def error(self, code: str, message: str, element: Any, attribute: str | None = None,
               hint: str | None = None) -> None:
@@ -363,13 +390,11 @@ class _Context:
         if schema.validate(target):
             return True
         for entry in schema.error_log:
-            message = re.sub(r"^Element '[^']*'(, attribute '[^']*')?: ", "", entry.message)
-            pointer = entry.path or ""
-            if self.request is not None and pointer.startswith("/lease-request"):
-                pointer = self.request_xpath + pointer[len("/lease-request"):]
-            self.diagnostics.append(error(message, "xsd.invalid", line=entry.line or None,
-                                          column=entry.column + 1 if entry.column else None,
-                                          pointer=pointer))
+            pointer = None  # xmlio derives it from the entry
+            path = entry.path or ""
+            if self.request is not None and path.startswith("/lease-request"):
+                pointer = self.request_xpath + path[len("/lease-request"):]
+            self.diagnostics.append(xmlio.xsd_entry_diagnostic(entry, self.data, pointer))
         return False
 
 
@@ -390,6 +415,7 @@ def _read(data: bytes, context: _Context) -> Document | None:
     if problem is not None:
         raise InputError(problem)
     data = _blank_misplaced_declaration(data, context)
+    context.data = data
     root = xmlio.root_name(data)
     if root == "lease-workload":
         return _read_workload_stream(data, context)
@@ -874,7 +900,7 @@ def _read_workload_stream(data: bytes, context: _Context) -> Document | None:
     _report_arrival_order(requests, context)
     if not valid:
         return None
-    if not jobs:
+    if position == 0:  # a request that was rejected has its own error
         context.diagnostics.append(warning("the workload has no lease requests",
                                            "haizea.empty-workload", line=root.sourceline,
                                            pointer="/lease-workload/lease-requests"))
@@ -1024,15 +1050,17 @@ def _read_legacy(data: bytes, context: _Context) -> Document | None:
                                line=line)) from None
     requests = _Requests()
     jobs: list[Job] = []
+    request_lines = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         content = raw.split("#", 1)[0].strip()
         if not content:
             continue
+        request_lines += 1
         task = _legacy_task(content, number, len(jobs) + 1, context, requests)
         if task is not None:
             jobs.append(Job(id=task.id, tasks=(task,)))
     _report_arrival_order(requests, context)
-    if not jobs:
+    if request_lines == 0:  # a line that was rejected has its own error
         context.diagnostics.append(warning("the workload has no lease requests",
                                            "haizea.empty-workload", line=1))
     return Document(workload=Workload(jobs=tuple(jobs)))

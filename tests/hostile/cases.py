@@ -369,9 +369,7 @@ CASES: tuple[Case, ...] = (
     Case("r-hostlist-explode", "flux_r", "flux-r.hostlist", "more than 1,048,576 hosts",
          "formats/hostlist-explode.R", line=7, checklist="issue 9"),
     Case("r-idset-explode", "flux_r", "flux-r.idset", "exceeds the maximum 2147483647",
-         "formats/idset-explode.R", line=4, checklist="issue 9",
-         known_issue="formats/flux_r.py reports a second, consequential error: 'nodelist "
-         "names 4 hosts but R_lite has 0 ranks' after the idset it could not decode"),
+         "formats/idset-explode.R", line=4, checklist="issue 9"),
     Case("r-nodelist-ranks-disagree", "flux_r", "flux-r.nodelist-count",
          "nodelist names 3 hosts but R_lite has 4 ranks", "formats/nodelist-ranks-disagree.R",
          line=7, checklist="issue 9"),
@@ -379,13 +377,9 @@ CASES: tuple[Case, ...] = (
     Case("swf-negative-fields", "swf", "schema.const", "AllocatedProcessors is -5",
          _swf_negative, ".swf", line=3, checklist="issue 9"),
     Case("lwf-zero-nodes", "haizea", "xsd.invalid", "'0' is not a valid value",
-         "formats/zero-nodes.lwf", line=7, checklist="issue 9",
-         known_issue="formats/haizea.py builds its XSD diagnostics itself, without a column; "
-         "xmlio.xsd_entry_diagnostic(entry, data) gives line and column"),
+         "formats/zero-nodes.lwf", line=7, checklist="issue 9"),
     Case("lwf-no-node-sets", "haizea", "haizea.lease-no-nodes", "asks for no node-set",
-         "formats/empty-nodes.lwf", line=5, checklist="issue 9",
-         known_issue="formats/haizea.py adds a false warning 'the workload has no lease "
-         "requests' after rejecting the only lease"),
+         "formats/empty-nodes.lwf", line=5, checklist="issue 9"),
 )
 
 BY_NAME: dict[str, Case] = {case.name: case for case in CASES}
