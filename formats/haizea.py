@@ -156,6 +156,8 @@ _NODE_SETS_KEY = "haizea:node-sets"
 _ID_ASSIGNED_KEY = "haizea:id-assigned"
 _STATE_KEY = "haizea:state"
 _SUBMIT_TIME_KEY = "haizea:submit-time"
+_TYPE_NAME = re.compile(r"\S+")
+"""A resource type name as the XSD takes it."""
 _TASK_KEYS = frozenset({_NODE_SETS_KEY, _ID_ASSIGNED_KEY, _STATE_KEY, _SUBMIT_TIME_KEY})
 
 # --------------------------------------------------------------------------- time grammar
@@ -517,7 +519,7 @@ def _environment(node_sets: list[_NodeSet], names: tuple[str, ...] | None) -> En
     machines: list[Machine] = []
     for node_set in node_sets:
         for _ in range(node_set.nodes):
-            machines.append(_machine(len(machines) + 1, node_set.capacity))
+            machines.append(_machine(node_set.capacity))
     extras: dict[str, Any] = {}
     if names is not None and list(names) != _derived_type_names(machines):
         extras[_RESOURCE_TYPES_KEY] = list(names)
@@ -531,7 +533,7 @@ def _named(name: str, amount: Amount) -> NamedResource:
     return NamedResource(name, float(amount))
 
 
-def _machine(number: int, capacity: Capacity) -> Machine:
+def _machine(capacity: Capacity) -> Machine:
     cpus: tuple[ProcessingUnit, ...] = ()
     memory: tuple[StorageUnit, ...] = ()
     resources: list[NamedResource] = []
@@ -543,7 +545,7 @@ def _machine(number: int, capacity: Capacity) -> Machine:
             memory = tuple(StorageUnit(capacity_mb=float(value)) for value in values)
         else:
             resources.append(_named(name, amount))
-    return Machine(id=number, cpus=cpus, memory=memory, resources=tuple(resources))
+    return Machine(cpus=cpus, memory=memory, resources=tuple(resources))
 
 
 def _derived_type_names(machines: Iterable[Machine]) -> list[str]:
@@ -1172,6 +1174,9 @@ def _document_element(document: Document, losses: LossCounter) -> Any:
 def _machine_capacity(machine: Machine, losses: LossCounter) -> Capacity:
     named: dict[str, NamedResource] = {}
     for resource in machine.resources:
+        if not _TYPE_NAME.fullmatch(resource.name):
+            losses.add("machine.resources", 1, "Haizea resource types are single words")
+            continue
         if resource.name in named:
             losses.add("machine.resources", 1, "a resource type given twice on one machine")
         named[resource.name] = resource
@@ -1283,9 +1288,9 @@ def _site_element(environment: Environment, lease_types: Iterable[str],
     _account_topology(environment, losses)
     node_sets: list[tuple[int, Capacity]] = []
     machines = list(environment.machines())
-    for number, machine in enumerate(machines, start=1):
-        losses.add("machine.id", int(machine.id is not None and machine.id != number),
-                   "Haizea numbers nodes 1..N in document order")
+    for machine in machines:
+        losses.add("machine.id", int(machine.id is not None),
+                   "Haizea nodes have no ids, only their position")
         capacity = _machine_capacity(machine, losses)
         if node_sets and node_sets[-1][1] == capacity:
             node_sets[-1] = (node_sets[-1][0] + 1, capacity)
@@ -1326,10 +1331,12 @@ def _account_workload(workload: Workload, losses: LossCounter, annotations_lost:
         losses.add("workload.annotations", len(workload.annotations),
                    "an LWF cannot hold annotations; write them to a separate .lwfa")
     for job in workload.jobs:
-        losses.add("job", int(len(job.tasks) > 1), "each task becomes its own lease")
+        losses.add("job", int(len(job.tasks) != 1 or job.tasks[0].id != job.id
+                              or job.name is not None or job.user is not None
+                              or bool(job.extras)),
+                   "each task becomes a lease of its own, read back as a job named by it")
         losses.add("job.name", int(job.name is not None))
-        losses.add("job.user", int(job.user is not None and
-                                   any(task.user != job.user for task in job.tasks)))
+        losses.add("job.user", int(job.user is not None))
         losses.add("job.extras", len(job.extras))
 
 
@@ -1362,6 +1369,9 @@ def _task_capacity(task: Task, losses: LossCounter) -> Capacity:
     request = task.request
     named: dict[str, NamedResource] = {}
     for resource in request.resources:
+        if not _TYPE_NAME.fullmatch(resource.name):
+            losses.add("task.request.resources", 1, "Haizea resource types are single words")
+            continue
         if resource.name in named:
             losses.add("task.request.resources", 1, "a resource type given twice")
         named[resource.name] = resource

@@ -75,9 +75,9 @@ def machine_shapes(draw: st.DrawFn) -> Machine:
 def environments(draw: st.DrawFn) -> Environment:
     shapes = draw(st.lists(machine_shapes(), min_size=1, max_size=3))
     picks = draw(st.lists(st.sampled_from(shapes), max_size=12))
-    machines = tuple(Machine(id=number, cpus=shape.cpus, memory=shape.memory,
-                             resources=shape.resources)
-                     for number, shape in enumerate(picks, start=1))
+    # Haizea nodes are positional: no ids (the loss contract's normal form for machine.id)
+    machines = tuple(Machine(cpus=shape.cpus, memory=shape.memory, resources=shape.resources)
+                     for shape in picks)
     used = ["CPU", "Memory"]
     for machine in machines:
         used.extend(r.name for r in machine.resources if r.name not in used)
