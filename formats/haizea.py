@@ -92,6 +92,7 @@ from dcx.formats.model import (
     Datacenter,
     Document,
     Environment,
+    Id,
     Job,
     Machine,
     MachineState,
@@ -1149,12 +1150,106 @@ def _amount(resource: NamedResource, losses: LossCounter, field_path: str) -> Am
 
 def write(document: Document) -> WriteResult:
     losses = LossCounter()
+    for field_path, count in sorted(_normal_form_counts(document).items()):
+        losses.add(field_path, count, _NORMAL_FORM_DETAILS[field_path])
+    document = normal_form(document)
     try:
         root = _document_element(document, losses)
     except InputError as exc:
         return WriteResult(b"", losses.losses(), (exc.diagnostic,))
     data = etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
     return WriteResult(data, losses.losses())
+
+
+_USER_ID = re.compile(r"[+-]?\d+", re.ASCII)
+_SHORTEST_LEASE_S = 0.01
+"""Haizea's time grid: the shortest duration a lease can ask for."""
+_TIME_FIELDS = ("submit_time_s", "runtime_s", "requested_time_s", "deadline_s", "start_time_s")
+_NORMAL_FORM_DETAILS = {
+    "task.id": "Haizea lease ids are integers; leases were numbered 1..n in workload order",
+    "task.submit_time_s": "Haizea times are kept to 0.01 s",
+    "task.runtime_s": "Haizea times are kept to 0.01 s and a realduration is positive",
+    "task.requested_time_s": "a lease needs a positive duration; without a requested time "
+                             "or runtime it asks for 0.01 s",
+    "task.user": "Haizea user ids are integers",
+    "task.deadline_s": "Haizea times are kept to 0.01 s",
+    "task.start": "Haizea times are kept to 0.01 s",
+}
+
+
+def _on_grid(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 100) / 100
+
+
+def _positive(seconds: float | None) -> float | None:
+    return seconds if seconds is not None and seconds > 0 else None
+
+
+def _task_normal_form(task: Task, task_id: Id) -> Task:
+    runtime = _positive(_on_grid(task.runtime_s))
+    # The lease <duration> is the requested time; with only a runtime, Haizea is asked for
+    # the time the task ran, which is what a user expects of the converted lease.
+    requested = _positive(_on_grid(task.requested_time_s)) or runtime or _SHORTEST_LEASE_S
+    user = task.user if task.user is None or _USER_ID.fullmatch(task.user) else None
+    return replace(task, id=task_id, submit_time_s=round(task.submit_time_s * 100) / 100,
+                   user=user,
+                   runtime_s=runtime, requested_time_s=requested,
+                   deadline_s=_on_grid(task.deadline_s), start_time_s=_on_grid(task.start_time_s))
+
+
+def _integer_ids(tasks: list[Task]) -> bool:
+    ids = [task.id for task in tasks]
+    return all(isinstance(i, int) and not isinstance(i, bool) for i in ids) and \
+        len(set(ids)) == len(ids)
+
+
+def normal_form(document: Document) -> Document:
+    """What Haizea makes of ``document`` beyond its field paths (losses: Value
+    restrictions): times on its 0.01 s grid; a lease duration for every task (the requested
+    time, else the runtime, else the shortest lease); leases numbered 1..n in workload order
+    unless every task id is a distinct integer."""
+    workload = document.workload
+    if workload is None:
+        return document
+    tasks = list(workload.tasks())
+    keep_ids = _integer_ids(tasks)
+    numbers = iter(range(1, len(tasks) + 1))
+    jobs = tuple(replace(job, tasks=tuple(
+        _task_normal_form(task, task.id if keep_ids else next(numbers)) for task in job.tasks))
+        for job in workload.jobs)
+    return replace(document, workload=replace(workload, jobs=jobs))
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The field paths ``normal_form`` changes, or fills in from nothing, in ``document``."""
+    return frozenset(_normal_form_counts(document))
+
+
+def _normal_form_counts(document: Document) -> dict[str, int]:
+    """Field path -> how many tasks ``normal_form`` changes there."""
+    if document.workload is None:
+        return {}
+    tasks = list(document.workload.tasks())
+    counts: dict[str, int] = {}
+    if not _integer_ids(tasks):
+        counts["task.id"] = len(tasks)
+    for task in tasks:
+        lost: set[str] = set()
+        for name in _TIME_FIELDS:
+            value = getattr(task, name)
+            if value is not None and _on_grid(value) != value:
+                lost.add("task.start" if name == "start_time_s" else f"task.{name}")
+        if task.user is not None and not _USER_ID.fullmatch(task.user):
+            lost.add("task.user")
+        runtime = _positive(_on_grid(task.runtime_s))
+        if task.runtime_s is not None and runtime is None:
+            lost.add("task.runtime_s")
+        if _positive(_on_grid(task.requested_time_s)) is None and (
+                task.requested_time_s is not None or runtime is None):
+            lost.add("task.requested_time_s")
+        for field_path in lost:
+            counts[field_path] = counts.get(field_path, 0) + 1
+    return counts
 
 
 def _document_element(document: Document, losses: LossCounter) -> Any:
@@ -1425,20 +1520,13 @@ def _lease_element(parent: Any, task: Task, losses: LossCounter) -> None:
     lease = etree.SubElement(parent, "lease")
     extras = task.extras
     if not extras.get(_ID_ASSIGNED_KEY):
-        if isinstance(task.id, int) or (isinstance(task.id, str) and
-                                        re.fullmatch(r"[+-]?\d+", task.id)):
-            lease.set("id", str(task.id))
-        else:
-            losses.add("task.id", 1, "Haizea lease ids are integers")
+        lease.set("id", str(task.id))  # an integer: see normal_form
     preemptible = task.preemptible
     if preemptible is None:  # Haizea requires it; lwf2xml's convention
         preemptible = task.start_mode is StartMode.ANY
     lease.set("preemptible", "true" if preemptible else "false")
-    if task.user is not None:
-        if re.fullmatch(r"[+-]?\d+", task.user):
-            lease.set("user", task.user)
-        else:
-            losses.add("task.user", 1, "Haizea user ids are integers")
+    if task.user is not None:  # an integer: see normal_form
+        lease.set("user", task.user)
     if isinstance(extras.get(_STATE_KEY), int):
         lease.set("state", str(extras[_STATE_KEY]))
     if extras.get(_SUBMIT_TIME_KEY) is not None:
@@ -1447,8 +1535,7 @@ def _lease_element(parent: Any, task: Task, losses: LossCounter) -> None:
     _nodes_element(lease, _task_node_sets(task, losses))
     _start_element(lease, task.start_mode, task.start_time_s
                    if task.start_time_s is not None else task.submit_time_s)
-    duration = task.requested_time_s if task.requested_time_s is not None else task.runtime_s
-    etree.SubElement(lease, "duration", time=format_time(duration or 0.0))
+    etree.SubElement(lease, "duration", time=format_time(task.requested_time_s or 0.0))
     if task.deadline_s is not None:
         etree.SubElement(lease, "deadline", time=format_time(task.deadline_s))
     _software_element(lease, task.image, task.image_size_mb, losses, "task.image")
