@@ -1166,6 +1166,9 @@ _SHORTEST_LEASE_S = 0.01
 """Haizea's time grid: the shortest duration a lease can ask for."""
 _TIME_FIELDS = ("submit_time_s", "runtime_s", "requested_time_s", "deadline_s", "start_time_s")
 _NORMAL_FORM_DETAILS = {
+    "workload.annotations": "an LWF cannot hold annotations; write them to a separate .lwfa",
+    "workload.name": "a .lwfa has no name",
+    "workload.description": "a .lwfa has no description",
     "task.id": "Haizea lease ids are integers; leases were numbered 1..n in workload order",
     "task.submit_time_s": "Haizea times are kept to 0.01 s",
     "task.runtime_s": "Haizea times are kept to 0.01 s and a realduration is positive",
@@ -1211,6 +1214,9 @@ def normal_form(document: Document) -> Document:
     workload = document.workload
     if workload is None:
         return document
+    if _is_annotation_document(document):
+        return replace(document, workload=replace(workload, name=None, description=None))
+    workload = replace(workload, annotations=())
     tasks = list(workload.tasks())
     keep_ids = _integer_ids(tasks)
     numbers = iter(range(1, len(tasks) + 1))
@@ -1227,10 +1233,17 @@ def normal_form_losses(document: Document) -> frozenset[str]:
 
 def _normal_form_counts(document: Document) -> dict[str, int]:
     """Field path -> how many tasks ``normal_form`` changes there."""
-    if document.workload is None:
+    workload = document.workload
+    if workload is None:
         return {}
-    tasks = list(document.workload.tasks())
+    if _is_annotation_document(document):
+        return {path: 1 for path, value in (("workload.name", workload.name),
+                                            ("workload.description", workload.description))
+                if value is not None}
+    tasks = list(workload.tasks())
     counts: dict[str, int] = {}
+    if workload.annotations:
+        counts["workload.annotations"] = len(workload.annotations)
     if not _integer_ids(tasks):
         counts["task.id"] = len(tasks)
     for task in tasks:
@@ -1252,11 +1265,17 @@ def _normal_form_counts(document: Document) -> dict[str, int]:
     return counts
 
 
+def _is_annotation_document(document: Document) -> bool:
+    """Written as a ``.lwfa``: annotations without leases or a site."""
+    workload = document.workload
+    return workload is not None and not workload.jobs and bool(workload.annotations) \
+        and document.environment is None
+
+
 def _document_element(document: Document, losses: LossCounter) -> Any:
     workload = document.workload
     environment = document.environment
-    if workload is not None and not workload.jobs and workload.annotations \
-            and environment is None:
+    if workload is not None and _is_annotation_document(document):
         return _annotations_element(workload, losses)
     if workload is None and environment is not None:
         return _site_element(environment, (), losses)
@@ -1310,6 +1329,18 @@ def _account_machine(machine: Machine, losses: LossCounter) -> None:
     losses.add("machine.gpus", len(machine.gpus), "Haizea has no GPU type; add a named "
                "resource to keep a count")
     losses.add("machine.storage", len(machine.storage))
+    losses.add("machine.storage.devices", int(len(machine.storage) > 1))
+    for storage in machine.storage:
+        losses.add("storage.details", int(_has_details(storage)))
+        losses.add("machine.extras", int(bool(storage.extras)), "storage extras")
+    for gpu in machine.gpus:
+        losses.add("gpu.cores", int(gpu.cores != 1))
+        losses.add("machine.extras", int(bool(gpu.extras)), "GPU extras")
+        losses.add("gpu.clock_rate_hz", int(gpu.clock_rate_hz is not None))
+        losses.add("gpu.id", int(gpu.id is not None))
+        losses.add("gpu.energy_consumption_w", int(gpu.energy_consumption_w is not None))
+        losses.add("gpu.vendor", int(any(value is not None for value in (
+            gpu.manufacturer, gpu.family, gpu.generation, gpu.model))))
     for cpu in machine.cpus:
         losses.add("cpu.clock_rate_hz", int(cpu.clock_rate_hz is not None))
         losses.add("cpu.id", int(cpu.id is not None))
@@ -1318,10 +1349,13 @@ def _account_machine(machine: Machine, losses: LossCounter) -> None:
             cpu.manufacturer, cpu.family, cpu.generation, cpu.model))))
         losses.add("machine.extras", int(bool(cpu.extras)), "CPU extras")
     for unit in machine.memory:
-        losses.add("memory.details", int(any(value is not None for value in (
-            unit.id, unit.manufacturer, unit.family, unit.generation, unit.model,
-            unit.read_speed_mb_s, unit.write_speed_mb_s, unit.energy_consumption_w))
-            or bool(unit.extras)))
+        losses.add("memory.details", int(_has_details(unit) or bool(unit.extras)))
+
+
+def _has_details(unit: StorageUnit) -> bool:
+    return any(value is not None for value in (
+        unit.id, unit.manufacturer, unit.family, unit.generation, unit.model,
+        unit.read_speed_mb_s, unit.write_speed_mb_s, unit.energy_consumption_w))
 
 
 def _account_topology(environment: Environment, losses: LossCounter) -> None:
@@ -1335,9 +1369,12 @@ def _account_topology(environment: Environment, losses: LossCounter) -> None:
     datacenters = environment.datacenters
     losses.add("datacenter", len(datacenters) - 1, "all machines go into one site")
     rooms = [room for datacenter in datacenters for room in datacenter.rooms]
-    losses.add("room", len(rooms) - 1, "all machines go into one site")
+    losses.add("room", sum(1 for datacenter in datacenters if len(datacenter.rooms) > 1
+                           or any(room.type != "SERVER" for room in datacenter.rooms)),
+               "all machines go into one site")
     racks = list(environment.racks())
-    losses.add("rack", len(racks) - 1, "all machines go into one site")
+    losses.add("rack", sum(1 for room in rooms if len(room.racks) > 1),
+               "all machines go into one site")
     for datacenter in datacenters:
         for field_path, value in (("datacenter.id", datacenter.id),
                                   ("datacenter.name", datacenter.name),
@@ -1546,6 +1583,7 @@ def _lease_element(parent: Any, task: Task, losses: LossCounter) -> None:
 
 def _account_task(task: Task, losses: LossCounter) -> None:
     losses.add("task.dependencies", len(task.dependencies))
+    losses.add("task.dependencies.multiple", int(len(task.dependencies) > 1))
     losses.add("task.group", int(task.group is not None))
     losses.add("task.extras", sum(1 for key in task.extras if key.startswith(_EXTRA_PREFIX)
                                   and key not in _TASK_KEYS))
@@ -1575,9 +1613,7 @@ def _software_element(parent: Any, image: str | None, size_mb: float | None,
 
 def _annotations_element(workload: Workload, losses: LossCounter) -> Any:
     _account_workload(workload, losses, annotations_lost=False)
-    losses.add("workload.name", int(workload.name is not None))
-    losses.add("workload.description", int(workload.description is not None))
-    root = etree.Element("lease-annotations")
+    root = etree.Element("lease-annotations")  # name and description: see normal_form
     _attrs_element(root, "attributes", workload.attributes, losses, "workload.attributes")
     targets = [annotation.target for annotation in workload.annotations]
     positional = any(target is None or not isinstance(target, int) for target in targets)
