@@ -1349,7 +1349,8 @@ def _account_machine(machine: Machine, losses: LossCounter) -> None:
             cpu.manufacturer, cpu.family, cpu.generation, cpu.model))))
         losses.add("machine.extras", int(bool(cpu.extras)), "CPU extras")
     for unit in machine.memory:
-        losses.add("memory.details", int(_has_details(unit) or bool(unit.extras)))
+        losses.add("memory.details", int(_has_details(unit)))
+        losses.add("machine.extras", int(bool(unit.extras)), "memory extras")
 
 
 def _has_details(unit: StorageUnit) -> bool:
