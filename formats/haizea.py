@@ -6,8 +6,9 @@ Mapping to the model
 --------------------
 
 * A ``<site>`` (or a bare ``<nodes>``) becomes ``Environment(one Datacenter, one Room, one
-  Rack)`` whose slots are the expanded machines, numbered 1..N in document order (Haizea's own
-  node numbering, kept in ``Machine.id``). Per machine: ``CPU`` amount 100 = one core, so a
+  Rack)`` whose slots are the expanded machines in document order. Haizea numbers nodes by
+  position only, so ``Machine.id`` is not held: the reader leaves it ``None`` and the writer
+  reports any id as a loss. Per machine: ``CPU`` amount 100 = one core, so a
   scalar ``CPU 400`` is one ``ProcessingUnit(cores=4)``; a multi-instance ``CPU`` (one
   ``<instance>`` per CPU) is one ``ProcessingUnit`` per instance, which is how the model says
   "sockets". CPU amounts that are not whole cores stay a ``NamedResource("CPU")`` in Haizea
@@ -28,6 +29,12 @@ Mapping to the model
   ``extras["haizea:submit-time"]``. A lease whose node-sets differ keeps the first one as its
   request and all of them in ``extras["haizea:node-sets"]``, which the writer prefers. A lease
   without ``id`` gets its 1-based request position and ``extras["haizea:id-assigned"]``.
+* ``normal_form`` (losses.py, Value restrictions) is what the writer makes of a workload
+  first: times on the 0.01 s grid; every lease has a duration, the requested time, else the
+  runtime (what a user expects of the converted lease; filling it in loses nothing), else
+  0.01 s (a ``task.requested_time_s`` loss); leases numbered 1..n in workload order unless
+  every task id is a distinct integer; users that are not integers dropped; annotations kept
+  only in a ``.lwfa`` (no leases, no site), which has no name or description.
 * LWF times are seconds from the workload start (``time_origin`` is ``None``); the writer uses
   Haizea's own ``[D:]HH:MM:SS.ss`` form, so times round-trip at 0.01 s.
 * A standalone ``<lease>`` (XML-RPC) has absolute times: ``submit-time``, else the first
