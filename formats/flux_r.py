@@ -115,6 +115,9 @@ class _Reader:
         self.execution: dict[str, Any] = value["execution"]
         self.locator = locator
         self.problems: list[Diagnostic] = []
+        self.broken: set[str] = set()
+        """Parts (``ranks``, ``children``, ``nodelist``) with a structural error already
+        reported: checks that compare against them would only restate it."""
 
     def fail(self, message: str, code: str, pointer: str, position: int | None = None) -> None:
         self.problems.append(self._located(error(message, code, pointer=pointer), position))
@@ -129,10 +132,11 @@ class _Reader:
             column += 1 + position  # past the opening quote
         return replace(diagnostic, line=line, column=column)
 
-    def idset(self, text: str, pointer: str) -> IdSet | None:
+    def idset(self, text: str, pointer: str, part: str) -> IdSet | None:
         try:
             return IdSet.decode(text)
         except IdsetError as problem:
+            self.broken.add(part)
             self.fail(f"invalid idset {text!r}: {problem.reason} (character "
                       f"{problem.position + 1})", "flux-r.idset", pointer, problem.position)
             return None
@@ -145,11 +149,11 @@ class _Reader:
         legacy_entries = 0
         for index, entry in enumerate(self.execution["R_lite"]):
             pointer = f"/execution/R_lite/{index}"
-            rank_ids = self.idset(entry["rank"], pointer + "/rank")
+            rank_ids = self.idset(entry["rank"], pointer + "/rank", "ranks")
             children: dict[str, IdSet] = {}
             for kind, text in entry["children"].items():
                 child_pointer = f"{pointer}/children/{escape_pointer_token(kind)}"
-                ids = self.idset(text, child_pointer)
+                ids = self.idset(text, child_pointer, "children")
                 if ids is not None:
                     children[kind] = ids
                 if kind not in ("core", "gpu"):
@@ -163,11 +167,13 @@ class _Reader:
             if rank_ids is None:
                 continue
             if len(ranks) + len(rank_ids) > MAX_RANKS:
+                self.broken.add("ranks")
                 self.fail(f"more than {MAX_RANKS:,} ranks: beyond what dcx models one by one",
                           "flux-r.too-large", pointer + "/rank")
                 return ranks
             if len(children.get("gpu", ())) > MAX_DEVICES:
                 # GPUs become one model object each; cores and other children are counts.
+                self.broken.update(("ranks", "children"))
                 self.fail(f"more than {MAX_DEVICES:,} GPUs per rank: beyond what dcx models "
                           "one by one", "flux-r.too-large", pointer + "/children/gpu")
                 return ranks
@@ -191,6 +197,7 @@ class _Reader:
             elif before.isdisjoint(ids):
                 known.children[kind] = before.union(ids)
             else:
+                self.broken.add("children")
                 self.fail(f"rank {rank} appears in several R_lite entries whose {kind} ids "
                           f"overlap ({before} and {ids})", "flux-r.rank-overlap",
                           pointer + "/rank")
@@ -213,11 +220,15 @@ class _Reader:
             try:
                 hosts = hosts + Hostlist.decode(text)
             except HostlistError as problem:
+                self.broken.add("nodelist")
                 self.fail(f"invalid hostlist {text!r}: {problem.reason} (character "
                           f"{problem.position + 1})", "flux-r.hostlist",
                           f"/execution/nodelist/{index}", problem.position)
                 return [None] * len(ranks)
         if len(hosts) != len(ranks):
+            if "ranks" in self.broken:
+                return [None] * len(ranks)  # the rank idset's error explains the count
+            self.broken.add("nodelist")
             self.fail(f"nodelist names {len(hosts)} hosts but R_lite has {len(ranks)} ranks; "
                       "hosts map one to one onto the sorted ranks", "flux-r.nodelist-count",
                       "/execution/nodelist")
@@ -230,10 +241,10 @@ class _Reader:
         features: dict[int, list[str]] = {}
         for name, text in self.execution.get("properties", {}).items():
             pointer = f"/execution/properties/{escape_pointer_token(name)}"
-            ids = self.idset(text, pointer)
+            ids = self.idset(text, pointer, "properties")
             if ids is None:
                 continue
-            unknown = _first_unknown(ids, ranks)
+            unknown = None if "ranks" in self.broken else _first_unknown(ids, ranks)
             if unknown is not None:
                 self.fail(f"property {name!r} targets rank {unknown}, which R_lite does "
                           "not list", "flux-r.property-rank", pointer)
@@ -268,7 +279,7 @@ class _Reader:
         in_graph = jgf.node_inventory(graph)
         if graph.shorthand:
             in_graph = {host: inventory.get(host, counts) for host, counts in in_graph.items()}
-        if in_graph != inventory:
+        if in_graph != inventory and not self.broken & {"ranks", "children", "nodelist"}:
             self.fail(f"the scheduling graph describes {_describe(in_graph)} but R_lite "
                       f"describes {_describe(inventory)}", "flux-r.scheduling-mismatch",
                       "/scheduling/graph")
@@ -383,16 +394,96 @@ def _parts(children: dict[str, IdSet]) -> _Parts:
     return _Parts(list(children), cpus, gpus, tuple(resources), extras)
 
 
+# --------------------------------------------------------------------------- value restrictions
+
+
+def normal_form(document: Document) -> Document:
+    """What R makes of ``document`` before any field path applies (``converters.losses``,
+    Value restrictions): GPU ids that are not distinct non-negative integers become
+    ``0..n-1``; named resources that are not device counts (see Named resources) and features
+    R cannot name are left out, repeated features kept once and features sorted (R lists
+    properties by name); ranks that are missing or repeated become ``0..n-1`` in topology
+    order."""
+    environment = document.environment
+    if environment is None:
+        return document
+    renumber = not _ranks_are_usable(list(environment.machines()))
+    position = iter(range(len(list(environment.machines()))))
+
+    def normal(machine: Machine) -> Machine:
+        rank = next(position) if renumber else machine.rank
+        return replace(machine, gpus=_normal_gpus(machine.gpus), rank=rank,
+                       resources=tuple(r for r in machine.resources if _is_device_count(r)),
+                       features=tuple(sorted({f for f in machine.features
+                                              if _is_property_name(f)})))
+
+    datacenters = tuple(replace(datacenter, rooms=tuple(
+        replace(room, racks=tuple(replace(rack, slots=tuple(
+            None if slot is None else normal(slot) for slot in rack.slots))
+            for rack in room.racks)) for room in datacenter.rooms))
+        for datacenter in environment.datacenters)
+    return replace(document, environment=replace(environment, datacenters=datacenters))
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    environment = document.environment
+    if environment is None:
+        return frozenset()
+    machines = list(environment.machines())
+    found: set[str] = set()
+    if not _ranks_are_usable(machines) and any(
+            m.rank is not None and m.rank != index for index, m in enumerate(machines)):
+        found.add("machine.rank")
+    for machine in machines:
+        if any(gpu.id is not None for gpu in machine.gpus) and not _gpu_ids_are_usable(
+                machine.gpus):
+            found.add("gpu.id")
+        if not all(map(_is_device_count, machine.resources)):
+            found.add("machine.resources")
+        if not all(map(_is_property_name, machine.features)) or len(
+                set(machine.features)) != len(machine.features):
+            found.add("machine.features")
+    return frozenset(found)
+
+
+def _ranks_are_usable(machines: list[Machine]) -> bool:
+    ranks = [machine.rank for machine in machines]
+    return all(rank is not None and rank >= 0 for rank in ranks) and len(set(ranks)) == len(ranks)
+
+
+def _gpu_ids_are_usable(gpus: tuple[ProcessingUnit, ...]) -> bool:
+    ids = [gpu.id for gpu in gpus]
+    return all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids) \
+        and len(set(ids)) == len(ids)
+
+
+def _normal_gpus(gpus: tuple[ProcessingUnit, ...]) -> tuple[ProcessingUnit, ...]:
+    if _gpu_ids_are_usable(gpus):
+        return gpus
+    return tuple(replace(gpu, id=index) for index, gpu in enumerate(gpus))
+
+
+def _is_property_name(feature: str) -> bool:
+    return bool(feature) and not FORBIDDEN_PROPERTY_CHARACTERS & set(feature)
+
+
+def _is_device_count(resource: NamedResource) -> bool:
+    """A named resource R can list as a child type: a whole number of devices with ids."""
+    amount = resource.amount
+    return (bool(resource.name) and resource.name not in ("core", "gpu")
+            and amount == int(amount) and amount >= 0 and not resource.unit
+            and not resource.type and not resource.instances and not resource.extras)
+
+
 # --------------------------------------------------------------------------- writing
 
 
 def write(document: Document) -> WriteResult:
     losses = LossCounter()
     environment = document.environment or Environment()
-    if document.workload is not None:
-        losses.add("job", len(document.workload.jobs), "R describes resources only")
+    jgf.workload_losses(document, losses, "R describes resources only")
     jgf.topology_losses(environment, HOLDS, PREFIX, losses)
-    _rack_structure_losses(environment, losses)
     machines = list(environment.machines())
     ranks = _assign_ranks(machines, losses)
     order = sorted(range(len(machines)), key=lambda i: ranks[i])
@@ -446,12 +537,6 @@ def write(document: Document) -> WriteResult:
     if problems:
         return WriteResult(b"", losses.losses(), tuple(problems))
     return WriteResult(dumps_canonical(value), losses.losses())
-
-
-def _rack_structure_losses(environment: Environment, losses: LossCounter) -> None:
-    racks = list(environment.racks())
-    if len(racks) > 1:
-        losses.add("rack", len(racks) - 1, "R has no racks; machines are listed by rank")
 
 
 def _assign_ranks(machines: list[Machine], losses: LossCounter) -> list[int]:

@@ -48,7 +48,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from itertools import chain, repeat
 from operator import add
 from typing import Any, Generic, TypeVar
@@ -74,6 +74,7 @@ from dcx.formats.model import (
     Rack,
     Room,
     StorageUnit,
+    Workload,
 )
 
 T = TypeVar("T")
@@ -403,8 +404,9 @@ def _machine(graph: Graph, node: Vertex) -> Machine:
         elif vertex.type == "gpu":
             gpus.append(ProcessingUnit(cores=1, id=vertex.id))
         elif vertex.type == "memory" and vertex.unit in _MB_PER_UNIT:
-            memory.append(StorageUnit(capacity_mb=vertex.size * _MB_PER_UNIT[vertex.unit],
-                                      id=vertex.id))
+            # A memory vertex's id only numbers it: the model's StorageUnit.id is
+            # memory.details, which JGF does not hold.
+            memory.append(StorageUnit(capacity_mb=vertex.size * _MB_PER_UNIT[vertex.unit]))
         else:
             resources.append(NamedResource(name=vertex.name, amount=float(vertex.size),
                                            type=vertex.type, unit=vertex.unit or None))
@@ -485,57 +487,84 @@ def replay(recorded: RecordedLosses, losses: LossCounter) -> None:
         losses.add(field_path, count, detail)
 
 
+def _plain_keys(extras: dict[str, Any]) -> bool:
+    """Free-form keys (no ``fmt:`` prefix): the only extras a field path carries."""
+    return any(":" not in key for key in extras)
+
+
 class MachineLosses:
-    """Counts the machine fields a format without ``holds`` drops; the per-unit walk over
-    CPUs, GPUs and memory modules runs once per distinct shape (``ShapeMemo``). Extras keys
-    starting with ``own_prefix`` are the format's own and not lost."""
+    """Counts the machine fields a format without ``holds`` drops, each field path judged on
+    its own as ``converters.losses.dropped_fields`` does (a dropped ``machine.storage`` does
+    not hide a dropped ``storage.details``). The per-unit walk over CPUs, GPUs, memory and
+    storage runs once per distinct shape (``ShapeMemo``). Extras keys with a ``fmt:`` prefix
+    are no loss: only their own format holds them."""
 
     def __init__(self, holds: frozenset[str], own_prefix: str | None = None) -> None:
         self.holds = holds
         self.own_prefix = own_prefix
         self._dropped = tuple((name, path) for name, path in _MACHINE_FIELD_PATHS.items()
-                              if path not in holds)
+                              if path not in holds and name != "extras")
         self._units: ShapeMemo[RecordedLosses] = ShapeMemo(self._unit_losses)
 
     def count(self, machine: Machine, losses: LossCounter) -> None:
         for name, path in self._dropped:
             value = getattr(machine, name)
-            if name == "extras" and self.own_prefix is not None:
-                value = [key for key in value if not key.startswith(self.own_prefix)]
-            if value is not None and value != () and value != {} and value != []:
+            if value is not None and value != () and value != {}:
                 losses.add(path)
         if machine.state is not MachineState.ACTIVE and "machine.state" not in self.holds:
             losses.add("machine.state")
-        replay(self._units.get(machine.cpus, machine.gpus, machine.memory), losses)
+        if "machine.extras" not in self.holds and _plain_keys(machine.extras):
+            losses.add("machine.extras")
+        replay(self._units.get(machine.cpus, machine.gpus, machine.memory, machine.storage),
+               losses)
 
     def _unit_losses(self, cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
-                     memory: tuple[StorageUnit, ...]) -> RecordedLosses:
+                     memory: tuple[StorageUnit, ...],
+                     storage: tuple[StorageUnit, ...]) -> RecordedLosses:
         recorder = LossRecorder()
+        holds = self.holds
         for cpu in cpus:
-            _unit_losses(cpu, "cpu", self.holds, recorder)
+            _unit_losses(cpu, "cpu", holds, recorder)
+        if len(cpus) > 1 and "machine.cpus.sockets" not in holds:
+            recorder.add("machine.cpus.sockets", detail="sockets merge into one CPU")
         for gpu in gpus:
-            _unit_losses(gpu, "gpu", self.holds, recorder)
-            if gpu.cores != 1 and "gpu.cores" not in self.holds:
+            _unit_losses(gpu, "gpu", holds, recorder)
+            if gpu.cores != 1 and "gpu.cores" not in holds:
                 recorder.add("gpu.cores", detail="GPUs are written as devices")
-        for module in memory:
-            if any(_is_set(getattr(module, f.name)) for f in fields(module)
-                   if f.name not in ("capacity_mb", "id")):
-                recorder.add("memory.details")
+        for units, kind in ((memory, "memory"), (storage, "storage")):
+            if len(units) > 1 and f"machine.{kind}.{_SPLITS[kind]}" not in holds:
+                recorder.add(f"machine.{kind}.{_SPLITS[kind]}", detail="units merge into one")
+            for unit in units:
+                if f"{kind}.details" not in holds and any(
+                        _is_set(getattr(unit, f.name)) for f in fields(unit)
+                        if f.name not in ("capacity_mb", "extras")):
+                    recorder.add(f"{kind}.details")
+                if "machine.extras" not in holds and _plain_keys(unit.extras):
+                    recorder.add("machine.extras", detail=f"{kind} extras")
         return tuple(recorder.calls)
+
+
+_SPLITS = {"memory": "modules", "storage": "devices"}
 
 
 def _unit_losses(unit: ProcessingUnit, kind: str, holds: frozenset[str],
                  losses: LossCounter) -> None:
-    if unit.clock_rate_hz is not None:
-        losses.add(f"{kind}.clock_rate_hz")
-    if any(_is_set(v) for v in (unit.manufacturer, unit.family, unit.generation, unit.model)):
-        losses.add(f"{kind}.vendor")
-    if unit.energy_consumption_w is not None:
-        losses.add(f"{kind}.energy_consumption_w")
-    if unit.id is not None and f"{kind}.id" not in holds:
-        losses.add(f"{kind}.id")
-    if unit.extras:
+    for path, present in (
+            (f"{kind}.clock_rate_hz", unit.clock_rate_hz is not None),
+            (f"{kind}.vendor", any(_is_set(v) for v in (unit.manufacturer, unit.family,
+                                                         unit.generation, unit.model))),
+            (f"{kind}.energy_consumption_w", unit.energy_consumption_w is not None),
+            (f"{kind}.id", unit.id is not None)):
+        if present and path not in holds:
+            losses.add(path)
+    if "machine.extras" not in holds and _plain_keys(unit.extras):
         losses.add("machine.extras", detail=f"{kind} extras")
+
+
+def workload_losses(document: Document, losses: LossCounter, detail: str) -> None:
+    """A resource format drops the workload part as one loss; an empty one carries nothing."""
+    if document.workload is not None and document.workload != Workload():
+        losses.add("workload", detail=detail)
 
 
 def topology_losses(environment: Environment, holds: frozenset[str], own_prefix: str,
@@ -550,8 +579,7 @@ def topology_losses(environment: Environment, holds: frozenset[str], own_prefix:
     for event in environment.events:
         kind = "machine_state" if hasattr(event, "machine") else "scheduler"
         losses.add(f"environment.events.{kind}")
-    if len(environment.datacenters) > 1 and "datacenter" not in holds:
-        losses.add("datacenter", len(environment.datacenters) - 1)
+    hierarchy_losses(environment, holds, losses)
     for datacenter in environment.datacenters:
         for name in ("id", "name", "location", "operator", "scheduler"):
             path = f"datacenter.{name}"
@@ -559,8 +587,6 @@ def topology_losses(environment: Environment, holds: frozenset[str], own_prefix:
                 losses.add(path)
         own = [k for k in datacenter.extras if not k.startswith(own_prefix)]
         losses.add("datacenter.extras", len(own))
-        if len(datacenter.rooms) > 1:
-            losses.add("room", len(datacenter.rooms) - 1)
         for room in datacenter.rooms:
             for name, path in (("id", "room.id"), ("name", "room.name")):
                 if getattr(room, name) is not None:
@@ -574,6 +600,23 @@ def topology_losses(environment: Environment, holds: frozenset[str], own_prefix:
                 _rack_losses(rack, holds, own_prefix, losses)
 
 
+def hierarchy_losses(environment: Environment, holds: frozenset[str],
+                     losses: LossCounter) -> None:
+    """The levels a format without them drops: several datacenters, several rooms in one
+    datacenter or a room that is not a SERVER room, several racks in one room (one container
+    with default attributes is what such a format reads back, so it loses nothing)."""
+    datacenters = environment.datacenters
+    if "datacenter" not in holds:
+        losses.add("datacenter", len(datacenters) - 1, "machines of all datacenters are written")
+    rooms = [room for datacenter in datacenters for room in datacenter.rooms]
+    if "room" not in holds:
+        losses.add("room", sum(max(len(dc.rooms) - 1, 0) for dc in datacenters)
+                   or sum(room.type != "SERVER" for room in rooms), "rooms are not written")
+    if "rack" not in holds:
+        losses.add("rack", sum(max(len(room.racks) - 1, 0) for room in rooms),
+                   "racks are not written; machines are listed by rank")
+
+
 def _rack_losses(rack: Rack, holds: frozenset[str], own_prefix: str,
                  losses: LossCounter) -> None:
     for name in ("id", "name", "capacity_units", "power_capacity_w"):
@@ -583,6 +626,115 @@ def _rack_losses(rack: Rack, holds: frozenset[str], own_prefix: str,
     if "rack.empty_slots" not in holds:
         losses.add("rack.empty_slots", sum(1 for slot in rack.slots if slot is None))
     losses.add("rack.extras", sum(1 for k in rack.extras if not k.startswith(own_prefix)))
+
+
+# --------------------------------------------------------------------------- value restrictions
+
+
+def normal_form(document: Document) -> Document:
+    """What JGF makes of ``document`` before any field path applies (``converters.losses``,
+    Value restrictions). Every vertex has a name and a non-negative integer id, so missing
+    ones are filled in as the writer names them (``cluster<id>``, ``rack<id>``, ``node<i>``;
+    an id from the name's trailing digits, else the position) and ids that are not such
+    integers are replaced the same way; HALT and MAINTENANCE machines are down (FAILURE);
+    features that give one property two values are kept once; GPU and socket ids follow the
+    same rule; named resources that are not whole sizes are left out; memory sizes become
+    whole numbers of KB, MB or GB."""
+    environment = document.environment
+    if environment is None:
+        return document
+    rack_index = 0
+    datacenters: list[Datacenter] = []
+    for datacenter in environment.datacenters:
+        name = datacenter.name or f"cluster{_int_id(datacenter.id, 0)}"
+        rooms: list[Room] = []
+        for room in datacenter.rooms:
+            racks: list[Rack] = []
+            for rack in room.racks:
+                racks.append(_normal_rack(rack, rack_index))
+                rack_index += 1
+            rooms.append(replace(room, racks=tuple(racks)))
+        datacenters.append(replace(datacenter, name=name, id=_int_id(
+            datacenter.id, _name_id(name, 0)), rooms=tuple(rooms)))
+    return replace(document, environment=replace(environment, datacenters=tuple(datacenters)))
+
+
+def _normal_rack(rack: Rack, index: int) -> Rack:
+    slots: list[Machine | None] = []
+    position = 0
+    for slot in rack.slots:
+        if slot is None:
+            slots.append(None)
+            continue
+        slots.append(_normal_machine(slot, position))
+        position += 1
+    if rack.extras.get("jgf:implicit"):
+        return replace(rack, slots=tuple(slots))
+    name = rack.name or f"rack{_int_id(rack.id, index)}"
+    return replace(rack, name=name, id=_int_id(rack.id, _name_id(name, index)),
+                   slots=tuple(slots))
+
+
+def _normal_machine(machine: Machine, index: int) -> Machine:
+    name = machine.name or f"node{index}"
+    properties, _ = features_to_properties(machine.features)
+    state = machine.state
+    if state in (MachineState.HALT, MachineState.MAINTENANCE):
+        state = MachineState.FAILURE
+    return replace(
+        machine, name=name, id=_int_id(machine.id, _name_id(name, index)), state=state,
+        features=tuple(key if value == "" else f"{key}={value}"
+                       for key, value in properties.items()),
+        cpus=tuple(replace(cpu, id=_int_id(cpu.id, i)) for i, cpu in enumerate(machine.cpus)),
+        gpus=tuple(replace(gpu, id=_int_id(gpu.id, i)) for i, gpu in enumerate(machine.gpus)),
+        memory=tuple(replace(module, capacity_mb=_whole_memory_mb(module.capacity_mb))
+                     for module in machine.memory),
+        resources=tuple(replace(resource, type=resource.type or resource.name)
+                        for resource in machine.resources if _is_whole_size(resource)))
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    environment = document.environment
+    if environment is None:
+        return frozenset()
+    found: set[str] = set()
+
+    def bad_id(value: Any) -> bool:
+        return value is not None and _int_id(value, -1) < 0
+
+    for datacenter in environment.datacenters:
+        if bad_id(datacenter.id):
+            found.add("datacenter.id")
+        for room in datacenter.rooms:
+            for rack in room.racks:
+                if bad_id(rack.id) and not rack.extras.get("jgf:implicit"):
+                    found.add("rack.id")
+    for machine in environment.machines():
+        for path, bad in (
+                ("machine.id", bad_id(machine.id)),
+                ("machine.state", machine.state in (MachineState.HALT,
+                                                    MachineState.MAINTENANCE)),
+                ("machine.features", features_to_properties(machine.features)[1] > 0),
+                ("cpu.id", any(bad_id(cpu.id) for cpu in machine.cpus)),
+                ("gpu.id", any(bad_id(gpu.id) for gpu in machine.gpus)),
+                ("machine.memory", any(_whole_memory_mb(m.capacity_mb) != m.capacity_mb
+                                       for m in machine.memory)),
+                ("machine.resources", not all(map(_is_whole_size, machine.resources)))):
+            if bad:
+                found.add(path)
+    return frozenset(found)
+
+
+def _whole_memory_mb(capacity_mb: float) -> float:
+    size, unit = _memory_size(capacity_mb)
+    return size * _MB_PER_UNIT[unit]
+
+
+def _is_whole_size(resource: NamedResource) -> bool:
+    amount = resource.amount
+    return amount == int(amount) and amount >= 0 and not resource.extras \
+        and not resource.instances
 
 
 # --------------------------------------------------------------------------- writing
@@ -643,6 +795,9 @@ def _machine_template(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUn
         return len(texts)
 
     core_number = 0
+    for kind, units in (("cpu", cpus), ("gpu", gpus)):
+        if any(unit.id is not None and _int_id(unit.id, -1) < 0 for unit in units):
+            recorder.add(f"{kind}.id", detail="JGF ids are non-negative integers")
     for socket_index, cpu in enumerate(cpus):
         socket_id = _int_id(cpu.id, socket_index)
         socket_name = f"socket{socket_id}"
@@ -660,8 +815,7 @@ def _machine_template(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUn
             recorder.add("machine.memory", detail="JGF sizes are whole numbers of a unit")
         add(0, "memory", f"memory{memory_id}", memory_id, size=size, unit=unit)
     for resource in resources:
-        if resource.amount != int(resource.amount) or resource.amount < 0 or resource.extras \
-                or resource.instances:
+        if not _is_whole_size(resource):
             recorder.add("machine.resources", detail="JGF sizes are whole numbers")
             continue
         add(0, resource.type or resource.name, resource.name, _name_id(resource.name, 0),
@@ -741,8 +895,7 @@ def _name_id(name: str, fallback: int) -> int:
 def write(document: Document) -> WriteResult:
     losses = LossCounter()
     environment = document.environment or Environment()
-    if document.workload is not None:
-        losses.add("job", len(document.workload.jobs), "JGF describes resources only")
+    workload_losses(document, losses, "JGF describes resources only")
     topology_losses(environment, HOLDS, "jgf:", losses)
     writer = _GraphWriter()
     datacenter = environment.datacenters[0] if environment.datacenters else Datacenter()

@@ -59,10 +59,10 @@ def r_environments(draw: st.DrawFn) -> Environment:
 def jgf_machines(draw: st.DrawFn, index: int) -> Machine:
     socket_ids = draw(st.lists(st.integers(0, 7), unique=True, max_size=3))
     gpu_ids = draw(st.lists(st.integers(0, 15), unique=True, max_size=3))
+    # No memory ids: a StorageUnit id is memory.details, which JGF does not hold.
     memory = tuple(
-        StorageUnit(capacity_mb=float(draw(st.sampled_from([1024, 2048, 512, 16384, 100]))),
-                    id=i)
-        for i in draw(st.lists(st.integers(0, 15), unique=True, max_size=3))
+        StorageUnit(capacity_mb=float(draw(st.sampled_from([1024, 2048, 512, 16384, 100]))))
+        for _ in range(draw(st.integers(0, 3)))
     )
     keys = draw(st.lists(st.text(alphabet="abcxyz-_", min_size=1, max_size=5), unique=True,
                          max_size=3))

@@ -130,7 +130,7 @@ def test_down_machine_is_status_one_and_failure() -> None:
 def test_writer_emits_full_metadata_and_containment_edges() -> None:
     machine = Machine(id=3, name="node3", rank=0, cpus=(ProcessingUnit(cores=2, id=0),),
                       gpus=(ProcessingUnit(cores=1, id=0),),
-                      memory=(StorageUnit(capacity_mb=2048, id=0),), features=("gpu=a100",))
+                      memory=(StorageUnit(capacity_mb=2048),), features=("gpu=a100",))
     environment = Environment(datacenters=(Datacenter(name="cluster0", rooms=(Room(racks=(
         Rack(id=0, name="rack0", slots=(machine,)),)),)),))
     written = jgf.write(Document(environment=environment))
