@@ -22,6 +22,17 @@ one compressed nodelist entry. Machines without a rank get ranks ``0..n-1`` in t
 order (as ``flux R encode`` numbers them); a machine with no name is listed as its id, or as
 ``rank<N>`` (flux-python's placeholder).
 
+Named resources
+---------------
+R children are devices with ids, so a ``NamedResource`` is written as a child type only when
+it is a whole, non-negative count with no unit, type, instances or extras (what this reader
+makes of an extra child type such as ``memory``); any other is left out and reported as
+``machine.resources`` (``normal_form``). Decided, not yet enforced: a capacity (a Haizea
+``Disk`` of 100,000 MB, which carries no unit in the model) is not a device count and should
+be reported lost rather than written as 100,000 ids. The model cannot tell it from a count
+today; the fix is for this reader to mark the children it reads (so only marked resources,
+and JGF device vertices such as ``ssd``, become children) - see the lead's report.
+
 Divergences
 -----------
 * ``nodelist`` missing: RFC 20 requires it, flux-core accepts it; dcx warns.
