@@ -91,12 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--format", choices=FORMAT_NAMES, help="read FILE as this format")
     _output_option(info)
 
-    try:
-        from dcx.scheduler import cli as scheduler_cli
-    except ImportError:
-        scheduler_cli = None  # type: ignore[assignment]
-    if scheduler_cli is not None and hasattr(scheduler_cli, "add_parser"):
-        scheduler_cli.add_parser(commands)
+    from dcx.scheduler import cli as scheduler_cli  # light: imports the engine only in run()
+
+    scheduler_cli.add_parser(commands)
     return parser
 
 

@@ -58,7 +58,7 @@ class _Resolver:
     target_sizes: dict[str, int] = field(default_factory=dict)
     expanded: int = 0
 
-    def target(self, reference: Any, where: str) -> tuple[str, Any]:
+    def target(self, reference: Any, where: str | _LazyPointer) -> tuple[str, Any]:
         if isinstance(reference, str) and reference in self.targets:
             return self.targets[reference]
         if not isinstance(reference, str):
@@ -90,7 +90,7 @@ class _Resolver:
         self.targets[reference] = (pointer, node)
         return pointer, node
 
-    def resolve_at(self, pointer: str, node: Any, where: str) -> Any:
+    def resolve_at(self, pointer: str, node: Any, where: str | _LazyPointer) -> Any:
         """The resolved value of the target at ``pointer`` (resolved once, then shared)."""
         if pointer in self.resolved:
             return self.resolved[pointer]
