@@ -29,12 +29,16 @@ Mapping to the model
   ``extras["haizea:submit-time"]``. A lease whose node-sets differ keeps the first one as its
   request and all of them in ``extras["haizea:node-sets"]``, which the writer prefers. A lease
   without ``id`` gets its 1-based request position and ``extras["haizea:id-assigned"]``.
-* ``normal_form`` (losses.py, Value restrictions) is what the writer makes of a workload
-  first: times on the 0.01 s grid; every lease has a duration, the requested time, else the
-  runtime (what a user expects of the converted lease; filling it in loses nothing), else
-  0.01 s (a ``task.requested_time_s`` loss); leases numbered 1..n in workload order unless
-  every task id is a distinct integer; users that are not integers dropped; annotations kept
-  only in a ``.lwfa`` (no leases, no site), which has no name or description.
+* ``normal_form`` (losses.py, Value restrictions) is what the writer makes of a document
+  first. Nodes: one resource per type (the first given survives), types that are not single
+  words dropped, amounts whole and not negative, no resource type, unit or extras; a ``CPU``
+  resource replaces the machine's CPUs (CPUs of whole cores when it has them, else it stays
+  a resource) and a ``Memory`` resource its memory; memory in whole MB. Leases: times on
+  the 0.01 s grid; every lease has a duration, the requested time, else the runtime (what a
+  user expects of the converted lease; filling it in loses nothing), else 0.01 s (a
+  ``task.requested_time_s`` loss); leases numbered 1..n in workload order unless every task
+  id is a distinct integer; users that are not integers dropped; annotations kept only in a
+  ``.lwfa`` (no leases, no site), which has no name or description.
 * LWF times are seconds from the workload start (``time_origin`` is ``None``); the writer uses
   Haizea's own ``[D:]HH:MM:SS.ss`` form, so times round-trip at 0.01 s.
 * A standalone ``<lease>`` (XML-RPC) has absolute times: ``submit-time``, else the first
@@ -1148,7 +1152,8 @@ def _whole(value: float, losses: LossCounter, field_path: str, detail: str) -> i
 
 def _amount(resource: NamedResource, losses: LossCounter, field_path: str) -> Amount:
     detail = "Haizea amounts are whole numbers"
-    if resource.type is not None or resource.unit is not None or resource.extras:
+    if resource.type is not None or resource.unit is not None \
+            or _carries_extras(resource.extras):
         losses.add(field_path, 1, "resource type, unit and extras")
     if resource.instances:
         return tuple(_whole(value, losses, field_path, detail) for value in resource.instances)
@@ -1184,6 +1189,11 @@ _NORMAL_FORM_DETAILS = {
     "task.user": "Haizea user ids are integers",
     "task.deadline_s": "Haizea times are kept to 0.01 s",
     "task.start": "Haizea times are kept to 0.01 s",
+    "machine.cpus": "a CPU named resource replaces the machine's CPUs",
+    "machine.memory": "Haizea memory is whole MB; a Memory named resource replaces it",
+    "machine.resources": "Haizea keeps one whole, non-negative amount per single-word type, "
+                         "without type, unit or extras; CPU and Memory are the machine's "
+                         "CPUs and memory",
 }
 
 
@@ -1207,6 +1217,103 @@ def _task_normal_form(task: Task, task_id: Id) -> Task:
                    deadline_s=_on_grid(task.deadline_s), start_time_s=_on_grid(task.start_time_s))
 
 
+def _whole_amount(value: float) -> int:
+    """Haizea amounts are non-negative integers."""
+    return max(0, round(value))
+
+
+def _carries_extras(extras: dict[str, Any]) -> bool:
+    """Whether ``extras`` has keys a format holding them would keep: plain or Haizea's own
+    (losses: Extras; other formats' keys are nobody's loss here)."""
+    return any(":" not in key or key.startswith(_EXTRA_PREFIX) for key in extras)
+
+
+def _resource_normal_form(resource: NamedResource) -> tuple[NamedResource, bool]:
+    """A ``<res>`` as Haizea reads it back (whole amounts; no type, unit or extras), and
+    whether that changed anything a format holding named resources keeps."""
+    if resource.instances:
+        instances = tuple(float(_whole_amount(value)) for value in resource.instances)
+        normal = NamedResource(resource.name, float(sum(instances)), instances=instances)
+    else:
+        normal = NamedResource(resource.name, float(_whole_amount(resource.amount)))
+    changed = (normal.amount != resource.amount or normal.instances != resource.instances
+               or resource.type is not None or resource.unit is not None
+               or _carries_extras(resource.extras))
+    return normal, changed
+
+
+def _whole_cores(resource: NamedResource) -> tuple[int, ...] | None:
+    """The per-instance core counts of a ``CPU`` resource, or ``None`` when some instance
+    is not a whole number of cores (then it stays a named resource, as the reader keeps it)."""
+    values = resource.instances or (resource.amount,)
+    if all(value % CPU_PER_CORE == 0 for value in values):
+        return tuple(int(value) // CPU_PER_CORE for value in values)
+    return None
+
+
+def _machine_normal_form(machine: Machine) -> tuple[Machine, frozenset[str]]:
+    """What a Haizea node makes of ``machine``, and the held field paths that changed:
+    one resource per type (the first given survives), types that are not single words
+    dropped, amounts whole and not negative; a ``CPU`` resource replaces the machine's CPUs
+    (as CPUs of whole cores, else as itself) and a ``Memory`` resource its memory."""
+    lost: set[str] = set()
+    named: dict[str, NamedResource] = {}
+    for resource in machine.resources:
+        if not _TYPE_NAME.fullmatch(resource.name) or resource.name in named:
+            lost.add("machine.resources")
+            continue
+        named[resource.name], changed = _resource_normal_form(resource)
+        if changed:
+            lost.add("machine.resources")
+    cpus = machine.cpus
+    cpu_resource = named.pop(CPU, None)
+    leading: tuple[NamedResource, ...] = ()
+    if cpu_resource is not None:
+        if cpus:
+            lost.add("machine.cpus")
+        cores = _whole_cores(cpu_resource)
+        if cores is None:
+            cpus, leading = (), (cpu_resource,)
+        else:
+            cpus = tuple(ProcessingUnit(cores=count) for count in cores)
+            lost.add("machine.resources")  # it comes back as CPUs, not as a resource
+    memory_resource = named.pop(MEMORY, None)
+    if memory_resource is not None:
+        if machine.memory:
+            lost.add("machine.memory")
+        lost.add("machine.resources")  # it comes back as memory, not as a resource
+        memory = tuple(StorageUnit(capacity_mb=value) for value in
+                       memory_resource.instances or (memory_resource.amount,))
+    else:
+        memory = tuple(replace(unit, capacity_mb=float(_whole_amount(unit.capacity_mb)))
+                       for unit in machine.memory)
+        if memory != machine.memory:
+            lost.add("machine.memory")
+    normal = replace(machine, cpus=cpus, memory=memory,
+                     resources=leading + tuple(named.values()))
+    return normal, frozenset(lost)
+
+
+def _environment_normal_form(environment: Environment) -> tuple[Environment, dict[str, int]]:
+    """``environment`` with every machine in ``_machine_normal_form``, and field path -> how
+    many machines changed there."""
+    counts: dict[str, int] = {}
+
+    def normal(slot: Machine | None) -> Machine | None:
+        if slot is None:
+            return None
+        machine, lost = _machine_normal_form(slot)
+        for field_path in lost:
+            counts[field_path] = counts.get(field_path, 0) + 1
+        return machine
+
+    datacenters = tuple(replace(datacenter, rooms=tuple(
+        replace(room, racks=tuple(replace(rack, slots=tuple(normal(slot) for slot in rack.slots))
+                                  for rack in room.racks))
+        for room in datacenter.rooms)) for datacenter in environment.datacenters)
+    return replace(environment, datacenters=datacenters), counts
+
+
 def _integer_ids(tasks: list[Task]) -> bool:
     ids = [task.id for task in tasks]
     return all(isinstance(i, int) and not isinstance(i, bool) for i in ids) and \
@@ -1215,9 +1322,13 @@ def _integer_ids(tasks: list[Task]) -> bool:
 
 def normal_form(document: Document) -> Document:
     """What Haizea makes of ``document`` beyond its field paths (losses: Value
-    restrictions): times on its 0.01 s grid; a lease duration for every task (the requested
-    time, else the runtime, else the shortest lease); leases numbered 1..n in workload order
-    unless every task id is a distinct integer."""
+    restrictions). Nodes: see ``_machine_normal_form``. Leases: times on its 0.01 s grid; a
+    lease duration for every task (the requested time, else the runtime, else the shortest
+    lease); leases numbered 1..n in workload order unless every task id is a distinct
+    integer; users that are not integers dropped; annotations only in a ``.lwfa``."""
+    if document.environment is not None:
+        environment, _ = _environment_normal_form(document.environment)
+        document = replace(document, environment=environment)
     workload = document.workload
     if workload is None:
         return document
@@ -1239,6 +1350,15 @@ def normal_form_losses(document: Document) -> frozenset[str]:
 
 
 def _normal_form_counts(document: Document) -> dict[str, int]:
+    """Field path -> how many machines or tasks ``normal_form`` changes there."""
+    counts: dict[str, int] = {}
+    if document.environment is not None:
+        counts.update(_environment_normal_form(document.environment)[1])
+    counts.update(_workload_normal_form_counts(document))
+    return counts
+
+
+def _workload_normal_form_counts(document: Document) -> dict[str, int]:
     """Field path -> how many tasks ``normal_form`` changes there."""
     workload = document.workload
     if workload is None:
@@ -1292,33 +1412,27 @@ def _document_element(document: Document, losses: LossCounter) -> Any:
 # ------------------------------------------------------------------ site
 
 
-def _machine_capacity(machine: Machine, losses: LossCounter) -> Capacity:
-    named: dict[str, NamedResource] = {}
-    for resource in machine.resources:
-        if not _TYPE_NAME.fullmatch(resource.name):
-            losses.add("machine.resources", 1, "Haizea resource types are single words")
-            continue
-        if resource.name in named:
-            losses.add("machine.resources", 1, "a resource type given twice on one machine")
-        named[resource.name] = resource
+def _machine_capacity(machine: Machine) -> Capacity:
+    """The node's ``<res>`` list; ``machine`` is in ``_machine_normal_form`` already, so every
+    named resource is a single-word type given once with whole amounts."""
     items: list[tuple[str, Amount]] = []
-    if CPU in named:
-        losses.add("machine.cpus", len(machine.cpus), "a CPU named resource replaces them")
-        items.append((CPU, _amount(named.pop(CPU), losses, "machine.resources")))
-    elif machine.cpus:
+    named = {resource.name: resource for resource in machine.resources}
+    if machine.cpus:
         amounts = tuple(cpu.cores * CPU_PER_CORE for cpu in machine.cpus)
         items.append((CPU, amounts[0] if len(amounts) == 1 else amounts))
-    if MEMORY in named:
-        losses.add("machine.memory", len(machine.memory), "a Memory named resource replaces it")
-        items.append((MEMORY, _amount(named.pop(MEMORY), losses, "machine.resources")))
-    elif machine.memory:
-        sizes = tuple(_whole(unit.capacity_mb, losses, "machine.memory", "whole MB only")
-                      for unit in machine.memory)
+    elif CPU in named:  # not whole cores
+        items.append((CPU, _written_amount(named.pop(CPU))))
+    if machine.memory:
+        sizes = tuple(int(unit.capacity_mb) for unit in machine.memory)
         items.append((MEMORY, sizes[0] if len(sizes) == 1 else sizes))
-    for name, resource in named.items():
-        items.append((name, _amount(resource, losses, "machine.resources")))
-    _account_machine(machine, losses)
+    items.extend((name, _written_amount(resource)) for name, resource in named.items())
     return tuple(items)
+
+
+def _written_amount(resource: NamedResource) -> Amount:
+    if resource.instances:
+        return tuple(int(value) for value in resource.instances)
+    return int(resource.amount)
 
 
 def _account_machine(machine: Machine, losses: LossCounter) -> None:
@@ -1431,7 +1545,8 @@ def _site_element(environment: Environment, lease_types: Iterable[str],
     for machine in machines:
         losses.add("machine.id", int(machine.id is not None),
                    "Haizea nodes have no ids, only their position")
-        capacity = _machine_capacity(machine, losses)
+        capacity = _machine_capacity(machine)
+        _account_machine(machine, losses)
         if node_sets and node_sets[-1][1] == capacity:
             node_sets[-1] = (node_sets[-1][0] + 1, capacity)
         else:
@@ -1585,8 +1700,10 @@ def _lease_element(parent: Any, task: Task, losses: LossCounter) -> None:
         etree.SubElement(lease, "deadline", time=format_time(task.deadline_s))
     _software_element(lease, task.image, task.image_size_mb, losses, "task.image")
     _account_task(task, losses)
+    # Plain keys only: ``haizea:`` keys are attributes of their own above, and other
+    # formats' prefixed keys survive only in their format (losses: Extras), not as <attr>s.
     _attrs_element(lease, "extra", {key: value for key, value in extras.items()
-                                    if not key.startswith(_EXTRA_PREFIX)}, losses, "task.extras")
+                                    if ":" not in key}, losses, "task.extras")
 
 
 def _account_task(task: Task, losses: LossCounter) -> None:

@@ -113,8 +113,9 @@ def tasks(draw: st.DrawFn, task_id: int, types: tuple[str, ...]) -> Task:
         base = start if start is not None else 0.0
         deadline = (round(base * 100) + round(requested * 100) + draw(centis)) / 100
     image = draw(st.none() | xml_text)
+    # <extra> attrs are plain keys; a prefixed key belongs to its format (losses: Extras)
     extras: dict[str, object] = draw(st.dictionaries(
-        xml_text.filter(lambda key: not key.startswith("haizea:")), xml_text, max_size=3))
+        xml_text.filter(lambda key: ":" not in key), xml_text, max_size=3))
     if draw(st.booleans()):
         extras["haizea:state"] = draw(st.integers(0, 12))
     request = ResourceRequest(

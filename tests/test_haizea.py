@@ -568,6 +568,70 @@ def test_writer_lists_what_a_lease_cannot_hold() -> None:
     assert haizea.read(written.data).ok
 
 
+def site_of(*machines: Machine) -> Document:
+    room = Room(racks=(Rack(slots=machines),))
+    return Document(environment=Environment(datacenters=(Datacenter(rooms=(room,)),)))
+
+
+def test_node_normal_form_is_what_a_node_reads_back_as() -> None:
+    machine = Machine(
+        cpus=(ProcessingUnit(2),), memory=(StorageUnit(1000.4),),
+        resources=(NamedResource("Disk", 10.6, type="ssd", unit="GB", extras={"note": "x"}),
+                   NamedResource("Disk", 99.0),  # the first Disk survives
+                   NamedResource("Net card", 1.0),  # not a single word
+                   NamedResource("Ports", -3.0, instances=(2.4, -1.0)),
+                   NamedResource("CPU", 800.0, instances=(400.0, 400.0))))
+    document = site_of(machine)
+    normal = haizea.normal_form(document)
+    expected = Machine(
+        cpus=(ProcessingUnit(4), ProcessingUnit(4)), memory=(StorageUnit(1000.0),),
+        resources=(NamedResource("Disk", 11.0), NamedResource("Ports", 2.0, instances=(2.0, 0.0))))
+    assert list(normal.environment.machines()) == [expected]
+    assert haizea.normal_form_losses(document) == {"machine.cpus", "machine.memory",
+                                                   "machine.resources"}
+    written = haizea.write(document)
+    assert {loss.field: loss.count for loss in written.losses} == {
+        "machine.cpus": 1, "machine.memory": 1, "machine.resources": 1}
+    assert haizea.read(written.data).document == normal
+    assert haizea.normal_form(normal) == normal
+    assert haizea.normal_form_losses(normal) == frozenset()
+
+
+def test_cpu_of_partial_cores_and_memory_resources_replace_the_machines_own() -> None:
+    machine = Machine(cpus=(ProcessingUnit(8),), memory=(StorageUnit(512.0),),
+                      resources=(NamedResource("Memory", 2048.0, instances=(1024.0, 1024.0)),
+                                 NamedResource("CPU", 150.0)))
+    document = site_of(machine)
+    normal = list(haizea.normal_form(document).environment.machines())
+    assert normal == [Machine(memory=(StorageUnit(1024.0), StorageUnit(1024.0)),
+                              resources=(NamedResource("CPU", 150.0),))]
+    written = haizea.write(document)
+    assert list(haizea.read(written.data).document.environment.machines()) == normal
+    assert {loss.field for loss in written.losses} == {"machine.cpus", "machine.memory",
+                                                       "machine.resources"}
+
+
+def test_other_formats_resource_extras_are_no_loss() -> None:
+    disk = NamedResource("Disk", 5.0, extras={"sss:metric": "GB"})
+    document = site_of(Machine(resources=(disk,)))
+    written = haizea.write(document)
+    assert written.losses == ()
+    assert haizea.normal_form_losses(document) == frozenset()
+    assert list(haizea.read(written.data).document.environment.machines()) == [
+        Machine(resources=(NamedResource("Disk", 5.0),))]
+
+
+def test_writer_keeps_plain_task_extras_and_drops_other_formats_keys() -> None:
+    task = Task(id=1, submit_time_s=0.0, requested_time_s=60.0,
+                extras={"queue": "fast", "swf:partition": 3, "sss:x": "y", "haizea:state": 2})
+    written = haizea.write(Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),))))
+    assert written.losses == ()  # other formats' keys are no Haizea loss (losses: Extras)
+    tree = etree.fromstring(written.data)
+    assert [(a.get("name"), a.get("value")) for a in tree.iter("attr")] == [("queue", "fast")]
+    back = next(haizea.read(written.data).document.workload.tasks())
+    assert back.extras == {"queue": "fast", "haizea:state": 2}
+
+
 def test_holds_names_only_known_fields() -> None:
     assert set(FIELDS) >= haizea.HOLDS
 
