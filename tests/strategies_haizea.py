@@ -159,7 +159,7 @@ def lease_documents(draw: st.DrawFn) -> Document:
 
 
 @st.composite
-def annotations(draw: st.DrawFn, target: int | None) -> Annotation:
+def lease_annotations(draw: st.DrawFn, target: int | None) -> Annotation:
     mode = draw(st.none() | st.sampled_from(StartMode))
     software = draw(st.sampled_from(("absent", "none", "image")))
     image = draw(xml_text) if software == "image" else None
@@ -183,7 +183,7 @@ def annotation_documents(draw: st.DrawFn) -> Document:
                                                   min_size=count, max_size=count))
     else:
         targets = [None] * count
-    items = tuple(draw(annotations(target)) for target in targets)
+    items = tuple(draw(lease_annotations(target)) for target in targets)
     attributes = draw(st.dictionaries(xml_text, xml_text, max_size=3))
     return Document(workload=Workload(annotations=items, attributes=attributes))
 
