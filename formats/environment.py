@@ -51,6 +51,7 @@ from dcx.converters.diagnostics import (
     warning,
 )
 from dcx.converters.jsonio import JsonLocator, dumps_canonical, escape_pointer_token, load_json
+from dcx.converters.losses import id_from_text
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats.jsonref import resolve_document
 from dcx.formats.model import (
@@ -280,7 +281,7 @@ class _Builder:
 
     def processing_unit(self, node: dict[str, Any], pointer: str) -> ProcessingUnit:
         return ProcessingUnit(
-            cores=node["cores"], clock_rate_hz=node.get("clock-rate"), id=node.get("id"),
+            cores=node["cores"], clock_rate_hz=node.get("clock-rate"), id=_unit_id(node),
             manufacturer=node.get("manufacturer"), family=node.get("family"),
             generation=node.get("generation"), model=node.get("model"),
             energy_consumption_w=node.get("energy-consumption"),
@@ -288,7 +289,7 @@ class _Builder:
 
     def storage_unit(self, node: dict[str, Any], pointer: str) -> StorageUnit:
         return StorageUnit(
-            capacity_mb=node["capacity"], id=node.get("id"),
+            capacity_mb=node["capacity"], id=_unit_id(node),
             manufacturer=node.get("manufacturer"), family=node.get("family"),
             generation=node.get("generation"), model=node.get("model"),
             read_speed_mb_s=node.get("read-speed"), write_speed_mb_s=node.get("write-speed"),
@@ -307,6 +308,13 @@ class _Builder:
         return DatacenterSchedulerChange(datacenter=node["datacenter"],
                                          scheduler=self.scheduler(node["scheduler"]),
                                          time_s=node.get("time"), attributes=attributes)
+
+
+def _unit_id(node: dict[str, Any]) -> Id | None:
+    """A unit id: text in the format, an integer when it is one's decimal form (losses: Ids as
+    text), so the integer GPU ids of Flux R survive."""
+    value = node.get("id")
+    return None if value is None else id_from_text(value)
 
 
 def semantic_checks(environment: Environment, builder: _Builder) -> list[Diagnostic]:
@@ -534,6 +542,13 @@ class _Writer:
             self.losses.add(field_path, int(value is not None))
         self.losses.add("machine.features", len(machine.features))
         self.losses.add("machine.resources", len(machine.resources))
+        for field_path, units in (("cpu.id", machine.cpus), ("gpu.id", machine.gpus),
+                                  ("memory.details", machine.memory),
+                                  ("storage.details", machine.storage)):
+            self.losses.add(field_path, sum(isinstance(unit.id, str)
+                                            and id_from_text(unit.id) != unit.id
+                                            for unit in units),
+                            "a text id in decimal digits reads back as an integer")
 
     def processing_unit(self, unit: ProcessingUnit) -> dict[str, Any]:
         node: dict[str, Any] = {}

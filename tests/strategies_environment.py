@@ -6,6 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from dcx.converters.losses import id_from_text
 from dcx.formats.model import (
     Datacenter,
     DatacenterSchedulerChange,
@@ -28,6 +29,8 @@ text = st.text(
     min_size=1, max_size=12,
 )
 maybe_text = st.none() | text
+# Unit ids are text that is not a decimal number (which reads back as an integer).
+maybe_unit_id = st.none() | text.filter(lambda value: isinstance(id_from_text(value), str))
 positive = st.floats(min_value=1e-3, max_value=1e12, allow_nan=False, allow_infinity=False)
 maybe_positive = st.none() | positive
 scalar = st.integers(-1000, 1000) | text | st.booleans() | st.none()
@@ -35,14 +38,14 @@ scalar = st.integers(-1000, 1000) | text | st.booleans() | st.none()
 
 def processing_units(min_size: int) -> st.SearchStrategy[tuple[ProcessingUnit, ...]]:
     unit = st.builds(
-        ProcessingUnit, cores=st.integers(1, 256), clock_rate_hz=positive, id=maybe_text,
+        ProcessingUnit, cores=st.integers(1, 256), clock_rate_hz=positive, id=maybe_unit_id,
         manufacturer=maybe_text, family=maybe_text, generation=maybe_text, model=maybe_text,
         energy_consumption_w=maybe_positive)
     return st.lists(unit, min_size=min_size, max_size=3).map(tuple)
 
 
 storage_units = st.lists(st.builds(
-    StorageUnit, capacity_mb=st.integers(1, 10**9), id=maybe_text, manufacturer=maybe_text,
+    StorageUnit, capacity_mb=st.integers(1, 10**9), id=maybe_unit_id, manufacturer=maybe_text,
     family=maybe_text, generation=maybe_text, model=maybe_text, read_speed_mb_s=maybe_positive,
     write_speed_mb_s=maybe_positive, energy_consumption_w=maybe_positive), max_size=2).map(tuple)
 

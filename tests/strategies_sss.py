@@ -38,6 +38,9 @@ feature_names = text.map(str.strip).filter(lambda name: bool(name) and "," not i
 amounts = st.floats(min_value=0, max_value=1e30, allow_nan=False, allow_infinity=False)
 maybe_amount = st.none() | amounts
 counts = st.integers(0, 10**6)
+# Configured processors stay within real nodes' range: formats that make a vertex of every
+# core (JGF) take seconds per million, and the loss tests convert to them.
+core_counts = st.integers(0, 4096)
 wall_durations = st.sampled_from(["3576", "0", "12.5", "PT3576S", "P1DT2H", "PT0.5S"])
 attribute_sets = st.fixed_dictionaries({}, optional={
     "metric": text, "wallDuration": wall_durations,
@@ -111,7 +114,7 @@ def consumables(draw: Any) -> Consumables:
 @st.composite
 def machines(draw: Any, identity: str) -> Machine:
     state, label = draw(states())
-    cores = draw(st.none() | counts)
+    cores = draw(st.none() | core_counts)
     memory = draw(maybe_amount)
     disk = draw(maybe_amount)
     swap = draw(maybe_amount)
