@@ -20,9 +20,10 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+from lxml import etree
+
 from dcx.converters.xmlio import load_xsd
 from dcx.formats import sss
-from lxml import etree
 
 NODES = 10_000
 STATES = ("Idle", "Busy", "Down", "Drained", "Running", "Reserved")

@@ -18,7 +18,7 @@ from typing import Any
 from dcx import __version__
 from dcx.converters.diagnostics import Diagnostic, Severity, error, has_errors
 from dcx.converters.limits import LIMITS
-from dcx.converters.registry import FORMATS, BY_NAME, FormatSpec, for_output_path
+from dcx.converters.registry import BY_NAME, FORMATS, FormatSpec, for_output_path
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -163,7 +163,9 @@ def _too_large(path: str) -> Diagnostic | None:
     return None
 
 
-def _file_entry(path: str, spec_name: str | None, diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
+def _file_entry(
+    path: str, spec_name: str | None, diagnostics: Sequence[Diagnostic]
+) -> dict[str, Any]:
     return {"path": path, "format": spec_name or "unknown",
             "valid": not has_errors(diagnostics),
             "diagnostics": [d.to_json() for d in diagnostics]}
@@ -233,7 +235,8 @@ def _target_for(args: argparse.Namespace, source: FormatSpec | None) -> FormatSp
     if source is not None:
         if source in candidates:
             return source
-        same_kind = [c for c in candidates if c.kind == source.kind or "both" in (c.kind, source.kind)]
+        same_kind = [c for c in candidates
+                     if c.kind == source.kind or "both" in (c.kind, source.kind)]
         if len(same_kind) == 1:
             return same_kind[0]
     names = ", ".join(c.name for c in candidates)

@@ -33,7 +33,9 @@ class Conversion:
         return bool(self.data) and not has_errors(self.diagnostics)
 
 
-def read_any(data: bytes, path: str = "", format_name: str | None = None) -> tuple[FormatSpec | None, ReadResult]:
+def read_any(
+    data: bytes, path: str = "", format_name: str | None = None
+) -> tuple[FormatSpec | None, ReadResult]:
     """Read ``data`` in the named format, or the one its content shows."""
     spec = get(format_name) if format_name else detect(data, path)
     if spec is None:

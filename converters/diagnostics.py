@@ -15,7 +15,7 @@ from typing import Any
 from dcx.formats.model import Document
 
 
-class Severity(str, enum.Enum):
+class Severity(enum.StrEnum):
     ERROR = "error"
     WARNING = "warning"
 

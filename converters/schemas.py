@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -21,23 +21,22 @@ if TYPE_CHECKING:  # the pure-Python validator loads only when a document fails
 from dcx.converters.diagnostics import Diagnostic, error
 from dcx.converters.jsonio import JsonLocator, pointer_from_path
 
-
 MAX_SCHEMA_ERRORS = 50
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str) -> dict[str, Any]:
     text = resources.files("dcx.schemas").joinpath(name).read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fast_validator(name: str) -> Any:
     return jsonschema_rs.validator_for(load_schema(name))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _detailed_validator(name: str) -> jsonschema.protocols.Validator:
     import jsonschema
 

@@ -190,7 +190,9 @@ class _Resolver:
         return frozenset(keys)
 
 
-def overlay(lower: dict[str, Any], higher: dict[str, Any], merge_keys: frozenset[str]) -> dict[str, Any]:
+def overlay(
+    lower: dict[str, Any], higher: dict[str, Any], merge_keys: frozenset[str]
+) -> dict[str, Any]:
     """``higher`` over ``lower``; keys in ``merge_keys`` merge one level deep."""
     result = dict(lower)
     for key, value in higher.items():

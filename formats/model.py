@@ -113,7 +113,7 @@ class Consumables:
 
 @dataclass(frozen=True)
 class Machine:
-    """A physical machine (environment), node (Haizea, SSS), rank/host (Flux R), node vertex (JGF)."""
+    """A physical machine (environment), node (Haizea, SSS), rank/host (Flux R), node (JGF)."""
 
     id: Id | None = None
     name: str | None = None

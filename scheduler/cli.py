@@ -13,9 +13,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # Only what the argument parser needs is imported here: every `dcx` call (the pre-commit
 # hook included) builds this parser, so the engine, plots and readers load in run().

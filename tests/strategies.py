@@ -21,6 +21,8 @@ from functools import cache, lru_cache
 from itertools import count
 from typing import Any, Literal
 
+from hypothesis import strategies as st
+
 from dcx.converters.losses import restrict
 from dcx.formats.fields import FIELDS
 from dcx.formats.model import (
@@ -49,7 +51,6 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
-from hypothesis import strategies as st
 
 IdKind = Literal["int", "str", "any"]
 

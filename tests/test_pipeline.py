@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from dcx.converters.diagnostics import LossCounter, WriteResult
 from dcx.converters.losses import with_parts
 from dcx.converters.pipeline import Target, collect_inputs, convert_document, main, run

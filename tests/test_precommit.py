@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
+
 from dcx.converters.cli import FAMILIES, main
 from dcx.converters.registry import FORMATS
-from ruamel.yaml import YAML
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "environment" / "small-cluster.json"

@@ -7,6 +7,9 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from dcx.formats.model import (
     Datacenter,
     Environment,
@@ -28,8 +31,6 @@ from dcx.scheduler.metrics import compute_metrics
 from dcx.scheduler.policies import Policy, all_policies, parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
 from dcx.scheduler.runs import run_policy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 I5 = ProcessingUnit(cores=2, clock_rate_hz=3.5e9)
 I7 = ProcessingUnit(cores=4, clock_rate_hz=4.1e9)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from dcx.scheduler import cli
 
 SETUP = """{"name": "two", "rooms": [{"type": "SERVER", "objects": [{"type": "RACK",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from dcx.scheduler.experiments import run_all, verdict
 from dcx.scheduler.loading import load_problem
 from dcx.scheduler.paper import NJSL_TOLERANCE, SETUP_FILE_NAME, TRACES, Trace, within_tolerance

@@ -10,7 +10,6 @@ from pathlib import Path
 from dcx.converters.convert import Conversion, convert
 from dcx.converters.registry import detect
 from dcx.formats.model import Document
-
 from dcxdocs.formats_pages import LoadedFormat
 from dcxdocs.markdown import admonition, cell, code, fenced, indent, table, tabs
 

@@ -10,7 +10,6 @@ from types import ModuleType
 
 from dcx.converters.registry import FORMATS, FormatSpec
 from dcx.formats.fields import FIELDS
-
 from dcxdocs import jsonschema_ref, xsd_ref
 from dcxdocs.codes import CodeUse
 from dcxdocs.markdown import admonition, cell, code, rst_to_markdown, table
