@@ -359,9 +359,7 @@ CASES: tuple[Case, ...] = (
     Case("gwf-unknown-task", "gwf", "gwf.unknown-dependency", "", "formats/unknown-task.gwf",
          line=2, checklist="issue 9"),
     Case("gwf-long-cycle", "gwf", "gwf.dependency-cycle", "dependency cycle", _gwf_long_cycle,
-         ".gwf", checklist="issue 9",
-         known_issue="formats/gwf.py prints the whole cycle: a 100,000-task ring gives one "
-         "~700 KB line; the message should name a few tasks and the cycle's length"),
+         ".gwf", checklist="issue 9"),
     # --- JGF
     Case("jgf-dangling-edge", "jgf", "jgf.edge-endpoint", "'999' is not a vertex id",
          "formats/dangling-edge.json", line=8, checklist="issue 9"),

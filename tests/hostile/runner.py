@@ -26,10 +26,9 @@ CI machine cannot fail a case that is fast, nor hide one that is slow."""
 MEMORY_BUDGET_MB = 500
 """The issue's budget for one case, checked against the child's peak resident memory."""
 ADDRESS_SPACE_CAP_MB = 1024
-"""The hard ``RLIMIT_AS`` stop. It cannot be the 500 MB budget itself: the CLI's
-``read_input`` asks for ``LIMITS.max_input_bytes + 1`` (512 MiB) in one ``read`` call, which
-reserves that much address space up front even for a 100-byte file. Peak RSS carries the
-real 500 MB budget."""
+"""The hard ``RLIMIT_AS`` stop, a safety net above the budget: address space counts every
+mapped library and allocator arena, not only memory in use, so the 500 MB budget itself is
+checked on the child's peak resident memory."""
 HARD_TIMEOUT_S = 60.0
 """Kill a child after this long (a hang); generous because wall time on a loaded machine is
 many times the CPU time, and the 5 s budget is asserted on CPU time."""
