@@ -9,7 +9,8 @@ expiration after starttime. A Fluxion graph in ``scheduling`` is validated as JG
 ``jgf_shorthand`` graph, only the same hosts).
 
 Model mapping: one ``Machine`` per rank in rank order, in one datacenter, room and rack;
-``name`` from the nodelist host, ``rank``, one CPU with the core count, one GPU per GPU id
+``name`` from the nodelist host, ``rank``, one CPU with the core count (none for an empty
+core idset, so CPUs without cores are a ``machine.cpus`` loss), one GPU per GPU id
 (``id`` = the logical id), properties → features (a property covering only some ranks is a
 feature of those machines), other child types (``memory``) → ``NamedResource`` with the
 id count as ``amount``. Logical core ids other than ``0..n-1`` are kept in
@@ -19,8 +20,12 @@ kept verbatim in ``Environment.extras`` under ``flux-r:<key>``.
 
 The writer is canonical: R_lite entries grouped by identical children, ranked in order, and
 one compressed nodelist entry. Machines without a rank get ranks ``0..n-1`` in topology
-order (as ``flux R encode`` numbers them); a machine with no name is listed as its id, or as
-``rank<N>`` (flux-python's placeholder).
+order (as ``flux R encode`` numbers them). The nodelist is written when any machine has a
+name; then every machine needs a host name: its name when a hostlist can spell it (printable
+ASCII without ``,[]``), else its id when that can be spelled, else ``rank<N>`` (flux-python's
+placeholder, ``N`` its rank). A name replaced this way is a ``machine.name`` loss
+(``normal_form``); a machine without a name reads back named after its id or rank, which adds
+what the source did not say and is no loss.
 
 Named resources
 ---------------
@@ -63,7 +68,7 @@ from dcx.converters.diagnostics import (
 from dcx.converters.jsonio import JsonLocator, dumps_canonical, escape_pointer_token, load_json
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats import jgf
-from dcx.formats.hostlist import Hostlist, HostlistError, IdSet, IdsetError
+from dcx.formats.hostlist import Hostlist, HostlistError, IdSet, IdsetError, is_host_name
 from dcx.formats.model import (
     Datacenter,
     Document,
@@ -401,7 +406,7 @@ def _parts(children: dict[str, IdSet]) -> _Parts:
         resources.append(NamedResource(name=kind, amount=float(len(ids))))
         if not ids.is_interval_from_zero():
             extras[PREFIX + kind] = ids.encode()
-    cpus = (ProcessingUnit(cores=len(cores)),) if "core" in children else ()
+    cpus = (ProcessingUnit(cores=len(cores)),) if cores else ()
     return _Parts(list(children), cpus, gpus, tuple(resources), extras)
 
 
@@ -414,16 +419,20 @@ def normal_form(document: Document) -> Document:
     ``0..n-1``; named resources that are not device counts (see Named resources) and features
     R cannot name are left out, repeated features kept once and features sorted (R lists
     properties by name); ranks that are missing or repeated become ``0..n-1`` in topology
-    order."""
+    order; when the nodelist is written, every machine is named after its host
+    (``_host_name``)."""
     environment = document.environment
     if environment is None:
         return document
     renumber = not _ranks_are_usable(list(environment.machines()))
+    named = any(machine.name is not None for machine in environment.machines())
     position = iter(range(len(list(environment.machines()))))
 
     def normal(machine: Machine) -> Machine:
         rank = next(position) if renumber else machine.rank
-        return replace(machine, gpus=_normal_gpus(machine.gpus), rank=rank,
+        name = _host_name(machine, rank) if named and rank is not None else machine.name
+        return replace(machine, gpus=_normal_gpus(machine.gpus), rank=rank, name=name,
+                       cpus=machine.cpus if _core_count(machine.cpus) else (),
                        resources=tuple(r for r in machine.resources if _is_device_count(r)),
                        features=tuple(sorted({f for f in machine.features
                                               if _is_property_name(f)})))
@@ -452,10 +461,18 @@ def normal_form_losses(document: Document) -> frozenset[str]:
             found.add("gpu.id")
         if not all(map(_is_device_count, machine.resources)):
             found.add("machine.resources")
+        if machine.name is not None and not is_host_name(machine.name):
+            found.add("machine.name")
+        if machine.cpus and not _core_count(machine.cpus):
+            found.add("machine.cpus")
         if not all(map(_is_property_name, machine.features)) or len(
                 set(machine.features)) != len(machine.features):
             found.add("machine.features")
     return frozenset(found)
+
+
+def _core_count(cpus: tuple[ProcessingUnit, ...]) -> int:
+    return sum(cpu.cores for cpu in cpus)
 
 
 def _ranks_are_usable(machines: list[Machine]) -> bool:
@@ -501,14 +518,15 @@ def write(document: Document) -> WriteResult:
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     properties: dict[str, list[int]] = {}
     hosts: list[str] = []
-    problems: list[Diagnostic] = []
     machine_losses = jgf.MachineLosses(HOLDS, PREFIX)
     shapes: jgf.ShapeMemo[tuple[tuple[tuple[str, str], ...], jgf.RecordedLosses]] = \
         jgf.ShapeMemo(_children)
     for position in order:
         machine, rank = machines[position], ranks[position]
         machine_losses.count(machine, losses)
-        if len(machine.cpus) > 1:
+        if machine.cpus and not _core_count(machine.cpus):
+            losses.add("machine.cpus", detail="an empty core idset reads as no CPU")
+        elif len(machine.cpus) > 1:
             losses.add("machine.cpus.sockets", detail="R lists cores per rank, not per socket")
         children, shape_losses = shapes.get(machine.cpus, machine.gpus, machine.resources,
                                             machine.extras)
@@ -521,6 +539,8 @@ def write(document: Document) -> WriteResult:
             properties.setdefault(feature, []).append(rank)
         losses.add("machine.features", len(machine.features) - len(set(machine.features)),
                    "repeated feature")
+        if machine.name is not None and not is_host_name(machine.name):
+            losses.add("machine.name", detail="a hostlist spells printable ASCII without ,[]")
         hosts.append(_host_name(machine, rank))
     r_lite = [
         {"rank": IdSet.from_ids(group).encode(), "children": dict(children)}
@@ -528,11 +548,8 @@ def write(document: Document) -> WriteResult:
     ]
     execution: dict[str, Any] = {"R_lite": r_lite}
     if any(machine.name is not None for machine in machines):
-        try:
-            execution["nodelist"] = [Hostlist.from_hosts(hosts).encode()] if hosts else []
-        except HostlistError as problem:
-            problems.append(error(f"host name {problem.text!r} cannot appear in a nodelist: "
-                                  f"{problem.reason}", "flux-r.write-host-name"))
+        # _host_name only returns names a hostlist can spell, so this cannot raise.
+        execution["nodelist"] = [Hostlist.from_hosts(hosts).encode()] if hosts else []
     if properties:
         # Sorted: R cannot hold each machine's own feature order, so pick a canonical one.
         execution["properties"] = {name: IdSet.from_ids(properties[name]).encode()
@@ -545,8 +562,6 @@ def write(document: Document) -> WriteResult:
         value["scheduling"] = environment.extras[PREFIX + "scheduling"]
     losses.add("environment.extras", int(PREFIX + "attributes" in environment.extras),
                "legacy attributes are not written")
-    if problems:
-        return WriteResult(b"", losses.losses(), tuple(problems))
     return WriteResult(dumps_canonical(value), losses.losses())
 
 
@@ -568,7 +583,7 @@ def _children(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...]
     machine's parts, so the writer computes it once per distinct shape."""
     losses = jgf.LossRecorder()
     children: list[tuple[str, str]] = []
-    core_count = sum(cpu.cores for cpu in cpus)
+    core_count = _core_count(cpus)
     children.append(("core", _ids_text(extras.get(PREFIX + "core"), core_count)))
     gpu_ids = [gpu.id for gpu in gpus]
     if gpu_ids:
@@ -606,8 +621,10 @@ def _ids_text(kept: Any, count: int) -> str:
 
 
 def _host_name(machine: Machine, rank: int) -> str:
-    if machine.name is not None:
+    """The machine's nodelist entry: its name, else its id, else ``rank<N>``; a name or id
+    a hostlist cannot spell is passed over."""
+    if machine.name is not None and is_host_name(machine.name):
         return machine.name
-    if machine.id is not None:
+    if machine.id is not None and is_host_name(str(machine.id)):
         return str(machine.id)
     return f"rank{rank}"

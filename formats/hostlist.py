@@ -661,6 +661,15 @@ def _valid_host_ranges(tokens: list[str]) -> tuple[HostRange, ...] | None:
     return tuple(map(HostRange, los, his, map(len, lo_texts)))
 
 
+def is_host_name(host: str) -> bool:
+    """Whether a hostlist can spell ``host``: printable ASCII without ``,[]``, not empty."""
+    try:
+        _check_host_name(host)
+    except HostlistError:
+        return False
+    return True
+
+
 def _check_host_name(host: str) -> None:
     for index, char in enumerate(host):
         if not (0x21 <= ord(char) <= 0x7E) or char in ",[]":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from dcx.formats.model import (
     Datacenter,
     Environment,
@@ -13,7 +15,6 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
-from hypothesis import strategies as st
 
 host_names = st.builds(
     lambda prefix, number, width: prefix + str(number).zfill(width),
@@ -39,9 +40,10 @@ def r_environments(draw: st.DrawFn) -> Environment:
         features = tuple(name for name in vocabulary if draw(st.booleans()))
         resources = tuple(NamedResource(name=kind, amount=float(draw(st.integers(0, 8))))
                           for kind in child_types)
+        cores = draw(st.integers(0, 256))
         machines.append(Machine(
             name=draw(host_names), rank=rank,
-            cpus=(ProcessingUnit(cores=draw(st.integers(0, 256))),),
+            cpus=(ProcessingUnit(cores=cores),) if cores else (),  # "core": "" reads as none
             gpus=tuple(ProcessingUnit(cores=1, id=i) for i in gpu_ids),
             features=features, resources=resources,
         ))

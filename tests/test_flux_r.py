@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from strategies_flux import r_environments
+
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats import flux_r
 from dcx.formats.model import (
@@ -21,8 +24,6 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
-from hypothesis import given, settings
-from strategies_flux import r_environments
 
 SEED = Path(__file__).resolve().parent.parent.parent / "shared" / "seeds"
 
@@ -275,12 +276,30 @@ def test_writer_lists_what_r_cannot_hold() -> None:
     assert value["execution"]["R_lite"] == [{"rank": "0", "children": {"core": "0-3"}}]
 
 
-def test_writer_refuses_host_names_a_nodelist_cannot_spell() -> None:
-    environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=(
-        Rack(slots=(Machine(name="bad name"),)),)),)),))
-    written = flux_r.write(Document(environment=environment))
-    assert not written.ok
-    assert written.data == b""
+def test_names_a_nodelist_cannot_spell_fall_back_to_the_id_then_the_rank() -> None:
+    machines = (Machine(name="bad name", id="m-1"), Machine(name="x[", id="ü"),
+                Machine(name="node7"), Machine(id=12))
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=machines),)),)),)))
+    written = flux_r.write(document)
+    assert written.ok
+    assert [loss.count for loss in written.losses if loss.field == "machine.name"] == [2]
+    assert flux_r.normal_form_losses(document) == {"machine.name"}
+    read = flux_r.read(written.data)
+    assert read.document is not None
+    names = [machine.name for machine in read.document.environment.machines()]
+    assert names == ["m-1", "rank1", "node7", "12"]
+    assert names == [m.name for m in flux_r.normal_form(document).environment.machines()]
+
+
+def test_cpus_without_cores_read_back_as_no_cpu_and_are_reported() -> None:
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=(Machine(cpus=(ProcessingUnit(cores=0),)), Machine())),)),)),)))
+    written = flux_r.write(document)
+    assert [loss.field for loss in written.losses] == ["machine.cpus"]
+    read = flux_r.read(written.data)
+    assert read.document is not None
+    assert [m.cpus for m in read.document.environment.machines()] == [(), ()]
 
 
 @settings(max_examples=150, deadline=None)

@@ -49,11 +49,12 @@ def _with_jgf_fill_ins(expected: Environment) -> Environment:
     and reads back ``cluster0`` (id 0) and ``rack0`` (id 0); R has no node or CPU ids, so
     a node's id comes from its name's digits and its one CPU is socket 0; GPU ids, which
     environment JSON reads as text and R cannot hold, were numbered 0..n-1 by R. Environment
-    JSON writes unit ids as text, so the CPU and GPU numbers come back as strings."""
+    JSON writes unit ids as text and reads decimal text back as integers (losses: Ids as
+    text), so the CPU and GPU numbers survive as integers."""
     machines = tuple(
         replace(machine, id=int(machine.name[4:]) if machine.name else index,
-                cpus=tuple(replace(cpu, id="0") for cpu in machine.cpus),
-                gpus=tuple(replace(gpu, id=str(position))
+                cpus=tuple(replace(cpu, id=0) for cpu in machine.cpus),
+                gpus=tuple(replace(gpu, id=position)
                            for position, gpu in enumerate(machine.gpus)))
         for index, machine in enumerate(expected.machines()))
     (datacenter,) = expected.datacenters

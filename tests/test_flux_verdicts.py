@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from dcx.converters.registry import detect
 
 # The reason text in verdicts.json is prose; each maps to the diagnostic code (and a word of

@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from dcx.formats.hostlist import (
     MAX_HOSTS_PER_RANGE,
     MAX_ID,
@@ -13,8 +16,6 @@ from dcx.formats.hostlist import (
     IdSet,
     IdsetError,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 # --------------------------------------------------------------------------- idset
 

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from strategies_flux import jgf_environments, r_environments
+
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats import flux_r, jgf
 from dcx.formats.model import (
@@ -21,8 +24,6 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
-from hypothesis import given, settings
-from strategies_flux import jgf_environments, r_environments
 
 
 def small_graph() -> dict[str, Any]:
