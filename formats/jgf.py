@@ -31,6 +31,14 @@ Writing emits full vertex metadata (type, basename, name, id, uniq_id, rank, siz
 exclusive, properties, paths), containment edges in the full form, and a cluster → rack →
 node → socket → core tree with GPUs and memory under their node.
 
+Empty topology
+--------------
+A topology without racks or machines is written as the root alone; when that root is the
+fill-in ``cluster0`` with id 0 (no datacenter name or id, or exactly those), it reads back as
+the empty topology (one datacenter, room and no racks, all unnamed), so environment → JGF →
+environment keeps an empty topology empty. An explicit name ``cluster0`` or id 0 on such a
+datacenter is therefore lost (``normal_form_losses``: ``datacenter.name``/``datacenter.id``).
+
 Divergences
 -----------
 * Fluxion accepts more than one root per subsystem only if paths differ; dcx requires exactly
@@ -88,6 +96,9 @@ HOLDS = frozenset({
     "cpu.id", "machine.gpus", "gpu.id", "machine.memory", "machine.memory.modules",
     "machine.features", "machine.resources", "machine.rank",
 })
+
+EMPTY_ROOT_NAME = "cluster0"
+"""The root vertex of the empty topology (see Empty topology)."""
 
 MAX_WRITE_VERTICES = 20_000_000
 """One vertex per core: bounds the output (about 5 GB of JSON) before any is built."""
@@ -340,6 +351,9 @@ def graph_to_environment(graph: Graph) -> Environment:
     root = graph.root
     if root is None:
         return Environment()
+    if _is_bare_fill_in_root(root.type, root.name, root.id) and not graph.children.get(
+            root.paths[CONTAINMENT]):
+        return Environment(datacenters=(Datacenter(rooms=(Room(),)),))
     racks: list[Rack] = []
     loose: list[Machine] = []
     _collect(graph, root.paths[CONTAINMENT], racks, loose)
@@ -349,6 +363,12 @@ def graph_to_environment(graph: Graph) -> Environment:
     datacenter = Datacenter(id=root.id, name=root.name, rooms=(Room(racks=tuple(racks)),),
                             extras=datacenter_extras)
     return Environment(datacenters=(datacenter,))
+
+
+def _is_bare_fill_in_root(kind: str, name: str | None, vertex_id: int | None) -> bool:
+    """The root the writer makes for a topology without machines or racks (its empty
+    document, ``cluster0`` with id 0): read back as the empty topology, not a datacenter."""
+    return kind == "cluster" and name == EMPTY_ROOT_NAME and vertex_id == 0
 
 
 def _collect(graph: Graph, path: str, racks: list[Rack], loose: list[Machine]) -> None:
@@ -656,7 +676,39 @@ def normal_form(document: Document) -> Document:
             rooms.append(replace(room, racks=tuple(racks)))
         datacenters.append(replace(datacenter, name=name, id=_int_id(
             datacenter.id, _name_id(name, 0)), rooms=tuple(rooms)))
+    if datacenters and _writes_empty_root(environment):
+        datacenters[0] = replace(datacenters[0], name=None, id=None)
     return replace(document, environment=replace(environment, datacenters=tuple(datacenters)))
+
+
+def _root(environment: Environment) -> tuple[Datacenter, str, str, int]:
+    """The datacenter the root vertex stands for, and the root's type, name and id."""
+    datacenter = environment.datacenters[0] if environment.datacenters else Datacenter()
+    name = datacenter.name or f"cluster{_int_id(datacenter.id, 0)}"
+    return (datacenter, str(datacenter.extras.get("jgf:type", "cluster")), name,
+            _int_id(datacenter.id, _name_id(name, 0)))
+
+
+def _writes_empty_root(environment: Environment) -> bool:
+    """Whether the graph is the root alone, as ``cluster0`` with id 0: the empty topology's
+    document, which reads back as the empty topology (see Empty topology)."""
+    if any(not rack.extras.get("jgf:implicit") or any(True for _ in rack.machines)
+           for datacenter in environment.datacenters for room in datacenter.rooms
+           for rack in room.racks):
+        return False
+    _, kind, name, vertex_id = _root(environment)
+    return _is_bare_fill_in_root(kind, name, vertex_id)
+
+
+def _empty_root_losses(environment: Environment) -> set[str]:
+    """The datacenter name and id the empty topology's document cannot tell from its
+    fill-ins: ``cluster0`` and 0 given explicitly (an id that is not a non-negative integer
+    is reported as such already)."""
+    if not _writes_empty_root(environment):
+        return set()
+    datacenter = _root(environment)[0]
+    return ({"datacenter.name"} if datacenter.name is not None else set()) | (
+        {"datacenter.id"} if datacenter.id == 0 else set())
 
 
 def _normal_rack(rack: Rack, index: int) -> Rack:
@@ -698,7 +750,7 @@ def normal_form_losses(document: Document) -> frozenset[str]:
     environment = document.environment
     if environment is None:
         return frozenset()
-    found: set[str] = set()
+    found = _empty_root_losses(environment)
 
     def bad_id(value: Any) -> bool:
         return value is not None and _int_id(value, -1) < 0
@@ -898,12 +950,12 @@ def write(document: Document) -> WriteResult:
     workload_losses(document, losses, "JGF describes resources only")
     topology_losses(environment, HOLDS, "jgf:", losses)
     writer = _GraphWriter()
-    datacenter = environment.datacenters[0] if environment.datacenters else Datacenter()
-    cluster_name = datacenter.name or f"cluster{_int_id(datacenter.id, 0)}"
-    cluster = writer.vertex(str(datacenter.extras.get("jgf:type", "cluster")), cluster_name,
-                            _int_id(datacenter.id, _name_id(cluster_name, 0)), None)
+    datacenter, cluster_type, cluster_name, cluster_id = _root(environment)
+    cluster = writer.vertex(cluster_type, cluster_name, cluster_id, None)
     if datacenter.id is not None and _int_id(datacenter.id, -1) < 0:
         losses.add("datacenter.id", detail="JGF ids are non-negative integers")
+    for field_path in sorted(_empty_root_losses(environment)):
+        losses.add(field_path, detail="a lone cluster0 root is the empty topology")
     racks = [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
     vertex_count = sum(m.core_count + len(m.gpus) + len(m.memory) + len(m.resources) + 1
                        for rack in racks for m in rack.machines)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from dcx.formats import jgf
 from dcx.formats.model import (
     Datacenter,
     Environment,
@@ -105,4 +106,7 @@ def jgf_environments(draw: st.DrawFn) -> Environment:
         racks.append(Rack(id=rack_index, name=f"rack{rack_index}", slots=tuple(machines)))
     datacenter = Datacenter(id=draw(st.integers(0, 9)), name=draw(st.sampled_from(
         ["cluster0", "tiny0", "lassen"])), rooms=(Room(racks=tuple(racks)),))
+    if not racks and (datacenter.name, datacenter.id) == (jgf.EMPTY_ROOT_NAME, 0):
+        # a lone cluster0 root is the empty topology's document (jgf: Empty topology)
+        datacenter = Datacenter(rooms=(Room(),))
     return Environment(datacenters=(datacenter,))
