@@ -99,17 +99,18 @@ HOLDS: frozenset[str] = frozenset({
     "machine.extras",
 })
 
-_ROOT_KEYS = ("$schema", "name", "description", "schema_version", "environment", "events",
-              "definitions")
-_DATACENTER_KEYS = ("id", "name", "location", "operator", "operational", "rooms")
-_ROOM_KEYS = ("id", "name", "type", "location", "size", "objects")
-_RACK_KEYS = ("id", "type", "name", "capacity", "power-capacity", "units")
-_MACHINE_KEYS = ("id", "type", "name", "state", "cpus", "gpus", "memory", "storage")
+_ROOT_KEYS = frozenset(("$schema", "name", "description", "schema_version", "environment",
+                        "events", "definitions"))
+_DATACENTER_KEYS = frozenset(("id", "name", "location", "operator", "operational", "rooms"))
+_ROOM_KEYS = frozenset(("id", "name", "type", "location", "size", "objects"))
+_RACK_KEYS = frozenset(("id", "type", "name", "capacity", "power-capacity", "units"))
+_MACHINE_KEYS = frozenset(("id", "type", "name", "state", "cpus", "gpus", "memory", "storage"))
 _VENDOR_KEYS = ("id", "manufacturer", "family", "generation", "model")
-_PU_KEYS = (*_VENDOR_KEYS, "clock-rate", "cores", "energy-consumption")
-_STORAGE_KEYS = (*_VENDOR_KEYS, "read-speed", "write-speed", "capacity", "energy-consumption")
-_EVENT_KEYS = ("type", "time", "attributes", "machine", "state", "cause", "datacenter",
-               "scheduler")
+_PU_KEYS = frozenset((*_VENDOR_KEYS, "clock-rate", "cores", "energy-consumption"))
+_STORAGE_KEYS = frozenset((*_VENDOR_KEYS, "read-speed", "write-speed", "capacity",
+                           "energy-consumption"))
+_EVENT_KEYS = frozenset(("type", "time", "attributes", "machine", "state", "cause",
+                         "datacenter", "scheduler"))
 
 
 def sniff(data: bytes) -> bool:
@@ -164,11 +165,14 @@ class _Builder:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     pointers: dict[str, list[tuple[Id, str]]] = field(default_factory=dict)
     _cache: dict[int, Any] = field(default_factory=dict)
+    _by_content: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
     _unknown_keys: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def extras(self, node: dict[str, Any], known: Iterable[str], kind: str,
                pointer: str) -> dict[str, Any]:
-        known_set = set(known)
+        known_set = known if isinstance(known, frozenset) else frozenset(known)
+        if node.keys() <= known_set:
+            return {}  # the usual case, checked in C
         unknown = {key: value for key, value in node.items() if key not in known_set}
         for key in unknown:
             seen = self._unknown_keys.get((kind, key), 0)
@@ -275,8 +279,19 @@ class _Builder:
         cached = self._cache.get(id(nodes))
         if cached is not None and cached[0] is nodes:
             return cached[1]
+        # Written-out clusters repeat the same CPU and memory objects in every machine:
+        # equal content builds once (units are immutable, so sharing them is safe).
+        try:
+            content = (build, tuple(tuple(item.items()) for item in nodes))
+            shared = self._by_content.get(content)
+        except (TypeError, AttributeError):  # nested or non-object values: build each time
+            content, shared = None, None
+        if shared is not None:
+            return shared
         built = tuple(build(item, f"{pointer}/{index}") for index, item in enumerate(nodes))
         self._cache[id(nodes)] = (nodes, built)
+        if content is not None:
+            self._by_content[content] = built
         return built
 
     def processing_unit(self, node: dict[str, Any], pointer: str) -> ProcessingUnit:

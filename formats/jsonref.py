@@ -33,6 +33,7 @@ Divergences from the reference resolver (``jsspp/osp/util/jsonref.py``), all del
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -126,6 +127,9 @@ class _Resolver:
             return items if changed else node
         if not isinstance(node, dict):
             return node
+        shortcut = self.resolved_leaf(node, path)
+        if shortcut is not None:
+            return shortcut
         own: dict[str, Any] = {}
         changed = False
         for key, value in node.items():
@@ -166,6 +170,24 @@ class _Resolver:
             combined = overlay(combined, value, merge_keys)
         return overlay(combined, own, merge_keys)
 
+    def resolved_leaf(self, node: dict[str, Any], path: list[str]) -> dict[str, Any] | None:
+        """The common case in one step: an object with a single ``$base`` to a target
+        already resolved, no ``$merge`` and only scalar values of its own (a rack unit of a
+        factored cluster). ``None`` sends anything else down the general path."""
+        reference = node.get("$base")
+        if reference.__class__ is not str or "$merge" in node or reference not in self.targets:
+            return None
+        target_pointer = self.targets[reference][0]
+        value = self.resolved.get(target_pointer)
+        if value is None or _is_ancestor_or_self(target_pointer, path):
+            return None
+        own = {key: item for key, item in node.items() if key != "$base"}
+        for item in own.values():
+            if isinstance(item, dict | list):
+                return None
+        self.count_expansion(target_pointer, value)
+        return {**value, **own}
+
     def count_expansion(self, target_pointer: str, value: Any) -> None:
         """Each reference re-uses its target's whole subtree; bound the total a reader
         walking the result would see (fan-out bombs resolve fast but expand to 2**n)."""
@@ -194,6 +216,8 @@ def overlay(
     lower: dict[str, Any], higher: dict[str, Any], merge_keys: frozenset[str]
 ) -> dict[str, Any]:
     """``higher`` over ``lower``; keys in ``merge_keys`` merge one level deep."""
+    if not merge_keys:
+        return {**lower, **higher}  # the common case, done in C
     result = dict(lower)
     for key, value in higher.items():
         below = result.get(key)
@@ -232,8 +256,13 @@ class _LazyPointer:
         return format(str(self), spec)
 
 
+@lru_cache(maxsize=4096)
+def _pointer_tokens(pointer: str) -> list[str]:
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+
+
 def _is_ancestor_or_self(target_pointer: str, path: list[str]) -> bool:
-    tokens = [t.replace("~1", "/").replace("~0", "~") for t in target_pointer.split("/")[1:]]
+    tokens = _pointer_tokens(target_pointer)
     return path[:len(tokens)] == tokens
 
 
