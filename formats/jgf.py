@@ -664,6 +664,7 @@ def normal_form(document: Document) -> Document:
     if environment is None:
         return document
     rack_index = 0
+    ids = machine_ids(environment)
     datacenters: list[Datacenter] = []
     for datacenter in environment.datacenters:
         name = datacenter.name or f"cluster{_int_id(datacenter.id, 0)}"
@@ -671,7 +672,7 @@ def normal_form(document: Document) -> Document:
         for room in datacenter.rooms:
             racks: list[Rack] = []
             for rack in room.racks:
-                racks.append(_normal_rack(rack, rack_index))
+                racks.append(_normal_rack(rack, rack_index, ids))
                 rack_index += 1
             rooms.append(replace(room, racks=tuple(racks)))
         datacenters.append(replace(datacenter, name=name, id=_int_id(
@@ -711,14 +712,14 @@ def _empty_root_losses(environment: Environment) -> set[str]:
         {"datacenter.id"} if datacenter.id == 0 else set())
 
 
-def _normal_rack(rack: Rack, index: int) -> Rack:
+def _normal_rack(rack: Rack, index: int, ids: dict[int, int]) -> Rack:
     slots: list[Machine | None] = []
     position = 0
     for slot in rack.slots:
         if slot is None:
             slots.append(None)
             continue
-        slots.append(_normal_machine(slot, position))
+        slots.append(_normal_machine(slot, position, ids[id(slot)]))
         position += 1
     if rack.extras.get("jgf:implicit"):
         return replace(rack, slots=tuple(slots))
@@ -727,14 +728,14 @@ def _normal_rack(rack: Rack, index: int) -> Rack:
                    slots=tuple(slots))
 
 
-def _normal_machine(machine: Machine, index: int) -> Machine:
+def _normal_machine(machine: Machine, index: int, vertex_id: int) -> Machine:
     name = machine.name or f"node{index}"
     properties, _ = features_to_properties(machine.features)
     state = machine.state
     if state in (MachineState.HALT, MachineState.MAINTENANCE):
         state = MachineState.FAILURE
     return replace(
-        machine, name=name, id=_int_id(machine.id, _name_id(name, index)), state=state,
+        machine, name=name, id=vertex_id, state=state,
         features=tuple(key if value == "" else f"{key}={value}"
                        for key, value in properties.items()),
         cpus=tuple(replace(cpu, id=_int_id(cpu.id, i)) for i, cpu in enumerate(machine.cpus)),
@@ -944,6 +945,31 @@ def _name_id(name: str, fallback: int) -> int:
     return int(match.group(1)) if match else fallback
 
 
+def machine_ids(environment: Environment) -> dict[int, int]:
+    """The vertex id of every machine (keyed by ``id(machine)``), unique in the document.
+    Valid explicit ids are kept; a missing or unusable one becomes the name's trailing
+    digits when that number is free, else the smallest free number. Fill-ins by position
+    alone would repeat in every rack, and readers of other formats require unique ids."""
+    machines = [(machine, index) for rack in environment.racks()
+                for index, machine in enumerate(rack.machines)]
+    used = {machine.id for machine, _ in machines if _int_id(machine.id, -1) >= 0}
+    assigned: dict[int, int] = {}
+    next_free = 0
+    for machine, index in machines:
+        explicit = _int_id(machine.id, -1)
+        if explicit >= 0:
+            assigned[id(machine)] = explicit
+            continue
+        candidate = _name_id(machine.name or f"node{index}", -1)
+        if candidate < 0 or candidate in used:
+            while next_free in used:
+                next_free += 1
+            candidate = next_free
+        used.add(candidate)
+        assigned[id(machine)] = candidate
+    return assigned
+
+
 def write(document: Document) -> WriteResult:
     losses = LossCounter()
     environment = document.environment or Environment()
@@ -964,6 +990,7 @@ def write(document: Document) -> WriteResult:
             f"the graph would have {vertex_count:,} vertices; dcx writes at most "
             f"{MAX_WRITE_VERTICES:,}", "jgf.write-too-large"),))
     machine_losses = MachineLosses(HOLDS)
+    ids = machine_ids(environment)
     rack_names: set[str] = set()
     for rack_index, rack in enumerate(racks):
         parent = cluster
@@ -976,8 +1003,8 @@ def write(document: Document) -> WriteResult:
                                    _int_id(rack.id, _name_id(name, rack_index)), cluster)
         node_names: set[str] = set()
         for machine_index, machine in enumerate(rack.machines):
-            _write_machine(writer, machine, machine_index, parent, node_names, losses,
-                           machine_losses)
+            _write_machine(writer, machine, machine_index, ids[id(machine)], parent,
+                           node_names, losses, machine_losses)
     if writer.problems:
         return WriteResult(b"", losses.losses(), tuple(writer.problems))
     data = writer.document()
@@ -998,7 +1025,7 @@ def _unique(name: str, seen: set[str], writer: _GraphWriter) -> None:
     seen.add(name)
 
 
-def _write_machine(writer: _GraphWriter, machine: Machine, index: int,
+def _write_machine(writer: _GraphWriter, machine: Machine, index: int, vertex_id: int,
                    parent: tuple[int, str], names: set[str], losses: LossCounter,
                    machine_losses: MachineLosses) -> None:
     machine_losses.count(machine, losses)
@@ -1011,7 +1038,7 @@ def _write_machine(writer: _GraphWriter, machine: Machine, index: int,
         losses.add("machine.state", detail="written as down (status 1), read back as FAILURE")
     properties, dropped = features_to_properties(machine.features)
     losses.add("machine.features", dropped, "two features give one property different values")
-    node = writer.vertex("node", name, _int_id(machine.id, _name_id(name, index)), parent,
+    node = writer.vertex("node", name, vertex_id, parent,
                          rank=rank, properties=properties,
                          status=0 if machine.state is MachineState.ACTIVE else 1)
     template = writer.templates.get(machine.cpus, machine.gpus, machine.memory,
