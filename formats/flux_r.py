@@ -496,11 +496,15 @@ def _is_property_name(feature: str) -> bool:
     return bool(feature) and not FORBIDDEN_PROPERTY_CHARACTERS & set(feature)
 
 
+MAX_CHILD_IDS = (1 << 31)
+"""An R child lists its ids as an RFC 22 idset, whose ids stop at 2**31 - 1."""
+
+
 def _is_device_count(resource: NamedResource) -> bool:
     """A named resource R can list as a child type: a whole number of devices with ids."""
     amount = resource.amount
     return (bool(resource.name) and resource.name not in ("core", "gpu")
-            and amount == int(amount) and amount >= 0 and not resource.unit
+            and amount == int(amount) and 0 <= amount <= MAX_CHILD_IDS and not resource.unit
             and not resource.type and not resource.instances and not resource.extras)
 
 
@@ -599,7 +603,8 @@ def _children(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...]
     for resource in resources:
         amount = resource.amount
         if (resource.name in seen or not resource.name or amount != int(amount) or amount < 0
-                or resource.unit or resource.type or resource.instances or resource.extras):
+                or amount > MAX_CHILD_IDS or resource.unit or resource.type
+                or resource.instances or resource.extras):
             losses.add("machine.resources", detail="R children are counts of ids")
             continue
         seen.add(resource.name)

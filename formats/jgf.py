@@ -55,7 +55,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from itertools import chain, repeat
 from operator import add
@@ -667,7 +667,7 @@ def normal_form(document: Document) -> Document:
     ids = machine_ids(environment)
     datacenters: list[Datacenter] = []
     for datacenter in environment.datacenters:
-        name = datacenter.name or f"cluster{_int_id(datacenter.id, 0)}"
+        name = _usable(datacenter.name) or f"cluster{_int_id(datacenter.id, 0)}"
         rooms: list[Room] = []
         for room in datacenter.rooms:
             racks: list[Rack] = []
@@ -685,7 +685,7 @@ def normal_form(document: Document) -> Document:
 def _root(environment: Environment) -> tuple[Datacenter, str, str, int]:
     """The datacenter the root vertex stands for, and the root's type, name and id."""
     datacenter = environment.datacenters[0] if environment.datacenters else Datacenter()
-    name = datacenter.name or f"cluster{_int_id(datacenter.id, 0)}"
+    name = _usable(datacenter.name) or f"cluster{_int_id(datacenter.id, 0)}"
     return (datacenter, str(datacenter.extras.get("jgf:type", "cluster")), name,
             _int_id(datacenter.id, _name_id(name, 0)))
 
@@ -714,22 +714,20 @@ def _empty_root_losses(environment: Environment) -> set[str]:
 
 def _normal_rack(rack: Rack, index: int, ids: dict[int, int]) -> Rack:
     slots: list[Machine | None] = []
-    position = 0
+    names = iter(machine_names(rack.machines))
     for slot in rack.slots:
         if slot is None:
             slots.append(None)
             continue
-        slots.append(_normal_machine(slot, position, ids[id(slot)]))
-        position += 1
+        slots.append(_normal_machine(slot, next(names)[0], ids[id(slot)]))
     if rack.extras.get("jgf:implicit"):
         return replace(rack, slots=tuple(slots))
-    name = rack.name or f"rack{_int_id(rack.id, index)}"
+    name = _usable(rack.name) or f"rack{_int_id(rack.id, index)}"
     return replace(rack, name=name, id=_int_id(rack.id, _name_id(name, index)),
                    slots=tuple(slots))
 
 
-def _normal_machine(machine: Machine, index: int, vertex_id: int) -> Machine:
-    name = machine.name or f"node{index}"
+def _normal_machine(machine: Machine, name: str, vertex_id: int) -> Machine:
     properties, _ = features_to_properties(machine.features)
     state = machine.state
     if state in (MachineState.HALT, MachineState.MAINTENANCE):
@@ -756,16 +754,30 @@ def normal_form_losses(document: Document) -> frozenset[str]:
     def bad_id(value: Any) -> bool:
         return value is not None and _int_id(value, -1) < 0
 
+    def bad_name(name: str | None) -> bool:
+        return name is not None and _usable(name) is None
+
     for datacenter in environment.datacenters:
         if bad_id(datacenter.id):
             found.add("datacenter.id")
+        if bad_name(datacenter.name):
+            found.add("datacenter.name")
         for room in datacenter.rooms:
             for rack in room.racks:
-                if bad_id(rack.id) and not rack.extras.get("jgf:implicit"):
+                if rack.extras.get("jgf:implicit"):
+                    continue
+                if bad_id(rack.id):
                     found.add("rack.id")
+                if bad_name(rack.name):
+                    found.add("rack.name")
+    renamed = {id(machine): name for rack in environment.racks()
+               for machine, (name, _) in zip(rack.machines, machine_names(rack.machines),
+                                             strict=True)}
     for machine in environment.machines():
         for path, bad in (
                 ("machine.id", bad_id(machine.id)),
+                ("machine.name", machine.name is not None and machine.name != renamed.get(
+                    id(machine), machine.name)),
                 ("machine.state", machine.state in (MachineState.HALT,
                                                     MachineState.MAINTENANCE)),
                 ("machine.features", features_to_properties(machine.features)[1] > 0),
@@ -940,6 +952,41 @@ def _int_id(value: Any, fallback: int) -> int:
         else fallback
 
 
+def machine_names(machines: Sequence[Machine]) -> list[tuple[str, bool]]:
+    """Each machine's vertex name among its siblings and whether its own name was replaced.
+    JGF paths need unique sibling names, but other formats allow repeats (SSS names only
+    have to exist): the first use of a name keeps it, a repeat or a name that cannot be a
+    path segment is replaced by the fill-in ``node<i>`` (suffixed ``-k`` if that is taken),
+    as is a missing name (a fill-in, not a loss)."""
+    taken: set[str] = set()
+    names: list[str | None] = []
+    replaced: list[bool] = []
+    for machine in machines:
+        name = _usable(machine.name)
+        keep = name is not None and name not in taken
+        names.append(name if keep else None)
+        replaced.append(machine.name is not None and not keep)
+        if keep and name is not None:
+            taken.add(name)
+    result: list[tuple[str, bool]] = []
+    for index, (name, was_replaced) in enumerate(zip(names, replaced, strict=True)):
+        if name is None:
+            name = candidate = f"node{index}"
+            suffix = 1
+            while name in taken:
+                name = f"{candidate}-{suffix}"
+                suffix += 1
+            taken.add(name)
+        result.append((name, was_replaced))
+    return result
+
+
+def _usable(name: str | None) -> str | None:
+    """``name`` when it can be a JGF path segment (not empty, no ``/``); else ``None``, and
+    the writer's fill-in name is used instead (a value restriction: ``normal_form``)."""
+    return name if name and "/" not in name else None
+
+
 def _name_id(name: str, fallback: int) -> int:
     match = _TRAILING_DIGITS.search(name)
     return int(match.group(1)) if match else fallback
@@ -950,17 +997,18 @@ def machine_ids(environment: Environment) -> dict[int, int]:
     Valid explicit ids are kept; a missing or unusable one becomes the name's trailing
     digits when that number is free, else the smallest free number. Fill-ins by position
     alone would repeat in every rack, and readers of other formats require unique ids."""
-    machines = [(machine, index) for rack in environment.racks()
-                for index, machine in enumerate(rack.machines)]
+    machines = [(machine, name) for rack in environment.racks()
+                for machine, (name, _) in zip(rack.machines, machine_names(rack.machines),
+                                              strict=True)]
     used = {machine.id for machine, _ in machines if _int_id(machine.id, -1) >= 0}
     assigned: dict[int, int] = {}
     next_free = 0
-    for machine, index in machines:
+    for machine, name in machines:
         explicit = _int_id(machine.id, -1)
         if explicit >= 0:
             assigned[id(machine)] = explicit
             continue
-        candidate = _name_id(machine.name or f"node{index}", -1)
+        candidate = _name_id(name, -1)
         if candidate < 0 or candidate in used:
             while next_free in used:
                 next_free += 1
@@ -980,6 +1028,8 @@ def write(document: Document) -> WriteResult:
     cluster = writer.vertex(cluster_type, cluster_name, cluster_id, None)
     if datacenter.id is not None and _int_id(datacenter.id, -1) < 0:
         losses.add("datacenter.id", detail="JGF ids are non-negative integers")
+    if datacenter.name is not None and _usable(datacenter.name) is None:
+        losses.add("datacenter.name", detail="a JGF path segment cannot contain '/'")
     for field_path in sorted(_empty_root_losses(environment)):
         losses.add(field_path, detail="a lone cluster0 root is the empty topology")
     racks = [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
@@ -995,16 +1045,21 @@ def write(document: Document) -> WriteResult:
     for rack_index, rack in enumerate(racks):
         parent = cluster
         if not rack.extras.get("jgf:implicit"):
-            name = rack.name or f"rack{_int_id(rack.id, rack_index)}"
+            name = _usable(rack.name) or f"rack{_int_id(rack.id, rack_index)}"
+            if rack.name is not None and _usable(rack.name) is None:
+                losses.add("rack.name", detail="a JGF path segment cannot contain '/'")
             _unique(name, rack_names, writer)
             if rack.id is not None and _int_id(rack.id, -1) < 0:
                 losses.add("rack.id", detail="JGF ids are non-negative integers")
             parent = writer.vertex(str(rack.extras.get("jgf:type", "rack")), name,
                                    _int_id(rack.id, _name_id(name, rack_index)), cluster)
-        node_names: set[str] = set()
-        for machine_index, machine in enumerate(rack.machines):
-            _write_machine(writer, machine, machine_index, ids[id(machine)], parent,
-                           node_names, losses, machine_losses)
+        for machine, (name, replaced) in zip(rack.machines, machine_names(rack.machines),
+                                             strict=True):
+            if replaced:
+                losses.add("machine.name", detail="JGF sibling names are unique path "
+                           "segments without '/'")
+            _write_machine(writer, machine, name, ids[id(machine)], parent, losses,
+                           machine_losses)
     if writer.problems:
         return WriteResult(b"", losses.losses(), tuple(writer.problems))
     data = writer.document()
@@ -1025,12 +1080,10 @@ def _unique(name: str, seen: set[str], writer: _GraphWriter) -> None:
     seen.add(name)
 
 
-def _write_machine(writer: _GraphWriter, machine: Machine, index: int, vertex_id: int,
-                   parent: tuple[int, str], names: set[str], losses: LossCounter,
+def _write_machine(writer: _GraphWriter, machine: Machine, name: str, vertex_id: int,
+                   parent: tuple[int, str], losses: LossCounter,
                    machine_losses: MachineLosses) -> None:
     machine_losses.count(machine, losses)
-    name = machine.name or f"node{index}"
-    _unique(name, names, writer)
     rank = machine.rank if machine.rank is not None else -1
     if machine.id is not None and _int_id(machine.id, -1) < 0:
         losses.add("machine.id", detail="JGF ids are non-negative integers")
