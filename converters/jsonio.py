@@ -128,6 +128,25 @@ def load_json(data: bytes) -> tuple[JsonText | None, list[Diagnostic]]:
     return JsonText(value, text, locator), []
 
 
+def load_json_object(data: bytes, what: str, code: str) -> tuple[JsonText | None,
+                                                                  list[Diagnostic]]:
+    """``load_json`` for formats whose document is an object: a root of another JSON type
+    is one located error with the format's ``code`` (``what`` names the document)."""
+    decoded, problems = load_json(data)
+    if decoded is None or isinstance(decoded.value, dict):
+        return decoded, problems
+    return None, [error(f"{what} is a JSON object, not a JSON {json_type(decoded.value)}",
+                        code, line=1, column=1)]
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type."""
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string",
+            type(None): "null"}.get(type(value), "number")
+
+
 def _skip_ws(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in " \t\n\r":
         pos += 1

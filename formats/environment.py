@@ -50,7 +50,12 @@ from dcx.converters.diagnostics import (
     has_errors,
     warning,
 )
-from dcx.converters.jsonio import JsonLocator, dumps_canonical, escape_pointer_token, load_json
+from dcx.converters.jsonio import (
+    JsonLocator,
+    dumps_canonical,
+    escape_pointer_token,
+    load_json_object,
+)
 from dcx.converters.losses import id_from_text
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats.jsonref import resolve_document
@@ -122,15 +127,11 @@ def sniff(data: bytes) -> bool:
 
 
 def read(data: bytes) -> ReadResult:
-    decoded, problems = load_json(data)
+    decoded, problems = load_json_object(data, "an environment document", "environment.root")
     if decoded is None:
         return ReadResult(None, tuple(problems))
     locator = decoded.locator
     root = decoded.value
-    if not isinstance(root, dict):
-        return ReadResult(None, (error(
-            f"the document root is a JSON {_json_type(root)}, not an object",
-            "environment.root", line=1, column=1),))
     try:
         # A document without the markers needs no resolution walk (the common large case).
         if b'"$base"' in data or b'"$merge"' in data:
@@ -149,11 +150,6 @@ def read(data: bytes) -> ReadResult:
     diagnostics = locator.place(diagnostics, key_codes=frozenset({"environment.unknown-key"}))
     document = Document(environment=environment)
     return ReadResult(None if has_errors(diagnostics) else document, tuple(diagnostics))
-
-
-def _json_type(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean",
-            type(None): "null"}.get(type(value), "number")
 
 
 @dataclass

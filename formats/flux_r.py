@@ -65,7 +65,12 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
-from dcx.converters.jsonio import JsonLocator, dumps_canonical, escape_pointer_token, load_json
+from dcx.converters.jsonio import (
+    JsonLocator,
+    dumps_canonical,
+    escape_pointer_token,
+    load_json_object,
+)
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats import jgf
 from dcx.formats.hostlist import Hostlist, HostlistError, IdSet, IdsetError, is_host_name
@@ -319,13 +324,10 @@ def _describe(inventory: dict[str, tuple[int, int]]) -> str:
 
 
 def read(data: bytes) -> ReadResult:
-    loaded, problems = load_json(data)
+    loaded, problems = load_json_object(data, "an R document", "flux-r.not-object")
     if loaded is None:
         return ReadResult(None, tuple(problems))
     value = loaded.value
-    if not isinstance(value, dict):
-        return ReadResult(None, (error("an R document is a JSON object", "flux-r.not-object",
-                                       line=1, column=1),))
     found = schema_diagnostics(SCHEMA, value, loaded.locator)
     if found:
         return ReadResult(None, tuple(found))

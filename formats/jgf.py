@@ -69,7 +69,7 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
-from dcx.converters.jsonio import dumps_canonical, load_json
+from dcx.converters.jsonio import dumps_canonical, load_json_object
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats.model import (
     Datacenter,
@@ -329,13 +329,10 @@ def _descendants(graph: Graph, path: str) -> list[Vertex]:
 
 
 def read(data: bytes) -> ReadResult:
-    loaded, problems = load_json(data)
+    loaded, problems = load_json_object(data, "a JGF document", "jgf.not-object")
     if loaded is None:
         return ReadResult(None, tuple(problems))
     value = loaded.value
-    if not isinstance(value, dict):
-        return ReadResult(None, (error("a JGF document is a JSON object", "jgf.not-object",
-                                       line=1, column=1),))
     found = schema_diagnostics(SCHEMA, value, loaded.locator)
     if found:
         return ReadResult(None, tuple(found))

@@ -63,7 +63,7 @@ from dcx.converters.diagnostics import (
     has_errors,
     warning,
 )
-from dcx.converters.jsonio import dumps_canonical, load_json
+from dcx.converters.jsonio import dumps_canonical, load_json_object
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats.gwf import (
     count_workload_losses,
@@ -147,14 +147,11 @@ class _Reader:
 
 
 def read(data: bytes) -> ReadResult:
-    decoded, problems = load_json(data)
+    decoded, problems = load_json_object(data, "a workload document", "osp-workload.root")
     if decoded is None:
         return ReadResult(None, tuple(problems))
     root = decoded.value
     locator = decoded.locator
-    if not isinstance(root, dict):
-        return ReadResult(None, (error("the document root is not a JSON object",
-                                       "osp-workload.root", line=1, column=1),))
     structural = schema_diagnostics(SCHEMA, root, locator)
     if structural:
         return ReadResult(None, tuple(structural))
