@@ -138,29 +138,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ------------------------------------------------------------------------------ helpers
 
 
-def read_input(path: str) -> bytes:
+def read_input(path: str) -> tuple[bytes, Diagnostic | None]:
+    """The file's bytes, or an ``input.too-large`` error (located at ``path``) without
+    reading a file over the limit. Missing or unreadable files are usage errors."""
     try:
         size = os.stat(path).st_size
         if os.path.isdir(path):
             raise UsageError(f"{path}: is a directory")
         if size > LIMITS.max_input_bytes:
-            return b""  # reported by the caller through check_size
+            return b"", error(f"file is {size:,} bytes; the limit is "
+                              f"{LIMITS.max_input_bytes:,}", "input.too-large").at(path)
         with open(path, "rb") as stream:
-            return stream.read(size + 1)  # not the limit: a 500 MB address-space cap must hold
+            # size + 1, not the limit: a 500 MB address-space cap must hold
+            return stream.read(size + 1), None
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except PermissionError:
         raise UsageError(f"{path}: permission denied") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory") from None
-
-
-def _too_large(path: str) -> Diagnostic | None:
-    size = os.stat(path).st_size
-    if size > LIMITS.max_input_bytes:
-        return error(f"file is {size:,} bytes; the limit is {LIMITS.max_input_bytes:,}",
-                     "input.too-large")
-    return None
 
 
 def _file_entry(
@@ -198,12 +194,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     shown: list[Diagnostic] = []
     failed = False
     for path in args.files:
-        data = read_input(path)
-        oversized = _too_large(path)
+        data, oversized = read_input(path)
         if oversized is not None:
-            diagnostics = [oversized.at(path)]
-            entries.append(_file_entry(path, None, diagnostics))
-            shown += diagnostics
+            entries.append(_file_entry(path, None, [oversized]))
+            shown.append(oversized)
             failed = True
             continue
         spec = get(args.format) if args.format else detect(data, path, scope)
@@ -249,11 +243,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from dcx.converters.convert import convert
     from dcx.converters.registry import detect
 
-    data = read_input(args.input)
-    oversized = _too_large(args.input)
+    data, oversized = read_input(args.input)
     if oversized is not None:
-        _emit([_file_entry(args.input, None, [oversized.at(args.input)])],
-              [oversized.at(args.input)], args.output_mode)
+        _emit([_file_entry(args.input, None, [oversized])], [oversized], args.output_mode)
         return EXIT_INVALID
     source = BY_NAME[args.source] if args.source else detect(data, args.input)
     target = _target_for(args, source)
@@ -318,7 +310,10 @@ def cmd_formats(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from dcx.converters.convert import read_any
 
-    data = read_input(args.file)
+    data, oversized = read_input(args.file)
+    if oversized is not None:
+        print(oversized.render(), file=sys.stderr)
+        return EXIT_INVALID
     spec, result = read_any(data, args.file, args.format)
     summary: dict[str, Any] = {"path": args.file, "format": spec.name if spec else "unknown",
                                "valid": result.ok}
