@@ -85,6 +85,8 @@ def _text_table(runs: list[Run]) -> str:
                      f"{s.jms_s:>11.1f}{s.njsl:>9.2f}{s.jwt_s:>11.1f}{s.utilisation:>7.1%}")
         if s.unfinished_tasks:
             lines.append(f"  {s.unfinished_tasks} task(s) never finished (no usable machine)")
+        if s.deadline_tasks:
+            lines.append(f"  {s.deadline_missed} of {s.deadline_tasks} deadline(s) missed")
         if s.lost_core_s:
             lines.append(f"  {s.requeued} requeue(s) after machine failures, "
                          f"{s.lost_core_s:g} core-s of work lost")

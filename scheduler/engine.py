@@ -15,6 +15,18 @@ would still have run it and recorded stage times for it).
 Machine state events: FAILURE and HALT take a machine out at once and requeue the tasks
 running on it (their elapsed core-seconds are counted as lost work); MAINTENANCE lets the
 running tasks finish but places nothing new; ACTIVE brings a machine back.
+
+Resources beyond cores (``problem.py``): when the problem has extra dimensions (memory,
+GPUs, named resources), R4 keeps only machines with enough free cores and enough free
+units of every dimension the task asks for, a placement takes all of them on every chosen
+machine, and a finish or a failure gives all of them back. A problem without extra
+dimensions (every GWF/SWF/Askalon/Chronos run on an OpenDC topology) runs the cores-only
+code paths: the same filter, bookkeeping and results as before resources existed. The
+largest-free-cores shortcut stays valid in both: enough free cores is necessary either way.
+
+Tasks become eligible at their release time (``TaskTable.release_s``: the submit time, or
+the start time of an AR lease), aligned by the time model like an arrival. Nothing is
+preempted to honour a start time.
 """
 
 from __future__ import annotations
@@ -28,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dcx.formats.model import MachineState
-from dcx.scheduler.policies import Policy, QueueContext, free_capacity
+from dcx.scheduler.policies import Policy, QueueContext, free_capacity, free_resources
 from dcx.scheduler.problem import CORE_UNITS, Problem
 
 TimeModelName = Literal["sc18", "event"]
@@ -129,6 +141,25 @@ class Schedule:
 
 _NAN = float("nan")
 
+Demand = tuple[tuple[int, int], ...]
+
+
+def _take_resources(demand: Demand, machines: tuple[int, ...] | list[int],
+                    extra_free: list[list[int]]) -> None:
+    """A placement takes every extra dimension the task asks for on each chosen machine."""
+    for dimension, units in demand:
+        column = extra_free[dimension]
+        for machine in machines:
+            column[machine] -= units
+
+
+def _give_back_resources(demand: Demand, machines: tuple[int, ...],
+                         extra_free: list[list[int]]) -> None:
+    for dimension, units in demand:
+        column = extra_free[dimension]
+        for machine in machines:
+            column[machine] += units
+
 
 def simulate(
     problem: Problem,
@@ -151,8 +182,11 @@ def simulate(
     ready = policy.order(QueueContext(tasks, queue_order, rng))
     select = policy.select
 
-    by_submit = sorted(range(count), key=lambda task: (tasks.submit_s[task], task))
-    arrival_s = [align(submit) for submit in tasks.submit_s]
+    # arrival order; release_s is the submit time except for AR leases (align is monotone,
+    # so sorting on the release time sorts the arrivals)
+    release_s = tasks.release_s
+    by_submit = sorted(range(count), key=lambda task: (release_s[task], task))
+    arrival_s = [align(release) for release in release_s]
     unfinished_parents = [len(parents) for parents in tasks.parents]
     has_arrived = bytearray(count)
     first_start = [_NAN] * count
@@ -163,6 +197,10 @@ def simulate(
     running_on: list[set[int]] = [set() for _ in range(len(machines))]
 
     free = list(capacity)
+    # extra dimensions: free units per dimension per machine; empty for cores-only problems
+    resources_on = bool(machines.dimensions)
+    demand = tasks.demand
+    extra_free = [list(column) for column in machines.extra_capacity]
     usable = bytearray(machines.initially_active)
     # machines that may receive tasks, in topology order
     open_machines = [m for m in range(len(machines)) if usable[m]]
@@ -201,6 +239,8 @@ def simulate(
                     for other in placed_on[task]:
                         free[other] += need[task]
                         running_on[other].discard(task)
+                    if resources_on:
+                        _give_back_resources(demand[task], placed_on[task], extra_free)
                     attempts[task] += 1  # invalidates its pending finish
                     finish[task] = _NAN
                     placed_on[task] = ()
@@ -233,6 +273,8 @@ def simulate(
             for machine in placed_on[task]:
                 free[machine] += need[task]
                 running_on[machine].discard(task)
+            if resources_on:
+                _give_back_resources(demand[task], placed_on[task], extra_free)
             for child in tasks.children[task]:
                 unfinished_parents[child] -= 1
                 if unfinished_parents[child] == 0 and has_arrived[child]:
@@ -273,7 +315,11 @@ def simulate(
                     continue
                 if measure_stages:
                     w1 = clock_ns()
-                    candidates = free_capacity(task_need, open_machines, free)
+                    if resources_on:
+                        candidates = free_resources(
+                            task_need, demand[task], open_machines, free, extra_free)
+                    else:
+                        candidates = free_capacity(task_need, open_machines, free)
                     w2 = clock_ns()
                     wall["R4"] += w2 - w1
                     sizes["R4"] += len(open_machines)
@@ -286,7 +332,11 @@ def simulate(
                     sizes["R5"] += len(candidates)
                     calls["R5"] += 1
                 else:
-                    candidates = free_capacity(task_need, open_machines, free)
+                    if resources_on:
+                        candidates = free_resources(
+                            task_need, demand[task], open_machines, free, extra_free)
+                    else:
+                        candidates = free_capacity(task_need, open_machines, free)
                     if len(candidates) < wanted:
                         skipped.append(task)
                         continue
@@ -306,6 +356,8 @@ def simulate(
                         free[machine] -= task_need
                         running_on[machine].add(task)
                 placed_on[task] = tuple(chosen)
+                if resources_on:
+                    _take_resources(demand[task], chosen, extra_free)
                 start[task] = now
                 if first_start[task] != first_start[task]:  # NaN: first attempt
                     first_start[task] = now

@@ -13,6 +13,13 @@ the submit time under ``event``).
 
 Jobs with an unfinished task (every machine failed for good) get no job metrics and are
 counted in ``Summary.unfinished_jobs``.
+
+Deadlines: a task with ``Task.deadline_s`` misses it when it finishes after it, or never
+finishes. Under ``sc18`` the deadline moves by the same amount the tick grid moved the
+task's arrival (arrival − release), so the grid alone cannot make a task miss; under
+``event`` the comparison is plain ``finish > deadline``. ``Summary.deadline_tasks`` and
+``deadline_missed`` count them; per job, ``JobMetrics.deadline_missed`` (``None`` when no
+task of the job has a deadline).
 """
 
 from __future__ import annotations
@@ -38,6 +45,10 @@ class TaskMetrics:
     turnaround_s: float
     machines: tuple[str, ...]
     attempts: int
+    deadline_s: float
+    """NaN when the task has no deadline."""
+    deadline_missed: bool | None
+    """``None`` when the task has no deadline."""
 
 
 @dataclass(slots=True)
@@ -51,6 +62,8 @@ class JobMetrics:
     waiting_s: float
     njsl: float
     critical_path_s: float
+    deadline_missed: int | None = None
+    """Tasks of the job that missed their deadline; ``None`` when none has a deadline."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,10 @@ class Summary:
     unfinished_tasks: int
     unfinished_jobs: int
     cycles: int
+    deadline_tasks: int = 0
+    """Tasks with a deadline."""
+    deadline_missed: int = 0
+    """Tasks that finished after their deadline or never finished."""
 
     def headline(self) -> dict[str, float]:
         """The four table metrics under their paper names."""
@@ -84,6 +101,8 @@ class RunMetrics:
     schedule: Schedule
     turnaround_s: list[float]
     """TRT per task (NaN for a task that never finished), in task order."""
+    deadline_missed: list[bool | None]
+    """Per task, in task order; ``None`` for a task without a deadline."""
     jobs: tuple[JobMetrics, ...]
     summary: Summary
 
@@ -107,6 +126,8 @@ class RunMetrics:
                 turnaround_s=end - arrival,
                 machines=tuple(labels[m] for m in schedule.machines[task]),
                 attempts=schedule.attempts[task] + (0 if math.isnan(begin) else 1),
+                deadline_s=tasks.deadline_s[task],
+                deadline_missed=self.deadline_missed[task],
             )
 
 
@@ -132,6 +153,20 @@ def _static_critical_paths(problem: Problem, fastest_mhz: float | None) -> list[
             if pending[child] == 0:
                 frontier.append(child)
     return longest
+
+
+def deadline_misses(problem: Problem, schedule: Schedule) -> list[bool | None]:
+    """Per task: missed its deadline (``None`` without one); see the module docstring."""
+    tasks = problem.tasks
+    missed: list[bool | None] = []
+    for task, deadline in enumerate(tasks.deadline_s):
+        if deadline != deadline:  # NaN: no deadline
+            missed.append(None)
+            continue
+        end = schedule.finish_s[task]
+        grid_shift = schedule.arrival_s[task] - tasks.release_s[task]
+        missed.append(end != end or end > deadline + grid_shift)
+    return missed
 
 
 def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
@@ -165,6 +200,13 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         busy_core_s += (end - starts[task]) * tasks.need[task] * tasks.nodes[task]
     busy_core_s /= CORE_UNITS
 
+    missed = deadline_misses(problem, schedule)
+    missed_per_job: list[int | None] = [None] * job_count
+    for task, flag in enumerate(missed):
+        if flag is not None:
+            job = tasks.job[task]
+            missed_per_job[job] = (missed_per_job[job] or 0) + flag
+
     sc18 = schedule.time_model == "sc18"
     critical: list[float] = []
     if not sc18:
@@ -197,6 +239,7 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
                 waiting_s=first_start[job] - first_arrival[job],
                 njsl=njsl,
                 critical_path_s=path,
+                deadline_missed=missed_per_job[job],
             )
         )
 
@@ -222,5 +265,7 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         unfinished_tasks=count - len(finished),
         unfinished_jobs=sum(1 for job in range(job_count) if sizes[job] and not complete[job]),
         cycles=schedule.cycles,
+        deadline_tasks=sum(1 for flag in missed if flag is not None),
+        deadline_missed=sum(1 for flag in missed if flag),
     )
-    return RunMetrics(problem, schedule, turnaround, tuple(job_rows), summary)
+    return RunMetrics(problem, schedule, turnaround, missed, tuple(job_rows), summary)

@@ -2,9 +2,13 @@
 
 * T2 (task ordering): a policy is a function that builds a ``ReadyQueue`` over the eligible
   tasks; the engine takes tasks from it in policy order. ``FIFO``, ``SRTF``, ``RANDOM``.
-* R4 (machine filtering): machines with enough free cores (``free_capacity``).
+* R4 (machine filtering): machines with enough free cores (``free_capacity``) and, when the
+  problem schedules resources beyond cores, enough free units of each of them
+  (``free_resources``).
 * R5 (machine selection): a function from the filtered machines to the chosen ones.
-  ``FIRSTFIT``, ``BESTFIT``, ``WORSTFIT``.
+  ``FIRSTFIT``, ``BESTFIT``, ``WORSTFIT``. BestFit and WorstFit rank the filtered machines
+  by free cores only, as the paper defines them, even when memory, GPUs or named resources
+  are scheduled too: those decide which machines are candidates, not their rank.
 
 Adding a policy is one function plus one line in ``TASK_ORDERS`` or ``MACHINE_SELECTIONS``.
 A scheduler name joins a T2 and an R5 policy: ``SRTF-BESTFIT``.
@@ -102,7 +106,8 @@ class RandomQueue:
 
 
 def fifo(context: QueueContext) -> ReadyQueue:
-    """Queue order: arrival, then submit time, then creation order."""
+    """Queue order: arrival, then release time (the submit time, or an AR lease's start
+    time), then creation order."""
     order = context.queue_order
     return KeyedQueue(lambda task: (order[task],))
 
@@ -135,6 +140,18 @@ TASK_ORDERS: dict[str, TaskOrder] = {
 def free_capacity(need: int, machines: Sequence[int], free: Sequence[int]) -> list[int]:
     """R4: machines (in topology order) whose free cores cover ``need``."""
     return [machine for machine in machines if free[machine] >= need]
+
+
+def free_resources(need: int, demand: Sequence[tuple[int, int]], machines: Sequence[int],
+                   free: Sequence[int], extra_free: Sequence[Sequence[int]]) -> list[int]:
+    """R4 with resources beyond cores: machines (in topology order) whose free cores cover
+    ``need`` and whose free units cover ``demand`` (``(dimension index, units)`` pairs, one
+    column of ``extra_free`` per dimension)."""
+    fitting = [machine for machine in machines if free[machine] >= need]
+    for dimension, units in demand:
+        column = extra_free[dimension]
+        fitting = [machine for machine in fitting if column[machine] >= units]
+    return fitting
 
 
 # --------------------------------------------------------------------------- R5 policies

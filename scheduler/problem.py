@@ -6,13 +6,56 @@ traces have tens of thousands of tasks and a run must take well under a second.
 
 Cores are counted in hundredths (``CORE_UNITS`` per core) so that fractional requests
 (Haizea CPU 50 = half a core) add and subtract exactly.
+
+Resources beyond cores
+----------------------
+
+Every per-node resource the workload asks for is a scheduling dimension next to cores, so
+a task is placed only on machines with enough free cores *and* enough of each of them.
+Amounts are integers so that placing and releasing add and subtract exactly:
+
+* **memory** in whole MB (``Machine.memory_mb`` against ``ResourceRequest.memory_mb``,
+  both rounded to the nearest MB). Memory is enforced only when the environment declares
+  memory on at least one machine; a machine without memory modules then has 0 MB. When
+  tasks request memory and no machine declares any, memory is not scheduled and one
+  ``schedule.memory-not-enforced`` warning says so (SWF and GWF traces often carry memory,
+  OpenDC ``setup.json`` topologies never do: those runs are scheduled on cores alone).
+* **GPUs** as whole devices (``Machine.gpu_count`` against ``ResourceRequest.gpus``). A
+  machine that declares none has 0.
+* **named resources** (Haizea ``Disk``, ``Net-in``, SSS ``<Resource>``…) matched by exact,
+  case-sensitive name and counted in thousandths of their own unit (``NAMED_UNITS``),
+  rounded to the nearest thousandth; units are not converted. A machine that does not
+  declare a name has 0 of it. Several entries of one name on a machine or in a request add
+  up. The capacity of a multi-instance resource is the sum of its instances: which
+  instance a task would use (Haizea's per-instance first-fit packing) is not modelled. A
+  request's ``CPU`` and ``Memory`` named resources are not extra dimensions: the model keeps
+  them there only as the per-instance breakdown of ``cores`` and ``memory_mb`` (how the
+  Haizea reader stores multi-instance amounts).
+
+A dimension exists only when at least one task asks for a positive amount of it: a workload
+that asks only for cores compiles to a problem without extra dimensions, and the engine then
+runs its cores-only loop. A task whose per-node demand fits on fewer than ``nodes``
+machines (counting every machine of the environment, whatever its initial state) is an
+error: ``schedule.too-many-cores`` when cores alone do not fit,
+``schedule.insufficient-resource`` when another resource (or the combination) does not.
+
+Start times and deadlines
+-------------------------
+
+A task with ``StartMode.EXACT`` (a Haizea AR lease) is released at its ``start_time_s``
+(its submit time when that is later): it is not eligible before, and the time models align
+the release like an arrival. Haizea would reserve the nodes in advance and preempt
+best-effort leases to honour the reservation; dcx does not preempt, so an AR lease starts at
+its start time only if the machines are free then. ``deadline_s`` is carried to the
+metrics, which count the tasks that finish after it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from dcx.converters.diagnostics import Diagnostic, error, warning
 from dcx.formats.model import (
@@ -21,17 +64,59 @@ from dcx.formats.model import (
     Machine,
     MachineState,
     MachineStateChange,
+    NamedResource,
+    ResourceRequest,
+    StartMode,
     Task,
     Workload,
 )
 
 CORE_UNITS = 100
 """Core amounts are stored as integer hundredths of a core."""
+MEMORY_UNITS = 1
+"""Memory is stored in whole MB."""
+GPU_UNITS = 1
+"""GPUs are stored as whole devices."""
+NAMED_UNITS = 1000
+"""Named-resource amounts are stored as integer thousandths of their own unit."""
+BREAKDOWN_NAMES = frozenset({"CPU", "Memory"})
+"""Request resources that only break ``cores``/``memory_mb`` down into instances."""
 
 ENVIRONMENT_CODES = frozenset(
     {"schedule.no-machines", "schedule.unknown-machine", "schedule.untimed-event"}
 )
 """Diagnostics about the environment rather than the workload."""
+
+
+DimensionKind = Literal["memory", "gpus", "named"]
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """A resource scheduled beside cores."""
+
+    kind: DimensionKind
+    name: str
+    """``memory``, ``gpus`` or the named resource's name."""
+    scale: int
+    """Integer units per model unit (MB, device, unit of the named resource)."""
+
+    @property
+    def label(self) -> str:
+        if self.kind == "memory":
+            return "memory"
+        if self.kind == "gpus":
+            return "GPUs"
+        return f"resource {self.name!r}"
+
+    def amount(self, units: int) -> str:
+        """``units`` in the model's unit, for messages."""
+        value = f"{units / self.scale:g}"
+        if self.kind == "memory":
+            return f"{value} MB of memory"
+        if self.kind == "gpus":
+            return f"{value} GPU(s)"
+        return f"{value} of resource {self.name!r}"
 
 
 @dataclass(frozen=True)
@@ -44,6 +129,11 @@ class MachineTable:
     """Cores in ``CORE_UNITS``."""
     clock_mhz: tuple[float | None, ...]
     initially_active: tuple[bool, ...]
+    dimensions: tuple[Dimension, ...] = ()
+    """Resources scheduled beside cores; empty for a cores-only problem."""
+    extra_capacity: tuple[tuple[int, ...], ...] = ()
+    """Per dimension (same order as ``dimensions``), the capacity of every machine in the
+    dimension's integer units."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -72,6 +162,14 @@ class TaskTable:
     nodes: list[int] = field(default_factory=list)
     parents: list[tuple[int, ...]] = field(default_factory=list)
     children: list[list[int]] = field(default_factory=list)
+    release_s: list[float] = field(default_factory=list)
+    """Earliest time the task may become eligible: its submit time, or the start time of an
+    AR lease (``StartMode.EXACT``) when that is later."""
+    demand: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    """Per node, ``(dimension index, units)`` for every extra dimension the task needs a
+    positive amount of; empty for a cores-only task."""
+    deadline_s: list[float] = field(default_factory=list)
+    """``Task.deadline_s``, NaN when the task has none."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -283,8 +381,167 @@ def _cycle_diagnostics(table: TaskTable, located: list[_Located]) -> list[Diagno
     ]
 
 
+# --------------------------------------------------------------------------- resources
+
+
+def _named_totals(resources: Iterable[NamedResource]) -> dict[str, float]:
+    """Amount per name, instances summed, several entries of one name added up."""
+    totals: dict[str, float] = {}
+    for resource in resources:
+        amount = math.fsum(resource.instances) if resource.instances else resource.amount
+        totals[resource.name] = totals.get(resource.name, 0.0) + amount
+    return totals
+
+
+def _request_named(request: ResourceRequest) -> dict[str, float]:
+    return _named_totals(r for r in request.resources if r.name not in BREAKDOWN_NAMES)
+
+
+def _units(amount: float, scale: int) -> int:
+    return round(amount * scale)
+
+
+@dataclass
+class _Requested:
+    """Which resources beside cores the workload asks a positive amount of."""
+
+    memory_tasks: int = 0
+    first_memory: int | None = None
+    """Task index (model order) of the first task asking for memory."""
+    gpus: bool = False
+    names: dict[str, None] = field(default_factory=dict)
+    """Named resources in order of first request."""
+
+
+def _requested_resources(tasks: Iterable[Task]) -> _Requested:
+    requested = _Requested()
+    for index, task in enumerate(tasks):
+        request = task.request
+        memory = request.memory_mb
+        if memory is not None and memory > 0:
+            requested.memory_tasks += 1
+            if requested.first_memory is None:
+                requested.first_memory = index
+        if request.gpus > 0:
+            requested.gpus = True
+        if request.resources:
+            for name, amount in _request_named(request).items():
+                if amount > 0:
+                    requested.names.setdefault(name, None)
+    return requested
+
+
+def _with_dimensions(
+    table: MachineTable, machines: list[Machine], requested: _Requested
+) -> MachineTable:
+    """``table`` with a dimension (and every machine's capacity in it) for each resource the
+    workload asks for and the environment can enforce."""
+    dimensions: list[Dimension] = []
+    capacity: list[tuple[int, ...]] = []
+    if requested.memory_tasks and any(machine.memory for machine in machines):
+        dimensions.append(Dimension("memory", "memory", MEMORY_UNITS))
+        capacity.append(tuple(_units(m.memory_mb, MEMORY_UNITS) for m in machines))
+    if requested.gpus:
+        dimensions.append(Dimension("gpus", "gpus", GPU_UNITS))
+        capacity.append(tuple(m.gpu_count * GPU_UNITS for m in machines))
+    if requested.names:
+        declared = [_named_totals(machine.resources) for machine in machines]
+        for name in requested.names:
+            dimensions.append(Dimension("named", name, NAMED_UNITS))
+            capacity.append(tuple(_units(max(0.0, totals.get(name, 0.0)), NAMED_UNITS)
+                                  for totals in declared))
+    if not dimensions:
+        return table
+    return replace(table, dimensions=tuple(dimensions), extra_capacity=tuple(capacity))
+
+
+def _dimension_index(dimensions: tuple[Dimension, ...]) -> dict[tuple[str, str], int]:
+    return {(dimension.kind, dimension.name): index
+            for index, dimension in enumerate(dimensions)}
+
+
+def _task_demand(
+    request: ResourceRequest, index: Mapping[tuple[str, str], int]
+) -> tuple[tuple[int, int], ...]:
+    """``(dimension index, units)`` per node for the positive amounts the problem schedules."""
+    demand: list[tuple[int, int]] = []
+    memory = index.get(("memory", "memory"))
+    if memory is not None and request.memory_mb and request.memory_mb > 0:
+        units = _units(request.memory_mb, MEMORY_UNITS)
+        if units > 0:
+            demand.append((memory, units))
+    gpus = index.get(("gpus", "gpus"))
+    if gpus is not None and request.gpus > 0:
+        demand.append((gpus, request.gpus * GPU_UNITS))
+    if request.resources:
+        for name, amount in _request_named(request).items():
+            named = index.get(("named", name))
+            units = _units(amount, NAMED_UNITS) if math.isfinite(amount) else 0
+            if named is not None and units > 0:
+                demand.append((named, units))
+    return tuple(demand)
+
+
+def _memory_not_enforced(requested: _Requested, located: list[_Located]) -> Diagnostic:
+    first = located[requested.first_memory or 0]
+    others = requested.memory_tasks - 1
+    who = first.label + (f" and {others} other task(s)" if others else "")
+    return warning(
+        f"{who} request memory, but no machine of the environment declares memory: "
+        "memory is not scheduled, only cores (and any other resource) are",
+        "schedule.memory-not-enforced",
+        pointer=first.pointer,
+        line=first.line,
+        hint="give the machines memory in the environment to schedule it",
+    )
+
+
+class _FitCounter:
+    """How many machines could hold one node of a task, per demand shape (traces repeat a
+    few shapes, so each is counted once)."""
+
+    def __init__(self, machines: MachineTable) -> None:
+        self._machines = machines
+        self._cache: dict[tuple[int, tuple[tuple[int, int], ...]], int] = {}
+
+    def count(self, need: int, demand: tuple[tuple[int, int], ...]) -> int:
+        key = (need, demand)
+        found = self._cache.get(key)
+        if found is None:
+            capacity, extra = self._machines.capacity, self._machines.extra_capacity
+            found = sum(
+                1 for machine in range(len(capacity))
+                if capacity[machine] >= need
+                and all(extra[dimension][machine] >= units for dimension, units in demand)
+            )
+            self._cache[key] = found
+        return found
+
+
+def _bad_amounts(request: ResourceRequest) -> str | None:
+    """What is wrong with the non-core amounts of ``request``, or ``None``."""
+    memory = request.memory_mb
+    if memory is not None and (not math.isfinite(memory) or memory < 0):
+        return f"requests {memory:g} MB of memory per node; it must be finite and not negative"
+    if request.gpus < 0:
+        return f"requests {request.gpus} GPU(s) per node; it must not be negative"
+    for name, amount in _request_named(request).items():
+        if not math.isfinite(amount) or amount < 0:
+            return (f"requests {amount:g} of resource {name!r} per node; it must be finite "
+                    "and not negative")
+    return None
+
+
+# --------------------------------------------------------------------------- checks
+
+
 def _check_task(
-    task: Task, where: _Located, machines: MachineTable, duration: float | None
+    task: Task,
+    where: _Located,
+    machines: MachineTable,
+    duration: float | None,
+    demand: tuple[tuple[int, int], ...],
+    fits: _FitCounter,
 ) -> list[Diagnostic]:
     diagnostics: list[Diagnostic] = []
 
@@ -301,6 +558,9 @@ def _check_task(
         report(f"has a negative runtime ({duration:g} s)", "schedule.negative-runtime")
     if not math.isfinite(task.submit_time_s):
         report(f"has a non-finite submit time ({task.submit_time_s})", "schedule.bad-submit")
+    if (task.start_mode is StartMode.EXACT and task.start_time_s is not None
+            and not math.isfinite(task.start_time_s)):
+        report(f"has a non-finite start time ({task.start_time_s})", "schedule.bad-start")
     request = task.request
     if request.nodes < 1 or request.cores <= 0 or not math.isfinite(request.cores):
         report(
@@ -309,10 +569,16 @@ def _check_task(
             "schedule.bad-request",
         )
         return diagnostics
+    bad_amounts = _bad_amounts(request)
+    if bad_amounts is not None:
+        report(bad_amounts, "schedule.bad-request")
+        return diagnostics
     if not any(machines.capacity):
         return diagnostics  # reported once as schedule.no-machines
     need = round(request.cores * CORE_UNITS)
-    fitting = sum(1 for capacity in machines.capacity if capacity >= need)
+    if fits.count(need, demand) >= request.nodes:
+        return diagnostics
+    fitting = fits.count(need, ())
     if fitting < request.nodes:
         largest = max(machines.capacity, default=0) / CORE_UNITS
         report(
@@ -320,7 +586,38 @@ def _check_task(
             f"only {fitting} machine(s) have that many (largest: {largest:g} cores)",
             "schedule.too-many-cores",
         )
+        return diagnostics
+    short = False
+    for dimension_index, units in demand:
+        dimension = machines.dimensions[dimension_index]
+        capacity = machines.extra_capacity[dimension_index]
+        fitting = sum(1 for amount in capacity if amount >= units)
+        if fitting < request.nodes:
+            short = True
+            report(
+                f"needs {request.nodes} machine(s) with {dimension.amount(units)} each, but "
+                f"only {fitting} machine(s) have that much (largest: "
+                f"{dimension.amount(max(capacity, default=0))})",
+                "schedule.insufficient-resource",
+            )
+    if not short:
+        wanted = ", ".join(
+            [f"{request.cores:g} core(s)"]
+            + [machines.dimensions[d].amount(units) for d, units in demand])
+        report(
+            f"needs {request.nodes} machine(s) each with {wanted}, but only "
+            f"{fits.count(need, demand)} machine(s) have all of them at once",
+            "schedule.insufficient-resource",
+        )
     return diagnostics
+
+
+def _release_of(task: Task) -> float:
+    """When the task may become eligible: an AR lease not before its start time."""
+    start = task.start_time_s
+    if task.start_mode is StartMode.EXACT and start is not None and math.isfinite(start):
+        return max(task.submit_time_s, start)
+    return task.submit_time_s
 
 
 def compile_problem(workload: Workload, environment: Environment,
@@ -329,12 +626,19 @@ def compile_problem(workload: Workload, environment: Environment,
     """Check the workload against the environment and build the engine's tables.
 
     Every problem that would make a run hang or crash (a dependency cycle, an unknown
-    dependency, a task larger than any machine, a negative or missing runtime) is an
-    error here, with the task's pointer and, when the reader recorded it, its line.
+    dependency, a task larger than any machine in cores or in any other resource it asks
+    for, a negative or missing runtime) is an error here, with the task's pointer and,
+    when the reader recorded it, its line.
     """
     machines, diagnostics = compile_machines(environment)
     changes, change_diagnostics = compile_state_changes(environment, machines)
     diagnostics.extend(change_diagnostics)
+    requested = _requested_resources(workload.tasks())
+    machines = _with_dimensions(machines, list(environment.machines()), requested)
+    dimension_index = _dimension_index(machines.dimensions)
+    fits = _FitCounter(machines)
+    # demand per request object: readers share one request between identical tasks
+    demand_of: dict[int, tuple[tuple[int, int], ...]] = {}
 
     table = TaskTable()
     located: list[_Located] = []
@@ -346,18 +650,32 @@ def compile_problem(workload: Workload, environment: Environment,
                 _source_line(source_map or {}, pointer),
                 f"task {task.id!r} of job {job.id!r}",
             )
+            request = task.request
+            demand = demand_of.get(id(request))
+            if demand is None:
+                demand = demand_of[id(request)] = (
+                    _task_demand(request, dimension_index) if dimension_index else ())
             duration = _duration_of(task)
-            diagnostics.extend(_check_task(task, where, machines, duration))
+            diagnostics.extend(_check_task(task, where, machines, duration, demand, fits))
             located.append(where)
             table.ids.append(task.id)
             table.job.append(job_index)
-            table.submit_s.append(task.submit_time_s)
-            table.runtime_s.append(duration if duration is not None else 0.0)
-            table.need.append(max(1, round(task.request.cores * CORE_UNITS)))
-            table.nodes.append(max(1, task.request.nodes))
+            # float(): in-memory models may carry ints, and the reports format floats
+            table.submit_s.append(float(task.submit_time_s))
+            table.runtime_s.append(float(duration) if duration is not None else 0.0)
+            table.need.append(max(1, round(request.cores * CORE_UNITS)))
+            table.nodes.append(max(1, request.nodes))
             table.parents.append(())
             table.children.append([])
+            table.release_s.append(float(_release_of(task)))
+            table.demand.append(demand)
+            deadline = task.deadline_s
+            table.deadline_s.append(
+                deadline if deadline is not None and math.isfinite(deadline) else math.nan)
 
+    if requested.memory_tasks and not any(
+            dimension.kind == "memory" for dimension in machines.dimensions):
+        diagnostics.append(_memory_not_enforced(requested, located))
     diagnostics.extend(_resolve_dependencies(workload, table, located))
     # unresolved dependencies were dropped above, so they cannot fake a cycle here
     diagnostics.extend(_cycle_diagnostics(table, located))
@@ -366,4 +684,3 @@ def compile_problem(workload: Workload, environment: Environment,
         return CompileResult(None, tuple(diagnostics))
     problem = Problem(table, tuple(job.id for job in workload.jobs), machines, changes)
     return CompileResult(problem, tuple(diagnostics))
-

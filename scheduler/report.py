@@ -33,14 +33,24 @@ def _number(value: float) -> str:
     return str(int(value)) if value.is_integer() else repr(value)
 
 
+def _flag(value: bool | None) -> str:
+    """``true``/``false``; empty when the question does not apply (no deadline)."""
+    return "" if value is None else str(value).lower()
+
+
+def _count(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
 def tasks_csv(metrics: RunMetrics) -> str:
     return _csv(
         ("task_id", "job_id", "arrival_s", "start_s", "finish_s", "waiting_s", "execution_s",
-         "turnaround_s", "machines", "attempts"),
+         "turnaround_s", "machines", "attempts", "deadline_s", "deadline_missed"),
         (
             (row.task_id, row.job_id, _number(row.arrival_s), _number(row.start_s),
              _number(row.finish_s), _number(row.waiting_s), _number(row.execution_s),
-             _number(row.turnaround_s), " ".join(row.machines), row.attempts)
+             _number(row.turnaround_s), " ".join(row.machines), row.attempts,
+             _number(row.deadline_s), _flag(row.deadline_missed))
             for row in metrics.tasks
         ),
     )
@@ -49,11 +59,11 @@ def tasks_csv(metrics: RunMetrics) -> str:
 def jobs_csv(metrics: RunMetrics) -> str:
     return _csv(
         ("job_id", "tasks", "first_arrival_s", "first_start_s", "last_finish_s", "makespan_s",
-         "waiting_s", "njsl", "critical_path_s"),
+         "waiting_s", "njsl", "critical_path_s", "deadline_missed"),
         (
             (row.job_id, row.tasks, _number(row.first_arrival_s), _number(row.first_start_s),
              _number(row.last_finish_s), _number(row.makespan_s), _number(row.waiting_s),
-             _number(row.njsl), _number(row.critical_path_s))
+             _number(row.njsl), _number(row.critical_path_s), _count(row.deadline_missed))
             for row in metrics.jobs
         ),
     )
