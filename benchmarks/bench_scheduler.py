@@ -1,7 +1,12 @@
 """Scheduler speed on the SC18 traces: one Askalon run per policy and all 18 (policy, trace)
 runs, with and without per-stage timing. Baseline measured in the same run: a bare heap
 pass over the same Askalon tasks (push every task, pop every task), the floor any
-event-driven simulator pays."""
+event-driven simulator pays.
+
+The cost of scheduling resources beyond cores: the same Askalon runs with a memory
+dimension added (1,024 MB per core on every machine, 1,024 MB per requested core on every
+task, so memory binds exactly where cores do and the schedule must not change), against
+the cores-only runs."""
 
 from __future__ import annotations
 
@@ -9,13 +14,14 @@ import heapq
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from dcx.scheduler.engine import simulate, time_model
 from dcx.scheduler.loading import load_problem
 from dcx.scheduler.paper import SETUP_FILE_NAME, TRACES
 from dcx.scheduler.policies import all_policies
-from dcx.scheduler.problem import Problem
+from dcx.scheduler.problem import CORE_UNITS, MEMORY_UNITS, Dimension, Problem
 
 
 def corpus() -> Path:
@@ -39,6 +45,19 @@ def heap_baseline(problem: Problem) -> None:
         heapq.heappush(heap, (submit + problem.tasks.runtime_s[index], index))
     while heap:
         heapq.heappop(heap)
+
+
+def with_memory(problem: Problem) -> Problem:
+    """``problem`` plus a memory dimension that binds exactly where cores do."""
+    per_core = 1024 * MEMORY_UNITS
+    machines = replace(
+        problem.machines,
+        dimensions=(Dimension("memory", "memory", MEMORY_UNITS),),
+        extra_capacity=(tuple(cap * per_core // CORE_UNITS for cap in problem.machines.capacity),),
+    )
+    tasks = replace(problem.tasks,
+                    demand=[((0, need * per_core // CORE_UNITS),) for need in problem.tasks.need])
+    return replace(problem, machines=machines, tasks=tasks)
 
 
 def main() -> None:
@@ -73,6 +92,17 @@ def main() -> None:
     total = best_of(1, all_runs)
     print(f"all 18 (policy, trace) runs with stage timing: {total:.2f} s "
           f"({total / baseline:.0f}x baseline)")
+
+    memory = with_memory(askalon)
+    print(f"{'policy + memory':<18}{'cores only':>16}{'with memory':>14}{'x cores only':>14}")
+    for policy in all_policies():
+        cores_only = simulate(askalon, policy, sc18, 0, False)
+        both = simulate(memory, policy, sc18, 0, False)
+        if both.start_s != cores_only.start_s:
+            sys.exit(f"bench_scheduler: {policy.name} schedules differently with memory")
+        plain = best_of(3, lambda p=policy: simulate(askalon, p, sc18, 0, False))
+        extra = best_of(3, lambda p=policy: simulate(memory, p, sc18, 0, False))
+        print(f"{policy.name:<18}{plain:>15.3f}s{extra:>13.3f}s{extra / plain:>13.2f}x")
 
 
 if __name__ == "__main__":
