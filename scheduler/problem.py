@@ -30,7 +30,9 @@ Amounts are integers so that placing and releasing add and subtract exactly:
   instance a task would use (Haizea's per-instance first-fit packing) is not modelled. A
   request's ``CPU`` and ``Memory`` named resources are not extra dimensions: the model keeps
   them there only as the per-instance breakdown of ``cores`` and ``memory_mb`` (how the
-  Haizea reader stores multi-instance amounts).
+  Haizea reader stores multi-instance amounts). Likewise a machine without CPUs that
+  declares a ``CPU`` named resource (a Haizea node whose CPU is not whole cores) has that
+  many cores, in Haizea units (100 = one core).
 
 A dimension exists only when at least one task asks for a positive amount of it: a workload
 that asks only for cores compiles to a problem without extra dimensions, and the engine then
@@ -79,6 +81,8 @@ GPU_UNITS = 1
 """GPUs are stored as whole devices."""
 NAMED_UNITS = 1000
 """Named-resource amounts are stored as integer thousandths of their own unit."""
+HAIZEA_CPU_PER_CORE = 100
+"""Haizea ``CPU`` amounts are percent of one core."""
 BREAKDOWN_NAMES = frozenset({"CPU", "Memory"})
 """Request resources that only break ``cores``/``memory_mb`` down into instances."""
 
@@ -210,6 +214,18 @@ class _Located:
     label: str
 
 
+def _core_units(machine: Machine) -> int:
+    """Cores in ``CORE_UNITS``. A machine without CPUs may declare its CPU as a ``CPU``
+    named resource in Haizea units (100 = one core: how the Haizea reader keeps node CPU
+    amounts that are not whole cores)."""
+    if machine.cpus:
+        return round(machine.core_count * CORE_UNITS)
+    haizea_cpu = _named_totals(r for r in machine.resources if r.name == "CPU").get("CPU", 0.0)
+    if not math.isfinite(haizea_cpu) or haizea_cpu <= 0:
+        return 0
+    return round(haizea_cpu * CORE_UNITS / HAIZEA_CPU_PER_CORE)
+
+
 def compile_machines(environment: Environment) -> tuple[MachineTable, list[Diagnostic]]:
     diagnostics: list[Diagnostic] = []
     machines: list[Machine] = list(environment.machines())
@@ -218,7 +234,7 @@ def compile_machines(environment: Environment) -> tuple[MachineTable, list[Diagn
         str(machine.id if machine.id is not None else machine.name or f"#{index}")
         for index, machine in enumerate(machines)
     )
-    capacity = tuple(round(machine.core_count * CORE_UNITS) for machine in machines)
+    capacity = tuple(_core_units(machine) for machine in machines)
     clocks = tuple(
         machine.clock_rate_hz / 1e6 if machine.clock_rate_hz else None for machine in machines
     )
@@ -488,7 +504,7 @@ def _memory_not_enforced(requested: _Requested, located: list[_Located]) -> Diag
     who = first.label + (f" and {others} other task(s)" if others else "")
     return warning(
         f"{who} request memory, but no machine of the environment declares memory: "
-        "memory is not scheduled, only cores (and any other resource) are",
+        "memory is not scheduled (cores and any other requested resource still are)",
         "schedule.memory-not-enforced",
         pointer=first.pointer,
         line=first.line,

@@ -474,3 +474,29 @@ def test_every_haizea_test_lwf_schedules_on_its_own_site(
         assert code == 0, (path.name, captured.err)
         (run,) = json.loads(captured.out)["runs"]
         assert run["tasks"] >= 1, path.name
+
+
+def test_a_haizea_node_with_half_a_cpu_offers_half_a_core() -> None:
+    # the Haizea reader keeps a node CPU that is not whole cores as a CPU named resource
+    half = Machine(id="half", resources=(NamedResource("CPU", 50),))
+    problem = compiled(one_job_each(lease(1, cores=0.5), lease(2, cores=0.5)), site(half))
+    assert problem.machines.capacity == (50,)
+    assert problem.machines.dimensions == ()
+    assert starts(problem) == {1: 0, 2: 10}
+
+
+def test_swf_memory_on_an_opendc_setup_warns_once_and_schedules_on_cores(
+        corpus_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    setup = corpus_dir / "gwf" / "setup.json"
+    if not setup.is_file():
+        pytest.skip(f"{setup} not found")
+    trace = tmp_path / "memory.swf"
+    # field 10: requested memory, 4096 KB per processor
+    trace.write_text("1 0 0 10 1 -1 -1 1 10 4096 1 1 1 -1 1 -1 -1 -1\n"
+                     "2 5 0 10 1 -1 -1 1 10 4096 1 1 1 -1 1 -1 -1 -1\n")
+    assert dcx_main(["schedule", str(trace), "--env", str(setup), "--output", "json"]) == 0
+    captured = capsys.readouterr()
+    warnings = [line for line in captured.err.splitlines() if "memory-not-enforced" in line
+                or "no machine of the environment declares memory" in line]
+    assert len(warnings) == 1 and f"{trace}:1:" in warnings[0]
+    assert json.loads(captured.out)["runs"][0]["tasks"] == 2
