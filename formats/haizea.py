@@ -80,8 +80,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import gc
+import io
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeAlias, TypeVar
@@ -432,7 +435,8 @@ def _read(data: bytes, context: _Context) -> Document | None:
     context.data = data
     root = xmlio.root_name(data)
     if root == "lease-workload":
-        return _read_workload_stream(data, context)
+        clean = _read_clean_workload(data)
+        return clean if clean is not None else _read_workload_stream(data, context)
     if root not in ROOT_SCHEMAS:
         raise InputError(error(f"root element <{root}> is not a Haizea element; expected one "
                                f"of {', '.join(ROOT_SCHEMAS)}", "haizea.root", line=1))
@@ -617,6 +621,11 @@ def _build(cls: type[_Built], **values: Any) -> _Built:
     ``object.__setattr__`` at a time and dominated the cost of streaming 100,000 leases.
     Same fields, same defaults, fresh default-factory values; a missing required field or an
     unknown one raises ``TypeError`` as the constructor would."""
+    return _build_from(cls, values)
+
+
+def _build_from(cls: type[_Built], values: dict[str, Any]) -> _Built:
+    """``_build`` taking the values as a dict (no keyword packing on the clean path)."""
     plan = _PLANS.get(cls)
     if plan is None:
         return cls(**values)
@@ -773,18 +782,10 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
     if not node_sets:
         context.error("haizea.lease-no-nodes", "the lease asks for no node-set", lease)
         return None
-    first_set = node_sets[0]
-    count = first_set.nodes
-    if len(node_sets) > 1:
-        _note_types(_unique_type_names(node_sets), lease, context, requests)
-        if any(node_set.capacity != first_set.capacity for node_set in node_sets):
-            extras[_NODE_SETS_KEY] = [[node_set.nodes, [[name, list(amount) if isinstance(
-                amount, tuple) else amount] for name, amount in node_set.capacity]]
-                for node_set in node_sets]
-        else:
-            count = sum(node_set.nodes for node_set in node_sets)
-    else:
-        _note_types([name for name, _ in first_set.capacity], lease, context, requests)
+    count, capacity, stored = _combined_node_sets(node_sets)
+    if stored is not None:
+        extras[_NODE_SETS_KEY] = stored
+    _note_types(_unique_type_names(node_sets), lease, context, requests)
     user = lease.get("user")
     return _build(
         Task,
@@ -792,7 +793,7 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
         submit_time_s=arrival if arrival is not None else 0.0,
         runtime_s=realduration,
         requested_time_s=duration,
-        request=_resource_request(count, first_set.capacity, requests.request_cache),
+        request=_resource_request(count, capacity, requests.request_cache),
         deadline_s=deadline,
         start_mode=start_mode,
         start_time_s=start_time_s,
@@ -809,7 +810,23 @@ _BOOLEAN_SPELLINGS: dict[str | None, bool] = {"true": True, "false": False,
 """The spellings of nearly every ``preemptible``; others go through ``_preemptible``."""
 
 
+def _combined_node_sets(node_sets: list[_NodeSet]) -> tuple[int, Capacity, list[Any] | None]:
+    """A lease's node count and per-node capacity, plus the ``extras["haizea:node-sets"]``
+    value when its node-sets differ (the first one is then the request)."""
+    first_set = node_sets[0]
+    if len(node_sets) == 1:
+        return first_set.nodes, first_set.capacity, None
+    if any(node_set.capacity != first_set.capacity for node_set in node_sets):
+        stored = [[node_set.nodes, [[name, list(amount) if isinstance(amount, tuple) else amount]
+                                    for name, amount in node_set.capacity]]
+                  for node_set in node_sets]
+        return first_set.nodes, first_set.capacity, stored
+    return sum(node_set.nodes for node_set in node_sets), first_set.capacity, None
+
+
 def _unique_type_names(node_sets: list[_NodeSet]) -> list[str]:
+    if len(node_sets) == 1:
+        return [name for name, _ in node_sets[0].capacity]
     return list(dict.fromkeys(name for node_set in node_sets for name, _ in node_set.capacity))
 
 
@@ -962,6 +979,340 @@ def _read_request(element: Any, context: _Context, requests: _Requests,
     task = _read_lease(lease, context, requests, position=position, arrival=arrival,
                        realduration=realduration, start_time=context.offset)
     return _build(Job, id=task.id, tasks=(task,)) if task is not None else None
+
+
+# ------------------------------------------------------------------ LWF (clean path)
+#
+# Nearly every large LWF is clean: valid and without a single diagnostic. For those,
+# ``_read_clean_workload`` builds the model without building elements at all: libxml2 parses
+# the document and validates all of it against the LWF XSD as it goes (the streaming
+# validator, so every request is validated), and an lxml parser target keeps only the raw
+# attributes of the request being read. Elements, source lines and XPaths are what make
+# the checked path (``_read_workload_stream``) slow, and they serve only diagnostics; so the
+# clean path gives up at the first thing the checked path would report (or that it cannot
+# rule out) and the checked path reads the document from the start, reporting exactly what
+# it always reported. The clean path's result is the checked path's, which
+# tests/test_haizea_clean_path.py checks on generated and mutated workloads.
+
+
+class _NotClean(Exception):
+    """The checked path would report something here (or the clean path cannot rule it out)."""
+
+
+_CLOCK_HOURS = re.compile(r"(?:(\d+):)?(\d\d):", re.ASCII)
+_CLOCK_PART_LIMIT = 1 << 14
+_clock_hours: dict[str, int] = {}
+"""``[D:]HH:`` -> centiseconds; the minutes ``MM:`` and ``SS.ss`` tables below are complete."""
+_clock_minutes: dict[str, int] = {f"{minutes:02d}:": minutes * 6_000 for minutes in range(100)}
+_clock_seconds: dict[str, int] = {f"{secs:02d}.{centis:02d}": secs * 100 + centis
+                                  for secs in range(100) for centis in range(100)}
+
+
+def parse_offset(text: str) -> float:
+    """``parse_time_uncached`` (same value, same errors), faster for Haizea's own
+    ``[D:]HH:MM:SS.ss``: distinct arrivals share their hour, minute and second parts, so
+    the three parts are looked up in small tables instead of matching the whole string."""
+    hours = _clock_hours.get(text[:-8])
+    minutes = _clock_minutes.get(text[-8:-5])
+    seconds = _clock_seconds.get(text[-5:])
+    if hours is None or minutes is None or seconds is None:
+        return _parse_offset_and_learn(text)
+    return (hours + minutes + seconds) / 100  # parse_time_uncached's sum, in the same order
+
+
+def _parse_offset_and_learn(text: str) -> float:
+    value = parse_time_uncached(text)
+    clock = _CLOCK.fullmatch(text)
+    if clock is not None and len(_clock_hours) < _CLOCK_PART_LIMIT:
+        days, hours = clock.group(1, 2)
+        _clock_hours[text[:-8]] = (int(days or 0) * 24 + int(hours)) * 360_000
+    return value
+
+
+_CleanShape: TypeAlias = tuple[Any, ...]
+"""A raw ``<node-set>``: its ``numnodes`` text, then ``(type, amount text)`` per ``<res>``
+and each ``<instance>`` amount text after its ``<res>``."""
+
+
+def _clean_node_set(shape: _CleanShape) -> _NodeSet:
+    """``_read_node_sets`` for one raw node-set; ``_NotClean`` where it would report."""
+    amounts: dict[str, Amount] = {}
+    entries = shape[1:]
+    index = 0
+    while index < len(entries):
+        kind, text = entries[index]
+        index += 1
+        instances: list[int] = []
+        while index < len(entries) and not isinstance(entries[index], tuple):
+            instances.append(int(entries[index]))
+            index += 1
+        if bool(instances) == (text is not None) or kind in amounts:
+            raise _NotClean  # amount-ignored, res-missing-amount, duplicate-resource
+        amounts[kind] = tuple(instances) if instances else int(text)
+    return _NodeSet(int(shape[0]), tuple(amounts.items()))
+
+
+_REQUEST_SHAPE_LIMIT = 4096
+
+
+class _CleanLwfTarget:
+    """lxml parser target: the lease requests of an LWF as jobs, while libxml2 parses and
+    validates. ``start`` sees every element; a request is turned into a job when the next
+    one starts, or at the end. Relies on the document being valid (``xs:all`` in any order,
+    one ``<lease>`` per request, ``<res>`` only in a ``<node-set>``), which the caller checks
+    once the parse is over before using anything built here."""
+
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+        self.position = 0
+        self.in_requests = False
+        self.ids: set[int] = set()
+        self.last_arrival = float("-inf")
+        self.used_types: set[str] = set()
+        self.shapes: dict[_CleanShape, ResourceRequest] = {}
+        self.request_objects: dict[tuple[int, Capacity], ResourceRequest] = {}
+        self.request: Any = None
+        self.realduration: str | None = None
+        self.lease: Any = None
+        self.duration: str | None = None
+        self.start_mode = StartMode.ANY
+        self.exact: str | None = None
+        self.deadline: str | None = None
+        self.image: Any = None
+        self.extras: dict[str, Any] | None = None
+        self.node_sets: list[list[Any]] = []
+        self.shape: list[Any] = []
+
+    def start(self, tag: str, attrib: Any) -> None:
+        # The most frequent elements first: this runs for every element of the document.
+        if tag == "res":
+            self.shape.append((attrib.get("type"), attrib.get("amount")))
+        elif tag == "lease-request":
+            if self.request is not None:
+                self.finish()
+            self.request = attrib
+            self.realduration = self.lease = self.duration = None
+            self.exact = self.deadline = self.image = self.extras = None
+            self.start_mode = StartMode.ANY
+            self.node_sets = []
+        elif tag == "node-set":
+            self.shape = [attrib.get("numnodes")]
+            self.node_sets.append(self.shape)
+        elif tag == "lease":
+            self.lease = attrib
+        elif tag == "duration":
+            self.duration = attrib.get("time")
+        elif tag == "disk-image":
+            self.image = attrib
+        elif tag == "exact":
+            self.start_mode = StartMode.EXACT
+            self.exact = attrib.get("time")
+        elif tag == "realduration":
+            self.realduration = attrib.get("time")
+        elif tag == "deadline":
+            self.deadline = attrib.get("time")
+        elif tag == "now":
+            self.start_mode = StartMode.NOW
+        elif tag == "attr":
+            if self.extras is not None:  # else the root's <attributes>: read elsewhere
+                name = attrib.get("name")
+                if name in self.extras:
+                    raise _NotClean  # duplicate-attr
+                self.extras[name] = attrib.get("value")
+        elif tag == "instance":
+            self.shape.append(attrib.get("amount"))
+        elif tag == "extra":
+            self.extras = {}
+        elif tag == "lease-requests":
+            self.in_requests = True
+        elif self.in_requests and tag in ("site", "description", "attributes"):
+            raise _NotClean  # read from the elements before <lease-requests> only
+
+    def close(self) -> list[Job]:
+        if self.request is not None:
+            self.finish()
+        return self.jobs
+
+    def finish(self) -> None:
+        """The request that has ended as a job: ``_read_request`` and ``_read_lease``."""
+        self.position += 1
+        lease = self.lease
+        if lease is None or self.duration is None:
+            raise _NotClean  # invalid: the XSD check will say so
+        arrival = parse_offset(self.request.get("arrival"))
+        if arrival < self.last_arrival:
+            raise _NotClean  # arrival-order
+        self.last_arrival = arrival
+        realduration = None
+        if self.realduration is not None:
+            realduration = parse_time(self.realduration)
+            if realduration <= 0:
+                raise _NotClean  # duration-not-positive
+        duration = parse_time(self.duration)
+        if duration <= 0 or (realduration is not None and realduration >= duration):
+            raise _NotClean  # duration-not-positive, realduration-ignored
+        start_time = parse_offset(self.exact) if self.exact is not None else None
+        deadline = None
+        if self.deadline is not None:
+            deadline = parse_offset(self.deadline)
+            if start_time is None or \
+                    round(deadline * 100) < round((start_time + duration) * 100):
+                raise _NotClean  # deadline-ignored, deadline-too-early
+
+        extras = {} if self.extras is None else self.extras
+        text_id = lease.get("id")
+        if text_id is None:
+            lease_id = self.position
+            extras[_ID_ASSIGNED_KEY] = True
+        else:
+            lease_id = int(text_id)
+            if lease_id in self.ids:
+                raise _NotClean  # duplicate-lease-id
+            self.ids.add(lease_id)
+        state = lease.get("state")
+        if state is not None:
+            extras[_STATE_KEY] = int(state)
+        submit_time = lease.get("submit-time")
+        if submit_time is not None:
+            extras[_SUBMIT_TIME_KEY] = submit_time
+        preemptible = _BOOLEAN_SPELLINGS.get(lease.get("preemptible"))
+        if preemptible is None:
+            lowered = lease.get("preemptible").strip().lower()
+            if lowered not in ("true", "false"):
+                raise _NotClean  # preemptible-yes-no, preemptible
+            preemptible = lowered == "true"
+
+        node_sets = self.node_sets
+        if len(node_sets) == 1:
+            key = tuple(node_sets[0])
+            request = self.shapes.get(key)
+            if request is None:
+                request = self.new_shape(key)
+        else:
+            request = self.combined_request(node_sets, extras)
+        user = lease.get("user")
+        image = self.image
+        task = _build_from(Task, {
+            "id": lease_id,
+            "submit_time_s": arrival,
+            "runtime_s": realduration,
+            "requested_time_s": duration,
+            "request": request,
+            "deadline_s": deadline,
+            "start_mode": self.start_mode,
+            "start_time_s": start_time,
+            "preemptible": preemptible,
+            "user": user.strip() if user is not None else None,
+            "image": image.get("id") if image is not None else None,
+            "image_size_mb": float(int(image.get("size"))) if image is not None else None,
+            "extras": extras,
+        })
+        self.jobs.append(_build_from(Job, {"id": lease_id, "tasks": (task,)}))
+
+    def new_shape(self, key: _CleanShape) -> ResourceRequest:
+        node_set = _clean_node_set(key)
+        self.used_types.update(name for name, _ in node_set.capacity)
+        request = _resource_request(node_set.nodes, node_set.capacity, self.request_objects)
+        if len(self.shapes) < _REQUEST_SHAPE_LIMIT:
+            self.shapes[key] = request
+        return request
+
+    def combined_request(self, raw_sets: list[list[Any]],
+                         extras: dict[str, Any]) -> ResourceRequest:
+        if not raw_sets:
+            raise _NotClean  # lease-no-nodes
+        node_sets = [_clean_node_set(tuple(raw)) for raw in raw_sets]
+        count, capacity, stored = _combined_node_sets(node_sets)
+        if stored is not None:
+            extras[_NODE_SETS_KEY] = stored
+        self.used_types.update(_unique_type_names(node_sets))
+        return _resource_request(count, capacity, self.request_objects)
+
+
+def _hardened_options() -> dict[str, Any]:
+    """xmlio's parser settings (no DTD, entities or network, libxml2's limits), for the two
+    parsers the clean path builds itself: xmlio has no entry point for a parser target or
+    for a parse that stops early, and ``_read`` has already run ``xmlio.precheck``."""
+    options = xmlio._parser_options()
+    options.pop("collect_ids")  # not an iterparse option, and ids are never looked up
+    return options
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a large model is built: the model has no cycles,
+    yet each full collection walks every object built so far (100,000 leases: about a
+    tenth of the read). Reference counting still frees everything as usual, and a caller
+    that had collection off keeps it off."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _workload_head(data: bytes) -> tuple[Any, list[Any]] | None:
+    """The root and its children before ``<lease-requests>`` (description, site,
+    attributes), as elements with lines, from a parse that stops at ``<lease-requests>``;
+    ``None`` when there is no such element under the root or the head is malformed."""
+    root = None
+    try:
+        for _, element in etree.iterparse(io.BytesIO(data), events=("start",),
+                                          **_hardened_options()):
+            if root is None:
+                root = element
+            elif element.tag == "lease-requests" and element.getparent() is root:
+                head: list[Any] = []
+                for child in root:
+                    if child is element:
+                        return root, head
+                    head.append(child)
+    except etree.XMLSyntaxError:
+        return None
+    return None
+
+
+def _read_clean_workload(data: bytes) -> Document | None:
+    """The document as ``_read_workload_stream`` reads it, when that reports nothing; else
+    ``None`` (nothing is reported here). See "LWF (clean path)" above."""
+    found = _workload_head(data)
+    if found is None:
+        return None
+    root, head = found
+    target = _CleanLwfTarget()
+    parser = etree.XMLParser(target=target, schema=xmlio.load_xsd(
+        ROOT_SCHEMAS["lease-workload"]), **_hardened_options())
+    try:
+        with _cyclic_gc_paused():
+            etree.fromstring(data, parser)
+    except (_NotClean, etree.LxmlError, ValueError, TypeError, AttributeError, LookupError):
+        # The target works on raw values before the XSD verdict: a missing attribute (None)
+        # or a malformed number fails in Python first. Clean documents never get here
+        # (tests/test_haizea_clean_path.py), so this cannot hide a fault of the clean path.
+        return None
+    if len(parser.error_log) or target.position == 0:
+        return None  # invalid (any libxml2 message at all), or empty-workload
+    scratch = _Context(data=data)  # the head's checks report here: any report -> None
+    parts = {element.tag: element for element in reversed(head)}  # the first of each
+    environment = None
+    site = parts.get("site")
+    if site is not None:
+        environment, names = _read_site(site, scratch)
+        if not target.used_types <= set(names):
+            return None  # unknown-resource-type
+    description = parts.get("description")
+    attributes = parts.get("attributes")
+    workload = Workload(
+        jobs=tuple(target.jobs),
+        name=root.get("name"),
+        description=description.text or "" if description is not None else None,
+        attributes=_read_attrs(attributes, scratch, "attribute") if attributes is not None
+        else {},
+    )
+    return None if scratch.diagnostics else Document(environment=environment,
+                                                     workload=workload)
 
 
 # ------------------------------------------------------------------ standalone lease
