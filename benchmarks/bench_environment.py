@@ -17,7 +17,7 @@ from typing import Any
 from dcx.converters.jsonio import load_json
 from dcx.converters.schemas import schema_diagnostics
 from dcx.formats import environment
-from dcx.formats.jsonref import resolve_document
+from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
 from dcx.formats.model import (
     Datacenter,
     Document,
@@ -71,13 +71,12 @@ def best_of(repeats: int, action: Callable[[], Any]) -> float:
 
 
 def verdict(data: bytes) -> bool:
-    """Decode (strict), resolve $base/$merge, schema verdict: the validation path."""
-    decoded, problems = load_json(data)
+    """Decode (strict), resolve $base/$merge, schema verdict: the validation path, as
+    ``environment.read`` takes it before building the model."""
+    decoded, problems = load_json(data, mark=INHERITANCE_KEYS)
     assert decoded is not None, problems
-    resolved = decoded.value
-    if b'"$base"' in data:
-        resolved, _ = resolve_document(resolved)
-    return not schema_diagnostics(environment.SCHEMA, resolved, decoded.locator)
+    assert resolve_in_place(decoded.value, decoded.marked)
+    return not schema_diagnostics(environment.SCHEMA, decoded.value, decoded.locator)
 
 
 def measure(label: str, data: bytes) -> None:

@@ -13,7 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
@@ -35,11 +35,15 @@ class _BadNumber(Exception):
         self.text = text
 
 
+def _duplicate_key(pairs: list[tuple[str, Any]]) -> _DuplicateKey:
+    counts = Counter(map(itemgetter(0), pairs))  # C-level counting: 10^6 keys stay fast
+    return _DuplicateKey(next(key for key, count in counts.items() if count > 1))
+
+
 def _pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
-        counts = Counter(map(itemgetter(0), pairs))  # C-level counting: 10^6 keys stay fast
-        raise _DuplicateKey(next(key for key, count in counts.items() if count > 1))
+        raise _duplicate_key(pairs)
     return result
 
 
@@ -59,6 +63,26 @@ _DECODER = json.JSONDecoder(
 )
 
 
+def _marking_decoder(keys: tuple[str, ...], marked: list[dict[str, Any]]) -> json.JSONDecoder:
+    """A strict decoder that also lists every object having one of ``keys``, in the order
+    the decoder finishes them: children before their parents, siblings in document order.
+    A format that must find such objects (``$base``) then needs no walk of the tree."""
+
+    def pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            raise _duplicate_key(pairs)
+        for key in keys:
+            if key in result:
+                marked.append(result)
+                break
+        return result
+
+    return json.JSONDecoder(
+        object_pairs_hook=pairs_to_dict, parse_float=_finite_float,
+        parse_constant=_reject_constant)
+
+
 @dataclass(frozen=True)
 class JsonText:
     """A decoded JSON document with its text, kept for locating pointers later."""
@@ -66,6 +90,8 @@ class JsonText:
     value: Any
     text: str
     locator: JsonLocator
+    marked: list[dict[str, Any]] = field(default_factory=list)
+    """Objects having one of the keys ``load_json`` was asked to mark, children first."""
 
 
 def decode_utf8(data: bytes) -> tuple[str | None, Diagnostic | None]:
@@ -90,8 +116,10 @@ def decode_utf8(data: bytes) -> tuple[str | None, Diagnostic | None]:
                            line=line, column=column)
 
 
-def load_json(data: bytes) -> tuple[JsonText | None, list[Diagnostic]]:
-    """Decode ``data`` or explain exactly why not (one error diagnostic)."""
+def load_json(data: bytes, mark: tuple[str, ...] = ()) -> tuple[JsonText | None,
+                                                              list[Diagnostic]]:
+    """Decode ``data`` or explain exactly why not (one error diagnostic). Objects having
+    a key in ``mark`` are listed in ``JsonText.marked``."""
     if len(data) > LIMITS.max_input_bytes:
         return None, [error(f"file is {len(data):,} bytes; the limit is "
                             f"{LIMITS.max_input_bytes:,}", "input.too-large")]
@@ -100,8 +128,10 @@ def load_json(data: bytes) -> tuple[JsonText | None, list[Diagnostic]]:
         assert problem is not None
         return None, [problem]
     locator = JsonLocator(text)
+    marked: list[dict[str, Any]] = []
+    decoder = _marking_decoder(mark, marked) if mark else _DECODER
     try:
-        value, end = _DECODER.raw_decode(text, _skip_ws(text, 0))
+        value, end = decoder.raw_decode(text, _skip_ws(text, 0))
     except json.JSONDecodeError as exc:
         message = exc.msg
         if not text.strip():
@@ -125,14 +155,14 @@ def load_json(data: bytes) -> tuple[JsonText | None, list[Diagnostic]]:
         surrogate = locator.lone_surrogate_diagnostic()
         if surrogate is not None:
             return None, [surrogate]
-    return JsonText(value, text, locator), []
+    return JsonText(value, text, locator, marked), []
 
 
-def load_json_object(data: bytes, what: str, code: str) -> tuple[JsonText | None,
-                                                                  list[Diagnostic]]:
+def load_json_object(data: bytes, what: str, code: str, mark: tuple[str, ...] = ()
+                     ) -> tuple[JsonText | None, list[Diagnostic]]:
     """``load_json`` for formats whose document is an object: a root of another JSON type
     is one located error with the format's ``code`` (``what`` names the document)."""
-    decoded, problems = load_json(data)
+    decoded, problems = load_json(data, mark)
     if decoded is None or isinstance(decoded.value, dict):
         return decoded, problems
     return None, [error(f"{what} is a JSON object, not a JSON {json_type(decoded.value)}",

@@ -54,11 +54,12 @@ from dcx.converters.jsonio import (
     JsonLocator,
     dumps_canonical,
     escape_pointer_token,
+    load_json,
     load_json_object,
 )
 from dcx.converters.losses import id_from_text
 from dcx.converters.schemas import schema_diagnostics
-from dcx.formats.jsonref import resolve_document
+from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
 from dcx.formats.model import (
     Datacenter,
     DatacenterSchedulerChange,
@@ -127,19 +128,22 @@ def sniff(data: bytes) -> bool:
 
 
 def read(data: bytes) -> ReadResult:
-    decoded, problems = load_json_object(data, "an environment document", "environment.root")
+    decoded, problems = load_json_object(data, "an environment document", "environment.root",
+                                         mark=INHERITANCE_KEYS)
     if decoded is None:
         return ReadResult(None, tuple(problems))
     locator = decoded.locator
-    root = decoded.value
-    try:
-        # A document without the markers needs no resolution walk (the common large case).
-        if b'"$base"' in data or b'"$merge"' in data:
-            resolved, diagnostics = resolve_document(root)
-        else:
-            resolved, diagnostics = root, []
-    except InputError as exc:
-        return ReadResult(None, (locator.diagnostic(exc.diagnostic),))
+    resolved: Any = decoded.value
+    diagnostics: list[Diagnostic] = []
+    # The decoder listed the objects that inherit; most documents resolve in place, and
+    # the rest go through the exact resolver, which explains what is wrong.
+    if not resolve_in_place(resolved, decoded.marked):
+        fresh, _ = load_json(data)
+        assert fresh is not None  # it decoded a moment ago
+        try:
+            resolved, diagnostics = resolve_document(fresh.value)
+        except InputError as exc:
+            return ReadResult(None, (locator.diagnostic(exc.diagnostic),))
     structural = schema_diagnostics(SCHEMA, resolved, locator)
     if structural:
         return ReadResult(None, tuple(locator.place(diagnostics) + structural))

@@ -28,12 +28,19 @@ Divergences from the reference resolver (``jsspp/osp/util/jsonref.py``), all del
    target that is not an object is an error, not an ``AttributeError``.
 7. ``"#"`` (the whole document) is a self-reference of every object in it, so an error; the
    reference returns the unresolved root.
+
+A resolved object lists its own keys first, then the inherited ones (precedence order, as
+merged arrays are). Two resolvers share these semantics: ``resolve_in_place`` rewrites the
+objects the decoder marked and is what readers use; it gives up on anything unusual, and
+``resolve_document``, which walks the document and knows every object's JSON Pointer, then
+decides and explains. ``tests/test_jsonref_fast.py`` holds them to the same results.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
 from urllib.parse import unquote
 
@@ -186,7 +193,8 @@ class _Resolver:
             if isinstance(item, dict | list):
                 return None
         self.count_expansion(target_pointer, value)
-        return {**value, **own}
+        inherit(own, value)
+        return own
 
     def count_expansion(self, target_pointer: str, value: Any) -> None:
         """Each reference re-uses its target's whole subtree; bound the total a reader
@@ -215,19 +223,32 @@ class _Resolver:
 def overlay(
     lower: dict[str, Any], higher: dict[str, Any], merge_keys: frozenset[str]
 ) -> dict[str, Any]:
-    """``higher`` over ``lower``; keys in ``merge_keys`` merge one level deep."""
-    if not merge_keys:
-        return {**lower, **higher}  # the common case, done in C
-    result = dict(lower)
-    for key, value in higher.items():
-        below = result.get(key)
-        if key in merge_keys and isinstance(value, list) and isinstance(below, list):
-            result[key] = [*value, *below]
-        elif key in merge_keys and isinstance(value, dict) and isinstance(below, dict):
-            result[key] = {**below, **value}
-        else:
-            result[key] = value
+    """``higher`` over ``lower``; keys in ``merge_keys`` merge one level deep.
+
+    Key order follows precedence, as merged arrays do: ``higher``'s keys first, then the
+    keys only ``lower`` has (so a resolved object lists its own keys before inherited ones).
+    """
+    result = dict(higher)
+    inherit(result, lower, merge_keys)
     return result
+
+
+def inherit(own: dict[str, Any], inherited: dict[str, Any],
+            merge_keys: frozenset[str] = frozenset()) -> None:
+    """Complete ``own`` in place with ``inherited``: missing keys are added after the own
+    ones; keys in ``merge_keys`` merge one level deep; every other own value wins."""
+    if not merge_keys and own.keys().isdisjoint(inherited):
+        own.update(inherited)  # the common case, done in C
+        return
+    for key, below in inherited.items():
+        if key not in own:
+            own[key] = below
+        elif key in merge_keys:
+            value = own[key]
+            if isinstance(value, list) and isinstance(below, list):
+                own[key] = [*value, *below]
+            elif isinstance(value, dict) and isinstance(below, dict):
+                own[key] = overlay(below, value, frozenset())
 
 
 def resolve_document(root: Any) -> tuple[Any, list[Diagnostic]]:
@@ -282,3 +303,183 @@ def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
                 "ref.expansion"))
     sizes[id(node)] = total
     return total
+
+
+# --------------------------------------------------------------------------- fast path
+
+INHERITANCE_KEYS = ("$base", "$merge")
+"""The keys ``load_json`` marks so that ``resolve_in_place`` finds its objects without a walk."""
+
+
+class _GiveUp(Exception):
+    """The fast path met something unusual; the exact resolver decides and explains."""
+
+
+class _InPlace:
+    """Resolves the marked objects of a freshly decoded document by rewriting them in place.
+
+    Only the documents it can resolve with certainty get through: on anything else (an
+    error, a warning, a chain longer than half of ``MAX_CHAIN``, a cycle) it gives up and
+    the caller runs ``resolve_document`` on a fresh decode, so every diagnostic still comes
+    from the one exact resolver. On success the result equals ``resolve_document``'s.
+    """
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+        self.targets: dict[str, dict[str, Any]] = {}
+        self.sizes: dict[int, int] = {}
+        self.target_sizes: dict[int, int] = {}
+        self.settled: set[int] = set()
+        """Containers whose whole subtree is resolved."""
+        self.active: set[int] = set()
+        """Marked objects being resolved (one of them reached again is a cycle)."""
+        self.expanded = 0
+
+    def find_targets(self, marked: list[dict[str, Any]]) -> None:
+        """Look every reference up before anything changes: a pointer must resolve in the
+        document as written, not through keys another object inherited."""
+        try:  # the usual case, all in C: every $base is a single string
+            references = set(map(dict.__getitem__, marked, repeat("$base")))
+            if all(reference.__class__ is str for reference in references):
+                self.targets = {reference: self.lookup(reference) for reference in references}
+                return
+        except (KeyError, TypeError):
+            pass  # a $merge without $base, or a list of references: look closer
+        references = set()
+        for node in marked:
+            base = node.get("$base")
+            if base.__class__ is str:
+                references.add(base)
+            elif isinstance(base, list):
+                for reference in base:
+                    if reference.__class__ is not str:
+                        raise _GiveUp
+                    references.add(reference)
+            elif base is not None or "$merge" in node:
+                raise _GiveUp  # a bad $base, or $merge without $base (a warning)
+        for reference in references:
+            self.targets[reference] = self.lookup(reference)
+
+    def lookup(self, reference: str) -> dict[str, Any]:
+        if not reference.startswith("#/"):
+            raise _GiveUp
+        node: Any = self.root
+        for raw in unquote(reference[1:]).split("/")[1:]:
+            token = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and (
+                token == "0" or not token.startswith("0")
+            ) and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                raise _GiveUp
+        if not isinstance(node, dict) or node is self.root:
+            raise _GiveUp
+        return node
+
+    def run(self, marked: list[dict[str, Any]]) -> None:
+        self.find_targets(marked)
+        # The common case inline (a rack unit of a factored cluster): one reference to a
+        # target already settled, no $merge. Locals only: this loop runs once per machine.
+        ready: dict[str, tuple[dict[str, Any], int]] = {}
+        expanded = 0
+        for node in marked:
+            reference = node.get("$base")
+            if reference is None:
+                continue  # resolved already, as part of some target
+            try:
+                entry = ready.get(reference)
+            except TypeError:  # a list of references
+                entry = None
+            if entry is None or "$merge" in node:
+                self.resolve_node(node)
+                if reference.__class__ is str and id(self.targets[reference]) in self.settled:
+                    target = self.targets[reference]
+                    ready[reference] = (target, self.size_of(target))
+                continue
+            target, size = entry
+            expanded += size
+            del node["$base"]
+            if node.keys().isdisjoint(target):
+                node.update(target)
+            else:
+                inherit(node, target)
+        self.expanded += expanded
+        if self.expanded > EXPANSION_BUDGET:
+            raise _GiveUp
+
+    def resolve_node(self, node: dict[str, Any]) -> None:
+        if "$base" not in node:
+            if "$merge" in node:
+                raise _GiveUp
+            return
+        key = id(node)
+        if key in self.active or len(self.active) >= MAX_CHAIN // 2:
+            raise _GiveUp
+        self.active.add(key)
+        references = node["$base"]
+        if references.__class__ is str:
+            references = [references]
+        merge_keys: frozenset[str] = frozenset()
+        if "$merge" in node:
+            keys = node["$merge"]
+            if not isinstance(keys, list) or not all(k.__class__ is str for k in keys):
+                raise _GiveUp
+            merge_keys = frozenset(keys)
+        combined: dict[str, Any] = {}
+        for reference in references:
+            target = self.targets[reference]
+            self.settle(target)
+            self.expanded += self.size_of(target)
+            if self.expanded > EXPANSION_BUDGET:
+                raise _GiveUp
+            combined = overlay(combined, target, merge_keys)
+        del node["$base"]
+        node.pop("$merge", None)
+        inherit(node, combined, merge_keys)
+        self.active.discard(key)
+
+    def settle(self, container: Any) -> None:
+        """Resolve every marked object under ``container``, children before parents."""
+        if id(container) in self.settled:
+            return
+        stack: list[tuple[Any, bool]] = [(container, False)]
+        while stack:
+            node, children_done = stack.pop()
+            if children_done:
+                if isinstance(node, dict):
+                    self.resolve_node(node)
+                self.settled.add(id(node))
+                continue
+            if id(node) in self.settled:
+                continue
+            stack.append((node, True))
+            children = list(node.values() if isinstance(node, dict) else node)
+            for child in reversed(children):
+                if isinstance(child, dict | list) and id(child) not in self.settled:
+                    stack.append((child, False))
+
+    def size_of(self, target: dict[str, Any]) -> int:
+        size = self.target_sizes.get(id(target))
+        if size is None:
+            size = self.target_sizes[id(target)] = _expanded_size(target, self.sizes)
+        return size
+
+
+def resolve_in_place(root: Any, marked: list[dict[str, Any]]) -> bool:
+    """Resolve ``$base``/``$merge`` by rewriting the ``marked`` objects of ``root`` (those
+    ``load_json(..., mark=INHERITANCE_KEYS)`` listed, children first). Returns ``False``
+    when it gave up, leaving ``root`` partly rewritten: decode again and use
+    ``resolve_document``, which explains what is wrong. Roughly ten times faster than
+    ``resolve_document`` on a factored 100,000-machine cluster, since it never walks the
+    objects that inherit nothing."""
+    if not marked:
+        return True
+    if not isinstance(root, dict):
+        return False
+    try:
+        _InPlace(root).run(marked)
+    except (_GiveUp, InputError, RecursionError):
+        return False
+    return True
