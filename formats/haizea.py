@@ -1045,6 +1045,13 @@ def _parse_offset_and_learn(text: str) -> float:
     return value
 
 
+def _target_text(value: str) -> str:
+    """An attribute value as a parser target gets it, as the tree would hold it: without
+    entity substitution libxml2 hands a target each ``&`` of a value as ``&#38;`` (and
+    changes nothing else), so the two spellings map one to one."""
+    return value.replace("&#38;", "&") if "&" in value else value
+
+
 _CleanShape: TypeAlias = tuple[Any, ...]
 """A raw ``<node-set>``: its ``numnodes`` text, then ``(type, amount text)`` per ``<res>``
 and each ``<instance>`` amount text after its ``<res>``."""
@@ -1065,7 +1072,8 @@ def _clean_node_set(shape: _CleanShape) -> _NodeSet:
         if bool(instances) == (text is not None) or kind in amounts:
             raise _NotClean  # amount-ignored, res-missing-amount, duplicate-resource
         amounts[kind] = tuple(instances) if instances else int(text)
-    return _NodeSet(int(shape[0]), tuple(amounts.items()))
+    return _NodeSet(int(shape[0]), tuple((_target_text(kind), amount)
+                                         for kind, amount in amounts.items()))
 
 
 _REQUEST_SHAPE_LIMIT = 4096
@@ -1144,10 +1152,10 @@ class _CleanLwfTarget:
             self.start_mode = StartMode.NOW
         elif tag == "attr":
             if self.extras is not None:  # else the root's <attributes>: read elsewhere
-                name = attrib.get("name")
+                name = _target_text(attrib.get("name"))
                 if name in self.extras:
                     raise _NotClean  # duplicate-attr
-                self.extras[name] = attrib.get("value")
+                self.extras[name] = _target_text(attrib.get("value"))
         elif tag == "instance":
             self.shape.append(attrib.get("amount"))
         elif tag == "extra":
@@ -1202,13 +1210,13 @@ class _CleanLwfTarget:
         if len(lease) > (1 if text_id is None else 2):  # more than id and preemptible
             user = lease.get("user")
             if user is not None:
-                user = user.strip()
+                user = _target_text(user).strip()
             state = lease.get("state")
             if state is not None:
                 extras[_STATE_KEY] = int(state)
             submit_time = lease.get("submit-time")
             if submit_time is not None:
-                extras[_SUBMIT_TIME_KEY] = submit_time
+                extras[_SUBMIT_TIME_KEY] = _target_text(submit_time)
         preemptible = _BOOLEAN_SPELLINGS.get(lease.get("preemptible"))
         if preemptible is None:
             lowered = lease.get("preemptible").strip().lower()
@@ -1227,7 +1235,7 @@ class _CleanLwfTarget:
         image = self.image
         image_id = image_size = None
         if image is not None:
-            image_id = image.get("id")
+            image_id = _target_text(image.get("id"))
             image_size = float(int(image.get("size")))
         # Every field, in the model's order (_DIRECT_STATE checks the names).
         task_state = {

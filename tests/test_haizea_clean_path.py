@@ -100,6 +100,21 @@ def test_every_lease_feature_takes_the_clean_path() -> None:
     assert document.workload.description == " a & b "
 
 
+@pytest.mark.parametrize("value", ["&amp;", "a&#38;b", "&#x26;#38;", "&amp;lt;", "&lt;&quot;",
+                                   "&#38;#38;", "&#233;&#x3e;"])
+def test_entity_references_in_attributes_read_as_in_the_tree(value: str) -> None:
+    """libxml2 hands a parser target each ``&`` of an attribute as ``&#38;``."""
+    text = value.encode()
+    site = SITE.replace(b'"CPU Memory Disk"', b'"CPU Memory D' + text + b'"')
+    data = lwf(request("00:00:01.00", lease(
+        nodes=b'<node-set numnodes="1"><res type="D' + text + b'" amount="1"/></node-set>',
+        software=b'<software><disk-image id="' + text + b'" size="1"/></software>',
+        extra=b'<extra><attr name="' + text + b'" value="' + text + b'"/>'
+              b'<attr name="' + text + b'x" value="1"/></extra>',
+        attributes=b' submit-time="' + text + b'"')), head=site)
+    assert assert_contract(data) is not None  # and equal to the checked path's
+
+
 def test_the_clean_path_builds_what_the_constructors_build() -> None:
     data = lwf(request("00:00:01.00", lease()))
     document = haizea._read_clean_workload(data)
