@@ -68,14 +68,16 @@ def _marking_decoder(keys: tuple[str, ...], marked: list[dict[str, Any]]) -> jso
     the decoder finishes them: children before their parents, siblings in document order.
     A format that must find such objects (``$base``) then needs no walk of the tree."""
 
+    # unrolled for the first two keys: this runs once per object of the document
+    first, second, rest = keys[0], keys[1 % len(keys)], keys[2:]
+
     def pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
         if len(result) != len(pairs):
             raise _duplicate_key(pairs)
-        for key in keys:
-            if key in result:
-                marked.append(result)
-                break
+        if first in result or second in result or (
+                rest and any(key in result for key in rest)):
+            marked.append(result)
         return result
 
     return json.JSONDecoder(

@@ -49,6 +49,15 @@ def _detailed_validator(name: str) -> jsonschema.protocols.Validator:
     return validator
 
 
+def schema_verdict(name: str, instance: Any) -> bool:
+    """Whether ``instance`` is valid against ``schemas/<name>`` (the compiled validator only;
+    ``False`` also when it cannot take a value, so callers then ask for diagnostics)."""
+    try:
+        return bool(_fast_validator(name).is_valid(instance))
+    except (ValueError, OverflowError):
+        return False
+
+
 def schema_diagnostics(
     name: str, instance: Any, locator: JsonLocator | None = None, base_pointer: str = ""
 ) -> list[Diagnostic]:

@@ -58,7 +58,8 @@ from dcx.converters.jsonio import (
     load_json_object,
 )
 from dcx.converters.losses import id_from_text
-from dcx.converters.schemas import schema_diagnostics
+from dcx.converters.schemas import schema_diagnostics, schema_verdict
+from dcx.formats.factored_verdict import plan_factored_verdict, representatives_valid
 from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
 from dcx.formats.model import (
     Datacenter,
@@ -127,26 +128,56 @@ def sniff(data: bytes) -> bool:
 # ------------------------------------------------------------------------------ reading
 
 
-def read(data: bytes) -> ReadResult:
+@dataclass(frozen=True)
+class Structure:
+    """A decoded, resolved document and its verdict: what ``read`` builds the model from."""
+
+    resolved: Any
+    locator: JsonLocator | None
+    diagnostics: list[Diagnostic]
+    """Resolution warnings, or the errors that stop the read."""
+    valid: bool
+
+
+def read_structure(data: bytes) -> Structure:
+    """Decode, resolve ``$base``/``$merge`` and judge against our schema: the validation
+    path up to, not including, the model and the semantic checks."""
     decoded, problems = load_json_object(data, "an environment document", "environment.root",
                                          mark=INHERITANCE_KEYS)
     if decoded is None:
-        return ReadResult(None, tuple(problems))
+        return Structure(None, None, problems, False)
     locator = decoded.locator
     resolved: Any = decoded.value
     diagnostics: list[Diagnostic] = []
+    # A factored cluster is judged as written plus one unit per definition (see
+    # factored_verdict); the verdict on the written form must come before resolution.
+    plan = plan_factored_verdict(resolved, decoded.marked)
+    written_valid = plan is not None and schema_verdict(SCHEMA, resolved)
     # The decoder listed the objects that inherit; most documents resolve in place, and
     # the rest go through the exact resolver, which explains what is wrong.
     if not resolve_in_place(resolved, decoded.marked):
+        plan = None
         fresh, _ = load_json(data)
         assert fresh is not None  # it decoded a moment ago
         try:
             resolved, diagnostics = resolve_document(fresh.value)
         except InputError as exc:
-            return ReadResult(None, (locator.diagnostic(exc.diagnostic),))
+            return Structure(None, locator, [locator.diagnostic(exc.diagnostic)], False)
+    if plan is not None and written_valid and representatives_valid(SCHEMA, plan):
+        return Structure(resolved, locator, diagnostics, True)
     structural = schema_diagnostics(SCHEMA, resolved, locator)
     if structural:
-        return ReadResult(None, tuple(locator.place(diagnostics) + structural))
+        return Structure(None, locator, locator.place(diagnostics) + structural, False)
+    return Structure(resolved, locator, diagnostics, True)
+
+
+def read(data: bytes) -> ReadResult:
+    structure = read_structure(data)
+    if not structure.valid or structure.locator is None:
+        return ReadResult(None, tuple(structure.diagnostics))
+    locator = structure.locator
+    resolved = structure.resolved
+    diagnostics = list(structure.diagnostics)
     builder = _Builder(locator)
     environment = builder.environment(resolved)
     diagnostics += builder.finish()
