@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -22,3 +25,21 @@ class Limits:
 
 
 LIMITS = Limits()
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection while a reader builds a large model.
+
+    The model has no reference cycles, yet every allocation-triggered full collection
+    rescans all objects built so far (a tenth of a 100,000-lease read; half of a
+    30,000-task trace's). Reference counting still frees everything as usual, and a caller
+    that had collection off keeps it off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -23,14 +23,15 @@ from dcx.converters.diagnostics import Diagnostic, InputError, error
 from dcx.converters.limits import LIMITS
 
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
-_ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
 _XML_DECL_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 _SMART_QUOTES = ("\u201c", "\u201d", "\u2018", "\u2019")
 _HUGE_TEXT_MESSAGES = ("Huge input lookup", "xmlSAX2Characters: huge text node",
                        "Text node too long", "xmlSAX2Characters: huge text")
 
 
-def _parser_options() -> dict[str, Any]:
+def parser_options() -> dict[str, Any]:
+    """The hardened ``lxml.etree.XMLParser`` settings every XML reader uses (a fresh dict:
+    readers that build their own parser, such as a parser target, may adjust a copy)."""
     return {
         "resolve_entities": False,
         "no_network": True,
@@ -49,7 +50,7 @@ def _parser_options() -> dict[str, Any]:
 
 
 def make_parser(schema: etree.XMLSchema | None = None) -> etree.XMLParser:
-    return etree.XMLParser(schema=schema, **_parser_options())
+    return etree.XMLParser(schema=schema, **parser_options())
 
 
 def precheck(data: bytes) -> Diagnostic | None:
@@ -70,14 +71,30 @@ def precheck(data: bytes) -> Diagnostic | None:
     ):
         return error(f"declared encoding {declared.group(1).decode()!r} is not supported; "
                      "dcx reads XML as UTF-8", "xml.encoding", line=1, column=1)
-    for pattern, what in ((_DOCTYPE, "a DOCTYPE"), (_ENTITY_DECL, "an entity declaration")):
-        match = pattern.search(data)
-        if match:
-            line, column = _line_col(data, match.start())
-            return error(f"document contains {what}; dcx refuses DTDs and entities "
-                         "(XXE and entity-expansion protection)", "xml.dtd",
-                         line=line, column=column)
+    found = _first_declaration(data)
+    if found is not None:
+        offset, what = found
+        line, column = _line_col(data, offset)
+        return error(f"document contains {what}; dcx refuses DTDs and entities "
+                     "(XXE and entity-expansion protection)", "xml.dtd",
+                     line=line, column=column)
     return None
+
+
+def _first_declaration(data: bytes) -> tuple[int, str] | None:
+    """The first DOCTYPE (any case), else the first entity declaration. One ``find`` per
+    ``<!`` (comments included) instead of two case-insensitive regex scans: this runs over
+    every byte of a 50 MB workload before parsing."""
+    entity: int | None = None
+    start = data.find(b"<!")
+    while start != -1:
+        keyword = data[start + 2:start + 9].upper()
+        if keyword == b"DOCTYPE":
+            return start, "a DOCTYPE"
+        if keyword.startswith(b"ENTITY") and entity is None:
+            entity = start
+        start = data.find(b"<!", start + 2)
+    return (entity, "an entity declaration") if entity is not None else None
 
 
 def _is_blank(data: bytes) -> bool:
@@ -162,7 +179,7 @@ def iter_elements(
         raise InputError(problem)
     import io
 
-    options = _parser_options()
+    options = parser_options()
     options.pop("collect_ids")
     try:
         yield from etree.iterparse(io.BytesIO(data), events=events, tag=tags, **options)

@@ -95,11 +95,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import gc
 import io
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeAlias, TypeVar
@@ -116,6 +114,7 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
+from dcx.converters.limits import paused_gc
 from dcx.formats.model import (
     Annotation,
     Datacenter,
@@ -1279,24 +1278,9 @@ def _hardened_options() -> dict[str, Any]:
     """xmlio's parser settings (no DTD, entities or network, libxml2's limits), for the two
     parsers the clean path builds itself: xmlio has no entry point for a parser target or
     for a parse that stops early, and ``_read`` has already run ``xmlio.precheck``."""
-    options = xmlio._parser_options()
+    options = xmlio.parser_options()
     options.pop("collect_ids")  # not an iterparse option, and ids are never looked up
     return options
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a large model is built: the model has no cycles,
-    yet each full collection walks every object built so far (100,000 leases: about a
-    tenth of the read). Reference counting still frees everything as usual, and a caller
-    that had collection off keeps it off."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _workload_head(data: bytes) -> tuple[Any, list[Any]] | None:
@@ -1331,7 +1315,7 @@ def _read_clean_workload(data: bytes) -> Document | None:
     parser = etree.XMLParser(target=target, schema=xmlio.load_xsd(
         ROOT_SCHEMAS["lease-workload"]), **_hardened_options())
     try:
-        with _cyclic_gc_paused():
+        with paused_gc():
             etree.fromstring(data, parser)
     except (_NotClean, etree.LxmlError, ValueError, TypeError, AttributeError, LookupError):
         # The target works on raw values before the XSD verdict: a missing attribute (None)

@@ -68,6 +68,7 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
+from dcx.converters.limits import paused_gc
 from dcx.converters.schemas import load_schema, schema_diagnostics
 from dcx.formats.gwf import (
     MAX_ERRORS,
@@ -79,7 +80,6 @@ from dcx.formats.gwf import (
     is_trace_id,
     parse_int,
     parse_number,
-    paused_gc,
     task_numbering,
     unheld_task_fields,
 )
