@@ -80,18 +80,10 @@ class _Resolver:
         if pointer and not pointer.startswith("/"):
             raise InputError(error(f"$base {reference!r} is not an RFC 6901 pointer "
                                    "(it must start with '#/')", "ref.syntax", pointer=str(where)))
-        node = self.root
-        for raw in pointer.split("/")[1:]:
-            token = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and token in node:
-                node = node[token]
-            elif isinstance(node, list) and token.isdigit() and (
-                token == "0" or not token.startswith("0")
-            ) and int(token) < len(node):
-                node = node[int(token)]
-            else:
-                raise InputError(error(f"$base {reference!r} does not resolve: no {token!r}",
-                                       "ref.missing", pointer=str(where)))
+        node, missing = follow_pointer(self.root, pointer)
+        if missing is not None:
+            raise InputError(error(f"$base {reference!r} does not resolve: no {missing!r}",
+                                   "ref.missing", pointer=str(where)))
         if not isinstance(node, dict):
             raise InputError(error(f"$base {reference!r} points at a {type(node).__name__}, "
                                    "not an object", "ref.not-object", pointer=str(where)))
@@ -251,6 +243,23 @@ def inherit(own: dict[str, Any], inherited: dict[str, Any],
                 own[key] = overlay(below, value, frozenset())
 
 
+def follow_pointer(root: Any, pointer: str) -> tuple[Any, str | None]:
+    """The value at RFC 6901 ``pointer`` (percent-decoded already) and ``None``, or ``None``
+    and the first token that does not resolve."""
+    node = root
+    for raw in pointer.split("/")[1:]:
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and (
+            token == "0" or not token.startswith("0")
+        ) and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None, token
+    return node, None
+
+
 def resolve_document(root: Any) -> tuple[Any, list[Diagnostic]]:
     """Resolve every ``$base``/``$merge`` in ``root``. Raises ``InputError`` on the first
     hard error (cycle, missing target, wrong type, budget exceeded)."""
@@ -363,18 +372,8 @@ class _InPlace:
     def lookup(self, reference: str) -> dict[str, Any]:
         if not reference.startswith("#/"):
             raise _GiveUp
-        node: Any = self.root
-        for raw in unquote(reference[1:]).split("/")[1:]:
-            token = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and token in node:
-                node = node[token]
-            elif isinstance(node, list) and token.isdigit() and (
-                token == "0" or not token.startswith("0")
-            ) and int(token) < len(node):
-                node = node[int(token)]
-            else:
-                raise _GiveUp
-        if not isinstance(node, dict) or node is self.root:
+        node, missing = follow_pointer(self.root, unquote(reference[1:]))
+        if missing is not None or not isinstance(node, dict) or node is self.root:
             raise _GiveUp
         return node
 

@@ -132,7 +132,8 @@ def test_marked_objects_come_children_first() -> None:
 
 def test_reader_diagnostics_come_from_the_exact_resolver() -> None:
     text = (b'{"environment": {"datacenters": [{"rooms": [], "$base": "#/definitions/a"}]},'
-            b' "definitions": {"a": {"$base": "#/definitions/b"}, "b": {"$base": "#/definitions/a"}}}')
+            b' "definitions": {"a": {"$base": "#/definitions/b"},'
+            b' "b": {"$base": "#/definitions/a"}}}')
     result = environment.read(text)
     assert [d.code for d in result.diagnostics] == ["ref.cycle"]
     assert result.diagnostics[0].line is not None
