@@ -97,7 +97,7 @@ import dataclasses
 import datetime as _dt
 import io
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeAlias, TypeVar
@@ -605,6 +605,23 @@ class _Requests:
     request_cache: dict[tuple[int, Capacity], ResourceRequest] = field(default_factory=dict)
 
 
+def _settle_assigned_ids(jobs: list[Job], explicit: Collection[int],
+                         assigned: Iterable[int]) -> tuple[Job, ...]:
+    """Leases without an id take their position, unless a lease of the file uses that id
+    explicitly (Haizea 1.1 would take its global counter's next value): then the next
+    number above every id of the file, so ids stay unique. ``assigned`` indexes the jobs
+    whose id was assigned; they keep ``haizea:id-assigned``, so the writer still omits it."""
+    clashes = [index for index in assigned if jobs[index].id in explicit]
+    if not clashes:
+        return tuple(jobs)
+    next_id = max(int(job.id) for job in jobs) + 1
+    for index in clashes:
+        task = replace(jobs[index].tasks[0], id=next_id)
+        jobs[index] = replace(jobs[index], id=next_id, tasks=(task,))
+        next_id += 1
+    return tuple(jobs)
+
+
 _Built = TypeVar("_Built")
 
 
@@ -952,8 +969,10 @@ def _read_workload_stream(data: bytes, context: _Context) -> Document | None:
                                            pointer="/lease-workload/lease-requests"))
     description = root.find("description")
     attributes = root.find("attributes")
+    assigned = [index for index, job in enumerate(jobs)
+                if _ID_ASSIGNED_KEY in job.tasks[0].extras] if requests.ids else ()
     workload = Workload(
-        jobs=tuple(jobs),
+        jobs=_settle_assigned_ids(jobs, requests.ids, assigned),
         name=root.get("name"),
         description=description.text or "" if description is not None else None,
         attributes=_read_attrs(attributes, context, "attribute") if attributes is not None
@@ -1103,6 +1122,8 @@ class _CleanLwfTarget:
         self.position = 0
         self.in_requests = False
         self.ids: set[int] = set()
+        self.assigned: list[int] = []
+        """Indexes of the jobs whose lease had no id."""
         self.last_arrival = float("-inf")
         self.used_types: set[str] = set()
         self.shapes: dict[_CleanShape, ResourceRequest] = {}
@@ -1200,6 +1221,7 @@ class _CleanLwfTarget:
         if text_id is None:
             lease_id = self.position
             extras[_ID_ASSIGNED_KEY] = True
+            self.assigned.append(len(self.jobs))
         else:
             lease_id = int(text_id)
             if lease_id in self.ids:
@@ -1335,7 +1357,7 @@ def _read_clean_workload(data: bytes) -> Document | None:
     description = parts.get("description")
     attributes = parts.get("attributes")
     workload = Workload(
-        jobs=tuple(target.jobs),
+        jobs=_settle_assigned_ids(target.jobs, target.ids, target.assigned),
         name=root.get("name"),
         description=description.text or "" if description is not None else None,
         attributes=_read_attrs(attributes, scratch, "attribute") if attributes is not None

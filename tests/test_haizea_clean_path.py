@@ -310,3 +310,18 @@ def test_each_reported_case_leaves_the_clean_path(data: bytes) -> None:
     assert haizea._read_clean_workload(data) is None
     assert checked(data)[1]
     assert_contract(data)
+
+
+def test_a_lease_without_id_never_takes_an_id_another_lease_uses() -> None:
+    """Lease 2 says id="1", the first lease's position: the id-less first lease moves above
+    every id of the file, on both paths, and is still written without an id."""
+    data = lwf(request("00:00:00.00", lease(b"")), request("00:00:01.00", lease(b' id="1"')),
+               request("00:00:02.00", lease(b"")))
+    clean = assert_contract(data)
+    assert clean is not None and clean.workload is not None
+    assert [job.id for job in clean.workload.jobs] == [4, 1, 3]
+    assert [job.tasks[0].id for job in clean.workload.jobs] == [4, 1, 3]
+    written = haizea.write(clean)
+    assert written.data.count(b"<lease id=") == 1
+    again = haizea.read(written.data).document
+    assert again is not None and again.workload == clean.workload
