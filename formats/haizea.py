@@ -25,10 +25,13 @@ Mapping to the model
   (+ ``start_time_s``), ``<deadline>`` -> ``deadline_s``, ``<disk-image>`` -> ``image`` and
   ``image_size_mb`` (``<none/>`` -> ``image=None``), ``preemptible``, ``user`` (kept as the
   integer's text), ``<extra>`` attrs -> ``Task.extras`` (unprefixed: it is Haizea's own
-  key/value mechanism). ``state`` and ``submit-time`` go to ``extras["haizea:state"]`` and
+  key/value mechanism; names with ':' are set aside together in
+  ``extras["haizea:extra-attrs"]``, since prefixed keys belong to formats). ``state`` and
+  ``submit-time`` go to ``extras["haizea:state"]`` and
   ``extras["haizea:submit-time"]``. A lease whose node-sets differ keeps the first one as its
   request and all of them in ``extras["haizea:node-sets"]``, which the writer prefers. A lease
-  without ``id`` gets its 1-based request position and ``extras["haizea:id-assigned"]``.
+  without ``id`` gets its 1-based request position (or, when another lease of the file uses
+  that id, the next number above every id of the file) and ``extras["haizea:id-assigned"]``.
 * ``normal_form`` (losses.py, Value restrictions) is what the writer makes of a document
   first. Nodes: one resource per type (the first given survives), types that are not single
   words dropped, amounts whole and not negative, no resource type, unit or extras; a ``CPU``
@@ -185,9 +188,13 @@ _NODE_SETS_KEY = "haizea:node-sets"
 _ID_ASSIGNED_KEY = "haizea:id-assigned"
 _STATE_KEY = "haizea:state"
 _SUBMIT_TIME_KEY = "haizea:submit-time"
+_PREFIXED_EXTRA_KEY = "haizea:extra-attrs"
+"""``<extra>`` attrs whose names contain ':', which as plain keys would read as another
+format's (or shadow dcx's own ``haizea:`` keys)."""
 _TYPE_NAME = re.compile(r"\S+")
 """A resource type name as the XSD takes it."""
-_TASK_KEYS = frozenset({_NODE_SETS_KEY, _ID_ASSIGNED_KEY, _STATE_KEY, _SUBMIT_TIME_KEY})
+_TASK_KEYS = frozenset({_NODE_SETS_KEY, _ID_ASSIGNED_KEY, _STATE_KEY, _SUBMIT_TIME_KEY,
+                        _PREFIXED_EXTRA_KEY})
 
 # --------------------------------------------------------------------------- time grammar
 
@@ -716,6 +723,16 @@ def _preemptible(lease: Any, context: _Context) -> bool | None:
     return None
 
 
+def _lease_extras(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A lease's ``<extra>`` attrs as task extras: names with ':' are kept together under
+    ``haizea:extra-attrs`` (see there); the writer puts them back as attrs."""
+    if not any(":" in name for name in attrs):
+        return attrs
+    extras = {name: value for name, value in attrs.items() if ":" not in name}
+    extras[_PREFIXED_EXTRA_KEY] = {name: value for name, value in attrs.items() if ":" in name}
+    return extras
+
+
 def _read_attrs(parent: Any, context: _Context, what: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for attr in parent:
@@ -771,7 +788,7 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
             deadline = start_time(child)
             deadline_element = child
         elif tag == "extra":
-            extras.update(_read_attrs(child, context, "extra"))
+            extras.update(_lease_extras(_read_attrs(child, context, "extra")))
 
     text_id = lease.get("id")
     if text_id is None:
@@ -1216,7 +1233,7 @@ class _CleanLwfTarget:
                     round(deadline * 100) < round((start_time + duration) * 100):
                 raise _NotClean  # deadline-ignored, deadline-too-early
 
-        extras = {} if self.extras is None else self.extras
+        extras = {} if self.extras is None else _lease_extras(self.extras)
         text_id = lease.get("id")
         if text_id is None:
             lease_id = self.position
@@ -2103,10 +2120,17 @@ def _lease_element(parent: Any, task: Task, losses: LossCounter) -> None:
         etree.SubElement(lease, "deadline", time=format_time(task.deadline_s))
     _software_element(lease, task.image, task.image_size_mb, losses, "task.image")
     _account_task(task, losses)
-    # Plain keys only: ``haizea:`` keys are attributes of their own above, and other
-    # formats' prefixed keys survive only in their format (losses: Extras), not as <attr>s.
-    _attrs_element(lease, "extra", {key: value for key, value in extras.items()
-                                    if ":" not in key}, losses, "task.extras")
+    # Plain keys and the attrs the reader set aside: other ``haizea:`` keys are attributes
+    # of their own above, and other formats' prefixed keys survive only in their format
+    # (losses: Extras), not as <attr>s.
+    attrs = {key: value for key, value in extras.items() if ":" not in key}
+    prefixed = extras.get(_PREFIXED_EXTRA_KEY)
+    if isinstance(prefixed, dict):
+        kept = {key: value for key, value in prefixed.items()
+                if isinstance(key, str) and ":" in key}
+        losses.add("task.extras", len(prefixed) - len(kept), "a set-aside attr without ':'")
+        attrs.update(kept)
+    _attrs_element(lease, "extra", attrs, losses, "task.extras")
 
 
 def _account_task(task: Task, losses: LossCounter) -> None:

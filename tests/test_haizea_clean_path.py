@@ -325,3 +325,22 @@ def test_a_lease_without_id_never_takes_an_id_another_lease_uses() -> None:
     assert written.data.count(b"<lease id=") == 1
     again = haizea.read(written.data).document
     assert again is not None and again.workload == clean.workload
+
+
+def test_extra_attrs_with_colons_survive_a_round_trip() -> None:
+    """A name with ':' would read as another format's key (or shadow haizea:state): such
+    attrs are set aside together and written back as attrs, on both paths."""
+    extra = (b'<extra><attr name="site:rack" value="r1"/><attr name="haizea:state" value="x"/>'
+             b'<attr name="plain" value="p"/></extra>')
+    data = lwf(request("00:00:00.00", lease(extra=extra)))
+    clean = assert_contract(data)
+    assert clean is not None and clean.workload is not None
+    task = clean.workload.jobs[0].tasks[0]
+    assert task.extras == {"plain": "p", "haizea:extra-attrs": {"site:rack": "r1",
+                                                                "haizea:state": "x"}}
+    written = haizea.write(clean)
+    assert written.losses == ()
+    assert b'<attr name="site:rack" value="r1"/>' in written.data
+    assert b'state=' not in written.data  # not taken for the lease's state attribute
+    again = haizea.read(written.data).document
+    assert again is not None and again.workload == clean.workload
