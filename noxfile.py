@@ -39,8 +39,9 @@ def tests(session: nox.Session) -> None:
 def schedule(session: nox.Session) -> None:
     """The nine SC18 policies over the converted workloads and the Askalon/Chronos traces."""
     session.install(".")
-    workloads = sorted(glob.glob("build/converted/*/gwf.gwf") +
-                       glob.glob("build/converted/*/swf.swf"))
+    workloads = sorted(path for pattern in ("gwf.gwf", "swf.swf", "osp-workload.json",
+                                            "haizea.lwf")
+                       for path in glob.glob(f"build/converted/*/{pattern}"))
     session.run("python", "-m", "dcx.scheduler.experiments", "--out", "build/schedule",
                 *workloads, *session.posargs)
 

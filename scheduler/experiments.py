@@ -4,10 +4,14 @@ Runs the nine policies with the ``sc18`` time model over the paper's Askalon and
 traces (from ``$DCX_CORPUS/gwf`` or ``../shared/corpus/gwf``; skipped with a message when
 absent), RANDOM over ``--seeds`` seeds, and writes Tables XI and XII measured next to the
 paper's values (``tables.md``, ``tables.json``) plus TRT, JMS and stage-time SVGs per trace.
-Extra WORKLOAD files are run with the ``event`` time model on ``--env`` (default: the
-corpus ``setup.json``), written under ``workloads/``.
+Extra WORKLOAD files are run with the ``event`` time model on ``--env`` (default: a Haizea
+LWF's own ``<site>``, else the corpus ``setup.json``), written under ``workloads/``. Files
+that hold no workload (a converted ``<site>``) are skipped; workloads that read without
+error but cannot run on that environment (a task larger than any machine) are listed under
+"Workloads not scheduled".
 
-Exit status: 0, or 1 when an input could not be scheduled (the others are still written).
+Exit status: 0, or 1 when an input could not be read or a trace could not be scheduled (the
+others are still written).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 from dcx.converters.atomic import write_atomic
 from dcx.scheduler.cli import write_plots
-from dcx.scheduler.loading import load_problem
+from dcx.scheduler.loading import load_problem, read_document
 from dcx.scheduler.paper import (
     NJSL_TOLERANCE,
     SETUP_FILE_NAME,
@@ -195,13 +199,27 @@ def main(argv: Sequence[str] | None = None) -> int:
               "Chronos traces (set DCX_CORPUS or --corpus)", file=sys.stderr)
         markdown.append(f"The SC18 traces were not found at `{args.corpus}`.\n")
 
-    environment = args.env or (setup if setup.is_file() else None)
+    default_environment = args.env or (setup if setup.is_file() else None)
+    unscheduled: list[tuple[Path, str, int]] = []
     for workload in args.workloads:
+        _, document, _ = read_document(workload)
+        if document is not None and document.workload is None:
+            print(f"experiments: {workload} holds no workload; skipped", file=sys.stderr)
+            continue
+        carries_machines = document is not None and document.environment is not None and \
+            any(True for _ in document.environment.machines())
+        # a Haizea LWF with a <site> runs on its own machines unless --env says otherwise
+        environment = default_environment if args.env or not carries_machines else None
         loaded = load_problem(workload, environment)
         for diagnostic in loaded.diagnostics:
             print(diagnostic.render(), file=sys.stderr)
         if loaded.problem is None:
-            status = 1
+            errors = [d for d in loaded.diagnostics if d.is_error]
+            if errors and all(d.code.startswith("schedule.") for d in errors):
+                # readable, but not runnable here (a task larger than any machine, …)
+                unscheduled.append((workload, errors[0].message, len(errors)))
+            else:
+                status = 1
             continue
         results = run_all(loaded.problem, "event", 1)
         slug = _slug(workload)
@@ -210,6 +228,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["workloads"][str(workload)] = {"rows": rows}
         write_plots(args.out / "workloads" / slug, _first_runs(results), workload.name)
 
+    if unscheduled:
+        markdown += ["### Workloads not scheduled", "",
+                     "Read without error, but they cannot run on the environment given:", ""]
+        markdown += [f"- `{path}`: {message}" + (f" (and {count - 1} more)" if count > 1 else "")
+                     for path, message, count in unscheduled]
+        markdown.append("")
+        report["unscheduled"] = {str(path): message for path, message, _ in unscheduled}
     write_atomic(args.out / "tables.md", "\n".join(markdown).encode())
     write_atomic(args.out / "tables.json", (json.dumps(report, indent=2) + "\n").encode())
     print(f"experiments: wrote {args.out}/tables.md, tables.json and SVG plots", file=sys.stderr)
