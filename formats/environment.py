@@ -127,6 +127,8 @@ def sniff(data: bytes) -> bool:
 
 # ------------------------------------------------------------------------------ reading
 
+_MACHINE_STATES = {state.value: state for state in MachineState}
+
 
 @dataclass(frozen=True)
 class Structure:
@@ -297,14 +299,15 @@ class _Builder:
         self.note_id("machine", node.get("id"), pointer)
         return Machine(
             id=node.get("id"), name=node.get("name"),
-            state=MachineState(node.get("state", "ACTIVE")),
-            cpus=self.units(node.get("cpus"), f"{pointer}/cpus", self.processing_unit),
-            gpus=self.units(node.get("gpus"), f"{pointer}/gpus", self.processing_unit),
-            memory=self.units(node.get("memory"), f"{pointer}/memory", self.storage_unit),
-            storage=self.units(node.get("storage"), f"{pointer}/storage", self.storage_unit),
+            state=_MACHINE_STATES[node.get("state", "ACTIVE")],  # the schema checked it
+            cpus=self.units(node.get("cpus"), pointer, "cpus", self.processing_unit),
+            gpus=self.units(node.get("gpus"), pointer, "gpus", self.processing_unit),
+            memory=self.units(node.get("memory"), pointer, "memory", self.storage_unit),
+            storage=self.units(node.get("storage"), pointer, "storage", self.storage_unit),
             extras=self.extras(node, _MACHINE_KEYS, "machine", pointer))
 
-    def units(self, nodes: list[Any] | None, pointer: str, build: Any) -> tuple[Any, ...]:
+    def units(self, nodes: list[Any] | None, machine_pointer: str, key: str,
+              build: Any) -> tuple[Any, ...]:
         if not nodes:
             return ()
         cached = self._cache.get(id(nodes))
@@ -319,6 +322,7 @@ class _Builder:
             content, shared = None, None
         if shared is not None:
             return shared
+        pointer = f"{machine_pointer}/{key}"  # only for units built here, not shared ones
         built = tuple(build(item, f"{pointer}/{index}") for index, item in enumerate(nodes))
         self._cache[id(nodes)] = (nodes, built)
         if content is not None:
@@ -404,23 +408,38 @@ def semantic_checks(environment: Environment, builder: _Builder) -> list[Diagnos
     return found
 
 
+def _upstream_counts(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
+                     memory: tuple[StorageUnit, ...], storage: tuple[StorageUnit, ...]
+                     ) -> tuple[bool, bool, bool, bool]:
+    """(no CPUs, a unit without clock rate, a fractional MB capacity, a zero count or
+    capacity): what the upstream schema refuses in one machine."""
+    units = memory + storage
+    return (
+        not cpus,
+        any(pu.clock_rate_hz is None for pu in cpus + gpus),
+        any(not float(unit.capacity_mb).is_integer() for unit in units),
+        any(pu.cores == 0 for pu in cpus + gpus) or any(unit.capacity_mb == 0 for unit in units),
+    )
+
+
 def _upstream_compatibility(environment: Environment) -> list[Diagnostic]:
     """dcx's schema is a superset of the upstream one so that data from formats without
     clock rates or whole-MB sizes can be written; say where upstream tools would refuse."""
     missing_clock = no_cpus = fractional = zero = 0
     first: str | None = None
+    verdicts: dict[tuple[int, ...], tuple[bool, bool, bool, bool]] = {}
+    kept: list[tuple[Any, ...]] = []
     for rack, pointer in _rack_pointers(environment):
         for slot, machine in enumerate(rack.slots):
             if machine is None:
                 continue
-            units = machine.memory + machine.storage
-            counts = (
-                not machine.cpus,
-                any(pu.clock_rate_hz is None for pu in machine.cpus + machine.gpus),
-                any(not float(unit.capacity_mb).is_integer() for unit in units),
-                any(pu.cores == 0 for pu in machine.cpus + machine.gpus)
-                or any(unit.capacity_mb == 0 for unit in units),
-            )
+            # machines of one type share their unit tuples: judge each combination once
+            parts = (machine.cpus, machine.gpus, machine.memory, machine.storage)
+            key = tuple(map(id, parts))
+            counts = verdicts.get(key)
+            if counts is None:
+                counts = verdicts[key] = _upstream_counts(*parts)
+                kept.append(parts)  # keeps the ids in the key from being reused
             if any(counts) and first is None:
                 first = f"{pointer}/units/{slot}"
             no_cpus += counts[0]
