@@ -11,7 +11,7 @@ network and entity access off.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -231,20 +231,59 @@ def xsd_diagnostics(schema: etree.XMLSchema, tree: etree._ElementTree,
         return []
     if data is None and _LAST_PARSED is not None and _LAST_PARSED[0] is tree:
         data = _LAST_PARSED[1]
-    return [xsd_entry_diagnostic(entry, data) for entry in schema.error_log]
+    return xsd_log_diagnostics(schema.error_log, data)
+
+
+MAX_XSD_ERRORS = 50
+"""Located errors per validation; the rest are counted. Locating one searches its source
+line, and an element with 100,000 bad attributes has them all on one line."""
+
+
+def xsd_log_diagnostics(log: Any, data: bytes | None,
+                        pointer: Callable[[Any], str | None] | None = None,
+                        near_line: int | None = None) -> list[Diagnostic]:
+    """The first ``MAX_XSD_ERRORS`` entries of a libxml2 schema error log as located
+    diagnostics (``pointer(entry)`` may override an entry's XPath; ``near_line``: see
+    ``xsd_entry_diagnostic``), then one line that counts the rest."""
+    entries = list(log)
+    found = [xsd_entry_diagnostic(entry, data, pointer(entry) if pointer else None, near_line)
+             for entry in entries[:MAX_XSD_ERRORS]]
+    if len(entries) > MAX_XSD_ERRORS:
+        found.append(error(f"{len(entries) - MAX_XSD_ERRORS:,} more schema errors follow; "
+                           f"only the first {MAX_XSD_ERRORS} are listed", "xsd.more-errors",
+                           line=entries[MAX_XSD_ERRORS].line or None))
+    return found
+
+
+SATURATED_LINE = 65_535
+"""The line libxml2 gives a node past line 65,535 when it cannot recover the real one (it
+stores 16 bits and recovers bigger lines from neighbouring text nodes, which a streaming
+reader has deleted)."""
+
+NEAR_LINE_SPAN = 1_000
+"""Lines searched after a ``near_line`` hint for the element an error names."""
 
 
 def xsd_entry_diagnostic(entry: Any, data: bytes | None = None,
-                         pointer: str | None = None) -> Diagnostic:
+                         pointer: str | None = None,
+                         near_line: int | None = None) -> Diagnostic:
     """One libxml2 schema error-log entry as a located ``xsd.invalid`` diagnostic (for
-    readers that validate in their own loop, such as streaming ones)."""
+    readers that validate in their own loop, such as streaming ones).
+
+    A streaming reader passes the line where the validated fragment starts (``near_line``):
+    when libxml2 gives the saturated line, the element is searched from there instead.
+    """
     prefix = _XSD_MESSAGE_PREFIX.match(entry.message)
     message = entry.message[prefix.end():] if prefix else entry.message
     attribute = prefix.group("attribute") if prefix else None
     line = entry.line or None
     column = entry.column + 1 if entry.column else None
+    candidates: Iterable[int] | None = None
+    if line == SATURATED_LINE and near_line is not None and near_line > line:
+        line, column = near_line, None
+        candidates = range(max(1, near_line - 2), near_line + NEAR_LINE_SPAN)
     if column is None and line is not None and data is not None:
-        position = _tag_position(data, line, _xpath(entry.path), attribute)
+        position = _tag_position(data, line, _xpath(entry.path), attribute, candidates)
         if position is not None:
             line, column = position
     return error(message, "xsd.invalid", line=line, column=column,
@@ -254,8 +293,8 @@ def xsd_entry_diagnostic(entry: Any, data: bytes | None = None,
 _XSD_MESSAGE_PREFIX = re.compile(r"^Element '[^']*'(?:, attribute '(?P<attribute>[^']*)')?: ")
 
 
-def _tag_position(data: bytes, line: int, path: str,
-                  attribute: str | None) -> tuple[int, int] | None:
+def _tag_position(data: bytes, line: int, path: str, attribute: str | None,
+                  candidates: Iterable[int] | None = None) -> tuple[int, int] | None:
     """Line and 1-based column of the element named last in ``path`` (of its attribute when
     one is named), searched on ``line``; beyond line 65,535 libxml2's element lines can be
     off by one or two (it stores 16 bits and estimates the rest), so nearby lines are tried
@@ -264,7 +303,9 @@ def _tag_position(data: bytes, line: int, path: str,
     if not name or name == "*":
         return None
     tag = re.compile(rf"<(?:[\w.-]+:)?{re.escape(name)}(?=[\s/>])")
-    candidates = [line] if line <= 65_535 else [line, line - 1, line + 1, line - 2, line + 2]
+    if candidates is None:
+        candidates = [line] if line <= SATURATED_LINE else [line, line - 1, line + 1,
+                                                             line - 2, line + 2]
     for candidate in candidates:
         text = _line_text(data, candidate)
         found = tag.search(text) if text is not None else None
@@ -279,12 +320,22 @@ def _tag_position(data: bytes, line: int, path: str,
     return None
 
 
+_line_cursor: tuple[bytes, int, int] | None = None
+"""(data, a line number, the offset where it starts): errors of a stream come in line order,
+so each search for a line starts where the last one ended instead of at the top."""
+
+
 def _line_text(data: bytes, line: int) -> str | None:
-    start = 0
-    for _ in range(line - 1):
+    global _line_cursor
+    cursor = _line_cursor
+    current, start = (cursor[1], cursor[2]) if (
+        cursor is not None and cursor[0] is data and cursor[1] <= line) else (1, 0)
+    while current < line:
         start = data.find(b"\n", start) + 1
         if start == 0:
             return None
+        current += 1
+    _line_cursor = (data, current, start)
     end = data.find(b"\n", start)
     return data[start:end if end != -1 else len(data)].decode("utf-8", "replace")
 

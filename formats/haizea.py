@@ -347,6 +347,50 @@ class _Context:
     """The input, so diagnostics can give the column of the element they name."""
     line_starts: list[int] | None = None
     """Byte offset of each line of ``data``; built when the first diagnostic needs it."""
+    request_starts: list[tuple[int, int]] = field(default_factory=list)
+    """(offset, line) of the start tag of each streamed request found so far, in order."""
+
+    def request_line(self, position: int | None = None) -> int | None:
+        """The source line where streamed request ``position`` (default: the current one)
+        starts. libxml2 gives every node of a streamed request past line 65,535 that very
+        line (the text it would recover the real one from is deleted), so the requests'
+        start tags are counted in the bytes, once, in order, as far as asked."""
+        wanted = self.request_position if position is None else position
+        starts = self.request_starts
+        offset, line = starts[-1] if starts else (-1, 1)
+        while len(starts) < wanted:
+            match = _REQUEST_TAG.search(self.data, offset + 1)
+            if match is None:
+                return None
+            line += self.data.count(b"\n", max(offset, 0), match.start())
+            offset = match.start()
+            starts.append((offset, line))
+        return starts[wanted - 1][1] if wanted > 0 else None
+
+    def element_line(self, element: Any, position: int | None = None) -> int | None:
+        """``element.sourceline``, or past line 65,535 in a streamed request (``position``,
+        default: the current one), the line of the first such start tag from the request's
+        first line on."""
+        line: int | None = element.sourceline
+        if line != xmlio.SATURATED_LINE or self.request is None:
+            return line
+        return self.tag_line(element.tag, position) or line
+
+    def tag_line(self, tag: Any, position: int | None = None) -> int | None:
+        """The line of the first ``<tag`` from the first line of streamed request
+        ``position`` on (``None`` when it cannot be found)."""
+        start = self.request_line(position)
+        if start is None or not isinstance(tag, str):
+            return None
+        offset = self._line_offset(start)
+        pattern = re.compile(rb"<" + re.escape(tag.encode()) + rb"(?=[\s/>])")
+        match = pattern.search(self.data, offset) if offset is not None else None
+        return start + self.data.count(b"\n", offset, match.start()) if match else start
+
+    def _line_offset(self, line: int) -> int | None:
+        if self.line_starts is None:
+            self.line_starts = [0, *(match.end() for match in re.finditer(b"\n", self.data))]
+        return self.line_starts[line - 1] if 0 < line <= len(self.line_starts) else None
 
     @property
     def request_xpath(self) -> str:
@@ -364,7 +408,7 @@ class _Context:
 
     def report(self, diagnostic: Callable[..., Diagnostic], code: str, message: str,
                element: Any, attribute: str | None = None, hint: str | None = None) -> None:
-        line = element.sourceline
+        line = self.element_line(element)
         self.diagnostics.append(diagnostic(message, code, line=line,
                                            column=self.column(line, element.tag, attribute),
                                            pointer=self.xpath(element, attribute), hint=hint))
@@ -374,9 +418,9 @@ class _Context:
         named), or ``None`` when the line does not show it."""
         if not line or not self.data or not isinstance(tag, str):
             return None
-        if self.line_starts is None:
-            self.line_starts = [0, *(match.end() for match in re.finditer(b"\n", self.data))]
-        starts = self.line_starts
+        if self._line_offset(line) is None:
+            return None
+        starts = self.line_starts or []
         if line > len(starts):
             return None
         text = self.data[starts[line - 1]:starts[line] if line < len(starts) else None]
@@ -427,13 +471,18 @@ class _Context:
         """Validate a tree, or (streaming) the current request; False when invalid."""
         if schema.validate(target):
             return True
-        for entry in schema.error_log:
-            pointer = None  # xmlio derives it from the entry
-            path = entry.path or ""
-            if self.request is not None and path.startswith("/lease-request"):
-                pointer = self.request_xpath + path[len("/lease-request"):]
-            self.diagnostics.append(xmlio.xsd_entry_diagnostic(entry, self.data, pointer))
+        near = self.request_line() if self.request is not None and self.data else None
+        self.diagnostics.extend(xmlio.xsd_log_diagnostics(schema.error_log, self.data,
+                                                          self.request_pointer, near))
         return False
+
+    def request_pointer(self, entry: Any) -> str | None:
+        """A streamed request's XSD errors name it in the whole document; ``None`` lets
+        xmlio derive the XPath from the entry."""
+        path = entry.path or ""
+        if self.request is not None and path.startswith("/lease-request"):
+            return self.request_xpath + path[len("/lease-request"):]
+        return None
 
 
 def read(data: bytes) -> ReadResult:
@@ -602,6 +651,8 @@ class _Requests:
     """What the checks across requests need (ids, types, arrival order)."""
 
     ids: dict[int, int | None] = field(default_factory=dict)
+    id_positions: dict[int, int] = field(default_factory=dict)
+    """Request positions of the ids whose line libxml2 could only give as 65,535."""
     type_counts: dict[str, int] = field(default_factory=dict)
     """Resource type -> how many leases ask for it."""
     type_first_use: dict[str, tuple[int | None, str]] = field(default_factory=dict)
@@ -628,6 +679,8 @@ def _settle_assigned_ids(jobs: list[Job], explicit: Collection[int],
         next_id += 1
     return tuple(jobs)
 
+
+_REQUEST_TAG = re.compile(rb"<lease-request(?=[\s/>])")
 
 _Built = TypeVar("_Built")
 
@@ -797,10 +850,15 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
     else:
         lease_id = int(text_id)
         if lease_id in requests.ids:
+            first_line = requests.ids[lease_id]
+            if first_line == xmlio.SATURATED_LINE and lease_id in requests.id_positions:
+                first_line = context.tag_line("lease", requests.id_positions[lease_id])
             context.error("haizea.duplicate-lease-id", f"lease id {lease_id} is already used "
-                          f"(line {requests.ids[lease_id]})", lease, "id")
+                          f"(line {first_line})", lease, "id")
         else:
             requests.ids[lease_id] = lease.sourceline
+            if lease.sourceline == xmlio.SATURATED_LINE:  # its real line is found if needed
+                requests.id_positions[lease_id] = position
     state = lease.get("state")
     if state is not None:
         extras[_STATE_KEY] = int(state)
@@ -885,7 +943,7 @@ def _note_types(names: list[str], lease: Any, context: _Context, requests: _Requ
         count = counts.get(name)
         if count is None:
             counts[name] = 1
-            requests.type_first_use[name] = (lease.sourceline, context.xpath(lease))
+            requests.type_first_use[name] = (context.element_line(lease), context.xpath(lease))
         else:
             counts[name] = count + 1
 
@@ -902,13 +960,13 @@ def _check_types_against_site(site_names: tuple[str, ...], requests: _Requests,
                 "resource-type", line=line, pointer=pointer))
 
 
-def _note_arrival(arrival: float, line: int | None, pointer: Callable[[], str],
+def _note_arrival(arrival: float, line: Callable[[], int | None], pointer: Callable[[], str],
                   requests: _Requests) -> None:
     previous = requests.last_arrival
     if previous is not None and arrival < previous:
         requests.out_of_order += 1
         if requests.first_out_of_order is None:
-            requests.first_out_of_order = (line, pointer(), arrival, previous)
+            requests.first_out_of_order = (line(), pointer(), arrival, previous)
     requests.last_arrival = arrival
 
 
@@ -1012,7 +1070,7 @@ def _read_request(element: Any, context: _Context, requests: _Requests,
     except TimeSyntaxError as exc:
         context.time_error(exc, element, "arrival")
     if arrival is not None:
-        _note_arrival(arrival, element.sourceline,
+        _note_arrival(arrival, lambda: context.element_line(element),
                       lambda: context.xpath(element, "arrival"), requests)
     realduration = None
     lease = None
@@ -1531,7 +1589,7 @@ def _legacy_task(content: str, line: int, position: int, context: _Context,
                                          line=line, pointer=pointer))
     if problems:
         return None
-    _note_arrival(numbers["submit"], line, lambda: pointer, requests)
+    _note_arrival(numbers["submit"], lambda: line, lambda: pointer, requests)
     best_effort = numbers["start"] == -1
     resources = (NamedResource("Disk", numbers["disk"]),) if numbers["disk"] > 0 else ()
     request = ResourceRequest(nodes=int(numbers["numnodes"]), cores=numbers["cpu"],

@@ -816,3 +816,52 @@ def test_fast_construction_falls_back_to_the_constructor_when_it_cannot_apply() 
     assert haizea._construction_plan(Slotted) is None
     assert haizea._construction_plan(Checked) is None
     assert haizea._construction_plan(Task) is not None
+
+
+# --------------------------------------------------------------------------- large files
+
+def _numbered_lwf(requests: int, edit: dict[bytes, bytes]) -> bytes:
+    """An LWF of ``requests`` leases, one attribute per line (so it runs past line 65,535),
+    with byte replacements applied."""
+    lease = ('<lease-request arrival="00:00:{s:02d}.00">\n<lease id="{n}"\npreemptible="true">\n'
+             '<nodes>\n<node-set numnodes="1">\n<res type="CPU" amount="100"/>\n'
+             '<res type="Memory" amount="10"/>\n</node-set>\n</nodes>\n<start/>\n'
+             '<duration time="00:10:00.00"/>\n<software>\n<none/>\n</software>\n</lease>\n'
+             '</lease-request>\n')
+    body = "".join(lease.format(n=n, s=0) for n in range(1, requests + 1)).encode()
+    data = (b'<lease-workload name="big">\n<site>\n<resource-types names="CPU Memory"/>\n'
+            b'<nodes>\n<node-set numnodes="1">\n<res type="CPU" amount="100"/>\n'
+            b'<res type="Memory" amount="1024"/>\n</node-set>\n</nodes>\n</site>\n'
+            b"<lease-requests>\n" + body + b"</lease-requests>\n</lease-workload>\n")
+    for old, new in edit.items():
+        assert old in data
+        data = data.replace(old, new)
+    return data
+
+
+def test_streamed_diagnostics_past_line_65535_name_their_real_line() -> None:
+    """libxml2 says 65,535 for every node of a streamed request past that line; the
+    reader counts the requests in the bytes instead (XSD errors and its own checks)."""
+    data = _numbered_lwf(5_000, {b'<lease id="4600"\n': b'<lease id="4600" bogus="1"\n',
+                                 b'<lease id="4900"\n': b'<lease id="4700"\n'})
+    lines = data.split(b"\n")
+    result = haizea.read(data)
+    found = {d.code: d for d in result.diagnostics}
+    assert set(found) == {"xsd.invalid", "haizea.duplicate-lease-id"}
+    bogus, duplicate = found["xsd.invalid"], found["haizea.duplicate-lease-id"]
+    assert bogus.line is not None and bogus.line > 65_535
+    assert lines[bogus.line - 1].startswith(b'<lease id="4600" bogus')
+    assert duplicate.line is not None and lines[duplicate.line - 1] == b'<lease id="4700"'
+    first = int(duplicate.message.rsplit("line ", 1)[1].rstrip(")"))
+    assert first > 65_535 and lines[first - 1] == b'<lease id="4700"'
+    assert first < duplicate.line
+
+
+def test_schema_errors_are_capped_per_validation() -> None:
+    attributes = " ".join(f'a{index}="x"' for index in range(10_000))
+    data = (f'<nodes {attributes}><node-set numnodes="1"><res type="CPU" amount="100"/>'
+            '<res type="Memory" amount="1"/></node-set></nodes>').encode()
+    result = haizea.read(data)
+    assert len(result.diagnostics) == xmlio.MAX_XSD_ERRORS + 1
+    assert result.diagnostics[-1].code == "xsd.more-errors"
+    assert "9,950 more" in result.diagnostics[-1].message

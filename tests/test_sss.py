@@ -644,3 +644,12 @@ def test_generated_cluster_is_small_enough_for_a_quick_check() -> None:
     assert [m.state for m in environment.machines()][:5] == [
         MachineState.ACTIVE, MachineState.ACTIVE, MachineState.FAILURE,
         MachineState.MAINTENANCE, MachineState.ACTIVE]
+
+
+def test_schema_errors_are_capped_per_document() -> None:
+    from dcx.converters import xmlio
+
+    attributes = " ".join(f'a{index}="x"' for index in range(10_000))
+    result = sss.read(f"<Node {attributes}/>".encode())
+    assert len(result.diagnostics) == xmlio.MAX_XSD_ERRORS + 1
+    assert result.diagnostics[-1].code == "xsd.more-errors"
