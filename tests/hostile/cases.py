@@ -123,6 +123,20 @@ def _million_siblings(_: Context) -> bytes:
     return SSS_NODE + features + b"  <Bogus/>\n</Node>\n"
 
 
+def _redefined_attribute_flood(_: Context) -> bytes:
+    # 10^5 attributes on one element, the last repeating the first: a parser that checks
+    # duplicates pairwise does 5 * 10^9 comparisons; the error names the last one.
+    attributes = " ".join(f'a{index}="x"' for index in range(100_000))
+    return f'<Node {attributes} a0="y"/>\n'.encode()
+
+
+def _namespace_flood(_: Context) -> bytes:
+    # 10^5 namespace declarations on a Haizea <nodes>, then one element it does not have.
+    declarations = " ".join(f'xmlns:p{index}="urn:x{index}"' for index in range(100_000))
+    return (f'<nodes {declarations}>\n<node-set numnodes="1"><res type="CPU" amount="100"/>'
+            '<res type="Memory" amount="1"/></node-set>\n<bogus/>\n</nodes>\n').encode()
+
+
 def _gzip_bomb(_: Context) -> bytes:
     # ~50 MB of XML compressed to ~50 KB; dcx must refuse it without inflating it.
     payload = (SSS_NODE + b"  <Description>" + b"A" * (50 * 1024 * 1024)
@@ -252,6 +266,10 @@ CASES: tuple[Case, ...] = (
          line=3, checklist="6.9"),
     Case("xml-million-siblings", XML, "xsd.invalid", "not expected", _million_siblings, ".xml",
          line=1_000_003, checklist="6.9"),
+    Case("xml-100k-attributes", XML, "xml.syntax", "redefined", _redefined_attribute_flood,
+         ".xml", line=1, checklist="6.9"),
+    Case("xml-namespace-flood", "haizea", "xsd.invalid", "not expected", _namespace_flood,
+         ".xml", line=3, checklist="6.9"),
     Case("xml-gzip-bomb", XML, "xml.compressed", "gzip-compressed", _gzip_bomb, ".xml",
          line=1, format_flag=True, checklist="6.10"),
     Case("xml-gzip-bomb-gz-suffix", XML, "xml.compressed", "gzip-compressed", _gzip_bomb,
