@@ -53,14 +53,19 @@ def plan_factored_verdict(root: Any, marked: list[dict[str, Any]]) -> FactoredPl
         references = set(map(itemgetter("$base"), units))
     except TypeError:
         return None
-    key_sets = set(map(tuple, units))
-    if not all(reference.__class__ is str for reference in references) or any(
-            "$merge" in keys for keys in key_sets):
+    if not all(reference.__class__ is str for reference in references):
+        return None
+    first_keys = units[0].keys() if units else {}.keys()
+    if all(unit.keys() == first_keys for unit in units):  # the usual case: one key set
+        key_sets: set[tuple[str, ...]] = {tuple(first_keys)}
+    else:
+        key_sets = set(map(tuple, units))
+    if any("$merge" in keys for keys in key_sets):
         return None
     wanted = len(references) * len(key_sets)  # at most this many groups
     groups: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
     for unit in units:  # usually stops after the first few units
-        groups.setdefault((unit["$base"], tuple(unit)), unit)
+        groups.setdefault((unit["$base"], tuple(sorted(unit))), unit)
         if len(groups) == wanted:
             break
     return FactoredPlan(tuple(groups.values()))
