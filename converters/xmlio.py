@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -295,41 +295,67 @@ _XSD_MESSAGE_PREFIX = re.compile(r"^Element '[^']*'(?:, attribute '(?P<attribute
 
 def _tag_position(data: bytes, line: int, path: str, attribute: str | None,
                   candidates: Iterable[int] | None = None) -> tuple[int, int] | None:
-    """Line and 1-based column of the element named last in ``path`` (of its attribute when
-    one is named), searched on ``line``; beyond line 65,535 libxml2's element lines can be
-    off by one or two (it stores 16 bits and estimates the rest), so nearby lines are tried
-    too. ``None`` when the text does not show the element there."""
+    """``locate_tag`` for the element named last in ``path``; beyond line 65,535 libxml2's
+    element lines can be off by one or two (it stores 16 bits and estimates the rest), so
+    nearby lines are tried too."""
     name = path.rsplit("/", 1)[-1].split("[")[0].split(":")[-1]
     if not name or name == "*":
         return None
-    tag = re.compile(rf"<(?:[\w.-]+:)?{re.escape(name)}(?=[\s/>])")
     if candidates is None:
         candidates = [line] if line <= SATURATED_LINE else [line, line - 1, line + 1,
                                                              line - 2, line + 2]
-    for candidate in candidates:
-        text = _line_text(data, candidate)
-        found = tag.search(text) if text is not None else None
-        if text is None or found is None:
+    return locate_tag(data, name, attribute, candidates)
+
+
+def locate_tag(data: bytes, tag: str, attribute: str | None,
+               lines: Iterable[int]) -> tuple[int, int] | None:
+    """Line and 1-based column (in characters) of the first ``<tag`` start tag, or of its
+    ``attribute`` when named and present, on the first of ``lines`` that shows the tag;
+    ``None`` when none does."""
+    pattern = _start_tag(tag)
+    for line in lines:
+        text = _line_text(data, line)
+        if text is None:
+            continue
+        found = pattern.search(text)
+        if found is None:
             continue
         if attribute is not None:
-            value = re.compile(rf"(?<![\w.:-]){re.escape(attribute)}\s*=").search(
-                text, found.end())
+            value = _attribute(attribute).search(text, found.end())
             if value is not None:
-                return candidate, value.start() + 1
-        return candidate, found.start() + 1
+                return line, value.start() + 1
+        return line, found.start() + 1
     return None
 
 
+@lru_cache(maxsize=256)
+def _start_tag(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<(?:[\w.-]+:)?{re.escape(tag)}(?=[\s/>])")
+
+
+@lru_cache(maxsize=256)
+def _attribute(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.:-]){re.escape(name)}\s*=")
+
+
 _line_cursor: tuple[bytes, int, int] | None = None
-"""(data, a line number, the offset where it starts): errors of a stream come in line order,
-so each search for a line starts where the last one ended instead of at the top."""
+"""(data, a line number, the offset where it starts): diagnostics mostly come in line order,
+so each search for a line starts from the last one (forwards, or a short way back) instead
+of at the top."""
+
+_BACKWARD_LINES = 1_000
+"""How far back a line search walks from the cursor before starting again at the top."""
 
 
 def _line_text(data: bytes, line: int) -> str | None:
     global _line_cursor
     cursor = _line_cursor
-    current, start = (cursor[1], cursor[2]) if (
-        cursor is not None and cursor[0] is data and cursor[1] <= line) else (1, 0)
+    current, start = 1, 0
+    if cursor is not None and cursor[0] is data and cursor[1] - line <= _BACKWARD_LINES:
+        current, start = cursor[1], cursor[2]
+        while current > line:
+            start = data.rfind(b"\n", 0, start - 1) + 1
+            current -= 1
     while current < line:
         start = data.find(b"\n", start) + 1
         if start == 0:

@@ -345,8 +345,6 @@ class _Context:
     """Streaming: the 1-based position of ``request`` among the requests."""
     data: bytes = b""
     """The input, so diagnostics can give the column of the element they name."""
-    line_starts: list[int] | None = None
-    """Byte offset of each line of ``data``; built when the first diagnostic needs it."""
     request_starts: list[tuple[int, int]] = field(default_factory=list)
     """(offset, line) of the start tag of each streamed request found so far, in order."""
 
@@ -382,15 +380,9 @@ class _Context:
         start = self.request_line(position)
         if start is None or not isinstance(tag, str):
             return None
-        offset = self._line_offset(start)
-        pattern = re.compile(rb"<" + re.escape(tag.encode()) + rb"(?=[\s/>])")
-        match = pattern.search(self.data, offset) if offset is not None else None
-        return start + self.data.count(b"\n", offset, match.start()) if match else start
-
-    def _line_offset(self, line: int) -> int | None:
-        if self.line_starts is None:
-            self.line_starts = [0, *(match.end() for match in re.finditer(b"\n", self.data))]
-        return self.line_starts[line - 1] if 0 < line <= len(self.line_starts) else None
+        found = xmlio.locate_tag(self.data, tag, None,
+                                 range(start, start + xmlio.NEAR_LINE_SPAN))
+        return found[0] if found is not None else start
 
     @property
     def request_xpath(self) -> str:
@@ -418,21 +410,8 @@ class _Context:
         named), or ``None`` when the line does not show it."""
         if not line or not self.data or not isinstance(tag, str):
             return None
-        if self._line_offset(line) is None:
-            return None
-        starts = self.line_starts or []
-        if line > len(starts):
-            return None
-        text = self.data[starts[line - 1]:starts[line] if line < len(starts) else None]
-        found = re.search(rb"<" + re.escape(tag.encode()) + rb"(?=[\s/>])", text)
-        if found is None:
-            return None
-        position = found.start()
-        if attribute is not None:
-            value = re.compile(rb"(?<![\w.:-])" + re.escape(attribute.encode()) + rb"\s*=")
-            named = value.search(text, found.end())
-            position = named.start() if named is not None else position
-        return len(text[:position].decode("utf-8", "replace")) + 1
+        found = xmlio.locate_tag(self.data, tag, attribute, (line,))
+        return found[1] if found is not None else None
 
     def error(self, code: str, message: str, element: Any, attribute: str | None = None,
               hint: str | None = None) -> None:
