@@ -144,21 +144,14 @@ _NAN = float("nan")
 Demand = tuple[tuple[int, int], ...]
 
 
-def _take_resources(demand: Demand, machines: tuple[int, ...] | list[int],
-                    extra_free: list[list[int]]) -> None:
-    """A placement takes every extra dimension the task asks for on each chosen machine."""
+def _shift_resources(demand: Demand, machines: tuple[int, ...] | list[int],
+                     extra_free: list[list[int]], sign: int) -> None:
+    """A placement takes (``sign`` -1), a finish or failure gives back (+1), every extra
+    dimension the task asks for on each of its machines."""
     for dimension, units in demand:
         column = extra_free[dimension]
         for machine in machines:
-            column[machine] -= units
-
-
-def _give_back_resources(demand: Demand, machines: tuple[int, ...],
-                         extra_free: list[list[int]]) -> None:
-    for dimension, units in demand:
-        column = extra_free[dimension]
-        for machine in machines:
-            column[machine] += units
+            column[machine] += sign * units
 
 
 def simulate(
@@ -240,7 +233,7 @@ def simulate(
                         free[other] += need[task]
                         running_on[other].discard(task)
                     if resources_on:
-                        _give_back_resources(demand[task], placed_on[task], extra_free)
+                        _shift_resources(demand[task], placed_on[task], extra_free, +1)
                     attempts[task] += 1  # invalidates its pending finish
                     finish[task] = _NAN
                     placed_on[task] = ()
@@ -274,7 +267,7 @@ def simulate(
                 free[machine] += need[task]
                 running_on[machine].discard(task)
             if resources_on:
-                _give_back_resources(demand[task], placed_on[task], extra_free)
+                _shift_resources(demand[task], placed_on[task], extra_free, +1)
             for child in tasks.children[task]:
                 unfinished_parents[child] -= 1
                 if unfinished_parents[child] == 0 and has_arrived[child]:
@@ -357,7 +350,7 @@ def simulate(
                         running_on[machine].add(task)
                 placed_on[task] = tuple(chosen)
                 if resources_on:
-                    _take_resources(demand[task], chosen, extra_free)
+                    _shift_resources(demand[task], chosen, extra_free, -1)
                 start[task] = now
                 if first_start[task] != first_start[task]:  # NaN: first attempt
                     first_start[task] = now
