@@ -47,7 +47,7 @@ def plan_factored_verdict(root: Any, marked: list[dict[str, Any]]) -> FactoredPl
     if not marked or not isinstance(root, dict):
         return None
     units = _inheriting_units(root)
-    if units is None or len(units) + _count_marked(root.get("definitions")) != len(marked):
+    if len(units) + _count_marked(root.get("definitions")) != len(marked):
         return None
     try:  # hashing in C: a unit with several bases (a list) cannot be hashed
         references = set(map(itemgetter("$base"), units))
@@ -87,12 +87,10 @@ def _rack_of(units: list[dict[str, Any]]) -> dict[str, Any]:
         {"type": "SERVER", "objects": [{"type": "RACK", "units": units}]}]}]}}
 
 
-def _inheriting_units(root: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _inheriting_units(root: dict[str, Any]) -> list[dict[str, Any]]:
     """Rack units that inherit, reached through plain arrays only. Units under a container
     that inherits or is an object are not found, so the caller's count tells."""
     environment = root.get("environment")
-    if not _plain(environment):
-        return None
     found: list[dict[str, Any]] = []
     for datacenter in _items(environment, "datacenters") or ():
         for room in _items(datacenter, "rooms") or ():
