@@ -1,12 +1,14 @@
-"""The clean path of the LWF reader (a parser target, no elements) against the checked path.
+"""The clean path of the LWF reader (no elements) against the checked path.
 
 Contract: for any LWF, ``_read_clean_workload`` returns ``None`` whenever the checked path
 (``_read_workload_stream``) reports something, and otherwise the checked path's very
 document; it declines (``None``) a silent document only when a description, site or
-attributes element follows ``<lease-requests>``. ``haizea.read`` uses the clean path first,
-so its result is the checked path's either way. The LWFs here are written from model
-strategies (clean ones) and assembled from raw pieces drawn from pools of good and bad
-values (every diagnostic of the checked path, XSD errors, malformed XML).
+attributes element follows ``<lease-requests>``. Both ways of the clean path keep it: the
+text scan with the factored verdict (``haizea_scan``, ``haizea_verdict``) and the parser
+target (``scan=False``; also where the scan declines the text). ``haizea.read`` uses the
+clean path first, so its result is the checked path's either way. The LWFs here are written
+from model strategies (clean ones) and assembled from raw pieces drawn from pools of good and
+bad values (every diagnostic of the checked path, XSD errors, malformed XML).
 """
 
 from __future__ import annotations
@@ -40,17 +42,20 @@ def checked(data: bytes) -> tuple[Document | None, list[Diagnostic]]:
 
 
 def assert_contract(data: bytes, head_first: bool = True) -> Document | None:
-    """The clean path's answer for ``data``, once it is checked against the contract;
-    ``head_first``: no description, site or attributes after ``<lease-requests>``."""
+    """The clean path's answer for ``data``, once both its ways are checked against the
+    contract; ``head_first``: no description, site or attributes after ``<lease-requests>``."""
     clean = haizea._read_clean_workload(data)
+    parsed = haizea._read_clean_workload(data, scan=False)
     expected, diagnostics = checked(data)
-    if diagnostics:
-        assert clean is None, [d.render() for d in diagnostics]
-    else:
-        if head_first:
-            assert clean is not None, "a document without diagnostics left the clean path"
-        if clean is not None:
-            assert clean == expected
+    for answer in (clean, parsed):
+        if diagnostics:
+            assert answer is None, [d.render() for d in diagnostics]
+        else:
+            if head_first:
+                assert answer is not None, "a document without diagnostics left the clean path"
+            if answer is not None:
+                assert answer == expected
+    if not diagnostics:
         result = haizea.read(data)
         assert result.diagnostics == () and result.document == expected
     return clean
