@@ -189,15 +189,21 @@ def _extra(extra: Any, recipe: Recipe) -> None:
         recipe.extras.append((name, value))
 
 
+def _distinct_children(element: Any) -> Iterator[Any]:
+    """The element's children; declines a second child of one name (never valid here)."""
+    seen: set[str] = set()
+    for child in element:
+        if child.tag in seen:
+            raise Declined
+        seen.add(child.tag)
+        yield child
+
+
 def _lease(lease: Any, recipe: Recipe) -> None:
     indexes = _attribute_indexes(lease, LEASE_ATTRIBUTES, recipe)
     recipe.lease = True
     recipe.lease_attributes = dict(zip(LEASE_ATTRIBUTES, indexes, strict=True))
-    seen: set[str] = set()
-    for child in lease:
-        if child.tag in seen:
-            raise Declined
-        seen.add(child.tag)
+    for child in _distinct_children(lease):
         if child.tag == "nodes":
             _node_sets(child, recipe)
         elif child.tag == "start":
@@ -224,11 +230,7 @@ def recipe_of(piece: str) -> Recipe:
         raise Declined from exc
     recipe = Recipe()
     (recipe.arrival,) = _attribute_indexes(root, ("arrival",), recipe)
-    seen: set[str] = set()
-    for child in root:
-        if child.tag in seen:
-            raise Declined
-        seen.add(child.tag)
+    for child in _distinct_children(root):
         if child.tag == "realduration":
             recipe.realduration = _time(child, recipe)
         elif child.tag == "lease":
