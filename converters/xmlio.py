@@ -374,12 +374,14 @@ def element_xpath(element: etree._Element) -> str:
     return str(element.getroottree().getpath(element))
 
 
+_NOT_XML_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""The characters XML 1.0 cannot carry (its Char production), literal or as a reference."""
+
+
 def check_xml_text(value: str) -> str | None:
     """Return a description of the first character XML 1.0 cannot carry, if any."""
-    for index, char in enumerate(value):
-        code = ord(char)
-        if (code < 0x20 and char not in "\t\n\r") or 0xD800 <= code <= 0xDFFF or code in (
-            0xFFFE, 0xFFFF
-        ):
-            return f"character U+{code:04X} at position {index} cannot be written to XML"
-    return None
+    found = _NOT_XML_CHAR.search(value)
+    if found is None:
+        return None
+    return (f"character U+{ord(found.group()):04X} at position {found.start()} cannot be "
+            "written to XML")

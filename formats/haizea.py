@@ -109,7 +109,7 @@ import dataclasses
 import datetime as _dt
 import io
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeAlias, TypeVar
@@ -1799,10 +1799,13 @@ def _task_normal_form(task: Task, task_id: Id) -> Task:
     # the time the task ran, which is what a user expects of the converted lease.
     requested = _positive(_on_grid(task.requested_time_s)) or runtime or _SHORTEST_LEASE_S
     user = task.user if task.user is None or _USER_ID.fullmatch(task.user) else None
-    return replace(task, id=task_id, submit_time_s=round(task.submit_time_s * 100) / 100,
-                   user=user,
-                   runtime_s=runtime, requested_time_s=requested,
-                   deadline_s=_on_grid(task.deadline_s), start_time_s=_on_grid(task.start_time_s))
+    changes = {"id": task_id, "submit_time_s": round(task.submit_time_s * 100) / 100,
+               "user": user, "runtime_s": runtime, "requested_time_s": requested,
+               "deadline_s": _on_grid(task.deadline_s),
+               "start_time_s": _on_grid(task.start_time_s)}
+    if all(getattr(task, name) == value for name, value in changes.items()):
+        return task  # already in normal form (any LWF read back): no copy
+    return replace(task, **changes)
 
 
 def _whole_amount(value: float) -> int:
@@ -1926,10 +1929,15 @@ def normal_form(document: Document) -> Document:
     tasks = list(workload.tasks())
     keep_ids = _integer_ids(tasks)
     numbers = iter(range(1, len(tasks) + 1))
-    jobs = tuple(replace(job, tasks=tuple(
-        _task_normal_form(task, task.id if keep_ids else next(numbers)) for task in job.tasks))
-        for job in workload.jobs)
+    jobs = tuple(_job_normal_form(job, keep_ids, numbers) for job in workload.jobs)
     return replace(document, workload=replace(workload, jobs=jobs))
+
+
+def _job_normal_form(job: Job, keep_ids: bool, numbers: Iterator[int]) -> Job:
+    tasks = tuple(_task_normal_form(task, task.id if keep_ids else next(numbers))
+                  for task in job.tasks)
+    unchanged = all(new is old for new, old in zip(tasks, job.tasks, strict=True))
+    return job if unchanged else replace(job, tasks=tasks)
 
 
 def normal_form_losses(document: Document) -> frozenset[str]:
