@@ -17,7 +17,9 @@ measures in the same run, every lxml step with dcx's hardened parser settings:
 * the parser-target path (``_read_clean_workload(scan=False)``), which reads clean files
   the scan declines (comments, references, single-quoted values... in the requests);
 * the checked path alone (``_read_workload_stream``), which reads documents that have
-  diagnostics: elements, per-request XSD, lines and XPaths.
+  diagnostics: elements, per-request XSD, lines and XPaths;
+* after the table, writing the model back (``haizea.write``) against lxml serializing the
+  DOM of the same file.
 
 Ratios use CPU time (``time.process_time``): on a shared machine wall time mostly measures
 the neighbours; each step runs three times (best kept) in forked children, as each ``dcx``
@@ -214,6 +216,25 @@ WHOLE_XSD, WELL_FORMED = "XSD, no events", "parse, no events"
 TARGET, CHECKED = "dcx parser-target path", "dcx checked path"
 
 
+def _print_write(data: bytes) -> None:
+    """Writing the model back: dcx's writer against lxml serializing the parsed DOM of the
+    same file (warm CPU, best of three)."""
+    document = haizea.read(data).document
+    assert document is not None
+    tree = etree.fromstring(data, parser=xmlio.make_parser())
+
+    def serialize(_: bytes) -> int:
+        return len(etree.tostring(tree, xml_declaration=True, encoding="UTF-8",
+                                  pretty_print=True))
+
+    def write(_: bytes) -> int:
+        return len(haizea.write(document).data)
+
+    lxml_cpu, dcx_cpu = (_warm_cpu(step, data) for step in (serialize, write))
+    print(f"  write, warm (CPU): lxml tostring of the DOM {lxml_cpu:.2f} s, dcx haizea.write "
+          f"(normal form, losses, text) {dcx_cpu:.2f} s, ratio {dcx_cpu / lxml_cpu:.2f}x")
+
+
 def main() -> None:
     requests = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     data = generate_lwf(requests)
@@ -241,6 +262,7 @@ def main() -> None:
     warm_dom, warm_dcx = (_warm_cpu(step, data) for step in (bare_parse, dcx_read))
     print(f"  warm, in this process (CPU): DOM {warm_dom:.2f} s, dcx {warm_dcx:.2f} s, "
           f"ratio {warm_dcx / warm_dom:.2f}x")
+    _print_write(data)
     tracemalloc.start()
     dcx_read(data)
     _, traced_peak = tracemalloc.get_traced_memory()
