@@ -93,8 +93,8 @@ Divergences
 * Checks Haizea does not make (or makes only in simulated mode) are diagnostics: resource
   types against the site, CPU and Memory in the site, positive durations, deadline not before
   start + duration, unique lease ids (errors); arrivals out of order, a deadline without an
-  exact start (Haizea ignores it), a realduration not shorter than the duration (1.1 ignores
-  it) (warnings).
+  exact start (Haizea ignores it), a realduration longer than the duration (1.1 ignores it;
+  an equal one changes nothing either way, so it passes) (warnings).
 * A misplaced XML declaration after leading whitespace (``traces/sample.lwf``) is a warning,
   not a syntax error; Python's ElementTree, which Haizea uses, accepts it.
 * The legacy text LWF: ``cpu`` is read as a CPU count (``haizea-lwf2xml`` handles only 1), a
@@ -862,9 +862,11 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
     if duration is not None and duration <= 0:
         context.error("haizea.duration-not-positive", f"duration {format_time(duration)} is "
                       "not positive", duration_element, "time")
-    if realduration is not None and duration is not None and realduration >= duration:
-        context.warn("haizea.realduration-ignored", "realduration is not shorter than the "
-                     "duration; Haizea 1.1 ignores it", lease)
+    if realduration is not None and duration is not None and realduration > duration:
+        # Equal is no news: ignored or used, the lease runs for its duration.
+        context.warn("haizea.realduration-ignored", "realduration is longer than the "
+                     "duration; Haizea 1.1 ignores it and the lease ends at its duration",
+                     lease)
     if deadline_element is not None and deadline is not None:
         if start_mode is not StartMode.EXACT:
             context.warn("haizea.deadline-ignored", "a deadline without an <exact> start is "
@@ -1216,7 +1218,7 @@ class _CleanJobs:
             if realduration <= 0:
                 raise _NotClean  # duration-not-positive
         duration = parse_time(duration_text)
-        if duration <= 0 or (realduration is not None and realduration >= duration):
+        if duration <= 0 or (realduration is not None and realduration > duration):
             raise _NotClean  # duration-not-positive, realduration-ignored
         start_time = parse_offset(exact) if exact is not None else None
         deadline = None

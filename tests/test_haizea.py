@@ -308,6 +308,11 @@ def test_realduration_must_be_positive_and_shorter_is_used() -> None:
     longer = haizea.read(lwf(request(before=b'<realduration time="02:00:00"/>')))
     assert longer.ok
     assert not only(longer, "haizea.realduration-ignored").is_error
+    equal = haizea.read(lwf(request(before=b'<realduration time="01:00:00"/>')))
+    assert equal.diagnostics == ()  # ignored or used, the lease runs for its duration
+    assert equal.document is not None and equal.document.workload is not None
+    task = next(iter(equal.document.workload.tasks()))
+    assert task.runtime_s == task.requested_time_s == 3600.0
 
 
 def test_deadline_before_start_plus_duration_is_an_error() -> None:

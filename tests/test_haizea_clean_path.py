@@ -287,7 +287,7 @@ def test_a_head_after_the_requests_is_left_to_the_checked_path() -> None:
     lwf(request("00:00:01.00", lease(start=b'<start><exact time="01:00:00.00"/></start>',
                                      deadline=b'<deadline time="01:59:59.99"/>'))),
     lwf(request("00:00:01.00", lease(deadline=b'<deadline time="05:00:00.00"/>'))),
-    lwf(request("00:00:01.00", lease(), realduration=b"01:00:00.00")),
+    lwf(request("00:00:01.00", lease(), realduration=b"01:00:00.01")),
     lwf(request("00:00:01.00", lease(preemptible=b"no"))),
     lwf(request("00:00:01.00", lease()).replace(b"<lease-request", b"<x/><lease-request")),
     lwf(request("00:00:01.00", lease(nodes=b'<node-set numnodes="1"><res type="CPU" '
