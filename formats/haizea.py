@@ -19,7 +19,9 @@ Mapping to the model
   kept, so a round trip restores the machines in the same order).
 * A ``<lease-request>`` becomes a ``Job`` holding one ``Task``: ``arrival`` ->
   ``submit_time_s``, ``<duration>`` -> ``requested_time_s``, ``<realduration>`` ->
-  ``runtime_s``, the node-set -> ``request.nodes`` x per-node amounts (``cores`` = CPU/100,
+  ``runtime_s`` (without one a lease runs for its duration, in Haizea's simulator as in real
+  mode, so ``runtime_s = requested_time_s``; the writer writes ``<realduration>`` only when
+  the two differ), the node-set -> ``request.nodes`` x per-node amounts (``cores`` = CPU/100,
   ``memory_mb``, other types in ``request.resources``; multi-instance CPU and Memory are kept
   there too, with their ``instances``), ``<start/>``/``<now/>``/``<exact>`` -> ``start_mode``
   (+ ``start_time_s``), ``<deadline>`` -> ``deadline_s``, ``<disk-image>`` -> ``image`` and
@@ -39,9 +41,11 @@ Mapping to the model
   a resource) and a ``Memory`` resource its memory; memory in whole MB. Leases: times on
   the 0.01 s grid; every lease has a duration, the requested time, else the runtime (what a
   user expects of the converted lease; filling it in loses nothing), else 0.01 s (a
-  ``task.requested_time_s`` loss); leases numbered 1..n in workload order unless every task
-  id is a distinct integer; users that are not integers dropped; annotations kept only in a
-  ``.lwfa`` (no leases, no site), which has no name or description.
+  ``task.requested_time_s`` loss); every lease has a runtime, its duration when it has
+  none (a ``task.runtime_s`` change: the LWF says how long a lease runs); leases numbered
+  1..n in workload order unless every task id is a distinct integer; users that are not
+  integers dropped; annotations kept only in a ``.lwfa`` (no leases, no site), which has no
+  name or description.
 * LWF times are seconds from the workload start (``time_origin`` is ``None``); the writer uses
   Haizea's own ``[D:]HH:MM:SS.ss`` form, so times round-trip at 0.01 s.
 * A standalone ``<lease>`` (XML-RPC) has absolute times: ``submit-time``, else the first
@@ -889,7 +893,7 @@ def _read_lease(lease: Any, context: _Context, requests: _Requests, *, position:
         Task,
         id=lease_id,
         submit_time_s=arrival if arrival is not None else 0.0,
-        runtime_s=realduration,
+        runtime_s=realduration if realduration is not None else duration,  # runs for its duration
         requested_time_s=duration,
         request=_resource_request(count, capacity, requests.request_cache),
         deadline_s=deadline,
@@ -1266,7 +1270,8 @@ class _CleanJobs:
             image_size = float(int(image_text_size or ""))
         # Every field, in the model's order (_DIRECT_STATE checks the names).
         task_state = {
-            "id": lease_id, "submit_time_s": arrival, "runtime_s": realduration,
+            "id": lease_id, "submit_time_s": arrival,
+            "runtime_s": realduration if realduration is not None else duration,
             "requested_time_s": duration, "request": request, "dependencies": (),
             "deadline_s": deadline, "start_mode": start_mode, "start_time_s": start_time,
             "preemptible": preemptible, "user": user, "group": None, "image": image_id,
@@ -1778,7 +1783,8 @@ _NORMAL_FORM_DETAILS = {
     "workload.description": "a .lwfa has no description",
     "task.id": "Haizea lease ids are integers; leases were numbered 1..n in workload order",
     "task.submit_time_s": "Haizea times are kept to 0.01 s",
-    "task.runtime_s": "Haizea times are kept to 0.01 s and a realduration is positive",
+    "task.runtime_s": "Haizea times are kept to 0.01 s and a realduration is positive; "
+                      "without one a lease runs for its duration",
     "task.requested_time_s": "a lease needs a positive duration; without a requested time "
                              "or runtime it asks for 0.01 s",
     "task.user": "Haizea user ids are integers",
@@ -1805,6 +1811,7 @@ def _task_normal_form(task: Task, task_id: Id) -> Task:
     # The lease <duration> is the requested time; with only a runtime, Haizea is asked for
     # the time the task ran, which is what a user expects of the converted lease.
     requested = _positive(_on_grid(task.requested_time_s)) or runtime or _SHORTEST_LEASE_S
+    runtime = runtime or requested  # a lease without <realduration> runs for its duration
     user = task.user if task.user is None or _USER_ID.fullmatch(task.user) else None
     changes = {"id": task_id, "submit_time_s": round(task.submit_time_s * 100) / 100,
                "user": user, "runtime_s": runtime, "requested_time_s": requested,
@@ -1922,8 +1929,9 @@ def normal_form(document: Document) -> Document:
     """What Haizea makes of ``document`` beyond its field paths (losses: Value
     restrictions). Nodes: see ``_machine_normal_form``. Leases: times on its 0.01 s grid; a
     lease duration for every task (the requested time, else the runtime, else the shortest
-    lease); leases numbered 1..n in workload order unless every task id is a distinct
-    integer; users that are not integers dropped; annotations only in a ``.lwfa``."""
+    lease) and a runtime (the duration when none); leases numbered 1..n in workload order
+    unless every task id is a distinct integer; users that are not integers dropped;
+    annotations only in a ``.lwfa``."""
     if document.environment is not None:
         environment, _ = _environment_normal_form(document.environment)
         document = replace(document, environment=environment)
@@ -1985,7 +1993,7 @@ def _workload_normal_form_counts(document: Document) -> dict[str, int]:
         if task.user is not None and not _USER_ID.fullmatch(task.user):
             lost.add("task.user")
         runtime = _positive(_on_grid(task.runtime_s))
-        if task.runtime_s is not None and runtime is None:
+        if runtime is None:  # not positive, or unknown: the requested time fills it in
             lost.add("task.runtime_s")
         if _positive(_on_grid(task.requested_time_s)) is None and (
                 task.requested_time_s is not None or runtime is None):
@@ -2317,7 +2325,7 @@ def _lease_request_lines(lines: list[str], task: Task, losses: LossCounter) -> N
     # Times and numbers are written as formatted (nothing in them to escape); text goes
     # through _text and _quoted.
     lines.append(f'    <lease-request arrival="{format_time(task.submit_time_s)}">\n')
-    if task.runtime_s is not None:
+    if task.runtime_s is not None and task.runtime_s != task.requested_time_s:
         lines.append(f'      <realduration time="{format_time(task.runtime_s)}"/>\n')
     attributes = "".join([f" {name}={_quoted(value)}" for name, value in _lease_attributes(task)])
     lines.append(f"      <lease{attributes}>\n")

@@ -127,7 +127,8 @@ def tasks(draw: st.DrawFn, task_id: int, types: tuple[str, ...]) -> Task:
     return Task(
         id=task_id,
         submit_time_s=draw(times),
-        runtime_s=draw(st.none() | durations),
+        # a lease without <realduration> runs for its duration
+        runtime_s=draw(st.just(requested) | durations),
         requested_time_s=requested,
         request=request,
         deadline_s=deadline,

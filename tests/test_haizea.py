@@ -569,7 +569,8 @@ def test_writer_lists_what_a_lease_cannot_hold() -> None:
     losses = {loss.field: loss.count for loss in written.losses}
     assert losses == {"workload.time_origin": 1, "job": 1, "job.name": 1, "task.id": 2,
                       "task.user": 2, "task.request.gpus": 2, "task.request.memory_mb": 2,
-                      "task.group": 2, "task.dependencies": 2}
+                      "task.group": 2, "task.dependencies": 2,
+                      "task.runtime_s": 2}  # unknown: the lease runs for its duration
     assert haizea.read(written.data).ok
 
 
@@ -627,7 +628,7 @@ def test_other_formats_resource_extras_are_no_loss() -> None:
 
 
 def test_writer_keeps_plain_task_extras_and_drops_other_formats_keys() -> None:
-    task = Task(id=1, submit_time_s=0.0, requested_time_s=60.0,
+    task = Task(id=1, submit_time_s=0.0, requested_time_s=60.0, runtime_s=60.0,
                 extras={"queue": "fast", "swf:partition": 3, "sss:x": "y", "haizea:state": 2})
     written = haizea.write(Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),))))
     assert written.losses == ()  # other formats' keys are no Haizea loss (losses: Extras)
@@ -736,7 +737,8 @@ def test_corpus_lease_types_match_the_reference_counts(corpus_dir: Path) -> None
     for path in files:
         for task in haizea.read(path.read_bytes()).document.workload.tasks():
             counts[lease_type(task)] = counts.get(lease_type(task), 0) + 1
-            with_realduration += task.runtime_s is not None
+            assert task.runtime_s is not None  # the duration, without a realduration
+            with_realduration += task.runtime_s != task.requested_time_s
     assert len(files) == 47
     assert counts == {"best-effort": 298, "AR": 38, "deadline": 91}
     assert with_realduration == 164
