@@ -76,8 +76,8 @@ The clean path reads the requests one of two ways:
   declines (comments, references or single-quoted values among the requests, tabs or line
   breaks in values, a few hundred distinct request skeletons).
 
-A clean 100,000-request LWF takes 2.2-2.5x the CPU time of a bare lxml parse with the scan,
-3.7x through the parser target and 7.5x on the checked path
+A clean 100,000-request LWF takes 2.2-2.7x the CPU time of a bare lxml parse with the scan,
+about 4x through the parser target and 7-8x on the checked path
 (``benchmarks/bench_haizea.py``).
 
 Divergences
