@@ -308,32 +308,25 @@ def simulate(
                     continue
                 if measure_stages:
                     w1 = clock_ns()
-                    if resources_on:
-                        candidates = free_resources(
-                            task_need, demand[task], open_machines, free, extra_free)
-                    else:
-                        candidates = free_capacity(task_need, open_machines, free)
+                # R4 inline, not behind a helper: this runs once per placement attempt
+                if resources_on:
+                    candidates = free_resources(
+                        task_need, demand[task], open_machines, free, extra_free)
+                else:
+                    candidates = free_capacity(task_need, open_machines, free)
+                if measure_stages:
                     w2 = clock_ns()
                     wall["R4"] += w2 - w1
                     sizes["R4"] += len(open_machines)
                     calls["R4"] += 1
-                    if len(candidates) < wanted:
-                        skipped.append(task)
-                        continue
-                    chosen = select(task_need, wanted, candidates, free)
+                if len(candidates) < wanted:
+                    skipped.append(task)
+                    continue
+                chosen = select(task_need, wanted, candidates, free)
+                if measure_stages:
                     wall["R5"] += clock_ns() - w2
                     sizes["R5"] += len(candidates)
                     calls["R5"] += 1
-                else:
-                    if resources_on:
-                        candidates = free_resources(
-                            task_need, demand[task], open_machines, free, extra_free)
-                    else:
-                        candidates = free_capacity(task_need, open_machines, free)
-                    if len(candidates) < wanted:
-                        skipped.append(task)
-                        continue
-                    chosen = select(task_need, wanted, candidates, free)
 
                 # every node runs at its machine's speed; the task ends with the slowest
                 if wanted == 1:

@@ -147,7 +147,7 @@ def free_resources(need: int, demand: Sequence[tuple[int, int]], machines: Seque
     """R4 with resources beyond cores: machines (in topology order) whose free cores cover
     ``need`` and whose free units cover ``demand`` (``(dimension index, units)`` pairs, one
     column of ``extra_free`` per dimension)."""
-    fitting = [machine for machine in machines if free[machine] >= need]
+    fitting = free_capacity(need, machines, free)
     for dimension, units in demand:
         column = extra_free[dimension]
         fitting = [machine for machine in fitting if column[machine] >= units]

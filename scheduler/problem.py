@@ -105,14 +105,6 @@ class Dimension:
     scale: int
     """Integer units per model unit (MB, device, unit of the named resource)."""
 
-    @property
-    def label(self) -> str:
-        if self.kind == "memory":
-            return "memory"
-        if self.kind == "gpus":
-            return "GPUs"
-        return f"resource {self.name!r}"
-
     def amount(self, units: int) -> str:
         """``units`` in the model's unit, for messages."""
         value = f"{units / self.scale:g}"
