@@ -147,10 +147,6 @@ def read_structure(data: bytes) -> Structure:
     path up to, not including, the model and the semantic checks (``read`` pauses the
     cyclic collector for the model it builds; this path allocates too little for that to
     pay, measured)."""
-    return _read_structure(data)
-
-
-def _read_structure(data: bytes) -> Structure:
     decoded, problems = load_json_object(data, "an environment document", "environment.root",
                                          mark=INHERITANCE_KEYS)
     if decoded is None:
@@ -186,7 +182,7 @@ def read(data: bytes) -> ReadResult:
 
 
 def _read(data: bytes) -> ReadResult:
-    structure = _read_structure(data)
+    structure = read_structure(data)
     if not structure.valid or structure.locator is None:
         return ReadResult(None, tuple(structure.diagnostics))
     locator = structure.locator

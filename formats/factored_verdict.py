@@ -92,22 +92,21 @@ def _inheriting_units(root: dict[str, Any]) -> list[dict[str, Any]]:
     that inherits or is an object are not found, so the caller's count tells."""
     environment = root.get("environment")
     found: list[dict[str, Any]] = []
-    for datacenter in _items(environment, "datacenters") or ():
-        for room in _items(datacenter, "rooms") or ():
-            for rack in _items(room, "objects") or ():
-                found.extend([unit for unit in _items(rack, "units") or ()
+    for datacenter in _items(environment, "datacenters"):
+        for room in _items(datacenter, "rooms"):
+            for rack in _items(room, "objects"):
+                found.extend([unit for unit in _items(rack, "units")
                               if unit.__class__ is dict and "$base" in unit])
     return found
 
 
-def _items(container: Any, key: str) -> list[Any] | None:
-    """``container[key]`` when ``container`` inherits nothing and the value is an array."""
+def _items(container: Any, key: str) -> list[Any]:
+    """``container[key]`` when ``container`` inherits nothing and the value is an array,
+    else nothing."""
     if not _plain(container):
-        return None
+        return []
     value = container.get(key, [])
-    if not isinstance(value, list):
-        return None
-    return value
+    return value if isinstance(value, list) else []
 
 
 def _plain(node: Any) -> bool:
