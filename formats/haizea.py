@@ -1396,8 +1396,6 @@ def _add_scanned(built: _CleanJobs, recipe: haizea_scan.Recipe,
     """One request read by ``haizea_scan`` handed to ``built`` (an absent field's index
     reads the ``None`` at the end of ``values``). A single node-set is looked up by its raw
     values in the recipe's cache: same values, same node-set."""
-    if not recipe.lease or recipe.duration < 0 or recipe.arrival < 0:
-        raise _NotClean  # invalid: the XSD check will say so
     extras = None
     if recipe.extras is not None:
         extras = {}

@@ -83,7 +83,7 @@ class Recipe:
     ``nodes`` is the slice of values under ``<nodes>``."""
 
     __slots__ = ("arrival", "checks", "deadline", "duration", "exact", "extras", "fields",
-                 "image_id", "image_size", "lease", "lease_attributes", "node_sets", "nodes",
+                 "image_id", "image_size", "lease_attributes", "node_sets", "nodes",
                  "realduration", "shapes", "size", "start_mode")
 
     def __init__(self) -> None:
@@ -94,7 +94,6 @@ class Recipe:
         """(simple type, the request's values of that type) for ``Scan``'s value checks."""
         self.arrival = ABSENT
         self.realduration = ABSENT
-        self.lease = False
         self.lease_attributes: dict[str, int] = dict.fromkeys(LEASE_ATTRIBUTES, ABSENT)
         self.duration = ABSENT
         self.start_mode = StartMode.ANY
@@ -201,7 +200,6 @@ def _distinct_children(element: Any) -> Iterator[Any]:
 
 def _lease(lease: Any, recipe: Recipe) -> None:
     indexes = _attribute_indexes(lease, LEASE_ATTRIBUTES, recipe)
-    recipe.lease = True
     recipe.lease_attributes = dict(zip(LEASE_ATTRIBUTES, indexes, strict=True))
     for child in _distinct_children(lease):
         if child.tag == "nodes":
@@ -223,7 +221,8 @@ def _lease(lease: Any, recipe: Recipe) -> None:
 def recipe_of(piece: str) -> Recipe:
     """The recipe of one skeleton piece (a ``<lease-request`` and what follows it up to the
     next one), from lxml's parse of the piece; declines anything but one request made only
-    of the LWF's elements, each with at most one of each child."""
+    of the LWF's elements, each with at most one of each child, with an arrival, a lease
+    and its duration."""
     try:
         root = etree.fromstring((_REQUEST_START + piece).encode(), xmlio.make_parser())
     except etree.XMLSyntaxError as exc:
@@ -239,6 +238,8 @@ def recipe_of(piece: str) -> Recipe:
             raise Declined
     if recipe.size != piece.count('""'):
         raise Declined  # a namespace declaration, which is no attribute
+    if ABSENT in (recipe.arrival, recipe.duration):
+        raise Declined  # invalid (no arrival, or no <lease> or <duration>): lxml says so
     return recipe
 
 
