@@ -1105,7 +1105,6 @@ class _NotClean(Exception):
     """The checked path would report something here (or the clean path cannot rule it out)."""
 
 
-_CLOCK_HOURS = re.compile(r"(?:(\d+):)?(\d\d):", re.ASCII)
 _CLOCK_PART_LIMIT = 1 << 14
 _clock_hours: dict[str, int] = {}
 """``[D:]HH:`` -> centiseconds; the minutes ``MM:`` and ``SS.ss`` tables below are complete."""
@@ -1179,7 +1178,7 @@ _DIRECT_STATE = all(
         (Job, ("id", "tasks", "name", "user", "extras"))))
 """The clean path may hand Task and Job their finished ``__dict__`` (``_build``'s shortcut
 without the defaults merge): no ``__post_init__`` or slots, and the fields are the ones
-``_CleanLwfTarget.finish`` fills. Otherwise it calls the constructors."""
+``_CleanJobs.add`` fills. Otherwise it calls the constructors."""
 
 
 _NO_IMAGE: tuple[None, None] = (None, None)
