@@ -15,6 +15,7 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 
 TEST_EXTRAS = ".[test,docs,browser]"
+PACKAGES = ("core", "parsing", "formats", "converters", "scheduler", "src")
 
 
 @nox.session
@@ -70,9 +71,8 @@ def docs(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff and mypy over the package."""
     session.install(".[lint]")
-    session.run("ruff", "check", "formats", "converters", "scheduler", "src", "tests",
-                "benchmarks", "site/hooks", "noxfile.py")
-    session.run("mypy", "formats", "converters", "scheduler", "src")
+    session.run("ruff", "check", *PACKAGES, "tests", "benchmarks", "site/hooks", "noxfile.py")
+    session.run("mypy", *PACKAGES)
     # The docs hooks import their helpers from their own folder, as MkDocs loads them.
     with session.chdir(os.path.join("site", "hooks")):
         session.run("mypy", "--config-file", os.path.join("..", "..", "pyproject.toml"),

@@ -20,9 +20,7 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from dcx.formats import environment
-from dcx.formats.jsonref import resolve_document
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -32,6 +30,8 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
+from dcx.formats import environment
+from dcx.formats.jsonref import resolve_document
 
 MACHINES = 100_000
 PER_RACK = 40

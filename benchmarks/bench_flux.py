@@ -20,9 +20,7 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from dcx.formats import flux_r, jgf
-from dcx.formats.hostlist import Hostlist, IdSet
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -31,6 +29,8 @@ from dcx.formats.model import (
     Rack,
     Room,
 )
+from dcx.formats import flux_r, jgf
+from dcx.parsing.hostlist import Hostlist, IdSet
 
 NODES = 10_000
 CORES = 128

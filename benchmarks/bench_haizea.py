@@ -45,8 +45,8 @@ from typing import Any
 
 from lxml import etree
 
-from dcx.converters import xmlio
 from dcx.formats import haizea
+from dcx.parsing import xmlio
 
 SITE = """  <site>
     <resource-types names="CPU Memory Disk"/>

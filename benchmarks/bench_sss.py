@@ -22,8 +22,8 @@ from typing import Any
 
 from lxml import etree
 
-from dcx.converters.xmlio import load_xsd
 from dcx.formats import sss
+from dcx.parsing.xmlio import load_xsd
 
 NODES = 10_000
 STATES = ("Idle", "Busy", "Down", "Drained", "Running", "Reserved")

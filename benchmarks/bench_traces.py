@@ -22,9 +22,9 @@ from typing import Any
 
 import jsonschema_rs
 
-from dcx.converters.schemas import load_schema
+from dcx.core.model import Document, Job, Workload
 from dcx.formats import gwf, swf
-from dcx.formats.model import Document, Job, Workload
+from dcx.parsing.schemas import load_schema
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("DCX_CORPUS", REPO.parent / "shared" / "corpus"))

@@ -1,1 +1,2 @@
-"""Secure parsing, structural validation, conversion through the model, the CLI and the hook."""
+"""Layer 4: conversion through the model, the loss matrix, the pipeline, the CLI and the hook,
+all derived from the format declarations (``dcx.converters.registry``)."""

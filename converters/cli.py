@@ -16,9 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 from dcx import __version__
-from dcx.converters.diagnostics import Diagnostic, Severity, error, has_errors
-from dcx.converters.limits import LIMITS
-from dcx.converters.registry import BY_NAME, FORMATS, FormatSpec, for_output_path
+from dcx.converters.registry import BY_NAME, FAMILIES, FORMATS, NAMES, claims
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, Severity, error, has_errors
+from dcx.core.limits import LIMITS
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -34,8 +35,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-FORMAT_NAMES = [spec.name for spec in FORMATS]
-FAMILIES = sorted({spec.family for spec in FORMATS})
+FORMAT_NAMES = list(NAMES)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,10 +217,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_INVALID if failed else EXIT_OK
 
 
-def _target_for(args: argparse.Namespace, source: FormatSpec | None) -> FormatSpec:
+def _target_for(args: argparse.Namespace,
+                source: FormatDeclaration | None) -> FormatDeclaration:
     if args.target:
         return BY_NAME[args.target]
-    candidates = for_output_path(args.output)
+    candidates = claims(args.output)
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
@@ -263,27 +264,20 @@ def cmd_convert(args: argparse.Namespace) -> int:
         entries.append(_file_entry(args.output, target.name,
                                    [d.at(args.output) for d in result.output_diagnostics]))
     _emit(entries, read_diagnostics + conversion, args.output_mode)
-    if any(d.code == "convert.invalid-output" for d in result.diagnostics):
+    if result.internal_error:
         return EXIT_USAGE
     return EXIT_OK if result.ok else EXIT_INVALID
 
 
 def cmd_formats(args: argparse.Namespace) -> int:
-    from dcx.formats.fields import FIELDS
+    from dcx.core.fields import FIELDS
+    from dcx.core.restrict import with_parts
 
-    rows = []
-    for spec in FORMATS:
-        try:
-            holds = spec.holds
-            installed = True
-        except ModuleNotFoundError:
-            holds, installed = frozenset(), False
-        rows.append({"name": spec.name, "title": spec.title, "family": spec.family,
-                     "kind": spec.kind, "extensions": list(spec.extensions),
-                     "schema": spec.schema, "reads": installed,
-                     "writes": installed and spec.writable,
-                     "cannot_hold": sorted(set(FIELDS) - holds) if installed else [],
-                     "description": spec.description})
+    rows = [{"name": spec.name, "title": spec.title, "family": spec.family,
+             "kind": spec.kind, "extensions": list(spec.extensions),
+             "schema": spec.schema, "reads": True, "writes": spec.writable,
+             "cannot_hold": [path for path in FIELDS if path not in with_parts(spec.holds)],
+             "description": spec.description} for spec in FORMATS]
     if args.matrix:
         from dcx.converters.losses import loss_matrix
 
@@ -298,8 +292,7 @@ def cmd_formats(args: argparse.Namespace) -> int:
         print(json.dumps({"formats": rows}))
         return EXIT_OK
     for row in rows:
-        status = (("reads, writes" if row["writes"] else "reads") if row["reads"]
-                  else "not installed")
+        status = "reads, writes" if row["writes"] else "reads"
         print(f"{row['name']:<14} {row['title']} [{', '.join(row['extensions'])}] ({status})")
         print(f"{'':<14} {row['description']}")
         if row["cannot_hold"]:

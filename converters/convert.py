@@ -1,11 +1,33 @@
-"""Any format to any format through the model, with loss accounting and a check that the
-writer's output reads back valid in the target format."""
+"""Any format to any format through the model, and nothing but an accepted output.
+
+A conversion succeeds only when:
+
+1. the source and the target share a part (topology, workload): otherwise one line says the
+   pair has nothing in common;
+2. the target keeps something of that part: a target that would drop every machine or every
+   job is an error, not an empty container;
+3. with ``strict``, the target loses nothing;
+4. the writer can serialise the document (a writer that cannot says why, as an error);
+5. the output, read back in the target format, carries no error, no warning about
+   conformance to the target's own specification (``Code.conformance``) and no warning the
+   input did not already carry: a clean input gives an output ``dcx validate --strict``
+   accepts.
+
+The losses are derived, not counted: ``conversion_losses`` compares the document with what the
+target makes of it (``dcx.core.restrict.dropped_fields``); the loss matrix uses the same
+function on a document that uses every field (``dcx.converters.losses``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dcx.converters.diagnostics import (
+from dcx.converters.catalogue import conformance_codes
+from dcx.converters.losses import conversion_losses
+from dcx.converters.registry import detect, get, unrecognised_message
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     Loss,
     ReadResult,
@@ -13,18 +35,39 @@ from dcx.converters.diagnostics import (
     has_errors,
     warning,
 )
-from dcx.converters.registry import FormatSpec, detect, get
+from dcx.core.model import Document
+from dcx.core.restrict import normalized_for, restrict, with_parts
+
+CODES = (
+    Code("format.unrecognised", "error", "No dcx format recognises the file's content."),
+    Code("input.empty", "error", "The file is empty (or only white space)."),
+    Code("input.compressed", "error", "The file is gzip-compressed; dcx reads plain text."),
+    Code("input.encoding", "error", "The file is UTF-16, UTF-32 or binary; dcx reads UTF-8."),
+    Code("convert.nothing-in-common", "error",
+         "The source describes a part (topology or workload) the target cannot hold at all."),
+    Code("convert.nothing-held", "error",
+         "The target would keep none of the source's machines or jobs."),
+    Code("convert.loss", "warning",
+         "A field the source uses that the target cannot hold (an error with --strict)."),
+    Code("convert.unwritable", "error", "dcx reads the target format but cannot write it."),
+    Code("convert.invalid-output", "error",
+         "Internal error: the output does not read back accepted in the target format."),
+)
+
+PART_NOUNS = {"environment": ("a topology", "machines"),
+              "workload": ("a workload", "jobs")}
 
 
 @dataclass(frozen=True)
 class Conversion:
-    source: FormatSpec | None
-    target: FormatSpec
+    source: FormatDeclaration | None
+    target: FormatDeclaration
     read: ReadResult | None
     data: bytes
     losses: tuple[Loss, ...]
     diagnostics: tuple[Diagnostic, ...]
-    """Problems of the conversion itself (unwritable, strict-mode losses, invalid output)."""
+    """Problems of the conversion itself (nothing in common, strict-mode losses, a writer's
+    refusal, an output that does not read back accepted)."""
     output_diagnostics: tuple[Diagnostic, ...] = ()
     """What reading the output back in the target format reported."""
 
@@ -32,21 +75,22 @@ class Conversion:
     def ok(self) -> bool:
         return bool(self.data) and not has_errors(self.diagnostics)
 
+    @property
+    def internal_error(self) -> bool:
+        return any(d.code == "convert.invalid-output" for d in self.diagnostics)
+
 
 def read_any(
     data: bytes, path: str = "", format_name: str | None = None
-) -> tuple[FormatSpec | None, ReadResult]:
+) -> tuple[FormatDeclaration | None, ReadResult]:
     """Read ``data`` in the named format, or the one its content shows."""
     spec = get(format_name) if format_name else detect(data, path)
     if spec is None:
         unreadable = _unreadable(data)
         if unreadable is not None:
             return None, ReadResult(None, (unreadable,))
-        return None, ReadResult(None, (error(
-            "not a recognised dcx format (environment, haizea, sss, flux-r, jgf, gwf, swf, "
-            "osp-workload, opendc-setup)", "format.unrecognised"),))
-    result: ReadResult = spec.load().read(data)
-    return spec, result
+        return None, ReadResult(None, (error(unrecognised_message(), "format.unrecognised"),))
+    return spec, spec.read(data)
 
 
 def _unreadable(data: bytes) -> Diagnostic | None:
@@ -62,30 +106,90 @@ def _unreadable(data: bytes) -> Diagnostic | None:
     return None
 
 
+# ------------------------------------------------------------------------------ losses
+
+
+def parts_of(document: Document) -> tuple[str, ...]:
+    """The parts a document describes: a topology with machines, a workload with jobs or
+    annotations. An empty part describes nothing."""
+    parts = []
+    if document.environment is not None and any(True for _ in document.environment.machines()):
+        parts.append("environment")
+    workload = document.workload
+    if workload is not None and (workload.jobs or workload.annotations):
+        parts.append("workload")
+    return tuple(parts)
+
+
+def refusal(document: Document, source_name: str,
+            target: FormatDeclaration) -> Diagnostic | None:
+    """Why converting ``document`` to ``target`` cannot give a useful output, if it cannot:
+    no part in common, or a target that would keep nothing of what the document describes
+    (every machine, every job dropped)."""
+    parts = parts_of(document)
+    target_parts = with_parts(target.holds)
+    shared = [part for part in parts if part in target_parts]
+    if parts and not shared:
+        what = " and ".join(PART_NOUNS[part][0] for part in parts)
+        nouns = " or ".join(PART_NOUNS[part][1] for part in parts)
+        return error(f"{source_name} holds {what}; {target.name} holds no {nouns}: "
+                     "nothing to convert", "convert.nothing-in-common")
+    if not parts:
+        return None  # an empty document converts to the target's empty document
+    kept = parts_of(restrict(normalized_for(document, target), target.holds, target.name))
+    if not kept:
+        noun = " or ".join(PART_NOUNS[part][1] for part in shared)
+        return error(f"{target.name} can hold none of the {noun} of this {source_name} "
+                     "file: nothing to convert", "convert.nothing-held")
+    return None
+
+
+# ------------------------------------------------------------------------------ converting
+
+
 def convert(data: bytes, target_name: str, path: str = "", source_name: str | None = None,
             strict: bool = False) -> Conversion:
     target = get(target_name)
     source, result = read_any(data, path, source_name)
     if source is None or result.document is None or has_errors(result.diagnostics):
         return Conversion(source, target, result, b"", (), ())
-    if not target.writable:
-        return Conversion(source, target, result, b"", (), (
-            error(f"dcx cannot write {target.name}", "convert.unwritable"),))
-    written = target.load().write(result.document)
-    problems = list(written.diagnostics)
-    if written.losses:
-        severity = error if strict else warning
-        problems += [severity(f"{target.name} cannot hold {loss.render()}", "convert.loss")
-                     for loss in written.losses]
+    return convert_document(result.document, source, target, strict, result)
+
+
+def convert_document(document: Document, source: FormatDeclaration, target: FormatDeclaration,
+                     strict: bool = False, read: ReadResult | None = None) -> Conversion:
+    """``document`` (read from a ``source`` file) written as ``target``, or why not."""
+    def refused(*problems: Diagnostic, losses: tuple[Loss, ...] = (),
+                output: tuple[Diagnostic, ...] = ()) -> Conversion:
+        return Conversion(source, target, read, b"", losses, problems, output)
+
+    if target.write is None:
+        return refused(error(f"dcx cannot write {target.name}", "convert.unwritable"))
+    refused_because = refusal(document, source.name, target)
+    if refused_because is not None:
+        return refused(refused_because)
+    losses = conversion_losses(document, target)
+    severity = error if strict else warning
+    problems = [severity(f"{target.name} cannot hold {loss.render()}", "convert.loss")
+                for loss in losses]
     if has_errors(problems):
-        return Conversion(source, target, result, b"", written.losses, tuple(problems))
-    verdict = target.load().read(written.data)
-    if has_errors(verdict.diagnostics):
-        first = next(d for d in verdict.diagnostics if d.is_error)
-        problems.append(error(
-            f"internal error: dcx wrote {target.name} output that does not validate "
-            f"({first.render()})", "convert.invalid-output"))
-        return Conversion(source, target, result, b"", written.losses, tuple(problems),
-                          verdict.diagnostics)
-    return Conversion(source, target, result, written.data, written.losses, tuple(problems),
+        return refused(*problems, losses=losses)
+    written = target.write(document)
+    problems += written.diagnostics
+    if has_errors(problems) or not written.data:
+        if not has_errors(problems):
+            problems.append(error(f"internal error: the {target.name} writer wrote nothing",
+                                  "convert.invalid-output"))
+        return refused(*problems, losses=losses)
+    verdict = target.read(written.data)
+    inherited = {d.code for d in read.diagnostics} if read is not None else set()
+    rejected = [d for d in verdict.diagnostics if d.is_error or d.code in conformance_codes()
+                or d.code not in inherited]
+    if rejected or verdict.document is None:
+        reason = rejected[0].render() if rejected else "it does not read back"
+        problems.append(error(f"internal error: dcx wrote {target.name} output that "
+                              f"{target.name} does not accept ({reason})",
+                              "convert.invalid-output"))
+        return refused(*problems, losses=losses, output=verdict.diagnostics)
+    return Conversion(source, target, read, written.data, losses, tuple(problems),
                       verdict.diagnostics)

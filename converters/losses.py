@@ -1,479 +1,52 @@
-"""Exact loss accounting: what a document becomes in a format that holds only some fields,
-and the source × target loss matrix generated from the format registry.
+"""Losses, derived: what a target format drops from a document, and the loss matrix.
 
-``restrict(document, holds)`` is the contract every pair of formats is tested against:
-converting a document of format A to B and back to A yields exactly
-``restrict(document, A.holds & B.holds)``. For that to be testable, each field path of
-``formats/fields.py`` that a format does not hold has one normal form, listed here; writers
-drop to it and readers of formats without the field build it.
-
-Normal forms
-------------
-
-Values
-    A field that is not held takes its model default (``None``, ``()``, ``{}``, ``0``,
-    ``StartMode.ANY``, ``MachineState.ACTIVE``; a task request's ``nodes`` and ``cores`` 1;
-    a GPU's ``cores`` 1, since a format that counts GPUs as devices knows no GPU cores).
-
-Hierarchy (``datacenter``, ``room``, ``rack``)
-    A level that is not held has exactly one container per parent (even when the source had
-    none): the children of all containers, concatenated in order, under a container that keeps
-    the first container's attributes (each then subject to its own field path). A room level
-    that is not held also resets the room's type to ``SERVER``.
-
-Splits (``machine.cpus.sockets``, ``machine.memory.modules``, ``machine.storage.devices``)
-    Several units become one that keeps the first unit's attributes, with the total core count
-    (and ``Machine.clock_rate_hz``, the core-weighted mean clock) or the total capacity.
-
-Jobs (``job``, ``job.empty``)
-    Without jobs, every task is a job of its own whose id is the task's id, with no name, user
-    or extras; jobs without tasks disappear. A format that holds jobs but not ``job.empty``
-    (a job exists only through its tasks' lines) also drops the jobs without tasks.
-
-Dependencies (``task.dependencies.multiple``)
-    A format that holds dependencies but not several per task (SWF's one preceding job) keeps
-    each task's first dependency only.
-
-Task ids (``task.id``)
-    Tasks are numbered 1, 2, … in workload order and dependencies follow the new numbers.
-
-Parts (``environment``, ``workload``)
-    Implied by any field of the part (``with_parts``), so a ``HOLDS`` need not list them.
-
-Value restrictions (``normal_form`` of a format module)
-    What field paths cannot say (opendc-setup writes only two CPU types) a format module states
-    as an optional ``normal_form(document) -> Document``: what the format makes of a document
-    before any field path applies. ``restrict(..., target=module)`` applies it first;
-    ``dropped_fields(..., target=module)`` counts the fields on the normalized document plus
-    the held fields the module's ``normal_form_losses(document)`` names (what the value
-    restriction changed: opendc-setup reports a machine it leaves out as ``machine.cpus``).
-
-Empty parts
-    An absent part (``None``) and an empty one (what ``restrict`` makes of ``Environment()``
-    or ``Workload()`` for the format) carry the same nothing: a topology format writes an
-    absent topology as its empty document (an SSS ``<Data/>``, a Haizea site without nodes),
-    which reads back as the empty part. ``without_empty_parts`` maps both to ``None``;
-    round trips are compared through it.
-
-Required machine ids (``REQUIRES`` of a format module)
-    A format whose every machine must have an id (SSS ``<Id>``) writes a machine without one
-    under ``required_machine_id``: its name, or ``node<N>`` (``N`` its 1-based position among
-    the document's machines) when it has no usable name; ``with_required_ids`` applies this
-    to a document. It adds nothing the source held, so it is no loss.
-
-Ids as text
-    A format whose ids are text (SSS) reads an id back with ``id_from_text``: the canonical
-    decimal form of a non-negative integer is that integer, so integer ids of other formats
-    survive; a string id of that form comes back as an integer and its writer reports a
-    ``machine.id`` loss (the generated documents never use one).
-
-Extras
-    Keys without a ``:`` are free-form user keys; the ``X.extras`` field path says whether a
-    format carries them. Keys prefixed ``fmt:`` belong to format ``fmt``: only ``fmt`` itself
-    holds them (``own_prefix``). Extras of CPUs, GPUs, memory and storage units follow
-    ``machine.extras``; extras of named resources, consumables and annotations follow the
-    field path of what contains them; document extras have no path and keep only own keys.
+``conversion_losses(document, target)`` is the one comparison: the document against what the
+target makes of it (its normal form restricted to what it holds; ``dcx.core.restrict``). A
+conversion reports it; the matrix is it applied, for every ordered pair, to the document that
+uses every field (``dcx.core.saturated``) as the source format holds it. Writers count nothing.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from types import ModuleType
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from dcx.converters.registry import FORMATS, FormatSpec
-from dcx.formats.fields import FIELDS
-from dcx.formats.model import (
-    Consumables,
-    Datacenter,
-    DatacenterSchedulerChange,
-    Document,
-    Environment,
-    Extras,
-    Id,
-    Job,
-    Machine,
-    MachineState,
-    MachineStateChange,
-    NamedResource,
-    ProcessingUnit,
-    Rack,
-    ResourceRequest,
-    Room,
-    StartMode,
-    StorageUnit,
-    Task,
-    Workload,
-)
+from dcx.converters.registry import FORMATS
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Loss
+from dcx.core.fields import FIELDS
+from dcx.core.model import Document
+from dcx.core.restrict import dropped_fields, restrict, with_parts
+from dcx.core.saturated import saturated_document
 
+PARTS = ("environment", "workload")
 
-@dataclass(frozen=True)
-class _Held:
-    """The held field paths plus the format whose prefixed extras survive."""
 
-    paths: frozenset[str]
-    own_prefix: str | None
+def conversion_losses(document: Document, target: FormatDeclaration) -> tuple[Loss, ...]:
+    """The field paths ``target`` drops from ``document``, in ``FIELDS`` order, each with its
+    meaning (a dropped part is one loss, not one per field inside it)."""
+    return tuple(Loss(path, detail=FIELDS[path])
+                 for path in dropped_fields(document, target.holds, target.name, target))
 
-    def __contains__(self, path: str) -> bool:
-        return path in self.paths
 
-    def value(self, path: str, value: Any, default: Any = None) -> Any:
-        return value if path in self.paths else default
+def fullest_document(source: FormatDeclaration) -> Document:
+    """The most a ``source`` file can carry: the saturated document as ``source`` holds it."""
+    return restrict(saturated_document(), source.holds, source.name)
 
-    def extras(self, path: str | None, extras: Extras) -> Extras:
-        """Plain keys survive when ``path`` is held; ``own_prefix:`` keys always survive."""
-        plain_held = path is not None and path in self.paths
-        own = f"{self.own_prefix}:" if self.own_prefix else None
-        return {key: value for key, value in extras.items()
-                if (":" not in key and plain_held) or (own is not None and key.startswith(own))}
 
-
-_WORKLOAD_ROOTS = ("workload", "job", "task")
-
-
-def with_parts(holds: Iterable[str]) -> frozenset[str]:
-    """``holds`` plus the whole-part paths its fields imply: a format that holds any
-    workload field holds ``workload``, and any other field ``environment``."""
-    paths = frozenset(holds)
-    return paths | {_part(path) for path in paths}
-
-
-def _part(path: str) -> str:
-    return "workload" if path.split(".")[0] in _WORKLOAD_ROOTS else "environment"
-
-
-def restrict(document: Document, holds: Iterable[str], own_prefix: str | None = None,
-             target: ModuleType | None = None) -> Document:
-    """``document`` as a format holding the field paths ``holds`` keeps it.
-
-    ``own_prefix`` names the format whose ``name:``-prefixed extras survive (the format
-    itself when restricting to its own ``HOLDS``); every other prefixed key is dropped.
-    ``target`` is the format module written to, whose ``normal_form`` (when it has one)
-    applies first (see Value restrictions).
-    """
-    held = _Held(with_parts(holds), own_prefix)
-    unknown = held.paths - set(FIELDS)
-    if unknown:
-        raise ValueError(f"unknown field paths: {', '.join(sorted(unknown))}")
-    document = normalized_for(document, target)
-    environment, workload = document.environment, document.workload
-    return Document(
-        environment=(_environment(environment, held)
-                     if environment is not None and "environment" in held else None),
-        workload=_workload(workload, held) if workload is not None and "workload" in held else None,
-        extras=held.extras(None, document.extras))
-
-
-def normalized_for(document: Document, target: ModuleType | None) -> Document:
-    """``document`` after the ``normal_form`` of format module ``target``, if it has one."""
-    normal_form = getattr(target, "normal_form", None)
-    return document if normal_form is None else normal_form(document)
-
-
-# ------------------------------------------------------------------------------ ids and parts
-
-
-_DECIMAL = re.compile(r"0|[1-9][0-9]*")
-
-
-def id_from_text(text: str) -> Id:
-    """An id read from text: the integer when ``text`` is its canonical decimal form
-    (``7``, not ``07``, ``+7`` or ``٧``), else ``text`` itself."""
-    return int(text) if _DECIMAL.fullmatch(text) else text
-
-
-def required_machine_id(machine: Machine, position: int) -> Id:
-    """The machine's id, or the one a format that requires ids gives it (see Required machine
-    ids); ``position`` is 1-based among the document's machines."""
-    if machine.id is not None:
-        return machine.id
-    if machine.name is not None and machine.name.strip():
-        return id_from_text(machine.name)
-    return f"node{position}"
-
-
-def with_required_ids(document: Document) -> Document:
-    """``document`` with every machine id filled in by ``required_machine_id``."""
-    environment = document.environment
-    if environment is None or all(m.id is not None for m in environment.machines()):
-        return document
-    position = 0
-
-    def fill(slot: Machine | None) -> Machine | None:
-        nonlocal position
-        if slot is None:
-            return None
-        position += 1
-        return replace(slot, id=required_machine_id(slot, position))
-
-    datacenters = tuple(replace(dc, rooms=tuple(
-        replace(room, racks=tuple(replace(rack, slots=tuple(fill(slot) for slot in rack.slots))
-                                  for rack in room.racks))
-        for room in dc.rooms)) for dc in environment.datacenters)
-    return replace(document, environment=replace(environment, datacenters=datacenters))
-
-
-def without_empty_parts(document: Document, holds: Iterable[str]) -> Document:
-    """``document`` with each part that is empty for a format holding ``holds`` (see Empty
-    parts) made absent."""
-    empty = restrict(Document(environment=Environment(), workload=Workload()), holds)
-    environment, workload = document.environment, document.workload
-    if environment is not None and environment in (Environment(), empty.environment):
-        environment = None
-    if workload is not None and workload in (Workload(), empty.workload):
-        workload = None
-    return replace(document, environment=environment, workload=workload)
-
-
-# ------------------------------------------------------------------------------ topology
-
-
-def _environment(environment: Environment, held: _Held) -> Environment:
-    datacenters = _flatten_hierarchy(environment.datacenters, held)
-    datacenters = tuple(_datacenter(datacenter, held) for datacenter in datacenters)
-    events = tuple(_event(event, held) for event in environment.events
-                   if (isinstance(event, MachineStateChange)
-                       and "environment.events.machine_state" in held)
-                   or (isinstance(event, DatacenterSchedulerChange)
-                       and "environment.events.scheduler" in held))
-    return Environment(
-        datacenters=datacenters, events=events,
-        name=held.value("environment.name", environment.name),
-        description=held.value("environment.description", environment.description),
-        extras=held.extras("environment.extras", environment.extras))
-
-
-def _flatten_hierarchy(datacenters: tuple[Datacenter, ...], held: _Held) -> tuple[Datacenter, ...]:
-    """One container per parent for each level the format does not hold (see Hierarchy)."""
-    if "datacenter" not in held:
-        first = datacenters[0] if datacenters else Datacenter()
-        datacenters = (replace(first, rooms=tuple(room for dc in datacenters
-                                                  for room in dc.rooms)),)
-    if "room" not in held:
-        datacenters = tuple(replace(dc, rooms=(_one_room(dc.rooms),)) for dc in datacenters)
-    if "rack" not in held:
-        datacenters = tuple(
-            replace(dc, rooms=tuple(replace(room, racks=(_one_rack(room.racks),))
-                                    for room in dc.rooms))
-            for dc in datacenters)
-    return datacenters
-
-
-def _one_room(rooms: tuple[Room, ...]) -> Room:
-    first = rooms[0] if rooms else Room()
-    return replace(first, type="SERVER", racks=tuple(rack for room in rooms for rack in room.racks))
-
-
-def _one_rack(racks: tuple[Rack, ...]) -> Rack:
-    first = racks[0] if racks else Rack()
-    return replace(first, slots=tuple(slot for rack in racks for slot in rack.slots))
-
-
-def _datacenter(datacenter: Datacenter, held: _Held) -> Datacenter:
-    return Datacenter(
-        id=held.value("datacenter.id", datacenter.id),
-        name=held.value("datacenter.name", datacenter.name),
-        location=held.value("datacenter.location", datacenter.location),
-        operator=held.value("datacenter.operator", datacenter.operator),
-        scheduler=held.value("datacenter.scheduler", datacenter.scheduler),
-        rooms=tuple(_room(room, held) for room in datacenter.rooms),
-        extras=held.extras("datacenter.extras", datacenter.extras))
-
-
-def _room(room: Room, held: _Held) -> Room:
-    return Room(
-        id=held.value("room.id", room.id),
-        name=held.value("room.name", room.name),
-        type=held.value("room.type", room.type, "SERVER"),
-        location=held.value("room.geometry", room.location),
-        size=held.value("room.geometry", room.size),
-        racks=tuple(_rack(rack, held) for rack in room.racks),
-        extras=held.extras("room.extras", room.extras))
-
-
-def _rack(rack: Rack, held: _Held) -> Rack:
-    slots = rack.slots if "rack.empty_slots" in held else rack.machines
-    return Rack(
-        id=held.value("rack.id", rack.id),
-        name=held.value("rack.name", rack.name),
-        capacity_units=held.value("rack.capacity_units", rack.capacity_units),
-        power_capacity_w=held.value("rack.power_capacity_w", rack.power_capacity_w),
-        slots=tuple(None if slot is None else _machine(slot, held) for slot in slots),
-        extras=held.extras("rack.extras", rack.extras))
-
-
-def _machine(machine: Machine, held: _Held) -> Machine:
-    cpus: tuple[ProcessingUnit, ...] = ()
-    if "machine.cpus" in held:
-        cpus = machine.cpus
-        if "machine.cpus.sockets" not in held and len(cpus) > 1:
-            cpus = (replace(cpus[0], cores=machine.core_count,
-                            clock_rate_hz=machine.clock_rate_hz),)
-        cpus = tuple(_processing_unit(cpu, "cpu", held) for cpu in cpus)
-    gpus: tuple[ProcessingUnit, ...] = ()
-    if "machine.gpus" in held:
-        gpus = tuple(_processing_unit(gpu, "gpu", held) for gpu in machine.gpus)
-    return Machine(
-        id=held.value("machine.id", machine.id),
-        name=held.value("machine.name", machine.name),
-        state=held.value("machine.state", machine.state, MachineState.ACTIVE),
-        state_label=held.value("machine.state_label", machine.state_label),
-        cpus=cpus, gpus=gpus,
-        memory=_storage_units(machine.memory, "machine.memory", "machine.memory.modules",
-                              "memory.details", held),
-        storage=_storage_units(machine.storage, "machine.storage", "machine.storage.devices",
-                               "storage.details", held),
-        features=held.value("machine.features", machine.features, ()),
-        resources=tuple(_resource(resource, "machine.resources", held)
-                        for resource in held.value("machine.resources", machine.resources, ())),
-        os=held.value("machine.os", machine.os),
-        arch=held.value("machine.arch", machine.arch),
-        description=held.value("machine.description", machine.description),
-        swap_mb=held.value("machine.swap_mb", machine.swap_mb),
-        network_mbit_s=held.value("machine.network_mbit_s", machine.network_mbit_s),
-        rank=held.value("machine.rank", machine.rank),
-        available=_consumables(machine.available, "machine.available", held),
-        utilized=_consumables(machine.utilized, "machine.utilized", held),
-        extras=held.extras("machine.extras", machine.extras))
-
-
-def _processing_unit(unit: ProcessingUnit, kind: Literal["cpu", "gpu"],
-                     held: _Held) -> ProcessingUnit:
-    vendor = f"{kind}.vendor" in held
-    cores = unit.cores if kind == "cpu" or "gpu.cores" in held else 1
-    return ProcessingUnit(
-        cores=cores,
-        clock_rate_hz=held.value(f"{kind}.clock_rate_hz", unit.clock_rate_hz),
-        id=held.value(f"{kind}.id", unit.id),
-        manufacturer=unit.manufacturer if vendor else None,
-        family=unit.family if vendor else None,
-        generation=unit.generation if vendor else None,
-        model=unit.model if vendor else None,
-        energy_consumption_w=held.value(f"{kind}.energy_consumption_w",
-                                        unit.energy_consumption_w),
-        extras=held.extras("machine.extras", unit.extras))
-
-
-def _storage_units(units: tuple[StorageUnit, ...], present: str, split: str, details: str,
-                   held: _Held) -> tuple[StorageUnit, ...]:
-    if present not in held:
-        return ()
-    if split not in held and len(units) > 1:
-        units = (replace(units[0], capacity_mb=sum(unit.capacity_mb for unit in units)),)
-    if details in held:
-        return tuple(replace(unit, extras=held.extras("machine.extras", unit.extras))
-                     for unit in units)
-    return tuple(StorageUnit(capacity_mb=unit.capacity_mb,
-                             extras=held.extras("machine.extras", unit.extras))
-                 for unit in units)
-
-
-def _resource(resource: NamedResource, path: str, held: _Held) -> NamedResource:
-    return replace(resource, extras=held.extras(path, resource.extras))
-
-
-def _consumables(snapshot: Consumables | None, path: str, held: _Held) -> Consumables | None:
-    if snapshot is None or path not in held:
-        return None
-    return replace(snapshot,
-                   resources=tuple(_resource(r, path, held) for r in snapshot.resources),
-                   extras=held.extras(path, snapshot.extras))
-
-
-def _event(event: MachineStateChange | DatacenterSchedulerChange,
-           held: _Held) -> MachineStateChange | DatacenterSchedulerChange:
-    path = ("environment.events.machine_state" if isinstance(event, MachineStateChange)
-            else "environment.events.scheduler")
-    return replace(event, attributes=held.extras(path, event.attributes))
-
-
-# ------------------------------------------------------------------------------ workload
-
-
-def _workload(workload: Workload, held: _Held) -> Workload:
-    jobs = workload.jobs
-    if "task.id" not in held:
-        jobs = _renumber_tasks(jobs)
-    if "job" not in held:
-        jobs = tuple(Job(id=task.id, tasks=(task,)) for job in jobs for task in job.tasks)
-    elif "job.empty" not in held:
-        jobs = tuple(job for job in jobs if job.tasks)
-    return Workload(
-        jobs=tuple(_job(job, held) for job in jobs),
-        name=held.value("workload.name", workload.name),
-        description=held.value("workload.description", workload.description),
-        time_origin=held.value("workload.time_origin", workload.time_origin),
-        attributes=held.extras("workload.attributes", workload.attributes),
-        annotations=tuple(replace(annotation,
-                                  extras=held.extras("workload.annotations", annotation.extras))
-                          for annotation in held.value("workload.annotations",
-                                                       workload.annotations, ())),
-        extras=held.extras("workload.extras", workload.extras))
-
-
-def _renumber_tasks(jobs: tuple[Job, ...]) -> tuple[Job, ...]:
-    numbers: dict[Id, int] = {}
-    for job in jobs:
-        for task in job.tasks:
-            numbers.setdefault(task.id, len(numbers) + 1)
-    return tuple(replace(job, tasks=tuple(
-        replace(task, id=numbers[task.id],
-                dependencies=tuple(numbers.get(dep, dep) for dep in task.dependencies))
-        for task in job.tasks)) for job in jobs)
-
-
-def _job(job: Job, held: _Held) -> Job:
-    return Job(id=job.id, tasks=tuple(_task(task, held) for task in job.tasks),
-               name=held.value("job.name", job.name), user=held.value("job.user", job.user),
-               extras=held.extras("job.extras", job.extras))
-
-
-def _task(task: Task, held: _Held) -> Task:
-    request = task.request
-    start_held = "task.start" in held
-    return Task(
-        id=task.id,
-        submit_time_s=held.value("task.submit_time_s", task.submit_time_s, 0.0),
-        runtime_s=held.value("task.runtime_s", task.runtime_s),
-        requested_time_s=held.value("task.requested_time_s", task.requested_time_s),
-        request=ResourceRequest(
-            nodes=held.value("task.request.nodes", request.nodes, 1),
-            cores=held.value("task.request.cores", request.cores, 1.0),
-            memory_mb=held.value("task.request.memory_mb", request.memory_mb),
-            gpus=held.value("task.request.gpus", request.gpus, 0),
-            resources=tuple(_resource(r, "task.request.resources", held) for r in
-                            held.value("task.request.resources", request.resources, ()))),
-        dependencies=held.value("task.dependencies", (
-            task.dependencies if "task.dependencies.multiple" in held
-            else task.dependencies[:1]), ()),
-        deadline_s=held.value("task.deadline_s", task.deadline_s),
-        start_mode=task.start_mode if start_held else StartMode.ANY,
-        start_time_s=task.start_time_s if start_held else None,
-        preemptible=held.value("task.preemptible", task.preemptible),
-        user=held.value("task.user", task.user),
-        group=held.value("task.group", task.group),
-        image=held.value("task.image", task.image),
-        image_size_mb=held.value("task.image", task.image_size_mb),
-        extras=held.extras("task.extras", task.extras))
-
-
-# ------------------------------------------------------------------------------ the matrix
-
-
-Status = Literal["ok", "lossy", "impossible", "unavailable"]
+Status = Literal["ok", "lossy", "impossible"]
 
 
 @dataclass(frozen=True)
 class MatrixCell:
-    """What converting any document of ``source`` to ``target`` can lose."""
+    """What converting a document of ``source`` to ``target`` can lose."""
 
     source: str
     target: str
     status: Status
     lost: tuple[str, ...] = ()
-    """Field paths ``source`` holds and ``target`` does not, in ``FIELDS`` order."""
+    """Field paths, in ``FIELDS`` order."""
     reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -490,98 +63,21 @@ class MatrixCell:
         return f"{self.source} -> {self.target}: {detail}"
 
 
-def lost_fields(source_holds: Iterable[str], target_holds: Iterable[str]) -> tuple[str, ...]:
-    """What the target cannot hold of what the source holds, in ``FIELDS`` order."""
-    missing = with_parts(source_holds) - with_parts(target_holds)
-    return tuple(path for path in FIELDS if path in missing)
-
-
-def holds_or_reason(spec: FormatSpec) -> tuple[frozenset[str] | None, str]:
-    """The format's ``HOLDS``, or why it cannot be had (module not importable yet)."""
-    try:
-        return spec.holds, ""
-    except Exception as exc:  # a module mid-edit may fail in any way; report, never crash
-        return None, f"module {spec.module} is not importable ({type(exc).__name__}: {exc})"
-
-
-def matrix_cell(source: FormatSpec, target: FormatSpec,
-                holds: dict[str, tuple[frozenset[str] | None, str]]) -> MatrixCell:
-    source_holds, source_reason = holds[source.name]
-    target_holds, target_reason = holds[target.name]
-    if source_holds is None or target_holds is None:
-        return MatrixCell(source.name, target.name, "unavailable",
-                          reason=source_reason or target_reason)
+def matrix_cell(source: FormatDeclaration, target: FormatDeclaration) -> MatrixCell:
     if not target.writable:
         return MatrixCell(source.name, target.name, "impossible",
                           reason=f"dcx cannot write {target.name}")
-    parts = {"environment", "workload"} & with_parts(source_holds) & with_parts(target_holds)
-    if not parts:
+    shared = [part for part in PARTS
+              if part in with_parts(source.holds) and part in with_parts(target.holds)]
+    if not shared:
         return MatrixCell(source.name, target.name, "impossible",
                           reason=f"{target.name} holds nothing of what {source.name} describes "
                           "(topology vs workload)")
-    lost = lost_fields(source_holds, target_holds)
+    lost = tuple(loss.field for loss in conversion_losses(fullest_document(source), target))
     return MatrixCell(source.name, target.name, "lossy" if lost else "ok", lost)
 
 
-def loss_matrix(formats: Sequence[FormatSpec] = FORMATS) -> tuple[MatrixCell, ...]:
-    """Every ordered pair of distinct formats, from the registry; formats whose module is
-    not importable yet give ``unavailable`` cells instead of an error."""
-    holds = {spec.name: holds_or_reason(spec) for spec in formats}
-    return tuple(matrix_cell(source, target, holds)
+def loss_matrix(formats: Sequence[FormatDeclaration] = FORMATS) -> tuple[MatrixCell, ...]:
+    """Every ordered pair of distinct formats."""
+    return tuple(matrix_cell(source, target)
                  for source in formats for target in formats if source.name != target.name)
-
-
-# ------------------------------------------------------------------------------ per document
-
-
-_LEVELS = ("datacenter", "room", "rack")
-
-
-def dropped_fields(document: Document, target_holds: Iterable[str],
-                   own_prefix: str | None = None,
-                   target: ModuleType | None = None) -> tuple[str, ...]:
-    """The field paths a format holding ``target_holds`` actually drops from ``document``:
-    exactly the losses its writer must report, in ``FIELDS`` order.
-
-    A part (topology, workload) counts as dropped unless it is absent or empty (all defaults);
-    a dropped part is reported alone, not with every field inside it.
-    A hierarchy level counts as dropped only when some parent has several containers (or, for
-    rooms, a room that is not a SERVER room): one container with default attributes is what
-    formats without the level read back, and adding it loses nothing.
-    ``target`` (a format module) adds its value restrictions (see Value restrictions).
-    """
-    held = with_parts(target_holds)
-    normal_form_losses = getattr(target, "normal_form_losses", None)
-    restricted_values = set(normal_form_losses(document)) if normal_form_losses else set()
-    document = normalized_for(document, target)
-    everything = restrict(document, FIELDS, own_prefix)
-    dropped: list[str] = []
-    for path in FIELDS:
-        if _part(path) in dropped:
-            continue  # a dropped part is one loss, not one per field inside it
-        if path in restricted_values:
-            dropped.append(path)
-        elif path in held:
-            continue
-        elif path in ("environment", "workload"):
-            part = getattr(document, path)
-            if part is not None and part != type(part)():  # an empty part carries nothing
-                dropped.append(path)
-        elif path in _LEVELS:
-            if _level_is_used(document, path):
-                dropped.append(path)
-        elif restrict(document, set(FIELDS) - {path}, own_prefix) != everything:
-            dropped.append(path)
-    return tuple(dropped)
-
-
-def _level_is_used(document: Document, level: str) -> bool:
-    environment = document.environment
-    if environment is None:
-        return False
-    if level == "datacenter":
-        return len(environment.datacenters) > 1
-    if level == "room":
-        return any(len(dc.rooms) > 1 or any(room.type != "SERVER" for room in dc.rooms)
-                   for dc in environment.datacenters)
-    return any(len(room.racks) > 1 for dc in environment.datacenters for room in dc.rooms)

@@ -19,30 +19,24 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from dcx.converters.atomic import write_atomic
-from dcx.converters.diagnostics import Diagnostic, Loss, error, has_errors
-from dcx.converters.limits import LIMITS
-from dcx.converters.losses import with_parts
-from dcx.converters.registry import FORMATS, FormatSpec, detect
-from dcx.formats.model import Document
+from dcx.converters.convert import convert_document
+from dcx.converters.registry import FORMATS, detect
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, Loss, error, has_errors
+from dcx.core.limits import LIMITS
+from dcx.core.model import Document
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
-CellStatus = Literal["ok", "lossy", "impossible", "write-error", "invalid"]
-
-
-@dataclass(frozen=True)
-class Target:
-    """An installed format the pipeline can write, or why it cannot."""
-
-    spec: FormatSpec
-    holds: frozenset[str] | None
-    reason: str = ""
+CellStatus = Literal["ok", "lossy", "impossible", "write-error"]
+REFUSALS = ("convert.nothing-in-common", "convert.nothing-held", "convert.unwritable")
+"""Refusals that say the pair cannot carry this input, not that dcx failed."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +50,11 @@ class Cell:
 
     @property
     def failed(self) -> bool:
-        return self.status in ("write-error", "invalid")
+        return self.status == "write-error"
 
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "status": self.status,
-                "lost": [{"field": loss.field, "count": loss.count, "detail": loss.detail}
+                "lost": [{"field": loss.field, "detail": loss.detail}
                          for loss in self.lost],
                 "output": self.output, "valid": None if self.output is None else not self.failed,
                 "diagnostics": [_diagnostic_json(d) for d in self.diagnostics],
@@ -121,30 +115,11 @@ def collect_inputs(paths: Sequence[str]) -> list[tuple[str, str]]:
     return named
 
 
-def installed_targets(formats: Iterable[FormatSpec] = FORMATS) -> list[Target]:
-    targets = []
-    for spec in formats:
-        try:
-            module = spec.load()
-            holds: frozenset[str] = module.HOLDS
-        except Exception as exc:  # a module mid-edit may fail any way; report it, go on
-            targets.append(Target(spec, None, f"not importable ({type(exc).__name__}: {exc})"))
-            continue
-        if not spec.writable or not hasattr(module, "write"):
-            targets.append(Target(spec, None, "dcx cannot write it"))
-            continue
-        targets.append(Target(spec, holds))
-    return targets
-
-
 # ------------------------------------------------------------------------------ converting
 
 
-def parts_of(document: Document) -> set[str]:
-    return {part for part in ("environment", "workload") if getattr(document, part) is not None}
-
-
-def convert_input(path: str, name: str, targets: Sequence[Target], out: Path) -> InputResult:
+def convert_input(path: str, name: str, targets: Sequence[FormatDeclaration],
+                  out: Path) -> InputResult:
     result = InputResult(path, name)
     data = _read_bytes(path)
     if data is None:
@@ -154,7 +129,7 @@ def convert_input(path: str, name: str, targets: Sequence[Target], out: Path) ->
         return result
     result.format = spec.name
     try:
-        read = spec.load().read(data)
+        read = spec.read(data)
     except Exception as exc:  # a reader must never raise; say so rather than stop the run
         result.diagnostics = (_internal(f"{spec.name} reader raised {type(exc).__name__}: {exc}"),)
         return result
@@ -162,39 +137,30 @@ def convert_input(path: str, name: str, targets: Sequence[Target], out: Path) ->
     if read.document is None or has_errors(read.diagnostics):
         return result
     for target in targets:
-        if target.holds is None:
-            continue
-        result.cells.append(convert_document(read.document, target, out / name))
+        result.cells.append(convert_cell(read.document, spec, target, out / name))
     return result
 
 
-def convert_document(document: Document, target: Target, folder: Path) -> Cell:
-    spec = target.spec
-    assert target.holds is not None
-    shared = parts_of(document) & with_parts(target.holds)
-    if not shared:
-        what = " and ".join(sorted(parts_of(document))) or "nothing"
-        return Cell(spec.name, "impossible",
-                    reason=f"{spec.name} holds no {what}")
-    module = spec.load()
+def convert_cell(document: Document, source: FormatDeclaration, target: FormatDeclaration,
+                 folder: Path) -> Cell:
+    """One conversion, exactly as ``dcx convert`` makes it; the output is written only when
+    the conversion accepts it."""
     try:
-        written = module.write(document)
-    except Exception as exc:  # a writer bug: the cell fails, the run goes on
-        return Cell(spec.name, "write-error",
-                    diagnostics=(_internal(f"{spec.name} writer raised "
+        conversion = convert_document(document, source, target)
+    except Exception as exc:  # a writer or reader bug: the cell fails, the run goes on
+        return Cell(target.name, "write-error",
+                    diagnostics=(_internal(f"converting to {target.name} raised "
                                            f"{type(exc).__name__}: {exc}"),))
-    if has_errors(written.diagnostics) or not written.data:
-        return Cell(spec.name, "write-error", written.losses, diagnostics=written.diagnostics)
-    output = folder / f"{spec.name}{spec.extensions[0]}"
-    write_atomic(output, written.data)
-    try:
-        verdict = module.read(written.data).diagnostics
-    except Exception as exc:
-        verdict = (_internal(f"{spec.name} reader raised {type(exc).__name__}: {exc}"),)
-    status: CellStatus = ("invalid" if has_errors(verdict)
-                          else "lossy" if written.losses else "ok")
-    return Cell(spec.name, status, written.losses, str(output),
-                tuple(d.at(str(output)) for d in verdict))
+    if not conversion.ok:
+        refusal = next(d for d in conversion.diagnostics if d.is_error)
+        if refusal.code in REFUSALS:
+            return Cell(target.name, "impossible", reason=refusal.message)
+        return Cell(target.name, "write-error", conversion.losses,
+                    diagnostics=tuple(d for d in conversion.diagnostics if d.is_error))
+    output = folder / f"{target.name}{target.extensions[0]}"
+    write_atomic(output, conversion.data)
+    return Cell(target.name, "lossy" if conversion.losses else "ok", conversion.losses,
+                str(output), tuple(d.at(str(output)) for d in conversion.output_diagnostics))
 
 
 def _internal(message: str) -> Diagnostic:
@@ -211,15 +177,14 @@ def _read_bytes(path: str) -> bytes | None:
 # ------------------------------------------------------------------------------ reports
 
 
-_MARK = {"ok": "ok", "lossy": "lossy", "impossible": "impossible", "write-error": "WRITE ERROR",
-         "invalid": "INVALID"}
+_MARK = {"ok": "ok", "lossy": "lossy", "impossible": "impossible", "write-error": "FAILED"}
 
 
-def report_json(results: Sequence[InputResult], targets: Sequence[Target]) -> dict[str, Any]:
+def report_json(results: Sequence[InputResult],
+                targets: Sequence[FormatDeclaration]) -> dict[str, Any]:
     cells = [cell for result in results for cell in result.cells]
     return {
-        "formats": [{"name": t.spec.name, "writable": t.holds is not None, "reason": t.reason}
-                    for t in targets],
+        "formats": [{"name": t.name, "writable": t.writable} for t in targets],
         "inputs": [result.to_json() for result in results],
         "summary": {
             "inputs": len(results),
@@ -233,16 +198,15 @@ def report_json(results: Sequence[InputResult], targets: Sequence[Target]) -> di
     }
 
 
-def report_markdown(results: Sequence[InputResult], targets: Sequence[Target]) -> str:
-    writable = [t.spec.name for t in targets if t.holds is not None]
+def report_markdown(results: Sequence[InputResult], targets: Sequence[FormatDeclaration]) -> str:
+    writable = [t.name for t in targets if t.writable]
     lines = ["# dcx conversion report", ""]
     summary = report_json(results, targets)["summary"]
     lines.append(f"{summary['inputs']} inputs, {summary['outputs']} outputs, "
                  f"{summary['invalid_outputs']} invalid.")
-    missing = [t for t in targets if t.holds is None]
+    missing = [t.name for t in targets if not t.writable]
     if missing:
-        lines += ["", "Formats not converted to:", ""]
-        lines += [f"- `{t.spec.name}`: {t.reason}" for t in missing]
+        lines += ["", f"Formats dcx reads but does not write: {', '.join(missing)}."]
     lines += ["", "## Matrix", "", "Rows are inputs (with their format), columns target formats.",
               "", "| input | format | " + " | ".join(writable) + " |",
               "| --- | --- | " + " | ".join("---" for _ in writable) + " |"]
@@ -262,7 +226,9 @@ def report_markdown(results: Sequence[InputResult], targets: Sequence[Target]) -
             if cell.output is None and cell.status != "write-error":
                 continue
             where = f"`{cell.output}`" if cell.output else f"{cell.target} (no output)"
-            verdict = "INVALID" if cell.failed else "valid"
+            verdict = ("FAILED: no output written" if cell.failed
+                       else "valid, accepted by dcx validate --strict" if not cell.diagnostics
+                       else "valid, with warnings the input carries too")
             lines.append(f"    - {where}: {verdict}")
             lines += [f"        - {d.render()}" for d in cell.diagnostics if d.is_error]
     return "\n".join(lines) + "\n"
@@ -273,7 +239,7 @@ def _cell_text(cell: Cell | None) -> str:
         return ""
     text = _MARK[cell.status]
     if cell.lost:
-        text += ": " + ", ".join(f"{loss.field} ({loss.count})" for loss in cell.lost)
+        text += ": " + ", ".join(loss.field for loss in cell.lost)
     return text
 
 
@@ -305,11 +271,11 @@ class Progress:
 # ------------------------------------------------------------------------------ entry point
 
 
-def run(paths: Sequence[str], out: Path, formats: Iterable[FormatSpec] = FORMATS,
+def run(paths: Sequence[str], out: Path, formats: Sequence[FormatDeclaration] = FORMATS,
         stream: TextIO = sys.stderr) -> tuple[int, dict[str, Any]]:
     """Convert, write outputs and reports; the exit status and the JSON report."""
     inputs = collect_inputs(paths)
-    targets = installed_targets(formats)
+    targets = [spec for spec in formats if spec.writable]
     progress = Progress(len(inputs), stream)
     results = []
     for path, name in inputs:

@@ -1,6 +1,5 @@
-"""The model (``dcx.formats.model``) and one module per format.
-
-A format module reads bytes into the model and writes the model back. It never prints,
-never exits, and reports problems as diagnostics; see ``dcx.converters.registry`` for the
-table that names every format.
+"""Layer 3: one module (or package) per format, each exporting one ``FORMAT`` declaration
+(``dcx.core.declaration``). A format reads bytes into the model (``dcx.core.model``) and
+writes the model back; it never prints, exits or touches files, and imports only
+``dcx.core`` and ``dcx.parsing`` (plus its own helper modules).
 """

@@ -40,7 +40,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     InputError,
     LossCounter,
@@ -50,19 +51,9 @@ from dcx.converters.diagnostics import (
     has_errors,
     warning,
 )
-from dcx.converters.jsonio import (
-    JsonLocator,
-    dumps_canonical,
-    escape_pointer_token,
-    load_json,
-    load_json_object,
-)
-from dcx.converters.limits import paused_gc
-from dcx.converters.losses import id_from_text
-from dcx.converters.schemas import schema_diagnostics, schema_verdict
-from dcx.formats.factored_verdict import plan_factored_verdict, representatives_valid
-from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
-from dcx.formats.model import (
+from dcx.core.ids import id_from_text
+from dcx.core.limits import paused_gc
+from dcx.core.model import (
     Datacenter,
     DatacenterSchedulerChange,
     Document,
@@ -81,6 +72,16 @@ from dcx.formats.model import (
     StorageUnit,
     Workload,
 )
+from dcx.formats.factored_verdict import plan_factored_verdict, representatives_valid
+from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
+from dcx.parsing.jsonio import (
+    JsonLocator,
+    dumps_canonical,
+    escape_pointer_token,
+    load_json,
+    load_json_object,
+)
+from dcx.parsing.schemas import schema_diagnostics, schema_verdict
 
 SCHEMA = "environment.schema.json"
 UNKNOWN_KEY_REPORTS = 3
@@ -683,3 +684,20 @@ def _scheduler(spec: SchedulerSpec) -> dict[str, Any]:
     if spec.options:
         node["options"] = dict(spec.options)
     return node
+
+
+FORMAT = FormatDeclaration(
+    name="environment",
+    title="Environment JSON (jsspp-osp)",
+    family="environment",
+    kind="topology",
+    extensions=(".json",),
+    content=frozenset({"json"}),
+    schema="environment.schema.json",
+    description=("Datacenters, rooms, racks and machines with timed events and "
+                 "$base/$merge definitions (jsspp-osp v1)."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+)

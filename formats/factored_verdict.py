@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from dcx.converters.schemas import schema_verdict
+from dcx.parsing.schemas import schema_verdict
 
 INHERITING = ("$base", "$merge")
 

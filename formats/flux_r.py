@@ -57,7 +57,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     LossCounter,
     ReadResult,
@@ -65,16 +66,7 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
-from dcx.converters.jsonio import (
-    JsonLocator,
-    dumps_canonical,
-    escape_pointer_token,
-    load_json_object,
-)
-from dcx.converters.schemas import schema_diagnostics
-from dcx.formats import jgf
-from dcx.formats.hostlist import Hostlist, HostlistError, IdSet, IdsetError, is_host_name
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -84,6 +76,15 @@ from dcx.formats.model import (
     Rack,
     Room,
 )
+from dcx.formats import jgf
+from dcx.parsing.hostlist import Hostlist, HostlistError, IdSet, IdsetError, is_host_name
+from dcx.parsing.jsonio import (
+    JsonLocator,
+    dumps_canonical,
+    escape_pointer_token,
+    load_json_object,
+)
+from dcx.parsing.schemas import schema_diagnostics
 
 SCHEMA = "flux-r.schema.json"
 PREFIX = "flux-r:"
@@ -635,3 +636,22 @@ def _host_name(machine: Machine, rank: int) -> str:
     if machine.id is not None and is_host_name(str(machine.id)):
         return str(machine.id)
     return f"rank{rank}"
+
+
+FORMAT = FormatDeclaration(
+    name="flux-r",
+    title="Flux R version 1 (RFC 20)",
+    family="flux",
+    kind="topology",
+    extensions=(".R", ".json"),
+    content=frozenset({"json"}),
+    schema="flux-r.schema.json",
+    description=("Flux resource set: R_lite rank/core/gpu idsets, an RFC 29 nodelist, "
+                 "properties, optional Fluxion scheduling graph."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+)

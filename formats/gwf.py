@@ -5,8 +5,8 @@ Two variants share the ``.gwf`` extension:
 ``workflow`` (what the SC18 simulator reads)
     Comma-separated, one header line
     ``WorkflowID, JobID, SubmitTime, RunTime, NProcs, ReqNProcs, Dependencies``, one task per
-    line, values space-padded. WorkflowID is the :class:`~dcx.formats.model.Job`, JobID the
-    trace-wide :class:`~dcx.formats.model.Task` id, NProcs the cores on one node, RunTime the
+    line, values space-padded. WorkflowID is the :class:`~dcx.core.model.Job`, JobID the
+    trace-wide :class:`~dcx.core.model.Task` id, NProcs the cores on one node, RunTime the
     real runtime and Dependencies a space-separated list of task ids.
 
 ``archive`` (Grid Workloads Archive)
@@ -31,7 +31,7 @@ Mapping details shared by both variants:
   (``"12"``, from a format whose ids are strings) is written as that number and reads back
   as the integer.
 * Nodes are not held: a task runs on one node, so a multi-node request keeps only its per-node
-  cores (the model's normal form, see ``dcx.converters.losses``), reported as a loss.
+  cores (the model's normal form, see ``dcx.core.restrict``), reported as a loss.
 * Plain (free-form) extras keys have no column, so ``task.extras`` is not held; ``gwf:`` keys
   are the format's own and survive.
 
@@ -69,7 +69,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     LossCounter,
     ReadResult,
@@ -77,9 +78,8 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
-from dcx.converters.limits import LIMITS, paused_gc
-from dcx.converters.schemas import load_schema, schema_diagnostics
-from dcx.formats.model import (
+from dcx.core.limits import LIMITS, paused_gc
+from dcx.core.model import (
     Document,
     Environment,
     Id,
@@ -89,6 +89,7 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
+from dcx.parsing.schemas import load_schema, schema_diagnostics
 
 SCHEMA = "gwf.schema.json"
 
@@ -736,7 +737,7 @@ def unheld_task_fields(task: Task) -> Iterator[str]:
 
 def has_plain_keys(extras: dict[str, Any]) -> bool:
     """Free-form keys (no ``fmt:`` prefix). Prefixed keys belong to their format: only that
-    format keeps them, and dropping them elsewhere is not a loss (``dcx.converters.losses``)."""
+    format keeps them, and dropping them elsewhere is not a loss (``dcx.core.restrict``)."""
     return any(":" not in key for key in extras)
 
 
@@ -969,3 +970,20 @@ def write(document: Document, variant: str | None = None) -> WriteResult:
     lost_workflow = sum(loss.count for loss in workflow.losses)
     lost_archive = sum(loss.count for loss in archive.losses)
     return archive if lost_archive < lost_workflow else workflow
+
+
+FORMAT = FormatDeclaration(
+    name="gwf",
+    title="Grid Workloads Format (GWA and simplified 7-column)",
+    family="trace",
+    kind="workload",
+    extensions=(".gwf",),
+    content=frozenset({"text"}),
+    schema="gwf.schema.json",
+    description=("Grid Workloads Archive traces: the 29-column archive format and the "
+                 "comma-separated 7-column workflow variant the SC18 simulator reads."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+)

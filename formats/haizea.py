@@ -121,8 +121,8 @@ from xml.sax.saxutils import quoteattr
 
 from lxml import etree
 
-from dcx.converters import xmlio
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     InputError,
     LossCounter,
@@ -131,9 +131,8 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
-from dcx.converters.limits import paused_gc
-from dcx.formats import haizea_scan, haizea_verdict
-from dcx.formats.model import (
+from dcx.core.limits import paused_gc
+from dcx.core.model import (
     Annotation,
     Datacenter,
     Document,
@@ -152,6 +151,8 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
+from dcx.formats import haizea_scan, haizea_verdict
+from dcx.parsing import xmlio
 
 ROOT_SCHEMAS: dict[str, str] = {
     "lease-workload": "haizea-lease-workload.xsd",
@@ -2453,3 +2454,22 @@ def _annotations_element(workload: Workload, losses: LossCounter) -> Any:
                               annotation.image_size_mb, losses, "workload.annotations")
         _attrs_element(element, "extra", annotation.extras, losses, "workload.annotations")
     return root
+
+
+FORMAT = FormatDeclaration(
+    name="haizea",
+    title="Haizea XML (nodes, site, lease, LWF, LWFA)",
+    family="haizea",
+    kind="both",
+    extensions=(".lwf", ".lwfa", ".xml"),
+    content=frozenset({"xml", "text"}),
+    schema="haizea-lease-workload.xsd",
+    description=("Haizea 1.1 lease workloads with their site, single leases, node sets "
+                 "and lease annotations; legacy 10-field text LWF is read too."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+)

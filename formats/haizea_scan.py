@@ -28,9 +28,9 @@ from typing import Any
 
 from lxml import etree
 
-from dcx.converters import xmlio
+from dcx.core.model import StartMode
 from dcx.formats import haizea_verdict
-from dcx.formats.model import StartMode
+from dcx.parsing import xmlio
 
 LEASE_ATTRIBUTES = ("id", "preemptible", "user", "state", "submit-time")
 MAX_RECIPES = 256

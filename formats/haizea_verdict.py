@@ -31,7 +31,7 @@ from typing import Any
 
 from lxml import etree
 
-from dcx.converters import xmlio
+from dcx.parsing import xmlio
 
 XS = "{http://www.w3.org/2001/XMLSchema}"
 STRING = "string"

@@ -61,7 +61,8 @@ from itertools import chain, repeat
 from operator import add
 from typing import Any, Generic, TypeVar
 
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     LossCounter,
     ReadResult,
@@ -69,9 +70,7 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
-from dcx.converters.jsonio import dumps_canonical, load_json_object
-from dcx.converters.schemas import schema_diagnostics
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -84,6 +83,8 @@ from dcx.formats.model import (
     StorageUnit,
     Workload,
 )
+from dcx.parsing.jsonio import dumps_canonical, load_json_object
+from dcx.parsing.schemas import schema_diagnostics
 
 T = TypeVar("T")
 
@@ -1117,3 +1118,21 @@ def features_to_properties(features: tuple[str, ...]) -> tuple[dict[str, str], i
             continue
         properties[name] = value
     return properties, dropped
+
+
+FORMAT = FormatDeclaration(
+    name="jgf",
+    title="Fluxion JSON Graph Format (RFC 40)",
+    family="flux",
+    kind="topology",
+    extensions=(".json",),
+    content=frozenset({"json"}),
+    schema="jgf.schema.json",
+    description=("Fluxion resource graph: typed vertices in a containment tree."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+)

@@ -44,8 +44,8 @@ from itertools import repeat
 from typing import Any
 from urllib.parse import unquote
 
-from dcx.converters.diagnostics import Diagnostic, InputError, error, warning
-from dcx.converters.jsonio import escape_pointer_token
+from dcx.core.diagnostics import Diagnostic, InputError, error, warning
+from dcx.parsing.jsonio import escape_pointer_token
 
 MAX_CHAIN = 200
 """Nested $base targets resolved at once; deeper chains are refused (the reference resolver

@@ -48,16 +48,15 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     LossCounter,
     ReadResult,
     WriteResult,
     warning,
 )
-from dcx.converters.jsonio import dumps_canonical, load_json
-from dcx.converters.schemas import schema_diagnostics
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -68,6 +67,8 @@ from dcx.formats.model import (
     Room,
     Workload,
 )
+from dcx.parsing.jsonio import dumps_canonical, load_json
+from dcx.parsing.schemas import schema_diagnostics
 
 SCHEMA = "opendc-setup.schema.json"
 
@@ -309,3 +310,22 @@ def _machine(
         assert key is not None
         _cpu_losses(cpu, key, losses)
     return {"cpus": keys}
+
+
+FORMAT = FormatDeclaration(
+    name="opendc-setup",
+    title="OpenDC SC18 setup.json",
+    family="trace",
+    kind="topology",
+    extensions=(".json",),
+    content=frozenset({"json"}),
+    schema="opendc-setup.schema.json",
+    description=("The SC18 simulator's topology: rooms of racks of machines listing "
+                 "hard-coded CPU type ids (1 = i7, 2 = i5)."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+)

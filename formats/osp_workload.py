@@ -54,7 +54,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     LossCounter,
     ReadResult,
@@ -63,15 +64,15 @@ from dcx.converters.diagnostics import (
     has_errors,
     warning,
 )
-from dcx.converters.jsonio import dumps_canonical, load_json_object
-from dcx.converters.schemas import schema_diagnostics
+from dcx.core.model import Document, Id, Job, ResourceRequest, Task, Workload
 from dcx.formats.gwf import (
     count_workload_losses,
     dependency_diagnostics,
     format_number,
     unheld_task_fields,
 )
-from dcx.formats.model import Document, Id, Job, ResourceRequest, Task, Workload
+from dcx.parsing.jsonio import dumps_canonical, load_json_object
+from dcx.parsing.schemas import schema_diagnostics
 
 SCHEMA = "osp-workload.schema.json"
 PREFIX = "osp-workload:"
@@ -452,3 +453,21 @@ def _task_object(task: Task, origin: datetime, losses: LossCounter) -> dict[str,
     if task.dependencies:
         written["depends_on"] = [str(d) for d in task.dependencies]
     return written
+
+
+FORMAT = FormatDeclaration(
+    name="osp-workload",
+    title="jsspp-osp workload JSON",
+    family="trace",
+    kind="workload",
+    extensions=(".json",),
+    content=frozenset({"json"}),
+    schema="osp-workload.schema.json",
+    description=("Workflows of tasks with ISO 8601 timestamps (jsspp-osp v1)."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+)

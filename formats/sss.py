@@ -4,7 +4,7 @@ The spec (seed 002, the Moab documentation's "Appendix S") lost its element-name
 names used here are the reconstruction in ``seeds/README.md`` (Table 1: Id, Name, Opsys, Arch,
 Description, State, Feature; Table 2: Processors, Memory, Disk, Swap, Network). Our schema is
 ``xsd/sss-node.xsd``; its header explains the content-model choices. Reading is: parse through
-``dcx.converters.xmlio``, validate against the XSD, then the checks XSD 1.0 cannot make
+``dcx.parsing.xmlio``, validate against the XSD, then the checks XSD 1.0 cannot make
 (cardinalities, node object vs node reference, units, states, duplicate ids).
 
 Model mapping
@@ -54,7 +54,7 @@ Writing: the machines of every datacenter, room and rack are written in order (t
 is a loss). A machine without an id is written with its name as ``<Id>`` (a Flux R or OpenDC
 inventory names hosts but numbers nothing), or ``node<N>`` (its 1-based position among the
 document's machines) when it has no name either; this is the ``machine.id`` normal form of
-``dcx.converters.losses.with_required_ids``. An id that reads back as another kind (the
+``dcx.core.ids.with_required_ids``. An id that reads back as another kind (the
 string ``"7"`` becomes the integer 7) is reported as a ``machine.id`` loss. A document without
 a topology writes an empty ``<Data/>``.
 
@@ -104,7 +104,7 @@ text where it is silent or self-contradictory.
   forms are read, and the writer emits one ``<Feature>`` per feature.
 * A node reference's ``Pattern`` is a perl5 regular expression by the spec; dcx checks it
   with Python's ``re``, which covers the common perl5 syntax. ``Range`` is an RFC 29 hostlist
-  (``dcx.formats.hostlist``, with its own listed divergences from flux-core). A reference
+  (``dcx.parsing.hostlist``, with its own listed divergences from flux-core). A reference
   ``count`` below 1 is an error. References are only meaningful inside another object; in
   a ``<Data>`` or as a root they are kept in ``Environment.extras`` and their position among
   node objects is not kept.
@@ -125,7 +125,8 @@ from typing import Any
 
 from lxml import etree
 
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     InputError,
     LossCounter,
@@ -135,16 +136,8 @@ from dcx.converters.diagnostics import (
     has_errors,
     warning,
 )
-from dcx.converters.losses import id_from_text, required_machine_id
-from dcx.converters.xmlio import (
-    check_xml_text,
-    load_xsd,
-    parse_xml,
-    root_name,
-    xsd_diagnostics,
-)
-from dcx.formats.hostlist import Hostlist, HostlistError
-from dcx.formats.model import (
+from dcx.core.ids import id_from_text, required_machine_id
+from dcx.core.model import (
     Consumables,
     Datacenter,
     Document,
@@ -157,6 +150,14 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
     Workload,
+)
+from dcx.parsing.hostlist import Hostlist, HostlistError
+from dcx.parsing.xmlio import (
+    check_xml_text,
+    load_xsd,
+    parse_xml,
+    root_name,
+    xsd_diagnostics,
 )
 
 XSD_NAME = "sss-node.xsd"
@@ -1240,3 +1241,20 @@ def _gpu_runs(gpus: Iterable[ProcessingUnit]) -> Iterator[tuple[ProcessingUnit, 
     if first is not None:
         yield first, count
 
+
+FORMAT = FormatDeclaration(
+    name="sss",
+    title="SSS Node Object XML 3.1.0",
+    family="sss",
+    kind="topology",
+    extensions=(".xml",),
+    content=frozenset({"xml"}),
+    schema="sss-node.xsd",
+    description=("One <Node> or many inside an SSSRMAP <Data> element, with Configured, "
+                 "Available and Utilized resources."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    requires=REQUIRES,
+)

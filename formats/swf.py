@@ -60,7 +60,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from dcx.converters.diagnostics import (
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
     Diagnostic,
     LossCounter,
     ReadResult,
@@ -68,8 +69,8 @@ from dcx.converters.diagnostics import (
     error,
     warning,
 )
-from dcx.converters.limits import paused_gc
-from dcx.converters.schemas import load_schema, schema_diagnostics
+from dcx.core.limits import paused_gc
+from dcx.core.model import Document, Id, Job, ResourceRequest, Task, Workload
 from dcx.formats.gwf import (
     MAX_ERRORS,
     count_workload_losses,
@@ -83,7 +84,7 @@ from dcx.formats.gwf import (
     task_numbering,
     unheld_task_fields,
 )
-from dcx.formats.model import Document, Id, Job, ResourceRequest, Task, Workload
+from dcx.parsing.schemas import load_schema, schema_diagnostics
 
 SCHEMA = "swf.schema.json"
 
@@ -572,3 +573,21 @@ def _extra_value(key: str, value: object) -> str | None:
     if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
         return format_number(value)
     return None
+
+
+FORMAT = FormatDeclaration(
+    name="swf",
+    title="Standard Workload Format (Parallel Workloads Archive)",
+    family="trace",
+    kind="workload",
+    extensions=(".swf",),
+    content=frozenset({"text"}),
+    schema="swf.schema.json",
+    description=("18-field job traces with ';' header comments."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+)

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from dcx.formats.model import MachineState
+from dcx.core.model import MachineState
 from dcx.scheduler.policies import Policy, QueueContext, free_capacity, free_resources
 from dcx.scheduler.problem import CORE_UNITS, Problem
 

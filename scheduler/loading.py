@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dcx.converters.convert import read_any
-from dcx.converters.diagnostics import Diagnostic, error
-from dcx.formats.model import Document, Environment, Workload
+from dcx.core.diagnostics import Diagnostic, error
+from dcx.core.model import Document, Environment, Workload
 from dcx.scheduler.problem import ENVIRONMENT_CODES, Problem, compile_problem
 
 

@@ -28,7 +28,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dcx.formats.model import Id
+from dcx.core.model import Id
 from dcx.scheduler.engine import Schedule, time_model
 from dcx.scheduler.problem import CORE_UNITS, Problem
 

@@ -59,8 +59,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from dcx.converters.diagnostics import Diagnostic, error, warning
-from dcx.formats.model import (
+from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.model import (
     Environment,
     Id,
     Machine,

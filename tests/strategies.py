@@ -2,7 +2,7 @@
 
 ``documents(domain)`` draws a ``Document`` whose values stay inside ``domain`` (what kinds of
 ids, times and sizes the formats under test can carry), then restricts it to
-``domain.holds`` with ``dcx.converters.losses.restrict``, so a test gets exactly what a
+``domain.holds`` with ``dcx.core.restrict.restrict``, so a test gets exactly what a
 format (or the intersection of two formats) can hold. Format-specific strategies live in
 ``tests/strategies_<format>.py``.
 
@@ -23,9 +23,8 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
-from dcx.converters.losses import restrict
-from dcx.formats.fields import FIELDS
-from dcx.formats.model import (
+from dcx.core.fields import FIELDS
+from dcx.core.model import (
     Annotation,
     Consumables,
     Datacenter,
@@ -51,6 +50,7 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
+from dcx.core.restrict import restrict
 
 IdKind = Literal["int", "str", "any"]
 

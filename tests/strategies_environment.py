@@ -6,8 +6,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dcx.converters.losses import id_from_text
-from dcx.formats.model import (
+from dcx.core.ids import id_from_text
+from dcx.core.model import (
     Datacenter,
     DatacenterSchedulerChange,
     Environment,

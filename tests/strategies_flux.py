@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from dcx.formats import jgf
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Environment,
     Machine,
@@ -16,6 +15,7 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
+from dcx.formats import jgf
 
 host_names = st.builds(
     lambda prefix, number, width: prefix + str(number).zfill(width),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from dcx.formats.model import (
+from dcx.core.model import (
     Annotation,
     Datacenter,
     Document,

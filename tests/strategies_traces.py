@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,

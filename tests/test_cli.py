@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dcx.converters import cli
-from dcx.converters.limits import Limits
+from dcx.core.limits import Limits
 
 SMALL = b'{"environment": {"datacenters": []}}'
 

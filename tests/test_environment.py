@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies_environment import environments
 
-from dcx.converters.diagnostics import Severity
+from dcx.core.diagnostics import Severity
+from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
 from dcx.formats import environment
 from dcx.formats.jsonref import resolve_document
-from dcx.formats.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
 
 
 def read_json(value: Any) -> environment.ReadResult:

@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.jsonio import load_json
-from dcx.converters.schemas import load_schema, schema_verdict
 from dcx.formats import environment
 from dcx.formats.factored_verdict import plan_factored_verdict, representatives_valid
 from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_in_place
+from dcx.parsing.jsonio import load_json
+from dcx.parsing.schemas import load_schema, schema_verdict
 
 SCHEMA = environment.SCHEMA
 

@@ -11,9 +11,7 @@ import pytest
 from hypothesis import given, settings
 from strategies_flux import r_environments
 
-from dcx.converters.schemas import schema_diagnostics
-from dcx.formats import flux_r
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -24,6 +22,8 @@ from dcx.formats.model import (
     Room,
     StorageUnit,
 )
+from dcx.formats import flux_r
+from dcx.parsing.schemas import schema_diagnostics
 
 SEED = Path(__file__).resolve().parent.parent.parent / "shared" / "seeds"
 

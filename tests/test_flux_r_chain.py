@@ -10,10 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from strategies_environment import environments
 
-from dcx.converters.losses import restrict
-from dcx.formats import environment as environment_json
-from dcx.formats import flux_r, haizea, jgf
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -22,6 +19,9 @@ from dcx.formats.model import (
     Rack,
     Room,
 )
+from dcx.core.restrict import restrict
+from dcx.formats import environment as environment_json
+from dcx.formats import flux_r, haizea, jgf
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CHAIN_HOLDS = environment_json.HOLDS & flux_r.HOLDS & jgf.HOLDS

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.schemas import load_schema
+from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
 from dcx.formats import gwf
-from dcx.formats.model import Document, Job, ResourceRequest, Task, Workload
+from dcx.parsing.schemas import load_schema
 from tests.strategies_traces import archive_workloads, workflow_workloads
 
 HEADER = "WorkflowID, JobID     , SubmitTime, RunTime   , NProcs    , ReqNProcs , Dependencies\n"

@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from dcx.converters import xmlio
-from dcx.converters.diagnostics import Diagnostic, ReadResult
-from dcx.formats import haizea
-from dcx.formats.fields import FIELDS
-from dcx.formats.model import (
+from dcx.core.diagnostics import Diagnostic, ReadResult
+from dcx.core.fields import FIELDS
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -29,6 +27,8 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
+from dcx.formats import haizea
+from dcx.parsing import xmlio
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "haizea"
 

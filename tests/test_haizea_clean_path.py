@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies_haizea import lease_documents
 
-from dcx.converters.diagnostics import Diagnostic, InputError
+from dcx.core.diagnostics import Diagnostic, InputError
+from dcx.core.model import Document, Job, Task
 from dcx.formats import haizea
-from dcx.formats.model import Document, Job, Task
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -11,9 +11,9 @@ from strategies_haizea import (
     site_documents,
 )
 
-from dcx.converters import xmlio
+from dcx.core.model import Document
 from dcx.formats import haizea
-from dcx.formats.model import Document
+from dcx.parsing import xmlio
 
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

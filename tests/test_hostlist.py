@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dcx.formats.hostlist import (
+from dcx.parsing.hostlist import (
     MAX_HOSTS_PER_RANGE,
     MAX_ID,
     Hostlist,

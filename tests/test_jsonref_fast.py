@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.diagnostics import InputError
-from dcx.converters.jsonio import load_json
+from dcx.core.diagnostics import InputError
 from dcx.formats import environment
 from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
+from dcx.parsing.jsonio import load_json
 
 NAMES = [f"d{n}" for n in range(6)]
 

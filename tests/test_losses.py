@@ -12,21 +12,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.diagnostics import has_errors
-from dcx.converters.losses import (
-    dropped_fields,
-    id_from_text,
-    loss_matrix,
-    lost_fields,
-    normalized_for,
-    restrict,
-    with_parts,
-    with_required_ids,
-    without_empty_parts,
-)
+from dcx.converters.losses import loss_matrix, lost_fields
 from dcx.converters.registry import FORMATS, FormatSpec
-from dcx.formats.fields import FIELDS
-from dcx.formats.model import (
+from dcx.core.diagnostics import has_errors
+from dcx.core.fields import FIELDS
+from dcx.core.ids import id_from_text, with_required_ids
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -38,6 +29,13 @@ from dcx.formats.model import (
     StorageUnit,
     Task,
     Workload,
+)
+from dcx.core.restrict import (
+    dropped_fields,
+    normalized_for,
+    restrict,
+    with_parts,
+    without_empty_parts,
 )
 from tests.strategies import Domain, documents
 

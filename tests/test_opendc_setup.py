@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from dcx.converters.schemas import schema_diagnostics
-from dcx.formats import opendc_setup
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
@@ -21,6 +19,8 @@ from dcx.formats.model import (
     Room,
     Workload,
 )
+from dcx.formats import opendc_setup
+from dcx.parsing.schemas import schema_diagnostics
 from tests.strategies_traces import setup_environments
 
 REPO = Path(__file__).resolve().parent.parent

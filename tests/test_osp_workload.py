@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from dcx.converters.schemas import schema_diagnostics
+from dcx.core.model import Document, Job, NamedResource, ResourceRequest, Task, Workload
 from dcx.formats import osp_workload
-from dcx.formats.model import Document, Job, NamedResource, ResourceRequest, Task, Workload
+from dcx.parsing.schemas import schema_diagnostics
 from tests.strategies_traces import osp_workloads
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dcx.converters.diagnostics import LossCounter, WriteResult
-from dcx.converters.losses import with_parts
 from dcx.converters.pipeline import Target, collect_inputs, convert_document, main, run
 from dcx.converters.registry import FORMATS, get
-from dcx.formats.model import Document, Environment, Job, Task, Workload
+from dcx.core.diagnostics import LossCounter, WriteResult
+from dcx.core.model import Document, Environment, Job, Task, Workload
+from dcx.core.restrict import with_parts
 
 REPO = Path(__file__).resolve().parent.parent
 ENVIRONMENT_EXAMPLES = REPO / "examples" / "environment"

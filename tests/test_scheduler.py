@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Environment,
     Job,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dcx.converters.cli import main as dcx_main
-from dcx.formats.model import (
+from dcx.core.model import (
     Datacenter,
     Environment,
     Job,

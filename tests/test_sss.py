@@ -12,11 +12,9 @@ import strategies_sss
 from hypothesis import HealthCheck, given, settings
 from lxml import etree
 
-from dcx.converters.losses import id_from_text
-from dcx.converters.xmlio import load_xsd
-from dcx.formats import sss
-from dcx.formats.fields import FIELDS
-from dcx.formats.model import (
+from dcx.core.fields import FIELDS
+from dcx.core.ids import id_from_text
+from dcx.core.model import (
     Consumables,
     Datacenter,
     Document,
@@ -32,6 +30,8 @@ from dcx.formats.model import (
     Task,
     Workload,
 )
+from dcx.formats import sss
+from dcx.parsing.xmlio import load_xsd
 
 # The spec's two examples (§1.2), typed from seed 002. The elaborate one is given as printed,
 # with U+201D around every attribute value, and normalised where a test needs it.
@@ -647,7 +647,7 @@ def test_generated_cluster_is_small_enough_for_a_quick_check() -> None:
 
 
 def test_schema_errors_are_capped_per_document() -> None:
-    from dcx.converters import xmlio
+    from dcx.parsing import xmlio
 
     attributes = " ".join(f'a{index}="x"' for index in range(10_000))
     result = sss.read(f"<Node {attributes}/>".encode())

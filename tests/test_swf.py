@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
 from dcx.formats import swf
-from dcx.formats.model import Document, Job, ResourceRequest, Task, Workload
 from tests.strategies_traces import swf_workloads
 
 REPO = Path(__file__).resolve().parent.parent

@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dcx.converters.convert import read_any
-from dcx.converters.diagnostics import ReadResult, has_errors
 from dcx.converters.registry import FormatSpec, available
+from dcx.core.diagnostics import ReadResult, has_errors
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE_DIR = Path(__file__).resolve().parent

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dcx.converters.convert import convert, read_any
-from dcx.converters.diagnostics import Diagnostic
+from dcx.core.diagnostics import Diagnostic
 
 
 def _describe(diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) -> list[dict[str, Any]]:

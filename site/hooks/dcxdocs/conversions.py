@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dcx.converters.convert import Conversion, convert
 from dcx.converters.registry import detect
-from dcx.formats.model import Document
+from dcx.core.model import Document
 from dcxdocs.formats_pages import LoadedFormat
 from dcxdocs.markdown import admonition, cell, code, fenced, indent, table, tabs
 

@@ -9,7 +9,7 @@ from importlib import resources
 from types import ModuleType
 
 from dcx.converters.registry import FORMATS, FormatSpec
-from dcx.formats.fields import FIELDS
+from dcx.core.fields import FIELDS
 from dcxdocs import jsonschema_ref, xsd_ref
 from dcxdocs.codes import CodeUse
 from dcxdocs.markdown import admonition, cell, code, rst_to_markdown, table
@@ -242,7 +242,7 @@ def loss_matrix_page(items: list[LoadedFormat]) -> str:
              "the source can hold and the target cannot. The number is how many fields; the "
              "lists below name them. A conversion reports each as a `convert.loss` warning "
              "(an error with `--strict`). Generated from each module's `HOLDS` and "
-             "`dcx.formats.fields.FIELDS`; `dcx formats --matrix` prints the same.\n"]
+             "`dcx.core.fields.FIELDS`; `dcx formats --matrix` prints the same.\n"]
     if not readable:
         names = ", ".join(code(item.spec.name) for item in items)
         return "\n".join([*parts, f"No format module is installed in this build yet (not "

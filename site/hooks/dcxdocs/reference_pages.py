@@ -74,7 +74,7 @@ def _load_file_module(path: Path, name: str) -> ModuleType | None:
 
 
 def _limits_table() -> str:
-    from dcx.converters import limits
+    from dcx.core import limits
 
     source = Path(str(limits.__file__)).read_text(encoding="utf-8")
     rows = []
@@ -96,7 +96,7 @@ def hostile_cases(repo_root: Path) -> list[Any] | None:
 
 def security_page(repo_root: Path, intro: str) -> str:
     parts = [intro, "## Budgets\n",
-             "From `dcx.converters.limits.LIMITS`; every reader enforces them before or while "
+             "From `dcx.core.limits.LIMITS`; every reader enforces them before or while "
              "parsing.\n", _limits_table(), "## Hostile input and what dcx does with it\n"]
     cases = hostile_cases(repo_root)
     if cases is None:

@@ -63,7 +63,7 @@ class XsdReference:
 
 def _trusted_xsd_parser() -> etree.XMLParser:
     # Our own XSDs from the wheel: the same no-entity/no-network settings as
-    # dcx.converters.xmlio.make_parser, but comments kept because they document the schema.
+    # dcx.parsing.xmlio.make_parser, but comments kept because they document the schema.
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
                            remove_comments=False)
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from lxml import etree
 
-from dcx.converters.diagnostics import Diagnostic, InputError, error
-from dcx.converters.limits import LIMITS
+from dcx.core.diagnostics import Diagnostic, InputError, error
+from dcx.core.limits import LIMITS
 
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _XML_DECL_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")

@@ -46,7 +46,7 @@ from itertools import accumulate, compress, islice, repeat
 from operator import add, eq, itemgetter, le, lt, methodcaller, ne, sub
 from typing import NamedTuple
 
-from dcx.converters.limits import LIMITS
+from dcx.core.limits import LIMITS
 
 MAX_ID = LIMITS.max_idset_id
 MAX_HOSTS_PER_RANGE = LIMITS.max_hostlist_range

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dcx.formats.model import Document
+from dcx.core.model import Document
 
 
 class Severity(enum.StrEnum):

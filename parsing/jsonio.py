@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from dcx.converters.diagnostics import Diagnostic, error
-from dcx.converters.limits import LIMITS
+from dcx.core.diagnostics import Diagnostic, error
+from dcx.core.limits import LIMITS
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 

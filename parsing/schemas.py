@@ -18,8 +18,8 @@ import jsonschema_rs
 if TYPE_CHECKING:  # the pure-Python validator loads only when a document fails
     import jsonschema
 
-from dcx.converters.diagnostics import Diagnostic, error
-from dcx.converters.jsonio import JsonLocator, pointer_from_path
+from dcx.core.diagnostics import Diagnostic, error
+from dcx.parsing.jsonio import JsonLocator, pointer_from_path
 
 MAX_SCHEMA_ERRORS = 50
 

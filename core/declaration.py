@@ -1,0 +1,69 @@
+"""What a format module declares about itself, once: the single source from which the registry,
+sniffing, the CLI's choices, the loss matrix, the docs and the pre-commit hook manifest are
+derived.
+
+A format module (or package) under ``formats/`` exports ``FORMAT``, a ``FormatDeclaration``.
+Adding a format is its module, its schema, its example and its tests; nothing else lists it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from dcx.core.codes import Code
+from dcx.core.diagnostics import ReadResult, WriteResult
+from dcx.core.model import Document
+
+Kind = Literal["topology", "workload", "both"]
+Content = Literal["json", "xml", "text"]
+
+
+@dataclass(frozen=True)
+class FormatDeclaration:
+    """One format: what it is called, what it reads and writes, and what it can hold."""
+
+    name: str
+    """The command-line name (``flux-r``): lower case, stable."""
+    title: str
+    family: str
+    """Formats validated by one pre-commit hook (``dcx-validate-<family>``)."""
+    kind: Kind
+    extensions: tuple[str, ...]
+    content: frozenset[Content]
+    """What its bytes start with (``{``/``[``, ``<``, anything else): sniffing a JSON file never
+    asks an XML format."""
+    schema: str
+    """File name under ``schemas/`` (JSON Schema) or ``xsd/`` (XSD) that validates it."""
+    description: str
+    holds: frozenset[str]
+    """Model field paths it can carry (``dcx.core.fields``)."""
+    sniff: Callable[[bytes], bool]
+    read: Callable[[bytes], ReadResult]
+    write: Callable[[Document], WriteResult] | None
+    """Serialisation only; ``None`` for a format dcx reads but cannot write."""
+    normal_form: Callable[[Document], Document] | None = None
+    """What the format makes of any document before field paths apply (value restrictions,
+    ``dcx.core.restrict``)."""
+    normal_form_losses: Callable[[Document], frozenset[str]] | None = None
+    """The held field paths ``normal_form`` changes for a document."""
+    requires: frozenset[str] = frozenset()
+    """Fields it fills in when absent (SSS machine ids): filling them loses nothing."""
+    codes: tuple[Code, ...] = ()
+    """Every diagnostic code its reader and writer can emit."""
+
+    @property
+    def writable(self) -> bool:
+        return self.write is not None
+
+    @property
+    def module(self) -> str:
+        """The module that reads it (its docstring is the format's reference text)."""
+        return self.read.__module__
+
+    @property
+    def doc(self) -> str:
+        module = sys.modules.get(self.module)
+        return (module.__doc__ or "") if module is not None else ""

@@ -1,0 +1,47 @@
+"""Ids shared by formats: ids read from text, and the ids a format that requires them fills in."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from dcx.core.model import Document, Id, Machine
+
+_DECIMAL = re.compile(r"0|[1-9][0-9]*")
+
+
+def id_from_text(text: str) -> Id:
+    """An id read from text: the integer when ``text`` is its canonical decimal form
+    (``7``, not ``07``, ``+7`` or ``٧``), else ``text`` itself."""
+    return int(text) if _DECIMAL.fullmatch(text) else text
+
+
+def required_machine_id(machine: Machine, position: int) -> Id:
+    """The machine's id, or the one a format that requires ids gives it (see Required machine
+    ids); ``position`` is 1-based among the document's machines."""
+    if machine.id is not None:
+        return machine.id
+    if machine.name is not None and machine.name.strip():
+        return id_from_text(machine.name)
+    return f"node{position}"
+
+
+def with_required_ids(document: Document) -> Document:
+    """``document`` with every machine id filled in by ``required_machine_id``."""
+    environment = document.environment
+    if environment is None or all(m.id is not None for m in environment.machines()):
+        return document
+    position = 0
+
+    def fill(slot: Machine | None) -> Machine | None:
+        nonlocal position
+        if slot is None:
+            return None
+        position += 1
+        return replace(slot, id=required_machine_id(slot, position))
+
+    datacenters = tuple(replace(dc, rooms=tuple(
+        replace(room, racks=tuple(replace(rack, slots=tuple(fill(slot) for slot in rack.slots))
+                                  for rack in room.racks))
+        for room in dc.rooms)) for dc in environment.datacenters)
+    return replace(document, environment=replace(environment, datacenters=datacenters))
