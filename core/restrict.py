@@ -109,10 +109,15 @@ from dcx.core.model import (
 
 @dataclass(frozen=True)
 class _Held:
-    """The held field paths plus the format whose prefixed extras survive."""
+    """The held field paths plus the format whose prefixed extras survive.
+
+    ``keep_foreign`` keeps every format's prefixed extras except at ``foreign_dropped_at``:
+    the baseline against which ``dropped_fields`` finds foreign extras a target drops."""
 
     paths: frozenset[str]
     own_prefix: str | None
+    keep_foreign: bool = False
+    foreign_dropped_at: str | None = None
 
     def __contains__(self, path: str) -> bool:
         return path in self.paths
@@ -122,10 +127,23 @@ class _Held:
 
     def extras(self, path: str | None, extras: Extras) -> Extras:
         """Plain keys survive when ``path`` is held; ``own_prefix:`` keys always survive."""
+        if not extras:
+            return extras
         plain_held = path is not None and path in self.paths
         own = f"{self.own_prefix}:" if self.own_prefix else None
+        foreign_kept = self.keep_foreign and path != self.foreign_dropped_at
         return {key: value for key, value in extras.items()
-                if (":" not in key and plain_held) or (own is not None and key.startswith(own))}
+                if (plain_held if ":" not in key
+                    else foreign_kept or (own is not None and key.startswith(own)))}
+
+
+EXTRAS_PATHS = frozenset({
+    "environment.extras", "datacenter.extras", "room.extras", "rack.extras", "machine.extras",
+    "machine.resources", "machine.available", "machine.utilized", "task.request.resources",
+    "environment.events.machine_state", "environment.events.scheduler", "workload.attributes",
+    "workload.annotations", "workload.extras", "job.extras", "task.extras"})
+"""Field paths that carry extras: a target that holds one still drops other formats'
+prefixed keys there (``fmt:key`` belongs to ``fmt`` alone)."""
 
 
 _WORKLOAD_ROOTS = ("workload", "job", "task")
@@ -155,7 +173,10 @@ def restrict(document: Document, holds: Iterable[str], own_prefix: str | None = 
     unknown = held.paths - set(FIELDS)
     if unknown:
         raise ValueError(f"unknown field paths: {', '.join(sorted(unknown))}")
-    document = normalized_for(document, target)
+    return _restrict(normalized_for(document, target), held)
+
+
+def _restrict(document: Document, held: _Held) -> Document:
     environment, workload = document.environment, document.workload
     return Document(
         environment=(_environment(environment, held)
@@ -441,7 +462,14 @@ def dropped_fields(document: Document, target_holds: Iterable[str],
     normal_form_losses = getattr(target, "normal_form_losses", None)
     restricted_values = set(normal_form_losses(document)) if normal_form_losses else set()
     document = normalized_for(document, target)
-    everything = restrict(document, FIELDS, own_prefix)
+    all_paths = frozenset(FIELDS)
+    everything = _restrict(document, _Held(all_paths, own_prefix, keep_foreign=True))
+
+    def drops(path: str) -> bool:
+        kept = all_paths if path in held else all_paths - {path}
+        return _restrict(document, _Held(kept, own_prefix, keep_foreign=True,
+                                         foreign_dropped_at=path)) != everything
+
     dropped: list[str] = []
     for path in FIELDS:
         if _part(path) in dropped:
@@ -449,7 +477,8 @@ def dropped_fields(document: Document, target_holds: Iterable[str],
         if path in restricted_values:
             dropped.append(path)
         elif path in held:
-            continue
+            if path in EXTRAS_PATHS and drops(path):
+                dropped.append(path)  # held, but other formats' keys there are dropped
         elif path in ("environment", "workload"):
             part = getattr(document, path)
             if part is not None and part != type(part)():  # an empty part carries nothing
@@ -457,7 +486,7 @@ def dropped_fields(document: Document, target_holds: Iterable[str],
         elif path in _LEVELS:
             if _level_is_used(document, path):
                 dropped.append(path)
-        elif restrict(document, set(FIELDS) - {path}, own_prefix) != everything:
+        elif drops(path):
             dropped.append(path)
     return tuple(dropped)
 
