@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_haizea_clean_path import SITE, assert_contract, lease, lwf, request
 
-from dcx.formats import haizea, haizea_scan, haizea_verdict
+from dcx.formats import haizea
+from dcx.formats.haizea import scan as haizea_scan
+from dcx.formats.haizea import verdict as haizea_verdict
 
 KINDS = haizea_verdict.attribute_kinds()
 

@@ -29,7 +29,7 @@ from typing import Any
 from lxml import etree
 
 from dcx.core.model import StartMode
-from dcx.formats import haizea_verdict
+from dcx.formats.haizea import verdict as haizea_verdict
 from dcx.parsing import xmlio
 
 LEASE_ATTRIBUTES = ("id", "preemptible", "user", "state", "submit-time")

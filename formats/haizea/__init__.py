@@ -151,7 +151,8 @@ from dcx.core.model import (
     Task,
     Workload,
 )
-from dcx.formats import haizea_scan, haizea_verdict
+from dcx.formats.haizea import scan as haizea_scan
+from dcx.formats.haizea import verdict as haizea_verdict
 from dcx.parsing import xmlio
 
 ROOT_SCHEMAS: dict[str, str] = {
