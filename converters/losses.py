@@ -17,7 +17,7 @@ from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document
-from dcx.core.restrict import dropped_fields, restrict, with_parts
+from dcx.core.restrict import dropped_fields, restrict, with_own_extras, with_parts
 from dcx.core.saturated import saturated_document
 
 PARTS = ("environment", "workload")
@@ -31,8 +31,10 @@ def conversion_losses(document: Document, target: FormatDeclaration) -> tuple[Lo
 
 
 def fullest_document(source: FormatDeclaration) -> Document:
-    """The most a ``source`` file can carry: the saturated document as ``source`` holds it."""
-    return restrict(saturated_document(), source.holds, source.name)
+    """The most a ``source`` file can carry: the saturated document as ``source`` holds it,
+    with data of its own where it keeps some."""
+    document = with_own_extras(saturated_document(), source.name, source.own_extras)
+    return restrict(document, source.holds, source.name)
 
 
 Status = Literal["ok", "lossy", "impossible"]

@@ -49,6 +49,9 @@ class FormatDeclaration:
     ``dcx.core.restrict``)."""
     normal_form_losses: Callable[[Document], frozenset[str]] | None = None
     """The held field paths ``normal_form`` changes for a document."""
+    own_extras: frozenset[str] = frozenset()
+    """Extras field paths (``dcx.core.restrict.EXTRAS_PATHS``) where its reader keeps data of
+    its own, under ``name:``-prefixed keys that no other format holds."""
     requires: frozenset[str] = frozenset()
     """Fields it fills in when absent (SSS machine ids): filling them loses nothing."""
     codes: tuple[Code, ...] = ()

@@ -79,7 +79,7 @@ Extras
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dcx.core.fields import FIELDS
@@ -131,10 +131,50 @@ class _Held:
             return extras
         plain_held = path is not None and path in self.paths
         own = f"{self.own_prefix}:" if self.own_prefix else None
-        foreign_kept = self.keep_foreign and path != self.foreign_dropped_at
+        foreign_kept = self.keep_foreign and (path is None or path != self.foreign_dropped_at)
         return {key: value for key, value in extras.items()
                 if (plain_held if ":" not in key
                     else foreign_kept or (own is not None and key.startswith(own)))}
+
+
+@dataclass(frozen=True)
+class _AddingOwnExtras(_Held):
+    """Keeps everything and adds a ``prefix:``-key to the extras at ``add_at`` paths."""
+
+    add_at: frozenset[str] = frozenset()
+
+    def extras(self, path: str | None, extras: Extras) -> Extras:
+        if path in self.add_at:
+            return {**extras, f"{self.own_prefix}:own": 1}
+        return extras
+
+
+def with_own_extras(document: Document, prefix: str, paths: Iterable[str]) -> Document:
+    """``document`` with a ``prefix:``-key in the extras at each of ``paths``: what a format
+    that keeps data of its own there adds to a document."""
+    return _restrict(document, _AddingOwnExtras(frozenset(FIELDS), prefix, keep_foreign=True,
+                                                add_at=frozenset(paths)))
+
+
+@dataclass(frozen=True)
+class _FindingPrefixedExtras(_Held):
+    """Keeps everything and records the paths whose extras have a ``prefix:``-key."""
+
+    found: set[str | None] = field(default_factory=set)
+
+    def extras(self, path: str | None, extras: Extras) -> Extras:
+        own = f"{self.own_prefix}:"
+        if any(key.startswith(own) for key in extras):
+            self.found.add(path)
+        return extras
+
+
+def prefixed_extras_paths(document: Document, prefix: str) -> frozenset[str | None]:
+    """The extras field paths where ``document`` has ``prefix:``-keys (``None``: the
+    document's own extras)."""
+    finder = _FindingPrefixedExtras(frozenset(FIELDS), prefix, keep_foreign=True)
+    _restrict(document, finder)
+    return frozenset(finder.found)
 
 
 EXTRAS_PATHS = frozenset({

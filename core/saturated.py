@@ -74,7 +74,8 @@ def _environment() -> Environment:
     scheduler = SchedulerSpec(name="slurm", url="https://example.org", options={"a": 1})
     datacenters = (Datacenter(id="dc1", name="main", location="Delft", operator="TU",
                               scheduler=scheduler, rooms=rooms, extras={"note": 1}),
-                   Datacenter(id="dc2", rooms=(Room(racks=(Rack(slots=(_machine(9),)),)),)))
+                   Datacenter(id="dc2", rooms=(Room(racks=(Rack(slots=(_machine(9),
+                                                                         Machine())),)),)))
     events = (MachineStateChange(machine="m0", state=MachineState.FAILURE, time_s=60.0,
                                  cause="disk", attributes={"note": 1}),
               DatacenterSchedulerChange(datacenter="dc1", scheduler=scheduler, time_s=120.0,
@@ -96,7 +97,7 @@ def _task(number: int, dependencies: tuple[str, ...]) -> Task:
 
 def _workload() -> Workload:
     jobs = (Job(id="j1", name="pipeline", user="alice", extras={"note": 1},
-                tasks=(_task(1, ()), _task(2, ("t1",)), _task(3, ("t1", "t2")))),
+                tasks=(_task(1, ()), _task(2, ("t1",)), _task(3, ("t1", "t2")), Task(id="t4"))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",
                     time_origin="2018-01-01T00:00:00Z", attributes={"note": 1},
@@ -107,5 +108,6 @@ def _workload() -> Workload:
 
 @cache
 def saturated_document() -> Document:
-    """A topology and a workload in which every field path has a value no default gives."""
+    """A topology and a workload in which every field path has a value no default gives,
+    plus a machine and a task with nothing but defaults (what formats fill in or refuse)."""
     return Document(environment=_environment(), workload=_workload())

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from dcx.converters.cli import FAMILIES, main
-from dcx.converters.registry import FORMATS
+from dcx.converters.cli import main
+from dcx.converters.hooks import manifest
+from dcx.converters.registry import FAMILIES, FORMATS
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "environment" / "small-cluster.json"
@@ -37,6 +38,11 @@ def _extensions(pattern: str) -> set[str]:
 
 
 # ------------------------------------------------------------------------------ manifest
+
+
+def test_committed_manifest_is_the_generated_one() -> None:
+    committed = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    assert committed == manifest(), "run: python -m dcx.converters.hooks > .pre-commit-hooks.yaml"
 
 
 def test_manifest_has_one_hook_for_all_and_one_per_family() -> None:

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dcx.converters.convert import Conversion, convert
-from dcx.converters.registry import detect
-from dcx.core.model import Document
-from dcxdocs.formats_pages import LoadedFormat
+from dcx.converters.registry import BY_NAME, FORMATS, detect
+from dcx.core.declaration import FormatDeclaration
 from dcxdocs.markdown import admonition, cell, code, fenced, indent, table, tabs
 
 MAX_SHOWN_LINES = 150
@@ -20,11 +19,8 @@ away."""
 REFUSED = "dcx writes nothing"
 """Opens the output tab of a conversion the converter refused (tests look for it)."""
 
-_LANGUAGES = {".json": "json", ".xml": "xml", ".lwf": "xml", ".lwfa": "xml", ".R": "json",
-              ".gwf": "text", ".swf": "text"}
-_OUTPUT_SUFFIX = {"environment": ".json", "haizea": ".lwf", "sss": ".xml", "flux-r": ".R",
-                  "jgf": ".json", "gwf": ".gwf", "swf": ".swf", "osp-workload": ".json",
-                  "opendc-setup": ".json"}
+NOTHING_IN_COMMON = "convert.nothing-in-common"
+"""Pairs refused with this code share no part (topology, workload): no example is shown."""
 
 
 @dataclass(frozen=True)
@@ -50,20 +46,9 @@ def _line_count(text: str) -> int:
     return len(text.splitlines())
 
 
-def _language(path: str) -> str:
-    suffix = path[path.rfind("."):] if "." in path else ""
-    return _LANGUAGES.get(suffix, "text")
-
-
-def _compatible(source: LoadedFormat, target: LoadedFormat) -> bool:
-    kinds = {source.spec.kind, target.spec.kind}
-    return len(kinds) == 1 or "both" in kinds
-
-
-def _nothing_to_write(document: Document, target: LoadedFormat) -> bool:
-    kind = target.spec.kind
-    return ((kind == "topology" and document.environment is None)
-            or (kind == "workload" and document.workload is None))
+def _language(spec: FormatDeclaration) -> str:
+    """The highlighting language of a format's files (what its bytes start with)."""
+    return next((kind for kind in ("json", "xml") if kind in spec.content), "text")
 
 
 def example_files(repo_root: Path) -> list[Path]:
@@ -74,33 +59,24 @@ def example_files(repo_root: Path) -> list[Path]:
                   if path.is_file() and not path.name.startswith((".", "README")))
 
 
-def run_examples(repo_root: Path, formats: list[LoadedFormat]) -> list[ExampleConversion]:
-    """Every example converted to every other installed, writable format of a compatible kind."""
-    by_name = {item.spec.name: item for item in formats}
+def run_examples(repo_root: Path,
+                 formats: tuple[FormatDeclaration, ...] = FORMATS) -> list[ExampleConversion]:
+    """Every example converted to every other writable format, except pairs that share no
+    part; refused conversions are shown with the converter's one-line reason."""
     results = []
     for path in example_files(repo_root):
         data = path.read_bytes()
         relative = path.relative_to(repo_root).as_posix()
-        try:
-            spec = detect(data, relative)
-        except Exception:  # a sniffer under construction must not break the site
+        source = detect(data, relative)
+        if source is None:
             continue
-        if spec is None or spec.name not in by_name:
-            continue
-        source = by_name[spec.name]
         for target in formats:
-            if target.spec.name == spec.name or not target.writes:
+            if target.name == source.name or not target.writable:
                 continue
-            if not _compatible(source, target):
+            conversion = convert(data, target.name, relative, source.name)
+            if any(d.code == NOTHING_IN_COMMON for d in conversion.diagnostics):
                 continue
-            try:
-                conversion = convert(data, target.spec.name, relative, spec.name)
-            except Exception:
-                continue
-            document = conversion.read.document if conversion.read else None
-            if document is not None and _nothing_to_write(document, target):
-                continue  # e.g. a workload-only Haizea file has no topology for a topology format
-            results.append(ExampleConversion(relative, spec.name, target.spec.name,
+            results.append(ExampleConversion(relative, source.name, target.name,
                                              data.decode("utf-8", errors="replace"), conversion))
     return results
 
@@ -118,10 +94,8 @@ def _lost_tab(example: ExampleConversion) -> str:
     conversion = example.conversion
     parts = []
     if conversion.losses:
-        rows = [(code(loss.field), str(loss.count), cell(loss.detail))
-                for loss in conversion.losses]
-        parts.append(f"{example.target} cannot hold:\n\n"
-                     + table(("Field", "Values dropped", "Detail"), rows))
+        rows = [(code(loss.field), cell(loss.detail)) for loss in conversion.losses]
+        parts.append(f"{example.target} cannot hold:\n\n" + table(("Field", "Meaning"), rows))
     else:
         parts.append(f"Nothing: {example.target} holds everything this input has.\n")
     read_diagnostics = conversion.read.diagnostics if conversion.read else ()
@@ -134,7 +108,7 @@ def _lost_tab(example: ExampleConversion) -> str:
 
 def _output_tab(example: ExampleConversion) -> str:
     if example.conversion.data:
-        return _shown(example.output_text, _language(_OUTPUT_SUFFIX.get(example.target, "")))
+        return _shown(example.output_text, _language(BY_NAME[example.target]))
     problems = [*example.conversion.diagnostics,
                 *(example.conversion.read.diagnostics if example.conversion.read else ())]
     rendered = "\n".join(d.at(example.input_path).render() for d in problems) or "(no output)"
@@ -143,7 +117,8 @@ def _output_tab(example: ExampleConversion) -> str:
 
 def render_example(example: ExampleConversion) -> str:
     block = tabs((
-        (f"Input ({example.source})", _shown(example.input_text, _language(example.input_path))),
+        (f"Input ({example.source})",
+         _shown(example.input_text, _language(BY_NAME[example.source]))),
         (f"Output ({example.target})", _output_tab(example)),
         ("What was lost", _lost_tab(example)),
     ))
@@ -170,7 +145,7 @@ def conversion_pages(examples: list[ExampleConversion]) -> dict[str, str]:
                 current = example.input_path
                 parts.append(f"## `{current}`\n")
             parts.append(f"### {example.source} → {example.target}\n")
-            output_name = f"out{_OUTPUT_SUFFIX.get(example.target, '')}"
+            output_name = f"out{BY_NAME[example.target].extensions[0]}"
             parts.append(f"```sh\ndcx convert {example.input_path} {output_name} "
                          f"--to {example.target}\n```\n")
             parts.append(render_example(example))
@@ -178,12 +153,12 @@ def conversion_pages(examples: list[ExampleConversion]) -> dict[str, str]:
     return pages
 
 
-def index_page(pages: dict[str, str], examples: list[ExampleConversion],
-               formats: list[LoadedFormat]) -> str:
+def index_page(pages: dict[str, str], examples: list[ExampleConversion]) -> str:
     parts = ["# Conversions\n",
-             "Live examples: the files in `examples/` converted to every other format of a "
-             "compatible kind (topology to topology, workload to workload; Haizea holds both) "
-             "by the converter itself while the site builds.\n"]
+             "Live examples: the files in `examples/` converted to every other format that "
+             "shares a part with them (topology, workload; Haizea holds both) by the converter "
+             "itself while the site builds. A conversion that cannot give an accepted output "
+             "is shown refused, with the converter's one-line reason.\n"]
     if not examples:
         parts.append(admonition("note", "No examples yet",
                                 "No file in `examples/` is readable by an installed format "
@@ -197,11 +172,6 @@ def index_page(pages: dict[str, str], examples: list[ExampleConversion],
         rows.append((f"[{source}]({page.split('/')[1]})", str(len(inputs)),
                      ", ".join(code(t) for t in targets)))
     parts.append(table(("From", "Example files", "Converted to"), rows))
-    unreadable = [item.spec.name for item in formats if item.module is None]
-    if unreadable:
-        parts.append(admonition("note", "Formats not installed in this build",
-                                ", ".join(code(n) for n in unreadable)
-                                + ": their examples and outputs appear once the module lands."))
     return "\n".join(parts)
 
 

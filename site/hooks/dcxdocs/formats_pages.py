@@ -4,52 +4,21 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from importlib import resources
-from types import ModuleType
 
-from dcx.converters.registry import FORMATS, FormatSpec
+from dcx.converters.losses import loss_matrix
+from dcx.converters.registry import FORMATS
+from dcx.core.declaration import FormatDeclaration
 from dcx.core.fields import FIELDS
+from dcx.core.restrict import with_parts
 from dcxdocs import jsonschema_ref, xsd_ref
-from dcxdocs.codes import CodeUse
-from dcxdocs.markdown import admonition, cell, code, rst_to_markdown, table
+from dcxdocs.markdown import cell, code, rst_to_markdown, table
 from dcxdocs.units import unit_of_field
 
 _RST_UNDERLINE = re.compile(r"^\s*([-=~^\"'`#*+])\1{2,}\s*$")
 
 
-@dataclass(frozen=True)
-class LoadedFormat:
-    spec: FormatSpec
-    module: ModuleType | None
-    problem: str
-    """Why the module could not be imported ("" when it was)."""
-
-    @property
-    def holds(self) -> frozenset[str] | None:
-        if self.module is None:
-            return None
-        holds = getattr(self.module, "HOLDS", None)
-        return frozenset(holds) if holds is not None else None
-
-    @property
-    def writes(self) -> bool:
-        return self.module is not None and self.spec.writable and hasattr(self.module, "write")
-
-
-def load_formats() -> list[LoadedFormat]:
-    """Every registry row with its module, or the reason it is not importable yet (a format
-    being written right now must not break the site)."""
-    loaded = []
-    for spec in FORMATS:
-        try:
-            loaded.append(LoadedFormat(spec, spec.load(), ""))
-        except Exception as exc:  # any import failure of a module under construction
-            loaded.append(LoadedFormat(spec, None, f"{type(exc).__name__}: {exc}"))
-    return loaded
-
-
-def schema_files(spec: FormatSpec) -> list[str]:
+def schema_files(spec: FormatDeclaration) -> list[str]:
     """The schema files documenting a format: its JSON Schema, or every XSD named after the
     format that declares a root element (Haizea has one per document kind)."""
     if spec.schema.endswith(".json"):
@@ -66,9 +35,9 @@ def schema_files(spec: FormatSpec) -> list[str]:
     return [name for name in names if xsd_ref.reference(name).roots]
 
 
-def divergences(module: ModuleType | None) -> str:
-    """The ``Divergences`` section of a module docstring, as Markdown ("" when absent)."""
-    lines = (module.__doc__ or "").splitlines() if module is not None else []
+def divergences(docstring: str) -> str:
+    """The ``Divergences`` section of a format's docstring, as Markdown ("" when absent)."""
+    lines = docstring.splitlines()
     for start, line in enumerate(lines):
         if line.strip() == "Divergences" and start + 1 < len(lines) and \
                 _RST_UNDERLINE.match(lines[start + 1]):
@@ -94,16 +63,12 @@ def _dedent_bullets(text: str) -> str:
     return "\n".join(out)
 
 
-def spec_page_path(spec: FormatSpec) -> str:
+def spec_page_path(spec: FormatDeclaration) -> str:
     return f"formats/{spec.name}.md"
 
 
-def _facts(item: LoadedFormat, schemas: list[str]) -> str:
-    spec = item.spec
-    if item.module is None:
-        status = "not installed in this build yet"
-    else:
-        status = "reads and writes" if item.writes else "reads (not writable)"
+def _facts(spec: FormatDeclaration, schemas: list[str]) -> str:
+    status = "reads and writes" if spec.writable else "reads (not writable)"
     rows = [
         ("Name (`--from`/`--to`)", code(spec.name)),
         ("Family (`--family`)", code(spec.family)),
@@ -115,10 +80,8 @@ def _facts(item: LoadedFormat, schemas: list[str]) -> str:
     return table(("", ""), rows)
 
 
-def _holds_section(item: LoadedFormat) -> str:
-    holds = item.holds
-    if holds is None:
-        return ""
+def _holds_section(spec: FormatDeclaration) -> str:
+    holds = with_parts(spec.holds)
     held = [(code(name), cell(FIELDS[name]), cell(unit_of_field(name)))
             for name in FIELDS if name in holds]
     lost = [(code(name), cell(FIELDS[name])) for name in FIELDS if name not in holds]
@@ -137,7 +100,7 @@ def _indent(text: str) -> str:
     return "".join("    " + line if line.strip() else line for line in text.splitlines(True))
 
 
-def _schema_section(spec: FormatSpec, schemas: list[str]) -> str:
+def _schema_section(spec: FormatDeclaration, schemas: list[str]) -> str:
     parts = ["## Structure\n"]
     if not schemas:
         parts.append(f"No schema file `{spec.schema}` is installed yet.\n")
@@ -168,40 +131,26 @@ def _draft(schema: dict[str, object]) -> str:
     return f"draft {match.group(1)}" if match else "(no $schema)"
 
 
-def _checks_section(spec: FormatSpec, uses: list[CodeUse]) -> str:
-    mine = [use for use in uses if use.module == spec.module]
-    if not mine:
+def _checks_section(spec: FormatDeclaration) -> str:
+    if not spec.codes:
         return ""
-    seen: set[tuple[str, str]] = set()
-    rows = []
-    for use in sorted(mine, key=lambda u: (u.code, u.line)):
-        if (use.code, use.message) in seen:
-            continue
-        seen.add((use.code, use.message))
-        rows.append((code(use.code), use.severity, cell(use.message)))
-    return ("## Checks beyond the schema\n\n"
-            "What the reader and writer check in code, because a schema cannot say it; "
-            "`{…}` stands for a value from the input. All codes are listed on "
+    rows = [(code(entry.code), entry.severity + (" (conformance)" if entry.conformance else ""),
+             cell(entry.meaning)) for entry in sorted(spec.codes, key=lambda c: c.code)]
+    return ("## Diagnostics\n\n"
+            "Every code the reader and writer can emit, from the format's declaration; a "
+            "conformance warning says the file breaks the format's own specification, and a "
+            "conversion never writes a file that raises one. All codes are listed on "
             "[Error codes](../reference/error-codes.md).\n\n"
-            + table(("Code", "Severity", "Message"), rows))
+            + table(("Code", "Severity", "Meaning"), rows))
 
 
-def spec_page(item: LoadedFormat, uses: list[CodeUse]) -> str | None:
-    """The spec page, or ``None`` when there is neither a module nor a schema to show."""
-    spec = item.spec
+def spec_page(spec: FormatDeclaration) -> str:
     schemas = schema_files(spec)
-    if item.module is None and not schemas:
-        return None
-    parts = [f"# {spec.title}\n", f"{spec.description}\n", _facts(item, schemas)]
-    if item.module is None:
-        parts.append(admonition("note", "Reader not installed yet",
-                                f"`{spec.module}` could not be imported in this build "
-                                f"({cell(item.problem)}); the structure below comes from the "
-                                "schema alone."))
-    parts.append(_holds_section(item))
+    parts = [f"# {spec.title}\n", f"{spec.description}\n", _facts(spec, schemas)]
+    parts.append(_holds_section(spec))
     parts.append(_schema_section(spec, schemas))
-    parts.append(_checks_section(spec, uses))
-    diverging = divergences(item.module)
+    parts.append(_checks_section(spec))
+    diverging = divergences(spec.doc)
     if diverging:
         parts.append("## Divergences of the reference implementations\n\n"
                      "Where the format's documents and its reference code disagree, and which "
@@ -209,79 +158,54 @@ def spec_page(item: LoadedFormat, uses: list[CodeUse]) -> str | None:
     return "\n".join(part for part in parts if part)
 
 
-def overview_page(items: list[LoadedFormat], pages: dict[str, str]) -> str:
-    rows = []
-    for item in items:
-        spec = item.spec
-        link = f"[{cell(spec.title)}]({spec.name}.md)" if spec.name in pages else cell(spec.title)
-        if item.module is None:
-            status = "not installed yet"
-        else:
-            status = "reads, writes" if item.writes else "reads"
-        rows.append((code(spec.name), link, spec.kind, ", ".join(code(e) for e in spec.extensions),
-                     status))
-    missing = [item.spec for item in items if item.spec.name not in pages]
-    note = ""
-    if missing:
-        names = ", ".join(code(spec.name) for spec in missing)
-        note = admonition("note", "Formats without a page yet",
-                          f"{names}: neither the module nor the schema is installed in this "
-                          "build, so there is nothing to document yet. The page appears as soon "
-                          "as either lands.")
-    return ("# Formats\n\nEvery format dcx reads and writes, from the format registry "
-            "(`dcx.converters.registry.FORMATS`). Each page is generated from our schema, the "
-            "format module and its docstring at build time.\n\n"
-            + table(("Name", "Format", "Kind", "Extensions", "Status"), rows) + "\n" + note)
+def overview_page(formats: tuple[FormatDeclaration, ...] = FORMATS) -> str:
+    rows = [(code(spec.name), f"[{cell(spec.title)}]({spec.name}.md)", spec.kind,
+             ", ".join(code(e) for e in spec.extensions),
+             "reads, writes" if spec.writable else "reads") for spec in formats]
+    return ("# Formats\n\nEvery format dcx reads and writes. Each format module declares "
+            "itself once (`FORMAT`, a `dcx.core.declaration.FormatDeclaration`); this page, "
+            "the format pages, the loss matrix, the CLI's choices and the pre-commit hooks are "
+            "generated from those declarations at build time.\n\n"
+            + table(("Name", "Format", "Kind", "Extensions", "Status"), rows) + "\n")
 
 
-def loss_matrix_page(items: list[LoadedFormat]) -> str:
-    readable = [item for item in items if item.holds is not None]
-    writable = [item for item in readable if item.writes]
+def loss_matrix_page(formats: tuple[FormatDeclaration, ...] = FORMATS) -> str:
+    cells = {(c.source, c.target): c for c in loss_matrix(formats)}
+    writable = [spec for spec in formats if spec.writable]
     parts = ["# Loss matrix\n",
-             "What converting from one format (row) to another (column) drops: the model fields "
-             "the source can hold and the target cannot. The number is how many fields; the "
-             "lists below name them. A conversion reports each as a `convert.loss` warning "
-             "(an error with `--strict`). Generated from each module's `HOLDS` and "
-             "`dcx.core.fields.FIELDS`; `dcx formats --matrix` prints the same.\n"]
-    if not readable:
-        names = ", ".join(code(item.spec.name) for item in items)
-        return "\n".join([*parts, f"No format module is installed in this build yet (not "
-                                  f"installed: {names}).\n"])
-    header = ("from \\ to", *(code(item.spec.name) for item in writable))
+             "What converting from one format (row) to another (column) can drop: the model "
+             "fields the target loses of the most a source file can carry. The number is how "
+             "many fields; the lists below name them; `impossible` means the two formats share "
+             "no part (topology, workload), and such a conversion is refused. A conversion "
+             "reports what it actually drops from its input as `convert.loss` warnings (errors "
+             "with `--strict`), computed by the same function as this page "
+             "(`dcx.converters.losses.conversion_losses`); `dcx formats --matrix` prints the "
+             "same.\n"]
+    header = ("from \\ to", *(code(spec.name) for spec in writable))
     rows = []
-    for source in readable:
-        source_holds = source.holds or frozenset()
-        cells = []
-        for target in writable:
-            if target.spec.name == source.spec.name:
-                cells.append("–")
-                continue
-            lost = source_holds - (target.holds or frozenset())
-            cells.append(str(len(lost)) if lost else "0")
-        rows.append((code(source.spec.name), *cells))
+    for source in formats:
+        marks = ["–" if source.name == target.name
+                 else "impossible" if cells[source.name, target.name].status == "impossible"
+                 else str(len(cells[source.name, target.name].lost)) for target in writable]
+        rows.append((code(source.name), *marks))
     parts.append(table(header, rows))
     parts.append("## What each pair loses\n")
-    for source in readable:
-        source_holds = source.holds or frozenset()
-        parts.append(f"### From {source.spec.name}\n")
+    for source in formats:
+        parts.append(f"### From {source.name}\n")
         pair_rows = []
         for target in writable:
-            if target.spec.name == source.spec.name:
+            if target.name == source.name:
                 continue
-            dropped = source_holds - (target.holds or frozenset())
-            in_order = [code(name) for name in FIELDS if name in dropped]
-            pair_rows.append((code(target.spec.name), ", ".join(in_order) or "nothing"))
+            found = cells[source.name, target.name]
+            text = (f"impossible: {found.reason}" if found.status == "impossible"
+                    else ", ".join(code(name) for name in found.lost) or "nothing")
+            pair_rows.append((code(target.name), cell(text)))
         parts.append(table(("to", "fields lost"), pair_rows))
     parts.append("## Which format holds which field\n")
-    holds_rows = []
-    for name, meaning in FIELDS.items():
-        marks = ["✓" if name in (item.holds or frozenset()) else "·" for item in readable]
-        holds_rows.append((code(name), cell(meaning), *marks))
-    parts.append(table(("Field", "Meaning", *(code(item.spec.name) for item in readable)),
+    holds = {spec.name: with_parts(spec.holds) for spec in formats}
+    holds_rows = [(code(name), cell(meaning),
+                   *("✓" if name in holds[spec.name] else "·" for spec in formats))
+                  for name, meaning in FIELDS.items()]
+    parts.append(table(("Field", "Meaning", *(code(spec.name) for spec in formats)),
                        holds_rows))
-    not_installed = [item.spec.name for item in items if item.holds is None]
-    if not_installed:
-        parts.append(admonition("note", "Not in the matrix yet",
-                                ", ".join(code(n) for n in not_installed)
-                                + ": the module is not installed in this build."))
     return "\n".join(parts)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dcx.converters.registry import FORMATS
 from dcxdocs import codes, conversions, formats_pages, reference_pages
 
 
@@ -23,24 +24,18 @@ def build_plan(repo_root: Path) -> SitePlan:
     from dcx.converters.cli import build_parser
 
     plan = SitePlan(repo_root)
-    formats = formats_pages.load_formats()
     uses = codes.collect()
 
-    spec_pages: dict[str, str] = {}
-    for item in formats:
-        page = formats_pages.spec_page(item, uses)
-        if page is not None:
-            spec_pages[item.spec.name] = page
-            plan.pages[formats_pages.spec_page_path(item.spec)] = page
-    plan.pages["formats/index.md"] = formats_pages.overview_page(formats, spec_pages)
+    for spec in FORMATS:
+        plan.pages[formats_pages.spec_page_path(spec)] = formats_pages.spec_page(spec)
+    plan.pages["formats/index.md"] = formats_pages.overview_page()
 
-    plan.examples = conversions.run_examples(repo_root, formats)
+    plan.examples = conversions.run_examples(repo_root)
     conversion_pages = conversions.conversion_pages(plan.examples)
     plan.pages.update(conversion_pages)
-    plan.pages["conversions/index.md"] = conversions.index_page(conversion_pages, plan.examples,
-                                                                formats)
+    plan.pages["conversions/index.md"] = conversions.index_page(conversion_pages, plan.examples)
 
-    plan.pages["reference/loss-matrix.md"] = formats_pages.loss_matrix_page(formats)
+    plan.pages["reference/loss-matrix.md"] = formats_pages.loss_matrix_page()
     plan.pages["reference/cli.md"] = reference_pages.cli_page(build_parser())
     plan.pages["reference/error-codes.md"] = reference_pages.error_codes_page(uses)
 
@@ -51,8 +46,7 @@ def build_plan(repo_root: Path) -> SitePlan:
     plan.nav = [
         {"Home": "index.md"},
         {"Formats": ["formats/index.md",
-                     *({item.spec.title: formats_pages.spec_page_path(item.spec)}
-                       for item in formats if item.spec.name in spec_pages)]},
+                     *({spec.title: formats_pages.spec_page_path(spec)} for spec in FORMATS)]},
         {"Conversions": ["conversions/index.md",
                          *({f"From {path.split('/')[1][:-3]}": path}
                            for path in sorted(conversion_pages))]},

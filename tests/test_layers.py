@@ -1,0 +1,71 @@
+"""The layers, checked by import-linter: applications (converters, scheduler) over formats over
+parsing over core, and no format importing another. The contracts are generated from the
+format declarations, so a new format is checked without editing this file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from dcx.converters.registry import FORMATS
+
+pytest.importorskip("importlinter", reason="import-linter is in the test extra")
+
+REPO = Path(__file__).resolve().parent.parent
+
+LAYERS = ("dcx.converters : dcx.scheduler", "dcx.formats", "dcx.parsing", "dcx.core")
+
+
+def format_packages() -> list[str]:
+    """The module or package of each format, one level below ``dcx.formats``."""
+    return sorted({".".join(spec.module.split(".")[:3]) for spec in FORMATS})
+
+
+def contracts() -> str:
+    layers = "\n".join(f"    {layer}" for layer in LAYERS)
+    formats = "\n".join(f"    {name}" for name in format_packages())
+    return (
+        "[importlinter]\nroot_package = dcx\ninclude_external_packages = False\n\n"
+        "[importlinter:contract:layers]\n"
+        "name = Applications over formats over parsing over core\n"
+        f"type = layers\nlayers =\n{layers}\n\n"
+        "[importlinter:contract:formats]\n"
+        "name = No format imports another (shared helpers live in core or parsing)\n"
+        f"type = independence\nmodules =\n{formats}\n")
+
+
+def test_every_format_has_its_own_module_or_package() -> None:
+    assert len(format_packages()) == len(FORMATS)
+
+
+def source_tree(root: Path) -> Path:
+    """The ``dcx`` package as one folder of links, from pyproject's ``package-dir``: the
+    repository maps its subpackages from top-level folders, and import-linter reads a package
+    from one directory."""
+    mapping = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    package_dirs: dict[str, str] = mapping["tool"]["setuptools"]["package-dir"]
+    for package, folder in sorted(package_dirs.items()):
+        target = root.joinpath(*package.split("."))
+        if package == "dcx":
+            target.mkdir(parents=True)
+            for item in (REPO / folder).iterdir():
+                (target / item.name).symlink_to(item)
+        else:
+            target.symlink_to(REPO / folder)
+    return root
+
+
+def test_the_layer_contracts_hold(tmp_path: Path) -> None:
+    config = tmp_path / "contracts.ini"
+    config.write_text(contracts(), encoding="utf-8")
+    tree = source_tree(tmp_path / "tree")
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
+         f"sys.exit(lint_imports(config_filename={str(config)!r}, no_cache=True))"],
+        capture_output=True, text=True, cwd=tree, env={"PYTHONPATH": str(tree)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 2 kept, 0 broken" in done.stdout

@@ -1,0 +1,65 @@
+"""No success without an accepted output: every example converted to every format, as a user
+runs it. Exit 0 means a non-empty output that ``dcx validate --strict`` accepts; exit 1 means
+no output file at all; the loss matrix and each conversion's losses agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dcx.converters.cli import main
+from dcx.converters.convert import convert
+from dcx.converters.losses import loss_matrix
+from dcx.converters.registry import FORMATS, detect
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(path for path in (REPO / "examples").rglob("*")
+                  if path.is_file() and not path.name.startswith("."))
+TARGETS = [spec for spec in FORMATS if spec.writable]
+MATRIX = {(cell.source, cell.target): cell for cell in loss_matrix()}
+
+
+def _name(path: Path) -> str:
+    return path.relative_to(REPO / "examples").as_posix()
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda spec: spec.name)
+@pytest.mark.parametrize("example", EXAMPLES, ids=_name)
+def test_an_exit_0_conversion_writes_what_validate_strict_accepts(
+        example: Path, target: object, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    name = target.name  # type: ignore[attr-defined]
+    output = tmp_path / f"out{target.extensions[0]}"  # type: ignore[attr-defined]
+    code = main(["convert", str(example), str(output), "--to", name])
+    printed = capsys.readouterr()
+    assert code in (0, 1), f"exit {code}: {printed.out}{printed.err}"
+    if code == 1:
+        assert not output.exists(), "a refused conversion wrote a file"
+        return
+    assert output.stat().st_size > 0
+    verdict = main(["validate", "--strict", "--format", name, str(output)])
+    shown = capsys.readouterr()
+    assert verdict == 0, shown.out + shown.err
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=_name)
+def test_the_matrix_names_every_loss_a_conversion_reports(example: Path) -> None:
+    data = example.read_bytes()
+    source = detect(data, str(example))
+    assert source is not None
+    for target in TARGETS:
+        if target.name == source.name:
+            continue
+        conversion = convert(data, target.name, str(example))
+        cell = MATRIX[source.name, target.name]
+        refused_for_nothing_in_common = any(
+            d.code == "convert.nothing-in-common" for d in conversion.diagnostics)
+        if cell.status == "impossible":
+            assert refused_for_nothing_in_common, target.name
+        elif refused_for_nothing_in_common:  # a format holding both parts, one used here
+            assert source.kind == "both", target.name
+        reported = {loss.field for loss in conversion.losses}
+        assert reported <= set(cell.lost), (
+            f"{source.name} -> {target.name}: {sorted(reported - set(cell.lost))} lost but "
+            "not in the matrix")
