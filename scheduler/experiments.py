@@ -161,10 +161,29 @@ def _first_runs(results: list[PolicyResult]) -> list[Run]:
     return [result.runs[0] for result in results]
 
 
+def converted_workloads(folder: Path) -> list[Path]:
+    """The outputs of a ``nox -s convert`` run whose format holds workloads, from its
+    report (the formats are those the declarations say hold workloads)."""
+    from dcx.converters.registry import BY_NAME
+
+    report_file = folder / "report.json"
+    if not report_file.is_file():
+        print(f"experiments: {report_file} not found; run `nox -s convert` first",
+              file=sys.stderr)
+        return []
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    return sorted(Path(cell["output"]) for entry in report["inputs"]
+                  for cell in entry["conversions"]
+                  if cell["output"] and BY_NAME[cell["target"]].kind in ("workload", "both"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dcx.scheduler.experiments",
                                      description=__doc__.split("\n\n")[1] if __doc__ else None)
     parser.add_argument("workloads", nargs="*", type=Path, metavar="WORKLOAD")
+    parser.add_argument("--converted", type=Path, metavar="DIR",
+                        help="also run every workload the conversion pipeline wrote to DIR "
+                        "(from DIR/report.json: outputs in a format that holds workloads)")
     parser.add_argument("--out", type=Path, default=Path("build/schedule"))
     parser.add_argument("--corpus", type=Path, default=default_corpus(),
                         help="folder with the SC18 traces and setup.json")
@@ -201,7 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     default_environment = args.env or (setup if setup.is_file() else None)
     unscheduled: list[tuple[Path, str, int]] = []
-    for workload in args.workloads:
+    workloads = list(args.workloads)
+    if args.converted is not None:
+        workloads += converted_workloads(args.converted)
+    for workload in workloads:
         _, document, _ = read_document(workload)
         if document is not None and document.workload is None:
             print(f"experiments: {workload} holds no workload; skipped", file=sys.stderr)
