@@ -1,33 +1,70 @@
 """The diagnostic-code catalogue, gathered from its declarations: each layer's ``CODES`` and
 each format's ``FORMAT.codes``. The error-code page and the conversion's acceptance rule
-(``conformance_codes``) read it."""
+(``conformance_codes``) read it; ``tests/test_codes.py`` holds it to the code that emits."""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from functools import cache
 
 from dcx.converters.registry import FORMATS
 from dcx.core.codes import Code
 
 LAYER_MODULES = (
+    "dcx.core.codes",
+    "dcx.parsing.jsonio",
+    "dcx.parsing.xmlio",
+    "dcx.parsing.schemas",
+    "dcx.parsing.hostlist",
     "dcx.converters.convert",
+    "dcx.converters.pipeline",
+    "dcx.scheduler.loading",
+    "dcx.scheduler.problem",
 )
-"""Modules outside the formats that declare ``CODES``."""
+"""Modules outside the formats that declare ``CODES`` (named, not imported: the scheduler
+sits beside the converters, and the catalogue is only read when a code is looked up)."""
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A code and where it is declared: a module of a layer, or a format."""
+
+    code: Code
+    module: str
+    """The declaring module (``dcx.parsing.jsonio``; for a format, its reader's module)."""
+    format: str | None = None
+    """The format's command-line name when a ``FORMAT`` declares the code."""
+
+    @property
+    def declared_in(self) -> str:
+        return f"format {self.format}" if self.format else self.module
+
+
+@cache
+def declarations() -> dict[str, Declaration]:
+    """Every declared code with where it is declared, by code; a code declared twice with
+    different meanings or severities is a bug (``tests/test_codes.py`` also refuses two
+    identical declarations)."""
+    found: dict[str, Declaration] = {}
+    declared = [Declaration(code, name) for name in LAYER_MODULES
+                # a module listed before its owner has added CODES declares nothing yet
+                for code in getattr(importlib.import_module(name), "CODES", ())]
+    declared += [Declaration(code, spec.module, spec.name)
+                 for spec in FORMATS for code in spec.codes]
+    for item in declared:
+        first = found.get(item.code.code)
+        if first is not None and first.code != item.code:
+            raise RuntimeError(f"diagnostic code {item.code.code!r} is declared twice, "
+                               f"differently: in {first.declared_in} and {item.declared_in}")
+        found.setdefault(item.code.code, item)
+    return found
 
 
 @cache
 def catalogue() -> dict[str, Code]:
-    """Every declared code, by code; a code declared twice is a bug."""
-    found: dict[str, Code] = {}
-    declared = [code for name in LAYER_MODULES
-                for code in importlib.import_module(name).CODES]
-    declared += [code for spec in FORMATS for code in spec.codes]
-    for code in declared:
-        if code.code in found and found[code.code] != code:
-            raise RuntimeError(f"diagnostic code {code.code!r} is declared twice, differently")
-        found[code.code] = code
-    return found
+    """Every declared code, by code."""
+    return {name: item.code for name, item in declarations().items()}
 
 
 @cache

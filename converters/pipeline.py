@@ -27,6 +27,7 @@ from typing import Any, Literal, TextIO
 from dcx.converters.atomic import write_atomic
 from dcx.converters.convert import convert_document
 from dcx.converters.registry import FORMATS, detect
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, error, has_errors
 from dcx.core.limits import LIMITS
@@ -37,6 +38,12 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 CellStatus = Literal["ok", "lossy", "impossible", "write-error"]
 REFUSALS = ("convert.nothing-in-common", "convert.nothing-held", "convert.unwritable")
 """Refusals that say the pair cannot carry this input, not that dcx failed."""
+
+CODES = (
+    Code("pipeline.internal-error", "error",
+         "Internal error: a reader or writer raised during a batch run; that file or "
+         "conversion fails and the run goes on."),
+)
 
 
 @dataclass(frozen=True)

@@ -23,3 +23,12 @@ class Code:
     conformance: bool = False
     """For a warning: the file breaks the format's own specification or the upstream schema
     (not merely dcx's advice). A conversion whose output raises one is refused."""
+
+
+CODES = (
+    Code("input.too-large", "error",
+         "The file is larger than the input budget (`dcx.core.limits.LIMITS.max_input_bytes`); "
+         "it is refused before it is read."),
+)
+"""Codes shared by every reader: the budgets of ``dcx.core.limits`` apply before any parser
+runs, so the refusal is declared here, below the layers that emit it."""

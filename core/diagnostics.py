@@ -8,7 +8,7 @@ unwinding is simpler than threading a list through; readers catch it at their bo
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,17 +27,23 @@ class Diagnostic:
     ``pointer`` is an RFC 6901 JSON Pointer for JSON inputs and an XPath for XML inputs;
     the empty string means the document as a whole. ``line`` and ``column`` are 1-based.
     ``code`` is a stable, dotted identifier (``json.duplicate-key``) that tests and users
-    can match on; the message may be reworded, the code may not.
+    can match on; the message may be reworded, the code may not. Every code is declared in
+    the catalogue (``dcx.converters.catalogue``), so there is no default: a diagnostic
+    without a code could not be matched on.
     """
 
     severity: Severity
     message: str
-    code: str = ""
+    code: str
     line: int | None = None
     column: int | None = None
     pointer: str = ""
     path: str | None = None
     hint: str | None = None
+
+    def __post_init__(self) -> None:
+        if on_diagnostic is not None:
+            on_diagnostic(self)
 
     @property
     def is_error(self) -> bool:
@@ -62,6 +68,7 @@ class Diagnostic:
     def to_json(self) -> dict[str, Any]:
         return {
             "severity": self.severity.value,
+            "code": self.code,
             "line": self.line,
             "column": self.column,
             "pointer": self.pointer,
@@ -69,11 +76,16 @@ class Diagnostic:
         }
 
 
-def error(message: str, code: str = "", **where: Any) -> Diagnostic:
+on_diagnostic: Callable[[Diagnostic], None] | None = None
+"""Called with every diagnostic as it is made; ``None`` (one global lookup per diagnostic)
+outside the test suite, whose recorder fails a test that emits an undeclared code."""
+
+
+def error(message: str, code: str, **where: Any) -> Diagnostic:
     return Diagnostic(Severity.ERROR, message, code, **where)
 
 
-def warning(message: str, code: str = "", **where: Any) -> Diagnostic:
+def warning(message: str, code: str, **where: Any) -> Diagnostic:
     return Diagnostic(Severity.WARNING, message, code, **where)
 
 

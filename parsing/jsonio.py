@@ -17,8 +17,29 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
+from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.core.limits import LIMITS
+
+CODES = (
+    Code("json.bom", "error", "The JSON file starts with a UTF-8 byte order mark (RFC 8259 "
+         "forbids it)."),
+    Code("json.encoding", "error", "The JSON file is not UTF-8: UTF-16/UTF-32, or an invalid "
+         "UTF-8 byte (located)."),
+    Code("json.syntax", "error", "The text is not JSON (or is empty); the message is the "
+         "decoder's."),
+    Code("json.trailing-data", "error", "Something other than white space follows the JSON "
+         "document."),
+    Code("json.duplicate-key", "error", "An object has the same key twice; JSON readers "
+         "disagree on which value wins."),
+    Code("json.number", "error", "A number is not finite (`NaN`, `Infinity`, `1e400`) or an "
+         "integer has more than 4,300 digits."),
+    Code("json.depth", "error", "The document nests deeper than the JSON depth budget."),
+    Code("json.surrogate", "error", "A `\\u` escape is a lone surrogate, which neither UTF-8 "
+         "nor XML can carry."),
+)
+"""What ``load_json`` refuses. A format's own root-type code (``load_json_object``'s
+``code``) is declared by the format."""
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 

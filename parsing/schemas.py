@@ -18,10 +18,60 @@ import jsonschema_rs
 if TYPE_CHECKING:  # the pure-Python validator loads only when a document fails
     import jsonschema
 
+from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.parsing.jsonio import JsonLocator, pointer_from_path
 
 MAX_SCHEMA_ERRORS = 50
+
+SCHEMA_KEYWORD_CODES = {
+    "additionalProperties": "schema.additionalProperties",
+    "const": "schema.const",
+    "enum": "schema.enum",
+    "exclusiveMinimum": "schema.exclusiveMinimum",
+    "maximum": "schema.maximum",
+    "minItems": "schema.minItems",
+    "minLength": "schema.minLength",
+    "minProperties": "schema.minProperties",
+    "minimum": "schema.minimum",
+    "not": "schema.not",
+    "oneOf": "schema.oneOf",
+    "pattern": "schema.pattern",
+    "required": "schema.required",
+    "type": "schema.type",
+}
+"""The code of each failing JSON Schema keyword our schemas use, written out so that each
+code is declared (and greppable) once; ``tests/test_codes.py`` checks that every keyword of
+``schemas/`` that can fail is here."""
+
+UNLISTED_KEYWORD_CODE = "schema.invalid"
+"""For a keyword missing from ``SCHEMA_KEYWORD_CODES`` (a schema edited since), so the
+document is still refused with a declared code while the test above fails."""
+
+CODES = (
+    Code("schema.additionalProperties", "error",
+         "An object has a member its schema does not allow (often a misspelt key)."),
+    Code("schema.const", "error", "A value differs from the one its schema fixes."),
+    Code("schema.enum", "error", "A value is not one of those its schema lists."),
+    Code("schema.exclusiveMinimum", "error",
+         "A number is not greater than its schema's exclusive minimum."),
+    Code("schema.maximum", "error", "A number is above its schema's maximum."),
+    Code("schema.minItems", "error", "An array has fewer items than its schema requires."),
+    Code("schema.minLength", "error", "A string is shorter than its schema allows."),
+    Code("schema.minProperties", "error",
+         "An object has fewer members than its schema requires."),
+    Code("schema.minimum", "error", "A number is below its schema's minimum."),
+    Code("schema.not", "error", "A value has a shape its schema forbids."),
+    Code("schema.oneOf", "error",
+         "A value matches none, or more than one, of its schema's alternatives."),
+    Code("schema.pattern", "error", "A string does not match its schema's pattern."),
+    Code("schema.required", "error", "An object lacks a member its schema requires."),
+    Code("schema.type", "error", "A value has the wrong JSON type."),
+    Code("schema.invalid", "error",
+         "A schema rule without a code of its own failed; the message says which."),
+    Code("schema.more-errors", "error",
+         "More schema errors than are listed (the first 50 are located, the rest counted)."),
+)
 
 
 @cache
@@ -80,7 +130,8 @@ def schema_diagnostics(
     for item in errors:
         detail = _deepest(item)
         pointer = base_pointer + pointer_from_path(detail.absolute_path)
-        found.append(error(_message(detail), "schema." + str(detail.validator), pointer=pointer))
+        code = SCHEMA_KEYWORD_CODES.get(str(detail.validator), UNLISTED_KEYWORD_CODE)
+        found.append(error(_message(detail), code, pointer=pointer))
     if truncated:
         found.append(error(f"more schema errors follow; only the first {MAX_SCHEMA_ERRORS} "
                            "are listed", "schema.more-errors"))

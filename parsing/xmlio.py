@@ -19,8 +19,24 @@ from typing import Any
 
 from lxml import etree
 
+from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, InputError, error
 from dcx.core.limits import LIMITS
+
+CODES = (
+    Code("xml.compressed", "error", "The XML file is gzip-compressed; dcx does not decompress "
+         "input."),
+    Code("xml.encoding", "error", "The XML file is not UTF-8 (UTF-16, another declared "
+         "encoding, or an invalid UTF-8 byte)."),
+    Code("xml.dtd", "error", "The document has a DOCTYPE or an entity declaration (refused: "
+         "XXE and entity expansion)."),
+    Code("xml.syntax", "error", "The text is not well-formed XML (or is empty, nests too "
+         "deeply, or has an oversized text node); the message is libxml2's."),
+    Code("xsd.invalid", "error", "The document breaks the format's XSD; the message is "
+         "libxml2's."),
+    Code("xsd.more-errors", "error", "More XSD errors than are listed (the first 50 are "
+         "located, the rest counted)."),
+)
 
 _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _XML_DECL_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
@@ -150,7 +166,7 @@ def parse_xml(data: bytes, schema: etree.XMLSchema | None = None) -> etree._Elem
     except etree.XMLSyntaxError as exc:
         raise InputError(_syntax_diagnostic(exc, data)) from None
     tree = root.getroottree()
-    if tree.docinfo.doctype:
+    if tree.docinfo.doctype:  # type: ignore[union-attr]  # lxml-stubs' DocInfo omits it
         raise InputError(error("document contains a DOCTYPE", "xml.dtd", line=1, column=1))
     global _LAST_PARSED
     _LAST_PARSED = (tree, data)

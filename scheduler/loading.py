@@ -10,9 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dcx.converters.convert import read_any
+from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.core.model import Document, Environment, Workload
 from dcx.scheduler.problem import ENVIRONMENT_CODES, Problem, compile_problem
+
+CODES = (
+    Code("schedule.unreadable", "error", "The scheduler cannot read an input file."),
+    Code("schedule.not-a-workload", "error",
+         "The workload file holds no workload (it is a topology; pass it with --env)."),
+    Code("schedule.not-an-environment", "error",
+         "The environment file holds no machines."),
+    Code("schedule.no-environment", "error",
+         "The workload file has no machines of its own and no environment was given."),
+)
 
 
 @dataclass(frozen=True)

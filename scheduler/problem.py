@@ -59,6 +59,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.core.model import (
     Environment,
@@ -90,6 +91,36 @@ ENVIRONMENT_CODES = frozenset(
     {"schedule.no-machines", "schedule.unknown-machine", "schedule.untimed-event"}
 )
 """Diagnostics about the environment rather than the workload."""
+
+CODES = (
+    Code("schedule.no-machines", "error",
+         "The environment has no machine with CPU cores to schedule on."),
+    Code("schedule.unknown-machine", "error",
+         "A machine state event names a machine the environment does not have."),
+    Code("schedule.untimed-event", "warning",
+         "A machine state event has no time; the scheduler ignores it."),
+    Code("schedule.duplicate-task-id", "error", "Two tasks of one job have the same id."),
+    Code("schedule.unknown-dependency", "error",
+         "A task depends on a task id that does not exist, or that several jobs use."),
+    Code("schedule.dependency-cycle", "error",
+         "Tasks depend on each other in a cycle, so none of them can ever start."),
+    Code("schedule.memory-not-enforced", "warning",
+         "Tasks request memory but no machine declares any: memory is not scheduled."),
+    Code("schedule.missing-runtime", "error",
+         "A task has neither a runtime nor a requested time."),
+    Code("schedule.bad-runtime", "error", "A task's runtime is not finite."),
+    Code("schedule.negative-runtime", "error", "A task's runtime is negative."),
+    Code("schedule.bad-submit", "error", "A task's submit time is not finite."),
+    Code("schedule.bad-start", "error", "A task's fixed start time is not finite."),
+    Code("schedule.bad-request", "error",
+         "A task requests no nodes or cores, or a negative or non-finite amount of memory, "
+         "GPUs or a named resource."),
+    Code("schedule.too-many-cores", "error",
+         "A task needs more machines with its core count than the environment has."),
+    Code("schedule.insufficient-resource", "error",
+         "A task needs more machines with its memory, GPUs or named resources (alone or "
+         "together with its cores) than the environment has."),
+)
 
 
 DimensionKind = Literal["memory", "gpus", "named"]

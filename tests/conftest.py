@@ -1,11 +1,17 @@
-"""Shared fixtures: the shared corpus (skipped when absent) and a socket-free suite."""
+"""Shared fixtures: the shared corpus (skipped when absent), a socket-free suite, and every
+diagnostic code a test makes checked against the declared catalogue."""
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from dcx.core import diagnostics
+from dcx.core.diagnostics import Diagnostic
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("DCX_CORPUS", REPO.parent / "shared" / "corpus"))
@@ -25,9 +31,70 @@ def repo_dir() -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    diagnostics.on_diagnostic = _RECORDER
     # No test may touch the network; the few that serve on loopback re-enable it.
     try:
         from pytest_socket import disable_socket
     except ImportError:  # pragma: no cover - the test extra installs it
         return
     disable_socket(allow_unix_socket=True)
+
+
+# ------------------------------------------------------------------ declared codes
+
+
+class _CodeRecorder:
+    """Every diagnostic dcx makes while a test runs; a code the catalogue does not declare
+    fails that test. The catalogue imports every format, so it is loaded only once some
+    test has made a diagnostic, and from then on a declared code costs one set lookup."""
+
+    # Frames between the hook and the code that made the diagnostic: ``error()``, the
+    # dataclass ``__init__`` (which runs with its module's globals) and ``replace()``.
+    PLUMBING = frozenset({"dcx.core.diagnostics", "dataclasses"})
+
+    def __init__(self) -> None:
+        self.declared: frozenset[str] | None = None
+        self.suspects: list[tuple[str, str]] = []
+        """(code, module that made it) for codes not yet known to be declared."""
+
+    def __call__(self, diagnostic: Diagnostic) -> None:
+        if self.declared is not None and diagnostic.code in self.declared:
+            return
+        frame = sys._getframe(1)
+        while frame.f_back is not None and frame.f_globals.get("__name__") in self.PLUMBING:
+            frame = frame.f_back
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.startswith("dcx."):  # tests may make diagnostics of their own
+            self.suspects.append((diagnostic.code, module))
+
+    def undeclared(self) -> list[tuple[str, str]]:
+        if not self.suspects:
+            return []
+        if self.declared is None:
+            from dcx.converters.catalogue import catalogue
+
+            self.declared = frozenset(catalogue())
+        found = sorted({item for item in self.suspects if item[0] not in self.declared})
+        self.suspects.clear()
+        return found
+
+
+_RECORDER = _CodeRecorder()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    _RECORDER.suspects.clear()  # made while collecting or by an earlier test's teardown
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    result = yield
+    undeclared = _RECORDER.undeclared()
+    if undeclared:
+        listed = ", ".join(f"{code or '(empty code)'} from {module}"
+                           for code, module in undeclared)
+        pytest.fail(f"diagnostic codes not in the catalogue (dcx.converters.catalogue): "
+                    f"{listed}", pytrace=False)
+    return result

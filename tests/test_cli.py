@@ -39,8 +39,9 @@ def test_validate_json_output_has_the_stable_shape(
     [entry] = report["files"]
     assert set(entry) == {"path", "format", "valid", "diagnostics"}
     [diagnostic] = entry["diagnostics"]
-    assert set(diagnostic) == {"severity", "line", "column", "pointer", "message"}
+    assert set(diagnostic) == {"severity", "code", "line", "column", "pointer", "message"}
     assert diagnostic["line"] == 1 and "JSON array" in diagnostic["message"]
+    assert diagnostic["code"] == "environment.root"
 
 
 def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:

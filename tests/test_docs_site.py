@@ -213,29 +213,31 @@ def test_cli_reference_covers_every_command_and_option() -> None:
                     assert option_string in rendered
 
 
-def test_code_collection_reads_calls_fstrings_and_keywords() -> None:
-    source = '''
-def check(x):
-    a = error(f"bad {x} value", "demo.bad-value", line=1)
-    b = context.warning("demo.odd", "odd " + "thing")
-    c = replace(d, code="demo.renamed")
-    d = error("not a code here", "Not.A.Code")
-    e = print("demo.not-reported")
-'''
-    uses = codes.uses_in_source(source, "demo")
-    found = {(use.code, use.severity, use.message) for use in uses}
-    assert found == {("demo.bad-value", "error", "bad {…} value"),
-                     ("demo.odd", "warning", "odd thing"),
-                     ("demo.renamed", "as raised", "")}
+def test_error_code_page_has_one_row_per_declared_code() -> None:
+    from dcx.converters.catalogue import declarations
 
-
-def test_code_collection_finds_the_packages_codes() -> None:
-    found = codes.by_code(codes.collect())
+    rows = codes.catalogue_rows()
+    assert [row.code for row in rows] == sorted(declarations())
+    page = codes.error_codes_page(rows)
+    for row in rows:
+        [line] = [line for line in page.splitlines() if line.startswith(f"| `{row.code}` |")]
+        assert f"| {row.severity} |" in line
+        assert (f"format [{row.format}]" if row.format else f"`{row.module}`") in line
     for known in ("json.duplicate-key", "xml.dtd", "convert.invalid-output",
-                  "format.unrecognised"):
-        assert known in found
-    page = reference_pages.error_codes_page(codes.collect())
-    assert "`json.duplicate-key`" in page and "| 2 |" in page
+                  "format.unrecognised", "schedule.dependency-cycle"):
+        assert f"`{known}`" in page
+    assert "| 2 |" in page  # the exit codes
+
+
+def test_error_code_page_shows_where_a_code_is_declared_and_its_conformance() -> None:
+    rows = [codes.CodeRow("demo.odd", "warning", "An odd | thing.", True, "dcx.formats.demo",
+                          "demo"),
+            codes.CodeRow("json.bom", "error", "A BOM.", False, "dcx.parsing.jsonio", None)]
+    page = codes.error_codes_page(rows)
+    assert ("| `demo.odd` | warning | An odd \\| thing. | format [demo](../formats/demo.md) "
+            "| yes |") in page
+    assert "| `json.bom` | error | A BOM. | `dcx.parsing.jsonio` |  |" in page
+    assert "2 codes in 2 groups." in page and "### demo" in page and "### json" in page
 
 
 def test_divergences_section_is_extracted_and_stops_at_the_next_heading() -> None:

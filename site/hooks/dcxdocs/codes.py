@@ -1,106 +1,66 @@
-"""Diagnostic codes, collected from the package source with an AST walk, so the error-code
-page lists exactly what the code can emit."""
+"""The error-code page, generated from the declared catalogue (``dcx.converters.catalogue``):
+one row per code with its severity, meaning, where it is declared and its conformance flag.
+``tests/test_codes.py`` holds the catalogue to the code that emits, so the page lists exactly
+what dcx can emit."""
 
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
-CODE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$")
-_REPORTING_CALL = re.compile(r"error|warning|diagnostic|replace", re.IGNORECASE)
-PACKAGES = ("dcx.converters", "dcx.formats", "dcx.scheduler")
+from dcxdocs.markdown import cell, code, table
+from dcxdocs.reference_pages import EXIT_CODES
 
 
 @dataclass(frozen=True)
-class CodeUse:
+class CodeRow:
     code: str
     severity: str
+    meaning: str
+    conformance: bool
     module: str
-    line: int
-    message: str
+    """The declaring module (for a format, its reader's module)."""
+    format: str | None
+    """The format whose declaration holds the code; ``None`` for a layer's ``CODES``."""
 
 
-def _call_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
+def catalogue_rows() -> list[CodeRow]:
+    """Every declared code, sorted by code."""
+    from dcx.converters.catalogue import declarations
+
+    return [CodeRow(name, item.code.severity, item.code.meaning, item.code.conformance,
+                    item.module, item.format)
+            for name, item in sorted(declarations().items())]
 
 
-def _text_of(node: ast.expr) -> str | None:
-    """A string literal, or an f-string with its placeholders shown as ``{…}``."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(str(part.value) if isinstance(part, ast.Constant) else "{…}"
-                       for part in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _text_of(node.left), _text_of(node.right)
-        if left is not None and right is not None:
-            return left + right
-    return None
+def _declared_in(row: CodeRow) -> str:
+    if row.format is not None:
+        return f"format [{cell(row.format)}](../formats/{row.format}.md)"
+    return code(row.module)
 
 
-def _severity(name: str) -> str:
-    lowered = name.lower()
-    if "warning" in lowered:
-        return "warning"
-    if "error" in lowered:
-        return "error"
-    return "as raised"
-
-
-def uses_in_source(source: str, module: str) -> list[CodeUse]:
-    found: list[CodeUse] = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _call_name(node)
-        if not _REPORTING_CALL.search(name):
-            continue
-        arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
-        texts = [(argument, _text_of(argument)) for argument in arguments]
-        codes = [text for argument, text in texts
-                 if isinstance(argument, ast.Constant) and text and CODE_PATTERN.match(text)
-                 and not text.startswith("dcx.")]
-        if not codes:
-            continue
-        message = next((text for _, text in texts if text is not None and text not in codes), "")
-        found += [CodeUse(code, _severity(name), module, node.lineno, message) for code in codes]
-    return found
-
-
-def _package_files(package: str) -> Iterable[tuple[str, Path]]:
-    try:
-        folder = resources.files(package)
-    except ModuleNotFoundError:
-        return
-    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
-        if entry.name.endswith(".py"):
-            yield f"{package}.{entry.name[:-3]}", Path(str(entry))
-
-
-def collect(packages: Iterable[str] = PACKAGES) -> list[CodeUse]:
-    """Every code in every module of the packages; a file that does not parse (mid-edit) is
-    skipped rather than failing the build."""
-    uses: list[CodeUse] = []
-    for package in packages:
-        for module, path in _package_files(package):
-            try:
-                uses += uses_in_source(path.read_text(encoding="utf-8"), module)
-            except (SyntaxError, UnicodeDecodeError, OSError):
-                continue
-    return uses
-
-
-def by_code(uses: Iterable[CodeUse]) -> dict[str, list[CodeUse]]:
-    grouped: dict[str, list[CodeUse]] = {}
-    for use in uses:
-        grouped.setdefault(use.code, []).append(use)
-    return dict(sorted(grouped.items()))
+def error_codes_page(rows: Iterable[CodeRow]) -> str:
+    groups: dict[str, list[CodeRow]] = {}
+    for row in rows:
+        groups.setdefault(row.code.split(".", 1)[0], []).append(row)
+    count = sum(len(members) for members in groups.values())
+    parts = ["# Error codes\n",
+             "Every diagnostic carries a stable dotted `code` (the message may be reworded, the "
+             "code may not); match on it in scripts and tests. Each code is declared once, "
+             "with its severity and meaning: by a format in its declaration, by the other "
+             "layers in a `CODES` tuple of the module that emits it. This page is generated "
+             "from those declarations, and the test suite fails when the code emits a code "
+             "that is not declared or declares one it never emits. `--output json` prints "
+             "severity, code, line, column, pointer and message for each diagnostic.\n",
+             "A *conformance* warning says the file breaks its format's own specification "
+             "(not merely dcx's advice): `dcx convert` never writes an output that raises "
+             "one.\n",
+             "## Exit codes\n", table(("Exit", "Meaning"), EXIT_CODES),
+             f"## Diagnostic codes\n\n{count} codes in {len(groups)} groups.\n"]
+    for prefix, members in sorted(groups.items()):
+        parts.append(f"### {prefix}\n")
+        parts.append(table(
+            ("Code", "Severity", "Meaning", "Declared in", "Conformance"),
+            [(code(row.code), row.severity, cell(row.meaning), _declared_in(row),
+              "yes" if row.conformance else "") for row in members]))
+    return "\n".join(parts)

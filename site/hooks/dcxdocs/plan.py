@@ -24,7 +24,6 @@ def build_plan(repo_root: Path) -> SitePlan:
     from dcx.converters.cli import build_parser
 
     plan = SitePlan(repo_root)
-    uses = codes.collect()
 
     for spec in FORMATS:
         plan.pages[formats_pages.spec_page_path(spec)] = formats_pages.spec_page(spec)
@@ -37,7 +36,7 @@ def build_plan(repo_root: Path) -> SitePlan:
 
     plan.pages["reference/loss-matrix.md"] = formats_pages.loss_matrix_page()
     plan.pages["reference/cli.md"] = reference_pages.cli_page(build_parser())
-    plan.pages["reference/error-codes.md"] = reference_pages.error_codes_page(uses)
+    plan.pages["reference/error-codes.md"] = codes.error_codes_page(codes.catalogue_rows())
 
     _, svgs, _ = reference_pages.schedule_outputs(repo_root)
     for svg in svgs:

@@ -1,4 +1,4 @@
-"""Reference pages: CLI, error codes, security, scheduler."""
+"""Reference pages: CLI, security, scheduler (the error codes: ``dcxdocs.codes``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from types import ModuleType
 from typing import Any
 
 from dcxdocs import cli_ref
-from dcxdocs.codes import CodeUse, by_code
 from dcxdocs.markdown import admonition, cell, code, fenced, table
 
 EXIT_CODES = (("0", "every file is valid (or the conversion succeeded)"),
@@ -28,33 +27,6 @@ def cli_page(parser: argparse.ArgumentParser) -> str:
             "site builds: every command, argument, choice and default is the parser's own.\n\n"
             + cli_ref.render(parser)
             + "\n## Exit codes\n\n" + table(("Exit", "Meaning"), EXIT_CODES))
-
-
-def error_codes_page(uses: list[CodeUse]) -> str:
-    grouped = by_code(uses)
-    prefixes: dict[str, list[str]] = {}
-    for name in grouped:
-        prefixes.setdefault(name.split(".", 1)[0], []).append(name)
-    parts = ["# Error codes\n",
-             "Every diagnostic carries a stable dotted `code` (the message may be reworded, the "
-             "code may not); match on it in scripts and tests. The list is collected from the "
-             "package source with an AST walk when the site builds, so it is exactly what the "
-             "code can emit. `{…}` stands for a value from the input. `--output json` prints "
-             "severity, line, column, pointer and message for each diagnostic.\n",
-             "## Exit codes\n", table(("Exit", "Meaning"), EXIT_CODES),
-             f"## Diagnostic codes\n\n{len(grouped)} codes in {len(prefixes)} groups.\n"]
-    for prefix, names in sorted(prefixes.items()):
-        parts.append(f"### {prefix}\n")
-        rows = []
-        for name in names:
-            items = grouped[name]
-            severities = sorted({use.severity for use in items})
-            modules = sorted({use.module for use in items})
-            messages = list(dict.fromkeys(use.message for use in items if use.message))
-            rows.append((code(name), ", ".join(severities), ", ".join(code(m) for m in modules),
-                         cell(" / ".join(messages[:3]))))
-        parts.append(table(("Code", "Severity", "Raised in", "Message"), rows))
-    return "\n".join(parts)
 
 
 def _load_file_module(path: Path, name: str) -> ModuleType | None:
