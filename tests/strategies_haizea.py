@@ -144,12 +144,14 @@ def tasks(draw: st.DrawFn, task_id: int, types: tuple[str, ...]) -> Task:
 
 @st.composite
 def lease_documents(draw: st.DrawFn) -> Document:
-    """An LWF: optional site, named workload with attributes and leases."""
+    """An LWF: optional site, named workload with attributes and leases, in arrival order
+    (the writer's normal form)."""
     environment = draw(st.none() | environments())
     types = site_types(environment)
     ids = draw(st.lists(st.integers(-10**6, 10**9), unique=True, max_size=8))
-    jobs = tuple(Job(id=task.id, tasks=(task,)) for task in
-                 (draw(tasks(task_id, types)) for task_id in ids))
+    drawn = sorted((draw(tasks(task_id, types)) for task_id in ids),
+                   key=lambda task: task.submit_time_s)
+    jobs = tuple(Job(id=task.id, tasks=(task,)) for task in drawn)
     workload = Workload(
         jobs=jobs,
         name=draw(st.none() | xml_text),

@@ -19,14 +19,16 @@ from hypothesis import strategies as st
 from test_haizea_clean_path import SITE, assert_contract, lease, lwf, request
 
 from dcx.formats import haizea
+from dcx.formats.haizea import fast
 from dcx.formats.haizea import scan as haizea_scan
 from dcx.formats.haizea import verdict as haizea_verdict
+from dcx.formats.haizea.fast import read_clean_workload
 
 KINDS = haizea_verdict.attribute_kinds()
 
 
-def scan_of(data: bytes) -> tuple[haizea._CleanJobs, haizea_scan.Scan] | None:
-    return haizea._scanned_jobs(data)
+def scan_of(data: bytes) -> tuple[fast.FastJobs, haizea_scan.Scan] | None:
+    return fast._scanned_jobs(data)
 
 
 def proven(data: bytes) -> bool:
@@ -34,7 +36,7 @@ def proven(data: bytes) -> bool:
     scan = haizea_scan.Scan(data, KINDS)
     for _ in scan.requests():
         pass
-    return scan.proven_valid(haizea._parses, haizea._validates)
+    return scan.proven_valid(fast._parses, fast._validates)
 
 
 # --------------------------------------------------------------------------- the schema
@@ -118,7 +120,7 @@ def test_every_value_the_checks_accept_libxml2_accepts(kind: str, data: st.DataO
     form = re.compile(haizea_verdict.VALUE_FORMS[kind], re.ASCII)
     value = data.draw(st.from_regex(form, fullmatch=True).filter(plain_xml_value))
     assert haizea_verdict.column_holds(kind, [value])
-    assert haizea._validates(VALUE_SLOTS[kind](value.encode())), (kind, value)
+    assert fast._validates(VALUE_SLOTS[kind](value.encode())), (kind, value)
 
 
 @pytest.mark.parametrize(("kind", "value"), [
@@ -207,7 +209,7 @@ def shaped_workloads(draw: st.DrawFn) -> bytes:
 def test_the_factored_verdict_is_libxml2s(data: bytes) -> None:
     """Never proven valid when libxml2 says invalid; proven valid when every value is in
     the checks' forms and libxml2 says valid; and the clean path keeps its contract."""
-    valid = haizea._validates(data)
+    valid = fast._validates(data)
     is_proven = proven(data)
     assert not is_proven or valid
     ordinary = not any(f'="{value}"'.encode() in data
@@ -227,7 +229,7 @@ def test_a_large_workload_is_judged_from_one_request_per_shape() -> None:
     built, scan = scanned
     # two shapes, and the last request again: no line follows it, so its piece differs
     assert len(built.jobs) == 300 and len(scan.representatives) == 3
-    assert scan.proven_valid(haizea._parses, haizea._validates)
+    assert scan.proven_valid(fast._parses, fast._validates)
 
 
 def test_a_bad_value_outside_the_representatives_is_caught() -> None:
@@ -236,8 +238,8 @@ def test_a_bad_value_outside_the_representatives_is_caught() -> None:
                 for number in range(5)]
     requests[3] = requests[3].replace(b'size="0"', b'size="-5"')
     data = lwf(*requests)
-    assert not haizea._validates(data) and not proven(data)
-    assert haizea._read_clean_workload(data) is None
+    assert not fast._validates(data) and not proven(data)
+    assert read_clean_workload(data) is None
     assert_contract(data)
 
 
@@ -288,11 +290,11 @@ def test_too_many_shapes_decline(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("chunk", [1, 100, 700])
 def test_chunks_end_where_requests_start(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     data = plain(20)
-    whole = haizea._read_clean_workload(data)
+    whole = read_clean_workload(data)
     monkeypatch.setattr(haizea_scan, "CHUNK_BYTES", chunk)
     scanned = scan_of(data)
     assert scanned is not None and len(scanned[0].jobs) == 20
-    assert haizea._read_clean_workload(data) == whole is not None
+    assert read_clean_workload(data) == whole is not None
 
 
 def test_the_shipped_examples_take_the_scan() -> None:
@@ -306,8 +308,8 @@ def test_the_shipped_examples_take_the_scan() -> None:
         if not data.lstrip().startswith(b"<?xml") or b"<lease-request " not in data \
                 or b"<!--" in data:  # legacy text; traces/sample.lwf: requests commented out
             continue
-        assert proven(data) == haizea._validates(data), path  # and not declined
-        assert haizea._read_clean_workload(data) == \
-            haizea._read_clean_workload(data, scan=False), path
+        assert proven(data) == fast._validates(data), path  # and not declined
+        assert read_clean_workload(data) == \
+            read_clean_workload(data, scan=False), path
         read += 1
     assert read > 10

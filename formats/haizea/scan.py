@@ -15,7 +15,7 @@ UTF-8; no comments, CDATA, processing instructions or references (``&``) from
 breaks (which a parser normalises to spaces); nothing after ``</lease-requests>`` but the
 root's end tag; at most ``MAX_RECIPES`` distinct pieces. Whether the document is well-formed
 and valid is not judged by reading it: ``Scan`` gathers what the factored verdict needs
-(``haizea_verdict``: one request per piece, each value with its type) and the caller uses
+(``verdict``: one request per piece, each value with its type) and the caller uses
 nothing scanned until libxml2 has judged the document valid that way, or whole.
 """
 
@@ -267,7 +267,7 @@ def _region(data: bytes) -> tuple[int, int]:
 
 class Scan:
     """One read of a plain LWF's requests (``requests``), which also gathers what
-    ``haizea_verdict`` needs to judge the document (``proven_valid``). Declines (``Declined``)
+    ``verdict`` needs to judge the document (``proven_valid``). Declines (``Declined``)
     at construction, or part way through ``requests`` when a later stretch of the text is
     not plain: the caller then discards what it has read."""
 
@@ -277,7 +277,7 @@ class Scan:
         if any(data.find(mark, self.inside, self.end) != -1 for mark in _NOT_PLAIN):
             raise Declined
         self.kinds = kinds
-        """(element, attribute) -> simple type (``haizea_verdict.attribute_kinds``), or
+        """(element, attribute) -> simple type (``verdict.attribute_kinds``), or
         ``None``: the verdict is not judged here."""
         self.recipes: dict[str, Recipe] = {}
         self.representatives: list[str] = []
