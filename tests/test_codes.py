@@ -331,7 +331,8 @@ def test_each_code_is_declared_once() -> None:
     for spec in FORMATS:
         for code in spec.codes:
             places.setdefault(code.code, []).append(f"format {spec.name}")
-    assert {code: where for code, where in places.items() if len(where) > 1} == {}
+    twice = [f"{code}: {', '.join(where)}" for code, where in places.items() if len(where) > 1]
+    assert not twice, "declared more than once:\n" + "\n".join(twice)
 
 
 def test_every_layer_codes_tuple_reaches_the_catalogue() -> None:
