@@ -7,7 +7,8 @@ Prints the best of several runs for:
 2. the dependency checks alone;
 3. validating every line's record with the compiled JSON Schema validator (jsonschema-rs),
    the alternative to the hand-written fast path, as a ratio to the fast path's read;
-4. ``gwf.write`` of the model, and an SWF round trip of the same tasks as independent jobs.
+4. ``gwf.write`` of the model (its normal form, then serialisation), and an SWF round trip of
+   the same tasks as independent jobs.
 
 The corpus is ``../shared/corpus`` (or ``$DCX_CORPUS``); without it the script says so.
 """
@@ -25,6 +26,7 @@ import jsonschema_rs
 from dcx.core.model import Document, Job, Workload
 from dcx.formats import gwf, swf
 from dcx.parsing.schemas import load_schema
+from dcx.parsing.traces import dependency_diagnostics
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("DCX_CORPUS", REPO.parent / "shared" / "corpus"))
@@ -83,7 +85,7 @@ def main() -> None:
 
     ids = [t.id for t in tasks]
     dependencies = [t.dependencies for t in tasks]
-    checks_s = best_of(lambda: gwf.dependency_diagnostics(
+    checks_s = best_of(lambda: dependency_diagnostics(
         ids, dependencies, lambda i, d: {}, "gwf"))
     print(f"  dependency checks alone   {checks_s * 1e3:8.1f} ms   "
           f"{checks_s / read_s:5.1%} of the read")

@@ -17,37 +17,49 @@ Two variants share the ``.gwf`` extension:
 
 Mapping details shared by both variants:
 
-* ``-1`` in RunTime means unknown (``runtime_s = None``, with a warning in the workflow
-  variant because a scheduler cannot run such a task); any other negative runtime is an error.
+* ``-1`` in RunTime means unknown (``runtime_s = None``), as in the archive and in SWF; any
+  other negative runtime is an error. Whether a task without a runtime can be scheduled is
+  the scheduler's question (``schedule.missing-runtime``), not the file's.
 * NProcs ``-1`` (allocated count unknown) takes the cores from ReqNProcs and keeps
   ``gwf:NProcs = -1``; ReqNProcs is kept as ``gwf:ReqNProcs`` only when it differs from NProcs.
 * ReqMemory is KB per processor; the model's ``request.memory_mb`` is per node, so
   ``memory_mb = ReqMemory x NProcs / 1024``.
-* Ids are non-negative integers, as the archives and SC18 write them. dcx also reads and
-  writes text ids that cannot be mistaken for numbers (``t1``, ``task-7``: starting with an ASCII
-  letter or ``_``, without whitespace, commas or semicolons), with a
-  ``gwf.text-ids`` warning because SC18 cannot read them. The writer renumbers tasks (and
-  jobs) 1..n when their ids are neither, and reports it as a loss. A decimal text id
-  (``"12"``, from a format whose ids are strings) is written as that number and reads back
-  as the integer.
+* Ids are non-negative integers, as the archives and SC18 write them. dcx also reads text ids
+  that cannot be mistaken for numbers (``t1``, ``task-7``: starting with an ASCII letter or
+  ``_``, without whitespace, commas or semicolons), with a ``gwf.text-ids`` warning because
+  SC18 cannot read them; it never writes them.
 * Nodes are not held: a task runs on one node, so a multi-node request keeps only its per-node
   cores (the model's normal form, see ``dcx.core.restrict``), reported as a loss.
 * Plain (free-form) extras keys have no column, so ``task.extras`` is not held; ``gwf:`` keys
   are the format's own and survive.
 
-Writer variant: by default ``write`` keeps the variant the document was read from (the reader
-records an archive file as ``Document.extras["gwf:variant"] = "archive"``) and writes the
-workflow variant, the one schedulers read, otherwise; ``HOLDS`` describes that default.
-``variant="workflow"``/``"archive"`` forces one; ``"auto"`` writes both and keeps the one that
-loses fewer values.
+What dcx writes
+---------------
+
+``HOLDS`` is everything the format can carry: the union of the two variants. What the variant
+written cannot carry is a value restriction of ``normal_form`` (``dcx.core.restrict``), so the
+derived losses report it. The writer serialises ``normal_form(document)`` and nothing else:
+
+* **Variant.** The workflow variant (the one SC18 reads) unless the archive variant keeps
+  more of the document: the archive is chosen when the field paths only it can write
+  (requested time, memory, user, group, archive columns) outnumber those only the workflow
+  variant can write (tasks grouped into jobs, dependencies); a tie keeps the workflow variant.
+  A file of either variant is written back as the same document (an archive file whose
+  archive-only columns are all unknown, as a workflow file).
+* **Ids.** Task ids are kept when every one is an integer >= 0 (or the decimal text of one,
+  from a format whose ids are strings: it reads back as that integer) and they are unique;
+  otherwise the tasks are renumbered 1..n in workload order (a ``task.id`` loss) and
+  dependencies follow. Workflow ids likewise, renumbered 0..m-1 (a ``job`` loss).
+* **Values.** Cores are whole numbers >= 1 (rounded up); a negative or non-finite time is
+  unknown (a submit time 0); a user or group that is not a decimal number is unknown; memory is
+  what its KB-per-processor column reads back as; ``gwf:`` extras that do not fit their column
+  (or that the variant has no column for) are dropped; dependencies on tasks outside the
+  workload are dropped.
 
 Each parsed line is a *record* described by ``schemas/gwf.schema.json``. Records are checked
 field by field in Python (the fast path); a line that fails is validated against the schema for
 the detailed message. Diagnostics point at ``/lines/<line number>/<column name>`` (the token is
 the 1-based line number, the same as ``line``) and carry the field's column in the line.
-
-The dependency checks here (duplicate ids, unknown dependencies, cycles) are shared by the
-other trace formats.
 
 Divergences
 -----------
@@ -57,7 +69,8 @@ Divergences
 2. sc18 crashes on an unknown dependency id and hangs (never schedules) on a cycle; the
    2018 Python loader silently drops unknown ids. dcx reports both as located errors.
 3. sc18 does not clamp negative runtimes (the 2020 OpenDC reader clamps them at 0); dcx
-   reads ``-1`` as unknown and rejects any other negative value.
+   reads ``-1`` as unknown (the Grid Workloads Archive convention) and rejects any other
+   negative value.
 4. sc18 ignores ReqNProcs; dcx keeps it (in extras when it differs from NProcs).
 """
 
@@ -65,31 +78,46 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
-    LossCounter,
     ReadResult,
     WriteResult,
     error,
     warning,
 )
-from dcx.core.limits import LIMITS, paused_gc
+from dcx.core.limits import paused_gc
 from dcx.core.model import (
     Document,
-    Environment,
+    Extras,
     Id,
     Job,
     ResourceRequest,
-    StartMode,
     Task,
     Workload,
 )
 from dcx.parsing.schemas import load_schema, schema_diagnostics
+from dcx.parsing.traces import (
+    MAX_ERRORS,
+    ErrorBudget,
+    decode_text,
+    dependency_codes,
+    dependency_diagnostics,
+    format_number,
+    known_submit,
+    known_time,
+    parse_id,
+    parse_int,
+    parse_number,
+    text_codes,
+    written_ids,
+    written_number_id,
+)
 
 SCHEMA = "gwf.schema.json"
 
@@ -122,7 +150,8 @@ _ARCHIVE_TOKENS = frozenset({
 _ARCHIVE_EXTRA_COLUMNS = _ARCHIVE_MEASURES | _ARCHIVE_CODES | _ARCHIVE_TOKENS
 
 EXTRA_PREFIX = "gwf:"
-_PROCESSOR_EXTRAS = frozenset({"gwf:NProcs", "gwf:ReqNProcs"})
+_NPROCS_KEY = "gwf:NProcs"
+_REQNPROCS_KEY = "gwf:ReqNProcs"
 _ARCHIVE_EXTRA_KEYS = frozenset(EXTRA_PREFIX + name for name in _ARCHIVE_EXTRA_COLUMNS)
 
 # ``gwf:`` extras survive any GWF round trip (they are the format's own); plain extras keys
@@ -135,213 +164,10 @@ HOLDS_ARCHIVE = frozenset({
     "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
     "task.request.cores", "task.request.memory_mb", "task.user", "task.group",
 })
-HOLDS: frozenset[str] = HOLDS_WORKFLOW
-"""What ``write`` holds by default (the workflow variant); see ``VARIANT_KEY``."""
-
-VARIANT_KEY = "gwf:variant"
-"""``Document.extras`` key the reader sets to ``"archive"`` for an archive-format file, so that
-writing the document back keeps the archive variant."""
-
-MAX_ERRORS = 1000
-"""Reading stops after this many errors: a garbage file must not produce millions."""
+HOLDS: frozenset[str] = HOLDS_WORKFLOW | HOLDS_ARCHIVE
+"""Everything a GWF file can carry; what the variant written cannot is in ``normal_form``."""
 
 _FIELD_WIDTH = 10
-
-
-# --------------------------------------------------------------------------- shared text helpers
-
-
-def decode_text(data: bytes, prefix: str) -> tuple[str | None, Diagnostic | None]:
-    """UTF-8 text of a trace file, or the located reason why not."""
-    if len(data) > LIMITS.max_input_bytes:
-        return None, error(
-            f"file is {len(data):,} bytes; the limit is {LIMITS.max_input_bytes:,}",
-            "input.too-large",
-        )
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        return None, error(
-            f"invalid UTF-8 byte 0x{data[exc.start]:02x}", f"{prefix}.encoding",
-            line=line, column=column,
-        )
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text, None
-
-
-_FLOAT_TEXT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
-
-def parse_int(token: str) -> int | None:
-    """A plain ASCII decimal integer (no ``_`` separators, no Unicode digits), else ``None``."""
-    if token.isdigit() and token.isascii() and len(token) < 19:
-        return int(token)
-    if not token.isascii() or "_" in token:
-        return None
-    try:
-        return int(token)
-    except ValueError:  # also the 4,300-digit guard
-        return None
-
-
-def parse_number(token: str) -> int | float | None:
-    """An integer, or a finite decimal/exponent float; ``None`` for anything else."""
-    as_int = parse_int(token)
-    if as_int is not None:
-        return as_int
-    if not _FLOAT_TEXT.fullmatch(token):
-        return None
-    value = float(token)
-    return value if math.isfinite(value) else None
-
-
-def format_number(value: float) -> str:
-    """Integers without a decimal point; other floats as the shortest exact repr."""
-    if isinstance(value, int):
-        return str(int(value))
-    if value.is_integer() and abs(value) < 1e16:
-        return str(int(value))
-    return repr(value)
-
-
-def is_trace_id(value: object) -> bool:
-    """An id a trace can write back exactly: an integer >= 0, or a text token that cannot be
-    mistaken for a number (see ``is_id_token``)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value >= 0
-    # A decimal text id ("12", from a format whose ids are strings) is written as the number
-    # it spells and reads back as that integer: the id's type changes, its identity does not.
-    return isinstance(value, str) and (is_id_token(value) or _DECIMAL.fullmatch(value) is not None)
-
-
-def is_id_token(token: str) -> bool:
-    """A text id: starts with an ASCII letter or ``_``; no whitespace, commas or semicolons."""
-    return bool(token) and token[0] in _ID_START and _SEPARATOR.search(token) is None
-
-
-def parse_id(token: str) -> Id | None:
-    """An integer id >= 0, a text id token, or ``None``."""
-    number = parse_int(token)
-    if number is not None:
-        return number if number >= 0 else None
-    return token if is_id_token(token) else None
-
-
-_ID_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_SEPARATOR = re.compile(r"[\s,;]")
-_DECIMAL = re.compile(r"0|[1-9][0-9]{0,17}")
-
-
-# --------------------------------------------------------------------------- dependency checks
-
-Locate = Callable[[int, int | None], dict[str, Any]]
-"""``locate(task_index, dependency_index_or_None)`` → ``line``/``column``/``pointer`` kwargs
-for a diagnostic about the task's id (``None``) or one of its dependencies."""
-
-
-def dependency_diagnostics(
-    ids: Sequence[Id], dependencies: Sequence[Sequence[Id]], locate: Locate, prefix: str
-) -> list[Diagnostic]:
-    """Duplicate task ids, dependencies on unknown ids, and dependency cycles (one report per
-    cycle found, naming its members), each at the place in the file that shows it."""
-    found: list[Diagnostic] = []
-    index_of: dict[Id, int] = {}
-    for index, task_id in enumerate(ids):
-        if task_id in index_of:
-            first = locate(index_of[task_id], None).get("line")
-            found.append(error(
-                f"task id {task_id!r} is used again (first on line {first})",
-                f"{prefix}.duplicate-id", **locate(index, None),
-            ))
-        else:
-            index_of[task_id] = index
-    resolved: list[list[int]] = []
-    for index, needs in enumerate(dependencies):
-        targets = []
-        for position, needed in enumerate(needs):
-            target = index_of.get(needed)
-            if target is None:
-                found.append(error(
-                    f"task {ids[index]!r} depends on task {needed!r}, which is not in the file",
-                    f"{prefix}.unknown-dependency", **locate(index, position),
-                ))
-            else:
-                targets.append(target)
-        resolved.append(targets)
-    found.extend(_cycle_diagnostics(ids, resolved, locate, prefix))
-    return found
-
-
-_CYCLE_SHOWN = 6
-"""Members of a cycle named in its message; a 100,000-task ring must not make a 700 KB line."""
-
-
-def _cycle_text(members: list[Id]) -> str:
-    if len(members) <= _CYCLE_SHOWN:
-        return " → ".join(repr(member) for member in [*members, members[0]])
-    shown = " → ".join(repr(member) for member in members[:_CYCLE_SHOWN - 1])
-    return f"of {len(members):,} tasks {shown} → … → {members[-1]!r} → {members[0]!r}"
-
-
-def _cycle_diagnostics(
-    ids: Sequence[Id], resolved: list[list[int]], locate: Locate, prefix: str
-) -> list[Diagnostic]:
-    # Kahn's algorithm removes every task that can eventually run; what remains lies on a
-    # cycle or waits on one. Iterative, so a 100,000-task chain costs no Python stack.
-    # A repeated dependency is counted, and later released, once per occurrence.
-    waiting = [len(targets) for targets in resolved]
-    dependents: list[list[int]] = [[] for _ in resolved]
-    for index, targets in enumerate(resolved):
-        for target in targets:
-            dependents[target].append(index)
-    ready = [index for index, count in enumerate(waiting) if count == 0]
-    while ready:
-        done = ready.pop()
-        for child in dependents[done]:
-            waiting[child] -= 1
-            if waiting[child] == 0:
-                ready.append(child)
-    stuck = [index for index, count in enumerate(waiting) if count > 0]
-    if not stuck:
-        return []
-    remaining = set(stuck)
-    found: list[Diagnostic] = []
-    on_cycles = 0
-    for start in stuck:
-        if start not in remaining:
-            continue
-        # Every stuck task has a stuck dependency, so following them must revisit a task.
-        path: list[int] = []
-        position: dict[int, int] = {}
-        current: int | None = start
-        while current is not None and current not in position:
-            position[current] = len(path)
-            path.append(current)
-            # None: this task only waits on a cycle already reported.
-            current = next((t for t in resolved[current] if t in remaining), None)
-        if current is not None:
-            cycle = path[position[current]:]
-            names = _cycle_text([ids[i] for i in cycle])
-            closing = cycle[-1]
-            on_cycles += len(cycle)
-            found.append(error(
-                f"dependency cycle {names}: {'this task' if len(cycle) == 1 else 'these tasks'}"
-                " can never start",
-                f"{prefix}.dependency-cycle",
-                **locate(closing, resolved[closing].index(cycle[0])),
-            ))
-        remaining.difference_update(path)
-    blocked = len(stuck) - on_cycles
-    if blocked > 0:
-        found.append(warning(
-            f"{blocked} more task(s) depend on a cycle and can never start",
-            f"{prefix}.blocked-by-cycle",
-        ))
-    return found
-
 
 # --------------------------------------------------------------------------- sniff
 
@@ -369,22 +195,11 @@ def _looks_archive(line: str) -> bool:
 # --------------------------------------------------------------------------- read
 
 
-@dataclass
-class _Reader:
-    lines: list[str]
-    variant: Variant
-    diagnostics: list[Diagnostic]
-    errors: int = 0
-
-    def report(self, diagnostic: Diagnostic) -> None:
-        if diagnostic.is_error:
-            self.errors += 1
-        if self.errors <= MAX_ERRORS:
-            self.diagnostics.append(diagnostic)
-
-    @property
-    def stopped(self) -> bool:
-        return self.errors > MAX_ERRORS
+class _Reader(ErrorBudget):
+    def __init__(self, lines: list[str], variant: Variant) -> None:
+        super().__init__()
+        self.lines = lines
+        self.variant = variant
 
     # -- positions, computed only for diagnostics ------------------------------------
 
@@ -470,10 +285,10 @@ def _read(data: bytes) -> ReadResult:
         if not text.strip():
             return ReadResult(None, (error("file is empty", "gwf.empty", line=1, column=1),))
         # Only comments: an archive-format file without jobs.
-        empty = Document(workload=Workload(), extras={VARIANT_KEY: "archive"})
+        empty = Document(workload=Workload())
         return ReadResult(empty, (warning("file has no task lines", "gwf.no-tasks"),))
     variant: Variant = "archive" if _looks_archive(lines[first]) else "workflow"
-    reader = _Reader(lines, variant, [])
+    reader = _Reader(lines, variant)
     if variant == "workflow":
         tasks, placement = _read_workflow(reader, first)
     else:
@@ -504,8 +319,7 @@ def _read(data: bytes) -> ReadResult:
                               "parses integers) does not", "gwf.text-ids"))
     workload = Workload(jobs=tuple(Job(id=job_id, tasks=tuple(members))
                                    for job_id, members in placement.items()))
-    extras = {VARIANT_KEY: "archive"} if variant == "archive" else {}
-    return ReadResult(Document(workload=workload, extras=extras), tuple(reader.diagnostics),
+    return ReadResult(Document(workload=workload), tuple(reader.diagnostics),
                       _source_map(workload, tasks))
 
 
@@ -593,10 +407,6 @@ def _read_workflow(
         if nprocs == -1 and requested == -1:
             reader.report(_unknown_processors(reader, line_number, task_id))
             continue
-        if runtime == -1:
-            reader.report(warning(
-                f"task {task_id} has an unknown runtime (-1); a scheduler cannot run it",
-                "gwf.unknown-runtime", **reader.locate(line_number, "RunTime")))
         cores, extras = _processors(nprocs, requested)
         request = requests.get(cores)
         if request is None:  # immutable, so one object per distinct core count
@@ -709,267 +519,364 @@ def _archive_task(record: dict[str, Any]) -> Task:
     )
 
 
-# --------------------------------------------------------------------------- write
 
 
-def unheld_task_fields(task: Task) -> Iterator[str]:
-    """Field paths of ``task`` that carry a non-default value (for loss accounting)."""
-    request = task.request
-    checks = (
-        ("task.submit_time_s", task.submit_time_s != 0.0),
-        ("task.runtime_s", task.runtime_s is not None),
-        ("task.requested_time_s", task.requested_time_s is not None),
-        ("task.request.nodes", request.nodes != 1),
-        ("task.request.cores", request.cores != 1.0),
-        ("task.request.memory_mb", request.memory_mb is not None),
-        ("task.request.gpus", request.gpus != 0),
-        ("task.request.resources", bool(request.resources)),
-        ("task.dependencies", bool(task.dependencies)),
-        ("task.deadline_s", task.deadline_s is not None),
-        ("task.start", task.start_mode is not StartMode.ANY or task.start_time_s is not None),
-        ("task.preemptible", task.preemptible is not None),
-        ("task.user", task.user is not None),
-        ("task.group", task.group is not None),
-        ("task.image", task.image is not None or task.image_size_mb is not None),
-    )
-    return (name for name, present in checks if present)
-
-
-def has_plain_keys(extras: dict[str, Any]) -> bool:
-    """Free-form keys (no ``fmt:`` prefix). Prefixed keys belong to their format: only that
-    format keeps them, and dropping them elsewhere is not a loss (``dcx.core.restrict``)."""
-    return any(":" not in key for key in extras)
-
-
-def count_workload_losses(
-    losses: LossCounter, document: Document, workload: Workload, holds: frozenset[str]
-) -> None:
-    """Workload- and job-level fields (and a topology) that a trace format cannot hold."""
-    for name, present in (
-        ("workload.name", workload.name is not None),
-        ("workload.description", workload.description is not None),
-        ("workload.time_origin", workload.time_origin is not None),
-        ("workload.attributes", bool(workload.attributes)),
-        ("workload.annotations", bool(workload.annotations)),
-        ("workload.extras", has_plain_keys(workload.extras)),
-    ):
-        if present and name not in holds:
-            losses.add(name, detail="not representable in this trace format")
-    for job in workload.jobs:
-        for name, present in (("job.name", job.name is not None),
-                              ("job.user", job.user is not None),
-                              ("job.extras", has_plain_keys(job.extras))):
-            if present and name not in holds:
-                losses.add(name)
-    if document.environment is not None and document.environment != Environment():
-        losses.add("environment", detail="a workload format holds no topology")
-
-
-def task_numbering(tasks: Sequence[Task], losses: LossCounter) -> dict[Id, Id]:
-    """Old id → written id: ids a trace can write back exactly are kept; otherwise every task
-    is renumbered 1..n in workload order (the model's normal form for unheld task ids)."""
-    ids = [task.id for task in tasks]
-    if all(is_trace_id(i) for i in ids) and len(set(ids)) == len(ids):
-        return {task_id: task_id for task_id in ids}
-    losses.add("task.id", len(ids), "task ids are not unique integers or text tokens; "
-               "tasks were renumbered 1..n in workload order")
-    numbering: dict[Id, Id] = {}
-    for position, task_id in enumerate(ids):
-        numbering.setdefault(task_id, position + 1)
-    return numbering
-
-
-def _processor_columns(task: Task, losses: LossCounter) -> tuple[int, int]:
-    """NProcs and ReqNProcs. Nodes are not held: only the per-node cores are written (the
-    model's normal form drops ``nodes`` to 1)."""
-    request = task.request
-    if request.nodes != 1:
-        losses.add("task.request.nodes", detail="GWF tasks run on one node; nodes dropped")
-    cores = math.ceil(request.cores) if request.cores >= 1 else 1
-    if cores != request.cores:
-        losses.add("task.request.cores", detail="GWF processor counts are whole numbers >= 1; "
-                   "rounded up")
-    nprocs = task.extras.get("gwf:NProcs")
-    requested = task.extras.get("gwf:ReqNProcs")
-    written_nprocs = -1 if nprocs == -1 else cores
-    written_requested = requested if _valid_processor_count(requested) else cores
-    if written_nprocs == -1 and written_requested == -1:
-        written_nprocs = cores
-    return written_nprocs, written_requested
-
-
-def _valid_processor_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or value == -1)
-
-
-def _time_column(value: float | None, field: str, losses: LossCounter) -> str:
-    if value is None:
-        return "-1"
-    if value < 0:
-        losses.add(field, detail="negative times cannot be written; written as unknown (-1)")
-        return "-1"
-    return format_number(value)
-
-
-def _pad(values: Sequence[str]) -> str:
-    return ", ".join(f"{value:<{_FIELD_WIDTH}}" for value in values)
-
-
-def _task_extras_losses(task: Task, writable: frozenset[str], losses: LossCounter) -> None:
-    """Plain extras keys have no place in a GWF line (a loss); ``gwf:`` keys the variant cannot
-    write are lost too; other formats' keys are not GWF's to keep (not a loss)."""
-    for key in task.extras:
-        if ":" not in key or (key.startswith(EXTRA_PREFIX) and key not in writable):
-            losses.add("task.extras", detail="extras other than this variant's gwf: columns "
-                       "were dropped")
-
-
-def _workflow_job_ids(workload: Workload, losses: LossCounter) -> list[Id]:
-    job_ids = [job.id for job in workload.jobs if job.tasks]
-    if all(is_trace_id(i) for i in job_ids) and len(set(job_ids)) == len(job_ids):
-        return job_ids
-    losses.add("job", len(job_ids), "job ids are not unique integers or text tokens; "
-               "jobs were renumbered 0..m-1")
-    return list(range(len(job_ids)))
-
-
-def _write_workflow(document: Document, workload: Workload) -> WriteResult:
-    losses = LossCounter()
-    count_workload_losses(losses, document, workload, HOLDS_WORKFLOW)
-    tasks = list(workload.tasks())
-    numbering = task_numbering(tasks, losses)
-    losses.add("job.empty", sum(1 for job in workload.jobs if not job.tasks),
-               "jobs without tasks have no line")
-    job_ids = iter(_workflow_job_ids(workload, losses))
-    lines = [_pad(WORKFLOW_COLUMNS)]
-    for job in workload.jobs:
-        if not job.tasks:
-            continue
-        workflow = next(job_ids)
-        for task in job.tasks:
-            for name in unheld_task_fields(task):
-                if name not in HOLDS_WORKFLOW and name != "task.request.nodes":
-                    losses.add(name)
-            dependencies = []
-            for needed in task.dependencies:
-                if needed in numbering:
-                    dependencies.append(str(numbering[needed]))
-                else:
-                    losses.add("task.dependencies", detail="dependencies on tasks that are not "
-                               "in the workload were dropped")
-            _task_extras_losses(task, _PROCESSOR_EXTRAS, losses)
-            nprocs, requested = _processor_columns(task, losses)
-            lines.append(_pad((
-                str(workflow), str(numbering[task.id]),
-                _time_column(task.submit_time_s, "task.submit_time_s", losses),
-                _time_column(task.runtime_s, "task.runtime_s", losses),
-                str(nprocs), str(requested), " ".join(dependencies),
-            )))
-    return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
+# --------------------------------------------------------------------------- normal form
 
 
 _USER_TEXT = re.compile(r"0|[1-9]\d{0,17}")
+"""A user or group the archive writes: UserID/GroupID are read back with ``str(int)``."""
 
 
-def _write_archive(document: Document, workload: Workload) -> WriteResult:
-    losses = LossCounter()
-    count_workload_losses(losses, document, workload, HOLDS_ARCHIVE)
-    tasks = list(workload.tasks())
-    numbering = task_numbering(tasks, losses)
-    regrouped = sum(1 for job in workload.jobs
-                    if len(job.tasks) != 1 or job.tasks[0].id != job.id or job.name is not None
-                    or job.user is not None or job.extras)
-    losses.add("job", regrouped, "every archive line is a single-task job whose id is the "
-               "task id")
-    losses.add("job.empty", sum(1 for job in workload.jobs if not job.tasks),
-               "jobs without tasks have no line")
-    lines = ["# " + " ".join(ARCHIVE_COLUMNS)]
-    for task in tasks:
-        for name in unheld_task_fields(task):
-            if name not in HOLDS_ARCHIVE and name != "task.request.nodes":
-                losses.add(name)
-        nprocs, requested = _processor_columns(task, losses)
-        cores = requested if nprocs == -1 else nprocs
-        values: dict[str, str] = {name: "-1" for name in ARCHIVE_COLUMNS}
-        values["JobID"] = str(numbering[task.id])
-        values["SubmitTime"] = _time_column(task.submit_time_s, "task.submit_time_s", losses)
-        if values["SubmitTime"] == "-1":
-            values["SubmitTime"] = "0"
-        values["RunTime"] = _time_column(task.runtime_s, "task.runtime_s", losses)
-        values["ReqTime"] = _time_column(task.requested_time_s, "task.requested_time_s", losses)
-        values["NProcs"] = str(nprocs)
-        values["ReqNProcs"] = str(requested)
-        memory = task.request.memory_mb
-        if memory is not None:
-            values["ReqMemory"] = _time_column(memory * 1024 / cores, "task.request.memory_mb",
-                                               losses)
-        values["UserID"] = _user_column(task.user, "task.user", losses)
-        values["GroupID"] = _user_column(task.group, "task.group", losses)
-        _task_extras_losses(task, _PROCESSOR_EXTRAS | _ARCHIVE_EXTRA_KEYS, losses)
-        for key, value in task.extras.items():
-            if key in _ARCHIVE_EXTRA_KEYS:
-                text = _extra_column(key, value)
-                if text is None:
-                    losses.add("task.extras", detail="gwf: extras whose values do not fit "
-                               "their archive column were dropped")
-                else:
-                    values[key[len(EXTRA_PREFIX):]] = text
-        lines.append(" ".join(values[name] for name in ARCHIVE_COLUMNS))
-    return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
+def _whole_cores(cores: float) -> float:
+    """NProcs: a whole number >= 1 (rounded up)."""
+    if not math.isfinite(cores) or cores <= 1:
+        return 1.0
+    return float(math.ceil(cores))
 
 
-def _user_column(value: str | None, field: str, losses: LossCounter) -> str:
-    if value is None:
-        return "-1"
-    if _USER_TEXT.fullmatch(value):
-        return value
-    losses.add(field, detail="GWF user and group ids are non-negative integers")
-    return "-1"
+def _user(value: str | None) -> str | None:
+    return value if value is None or _USER_TEXT.fullmatch(value) else None
 
 
-def _extra_column(key: str, value: object) -> str | None:
-    """The text for an archive extras column, or ``None`` when it cannot be written."""
-    if key not in _ARCHIVE_EXTRA_KEYS:
+def _memory(memory_mb: float | None, cores: float) -> float | None:
+    """What ReqMemory (KB per processor) reads back as; ``None`` when it cannot be written."""
+    if memory_mb is None or not memory_mb >= 0:
         return None
+    for _ in range(4):  # a KB value that does not read back as itself converges in a step
+        per_processor_kb = memory_mb * 1024 / cores
+        if not math.isfinite(per_processor_kb):
+            return None
+        read_back = per_processor_kb * cores / 1024
+        if read_back == memory_mb:
+            return memory_mb
+        memory_mb = read_back
+    return memory_mb
+
+
+def _archive_column(key: str, value: object) -> bool:
+    """Whether an archive extras column can be written with ``value`` and reads it back."""
     name = key[len(EXTRA_PREFIX):]
     if name in _ARCHIVE_TOKENS:
         # str.split() is what the reader splits on, so it is the test of a single token.
-        if isinstance(value, str) and value.split() == [value] and value != "-1":
-            return value
-        return None
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        return None
+        return isinstance(value, str) and value.split() == [value] and value != "-1"
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
     if name in _ARCHIVE_CODES:
-        return str(value) if isinstance(value, int) and value >= 0 else None
-    return format_number(value) if value >= 0 else None
+        return isinstance(value, int) and value >= 0
+    return math.isfinite(value) and value >= 0
 
 
-def write(document: Document, variant: str | None = None) -> WriteResult:
-    """GWF bytes for ``document.workload``.
+def _processor_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or value == -1)
 
-    ``variant``: ``"workflow"`` or ``"archive"``; ``None`` (the default) keeps the variant the
-    document was read from (``VARIANT_KEY``) and is ``workflow`` otherwise; ``"auto"`` writes
-    both and keeps the one that loses fewer values (ties: ``workflow``). A document without a
-    workload writes an empty workflow file.
-    """
-    workload = document.workload or Workload()
-    if variant is None:
-        variant = "archive" if document.extras.get(VARIANT_KEY) == "archive" else "workflow"
-    if variant == "workflow":
-        return _write_workflow(document, workload)
+
+def _gwf_extras(extras: Extras, cores: float, archive: bool) -> tuple[Extras, bool]:
+    """``extras`` with its ``gwf:`` keys as the variant reads them back, and whether one was
+    dropped. NProcs ``-1`` reads back alone; ReqNProcs only when it differs from the cores."""
+    if not any(key.startswith(EXTRA_PREFIX) for key in extras):
+        return extras, False
+    kept: Extras = {}
+    dropped = False
+    unknown_nprocs = extras.get(_NPROCS_KEY) == -1 and _processor_count(extras[_NPROCS_KEY])
+    for key, value in extras.items():
+        if not key.startswith(EXTRA_PREFIX):
+            kept[key] = value  # not GWF's: restrict decides
+        elif key == _NPROCS_KEY and unknown_nprocs:
+            kept[key] = value
+        elif key == _REQNPROCS_KEY and not unknown_nprocs and _processor_count(value):
+            if value != cores:
+                kept[key] = value
+        elif archive and key in _ARCHIVE_EXTRA_KEYS and _archive_column(key, value):
+            kept[key] = value
+        else:
+            dropped = True
+    return (extras, False) if kept == extras else (kept, dropped)
+
+
+def _without_own_keys(extras: Extras) -> Extras:
+    return {key: value for key, value in extras.items() if not key.startswith(EXTRA_PREFIX)}
+
+
+class _Normalizer:
+    """Builds the normal form and records the held field paths it changes."""
+
+    def __init__(self, tasks: list[Task], archive: bool) -> None:
+        self.archive = archive
+        self.lost: set[str] = set()
+        self.numbering, renumbered = written_ids([task.id for task in tasks], written_number_id,
+                                                 keeps_integers=True)
+        if renumbered:
+            self.lost.add("task.id")
+        # Every id is written as it is: a task's id and known dependencies need no mapping.
+        self.ids_kept = not renumbered and all(type(new) is type(old) for old, new in
+                                               self.numbering.items())
+
+    def task(self, task: Task) -> Task:
+        if not self.archive and self.ids_kept and self._workflow_normal(task):
+            return task
+        lost = self.lost
+        request = task.request
+        cores = _whole_cores(request.cores)
+        if cores != request.cores:
+            lost.add("task.request.cores")
+        submit = known_submit(task.submit_time_s)
+        if submit != task.submit_time_s:
+            lost.add("task.submit_time_s")
+        runtime = known_time(task.runtime_s)
+        if runtime != task.runtime_s:
+            lost.add("task.runtime_s")
+        extras, dropped = _gwf_extras(task.extras, cores, self.archive)
+        if dropped:
+            lost.add("task.extras")
+        numbering = self.numbering
+        if self.archive:
+            requested = known_time(task.requested_time_s)
+            memory = _memory(request.memory_mb, cores)
+            user, group = _user(task.user), _user(task.group)
+            dependencies: tuple[Id, ...] = ()
+            if task.dependencies:
+                lost.add("task.dependencies")
+                if len(task.dependencies) > 1:
+                    lost.add("task.dependencies.multiple")
+        else:
+            requested = memory = user = group = None
+            dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
+            if len(dependencies) != len(task.dependencies):
+                lost.add("task.dependencies")
+        for path, before, after in (("task.requested_time_s", task.requested_time_s, requested),
+                                    ("task.request.memory_mb", request.memory_mb, memory),
+                                    ("task.user", task.user, user),
+                                    ("task.group", task.group, group)):
+            if before != after:
+                lost.add(path)
+        task_id = numbering[task.id]
+        if (task_id == task.id and dependencies == task.dependencies
+                and submit is task.submit_time_s and runtime is task.runtime_s
+                and requested is task.requested_time_s
+                and cores == request.cores and memory is request.memory_mb
+                and user is task.user and group is task.group and extras is task.extras):
+            return task  # already in normal form: no copy per task
+        if cores != request.cores or memory is not request.memory_mb:
+            request = replace(request, cores=cores, memory_mb=memory)
+        return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
+                       "submit_time_s": submit, "runtime_s": runtime,
+                       "requested_time_s": requested, "request": request, "user": user,
+                       "group": group, "extras": extras})
+
+
+    def _workflow_normal(self, task: Task) -> bool:
+        """Whether ``task`` is already in the workflow variant's normal form (the common case
+        of a GWF file read back), decided without building anything."""
+        if task.extras or task.requested_time_s is not None or task.user is not None \
+                or task.group is not None:
+            return False
+        request = task.request
+        cores, submit, runtime = request.cores, task.submit_time_s, task.runtime_s
+        if request.memory_mb is not None or not (
+                type(cores) is float and cores.is_integer() and cores >= 1):
+            return False
+        if not (0 <= submit < math.inf) or not (runtime is None or 0 <= runtime < math.inf):
+            return False
+        numbering = self.numbering
+        return all(needed in numbering for needed in task.dependencies)
+
+
+def variant_of(workload: Workload) -> Variant:
+    """The variant ``write`` writes (see What dcx writes): the archive when the field paths
+    only it keeps outnumber those only the workflow variant keeps."""
+    only_archive: set[str] = set()
+    only_workflow: set[str] = set()
+    for job in workload.jobs:
+        if job.tasks and (len(job.tasks) != 1 or job.tasks[0].id != job.id):
+            only_workflow.add("job")
+        for task in job.tasks:
+            if task.dependencies:
+                only_workflow.add("task.dependencies")
+                if len(task.dependencies) > 1:
+                    only_workflow.add("task.dependencies.multiple")
+            # Cheap None tests first: most traces have none of these.
+            if task.requested_time_s is not None and known_time(task.requested_time_s) is not None:
+                only_archive.add("task.requested_time_s")
+            memory = task.request.memory_mb
+            if memory is not None and _memory(memory, _whole_cores(task.request.cores)) is not None:
+                only_archive.add("task.request.memory_mb")
+            if task.user is not None and _user(task.user) is not None:
+                only_archive.add("task.user")
+            if task.group is not None and _user(task.group) is not None:
+                only_archive.add("task.group")
+            if task.extras and any(key in _ARCHIVE_EXTRA_KEYS and _archive_column(key, value)
+                                   for key, value in task.extras.items()):
+                only_archive.add("task.extras")
+    return "archive" if len(only_archive) > len(only_workflow) else "workflow"
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
+    """``normal_form``, the held field paths it changes and the variant, in one pass."""
+    workload = document.workload
+    own_document_keys = any(key.startswith(EXTRA_PREFIX) for key in document.extras)
+    if workload is None:
+        if own_document_keys:
+            document = replace(document, extras=_without_own_keys(document.extras))
+        return document, frozenset(), "workflow"
+    variant = variant_of(workload)
+    archive = variant == "archive"
+    normalizer = _Normalizer([task for job in workload.jobs for task in job.tasks], archive)
+    lost = normalizer.lost
+    jobs: list[Job] = []
+    if archive:
+        for job in workload.jobs:
+            if not job.tasks:
+                jobs.append(job)  # restrict drops it (``job.empty`` is not held)
+                continue
+            single = len(job.tasks) == 1 and job.tasks[0].id == job.id
+            if not single:
+                lost.add("job")
+            for task in job.tasks:
+                written = normalizer.task(task)
+                if single and written is task:
+                    jobs.append(job)
+                else:  # name, user and extras stay for restrict to drop and report
+                    jobs.append(replace(job, id=written.id, tasks=(written,)))
+    else:
+        job_numbering, renumbered = written_ids(
+            [job.id for job in workload.jobs if job.tasks], written_number_id, first=0,
+            keeps_integers=True)
+        if renumbered:
+            lost.add("job")
+        for job in workload.jobs:
+            if not job.tasks:
+                jobs.append(job)
+                continue
+            tasks = tuple(normalizer.task(task) for task in job.tasks)
+            job_id = job_numbering[job.id]
+            if job_id == job.id and all(a is b for a, b in zip(tasks, job.tasks, strict=True)):
+                jobs.append(job)
+            else:
+                jobs.append(replace(job, id=job_id, tasks=tasks))
+    jobs = [_without_own_job_keys(job, lost) for job in jobs]
+    new_workload = replace(workload, jobs=tuple(jobs))
+    for path, values in (("workload.extras", workload.extras),
+                         ("workload.attributes", workload.attributes)):
+        if any(key.startswith(EXTRA_PREFIX) for key in values):
+            lost.add(path)  # the format's own keys there have no place in a GWF file
+            new_workload = replace(new_workload, **{path.split(".")[1]: _without_own_keys(values)})
+    extras = _without_own_keys(document.extras) if own_document_keys else document.extras
+    return replace(document, workload=new_workload, extras=extras), frozenset(lost), variant
+
+
+def _without_own_job_keys(job: Job, lost: set[str]) -> Job:
+    if not any(key.startswith(EXTRA_PREFIX) for key in job.extras):
+        return job
+    lost.add("job.extras")
+    return replace(job, extras=_without_own_keys(job.extras))
+
+
+def normal_form(document: Document) -> Document:
+    """What GWF makes of ``document`` beyond its field paths (see What dcx writes)."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    return _normalized(document)[1]
+
+
+# --------------------------------------------------------------------------- write
+
+
+def _time(value: float | None) -> str:
+    return "-1" if value is None else format_number(value)
+
+
+def _processor_columns(task: Task) -> tuple[str, str]:
+    """NProcs and ReqNProcs of a task in normal form."""
+    cores = str(int(task.request.cores))
+    extras = task.extras
+    if not extras:
+        return cores, cores
+    if extras.get(_NPROCS_KEY) == -1:
+        return "-1", cores
+    requested = extras.get(_REQNPROCS_KEY)
+    return cores, cores if requested is None else str(requested)
+
+
+_ROW = ", ".join([f"%-{_FIELD_WIDTH}s"] * len(WORKFLOW_COLUMNS))
+
+
+def _pad(values: Sequence[str]) -> str:
+    return _ROW % tuple(values)
+
+
+def _write_workflow(workload: Workload) -> bytes:
+    lines = [_pad(WORKFLOW_COLUMNS)]
+    for job in workload.jobs:
+        workflow = str(job.id)
+        for task in job.tasks:
+            nprocs, requested = _processor_columns(task)
+            lines.append(_pad((
+                workflow, str(task.id), format_number(task.submit_time_s), _time(task.runtime_s),
+                nprocs, requested, " ".join(str(needed) for needed in task.dependencies),
+            )))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _write_archive(workload: Workload) -> bytes:
+    lines = ["# " + " ".join(ARCHIVE_COLUMNS)]
+    for job in workload.jobs:
+        for task in job.tasks:
+            values: dict[str, str] = dict.fromkeys(ARCHIVE_COLUMNS, "-1")
+            nprocs, requested = _processor_columns(task)
+            values["JobID"] = str(task.id)
+            values["SubmitTime"] = format_number(task.submit_time_s)
+            values["RunTime"] = _time(task.runtime_s)
+            values["ReqTime"] = _time(task.requested_time_s)
+            values["NProcs"] = nprocs
+            values["ReqNProcs"] = requested
+            memory = task.request.memory_mb
+            if memory is not None:
+                values["ReqMemory"] = format_number(memory * 1024 / task.request.cores)
+            if task.user is not None:
+                values["UserID"] = task.user
+            if task.group is not None:
+                values["GroupID"] = task.group
+            for key, value in task.extras.items():
+                if key in _ARCHIVE_EXTRA_KEYS:
+                    name = key[len(EXTRA_PREFIX):]
+                    values[name] = value if name in _ARCHIVE_TOKENS else format_number(value)
+            lines.append(" ".join(values[name] for name in ARCHIVE_COLUMNS))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def write(document: Document) -> WriteResult:
+    """GWF bytes for ``normal_form(document)``: the variant ``variant_of`` chooses (a
+    document without a workload writes an empty workflow file)."""
+    normal, _, variant = _normalized(document)
+    workload = normal.workload or Workload()
     if variant == "archive":
-        return _write_archive(document, workload)
-    if variant != "auto":
-        return WriteResult(b"", diagnostics=(error(
-            f"unknown GWF variant {variant!r}; use workflow, archive or auto",
-            "gwf.variant"),))
-    workflow = _write_workflow(document, workload)
-    if not workflow.losses:
-        return workflow
-    archive = _write_archive(document, workload)
-    lost_workflow = sum(loss.count for loss in workflow.losses)
-    lost_archive = sum(loss.count for loss in archive.losses)
-    return archive if lost_archive < lost_workflow else workflow
+        return WriteResult(_write_archive(workload))
+    return WriteResult(_write_workflow(workload))
+
+
+CODES = (
+    Code("gwf.empty", "error", "The file is empty."),
+    Code("gwf.field-count", "error",
+         "A line has too few fields: 7 comma-separated (workflow) or 29 (archive)."),
+    Code("gwf.record", "error",
+         "A line does not match the GWF record schema (a value of the wrong kind)."),
+    Code("gwf.unknown-processors", "error",
+         "A task has neither NProcs nor ReqNProcs (both -1): its cores are unknown."),
+    Code("gwf.no-header", "warning",
+         "The workflow file has no header line: SC18 drops its first line unread, a task.",
+         conformance=True),
+    Code("gwf.text-ids", "warning",
+         "Some ids are text: SC18 and the archive tools parse integers.", conformance=True),
+    Code("gwf.extra-fields", "warning",
+         "A workflow line has more than 7 fields; the rest are ignored, as SC18 does."),
+    Code("gwf.no-tasks", "warning", "The file has no task lines."),
+    *text_codes("gwf", "GWF"),
+    *dependency_codes("gwf"),
+)
 
 
 FORMAT = FormatDeclaration(
@@ -986,4 +893,7 @@ FORMAT = FormatDeclaration(
     sniff=sniff,
     read=read,
     write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    codes=CODES,
 )

@@ -26,7 +26,14 @@ Mapping:
   task field for them.
 * **Sizes** are a number and a unit: B, KB, MB, GB, TB, PB (and KiB…PiB), powers of 1,024 as
   the model's MB is 2**20 bytes.
-* **Ids.** The format's ids are strings; integer model ids are written as their decimal text.
+* **Ids.** The format's ids are strings; integer model ids are written as their decimal text
+  (when two ids would then read back alike, the tasks are renumbered ``"1"``, ``"2"``, …, a
+  ``task.id`` loss).
+
+The writer serialises ``normal_form(document)`` and nothing else: what the format cannot hold
+(a negative runtime or memory, a core count <= 0, a submit time beyond what a timestamp holds,
+an extras value the format's schema refuses for its key, a key dcx writes from a model field)
+is a value restriction of the normal form, reported by the derived losses.
 
 The writer writes ``date_start`` from ``time_origin`` and every task's ``ts_submit``; a workload
 without a time origin (or with one that is not ISO 8601, a ``workload.time_origin`` loss) is
@@ -54,25 +61,20 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
-    LossCounter,
     ReadResult,
     WriteResult,
     error,
     has_errors,
     warning,
 )
-from dcx.core.model import Document, Id, Job, ResourceRequest, Task, Workload
-from dcx.formats.gwf import (
-    count_workload_losses,
-    dependency_diagnostics,
-    format_number,
-    unheld_task_fields,
-)
+from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
 from dcx.parsing.jsonio import dumps_canonical, load_json_object
-from dcx.parsing.schemas import schema_diagnostics
+from dcx.parsing.schemas import schema_diagnostics, schema_verdict
+from dcx.parsing.traces import dependency_codes, dependency_diagnostics, format_number, written_ids
 
 SCHEMA = "osp-workload.schema.json"
 PREFIX = "osp-workload:"
@@ -334,90 +336,198 @@ def _link(jobs: list[Job], workflows: list[dict[str, Any]], reader: _Reader) -> 
     return result
 
 
-# --------------------------------------------------------------------------- write
+# --------------------------------------------------------------------------- normal form
 
 
-def _on_microseconds(seconds: float) -> float:
-    """``seconds`` as a timestamp holds it: whole microseconds (unchanged when too large)."""
+def _submit(seconds: float, origin: datetime) -> float:
+    """What a ``ts_submit`` written for ``seconds`` after ``origin`` reads back as: whole
+    microseconds (the resolution of an ISO 8601 timestamp as Python writes it), the origin
+    itself when the instant is beyond the years a timestamp can hold."""
+    if not math.isfinite(seconds):
+        return 0.0
     try:
-        return timedelta(seconds=seconds).total_seconds()
+        return ((origin + timedelta(seconds=seconds)) - origin).total_seconds()
     except OverflowError:
-        return seconds
+        return 0.0
+
+
+def _origin_instant(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _at_least_zero(value: float | None) -> float | None:
+    return value if value is None or (value >= 0 and math.isfinite(value)) else None
+
+
+def _cores(cores: float) -> float:
+    return cores if cores > 0 and math.isfinite(cores) else 1.0
+
+
+def _text_id(value: object) -> Id | None:
+    return str(value) if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+_LEVEL_WRAPPERS = {
+    "workload": lambda key, value: {key: value},
+    "job": lambda key, value: {"workflows": [{key: value}]},
+    "task": lambda key, value: {"workflows": [{"tasks": [{key: value}]}]},
+}
+
+
+def _free_keys(extras: Extras, mapped: frozenset[str], level: str) -> tuple[Extras, bool]:
+    """Extras as the object's own keys read them back: plain keys as they are,
+    ``osp-workload:`` keys without the prefix; a key named like one dcx writes from a model
+    field, or whose value the format's schema refuses for it, is dropped (second value: one
+    was). Keys of other formats stay for ``restrict`` to drop."""
+    if not extras:
+        return extras, False
+    kept: Extras = {}
+    dropped = False
+    wrap = _LEVEL_WRAPPERS[level]
+    for key, value in extras.items():
+        name = key[len(PREFIX):] if key.startswith(PREFIX) else key
+        if ":" in name:
+            kept[key] = value
+        elif name in mapped or not schema_verdict(SCHEMA, wrap(name, value)):
+            dropped = True
+        else:
+            kept[name] = value
+    return (extras, False) if kept == extras else (kept, dropped)
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    """``normal_form`` and the held field paths it changes, in one pass."""
+    workload = document.workload
+    if workload is None:
+        return document, frozenset()
+    lost: set[str] = set()
+    origin = _origin_instant(workload.time_origin)
+    time_origin = workload.time_origin
+    if time_origin is not None and origin is None:
+        lost.add("workload.time_origin")
+        time_origin = None
+    tasks = [task for job in workload.jobs for task in job.tasks]
+    numbering, renumbered = written_ids([task.id for task in tasks], _text_id)
+    if renumbered:
+        lost.add("task.id")
+        numbering = {old: str(new) for old, new in numbering.items()}
+    normal = _TaskNormalizer(numbering, origin or UNIX_EPOCH, lost)
+    jobs = []
+    for job in workload.jobs:
+        extras, dropped = _free_keys(job.extras, _JOB_MAPPED, "job")
+        if dropped:
+            lost.add("job.extras")
+        new_tasks = tuple(normal.task(task) for task in job.tasks)
+        job_id = str(job.id)
+        if job_id == job.id and extras is job.extras and all(
+                a is b for a, b in zip(new_tasks, job.tasks, strict=True)):
+            jobs.append(job)
+        else:
+            jobs.append(replace(job, id=job_id, tasks=new_tasks, extras=extras))
+    extras, dropped = _free_keys(workload.extras, _ROOT_MAPPED, "workload")
+    if dropped:
+        lost.add("workload.extras")
+    return replace(document, workload=replace(workload, jobs=tuple(jobs), time_origin=time_origin,
+                                              extras=extras)), frozenset(lost)
+
+
+class _TaskNormalizer:
+    def __init__(self, numbering: dict[Id, Id], origin: datetime, lost: set[str]) -> None:
+        self.numbering = numbering
+        self.origin = origin
+        self.lost = lost
+
+    def task(self, task: Task) -> Task:
+        lost, numbering = self.lost, self.numbering
+        dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
+        if len(dependencies) != len(task.dependencies):
+            lost.add("task.dependencies")
+        request = task.request
+        submit = _submit(task.submit_time_s, self.origin)
+        runtime = _at_least_zero(task.runtime_s)
+        cores = _cores(request.cores)
+        memory = _at_least_zero(request.memory_mb)
+        for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
+                                    ("task.runtime_s", task.runtime_s, runtime),
+                                    ("task.request.cores", request.cores, cores),
+                                    ("task.request.memory_mb", request.memory_mb, memory)):
+            if before is not after and before != after:
+                lost.add(path)
+        extras, dropped = _free_keys(task.extras, _TASK_MAPPED, "task")
+        if dropped:
+            lost.add("task.extras")
+        task_id = numbering[task.id]
+        if (task_id == task.id and dependencies == task.dependencies
+                and submit == task.submit_time_s and runtime is task.runtime_s
+                and cores == request.cores and memory is request.memory_mb
+                and extras is task.extras):
+            return task
+        return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
+                       "submit_time_s": submit, "runtime_s": runtime,
+                       "request": replace(request, cores=cores, memory_mb=memory),
+                       "extras": extras})
 
 
 def normal_form(document: Document) -> Document:
-    """What the format makes of ``document`` beyond its field paths: submit times on whole
-    microseconds, the resolution of an ISO 8601 timestamp as Python writes it."""
-    workload = document.workload
-    if workload is None:
-        return document
-    jobs = tuple(replace(job, tasks=tuple(
-        replace(task, submit_time_s=_on_microseconds(task.submit_time_s))
-        for task in job.tasks)) for job in workload.jobs)
-    return replace(document, workload=replace(workload, jobs=jobs))
+    """What the format makes of ``document`` beyond its field paths: ids as text (renumbered
+    when two would read the same), submit times as timestamps read them back, runtimes and
+    memory >= 0, cores > 0, an ISO 8601 time origin, extras the format's keys can take."""
+    return _normalized(document)[0]
 
 
 def normal_form_losses(document: Document) -> frozenset[str]:
-    """The field paths ``normal_form`` changes in ``document``."""
-    if document.workload is not None and any(
-            _on_microseconds(task.submit_time_s) != task.submit_time_s
-            for task in document.workload.tasks()):
-        return frozenset({"task.submit_time_s"})
-    return frozenset()
+    """The held field paths ``normal_form`` changes in ``document``."""
+    return _normalized(document)[1]
+
+
+# --------------------------------------------------------------------------- write
 
 
 def write(document: Document) -> WriteResult:
-    workload = document.workload or Workload()
-    losses = LossCounter()
-    diagnostics: list[Diagnostic] = []
-    count_workload_losses(losses, document, workload, HOLDS)
-    origin_text = workload.time_origin
-    origin = UNIX_EPOCH
-    if origin_text is not None:
-        try:
-            origin = datetime.fromisoformat(origin_text)
-        except ValueError:
-            losses.add("workload.time_origin", detail=f"{origin_text!r} is not ISO 8601; "
-                       "timestamps count from the Unix epoch")
-            origin_text = None
+    """osp-workload JSON for ``normal_form(document)``."""
+    workload = normal_form(document).workload or Workload()
+    origin = _origin_instant(workload.time_origin) or UNIX_EPOCH
     root: dict[str, Any] = {}
     if workload.name is not None:
         root["name"] = workload.name
     if workload.description is not None:
         root["description"] = workload.description
-    root.update(_free_keys(workload.extras, _ROOT_MAPPED, losses, "workload.extras"))
-    if origin_text is not None:
-        root["date_start"] = origin_text
-    root["workflows"] = [_workflow(job, origin, losses) for job in workload.jobs]
-    structural = schema_diagnostics(SCHEMA, root)
-    if structural:  # extras with values the format's types cannot take
-        return WriteResult(b"", losses.losses(), tuple(structural))
-    return WriteResult(dumps_canonical(root), losses.losses(), tuple(diagnostics))
+    root.update(_own_keys(workload.extras))
+    if workload.time_origin is not None:
+        root["date_start"] = workload.time_origin
+    root["workflows"] = [_workflow(job, origin) for job in workload.jobs]
+    try:
+        data = dumps_canonical(root)
+    except (TypeError, ValueError) as exc:  # extras a hand-built model gave no JSON value
+        return _unwritable(f"a value has no JSON form ({exc})")
+    if not schema_verdict(SCHEMA, root):
+        found = schema_diagnostics(SCHEMA, root)
+        reason = found[0].render() if found else "the schema refuses it"
+        return _unwritable(f"the output would not match the format's schema: {reason}")
+    return WriteResult(data)
 
 
-def _free_keys(extras: dict[str, Any], mapped: frozenset[str], losses: LossCounter,
-               field: str) -> dict[str, Any]:
-    """Extras written as the object's own keys: plain keys as they are, ``osp-workload:`` keys
-    without the prefix; keys of other formats are theirs (dropped, not a loss); a key that
-    would replace one dcx writes from a model field is a loss."""
-    kept: dict[str, Any] = {}
-    for key, value in extras.items():
-        name = key[len(PREFIX):] if key.startswith(PREFIX) else key
-        if ":" in name:
-            continue
-        if name in mapped:
-            losses.add(field, detail="extras named like a key the model maps were dropped")
-        else:
-            kept[name] = value
-    return kept
+def _unwritable(reason: str) -> WriteResult:
+    return WriteResult(b"", diagnostics=(error(
+        f"cannot write osp-workload JSON: {reason}", "osp-workload.unwritable"),))
 
 
-def _workflow(job: Job, origin: datetime, losses: LossCounter) -> dict[str, Any]:
-    workflow: dict[str, Any] = {"id": str(job.id)}
+def _own_keys(extras: Extras) -> Extras:
+    """The extras a normal form keeps as the object's keys (other formats' are not written)."""
+    return {key: value for key, value in extras.items() if ":" not in key}
+
+
+def _workflow(job: Job, origin: datetime) -> dict[str, Any]:
+    workflow: dict[str, Any] = {"id": job.id}
     if job.name is not None:
         workflow["application_name"] = job.name
-    workflow.update(_free_keys(job.extras, _JOB_MAPPED, losses, "job.extras"))
-    workflow["tasks"] = [_task_object(task, origin, losses) for task in job.tasks]
+    workflow.update(_own_keys(job.extras))
+    workflow["tasks"] = [_task_object(task, origin) for task in job.tasks]
     return workflow
 
 
@@ -428,21 +538,13 @@ def _json_number(value: float) -> float | int:
     return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 
-def _task_object(task: Task, origin: datetime, losses: LossCounter) -> dict[str, Any]:
-    for name in unheld_task_fields(task):
-        if name not in HOLDS:
-            losses.add(name)
+def _task_object(task: Task, origin: datetime) -> dict[str, Any]:
     request = task.request
-    written: dict[str, Any] = {"id": str(task.id)}
-    written.update(_free_keys(task.extras, _TASK_MAPPED, losses, "task.extras"))
+    written: dict[str, Any] = {"id": task.id}
+    written.update(_own_keys(task.extras))
     try:
-        offset = timedelta(seconds=task.submit_time_s)
-        written["ts_submit"] = (origin + offset).isoformat()
-        if offset.total_seconds() != task.submit_time_s:
-            losses.add("task.submit_time_s", detail="timestamps hold whole microseconds")
-    except OverflowError:
-        losses.add("task.submit_time_s", detail="beyond the years a timestamp can hold; "
-                   "written as the time origin")
+        written["ts_submit"] = (origin + timedelta(seconds=task.submit_time_s)).isoformat()
+    except OverflowError:  # the normal form made it 0
         written["ts_submit"] = origin.isoformat()
     if task.runtime_s is not None:
         written["runtime"] = _json_number(task.runtime_s)
@@ -451,8 +553,27 @@ def _task_object(task: Task, origin: datetime, losses: LossCounter) -> dict[str,
     if request.memory_mb is not None:
         written["memory_usage"] = format_size_mb(request.memory_mb)
     if task.dependencies:
-        written["depends_on"] = [str(d) for d in task.dependencies]
+        written["depends_on"] = list(task.dependencies)
     return written
+
+
+CODES = (
+    Code("osp-workload.root", "error", "The document is not a JSON object."),
+    Code("osp-workload.timestamp", "error", "A timestamp is not ISO 8601."),
+    Code("osp-workload.time-zone", "error",
+         "Some timestamps have a time zone and others not: they share no time axis."),
+    Code("osp-workload.task-id", "error",
+         "A task has no id: dependencies cannot refer to it."),
+    Code("osp-workload.negative", "error", "A runtime is negative, or a core count not positive."),
+    Code("osp-workload.size", "error", "A size is not a number with a unit such as \"200MB\"."),
+    Code("osp-workload.workflow-id", "warning",
+         "A workflow has no id; dcx names it by its position."),
+    Code("osp-workload.no-submit-time", "warning",
+         "A task has no ts_submit, nor has its workflow: it is submitted at the time origin."),
+    Code("osp-workload.unwritable", "error",
+         "The model has a value osp-workload JSON cannot carry (writing only)."),
+    *dependency_codes("osp-workload"),
+)
 
 
 FORMAT = FormatDeclaration(
@@ -470,4 +591,5 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    codes=CODES,
 )

@@ -33,6 +33,16 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   ``UnixStartTime`` becomes ``Workload.time_origin`` (UTC, ``YYYY-MM-DDTHH:MM:SSZ``) instead of
   an attribute; other comment lines are kept in ``Workload.extras["swf:comments"]``.
 
+What dcx writes: ``normal_form(document)`` and nothing else (``write`` is serialisation
+only). Values SWF cannot hold are value restrictions of the normal form, reported by the
+derived losses: ids that are neither integers >= 0 nor text tokens (all tasks renumbered
+1..n), users and groups that are no column token, negative or non-finite times (unknown; a
+submit time 0), a time origin that is not whole seconds after 1970, header fields and
+comments that would not read back as themselves, ``swf:`` extras that do not fit their field.
+A job number given as decimal text (``"12"``) is written as that number and reads back as the
+integer. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a task it
+cannot run.
+
 Checks: 18 numeric fields per line (located at the field, pointer
 ``/lines/<line number>/<field name>``; each line's record is described by
 ``schemas/swf.schema.json``), -1 as the only negative value, duplicate job numbers, and
@@ -60,31 +70,33 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
-    Diagnostic,
-    LossCounter,
     ReadResult,
     WriteResult,
     error,
     warning,
 )
 from dcx.core.limits import paused_gc
-from dcx.core.model import Document, Id, Job, ResourceRequest, Task, Workload
-from dcx.formats.gwf import (
+from dcx.core.model import Document, Extras, Job, ResourceRequest, Task, Workload
+from dcx.parsing.schemas import load_schema, schema_diagnostics
+from dcx.parsing.traces import (
     MAX_ERRORS,
-    count_workload_losses,
+    ErrorBudget,
     decode_text,
+    dependency_codes,
     dependency_diagnostics,
     format_number,
     is_id_token,
-    is_trace_id,
+    known_submit,
+    known_time,
     parse_int,
     parse_number,
-    task_numbering,
-    unheld_task_fields,
+    text_codes,
+    written_ids,
+    written_token_id,
 )
-from dcx.parsing.schemas import load_schema, schema_diagnostics
 
 SCHEMA = "swf.schema.json"
 
@@ -104,8 +116,9 @@ _GROUP_COLUMN = COLUMNS.index("GroupID")
 _EXTRA_COLUMNS = ("WaitTime", "AverageCPUTime", "UsedMemory", "Status", "ExecutableNumber",
                   "QueueNumber", "PartitionNumber", "ThinkTime")
 _EXTRA_KEYS = frozenset("swf:" + name for name in _EXTRA_COLUMNS)
-_PROCESSOR_EXTRAS = frozenset({"swf:AllocatedProcessors", "swf:RequestedProcessors",
-                               "swf:PrecedingJobNumber"})
+_ALLOCATED_KEY = "swf:AllocatedProcessors"
+_REQUESTED_KEY = "swf:RequestedProcessors"
+_PRECEDING_KEY = "swf:PrecedingJobNumber"
 COMMENTS_KEY = "swf:comments"
 START_KEY = "UnixStartTime"
 
@@ -140,21 +153,10 @@ def sniff(data: bytes) -> bool:
 # --------------------------------------------------------------------------- read
 
 
-class _Reader:
+class _Reader(ErrorBudget):
     def __init__(self, lines: list[str]) -> None:
+        super().__init__()
         self.lines = lines
-        self.diagnostics: list[Diagnostic] = []
-        self.errors = 0
-
-    def report(self, diagnostic: Diagnostic) -> None:
-        if diagnostic.is_error:
-            self.errors += 1
-        if self.errors <= MAX_ERRORS:
-            self.diagnostics.append(diagnostic)
-
-    @property
-    def stopped(self) -> bool:
-        return self.errors > MAX_ERRORS
 
     def locate(self, line_number: int, column_name: str) -> dict[str, Any]:
         spans = [m.start() for m in re.finditer(r"\S+", self.lines[line_number - 1])]
@@ -384,59 +386,246 @@ def _link_preceding_jobs(
     return tuple(Job(id=task.id, tasks=(task,)) for task in linked)
 
 
+# --------------------------------------------------------------------------- normal form
+
+
+def _writable_name(value: str) -> bool:
+    """Whether a user or group can be an SWF column: digits, or a name token."""
+    return _DECIMAL_DIGITS.fullmatch(value) is not None or is_id_token(value)
+
+
+def _name(value: str | None) -> str | None:
+    return value if value is None or _writable_name(value) else None
+
+
+def _whole_nodes(nodes: int) -> int:
+    """Processor counts are whole numbers >= 1 (rounded up)."""
+    if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes >= 1:
+        return nodes
+    return math.ceil(nodes) if math.isfinite(nodes) and nodes > 1 else 1
+
+
+def _memory(memory_mb: float | None) -> float | None:
+    """RequestedMemory is KB; times 1024 is exact in binary unless it overflows."""
+    if memory_mb is None or not memory_mb >= 0 or not math.isfinite(memory_mb * 1024):
+        return None
+    return memory_mb
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _column_text(key: str, value: object) -> str | None:
+    """The field text of an ``swf:`` column extra, or ``None`` when it cannot be written."""
+    if key not in _EXTRA_KEYS or isinstance(value, bool):
+        return None
+    if key[4:] in _INTEGERS:
+        return str(value) if isinstance(value, int) and value >= 0 else None
+    if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
+        return format_number(value)
+    return None
+
+
+def _comment_line(comment: object) -> str | None:
+    """The header line of a comment that reads back as itself, else ``None``."""
+    if not isinstance(comment, str) or comment != comment.strip() or "\n" in comment \
+            or "\r" in comment:
+        return None
+    text = f"; {comment}" if comment else ";"
+    return None if _HEADER_FIELD.fullmatch(text) else text
+
+
+def _header_texts(key: str, value: Any) -> list[str] | None:
+    """The values of a header field as written (several lines for a list of two or more),
+    or ``None`` when no header line reads back as ``value``."""
+    if key == START_KEY or not _HEADER_FIELD.fullmatch(f"; {key}: x"):
+        return None
+    values = value if isinstance(value, list) and len(value) > 1 else [value]
+    texts = [attribute_text(item) for item in values]
+    return None if None in texts else [text for text in texts if text is not None]
+
+
+class _Normalizer:
+    """Builds the normal form and records the held field paths it changes."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self.lost: set[str] = set()
+        self.numbering, renumbered = written_ids([task.id for task in tasks], written_token_id,
+                                                 keeps_integers=True)
+        if renumbered:
+            self.lost.add("task.id")
+        self.written = set(self.numbering.values())
+
+    def task(self, task: Task) -> Task:
+        lost = self.lost
+        numbering = self.numbering
+        dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
+        if len(dependencies) != len(task.dependencies):
+            lost.add("task.dependencies")
+        submit = known_submit(task.submit_time_s)
+        runtime = known_time(task.runtime_s)
+        requested = known_time(task.requested_time_s)
+        request = task.request
+        nodes = _whole_nodes(request.nodes)
+        memory = _memory(request.memory_mb)
+        user, group = _name(task.user), _name(task.group)
+        for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
+                                    ("task.runtime_s", task.runtime_s, runtime),
+                                    ("task.requested_time_s", task.requested_time_s, requested),
+                                    ("task.request.nodes", request.nodes, nodes),
+                                    ("task.request.memory_mb", request.memory_mb, memory),
+                                    ("task.user", task.user, user),
+                                    ("task.group", task.group, group)):
+            if before is not after and before != after:
+                lost.add(path)
+        extras = self.extras(task.extras, nodes, bool(dependencies))
+        task_id = numbering[task.id]
+        if (task_id == task.id and dependencies == task.dependencies
+                and submit is task.submit_time_s and runtime is task.runtime_s
+                and requested is task.requested_time_s and nodes == request.nodes
+                and memory is request.memory_mb and user is task.user and group is task.group
+                and extras is task.extras):
+            return task  # already in normal form: no copy per task
+        return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
+                       "submit_time_s": submit, "runtime_s": runtime,
+                       "requested_time_s": requested,
+                       "request": replace(request, nodes=nodes, memory_mb=memory),
+                       "user": user, "group": group, "extras": extras})
+
+    def extras(self, extras: Extras, nodes: int, has_dependency: bool) -> Extras:
+        """The ``swf:`` keys as they read back: AllocatedProcessors -1 or 0 alone (the nodes
+        are then the requested count), RequestedProcessors when it differs from the nodes, a
+        preceding job outside the workload when the job has no dependency, the columns whose
+        values fit them."""
+        if not any(key.startswith("swf:") for key in extras):
+            return extras
+        allocated = extras.get(_ALLOCATED_KEY)
+        allocated_unknown = _is_int(allocated) and allocated in (-1, 0)
+        kept: Extras = {}
+        dropped = False
+        for key, value in extras.items():
+            if not key.startswith("swf:"):
+                kept[key] = value  # not SWF's: restrict decides
+            elif key == _ALLOCATED_KEY and allocated_unknown:
+                kept[key] = value
+            elif key == _REQUESTED_KEY and not allocated_unknown and _is_int(value) \
+                    and value >= -1:
+                if value != nodes:
+                    kept[key] = value
+            elif key == _PRECEDING_KEY and not has_dependency:
+                written = written_token_id(value)
+                if written is None or written in self.written:  # would read as a dependency
+                    dropped = True
+                else:
+                    kept[key] = written
+            elif _column_text(key, value) is not None:
+                kept[key] = value
+            else:
+                dropped = True
+        if dropped:
+            self.lost.add("task.extras")
+        return extras if kept == extras else kept
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    """``normal_form`` and the held field paths it changes, in one pass."""
+    own_document_keys = any(key.startswith("swf:") for key in document.extras)
+    if own_document_keys:  # no place in an SWF file, and no field path to report
+        document = replace(document, extras={key: value for key, value in
+                                             document.extras.items()
+                                             if not key.startswith("swf:")})
+    workload = document.workload
+    if workload is None:
+        return document, frozenset()
+    normalizer = _Normalizer([task for job in workload.jobs for task in job.tasks])
+    lost = normalizer.lost
+    jobs = []
+    for job in workload.jobs:
+        tasks = tuple(normalizer.task(task) for task in job.tasks)
+        extras = job.extras
+        if any(key.startswith("swf:") for key in extras):
+            lost.add("job.extras")  # SWF has no job of its own to keep them on
+            extras = {key: value for key, value in extras.items() if not key.startswith("swf:")}
+        if extras is job.extras and all(a is b for a, b in zip(tasks, job.tasks, strict=True)):
+            jobs.append(job)
+        else:
+            jobs.append(replace(job, tasks=tasks, extras=extras))
+    time_origin = workload.time_origin
+    if time_origin is not None:
+        seconds = _epoch_seconds(time_origin)
+        if seconds is None:
+            lost.add("workload.time_origin")
+            time_origin = None
+        else:
+            time_origin = _origin_text(seconds)  # the same instant, as the reader spells it
+    attributes = workload.attributes
+    written = {key: value for key, value in attributes.items()
+               if _header_texts(key, value) is not None}
+    if len(written) != len(attributes):
+        lost.add("workload.attributes")
+        attributes = written
+    normal = replace(workload, jobs=tuple(jobs), time_origin=time_origin,
+                     attributes=attributes, extras=_workload_extras(workload.extras, lost))
+    return replace(document, workload=normal), frozenset(lost)
+
+
+def _workload_extras(extras: Extras, lost: set[str]) -> Extras:
+    """``swf:comments`` as a list of the comments that read back; other ``swf:`` keys have
+    no place in the file."""
+    if not any(key.startswith("swf:") for key in extras):
+        return extras
+    kept: Extras = {}
+    for key, value in extras.items():
+        if key == COMMENTS_KEY:
+            comments = value if isinstance(value, list) else [value]
+            written = [comment for comment in comments if _comment_line(comment) is not None]
+            if len(written) != len(comments):
+                lost.add("workload.extras")
+            if written:
+                kept[key] = written
+        elif key.startswith("swf:"):
+            lost.add("workload.extras")
+        else:
+            kept[key] = value
+    return kept
+
+
+def normal_form(document: Document) -> Document:
+    """What SWF makes of ``document`` beyond its field paths: ids, users and groups an SWF
+    column can hold (see Ids and users; other ids renumbered), times and memory >= 0, whole
+    processor counts, a time origin of whole seconds since 1970, header fields and comments
+    that read back as themselves, ``swf:`` extras that fit their fields."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    return _normalized(document)[1]
+
+
 # --------------------------------------------------------------------------- write
 
 
 def write(document: Document) -> WriteResult:
-    """SWF bytes for ``document.workload`` (an empty file when there is none)."""
-    workload = document.workload or Workload()
-    losses = LossCounter()
-    count_workload_losses(losses, document, workload, HOLDS)
-    lines = _header(workload, losses)
-    tasks = list(workload.tasks())
-    numbering = task_numbering(tasks, losses)
-    # Not holding jobs, SWF reads every task back as a job of its own, named by the task.
-    losses.add("job", sum(1 for job in workload.jobs
-                          if len(job.tasks) != 1 or job.tasks[0].id != job.id
-                          or job.name is not None or job.user is not None or job.extras),
-               "every SWF line is a single-task job numbered by its task")
-    losses.add("job.empty", sum(1 for job in workload.jobs if not job.tasks),
-               "jobs without tasks have no line")
-    for task in tasks:
-        lines.append(" ".join(_line(task, numbering, losses)))
-    return WriteResult(("\n".join(lines) + "\n").encode(), losses.losses())
+    """SWF bytes for ``normal_form(document)`` (an empty file when there is no workload)."""
+    workload = normal_form(document).workload or Workload()
+    lines = _header(workload)
+    for job in workload.jobs:
+        for task in job.tasks:
+            lines.append(" ".join(_line(task)))
+    return WriteResult(("\n".join(lines) + "\n").encode())
 
 
-def _header(workload: Workload, losses: LossCounter) -> list[str]:
+def _header(workload: Workload) -> list[str]:
     lines: list[str] = []
     if workload.time_origin is not None:
-        seconds = _epoch_seconds(workload.time_origin)
-        if seconds is None:
-            losses.add("workload.time_origin", detail="not an instant SWF's UnixStartTime "
-                       "(whole seconds since 1970, UTC) can hold")
-        else:
-            lines.append(f"; {START_KEY}: {seconds}")
+        lines.append(f"; {START_KEY}: {_epoch_seconds(workload.time_origin)}")
     for key, value in workload.attributes.items():
-        # A key given on several lines reads back as a list of two or more values.
-        values = value if isinstance(value, list) and len(value) > 1 else [value]
-        texts = [attribute_text(v) for v in values]
-        if key == START_KEY or not _HEADER_FIELD.fullmatch(f"; {key}: x") or None in texts:
-            losses.add("workload.attributes", detail="SWF header fields are '; Key: value' "
-                       "lines with one-word keys and scalar (or repeated scalar) values")
-            continue
-        lines.extend(f"; {key}: {text}" if text else f"; {key}:" for text in texts)
+        lines.extend(f"; {key}: {text}" if text else f"; {key}:"
+                     for text in _header_texts(key, value) or ())
     comments = workload.extras.get(COMMENTS_KEY, [])
-    if not isinstance(comments, list):
-        comments = [comments]
-    for comment in comments:
-        text = f"; {comment}" if comment else ";"
-        if (not isinstance(comment, str) or comment != comment.strip() or "\n" in comment
-                or "\r" in comment or _HEADER_FIELD.fullmatch(text)):
-            # swf: extras are SWF's own, so one it cannot write back is a loss.
-            losses.add("workload.extras", detail="comments that would read back as header "
-                       "fields or span lines were dropped")
-            continue
-        lines.append(text)
+    lines.extend(text for text in map(_comment_line, comments) if text is not None)
     return lines
 
 
@@ -453,126 +642,52 @@ def _epoch_seconds(origin: str) -> int | None:
     return int(seconds)
 
 
-def _line(task: Task, numbering: dict[Id, Id], losses: LossCounter) -> list[str]:
-    for name in unheld_task_fields(task):
-        if name not in HOLDS:
-            losses.add(name)
-    values = {name: "-1" for name in COLUMNS}
-    values["JobNumber"] = str(numbering[task.id])
-    submit = _measure(task.submit_time_s, "task.submit_time_s", losses)
-    values["SubmitTime"] = "0" if submit == "-1" else submit  # SWF submit times are known
-    values["RunTime"] = _measure(task.runtime_s, "task.runtime_s", losses)
-    values["RequestedTime"] = _measure(task.requested_time_s, "task.requested_time_s", losses)
+def _line(task: Task) -> list[str]:
+    """The 18 fields of a task in normal form."""
+    values = dict.fromkeys(COLUMNS, "-1")
+    values["JobNumber"] = str(task.id)
+    values["SubmitTime"] = format_number(task.submit_time_s)
+    if task.runtime_s is not None:
+        values["RunTime"] = format_number(task.runtime_s)
+    if task.requested_time_s is not None:
+        values["RequestedTime"] = format_number(task.requested_time_s)
     request = task.request
-    # Cores per node are not held (reported above): processors are the nodes.
-    whole = request.nodes if request.nodes >= 1 else 1
-    if whole != request.nodes:
-        losses.add("task.request.nodes", detail="processor counts are whole numbers >= 1")
-    allocated = task.extras.get("swf:AllocatedProcessors")
-    requested = task.extras.get("swf:RequestedProcessors")
-    values["AllocatedProcessors"] = str(allocated if _is_int(allocated) and allocated <= 0
-                                        else whole)
-    values["RequestedProcessors"] = str(requested if _is_int(requested) and requested >= -1
-                                        else whole)
+    nodes = str(request.nodes)
+    extras = task.extras
+    values["AllocatedProcessors"] = str(extras.get(_ALLOCATED_KEY, nodes))
+    values["RequestedProcessors"] = str(extras.get(_REQUESTED_KEY, nodes))
     if request.memory_mb is not None:  # one processor per node: per node is per processor
-        values["RequestedMemory"] = _measure(request.memory_mb * 1024, "task.request.memory_mb",
-                                             losses)
-    values["UserID"] = _decimal_id(task.user, "task.user", losses)
-    values["GroupID"] = _decimal_id(task.group, "task.group", losses)
-    _dependency_column(task, values, numbering, losses)
-    for key, value in task.extras.items():
-        if key in _PROCESSOR_EXTRAS or (":" in key and not key.startswith("swf:")):
-            continue  # other formats' extras are theirs to keep, not SWF's to lose
-        text = _extra_value(key, value)
-        if text is None:
-            losses.add("task.extras", detail="plain extras and swf: extras that do not fit "
-                       "their field were dropped")
-        else:
+        values["RequestedMemory"] = format_number(request.memory_mb * 1024)
+    if task.user is not None:
+        values["UserID"] = task.user
+    if task.group is not None:
+        values["GroupID"] = task.group
+    if task.dependencies:
+        values["PrecedingJobNumber"] = str(task.dependencies[0])
+    elif _PRECEDING_KEY in extras:
+        values["PrecedingJobNumber"] = str(extras[_PRECEDING_KEY])
+    for key, value in extras.items():
+        text = _column_text(key, value)
+        if text is not None:
             values[key[4:]] = text
     return [values[name] for name in COLUMNS]
 
 
-def _dependency_column(
-    task: Task, values: dict[str, str], numbering: dict[Id, Id], losses: LossCounter
-) -> None:
-    outside = task.extras.get("swf:PrecedingJobNumber")
-    if len(task.dependencies) > 1:
-        losses.add("task.dependencies.multiple", len(task.dependencies) - 1,
-                   "SWF holds one preceding job per job; the first is kept")
-    if task.dependencies:
-        preceding = numbering.get(task.dependencies[0])
-        if preceding is None:
-            losses.add("task.dependencies", detail="dependencies on tasks outside the "
-                       "workload were dropped")
-        else:
-            values["PrecedingJobNumber"] = str(preceding)
-            if outside is not None:
-                losses.add("task.extras")
-            return
-    if is_trace_id(outside):
-        values["PrecedingJobNumber"] = str(outside)
-    elif outside is not None:
-        losses.add("task.extras")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _measure(value: float | None, field: str, losses: LossCounter) -> str:
-    if value is None:
-        return "-1"
-    if value < 0:
-        losses.add(field, detail="negative values cannot be written; written as unknown (-1)")
-        return "-1"
-    return format_number(value)
-
-
-def _writable_name(value: str) -> bool:
-    """Whether a user or group can be an SWF column: digits, or a name token."""
-    return _DECIMAL_DIGITS.fullmatch(value) is not None or is_id_token(value)
-
-
-def normal_form(document: Document) -> Document:
-    """What SWF makes of ``document`` beyond its field paths: a user or group that is no
-    column token (see Ids and users) is written as unknown and reads back as none."""
-    workload = document.workload
-    if workload is None:
-        return document
-    jobs = tuple(replace(job, tasks=tuple(
-        replace(task,
-                user=task.user if task.user is None or _writable_name(task.user) else None,
-                group=task.group if task.group is None or _writable_name(task.group) else None)
-        for task in job.tasks)) for job in workload.jobs)
-    return replace(document, workload=replace(workload, jobs=jobs))
-
-
-def normal_form_losses(document: Document) -> frozenset[str]:
-    """The field paths ``normal_form`` changes in ``document``."""
-    tasks = list(document.workload.tasks()) if document.workload is not None else []
-    return frozenset(
-        field for field, values in (("task.user", [task.user for task in tasks]),
-                                    ("task.group", [task.group for task in tasks]))
-        if any(value is not None and not _writable_name(value) for value in values))
-
-
-def _decimal_id(value: str | None, field: str, losses: LossCounter) -> str:
-    if value is None:
-        return "-1"
-    if _writable_name(value):
-        return value
-    losses.add(field, detail="SWF user and group ids are numbers (or names without spaces)")
-    return "-1"
-
-
-def _extra_value(key: str, value: object) -> str | None:
-    if key not in _EXTRA_KEYS or isinstance(value, bool):
-        return None
-    if key[4:] in _INTEGERS:
-        return str(value) if isinstance(value, int) and value >= 0 else None
-    if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
-        return format_number(value)
-    return None
+CODES = (
+    Code("swf.empty", "error", "The file is empty."),
+    Code("swf.field-count", "error", "A job line does not have 18 whitespace-separated fields."),
+    Code("swf.record", "error",
+         "A job line does not match the SWF record schema (a value of the wrong kind)."),
+    Code("swf.unknown-processors", "error",
+         "A job has neither an allocated nor a requested processor count."),
+    Code("swf.start-time", "error", "The UnixStartTime header is not a count of seconds."),
+    Code("swf.preceding-job-missing", "warning",
+         "A job follows a preceding job that is not in the file (a trace excerpt); the "
+         "dependency is kept in extras only."),
+    Code("swf.no-jobs", "warning", "The file has no job lines."),
+    *text_codes("swf", "SWF"),
+    *dependency_codes("swf", "job"),
+)
 
 
 FORMAT = FormatDeclaration(
@@ -590,4 +705,5 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    codes=CODES,
 )

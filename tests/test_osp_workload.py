@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from dcx.converters.losses import conversion_losses
 from dcx.core.model import Document, Job, NamedResource, ResourceRequest, Task, Workload
+from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import osp_workload
 from dcx.parsing.schemas import schema_diagnostics
+from tests.strategies import Domain, documents
 from tests.strategies_traces import osp_workloads
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,8 +42,9 @@ def test_upstream_example_reads_onto_the_model(corpus_dir: Path):
     assert first.request == ResourceRequest(memory_mb=200.0)
     assert first.extras["disk_space_usage"] == "100MB"
     assert second.dependencies == ("task-1",) and second.submit_time_s == 0.0
+    assert osp_workload.normal_form_losses(result.document) == frozenset()
     written = osp_workload.write(result.document)
-    assert written.losses == () and written.diagnostics == ()
+    assert written.diagnostics == ()
     assert osp_workload.read(written.data).document == result.document
 
 
@@ -56,9 +60,8 @@ def test_examples_read_cleanly_and_rewrite_exactly(path: Path):
     data = path.read_bytes()
     result = osp_workload.read(data)
     assert result.ok and result.diagnostics == ()
-    written = osp_workload.write(result.document)
-    assert written.losses == ()
-    assert written.data == data
+    assert osp_workload.normal_form(result.document) == result.document
+    assert osp_workload.write(result.document).data == data
 
 
 def test_without_date_start_times_count_from_the_unix_epoch():
@@ -128,8 +131,9 @@ def test_json_hazards_and_non_objects_are_rejected():
 @given(osp_workloads())
 @settings(max_examples=150, deadline=None)
 def test_round_trip_is_identity_and_output_validates(workload: Workload):
+    assert osp_workload.normal_form_losses(Document(workload=workload)) == frozenset()
     written = osp_workload.write(Document(workload=workload))
-    assert written.losses == () and written.diagnostics == ()
+    assert written.diagnostics == ()
     assert schema_diagnostics(osp_workload.SCHEMA, json.loads(written.data)) == []
     result = osp_workload.read(written.data)
     assert result.ok, result.diagnostics
@@ -140,13 +144,48 @@ def test_writer_reports_what_the_format_cannot_hold():
     task = Task(id=1, deadline_s=3.0, user="alice", extras={"swf:Status": 1, "runtime": 5},
                 request=ResourceRequest(nodes=2, resources=(NamedResource("GPU", 1),)))
     workload = Workload(jobs=(Job(id=1, tasks=(task,), user="u"),), attributes={"x": 1})
+    lost = {loss.field for loss in conversion_losses(Document(workload=workload),
+                                                     osp_workload.FORMAT)}
+    # task.extras: "runtime" is a key dcx writes from the model, and swf:Status is SWF's own
+    assert lost == {"workload.attributes", "job.user", "task.request.nodes", "task.deadline_s",
+                    "task.extras", "task.request.resources", "task.user"}
     written = osp_workload.write(Document(workload=workload))
-    lost = {loss.field: loss.count for loss in written.losses}
-    assert lost == {"workload.attributes": 1, "job.user": 1, "task.request.nodes": 1,
-                    "task.deadline_s": 1, "task.extras": 1, "task.request.resources": 1,
-                    "task.user": 1}  # swf:Status is SWF's own: not a loss here
     assert written.diagnostics == ()
     assert b"date_start" not in written.data  # no origin: times count from the Unix epoch
     reread = osp_workload.read(written.data).document
     assert reread.workload.time_origin is None
     assert next(reread.workload.tasks()).id == "1"
+
+
+@given(documents(Domain(whole_numbers=False)))
+@settings(max_examples=150, deadline=None)
+def test_what_reads_back_is_the_documents_normal_form_restricted_to_holds(document: Document):
+    """Trust by construction: the writer serialises the normal form and nothing else."""
+    written = osp_workload.write(document)
+    result = osp_workload.read(written.data)
+    assert written.diagnostics == () and result.ok and result.diagnostics == ()
+    expected = restrict(document, osp_workload.HOLDS, "osp-workload", target=osp_workload.FORMAT)
+    assert without_empty_parts(result.document, osp_workload.HOLDS) == without_empty_parts(
+        expected, osp_workload.HOLDS)
+    normal = osp_workload.normal_form(document)
+    assert osp_workload.normal_form(normal) == normal
+    assert osp_workload.normal_form_losses(normal) == frozenset()
+
+
+def test_values_the_format_cannot_write_are_value_restrictions_of_the_normal_form():
+    tasks = (Task(id=1, runtime_s=-2.0, submit_time_s=float("inf"),
+                  request=ResourceRequest(cores=0.0, memory_mb=-1.0),
+                  extras={"user_id": "alice", "type": "split"}),
+             Task(id="1", dependencies=(1, "elsewhere")))
+    workload = Workload(jobs=(Job(id=7, tasks=tasks),), time_origin="yesterday")
+    document = Document(workload=workload)
+    assert osp_workload.normal_form_losses(document) == {
+        "workload.time_origin", "task.id", "task.submit_time_s", "task.runtime_s",
+        "task.request.cores", "task.request.memory_mb", "task.extras", "task.dependencies"}
+    written = osp_workload.write(document)
+    result = osp_workload.read(written.data)
+    assert written.diagnostics == () and result.ok and result.diagnostics == ()
+    (job,) = result.document.workload.jobs
+    assert job.id == "7" and [(t.id, t.dependencies) for t in job.tasks] == [
+        ("1", ()), ("2", ("1",))]
+    assert job.tasks[0].extras == {"type": "split"}  # user_id is a number in the format

@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from dcx.converters.losses import conversion_losses
 from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
+from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import swf
+from tests.strategies import Domain, documents
 from tests.strategies_traces import swf_workloads
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,9 +44,8 @@ def test_haizea_blue_excerpt_reads_and_round_trips(corpus_dir: Path):
     assert first.user == "96"
     assert first.extras == {"swf:RequestedProcessors": 4, "swf:WaitTime": 22,
                             "swf:AverageCPUTime": 0.03, "swf:Status": 1, "swf:QueueNumber": 3}
-    written = swf.write(result.document)
-    assert written.losses == ()
-    assert swf.read(written.data).document == result.document
+    assert swf.normal_form_losses(result.document) == frozenset()
+    assert swf.read(swf.write(result.document).data).document == result.document
 
 
 @pytest.mark.corpus
@@ -61,9 +63,8 @@ def test_examples_read_cleanly_and_rewrite_exactly(path: Path):
     data = path.read_bytes()
     result = swf.read(data)
     assert result.ok and result.diagnostics == ()
-    written = swf.write(result.document)
-    assert written.losses == ()
-    assert written.data == data
+    assert swf.normal_form(result.document) == result.document
+    assert swf.write(result.document).data == data
 
 
 def test_header_fields_become_attributes_and_the_start_time_the_origin():
@@ -155,19 +156,23 @@ def test_sniff():
 @given(swf_workloads())
 @settings(max_examples=150, deadline=None)
 def test_round_trip_is_identity(workload: Workload):
+    assert swf.normal_form_losses(Document(workload=workload)) == frozenset()
     written = swf.write(Document(workload=workload))
-    assert written.losses == () and written.ok
+    assert written.ok
     result = swf.read(written.data)
     assert not [d for d in result.diagnostics if d.is_error], result.diagnostics
     assert result.document == Document(workload=workload)
 
 
+def _lost(document: Document) -> set[str]:
+    return {loss.field for loss in conversion_losses(document, swf.FORMAT)}
+
+
 def test_a_job_without_tasks_is_a_job_empty_loss():
     workload = Workload(jobs=(Job(id=1, tasks=(Task(id=1),)), Job(id=2)))
-    written = swf.write(Document(workload=workload))
-    assert {loss.field: loss.count for loss in written.losses} == {"job": 1, "job.empty": 1}
-    assert swf.read(written.data).document == Document(workload=Workload(
-        jobs=(Job(id=1, tasks=(Task(id=1),)),)))
+    assert _lost(Document(workload=workload)) == {"job", "job.empty"}
+    reread = swf.read(swf.write(Document(workload=workload)).data).document
+    assert reread == Document(workload=Workload(jobs=(Job(id=1, tasks=(Task(id=1),)),)))
 
 
 def test_writer_reports_what_swf_cannot_hold():
@@ -176,11 +181,10 @@ def test_writer_reports_what_swf_cannot_hold():
              Task(id="c"))
     workload = Workload(jobs=(Job(id="j", tasks=tasks, name="n"),),
                         time_origin="2018-12-11T01:02:03.5", attributes={"n": 3}, name="w")
-    written = swf.write(Document(workload=workload))
-    lost = {loss.field: loss.count for loss in written.losses}
-    assert lost == {"workload.name": 1, "job.name": 1, "workload.time_origin": 1, "job": 1,
-                    "task.request.cores": 1, "task.dependencies.multiple": 1, "task.image": 1}
-    reread = swf.read(written.data)
+    assert _lost(Document(workload=workload)) == {
+        "workload.name", "workload.time_origin", "job", "job.name", "task.request.cores",
+        "task.dependencies.multiple", "task.image"}
+    reread = swf.read(swf.write(Document(workload=workload)).data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
     assert first.request == ResourceRequest(nodes=2) and second.dependencies == ("a",)
@@ -191,7 +195,43 @@ def test_header_values_read_back_with_their_types():
     attributes = {"MaxJobs": 8, "Ratio": 0.5, "Flag": True, "Looks": "8", "Text": "two words",
                   "Multi": "line\nbreak", "Queue": ["1 batch", 2]}
     workload = Workload(attributes=attributes, time_origin="2001-09-09T01:46:40Z")
+    assert _lost(Document(workload=workload)) == set()
     written = swf.write(Document(workload=workload))
-    assert written.losses == ()
     assert b'; Looks: "8"' in written.data and b"; MaxJobs: 8" in written.data
     assert swf.read(written.data).document.workload == workload
+
+
+@given(documents(Domain(whole_numbers=False)))
+@settings(max_examples=150, deadline=None)
+def test_what_reads_back_is_the_documents_normal_form_restricted_to_holds(document: Document):
+    """Trust by construction: the writer serialises the normal form and nothing else."""
+    result = swf.read(swf.write(document).data)
+    assert result.ok and all(d.code == "swf.no-jobs" for d in result.diagnostics)
+    expected = restrict(document, swf.HOLDS, "swf", target=swf.FORMAT)
+    assert without_empty_parts(result.document, swf.HOLDS) == without_empty_parts(
+        expected, swf.HOLDS)
+    normal = swf.normal_form(document)
+    assert swf.normal_form(normal) == normal and swf.normal_form_losses(normal) == frozenset()
+
+
+def test_values_swf_cannot_write_are_value_restrictions_of_the_normal_form():
+    tasks = (Task(id="has space", submit_time_s=-5.0, runtime_s=-1.0, user="two words",
+                  request=ResourceRequest(nodes=0, memory_mb=-3.0),
+                  extras={"swf:AllocatedProcessors": -1, "swf:RequestedProcessors": -1,
+                          "swf:Status": "done"}),
+             Task(id="07", dependencies=("has space", "elsewhere")))
+    workload = Workload(jobs=tuple(Job(id=task.id, tasks=(task,)) for task in tasks),
+                        time_origin="2001-09-09T01:46:40+00:00",
+                        extras={"swf:comments": ["ok", "Key: looks like a field"]})
+    document = Document(workload=workload)
+    assert swf.normal_form_losses(document) == {
+        "task.id", "task.submit_time_s", "task.runtime_s", "task.user", "task.request.nodes",
+        "task.request.memory_mb", "task.extras", "task.dependencies", "workload.extras"}
+    result = swf.read(swf.write(document).data)
+    assert result.ok and result.diagnostics == ()
+    first, second = result.document.workload.tasks()
+    assert (first.id, first.submit_time_s, first.runtime_s, first.user) == (1, 0.0, None, None)
+    assert first.extras == {"swf:AllocatedProcessors": -1}
+    assert second.dependencies == (1,)
+    assert result.document.workload.time_origin == "2001-09-09T01:46:40Z"  # the same instant
+    assert result.document.workload.extras == {"swf:comments": ["ok"]}

@@ -1,0 +1,327 @@
+"""What the trace formats (GWF, SWF, osp-workload) share: decoding a text trace, its number and
+id tokens, the dependency checks every reader runs, and the value restrictions their writers
+have in common (``dcx.core.restrict``, Value restrictions).
+
+The codes of the diagnostics made here are the calling format's (``prefix``): each format
+declares them with ``dependency_codes`` and ``text_codes``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from dcx.core.codes import Code
+from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.limits import LIMITS
+from dcx.core.model import Id, Job, Task
+
+MAX_ERRORS = 1000
+"""A reader stops after this many errors: a garbage file must not produce millions."""
+
+
+# --------------------------------------------------------------------------- text
+
+
+def decode_text(data: bytes, prefix: str) -> tuple[str | None, Diagnostic | None]:
+    """UTF-8 text of a trace file, or the located reason why not."""
+    if len(data) > LIMITS.max_input_bytes:
+        return None, error(
+            f"file is {len(data):,} bytes; the limit is {LIMITS.max_input_bytes:,}",
+            "input.too-large",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, error(
+            f"invalid UTF-8 byte 0x{data[exc.start]:02x}", f"{prefix}.encoding",
+            line=line, column=column,
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text, None
+
+
+class ErrorBudget:
+    """A reader's diagnostics, keeping at most ``MAX_ERRORS`` errors."""
+
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+        self.errors = 0
+
+    def report(self, diagnostic: Diagnostic) -> None:
+        if diagnostic.is_error:
+            self.errors += 1
+        if self.errors <= MAX_ERRORS:
+            self.diagnostics.append(diagnostic)
+
+    @property
+    def stopped(self) -> bool:
+        return self.errors > MAX_ERRORS
+
+
+_FLOAT_TEXT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def parse_int(token: str) -> int | None:
+    """A plain ASCII decimal integer (no ``_`` separators, no Unicode digits), else ``None``."""
+    if token.isdigit() and token.isascii() and len(token) < 19:
+        return int(token)
+    if not token.isascii() or "_" in token:
+        return None
+    try:
+        return int(token)
+    except ValueError:  # also the 4,300-digit guard
+        return None
+
+
+def parse_number(token: str) -> int | float | None:
+    """An integer, or a finite decimal/exponent float; ``None`` for anything else."""
+    as_int = parse_int(token)
+    if as_int is not None:
+        return as_int
+    if not _FLOAT_TEXT.fullmatch(token):
+        return None
+    value = float(token)
+    return value if math.isfinite(value) else None
+
+
+def format_number(value: float) -> str:
+    """Integers without a decimal point; other floats as the shortest exact repr."""
+    if isinstance(value, int):
+        return str(int(value))
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def is_id_token(token: str) -> bool:
+    """A text id: starts with an ASCII letter or ``_``; no whitespace, commas or semicolons."""
+    return bool(token) and token[0] in _ID_START and _SEPARATOR.search(token) is None
+
+
+def parse_id(token: str) -> Id | None:
+    """An integer id >= 0, a text id token, or ``None``."""
+    number = parse_int(token)
+    if number is not None:
+        return number if number >= 0 else None
+    return token if is_id_token(token) else None
+
+
+_ID_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_SEPARATOR = re.compile(r"[\s,;]")
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,17}")
+
+
+# --------------------------------------------------------------------------- value restrictions
+
+
+def written_number_id(value: object) -> int | None:
+    """The integer a trace writes for an id and reads back: an integer >= 0 as it is, and
+    the canonical decimal text of one (``"12"``, from a format whose ids are strings) as that
+    integer (its type changes, its identity does not); ``None`` for any other id."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    if isinstance(value, str) and _DECIMAL.fullmatch(value):
+        return int(value)
+    return None
+
+
+def written_token_id(value: object) -> Id | None:
+    """``written_number_id``, or a text id token kept as it is (formats that read them)."""
+    number = written_number_id(value)
+    if number is not None:
+        return number
+    return value if isinstance(value, str) and is_id_token(value) else None
+
+
+def written_ids(ids: Sequence[Id], written: Callable[[object], Id | None],
+                first: int = 1, keeps_integers: bool = False) -> tuple[dict[Id, Id], bool]:
+    """Old id → written id, and whether they had to be renumbered.
+
+    Ids are kept (as ``written`` writes them) when every one can be written and they stay
+    unique; otherwise all are numbered ``first``, ``first + 1``, … in order, the model's normal
+    form for ids a format cannot hold (``dcx.core.restrict``, Task ids). A repeated id keeps
+    its first number. ``keeps_integers``: ``written`` returns every integer >= 0 as it is,
+    so unique integer ids are kept without asking it."""
+    if keeps_integers and all(type(old) is int for old in ids) and (not ids or min(ids) >= 0) \
+            and len(set(ids)) == len(ids):
+        return dict(zip(ids, ids, strict=True)), False  # the common case, checked in C
+    kept: dict[Id, Id] = {}
+    seen: set[Id] = set()
+    for old in ids:
+        new = written(old)
+        if new is None or (new in seen and old not in kept):
+            break
+        kept[old] = new
+        seen.add(new)
+    else:
+        if len(kept) == len(ids):
+            return kept, False
+    numbering: dict[Id, Id] = {}
+    for old in ids:
+        numbering.setdefault(old, first + len(numbering))
+    return numbering, True
+
+
+def known_time(value: float | None) -> float | None:
+    """A duration a trace writes: finite and >= 0, else unknown (``None``)."""
+    if value is None or (value >= 0 and math.isfinite(value)):
+        return value
+    return None
+
+
+def known_submit(value: float) -> float:
+    """A submit time a trace writes: finite and >= 0, else 0 (a trace has no unknown submit)."""
+    return value if value >= 0 and math.isfinite(value) else 0.0
+
+
+def renumbered_task(task: Task, numbering: dict[Id, Id]) -> tuple[Task, bool]:
+    """``task`` with its id and dependencies written through ``numbering``; dependencies on
+    tasks outside it are dropped. Returns the task and whether a dependency was dropped."""
+    dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
+    dropped = len(dependencies) != len(task.dependencies)
+    new_id = numbering[task.id]
+    if new_id is task.id and not dropped and all(
+            new is old for new, old in zip(dependencies, task.dependencies, strict=True)):
+        return task, False
+    return Task(**{**task.__dict__, "id": new_id, "dependencies": dependencies}), dropped
+
+
+def workload_tasks(jobs: Iterable[Job]) -> list[Task]:
+    return [task for job in jobs for task in job.tasks]
+
+
+# --------------------------------------------------------------------------- dependency checks
+
+Locate = Callable[[int, int | None], dict[str, Any]]
+"""``locate(task_index, dependency_index_or_None)`` → ``line``/``column``/``pointer`` kwargs
+for a diagnostic about the task's id (``None``) or one of its dependencies."""
+
+
+def dependency_codes(prefix: str, noun: str = "task") -> tuple[Code, ...]:
+    """The codes ``dependency_diagnostics`` emits for format ``prefix``."""
+    return (
+        Code(f"{prefix}.duplicate-id", "error",
+             f"Two {noun}s have the same id; dependencies could not tell them apart."),
+        Code(f"{prefix}.unknown-dependency", "error",
+             f"A {noun} depends on an id that no {noun} in the file has."),
+        Code(f"{prefix}.dependency-cycle", "error",
+             f"{noun.capitalize()}s depend on each other in a cycle: none of them can start."),
+        Code(f"{prefix}.blocked-by-cycle", "warning",
+             f"{noun.capitalize()}s that wait on a dependency cycle and can never start."),
+    )
+
+
+def text_codes(prefix: str, title: str) -> tuple[Code, ...]:
+    """The codes of decoding a text trace and of the error budget, for format ``prefix``."""
+    return (
+        Code(f"{prefix}.encoding", "error", f"The {title} file is not UTF-8 text."),
+        Code(f"{prefix}.too-many-errors", "error",
+             f"More than {MAX_ERRORS} errors: reading stopped."),
+    )
+
+
+def dependency_diagnostics(
+    ids: Sequence[Id], dependencies: Sequence[Sequence[Id]], locate: Locate, prefix: str
+) -> list[Diagnostic]:
+    """Duplicate task ids, dependencies on unknown ids, and dependency cycles (one report per
+    cycle found, naming its members), each at the place in the file that shows it."""
+    found: list[Diagnostic] = []
+    index_of: dict[Id, int] = {}
+    for index, task_id in enumerate(ids):
+        if task_id in index_of:
+            first = locate(index_of[task_id], None).get("line")
+            found.append(error(
+                f"task id {task_id!r} is used again (first on line {first})",
+                f"{prefix}.duplicate-id", **locate(index, None),
+            ))
+        else:
+            index_of[task_id] = index
+    resolved: list[list[int]] = []
+    for index, needs in enumerate(dependencies):
+        targets = []
+        for position, needed in enumerate(needs):
+            target = index_of.get(needed)
+            if target is None:
+                found.append(error(
+                    f"task {ids[index]!r} depends on task {needed!r}, which is not in the file",
+                    f"{prefix}.unknown-dependency", **locate(index, position),
+                ))
+            else:
+                targets.append(target)
+        resolved.append(targets)
+    found.extend(_cycle_diagnostics(ids, resolved, locate, prefix))
+    return found
+
+
+_CYCLE_SHOWN = 6
+"""Members of a cycle named in its message; a 100,000-task ring must not make a 700 KB line."""
+
+
+def _cycle_text(members: list[Id]) -> str:
+    if len(members) <= _CYCLE_SHOWN:
+        return " → ".join(repr(member) for member in [*members, members[0]])
+    shown = " → ".join(repr(member) for member in members[:_CYCLE_SHOWN - 1])
+    return f"of {len(members):,} tasks {shown} → … → {members[-1]!r} → {members[0]!r}"
+
+
+def _cycle_diagnostics(
+    ids: Sequence[Id], resolved: list[list[int]], locate: Locate, prefix: str
+) -> list[Diagnostic]:
+    # Kahn's algorithm removes every task that can eventually run; what remains lies on a
+    # cycle or waits on one. Iterative, so a 100,000-task chain costs no Python stack.
+    # A repeated dependency is counted, and later released, once per occurrence.
+    waiting = [len(targets) for targets in resolved]
+    dependents: list[list[int]] = [[] for _ in resolved]
+    for index, targets in enumerate(resolved):
+        for target in targets:
+            dependents[target].append(index)
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    while ready:
+        done = ready.pop()
+        for child in dependents[done]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    stuck = [index for index, count in enumerate(waiting) if count > 0]
+    if not stuck:
+        return []
+    remaining = set(stuck)
+    found: list[Diagnostic] = []
+    on_cycles = 0
+    for start in stuck:
+        if start not in remaining:
+            continue
+        # Every stuck task has a stuck dependency, so following them must revisit a task.
+        path: list[int] = []
+        position: dict[int, int] = {}
+        current: int | None = start
+        while current is not None and current not in position:
+            position[current] = len(path)
+            path.append(current)
+            # None: this task only waits on a cycle already reported.
+            current = next((t for t in resolved[current] if t in remaining), None)
+        if current is not None:
+            cycle = path[position[current]:]
+            names = _cycle_text([ids[i] for i in cycle])
+            closing = cycle[-1]
+            on_cycles += len(cycle)
+            found.append(error(
+                f"dependency cycle {names}: {'this task' if len(cycle) == 1 else 'these tasks'}"
+                " can never start",
+                f"{prefix}.dependency-cycle",
+                **locate(closing, resolved[closing].index(cycle[0])),
+            ))
+        remaining.difference_update(path)
+    blocked = len(stuck) - on_cycles
+    if blocked > 0:
+        found.append(warning(
+            f"{blocked} more task(s) depend on a cycle and can never start",
+            f"{prefix}.blocked-by-cycle",
+        ))
+    return found
