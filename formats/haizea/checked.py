@@ -118,8 +118,9 @@ def _read_lease(lease: Any, context: Context, requests: Requests, *, position: i
             first_line = requests.ids[lease_id]
             if first_line == xmlio.SATURATED_LINE and lease_id in requests.id_positions:
                 first_line = context.tag_line("lease", requests.id_positions[lease_id])
-            context.error("haizea.duplicate-lease-id",
-                          rules.duplicate_id_message(lease_id, first_line), lease, "id")
+            context.error(code="haizea.duplicate-lease-id",
+                          message=rules.duplicate_id_message(lease_id, first_line),
+                          element=lease, attribute="id")
         else:
             requests.ids[lease_id] = lease.sourceline
             if lease.sourceline == xmlio.SATURATED_LINE:  # its real line is found if needed
@@ -319,8 +320,9 @@ def read_standalone_lease(lease: Any, context: Context) -> Workload:
     if submit_text is not None:
         origin = parse_absolute(submit_text)
         if origin is None:
-            context.error("haizea.time-syntax", f"submit-time {submit_text!r} is not an "
-                          "absolute time (YYYY-MM-DD HH:MM:SS)", lease, "submit-time")
+            context.error(code="haizea.time-syntax", message=f"submit-time {submit_text!r} is "
+                          "not an absolute time (YYYY-MM-DD HH:MM:SS)", element=lease,
+                          attribute="submit-time")
 
     def absolute_or_relative(element: Any) -> float | None:
         nonlocal origin
@@ -356,8 +358,8 @@ def read_annotations(root: Any, context: Context) -> Workload:
         with_id += target is not None
         without_id += target is None
         if with_id and without_id:
-            context.error("haizea.annotation-ids-mixed", "some annotations have an id and "
-                          "some do not; Haizea needs all or none", element)
+            context.error(code="haizea.annotation-ids-mixed", message="some annotations have "
+                          "an id and some do not; Haizea needs all or none", element=element)
         annotations.append(_read_annotation(element, context))
     return Workload(attributes=attributes, annotations=tuple(annotations))
 

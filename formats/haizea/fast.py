@@ -162,7 +162,10 @@ class FastJobs:
             extras[ID_ASSIGNED_KEY] = True
             self.assigned.append(len(self.jobs))
         else:
-            lease_id = _integer(text_id)
+            try:  # inline _integer: once per request
+                lease_id = int(text_id)
+            except ValueError:
+                raise NotClean from None
             if lease_id in self.ids:
                 raise NotClean  # a lease id is used once
             self.ids.add(lease_id)
@@ -172,11 +175,13 @@ class FastJobs:
             extras[STATE_KEY] = _integer(state)
         if submit_time is not None:
             extras[SUBMIT_TIME_KEY] = _target_text(submit_time)
-        if preemptible_text is None:
-            raise NotClean
-        preemptible, finding = rules.preemptible(preemptible_text)
-        if finding is not None:
-            raise NotClean
+        preemptible = rules.PLAIN_PREEMPTIBLE.get(preemptible_text)
+        if preemptible is None:
+            if preemptible_text is None:
+                raise NotClean
+            preemptible, finding = rules.preemptible(preemptible_text)
+            if finding is not None:
+                raise NotClean
 
         if len(node_sets) == 1:
             key = node_sets[0]

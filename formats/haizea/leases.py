@@ -79,8 +79,9 @@ def read_attrs(parent: Any, context: Context, what: str) -> dict[str, Any]:
     values, repeated = rules.attrs((attr.get("name"), attr.get("value")) for attr in elements)
     for position in repeated:
         attr = elements[position]
-        context.warn("haizea.duplicate-attr", rules.duplicate_attr_message(what, attr.get("name")),
-                     attr, "name")
+        context.warn(code="haizea.duplicate-attr",
+                     message=rules.duplicate_attr_message(what, attr.get("name")), element=attr,
+                     attribute="name")
     return values
 
 

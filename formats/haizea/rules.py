@@ -37,9 +37,9 @@ def realduration_findings(realduration: float) -> tuple[Finding, ...]:
     """A ``<realduration>`` is positive."""
     if realduration > 0:
         return NO_FINDINGS
-    return (Finding("haizea.duration-not-positive",
-                    f"realduration {format_time(realduration)} is not positive",
-                    "realduration", "time"),)
+    return (Finding(code="haizea.duration-not-positive",
+                    message=f"realduration {format_time(realduration)} is not positive",
+                    subject="realduration", attribute="time"),)
 
 
 def lease_time_findings(duration: float | None, realduration: float | None,
@@ -54,47 +54,51 @@ def lease_time_findings(duration: float | None, realduration: float | None,
         return NO_FINDINGS  # the usual lease, in one test
     findings: list[Finding] = []
     if duration is not None and duration <= 0:
-        findings.append(Finding("haizea.duration-not-positive",
-                                f"duration {format_time(duration)} is not positive",
-                                "duration", "time"))
+        findings.append(Finding(code="haizea.duration-not-positive",
+                                message=f"duration {format_time(duration)} is not positive",
+                                subject="duration", attribute="time"))
     if realduration is not None and duration is not None and realduration > duration:
-        findings.append(Finding("haizea.realduration-ignored", "realduration is longer than "
-                                "the duration; Haizea 1.1 ignores it and the lease ends at its "
-                                "duration", "lease", warning=True))
+        findings.append(Finding(code="haizea.realduration-ignored",
+                                message="realduration is longer than the duration; Haizea 1.1 "
+                                "ignores it and the lease ends at its duration",
+                                subject="lease", warning=True))
     if deadline is not None:
         if start_mode is not StartMode.EXACT:
-            findings.append(Finding("haizea.deadline-ignored", "a deadline without an <exact> "
-                                    "start is ignored by Haizea", "deadline", warning=True))
+            findings.append(Finding(code="haizea.deadline-ignored",
+                                    message="a deadline without an <exact> start is ignored by "
+                                    "Haizea", subject="deadline", warning=True))
         elif start_time is not None and duration is not None and \
                 round(deadline * 100) < round((start_time + duration) * 100):  # 0.01 s grid
-            findings.append(Finding("haizea.deadline-too-early",
-                                    f"deadline {format_time(deadline)} is before start + "
-                                    f"duration ({format_time(start_time + duration)})",
-                                    "deadline", "time"))
+            findings.append(Finding(code="haizea.deadline-too-early",
+                                    message=f"deadline {format_time(deadline)} is before start "
+                                    f"+ duration ({format_time(start_time + duration)})",
+                                    subject="deadline", attribute="time"))
     return tuple(findings)
 
 
-_SPELLINGS: dict[str, tuple[bool, Finding | None]] = {
-    "true": (True, None), "false": (False, None), "True": (True, None), "False": (False, None)}
-"""The spellings of nearly every ``preemptible``: one lookup."""
+PLAIN_PREEMPTIBLE: dict[str | None, bool] = {"true": True, "false": False,
+                                             "True": True, "False": False}
+"""The spellings of nearly every ``preemptible``, which ``preemptible`` reads without a
+finding: a caller may look them up first."""
 
 
 def preemptible(text: str) -> tuple[bool | None, Finding | None]:
     """``preemptible`` is true or false in any case; yes/no (the manual's and OpenNebula's
     spelling) is read with a warning, as Haizea keeps it as a truthy string."""
-    known = _SPELLINGS.get(text)
+    known = PLAIN_PREEMPTIBLE.get(text)
     if known is not None:
-        return known
+        return known, None
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
         return lowered == "true", None
     if lowered in ("yes", "no"):
         return lowered == "yes", Finding(
-            "haizea.preemptible-yes-no", f"preemptible={text!r}: Haizea understands only "
-            "true/false and keeps this as a (truthy) string", "lease", "preemptible",
-            warning=True, hint="write true or false")
-    return None, Finding("haizea.preemptible", f"preemptible={text!r} is not true or false",
-                         "lease", "preemptible")
+            code="haizea.preemptible-yes-no", message=f"preemptible={text!r}: Haizea "
+            "understands only true/false and keeps this as a (truthy) string", subject="lease",
+            attribute="preemptible", warning=True, hint="write true or false")
+    return None, Finding(code="haizea.preemptible",
+                         message=f"preemptible={text!r} is not true or false", subject="lease",
+                         attribute="preemptible")
 
 
 class ResFinding(NamedTuple):
@@ -122,21 +126,22 @@ def capacity(resources: Iterable[RawRes]) -> tuple[Capacity, list[ResFinding]]:
         amount: Amount
         if instances:
             if text is not None:
-                findings.append(ResFinding(index, "haizea.amount-ignored",
-                                           f"<res type={kind!r}> has <instance> children, so "
-                                           "Haizea ignores its amount", "amount", warning=True))
+                findings.append(ResFinding(index, code="haizea.amount-ignored",
+                                           message=f"<res type={kind!r}> has <instance> "
+                                           "children, so Haizea ignores its amount",
+                                           attribute="amount", warning=True))
             amount = tuple(int(value) for value in instances)
         elif text is None:
-            findings.append(ResFinding(index, "haizea.res-missing-amount",
-                                       f"<res type={kind!r}> has neither an amount nor "
+            findings.append(ResFinding(index, code="haizea.res-missing-amount",
+                                       message=f"<res type={kind!r}> has neither an amount nor "
                                        "<instance> children"))
             continue
         else:
             amount = int(text)
         if kind in amounts:
-            findings.append(ResFinding(index, "haizea.duplicate-resource",
-                                       f"resource type {kind!r} appears twice in one node-set; "
-                                       "Haizea keeps the last", warning=True))
+            findings.append(ResFinding(index, code="haizea.duplicate-resource",
+                                       message=f"resource type {kind!r} appears twice in one "
+                                       "node-set; Haizea keeps the last", warning=True))
         amounts[kind] = amount
     return tuple(amounts.items()), findings
 
@@ -183,7 +188,8 @@ def duplicate_id_message(lease_id: int, first_line: int | None) -> str:
     return f"lease id {lease_id} is already used (line {first_line})"
 
 
-LEASE_WITHOUT_NODES = Finding("haizea.lease-no-nodes", "the lease asks for no node-set", "lease")
+LEASE_WITHOUT_NODES = Finding(code="haizea.lease-no-nodes",
+                              message="the lease asks for no node-set", subject="lease")
 """A lease asks for at least one node-set."""
 
 

@@ -61,22 +61,25 @@ def read_site(site: Any, context: Context) -> tuple[Environment, tuple[str, ...]
     declared: set[str] = set()
     for name in names:
         if name in declared:
-            context.warn("haizea.duplicate-resource-type", f"resource type {name!r} is listed "
-                         "twice", types_element, "names")
+            context.warn(code="haizea.duplicate-resource-type",
+                         message=f"resource type {name!r} is listed twice",
+                         element=types_element, attribute="names")
         declared.add(name)
     missing = [name for name in (CPU, MEMORY) if name not in declared]
     if missing:
-        context.error("haizea.site-missing-cpu-memory", "the site must declare CPU and Memory; "
-                      f"missing: {' '.join(missing)}", types_element, "names")
+        context.error(code="haizea.site-missing-cpu-memory",
+                      message=f"the site must declare CPU and Memory; missing: "
+                      f"{' '.join(missing)}", element=types_element, attribute="names")
     nodes = site.find("nodes")
     node_sets = read_node_sets(nodes, context)
     for node_set_element, node_set in zip(nodes, node_sets, strict=True):
         for kind, _ in node_set.capacity:
             if kind not in declared:
-                context.error("haizea.undeclared-resource-type", f"resource type {kind!r} is "
-                              "not in <resource-types>", node_set_element)
+                context.error(code="haizea.undeclared-resource-type",
+                              message=f"resource type {kind!r} is not in <resource-types>",
+                              element=node_set_element)
     if not node_sets:
-        context.warn("haizea.site-empty", "the site has no nodes", nodes)
+        context.warn(code="haizea.site-empty", message="the site has no nodes", element=nodes)
     return environment(node_sets, names), names
 
 
