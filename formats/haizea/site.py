@@ -38,9 +38,10 @@ class NodeSet(NamedTuple):
 def read_capacity(node_set: Any, context: Context) -> Capacity:
     """A ``<node-set>``'s resources (``rules.capacity``), its findings reported."""
     res_elements = list(node_set)
-    found, findings = rules.capacity(
-        (res.get("type"), res.get("amount"), tuple(instance.get("amount") for instance in res))
-        for res in res_elements)
+    found, findings = rules.capacity([
+        (res.get("type"), res.get("amount"),
+         tuple([instance.get("amount") for instance in res]) if len(res) else ())
+        for res in res_elements])
     for finding in findings:
         res = res_elements[finding.position]
         context.report(warning if finding.warning else error, finding.code, finding.message,
