@@ -36,7 +36,7 @@ from dcx.core.diagnostics import (
     warning,
 )
 from dcx.core.model import Document
-from dcx.core.restrict import normalized_for, restrict, with_parts
+from dcx.core.restrict import normalized_for, with_parts
 
 CODES = (
     Code("format.unrecognised", "error", "No dcx format recognises the file's content."),
@@ -121,11 +121,12 @@ def parts_of(document: Document) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def refusal(document: Document, source_name: str,
+def refusal(document: Document, normalized: Document, source_name: str,
             target: FormatDeclaration) -> Diagnostic | None:
     """Why converting ``document`` to ``target`` cannot give a useful output, if it cannot:
     no part in common, or a target that would keep nothing of what the document describes
-    (every machine, every job dropped)."""
+    (every machine, every job dropped). ``normalized`` is the document after the target's
+    normal form: field paths never drop machines or jobs, value restrictions may."""
     parts = parts_of(document)
     target_parts = with_parts(target.holds)
     shared = [part for part in parts if part in target_parts]
@@ -136,12 +137,19 @@ def refusal(document: Document, source_name: str,
                      "nothing to convert", "convert.nothing-in-common")
     if not parts:
         return None  # an empty document converts to the target's empty document
-    kept = parts_of(restrict(normalized_for(document, target), target.holds, target.name))
-    if not kept:
+    if not any(_keeps(normalized, part, target) for part in shared):
         noun = " or ".join(PART_NOUNS[part][1] for part in shared)
         return error(f"{target.name} can hold none of the {noun} of this {source_name} "
                      "file: nothing to convert", "convert.nothing-held")
     return None
+
+
+def _keeps(normalized: Document, part: str, target: FormatDeclaration) -> bool:
+    if part == "environment":
+        return "environment" in parts_of(normalized)
+    workload = normalized.workload
+    return workload is not None and (any(job.tasks for job in workload.jobs) or (
+        bool(workload.annotations) and "workload.annotations" in target.holds))
 
 
 # ------------------------------------------------------------------------------ converting
@@ -165,10 +173,11 @@ def convert_document(document: Document, source: FormatDeclaration, target: Form
 
     if target.write is None:
         return refused(error(f"dcx cannot write {target.name}", "convert.unwritable"))
-    refused_because = refusal(document, source.name, target)
+    normalized = normalized_for(document, target)
+    refused_because = refusal(document, normalized, source.name, target)
     if refused_because is not None:
         return refused(refused_because)
-    losses = conversion_losses(document, target)
+    losses = conversion_losses(document, target, normalized)
     severity = error if strict else warning
     problems = [severity(f"{target.name} cannot hold {loss.render()}", "convert.loss")
                 for loss in losses]

@@ -23,11 +23,13 @@ from dcx.core.saturated import saturated_document
 PARTS = ("environment", "workload")
 
 
-def conversion_losses(document: Document, target: FormatDeclaration) -> tuple[Loss, ...]:
+def conversion_losses(document: Document, target: FormatDeclaration,
+                      normalized: Document | None = None) -> tuple[Loss, ...]:
     """The field paths ``target`` drops from ``document``, in ``FIELDS`` order, each with its
-    meaning (a dropped part is one loss, not one per field inside it)."""
-    return tuple(Loss(path, detail=FIELDS[path])
-                 for path in dropped_fields(document, target.holds, target.name, target))
+    meaning (a dropped part is one loss, not one per field inside it). ``normalized`` is
+    ``document`` after the target's normal form, when the caller has it already."""
+    return tuple(Loss(path, detail=FIELDS[path]) for path in dropped_fields(
+        document, target.holds, target.name, target, normalized))
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

@@ -78,9 +78,9 @@ Extras
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from dcx.core.fields import FIELDS
 from dcx.core.model import (
@@ -106,6 +106,8 @@ from dcx.core.model import (
     Workload,
 )
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class _Held:
@@ -122,8 +124,17 @@ class _Held:
     def __contains__(self, path: str) -> bool:
         return path in self.paths
 
+    def has(self, path: str, matters: bool | Callable[[], bool] = True) -> bool:
+        """Whether ``path`` is held where leaving it out would change the document only when
+        ``matters`` (a flag, or a callable for a costly test); ``_RecordingUse`` records it."""
+        return path in self.paths
+
     def value(self, path: str, value: Any, default: Any = None) -> Any:
         return value if path in self.paths else default
+
+    def build(self, cls: type[T], original: T, **fields: Any) -> T:
+        """``cls(**fields)``: ``original`` as the format keeps it."""
+        return cls(**fields)
 
     def extras(self, path: str | None, extras: Extras) -> Extras:
         """Plain keys survive when ``path`` is held; ``own_prefix:`` keys always survive."""
@@ -135,6 +146,41 @@ class _Held:
         return {key: value for key, value in extras.items()
                 if (plain_held if ":" not in key
                     else foreign_kept or (own is not None and key.startswith(own)))}
+
+
+@dataclass(frozen=True)
+class _RecordingUse(_Held):
+    """Holds everything and records which field paths the document uses: a path is ``used``
+    when leaving it out would change the document, and ``foreign`` when other formats'
+    prefixed extras sit at it. One walk of ``_restrict`` finds what restricting once per
+    path finds (``dropped_fields_by_restriction``, the specification it is tested against)."""
+
+    used: set[str] = field(default_factory=set)
+    foreign: set[str] = field(default_factory=set)
+
+    def has(self, path: str, matters: bool | Callable[[], bool] = True) -> bool:
+        if path not in self.used and (matters() if callable(matters) else matters):
+            self.used.add(path)
+        return True
+
+    def value(self, path: str, value: Any, default: Any = None) -> Any:
+        if value != default:
+            self.used.add(path)
+        return value
+
+    def build(self, cls: type[T], original: T, **fields: Any) -> T:
+        return original  # everything is held: nothing changes, so nothing is built
+
+    def extras(self, path: str | None, extras: Extras) -> Extras:
+        if path is None or not extras:
+            return extras  # document extras have no path: only their own format keeps them
+        own = f"{self.own_prefix}:" if self.own_prefix else None
+        for key in extras:
+            if ":" not in key:
+                self.used.add(path)
+            elif own is None or not key.startswith(own):
+                self.foreign.add(path)
+        return extras
 
 
 @dataclass(frozen=True)
@@ -255,9 +301,9 @@ def _environment(environment: Environment, held: _Held) -> Environment:
     datacenters = tuple(_datacenter(datacenter, held) for datacenter in datacenters)
     events = tuple(_event(event, held) for event in environment.events
                    if (isinstance(event, MachineStateChange)
-                       and "environment.events.machine_state" in held)
+                       and held.has("environment.events.machine_state"))
                    or (isinstance(event, DatacenterSchedulerChange)
-                       and "environment.events.scheduler" in held))
+                       and held.has("environment.events.scheduler")))
     return Environment(
         datacenters=datacenters, events=events,
         name=held.value("environment.name", environment.name),
@@ -314,7 +360,7 @@ def _room(room: Room, held: _Held) -> Room:
 
 
 def _rack(rack: Rack, held: _Held) -> Rack:
-    slots = rack.slots if "rack.empty_slots" in held else rack.machines
+    slots = rack.slots if held.has("rack.empty_slots", None in rack.slots) else rack.machines
     return Rack(
         id=held.value("rack.id", rack.id),
         name=held.value("rack.name", rack.name),
@@ -326,16 +372,17 @@ def _rack(rack: Rack, held: _Held) -> Rack:
 
 def _machine(machine: Machine, held: _Held) -> Machine:
     cpus: tuple[ProcessingUnit, ...] = ()
-    if "machine.cpus" in held:
+    if held.has("machine.cpus", bool(machine.cpus)):
         cpus = machine.cpus
-        if "machine.cpus.sockets" not in held and len(cpus) > 1:
+        if len(cpus) > 1 and not held.has("machine.cpus.sockets"):
             cpus = (replace(cpus[0], cores=machine.core_count,
                             clock_rate_hz=machine.clock_rate_hz),)
         cpus = tuple(_processing_unit(cpu, "cpu", held) for cpu in cpus)
     gpus: tuple[ProcessingUnit, ...] = ()
-    if "machine.gpus" in held:
+    if held.has("machine.gpus", bool(machine.gpus)):
         gpus = tuple(_processing_unit(gpu, "gpu", held) for gpu in machine.gpus)
-    return Machine(
+    return held.build(
+        Machine, machine,
         id=held.value("machine.id", machine.id),
         name=held.value("machine.name", machine.name),
         state=held.value("machine.state", machine.state, MachineState.ACTIVE),
@@ -361,9 +408,11 @@ def _machine(machine: Machine, held: _Held) -> Machine:
 
 def _processing_unit(unit: ProcessingUnit, kind: Literal["cpu", "gpu"],
                      held: _Held) -> ProcessingUnit:
-    vendor = f"{kind}.vendor" in held
-    cores = unit.cores if kind == "cpu" or "gpu.cores" in held else 1
-    return ProcessingUnit(
+    vendor = held.has(f"{kind}.vendor", (unit.manufacturer, unit.family, unit.generation,
+                                         unit.model) != (None, None, None, None))
+    cores = unit.cores if kind == "cpu" or held.has("gpu.cores", unit.cores != 1) else 1
+    return held.build(
+        ProcessingUnit, unit,
         cores=cores,
         clock_rate_hz=held.value(f"{kind}.clock_rate_hz", unit.clock_rate_hz),
         id=held.value(f"{kind}.id", unit.id),
@@ -378,11 +427,12 @@ def _processing_unit(unit: ProcessingUnit, kind: Literal["cpu", "gpu"],
 
 def _storage_units(units: tuple[StorageUnit, ...], present: str, split: str, details: str,
                    held: _Held) -> tuple[StorageUnit, ...]:
-    if present not in held:
+    if not held.has(present, bool(units)):
         return ()
-    if split not in held and len(units) > 1:
+    if len(units) > 1 and not held.has(split):
         units = (replace(units[0], capacity_mb=sum(unit.capacity_mb for unit in units)),)
-    if details in held:
+    if held.has(details, lambda: any(replace(unit, extras={}) != StorageUnit(unit.capacity_mb)
+                                     for unit in units)):
         return tuple(replace(unit, extras=held.extras("machine.extras", unit.extras))
                      for unit in units)
     return tuple(StorageUnit(capacity_mb=unit.capacity_mb,
@@ -395,7 +445,7 @@ def _resource(resource: NamedResource, path: str, held: _Held) -> NamedResource:
 
 
 def _consumables(snapshot: Consumables | None, path: str, held: _Held) -> Consumables | None:
-    if snapshot is None or path not in held:
+    if snapshot is None or not held.has(path):
         return None
     return replace(snapshot,
                    resources=tuple(_resource(r, path, held) for r in snapshot.resources),
@@ -414,11 +464,12 @@ def _event(event: MachineStateChange | DatacenterSchedulerChange,
 
 def _workload(workload: Workload, held: _Held) -> Workload:
     jobs = workload.jobs
-    if "task.id" not in held:
+    if not held.has("task.id", lambda: _numbering_changes(jobs)):
         jobs = _renumber_tasks(jobs)
-    if "job" not in held:
+    if not held.has("job", lambda: any(len(job.tasks) != 1 or job != Job(
+            id=job.tasks[0].id, tasks=job.tasks) for job in jobs)):
         jobs = tuple(Job(id=task.id, tasks=(task,)) for job in jobs for task in job.tasks)
-    elif "job.empty" not in held:
+    elif not held.has("job.empty", lambda: any(not job.tasks for job in jobs)):
         jobs = tuple(job for job in jobs if job.tasks)
     return Workload(
         jobs=tuple(_job(job, held) for job in jobs),
@@ -433,11 +484,21 @@ def _workload(workload: Workload, held: _Held) -> Workload:
         extras=held.extras("workload.extras", workload.extras))
 
 
-def _renumber_tasks(jobs: tuple[Job, ...]) -> tuple[Job, ...]:
+def _task_numbers(jobs: tuple[Job, ...]) -> dict[Id, int]:
     numbers: dict[Id, int] = {}
     for job in jobs:
         for task in job.tasks:
             numbers.setdefault(task.id, len(numbers) + 1)
+    return numbers
+
+
+def _numbering_changes(jobs: tuple[Job, ...]) -> bool:
+    """Whether numbering the tasks 1, 2, … changes any id (and so any dependency)."""
+    return any(number != task_id for task_id, number in _task_numbers(jobs).items())
+
+
+def _renumber_tasks(jobs: tuple[Job, ...]) -> tuple[Job, ...]:
+    numbers = _task_numbers(jobs)
     return tuple(replace(job, tasks=tuple(
         replace(task, id=numbers[task.id],
                 dependencies=tuple(numbers.get(dep, dep) for dep in task.dependencies))
@@ -445,20 +506,23 @@ def _renumber_tasks(jobs: tuple[Job, ...]) -> tuple[Job, ...]:
 
 
 def _job(job: Job, held: _Held) -> Job:
-    return Job(id=job.id, tasks=tuple(_task(task, held) for task in job.tasks),
+    return held.build(Job, job, id=job.id, tasks=tuple(_task(task, held) for task in job.tasks),
                name=held.value("job.name", job.name), user=held.value("job.user", job.user),
                extras=held.extras("job.extras", job.extras))
 
 
 def _task(task: Task, held: _Held) -> Task:
     request = task.request
-    start_held = "task.start" in held
-    return Task(
+    start_held = held.has("task.start", task.start_mode is not StartMode.ANY
+                          or task.start_time_s is not None)
+    return held.build(
+        Task, task,
         id=task.id,
         submit_time_s=held.value("task.submit_time_s", task.submit_time_s, 0.0),
         runtime_s=held.value("task.runtime_s", task.runtime_s),
         requested_time_s=held.value("task.requested_time_s", task.requested_time_s),
-        request=ResourceRequest(
+        request=held.build(
+            ResourceRequest, request,
             nodes=held.value("task.request.nodes", request.nodes, 1),
             cores=held.value("task.request.cores", request.cores, 1.0),
             memory_mb=held.value("task.request.memory_mb", request.memory_mb),
@@ -466,7 +530,8 @@ def _task(task: Task, held: _Held) -> Task:
             resources=tuple(_resource(r, "task.request.resources", held) for r in
                             held.value("task.request.resources", request.resources, ()))),
         dependencies=held.value("task.dependencies", (
-            task.dependencies if "task.dependencies.multiple" in held
+            task.dependencies
+            if held.has("task.dependencies.multiple", len(task.dependencies) > 1)
             else task.dependencies[:1]), ()),
         deadline_s=held.value("task.deadline_s", task.deadline_s),
         start_mode=task.start_mode if start_held else StartMode.ANY,
@@ -487,9 +552,55 @@ _LEVELS = ("datacenter", "room", "rack")
 
 def dropped_fields(document: Document, target_holds: Iterable[str],
                    own_prefix: str | None = None,
+                   target: object | None = None,
+                   normalized: Document | None = None) -> tuple[str, ...]:
+    """The field paths a format holding ``target_holds`` actually drops from ``document``,
+    in ``FIELDS`` order: every conversion's losses and the loss matrix come from here.
+
+    A path is dropped when leaving it out changes the document (what restricting to every
+    other path gives), or when it carries other formats' prefixed extras, which only their
+    own format keeps. A part (topology, workload) counts as dropped unless it is absent or
+    empty (all defaults); a dropped part is reported alone, not with every field inside it.
+    A hierarchy level counts as dropped only when some parent has several containers (or, for
+    rooms, a room that is not a SERVER room): one container with default attributes is what
+    formats without the level read back, and adding it loses nothing.
+    ``target`` (a format declaration) adds its value restrictions (see Value restrictions);
+    ``normalized``, when the caller has it, is ``document`` after the target's normal form.
+    One walk of the document finds every used path (``_RecordingUse``).
+    """
+    held = with_parts(target_holds)
+    normal_form_losses = getattr(target, "normal_form_losses", None)
+    restricted_values = set(normal_form_losses(document)) if normal_form_losses else set()
+    document = normalized if normalized is not None else normalized_for(document, target)
+    use = _RecordingUse(frozenset(FIELDS), own_prefix, keep_foreign=True)
+    _restrict(document, use)
+    dropped: list[str] = []
+    for path in FIELDS:
+        if _part(path) in dropped:
+            continue  # a dropped part is one loss, not one per field inside it
+        if path in restricted_values:
+            dropped.append(path)
+        elif path in held:
+            if path in use.foreign:
+                dropped.append(path)  # held, but other formats' keys there are dropped
+        elif path in ("environment", "workload"):
+            part = getattr(document, path)
+            if part is not None and part != type(part)():  # an empty part carries nothing
+                dropped.append(path)
+        elif path in _LEVELS:
+            if _level_is_used(document, path):
+                dropped.append(path)
+        elif path in use.used or path in use.foreign:
+            dropped.append(path)
+    return tuple(dropped)
+
+
+def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str],
+                   own_prefix: str | None = None,
                    target: object | None = None) -> tuple[str, ...]:
-    """The field paths a format holding ``target_holds`` actually drops from ``document``:
-    exactly the losses its writer must report, in ``FIELDS`` order.
+    """``dropped_fields`` by its definition: restricting the document once per field path and
+    comparing. The specification ``dropped_fields`` is tested against; it costs a walk of the
+    document per path.
 
     A part (topology, workload) counts as dropped unless it is absent or empty (all defaults);
     a dropped part is reported alone, not with every field inside it.

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import types
 from importlib import resources
 from pathlib import Path
 
@@ -30,6 +29,8 @@ from dcxdocs import (  # noqa: E402
     reference_pages,
     xsd_ref,
 )
+
+from dcx.converters.registry import FORMATS, get  # noqa: E402
 
 XS = "{http://www.w3.org/2001/XMLSchema}"
 JSON_SCHEMAS = sorted(entry.name for entry in resources.files("dcx.schemas").iterdir()
@@ -241,41 +242,21 @@ def test_error_code_page_shows_where_a_code_is_declared_and_its_conformance() ->
 
 
 def test_divergences_section_is_extracted_and_stops_at_the_next_heading() -> None:
-    module = types.ModuleType("fake")
-    module.__doc__ = ("Title.\n\nDivergences\n-----------\n\n* One ``thing``\n  continued.\n"
-                      "* Two.\n\nNext\n----\n\nnot this\n")
-    text = formats_pages.divergences(module)
+    docstring = ("Title.\n\nDivergences\n-----------\n\n* One ``thing``\n  continued.\n"
+                 "* Two.\n\nNext\n----\n\nnot this\n")
+    text = formats_pages.divergences(docstring)
     assert text == "* One `thing`\n    continued.\n* Two.\n"
-    environment = next(item for item in formats_pages.load_formats()
-                       if item.spec.name == "environment")
-    assert "$merge" in formats_pages.divergences(environment.module)
+    assert "$merge" in formats_pages.divergences(get("environment").doc)
 
 
-def test_a_format_without_module_or_schema_is_noted_not_fatal(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from dcx.converters.registry import FormatSpec
-
-    ghost = FormatSpec(name="ghost", title="Ghost format", module="dcx.formats.no_such_module",
-                       family="trace", kind="workload", extensions=(".ghost",),
-                       schema="ghost.schema.json", description="Not written yet.")
-    monkeypatch.setattr(formats_pages, "FORMATS", (ghost,))
-    [item] = formats_pages.load_formats()
-    assert item.module is None and "ModuleNotFoundError" in item.problem
-    assert formats_pages.spec_page(item, []) is None
-    overview = formats_pages.overview_page([item], {})
-    assert "`ghost`" in overview and "not installed yet" in overview
-    assert "not installed" in formats_pages.loss_matrix_page([item])
-
-
-def test_a_format_with_schema_but_no_module_still_gets_its_structure() -> None:
-    from dcx.converters.registry import FormatSpec
-
-    spec = FormatSpec(name="haizea", title="Haizea", module="dcx.formats.no_such_module",
-                      family="haizea", kind="both", extensions=(".lwf",),
-                      schema="haizea-lease-workload.xsd", description="")
-    page = formats_pages.spec_page(formats_pages.LoadedFormat(spec, None, "missing"), [])
-    assert page is not None
-    assert "Reader not installed yet" in page and "`lease-request`" in page
+def test_every_format_page_comes_from_its_declaration() -> None:
+    for spec in FORMATS:
+        page = formats_pages.spec_page(spec)
+        assert page.startswith(f"# {spec.title}\n") and f"`{spec.name}`" in page
+        for code in spec.codes:
+            assert f"`{code.code}`" in page
+    overview = formats_pages.overview_page()
+    assert all(f"({spec.name}.md)" in overview for spec in FORMATS)
 
 
 def test_scheduler_page_says_how_to_produce_results_when_absent(tmp_path: Path) -> None:
@@ -313,9 +294,8 @@ def test_strict_build_writes_every_generated_page(built_site: Path) -> None:
                  "reference/error-codes/index.html", "reference/security/index.html",
                  "guides/pre-commit/index.html", "scheduler/index.html"):
         assert (built_site / page).is_file(), page
-    for item in formats_pages.load_formats():
-        if item.module is not None:
-            assert (built_site / "formats" / item.spec.name / "index.html").is_file()
+    for spec in FORMATS:
+        assert (built_site / "formats" / spec.name / "index.html").is_file()
 
 
 def test_built_pages_load_nothing_from_other_hosts(built_site: Path) -> None:

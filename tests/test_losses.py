@@ -33,6 +33,7 @@ from dcx.core.model import (
 )
 from dcx.core.restrict import (
     dropped_fields,
+    dropped_fields_by_restriction,
     normalized_for,
     restrict,
     with_parts,
@@ -311,3 +312,24 @@ def expected_back(original: Document, source: Any, target: Any,
 
 def _requires_machine_ids(module: Any) -> bool:
     return "machine.id" in module.requires
+
+
+# ------------------------------------------------------------------------------ one walk
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(Domain(ids="str")), st.sets(st.sampled_from(sorted(FIELDS))),
+       st.sampled_from([None, "swf", "gwf", "sss"]))
+def test_one_walk_finds_what_restricting_once_per_path_finds(
+        document: Document, holds: set[str], own_prefix: str | None) -> None:
+    assert dropped_fields(document, holds, own_prefix) == dropped_fields_by_restriction(
+        document, holds, own_prefix)
+
+
+@pytest.mark.parametrize("spec", FORMATS, ids=lambda spec: spec.name)
+def test_one_walk_agrees_on_the_fullest_document_of_every_format(
+        spec: FormatDeclaration) -> None:
+    for target in FORMATS:
+        document = fullest_document(spec)
+        assert dropped_fields(document, target.holds, target.name, target) == \
+            dropped_fields_by_restriction(document, target.holds, target.name, target)

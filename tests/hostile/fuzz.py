@@ -7,7 +7,7 @@ files over ``MAX_SEED_BYTES`` are left out so each example stays quick.
 
 Hypothesis drives the mutations (flips, inserts of bytes and of syntax that matters to our
 formats, deletions, duplications, truncations, splices of two seeds) and shrinks a failing
-input before reporting it. Every available format's ``sniff`` and ``read`` run on each input,
+input before reporting it. Every format's ``sniff`` and ``read`` run on each input,
 and ``read_any`` (content detection) too. Besides exceptions, the reader contract is
 checked: a ``ReadResult``; no document means at least one error; every diagnostic has a
 code. A failure prints the traceback, writes the shrunk input to ``--crash-dir`` and exits 1.
@@ -28,7 +28,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dcx.converters.convert import read_any
-from dcx.converters.registry import FormatSpec, available
+from dcx.converters.registry import FORMATS
+from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import ReadResult, has_errors
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,10 +119,9 @@ def mutation(seeds: list[bytes]) -> st.SearchStrategy[Callable[[bytes], bytes]]:
     )
 
 
-def check_reader(spec: FormatSpec, data: bytes) -> None:
-    module = spec.load()
-    module.sniff(data)
-    result = module.read(data)
+def check_reader(spec: FormatDeclaration, data: bytes) -> None:
+    spec.sniff(data)
+    result = spec.read(data)
     check_result(spec.name, result)
 
 
@@ -136,7 +136,7 @@ def check_result(name: str, result: object) -> None:
 
 
 def fuzz(seconds: float, corpus: Path | None, crash_dir: Path) -> int:
-    specs = available()
+    specs = FORMATS
     paths = seed_files(corpus)
     seeds = [path.read_bytes() for path in paths]
     if not seeds:
