@@ -63,8 +63,9 @@ class FormatDeclaration:
 
     @property
     def module(self) -> str:
-        """The module that reads it (its docstring is the format's reference text)."""
-        return self.read.__module__
+        """The format's module or package directly under ``dcx.formats`` (its docstring is
+        the format's reference text), wherever inside it the reader lives."""
+        return ".".join(self.read.__module__.split(".")[:3])
 
     @property
     def doc(self) -> str:

@@ -69,3 +69,16 @@ def test_the_layer_contracts_hold(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=tree, env={"PYTHONPATH": str(tree)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Contracts: 2 kept, 0 broken" in done.stdout
+
+
+def test_the_wheel_lists_every_package_of_the_source_tree() -> None:
+    """setuptools installs only the packages pyproject names; a format package (a folder with
+    an ``__init__.py``) missing from the list would be missing from every install."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    setuptools = config["tool"]["setuptools"]
+    found = set()
+    for package, folder in setuptools["package-dir"].items():
+        for init in (REPO / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(REPO / folder).parts
+            found.add(".".join((package, *relative)))
+    assert found <= set(setuptools["packages"]), sorted(found - set(setuptools["packages"]))
