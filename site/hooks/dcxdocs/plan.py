@@ -44,6 +44,7 @@ def build_plan(repo_root: Path) -> SitePlan:
 
     plan.nav = [
         {"Home": "index.md"},
+        {"Architecture": "architecture.md"},
         {"Formats": ["formats/index.md",
                      *({spec.title: formats_pages.spec_page_path(spec)} for spec in FORMATS)]},
         {"Conversions": ["conversions/index.md",
