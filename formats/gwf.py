@@ -889,6 +889,7 @@ FORMAT = FormatDeclaration(
     schema="gwf.schema.json",
     description=("Grid Workloads Archive traces: the 29-column archive format and the "
                  "comma-separated 7-column workflow variant the SC18 simulator reads."),
+    own_extras=frozenset({"task.extras"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,

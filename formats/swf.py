@@ -699,6 +699,7 @@ FORMAT = FormatDeclaration(
     content=frozenset({"text"}),
     schema="swf.schema.json",
     description=("18-field job traces with ';' header comments."),
+    own_extras=frozenset({"task.extras"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,

@@ -4,6 +4,7 @@ no output file at all; the loss matrix and each conversion's losses agree."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from dcx.converters.cli import main
 from dcx.converters.convert import convert
 from dcx.converters.losses import loss_matrix
 from dcx.converters.registry import FORMATS, detect
+from dcx.core.restrict import prefixed_extras_paths
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(path for path in (REPO / "examples").rglob("*")
@@ -63,3 +65,29 @@ def test_the_matrix_names_every_loss_a_conversion_reports(example: Path) -> None
         assert reported <= set(cell.lost), (
             f"{source.name} -> {target.name}: {sorted(reported - set(cell.lost))} lost but "
             "not in the matrix")
+
+
+CORPUS = Path(os.environ.get("DCX_CORPUS", REPO.parent / "shared" / "corpus"))
+
+
+def _readable_files() -> list[Path]:
+    corpus = sorted(path for path in CORPUS.rglob("*")
+                    if path.is_file() and path.stat().st_size < 4_000_000) \
+        if CORPUS.is_dir() else []
+    return EXAMPLES + corpus
+
+
+def test_formats_keep_data_of_their_own_only_where_they_declare_it() -> None:
+    """``own_extras`` is what the matrix assumes a source file can carry for its format
+    alone; a reader that puts ``name:`` keys elsewhere would make the matrix understate."""
+    for path in _readable_files():
+        data = path.read_bytes()
+        spec = detect(data, str(path))
+        if spec is None:
+            continue
+        document = spec.read(data).document
+        if document is None:
+            continue
+        found = prefixed_extras_paths(document, spec.name) - {None}
+        assert found <= spec.own_extras, f"{path}: {spec.name} keeps own data at " \
+            f"{sorted(str(p) for p in found - spec.own_extras)}"

@@ -276,6 +276,7 @@ FORMAT = FormatDeclaration(
     schema="haizea-lease-workload.xsd",
     description=("Haizea 1.1 lease workloads with their site, single leases, node sets "
                  "and lease annotations; legacy 10-field text LWF is read too."),
+    own_extras=frozenset({"environment.extras", "task.extras"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,
