@@ -84,11 +84,11 @@ def _environment() -> Environment:
                        description="every field used", extras={"note": 1})
 
 
-def _task(number: int, dependencies: tuple[str, ...]) -> Task:
+def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0) -> Task:
     return Task(
         id=f"t{number}", submit_time_s=10.0 * number, runtime_s=100.0,
         requested_time_s=300.0,
-        request=ResourceRequest(nodes=2, cores=4.0, memory_mb=2048.0, gpus=1, resources=(
+        request=ResourceRequest(nodes=2, cores=cores, memory_mb=2048.0, gpus=1, resources=(
             NamedResource(name="license", amount=1.0),)),
         dependencies=dependencies, deadline_s=5000.0, start_mode=StartMode.EXACT,
         start_time_s=50.0 * number, preemptible=True, user="alice", group="staff",
@@ -97,7 +97,8 @@ def _task(number: int, dependencies: tuple[str, ...]) -> Task:
 
 def _workload() -> Workload:
     jobs = (Job(id="j1", name="pipeline", user="alice", extras={"note": 1},
-                tasks=(_task(1, ()), _task(2, ("t1",)), _task(3, ("t1", "t2")), Task(id="t4"))),
+                tasks=(_task(1, ()), _task(2, ("t1",)), _task(3, ("t1", "t2"), cores=2.5),
+                       Task(id="t4"))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",
                     time_origin="2018-01-01T00:00:00Z", attributes={"note": 1},
@@ -109,5 +110,6 @@ def _workload() -> Workload:
 @cache
 def saturated_document() -> Document:
     """A topology and a workload in which every field path has a value no default gives,
-    plus a machine and a task with nothing but defaults (what formats fill in or refuse)."""
+    plus a machine and a task with nothing but defaults and a task asking for part of a core
+    (what formats fill in, round or refuse)."""
     return Document(environment=_environment(), workload=_workload())
