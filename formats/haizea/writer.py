@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
 from lxml import etree
 
@@ -202,7 +201,13 @@ _NEEDS_ESCAPE = re.compile(r'[&<>"\t\n\r]')
 def _quoted(value: str) -> str:
     """``quoteattr(value)``, without its cost for the values that need no escape (times,
     numbers: nearly all of them)."""
-    return quoteattr(value) if _NEEDS_ESCAPE.search(value) else f'"{value}"'
+    if not _NEEDS_ESCAPE.search(value):
+        return f'"{value}"'
+    # Imported here: xml.sax.saxutils imports urllib.request, which every dcx start-up would
+    # pay for (a pre-commit batch of JSON files never writes Haizea).
+    from xml.sax.saxutils import quoteattr
+
+    return quoteattr(value)
 
 
 def _lease_request_lines(lines: list[str], task: Task) -> None:
