@@ -16,7 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-TOY_MODULE = '''"""Toy hosts: one ``hostname cores`` line per machine (a format made up by a test)."""
+TOY_MODULE = '''"""Toy hosts: one ``hostname cores`` line per machine (made up by a test)."""
 
 from __future__ import annotations
 

@@ -110,9 +110,14 @@ def _comment_before(node: etree._Element) -> str:
     return ""
 
 
+def _grandparent(node: etree._Element) -> etree._Element | None:
+    parent = node.getparent()
+    return None if parent is None else parent.getparent()
+
+
 def _documentation(node: etree._Element) -> str:
     texts = [" ".join((doc.text or "").split()) for doc in node.iter(f"{XS}documentation")
-             if doc.getparent() is not None and doc.getparent().getparent() is node]
+             if _grandparent(doc) is node]
     return " ".join(text for text in texts if text)
 
 
