@@ -17,7 +17,7 @@ from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document
-from dcx.core.restrict import dropped_fields, restrict, with_own_extras, with_parts
+from dcx.core.restrict import dropped_field_counts, restrict, with_own_extras, with_parts
 from dcx.core.saturated import saturated_document
 
 PARTS = ("environment", "workload")
@@ -28,8 +28,8 @@ def conversion_losses(document: Document, target: FormatDeclaration,
     """The field paths ``target`` drops from ``document``, in ``FIELDS`` order, each with its
     meaning (a dropped part is one loss, not one per field inside it). ``normalized`` is
     ``document`` after the target's normal form, when the caller has it already."""
-    return tuple(Loss(path, detail=FIELDS[path]) for path in dropped_fields(
-        document, target.holds, target.name, target, normalized))
+    counts = dropped_field_counts(document, target.holds, target.name, target, normalized)
+    return tuple(Loss(path, count, FIELDS[path]) for path, count in counts.items())
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

@@ -123,15 +123,18 @@ class ReadResult:
 
 @dataclass(frozen=True)
 class Loss:
-    """Something the target format cannot hold, named by its model field path
-    (``machine.gpus``, ``task.deadline_s``) with how many values were dropped."""
+    """A field the target format cannot hold, named by its model field path
+    (``machine.gpus``, ``task.deadline_s``), with how many values it drops (``None``: a value
+    restriction of the target that gives no count) and what the field means."""
 
     field: str
-    count: int = 1
+    count: int | None = None
     detail: str = ""
 
     def render(self) -> str:
-        text = f"{self.field} ({self.count} value{'s' if self.count != 1 else ''})"
+        text = self.field
+        if self.count is not None:
+            text += f" ({self.count:,} value{'s' if self.count != 1 else ''})"
         return f"{text}: {self.detail}" if self.detail else text
 
 

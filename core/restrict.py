@@ -124,9 +124,10 @@ class _Held:
     def __contains__(self, path: str) -> bool:
         return path in self.paths
 
-    def has(self, path: str, matters: bool | Callable[[], bool] = True) -> bool:
+    def has(self, path: str, matters: bool | Callable[[], int] = True) -> bool:
         """Whether ``path`` is held where leaving it out would change the document only when
-        ``matters`` (a flag, or a callable for a costly test); ``_RecordingUse`` records it."""
+        ``matters``: a flag, or for a costly test a callable counting the values that would
+        change. ``_RecordingUse`` records it."""
         return path in self.paths
 
     def value(self, path: str, value: Any, default: Any = None) -> Any:
@@ -155,17 +156,22 @@ class _RecordingUse(_Held):
     prefixed extras sit at it. One walk of ``_restrict`` finds what restricting once per
     path finds (``dropped_fields_by_restriction``, the specification it is tested against)."""
 
-    used: set[str] = field(default_factory=set)
-    foreign: set[str] = field(default_factory=set)
+    used: dict[str, int] = field(default_factory=dict)
+    """Path → how many values leaving it out would change."""
+    foreign: dict[str, int] = field(default_factory=dict)
+    """Path → how many other formats' prefixed keys sit at it."""
 
-    def has(self, path: str, matters: bool | Callable[[], bool] = True) -> bool:
-        if path not in self.used and (matters() if callable(matters) else matters):
-            self.used.add(path)
+    def _count(self, counts: dict[str, int], path: str, number: int = 1) -> None:
+        if number:
+            counts[path] = counts.get(path, 0) + number
+
+    def has(self, path: str, matters: bool | Callable[[], int] = True) -> bool:
+        self._count(self.used, path, int(matters() if callable(matters) else matters))
         return True
 
     def value(self, path: str, value: Any, default: Any = None) -> Any:
         if value != default:
-            self.used.add(path)
+            self._count(self.used, path)
         return value
 
     def build(self, cls: type[T], original: T, **fields: Any) -> T:
@@ -177,9 +183,9 @@ class _RecordingUse(_Held):
         own = f"{self.own_prefix}:" if self.own_prefix else None
         for key in extras:
             if ":" not in key:
-                self.used.add(path)
+                self._count(self.used, path)
             elif own is None or not key.startswith(own):
-                self.foreign.add(path)
+                self._count(self.foreign, path)
         return extras
 
 
@@ -431,7 +437,7 @@ def _storage_units(units: tuple[StorageUnit, ...], present: str, split: str, det
         return ()
     if len(units) > 1 and not held.has(split):
         units = (replace(units[0], capacity_mb=sum(unit.capacity_mb for unit in units)),)
-    if held.has(details, lambda: any(replace(unit, extras={}) != StorageUnit(unit.capacity_mb)
+    if held.has(details, lambda: sum(replace(unit, extras={}) != StorageUnit(unit.capacity_mb)
                                      for unit in units)):
         return tuple(replace(unit, extras=held.extras("machine.extras", unit.extras))
                      for unit in units)
@@ -466,10 +472,10 @@ def _workload(workload: Workload, held: _Held) -> Workload:
     jobs = workload.jobs
     if not held.has("task.id", lambda: _numbering_changes(jobs)):
         jobs = _renumber_tasks(jobs)
-    if not held.has("job", lambda: any(len(job.tasks) != 1 or job != Job(
+    if not held.has("job", lambda: sum(len(job.tasks) != 1 or job != Job(
             id=job.tasks[0].id, tasks=job.tasks) for job in jobs)):
         jobs = tuple(Job(id=task.id, tasks=(task,)) for job in jobs for task in job.tasks)
-    elif not held.has("job.empty", lambda: any(not job.tasks for job in jobs)):
+    elif not held.has("job.empty", lambda: sum(not job.tasks for job in jobs)):
         jobs = tuple(job for job in jobs if job.tasks)
     return Workload(
         jobs=tuple(_job(job, held) for job in jobs),
@@ -492,9 +498,9 @@ def _task_numbers(jobs: tuple[Job, ...]) -> dict[Id, int]:
     return numbers
 
 
-def _numbering_changes(jobs: tuple[Job, ...]) -> bool:
-    """Whether numbering the tasks 1, 2, … changes any id (and so any dependency)."""
-    return any(number != task_id for task_id, number in _task_numbers(jobs).items())
+def _numbering_changes(jobs: tuple[Job, ...]) -> int:
+    """How many task ids numbering the tasks 1, 2, … changes (dependencies follow them)."""
+    return sum(number != task_id for task_id, number in _task_numbers(jobs).items())
 
 
 def _renumber_tasks(jobs: tuple[Job, ...]) -> tuple[Job, ...]:
@@ -554,8 +560,18 @@ def dropped_fields(document: Document, target_holds: Iterable[str],
                    own_prefix: str | None = None,
                    target: object | None = None,
                    normalized: Document | None = None) -> tuple[str, ...]:
+    """The field paths of ``dropped_field_counts``, in ``FIELDS`` order."""
+    return tuple(dropped_field_counts(document, target_holds, own_prefix, target, normalized))
+
+
+def dropped_field_counts(document: Document, target_holds: Iterable[str],
+                         own_prefix: str | None = None,
+                         target: object | None = None,
+                         normalized: Document | None = None) -> dict[str, int | None]:
     """The field paths a format holding ``target_holds`` actually drops from ``document``,
-    in ``FIELDS`` order: every conversion's losses and the loss matrix come from here.
+    in ``FIELDS`` order, each with how many values it drops (``None`` where a value
+    restriction of the target says so without a count): every conversion's losses and the
+    loss matrix come from here.
 
     A path is dropped when leaving it out changes the document (what restricting to every
     other path gives), or when it carries other formats' prefixed extras, which only their
@@ -571,28 +587,36 @@ def dropped_fields(document: Document, target_holds: Iterable[str],
     held = with_parts(target_holds)
     normal_form_losses = getattr(target, "normal_form_losses", None)
     restricted_values = set(normal_form_losses(document)) if normal_form_losses else set()
+    original = document
     document = normalized if normalized is not None else normalized_for(document, target)
-    use = _RecordingUse(frozenset(FIELDS), own_prefix, keep_foreign=True)
-    _restrict(document, use)
-    dropped: list[str] = []
+    use = _recorded_use(document, own_prefix)
+    # what a value restriction changes is counted in the document as given
+    before = _recorded_use(original, own_prefix) if restricted_values else use
+    dropped: dict[str, int | None] = {}
     for path in FIELDS:
         if _part(path) in dropped:
             continue  # a dropped part is one loss, not one per field inside it
         if path in restricted_values:
-            dropped.append(path)
+            dropped[path] = (before.used.get(path, 0) + before.foreign.get(path, 0)) or None
         elif path in held:
             if path in use.foreign:
-                dropped.append(path)  # held, but other formats' keys there are dropped
+                dropped[path] = use.foreign[path]  # held, but other formats' keys are dropped
         elif path in ("environment", "workload"):
             part = getattr(document, path)
             if part is not None and part != type(part)():  # an empty part carries nothing
-                dropped.append(path)
+                dropped[path] = 1
         elif path in _LEVELS:
             if _level_is_used(document, path):
-                dropped.append(path)
+                dropped[path] = _containers(document, path)
         elif path in use.used or path in use.foreign:
-            dropped.append(path)
-    return tuple(dropped)
+            dropped[path] = use.used.get(path, 0) + use.foreign.get(path, 0)
+    return dropped
+
+
+def _recorded_use(document: Document, own_prefix: str | None) -> _RecordingUse:
+    use = _RecordingUse(frozenset(FIELDS), own_prefix, keep_foreign=True)
+    _restrict(document, use)
+    return use
 
 
 def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str],
@@ -640,6 +664,17 @@ def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str
         elif drops(path):
             dropped.append(path)
     return tuple(dropped)
+
+
+def _containers(document: Document, level: str) -> int:
+    """How many containers of a hierarchy level the document has."""
+    environment = document.environment
+    if environment is None:
+        return 0
+    if level == "datacenter":
+        return len(environment.datacenters)
+    rooms = [room for dc in environment.datacenters for room in dc.rooms]
+    return len(rooms) if level == "room" else sum(len(room.racks) for room in rooms)
 
 
 def _level_is_used(document: Document, level: str) -> bool:
