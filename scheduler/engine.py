@@ -65,6 +65,11 @@ class TimeModel:
     """``(runtime_s, machine MHz or None) -> seconds on that machine``."""
     visible_after_placement: float
     """How long after its placing cycle a finish can be seen at the earliest."""
+    ordered_by_id: bool = False
+    """Tasks arriving together join the queue by (release, job id, task id), as the sc18
+    simulator's store sorts them, instead of by (release, file order)."""
+    integer_speed: bool = False
+    """Machine speed is the integer mean clock (``MachineTable.integer_clock_mhz``)."""
 
 
 def _sc18_tick(t: float) -> float:
@@ -90,7 +95,8 @@ def _same_time(t: float) -> float:
     return t
 
 
-SC18 = TimeModel("sc18", _sc18_tick, _sc18_duration, SC18_TICK_S)
+SC18 = TimeModel("sc18", _sc18_tick, _sc18_duration, SC18_TICK_S, ordered_by_id=True,
+                 integer_speed=True)
 EVENT = TimeModel("event", _same_time, _event_duration, 0.0)
 
 
@@ -144,6 +150,32 @@ _NAN = float("nan")
 Demand = tuple[tuple[int, int], ...]
 
 
+def id_order_key(value: object) -> tuple[int, int | str]:
+    """Ids sort as the simulator's store sorted them: numbers numerically, before text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (0, value)
+    return (1, str(value))
+
+
+def arrival_order(problem: Problem, by_id: bool) -> list[int]:
+    """Tasks in the order they join the queue: by release time, then job and task id
+    (``by_id``) or file order."""
+    tasks = problem.tasks
+    release_s = tasks.release_s
+    if not by_id:
+        return sorted(range(len(tasks)), key=lambda task: (release_s[task], task))
+    job_keys = [id_order_key(job_id) for job_id in problem.job_ids]
+    return sorted(range(len(tasks)), key=lambda task: (
+        release_s[task], job_keys[tasks.job[task]], id_order_key(tasks.ids[task]), task))
+
+
+def machine_speeds(problem: Problem, model: TimeModel) -> tuple[float | int | None, ...]:
+    machines = problem.machines
+    if model.integer_speed and machines.integer_clock_mhz:
+        return machines.integer_clock_mhz
+    return machines.clock_mhz
+
+
 def _shift_resources(demand: Demand, machines: tuple[int, ...] | list[int],
                      extra_free: list[list[int]], sign: int) -> None:
     """A placement takes (``sign`` -1), a finish or failure gives back (+1), every extra
@@ -166,7 +198,7 @@ def simulate(
     machines = problem.machines
     count = len(tasks)
     need, nodes, runtime = tasks.need, tasks.nodes, tasks.runtime_s
-    capacity, clock = machines.capacity, machines.clock_mhz
+    capacity, clock = machines.capacity, machine_speeds(problem, model)
     align, duration_on = model.align, model.duration
     min_visible_gap = model.visible_after_placement
 
@@ -178,7 +210,7 @@ def simulate(
     # arrival order; release_s is the submit time except for AR leases (align is monotone,
     # so sorting on the release time sorts the arrivals)
     release_s = tasks.release_s
-    by_submit = sorted(range(count), key=lambda task: (release_s[task], task))
+    by_submit = arrival_order(problem, model.ordered_by_id)
     arrival_s = [align(release) for release in release_s]
     unfinished_parents = [len(parents) for parents in tasks.parents]
     has_arrived = bytearray(count)

@@ -156,6 +156,10 @@ class MachineTable:
     """Cores in ``CORE_UNITS``."""
     clock_mhz: tuple[float | None, ...]
     initially_active: tuple[bool, ...]
+    integer_clock_mhz: tuple[int | None, ...] = ()
+    """The sc18 simulator's machine speed: ``sum(MHz x cores) // cores`` on whole numbers
+    (its Long arithmetic), where ``clock_mhz`` is the exact core-weighted mean. Empty: the
+    same as ``clock_mhz``."""
     dimensions: tuple[Dimension, ...] = ()
     """Resources scheduled beside cores; empty for a cores-only problem."""
     extra_capacity: tuple[tuple[int, ...], ...] = ()
@@ -197,6 +201,11 @@ class TaskTable:
     positive amount of; empty for a cores-only task."""
     deadline_s: list[float] = field(default_factory=list)
     """``Task.deadline_s``, NaN when the task has none."""
+    requested_s: list[float] = field(default_factory=list)
+    """The time the task asked for (SWF field 9, a Haizea lease's duration); its runtime
+    where the workload gives none (``requested_from_runtime`` counts those)."""
+    requested_from_runtime: int = 0
+    """Tasks whose runtime stands in for a requested time the workload does not give."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -262,6 +271,7 @@ def compile_machines(environment: Environment) -> tuple[MachineTable, list[Diagn
         machine.clock_rate_hz / 1e6 if machine.clock_rate_hz else None for machine in machines
     )
     active = tuple(machine.state is MachineState.ACTIVE for machine in machines)
+    integer_clocks = tuple(_integer_mean_clock_mhz(machine) for machine in machines)
     if not any(cap > 0 for cap in capacity):
         diagnostics.append(
             error(
@@ -269,7 +279,18 @@ def compile_machines(environment: Environment) -> tuple[MachineTable, list[Diagn
                 "schedule.no-machines",
             )
         )
-    return MachineTable(ids, labels, capacity, clocks, active), diagnostics
+    return MachineTable(ids, labels, capacity, clocks, active, integer_clocks), diagnostics
+
+
+def _integer_mean_clock_mhz(machine: Machine) -> int | None:
+    """The sc18 machine speed: ``sum(clockRate x cores) / cores`` in whole MHz with integer
+    division, as the simulator computed it (``Machine.clock_rate_hz`` is the exact mean)."""
+    rated = [(cpu.cores, round(cpu.clock_rate_hz / 1e6)) for cpu in machine.cpus
+             if cpu.clock_rate_hz]
+    cores = sum(count for count, _ in rated)
+    if not cores:
+        return None
+    return sum(count * mhz for count, mhz in rated) // cores
 
 
 def compile_state_changes(
@@ -711,6 +732,12 @@ def compile_problem(workload: Workload, environment: Environment,
             deadline = task.deadline_s
             table.deadline_s.append(
                 deadline if deadline is not None and math.isfinite(deadline) else math.nan)
+            asked = task.requested_time_s
+            if asked is None or not math.isfinite(asked) or asked < 0:
+                table.requested_from_runtime += 1
+                table.requested_s.append(table.runtime_s[-1])
+            else:
+                table.requested_s.append(float(asked))
 
     if requested.memory_tasks and not any(
             dimension.kind == "memory" for dimension in machines.dimensions):
