@@ -8,6 +8,7 @@ Human output is one line per diagnostic, ``file:line:col: severity: pointer: mes
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -16,7 +17,16 @@ from dataclasses import replace
 from typing import Any
 
 from dcx import __version__
-from dcx.converters.registry import BY_NAME, FAMILIES, FORMATS, NAMES, claims
+from dcx.converters.registry import (
+    BY_NAME,
+    FAMILIES,
+    FORMATS,
+    NAMES,
+    claims,
+    content_kind,
+    lookup,
+    unknown_format_message,
+)
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Severity, error, has_errors
 from dcx.core.limits import LIMITS
@@ -36,47 +46,96 @@ class _Parser(argparse.ArgumentParser):
 
 
 FORMAT_NAMES = list(NAMES)
+STDIN_LABEL = "<stdin>"
+STDOUT_LABEL = "<stdout>"
+
+
+def format_name(text: str) -> str:
+    """An argparse ``type``: a format name in any case (``SSS``), or "did you mean"."""
+    spec = lookup(text)
+    if spec is None:
+        raise argparse.ArgumentTypeError(unknown_format_message(text))
+    return spec.name
+
+
+def family_name(text: str) -> str:
+    if text.lower() in FAMILIES:
+        return text.lower()
+    close = difflib.get_close_matches(text.lower(), FAMILIES, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise argparse.ArgumentTypeError(
+        f"unknown family {text!r}{hint}; known families: {', '.join(FAMILIES)}")
+
+
+def _format_option(parser: argparse.ArgumentParser, *flags: str, dest: str, help: str) -> None:
+    parser.add_argument(*flags, dest=dest, type=format_name, metavar="FORMAT",
+                        help=f"{help} (any case; one of {', '.join(FORMAT_NAMES)})")
+
+
+def _verbosity_options(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    # On the top parser and on each subcommand, so `dcx -q validate` and `dcx validate -q`
+    # both work; a subcommand's SUPPRESS default leaves the top parser's value alone.
+    default: Any = 0 if top else argparse.SUPPRESS
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", default=default,
+                       help="only errors: no warnings, no summary lines")
+    group.add_argument("-v", "--verbose", action="count", default=default,
+                       help="more detail: every loss, the format each input was read as")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dcx",
         description="Convert, validate and schedule datacenter descriptions and workloads. "
-        f"Formats: {', '.join(FORMAT_NAMES)}.",
-        epilog="Exit codes: 0 valid, 1 invalid input, 2 usage or internal error.",
-    )
+        f"Formats: {', '.join(FORMAT_NAMES)}. A FILE of '-' is standard input (its format "
+        "is read from its content); an OUTPUT of '-' is standard output. Data goes to "
+        "stdout, diagnostics and summaries to stderr.",
+        epilog="Exit codes: 0 valid, 1 invalid input (or a conversion refused), "
+        "2 usage or internal error.")
     parser.add_argument("--version", action="version", version=f"dcx {__version__}")
+    _verbosity_options(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
 
     validate = commands.add_parser(
         "validate", help="validate files against dcx's schemas and semantic checks",
-        description="Validate each FILE: its format is sniffed from its content (--format "
-        "overrides), then it is checked against dcx's JSON Schema or XSD and the rules a "
-        "schema cannot express.")
+        description="Validate each FILE ('-' for stdin): its format is sniffed from its "
+        "content (--format overrides), then it is checked against dcx's JSON Schema or XSD "
+        "and the rules a schema cannot express. Says what it checked on stderr unless -q.")
     validate.add_argument("files", nargs="+", metavar="FILE")
-    validate.add_argument("--format", choices=FORMAT_NAMES, help="read every FILE as this format")
-    validate.add_argument("--family", choices=FAMILIES, action="append",
-                          help="only check files of this format family (repeatable); "
-                          "others are skipped")
+    _format_option(validate, "--format", "--from", dest="format",
+                   help="read every FILE as this format")
+    validate.add_argument("--family", type=family_name, action="append",
+                          help="only check files of this format family (repeatable; one of "
+                          f"{', '.join(FAMILIES)}); others are skipped")
     validate.add_argument("--hook", action="store_true",
-                          help="pre-commit mode: silently skip files that are not a dcx format")
+                          help="pre-commit mode: skip files that are clearly not a dcx format "
+                          "(valid JSON or XML no dcx format recognises, or content of a kind "
+                          "the formats claiming the extension never have); a file whose "
+                          "extension a dcx format claims but that is empty, binary or "
+                          "malformed fails")
     validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
     _output_option(validate)
+    _verbosity_options(validate)
 
     convert = commands.add_parser(
         "convert", help="convert a file to another format through the dcx model",
-        description="Convert INPUT to OUTPUT. The input format is sniffed (--from overrides); "
-        "the output format comes from --to or OUTPUT's extension. What the target cannot hold "
-        "is reported as warnings; --strict makes that an error and writes nothing. The output "
-        "is written atomically and only after it validates.")
+        description="Convert INPUT to OUTPUT ('-' for stdin or stdout). The input format is "
+        "sniffed (--from overrides); the output format comes from --to or OUTPUT's "
+        "extension. One summary line on stderr says what was written and how many fields "
+        "the target cannot hold (--losses lists them); --strict makes any loss an error and "
+        "writes nothing. A regular OUTPUT file is replaced atomically, and only after the "
+        "output reads back accepted; a device, FIFO or socket is written directly.")
     convert.add_argument("input", metavar="INPUT")
     convert.add_argument("output", metavar="OUTPUT")
-    convert.add_argument("--from", dest="source", choices=FORMAT_NAMES, help="input format")
-    convert.add_argument("--to", dest="target", choices=FORMAT_NAMES, help="output format")
+    _format_option(convert, "--from", dest="source", help="input format")
+    _format_option(convert, "--to", dest="target", help="output format")
     convert.add_argument("--strict", action="store_true",
                          help="fail (exit 1, write nothing) if the target cannot hold everything")
+    convert.add_argument("--losses", action="store_true",
+                         help="list each field the target cannot hold, with how many values")
     _output_option(convert)
+    _verbosity_options(convert)
 
     formats = commands.add_parser(
         "formats", help="list formats: what each reads, writes and cannot hold",
@@ -84,12 +143,17 @@ def build_parser() -> argparse.ArgumentParser:
         "can hold. --matrix prints, for every ordered pair, what the target cannot hold.")
     formats.add_argument("--matrix", action="store_true", help="print the loss matrix")
     _output_option(formats)
+    _verbosity_options(formats)
 
-    info = commands.add_parser("info", help="show the detected format and counts of a file",
-                               description="Detect FILE's format and print what it holds.")
+    info = commands.add_parser(
+        "info", help="show the detected format and what a file holds",
+        description="Detect FILE's format ('-' for stdin) and print what it holds, with "
+        "units; values the file does not give are shown as unknown, and only the levels "
+        "(datacenters, rooms, racks) the format has are listed.")
     info.add_argument("file", metavar="FILE")
-    info.add_argument("--format", choices=FORMAT_NAMES, help="read FILE as this format")
+    _format_option(info, "--format", "--from", dest="format", help="read FILE as this format")
     _output_option(info)
+    _verbosity_options(info)
 
     from dcx.scheduler import cli as scheduler_cli  # light: imports the engine only in run()
 
@@ -99,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _output_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", dest="output_mode", choices=["text", "json"], default="text",
-                        help="text: one line per diagnostic; json: one JSON object")
+                        help="text: one line per diagnostic on stderr; json: one JSON object "
+                        "on stdout")
 
 
 def _protect_file_names(argv: list[str]) -> list[str]:
@@ -107,8 +172,8 @@ def _protect_file_names(argv: list[str]) -> list[str]:
     be taken for an option, so existing files that look like options get a ``./`` prefix."""
     if not argv or argv[0] != "validate":
         return argv
-    return [f"./{arg}" if arg.startswith("-") and index and os.path.isfile(arg) else arg
-            for index, arg in enumerate(argv)]
+    return [f"./{arg}" if arg.startswith("-") and arg != "-" and index and os.path.isfile(arg)
+            else arg for index, arg in enumerate(argv)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,6 +191,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"dcx: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # the reader went away (`dcx convert x - | head`): nothing more to say to it, and
+        # Python's own flush at exit must not print a traceback about the closed pipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_INVALID
     except KeyboardInterrupt:
         return EXIT_USAGE
     except Exception as exc:  # a bug in dcx: say so in one line, never a traceback
@@ -138,25 +209,57 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ------------------------------------------------------------------------------ helpers
 
 
+def label(path: str) -> str:
+    """How diagnostics name an input: ``<stdin>`` for ``-``."""
+    return STDIN_LABEL if path == "-" else path
+
+
 def read_input(path: str) -> tuple[bytes, Diagnostic | None]:
-    """The file's bytes, or an ``input.too-large`` error (located at ``path``) without
-    reading a file over the limit. Missing or unreadable files are usage errors."""
+    """The bytes of ``path`` (``-``: stdin; FIFOs and devices are read to their end), or an
+    ``input.too-large`` error, located at ``path``, without reading past the limit.
+    Missing or unreadable files are usage errors."""
+    limit = LIMITS.max_input_bytes
     try:
-        size = os.stat(path).st_size
-        if os.path.isdir(path):
-            raise UsageError(f"{path}: is a directory")
-        if size > LIMITS.max_input_bytes:
-            return b"", error(f"file is {size:,} bytes; the limit is "
-                              f"{LIMITS.max_input_bytes:,}", "input.too-large").at(path)
-        with open(path, "rb") as stream:
-            # size + 1, not the limit: a 500 MB address-space cap must hold
-            return stream.read(size + 1), None
+        if path == "-":
+            data = _read_up_to(sys.stdin.buffer, limit + 1)
+        else:
+            if os.path.isdir(path):
+                raise UsageError(f"{path}: is a directory")
+            size = os.stat(path).st_size
+            if size > limit:
+                return b"", _too_large(size, path)
+            with open(path, "rb") as stream:
+                # a regular file: size + 1, not the limit, so a 500 MB address-space cap
+                # holds; a FIFO or device reports size 0 and is read in chunks
+                data = (stream.read(size + 1) if os.path.isfile(path)
+                        else _read_up_to(stream, limit + 1))
+        if len(data) > limit:
+            return b"", _too_large(len(data), path, at_least=True)
+        return data, None
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except PermissionError:
         raise UsageError(f"{path}: permission denied") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory") from None
+
+
+def _read_up_to(stream: Any, most: int) -> bytes:
+    chunks: list[bytes] = []
+    left = most
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size: int, path: str, at_least: bool = False) -> Diagnostic:
+    more = "more than " if at_least else ""
+    return error(f"file is {more}{size - 1 if at_least else size:,} bytes; the limit is "
+                 f"{LIMITS.max_input_bytes:,}", "input.too-large").at(label(path))
 
 
 def _file_entry(
@@ -167,60 +270,186 @@ def _file_entry(
             "diagnostics": [d.to_json() for d in diagnostics]}
 
 
-def _emit(entries: list[dict[str, Any]], diagnostics: list[Diagnostic], output: str) -> None:
-    if output == "json":
-        print(json.dumps({"files": entries}, ensure_ascii=False))
-    else:
-        for diagnostic in diagnostics:
-            print(diagnostic.render())
+def _quiet(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "quiet", False))
+
+
+def _verbose(args: argparse.Namespace) -> int:
+    return int(getattr(args, "verbose", 0) or 0)
+
+
+def _shown(diagnostics: Sequence[Diagnostic], args: argparse.Namespace) -> list[Diagnostic]:
+    """What the text output shows: everything, or only the errors with ``-q``."""
+    return [d for d in diagnostics if d.is_error or not _quiet(args)]
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _strict(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
     return [replace(d, severity=Severity.ERROR) for d in diagnostics]
 
 
+def _counts(document: Any, spec: FormatDeclaration | None = None) -> str:
+    """``4 machines, 2 jobs``: what a document describes, for summary lines."""
+    from dcx.core.restrict import with_parts
+
+    parts = []
+    if document is not None and document.environment is not None and (
+            spec is None or "environment" in with_parts(spec.holds)):
+        parts.append(_plural(sum(1 for _ in document.environment.machines()), "machine"))
+    if document is not None and document.workload is not None and (
+            spec is None or "workload" in with_parts(spec.holds)):
+        parts.append(_plural(len(document.workload.jobs), "job"))
+    return ", ".join(parts) or "nothing"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+# ------------------------------------------------------------------------------ hook mode
+
+
+def hook_skips(data: bytes, path: str, scope: Sequence[FormatDeclaration]) -> bool:
+    """Whether pre-commit mode skips a file no format in ``scope`` recognised.
+
+    A file is skipped only when it is clearly someone else's:
+
+    - no format in scope claims its extension (pre-commit's ``files`` pattern lets none
+      through; a file named on the command line might be), or
+    - its content is of a kind none of the formats claiming the extension ever has (an R
+      script in ``analysis.R``, where the claiming Flux R is JSON), or
+    - it is well-formed JSON or XML that no dcx format recognises (``package.json``,
+      ``pom.xml``).
+
+    Everything else whose extension a dcx format claims fails: an empty file, binary
+    content, malformed JSON or XML (``{"rooms": [}``, a truncated ``.xml``), and any text
+    in an extension only text formats claim (garbage in a ``.gwf``).
+    """
+    claimed = [spec for spec in claims(path) if spec in scope]
+    if not claimed:
+        return True
+    if not data.strip(b" \t\r\n\xef\xbb\xbf"):
+        return False
+    kind = content_kind(data)
+    if not any(kind in spec.content for spec in claimed):
+        return not _looks_binary(data)
+    return kind in ("json", "xml") and not _malformed(data, kind)
+
+
+def _looks_binary(data: bytes) -> bool:
+    head = data[:1024]
+    return b"\x00" in head or head[:2] == b"\x1f\x8b"
+
+
+def _malformed(data: bytes, kind: str) -> list[Diagnostic]:
+    """Why ``data`` is not well-formed JSON or XML (nothing when it is)."""
+    if kind == "json":
+        from dcx.parsing.jsonio import load_json
+
+        _, problems = load_json(data)
+        return problems
+    if kind == "xml":
+        from dcx.core.diagnostics import InputError
+        from dcx.parsing.xmlio import parse_xml
+
+        try:
+            parse_xml(data)
+        except InputError as exc:
+            return [exc.diagnostic]
+    return []
+
+
 # ------------------------------------------------------------------------------ commands
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Validate each file; ``--hook`` skips files that are no dcx format (pre-commit)."""
+    """Validate each file; ``--hook`` skips files that are clearly no dcx format."""
     from dcx.converters.convert import read_any
+    from dcx.converters.progress import Progress
     from dcx.converters.registry import detect, get
 
     families = set(args.family or ())
     scope = [spec for spec in FORMATS if not families or spec.family in families]
+    text = args.output_mode == "text"
+    # pre-commit shows a hook's output only when it fails: success lines would bury errors
+    tell_success = text and not _quiet(args) and (not args.hook or _verbose(args) > 0)
 
     entries: list[dict[str, Any]] = []
-    shown: list[Diagnostic] = []
+    valid = skipped = 0
     failed = False
-    for path in args.files:
-        data, oversized = read_input(path)
-        if oversized is not None:
-            entries.append(_file_entry(path, None, [oversized]))
-            shown.append(oversized)
-            failed = True
-            continue
-        spec = get(args.format) if args.format else detect(data, path, scope)
-        if spec is None and args.hook:
-            continue
-        if spec is None and families and detect(data, path) is not None:
-            continue  # a dcx format of another family: --family skips it
-        found_spec, result = read_any(data, path, spec.name if spec else None)
-        diagnostics = [d.at(path) for d in result.diagnostics]
-        if args.strict:
-            diagnostics = _strict(diagnostics)
-        failed = failed or has_errors(diagnostics) or (found_spec is not None and
-                                                       result.document is None)
-        entries.append(_file_entry(path, found_spec.name if found_spec else None, diagnostics))
-        shown += diagnostics
-    _emit(entries, shown, args.output_mode)
+    with Progress(len(args.files), "validating", enabled=len(args.files) > 1 and text
+                  and not _quiet(args)) as progress:
+        for path in args.files:
+            name = label(path)
+            progress.describe(name)
+            data, oversized = read_input(path)
+            if oversized is not None:
+                entries.append(_file_entry(name, None, [oversized]))
+                if text:
+                    progress.say(oversized.render())
+                failed = True
+                progress.advance()
+                continue
+            spec = get(args.format) if args.format else detect(data, path, scope)
+            if spec is None and families and detect(data, path) is not None:
+                skipped += 1  # a dcx format of another family: --family skips it
+                progress.advance()
+                continue
+            if spec is None and args.hook and hook_skips(data, path, scope):
+                skipped += 1
+                progress.advance()
+                continue
+            malformed = _malformed(data, content_kind(data)) if spec is None else []
+            if malformed:  # say where JSON or XML breaks, not only "not recognised"
+                found_spec, diagnostics = None, [d.at(name) for d in malformed]
+                document = None
+            else:
+                found_spec, result = read_any(data, path, spec.name if spec else None)
+                diagnostics = [d.at(name) for d in result.diagnostics]
+                document = result.document
+            if args.strict:
+                diagnostics = _strict(diagnostics)
+            bad = has_errors(diagnostics) or found_spec is None or document is None
+            failed = failed or bad
+            entries.append(_file_entry(name, found_spec.name if found_spec else None,
+                                       diagnostics))
+            if text:
+                for diagnostic in _shown(diagnostics, args):
+                    progress.say(diagnostic.render())
+            if not bad:
+                valid += 1
+                if tell_success and found_spec is not None:
+                    progress.say(_checked_line(name, found_spec, document, diagnostics))
+            progress.advance()
+    if not text:
+        print(json.dumps({"files": entries}, ensure_ascii=False))
+    elif tell_success and len(args.files) > 1:
+        invalid = len(entries) - valid
+        _say(f"{_plural(valid, 'file')} valid" + (f", {invalid:,} invalid" if invalid else "")
+             + (f", {skipped:,} skipped (no dcx format)" if skipped else ""))
     return EXIT_INVALID if failed else EXIT_OK
+
+
+def _checked_line(name: str, spec: FormatDeclaration, document: Any,
+                  diagnostics: Sequence[Diagnostic]) -> str:
+    """``x.json: valid environment (4 machines); checked against environment.schema.json and
+    dcx's environment rules``."""
+    warnings = sum(not d.is_error for d in diagnostics)
+    note = f", {_plural(warnings, 'warning')}" if warnings else ""
+    return (f"{name}: valid {spec.name} ({_counts(document, spec)}{note}); checked against "
+            f"{spec.schema or 'its grammar'} and dcx's {spec.name} rules")
 
 
 def _target_for(args: argparse.Namespace,
                 source: FormatDeclaration | None) -> FormatDeclaration:
     if args.target:
         return BY_NAME[args.target]
+    if args.output == "-":
+        raise UsageError("standard output has no extension to tell the format by; "
+                         "say --to FORMAT")
     candidates = claims(args.output)
     if len(candidates) == 1:
         return candidates[0]
@@ -240,30 +469,71 @@ def _target_for(args: argparse.Namespace,
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from dcx.converters.atomic import write_atomic
+    from dcx.converters.atomic import write_output
     from dcx.converters.convert import convert
+    from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect
+    from dcx.core.restrict import normalized_for
 
+    text = args.output_mode == "text"
+    if args.output == "-" and not text:
+        raise UsageError("--output json prints the report on stdout; it cannot share stdout "
+                         "with the converted data (write OUTPUT to a file)")
+    name = label(args.input)
     data, oversized = read_input(args.input)
     if oversized is not None:
-        _emit([_file_entry(args.input, None, [oversized])], [oversized], args.output_mode)
+        if text:
+            _say(oversized.render())
+        else:
+            print(json.dumps({"files": [_file_entry(name, None, [oversized])]}))
         return EXIT_INVALID
     source = BY_NAME[args.source] if args.source else detect(data, args.input)
     target = _target_for(args, source)
-    result = convert(data, target.name, args.input, source.name if source else None,
-                     strict=args.strict)
-    read_diagnostics = [d.at(args.input) for d in (result.read.diagnostics if result.read else ())]
-    conversion = [d.at(args.input) for d in result.diagnostics]
-    entries = [_file_entry(args.input, result.source.name if result.source else None,
-                           read_diagnostics + conversion)]
-    if result.ok:
-        try:
-            write_atomic(args.output, result.data)
-        except OSError as exc:
-            raise UsageError(f"{args.output}: cannot write: {exc.strerror}") from None
-        entries.append(_file_entry(args.output, target.name,
-                                   [d.at(args.output) for d in result.output_diagnostics]))
-    _emit(entries, read_diagnostics + conversion, args.output_mode)
+    with Progress(3, f"converting {name} to {target.name}",
+                  enabled=len(data) >= LARGE_INPUT_BYTES and text and not _quiet(args)
+                  ) as progress:
+        result = convert(data, target.name, args.input, source.name if source else None,
+                         strict=args.strict)
+        progress.advance(f"writing {label(args.output)}")
+        read_diagnostics = [d.at(name) for d in (result.read.diagnostics if result.read else ())]
+        conversion = [d.at(name) for d in result.diagnostics]
+        entries = [_file_entry(name, result.source.name if result.source else None,
+                               read_diagnostics + conversion)]
+        if result.ok:
+            try:
+                write_output(args.output, result.data)
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                raise UsageError(f"{args.output}: cannot write: {exc.strerror}") from None
+            entries[0]["losses"] = [{"field": loss.field, "count": loss.count,
+                                     "detail": loss.detail} for loss in result.losses]
+            entries.append(_file_entry(args.output, target.name,
+                                       [d.at(args.output) for d in result.output_diagnostics]))
+        progress.advance()
+    if not text:
+        print(json.dumps({"files": entries}, ensure_ascii=False))
+    else:
+        # the losses are the summary line (and --losses), not one warning each, unless they
+        # are why the conversion was refused (--strict)
+        listed = [d for d in read_diagnostics + conversion
+                  if not (d.code == "convert.loss" and not d.is_error)]
+        for diagnostic in _shown(listed, args):
+            _say(diagnostic.render())
+        if result.ok and not _quiet(args):
+            document = result.read.document if result.read else None
+            written = normalized_for(document, target) if document is not None else None
+            where = STDOUT_LABEL if args.output == "-" else args.output
+            lost = len(result.losses)
+            tail = ("nothing lost" if not lost else
+                    f"{_plural(lost, 'field')} not held" + (
+                        "" if args.losses or _verbose(args) else ", --losses lists them"))
+            if _verbose(args) and result.source is not None:
+                _say(f"{name}: read as {result.source.name}")
+            _say(f"wrote {where} ({target.name}): {_counts(written, target)}; {tail}")
+        if result.ok and (args.losses or _verbose(args)):
+            for loss in result.losses:
+                _say(f"  not held: {loss.render()}")
     if result.internal_error:
         return EXIT_USAGE
     return EXIT_OK if result.ok else EXIT_INVALID
@@ -301,29 +571,21 @@ def cmd_formats(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    """What a file holds, with units; data on stdout, diagnostics on stderr."""
     from dcx.converters.convert import read_any
 
+    name = label(args.file)
     data, oversized = read_input(args.file)
     if oversized is not None:
-        print(oversized.render(), file=sys.stderr)
+        _say(oversized.render())
         return EXIT_INVALID
     spec, result = read_any(data, args.file, args.format)
-    summary: dict[str, Any] = {"path": args.file, "format": spec.name if spec else "unknown",
+    summary: dict[str, Any] = {"path": name, "format": spec.name if spec else "unknown",
                                "valid": result.ok}
     document = result.document
+    holds = spec.holds if spec is not None else frozenset()
     if document is not None and document.environment is not None:
-        environment = document.environment
-        machines = list(environment.machines())
-        summary["topology"] = {
-            "datacenters": len(environment.datacenters),
-            "rooms": sum(len(dc.rooms) for dc in environment.datacenters),
-            "racks": sum(1 for _ in environment.racks()),
-            "machines": len(machines),
-            "cores": sum(m.core_count for m in machines),
-            "gpus": sum(m.gpu_count for m in machines),
-            "memory_mb": sum(m.memory_mb for m in machines),
-            "events": len(environment.events),
-        }
+        summary["topology"] = topology_summary(document.environment, holds)
     if document is not None and document.workload is not None:
         workload = document.workload
         tasks = list(workload.tasks())
@@ -335,16 +597,82 @@ def cmd_info(args: argparse.Namespace) -> int:
     errors = sum(d.is_error for d in result.diagnostics)
     summary["errors"] = errors
     summary["warnings"] = len(result.diagnostics) - errors
+    if args.output_mode == "text":
+        for diagnostic in _shown([d.at(name) for d in result.diagnostics], args):
+            _say(diagnostic.render())
     if args.output_mode == "json":
         print(json.dumps(summary))
     else:
-        for diagnostic in result.diagnostics:
-            print(diagnostic.at(args.file).render())
-        print(f"{args.file}: {summary['format']}, {'valid' if result.ok else 'invalid'}")
-        for section in ("topology", "workload"):
-            for key, value in summary.get(section, {}).items():
-                print(f"  {key}: {value:,}" if isinstance(value, int) else f"  {key}: {value}")
+        title = f" ({spec.title})" if spec is not None else ""
+        print(f"{name}: {summary['format']}{title}, {'valid' if result.ok else 'invalid'}")
+        for key, value in summary.get("topology", {}).items():
+            print(f"  {INFO_LABELS.get(key, key)}: {_with_unit(key, value)}")
+        for key, value in summary.get("workload", {}).items():
+            print(f"  {key}: {value:,}")
     return EXIT_OK if result.ok else EXIT_INVALID
+
+
+LEVELS = ("datacenter", "room", "rack")
+"""Topology levels a format may or may not have; ``dcx info`` lists only those it has."""
+
+
+def topology_summary(environment: Any, holds: frozenset[str]) -> dict[str, Any]:
+    """Counts and totals of a topology, with ``None`` for what the file does not say.
+
+    Levels the format has no notion of (SSS has no racks) are left out rather than counted
+    as the one container the model puts its machines in. A total is unknown when no machine
+    gives it; ``*_known`` says on how many machines it is based when only some give it.
+    """
+    machines = list(environment.machines())
+    found: dict[str, Any] = {}
+    if "datacenter" in holds:
+        found["datacenters"] = len(environment.datacenters)
+    if "room" in holds:
+        found["rooms"] = sum(len(dc.rooms) for dc in environment.datacenters)
+    if "rack" in holds:
+        found["racks"] = sum(1 for _ in environment.racks())
+    found["machines"] = len(machines)
+    # a quantity the format cannot hold is left out; one it holds but the file does not
+    # give is None (shown as unknown)
+    if "machine.cpus" in holds:
+        with_cores = [m for m in machines if m.cpus]
+        found["cores"] = sum(m.core_count for m in with_cores) if with_cores else None
+        if len(with_cores) not in (0, len(machines)):
+            found["cores_known"] = len(with_cores)
+    if "cpu.clock_rate_hz" in holds:
+        clocks = [rate for m in machines if (rate := m.clock_rate_hz)]
+        found["cpu_clock_ghz"] = (min(clocks) / 1e9, max(clocks) / 1e9) if clocks else None
+    if "machine.gpus" in holds:
+        found["gpus"] = sum(m.gpu_count for m in machines)
+    if "machine.memory" in holds:
+        with_memory = [m for m in machines if m.memory]
+        found["memory_mib"] = sum(m.memory_mb for m in with_memory) if with_memory else None
+        if len(with_memory) not in (0, len(machines)):
+            found["memory_known"] = len(with_memory)
+    if "environment.events.machine_state" in holds or environment.events:
+        found["events"] = len(environment.events)
+    return found
+
+
+INFO_LABELS = {"cpu_clock_ghz": "CPU clock", "memory_mib": "memory",
+               "cores_known": "cores given by", "memory_known": "memory given by"}
+
+
+def _with_unit(key: str, value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if key == "memory_mib":
+        mib = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+        gib = f" ({value / 1024:,.1f} GiB)" if value >= 1024 else ""
+        return f"{mib} MiB{gib}"
+    if key == "cpu_clock_ghz":
+        low, high = value
+        return f"{low:.3g} GHz" if low == high else f"{low:.3g}–{high:.3g} GHz"
+    if key in ("cores_known", "memory_known"):
+        return f"{value:,} machines (the others do not say)"
+    if key == "cores":
+        return f"{value:,} cores"
+    return f"{value:,}"
 
 
 if __name__ == "__main__":

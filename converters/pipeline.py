@@ -26,6 +26,7 @@ from typing import Any, Literal, TextIO
 
 from dcx.converters.atomic import write_atomic
 from dcx.converters.convert import convert_document
+from dcx.converters.progress import Progress
 from dcx.converters.registry import FORMATS, detect
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
@@ -250,31 +251,6 @@ def _cell_text(cell: Cell | None) -> str:
     return text
 
 
-# ------------------------------------------------------------------------------ progress
-
-
-class Progress:
-    """A one-line progress bar on a terminal; silent when stderr is not one (CI logs)."""
-
-    def __init__(self, total: int, stream: TextIO = sys.stderr, width: int = 30) -> None:
-        self.total, self.stream, self.width, self.done = total, stream, width, 0
-        self.enabled = stream.isatty() and total > 0
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        filled = self.width * self.done // self.total
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\r[{bar}] {self.done}/{self.total} {label[:50]:<50}")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 # ------------------------------------------------------------------------------ entry point
 
 
@@ -283,12 +259,12 @@ def run(paths: Sequence[str], out: Path, formats: Sequence[FormatDeclaration] = 
     """Convert, write outputs and reports; the exit status and the JSON report."""
     inputs = collect_inputs(paths)
     targets = [spec for spec in formats if spec.writable]
-    progress = Progress(len(inputs), stream)
     results = []
-    for path, name in inputs:
-        results.append(convert_input(path, name, targets, out))
-        progress.step(path)
-    progress.close()
+    with Progress(len(inputs), "converting", stream=stream) as progress:
+        for path, name in inputs:
+            progress.describe(path)
+            results.append(convert_input(path, name, targets, out))
+            progress.advance()
     out.mkdir(parents=True, exist_ok=True)
     report = report_json(results, targets)
     write_atomic(out / "report.json",
@@ -318,7 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = report["summary"]
     print(f"{summary['inputs']} inputs, {summary['outputs']} outputs "
           f"({summary['ok']} ok, {summary['lossy']} lossy, {summary['impossible']} impossible), "
-          f"{summary['invalid_outputs']} invalid; report: {Path(args.out) / 'report.md'}")
+          f"{summary['invalid_outputs']} invalid; report: {Path(args.out) / 'report.md'}",
+          file=sys.stderr)
     return code
 
 

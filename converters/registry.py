@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 
-from dcx import formats as _formats_package
+import dcx.formats as _formats_package
 from dcx.core.declaration import Content, FormatDeclaration
 
 

@@ -77,7 +77,7 @@ def test_manifest_patterns_pick_the_right_paths() -> None:
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     code = main(list(argv))
-    return code, capsys.readouterr().out
+    return code, capsys.readouterr().err
 
 
 def test_hook_mode_skips_files_of_no_dcx_format_silently(

@@ -1,0 +1,78 @@
+"""Progress bars on stderr for long runs: many files, or one large input.
+
+Only when stderr is a terminal (CI logs and pre-commit get nothing) and the run is long enough
+to need one; rich is imported only then, so a hook batch never pays for it. While a bar is
+shown, messages go through ``say`` so they print above the bar instead of through it.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+from typing import Any, TextIO
+
+LARGE_INPUT_BYTES = 4 * 1024 * 1024
+"""Inputs from this size on show their stages (reading, checking, converting, writing)."""
+
+
+class Progress:
+    """A bar of ``total`` steps, or nothing when ``enabled`` is false or stderr is no terminal."""
+
+    def __init__(self, total: int, description: str = "", *, enabled: bool = True,
+                 stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.total = total
+        self.enabled = enabled and total > 0 and _is_terminal(self.stream)
+        self._bar: Any = None
+        self._task: Any = None
+        self._description = description
+
+    def __enter__(self) -> Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+            from rich.progress import Progress as RichProgress
+
+            console = Console(file=self.stream, highlight=False)
+            self._bar = RichProgress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), console=console, transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self._description, total=self.total)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def advance(self, description: str | None = None) -> None:
+        """One step done; ``description`` names what comes next."""
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1,
+                             description=description if description is not None
+                             else self._description)
+
+    def describe(self, description: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=description)
+
+    def say(self, line: str) -> None:
+        """Print one line on the stream, above the bar when one is shown."""
+        if self._bar is not None:
+            self._bar.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(line, file=self.stream)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
