@@ -1,8 +1,10 @@
-"""Ids shared by formats: ids read from text, and the ids a format that requires them fills in."""
+"""Ids and names shared by formats: ids read from text, and the ids and names a format that
+requires them fills in."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 from dcx.core.model import Document, Id, Machine
@@ -39,6 +41,41 @@ def with_required_ids(document: Document) -> Document:
             return None
         position += 1
         return replace(slot, id=required_machine_id(slot, position))
+
+    datacenters = tuple(replace(dc, rooms=tuple(
+        replace(room, racks=tuple(replace(rack, slots=tuple(fill(slot) for slot in rack.slots))
+                                  for rack in room.racks))
+        for room in dc.rooms)) for dc in environment.datacenters)
+    return replace(document, environment=replace(environment, datacenters=datacenters))
+
+
+def required_machine_name(machine: Machine, position: int,
+                          can_spell: Callable[[str], bool]) -> str:
+    """The machine's name, or the one a format that requires names gives it (see Required
+    machine names): its id as text when the format ``can_spell`` it, else ``node<N>``
+    (``position`` is 1-based among the document's machines, as for required ids). A name
+    the format cannot spell is replaced the same way (a loss the format reports)."""
+    if machine.name is not None and can_spell(machine.name):
+        return machine.name
+    if machine.id is not None and can_spell(str(machine.id)):
+        return str(machine.id)
+    return f"node{position}"
+
+
+def with_required_names(document: Document, can_spell: Callable[[str], bool]) -> Document:
+    """``document`` with every machine named by ``required_machine_name``."""
+    environment = document.environment
+    if environment is None:
+        return document
+    position = 0
+
+    def fill(slot: Machine | None) -> Machine | None:
+        nonlocal position
+        if slot is None:
+            return None
+        position += 1
+        name = required_machine_name(slot, position, can_spell)
+        return slot if name == slot.name else replace(slot, name=name)
 
     datacenters = tuple(replace(dc, rooms=tuple(
         replace(room, racks=tuple(replace(rack, slots=tuple(fill(slot) for slot in rack.slots))

@@ -5,38 +5,40 @@ cannot: the RFC 22 idsets and RFC 29 hostlists (with the character position of a
 nodelist hosts mapping one to one onto the sorted union of ranks, duplicate ranks (merged
 when their children are disjoint, an error when they overlap), property targets, and
 expiration after starttime. A Fluxion graph in ``scheduling`` is validated as JGF
-(``dcx.formats.jgf``) and must describe the same hosts, cores and GPUs as R_lite (for a
+(``dcx.parsing.fluxion``) and must describe the same hosts, cores and GPUs as R_lite (for a
 ``jgf_shorthand`` graph, only the same hosts).
 
 Model mapping: one ``Machine`` per rank in rank order, in one datacenter, room and rack;
 ``name`` from the nodelist host, ``rank``, one CPU with the core count (none for an empty
 core idset, so CPUs without cores are a ``machine.cpus`` loss), one GPU per GPU id
 (``id`` = the logical id), properties → features (a property covering only some ranks is a
-feature of those machines), other child types (``memory``) → ``NamedResource`` with the
-id count as ``amount``. Logical core ids other than ``0..n-1`` are kept in
-``Machine.extras["flux-r:core"]``, likewise ``flux-r:<child type>`` for other children.
-``starttime``, ``expiration``, ``nslots``, ``scheduling`` and the legacy ``attributes`` are
-kept verbatim in ``Environment.extras`` under ``flux-r:<key>``.
+feature of those machines). Logical core ids other than ``0..n-1`` are kept in
+``Machine.extras["flux-r:core"]``. ``starttime``, ``expiration``, ``nslots``,
+``scheduling`` and the legacy ``attributes`` are kept verbatim in ``Environment.extras``
+under ``flux-r:<key>``.
 
 The writer is canonical: R_lite entries grouped by identical children, ranked in order, and
 one compressed nodelist entry. Machines without a rank get ranks ``0..n-1`` in topology
-order (as ``flux R encode`` numbers them). The nodelist is written when any machine has a
-name; then every machine needs a host name: its name when a hostlist can spell it (printable
-ASCII without ``,[]``), else its id when that can be spelled, else ``rank<N>`` (flux-python's
-placeholder, ``N`` its rank). A name replaced this way is a ``machine.name`` loss
-(``normal_form``); a machine without a name reads back named after its id or rank, which adds
-what the source did not say and is no loss.
+order (as ``flux R encode`` numbers them).
 
-Named resources
----------------
-R children are devices with ids, so a ``NamedResource`` is written as a child type only when
-it is a whole, non-negative count with no unit, type, instances or extras (what this reader
-makes of an extra child type such as ``memory``); any other is left out and reported as
-``machine.resources`` (``normal_form``). Decided, not yet enforced: a capacity (a Haizea
-``Disk`` of 100,000 MB, which carries no unit in the model) is not a device count and should
-be reported lost rather than written as 100,000 ids. The model cannot tell it from a count
-today; the fix is for this reader to mark the children it reads (so only marked resources,
-and JGF device vertices such as ``ssd``, become children) - see the lead's report.
+Required host names
+-------------------
+RFC 20 requires the nodelist, so the writer always writes one and every machine needs a host
+name (``requires``: ``machine.name``): its name when a hostlist can spell it (printable ASCII
+without ``,[]``), else its id when that can be spelled, else ``node<N>`` (``N`` its 1-based
+position among the document's machines), by ``dcx.core.ids.required_machine_name``. A
+machine without a name gains one, which adds what the source did not say and is no loss; a
+name replaced because a hostlist cannot spell it is a ``machine.name`` loss
+(``normal_form``).
+
+Child types beyond core and gpu
+-------------------------------
+RFC 20 defines only ``core`` and ``gpu`` children; this reader warns about any other type
+(``flux-r.extra-child-type``) and keeps its idset in ``Machine.extras["flux-r:children"]``,
+so R → R keeps it and a conversion to another format reports it lost (``machine.extras``).
+The model's named resources (a Haizea ``Disk`` of 100,000 MB, a JGF ``ssd``) are capacities
+or devices R has no child type for: R does not hold ``machine.resources``, so a conversion
+reports them lost instead of writing children that dcx's own reader would flag.
 
 Divergences
 -----------
@@ -57,26 +59,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
-    LossCounter,
     ReadResult,
     WriteResult,
     error,
     warning,
 )
+from dcx.core.ids import required_machine_name
 from dcx.core.model import (
     Datacenter,
     Document,
     Environment,
     Machine,
-    NamedResource,
     ProcessingUnit,
     Rack,
     Room,
 )
-from dcx.formats import jgf
+from dcx.parsing import fluxion
+from dcx.parsing.fluxion import ShapeMemo
 from dcx.parsing.hostlist import Hostlist, HostlistError, IdSet, IdsetError, is_host_name
 from dcx.parsing.jsonio import (
     JsonLocator,
@@ -92,13 +95,16 @@ FORBIDDEN_PROPERTY_CHARACTERS = frozenset("!&'\"^`|()")
 
 HOLDS = frozenset({
     "machine.name", "machine.cpus", "machine.gpus", "gpu.id", "machine.features",
-    "machine.resources", "machine.rank",
+    "machine.rank",
 })
+REQUIRES = frozenset({"machine.name"})
+CHILDREN = PREFIX + "children"
+"""Machine extras key: child types beyond core and gpu, type → idset text."""
 
 MAX_RANKS = 1 << 20
 """Ranks become one Machine each; the same bound as hosts in one hostlist range."""
 MAX_DEVICES = 1 << 16
-"""GPUs per rank become one model object each (other children are read as counts)."""
+"""GPUs per rank become one model object each (other children are kept as idsets)."""
 
 _KEPT_TOP_LEVEL = ("scheduling", "attributes")
 _KEPT_EXECUTION = ("starttime", "expiration", "nslots")
@@ -113,7 +119,7 @@ def sniff(data: bytes) -> bool:
     head = data[:65536]
     if b'"execution"' not in head and b'"scheduling"' not in head:
         return False
-    keys = jgf.top_level_keys(data)
+    keys = fluxion.top_level_keys(data)
     top = keys["1"]
     if "$schema" in top or "graph" in top:
         return False
@@ -290,15 +296,15 @@ class _Reader:
             return
         if not str(scheduling.get("writer", "fluxion")).startswith("fluxion"):
             return
-        found = schema_diagnostics(jgf.SCHEMA, scheduling, self.locator, "/scheduling")
+        found = schema_diagnostics(fluxion.SCHEMA, scheduling, self.locator, "/scheduling")
         if found:
             self.problems.extend(found)
             return
-        graph, problems = jgf.check_graph(scheduling, "/scheduling")
+        graph, problems = fluxion.check_graph(scheduling, "/scheduling")
         self.problems.extend(self.locator.diagnostic(d) for d in problems)
         if graph is None or any(d.is_error for d in problems):
             return
-        in_graph = jgf.node_inventory(graph)
+        in_graph = fluxion.node_inventory(graph)
         if graph.shorthand:
             in_graph = {host: inventory.get(host, counts) for host, counts in in_graph.items()}
         if in_graph != inventory and not self.broken & {"ranks", "children", "nodelist"}:
@@ -384,7 +390,7 @@ class _SharedParts:
             self._shapes[key] = parts
             self._children.append(info.children)
         return Machine(name=host, rank=rank, cpus=parts.cpus, gpus=parts.gpus,
-                       features=features, resources=parts.resources, extras=dict(parts.extras))
+                       features=features, extras=dict(parts.extras))
 
 
 @dataclass(frozen=True)
@@ -392,25 +398,21 @@ class _Parts:
     kinds: list[str]
     cpus: tuple[ProcessingUnit, ...]
     gpus: tuple[ProcessingUnit, ...]
-    resources: tuple[NamedResource, ...]
     extras: dict[str, Any]
 
 
 def _parts(children: dict[str, IdSet]) -> _Parts:
     extras: dict[str, Any] = {}
-    resources: list[NamedResource] = []
     cores = children.get("core", IdSet.empty())
     if not cores.is_interval_from_zero():
         extras[PREFIX + "core"] = cores.encode()
     gpus = tuple(ProcessingUnit(cores=1, id=gpu) for gpu in children.get("gpu", ()))
-    for kind, ids in children.items():
-        if kind in ("core", "gpu"):
-            continue
-        resources.append(NamedResource(name=kind, amount=float(len(ids))))
-        if not ids.is_interval_from_zero():
-            extras[PREFIX + kind] = ids.encode()
+    others = {kind: ids.encode() for kind, ids in children.items()
+              if kind not in ("core", "gpu")}
+    if others:
+        extras[CHILDREN] = others
     cpus = (ProcessingUnit(cores=len(cores)),) if cores else ()
-    return _Parts(list(children), cpus, gpus, tuple(resources), extras)
+    return _Parts(list(children), cpus, gpus, extras)
 
 
 # --------------------------------------------------------------------------- value restrictions
@@ -419,24 +421,22 @@ def _parts(children: dict[str, IdSet]) -> _Parts:
 def normal_form(document: Document) -> Document:
     """What R makes of ``document`` before any field path applies (``converters.losses``,
     Value restrictions): GPU ids that are not distinct non-negative integers become
-    ``0..n-1``; named resources that are not device counts (see Named resources) and features
-    R cannot name are left out, repeated features kept once and features sorted (R lists
-    properties by name); ranks that are missing or repeated become ``0..n-1`` in topology
-    order; when the nodelist is written, every machine is named after its host
-    (``_host_name``)."""
+    ``0..n-1``; features R cannot name are left out, repeated features kept once and
+    features sorted (R lists properties by name); ranks that are missing or repeated become
+    ``0..n-1`` in topology order; every machine is named after its host (see Required host
+    names)."""
     environment = document.environment
     if environment is None:
         return document
     renumber = not _ranks_are_usable(list(environment.machines()))
-    named = any(machine.name is not None for machine in environment.machines())
     position = iter(range(len(list(environment.machines()))))
 
     def normal(machine: Machine) -> Machine:
-        rank = next(position) if renumber else machine.rank
-        name = _host_name(machine, rank) if named and rank is not None else machine.name
-        return replace(machine, gpus=_normal_gpus(machine.gpus), rank=rank, name=name,
+        index = next(position)
+        return replace(machine, gpus=_normal_gpus(machine.gpus),
+                       rank=index if renumber else machine.rank,
+                       name=required_machine_name(machine, index + 1, is_host_name),
                        cpus=machine.cpus if _core_count(machine.cpus) else (),
-                       resources=tuple(r for r in machine.resources if _is_device_count(r)),
                        features=tuple(sorted({f for f in machine.features
                                               if _is_property_name(f)})))
 
@@ -462,8 +462,6 @@ def normal_form_losses(document: Document) -> frozenset[str]:
         if any(gpu.id is not None for gpu in machine.gpus) and not _gpu_ids_are_usable(
                 machine.gpus):
             found.add("gpu.id")
-        if not all(map(_is_device_count, machine.resources)):
-            found.add("machine.resources")
         if machine.name is not None and not is_host_name(machine.name):
             found.add("machine.name")
         if machine.cpus and not _core_count(machine.cpus):
@@ -499,64 +497,34 @@ def _is_property_name(feature: str) -> bool:
     return bool(feature) and not FORBIDDEN_PROPERTY_CHARACTERS & set(feature)
 
 
-MAX_CHILD_IDS = (1 << 31)
-"""An R child lists its ids as an RFC 22 idset, whose ids stop at 2**31 - 1."""
-
-
-def _is_device_count(resource: NamedResource) -> bool:
-    """A named resource R can list as a child type: a whole number of devices with ids."""
-    amount = resource.amount
-    return (bool(resource.name) and resource.name not in ("core", "gpu")
-            and amount == int(amount) and 0 <= amount <= MAX_CHILD_IDS and not resource.unit
-            and not resource.type and not resource.instances and not resource.extras)
-
-
 # --------------------------------------------------------------------------- writing
 
 
 def write(document: Document) -> WriteResult:
-    losses = LossCounter()
     environment = document.environment or Environment()
-    jgf.workload_losses(document, losses, "R describes resources only")
-    jgf.topology_losses(environment, HOLDS, PREFIX, losses)
     machines = list(environment.machines())
-    ranks = _assign_ranks(machines, losses)
+    ranks = _assign_ranks(machines)
     order = sorted(range(len(machines)), key=lambda i: ranks[i])
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     properties: dict[str, list[int]] = {}
     hosts: list[str] = []
-    machine_losses = jgf.MachineLosses(HOLDS, PREFIX)
-    shapes: jgf.ShapeMemo[tuple[tuple[tuple[str, str], ...], jgf.RecordedLosses]] = \
-        jgf.ShapeMemo(_children)
+    shapes: ShapeMemo[tuple[tuple[str, str], ...]] = ShapeMemo(_children)
     for position in order:
         machine, rank = machines[position], ranks[position]
-        machine_losses.count(machine, losses)
-        if machine.cpus and not _core_count(machine.cpus):
-            losses.add("machine.cpus", detail="an empty core idset reads as no CPU")
-        elif len(machine.cpus) > 1:
-            losses.add("machine.cpus.sockets", detail="R lists cores per rank, not per socket")
-        children, shape_losses = shapes.get(machine.cpus, machine.gpus, machine.resources,
-                                            machine.extras)
-        jgf.replay(shape_losses, losses)
+        children = shapes.get(machine.cpus, machine.gpus, machine.extras.get(PREFIX + "core"),
+                              machine.extras.get(CHILDREN))
         groups.setdefault(children, []).append(rank)
         for feature in dict.fromkeys(machine.features):
-            if not feature or FORBIDDEN_PROPERTY_CHARACTERS & set(feature):
-                losses.add("machine.features", detail="R property names exclude !&'\"^`|()")
-                continue
-            properties.setdefault(feature, []).append(rank)
-        losses.add("machine.features", len(machine.features) - len(set(machine.features)),
-                   "repeated feature")
-        if machine.name is not None and not is_host_name(machine.name):
-            losses.add("machine.name", detail="a hostlist spells printable ASCII without ,[]")
-        hosts.append(_host_name(machine, rank))
+            if _is_property_name(feature):
+                properties.setdefault(feature, []).append(rank)
+        hosts.append(required_machine_name(machine, position + 1, is_host_name))
     r_lite = [
         {"rank": IdSet.from_ids(group).encode(), "children": dict(children)}
         for children, group in sorted(groups.items(), key=lambda item: min(item[1]))
     ]
-    execution: dict[str, Any] = {"R_lite": r_lite}
-    if any(machine.name is not None for machine in machines):
-        # _host_name only returns names a hostlist can spell, so this cannot raise.
-        execution["nodelist"] = [Hostlist.from_hosts(hosts).encode()] if hosts else []
+    # required_machine_name only returns names a hostlist can spell, so this cannot raise.
+    execution: dict[str, Any] = {
+        "R_lite": r_lite, "nodelist": [Hostlist.from_hosts(hosts).encode()] if hosts else []}
     if properties:
         # Sorted: R cannot hold each machine's own feature order, so pick a canonical one.
         execution["properties"] = {name: IdSet.from_ids(properties[name]).encode()
@@ -565,77 +533,82 @@ def write(document: Document) -> WriteResult:
         if PREFIX + key in environment.extras:
             execution[key] = environment.extras[PREFIX + key]
     value: dict[str, Any] = {"version": 1, "execution": execution}
-    if PREFIX + "scheduling" in environment.extras:
-        value["scheduling"] = environment.extras[PREFIX + "scheduling"]
-    losses.add("environment.extras", int(PREFIX + "attributes" in environment.extras),
-               "legacy attributes are not written")
-    return WriteResult(dumps_canonical(value), losses.losses())
+    for key in _KEPT_TOP_LEVEL:
+        if PREFIX + key in environment.extras:
+            value[key] = environment.extras[PREFIX + key]
+    return WriteResult(dumps_canonical(value))
 
 
-def _assign_ranks(machines: list[Machine], losses: LossCounter) -> list[int]:
+def _assign_ranks(machines: list[Machine]) -> list[int]:
     """The machines' own ranks when every machine has a distinct one; otherwise 0..n-1 in
-    topology order (counting the ranks that were replaced as lost)."""
+    topology order."""
     given = [machine.rank for machine in machines]
     if all(rank is not None and rank >= 0 for rank in given) and len(set(given)) == len(given):
         return [rank for rank in given if rank is not None]
-    replaced = sum(1 for index, rank in enumerate(given) if rank is not None and rank != index)
-    losses.add("machine.rank", replaced, "ranks were missing or repeated; renumbered")
     return list(range(len(machines)))
 
 
 def _children(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
-              resources: tuple[NamedResource, ...], extras: dict[str, Any],
-              ) -> tuple[tuple[tuple[str, str], ...], jgf.RecordedLosses]:
-    """A machine's R_lite children and the losses they imply; a pure function of the
-    machine's parts, so the writer computes it once per distinct shape."""
-    losses = jgf.LossRecorder()
-    children: list[tuple[str, str]] = []
-    core_count = _core_count(cpus)
-    children.append(("core", _ids_text(extras.get(PREFIX + "core"), core_count)))
+              kept_cores: Any, others: Any) -> tuple[tuple[str, str], ...]:
+    """A machine's R_lite children; a pure function of the machine's parts, so the writer
+    computes it once per distinct shape."""
+    children: list[tuple[str, str]] = [("core", _ids_text(kept_cores, _core_count(cpus)))]
     gpu_ids = [gpu.id for gpu in gpus]
     if gpu_ids:
-        if all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in gpu_ids) \
-                and len(set(gpu_ids)) == len(gpu_ids):
+        if _gpu_ids_are_usable(gpus):
             children.append(("gpu", IdSet.from_ids(i for i in gpu_ids
                                                    if isinstance(i, int)).encode()))
         else:
-            losses.add("gpu.id", sum(1 for i in gpu_ids if i is not None),
-                       "R GPU ids are distinct non-negative integers")
             children.append(("gpu", _ids_text(None, len(gpu_ids))))
-    seen = {"core", "gpu"}
-    for resource in resources:
-        amount = resource.amount
-        if (resource.name in seen or not resource.name or amount != int(amount) or amount < 0
-                or amount > MAX_CHILD_IDS or resource.unit or resource.type
-                or resource.instances or resource.extras):
-            losses.add("machine.resources", detail="R children are counts of ids")
-            continue
-        seen.add(resource.name)
-        children.append((resource.name, _ids_text(extras.get(PREFIX + resource.name),
-                                                  int(amount))))
-    return tuple(children), tuple(losses.calls)
+    if isinstance(others, dict):
+        for kind, text in others.items():
+            if kind not in ("core", "gpu") and isinstance(kind, str) and kind \
+                    and isinstance(text, str):
+                children.append((kind, _ids_text(text, None)))
+    return tuple(children)
 
 
-def _ids_text(kept: Any, count: int) -> str:
-    """The idset the reader kept, when it still has ``count`` members; else ``0-(count-1)``."""
+def _ids_text(kept: Any, count: int | None) -> str:
+    """The idset the reader kept, when it is one and still has ``count`` members (any count
+    when ``None``); else ``0-(count-1)``."""
     if isinstance(kept, str):
         try:
             ids = IdSet.decode(kept)
         except IdsetError:
             ids = IdSet.empty()
-        if len(ids) == count:
+        if count is None or len(ids) == count:
             return ids.encode()
-    return IdSet.from_range(0, count - 1).encode()
+    return IdSet.from_range(0, (count or 0) - 1).encode()
 
 
-def _host_name(machine: Machine, rank: int) -> str:
-    """The machine's nodelist entry: its name, else its id, else ``rank<N>``; a name or id
-    a hostlist cannot spell is passed over."""
-    if machine.name is not None and is_host_name(machine.name):
-        return machine.name
-    if machine.id is not None and is_host_name(str(machine.id)):
-        return str(machine.id)
-    return f"rank{rank}"
+CODES: tuple[Code, ...] = (
+    Code("flux-r.not-object", "error", "The file is not one JSON object."),
+    Code("flux-r.idset", "error", "An idset (ranks, children, property targets) breaks RFC 22."),
+    Code("flux-r.hostlist", "error", "A nodelist entry breaks RFC 29 (or a flux-core limit)."),
+    Code("flux-r.nodelist-count", "error",
+         "The nodelist names a different number of hosts than R_lite has ranks."),
+    Code("flux-r.nodelist-missing", "warning",
+         "The nodelist is missing (RFC 20 requires it; flux-core accepts it).",
+         conformance=True),
+    Code("flux-r.core-missing", "warning",
+         "An R_lite entry has no core child (RFC 20 requires it; flux-core accepts it).",
+         conformance=True),
+    Code("flux-r.extra-child-type", "warning",
+         "An R_lite child type other than core and gpu (reserved by RFC 20); kept."),
+    Code("flux-r.legacy-node-key", "warning",
+         "R_lite entries carry the legacy node key (R before the nodelist, 2020)."),
+    Code("flux-r.legacy-attributes", "warning",
+         "Top-level attributes is legacy (removed from RFC 20 in 2025)."),
+    Code("flux-r.too-large", "error",
+         "More ranks, or more GPUs per rank, than dcx models one by one."),
+    Code("flux-r.rank-overlap", "error",
+         "A rank appears in several R_lite entries whose children overlap."),
+    Code("flux-r.property-rank", "error", "A property targets a rank R_lite does not list."),
+    Code("flux-r.expiration", "error", "The expiration is not after the starttime."),
+    Code("flux-r.scheduling-mismatch", "error",
+         "The scheduling graph describes other hosts, cores or GPUs than R_lite."),
+    *fluxion.CODES,
+)
 
 
 FORMAT = FormatDeclaration(
@@ -654,4 +627,6 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    requires=REQUIRES,
+    codes=CODES,
 )

@@ -1,43 +1,61 @@
 """Fluxion JSON Graph Format (RFC 40 as flux-sched reads it): read, check, write.
 
-Reading accepts the three edge forms Fluxion accepts: full (``metadata.subsystem``),
-compact (no edge metadata: containment) and legacy (``metadata.name = {subsystem:
-relation}``, read with a warning; legacy ``in`` edges are the reverse of ``contains`` and
-are skipped). Vertex metadata needs only ``type`` and ``paths``; the other keys take
-Fluxion's defaults. Integrity checks: unique vertex ids, edge endpoints exist, one root per
-subsystem, containment edges agree with the paths, ``uniq_id`` inferable, property values are
-strings (the schema).
+Reading accepts what Fluxion accepts (``dcx.parsing.fluxion``: the three edge forms, vertex
+metadata with only ``type`` and ``paths``, Fluxion's defaults for the rest) and checks the
+graph's integrity there.
 
-Mapping (containment subsystem only):
+Mapping (containment subsystem):
 
-* the root vertex is the ``Datacenter`` (name and id); the model's one ``Room`` is implicit;
+* the root vertex is the ``Datacenter`` (name and id; a type other than ``cluster`` in
+  ``Datacenter.extras["jgf:type"]``); the model's one ``Room`` is implicit;
 * ``rack`` vertices, and any other vertex type that contains nodes (``chassis``), are
-  ``Rack``\\ s (the type is kept in ``Rack.extras["jgf:type"]``); nodes with no such ancestor
-  go into a rack marked ``Rack.extras["jgf:implicit"]`` that is not written back;
+  ``Rack``\\ s (a type other than ``rack`` in ``Rack.extras["jgf:type"]``; a grouping inside
+  another names its parent's path below the root in ``Rack.extras["jgf:parent"]``); nodes
+  with no such ancestor go into a rack marked ``Rack.extras["jgf:implicit"]`` that is not
+  written back;
 * ``node`` → ``Machine``: name, id, rank (``-1`` = none), ``status`` 1 (down) ↔
-  ``MachineState.FAILURE`` (HALT and MAINTENANCE are written as down, with a loss);
-  properties ↔ features (``name`` for an empty value, ``name=value`` otherwise, as Fluxion
-  builds R properties);
-* ``socket`` → one CPU per socket with its ``core`` descendants counted; cores directly under
-  a node form one CPU with no id;
-* ``gpu`` → a GPU (id = vertex id), ``memory`` → a memory module (size and unit converted to
-  MB, binary multiples), any other type under a node → ``NamedResource`` (name, size,
-  type, unit).
+  ``MachineState.FAILURE`` (HALT and MAINTENANCE are written as down); properties ↔ features
+  (``name`` for an empty value, ``name=value`` otherwise, as Fluxion builds R properties);
+* below a node: ``socket`` → one CPU per socket with its ``core`` descendants counted; cores
+  outside sockets form one CPU with no id; ``gpu`` → a GPU (id = vertex id); ``memory`` → a
+  memory module (size and unit converted to MB, binary multiples); any other type → a
+  ``NamedResource`` (name, size, type, unit).
 
-Vertices of other subsystems (power), and vertices that are neither under a node nor a
-grouping of nodes, are checked but not mapped.
+Fidelity
+--------
+What the model has no field for is kept in ``jgf:`` extras, so a graph rewritten as JGF keeps
+its vertices, subsystems, flags and placement, and a conversion to another format reports
+the extras it drops as losses at their field paths:
 
-Writing emits full vertex metadata (type, basename, name, id, uniq_id, rank, size, unit,
-exclusive, properties, paths), containment edges in the full form, and a cluster → rack →
-node → socket → core tree with GPUs and memory under their node.
+* ``jgf:vertex`` (datacenter, rack, machine): the vertex's own metadata the writer would not
+  otherwise write (``exclusive``, a ``basename`` other than the name's letters, ``size``,
+  ``unit``, paths in other subsystems, keys Fluxion does not read, a path ``segment`` other
+  than the name; for the root and racks also ``rank``, ``status`` and ``properties``; for a
+  node an ``id`` of -1, which the model reads as no id);
+* ``jgf:vertices`` on a machine: its whole subtree, when the subtree is not the one the writer
+  builds from the machine's CPUs, GPUs, memory and resources (exclusive cores, GPUs under a
+  socket, other names or ids); used only while it still describes the machine exactly;
+* ``jgf:vertices`` on a rack or the datacenter: vertices below it that are neither nodes nor
+  groupings of nodes (a rack's SSDs, a PDU), with their subtrees;
+* ``jgf:vertices`` on the environment: vertices outside containment (the ``power`` tree).
+
+Each stored vertex is ``{"path", "type", "name", "id"}`` plus the metadata that differs
+from Fluxion's defaults (``path`` relative to its container, absent outside containment;
+``rank`` only when it differs from its node's; other subsystems' paths under ``paths``; keys
+Fluxion does not read under ``other``).
+
+Writing emits full vertex metadata (type, basename, name, id, uniq_id, rank, exclusive,
+unit, size, properties, paths) and, for each subsystem, one edge from every vertex to its
+parent path (full form). Vertex ids are renumbered 0, 1, … in writing order.
 
 Empty topology
 --------------
 A topology without racks or machines is written as the root alone; when that root is the
-fill-in ``cluster0`` with id 0 (no datacenter name or id, or exactly those), it reads back as
-the empty topology (one datacenter, room and no racks, all unnamed), so environment → JGF →
-environment keeps an empty topology empty. An explicit name ``cluster0`` or id 0 on such a
-datacenter is therefore lost (``normal_form_losses``: ``datacenter.name``/``datacenter.id``).
+fill-in ``cluster0`` with id 0 (no datacenter name or id, or exactly those) and carries no
+``jgf:`` vertices, it reads back as the empty topology (one datacenter, room and no racks,
+all unnamed), so environment → JGF → environment keeps an empty topology empty. An explicit
+name ``cluster0`` or id 0 on such a datacenter is therefore lost (``normal_form_losses``:
+``datacenter.name``/``datacenter.id``).
 
 Divergences
 -----------
@@ -48,28 +66,23 @@ Divergences
 * Fluxion crashes or misbehaves on non-string property values; dcx rejects them (schema).
 * The generic JGF v1 schema rejects the top-level ``writer`` key Fluxion writes; ours allows
   it, and ``free_ranks``.
+* Edges are rewritten from the paths: a vertex whose path has no edge gets one, and
+  duplicate or reverse edges are not repeated. Vertex ids and ``uniq_id``\\ s are renumbered.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from itertools import chain, repeat
-from operator import add
-from typing import Any, Generic, TypeVar
+from operator import attrgetter
+from typing import Any
 
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
-from dcx.core.diagnostics import (
-    Diagnostic,
-    LossCounter,
-    ReadResult,
-    WriteResult,
-    error,
-    warning,
-)
+from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error
+from dcx.core.limits import paused_gc
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -81,15 +94,25 @@ from dcx.core.model import (
     Rack,
     Room,
     StorageUnit,
-    Workload,
+)
+from dcx.parsing.fluxion import (
+    CODES as GRAPH_CODES,
+)
+from dcx.parsing.fluxion import (
+    CONTAINMENT,
+    KNOWN_METADATA,
+    SCHEMA,
+    Graph,
+    ShapeMemo,
+    Vertex,
+    basename_of,
+    check_graph,
+    descendants,
+    top_level_keys,
+    trailing_number,
 )
 from dcx.parsing.jsonio import dumps_canonical, load_json_object
 from dcx.parsing.schemas import schema_diagnostics
-
-T = TypeVar("T")
-
-SCHEMA = "jgf.schema.json"
-CONTAINMENT = "containment"
 
 HOLDS = frozenset({
     "datacenter.id", "datacenter.name", "rack", "rack.id", "rack.name",
@@ -97,6 +120,10 @@ HOLDS = frozenset({
     "cpu.id", "machine.gpus", "gpu.id", "machine.memory", "machine.memory.modules",
     "machine.features", "machine.resources", "machine.rank",
 })
+
+PREFIX = "jgf:"
+VERTEX = PREFIX + "vertex"
+VERTICES = PREFIX + "vertices"
 
 EMPTY_ROOT_NAME = "cluster0"
 """The root vertex of the empty topology (see Empty topology)."""
@@ -109,40 +136,12 @@ _MB_PER_UNIT: dict[str, float] = {
     "GB": 1024.0, "GiB": 1024.0, "TB": 1024.0**2, "TiB": 1024.0**2, "PB": 1024.0**3,
     "PiB": 1024.0**3,
 }
-_TRAILING_DIGITS = re.compile(r"([0-9]+)$")
+
+Entry = dict[str, Any]
+"""A stored vertex (see Fidelity)."""
 
 
 # --------------------------------------------------------------------------- sniffing
-
-
-def top_level_keys(data: bytes, limit: int = 65536) -> dict[str, set[str]]:
-    """Object keys at depth 1 and 2 of the first ``limit`` bytes, tolerant of bad JSON:
-    enough to tell an R or a graph from a map of them or from a JSON Schema."""
-    text = data[:limit].decode("utf-8", errors="replace")
-    found: dict[str, set[str]] = {"1": set(), "2": set()}
-    depth = 0
-    position = 0
-    length = len(text)
-    while position < length:
-        char = text[position]
-        if char == '"':
-            end = position + 1
-            while end < length and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            token = text[position + 1:end]
-            after = end + 1
-            while after < length and text[after] in " \t\r\n":
-                after += 1
-            if after < length and text[after] == ":" and str(depth) in found:
-                found[str(depth)].add(token)
-            position = end + 1
-            continue
-        if char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-        position += 1
-    return found
 
 
 def sniff(data: bytes) -> bool:
@@ -154,176 +153,111 @@ def sniff(data: bytes) -> bool:
         and not keys["1"] & {"$schema", "execution"}
 
 
-# --------------------------------------------------------------------------- graph checks
+# --------------------------------------------------------------------------- stored vertices
 
 
-@dataclass(slots=True)
-class Vertex:
-    key: str
-    type: str
-    name: str
-    id: int
-    rank: int
-    status: int
-    size: int
-    unit: str
-    properties: dict[str, str]
-    paths: dict[str, str]
-    index: int
+def _entry(vertex: Vertex, path: str | None, rank: int) -> Entry:
+    """``vertex`` as a stored vertex; ``rank`` is the one it is assumed to have."""
+    entry: Entry = {"type": vertex.type, "name": vertex.name, "id": vertex.id}
+    if path is not None:
+        entry["path"] = path
+    if vertex.basename != vertex.type:
+        entry["basename"] = vertex.basename
+    if vertex.rank != rank:
+        entry["rank"] = vertex.rank
+    if vertex.exclusive:
+        entry["exclusive"] = True
+    if vertex.unit:
+        entry["unit"] = vertex.unit
+    if vertex.size != 1:
+        entry["size"] = vertex.size
+    if vertex.properties:
+        entry["properties"] = dict(vertex.properties)
+    if vertex.status:
+        entry["status"] = vertex.status
+    if len(vertex.paths) > (CONTAINMENT in vertex.paths):
+        entry["paths"] = {subsystem: other for subsystem, other in vertex.paths.items()
+                          if subsystem != CONTAINMENT}
+    unknown = vertex.unknown_metadata()
+    if unknown:
+        entry["other"] = unknown
+    return entry
 
 
-@dataclass
-class Graph:
-    vertices: list[Vertex] = field(default_factory=list)
-    by_path: dict[str, Vertex] = field(default_factory=dict)
-    """Containment path → vertex."""
-    children: dict[str, list[Vertex]] = field(default_factory=dict)
-    """Containment path → child vertices, in document order."""
-    root: Vertex | None = None
-    shorthand: bool = False
+def _residual(vertex: Vertex, model_holds_state: bool) -> Entry:
+    """The metadata of a root, rack or node vertex the writer would not write from the
+    model object it maps to (see Fidelity: ``jgf:vertex``)."""
+    residual: Entry = {}
+    segment = vertex.paths[CONTAINMENT].rpartition("/")[2]
+    if segment != vertex.name:
+        residual["segment"] = segment
+    if vertex.basename != basename_of(vertex.name, vertex.type):
+        residual["basename"] = vertex.basename
+    if vertex.exclusive:
+        residual["exclusive"] = True
+    if vertex.unit:
+        residual["unit"] = vertex.unit
+    if vertex.size != 1:
+        residual["size"] = vertex.size
+    if model_holds_state and vertex.id == -1:
+        residual["id"] = -1
+    if not model_holds_state:
+        if vertex.rank != -1:
+            residual["rank"] = vertex.rank
+        if vertex.status:
+            residual["status"] = vertex.status
+        if vertex.properties:
+            residual["properties"] = dict(vertex.properties)
+    if len(vertex.paths) > 1:
+        residual["paths"] = {subsystem: other for subsystem, other in vertex.paths.items()
+                             if subsystem != CONTAINMENT}
+    unknown = vertex.unknown_metadata()
+    if unknown:
+        residual["other"] = unknown
+    return residual
 
 
-def _vertex_from(key: str, meta: dict[str, Any], index: int) -> Vertex:
-    kind = meta["type"]
-    basename = meta.get("basename", kind)
-    given_name: str | None = meta.get("name")
-    vertex_id = meta.get("id")
-    if vertex_id is None:
-        vertex_id = _infer_id(kind, given_name, meta.get("uniq_id"), key)
-    name = given_name if given_name is not None else f"{basename}{vertex_id}"
-    return Vertex(key, kind, name, vertex_id, meta.get("rank", -1), meta.get("status", 0),
-                  meta.get("size", 1), meta.get("unit", ""), meta.get("properties") or {},
-                  meta["paths"], index)
+_ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "type": str, "name": str, "id": int, "path": str, "basename": str, "rank": int,
+    "exclusive": bool, "unit": str, "size": int, "properties": dict, "status": int,
+    "paths": dict, "other": dict, "segment": str}
 
 
-def _infer_id(kind: str, name: str | None, uniq_id: int | None, key: str) -> int:
-    if kind == "node" and name is not None:
-        match = _TRAILING_DIGITS.search(name)
-        return int(match.group(1)) if match else -1
-    if uniq_id is not None:
-        return uniq_id
-    match = re.match(r"[0-9]+", key)
-    return int(match.group()) if match else -1
+def _valid_entry(entry: Any, contained: bool) -> bool:
+    if not isinstance(entry, dict) or not {"type", "name", "id"} <= entry.keys():
+        return False
+    if contained != ("path" in entry) or not entry.keys() <= _ENTRY_TYPES.keys():
+        return False
+    if not all(isinstance(value, _ENTRY_TYPES[key]) for key, value in entry.items()):
+        return False
+    if not _valid_extras(entry):
+        return False
+    return not contained or all(entry["path"].split("/"))
 
 
-def _edge_subsystem(edge: dict[str, Any]) -> tuple[str | None, bool]:
-    """The edge's subsystem (None for a reverse legacy edge) and whether it is legacy."""
-    meta = edge.get("metadata")
-    if not meta:
-        return CONTAINMENT, False
-    if "subsystem" in meta:
-        return meta["subsystem"], False
-    legacy = meta.get("name")
-    if isinstance(legacy, dict) and legacy:
-        subsystem, relation = next(iter(legacy.items()))
-        return (None if relation == "in" else subsystem), True
-    return CONTAINMENT, False
+def _valid_extras(entry: Entry) -> bool:
+    """Other subsystems' paths are absolute and name no containment path; other keys are
+    not keys Fluxion reads."""
+    other_paths = entry.get("paths", {})
+    if CONTAINMENT in other_paths or not all(
+            isinstance(path, str) and path.startswith("/") for path in other_paths.values()):
+        return False
+    return not entry.get("other", {}).keys() & KNOWN_METADATA
 
 
-def check_graph(document: dict[str, Any], base: str = "") -> tuple[Graph | None, list[Diagnostic]]:
-    """Integrity checks on a schema-valid JGF document (bare, or an R ``scheduling`` value
-    with ``base`` = ``/scheduling``). One pass over the vertices, one over the edges."""
-    problems: list[Diagnostic] = []
-    graph = Graph(shorthand=str(document.get("writer", "")).endswith("jgf_shorthand"))
-    vertices, by_path, children = graph.vertices, graph.by_path, graph.children
-    paths_of: dict[str, dict[str, str]] = {}
-    """Vertex id → its paths, for the first vertex of each id."""
-    roots: dict[str, list[Vertex]] = {}
-    for index, node in enumerate(document["graph"]["nodes"]):
-        key = node["id"]
-        meta = node["metadata"]
-        if key in paths_of:
-            first = next(v.index for v in vertices if v.key == key)
-            problems.append(error(f"duplicate vertex id {key!r} (first at index {first})",
-                                  "jgf.duplicate-vertex-id",
-                                  pointer=f"{base}/graph/nodes/{index}/id"))
-            continue
-        if "uniq_id" not in meta and not key[:1].isdigit():
-            problems.append(error(f"uniq_id is missing and cannot be inferred from vertex id "
-                                  f"{key!r}", "jgf.uniq-id",
-                                  pointer=f"{base}/graph/nodes/{index}/metadata"))
-        vertex = _vertex_from(key, meta, index)
-        vertices.append(vertex)
-        paths = vertex.paths
-        paths_of[key] = paths
-        for subsystem, path in paths.items():
-            if path.rfind("/") == 0:
-                roots.setdefault(subsystem, []).append(vertex)
-        own_path = paths.get(CONTAINMENT)
-        if own_path is not None:
-            by_path[own_path] = vertex
-            cut = own_path.rfind("/")
-            if cut > 0:
-                children.setdefault(own_path[:cut], []).append(vertex)
-    for subsystem, found in roots.items():
-        for extra in found[1:]:
-            problems.append(error(f"more than one root vertex in subsystem {subsystem!r} "
-                                  f"(first at index {found[0].index})", "jgf.duplicate-root",
-                                  pointer=f"{base}/graph/nodes/{extra.index}/metadata/paths"))
-    if vertices and CONTAINMENT not in roots:
-        problems.append(error("no root vertex in the containment subsystem (no path of the "
-                              "form /name)", "jgf.no-root", pointer=f"{base}/graph/nodes"))
-    elif CONTAINMENT in roots:
-        graph.root = roots[CONTAINMENT][0]
-    problems.extend(_check_edges(document["graph"]["edges"], paths_of, base))
-    return graph, problems
-
-
-def _check_edges(edges: list[dict[str, Any]], paths_of: dict[str, dict[str, str]],
-                 base: str) -> list[Diagnostic]:
-    problems: list[Diagnostic] = []
-    legacy = 0
-    for index, edge in enumerate(edges):
-        source, target = edge["source"], edge["target"]
-        source_paths, target_paths = paths_of.get(source), paths_of.get(target)
-        if source_paths is None or target_paths is None:
-            missing = source if source_paths is None else target
-            problems.append(error(f"edge endpoint {missing!r} is not a vertex id",
-                                  "jgf.edge-endpoint", pointer=f"{base}/graph/edges/{index}"))
-            continue
-        subsystem = CONTAINMENT
-        if edge.get("metadata"):
-            named, is_legacy = _edge_subsystem(edge)
-            legacy += is_legacy
-            if named is None:
-                continue  # the reverse half of a legacy pair
-            subsystem = named
-        parent, child = source_paths.get(subsystem), target_paths.get(subsystem)
-        if parent is None or child is None:
-            problems.append(error(f"edge in subsystem {subsystem!r} joins a vertex that has no "
-                                  f"path in it", "jgf.edge-path",
-                                  pointer=f"{base}/graph/edges/{index}"))
-        elif child.rfind("/") != len(parent) or not child.startswith(parent):
-            problems.append(error(f"edge {source}->{target} disagrees with the paths: {child!r} "
-                                  f"is not directly under {parent!r}", "jgf.edge-path",
-                                  pointer=f"{base}/graph/edges/{index}"))
-    if legacy:
-        problems.append(warning(f"{legacy} edge(s) use the legacy form metadata.name = "
-                                "{subsystem: relation} (flux-sched before Aug 2024)",
-                                "jgf.legacy-edge", pointer=f"{base}/graph/edges"))
-    return problems
-
-
-def node_inventory(graph: Graph) -> dict[str, tuple[int, int]]:
-    """Host name → (cores, GPUs) under it, for comparing a graph with R_lite."""
-    inventory: dict[str, tuple[int, int]] = {}
-    for vertex in graph.vertices:
-        node_path = vertex.paths.get(CONTAINMENT)
-        if vertex.type != "node" or node_path is None:
-            continue
-        counts = Counter(v.type for v in _descendants(graph, node_path))
-        inventory[vertex.name] = (counts["core"], counts["gpu"])
-    return inventory
-
-
-def _descendants(graph: Graph, path: str) -> list[Vertex]:
-    found: list[Vertex] = []
-    stack = list(graph.children.get(path, ()))
-    while stack:
-        vertex = stack.pop()
-        found.append(vertex)
-        stack.extend(graph.children.get(vertex.paths[CONTAINMENT], ()))
-    return found
+def _valid_tree(entries: Any) -> list[Entry] | None:
+    """Stored vertices with relative paths whose parents come before them, or ``None``."""
+    if not isinstance(entries, list):
+        return None
+    seen: set[str] = set()
+    for entry in entries:
+        if not _valid_entry(entry, contained=True):
+            return None
+        parent = entry["path"].rpartition("/")[0]
+        if (parent and parent not in seen) or entry["path"] in seen:
+            return None
+        seen.add(entry["path"])
+    return entries
 
 
 # --------------------------------------------------------------------------- reading
@@ -337,30 +271,42 @@ def read(data: bytes) -> ReadResult:
     found = schema_diagnostics(SCHEMA, value, loaded.locator)
     if found:
         return ReadResult(None, tuple(found))
-    graph, found = check_graph(value)
-    located = tuple(loaded.locator.diagnostic(d) for d in found)
-    if graph is None or any(d.is_error for d in found):
-        return ReadResult(None, located)
-    environment = graph_to_environment(graph)
+    with paused_gc():  # a vertex object per vertex, then the model: no cycles among them
+        graph, found = check_graph(value)
+        located = tuple(loaded.locator.diagnostic(d) for d in found)
+        if graph is None or any(d.is_error for d in found):
+            return ReadResult(None, located)
+        environment = graph_to_environment(graph)
     return ReadResult(Document(environment=environment), located)
 
 
 def graph_to_environment(graph: Graph) -> Environment:
     root = graph.root
+    outside = [_entry(vertex, None, -1) for vertex in graph.vertices
+               if CONTAINMENT not in vertex.paths]
+    environment_extras: dict[str, Any] = {VERTICES: outside} if outside else {}
     if root is None:
-        return Environment()
-    if _is_bare_fill_in_root(root.type, root.name, root.id) and not graph.children.get(
-            root.paths[CONTAINMENT]):
+        return Environment(extras=environment_extras)
+    root_path = root.paths[CONTAINMENT]
+    residual = _residual(root, model_holds_state=False)
+    if (_is_bare_fill_in_root(root.type, root.name, root.id) and not residual
+            and not outside and not graph.children.get(root_path)):
         return Environment(datacenters=(Datacenter(rooms=(Room(),)),))
-    racks: list[Rack] = []
+    reader = _Collector(graph, root_path)
     loose: list[Machine] = []
-    _collect(graph, root.paths[CONTAINMENT], racks, loose)
+    leftovers: list[Entry] = []
+    reader.collect(root_path, loose, leftovers)
+    racks = reader.racks
     if loose:
         racks.insert(0, Rack(slots=tuple(loose), extras={"jgf:implicit": True}))
     datacenter_extras: dict[str, Any] = {} if root.type == "cluster" else {"jgf:type": root.type}
+    if residual:
+        datacenter_extras[VERTEX] = residual
+    if leftovers:
+        datacenter_extras[VERTICES] = leftovers
     datacenter = Datacenter(id=root.id, name=root.name, rooms=(Room(racks=tuple(racks)),),
                             extras=datacenter_extras)
-    return Environment(datacenters=(datacenter,))
+    return Environment(datacenters=(datacenter,), extras=environment_extras)
 
 
 def _is_bare_fill_in_root(kind: str, name: str | None, vertex_id: int | None) -> bool:
@@ -369,66 +315,141 @@ def _is_bare_fill_in_root(kind: str, name: str | None, vertex_id: int | None) ->
     return kind == "cluster" and name == EMPTY_ROOT_NAME and vertex_id == 0
 
 
-def _collect(graph: Graph, path: str, racks: list[Rack], loose: list[Machine]) -> None:
-    """Walk groupings below the root: nodes, racks (and rack-like types), other branches."""
-    for vertex in graph.children.get(path, ()):
-        vertex_path = vertex.paths[CONTAINMENT]
-        if vertex.type == "node":
-            loose.append(_machine(graph, vertex))
-        elif vertex.type == "rack" or _contains_nodes(graph, vertex_path):
-            machines: list[Machine] = []
-            _collect(graph, vertex_path, racks, machines)
-            extras: dict[str, Any] = {} if vertex.type == "rack" else {"jgf:type": vertex.type}
-            racks.append(Rack(id=vertex.id, name=vertex.name, slots=tuple(machines),
-                              extras=extras))
+class _Collector:
+    """Walks the groupings below the root: nodes, racks (and rack-like types), and the
+    other vertices, which their container keeps as stored vertices."""
+
+    def __init__(self, graph: Graph, root_path: str) -> None:
+        self.graph = graph
+        self.root_path = root_path
+        self.racks: list[Rack] = []
+        self.subtrees: ShapeMemo[tuple[_Plain, ...]] = ShapeMemo(_plain_subtree)
+
+    def collect(self, path: str, machines: list[Machine], leftovers: list[Entry]) -> None:
+        graph = self.graph
+        for vertex in graph.children.get(path, ()):
+            vertex_path = vertex.paths[CONTAINMENT]
+            if vertex.type == "node":
+                machines.append(self.machine(vertex))
+            elif vertex.type == "rack" or _contains_nodes(graph, vertex_path):
+                self.rack(vertex, path)
+            else:
+                base = len(path) + 1
+                leftovers.append(_entry(vertex, vertex_path[base:], -1))
+                leftovers.extend(_entry(below, below.paths[CONTAINMENT][base:], -1)
+                                 for below in descendants(graph, vertex_path))
+
+    def rack(self, vertex: Vertex, parent_path: str) -> None:
+        index = len(self.racks)
+        self.racks.append(Rack())  # the parent before the groupings inside it
+        machines: list[Machine] = []
+        leftovers: list[Entry] = []
+        self.collect(vertex.paths[CONTAINMENT], machines, leftovers)
+        extras: dict[str, Any] = {} if vertex.type == "rack" else {"jgf:type": vertex.type}
+        if parent_path != self.root_path:
+            extras["jgf:parent"] = parent_path[len(self.root_path) + 1:]
+        residual = _residual(vertex, model_holds_state=False)
+        if residual:
+            extras[VERTEX] = residual
+        if leftovers:
+            extras[VERTICES] = leftovers
+        self.racks[index] = Rack(id=vertex.id, name=vertex.name, slots=tuple(machines),
+                                 extras=extras)
+
+    def machine(self, node: Vertex) -> Machine:
+        graph = self.graph
+        node_path = node.paths[CONTAINMENT]
+        below = descendants(graph, node_path)
+        machine = _machine_from(node, below)
+        extras: dict[str, Any] = {}
+        residual = _residual(node, model_holds_state=True)
+        if residual:
+            extras[VERTEX] = residual
+        base = len(node_path) + 1
+        canonical = self.subtrees.get(machine.cpus, machine.gpus, machine.memory,
+                                      machine.resources)
+        rank = node.rank
+        if not _is_plain_subtree(below, canonical, base, rank):
+            extras[VERTICES] = [_entry(vertex, vertex.paths[CONTAINMENT][base:], rank)
+                                for vertex in below]
+        return replace(machine, extras=extras) if extras else machine
 
 
-def _count_below(graph: Graph, path: str, kind: str) -> int:
-    """How many vertices of type ``kind`` lie below ``path``; cores collapse to this count."""
-    count = 0
-    stack = [path]
-    children = graph.children
-    while stack:
-        for vertex in children.get(stack.pop(), ()):
-            if vertex.type == kind:
-                count += 1
-            below = vertex.paths[CONTAINMENT]
-            if below in children:
-                stack.append(below)
-    return count
+_Plain = tuple[tuple[tuple[str, str, int, str, str, int, bool, int], ...], tuple[str, ...]]
+"""The vertices the writer builds below a node: (type, name, id, basename, unit, size,
+exclusive, status) of each, and their paths relative to the node. The rest of their
+metadata takes the defaults (the node's rank, no properties, containment only, no keys
+Fluxion does not read)."""
+
+_FIELDS = attrgetter("type", "name", "id", "basename", "unit", "size", "exclusive", "status")
+_PATHS = attrgetter("paths")
+
+
+def _plain_subtree(*parts: Any) -> _Plain:
+    entries = _canonical_subtree(*parts)
+    return (tuple((entry["type"], entry["name"], entry["id"],
+                   entry.get("basename", entry["type"]), entry.get("unit", ""),
+                   entry.get("size", 1), False, 0) for entry in entries),
+            tuple(entry["path"] for entry in entries))
+
+
+def _is_plain_subtree(below: list[Vertex], canonical: _Plain, base: int, rank: int) -> bool:
+    """Whether the vertices below a node are exactly what the writer builds for the
+    machine (then nothing needs storing); C-level passes over the vertices."""
+    fields, paths = canonical
+    if len(below) != len(fields) or list(map(_FIELDS, below)) != list(fields):
+        return False
+    if any(vertex.rank != rank for vertex in below) or any(
+            map(attrgetter("properties"), below)):
+        return False
+    all_paths = list(map(_PATHS, below))
+    if any(len(vertex_paths) != 1 for vertex_paths in all_paths):
+        return False
+    if [vertex_paths.get(CONTAINMENT, "")[base:] for vertex_paths in all_paths] != list(paths):
+        return False
+    return all(map(KNOWN_METADATA.issuperset, map(attrgetter("metadata"), below)))
 
 
 def _contains_nodes(graph: Graph, path: str) -> bool:
-    return any(v.type == "node" for v in _descendants(graph, path))
+    return any(v.type == "node" for v in descendants(graph, path))
 
 
-def _machine(graph: Graph, node: Vertex) -> Machine:
+def _machine_from(node: Vertex, below: Iterable[Vertex]) -> Machine:
+    """The machine a node vertex and the vertices below it (depth-first) describe."""
     cpus: list[ProcessingUnit] = []
     loose_cores = 0
     gpus: list[ProcessingUnit] = []
     memory: list[StorageUnit] = []
     resources: list[NamedResource] = []
-    stack = list(reversed(graph.children.get(node.paths[CONTAINMENT], ())))
-    while stack:
-        vertex = stack.pop()
-        below = graph.children.get(vertex.paths[CONTAINMENT], ())
-        if vertex.type == "socket":
-            cores = _count_below(graph, vertex.paths[CONTAINMENT], "core")
-            cpus.append(ProcessingUnit(cores=cores, id=vertex.id))
-            stack.extend(v for v in reversed(below) if v.type != "core")
-            continue
-        if vertex.type == "core":
-            loose_cores += 1
-        elif vertex.type == "gpu":
+    socket_cores: dict[int, int] = {}
+    sockets: list[tuple[str, int]] = []
+    for vertex in below:
+        kind = vertex.type
+        if kind == "core":
+            path = vertex.paths.get(CONTAINMENT, "")
+            if sockets and path.startswith(sockets[-1][0]):
+                owner: int | None = sockets[-1][1]
+            else:  # cores after a socket's subtree, or below a nested grouping
+                owner = next((i for prefix, i in reversed(sockets)
+                              if path.startswith(prefix)), None)
+            if owner is None:
+                loose_cores += 1
+            else:
+                socket_cores[owner] += 1
+        elif kind == "socket":
+            sockets.append((vertex.paths.get(CONTAINMENT, "") + "/", len(cpus)))
+            socket_cores[len(cpus)] = 0
+            cpus.append(ProcessingUnit(cores=0, id=vertex.id))
+        elif kind == "gpu":
             gpus.append(ProcessingUnit(cores=1, id=vertex.id))
-        elif vertex.type == "memory" and vertex.unit in _MB_PER_UNIT:
+        elif kind == "memory" and vertex.unit in _MB_PER_UNIT:
             # A memory vertex's id only numbers it: the model's StorageUnit.id is
             # memory.details, which JGF does not hold.
             memory.append(StorageUnit(capacity_mb=vertex.size * _MB_PER_UNIT[vertex.unit]))
         else:
             resources.append(NamedResource(name=vertex.name, amount=float(vertex.size),
                                            type=vertex.type, unit=vertex.unit or None))
-        stack.extend(reversed(below))
+    cpus = [replace(cpu, cores=socket_cores[i]) for i, cpu in enumerate(cpus)]
     if loose_cores:
         cpus.insert(0, ProcessingUnit(cores=loose_cores))
     features = tuple(name if value == "" else f"{name}={value}"
@@ -441,209 +462,31 @@ def _machine(graph: Graph, node: Vertex) -> Machine:
     )
 
 
-# --------------------------------------------------------------------------- losses
+def _stored_vertices(entries: Sequence[Entry], node_path: str, rank: int) -> list[Vertex]:
+    """Stored vertices below a node as graph vertices (for ``_machine_from``)."""
+    vertices = []
+    for index, entry in enumerate(entries):
+        paths = {CONTAINMENT: f"{node_path}/{entry['path']}", **entry.get("paths", {})}
+        vertices.append(Vertex(
+            "", entry["type"], entry.get("basename", entry["type"]), entry["name"],
+            entry["id"], entry.get("rank", rank), entry.get("status", 0),
+            entry.get("exclusive", False), entry.get("size", 1), entry.get("unit", ""),
+            entry.get("properties", {}), paths, index, {}))
+    return vertices
 
 
-_MACHINE_FIELD_PATHS: dict[str, str] = {
-    "id": "machine.id", "name": "machine.name", "state_label": "machine.state_label",
-    "memory": "machine.memory", "storage": "machine.storage", "features": "machine.features",
-    "resources": "machine.resources", "os": "machine.os", "arch": "machine.arch",
-    "description": "machine.description", "swap_mb": "machine.swap_mb",
-    "network_mbit_s": "machine.network_mbit_s", "rank": "machine.rank",
-    "available": "machine.available", "utilized": "machine.utilized",
-    "extras": "machine.extras", "gpus": "machine.gpus",
-}
-
-
-def _is_set(value: Any) -> bool:
-    return value is not None and value != () and value != {}
-
-
-class ShapeMemo(Generic[T]):
-    """The result of a pure function of some model parts, computed once per distinct shape.
-
-    Machines built from one template share their part objects (the readers here do), so a
-    shape is found by the parts' identity first; otherwise by equality with the previous
-    shape, since inventories list machines of a kind together. A 10,000-node homogeneous
-    inventory thus costs one computation instead of one per CPU, GPU and memory module."""
-
-    def __init__(self, compute: Callable[..., T]) -> None:
-        self._compute = compute
-        self._by_identity: dict[tuple[int, ...], tuple[tuple[Any, ...], T]] = {}
-        self._last: tuple[tuple[Any, ...], T] | None = None
-
-    def get(self, *parts: Any) -> T:
-        key = tuple(map(id, parts))
-        found = self._by_identity.get(key)
-        if found is not None:
-            return found[1]
-        last = self._last
-        result = last[1] if last is not None and last[0] == parts else self._compute(*parts)
-        self._by_identity[key] = (parts, result)  # holds the parts, so their ids stay theirs
-        self._last = (parts, result)
-        return result
-
-
-RecordedLosses = tuple[tuple[str, int, str], ...]
-"""``LossCounter.add`` arguments, replayed for every machine of one shape."""
-
-
-class LossRecorder(LossCounter):
-    """A ``LossCounter`` that keeps its calls, to replay them per machine of one shape."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple[str, int, str]] = []
-
-    def add(self, field_path: str, count: int = 1, detail: str = "") -> None:
-        if count > 0:
-            self.calls.append((field_path, count, detail))
-
-
-def replay(recorded: RecordedLosses, losses: LossCounter) -> None:
-    for field_path, count, detail in recorded:
-        losses.add(field_path, count, detail)
-
-
-def _plain_keys(extras: dict[str, Any]) -> bool:
-    """Free-form keys (no ``fmt:`` prefix): the only extras a field path carries."""
-    return any(":" not in key for key in extras)
-
-
-class MachineLosses:
-    """Counts the machine fields a format without ``holds`` drops, each field path judged on
-    its own as ``converters.losses.dropped_fields`` does (a dropped ``machine.storage`` does
-    not hide a dropped ``storage.details``). The per-unit walk over CPUs, GPUs, memory and
-    storage runs once per distinct shape (``ShapeMemo``). Extras keys with a ``fmt:`` prefix
-    are no loss: only their own format holds them."""
-
-    def __init__(self, holds: frozenset[str], own_prefix: str | None = None) -> None:
-        self.holds = holds
-        self.own_prefix = own_prefix
-        self._dropped = tuple((name, path) for name, path in _MACHINE_FIELD_PATHS.items()
-                              if path not in holds and name != "extras")
-        self._units: ShapeMemo[RecordedLosses] = ShapeMemo(self._unit_losses)
-
-    def count(self, machine: Machine, losses: LossCounter) -> None:
-        for name, path in self._dropped:
-            value = getattr(machine, name)
-            if value is not None and value != () and value != {}:
-                losses.add(path)
-        if machine.state is not MachineState.ACTIVE and "machine.state" not in self.holds:
-            losses.add("machine.state")
-        if "machine.extras" not in self.holds and _plain_keys(machine.extras):
-            losses.add("machine.extras")
-        replay(self._units.get(machine.cpus, machine.gpus, machine.memory, machine.storage),
-               losses)
-
-    def _unit_losses(self, cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
-                     memory: tuple[StorageUnit, ...],
-                     storage: tuple[StorageUnit, ...]) -> RecordedLosses:
-        recorder = LossRecorder()
-        holds = self.holds
-        for cpu in cpus:
-            _unit_losses(cpu, "cpu", holds, recorder)
-        if len(cpus) > 1 and "machine.cpus.sockets" not in holds:
-            recorder.add("machine.cpus.sockets", detail="sockets merge into one CPU")
-        for gpu in gpus:
-            _unit_losses(gpu, "gpu", holds, recorder)
-            if gpu.cores != 1 and "gpu.cores" not in holds:
-                recorder.add("gpu.cores", detail="GPUs are written as devices")
-        for units, kind in ((memory, "memory"), (storage, "storage")):
-            if len(units) > 1 and f"machine.{kind}.{_SPLITS[kind]}" not in holds:
-                recorder.add(f"machine.{kind}.{_SPLITS[kind]}", detail="units merge into one")
-            for unit in units:
-                if f"{kind}.details" not in holds and any(
-                        _is_set(getattr(unit, f.name)) for f in fields(unit)
-                        if f.name not in ("capacity_mb", "extras")):
-                    recorder.add(f"{kind}.details")
-                if "machine.extras" not in holds and _plain_keys(unit.extras):
-                    recorder.add("machine.extras", detail=f"{kind} extras")
-        return tuple(recorder.calls)
-
-
-_SPLITS = {"memory": "modules", "storage": "devices"}
-
-
-def _unit_losses(unit: ProcessingUnit, kind: str, holds: frozenset[str],
-                 losses: LossCounter) -> None:
-    for path, present in (
-            (f"{kind}.clock_rate_hz", unit.clock_rate_hz is not None),
-            (f"{kind}.vendor", any(_is_set(v) for v in (unit.manufacturer, unit.family,
-                                                         unit.generation, unit.model))),
-            (f"{kind}.energy_consumption_w", unit.energy_consumption_w is not None),
-            (f"{kind}.id", unit.id is not None)):
-        if present and path not in holds:
-            losses.add(path)
-    if "machine.extras" not in holds and _plain_keys(unit.extras):
-        losses.add("machine.extras", detail=f"{kind} extras")
-
-
-def workload_losses(document: Document, losses: LossCounter, detail: str) -> None:
-    """A resource format drops the workload part as one loss; an empty one carries nothing."""
-    if document.workload is not None and document.workload != Workload():
-        losses.add("workload", detail=detail)
-
-
-def topology_losses(environment: Environment, holds: frozenset[str], own_prefix: str,
-                    losses: LossCounter) -> None:
-    """Environment, datacenter, room and rack fields a format without ``holds`` drops.
-    Extras keys starting with ``own_prefix`` are the format's own and not lost."""
-    for name in ("name", "description"):
-        if getattr(environment, name) is not None and f"environment.{name}" not in holds:
-            losses.add(f"environment.{name}")
-    foreign = [k for k in environment.extras if not k.startswith(own_prefix)]
-    losses.add("environment.extras", len(foreign))
-    for event in environment.events:
-        kind = "machine_state" if hasattr(event, "machine") else "scheduler"
-        losses.add(f"environment.events.{kind}")
-    hierarchy_losses(environment, holds, losses)
-    for datacenter in environment.datacenters:
-        for name in ("id", "name", "location", "operator", "scheduler"):
-            path = f"datacenter.{name}"
-            if path not in holds and getattr(datacenter, name) is not None:
-                losses.add(path)
-        own = [k for k in datacenter.extras if not k.startswith(own_prefix)]
-        losses.add("datacenter.extras", len(own))
-        for room in datacenter.rooms:
-            for name, path in (("id", "room.id"), ("name", "room.name")):
-                if getattr(room, name) is not None:
-                    losses.add(path)
-            if room.type != "SERVER":
-                losses.add("room.type")
-            if room.location is not None or room.size is not None:
-                losses.add("room.geometry")
-            losses.add("room.extras", len(room.extras))
-            for rack in room.racks:
-                _rack_losses(rack, holds, own_prefix, losses)
-
-
-def hierarchy_losses(environment: Environment, holds: frozenset[str],
-                     losses: LossCounter) -> None:
-    """The levels a format without them drops: several datacenters, several rooms in one
-    datacenter or a room that is not a SERVER room, several racks in one room (one container
-    with default attributes is what such a format reads back, so it loses nothing)."""
-    datacenters = environment.datacenters
-    if "datacenter" not in holds:
-        losses.add("datacenter", len(datacenters) - 1, "machines of all datacenters are written")
-    rooms = [room for datacenter in datacenters for room in datacenter.rooms]
-    if "room" not in holds:
-        losses.add("room", sum(max(len(dc.rooms) - 1, 0) for dc in datacenters)
-                   or sum(room.type != "SERVER" for room in rooms), "rooms are not written")
-    if "rack" not in holds:
-        losses.add("rack", sum(max(len(room.racks) - 1, 0) for room in rooms),
-                   "racks are not written; machines are listed by rank")
-
-
-def _rack_losses(rack: Rack, holds: frozenset[str], own_prefix: str,
-                 losses: LossCounter) -> None:
-    for name in ("id", "name", "capacity_units", "power_capacity_w"):
-        path = f"rack.{name}"
-        if path not in holds and getattr(rack, name) is not None:
-            losses.add(path)
-    if "rack.empty_slots" not in holds:
-        losses.add("rack.empty_slots", sum(1 for slot in rack.slots if slot is None))
-    losses.add("rack.extras", sum(1 for k in rack.extras if not k.startswith(own_prefix)))
+def _stored_subtree(machine: Machine) -> list[Entry] | None:
+    """The machine's stored subtree when the writer may use it: well formed, and still
+    describing exactly the machine's CPUs, GPUs, memory and resources."""
+    entries = _valid_tree(machine.extras.get(VERTICES))
+    if entries is None:
+        return None
+    node = Vertex("", "node", "node", "node", 0, -1, 0, False, 1, "", {}, {}, 0, {})
+    described = _machine_from(node, _stored_vertices(entries, "", -1))
+    if (described.cpus, described.gpus, described.memory, described.resources) != (
+            machine.cpus, machine.gpus, machine.memory, machine.resources):
+        return None
+    return entries
 
 
 # --------------------------------------------------------------------------- value restrictions
@@ -657,7 +500,8 @@ def normal_form(document: Document) -> Document:
     integers are replaced the same way; HALT and MAINTENANCE machines are down (FAILURE);
     features that give one property two values are kept once; GPU and socket ids follow the
     same rule; named resources that are not whole sizes are left out; memory sizes become
-    whole numbers of KB, MB or GB."""
+    whole numbers of KB, MB or GB; a machine's stored subtree that no longer describes it is
+    dropped (see Fidelity)."""
     environment = document.environment
     if environment is None:
         return document
@@ -674,7 +518,7 @@ def normal_form(document: Document) -> Document:
                 rack_index += 1
             rooms.append(replace(room, racks=tuple(racks)))
         datacenters.append(replace(datacenter, name=name, id=_int_id(
-            datacenter.id, _name_id(name, 0)), rooms=tuple(rooms)))
+            datacenter.id, trailing_number(name, 0)), rooms=tuple(rooms)))
     if datacenters and _writes_empty_root(environment):
         datacenters[0] = replace(datacenters[0], name=None, id=None)
     return replace(document, environment=replace(environment, datacenters=tuple(datacenters)))
@@ -685,7 +529,7 @@ def _root(environment: Environment) -> tuple[Datacenter, str, str, int]:
     datacenter = environment.datacenters[0] if environment.datacenters else Datacenter()
     name = _usable(datacenter.name) or f"cluster{_int_id(datacenter.id, 0)}"
     return (datacenter, str(datacenter.extras.get("jgf:type", "cluster")), name,
-            _int_id(datacenter.id, _name_id(name, 0)))
+            _int_id(datacenter.id, trailing_number(name, 0)))
 
 
 def _writes_empty_root(environment: Environment) -> bool:
@@ -695,7 +539,10 @@ def _writes_empty_root(environment: Environment) -> bool:
            for datacenter in environment.datacenters for room in datacenter.rooms
            for rack in room.racks):
         return False
-    _, kind, name, vertex_id = _root(environment)
+    datacenter, kind, name, vertex_id = _root(environment)
+    if VERTICES in environment.extras or VERTEX in datacenter.extras \
+            or VERTICES in datacenter.extras:
+        return False
     return _is_bare_fill_in_root(kind, name, vertex_id)
 
 
@@ -721,17 +568,24 @@ def _normal_rack(rack: Rack, index: int, ids: dict[int, int]) -> Rack:
     if rack.extras.get("jgf:implicit"):
         return replace(rack, slots=tuple(slots))
     name = _usable(rack.name) or f"rack{_int_id(rack.id, index)}"
-    return replace(rack, name=name, id=_int_id(rack.id, _name_id(name, index)),
+    return replace(rack, name=name, id=_int_id(rack.id, trailing_number(name, index)),
                    slots=tuple(slots))
 
 
 def _normal_machine(machine: Machine, name: str, vertex_id: int) -> Machine:
     properties, _ = features_to_properties(machine.features)
+    residual = machine.extras.get(VERTEX)
+    written_id: int | None = vertex_id
+    if machine.id is None and isinstance(residual, dict) and residual.get("id") == -1:
+        written_id = None  # written as -1, read back as no id
     state = machine.state
     if state in (MachineState.HALT, MachineState.MAINTENANCE):
         state = MachineState.FAILURE
+    extras = machine.extras
+    if VERTICES in extras and _stored_subtree(machine) is None:
+        extras = {key: value for key, value in extras.items() if key != VERTICES}
     return replace(
-        machine, name=name, id=vertex_id, state=state,
+        machine, name=name, id=written_id, state=state, extras=extras,
         features=tuple(key if value == "" else f"{key}={value}"
                        for key, value in properties.items()),
         cpus=tuple(replace(cpu, id=_int_id(cpu.id, i)) for i, cpu in enumerate(machine.cpus)),
@@ -807,22 +661,38 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _vertex_text(kind: str, name: str, vertex_id: int, *, size: int = 1, unit: str = "",
-                 properties: dict[str, str] | None = None, status: int = 0,
-                 path_tail: str = "") -> str:
-    """One vertex as JSON text with ``%d`` slots for its uniq_id (twice) and rank and a
-    ``%s`` slot for its parent's escaped path; literal ``%`` in names are doubled."""
-    match = _TRAILING_DIGITS.search(name)
-    basename = name[: match.start()] if match and match.start() > 0 else kind
-    tail = _json_text(f"{path_tail}/{name}")[1:-1]
-    fixed = (f',"metadata":{{"type":{_json_text(kind)},"basename":{_json_text(basename)},'
-             f'"name":{_json_text(name)},"id":{vertex_id},').replace("%", "%%")
-    rest = (f'"exclusive":false,"unit":{_json_text(unit)},"size":{size},'
-            f'"properties":{_json_text(properties or {})},').replace("%", "%%")
-    status_text = f',"status":{status}' if status else ""
-    return ('{"id":"%d"' + fixed + '"uniq_id":%d,"rank":%d,' + rest
-            + '"paths":{"containment":"%s' + tail.replace("%", "%%") + '"}' + status_text
-            + "}}")
+def _escaped(text: str) -> str:
+    """``text`` as the inside of a JSON string, with ``%`` doubled for a format string."""
+    return _json_text(text)[1:-1].replace("%", "%%")
+
+
+def _vertex_text(entry: Entry, path_tail: str | None) -> str:
+    """One vertex as JSON text with ``%d`` slots for its uniq_id (twice) and rank and, when
+    ``path_tail`` is given, a ``%s`` slot for its parent's escaped containment path; literal
+    ``%`` are doubled."""
+    kind = entry["type"]
+    get = entry.get
+    exclusive, unit, properties = get("exclusive"), get("unit"), get("properties")
+    head = (f',"metadata":{{"type":{_json_text(kind)},'
+            f'"basename":{_json_text(get("basename", kind))},'
+            f'"name":{_json_text(entry["name"])},"id":{entry["id"]},')
+    rest = (f'"exclusive":{"true" if exclusive else "false"},'
+            f'"unit":{_json_text(unit) if unit else chr(34) * 2},"size":{get("size", 1)},'
+            f'"properties":{_json_text(properties) if properties else "{}"},"paths":{{')
+    paths = ([f'"{CONTAINMENT}":"%s{_escaped(path_tail)}"'] if path_tail is not None
+             else [])
+    other_paths, status, other = get("paths"), get("status"), get("other")
+    if other_paths:
+        paths += [f"{_json_text(subsystem)}:{_json_text(path)}".replace("%", "%%")
+                  for subsystem, path in other_paths.items()]
+    tail = "}"
+    if status:
+        tail += f',"status":{status}'
+    if other:
+        tail += "".join(f",{_json_text(key)}:{_json_text(value)}"
+                        for key, value in other.items())
+    return ('{"id":"%d"' + head.replace("%", "%%") + '"uniq_id":%d,"rank":%d,'
+            + rest.replace("%", "%%") + ",".join(paths) + tail.replace("%", "%%") + "}}")
 
 
 _EDGE_TEXT = '{"source":"%d","target":"%d","metadata":{"subsystem":"containment"}}'
@@ -830,119 +700,183 @@ _EDGE_TEXT = '{"source":"%d","target":"%d","metadata":{"subsystem":"containment"
 
 @dataclass(frozen=True)
 class _Template:
-    """The vertices below a node for one machine shape, as two format strings: vertices
-    take (uniq_id, uniq_id, rank, escaped node path) per vertex, edges (parent, child);
-    ``parents`` are offsets from the node (0 = the node). Also the losses the shape implies
-    and its bad names."""
+    """Vertices below an anchor (a node, rack or the root) as two format strings: vertices
+    take (uniq_id, uniq_id, rank, escaped anchor path) per vertex, edges (parent, child);
+    ``parents`` are offsets from the anchor (0 = the anchor). ``ranks`` are the vertices'
+    own ranks (``None``: the anchor's)."""
 
+    entries: tuple[Entry, ...]
     vertices: str
     edges: str
     parents: tuple[int, ...]
-    losses: RecordedLosses
+    ranks: tuple[int | None, ...] | None
+    """Each vertex's own rank (``None``: the anchor's); ``None`` when all take the
+    anchor's."""
+    other_paths: tuple[tuple[int, dict[str, str]], ...]
+    """(offset, paths) of vertices with paths in other subsystems."""
     bad_names: tuple[str, ...]
+    """Names that cannot be path segments (reported when the template is used)."""
+
+
+def _template(entries: Sequence[Entry], named_paths: bool = False) -> _Template:
+    """Stored vertices (parents first) as a template; ``entries`` must be a valid tree.
+    ``named_paths``: the paths were made from the names, so a name that cannot be a path
+    segment is reported when the template is used."""
+    position: dict[str, int] = {}
+    texts: list[str] = []
+    parents: list[int] = []
+    others: list[tuple[int, dict[str, str]]] = []
+    for offset, entry in enumerate(entries, start=1):
+        path = entry["path"]
+        parent, _, _ = path.rpartition("/")
+        position[path] = offset
+        parents.append(position.get(parent, 0) if parent else 0)
+        texts.append(_vertex_text(entry, "/" + path))
+        if entry.get("paths"):
+            others.append((offset, entry["paths"]))
+    ranks = tuple(entry.get("rank") for entry in entries)
+    bad = tuple(name for name in dict.fromkeys(entry["name"] for entry in entries)
+                if "/" in name or name == "") if named_paths else ()
+    return _Template(tuple(entries), ",".join(texts), ",".join([_EDGE_TEXT] * len(texts)),
+                     tuple(parents), ranks if any(r is not None for r in ranks) else None,
+                     tuple(others), bad)
+
+
+def _canonical_subtree(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
+                       memory: tuple[StorageUnit, ...],
+                       resources: tuple[NamedResource, ...]) -> tuple[Entry, ...]:
+    """The vertices the writer puts below a node for these parts: sockets with their
+    cores, then GPUs, memory and resources."""
+    entries: list[Entry] = []
+
+    def add(kind: str, name: str, vertex_id: int, parent: str = "", *, size: int = 1,
+            unit: str = "") -> str:
+        entry: Entry = {"type": kind, "name": name, "id": vertex_id,
+                        "path": f"{parent}/{name}" if parent else name}
+        basename = basename_of(name, kind)
+        if basename != kind:
+            entry["basename"] = basename
+        if unit:
+            entry["unit"] = unit
+        if size != 1:
+            entry["size"] = size
+        entries.append(entry)
+        return str(entry["path"])
+
+    core_number = 0
+    for socket_index, cpu in enumerate(cpus):
+        socket_id = _int_id(cpu.id, socket_index)
+        socket = add("socket", f"socket{socket_id}", socket_id)
+        for _ in range(cpu.cores):
+            add("core", f"core{core_number}", core_number, socket)
+            core_number += 1
+    for gpu_index, gpu in enumerate(gpus):
+        gpu_id = _int_id(gpu.id, gpu_index)
+        add("gpu", f"gpu{gpu_id}", gpu_id)
+    for memory_index, module in enumerate(memory):
+        memory_id = _int_id(module.id, memory_index)
+        size, unit = _memory_size(module.capacity_mb)
+        add("memory", f"memory{memory_id}", memory_id, size=size, unit=unit)
+    for resource in resources:
+        if _is_whole_size(resource):
+            add(resource.type or resource.name, resource.name,
+                trailing_number(resource.name, 0), size=int(resource.amount),
+                unit=resource.unit or "")
+    return tuple(entries)
 
 
 def _machine_template(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingUnit, ...],
                       memory: tuple[StorageUnit, ...],
                       resources: tuple[NamedResource, ...]) -> _Template:
-    texts: list[str] = []
-    parents: list[int] = []
-    names: list[str] = []
-    recorder = LossRecorder()
-
-    def add(parent: int, kind: str, name: str, vertex_id: int, tail: str = "", *,
-            size: int = 1, unit: str = "") -> int:
-        texts.append(_vertex_text(kind, name, vertex_id, size=size, unit=unit, path_tail=tail))
-        parents.append(parent)
-        names.append(name)
-        return len(texts)
-
-    core_number = 0
-    for kind, units in (("cpu", cpus), ("gpu", gpus)):
-        if any(unit.id is not None and _int_id(unit.id, -1) < 0 for unit in units):
-            recorder.add(f"{kind}.id", detail="JGF ids are non-negative integers")
-    for socket_index, cpu in enumerate(cpus):
-        socket_id = _int_id(cpu.id, socket_index)
-        socket_name = f"socket{socket_id}"
-        socket = add(0, "socket", socket_name, socket_id)
-        for _ in range(cpu.cores):
-            add(socket, "core", f"core{core_number}", core_number, f"/{socket_name}")
-            core_number += 1
-    for gpu_index, gpu in enumerate(gpus):
-        gpu_id = _int_id(gpu.id, gpu_index)
-        add(0, "gpu", f"gpu{gpu_id}", gpu_id)
-    for memory_index, module in enumerate(memory):
-        memory_id = _int_id(module.id, memory_index)
-        size, unit = _memory_size(module.capacity_mb)
-        if size * _MB_PER_UNIT[unit] != module.capacity_mb:
-            recorder.add("machine.memory", detail="JGF sizes are whole numbers of a unit")
-        add(0, "memory", f"memory{memory_id}", memory_id, size=size, unit=unit)
-    for resource in resources:
-        if not _is_whole_size(resource):
-            recorder.add("machine.resources", detail="JGF sizes are whole numbers")
-            continue
-        add(0, resource.type or resource.name, resource.name, _name_id(resource.name, 0),
-            size=int(resource.amount), unit=resource.unit or "")
-    bad = tuple(name for name in dict.fromkeys(names) if "/" in name or name == "")
-    return _Template(",".join(texts), ",".join([_EDGE_TEXT] * len(texts)), tuple(parents),
-                     tuple(recorder.calls), bad)
+    return _template(_canonical_subtree(cpus, gpus, memory, resources), named_paths=True)
 
 
+@dataclass
 class _GraphWriter:
     """Writes vertices and containment edges as JSON text while they are produced, one
     chunk per machine; machines of one shape share a template (``ShapeMemo``)."""
 
-    def __init__(self) -> None:
-        self.vertices: list[bytes] = []
-        self.edges: list[bytes] = []
-        self.count = 0
-        self.problems: list[Diagnostic] = []
-        self.templates: ShapeMemo[_Template] = ShapeMemo(_machine_template)
+    vertices: list[bytes] = field(default_factory=list)
+    edges: list[bytes] = field(default_factory=list)
+    count: int = 0
+    problems: list[Diagnostic] = field(default_factory=list)
+    templates: ShapeMemo[_Template] = field(
+        default_factory=lambda: ShapeMemo(_machine_template))
+    other_paths: list[tuple[str, str, int]] = field(default_factory=list)
+    """(subsystem, path, uniq_id) of every vertex with a path outside containment."""
 
     def check_name(self, name: str) -> None:
         if "/" in name or name == "":
             self.problems.append(error(f"name {name!r} cannot be a JGF path segment",
                                        "jgf.write-name"))
 
-    def vertex(self, kind: str, name: str, vertex_id: int, parent: tuple[int, str] | None,
-               *, rank: int = -1, properties: dict[str, str] | None = None,
-               status: int = 0) -> tuple[int, str]:
-        """Add a vertex under ``parent`` = (uniq_id, path); returns its own."""
+    def vertex(self, entry: Entry, parent: tuple[int, str] | None,
+               rank: int = -1) -> tuple[int, str]:
+        """Add a vertex under ``parent`` = (uniq_id, path); returns its own. Its path
+        segment is its name unless it was read with another (``segment``)."""
+        name = entry.get("segment") or entry["name"]
         self.check_name(name)
         uniq_id = self.count
         parent_path = parent[1] if parent else ""
-        text = _vertex_text(kind, name, vertex_id, properties=properties, status=status)
-        escaped_parent = _json_text(parent_path)[1:-1]
-        self.vertices.append((text % (uniq_id, uniq_id, rank, escaped_parent)).encode())
+        text = _vertex_text(entry, "/" + name)
+        self.vertices.append(
+            (text % (uniq_id, uniq_id, rank, _json_text(parent_path)[1:-1])).encode())
         if parent is not None:
             self.edges.append((_EDGE_TEXT % (parent[0], uniq_id)).encode())
+        for subsystem, path in entry.get("paths", {}).items():
+            self.other_paths.append((subsystem, path, uniq_id))
         self.count += 1
         return uniq_id, f"{parent_path}/{name}"
 
-    def below(self, node: tuple[int, str], rank: int, template: _Template) -> None:
-        """The vertices of ``template`` under ``node``, numbered right after it: one string
-        format per machine, its arguments interleaved at C level."""
-        for name in template.bad_names:
-            self.check_name(name)
+    def outside(self, entry: Entry) -> None:
+        """A vertex with no containment path (see Fidelity)."""
+        uniq_id = self.count
+        text = _vertex_text(entry, None)
+        self.vertices.append((text % (uniq_id, uniq_id, entry.get("rank", -1))).encode())
+        for subsystem, path in entry.get("paths", {}).items():
+            self.other_paths.append((subsystem, path, uniq_id))
+        self.count += 1
+
+    def below(self, anchor: tuple[int, str], rank: int, template: _Template) -> None:
+        """The vertices of ``template`` under ``anchor``, numbered right after it: one
+        string format per machine, its arguments interleaved at C level."""
         count = len(template.parents)
         if not count:
             return
-        if node[0] != self.count - 1:
-            raise ValueError("a template's vertices must follow their node")
+        for name in template.bad_names:
+            self.check_name(name)
         first = self.count
         numbers = range(first, first + count)
-        escaped = _json_text(node[1])[1:-1]
+        escaped = _json_text(anchor[1])[1:-1]
+        ranks: Iterable[int] = repeat(rank) if template.ranks is None else (
+            rank if r is None else r for r in template.ranks)
         vertex_args = tuple(chain.from_iterable(
-            zip(numbers, numbers, repeat(rank), repeat(escaped))))
+            zip(numbers, numbers, ranks, repeat(escaped))))
         self.vertices.append((template.vertices % vertex_args).encode())
-        parents = map(add, template.parents, repeat(node[0]))
+        parents = (anchor[0] if offset == 0 else first + offset - 1
+                   for offset in template.parents)
         self.edges.append((template.edges % tuple(chain.from_iterable(
             zip(parents, numbers, strict=True)))).encode())
+        for offset, paths in template.other_paths:
+            for subsystem, path in paths.items():
+                self.other_paths.append((subsystem, path, first + offset - 1))
         self.count += count
 
     def document(self) -> bytes:
+        edges = self.edges + self._other_edges()
         return b"".join((b'{"graph":{"nodes":[', b",".join(self.vertices), b'],"edges":[',
-                         b",".join(self.edges), b"]}}\n"))
+                         b",".join(edges), b"]}}\n"))
+
+    def _other_edges(self) -> list[bytes]:
+        """One edge to every vertex from its parent path, in each subsystem but containment."""
+        by_path = {(subsystem, path): uniq_id for subsystem, path, uniq_id in self.other_paths}
+        edges = []
+        for subsystem, path, uniq_id in self.other_paths:
+            parent = by_path.get((subsystem, path[:path.rfind("/")]))
+            if parent is not None:
+                edges.append(_json_text({"source": str(parent), "target": str(uniq_id),
+                                         "metadata": {"subsystem": subsystem}}).encode())
+        return edges
 
 
 def _int_id(value: Any, fallback: int) -> int:
@@ -985,11 +919,6 @@ def _usable(name: str | None) -> str | None:
     return name if name and "/" not in name else None
 
 
-def _name_id(name: str, fallback: int) -> int:
-    match = _TRAILING_DIGITS.search(name)
-    return int(match.group(1)) if match else fallback
-
-
 def machine_ids(environment: Environment) -> dict[int, int]:
     """The vertex id of every machine (keyed by ``id(machine)``), unique in the document.
     Valid explicit ids are kept; a missing or unusable one becomes the name's trailing
@@ -1006,7 +935,7 @@ def machine_ids(environment: Environment) -> dict[int, int]:
         if explicit >= 0:
             assigned[id(machine)] = explicit
             continue
-        candidate = _name_id(name, -1)
+        candidate = trailing_number(name, -1)
         if candidate < 0 or candidate in used:
             while next_free in used:
                 next_free += 1
@@ -1016,54 +945,106 @@ def machine_ids(environment: Environment) -> dict[int, int]:
     return assigned
 
 
+def _own_entry(kind: str, name: str, vertex_id: int, residual: Any,
+               properties: dict[str, str] | None = None, status: int = 0) -> Entry:
+    """A root, rack or node vertex: what the model says, then its ``jgf:vertex``."""
+    entry: Entry = {"type": kind, "name": name, "id": vertex_id}
+    basename = basename_of(name, kind)
+    if basename != kind:
+        entry["basename"] = basename
+    if properties:
+        entry["properties"] = properties
+    if status:
+        entry["status"] = status
+    if isinstance(residual, dict):
+        entry.update((key, value) for key, value in residual.items()
+                     if key in _RESIDUAL_KEYS and isinstance(value, _ENTRY_TYPES[key]))
+        if not _valid_extras(entry):
+            entry.pop("paths", None)
+            entry.pop("other", None)
+    return entry
+
+
+_RESIDUAL_KEYS = frozenset({"basename", "exclusive", "unit", "size", "rank", "status",
+                            "properties", "paths", "other", "segment"})
+
+
+def _stored_list(value: Any, contained: bool, owner: str) -> list[Entry]:
+    """``jgf:vertices`` of a rack, the datacenter (``contained``) or the environment;
+    raises ``_Unwritable`` when it is not a list of stored vertices."""
+    entries = _valid_tree(value) if contained else (
+        value if isinstance(value, list) and all(
+            _valid_entry(entry, contained=False) for entry in value) else None)
+    if entries is None:
+        raise _Unwritable(f"{VERTICES} of {owner} is not a list of stored vertices "
+                          "(see the jgf format's Fidelity section)")
+    return entries
+
+
+class _Unwritable(Exception):
+    pass
+
+
 def write(document: Document) -> WriteResult:
-    losses = LossCounter()
     environment = document.environment or Environment()
-    workload_losses(document, losses, "JGF describes resources only")
-    topology_losses(environment, HOLDS, "jgf:", losses)
+    try:
+        return _write(environment)
+    except _Unwritable as problem:
+        return WriteResult(b"", diagnostics=(error(str(problem), "jgf.write-extras"),))
+
+
+def _write(environment: Environment) -> WriteResult:
     writer = _GraphWriter()
     datacenter, cluster_type, cluster_name, cluster_id = _root(environment)
-    cluster = writer.vertex(cluster_type, cluster_name, cluster_id, None)
-    if datacenter.id is not None and _int_id(datacenter.id, -1) < 0:
-        losses.add("datacenter.id", detail="JGF ids are non-negative integers")
-    if datacenter.name is not None and _usable(datacenter.name) is None:
-        losses.add("datacenter.name", detail="a JGF path segment cannot contain '/'")
-    for field_path in sorted(_empty_root_losses(environment)):
-        losses.add(field_path, detail="a lone cluster0 root is the empty topology")
+    root_extras = datacenter.extras
+    cluster = writer.vertex(_own_entry(cluster_type, cluster_name, cluster_id,
+                                       root_extras.get(VERTEX)), None,
+                            _residual_rank(root_extras.get(VERTEX)))
+    if VERTICES in root_extras:
+        writer.below(cluster, -1, _template(_stored_list(root_extras[VERTICES], True,
+                                                         "the datacenter")))
     racks = [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
     vertex_count = sum(m.core_count + len(m.gpus) + len(m.memory) + len(m.resources) + 1
                        for rack in racks for m in rack.machines)
     if vertex_count > MAX_WRITE_VERTICES:
-        return WriteResult(b"", losses.losses(), (error(
+        return WriteResult(b"", diagnostics=(error(
             f"the graph would have {vertex_count:,} vertices; dcx writes at most "
             f"{MAX_WRITE_VERTICES:,}", "jgf.write-too-large"),))
-    machine_losses = MachineLosses(HOLDS)
     ids = machine_ids(environment)
-    rack_names: set[str] = set()
+    rack_names: set[tuple[str, str]] = set()
+    written: dict[str, tuple[int, str]] = {}
+    """Rack paths below the root → the written vertex, for groupings inside groupings."""
     for rack_index, rack in enumerate(racks):
         parent = cluster
         if not rack.extras.get("jgf:implicit"):
             name = _usable(rack.name) or f"rack{_int_id(rack.id, rack_index)}"
-            if rack.name is not None and _usable(rack.name) is None:
-                losses.add("rack.name", detail="a JGF path segment cannot contain '/'")
-            _unique(name, rack_names, writer)
-            if rack.id is not None and _int_id(rack.id, -1) < 0:
-                losses.add("rack.id", detail="JGF ids are non-negative integers")
-            parent = writer.vertex(str(rack.extras.get("jgf:type", "rack")), name,
-                                   _int_id(rack.id, _name_id(name, rack_index)), cluster)
-        for machine, (name, replaced) in zip(rack.machines, machine_names(rack.machines),
-                                             strict=True):
-            if replaced:
-                losses.add("machine.name", detail="JGF sibling names are unique path "
-                           "segments without '/'")
-            _write_machine(writer, machine, name, ids[id(machine)], parent, losses,
-                           machine_losses)
+            grouping = written.get(str(rack.extras.get("jgf:parent")), cluster)
+            _unique((grouping[1], name), rack_names, writer)
+            residual = rack.extras.get(VERTEX)
+            parent = writer.vertex(
+                _own_entry(str(rack.extras.get("jgf:type", "rack")), name,
+                           _int_id(rack.id, trailing_number(name, rack_index)), residual),
+                grouping, _residual_rank(residual))
+            written[parent[1][len(cluster[1]) + 1:]] = parent
+            if VERTICES in rack.extras:
+                writer.below(parent, -1, _template(_stored_list(
+                    rack.extras[VERTICES], True, f"rack {name!r}")))
+        for machine, (name, _) in zip(rack.machines, machine_names(rack.machines),
+                                      strict=True):
+            _write_machine(writer, machine, name, ids[id(machine)], parent)
+    for entry in _stored_list(environment.extras.get(VERTICES, []), False, "the environment"):
+        writer.outside(entry)
     if writer.problems:
-        return WriteResult(b"", losses.losses(), tuple(writer.problems))
+        return WriteResult(b"", diagnostics=tuple(writer.problems))
     data = writer.document()
     if writer.count <= _INDENTED_VERTICES:
         data = dumps_canonical(json.loads(data), indent=2)
-    return WriteResult(data, losses.losses())
+    return WriteResult(data)
+
+
+def _residual_rank(residual: Any) -> int:
+    rank = residual.get("rank", -1) if isinstance(residual, dict) else -1
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else -1
 
 
 _INDENTED_VERTICES = 10_000
@@ -1071,30 +1052,29 @@ _INDENTED_VERTICES = 10_000
 size), written directly without building the value."""
 
 
-def _unique(name: str, seen: set[str], writer: _GraphWriter) -> None:
+def _unique(name: tuple[str, str], seen: set[tuple[str, str]], writer: _GraphWriter) -> None:
     if name in seen:
-        writer.problems.append(error(f"two siblings are both named {name!r}; JGF paths must be "
-                                     "unique", "jgf.write-duplicate-name"))
+        writer.problems.append(error(f"two siblings are both named {name[1]!r}; JGF paths "
+                                     "must be unique", "jgf.write-duplicate-name"))
     seen.add(name)
 
 
 def _write_machine(writer: _GraphWriter, machine: Machine, name: str, vertex_id: int,
-                   parent: tuple[int, str], losses: LossCounter,
-                   machine_losses: MachineLosses) -> None:
-    machine_losses.count(machine, losses)
+                   parent: tuple[int, str]) -> None:
     rank = machine.rank if machine.rank is not None else -1
-    if machine.id is not None and _int_id(machine.id, -1) < 0:
-        losses.add("machine.id", detail="JGF ids are non-negative integers")
-    if machine.state in (MachineState.HALT, MachineState.MAINTENANCE):
-        losses.add("machine.state", detail="written as down (status 1), read back as FAILURE")
-    properties, dropped = features_to_properties(machine.features)
-    losses.add("machine.features", dropped, "two features give one property different values")
-    node = writer.vertex("node", name, vertex_id, parent,
-                         rank=rank, properties=properties,
-                         status=0 if machine.state is MachineState.ACTIVE else 1)
+    properties, _ = features_to_properties(machine.features)
+    residual = machine.extras.get(VERTEX)
+    if machine.id is None and isinstance(residual, dict) and residual.get("id") == -1:
+        vertex_id = -1  # the file said "no id" rather than leaving it to be inferred
+    node = writer.vertex(
+        _own_entry("node", name, vertex_id, residual, properties,
+                   0 if machine.state is MachineState.ACTIVE else 1), parent, rank)
+    stored = _stored_subtree(machine) if VERTICES in machine.extras else None
+    if stored is not None:
+        writer.below(node, rank, _template(stored))
+        return
     template = writer.templates.get(machine.cpus, machine.gpus, machine.memory,
                                     machine.resources)
-    replay(template.losses, losses)
     writer.below(node, rank, template)
 
 
@@ -1120,6 +1100,19 @@ def features_to_properties(features: tuple[str, ...]) -> tuple[dict[str, str], i
     return properties, dropped
 
 
+CODES: tuple[Code, ...] = (
+    Code("jgf.not-object", "error", "The file is not one JSON object."),
+    *GRAPH_CODES,
+    Code("jgf.write-name", "error",
+         "A name the writer would use is empty or contains '/', so it cannot be a path "
+         "segment."),
+    Code("jgf.write-duplicate-name", "error", "Two racks under one parent have one name."),
+    Code("jgf.write-too-large", "error", "The graph would have more vertices than dcx writes."),
+    Code("jgf.write-extras", "error",
+         "A jgf:vertices extra is not a list of stored vertices (edited by hand)."),
+)
+
+
 FORMAT = FormatDeclaration(
     name="jgf",
     title="Fluxion JSON Graph Format (RFC 40)",
@@ -1127,7 +1120,7 @@ FORMAT = FormatDeclaration(
     kind="topology",
     extensions=(".json",),
     content=frozenset({"json"}),
-    schema="jgf.schema.json",
+    schema=SCHEMA,
     description=("Fluxion resource graph: typed vertices in a containment tree."),
     holds=HOLDS,
     sniff=sniff,
@@ -1135,4 +1128,5 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    codes=CODES,
 )

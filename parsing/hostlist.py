@@ -10,29 +10,65 @@ Format readers turn these into diagnostics.
 
 Divergences
 -----------
-flux-core (libidset, libhostlist) is the reference implementation; dcx departs from it where
-it silently changes data or where the RFC text is clearer:
+flux-core (libidset, libhostlist at the commit in the project's Flux notes) is the reference
+implementation. Each entry says whom dcx departs from: flux-core, the RFC text, or both.
+Stricter than flux-core but not than the RFC means flux-core accepts something RFC 22 or 29
+does not allow; stricter than the RFC means dcx's own choice.
 
-* idset: empty tokens (``1,,2``) are rejected; flux-core skips them.
-* idset: ids above 2**31-1 are rejected; flux-core wraps values of 2**32 and above modulo
-  2**32 (``4294967296`` becomes ``0``).
-* idset: ``3-3`` is rejected, as in flux-core (a run has two or more members).
-* hostlist: whitespace is an error; flux-core treats space and tab as separators.
-* hostlist: empty tokens (``a,,b``, a leading or trailing comma) are errors; flux-core
-  ignores them.
-* hostlist: only printable ASCII is allowed in prefixes and suffixes (RFC 29); flux-core
-  accepts any byte.
-* hostlist: zero padding is taken per range from the low bound's digits (``[005,4]`` means
-  ``005,4``), as flux-core does; the RFC prose applies the first element's width to the
-  whole list.
-* hostlist: an expression with more than one bracket group (``rack[1-2]node[1-3]``) is an
-  error. RFC 29 allows one group; flux-core expands the first and keeps the rest literally,
+idsets (RFC 22):
+
+* Empty tokens (``1,,2``) are rejected: stricter than flux-core, which skips them; RFC 22
+  gives no empty element in its grammar.
+* Ids above 2**31-1 are rejected, as flux-core rejects them up to 2**32-1; from 2**32 on,
+  flux-core wraps them modulo 2**32 (``4294967296`` becomes ``0``). RFC 22 states no maximum,
+  so the limit is stricter than the RFC.
+* ``3-3`` is rejected, as in flux-core (a written range has two or more members).
+
+hostlists (RFC 29):
+
+* Whitespace anywhere is an error. flux-core treats space and tab between expressions as
+  separators, and inside brackets its number parser (``strtoul``) skips a space before a
+  number and counts it toward the zero-padding width: ``n[ 1]`` is ``n01``, ``n[1 -3]`` is
+  ``n01,n02,n03``, while ``n[1 ]`` is an error. RFC 29 allows no whitespace.
+* Empty expressions (``a,,b``, a leading or trailing comma) are errors: dcx's choice, stricter
+  than both. RFC 29 says the empty hostlist expression is the empty list, and flux-core skips
+  empty tokens. The whole string ``""`` is the empty list in all three.
+* ``n[+4]``: an error in dcx. flux-core's ``strtoul`` reads the sign, and the width counts
+  it: ``n04``.
+* ``n[5-]``: an error in dcx. flux-core reads a range without a high end as the single host
+  ``n5``.
+* ``n[1x-3]``: an error in dcx. flux-core checks only the high end for trailing characters,
+  so ``1x`` is read as 1 with width 2: ``n01,n02,n03``.
+* A stray ``]``: with no ``[`` before it, an error in both. After a bracket group flux-core
+  makes it part of the suffix (``n[1]]`` is the host ``n1]``), and its tokenizer's bracket
+  depth then goes negative, so later commas no longer separate: ``n[1]],m2`` is one host,
+  ``n1],m2``. dcx rejects both.
+* Only printable ASCII is allowed in prefixes and suffixes (RFC 29); flux-core accepts any
+  byte. Names longer than 255 characters are accepted (RFC 29 sets no length); flux-core
+  decodes them but cannot expand them: a host is rendered into a 271-byte buffer
+  (``_POSIX_HOST_NAME_MAX + 16``), so a prefix of 271 or more characters yields no host and a
+  longer number after a shorter prefix is cut off without an error. An unbracketed name is
+  also truncated to 1,023 characters while parsing.
+* Zero padding is taken per range from the low bound's digits (``[005,4]`` means ``005,4``),
+  as flux-core does; the RFC prose applies the first element's width to the whole list.
+* An expression with more than one bracket group (``rack[1-2]node[1-3]``) is an error, as in
+  RFC 29, which allows one group; flux-core expands the first and keeps the rest literally,
   which does not survive its own re-encoding.
-* hostlist: a bracketed number above 2**64-1 is an error (flux-core clamps it); a range of
-  more than 2**20 hosts is an error, as in flux-core. An unbracketed host whose digits exceed
-  that limit is kept as a literal name (flux-core silently drops it).
-* hostlist encoding can express suffixes (``node[1-3].example.com``); flux-core writes such
-  lists out flat.
+* Numbers above 2**64-1: a bracketed one is an error; flux-core's ``strtoul`` clamps it to
+  2**64-1 without a word (``n[18446744073709551616]`` is ``n18446744073709551615``), and a
+  range whose high end overflows passes the per-range limit because the size computation
+  wraps around. An unbracketed host whose digits exceed 2**64-1 is kept as a literal name;
+  flux-core silently drops it.
+* A bracket reaching 2**64-1 followed by a suffix (``n[18446744073709551615]x``) is an error
+  in dcx, stricter than the RFC: flux-core expands such a bracket host by host with a loop
+  whose counter wraps from 2**64-1 to 0, so it never ends and allocates until memory runs
+  out. The encoder writes such a host unbracketed.
+* More than 10,240 elements in one bracket is an error, as in flux-core (``MAX_RANGES``);
+  RFC 29 sets no limit. The encoder splits a longer run into several bracket groups with the
+  same prefix and suffix (``n[0,2,…],n[20480,…]``), so what dcx writes flux-core can read.
+* A range of more than 2**20 hosts is an error, as in flux-core (``MAX_RANGE``).
+* The encoder can express suffixes (``node[1-3].example.com``); flux-core writes such lists
+  out flat. Both decode them.
 """
 
 from __future__ import annotations
@@ -46,11 +82,18 @@ from itertools import accumulate, compress, islice, repeat
 from operator import add, eq, itemgetter, le, lt, methodcaller, ne, sub
 from typing import NamedTuple
 
+from dcx.core.codes import Code
 from dcx.core.limits import LIMITS
 
 MAX_ID = LIMITS.max_idset_id
 MAX_HOSTS_PER_RANGE = LIMITS.max_hostlist_range
 MAX_HOST_INDEX = (1 << 64) - 1
+MAX_BRACKET_ELEMENTS = 10_240
+"""Comma-separated elements in one bracket group (flux-core's ``MAX_RANGES``)."""
+
+CODES: tuple[Code, ...] = ()
+"""None: the decoders raise ``IdsetError``/``HostlistError`` and each format reports them
+under its own code (``flux-r.idset``, ``flux-r.hostlist``), with the position."""
 
 
 class IdsetError(ValueError):
@@ -408,12 +451,17 @@ class HostGroup:
         raise IndexError(position)
 
     def encode(self) -> str:
-        if not self.ranges:
+        """``prefix[ranges]suffix``; more than ``MAX_BRACKET_ELEMENTS`` ranges become
+        several groups with the same prefix and suffix (flux-core reads no more in one)."""
+        ranges = self.ranges
+        if not ranges:
             return self.prefix
-        if len(self.ranges) == 1 and self.ranges[0].size == 1:
-            return f"{self.prefix}{self.ranges[0].encode()}{self.suffix}"
-        inner = ",".join(r.encode() for r in self.ranges)
-        return f"{self.prefix}[{inner}]{self.suffix}"
+        if len(ranges) == 1 and ranges[0].size == 1:
+            return f"{self.prefix}{ranges[0].encode()}{self.suffix}"
+        chunks = (ranges[start:start + MAX_BRACKET_ELEMENTS]
+                  for start in range(0, len(ranges), MAX_BRACKET_ELEMENTS))
+        return ",".join(f"{self.prefix}[{','.join(map(HostRange.encode, chunk))}]{self.suffix}"
+                        for chunk in chunks)
 
 
 _MAX_HOST_DIGITS = 64  # zero padding may be wide; values are checked after parsing
@@ -580,7 +628,11 @@ def _decode_expression(text: str, expression: str, offset: int) -> HostGroup:
         return _split_host(prefix)
     ids_offset = offset + match.start("ids")
     ranges = _decode_host_ranges(text, ids, ids_offset)
-    return HostGroup(prefix, ranges, match.group("suffix") or "")
+    suffix = match.group("suffix") or ""
+    if suffix and any(host_range.hi == MAX_HOST_INDEX for host_range in ranges):
+        raise HostlistError(text, ids_offset, f"a bracket reaching {MAX_HOST_INDEX} before a "
+                            "suffix: flux-core never finishes expanding it")
+    return HostGroup(prefix, ranges, suffix)
 
 
 def _explain_expression(text: str, expression: str, offset: int) -> None:
@@ -612,6 +664,13 @@ def _explain_expression(text: str, expression: str, offset: int) -> None:
 def _decode_host_ranges(text: str, ids: str, offset: int) -> tuple[HostRange, ...]:
     if ids == "":
         raise HostlistError(text, offset, "empty brackets")
+    if ids.count(",") >= MAX_BRACKET_ELEMENTS:
+        cut = 0
+        for _ in range(MAX_BRACKET_ELEMENTS):
+            cut = ids.index(",", cut) + 1
+        raise HostlistError(text, offset + cut, f"more than {MAX_BRACKET_ELEMENTS:,} elements "
+                            "in one bracket (flux-core's limit); split it into several "
+                            "groups")
     if _BRACKET_BODY.fullmatch(ids) is not None:
         fast = _valid_host_ranges(ids.split(","))
         if fast is not None:
@@ -744,6 +803,11 @@ class _GroupBuilder:
         self.lo, self.hi, self.width = group.ranges[-1]
 
     def add(self, prefix: str, suffix: str, lo: int, hi: int, width: int) -> None:
+        if suffix and hi == MAX_HOST_INDEX:
+            # In a bracket before a suffix, flux-core never finishes expanding this number.
+            for value in range(lo, hi + 1):
+                self.literal(f"{prefix}{str(value).zfill(width)}{suffix}")
+            return
         if self.key is not None and self.key[0] == prefix and self.key[1] == suffix:
             if lo == self.hi + 1 and hi - self.lo < MAX_HOSTS_PER_RANGE and (
                     width == self.width or len(str(lo)) >= max(self.width, width)):

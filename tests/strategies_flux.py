@@ -35,18 +35,19 @@ def r_environments(draw: st.DrawFn) -> Environment:
     vocabulary = sorted(draw(st.lists(property_names, unique=True, max_size=5)))
     child_types = draw(st.lists(st.sampled_from(["memory", "nic", "ssd"]), unique=True,
                                 max_size=2))
+    child_ids = st.sampled_from(["", "0", "0-3", "1,5-7"])
     machines = []
     for rank in ranks:
         gpu_ids = sorted(draw(st.sets(st.integers(0, 16), max_size=4)))
         features = tuple(name for name in vocabulary if draw(st.booleans()))
-        resources = tuple(NamedResource(name=kind, amount=float(draw(st.integers(0, 8))))
-                          for kind in child_types)
+        # Child types beyond core and gpu are R's own: machine extras, not resources.
+        children = {kind: draw(child_ids) for kind in child_types}
         cores = draw(st.integers(0, 256))
         machines.append(Machine(
             name=draw(host_names), rank=rank,
             cpus=(ProcessingUnit(cores=cores),) if cores else (),  # "core": "" reads as none
             gpus=tuple(ProcessingUnit(cores=1, id=i) for i in gpu_ids),
-            features=features, resources=resources,
+            features=features, extras={"flux-r:children": children} if children else {},
         ))
     extras: dict[str, object] = {}
     if draw(st.booleans()):

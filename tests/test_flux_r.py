@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from strategies_flux import r_environments
 
+from dcx.converters.losses import conversion_losses
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -62,8 +63,8 @@ def test_rfc_example_maps_ranks_hosts_cores_and_gpus() -> None:
 def test_rfc_example_reencodes_to_its_canonical_form(corpus_dir: Path) -> None:
     data = (corpus_dir / "flux" / "rfc" / "data" / "spec_20" / "example1.json").read_bytes()
     result = flux_r.read(data)
+    assert conversion_losses(result.document, flux_r.FORMAT) == ()
     written = flux_r.write(result.document)
-    assert written.losses == ()
     assert json.loads(written.data) == json.loads(data)
     assert flux_r.write(flux_r.read(written.data).document).data == written.data
 
@@ -170,6 +171,10 @@ def test_legacy_shapes_are_read_with_warnings() -> None:
                                                     "flux-r.legacy-attributes"}
     (machine,) = result.document.environment.machines()
     assert machine.name == "corona116"
+    rewritten = json.loads(flux_r.write(result.document).data)
+    assert rewritten["attributes"] == value["attributes"]  # kept, as the reader warned
+    assert rewritten["execution"]["nodelist"] == ["corona116"]
+    assert "node" not in rewritten["execution"]["R_lite"][0]
 
 
 def test_missing_core_and_extra_children_warn() -> None:
@@ -179,8 +184,11 @@ def test_missing_core_and_extra_children_warn() -> None:
     assert {d.code for d in result.diagnostics} == {"flux-r.core-missing",
                                                     "flux-r.extra-child-type"}
     machine = next(result.document.environment.machines())
-    assert machine.cpus == ()
-    assert [(r.name, r.amount) for r in machine.resources] == [("memory", 8.0)]
+    assert machine.cpus == () and machine.resources == ()
+    assert machine.extras == {"flux-r:children": {"memory": "0-7"}}
+    rewritten = json.loads(flux_r.write(result.document).data)
+    assert rewritten["execution"]["R_lite"] == [
+        {"rank": "0-3", "children": {"core": "", "gpu": "0", "memory": "0-7"}}]
 
 
 def test_partial_properties_become_features_of_their_ranks() -> None:
@@ -267,37 +275,50 @@ def test_writer_lists_what_r_cannot_hold() -> None:
     racks = (Rack(name="r1", slots=(machine,)), Rack(name="r2"))
     environment = Environment(name="dc", datacenters=(Datacenter(name="x", rooms=(
         Room(racks=racks),)),))
-    written = flux_r.write(Document(environment=environment))
-    lost = {loss.field for loss in written.losses}
+    document = Document(environment=environment)
+    lost = {loss.field for loss in conversion_losses(document, flux_r.FORMAT)}
     assert lost >= {"machine.id", "machine.state", "machine.os", "cpu.clock_rate_hz",
                     "machine.cpus.sockets", "machine.memory", "machine.features", "rack",
                     "rack.name", "datacenter.name", "environment.name"}
-    value = json.loads(written.data)
+    value = json.loads(flux_r.write(document).data)
     assert value["execution"]["R_lite"] == [{"rank": "0", "children": {"core": "0-3"}}]
 
 
-def test_names_a_nodelist_cannot_spell_fall_back_to_the_id_then_the_rank() -> None:
+def test_every_machine_gets_a_host_name_its_name_then_its_id_then_its_position() -> None:
     machines = (Machine(name="bad name", id="m-1"), Machine(name="x[", id="ü"),
-                Machine(name="node7"), Machine(id=12))
+                Machine(name="node7"), Machine(id=12), Machine())
     document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
-        Rack(slots=machines),)),)),)))
+        Rack(slots=(machines[0], None, *machines[1:])),)),)),)))
     written = flux_r.write(document)
     assert written.ok
-    assert [loss.count for loss in written.losses if loss.field == "machine.name"] == [2]
+    assert json.loads(written.data)["execution"]["nodelist"] == ["m-1,node[2,7],12,node5"]
     assert flux_r.normal_form_losses(document) == {"machine.name"}
+    assert "machine.name" in {loss.field for loss in conversion_losses(document,
+                                                                       flux_r.FORMAT)}
     read = flux_r.read(written.data)
-    assert read.document is not None
+    assert read.ok and read.diagnostics == ()
     names = [machine.name for machine in read.document.environment.machines()]
-    assert names == ["m-1", "rank1", "node7", "12"]
+    assert names == ["m-1", "node2", "node7", "12", "node5"]
     assert names == [m.name for m in flux_r.normal_form(document).environment.machines()]
+    assert flux_r.FORMAT.requires == {"machine.name"}
+
+
+def test_a_topology_without_names_still_gets_the_nodelist_rfc_20_requires() -> None:
+    machines = tuple(Machine(cpus=(ProcessingUnit(cores=2),)) for _ in range(3))
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=machines),)),)),)))
+    value = json.loads(flux_r.write(document).data)
+    assert value["execution"]["nodelist"] == ["node[1-3]"]
+    assert conversion_losses(document, flux_r.FORMAT) == ()
+    assert flux_r.read(flux_r.write(document).data).diagnostics == ()
 
 
 def test_cpus_without_cores_read_back_as_no_cpu_and_are_reported() -> None:
     document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
         Rack(slots=(Machine(cpus=(ProcessingUnit(cores=0),)), Machine())),)),)),)))
-    written = flux_r.write(document)
-    assert [loss.field for loss in written.losses] == ["machine.cpus"]
-    read = flux_r.read(written.data)
+    assert [loss.field for loss in conversion_losses(document, flux_r.FORMAT)] == [
+        "machine.cpus"]
+    read = flux_r.read(flux_r.write(document).data)
     assert read.document is not None
     assert [m.cpus for m in read.document.environment.machines()] == [(), ()]
 
@@ -305,8 +326,9 @@ def test_cpus_without_cores_read_back_as_no_cpu_and_are_reported() -> None:
 @settings(max_examples=150, deadline=None)
 @given(r_environments())
 def test_model_to_r_to_model_is_identity(environment: Environment) -> None:
-    written = flux_r.write(Document(environment=environment))
-    assert written.losses == ()
+    document = Document(environment=environment)
+    assert conversion_losses(document, flux_r.FORMAT) == ()
+    written = flux_r.write(document)
     value = json.loads(written.data)
     assert schema_diagnostics(flux_r.SCHEMA, value) == []
     result = flux_r.read(written.data)
@@ -322,7 +344,6 @@ def test_examples_read_cleanly_and_rewrite_identically(name: str) -> None:
     data = (Path(__file__).resolve().parent.parent / "examples" / "flux" / name).read_bytes()
     spec = detect(data, name)
     assert spec is not None and spec.family == "flux"
-    module = spec.load()
-    result = module.read(data)
+    result = spec.read(data)
     assert result.ok and result.diagnostics == ()
-    assert module.write(result.document).data == data
+    assert spec.write is not None and spec.write(result.document).data == data

@@ -66,7 +66,7 @@ def test_corpus_verdicts(corpus_dir: Path) -> None:
         if spec is None or spec.family != "flux":
             failures.append(f"{name}: detected as {spec and spec.name}, expected a Flux format")
             continue
-        result = spec.load().read(data)
+        result = spec.read(data)
         if verdict == "valid":
             if not result.ok:
                 failures.append(f"{name}: invalid: {[d.message for d in result.diagnostics]}")
@@ -102,5 +102,5 @@ def test_not_json_errors_are_located(corpus_dir: Path, name: str, line: int,
     data = (corpus_dir / "flux" / name).read_bytes()
     spec = detect(data, name)
     assert spec is not None and spec.name == "flux-r"
-    diagnostic = spec.load().read(data).diagnostics[0]
+    diagnostic = spec.read(data).diagnostics[0]
     assert (diagnostic.line, diagnostic.column) == (line, column)

@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dcx.parsing.hostlist import (
+    CODES,
+    MAX_BRACKET_ELEMENTS,
     MAX_HOSTS_PER_RANGE,
     MAX_ID,
     Hostlist,
@@ -278,3 +280,53 @@ def test_hostlist_bracket_ranges_round_trip(spec: list[tuple[int, int, int]]) ->
     expected = [f"node{str(v).zfill(w)}" for lo, span, w in spec for v in range(lo, lo + span + 1)]
     assert list(decoded) == expected
     assert list(Hostlist.decode(decoded.encode())) == expected
+
+
+def test_encoder_splits_a_bracket_longer_than_flux_core_reads() -> None:
+    """flux-core's libhostlist refuses more than 10,240 elements in one bracket
+    (``MAX_RANGES``): the encoder writes several groups sharing the prefix and suffix."""
+    hosts = [f"n{i}.x" for i in range(0, 2 * (2 * MAX_BRACKET_ELEMENTS + 5), 2)]
+    encoded = Hostlist.from_hosts(hosts).encode()
+    groups = encoded.split(".x,")
+    assert len(groups) == 3
+    assert all(group.startswith("n[") for group in groups)
+    assert [group.count(",") + 1 for group in groups] == [MAX_BRACKET_ELEMENTS,
+                                                          MAX_BRACKET_ELEMENTS, 5]
+    assert encoded.endswith("].x") and encoded.count("].x") == 3
+    decoded = Hostlist.decode(encoded)
+    assert list(decoded) == hosts
+    assert decoded.encode() == encoded
+
+
+def test_exactly_the_bracket_limit_stays_one_group() -> None:
+    hosts = [f"n{i}" for i in range(0, 2 * MAX_BRACKET_ELEMENTS, 2)]
+    encoded = Hostlist.from_hosts(hosts).encode()
+    assert encoded.count("[") == 1
+    assert list(Hostlist.decode(encoded)) == hosts
+
+
+def test_decoder_refuses_a_bracket_longer_than_flux_core_reads() -> None:
+    inner = ",".join(str(i) for i in range(0, 2 * (MAX_BRACKET_ELEMENTS + 1), 2))
+    text = f"n[{inner}]"
+    with pytest.raises(HostlistError) as raised:
+        Hostlist.decode(text)
+    assert "10,240 elements" in raised.value.reason
+    # the position is the first element beyond the limit
+    assert text[raised.value.position:] == str(2 * MAX_BRACKET_ELEMENTS) + "]"
+
+
+def test_a_bracket_reaching_the_largest_number_before_a_suffix_is_refused() -> None:
+    """flux-core expands such a bracket with a counter that wraps from 2**64-1 to 0 and
+    never stops; the encoder writes those hosts without brackets instead."""
+    top = (1 << 64) - 1
+    with pytest.raises(HostlistError, match="never finishes"):
+        Hostlist.decode(f"n[{top - 1}-{top}]x")
+    assert list(Hostlist.decode(f"n[{top - 1}-{top}]")) == [f"n{top - 1}", f"n{top}"]
+    hosts = [f"n{top - 1}x", f"n{top}x", "n7x"]
+    encoded = Hostlist.from_hosts(hosts).encode()
+    assert f"{top}]" not in encoded
+    assert list(Hostlist.decode(encoded)) == hosts
+
+
+def test_hostlist_codes_are_declared_empty_because_formats_report_them() -> None:
+    assert CODES == ()
