@@ -388,7 +388,7 @@ _PATHS = attrgetter("paths")
 def _plain_subtree(*parts: Any) -> _Plain:
     entries = _canonical_subtree(*parts)
     return (tuple((entry["type"], entry["name"], entry["id"],
-                   entry.get("basename", entry["type"]), entry.get("unit", ""),
+                   str(entry.get("basename", entry["type"])), entry.get("unit", ""),
                    entry.get("size", 1), False, 0) for entry in entries),
             tuple(entry["path"] for entry in entries))
 
