@@ -17,10 +17,13 @@ LAYER_MODULES = (
     "dcx.parsing.xmlio",
     "dcx.parsing.schemas",
     "dcx.parsing.hostlist",
+    "dcx.parsing.fluxion",
     "dcx.converters.convert",
     "dcx.converters.pipeline",
     "dcx.scheduler.loading",
     "dcx.scheduler.problem",
+    "dcx.scheduler.backfilling",
+    "dcx.scheduler.declaration",
 )
 """Modules outside the formats that declare ``CODES`` (named, not imported: the scheduler
 sits beside the converters, and the catalogue is only read when a code is looked up)."""

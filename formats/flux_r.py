@@ -607,7 +607,6 @@ CODES: tuple[Code, ...] = (
     Code("flux-r.expiration", "error", "The expiration is not after the starttime."),
     Code("flux-r.scheduling-mismatch", "error",
          "The scheduling graph describes other hosts, cores or GPUs than R_lite."),
-    *fluxion.CODES,
 )
 
 

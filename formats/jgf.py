@@ -96,9 +96,6 @@ from dcx.core.model import (
     StorageUnit,
 )
 from dcx.parsing.fluxion import (
-    CODES as GRAPH_CODES,
-)
-from dcx.parsing.fluxion import (
     CONTAINMENT,
     KNOWN_METADATA,
     SCHEMA,
@@ -1102,7 +1099,6 @@ def features_to_properties(features: tuple[str, ...]) -> tuple[dict[str, str], i
 
 CODES: tuple[Code, ...] = (
     Code("jgf.not-object", "error", "The file is not one JSON object."),
-    *GRAPH_CODES,
     Code("jgf.write-name", "error",
          "A name the writer would use is empty or contains '/', so it cannot be a path "
          "segment."),
