@@ -620,6 +620,7 @@ FORMAT = FormatDeclaration(
     schema="flux-r.schema.json",
     description=("Flux resource set: R_lite rank/core/gpu idsets, an RFC 29 nodelist, "
                  "properties, optional Fluxion scheduling graph."),
+    own_extras=frozenset({"environment.extras", "machine.extras"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,

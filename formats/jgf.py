@@ -1118,6 +1118,8 @@ FORMAT = FormatDeclaration(
     content=frozenset({"json"}),
     schema=SCHEMA,
     description=("Fluxion resource graph: typed vertices in a containment tree."),
+    own_extras=frozenset({"environment.extras", "datacenter.extras", "rack.extras",
+                          "machine.extras"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,
