@@ -20,10 +20,37 @@ Divergences
   accepts.
 * ``rooms``, ``objects`` and ``units`` may be JSON objects in the upstream schema (their
   content then goes unchecked); dcx reads such an object's values in order, with a warning.
-* dcx's schema also accepts 0 cores and 0 MB capacity (an SSS node may configure none);
-  like a missing clock rate or a fractional capacity, that draws an
-  ``environment.upstream-incompatible`` warning. A document without a topology is written
-  as an empty one (``datacenters: []``), which carries the same nothing (losses: Empty parts).
+* dcx's schema also accepts 0 cores and 0 MB capacity; like a missing clock rate or a
+  fractional capacity, that draws an ``environment.upstream-incompatible`` warning (a
+  conformance warning: a conversion never writes it). A document without a topology is
+  written as an empty one (``datacenters: []``), which carries the same nothing.
+
+Upstream requirements
+---------------------
+
+dcx writes only what the upstream jsspp-osp schema accepts, and invents nothing to get
+there (no clock rate, no capacity). ``normal_form`` is what environment JSON makes of a
+document; the writer serialises it and the losses are derived from it:
+
+* a machine the upstream schema refuses is left out: no CPU, a CPU or GPU without a positive
+  clock-rate or with fewer than one core, a memory or storage capacity that is not a positive
+  whole number of MB (reported as ``machine.cpus``, ``machine.gpus``, ``machine.memory`` or
+  ``machine.storage``), with the events about it (``environment.events.machine_state``).
+  SSS, Haizea, Flux R and JGF carry no clock rate, so their machines never become
+  environment machines: such a conversion keeps no machine and is refused
+  (``convert.nothing-held``) instead of writing a file upstream tools reject;
+* an id the schema cannot hold (negative, boolean) or one an earlier entity of its kind
+  already has (ids are unique per kind) is dropped (``machine.id``, ``rack.id`` …);
+* a room type outside the schema's list becomes ``SERVER`` (``room.type``);
+* a unit id is text: ``"7"`` reads back as the integer 7 (``cpu.id`` …).
+
+Definitions: a rack unit read with a single ``$base`` into ``definitions`` keeps that pointer
+in the machine extra ``environment:base`` (``DEFINITION_EXTRA``); the writer puts the
+definition back under the user's name, holding what all its machines share, and each
+machine writes only what differs. Other formats do not hold the name (a ``machine.extras``
+loss). Identical machines without a name share a definition of dcx's own under
+``definitions["dcx:machines"]``, whose names the reader does not keep. Definitions of other
+entities (CPUs, racks), chains and several bases are written resolved.
 * Unknown keys pass the upstream schema silently; dcx keeps them (written back unchanged) and
   warns, because they are usually typos (the upstream example's memory ``speed``).
 * Event ``time`` has no unit in the format; dcx reads seconds. An event without ``time`` or
@@ -37,14 +64,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from itertools import repeat
 from typing import Any
+from urllib.parse import unquote
 
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
     InputError,
-    LossCounter,
     ReadResult,
     WriteResult,
     error,
@@ -70,10 +100,14 @@ from dcx.core.model import (
     SchedulerSpec,
     Size,
     StorageUnit,
-    Workload,
 )
 from dcx.formats.factored_verdict import plan_factored_verdict, representatives_valid
-from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
+from dcx.formats.jsonref import (
+    INHERITANCE_KEYS,
+    fold_inherited,
+    resolve_document,
+    resolve_in_place,
+)
 from dcx.parsing.jsonio import (
     JsonLocator,
     dumps_canonical,
@@ -141,13 +175,16 @@ class Structure:
     diagnostics: list[Diagnostic]
     """Resolution warnings, or the errors that stop the read."""
     valid: bool
+    bases: dict[int, Any] = field(default_factory=dict)
+    """``id`` of a resolved object -> the ``$base`` it was written with (when asked for)."""
 
 
-def read_structure(data: bytes) -> Structure:
+def read_structure(data: bytes, keep_bases: bool = False) -> Structure:
     """Decode, resolve ``$base``/``$merge`` and judge against our schema: the validation
     path up to, not including, the model and the semantic checks (``read`` pauses the
     cyclic collector for the model it builds; this path allocates too little for that to
-    pay, measured)."""
+    pay, measured). ``keep_bases`` also notes what each resolved object inherited from,
+    so that the model keeps the user's definition names."""
     decoded, problems = load_json_object(data, "an environment document", "environment.root",
                                          mark=INHERITANCE_KEYS)
     if decoded is None:
@@ -155,6 +192,10 @@ def read_structure(data: bytes) -> Structure:
     locator = decoded.locator
     resolved: Any = decoded.value
     diagnostics: list[Diagnostic] = []
+    # The fast path rewrites the marked objects in place, so they keep their identity.
+    bases = {id(node): base for node, base in zip(decoded.marked, map(
+        dict.get, decoded.marked, repeat("$base")), strict=True) if _named_base(base)
+    } if keep_bases else {}
     # A factored cluster is judged as written plus one unit per definition (see
     # factored_verdict); the verdict on the written form must come before resolution.
     plan = plan_factored_verdict(resolved, decoded.marked)
@@ -165,16 +206,60 @@ def read_structure(data: bytes) -> Structure:
         plan = None
         fresh, _ = load_json(data)
         assert fresh is not None  # it decoded a moment ago
+        written = dict(_rack_unit_bases(fresh.value)) if keep_bases else {}
         try:
             resolved, diagnostics = resolve_document(fresh.value)
         except InputError as exc:
             return Structure(None, locator, [locator.diagnostic(exc.diagnostic)], False)
+        # The exact resolver builds new objects: match rack units by their position.
+        bases = {id(unit): written[place] for place, unit in _rack_units(resolved)
+                 if place in written and _named_base(written[place])}
     if plan is not None and written_valid and representatives_valid(SCHEMA, plan):
-        return Structure(resolved, locator, diagnostics, True)
+        return Structure(resolved, locator, diagnostics, True, bases)
     structural = schema_diagnostics(SCHEMA, resolved, locator)
     if structural:
+        structural = _at_definitions(data, locator, structural)
         return Structure(None, locator, locator.place(diagnostics) + structural, False)
-    return Structure(resolved, locator, diagnostics, True)
+    return Structure(resolved, locator, diagnostics, True, bases)
+
+
+def _at_definitions(data: bytes, locator: JsonLocator,
+                    diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Errors in values inherited through ``$base`` once each, at the definition's own line
+    and pointer (the resolved document repeats them for every machine that inherits, at
+    pointers the file does not have). Only on the error path: it decodes the file again,
+    because resolution rewrote the decoded objects."""
+    written, _ = load_json(data)
+    return diagnostics if written is None else fold_inherited(diagnostics, written.value,
+                                                              locator.locate)
+
+
+def _rack_units(root: Any) -> Iterable[tuple[tuple[Any, ...], Any]]:
+    """Every rack unit with its place (datacenter, room, rack, unit keys or indexes)."""
+    def members(container: Any, key: str) -> Iterable[tuple[Any, Any]]:
+        value = container.get(key) if isinstance(container, dict) else None
+        if isinstance(value, dict):
+            return value.items()
+        return enumerate(value) if isinstance(value, list) else ()
+
+    topology = root.get("environment") if isinstance(root, dict) else None
+    for d, datacenter in members(topology, "datacenters"):
+        for r, room in members(datacenter, "rooms"):
+            for k, rack in members(room, "objects"):
+                for u, unit in members(rack, "units"):
+                    yield (d, r, k, u), unit
+
+
+def _named_base(base: Any) -> bool:
+    """Whether ``base`` names a user's definition (dcx's own are not kept)."""
+    return (base.__class__ is str and base.startswith(_DEFINITIONS_PREFIX)
+            and not base.startswith(_GENERATED_PREFIX))
+
+
+def _rack_unit_bases(root: Any) -> Iterable[tuple[tuple[Any, ...], Any]]:
+    for place, unit in _rack_units(root):
+        if isinstance(unit, dict) and "$base" in unit:
+            yield place, unit["$base"]
 
 
 def read(data: bytes) -> ReadResult:
@@ -183,13 +268,13 @@ def read(data: bytes) -> ReadResult:
 
 
 def _read(data: bytes) -> ReadResult:
-    structure = read_structure(data)
+    structure = read_structure(data, keep_bases=True)
     if not structure.valid or structure.locator is None:
         return ReadResult(None, tuple(structure.diagnostics))
     locator = structure.locator
     resolved = structure.resolved
     diagnostics = list(structure.diagnostics)
-    builder = _Builder(locator)
+    builder = _Builder(locator, structure.bases)
     environment = builder.environment(resolved)
     diagnostics += builder.finish()
     diagnostics += semantic_checks(environment, builder)
@@ -204,6 +289,7 @@ class _Builder:
     of the resolver as the same dict objects, so components are built once per object."""
 
     locator: JsonLocator
+    bases: dict[int, Any]
     diagnostics: list[Diagnostic] = field(default_factory=list)
     pointers: dict[str, list[tuple[Id, str]]] = field(default_factory=dict)
     _cache: dict[int, Any] = field(default_factory=dict)
@@ -306,6 +392,10 @@ class _Builder:
 
     def machine(self, node: dict[str, Any], pointer: str) -> Machine:
         self.note_id("machine", node.get("id"), pointer)
+        extras = self.extras(node, _MACHINE_KEYS, "machine", pointer)
+        base = self.bases.get(id(node))
+        if base is not None:
+            extras[DEFINITION_EXTRA] = base
         return Machine(
             id=node.get("id"), name=node.get("name"),
             state=_MACHINE_STATES[node.get("state", "ACTIVE")],  # the schema checked it
@@ -313,7 +403,7 @@ class _Builder:
             gpus=self.units(node.get("gpus"), pointer, "gpus", self.processing_unit),
             memory=self.units(node.get("memory"), pointer, "memory", self.storage_unit),
             storage=self.units(node.get("storage"), pointer, "storage", self.storage_unit),
-            extras=self.extras(node, _MACHINE_KEYS, "machine", pointer))
+            extras=extras)
 
     def units(self, nodes: list[Any] | None, machine_pointer: str, key: str,
               build: Any) -> tuple[Any, ...]:
@@ -474,68 +564,351 @@ def _rack_pointers(environment: Environment) -> Iterable[tuple[Rack, str]]:
                 yield rack, f"/environment/datacenters/{d}/rooms/{r}/objects/{k}"
 
 
+# ------------------------------------------------------------------------------ normal form
+
+ROOM_TYPES = frozenset(("COOLING", "HALLWAY", "OFFICE", "POWER", "SERVER"))
+DEFINITION_EXTRA = "environment:base"
+"""Machine extra: the ``$base`` pointer into ``definitions`` a rack unit was read with. The
+writer puts the machine's shared hardware back under that name, so a rewrite keeps the
+user's definition names; formats other than environment JSON do not hold it."""
+_DEFINITIONS_PREFIX = "#/definitions/"
+GENERATED_DEFINITIONS = "dcx:machines"
+"""Where the writer puts definitions of its own (``type-1``, …) for identical machines the
+user named no definition for; the reader keeps no name under it, so they stay dcx's."""
+_GENERATED_PREFIX = f"{_DEFINITIONS_PREFIX}{GENERATED_DEFINITIONS}/"
+_ID_PATHS = {"datacenter": "datacenter.id", "room": "room.id", "rack": "rack.id",
+             "machine": "machine.id"}
+
+
+def upstream_problems(machine: Machine) -> tuple[str, ...]:
+    """The held field paths for which the upstream jsspp-osp schema refuses ``machine``:
+    no CPU, or a processing unit without a positive clock-rate or with fewer than one core
+    (``machine.cpus``, ``machine.gpus``); a memory or storage unit whose capacity is not a
+    positive whole number of MB (``machine.memory``, ``machine.storage``); a power draw or
+    speed that is not positive (the unit's path)."""
+    problems = []
+    if not machine.cpus or not _upstream_processing_units(machine.cpus):
+        problems.append("machine.cpus")
+    if machine.gpus and not _upstream_processing_units(machine.gpus):
+        problems.append("machine.gpus")
+    if machine.memory and not _upstream_storage_units(machine.memory):
+        problems.append("machine.memory")
+    if machine.storage and not _upstream_storage_units(machine.storage):
+        problems.append("machine.storage")
+    return tuple(problems)
+
+
+def _upstream_processing_units(units: tuple[ProcessingUnit, ...]) -> bool:
+    for unit in units:  # a plain loop: this runs for every machine of a large cluster
+        rate, energy = unit.clock_rate_hz, unit.energy_consumption_w
+        if rate is None or rate <= 0 or unit.cores < 1 or (energy is not None and energy <= 0):
+            return False
+    return True
+
+
+def _upstream_storage_units(units: tuple[StorageUnit, ...]) -> bool:
+    for unit in units:
+        capacity = unit.capacity_mb
+        if capacity <= 0 or (capacity.__class__ is not int and not capacity.is_integer()):
+            return False
+        read, write, energy = unit.read_speed_mb_s, unit.write_speed_mb_s, unit.energy_consumption_w
+        if ((read is not None and read <= 0) or (write is not None and write <= 0)
+                or (energy is not None and energy <= 0)):
+            return False
+    return True
+
+
+def _has_text_unit_ids(machine: Machine) -> bool:
+    for units in (machine.cpus, machine.gpus, machine.memory, machine.storage):
+        for unit in units:
+            if unit.id.__class__ is str:
+                return True
+    return False
+
+
+@lru_cache(maxsize=1024)
+def definition_path(pointer: str) -> tuple[str, ...] | None:
+    """The keys under ``definitions`` that a ``$base`` pointer names (RFC 6901, percent-
+    decoded as the resolver reads it), or ``None`` when it does not point there."""
+    if not pointer.startswith(_DEFINITIONS_PREFIX):
+        return None
+    tokens = unquote(pointer[1:]).split("/")[1:]
+    if tokens[:1] != ["definitions"] or len(tokens) < 2:
+        return None
+    return tuple(token.replace("~1", "/").replace("~0", "~") for token in tokens[1:])
+
+
+@dataclass(frozen=True)
+class Normalised:
+    """What environment JSON makes of an environment, and the held paths that changes."""
+
+    environment: Environment
+    changed: frozenset[str]
+    left_out: tuple[Id | str, ...]
+    """The machines left out (their id, name or position), in document order."""
+
+
+class _Normaliser:
+    """One pass over an environment: leaves out the machines the upstream schema refuses,
+    keeps each entity kind's ids unique, maps room types outside the schema's list to
+    SERVER, drops definition names it cannot write back and events about machines left
+    out. Objects that need no change are kept as they are (the usual case costs a walk)."""
+
+    def __init__(self) -> None:
+        self.changed: set[str] = set()
+        self.left_out: list[Id | str] = []
+        self.seen: dict[str, set[Id]] = {kind: set() for kind in _ID_PATHS}
+        self.verdicts: dict[tuple[int, ...], tuple[tuple[str, ...], Any]] = {}
+        self.judged: list[Machine] = []  # keeps the ids in ``verdicts`` from being reused
+        self.claimed: set[tuple[str, ...]] = set()
+        self.claimed_prefixes: set[tuple[str, ...]] = set()
+        self.position = 0
+
+    def environment(self, environment: Environment) -> Environment:
+        datacenters = _same_or(environment.datacenters,
+                               tuple(map(self.datacenter, environment.datacenters)))
+        events = _same_or(environment.events,
+                          tuple(event for event in environment.events if self.keeps(event)))
+        if datacenters is environment.datacenters and events is environment.events:
+            return environment
+        return replace(environment, datacenters=datacenters, events=events)
+
+    def keeps(self, event: Event) -> bool:
+        if isinstance(event, MachineStateChange):
+            if event.machine in self.seen["machine"]:
+                return True
+            self.changed.add("environment.events.machine_state")
+            return False
+        if event.datacenter in self.seen["datacenter"]:
+            return True
+        self.changed.add("environment.events.scheduler")
+        return False
+
+    def unique(self, kind: str, value: Id | None) -> Id | None:
+        """``value``, unless an earlier entity of ``kind`` has it or the schema's id
+        (a string or a non-negative integer) cannot be it."""
+        if value is None:
+            return None
+        seen = self.seen[kind]
+        if value in seen or isinstance(value, bool) or (isinstance(value, int) and value < 0):
+            self.changed.add(_ID_PATHS[kind])
+            return None
+        seen.add(value)
+        return value
+
+    def datacenter(self, datacenter: Datacenter) -> Datacenter:
+        identity = self.unique("datacenter", datacenter.id)
+        rooms = _same_or(datacenter.rooms, tuple(map(self.room, datacenter.rooms)))
+        if identity == datacenter.id and rooms is datacenter.rooms:
+            return datacenter
+        return replace(datacenter, id=identity, rooms=rooms)
+
+    def room(self, room: Room) -> Room:
+        identity = self.unique("room", room.id)
+        kind = room.type
+        if kind not in ROOM_TYPES:
+            self.changed.add("room.type")
+            kind = "SERVER"  # the schema's kind for a room that holds racks
+        racks = _same_or(room.racks, tuple(map(self.rack, room.racks)))
+        if identity == room.id and kind == room.type and racks is room.racks:
+            return room
+        return replace(room, id=identity, type=kind, racks=racks)
+
+    def rack(self, rack: Rack) -> Rack:
+        identity = self.unique("rack", rack.id)
+        slots = tuple(slot for slot in map(self.slot, rack.slots) if slot is not _LEFT_OUT)
+        slots = _same_or(rack.slots, slots)
+        if identity == rack.id and slots is rack.slots:
+            return rack
+        return replace(rack, id=identity, slots=slots)
+
+    def slot(self, machine: Machine | None) -> Machine | object | None:
+        if machine is None:
+            return None
+        self.position += 1
+        key = (id(machine.cpus), id(machine.gpus), id(machine.memory), id(machine.storage))
+        verdict = self.verdicts.get(key)
+        if verdict is None:
+            verdict = self.verdicts[key] = self.judge(machine)
+            self.judged.append(machine)
+        problems, units = verdict
+        if problems:
+            self.changed.update(problems)
+            self.left_out.append(machine.id if machine.id is not None
+                                 else machine.name or f"#{self.position}")
+            return _LEFT_OUT
+        identity = self.unique("machine", machine.id)
+        extras = machine.extras
+        pointer = extras.get(DEFINITION_EXTRA) if extras else None
+        if pointer is not None and not self.claim(pointer):
+            self.changed.add("machine.extras")
+            extras = {key: value for key, value in extras.items() if key != DEFINITION_EXTRA}
+        if identity == machine.id and extras is machine.extras and units is None:
+            return machine
+        machine = replace(machine, id=identity, extras=extras)
+        if units is not None:
+            cpus, gpus, memory, storage = units
+            machine = replace(machine, cpus=cpus, gpus=gpus, memory=memory, storage=storage)
+        return machine
+
+    def judge(self, machine: Machine) -> tuple[tuple[str, ...], tuple[Any, ...] | None]:
+        """What the upstream schema refuses in the machine's units, and the units with the
+        ids they read back with when that differs (unit ids are text in the format: the
+        text ``"7"`` reads back as the integer 7)."""
+        problems = upstream_problems(machine)
+        if problems or not _has_text_unit_ids(machine):
+            return problems, None
+        parts = []
+        for units, path in ((machine.cpus, "cpu.id"), (machine.gpus, "gpu.id"),
+                            (machine.memory, "memory.details"),
+                            (machine.storage, "storage.details")):
+            fixed = _same_or(units, tuple(
+                unit if unit.id is None or id_from_text(str(unit.id)) == unit.id
+                else replace(unit, id=id_from_text(str(unit.id))) for unit in units))
+            if fixed is not units:
+                self.changed.add(path)
+            parts.append(fixed)
+        originals = (machine.cpus, machine.gpus, machine.memory, machine.storage)
+        if all(new is old for new, old in zip(parts, originals, strict=True)):
+            return problems, None
+        return problems, tuple(parts)
+
+    def claim(self, pointer: Any) -> bool:
+        """Whether the writer can put a definition where ``pointer`` points: a place under
+        ``definitions`` that is neither inside nor above another machine definition."""
+        path = definition_path(pointer) if isinstance(pointer, str) else None
+        if path is None or path[0] == GENERATED_DEFINITIONS:
+            return False
+        if path in self.claimed:
+            return True
+        prefixes = {path[:end] for end in range(1, len(path))}
+        if path in self.claimed_prefixes or not prefixes.isdisjoint(self.claimed):
+            return False
+        self.claimed.add(path)
+        self.claimed_prefixes |= prefixes
+        return True
+
+
+_LEFT_OUT = object()
+
+
+def _same_or(old: tuple[Any, ...], new: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``old`` when ``new`` holds the very same objects (nothing changed below)."""
+    if len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True)):
+        return old
+    return new
+
+
+def normalise(environment: Environment) -> Normalised:
+    normaliser = _Normaliser()
+    result = normaliser.environment(environment)
+    return Normalised(result, frozenset(normaliser.changed), tuple(normaliser.left_out))
+
+
+def normal_form(document: Document) -> Document:
+    """What environment JSON makes of ``document``: only what the upstream jsspp-osp schema
+    accepts (see "Upstream requirements" in the module docstring)."""
+    if document.environment is None:
+        return document
+    environment = normalise(document.environment).environment
+    if environment is document.environment:
+        return document
+    return replace(document, environment=environment)
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    if document.environment is None:
+        return frozenset()
+    return normalise(document.environment).changed
+
+
 # ------------------------------------------------------------------------------ writing
 
 
 def write(document: Document) -> WriteResult:
-    losses = LossCounter()
-    # No topology is written as an empty one, which carries the same nothing (losses:
-    # Empty parts), so a workload-only document still converts with its workload reported.
-    environment = document.environment or Environment()
-    if document.workload is not None and document.workload != Workload():
-        losses.add("workload", 1, "environment JSON holds no workload")
-    writer = _Writer(losses)
-    tree = writer.document(environment)
-    return WriteResult(dumps_canonical(tree), losses.losses())
+    """Serialise the normal form. No topology is written as an empty one, which carries the
+    same nothing (losses: Empty parts)."""
+    environment = normalise(document.environment or Environment()).environment
+    return WriteResult(dumps_canonical(_Writer().document(environment)))
+
+
+_ABSENT = object()
 
 
 class _Writer:
-    def __init__(self, losses: LossCounter) -> None:
-        self.losses = losses
-        self.definitions: dict[str, dict[str, Any]] = {}
+    def __init__(self) -> None:
+        self.inherited: dict[tuple[str, ...], dict[str, Any]] = {}
+        """Definition path -> what every machine naming it shares."""
+        self.machine_bodies: dict[int, dict[str, Any]] = {}
+        """``id`` of a machine with a definition name -> its body."""
+        self.generated: dict[int, str] = {}
+        """``id`` of a machine without a definition name -> dcx's definition for its type."""
 
     def document(self, environment: Environment) -> dict[str, Any]:
-        machines = list(environment.machines())
-        types = self.machine_types(machines)
+        definitions = self.definitions(environment)
         root: dict[str, Any] = {"$schema": UPSTREAM_SCHEMA_URL}
         _put(root, "name", environment.name)
         _put(root, "description", environment.description)
         extras = dict(environment.extras)
-        topology = {"datacenters": [self.datacenter(dc, types) for dc in environment.datacenters]}
-        topology.update(self.native(extras.pop("environment", {}), "environment.extras"))
+        topology = {"datacenters": [self.datacenter(dc) for dc in environment.datacenters]}
+        topology.update(_native(extras.pop("environment", {})))
         root["environment"] = topology
-        root["events"] = [self.event(event) for event in environment.events]
-        root["definitions"] = {"machines": self.definitions} if self.definitions else {}
-        root.update(self.native(extras, "environment.extras"))
+        root["events"] = [_event(event) for event in environment.events]
+        root["definitions"] = definitions
+        root.update(_native(extras))
         return root
 
-    def native(self, extras: dict[str, Any], field_path: str) -> dict[str, Any]:
-        """Extras from environment JSON itself (plain keys) are written back; extras other
-        formats put in the model (``prefix:key``) cannot be held."""
-        kept = {k: v for k, v in extras.items() if ":" not in k}
-        self.losses.add(field_path, len(extras) - len(kept))
-        return kept
-
-    def machine_types(self, machines: list[Machine]) -> dict[int, str]:
-        """Factor machines whose hardware is identical into ``definitions.machines``."""
-        groups: dict[str, list[Machine]] = {}
-        bodies: dict[str, dict[str, Any]] = {}
-        for machine in machines:
-            body = self.machine_body(machine, count_losses=False)
-            key = json.dumps(body, sort_keys=True)
-            groups.setdefault(key, []).append(machine)
-            bodies[key] = body
-        assigned: dict[int, str] = {}
-        for key, members in groups.items():
+    def definitions(self, environment: Environment) -> dict[str, Any]:
+        """The user's machine definitions, each holding what all its machines share (a
+        machine writes only what differs from it), and dcx's own for identical machines
+        without one."""
+        last_body: dict[tuple[str, ...], dict[str, Any]] = {}
+        unnamed: dict[str, list[Machine]] = {}
+        first_body: dict[str, dict[str, Any]] = {}
+        for machine in environment.machines():
+            body = self.body(machine)
+            pointer = machine.extras.get(DEFINITION_EXTRA)
+            if pointer is None:
+                # Bodies are not kept (a cluster's worth of them would be the peak memory):
+                # a machine of a generated type writes only its $base, any other one builds
+                # its body again.
+                text = json.dumps(body, sort_keys=True)
+                unnamed.setdefault(text, []).append(machine)
+                first_body.setdefault(text, body)
+                continue
+            self.machine_bodies[id(machine)] = body
+            path = definition_path(pointer)
+            assert path is not None  # the normal form keeps only writable pointers
+            if last_body.get(path) is body:
+                continue  # machines of one type share their body
+            last_body[path] = body
+            shared = self.inherited.get(path)
+            if shared is None:
+                self.inherited[path] = dict(body)
+                continue
+            for key in [key for key, value in shared.items()
+                        if not _same(body.get(key, _ABSENT), value)]:
+                del shared[key]
+        tree: dict[str, Any] = {}
+        for path, shared in self.inherited.items():
+            node = tree
+            for token in path[:-1]:
+                node = node.setdefault(token, {})
+            node[path[-1]] = {"type": "MACHINE", **shared}
+        generated: dict[str, Any] = {}
+        for text, members in unnamed.items():
             if len(members) < 2:
                 continue
-            name = f"type-{len(self.definitions) + 1}"
-            self.definitions[name] = {"type": "MACHINE", **bodies[key]}
+            name = f"type-{len(generated) + 1}"
+            generated[name] = {"type": "MACHINE", **first_body[text]}
             for machine in members:
-                assigned[id(machine)] = f"#/definitions/machines/{name}"
-        return assigned
+                self.generated[id(machine)] = f"{_GENERATED_PREFIX}{name}"
+        if generated:
+            tree[GENERATED_DEFINITIONS] = generated
+        return tree
 
-    def datacenter(self, datacenter: Datacenter, types: dict[int, str]) -> dict[str, Any]:
+    def datacenter(self, datacenter: Datacenter) -> dict[str, Any]:
         node: dict[str, Any] = {}
         _put(node, "id", datacenter.id)
         _put(node, "name", datacenter.name)
@@ -547,11 +920,11 @@ class _Writer:
             operational = {"scheduler": _scheduler(datacenter.scheduler), **operational}
         if operational:
             node["operational"] = operational
-        node["rooms"] = [self.room(room, types) for room in datacenter.rooms]
-        node.update(self.native(extras, "datacenter.extras"))
+        node["rooms"] = [self.room(room) for room in datacenter.rooms]
+        node.update(_native(extras))
         return node
 
-    def room(self, room: Room, types: dict[int, str]) -> dict[str, Any]:
+    def room(self, room: Room) -> dict[str, Any]:
         node: dict[str, Any] = {}
         _put(node, "id", room.id)
         node["type"] = room.type
@@ -560,99 +933,100 @@ class _Writer:
             node["location"] = {"x": room.location.x, "y": room.location.y}
         if room.size is not None:
             node["size"] = {"width": room.size.width, "height": room.size.height}
-        node["objects"] = [self.rack(rack, types) for rack in room.racks]
-        node.update(self.native(room.extras, "room.extras"))
+        node["objects"] = [self.rack(rack) for rack in room.racks]
+        node.update(_native(room.extras))
         return node
 
-    def rack(self, rack: Rack, types: dict[int, str]) -> dict[str, Any]:
+    def rack(self, rack: Rack) -> dict[str, Any]:
         node: dict[str, Any] = {}
         _put(node, "id", rack.id)
         node["type"] = "RACK"
         _put(node, "name", rack.name)
         _put(node, "capacity", rack.capacity_units)
         _put(node, "power-capacity", rack.power_capacity_w)
-        node["units"] = [{"type": "EMPTY"} if slot is None else self.machine(slot, types)
+        node["units"] = [{"type": "EMPTY"} if slot is None else self.machine(slot)
                          for slot in rack.slots]
-        node.update(self.native(rack.extras, "rack.extras"))
+        node.update(_native(rack.extras))
         return node
 
-    def machine(self, machine: Machine, types: dict[int, str]) -> dict[str, Any]:
+    def machine(self, machine: Machine) -> dict[str, Any]:
         node: dict[str, Any] = {}
         _put(node, "id", machine.id)
         _put(node, "name", machine.name)
         node["state"] = machine.state.value
-        self.count_machine_losses(machine)
-        if id(machine) in types:
-            node["$base"] = types[id(machine)]
-        else:
-            node.update({"type": "MACHINE", **self.machine_body(machine, count_losses=True)})
+        pointer = machine.extras.get(DEFINITION_EXTRA)
+        if pointer is None:
+            generated = self.generated.get(id(machine))
+            if generated is not None:
+                node["$base"] = generated
+            else:
+                node["type"] = "MACHINE"
+                node.update(self.body(machine))
+            return node
+        body = self.machine_bodies[id(machine)]
+        path = definition_path(pointer)
+        assert path is not None  # the normal form keeps only writable pointers
+        shared = self.inherited[path]
+        node["$base"] = pointer
+        node.update({key: value for key, value in body.items()
+                     if not _same(shared.get(key, _ABSENT), value)})
         return node
 
-    def machine_body(self, machine: Machine, count_losses: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {}
-        if machine.cpus:  # an empty list is invalid; no key means "no CPUs known"
-            body["cpus"] = [self.processing_unit(cpu) for cpu in machine.cpus]
+    def body(self, machine: Machine) -> dict[str, Any]:
+        """The machine's hardware and plain extras as written."""
+        body: dict[str, Any] = {"cpus": [_processing_unit(cpu) for cpu in machine.cpus]}
         if machine.gpus:
-            body["gpus"] = [self.processing_unit(gpu) for gpu in machine.gpus]
+            body["gpus"] = [_processing_unit(gpu) for gpu in machine.gpus]
         if machine.memory:
             body["memory"] = [_storage(unit) for unit in machine.memory]
         if machine.storage:
             body["storage"] = [_storage(unit) for unit in machine.storage]
-        kept = {k: v for k, v in machine.extras.items() if ":" not in k}
-        if count_losses:
-            self.losses.add("machine.extras", len(machine.extras) - len(kept))
-        body.update(kept)
+        body.update(_native(machine.extras))
         return body
 
-    def count_machine_losses(self, machine: Machine) -> None:
-        simple = {
-            "machine.state_label": machine.state_label, "machine.os": machine.os,
-            "machine.arch": machine.arch, "machine.description": machine.description,
-            "machine.swap_mb": machine.swap_mb, "machine.network_mbit_s": machine.network_mbit_s,
-            "machine.rank": machine.rank, "machine.available": machine.available,
-            "machine.utilized": machine.utilized,
-        }
-        for field_path, value in simple.items():
-            self.losses.add(field_path, int(value is not None))
-        self.losses.add("machine.features", len(machine.features))
-        self.losses.add("machine.resources", len(machine.resources))
-        for field_path, units in (("cpu.id", machine.cpus), ("gpu.id", machine.gpus),
-                                  ("memory.details", machine.memory),
-                                  ("storage.details", machine.storage)):
-            self.losses.add(field_path, sum(isinstance(unit.id, str)
-                                            and id_from_text(unit.id) != unit.id
-                                            for unit in units),
-                            "a text id in decimal digits reads back as an integer")
 
-    def processing_unit(self, unit: ProcessingUnit) -> dict[str, Any]:
-        node: dict[str, Any] = {}
-        _put(node, "id", None if unit.id is None else str(unit.id))
-        _vendor(node, unit)
-        _put(node, "clock-rate", unit.clock_rate_hz)
-        node["cores"] = unit.cores
-        _put(node, "energy-consumption", unit.energy_consumption_w)
-        node.update({k: v for k, v in unit.extras.items() if ":" not in k})
-        return node
+def _same(a: Any, b: Any) -> bool:
+    return a is b or a == b
 
-    def event(self, event: Event) -> dict[str, Any]:
-        attributes = dict(event.attributes)
-        native = {k.removeprefix("environment:"): attributes.pop(k)
-                  for k in list(attributes) if k.startswith("environment:")}
-        node: dict[str, Any]
-        if isinstance(event, MachineStateChange):
-            node = {"type": "MACHINE_STATE_CHANGE"}
-            _put(node, "time", event.time_s)
-            node.update({"machine": event.machine, "state": event.state.value})
-            _put(node, "cause", event.cause)
-        else:
-            node = {"type": "DATACENTER_SCHEDULER_CHANGE"}
-            _put(node, "time", event.time_s)
-            node.update({"datacenter": event.datacenter,
-                         "scheduler": _scheduler(event.scheduler)})
-        if attributes:
-            node["attributes"] = attributes
-        node.update(native)
-        return node
+
+def _native(extras: dict[str, Any]) -> dict[str, Any]:
+    """Plain keys are environment JSON's own unknown keys, written back; ``fmt:key`` extras
+    belong to other formats (or are this one's model-only notes) and are not written."""
+    if not extras:
+        return extras
+    return {key: value for key, value in extras.items() if ":" not in key}
+
+
+def _processing_unit(unit: ProcessingUnit) -> dict[str, Any]:
+    node: dict[str, Any] = {}
+    _put(node, "id", None if unit.id is None else str(unit.id))
+    _vendor(node, unit)
+    _put(node, "clock-rate", unit.clock_rate_hz)
+    node["cores"] = unit.cores
+    _put(node, "energy-consumption", unit.energy_consumption_w)
+    node.update(_native(unit.extras))
+    return node
+
+
+def _event(event: Event) -> dict[str, Any]:
+    attributes = dict(event.attributes)
+    native = {k.removeprefix("environment:"): attributes.pop(k)
+              for k in list(attributes) if k.startswith("environment:")}
+    node: dict[str, Any]
+    if isinstance(event, MachineStateChange):
+        node = {"type": "MACHINE_STATE_CHANGE"}
+        _put(node, "time", event.time_s)
+        node.update({"machine": event.machine, "state": event.state.value})
+        _put(node, "cause", event.cause)
+    else:
+        node = {"type": "DATACENTER_SCHEDULER_CHANGE"}
+        _put(node, "time", event.time_s)
+        node.update({"datacenter": event.datacenter,
+                     "scheduler": _scheduler(event.scheduler)})
+    if attributes:
+        node["attributes"] = attributes
+    node.update(native)
+    return node
 
 
 def _put(node: dict[str, Any], key: str, value: Any) -> None:
@@ -674,7 +1048,7 @@ def _storage(unit: StorageUnit) -> dict[str, Any]:
     capacity = unit.capacity_mb
     node["capacity"] = int(capacity) if float(capacity).is_integer() else capacity
     _put(node, "energy-consumption", unit.energy_consumption_w)
-    node.update({k: v for k, v in unit.extras.items() if ":" not in k})
+    node.update(_native(unit.extras))
     return node
 
 
@@ -685,6 +1059,39 @@ def _scheduler(spec: SchedulerSpec) -> dict[str, Any]:
         node["options"] = dict(spec.options)
     return node
 
+
+CODES = (
+    Code("environment.root", "error", "The document is not a JSON object."),
+    Code("environment.unknown-key", "warning",
+         "A key the format does not define (kept and written back; often a typo)."),
+    Code("environment.unknown-key-repeated", "warning",
+         "How many more times an unknown key appears beyond the ones listed."),
+    Code("environment.object-collection", "warning",
+         "rooms, objects or units is an object; dcx reads its values in order."),
+    Code("environment.duplicate-id", "error",
+         "Two datacenters, rooms, racks or machines have the same id."),
+    Code("environment.rack-capacity", "error", "A rack holds more units than its capacity."),
+    Code("environment.unknown-machine", "error", "An event names a machine that does not exist."),
+    Code("environment.unknown-datacenter", "error",
+         "An event names a datacenter that does not exist."),
+    Code("environment.event-untimed", "warning", "An event has no time."),
+    Code("environment.event-order", "warning", "An event comes before an earlier one."),
+    Code("environment.upstream-incompatible", "warning",
+         "The upstream jsspp-osp schema would reject the file (a machine without CPUs, a "
+         "processing unit without clock-rate or with 0 cores, a capacity that is not a "
+         "positive whole number of MB); dcx reads it.", conformance=True),
+    Code("ref.type", "error", "A $base is not a string or an array of strings."),
+    Code("ref.external", "error", "A $base points outside the document."),
+    Code("ref.syntax", "error", "A $base is not an RFC 6901 pointer '#/...'."),
+    Code("ref.missing", "error", "A $base points at nothing."),
+    Code("ref.not-object", "error", "A $base points at something that is not an object."),
+    Code("ref.cycle", "error", "$base references form a cycle (or an object inherits from "
+         "itself or an ancestor)."),
+    Code("ref.chain", "error", "A chain of $base references is too long."),
+    Code("ref.expansion", "error", "Resolving $base expands the document beyond the budget."),
+    Code("ref.merge-type", "error", "A $merge is not an array of key names."),
+    Code("ref.merge-unused", "warning", "A $merge without $base has no effect."),
+)
 
 FORMAT = FormatDeclaration(
     name="environment",
@@ -700,4 +1107,7 @@ FORMAT = FormatDeclaration(
     sniff=sniff,
     read=read,
     write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    codes=CODES,
 )

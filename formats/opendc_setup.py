@@ -22,14 +22,16 @@ file has none; its position is its identity) whose CPUs are the table's entries 
 no name, since the SC18 parser needs the key).
 
 The writer maps each model CPU to a type id by its cores and clock rate (4 cores at 4.1 GHz →
-1, 2 cores at 3.5 GHz → 2). A machine with any other CPU cannot be written: it is left out,
-reported as a ``machine.cpus`` loss and a ``opendc-setup.unwritable-machine`` warning naming
-it. Vendor strings, power or CPU ids that differ from the table's (including none given) are
-losses of ``cpu.vendor`` / ``cpu.energy_consumption_w`` / ``cpu.id``.
+1, 2 cores at 3.5 GHz → 2). A machine with any other CPU cannot be written: it is left out
+(a ``machine.cpus`` loss), and so is a rack whose every machine was left out; a rack that had
+no machines is written with ``"machines": []``, which the SC18 parser accepts. Vendor strings,
+power or CPU ids that differ from the table's (including none given) are losses of
+``cpu.vendor`` / ``cpu.energy_consumption_w`` / ``cpu.id``. A conversion that would leave out
+every machine is refused (``convert.nothing-held``).
 
-``normal_form`` states this value restriction for the loss contract (``converters/losses.py``,
-Value restrictions): machines left out, every other CPU replaced by its table entry;
-``normal_form_losses`` names the fields that changes, as the writer reports them.
+``normal_form`` states this value restriction (``dcx.core.restrict``, Value restrictions):
+machines left out, every other CPU replaced by its table entry; ``normal_form_losses`` names
+the fields that changes. The writer serialises the normal form and counts nothing.
 
 Divergences
 -----------
@@ -46,12 +48,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
 
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
-    LossCounter,
     ReadResult,
     WriteResult,
     warning,
@@ -61,11 +62,9 @@ from dcx.core.model import (
     Document,
     Environment,
     Machine,
-    MachineState,
     ProcessingUnit,
     Rack,
     Room,
-    Workload,
 )
 from dcx.parsing.jsonio import dumps_canonical, load_json
 from dcx.parsing.schemas import schema_diagnostics
@@ -89,10 +88,14 @@ _CPU_POINTER = re.compile(r"/rooms/\d+/objects/\d+/machines/\d+/cpus/\d+$")
 
 
 def sniff(data: bytes) -> bool:
+    """A ``rooms`` array and machines listing CPU type ids, or no ``cpus`` at all (the empty
+    setup dcx writes for a topology without machines, racks without machines)."""
     head = data[:4096]
-    return (b'"rooms"' in head and b'"machines"' in head
-            and re.search(rb'"cpus"\s*:\s*\[\s*\d', head) is not None
-            and b'"datacenters"' not in head)
+    if b'"datacenters"' in head or b'"environment"' in head:
+        return False
+    return (re.search(rb'"rooms"\s*:\s*\[', head) is not None
+            and (re.search(rb'"cpus"\s*:\s*\[\s*[\d\]]', head) is not None
+                 or b'"cpus"' not in head))
 
 
 def read(data: bytes) -> ReadResult:
@@ -147,15 +150,26 @@ def cpu_type_of(cpu: ProcessingUnit) -> int | None:
 
 def normal_form(document: Document) -> Document:
     """What a setup file makes of ``document``: machines with a CPU that is not an SC18 type
-    are left out, every other CPU becomes its type's table entry."""
+    are left out, every other CPU becomes its type's table entry, and a rack whose every
+    machine was left out goes too (a rack that had no machines stays: the file can hold it)."""
     environment = document.environment
     if environment is None:
         return document
     datacenters = tuple(replace(datacenter, rooms=tuple(
         replace(room, racks=tuple(replace(rack, slots=_writable_slots(rack.slots))
-                                  for rack in room.racks))
+                                  for rack in room.racks if not _emptied(rack)))
         for room in datacenter.rooms)) for datacenter in environment.datacenters)
     return replace(document, environment=replace(environment, datacenters=datacenters))
+
+
+def _writable(machine: Machine) -> bool:
+    return all(cpu_type_of(cpu) is not None for cpu in machine.cpus)
+
+
+def _emptied(rack: Rack) -> bool:
+    """Whether leaving out machines leaves ``rack`` without any."""
+    machines = rack.machines
+    return bool(machines) and not any(map(_writable, machines))
 
 
 def _writable_slots(slots: tuple[Machine | None, ...]) -> tuple[Machine | None, ...]:
@@ -163,154 +177,56 @@ def _writable_slots(slots: tuple[Machine | None, ...]) -> tuple[Machine | None, 
     for slot in slots:
         if slot is None:
             written.append(None)
-            continue
-        keys = [cpu_type_of(cpu) for cpu in slot.cpus]
-        if all(key is not None for key in keys):
-            written.append(replace(slot, cpus=tuple(CPU_TYPES[key] for key in keys
-                                                    if key is not None)))
+        elif _writable(slot):
+            written.append(replace(slot, cpus=tuple(CPU_TYPES[cpu_type_of(cpu) or 0]
+                                                    for cpu in slot.cpus)))
     return tuple(written)
 
 
 def normal_form_losses(document: Document) -> frozenset[str]:
-    """The field paths ``normal_form`` changes in ``document`` (the writer's CPU losses)."""
-    losses = LossCounter()
+    """The held field paths ``normal_form`` changes in ``document``."""
+    changed: set[str] = set()
     if document.environment is not None:
         for machine in document.environment.machines():
-            keys = [cpu_type_of(cpu) for cpu in machine.cpus]
-            if any(key is None for key in keys):
-                losses.add("machine.cpus")
+            if not _writable(machine):
+                changed.add("machine.cpus")
                 continue
-            for cpu, key in zip(machine.cpus, keys, strict=True):
-                assert key is not None
-                _cpu_losses(cpu, key, losses)
-    return frozenset(loss.field for loss in losses.losses())
+            for cpu in machine.cpus:
+                changed.update(_cpu_changes(cpu, cpu_type_of(cpu) or 0))
+    return frozenset(changed)
 
 
-def _unheld_machine_fields(machine: Machine) -> Iterator[str]:
-    checks = (
-        ("machine.id", machine.id is not None),
-        ("machine.name", machine.name is not None),
-        ("machine.state", machine.state is not MachineState.ACTIVE),
-        ("machine.state_label", machine.state_label is not None),
-        ("machine.gpus", bool(machine.gpus)),
-        ("machine.memory", bool(machine.memory)),
-        ("machine.storage", bool(machine.storage)),
-        ("machine.features", bool(machine.features)),
-        ("machine.resources", bool(machine.resources)),
-        ("machine.os", machine.os is not None),
-        ("machine.arch", machine.arch is not None),
-        ("machine.description", machine.description is not None),
-        ("machine.swap_mb", machine.swap_mb is not None),
-        ("machine.network_mbit_s", machine.network_mbit_s is not None),
-        ("machine.rank", machine.rank is not None),
-        ("machine.available", machine.available is not None),
-        ("machine.utilized", machine.utilized is not None),
-        ("machine.extras", bool(machine.extras)),
-    )
-    return (name for name, present in checks if present)
-
-
-def _cpu_losses(cpu: ProcessingUnit, key: int, losses: LossCounter) -> None:
+def _cpu_changes(cpu: ProcessingUnit, key: int) -> Iterator[str]:
+    """The held CPU fields that become the SC18 table's values."""
     known = CPU_TYPES[key]
     vendor = (cpu.manufacturer, cpu.family, cpu.generation, cpu.model)
     if vendor != (known.manufacturer, known.family, known.generation, known.model):
-        losses.add("cpu.vendor", detail="SC18 CPU types carry fixed vendor strings")
+        yield "cpu.vendor"
     if cpu.energy_consumption_w != known.energy_consumption_w:
-        losses.add("cpu.energy_consumption_w", detail="SC18 CPU types carry a fixed power")
+        yield "cpu.energy_consumption_w"
     if cpu.id != key:
-        losses.add("cpu.id", detail="the CPU id is the SC18 type id")
+        yield "cpu.id"
     if cpu.extras:
-        losses.add("machine.extras", detail="CPU extras")
-
-
-def _environment_losses(environment: Environment, losses: LossCounter) -> None:
-    if environment.description is not None:
-        losses.add("environment.description")
-    if environment.extras:
-        losses.add("environment.extras")
-    for event in environment.events:
-        losses.add("environment.events.machine_state" if hasattr(event, "machine")
-                   else "environment.events.scheduler")
-    if len(environment.datacenters) > 1:
-        losses.add("datacenter", len(environment.datacenters) - 1,
-                   "the rooms of every datacenter are written into one setup")
-    for datacenter in environment.datacenters:
-        for name, present in (
-            ("datacenter.id", datacenter.id is not None),
-            ("datacenter.name", datacenter.name is not None),
-            ("datacenter.location", datacenter.location is not None),
-            ("datacenter.operator", datacenter.operator is not None),
-            ("datacenter.scheduler", datacenter.scheduler is not None),
-            ("datacenter.extras", bool(datacenter.extras)),
-        ):
-            if present:
-                losses.add(name)
-        for room in datacenter.rooms:
-            for name, present in (
-                ("room.id", room.id is not None), ("room.name", room.name is not None),
-                ("room.geometry", room.location is not None or room.size is not None),
-                ("room.extras", bool(room.extras)),
-            ):
-                if present:
-                    losses.add(name)
-            for rack in room.racks:
-                for name, present in (
-                    ("rack.id", rack.id is not None), ("rack.name", rack.name is not None),
-                    ("rack.capacity_units", rack.capacity_units is not None),
-                    ("rack.power_capacity_w", rack.power_capacity_w is not None),
-                    ("rack.empty_slots", any(slot is None for slot in rack.slots)),
-                    ("rack.extras", bool(rack.extras)),
-                ):
-                    if present:
-                        losses.add(name)
+        yield "machine.extras"
 
 
 def write(document: Document) -> WriteResult:
-    environment = document.environment or Environment()
-    losses = LossCounter()
-    diagnostics: list[Diagnostic] = []
-    _environment_losses(environment, losses)
-    if document.workload is not None and document.workload != Workload():
-        losses.add("workload", detail="a topology format holds no workload")
-    rooms: list[dict[str, Any]] = []
-    position = 0
-    for datacenter in environment.datacenters:
-        for room in datacenter.rooms:
-            objects: list[dict[str, Any]] = []
-            for rack in room.racks:
-                machines: list[dict[str, Any]] = []
-                for machine in rack.machines:
-                    position += 1
-                    written = _machine(machine, position, losses, diagnostics)
-                    if written is not None:
-                        machines.append(written)
-                objects.append({"type": "RACK", "machines": machines})
-            rooms.append({"type": room.type, "objects": objects})
+    """Serialise the normal form: one setup, the rooms of every datacenter in order."""
+    environment = normal_form(document).environment or Environment()
+    rooms = [{"type": room.type, "objects": [
+        {"type": "RACK", "machines": [{"cpus": [cpu_type_of(cpu) for cpu in machine.cpus]}
+                                      for machine in rack.machines]}
+        for rack in room.racks]}
+        for datacenter in environment.datacenters for room in datacenter.rooms]
     setup = {"name": environment.name if environment.name is not None else "", "rooms": rooms}
-    return WriteResult(dumps_canonical(setup), losses.losses(), tuple(diagnostics))
+    return WriteResult(dumps_canonical(setup))
 
 
-def _machine(
-    machine: Machine, position: int, losses: LossCounter, diagnostics: list[Diagnostic]
-) -> dict[str, Any] | None:
-    keys = [cpu_type_of(cpu) for cpu in machine.cpus]
-    if any(key is None for key in keys):
-        label = f"machine {machine.id!r}" if machine.id is not None else f"machine #{position}"
-        odd = ", ".join(f"{cpu.cores} cores at {(cpu.clock_rate_hz or 0) / 1e6:,.0f} MHz"
-                        for cpu, key in zip(machine.cpus, keys, strict=True) if key is None)
-        losses.add("machine.cpus", detail="machines with CPUs other than the SC18 types "
-                   "(4 cores at 4,100 MHz or 2 cores at 3,500 MHz) were left out")
-        diagnostics.append(warning(
-            f"{label} left out: its CPU ({odd}) is not an SC18 CPU type",
-            "opendc-setup.unwritable-machine"))
-        return None
-    for name in _unheld_machine_fields(machine):
-        losses.add(name)
-    for cpu, key in zip(machine.cpus, keys, strict=True):
-        assert key is not None
-        _cpu_losses(cpu, key, losses)
-    return {"cpus": keys}
-
+CODES = (
+    Code("opendc-setup.unknown-cpu", "error",
+         "A CPU type id is not one of the SC18 parser's two (1 = i7, 2 = i5)."),
+    Code("opendc-setup.no-machines", "warning", "The setup has no machines."),
+)
 
 FORMAT = FormatDeclaration(
     name="opendc-setup",
@@ -328,4 +244,5 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    codes=CODES,
 )

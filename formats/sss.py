@@ -50,13 +50,17 @@ node references in ``<Data>``               ``Environment.extras["sss:references
 
 ``wallDuration`` is kept as written (a string); ``consumptionRate`` as a float.
 
-Writing: the machines of every datacenter, room and rack are written in order (the hierarchy
-is a loss). A machine without an id is written with its name as ``<Id>`` (a Flux R or OpenDC
-inventory names hosts but numbers nothing), or ``node<N>`` (its 1-based position among the
-document's machines) when it has no name either; this is the ``machine.id`` normal form of
-``dcx.core.ids.with_required_ids``. An id that reads back as another kind (the
-string ``"7"`` becomes the integer 7) is reported as a ``machine.id`` loss. A document without
-a topology writes an empty ``<Data/>``.
+Writing serialises the model and counts nothing: losses are derived (``dcx.core.restrict``).
+The machines of every datacenter, room and rack are written in order (the hierarchy is a
+loss). ``normal_form_losses`` names the held values SSS cannot carry as they are (a feature
+with a comma, a resource named GPU, an attribute without an SSS form, a text id in decimal
+digits); the writer leaves them out. A machine without an id is written with its name as
+``<Id>`` (a Flux R or OpenDC inventory names hosts but numbers nothing), or ``node<N>``
+(its 1-based position among the document's machines) when it has no name either; this is
+the ``machine.id`` normal form of ``dcx.core.ids.with_required_ids``. An id that reads back
+as another kind (the string ``"7"`` becomes the integer 7) is a ``machine.id`` loss. A
+document without a topology writes an empty ``<Data/>``, which reads back as SSS (an empty
+topology).
 
 Units (Appendix A, powers of two): Memory, Disk and Swap accept ``B``, ``KB`` … ``YB`` and the
 appendix's ``NB`` (Nonabyte, 2^90) and ``DB`` (Doggabyte, 2^100) abbreviations (the
@@ -125,11 +129,11 @@ from typing import Any
 
 from lxml import etree
 
+from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
     InputError,
-    LossCounter,
     ReadResult,
     WriteResult,
     error,
@@ -149,7 +153,6 @@ from dcx.core.model import (
     Rack,
     Room,
     StorageUnit,
-    Workload,
 )
 from dcx.parsing.hostlist import Hostlist, HostlistError
 from dcx.parsing.xmlio import (
@@ -389,10 +392,17 @@ def reference_matches(reference: NodeReference, node_id: str) -> bool:
 # ------------------------------------------------------------------------ sniff and read
 
 
+_EMPTY_DATA = re.compile(rb"<Data\s*/>|<Data\s*>\s*</Data\s*>")
+
+
 def sniff(data: bytes) -> bool:
-    """A ``<Node>`` root, or a ``<Data>`` root whose first KBs hold a ``<Node``."""
+    """A ``<Node>`` root, or a ``<Data>`` root whose first KBs hold a ``<Node``, or an empty
+    ``<Data/>`` (what dcx writes for a topology without machines)."""
     root = root_name(data)
-    return root == "Node" or (root == "Data" and b"<Node" in data[:4096])
+    if root == "Node":
+        return True
+    head = data[:4096]
+    return root == "Data" and (b"<Node" in head or _EMPTY_DATA.search(head) is not None)
 
 
 def read(data: bytes) -> ReadResult:
@@ -644,7 +654,7 @@ class _NodeReader:
         return state, None if word == STATE_WORD[state] else word
 
     def warn_foreign_attributes(self, element: etree._Element) -> None:
-        for name in element.attrib:
+        for name in map(str, element.attrib):  # lxml gives text names
             if name.startswith("{") and not name.startswith(f"{{{DCX_NAMESPACE}}}"):
                 self.problem(element, "sss.foreign-attribute",
                              f"attribute {name} from another namespace is ignored",
@@ -817,22 +827,40 @@ class _Unwritable(Exception):
 
 
 def write(document: Document) -> WriteResult:
-    losses = LossCounter()
+    """Serialise the topology's machines (see Writing); a value SSS XML cannot carry at all
+    stops the write with one error."""
+    try:
+        data, _ = _serialise(document)
+    except _Unwritable as exc:
+        return WriteResult(b"", diagnostics=(exc.diagnostic,))
+    return WriteResult(data)
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths whose values SSS XML cannot carry as they are (Value
+    restrictions): a text id in decimal digits, a feature with a comma, a resource named
+    GPU, an attribute SSS has no form for, an invalid node reference."""
+    try:
+        _, dropped = _serialise(document)
+    except _Unwritable:
+        return frozenset()  # the conversion stops with the writer's error
+    return frozenset(dropped)
+
+
+def _serialise(document: Document) -> tuple[bytes, set[str]]:
+    """The XML of ``document`` and the held field paths whose values it leaves out."""
+    dropped: set[str] = set()
     environment = document.environment or Environment()
-    _count_document_losses(document, environment, losses)
     machines = list(environment.machines())
-    references = _references(environment, losses)
+    references = _references(environment, dropped)
     single = len(machines) == 1 and not references
     pointers = ["/Node" if single else f"/Data/Node[{index}]"
                 for index in range(1, len(machines) + 1)]
-    try:
-        ids = _node_ids(machines, pointers, losses)
-        writers = [_MachineWriter(machine, node_id, pointer, losses)
-                   for machine, node_id, pointer in zip(machines, ids, pointers, strict=True)]
-        nodes = [writer.element() for writer in writers]
-        nodes.extend(_reference_element(reference) for reference in references)
-    except _Unwritable as exc:
-        return WriteResult(b"", losses.losses(), (exc.diagnostic,))
+    ids = _node_ids(machines, pointers, dropped)
+    writers = [_MachineWriter(machine, node_id, pointer, dropped)
+               for machine, node_id, pointer in zip(machines, ids, pointers, strict=True)]
+    nodes = [writer.element() for writer in writers]
+    nodes.extend(_reference_element(reference) for reference in references)
     if single:
         root = nodes[0]
     else:
@@ -841,14 +869,14 @@ def write(document: Document) -> WriteResult:
     if any(writer.namespaced for writer in writers):
         etree.cleanup_namespaces(root, top_nsmap={"dcx": DCX_NAMESPACE})
     data = etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
-    return WriteResult(data, losses.losses())
+    return data, dropped
 
 
 def _unwritable(message: str, code: str, pointer: str = "") -> _Unwritable:
     return _Unwritable(error(message, code, pointer=pointer))
 
 
-def _node_ids(machines: list[Machine], pointers: list[str], losses: LossCounter) -> list[str]:
+def _node_ids(machines: list[Machine], pointers: list[str], dropped: set[str]) -> list[str]:
     """Each machine's ``<Id>`` text: its id, or the one ``required_machine_id`` gives it."""
     seen: set[str] = set()
     texts = []
@@ -862,65 +890,21 @@ def _node_ids(machines: list[Machine], pointers: list[str], losses: LossCounter)
                               "sss.write.duplicate-id", pointer)
         seen.add(text)
         if machine.id is not None and id_from_text(text) != machine.id:
-            losses.add("machine.id", 1, "a text id in decimal digits reads back as an integer")
+            dropped.add("machine.id")  # a text id in decimal digits reads back as an integer
         texts.append(text)
     return texts
 
 
-def _count_document_losses(document: Document, environment: Environment,
-                           losses: LossCounter) -> None:
-    if document.workload is not None and document.workload != Workload():
-        losses.add("workload", 1, "SSS node objects carry no workload")
-    losses.add("environment.name", environment.name is not None)
-    losses.add("environment.description", environment.description is not None)
-    losses.add("environment.extras",
-               sum(key != "sss:references" for key in environment.extras))
-    for kind, path in (("MachineStateChange", "environment.events.machine_state"),
-                       ("DatacenterSchedulerChange", "environment.events.scheduler")):
-        losses.add(path, sum(type(event).__name__ == kind for event in environment.events))
-    datacenters = environment.datacenters
-    losses.add("datacenter", len(datacenters) - 1, "machines of all datacenters are written")
-    for datacenter in datacenters:
-        for path, present in (("datacenter.id", datacenter.id is not None),
-                              ("datacenter.name", datacenter.name is not None),
-                              ("datacenter.location", datacenter.location is not None),
-                              ("datacenter.operator", datacenter.operator is not None),
-                              ("datacenter.scheduler", datacenter.scheduler is not None),
-                              ("datacenter.extras", bool(datacenter.extras))):
-            losses.add(path, present)
-    rooms = [room for datacenter in datacenters for room in datacenter.rooms]
-    # A level is lost where a parent has several containers, or a room is not a plain server
-    # room (losses.dropped_fields); one container per parent is what SSS reads back.
-    losses.add("room", sum(len(dc.rooms) > 1 for dc in datacenters)
-               + sum(room.type != "SERVER" for room in rooms), "machines of all rooms are written")
-    for room in rooms:
-        losses.add("room.id", room.id is not None)
-        losses.add("room.name", room.name is not None)
-        losses.add("room.type", room.type != "SERVER")
-        losses.add("room.geometry", room.location is not None or room.size is not None)
-        losses.add("room.extras", bool(room.extras))
-    racks = [rack for room in rooms for rack in room.racks]
-    losses.add("rack", sum(len(room.racks) > 1 for room in rooms),
-               "machines of all racks are written")
-    for rack in racks:
-        losses.add("rack.id", rack.id is not None)
-        losses.add("rack.name", rack.name is not None)
-        losses.add("rack.capacity_units", rack.capacity_units is not None)
-        losses.add("rack.power_capacity_w", rack.power_capacity_w is not None)
-        losses.add("rack.empty_slots", sum(slot is None for slot in rack.slots))
-        losses.add("rack.extras", bool(rack.extras))
-
-
-def _references(environment: Environment, losses: LossCounter) -> list[NodeReference]:
+def _references(environment: Environment, dropped: set[str]) -> list[NodeReference]:
     entries = environment.extras.get("sss:references", [])
     if not isinstance(entries, list):
-        losses.add("environment.extras", 1, "sss:references is not a list")
+        dropped.add("environment.extras")
         return []
     references = []
     for entry in entries:
         reference = _reference_from_extras(entry)
         if reference is None or reference_problem(reference) is not None:
-            losses.add("environment.extras", 1, "invalid sss:references entry")
+            dropped.add("environment.extras")  # an invalid reference
             continue
         references.append(reference)
     return references
@@ -977,15 +961,15 @@ def format_number(value: float, what: str, pointer: str) -> str:
 
 
 class _MachineWriter:
-    """Builds one ``<Node>`` and counts what the machine holds that SSS cannot."""
+    """Builds one ``<Node>`` and notes the held values it cannot write."""
 
     def __init__(self, machine: Machine, node_id: str, pointer: str,
-                 losses: LossCounter) -> None:
+                 dropped: set[str]) -> None:
         self.machine = machine
         self.node_id = node_id
         self.namespaced = False
         """Whether an attribute of ``DCX_NAMESPACE`` was written (declared once, at the root)."""
-        self.losses = losses
+        self.dropped = dropped
         self.pointer = pointer
 
     def text(self, value: str, what: str) -> str:
@@ -1018,12 +1002,11 @@ class _MachineWriter:
                 self.sub(node, tag, value)
         for feature in machine.features:
             if not feature or feature != feature.strip() or "," in feature:
-                self.losses.add("machine.features", 1, "features with commas, surrounding "
-                                "blanks or no text cannot be written as <Feature>")
+                # a comma would split it on reading; blanks and empty text do not survive
+                self.dropped.add("machine.features")
                 continue
             self.sub(node, "Feature", feature)
         self.extensions(node)
-        self.losses.add("machine.rank", machine.rank is not None)
         configured = self.configured()
         if len(configured):
             node.append(configured)
@@ -1048,36 +1031,32 @@ class _MachineWriter:
 
     def extensions(self, node: etree._Element) -> None:
         extras = self.machine.extras
-        self.losses.add("machine.extras", sum(key not in _MACHINE_EXTRAS for key in extras),
-                        "only sss:extensions and sss:configured have an SSS form")
+        if any(key.startswith("sss:") and key not in _MACHINE_EXTRAS for key in extras):
+            self.dropped.add("machine.extras")  # only these two have an SSS form
         entries = extras.get("sss:extensions", [])
         for entry in entries if isinstance(entries, list) else [entries]:
             if not _is_extension(entry):
-                self.losses.add("machine.extras", 1, "malformed sss:extensions entry")
+                self.dropped.add("machine.extras")
                 continue
             self.sub(node, "Extension", entry["value"], name=entry["name"],
                      type=entry.get("type"))
 
     def configured(self) -> etree._Element:
         machine = self.machine
-        losses = self.losses
         category = etree.Element("Configured")
         attributes = machine.extras.get("sss:configured", {})
         if not isinstance(attributes, dict):
-            losses.add("machine.extras", 1, "sss:configured is not an object")
+            self.dropped.add("machine.extras")
             attributes = {}
         written: set[str] = set()
         if machine.cpus:
             cores = sum(cpu.cores for cpu in machine.cpus)
-            losses.add("machine.cpus.sockets", len(machine.cpus) > 1,
-                       "CPUs are summed into one Processors count")
-            self.count_unit_losses(machine.cpus, "cpu")
+            self.own_unit_extras(machine.cpus)
             self.amount(category, "Processors", cores, attributes, None)
             written.add("Processors")
-        for tag, units, path in (("Memory", machine.memory, "memory"),
-                                 ("Disk", machine.storage, "storage")):
+        for tag, units in (("Memory", machine.memory), ("Disk", machine.storage)):
             if units:
-                self.count_storage_losses(units, path)
+                self.own_unit_extras(units)
                 total = sum(unit.capacity_mb for unit in units)
                 self.amount(category, tag, total, attributes, "MB")
                 written.add(tag)
@@ -1086,40 +1065,21 @@ class _MachineWriter:
             if value is not None:
                 self.amount(category, tag, value, attributes, unit)
                 written.add(tag)
-        losses.add("machine.extras", len(set(attributes) - written),
-                   "sss:configured attributes of a resource the machine does not have")
+        if set(attributes) - written:  # attributes of a resource the machine does not have
+            self.dropped.add("machine.extras")
         self.gpus(category)
         for resource in machine.resources:
             if resource.name == GPU_RESOURCE:
-                losses.add("machine.resources", 1, "a configured resource named GPU reads "
-                           "back as GPUs; it is not written")
+                self.dropped.add("machine.resources")  # it would read back as GPUs
                 continue
             self.resource(category, resource, "machine.resources")
         return category
 
-    def count_unit_losses(self, units: Iterable[ProcessingUnit], kind: str) -> None:
-        for unit in units:
-            self.losses.add(f"{kind}.clock_rate_hz", unit.clock_rate_hz is not None)
-            if kind == "cpu":  # a GPU's vendor fields are written (see gpus)
-                self.losses.add("cpu.vendor", any(
-                    value is not None for value in (unit.manufacturer, unit.family,
-                                                    unit.generation, unit.model)))
-                # CPU extras follow machine.extras (losses normal form), which SSS lacks.
-                self.losses.add("machine.extras", bool(unit.extras),
-                                "CPU extras have no SSS form")
-            self.losses.add(f"{kind}.id", unit.id is not None)
-            self.losses.add(f"{kind}.energy_consumption_w", unit.energy_consumption_w is not None)
-
-    def count_storage_losses(self, units: tuple[StorageUnit, ...], path: str) -> None:
-        self.losses.add(f"machine.{path}.{'modules' if path == 'memory' else 'devices'}",
-                        len(units) > 1, f"{path} units are summed into one amount")
-        details = f"{path}.details"
-        for unit in units:
-            self.losses.add(details, any(value is not None for value in (
-                unit.id, unit.manufacturer, unit.family, unit.generation, unit.model,
-                unit.read_speed_mb_s, unit.write_speed_mb_s, unit.energy_consumption_w)))
-            self.losses.add("machine.extras", bool(unit.extras),
-                            f"{path} unit extras have no SSS form")
+    def own_unit_extras(self, units: Iterable[ProcessingUnit | StorageUnit]) -> None:
+        """CPU, memory and disk extras follow ``machine.extras`` (dcx.core.restrict), so
+        this format's own keys there survive restriction, yet SSS has no place for them."""
+        if any(key.startswith("sss:") for unit in units for key in unit.extras):
+            self.dropped.add("machine.extras")
 
     def amount(self, category: etree._Element, tag: str, value: float,
                attributes: dict[str, Any], units: str | None) -> None:
@@ -1129,27 +1089,23 @@ class _MachineWriter:
 
     def set_attributes(self, element: etree._Element, attributes: Any, path: str) -> None:
         if not isinstance(attributes, dict):
-            self.losses.add(path, 1, "SSS attributes are not an object")
+            self.dropped.add(path)
             return
         for name, value in attributes.items():
             text = _attribute_text(name, value)
             if text is None:
-                self.losses.add(path, 1, f"SSS attribute {name}={value!r} cannot be written")
+                self.dropped.add(path)
                 continue
             element.set(name, self.text(text, f"{element.tag} {name}"))
 
     def gpus(self, category: etree._Element) -> None:
         gpus = self.machine.gpus
-        self.count_unit_losses(gpus, "gpu")
-        self.losses.add("gpu.cores", sum(gpu.cores != 1 for gpu in gpus),
-                        "a GPU is a count in SSS")
         for gpu, count in _gpu_runs(gpus):
             attributes = {}
             for key, value in gpu.extras.items():
                 name = next((n for n, k in _EXTRA_KEYS.items() if k == key), None)
                 if name is None:
-                    # GPU extras follow machine.extras (losses normal form).
-                    self.losses.add("machine.extras", 1, f"GPU extra {key!r} has no SSS form")
+                    self.dropped.add("machine.extras")  # GPU extras follow machine.extras
                     continue
                 attributes[name] = value
             vendor = {f"{{{DCX_NAMESPACE}}}{name}": getattr(gpu, name)
@@ -1162,12 +1118,13 @@ class _MachineWriter:
         text = format_number(resource.amount, f"resource {resource.name}", self.pointer)
         element = self.sub(category, "Resource", text, name=resource.name, type=resource.type,
                            units=resource.unit)
-        self.losses.add(path, bool(resource.instances), "per-instance amounts have no SSS form")
+        if resource.instances:
+            self.dropped.add(path)  # per-instance amounts have no SSS form
         attributes = {}
         for key, value in resource.extras.items():
             name = next((n for n, k in _EXTRA_KEYS.items() if k == key and n != "units"), None)
             if name is None:
-                self.losses.add(path, 1, f"resource extra {key!r} has no SSS form")
+                self.dropped.add(path)
                 continue
             attributes[name] = value
         self.set_attributes(element, attributes, path)
@@ -1175,10 +1132,10 @@ class _MachineWriter:
     def category(self, tag: str, snapshot: Consumables, path: str) -> etree._Element:
         element = etree.Element(tag)
         attributes = snapshot.extras.get("sss:attributes", {})
-        self.losses.add(path, sum(key != "sss:attributes" for key in snapshot.extras),
-                        "only sss:attributes has an SSS form")
+        if any(key != "sss:attributes" for key in snapshot.extras):
+            self.dropped.add(path)  # only sss:attributes has an SSS form
         if not isinstance(attributes, dict):
-            self.losses.add(path, 1, "sss:attributes is not an object")
+            self.dropped.add(path)
             attributes = {}
         written = set()
         for name, value, units in (("Processors", snapshot.processors, None),
@@ -1192,8 +1149,8 @@ class _MachineWriter:
                              units=units)
             self.set_attributes(child, attributes.get(name, {}), path)
             written.add(name)
-        self.losses.add(path, len(set(attributes) - written),
-                        "sss:attributes of a resource the snapshot does not have")
+        if set(attributes) - written:  # attributes of a resource the snapshot lacks
+            self.dropped.add(path)
         for resource in snapshot.resources:
             self.resource(element, resource, path)
         return element
@@ -1242,6 +1199,42 @@ def _gpu_runs(gpus: Iterable[ProcessingUnit]) -> Iterator[tuple[ProcessingUnit, 
         yield first, count
 
 
+CODES = (
+    Code("sss.root", "error", "The root element is not an un-namespaced <Node> or <Data>."),
+    Code("sss.smart-quotes", "error",
+         "An attribute value is delimited by typographic quotes, as printed in the spec."),
+    Code("sss.id.duplicate", "error", "Two node objects have the same <Id>."),
+    Code("sss.id.missing", "error", "A node object has no <Id>."),
+    Code("sss.id.empty", "error", "A node object's <Id> is empty."),
+    Code("sss.reference.invalid", "error",
+         "A node reference's count, pattern or range cannot be read."),
+    Code("sss.reference.delimiter-ignored", "warning",
+         "A node reference has a delimiter without aggregation=\"List\"."),
+    Code("sss.node.reference-attribute", "error",
+         "A node object carries an attribute of a node reference."),
+    Code("sss.node.mixed-content", "error", "A node object has text beside its elements."),
+    Code("sss.cardinality", "error",
+         "A property, category or consumable that may appear once appears more often."),
+    Code("sss.foreign-element", "warning", "An element SSS does not define (skipped)."),
+    Code("sss.foreign-attribute", "warning",
+         "An attribute of another namespace (skipped)."),
+    Code("sss.feature.empty", "warning", "A <Feature> list has an empty item (skipped)."),
+    Code("sss.state.empty", "warning", "<State> is empty (read as ACTIVE)."),
+    Code("sss.state.unlisted", "warning",
+         "A <State> word outside dcx's table (read as ACTIVE, the word kept)."),
+    Code("sss.value.invalid", "error", "An amount is not a number."),
+    Code("sss.value.out-of-range", "error", "An amount is not a finite xsd:float."),
+    Code("sss.value.negative", "error", "An amount is negative."),
+    Code("sss.units.unknown", "error", "A units attribute dcx does not know."),
+    Code("sss.gpu.not-integer", "error", "A GPU count is not a whole number."),
+    Code("sss.write.missing-id", "error", "A machine has a blank id; SSS requires an <Id>."),
+    Code("sss.write.duplicate-id", "error", "Two machines have the same id."),
+    Code("sss.write.not-a-number", "error", "An amount to write is not a number."),
+    Code("sss.write.negative", "error", "An amount to write is negative."),
+    Code("sss.write.out-of-range", "error", "An amount to write is outside xsd:float's range."),
+    Code("sss.write.unwritable-text", "error", "A text has characters XML cannot carry."),
+)
+
 FORMAT = FormatDeclaration(
     name="sss",
     title="SSS Node Object XML 3.1.0",
@@ -1257,4 +1250,6 @@ FORMAT = FormatDeclaration(
     read=read,
     write=write,
     requires=REQUIRES,
+    normal_form_losses=normal_form_losses,
+    codes=CODES,
 )

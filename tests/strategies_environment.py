@@ -1,4 +1,5 @@
-"""Hypothesis strategies for environments that environment JSON can hold exactly."""
+"""Hypothesis strategies for environments that environment JSON can hold exactly: what the
+upstream jsspp-osp schema accepts (clocked CPUs, whole-MB capacities), with definition names."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from dcx.core.model import (
     Size,
     StorageUnit,
 )
+from dcx.formats.environment import DEFINITION_EXTRA
 
 # Text a JSON document (and XML, for the other formats) can carry.
 text = st.text(
@@ -53,6 +55,12 @@ machine_bodies = st.fixed_dictionaries({
     "cpus": processing_units(1), "gpus": processing_units(0), "memory": storage_units,
     "storage": storage_units, "name": maybe_text, "state": st.sampled_from(MachineState)})
 
+# Definition names a machine may have been read with: nested, escaped, percent-encoded.
+definition_extras = st.sampled_from([
+    {}, {}, {DEFINITION_EXTRA: "#/definitions/machines/compute"},
+    {DEFINITION_EXTRA: "#/definitions/machines/gpu"}, {DEFINITION_EXTRA: "#/definitions/a~1b"},
+    {DEFINITION_EXTRA: "#/definitions/x%20y"}])
+
 schedulers = st.builds(SchedulerSpec, name=text, url=maybe_text,
                        options=st.dictionaries(text, scalar, max_size=3))
 
@@ -72,7 +80,7 @@ def environments(draw: Any) -> Environment:
         body = draw(machine_bodies)
         identity = fresh_id("m")
         machine_ids.append(identity)
-        return Machine(id=identity, **body)
+        return Machine(id=identity, extras=draw(definition_extras), **body)
 
     def rack() -> Rack:
         slots = tuple(machine() if draw(st.integers(0, 4)) else None

@@ -8,6 +8,7 @@ and SSS attributes only on resources that are present.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -186,3 +187,21 @@ def generated_cluster(count: int) -> bytes:
             f'<Utilized><Processors metric="Average">{32 - i % 32}</Processors></Utilized>'
             "</Node>")
     return f"<Data>{''.join(nodes)}</Data>".encode()
+
+
+def with_clock_rate(environment: Environment, clock_rate_hz: float) -> Environment:
+    """``environment`` with every CPU and GPU clocked at ``clock_rate_hz``: what SSS nodes
+    need to become environment JSON machines (SSS has no clock rate; the upstream schema
+    requires one)."""
+    def clocked(units: tuple[ProcessingUnit, ...]) -> tuple[ProcessingUnit, ...]:
+        return tuple(replace(unit, clock_rate_hz=clock_rate_hz) for unit in units)
+
+    def machine(slot: Machine | None) -> Machine | None:
+        if slot is None:
+            return None
+        return replace(slot, cpus=clocked(slot.cpus), gpus=clocked(slot.gpus))
+
+    return replace(environment, datacenters=tuple(
+        replace(dc, rooms=tuple(replace(room, racks=tuple(
+            replace(rack, slots=tuple(map(machine, rack.slots))) for rack in room.racks))
+            for room in dc.rooms)) for dc in environment.datacenters))

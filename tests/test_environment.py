@@ -12,7 +12,18 @@ from hypothesis import HealthCheck, given, settings
 from strategies_environment import environments
 
 from dcx.core.diagnostics import Severity
-from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    MachineState,
+    MachineStateChange,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
 from dcx.formats import environment
 from dcx.formats.jsonref import resolve_document
 
@@ -216,7 +227,6 @@ def test_writer_output_validates_against_ours_and_upstream(corpus_dir: Path) -> 
 @given(environments())
 def test_model_to_json_to_model_is_identity(env: Environment) -> None:
     written = environment.write(Document(environment=env))
-    assert written.losses == ()
     result = environment.read(written.data)
     assert result.ok, [d.render() for d in result.diagnostics]
     assert result.document == Document(environment=env)
@@ -232,23 +242,102 @@ def test_writer_output_validates_upstream(corpus_dir: Path, env: Environment) ->
     assert not list(upstream_validator(corpus_dir).iter_errors(resolved))
 
 
-def test_identical_machines_are_factored_into_definitions() -> None:
-    types = [ProcessingUnit(cores=c, clock_rate_hz=2e9) for c in (4, 8, 16)]
-    machines = tuple(Machine(id=i, name=f"n{i}", cpus=(types[i % 3],)) for i in range(10_000))
-    env = Environment(datacenters=(Datacenter(id=0, rooms=(Room(racks=(Rack(slots=machines),)),)),))
-    written = environment.write(Document(environment=env))
+def _one_rack(*slots: Machine | None) -> Environment:
+    return Environment(datacenters=(Datacenter(id=0, rooms=(Room(racks=(Rack(slots=slots),)),)),))
+
+
+def test_the_users_definition_names_survive_a_rewrite() -> None:
+    source = minimal([{"id": 1, "$base": "#/definitions/machines/compute"},
+                      {"id": 2, "$base": "#/definitions/machines/compute",
+                       "memory": [{"capacity": 1024}]},
+                      {"id": 3, **MACHINE}],
+                     definitions={"machines": {"compute": {**MACHINE,
+                                                           "memory": [{"capacity": 512}]}}})
+    first = read_json(source)
+    assert first.ok
+    machines = list(first.document.environment.machines())
+    assert [m.extras for m in machines] == [
+        {environment.DEFINITION_EXTRA: "#/definitions/machines/compute"}] * 2 + [{}]
+    written = environment.write(first.document)
     tree = json.loads(written.data)
-    assert len(tree["definitions"]["machines"]) == 3
-    unit = tree["environment"]["datacenters"][0]["rooms"][0]["objects"][0]["units"][5]
-    assert unit == {"id": 5, "name": "n5", "state": "ACTIVE",
-                    "$base": "#/definitions/machines/type-3"}
-    assert environment.read(written.data).document == Document(environment=env)
+    # the definition holds what its machines share; each machine adds what differs
+    assert tree["definitions"] == {"machines": {"compute": MACHINE}}
+    units = tree["environment"]["datacenters"][0]["rooms"][0]["objects"][0]["units"]
+    assert units[0] == {"id": 1, "state": "ACTIVE", "$base": "#/definitions/machines/compute",
+                        "memory": [{"capacity": 512}]}
+    assert "$base" not in units[2]
+    assert environment.read(written.data).document == first.document
 
 
-def test_writer_lists_what_it_cannot_hold() -> None:
-    machine = Machine(id=1, cpus=(ProcessingUnit(cores=2, clock_rate_hz=1e9),),
-                      features=("bigmem", "ib"), os="Linux", rank=3)
-    env = Environment(datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=(machine,)),)),)),))
-    written = environment.write(Document(environment=env))
-    losses = {loss.field: loss.count for loss in written.losses}
-    assert losses == {"machine.features": 2, "machine.os": 1, "machine.rank": 1}
+def test_other_targets_report_the_definition_name_as_a_loss() -> None:
+    from dcx.converters.losses import conversion_losses
+    from dcx.converters.registry import get
+
+    source = read_json(minimal([{"id": 1, "name": "n1", "$base": "#/definitions/m"}],
+                               definitions={"m": MACHINE}))
+    lost = [loss.field for loss in conversion_losses(source.document, get("sss"))]
+    assert "machine.extras" in lost
+
+
+def test_definition_names_the_writer_cannot_place_are_dropped_and_reported() -> None:
+    base = environment.DEFINITION_EXTRA
+    cpu = (ProcessingUnit(cores=2, clock_rate_hz=1e9),)
+    env = _one_rack(Machine(id=1, cpus=cpu, extras={base: "#/definitions/a"}),
+                    Machine(id=2, cpus=cpu, extras={base: "#/definitions/a/b"}),
+                    Machine(id=3, cpus=cpu, extras={base: "#/environment"}))
+    document = Document(environment=env)
+    assert environment.normal_form_losses(document) == {"machine.extras"}
+    back = environment.read(environment.write(document).data).document
+    assert [m.extras for m in back.environment.machines()] == [{base: "#/definitions/a"}, {}, {}]
+
+
+def test_machines_the_upstream_schema_refuses_are_left_out_and_reported() -> None:
+    clocked = Machine(id="ok", cpus=(ProcessingUnit(cores=2, clock_rate_hz=1e9),))
+    unclocked = Machine(id="n1", cpus=(ProcessingUnit(cores=4),))
+    no_cpus = Machine(id="n2")
+    half_mb = Machine(id="n3", cpus=clocked.cpus, memory=(StorageUnit(capacity_mb=0.5),))
+    env = _one_rack(clocked, unclocked, None, no_cpus, half_mb)
+    env = Environment(datacenters=env.datacenters, events=(
+        MachineStateChange(machine="n1", state=MachineState.HALT, time_s=1),))
+    document = Document(environment=env)
+    normalised = environment.normalise(env)
+    assert normalised.left_out == ("n1", "n2", "n3")
+    assert normalised.changed == {"machine.cpus", "machine.memory",
+                                  "environment.events.machine_state"}
+    written = environment.write(document)
+    result = environment.read(written.data)
+    assert result.ok and not result.diagnostics
+    assert result.document == environment.normal_form(document)
+    assert [slot and slot.id for slot in next(result.document.environment.racks()).slots] == [
+        "ok", None]
+
+
+def test_a_conversion_that_keeps_no_machine_is_refused() -> None:
+    from dcx.converters.convert import convert_document
+    from dcx.converters.registry import get
+
+    document = Document(environment=_one_rack(Machine(id="n1", cpus=(ProcessingUnit(cores=4),))))
+    conversion = convert_document(document, get("sss"), get("environment"))
+    assert not conversion.ok
+    assert [d.code for d in conversion.diagnostics] == ["convert.nothing-held"]
+
+
+def test_ids_and_room_types_the_schema_refuses_are_normalised() -> None:
+    cpu = (ProcessingUnit(cores=2, clock_rate_hz=1e9, id="7"),)
+    env = Environment(datacenters=(Datacenter(id=0, rooms=(
+        Room(id="r", type="LAB", racks=(Rack(id=5, slots=(Machine(id=-1, cpus=cpu),)),
+                                        Rack(id=5, slots=(Machine(id=1, cpus=cpu),)))),)),))
+    document = Document(environment=env)
+    assert environment.normal_form_losses(document) == {"room.type", "rack.id", "machine.id",
+                                                        "cpu.id"}
+    result = environment.read(environment.write(document).data)
+    assert result.ok, [d.render() for d in result.diagnostics]
+    assert result.document == environment.normal_form(document)
+    room = result.document.environment.datacenters[0].rooms[0]
+    assert (room.type, [rack.id for rack in room.racks]) == ("SERVER", [5, None])
+
+
+def test_writer_output_without_a_topology_reads_back() -> None:
+    written = environment.write(Document())
+    assert environment.sniff(written.data)
+    assert environment.read(written.data).ok
