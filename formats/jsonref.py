@@ -482,3 +482,102 @@ def resolve_in_place(root: Any, marked: list[dict[str, Any]]) -> bool:
     except (_GiveUp, InputError, RecursionError):
         return False
     return True
+
+
+# ------------------------------------------------------------------------------ where errors are
+
+
+def written_place(root: Any, pointer: str) -> tuple[str, str | None]:
+    """Where the value at ``pointer`` in the resolved document is written in ``root`` (the
+    document as decoded, before resolution), and the ``$base`` definition it was inherited
+    from (``None`` when it is written at ``pointer`` itself).
+
+    ``/environment/…/units/0/cpus/1/cores`` of a unit whose ``cpus`` comes from
+    ``#/definitions/machines/compute`` is written at
+    ``/definitions/machines/compute/cpus/1/cores``. Keys a ``$merge`` combines, and
+    anything this walk cannot follow, stay where they are: the pointer is then only
+    located at its nearest written ancestor, as before.
+    """
+    node = root
+    written: list[str] = []
+    definition: str | None = None
+    for token in _pointer_tokens(pointer):
+        hops = 0
+        while isinstance(node, dict) and token not in node and hops < MAX_CHAIN:
+            source = _inheriting_base(root, node, token)
+            if source is None:
+                break
+            definition, node = source
+            written = list(_pointer_tokens(definition))  # the cached list stays unchanged
+            hops += 1
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return pointer, None
+        written.append(token)
+    if definition is None:
+        return pointer, None
+    return "".join("/" + escape_pointer_token(t) for t in written), definition
+
+
+def _inheriting_base(root: Any, node: dict[str, Any], token: str, depth: int = 0
+                     ) -> tuple[str, dict[str, Any]] | None:
+    """The pointer and object of the base ``node`` inherits ``token`` from (a later base
+    overrides an earlier one), or ``None`` (not inherited, or merged from several)."""
+    merged = node.get("$merge")
+    if depth > MAX_CHAIN:
+        return None
+    if isinstance(merged, list) and token in merged:
+        return None
+    references = node.get("$base")
+    if isinstance(references, str):
+        references = [references]
+    if not isinstance(references, list):
+        return None
+    for reference in reversed(references):
+        if not isinstance(reference, str) or not reference.startswith("#"):
+            return None
+        target_pointer = unquote(reference[1:])
+        target, missing = follow_pointer(root, target_pointer)
+        if isinstance(target, dict) and missing is None and (
+                token in target or _inheriting_base(root, target, token, depth + 1)):
+            return target_pointer, target
+    return None
+
+
+def fold_inherited(diagnostics: list[Diagnostic], root: Any,
+                   locate: Any) -> list[Diagnostic]:
+    """Diagnostics about values inherited through ``$base``, reported once each at the
+    definition where the value is written (its own line and pointer), with how many objects
+    inherit it; the others unchanged, in order. ``locate(pointer)`` gives a written
+    pointer's ``(line, column)``."""
+    from dataclasses import replace
+
+    folded: list[Diagnostic] = []
+    first: dict[tuple[str, str, str], int] = {}
+    users: dict[int, int] = {}
+    machines: dict[int, bool] = {}
+    for diagnostic in diagnostics:
+        place, definition = (written_place(root, diagnostic.pointer) if diagnostic.pointer
+                             else (diagnostic.pointer, None))
+        if definition is None:
+            folded.append(diagnostic)
+            continue
+        key = (place, diagnostic.code, diagnostic.message)
+        if key in first:
+            users[first[key]] += 1
+            machines[first[key]] &= "/units/" in diagnostic.pointer
+            continue
+        line, column = locate(place)
+        first[key] = len(folded)
+        users[len(folded)] = 1
+        machines[len(folded)] = "/units/" in diagnostic.pointer  # rack units are machines
+        folded.append(replace(diagnostic, pointer=place, line=line, column=column,
+                              message=f"{diagnostic.message} (in definition {definition}"))
+    for index, count in users.items():
+        noun = "machine" if machines[index] else "object"
+        text = f"used by {count:,} {noun}{'' if count == 1 else 's'}"
+        folded[index] = replace(folded[index], message=f"{folded[index].message}, {text})")
+    return folded
