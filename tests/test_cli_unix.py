@@ -399,3 +399,22 @@ def test_a_progress_bar_on_a_terminal_and_none_in_a_log() -> None:
     assert f"{len(files)} files valid".encode() in terminal
     logged = dcx("validate", *files)
     assert logged.returncode == 0 and b"\x1b" not in logged.stderr
+
+
+# ------------------------------------------------------------------------------ $base errors
+
+
+def test_an_error_in_a_definition_is_reported_once_at_the_definition(tmp_path: Path) -> None:
+    """small-cluster.json's three rack-1 machines inherit ``compute``: a bad ``cores`` there
+    is one error at the definition's line, not three at pointers the file does not have."""
+    lines = CLUSTER.read_text().splitlines(keepends=True)
+    [index] = [n for n, line in enumerate(lines) if '"cores": 8' in line][1:2]
+    lines[index] = lines[index].replace('"cores": 8', '"cores": "eight"')
+    path = tmp_path / "bad-definition.json"
+    path.write_text("".join(lines))
+    done = dcx("validate", path)
+    assert done.returncode == 1
+    [line] = done.stderr.decode().splitlines()
+    assert line.startswith(f"{path}:{index + 1}:")
+    assert ": error: /definitions/machines/compute/cpus/1/cores: 'eight' is not of type" in line
+    assert "(in definition /definitions/machines/compute, used by 3 machines)" in line
