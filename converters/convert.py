@@ -139,8 +139,10 @@ def refusal(document: Document, normalized: Document, source_name: str,
         return None  # an empty document converts to the target's empty document
     if not any(_keeps(normalized, part, target) for part in shared):
         noun = " or ".join(PART_NOUNS[part][1] for part in shared)
+        why = target.leaves_out(document) if target.leaves_out is not None else ""
         return error(f"{target.name} can hold none of the {noun} of this {source_name} "
-                     "file: nothing to convert", "convert.nothing-held")
+                     f"file{': ' + why if why else ''}: nothing to convert",
+                     "convert.nothing-held")
     return None
 
 

@@ -49,6 +49,9 @@ class FormatDeclaration:
     ``dcx.core.restrict``)."""
     normal_form_losses: Callable[[Document], frozenset[str]] | None = None
     """The held field paths ``normal_form`` changes for a document."""
+    leaves_out: Callable[[Document], str] | None = None
+    """Why ``normal_form`` leaves machines or jobs of a document out, in one line (what a
+    refused conversion says when the format keeps none of them)."""
     own_extras: frozenset[str] = frozenset()
     """Extras field paths (``dcx.core.restrict.EXTRAS_PATHS``) where its reader keeps data of
     its own, under ``name:``-prefixed keys that no other format holds."""

@@ -580,6 +580,28 @@ _ID_PATHS = {"datacenter": "datacenter.id", "room": "room.id", "rack": "rack.id"
              "machine": "machine.id"}
 
 
+_UPSTREAM_NEEDS = {
+    "machine.cpus": "a CPU with a positive clock rate and at least one core",
+    "machine.gpus": "GPUs with a positive clock rate and at least one core",
+    "machine.memory": "memory in whole MB",
+    "machine.storage": "storage in whole MB",
+}
+
+
+def leaves_out(document: Document) -> str:
+    """Why the upstream jsspp-osp schema refuses machines of ``document``, in one line."""
+    machines = list(document.environment.machines()) if document.environment else []
+    refused = [(machine, upstream_problems(machine)) for machine in machines]
+    refused = [(machine, problems) for machine, problems in refused if problems]
+    if not refused:
+        return ""
+    first, problems = refused[0]
+    name = first.name or first.id or "the first"
+    needs = " and ".join(_UPSTREAM_NEEDS[problem] for problem in problems)
+    return (f"the jsspp-osp schema needs {needs} for every machine; "
+            f"{len(refused)} of {len(machines)} machines lack it (first: {name})")
+
+
 def upstream_problems(machine: Machine) -> tuple[str, ...]:
     """The held field paths for which the upstream jsspp-osp schema refuses ``machine``:
     no CPU, or a processing unit without a positive clock-rate or with fewer than one core
@@ -1109,5 +1131,6 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    leaves_out=leaves_out,
     codes=CODES,
 )

@@ -162,6 +162,19 @@ def normal_form(document: Document) -> Document:
     return replace(document, environment=replace(environment, datacenters=datacenters))
 
 
+def leaves_out(document: Document) -> str:
+    """Why a setup file cannot hold machines of ``document``, in one line."""
+    machines = list(document.environment.machines()) if document.environment else []
+    left_out = [machine for machine in machines if not _writable(machine)]
+    if not left_out:
+        return ""
+    types = "; ".join(f"{known.cores} cores at {known.clock_rate_hz / 1e9:g} GHz"
+                      for known in CPU_TYPES.values())
+    first = left_out[0].name or left_out[0].id or "the first"
+    return (f"the SC18 simulator knows two CPU types ({types}); {len(left_out)} of "
+            f"{len(machines)} machines have other CPUs (first: {first})")
+
+
 def _writable(machine: Machine) -> bool:
     return all(cpu_type_of(cpu) is not None for cpu in machine.cpus)
 
@@ -244,5 +257,6 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    leaves_out=leaves_out,
     codes=CODES,
 )
