@@ -140,31 +140,14 @@ class Loss:
 
 @dataclass(frozen=True)
 class WriteResult:
+    """A writer's answer: the bytes, or an error saying why it could not write them. What
+    the format cannot hold is not the writer's to say: losses are derived
+    (``dcx.converters.losses``)."""
+
     data: bytes
-    losses: tuple[Loss, ...] = ()
     diagnostics: tuple[Diagnostic, ...] = field(default=())
     """Errors that stopped the write (``data`` is then empty) or warnings about it."""
 
     @property
     def ok(self) -> bool:
         return not has_errors(self.diagnostics)
-
-
-class LossCounter:
-    """Collects losses while a writer walks the model, one entry per field."""
-
-    def __init__(self) -> None:
-        self._counts: dict[str, int] = {}
-        self._details: dict[str, str] = {}
-
-    def add(self, field_path: str, count: int = 1, detail: str = "") -> None:
-        if count <= 0:
-            return
-        self._counts[field_path] = self._counts.get(field_path, 0) + count
-        if detail and field_path not in self._details:
-            self._details[field_path] = detail
-
-    def losses(self) -> tuple[Loss, ...]:
-        return tuple(
-            Loss(name, count, self._details.get(name, "")) for name, count in self._counts.items()
-        )

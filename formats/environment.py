@@ -1125,6 +1125,7 @@ FORMAT = FormatDeclaration(
     schema="environment.schema.json",
     description=("Datacenters, rooms, racks and machines with timed events and "
                  "$base/$merge definitions (jsspp-osp v1)."),
+    own_extras=frozenset({"machine.extras"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,

@@ -1245,6 +1245,7 @@ FORMAT = FormatDeclaration(
     schema="sss-node.xsd",
     description=("One <Node> or many inside an SSSRMAP <Data> element, with Configured, "
                  "Available and Utilized resources."),
+    own_extras=frozenset({"machine.extras", "machine.available", "machine.utilized"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,
