@@ -230,3 +230,18 @@ def test_conversion_output_tab_holds_the_converters_output(
     # the input tab is hidden now that the output tab is selected
     assert not block.locator(".tabbed-block").nth(0).is_visible()
     assert watch.failures == []
+
+
+@pytest.mark.parametrize("path", ["reference/loss-matrix/", "formats/environment/"])
+def test_wide_pages_fit_a_1400_pixel_window(browser: Any, base_url: str, path: str) -> None:
+    """The page itself never scrolls sideways in a 1400 x 900 window (a table may, inside
+    its own scroll container); format pages name the JSON Schema dialect right."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(base_url + path, wait_until="networkidle")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 1400, f"{path} is {width} px wide"
+        assert "draft 20)" not in page.inner_text("body")
+    finally:
+        context.close()

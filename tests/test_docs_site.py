@@ -338,17 +338,79 @@ def test_tour_shows_real_command_output(built_site: Path) -> None:
     if not (REPO / "examples" / "sss" / "cluster.xml").exists():
         pytest.skip("the tour's example examples/sss/cluster.xml is not in this checkout")
     assert "$ dcx validate examples/sss/cluster.xml" in text
-    assert "examples/sss/cluster.xml: sss, valid" in text
+    assert "examples/sss/cluster.xml: valid sss (4 machines); checked against" in text
+    assert "examples/sss/cluster.xml: sss (SSS Node Object XML 3.1.0), valid" in text
 
 
 def test_a_broken_anchor_fails_the_strict_build(tmp_path: Path) -> None:
     copy = tmp_path / "site"
     shutil.copytree(REPO / "site", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    for folder in ("formats", "converters", "scheduler", "schemas", "xsd", "examples"):
-        (tmp_path / folder).mkdir()  # the copied config watches these siblings
+    from ruamel.yaml import YAML
+
+    config = YAML(typ="safe").load((REPO / "site" / "mkdocs.yml").read_text(encoding="utf-8"))
+    for watched in config["watch"]:  # the copied config watches these siblings
+        if watched.startswith("../"):
+            (tmp_path / watched[3:]).mkdir()
     guide = copy / "docs" / "guides" / "pre-commit.md"
     guide.write_text(guide.read_text() + "\n[planted](../reference/cli.md#no-such-anchor)\n")
     result = _strict_build(copy / "mkdocs.yml", tmp_path / "out",
                            {"DCX_DOCS_REPO_ROOT": str(REPO)})
     assert result.returncode == 1
     assert "no-such-anchor" in result.stderr + result.stdout
+
+
+# ------------------------------------------------------------------------------ API, drafts, width
+
+
+def _python_blocks(markdown: str) -> list[str]:
+    blocks, inside, current = [], False, []
+    for line in markdown.splitlines():
+        if line.strip() == "```python":
+            inside, current = True, []
+        elif line.strip() == "```" and inside:
+            inside = False
+            blocks.append("\n".join(current))
+        elif inside:
+            current.append(line)
+    return blocks
+
+
+def test_the_python_api_page_runs_as_written(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each example on the API page runs against the repository's examples: the functions
+    it documents keep their names, parameters and results."""
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    monkeypatch.chdir(tmp_path)
+    blocks = _python_blocks((REPO / "site" / "docs" / "api.md").read_text(encoding="utf-8"))
+    assert len(blocks) >= 5
+    for block in blocks:
+        exec(compile(block, "api.md", "exec"), {})  # our own documentation, run as written
+    assert (tmp_path / "build" / "cluster.xml").read_bytes().startswith(b"<?xml")
+
+
+def test_format_pages_name_the_json_schema_dialect_correctly() -> None:
+    page = formats_pages.spec_page(get("environment"))
+    assert "(JSON Schema 2020-12)" in page and "draft 20)" not in page
+
+
+def test_the_loss_matrix_abbreviates_its_columns() -> None:
+    page = formats_pages.loss_matrix_page()
+    header = next(line for line in page.splitlines() if line.startswith("| from"))
+    assert '<abbr title="osp-workload">osp-w</abbr>' in header
+    assert "impossible" not in header and "| ✗ |" in page
+
+
+def test_a_workflow_publishes_the_site_from_main() -> None:
+    from ruamel.yaml import YAML
+
+    workflow = YAML(typ="safe").load((REPO / ".github" / "workflows" / "docs.yml").read_text())
+    assert workflow[True if True in workflow else "on"]["push"]["branches"] == ["main"]
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    assert any("nox -s docs" in step.get("run", "") for step in steps)
+    uploads = [step for step in steps if "upload-pages-artifact" in step.get("uses", "")]
+    assert uploads and uploads[0]["with"]["path"] == "build/site"
+    assert any("deploy-pages" in step.get("uses", "") for step in steps)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "https://<owner>.github.io/<repository>/" in readme
+    assert "DCX_CORPUS" in readme and "../shared/corpus" in readme
+    assert "build/converted/report.md" in readme

@@ -126,9 +126,14 @@ def _schema_section(spec: FormatDeclaration, schemas: list[str]) -> str:
 
 
 def _draft(schema: dict[str, object]) -> str:
+    """``2020-12`` for ``…/draft/2020-12/schema``, ``draft 07`` for ``…/draft-07/schema#``.
+    The dated form is tried first: ``\\d{2}`` alone would read 2020-12 as "draft 20"."""
     uri = str(schema.get("$schema", ""))
-    match = re.search(r"draft[-/](\d{2}|\d{4}-\d{2})", uri)
-    return f"draft {match.group(1)}" if match else "(no $schema)"
+    dated = re.search(r"draft/(\d{4}-\d{2})", uri)
+    if dated:
+        return dated.group(1)
+    numbered = re.search(r"draft-(\d{2})", uri)
+    return f"draft {numbered.group(1)}" if numbered else "(no $schema)"
 
 
 def _checks_section(spec: FormatDeclaration) -> str:
@@ -181,11 +186,17 @@ def loss_matrix_page(formats: tuple[FormatDeclaration, ...] = FORMATS) -> str:
              "with `--strict`), computed by the same function as this page "
              "(`dcx.converters.losses.conversion_losses`); `dcx formats --matrix` prints the "
              "same.\n"]
-    header = ("from \\ to", *(code(spec.name) for spec in writable))
+    # Column headings are abbreviated (full name on hover) and "impossible" is a mark, so
+    # the tables fit a 1400 px window beside the navigation.
+    parts.append("Columns use short names (hover for the full one): "
+                 + ", ".join(f"{_short(spec.name)} = {code(spec.name)}" for spec in formats
+                             if _short(spec.name) != spec.name)
+                 + ". ✗ means impossible.\n")
+    header = ("from \\ to", *(_abbr(spec.name) for spec in writable))
     rows = []
     for source in formats:
         marks = ["–" if source.name == target.name
-                 else "impossible" if cells[source.name, target.name].status == "impossible"
+                 else "✗" if cells[source.name, target.name].status == "impossible"
                  else str(len(cells[source.name, target.name].lost)) for target in writable]
         rows.append((code(source.name), *marks))
     parts.append(table(header, rows))
@@ -206,6 +217,21 @@ def loss_matrix_page(formats: tuple[FormatDeclaration, ...] = FORMATS) -> str:
     holds_rows = [(code(name), cell(meaning),
                    *("✓" if name in holds[spec.name] else "·" for spec in formats))
                   for name, meaning in FIELDS.items()]
-    parts.append(table(("Field", "Meaning", *(code(spec.name) for spec in formats)),
+    parts.append(table(("Field", "Meaning", *(_abbr(spec.name) for spec in formats)),
                        holds_rows))
     return "\n".join(parts)
+
+
+def _short(name: str) -> str:
+    """A column heading short enough for a wide table: ``env``, ``osp-w``; names of up to
+    six letters stay as they are."""
+    if len(name) <= 6:
+        return name
+    first, _, rest = name.partition("-")
+    return f"{first[:3]}-{rest[:1]}" if rest else name[:3]
+
+
+def _abbr(name: str) -> str:
+    short = _short(name)
+    return code(name) if short == name else f'<abbr title="{name}">{short}</abbr>'
+

@@ -54,7 +54,8 @@ def build_plan(repo_root: Path) -> SitePlan:
                        {"CLI": "reference/cli.md"},
                        {"Error codes": "reference/error-codes.md"},
                        {"Security": "reference/security.md"}]},
-        {"Guides": [{"pre-commit hook": "guides/pre-commit.md"}]},
+        {"Guides": [{"pre-commit hook": "guides/pre-commit.md"},
+                    {"Python API": "api.md"}]},
         {"Scheduler": "scheduler.md"},
     ]
     return plan
