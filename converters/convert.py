@@ -8,10 +8,11 @@ A conversion succeeds only when:
    job is an error, not an empty container;
 3. with ``strict``, the target loses nothing;
 4. the writer can serialise the document (a writer that cannot says why, as an error);
-5. the output, read back in the target format, carries no error, no warning about
-   conformance to the target's own specification (``Code.conformance``) and no warning the
-   input did not already carry: a clean input gives an output ``dcx validate --strict``
-   accepts.
+5. the output, read back in the target format, carries no error and no warning about
+   conformance to the target's own specification (``Code.conformance``). Any other warning
+   the output would carry and the input did not is reported as a warning of the conversion
+   (an error with ``strict``), so a clean input converts to an output ``dcx validate
+   --strict`` accepts or says why not.
 
 The losses are derived, not counted: ``conversion_losses`` compares the document with what the
 target makes of it (``dcx.core.restrict.dropped_fields``); the loss matrix uses the same
@@ -47,6 +48,11 @@ CODES = (
          "The source describes a part (topology or workload) the target cannot hold at all."),
     Code("convert.nothing-held", "error",
          "The target would keep none of the source's machines or jobs."),
+    Code("convert.empty-input", "error",
+         "The input describes no machines and no jobs: there is nothing to convert."),
+    Code("convert.output-warning", "warning",
+         "The output will carry a warning (not about conformance) its input did not; an "
+         "error with --strict."),
     Code("convert.loss", "warning",
          "A field the source uses that the target cannot hold (an error with --strict)."),
     Code("convert.unwritable", "error", "dcx reads the target format but cannot write it."),
@@ -136,7 +142,8 @@ def refusal(document: Document, normalized: Document, source_name: str,
         return error(f"{source_name} holds {what}; {target.name} holds no {nouns}: "
                      "nothing to convert", "convert.nothing-in-common")
     if not parts:
-        return None  # an empty document converts to the target's empty document
+        return error(f"this {source_name} file describes no machines and no jobs: nothing "
+                     "to convert", "convert.empty-input")
     if not any(_keeps(normalized, part, target) for part in shared):
         noun = " or ".join(PART_NOUNS[part][1] for part in shared)
         why = target.leaves_out(document) if target.leaves_out is not None else ""
@@ -193,9 +200,14 @@ def convert_document(document: Document, source: FormatDeclaration, target: Form
                                   "convert.invalid-output"))
         return refused(*problems, losses=losses)
     verdict = target.read(written.data)
+    rejected = [d for d in verdict.diagnostics if d.is_error or d.code in conformance_codes()]
     inherited = {d.code for d in read.diagnostics} if read is not None else set()
-    rejected = [d for d in verdict.diagnostics if d.is_error or d.code in conformance_codes()
-                or d.code not in inherited]
+    problems += [severity(f"the {target.name} output will warn: {d.message}",
+                          "convert.output-warning")
+                 for d in verdict.diagnostics if not d.is_error and d.code not in inherited
+                 and d not in rejected]
+    if has_errors(problems):
+        return refused(*problems, losses=losses)
     if rejected or verdict.document is None:
         reason = rejected[0].render() if rejected else "it does not read back"
         problems.append(error(f"internal error: dcx wrote {target.name} output that "

@@ -36,9 +36,10 @@ from dcx.core.model import Document
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
-CellStatus = Literal["ok", "lossy", "impossible", "write-error"]
-REFUSALS = ("convert.nothing-in-common", "convert.nothing-held", "convert.unwritable")
-"""Refusals that say the pair cannot carry this input, not that dcx failed."""
+CellStatus = Literal["ok", "lossy", "impossible", "refused", "failed"]
+IMPOSSIBLE = ("convert.nothing-in-common", "convert.nothing-held", "convert.unwritable",
+              "convert.empty-input")
+"""Refusals that say the pair cannot carry this input at all."""
 
 CODES = (
     Code("pipeline.internal-error", "error",
@@ -58,7 +59,8 @@ class Cell:
 
     @property
     def failed(self) -> bool:
-        return self.status == "write-error"
+        """dcx failed (wrote what it does not accept, or raised): never the input's fault."""
+        return self.status == "failed"
 
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "status": self.status,
@@ -156,14 +158,15 @@ def convert_cell(document: Document, source: FormatDeclaration, target: FormatDe
     try:
         conversion = convert_document(document, source, target)
     except Exception as exc:  # a writer or reader bug: the cell fails, the run goes on
-        return Cell(target.name, "write-error",
+        return Cell(target.name, "failed",
                     diagnostics=(_internal(f"converting to {target.name} raised "
                                            f"{type(exc).__name__}: {exc}"),))
     if not conversion.ok:
         refusal = next(d for d in conversion.diagnostics if d.is_error)
-        if refusal.code in REFUSALS:
+        if refusal.code in IMPOSSIBLE:
             return Cell(target.name, "impossible", reason=refusal.message)
-        return Cell(target.name, "write-error", conversion.losses,
+        return Cell(target.name, "failed" if conversion.internal_error else "refused",
+                    conversion.losses, reason=refusal.message,
                     diagnostics=tuple(d for d in conversion.diagnostics if d.is_error))
     output = folder / f"{target.name}{target.extensions[0]}"
     write_atomic(output, conversion.data)
@@ -185,7 +188,8 @@ def _read_bytes(path: str) -> bytes | None:
 # ------------------------------------------------------------------------------ reports
 
 
-_MARK = {"ok": "ok", "lossy": "lossy", "impossible": "impossible", "write-error": "FAILED"}
+_MARK = {"ok": "ok", "lossy": "lossy", "impossible": "impossible", "refused": "refused",
+         "failed": "FAILED"}
 
 
 def report_json(results: Sequence[InputResult],
@@ -210,8 +214,9 @@ def report_markdown(results: Sequence[InputResult], targets: Sequence[FormatDecl
     writable = [t.name for t in targets if t.writable]
     lines = ["# dcx conversion report", ""]
     summary = report_json(results, targets)["summary"]
-    lines.append(f"{summary['inputs']} inputs, {summary['outputs']} outputs, "
-                 f"{summary['invalid_outputs']} invalid.")
+    lines.append(f"{summary['inputs']} inputs, {summary['outputs']} outputs written, each "
+                 f"read back accepted; {summary['refused']} conversions refused with a reason, "
+                 f"{summary['failed']} failed.")
     missing = [t.name for t in targets if not t.writable]
     if missing:
         lines += ["", f"Formats dcx reads but does not write: {', '.join(missing)}."]
@@ -231,14 +236,19 @@ def report_markdown(results: Sequence[InputResult], targets: Sequence[FormatDecl
         lines.append(f"- `{result.path}` ({result.format or 'unknown'}): {verdict}")
         lines += [f"    - {d.at(result.path).render()}" for d in result.diagnostics if d.is_error]
         for cell in result.cells:
-            if cell.output is None and cell.status != "write-error":
+            if cell.status == "impossible":
                 continue
             where = f"`{cell.output}`" if cell.output else f"{cell.target} (no output)"
-            verdict = ("FAILED: no output written" if cell.failed
-                       else "valid, accepted by dcx validate --strict" if not cell.diagnostics
-                       else "valid, with warnings the input carries too")
+            warnings = sum(not d.is_error for d in cell.diagnostics)
+            verdict = ("FAILED: dcx wrote what it does not accept; nothing written"
+                       if cell.failed
+                       else f"refused, nothing written: {cell.reason}" if cell.output is None
+                       else "valid, accepted by dcx validate --strict" if not warnings
+                       else f"valid; dcx validate --strict rejects it ({warnings} warning"
+                       f"{'s' if warnings != 1 else ''})")
             lines.append(f"    - {where}: {verdict}")
-            lines += [f"        - {d.render()}" for d in cell.diagnostics if d.is_error]
+            lines += [f"        - {d.render()}" for d in cell.diagnostics
+                      if d.is_error or cell.output is not None]
     return "\n".join(lines) + "\n"
 
 
@@ -293,8 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     summary = report["summary"]
     print(f"{summary['inputs']} inputs, {summary['outputs']} outputs "
-          f"({summary['ok']} ok, {summary['lossy']} lossy, {summary['impossible']} impossible), "
-          f"{summary['invalid_outputs']} invalid; report: {Path(args.out) / 'report.md'}",
+          f"({summary['ok']} ok, {summary['lossy']} lossy), {summary['impossible']} pairs "
+          f"impossible, {summary['refused']} refused, {summary['failed']} failed; "
+          f"report: {Path(args.out) / 'report.md'}",
           file=sys.stderr)
     return code
 

@@ -4,7 +4,7 @@ requires them fills in."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from dcx.core.model import Document, Id, Machine
@@ -28,19 +28,42 @@ def required_machine_id(machine: Machine, position: int) -> Id:
     return f"node{position}"
 
 
+def required_ids(machines: Iterable[Machine]) -> list[Id]:
+    """Each machine's id, filled in by ``required_machine_id`` where it has none; a filled-in
+    id already taken (two machines of one name) becomes ``node<N>`` (``-2``, ``-3`` … while
+    that is taken too), since a format that requires ids requires them unique."""
+    machines = list(machines)
+    taken = {machine.id for machine in machines if machine.id is not None}
+    ids: list[Id] = []
+    for position, machine in enumerate(machines, 1):
+        if machine.id is not None:
+            ids.append(machine.id)
+            continue
+        wanted = required_machine_id(machine, position)
+        if wanted in taken:
+            wanted = _free(f"node{position}", taken)
+        taken.add(wanted)
+        ids.append(wanted)
+    return ids
+
+
+def _free(name: str, taken: set[Id]) -> str:
+    suffix, candidate = 1, name
+    while candidate in taken:
+        suffix += 1
+        candidate = f"{name}-{suffix}"
+    return candidate
+
+
 def with_required_ids(document: Document) -> Document:
-    """``document`` with every machine id filled in by ``required_machine_id``."""
+    """``document`` with every machine id filled in as ``required_ids`` does."""
     environment = document.environment
     if environment is None or all(m.id is not None for m in environment.machines()):
         return document
-    position = 0
+    ids = iter(required_ids(environment.machines()))
 
     def fill(slot: Machine | None) -> Machine | None:
-        nonlocal position
-        if slot is None:
-            return None
-        position += 1
-        return replace(slot, id=required_machine_id(slot, position))
+        return None if slot is None else replace(slot, id=next(ids))
 
     datacenters = tuple(replace(dc, rooms=tuple(
         replace(room, racks=tuple(replace(rack, slots=tuple(fill(slot) for slot in rack.slots))

@@ -140,7 +140,7 @@ from dcx.core.diagnostics import (
     has_errors,
     warning,
 )
-from dcx.core.ids import id_from_text, required_machine_id
+from dcx.core.ids import id_from_text, required_ids
 from dcx.core.model import (
     Consumables,
     Datacenter,
@@ -877,11 +877,13 @@ def _unwritable(message: str, code: str, pointer: str = "") -> _Unwritable:
 
 
 def _node_ids(machines: list[Machine], pointers: list[str], dropped: set[str]) -> list[str]:
-    """Each machine's ``<Id>`` text: its id, or the one ``required_machine_id`` gives it."""
+    """Each machine's ``<Id>`` text: its id, or the one ``required_ids`` gives it."""
     seen: set[str] = set()
     texts = []
-    for position, (machine, pointer) in enumerate(zip(machines, pointers, strict=True), 1):
-        text = str(required_machine_id(machine, position))
+    ids = required_ids(machines)
+    for position, (machine, pointer, node_id) in enumerate(
+            zip(machines, pointers, ids, strict=True), 1):
+        text = str(node_id)
         if not text.strip():
             raise _unwritable(f"machine {position} has a blank id; SSS requires a non-empty "
                               "<Id>", "sss.write.missing-id", pointer)

@@ -109,7 +109,7 @@ def test_an_output_that_does_not_read_back_fails_the_run_and_is_not_written(
                        formats=[broken], stream=stream)
     (entry,) = report["inputs"]
     (cell,) = entry["conversions"]
-    assert (code, cell["status"], cell["output"]) == (1, "write-error", None)
+    assert (code, cell["status"], cell["output"]) == (1, "failed", None)
     assert "-> environment: FAILED:" in stream.getvalue()
     assert "does not accept" in stream.getvalue()
     assert not (tmp_path / "out" / "environment__two-sites.json").exists()
