@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK
 """The ``dcx`` command line: validate, convert, formats, info, schedule.
 
 Exit codes: 0 valid, 1 invalid input, 2 usage or internal error (never an error count).
@@ -68,8 +69,10 @@ def family_name(text: str) -> str:
 
 
 def _format_option(parser: argparse.ArgumentParser, *flags: str, dest: str, help: str) -> None:
-    parser.add_argument(*flags, dest=dest, type=format_name, metavar="FORMAT",
-                        help=f"{help} (any case; one of {', '.join(FORMAT_NAMES)})")
+    option = parser.add_argument(*flags, dest=dest, type=format_name, metavar="FORMAT",
+                                 help=f"{help} (any case; one of {', '.join(FORMAT_NAMES)})")
+    # no argparse choices (they would refuse SSS); argcomplete reads this attribute instead
+    option.completer = lambda **_: FORMAT_NAMES  # type: ignore[attr-defined]
 
 
 def _verbosity_options(parser: argparse.ArgumentParser, top: bool = False) -> None:
@@ -178,6 +181,8 @@ def _protect_file_names(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions: only then import it
+        _complete(parser)
     args = parser.parse_args(_protect_file_names(list(sys.argv[1:] if argv is None else argv)))
     try:
         handler = {"validate": cmd_validate, "convert": cmd_convert, "formats": cmd_formats,
@@ -204,6 +209,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("DCX_DEBUG"):
             raise
         return EXIT_USAGE
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Tab completion through argcomplete (the ``completion`` extra), which answers the shell
+    and exits; without it installed there is nothing to complete with."""
+    try:
+        import argcomplete
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -242,6 +257,14 @@ def read_input(path: str) -> tuple[bytes, Diagnostic | None]:
         raise UsageError(f"{path}: permission denied") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory") from None
+
+
+def _size(path: str) -> int:
+    """A regular file's size; 0 for stdin, FIFOs and what cannot be looked at (yet)."""
+    try:
+        return os.stat(path).st_size if path != "-" and os.path.isfile(path) else 0
+    except OSError:
+        return 0
 
 
 def _read_up_to(stream: Any, most: int) -> bytes:
@@ -368,7 +391,7 @@ def _malformed(data: bytes, kind: str) -> list[Diagnostic]:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate each file; ``--hook`` skips files that are clearly no dcx format."""
     from dcx.converters.convert import read_any
-    from dcx.converters.progress import Progress
+    from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect, get
 
     families = set(args.family or ())
@@ -380,7 +403,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     entries: list[dict[str, Any]] = []
     valid = skipped = 0
     failed = False
-    with Progress(len(args.files), "validating", enabled=len(args.files) > 1 and text
+    long_run = len(args.files) > 1 or _size(args.files[0]) >= LARGE_INPUT_BYTES
+    with Progress(len(args.files), "validating", enabled=long_run and text
                   and not _quiet(args)) as progress:
         for path in args.files:
             name = label(path)

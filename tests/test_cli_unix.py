@@ -418,3 +418,17 @@ def test_an_error_in_a_definition_is_reported_once_at_the_definition(tmp_path: P
     assert line.startswith(f"{path}:{index + 1}:")
     assert ": error: /definitions/machines/compute/cpus/1/cores: 'eight' is not of type" in line
     assert "(in definition /definitions/machines/compute, used by 3 machines)" in line
+
+
+# ------------------------------------------------------------------------------ completion
+
+
+def test_shell_completion_offers_format_names() -> None:
+    pytest.importorskip("argcomplete", reason="argcomplete is not installed (completion extra)")
+    line = "dcx convert in.json out.xml --to s"
+    done = subprocess.run(
+        dcx_command(), capture_output=True, timeout=60, pass_fds=(),
+        env={**os.environ, "_ARGCOMPLETE": "1", "_ARGCOMPLETE_IFS": " ", "COMP_LINE": line,
+             "COMP_POINT": str(len(line)), "_ARGCOMPLETE_STDOUT_FILENAME": "/dev/stdout"})
+    assert done.returncode == 0, text(done)
+    assert set(done.stdout.decode().split()) == {"sss", "swf"}
