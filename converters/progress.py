@@ -38,7 +38,8 @@ class Progress:
             )
             from rich.progress import Progress as RichProgress
 
-            console = Console(file=self.stream, highlight=False)
+            # diagnostics are printed as they are: no markup, emoji codes or highlighting
+            console = Console(file=self.stream, highlight=False, markup=False, emoji=False)
             self._bar = RichProgress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TimeElapsedColumn(), console=console, transient=True)
