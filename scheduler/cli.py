@@ -1,10 +1,13 @@
-"""``dcx schedule WORKLOAD --env ENVIRONMENT --policy SRTF-BESTFIT[,…]``.
+"""``dcx schedule WORKLOAD [--env ENVIRONMENT] [--policy NAME[,…]] [--scheduler FILE …]``.
 
 Exit codes: 0 the runs completed, 1 the input cannot be scheduled (diagnostics say where),
-2 usage (unknown policy, bad option). ``--output json`` prints exactly one object::
+2 usage (unknown policy, bad option, a scheduler file that is not valid, no machines to
+schedule on). Diagnostics go to stderr. ``--output json`` prints exactly one object::
 
     {"runs": [{"policy", "time_model", "seed", "tasks", "jobs",
-               "metrics": {"TRT", "JMS", "NJSL", "JWT"}}]}
+               "metrics": {"TRT", "JMS", "NJSL", "JWT", "makespan_s", "wait_mean_s",
+                           "response_mean_s", "slowdown_mean", "bounded_slowdown_mean",
+                           "utilization"}}]}
 """
 
 from __future__ import annotations
@@ -32,15 +35,25 @@ def add_parser(subparsers: Any) -> None:
         "schedule",
         help="run the SC18 reference scheduler over a workload",
         description="Schedule WORKLOAD on the machines of ENVIRONMENT with one or more "
-        "T2-R5 policies (T2: SRTF, FIFO, RANDOM; R5: BESTFIT, FIRSTFIT, WORSTFIT) and report "
-        "TRT, JMS, NJSL and JWT. Any workload and topology format dcx reads is accepted.",
+        "schedulers: the SC18 ones as T2-R5 (T2: SRTF, FIFO, RANDOM; R5: BESTFIT, FIRSTFIT, "
+        "WORSTFIT), or FCFS, SJF, LJF with -EASY or -CONSERVATIVE backfilling (FCFS-EASY), "
+        "or a scheduler file (stage -> policy, see schedulers/). Reports the paper's task "
+        "response time (TRT), job makespan (JMS), normalised job schedule length (NJSL) and "
+        "job waiting time (JWT), and makespan, waiting and response time, slowdown, bounded "
+        "slowdown and utilisation. Any workload and topology format dcx reads is accepted.",
     )
     parser.add_argument("workload", metavar="WORKLOAD", help="workload file (GWF, SWF, "
                         "osp-workload JSON, Haizea LWF, …)")
     parser.add_argument("--env", metavar="ENVIRONMENT", help="topology file (environment "
-                        "JSON, OpenDC setup.json, …); optional when WORKLOAD has machines")
-    parser.add_argument("--policy", default="SRTF-BESTFIT", metavar="T2-R5[,T2-R5…]",
-                        help="comma-separated policies (default SRTF-BESTFIT)")
+                        "JSON, OpenDC setup.json, …); optional when WORKLOAD has machines "
+                        "(a Haizea site, an SWF MaxProcs/MaxNodes header)")
+    parser.add_argument("--policy", metavar="NAME[,NAME…]",
+                        help="comma-separated schedulers: SRTF-BESTFIT (SC18), FCFS, "
+                        "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, … (default SRTF-BESTFIT "
+                        "unless --scheduler is given)")
+    parser.add_argument("--scheduler", action="append", default=[], metavar="FILE",
+                        help="a scheduler declaration (JSON, schemas/scheduler.schema.json); "
+                        "may be repeated")
     parser.add_argument("--time-model", choices=TIME_MODELS, default="event",
                         help="sc18: the paper's 10 s ticks and integer durations; event "
                         "(default): a cycle at every arrival, completion and state change")
@@ -52,13 +65,24 @@ def add_parser(subparsers: Any) -> None:
                         default="text", help="text: a table; json: one JSON object")
 
 
-def _policies(text: str) -> list[Policy]:
+def _policies(text: str | None, files: list[str]) -> list[Policy]:
+    from dcx.scheduler.declaration import load_declaration
     from dcx.scheduler.policies import parse_policy
 
+    if text is None:
+        text = "" if files else "SRTF-BESTFIT"
     names = [name for name in text.split(",") if name.strip()]
-    if not names:
+    if not names and not files:
         raise ValueError("--policy names no policy")
-    return [parse_policy(name) for name in names]
+    chosen = [parse_policy(name) for name in names]
+    for file_name in files:
+        policy, diagnostics = load_declaration(Path(file_name))
+        for diagnostic in diagnostics:
+            print(diagnostic.render(), file=sys.stderr)
+        if policy is None:
+            raise ValueError(f"{file_name} is not a valid scheduler declaration")
+        chosen.append(policy)
+    return chosen
 
 
 def _run_json(run: Run) -> dict[str, Any]:
@@ -124,15 +148,43 @@ def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
     write_plots(folder, runs, title)
 
 
+def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> bool:
+    """Once per invocation: which requested times the runtime stands in for, when a policy
+    reads requested times (SJF, LJF, backfilling). ``False`` when a reserving policy cannot
+    run the problem (it schedules cores only)."""
+    from dcx.core.diagnostics import error, warning
+
+    readers = [p for p in policies if p.reserves or p.task_order in ("SJF", "LJF")]
+    missing = problem.tasks.requested_from_runtime
+    if readers and missing:
+        print(warning(
+            f"{missing} of {len(problem.tasks)} task(s) have no requested time; their "
+            "runtime stands in (an exact estimate)", "schedule.runtime-as-requested",
+        ).at(workload).render(), file=sys.stderr)
+    if any(p.reserves for p in policies) and problem.machines.dimensions:
+        names = ", ".join(d.name for d in problem.machines.dimensions)
+        print(error(
+            f"the reserving schedulers place and reserve cores only, and these tasks also "
+            f"ask for {names}; use an SC18 (T2-R5) scheduler", "schedule.reservation-resources",
+        ).at(workload).render(), file=sys.stderr)
+        return False
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every run completed, 1 for unschedulable input, 2 for usage errors."""
     from dcx.scheduler.loading import load_problem
     from dcx.scheduler.runs import run_policy
 
     try:
-        policies = _policies(args.policy)
+        policies = _policies(args.policy, args.scheduler)
     except ValueError as exc:
         print(f"dcx schedule: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    reserving = [policy.name for policy in policies if policy.reserves]
+    if reserving and args.time_model != "event":
+        print(f"dcx schedule: error: {', '.join(reserving)} run(s) under the event time "
+              "model only; leave out --time-model sc18", file=sys.stderr)
         return EXIT_USAGE
     loaded = load_problem(Path(args.workload), Path(args.env) if args.env else None)
     for diagnostic in loaded.diagnostics:
@@ -140,7 +192,11 @@ def run(args: argparse.Namespace) -> int:
     if not loaded.ok or loaded.problem is None:
         if not loaded.diagnostics:
             print(f"{args.workload}: error: cannot be scheduled", file=sys.stderr)
+        if any(d.code == "schedule.no-environment" for d in loaded.diagnostics):
+            return EXIT_USAGE  # a missing --env is a usage error, not a bad workload
         return EXIT_INVALID
+    if not _say_what_stands_in(loaded.problem, policies, args.workload):
+        return EXIT_USAGE
 
     runs = [run_policy(loaded.problem, policy, args.time_model, args.seed)
             for policy in policies]

@@ -139,6 +139,10 @@ class Schedule:
     cycle_cpu: list[tuple[float, int]] = field(default_factory=list)
     """``(cycle time, thread CPU ns)`` per measured cycle. The thread CPU clock costs about
     ten times a wall-clock read, so it is read once per cycle, not per stage call."""
+    reserved_s: list[float] = field(default_factory=list)
+    """Reservation engine: the first reservation each task was given (NaN: none)."""
+    killed: int = 0
+    """Tasks cut at their requested time (reservation engine)."""
 
     @property
     def unfinished(self) -> int:

@@ -11,8 +11,17 @@ from pathlib import Path
 
 from dcx.converters.convert import read_any
 from dcx.core.codes import Code
-from dcx.core.diagnostics import Diagnostic, error
-from dcx.core.model import Document, Environment, Workload
+from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+    Workload,
+)
 from dcx.scheduler.problem import ENVIRONMENT_CODES, Problem, compile_problem
 
 CODES = (
@@ -23,7 +32,28 @@ CODES = (
          "The environment file holds no machines."),
     Code("schedule.no-environment", "error",
          "The workload file has no machines of its own and no environment was given."),
+    Code("schedule.header-topology", "warning",
+         "No environment was given: the workload's MaxProcs (or MaxNodes) header stands in, "
+         "one single-core machine per processor."),
 )
+
+HEADER_SIZE_KEYS = ("MaxProcs", "MaxNodes")
+"""SWF header fields that size the machine the trace was recorded on, most specific first."""
+
+
+def header_environment(workload: Workload) -> tuple[Environment, str, int] | None:
+    """The machine an SWF header describes: one single-core machine per processor, as
+    PWA-based simulators treat processors as interchangeable units (and as the SWF reader
+    maps a job of P processors to P single-core nodes). ``(environment, key, count)``."""
+    for key in HEADER_SIZE_KEYS:
+        value = workload.attributes.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            core = ProcessingUnit(cores=1)
+            machines = tuple(Machine(id=f"p{index}", cpus=(core,)) for index in range(value))
+            rack = Rack(slots=machines)
+            return Environment((Datacenter(rooms=(Room(racks=(rack,)),)),)), key, value
+    return None
+
 
 
 @dataclass(frozen=True)
@@ -96,7 +126,15 @@ def load_problem(
     elif workload_doc is not None:
         environment = workload_doc.environment
         environment_name = workload_name
-        if environment is None and workload is not None:
+        from_header = (header_environment(workload)
+                       if environment is None and workload is not None else None)
+        if from_header is not None:
+            environment, key, size = from_header
+            diagnostics.append(warning(
+                f"no --env given: scheduling on the workload's own machine, {size} "
+                f"single-core machine(s) from its {key} header",
+                "schedule.header-topology").at(str(workload_path)))
+        elif environment is None and workload is not None:
             diagnostics.append(error(
                 "the workload file has no machines of its own; give an environment with --env",
                 "schedule.no-environment").at(str(workload_path)))

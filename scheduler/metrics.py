@@ -11,6 +11,17 @@ the submit time under ``event``).
   under ``event`` the textbook definition, JMS / max(1, static critical path), the path
   measured with durations on the environment's fastest machine.
 
+The batch-scheduling metrics (Feitelson, "Metrics for parallel job scheduling and their
+convergence", 2001), per task (an SWF job is one task), over the tasks that finished:
+
+* wait = first start − arrival; response = finish − arrival; run = finish − last start;
+* slowdown = response / run, over the tasks with run > 0 (undefined for run = 0);
+* bounded slowdown = max(1, response / max(run, τ)), τ = ``BOUNDED_SLOWDOWN_TAU_S`` (10 s);
+* means and percentiles p50/p90/p99 (linear interpolation between closest ranks, numpy's
+  default) and the maximum;
+* utilisation = used core-seconds / (all cores x (last finish − first arrival)); makespan =
+  last finish − first arrival.
+
 Jobs with an unfinished task (every machine failed for good) get no job metrics and are
 counted in ``Summary.unfinished_jobs``.
 
@@ -89,10 +100,60 @@ class Summary:
     """Tasks with a deadline."""
     deadline_missed: int = 0
     """Tasks that finished after their deadline or never finished."""
+    wait: Distribution | None = None
+    response: Distribution | None = None
+    slowdown: Distribution | None = None
+    bounded_slowdown: Distribution | None = None
+    killed: int = 0
+    """Tasks cut at their requested time."""
 
     def headline(self) -> dict[str, float]:
-        """The four table metrics under their paper names."""
-        return {"TRT": self.trt_s, "JMS": self.jms_s, "NJSL": self.njsl, "JWT": self.jwt_s}
+        """The four table metrics under their paper names, then the batch-scheduling ones
+        (``--output json``'s ``metrics``)."""
+        return {"TRT": self.trt_s, "JMS": self.jms_s, "NJSL": self.njsl, "JWT": self.jwt_s,
+                "makespan_s": self.makespan_s,
+                "wait_mean_s": _mean_of(self.wait),
+                "response_mean_s": _mean_of(self.response),
+                "slowdown_mean": _mean_of(self.slowdown),
+                "bounded_slowdown_mean": _mean_of(self.bounded_slowdown),
+                "utilization": self.utilisation}
+
+
+BOUNDED_SLOWDOWN_TAU_S = 10.0
+"""τ of the bounded slowdown (Feitelson 2001)."""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Mean, percentiles (linear interpolation) and maximum of a per-task metric."""
+
+    count: int
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> Distribution:
+        if not values:
+            nan = float("nan")
+            return cls(0, nan, nan, nan, nan, nan)
+        ordered = sorted(values)
+        return cls(len(ordered), math.fsum(ordered) / len(ordered), percentile(ordered, 50),
+                   percentile(ordered, 90), percentile(ordered, 99), ordered[-1])
+
+
+def percentile(ordered: list[float], percent: float) -> float:
+    """Linear interpolation between the closest ranks (numpy's default method)."""
+    position = (len(ordered) - 1) * percent / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _mean_of(distribution: Distribution | None) -> float:
+    return distribution.mean if distribution is not None else float("nan")
 
 
 @dataclass(frozen=True)
@@ -244,6 +305,21 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         )
 
     finished = [value for value in turnaround if not math.isnan(value)]
+    waits: list[float] = []
+    responses: list[float] = []
+    slowdowns: list[float] = []
+    bounded: list[float] = []
+    for task in range(count):
+        end = finishes[task]
+        if end != end:
+            continue
+        response = end - arrivals[task]
+        run = end - starts[task]
+        waits.append(firsts[task] - arrivals[task])
+        responses.append(response)
+        if run > 0:
+            slowdowns.append(response / run)
+        bounded.append(max(1.0, response / max(run, BOUNDED_SLOWDOWN_TAU_S)))
     all_cores = sum(problem.machines.capacity) / CORE_UNITS
     horizon_start = min(arrivals, default=0.0)
     horizon_end = max((end for end in finishes if not math.isnan(end)), default=horizon_start)
@@ -267,5 +343,10 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         cycles=schedule.cycles,
         deadline_tasks=sum(1 for flag in missed if flag is not None),
         deadline_missed=sum(1 for flag in missed if flag),
+        wait=Distribution.of(waits),
+        response=Distribution.of(responses),
+        slowdown=Distribution.of(slowdowns),
+        bounded_slowdown=Distribution.of(bounded),
+        killed=schedule.killed,
     )
     return RunMetrics(problem, schedule, turnaround, missed, tuple(job_rows), summary)

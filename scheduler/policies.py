@@ -120,6 +120,19 @@ def srtf(context: QueueContext) -> ReadyQueue:
     )
 
 
+def sjf(context: QueueContext) -> ReadyQueue:
+    """Shortest requested time first (the workload's estimate, not the real runtime); ties
+    in queue order."""
+    tasks, order = context.tasks, context.queue_order
+    return KeyedQueue(lambda task: (tasks.requested_s[task], order[task]))
+
+
+def ljf(context: QueueContext) -> ReadyQueue:
+    """Longest requested time first; ties in queue order."""
+    tasks, order = context.tasks, context.queue_order
+    return KeyedQueue(lambda task: (-tasks.requested_s[task], order[task]))
+
+
 def random_order(context: QueueContext) -> ReadyQueue:
     """A new random order every cycle, from the run's seeded generator."""
     return RandomQueue(context.rng)
@@ -131,7 +144,24 @@ TASK_ORDERS: dict[str, TaskOrder] = {
     "SRTF": srtf,
     "FIFO": fifo,
     "RANDOM": random_order,
+    "FCFS": fifo,
+    "SJF": sjf,
+    "LJF": ljf,
 }
+PAPER_TASK_ORDERS = ("SRTF", "FIFO", "RANDOM")
+"""The T2 policies of the SC18 experiments (FCFS is FIFO under its batch-scheduling name)."""
+
+BACKFILLING = ("GREEDY", "STRICT", "EASY", "CONSERVATIVE")
+"""What happens to the tasks behind one that does not fit:
+
+* ``GREEDY`` (the SC18 stage scheduler): every eligible task that fits starts, in queue
+  order; nothing is reserved, so a wide task can wait forever.
+* ``STRICT``: nothing behind the first task that does not fit starts.
+* ``EASY``: the first task that does not fit gets a reservation; later tasks start only if
+  they do not delay it.
+* ``CONSERVATIVE``: every waiting task holds a reservation; a task starts early only if it
+  delays none.
+"""
 
 
 # --------------------------------------------------------------------------- R4 filter
@@ -192,14 +222,27 @@ MACHINE_SELECTIONS: dict[str, MachineSelection] = {
 
 @dataclass(frozen=True)
 class Policy:
-    """A scheduler configuration: one T2 and one R5 policy."""
+    """A scheduler configuration: one T2 and one R5 policy, and what happens behind a task
+    that does not fit (``BACKFILLING``)."""
 
     task_order: str
     machine_selection: str
+    backfilling: str = "GREEDY"
 
     @property
     def name(self) -> str:
-        return f"{self.task_order}-{self.machine_selection}"
+        if self.backfilling == "GREEDY":
+            return f"{self.task_order}-{self.machine_selection}"
+        if self.backfilling == "STRICT" and self.machine_selection == "FIRSTFIT":
+            return self.task_order
+        if self.machine_selection == "FIRSTFIT":
+            return f"{self.task_order}-{self.backfilling}"
+        return f"{self.task_order}-{self.backfilling}-{self.machine_selection}"
+
+    @property
+    def reserves(self) -> bool:
+        """Run by the reservation engine (``scheduler/backfilling.py``), not the greedy one."""
+        return self.backfilling != "GREEDY"
 
     @property
     def order(self) -> TaskOrder:
@@ -215,20 +258,32 @@ class Policy:
 
 
 def parse_policy(name: str) -> Policy:
-    """``SRTF-BESTFIT`` (case-insensitive) → ``Policy``; ``ValueError`` naming the known
-    policies when a part is unknown."""
-    text = name.strip().upper()
-    for cut in range(len(text)):
-        if text[cut] == "-" and text[:cut] in TASK_ORDERS and text[cut + 1 :] in MACHINE_SELECTIONS:
-            return Policy(text[:cut], text[cut + 1 :])
+    """A policy name (case-insensitive) → ``Policy``: ``T2-R5`` is the SC18 greedy
+    scheduler (``SRTF-BESTFIT``), ``T2`` alone is strict queue order (``FCFS``),
+    ``T2-BACKFILLING[-R5]`` reserves (``FCFS-EASY``, ``SJF-EASY``,
+    ``FCFS-CONSERVATIVE-BESTFIT``; R5 FirstFit when left out). ``ValueError`` naming the
+    known parts when one is unknown."""
+    parts = name.strip().upper().split("-")
+    order, rest = parts[0], parts[1:]
+    if (order in TASK_ORDERS and order != "RANDOM") or (order == "RANDOM" and len(rest) == 1):
+        if len(rest) == 1 and rest[0] in MACHINE_SELECTIONS:
+            return Policy(order, rest[0])
+        if not rest:
+            return Policy(order, "FIRSTFIT", "STRICT")
+        if order != "RANDOM" and rest[0] in BACKFILLING[1:] and len(rest) <= 2:
+            selection = rest[1] if len(rest) == 2 else "FIRSTFIT"
+            if selection in MACHINE_SELECTIONS:
+                return Policy(order, selection, rest[0])
     raise ValueError(
-        f"unknown policy {name!r}: use T2-R5 with T2 in {', '.join(TASK_ORDERS)} "
-        f"and R5 in {', '.join(MACHINE_SELECTIONS)}"
+        f"unknown policy {name!r}: use T2-R5 (the SC18 scheduler) with T2 in "
+        f"{', '.join(TASK_ORDERS)} and R5 in {', '.join(MACHINE_SELECTIONS)}, or "
+        f"T2[-EASY|-CONSERVATIVE][-R5] with T2 in FCFS, SJF, LJF, SRTF"
     )
 
 
 def all_policies() -> tuple[Policy, ...]:
-    """Every registered combination, T2 major (the paper's nine for the built-in ones)."""
+    """The paper's nine, T2 major."""
     return tuple(
-        Policy(order, selection) for order in TASK_ORDERS for selection in MACHINE_SELECTIONS
+        Policy(order, selection)
+        for order in PAPER_TASK_ORDERS for selection in MACHINE_SELECTIONS
     )

@@ -56,14 +56,28 @@ def tasks_csv(metrics: RunMetrics) -> str:
     )
 
 
+def job_machines(metrics: RunMetrics) -> dict[object, str]:
+    """Per job id, the machines its tasks ran on (topology order, space-separated)."""
+    problem, schedule = metrics.problem, metrics.schedule
+    used: list[set[int]] = [set() for _ in problem.job_ids]
+    for task, machines in enumerate(schedule.machines):
+        used[problem.tasks.job[task]].update(machines)
+    labels = problem.machines.labels
+    return {job_id: " ".join(labels[m] for m in sorted(used[index]))
+            for index, job_id in enumerate(problem.job_ids)}
+
+
 def jobs_csv(metrics: RunMetrics) -> str:
+    """One row per finished job: submit (first arrival), start, end, wait, machines."""
+    machines = job_machines(metrics)
     return _csv(
         ("job_id", "tasks", "first_arrival_s", "first_start_s", "last_finish_s", "makespan_s",
-         "waiting_s", "njsl", "critical_path_s", "deadline_missed"),
+         "waiting_s", "njsl", "critical_path_s", "deadline_missed", "machines"),
         (
             (row.job_id, row.tasks, _number(row.first_arrival_s), _number(row.first_start_s),
              _number(row.last_finish_s), _number(row.makespan_s), _number(row.waiting_s),
-             _number(row.njsl), _number(row.critical_path_s), _count(row.deadline_missed))
+             _number(row.njsl), _number(row.critical_path_s), _count(row.deadline_missed),
+             machines[row.job_id])
             for row in metrics.jobs
         ),
     )
@@ -87,9 +101,16 @@ def json_number(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float):
+        return json_number(value)
+    if isinstance(value, dict):
+        return {key: _json_value(item) for key, item in value.items()}
+    return value
+
+
 def summary_json(summary: Summary) -> dict[str, Any]:
-    fields = {key: (json_number(value) if isinstance(value, float) else value)
-              for key, value in asdict(summary).items()}
+    fields = {key: _json_value(value) for key, value in asdict(summary).items()}
     return {**fields, "metrics": {key: json_number(value)
                                   for key, value in summary.headline().items()}}
 

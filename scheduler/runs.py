@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from dcx.scheduler.backfilling import simulate_reserving
 from dcx.scheduler.engine import Schedule, simulate, time_model
 from dcx.scheduler.metrics import RunMetrics, compute_metrics
 from dcx.scheduler.policies import Policy
@@ -35,7 +36,12 @@ def run_policy(
     seed: int | None = None,
     measure_stages: bool = True,
 ) -> Run:
-    schedule = simulate(
-        problem, policy, time_model(model_name), effective_seed(policy, seed), measure_stages
-    )
+    if policy.reserves:
+        if model_name != "event":
+            raise ValueError(f"{policy.name} runs under the event time model only")
+        schedule = simulate_reserving(problem, policy)
+    else:
+        schedule = simulate(
+            problem, policy, time_model(model_name), effective_seed(policy, seed),
+            measure_stages)
     return Run(schedule, compute_metrics(problem, schedule))

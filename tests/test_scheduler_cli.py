@@ -12,6 +12,8 @@ from dcx.scheduler import cli
 
 SETUP = """{"name": "two", "rooms": [{"type": "SERVER", "objects": [{"type": "RACK",
  "machines": [{"cpus": [2]}, {"cpus": [1]}]}]}]}"""
+BATCH_METRICS = {"makespan_s", "wait_mean_s", "response_mean_s", "slowdown_mean",
+                 "bounded_slowdown_mean", "utilization"}
 HEADER = "WorkflowID, JobID, SubmitTime, RunTime, NProcs, ReqNProcs, Dependencies\n"
 
 
@@ -43,7 +45,7 @@ def test_json_output_is_exactly_one_object(files: tuple[Path, Path],
     assert set(first) == {"policy", "time_model", "seed", "tasks", "jobs", "metrics"}
     assert (first["policy"], first["time_model"], first["seed"]) == ("SRTF-BESTFIT", "sc18", None)
     assert (first["tasks"], first["jobs"]) == (3, 2)
-    assert set(first["metrics"]) == {"TRT", "JMS", "NJSL", "JWT"}
+    assert set(first["metrics"]) == {"TRT", "JMS", "NJSL", "JWT", *BATCH_METRICS}
     assert all(isinstance(v, float) for v in first["metrics"].values())
     assert second["seed"] == 4
 

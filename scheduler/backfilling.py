@@ -1,0 +1,559 @@
+"""The reservation engine: strict queue order, EASY and conservative backfilling over the
+same ``Problem`` the SC18 engine runs, under the event time model.
+
+Stages (the paper's names): T1/J2 eligibility is the event loop's (a task joins the queue
+when it has arrived and its parents have finished); T2/J3 ordering is the policy's static
+key (``ORDER_KEYS``); R4 is ``SchedulerState.fitting``; R5 is the policy's machine
+selection; what may start behind a task that does not fit is the backfilling component
+(``StrictQueue``, ``EasyBackfilling``, ``ConservativeBackfilling``), which reads the
+``SchedulerState`` and starts tasks through it. T11 (recovery): a machine that fails or
+halts gives its running tasks back to the queue (their elapsed work is lost), and the
+component plans again from scratch.
+
+Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
+
+* A task's *requested time* is what the workload asked for (SWF field 9, a Haizea lease's
+  duration); where the workload gives none its runtime stands in (an exact estimate). It
+  scales with machine speed like the runtime. A task ends at start + min(runtime,
+  requested): a task reaching its requested time is killed there, as resource managers do
+  (``Schedule.killed`` counts them), so no task ends after its expected end.
+* Everything at one instant happens before the policy runs once: finishes, then machine
+  state changes, then arrivals.
+* **EASY**: start tasks from the front while they fit. The first that does not (the head)
+  gets the earliest time at which enough machines would have its cores free if the running
+  tasks ended at their expected ends (the *shadow*), on machines chosen there by the R5
+  policy. Every machine's cores free at the shadow beyond what the head takes there are its
+  *extra*. A later task starts now if it fits now and either ends by the shadow on the
+  machines it gets, or fits inside the extra of each of its machines (which it then uses
+  up). Counting per machine, not pooled, so a backfilled task cannot land where the head is
+  due (Example 3 of the note). The shadow is recomputed at every finish.
+* **Conservative**: every waiting task holds a reservation at its earliest fit in a profile
+  of free cores per machine over time (running tasks by expected end, then the
+  reservations of the tasks ahead of it); tasks start when their reservation comes. When a
+  task ends early (or a machine changes state) the profile is rebuilt and every waiting
+  task re-inserted in queue order (compression): its old slot is still free, so no
+  reservation moves later (unless a machine failed).
+* A task over several nodes on machines of different speeds is planned with its requested
+  time on the slowest machine.
+
+Identical machines holding whole-machine tasks (an SWF trace on its own ``MaxProcs``
+single-core machines) are interchangeable, so the engine plans them as one pooled machine
+of all their cores and picks concrete machines when a task starts: the same schedule at a
+fraction of the cost.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dcx.core.codes import Code
+from dcx.core.model import MachineState
+from dcx.scheduler.engine import REFERENCE_CLOCK_MHZ, Schedule, arrival_order
+from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
+from dcx.scheduler.problem import CORE_UNITS, Problem
+from dcx.scheduler.state import Reservation, SchedulerState
+
+CODES = (
+    Code("schedule.runtime-as-requested", "warning",
+         "Tasks have no requested time; their runtime stands in (an exact estimate)."),
+    Code("schedule.reservation-resources", "error",
+         "The reserving schedulers (STRICT, EASY, CONSERVATIVE) place cores only; the "
+         "workload also asks for memory, GPUs or named resources."),
+)
+
+_NAN = float("nan")
+_INF = float("inf")
+
+Key = tuple[float, ...]
+
+
+def _order_key(problem: Problem, name: str) -> Callable[[int, int], Key]:
+    """T2/J3: ``(task, queue position) -> key``; the queue is kept sorted on it."""
+    tasks = problem.tasks
+    if name in ("FIFO", "FCFS"):
+        return lambda task, position: (position,)
+    if name == "SJF":
+        return lambda task, position: (tasks.requested_s[task], position)
+    if name == "LJF":
+        return lambda task, position: (-tasks.requested_s[task], position)
+    if name == "SRTF":
+        return lambda task, position: (
+            tasks.runtime_s[task] * tasks.need[task] * tasks.nodes[task], position)
+    raise ValueError(f"{name} has no fixed order; reservations need one (FCFS, SJF, LJF, SRTF)")
+
+
+ORDER_KEYS = ("FCFS", "FIFO", "SJF", "LJF", "SRTF")
+
+
+class StrictQueue:
+    """Nothing behind the first task that does not fit starts."""
+
+    def __init__(self, select: MachineSelection) -> None:
+        self.select = select
+
+    def plan(self, state: SchedulerState, replan: bool, freed: bool, arrived: bool) -> None:
+        start_from_front(state, self.select)
+
+    def on_machines_changed(self) -> None:
+        """Nothing is planned ahead."""
+
+    def next_wakeup(self, state: SchedulerState) -> float:
+        return _INF
+
+
+def start_from_front(state: SchedulerState, select: MachineSelection) -> None:
+    queue = state.queue
+    while queue:
+        task = queue[0][1]
+        candidates = state.fitting(task)
+        if len(candidates) < state.nodes[task]:
+            return
+        state.start(task, select(state.need[task], state.nodes[task], candidates, state.free))
+        del queue[0]
+
+
+@dataclass
+class _Shadow:
+    head: int
+    time_s: float
+    extra: list[int]
+
+
+class EasyBackfilling:
+    """The head holds a reservation; later tasks start only if they do not delay it."""
+
+    def __init__(self, select: MachineSelection) -> None:
+        self.select = select
+        self.shadow: _Shadow | None = None
+
+    def plan(self, state: SchedulerState, replan: bool, freed: bool, arrived: bool) -> None:
+        queue = state.queue
+        head_before = self.shadow.head if self.shadow else None
+        start_from_front(state, self.select)
+        if not queue:
+            self.shadow = None
+            return
+        head = queue[0][1]
+        if head_before is not None and head != head_before:
+            state.reservations.pop(head_before, None)  # overtaken (SJF): no longer the head
+        if replan or freed or self.shadow is None or head != head_before:
+            self.shadow = self._reserve(state, head)
+        elif not arrived:
+            return  # nothing freed and nothing new: nothing else can start
+        # Without a finish since the last pass no queued task fits better than it did then,
+        # but the pass still scans the whole queue: it stays short when the machines keep
+        # up, and the rule stays in one place.
+        self._backfill(state, self.shadow)
+
+    def on_machines_changed(self) -> None:
+        """The shadow is recomputed at the next pass (the engine says ``replan``)."""
+
+    def _reserve(self, state: SchedulerState, head: int) -> _Shadow:
+        """The head's shadow time and every machine's extra cores then."""
+        projected = list(state.free)
+        need, nodes = state.need[head], state.nodes[head]
+        running = state.running
+        index, count = 0, len(running)
+        while index < count:
+            moment = running[index][0]
+            while index < count and running[index][0] == moment:
+                task = running[index][1]
+                released = state.need[task]
+                for machine in state.placed_on[task]:
+                    projected[machine] += released
+                index += 1
+            candidates = state.fitting(head, projected)
+            if len(candidates) >= nodes:
+                chosen = self.select(need, nodes, candidates, projected)
+                for machine in chosen:
+                    projected[machine] -= need
+                self._promise(state, head, moment, chosen)
+                return _Shadow(head, moment, projected)
+        return _Shadow(head, _INF, projected)
+
+    @staticmethod
+    def _promise(state: SchedulerState, head: int, moment: float, chosen: list[int]) -> None:
+        state.reservations[head] = Reservation(
+            moment, tuple(chosen), moment + state.expected_length(head, chosen))
+        if math.isnan(state.first_reservation_s[head]):
+            state.first_reservation_s[head] = moment
+
+    def _backfill(self, state: SchedulerState, shadow: _Shadow) -> None:
+        queue, free, extra = state.queue, state.free, shadow.extra
+        now, limit = state.now, shadow.time_s
+        smallest = min(state.need[task] for _, task in queue)
+        position = 1
+        while position < len(queue):
+            if max(free) < smallest:
+                return
+            task = queue[position][1]
+            need, nodes = state.need[task], state.nodes[task]
+            candidates = state.fitting(task)
+            if len(candidates) < nodes:
+                position += 1
+                continue
+            in_time = [m for m in candidates if now + state.expected_duration(task, m) <= limit]
+            if len(in_time) >= nodes:
+                state.start(task, self.select(need, nodes, in_time, free))
+            else:
+                spare = [m for m in candidates if extra[m] >= need]
+                if len(spare) < nodes:
+                    position += 1
+                    continue
+                chosen = self.select(need, nodes, spare, free)
+                for machine in chosen:
+                    extra[machine] -= need
+                state.start(task, chosen)
+            del queue[position]
+
+    def next_wakeup(self, state: SchedulerState) -> float:
+        return _INF
+
+
+class _Profile:
+    """Free cores per machine over time: slice ``i`` holds from ``times[i]`` to
+    ``times[i + 1]`` (the last one for ever)."""
+
+    def __init__(self, state: SchedulerState) -> None:
+        self.times = [state.now]
+        self.free = [list(state.free)]
+        for expected_end, task in state.running:
+            self._add(expected_end, state.placed_on[task], state.need[task])
+
+    def _split(self, moment: float) -> int:
+        """The index of the slice starting at ``moment``, made if needed."""
+        index = bisect.bisect_left(self.times, moment)
+        if index < len(self.times) and self.times[index] == moment:
+            return index
+        self.times.insert(index, moment)
+        self.free.insert(index, list(self.free[index - 1]))
+        return index
+
+    def _add(self, moment: float, machines: tuple[int, ...], cores: int) -> None:
+        """``cores`` more free on ``machines`` from ``moment`` on."""
+        first = self._split(max(moment, self.times[0]))
+        for row in self.free[first:]:
+            for machine in machines:
+                row[machine] += cores
+
+    def earliest(self, state: SchedulerState, task: int, select: MachineSelection,
+                 ) -> tuple[float, list[int], float] | None:
+        """The earliest slice start at which enough machines have the task's cores free for
+        its whole requested time, the machines R5 picks there, and the end."""
+        need, nodes = state.need[task], state.nodes[task]
+        usable = state.open_machines
+        if nodes > 1:
+            slowest = max(state.expected_duration(task, m) for m in usable)
+            length = dict.fromkeys(usable, slowest)
+        else:
+            length = {m: state.expected_duration(task, m) for m in usable}
+        times, free = self.times, self.free
+        slices = len(times)
+        for index in range(slices):
+            begin = times[index]
+            row = free[index]
+            candidates = []
+            for machine in usable:
+                if row[machine] < need:
+                    continue
+                end = begin + length[machine]
+                later = index + 1
+                while later < slices and times[later] < end and free[later][machine] >= need:
+                    later += 1
+                if later == slices or times[later] >= end:
+                    candidates.append(machine)
+            if len(candidates) >= nodes:
+                chosen = select(need, nodes, candidates, row)
+                return begin, chosen, begin + max(length[m] for m in chosen)
+        return None
+
+    def reserve(self, begin: float, end: float, machines: list[int], cores: int) -> None:
+        """``cores`` fewer free on ``machines`` over [begin, end) (more when negative)."""
+        first = self._split(begin)
+        last = self._split(end)
+        for row in self.free[first:last]:
+            for machine in machines:
+                row[machine] -= cores
+
+    def advance(self, now: float) -> None:
+        """Drop the slices that ended before ``now``."""
+        index = bisect.bisect_right(self.times, now) - 1
+        if index > 0:
+            del self.times[:index]
+            del self.free[:index]
+        self.times[0] = now
+
+
+class ConservativeBackfilling:
+    """Every waiting task holds a reservation; a task starts early only if it delays
+    none."""
+
+    def __init__(self, select: MachineSelection) -> None:
+        self.select = select
+        self.profile: _Profile | None = None
+        self.machines_changed = False
+
+    def plan(self, state: SchedulerState, replan: bool, freed: bool, arrived: bool) -> None:
+        if self.profile is None or self.machines_changed:
+            # a machine failed or came back: every reservation is planned afresh (one on a
+            # failed machine may move later)
+            self.profile = _Profile(state)
+            state.reservations.clear()
+            self.machines_changed = False
+        elif replan:
+            self._compress(state)
+        else:
+            self.profile.advance(state.now)
+        profile = self.profile
+        no_length: list[int] = []
+        for _, task in state.queue:
+            if task in state.reservations:
+                continue
+            if state.expected_length(task, state.open_machines or [0]) <= 0:
+                no_length.append(task)
+                continue
+            found = profile.earliest(state, task, self.select)
+            if found is None:
+                continue  # no usable machine can ever hold it: it waits for a state change
+            begin, chosen, end = found
+            profile.reserve(begin, end, chosen, state.need[task])
+            state.reservations[task] = Reservation(begin, tuple(chosen), end)
+            if math.isnan(state.first_reservation_s[task]):
+                state.first_reservation_s[task] = begin
+        now = state.now
+        due = [(key, task) for key, task in state.queue
+               if state.reservations.get(task, Reservation(_INF, (), _INF)).start_s <= now]
+        for entry in due:
+            task = entry[1]
+            machines = state.reservations[task].machines
+            if any(state.free[m] < state.need[task] for m in machines):
+                raise RuntimeError(f"conservative backfilling: task {task} is due at {now} "
+                                   "on machines without its cores free")
+            state.start(task, machines)
+            state.queue.remove(entry)
+        # A task of no length holds nothing over time, so it delays nobody: it starts at the
+        # first instant its cores are free and is never reserved.
+        for task in no_length:
+            candidates = state.fitting(task)
+            if len(candidates) >= state.nodes[task]:
+                state.start(task, self.select(state.need[task], state.nodes[task], candidates,
+                                              state.free))
+                state.queue.remove(next(e for e in state.queue if e[1] == task))
+
+    def on_machines_changed(self) -> None:
+        self.machines_changed = True
+
+    def _compress(self, state: SchedulerState) -> None:
+        """A task ended early: rebuild the profile from the running tasks and the current
+        reservations, then move each waiting task, in queue order, to its earliest fit. Its
+        own slot is free while it looks, so no reservation moves later."""
+        profile = self.profile = _Profile(state)
+        reservations = state.reservations
+        for held_by, reservation in reservations.items():
+            profile.reserve(reservation.start_s, reservation.end_s, list(reservation.machines),
+                            state.need[held_by])
+        for _, task in state.queue:
+            held = reservations.get(task)
+            if held is None:
+                continue
+            cores = state.need[task]
+            profile.reserve(held.start_s, held.end_s, list(held.machines), -cores)
+            found = profile.earliest(state, task, self.select)
+            assert found is not None and found[0] <= held.start_s, "its own slot is free"
+            begin, chosen, end = found
+            profile.reserve(begin, end, chosen, cores)
+            reservations[task] = Reservation(begin, tuple(chosen), end)
+
+    def next_wakeup(self, state: SchedulerState) -> float:
+        return min((r.start_s for r in state.reservations.values()), default=_INF)
+
+
+Component = StrictQueue | EasyBackfilling | ConservativeBackfilling
+
+COMPONENTS: dict[str, type[StrictQueue] | type[EasyBackfilling]
+                 | type[ConservativeBackfilling]] = {
+    "STRICT": StrictQueue,
+    "EASY": EasyBackfilling,
+    "CONSERVATIVE": ConservativeBackfilling,
+}
+
+
+def _pooled(problem: Problem) -> bool:
+    """Identical machines, always up, each task taking whole machines: interchangeable."""
+    machines, tasks = problem.machines, problem.tasks
+    if machines.dimensions or problem.state_changes or not all(machines.initially_active):
+        return False
+    capacities, clocks = set(machines.capacity), set(machines.clock_mhz)
+    if len(capacities) != 1 or len(clocks) != 1:
+        return False
+    whole = next(iter(capacities))
+    return all(need == whole for need in tasks.need)
+
+
+def _scale(clock: float | None) -> float:
+    return 1.0 if clock is None else REFERENCE_CLOCK_MHZ / clock
+
+
+def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
+    """Run a STRICT, EASY or CONSERVATIVE ``policy`` over ``problem`` (event time model).
+    Cores only: ``ValueError`` for a problem with memory, GPU or named-resource dimensions."""
+    tasks, machines = problem.tasks, problem.machines
+    if machines.dimensions:
+        raise ValueError(f"{policy.name} schedules cores only; the problem also asks for "
+                         + ", ".join(d.name for d in machines.dimensions))
+    count = len(tasks)
+    order_key = _order_key(problem, policy.task_order)
+    select = MACHINE_SELECTIONS[policy.machine_selection]
+    component: Component = COMPONENTS[policy.backfilling](select)
+    runtime, requested = tasks.runtime_s, tasks.requested_s
+
+    pooled = _pooled(problem)
+    if pooled:
+        per_machine = machines.capacity[0]
+        scale = [_scale(machines.clock_mhz[0])]
+        capacity = [per_machine * len(machines)]
+        need = [per_machine * nodes for nodes in tasks.nodes]
+        nodes = [1] * count
+        idle_machines = list(range(len(machines) - 1, -1, -1))
+        usable = bytearray([1])
+    else:
+        scale = [_scale(clock) for clock in machines.clock_mhz]
+        capacity = list(machines.capacity)
+        need, nodes = list(tasks.need), list(tasks.nodes)
+        idle_machines = []
+        usable = bytearray(machines.initially_active)
+
+    def expected_duration(task: int, machine: int) -> float:
+        return requested[task] * scale[machine]
+
+    def real_duration(task: int, machine: int) -> float:
+        return min(runtime[task], requested[task]) * scale[machine]
+
+    state = SchedulerState(
+        now=0.0, capacity=capacity, free=list(capacity), usable=usable, need=need,
+        nodes=nodes, expected_duration=expected_duration, real_duration=real_duration,
+        start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
+        placed_on=[()] * count, first_reservation_s=[_NAN] * count)
+    concrete: list[tuple[int, ...]] = [()] * count
+    first_start = [_NAN] * count
+    attempts = [0] * count
+    unfinished_parents = [len(parents) for parents in tasks.parents]
+    arrived_flag = bytearray(count)
+    by_release = arrival_order(problem, False)
+    release_s = tasks.release_s
+    changes = problem.state_changes
+    finishes: list[tuple[float, int, int]] = []  # (finish, task, attempt)
+    next_arrival = next_change = 0
+    position = 0
+    lost_core_s = 0.0
+    cycles = 0
+    enqueue = state.enqueue
+
+    def queue_task(task: int) -> None:
+        nonlocal position
+        enqueue(order_key(task, position), task)
+        position += 1
+
+    upcoming = [release_s[by_release[0]]] if count else []
+    if changes:
+        upcoming.append(changes[0].time_s)
+    if not upcoming:
+        return _schedule(problem, policy, state, concrete, first_start, attempts, 0.0, 0)
+    now = min(upcoming)
+    while True:
+        cycles += 1
+        state.now = now
+        replan = freed = arrived = False
+        while finishes and finishes[0][0] <= now:
+            _, task, attempt = heapq.heappop(finishes)
+            if attempt != attempts[task]:
+                continue
+            freed = True
+            if state.finish_s[task] < state.expected_end_s[task]:
+                replan = True  # ended early: the plan assumed it would run longer
+            state.release(task)
+            if pooled:
+                idle_machines.extend(concrete[task])
+            for child in tasks.children[task]:
+                unfinished_parents[child] -= 1
+                if unfinished_parents[child] == 0 and arrived_flag[child]:
+                    queue_task(child)
+                    arrived = True
+        while next_change < len(changes) and changes[next_change].time_s <= now:
+            change = changes[next_change]
+            next_change += 1
+            replan = True
+            component.on_machines_changed()
+            machine = change.machine
+            usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
+            if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
+                continue
+            for _, task in list(state.running):
+                if machine in state.placed_on[task] and state.finish_s[task] > now:
+                    lost_core_s += state.busy_core_s(task, now)
+                    state.release(task)
+                    attempts[task] += 1  # its pending finish no longer counts
+                    state.finish_s[task] = _NAN
+                    state.placed_on[task] = ()
+                    queue_task(task)
+                    arrived = True
+        while next_arrival < count and release_s[by_release[next_arrival]] <= now:
+            task = by_release[next_arrival]
+            next_arrival += 1
+            arrived_flag[task] = 1
+            if unfinished_parents[task] == 0:
+                queue_task(task)
+                arrived = True
+
+        if state.queue:
+            component.plan(state, replan, freed, arrived)
+        for task in state.started:
+            if math.isnan(first_start[task]):
+                first_start[task] = now
+            if pooled:
+                taken = tasks.nodes[task]
+                concrete[task] = tuple(idle_machines[-taken:])
+                del idle_machines[-taken:]
+            else:
+                concrete[task] = state.placed_on[task]
+            heapq.heappush(finishes, (state.finish_s[task], task, attempts[task]))
+        state.started.clear()
+
+        following = [component.next_wakeup(state)]
+        if finishes:
+            following.append(finishes[0][0])
+        if next_arrival < count:
+            following.append(release_s[by_release[next_arrival]])
+        if next_change < len(changes):
+            following.append(changes[next_change].time_s)
+        upcoming_s = min(following)
+        if upcoming_s == _INF:
+            break
+        now = max(upcoming_s, now)
+    return _schedule(problem, policy, state, concrete, first_start, attempts, lost_core_s,
+                     cycles)
+
+
+def _schedule(problem: Problem, policy: Policy, state: SchedulerState,
+              concrete: list[tuple[int, ...]], first_start: list[float], attempts: list[int],
+              lost_core_s: float, cycles: int) -> Schedule:
+    tasks = problem.tasks
+    killed = sum(1 for task in range(len(tasks))
+                 if tasks.runtime_s[task] > tasks.requested_s[task]
+                 and not math.isnan(state.finish_s[task]))
+    return Schedule(
+        policy=policy, time_model="event", seed=None, arrival_s=list(tasks.release_s),
+        first_start_s=first_start, start_s=state.start_s, finish_s=state.finish_s,
+        machines=concrete, attempts=attempts, lost_core_s=lost_core_s, cycles=cycles,
+        reserved_s=state.first_reservation_s, killed=killed)
+
+
+def busy_cores(problem: Problem, schedule: Schedule) -> float:
+    """Core-seconds of finished work (for utilisation checks)."""
+    tasks = problem.tasks
+    return sum((schedule.finish_s[t] - schedule.start_s[t]) * tasks.need[t] * tasks.nodes[t]
+               for t in range(len(tasks)) if not math.isnan(schedule.finish_s[t])) / CORE_UNITS
