@@ -140,14 +140,63 @@ class EasyBackfilling:
         head = queue[0][1]
         if head_before is not None and head != head_before:
             state.reservations.pop(head_before, None)  # overtaken (SJF): no longer the head
+        single = len(state.capacity) == 1
         if replan or freed or self.shadow is None or head != head_before:
-            self.shadow = self._reserve(state, head)
+            self.shadow = (self._reserve_on_one(state, head) if single
+                           else self._reserve(state, head))
         elif not arrived:
             return  # nothing freed and nothing new: nothing else can start
         # Without a finish since the last pass no queued task fits better than it did then,
         # but the pass still scans the whole queue: it stays short when the machines keep
         # up, and the rule stays in one place.
-        self._backfill(state, self.shadow)
+        if single:
+            self._backfill_on_one(state, self.shadow)
+        else:
+            self._backfill(state, self.shadow)
+
+    # One scheduling machine (a pooled cluster): the same rules on plain numbers, since the
+    # scan over the queue is what a large trace spends its time on.
+
+    def _reserve_on_one(self, state: SchedulerState, head: int) -> _Shadow:
+        projected = state.free[0]
+        wanted = state.need[head]
+        need, running = state.need, state.running
+        index, count = 0, len(running)
+        while index < count and state.usable[0]:
+            moment = running[index][0]
+            while index < count and running[index][0] == moment:
+                projected += need[running[index][1]]
+                index += 1
+            if projected >= wanted:
+                self._promise(state, head, moment, [0])
+                return _Shadow(head, moment, [projected - wanted])
+        return _Shadow(head, _INF, [projected])
+
+    def _backfill_on_one(self, state: SchedulerState, shadow: _Shadow) -> None:
+        queue, need = state.queue, state.need
+        now, limit = state.now, shadow.time_s
+        extra = shadow.extra[0]
+        if not state.usable[0]:
+            return
+        free = state.free[0]
+        started: list[int] = []
+        for position in range(1, len(queue)):
+            if free <= 0:
+                break
+            task = queue[position][1]
+            width = need[task]
+            if width > free:
+                continue
+            if now + state.expected_duration(task, 0) > limit:
+                if width > extra:
+                    continue
+                extra -= width
+            state.start(task, (0,))
+            free -= width
+            started.append(position)
+        shadow.extra[0] = extra
+        for position in reversed(started):
+            del queue[position]
 
     def on_machines_changed(self) -> None:
         """The shadow is recomputed at the next pass (the engine says ``replan``)."""
@@ -245,6 +294,8 @@ class _Profile:
         """The earliest slice start at which enough machines have the task's cores free for
         its whole requested time, the machines R5 picks there, and the end."""
         need, nodes = state.need[task], state.nodes[task]
+        if len(state.capacity) == 1:
+            return self._earliest_on_one(state, task, need)
         usable = state.open_machines
         if nodes > 1:
             slowest = max(state.expected_duration(task, m) for m in usable)
@@ -271,9 +322,33 @@ class _Profile:
                 return begin, chosen, begin + max(length[m] for m in chosen)
         return None
 
+    def _earliest_on_one(self, state: SchedulerState, task: int, need: int,
+                         ) -> tuple[float, list[int], float] | None:
+        """``earliest`` for one scheduling machine. A window that fails at slice ``k``
+        fails for every start up to ``k`` too (each of them still covers slice ``k``), so
+        the search goes on after it: one pass over the slices."""
+        if not state.usable[0]:
+            return None
+        length = state.expected_duration(task, 0)
+        times, free = self.times, self.free
+        slices = len(times)
+        index = 0
+        while index < slices:
+            if free[index][0] < need:
+                index += 1
+                continue
+            end = times[index] + length
+            later = index + 1
+            while later < slices and times[later] < end and free[later][0] >= need:
+                later += 1
+            if later == slices or times[later] >= end:
+                return times[index], [0], end
+            index = later + 1
+        return None
+
     def reserve(self, begin: float, end: float, machines: list[int], cores: int) -> None:
         """``cores`` fewer free on ``machines`` over [begin, end) (more when negative)."""
-        first = self._split(begin)
+        first = self._split(max(begin, self.times[0]))
         last = self._split(end)
         for row in self.free[first:last]:
             for machine in machines:
@@ -349,8 +424,9 @@ class ConservativeBackfilling:
 
     def _compress(self, state: SchedulerState) -> None:
         """A task ended early: rebuild the profile from the running tasks and the current
-        reservations, then move each waiting task, in queue order, to its earliest fit. Its
-        own slot is free while it looks, so no reservation moves later."""
+        reservations (a fresh profile has no slices left over from moved reservations),
+        then move each waiting task, in queue order, to its earliest fit. Its own slot is
+        free while it looks, so no reservation moves later."""
         profile = self.profile = _Profile(state)
         reservations = state.reservations
         for held_by, reservation in reservations.items():
