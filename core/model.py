@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
@@ -439,3 +439,22 @@ def build(cls: type[_Built], values: dict[str, Any]) -> _Built:
     built = object.__new__(cls)
     object.__setattr__(built, "__dict__", values)
     return built
+
+
+def direct_constructor(cls: type[_Built],
+                       names: tuple[str, ...]) -> Callable[[dict[str, Any]], _Built]:
+    """A constructor for a hot loop whose every call passes a dict of exactly ``names``, in
+    that order: the dict becomes the instance's ``__dict__`` with no check per call. Checked
+    once, here: ``names`` must be the class's fields in order and the class must take a
+    ``__dict__`` (``construction_plan``); otherwise the constructor itself is returned."""
+    fields_in_order = tuple(item.name for item in dataclasses.fields(cls))  # type: ignore[arg-type]
+    if construction_plan(cls) is None or fields_in_order != names:
+        return lambda values: cls(**values)
+    new, set_state = object.__new__, object.__setattr__
+
+    def construct(values: dict[str, Any]) -> _Built:
+        built = new(cls)
+        set_state(built, "__dict__", values)
+        return built
+
+    return construct

@@ -27,7 +27,15 @@ from typing import Any, TypeAlias, cast
 from lxml import etree
 
 from dcx.core.limits import paused_gc
-from dcx.core.model import Document, Job, ResourceRequest, StartMode, Task, Workload, build
+from dcx.core.model import (
+    Document,
+    Job,
+    ResourceRequest,
+    StartMode,
+    Task,
+    Workload,
+    direct_constructor,
+)
 from dcx.formats.haizea import rules
 from dcx.formats.haizea import scan as haizea_scan
 from dcx.formats.haizea import verdict as haizea_verdict
@@ -51,6 +59,14 @@ from dcx.formats.haizea.vocabulary import (
     SUBMIT_TIME_KEY,
 )
 from dcx.parsing import xmlio
+
+# The clean path builds every lease's Task and Job from dicts listing every field in the
+# model's order (checked once by direct_constructor), without a check per lease.
+_new_task = direct_constructor(Task, (
+    "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
+    "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
+    "image_size_mb", "extras"))
+_new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
 
 
 class NotClean(Exception):
@@ -195,8 +211,7 @@ class FastJobs:
         if image_id is not None:
             image_id = _target_text(image_id)
             image_size = float(_integer(image_text_size))
-        # Every field: build() hands the dict to the task as it is.
-        task = build(Task, {
+        task = _new_task({
             "id": lease_id, "submit_time_s": arrival,
             "runtime_s": realduration if realduration is not None else duration,
             "requested_time_s": duration, "request": request, "dependencies": (),
@@ -204,8 +219,8 @@ class FastJobs:
             "preemptible": preemptible, "user": user, "group": None, "image": image_id,
             "image_size_mb": image_size, "extras": extras,
         })
-        self.jobs.append(build(Job, {"id": lease_id, "tasks": (task,), "name": None,
-                                     "user": None, "extras": {}}))
+        self.jobs.append(_new_job({"id": lease_id, "tasks": (task,), "name": None,
+                                   "user": None, "extras": {}}))
 
     def single_request(self, key: _RawNodeSet) -> ResourceRequest:
         node_set = _node_set(key)
