@@ -1,131 +1,175 @@
-"""Minimal SVG charts for the paper's figures: per-policy distributions (Figures 7 and 8) and
-per-stage scheduler time (Figures 9 and 10).
+"""Figures of one or more runs, drawn with matplotlib (the optional ``plots`` extra) as SVG:
 
-Hand-written SVG rather than a plotting library: two chart types with fixed layout are a
-few dozen lines of text output, while matplotlib would add a heavy dependency (and a font
-cache) to a converter package for the sake of static boxes and bars.
+* empirical CDFs per scheduler of task response time (TRT), job makespan (JMS), waiting
+  time and bounded slowdown (the paper's Figures 7 and 8 show TRT and JMS distributions);
+* utilisation over time per scheduler (busy cores over all cores);
+* scheduler time per stage (the paper's Figures 9 and 10);
+* a Gantt chart of one run, for workloads of up to ``GANTT_MAX_TASKS`` tasks.
+
+Every figure has a caption saying what is shown and over what; axes are fitted to the data
+(a logarithmic x axis where the values span more than two decades).
 """
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping, Sequence
-from xml.sax.saxutils import escape, quoteattr
+from typing import Any
 
-ROW_HEIGHT = 28
-LABEL_WIDTH = 150
-PLOT_WIDTH = 560
-MARGIN = 20
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948")
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks."""
-    position = (len(ordered) - 1) * q
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+GANTT_MAX_TASKS = 400
+"""Larger workloads get no Gantt chart: the bars would be thinner than a pixel."""
+UTILISATION_POINTS = 4000
+"""A utilisation series with more steps is averaged into this many equal time bins."""
 
 
-def _ticks(limit: float, count: int = 5) -> list[float]:
-    if limit <= 0:
-        return [0.0]
-    raw = limit / count
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    return [step * i for i in range(int(limit / step) + 1)]
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, never a window
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "dcx"  # the same input draws the same file
+    plt.rcParams["svg.fonttype"] = "none"
+    return plt
 
 
-def _text(x: float, y: float, content: str, anchor: str = "start", size: int = 12) -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
-            f'font-family="sans-serif">{escape(content)}</text>')
+def _svg(figure: Any, caption: str) -> str:
+    plt = _pyplot()
+    figure.text(0.01, 0.01, caption, fontsize=8, ha="left", va="bottom", wrap=True)
+    figure.tight_layout(rect=(0, 0.08, 1, 1))
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None})
+    plt.close(figure)
+    return buffer.getvalue()
 
 
-def _frame(title: str, rows: int, body: list[str], axis: list[str]) -> str:
-    height = MARGIN * 3 + rows * ROW_HEIGHT + 30
-    width = LABEL_WIDTH + PLOT_WIDTH + MARGIN * 2
-    return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label={quoteattr(title)}>',
-        f"<title>{escape(title)}</title>",
-        '<rect width="100%" height="100%" fill="white"/>',
-        _text(width / 2, MARGIN, title, "middle", 14),
-        *axis,
-        *body,
-        "</svg>",
-        "",
-    ])
+def _finite(values: Sequence[float]) -> list[float]:
+    return sorted(value for value in values if not math.isnan(value))
 
 
-def _axis(limit: float, rows: int, label: str) -> tuple[list[str], float]:
-    """Gridlines and labels; returns them and the pixels per unit."""
-    ticks = _ticks(limit)
-    top = MARGIN * 2
-    bottom = top + rows * ROW_HEIGHT
-    scale = PLOT_WIDTH / (ticks[-1] or 1.0)
-    parts = []
-    for tick in ticks:
-        x = LABEL_WIDTH + tick * scale
-        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" '
-                     'stroke="#ddd"/>')
-        parts.append(_text(x, bottom + 14, f"{tick:g}", "middle", 10))
-    parts.append(_text(LABEL_WIDTH + PLOT_WIDTH / 2, bottom + 30, label, "middle"))
-    return parts, scale
-
-
-def distribution_svg(title: str, unit_label: str,
-                     series: Sequence[tuple[str, Sequence[float]]]) -> str:
-    """One horizontal box per series: box = quartiles, whiskers = 5th to 95th percentile,
-    thick bar = mean (the paper's marker)."""
-    finite = [(label, sorted(v for v in values if math.isfinite(v))) for label, values in series]
-    limit = max((values[-1] for _, values in finite if values), default=1.0)
-    axis, scale = _axis(limit, len(finite), unit_label)
-    body: list[str] = []
-    for row, (label, values) in enumerate(finite):
-        middle = MARGIN * 2 + row * ROW_HEIGHT + ROW_HEIGHT / 2
-        body.append(_text(LABEL_WIDTH - 8, middle + 4, label, "end"))
-        if not values:
+def cdf_svg(title: str, axis: str, series: Sequence[tuple[str, Sequence[float]]],
+            caption: str) -> str:
+    """One empirical CDF line per labelled series (NaN values left out)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7.5, 4.2))
+    everything: list[float] = []
+    for label, values in series:
+        ordered = _finite(values)
+        if not ordered:
             continue
-        p5, q1, median, q3, p95 = (_quantile(values, q) for q in (0.05, 0.25, 0.5, 0.75, 0.95))
-        mean = math.fsum(values) / len(values)
-
-        def x(value: float) -> float:
-            return LABEL_WIDTH + value * scale
-
-        colour = PALETTE[row // 3 % len(PALETTE)]
-        body.append(f'<line x1="{x(p5):.1f}" y1="{middle}" x2="{x(p95):.1f}" y2="{middle}" '
-                    'stroke="#555"/>')
-        body.append(f'<rect x="{x(q1):.1f}" y="{middle - 8}" width="{max(1.0, x(q3) - x(q1)):.1f}"'
-                    f' height="16" fill="{colour}" fill-opacity="0.6" stroke="#333"/>')
-        body.append(f'<line x1="{x(median):.1f}" y1="{middle - 8}" x2="{x(median):.1f}" '
-                    f'y2="{middle + 8}" stroke="#333"/>')
-        body.append(f'<line x1="{x(mean):.1f}" y1="{middle - 11}" x2="{x(mean):.1f}" '
-                    f'y2="{middle + 11}" stroke="black" stroke-width="3">'
-                    f"<title>mean {mean:.1f}</title></line>")
-    return _frame(title, len(finite), body, axis)
+        everything.extend(ordered)
+        fractions = [(index + 1) / len(ordered) for index in range(len(ordered))]
+        axes.step(ordered, fractions, where="post", label=f"{label} (n={len(ordered):,})")
+    positive = [value for value in everything if value > 0]
+    if positive and max(positive) / min(positive) > 100:
+        axes.set_xscale("symlog", linthresh=min(positive))
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel(axis)
+    axes.set_ylabel("fraction of values ≤ x")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    if everything:
+        axes.legend(fontsize=8, loc="lower right")
+    return _svg(figure, caption)
 
 
-def stacked_bars_svg(title: str, unit_label: str, stages: Sequence[str],
-                     series: Sequence[tuple[str, Mapping[str, float]]]) -> str:
-    """One horizontal bar per series, split into its stages, with a legend row."""
-    totals = [sum(values.get(stage, 0.0) for stage in stages) for _, values in series]
-    rows = len(series) + 1
-    axis, scale = _axis(max(totals, default=1.0), rows, unit_label)
-    body: list[str] = []
-    for row, (label, values) in enumerate(series):
-        top = MARGIN * 2 + row * ROW_HEIGHT + 6
-        body.append(_text(LABEL_WIDTH - 8, top + 12, label, "end"))
-        x = float(LABEL_WIDTH)
-        for index, stage in enumerate(stages):
-            width = values.get(stage, 0.0) * scale
-            body.append(f'<rect x="{x:.1f}" y="{top}" width="{width:.1f}" height="16" '
-                        f'fill="{PALETTE[index % len(PALETTE)]}">'
-                        f"<title>{escape(stage)}: {values.get(stage, 0.0):g}</title></rect>")
-            x += width
-    legend_y = MARGIN * 2 + len(series) * ROW_HEIGHT + 10
-    for index, stage in enumerate(stages):
-        x = LABEL_WIDTH + index * 80
-        body.append(f'<rect x="{x}" y="{legend_y}" width="12" height="12" '
-                    f'fill="{PALETTE[index % len(PALETTE)]}"/>')
-        body.append(_text(x + 16, legend_y + 11, stage))
-    return _frame(title, rows, body, axis)
+def utilisation_series(starts: Sequence[float], finishes: Sequence[float],
+                       cores: Sequence[float], total_cores: float,
+                       ) -> tuple[list[float], list[float]]:
+    """``(times, utilisation)`` as a step function: busy cores over ``total_cores`` from
+    each time to the next. Tasks that never started or never finished are left out."""
+    changes: dict[float, float] = {}
+    for begin, end, amount in zip(starts, finishes, cores, strict=True):
+        if math.isnan(begin) or math.isnan(end) or end <= begin:
+            continue
+        changes[begin] = changes.get(begin, 0.0) + amount
+        changes[end] = changes.get(end, 0.0) - amount
+    times: list[float] = []
+    levels: list[float] = []
+    busy = 0.0
+    for moment in sorted(changes):
+        busy += changes[moment]
+        times.append(moment)
+        levels.append(busy / total_cores if total_cores else 0.0)
+    return times, levels
+
+
+def _binned(times: list[float], levels: list[float]) -> tuple[list[float], list[float]]:
+    """The time-weighted mean of a step function over ``UTILISATION_POINTS`` bins."""
+    if len(times) <= UTILISATION_POINTS:
+        return times, levels
+    first, last = times[0], times[-1]
+    width = (last - first) / UTILISATION_POINTS
+    sums = [0.0] * UTILISATION_POINTS
+    for index in range(len(times) - 1):
+        begin, end, level = times[index], times[index + 1], levels[index]
+        while begin < end:
+            slot = min(int((begin - first) / width), UTILISATION_POINTS - 1)
+            edge = min(end, first + (slot + 1) * width)
+            if edge <= begin:  # rounding at a bin edge
+                edge = end
+            sums[slot] += level * (edge - begin)
+            begin = edge
+    return ([first + slot * width for slot in range(UTILISATION_POINTS)],
+            [total / width for total in sums])
+
+
+def utilisation_svg(title: str, series: Sequence[tuple[str, list[float], list[float]]],
+                    caption: str) -> str:
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7.5, 4.2))
+    for label, times, levels in series:
+        if not times:
+            continue
+        shown_times, shown_levels = _binned(times, levels)
+        axes.step(shown_times, shown_levels, where="post", label=label, linewidth=0.9)
+    axes.set_ylim(0, 1.02)
+    axes.set_xlabel("time since the first arrival [s]")
+    axes.set_ylabel("utilisation (busy cores / all cores)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="upper right")
+    return _svg(figure, caption)
+
+
+def stacked_bars_svg(title: str, axis: str, stages: Sequence[str],
+                     rows: Sequence[tuple[str, Mapping[str, float]]], caption: str) -> str:
+    """One horizontal bar per run, stacked by stage."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7.5, 0.9 + 0.35 * max(1, len(rows))))
+    labels = [label for label, _ in rows]
+    left = [0.0] * len(rows)
+    for stage in stages:
+        widths = [values.get(stage, 0.0) for _, values in rows]
+        axes.barh(labels, widths, left=left, label=stage)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    axes.invert_yaxis()
+    axes.set_xlabel(axis)
+    axes.set_title(title)
+    axes.legend(fontsize=8, ncols=len(stages), loc="lower right")
+    axes.grid(axis="x", alpha=0.3)
+    return _svg(figure, caption)
+
+
+def gantt_svg(title: str, machine_labels: Sequence[str],
+              bars: Sequence[tuple[int, float, float, int]], caption: str) -> str:
+    """``bars``: ``(machine, start, finish, job index)``; one row per machine, a colour per
+    job (cycling through the palette)."""
+    plt = _pyplot()
+    rows = sorted({machine for machine, _, _, _ in bars})
+    height = min(12.0, 1.2 + 0.22 * len(rows))
+    figure, axes = plt.subplots(figsize=(8.0, height))
+    palette = plt.get_cmap("tab20").colors
+    position = {machine: index for index, machine in enumerate(rows)}
+    for machine, begin, end, job in bars:
+        axes.barh(position[machine], max(end - begin, 0.0), left=begin, height=0.8,
+                  color=palette[job % len(palette)], edgecolor="black", linewidth=0.2)
+    axes.set_yticks(range(len(rows)), [machine_labels[m] for m in rows],
+                    fontsize=7 if len(rows) > 30 else 9)
+    axes.invert_yaxis()
+    axes.set_xlabel("time [s]")
+    axes.set_ylabel("machine")
+    axes.set_title(title)
+    axes.grid(axis="x", alpha=0.3)
+    return _svg(figure, caption)

@@ -59,8 +59,20 @@ def test_out_writes_csv_json_and_svg(files: tuple[Path, Path], tmp_path: Path) -
     assert (run_folder / "jobs.csv").read_text().count("\n") == 3
     assert json.loads((run_folder / "summary.json").read_text())["tasks"] == 3
     assert (run_folder / "stages.csv").read_text().startswith("time_s,stage,wall_ns")
-    for plot in ("trt.svg", "jms.svg", "stages.svg"):
-        assert (out / plot).read_text().startswith("<svg")
+    for plot in ("trt.svg", "jms.svg", "wait.svg", "bounded_slowdown.svg", "utilisation.svg",
+                 "stages.svg", "SRTF-BESTFIT-event/gantt.svg"):
+        assert "<svg" in (out / plot).read_text()
+    # captions say what is shown; metrics are named with their units
+    assert "Task response time (TRT)" in (out / "trt.svg").read_text()
+    assert "max(1, response / max(run, 10 s))" in (out / "bounded_slowdown.svg").read_text()
+
+
+def test_utilisation_series_is_busy_cores_over_all_cores() -> None:
+    from dcx.scheduler.plots import utilisation_series
+
+    times, levels = utilisation_series([0, 5, float("nan")], [10, 15, float("nan")],
+                                       [2, 2, 4], 4)
+    assert times == [0, 5, 10, 15] and levels == [0.5, 1.0, 0.5, 0.0]
 
 
 def test_a_cycle_is_bad_input_with_its_line(tmp_path: Path, files: tuple[Path, Path],
