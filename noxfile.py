@@ -40,7 +40,7 @@ def tests(session: nox.Session) -> None:
 def schedule(session: nox.Session) -> None:
     """The nine SC18 policies over the Askalon/Chronos traces and every workload `convert`
     wrote (build/converted/report.json says which outputs hold workloads)."""
-    session.install(".")
+    session.install(".[plots]")
     session.run("python", "-m", "dcx.scheduler.experiments", "--out", "build/schedule",
                 "--converted", "build/converted", *session.posargs)
 
