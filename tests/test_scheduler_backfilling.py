@@ -277,3 +277,25 @@ def test_policy_names(name: str, expected: tuple[str, str, str]) -> None:
 def test_unknown_policy_names(name: str) -> None:
     with pytest.raises(ValueError, match="unknown policy"):
         parse_policy(name)
+
+
+@pytest.mark.parametrize("policy", ["FCFS", "FCFS-EASY", "FCFS-CONSERVATIVE"])
+def test_t11_a_failed_machine_gives_its_tasks_back_to_the_queue(policy: str) -> None:
+    from dcx.core.model import MachineState, MachineStateChange
+
+    machines = tuple(Machine(id=f"m{index}", cpus=(ProcessingUnit(cores=1),))
+                     for index in range(2))
+    events = (MachineStateChange(machine="m0", time_s=4.0, state=MachineState.FAILURE),)
+    env = Environment((Datacenter(rooms=(Room(racks=(Rack(slots=machines),)),)),),
+                      events=events)
+    work = Workload(tuple(Job(n, (Task(n, 0.0, 10.0, requested_time_s=10.0),))
+                          for n in (1, 2, 3)))
+    problem = compile_problem(work, env).problem
+    assert problem is not None
+    schedule = simulate_reserving(problem, parse_policy(policy))
+    # task 1 ran on m0 from 0 to the failure at 4 and restarts on m1 after task 2 ends
+    assert schedule.machines[0] == (1,) and schedule.attempts[0] == 1
+    assert schedule.lost_core_s == 4
+    assert schedule.unfinished == 0
+    assert all(machines != (0,) for machines in schedule.machines[1:])
+    assert sorted(schedule.finish_s) == [10, 20, 30]

@@ -119,3 +119,60 @@ def test_building_the_dcx_parser_does_not_import_the_engine() -> None:
             "print(any(m.startswith('dcx.scheduler.engine') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+SWF_EXAMPLE_1 = """; MaxProcs: 4
+1 0 -1 8 2 -1 -1 2 8 -1 1 -1 -1 -1 -1 -1 -1 -1
+2 1 -1 5 4 -1 -1 4 5 -1 1 -1 -1 -1 -1 -1 -1 -1
+3 2 -1 3 1 -1 -1 1 3 -1 1 -1 -1 -1 -1 -1 -1 -1
+4 3 -1 2 2 -1 -1 2 2 -1 1 -1 -1 -1 -1 -1 -1 -1
+5 4 -1 3 1 -1 -1 1 -1 -1 1 -1 -1 -1 -1 -1 -1 -1
+"""
+
+
+def test_an_swf_trace_runs_on_its_own_header_machine(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "example.swf"
+    trace.write_text(SWF_EXAMPLE_1)
+    assert run(["schedule", str(trace), "--policy", "FCFS-EASY,FCFS-CONSERVATIVE",
+                "--output", "json"]) == 0
+    captured = capsys.readouterr()
+    easy, conservative = json.loads(captured.out)["runs"]
+    assert easy["metrics"]["wait_mean_s"] == 3.4 and easy["metrics"]["makespan_s"] == 15
+    assert conservative["metrics"]["wait_mean_s"] == 3.6
+    assert set(easy["metrics"]) == {"TRT", "JMS", "NJSL", "JWT", *BATCH_METRICS}
+    # said once each, on stderr: the header machine and the missing requested time
+    assert captured.err.count("4 single-core machine(s) from its MaxProcs header") == 1
+    assert captured.err.count("runtime stands in") == 1
+
+
+def test_without_machines_anywhere_a_missing_env_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "bare.swf"
+    trace.write_text(SWF_EXAMPLE_1.replace("; MaxProcs: 4\n", ""))
+    assert run(["schedule", str(trace)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--env" in captured.err
+
+
+def test_a_scheduler_file_runs_and_a_broken_one_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "example.swf"
+    trace.write_text(SWF_EXAMPLE_1)
+    declaration = tmp_path / "mine.json"
+    declaration.write_text(json.dumps({"name": "mine", "stages": {
+        "T2": "SJF", "R5": "BESTFIT", "backfilling": "EASY"}}))
+    assert run(["schedule", str(trace), "--scheduler", str(declaration),
+                "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["policy"] == "SJF-EASY-BESTFIT"
+    declaration.write_text('{"name": "mine", "stages": {"T2": "SJF"}}')
+    assert run(["schedule", str(trace), "--scheduler", str(declaration)]) == 2
+    assert "R5" in capsys.readouterr().err
+
+
+def test_backfilling_under_the_sc18_time_model_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "example.swf"
+    trace.write_text(SWF_EXAMPLE_1)
+    assert run(["schedule", str(trace), "--policy", "FCFS-EASY", "--time-model", "sc18"]) == 2
+    assert "event time model" in capsys.readouterr().err
