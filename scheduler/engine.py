@@ -34,7 +34,6 @@ from __future__ import annotations
 import heapq
 import math
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -42,6 +41,9 @@ from typing import Literal
 from dcx.core.model import MachineState
 from dcx.scheduler.policies import Policy, QueueContext, free_capacity, free_resources
 from dcx.scheduler.problem import CORE_UNITS, Problem
+from dcx.scheduler.stage_timing import StageRecord, StageTimer
+
+__all__ = ["STAGES", "Schedule", "StageRecord", "TimeModel", "simulate", "time_model"]
 
 TimeModelName = Literal["sc18", "event"]
 TIME_MODELS: tuple[TimeModelName, ...] = ("sc18", "event")
@@ -106,18 +108,6 @@ def time_model(name: str) -> TimeModel:
     if name == "event":
         return EVENT
     raise ValueError(f"unknown time model {name!r}; use one of {', '.join(TIME_MODELS)}")
-
-
-@dataclass(frozen=True)
-class StageRecord:
-    """One stage of one cycle: wall time (``perf_counter_ns``) summed over its calls."""
-
-    time_s: float
-    stage: str
-    wall_ns: int
-    size: int
-    """Input size summed over the calls (queue length, machine-list length)."""
-    iterations: int
 
 
 @dataclass
@@ -242,10 +232,14 @@ def simulate(
     enqueued = 0
     lost_core_s = 0.0
     cycles = 0
-    records: list[StageRecord] = []
-    cycle_cpu: list[tuple[float, int]] = []
-    clock_ns = time.perf_counter_ns
-    cpu_ns = time.thread_time_ns
+    # the stages, called the same way whether or not they are timed
+    take, filter_cores, filter_resources = ready.take, free_capacity, free_resources
+    timer = StageTimer(STAGES) if measure_stages else None
+    if timer is not None:
+        take = timer.wrap("T2", take, lambda args: 0)  # T2's size is the queue, per cycle
+        filter_cores = timer.wrap("R4", filter_cores, lambda args: len(args[1]))
+        filter_resources = timer.wrap("R4", filter_resources, lambda args: len(args[2]))
+        select = timer.wrap("R5", select, lambda args: len(args[2]))
 
     def enqueue(task: int) -> None:
         nonlocal enqueued
@@ -282,9 +276,8 @@ def simulate(
         now = min(now, align(changes[0].time_s))
     while True:
         cycles += 1
-        cycle_wall = clock_ns()
-        if measure_stages:
-            cycle_cpu_start = cpu_ns()
+        if timer is not None:
+            timer.begin_cycle()
 
         # machine state changes seen in this cycle
         while next_change < len(changes) and align(changes[next_change].time_s) <= now:
@@ -319,50 +312,27 @@ def simulate(
                 released += 1
 
         if len(ready):
-            if measure_stages:
-                wall = dict.fromkeys(STAGES, 0)
-                sizes = dict.fromkeys(STAGES, 0)
-                calls = dict.fromkeys(STAGES, 0)
-                w0 = clock_ns()
-                wall["T1"], sizes["T1"], calls["T1"] = w0 - cycle_wall, released, 1
-                sizes["T2"] = len(ready)
+            if timer is not None:
+                timer.mark("T1", released)
+                timer.sizes["T2"] = len(ready)
             largest = max(map(free.__getitem__, open_machines), default=0)
             skipped: list[int] = []
             while largest >= smallest_need and len(ready):
-                if measure_stages:
-                    w0 = clock_ns()
-                    task = ready.take()
-                    w1 = clock_ns()
-                    wall["T2"] += w1 - w0
-                    calls["T2"] += 1
-                else:
-                    task = ready.take()
+                task = take()
                 task_need = need[task]
                 wanted = nodes[task]
                 if task_need > largest:
                     skipped.append(task)
                     continue
-                if measure_stages:
-                    w1 = clock_ns()
-                # R4 inline, not behind a helper: this runs once per placement attempt
                 if resources_on:
-                    candidates = free_resources(
+                    candidates = filter_resources(
                         task_need, demand[task], open_machines, free, extra_free)
                 else:
-                    candidates = free_capacity(task_need, open_machines, free)
-                if measure_stages:
-                    w2 = clock_ns()
-                    wall["R4"] += w2 - w1
-                    sizes["R4"] += len(open_machines)
-                    calls["R4"] += 1
+                    candidates = filter_cores(task_need, open_machines, free)
                 if len(candidates) < wanted:
                     skipped.append(task)
                     continue
                 chosen = select(task_need, wanted, candidates, free)
-                if measure_stages:
-                    wall["R5"] += clock_ns() - w2
-                    sizes["R5"] += len(candidates)
-                    calls["R5"] += 1
 
                 # every node runs at its machine's speed; the task ends with the slowest
                 if wanted == 1:
@@ -392,14 +362,8 @@ def simulate(
                     largest = max(map(free.__getitem__, open_machines), default=0)
             ready.give_back(skipped)
 
-            if measure_stages:
-                wall["rest"] = max(0, clock_ns() - cycle_wall - sum(wall.values()))
-                calls["rest"] = 1
-                records.extend(
-                    StageRecord(now, stage, wall[stage], sizes[stage], calls[stage])
-                    for stage in STAGES
-                )
-                cycle_cpu.append((now, cpu_ns() - cycle_cpu_start))
+            if timer is not None:
+                timer.end_cycle(now, "rest")
 
         # the next cycle in which anything can change
         upcoming: list[float] = []
@@ -425,6 +389,6 @@ def simulate(
         attempts=attempts,
         lost_core_s=lost_core_s,
         cycles=cycles,
-        stages=records,
-        cycle_cpu=cycle_cpu,
+        stages=timer.records if timer is not None else [],
+        cycle_cpu=timer.cycle_cpu if timer is not None else [],
     )
