@@ -585,6 +585,8 @@ def _bad_amounts(request: ResourceRequest) -> str | None:
         return f"requests {memory:g} MB of memory per node; it must be finite and not negative"
     if request.gpus < 0:
         return f"requests {request.gpus} GPU(s) per node; it must not be negative"
+    if not request.resources:
+        return None
     for name, amount in _request_named(request).items():
         if not math.isfinite(amount) or amount < 0:
             return (f"requests {amount:g} of resource {name!r} per node; it must be finite "
