@@ -120,10 +120,10 @@ def parse_absolute(text: str) -> _dt.datetime | None:
 
 _CLOCK_PART_LIMIT = 1 << 14
 _clock_hours: dict[str, int] = {}
-"""``[D:]HH:`` -> centiseconds; the minutes ``MM:`` and ``SS.ss`` tables below are complete."""
-_clock_minutes: dict[str, int] = {f"{minutes:02d}:": minutes * 6_000 for minutes in range(100)}
-_clock_seconds: dict[str, int] = {f"{secs:02d}.{centis:02d}": secs * 100 + centis
-                                  for secs in range(100) for centis in range(100)}
+"""``[D:]HH:`` -> centiseconds, learned from the times parsed; so are the ``MM:`` and
+``SS.ss`` tables (filled as met rather than at import: every dcx start-up imports this)."""
+_clock_minutes: dict[str, int] = {}
+_clock_seconds: dict[str, int] = {}
 
 
 def parse_offset(text: str) -> float:
@@ -142,6 +142,8 @@ def _parse_offset_and_learn(text: str) -> float:
     value = parse_time_uncached(text)
     clock = _CLOCK.fullmatch(text)
     if clock is not None and len(_clock_hours) < _CLOCK_PART_LIMIT:
-        days, hours = clock.group(1, 2)
+        days, hours, minutes, seconds, centis = clock.groups()
         _clock_hours[text[:-8]] = (int(days or 0) * 24 + int(hours)) * 360_000
+        _clock_minutes[text[-8:-5]] = int(minutes) * 6_000
+        _clock_seconds[text[-5:]] = int(seconds) * 100 + int(centis)
     return value
