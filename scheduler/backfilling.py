@@ -346,6 +346,17 @@ class _Profile:
             index = later + 1
         return None
 
+    def room_before(self, moment: float, cores: int) -> bool:
+        """Whether some machine has ``cores`` free in a slice starting before ``moment``:
+        a reservation at ``moment`` can move earlier only then (its own slot lies after)."""
+        times = self.times
+        for index, row in enumerate(self.free):
+            if times[index] >= moment:
+                return False
+            if max(row) >= cores:
+                return True
+        return False
+
     def reserve(self, begin: float, end: float, machines: list[int], cores: int) -> None:
         """``cores`` fewer free on ``machines`` over [begin, end) (more when negative)."""
         first = self._split(max(begin, self.times[0]))
@@ -425,8 +436,8 @@ class ConservativeBackfilling:
     def _compress(self, state: SchedulerState) -> None:
         """A task ended early: rebuild the profile from the running tasks and the current
         reservations (a fresh profile has no slices left over from moved reservations),
-        then move each waiting task, in queue order, to its earliest fit. Its own slot is
-        free while it looks, so no reservation moves later."""
+        then move each waiting task that could start earlier, in queue order, to its
+        earliest fit. Its own slot is free while it looks, so no reservation moves later."""
         profile = self.profile = _Profile(state)
         reservations = state.reservations
         for held_by, reservation in reservations.items():
@@ -437,6 +448,8 @@ class ConservativeBackfilling:
             if held is None:
                 continue
             cores = state.need[task]
+            if not profile.room_before(held.start_s, cores):
+                continue  # no slice before its start has its cores free: it cannot move
             profile.reserve(held.start_s, held.end_s, list(held.machines), -cores)
             found = profile.earliest(state, task, self.select)
             assert found is not None and found[0] <= held.start_s, "its own slot is free"
