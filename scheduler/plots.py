@@ -70,7 +70,7 @@ def cdf_svg(title: str, axis: str, series: Sequence[tuple[str, Sequence[float]]]
     axes.set_title(title)
     axes.grid(alpha=0.3)
     if everything:
-        axes.legend(fontsize=8, loc="lower right")
+        axes.legend(fontsize=8, loc="best", framealpha=0.8)
     return _svg(figure, caption)
 
 
@@ -129,7 +129,7 @@ def utilisation_svg(title: str, series: Sequence[tuple[str, list[float], list[fl
     axes.set_ylabel("utilisation (busy cores / all cores)")
     axes.set_title(title)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=8, loc="upper right")
+    axes.legend(fontsize=8, loc="best", framealpha=0.8)
     return _svg(figure, caption)
 
 
