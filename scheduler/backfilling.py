@@ -3,7 +3,7 @@ same ``Problem`` the SC18 engine runs, under the event time model.
 
 Stages (the paper's names): T1/J2 eligibility is the event loop's (a task joins the queue
 when it has arrived and its parents have finished); T2/J3 ordering is the policy's static
-key (``ORDER_KEYS``); R4 is ``SchedulerState.fitting``; R5 is the policy's machine
+key (``_order_key``); R4 is ``SchedulerState.fitting``; R5 is the policy's machine
 selection; what may start behind a task that does not fit is the backfilling component
 (``StrictQueue``, ``EasyBackfilling``, ``ConservativeBackfilling``), which reads the
 ``SchedulerState`` and starts tasks through it. T11 (recovery): a machine that fails or
@@ -54,7 +54,7 @@ from dcx.core.codes import Code
 from dcx.core.model import MachineState
 from dcx.scheduler.engine import REFERENCE_CLOCK_MHZ, Schedule, arrival_order
 from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
-from dcx.scheduler.problem import CORE_UNITS, Problem
+from dcx.scheduler.problem import Problem
 from dcx.scheduler.state import Reservation, SchedulerState
 
 CODES = (
@@ -84,9 +84,6 @@ def _order_key(problem: Problem, name: str) -> Callable[[int, int], Key]:
         return lambda task, position: (
             tasks.runtime_s[task] * tasks.need[task] * tasks.nodes[task], position)
     raise ValueError(f"{name} has no fixed order; reservations need one (FCFS, SJF, LJF, SRTF)")
-
-
-ORDER_KEYS = ("FCFS", "FIFO", "SJF", "LJF", "SRTF")
 
 
 class StrictQueue:
@@ -640,9 +637,3 @@ def _schedule(problem: Problem, policy: Policy, state: SchedulerState,
         machines=concrete, attempts=attempts, lost_core_s=lost_core_s, cycles=cycles,
         reserved_s=state.first_reservation_s, killed=killed)
 
-
-def busy_cores(problem: Problem, schedule: Schedule) -> float:
-    """Core-seconds of finished work (for utilisation checks)."""
-    tasks = problem.tasks
-    return sum((schedule.finish_s[t] - schedule.start_s[t]) * tasks.need[t] * tasks.nodes[t]
-               for t in range(len(tasks)) if not math.isnan(schedule.finish_s[t])) / CORE_UNITS
