@@ -102,16 +102,21 @@ def _run_json(run: Run) -> dict[str, Any]:
 
 def _text_table(runs: list[Run]) -> str:
     lines = [f"{'policy':<18}{'model':<7}{'seed':>11}{'TRT':>11}{'JMS':>11}{'NJSL':>9}"
-             f"{'JWT':>11}{'util':>7}"]
+             f"{'JWT':>11}{'wait':>11}{'BSLD':>9}{'util':>7}"]
     for run in runs:
         s = run.metrics.summary
         seed = "-" if s.seed is None else str(s.seed)
+        headline = s.headline()
         lines.append(f"{s.policy:<18}{s.time_model:<7}{seed:>11}{s.trt_s:>11.1f}"
-                     f"{s.jms_s:>11.1f}{s.njsl:>9.2f}{s.jwt_s:>11.1f}{s.utilisation:>7.1%}")
+                     f"{s.jms_s:>11.1f}{s.njsl:>9.2f}{s.jwt_s:>11.1f}"
+                     f"{headline['wait_mean_s']:>11.1f}{headline['bounded_slowdown_mean']:>9.2f}"
+                     f"{s.utilisation:>7.1%}")
         if s.unfinished_tasks:
             lines.append(f"  {s.unfinished_tasks} task(s) never finished (no usable machine)")
         if s.deadline_tasks:
             lines.append(f"  {s.deadline_missed} of {s.deadline_tasks} deadline(s) missed")
+        if s.killed:
+            lines.append(f"  {s.killed} task(s) cut at their requested time")
         if s.lost_core_s:
             lines.append(f"  {s.requeued} requeue(s) after machine failures, "
                          f"{s.lost_core_s:g} core-s of work lost")
