@@ -761,9 +761,15 @@ def _merge_groups(groups: Iterable[HostGroup]) -> tuple[HostGroup, ...]:
         if not group.ranges:
             builder.literal(group.prefix)
             continue
-        if not builder.continues(group) and _has_no_adjacent_ranges(group.ranges):
-            builder.take(group)  # a decoded sparse bracket stays as it is
-            continue
+        if _has_no_adjacent_ranges(group.ranges):
+            # a decoded sparse bracket stays as it is, or extends the open group whole (a
+            # long list is written as several brackets of the same prefix)
+            if not builder.continues(group):
+                builder.take(group)
+                continue
+            if not (group.suffix and any(r.hi == MAX_HOST_INDEX for r in group.ranges)):
+                builder.extend(group)
+                continue
         for lo, hi, width in group.ranges:
             builder.add(group.prefix, group.suffix, lo, hi, width)
     return builder.finish()
@@ -801,6 +807,16 @@ class _GroupBuilder:
         self.key = (group.prefix, group.suffix)
         self.ranges = list(group.ranges[:-1])
         self.lo, self.hi, self.width = group.ranges[-1]
+
+    def extend(self, group: HostGroup) -> None:
+        """Continue the open group with ``group``, whose ranges do not join each other: only
+        its first range may join the open run, so the rest are taken as they are."""
+        first, *rest = group.ranges
+        self.add(group.prefix, group.suffix, *first)
+        if rest:
+            self.ranges.append(HostRange(self.lo, self.hi, self.width))
+            self.ranges.extend(rest[:-1])
+            self.lo, self.hi, self.width = rest[-1]
 
     def add(self, prefix: str, suffix: str, lo: int, hi: int, width: int) -> None:
         if suffix and hi == MAX_HOST_INDEX:
