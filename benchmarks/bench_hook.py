@@ -45,7 +45,7 @@ def timed_hook(paths: list[str]) -> tuple[float, int, int]:
     done = subprocess.run([sys.executable, "-m", "dcx.converters.cli", "validate", "--hook",
                            *paths], capture_output=True, text=True)
     elapsed = time.perf_counter() - start
-    return elapsed, done.returncode, len(done.stdout.splitlines())
+    return elapsed, done.returncode, len(done.stderr.splitlines())  # diagnostics go to stderr
 
 
 def main() -> None:
