@@ -497,7 +497,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from dcx.converters.convert import convert
     from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect
-    from dcx.core.restrict import normalized_for
 
     text = args.output_mode == "text"
     if args.output == "-" and not text:
@@ -545,8 +544,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         for diagnostic in _shown(listed, args):
             _say(diagnostic.render())
         if result.ok and not _quiet(args):
-            document = result.read.document if result.read else None
-            written = normalized_for(document, target) if document is not None else None
+            written = result.output_document
             where = STDOUT_LABEL if args.output == "-" else args.output
             lost = len(result.losses)
             tail = ("nothing lost" if not lost else

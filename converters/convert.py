@@ -76,6 +76,8 @@ class Conversion:
     refusal, an output that does not read back accepted)."""
     output_diagnostics: tuple[Diagnostic, ...] = ()
     """What reading the output back in the target format reported."""
+    output_document: Document | None = None
+    """The output as the target format reads it back (what a summary should count)."""
 
     @property
     def ok(self) -> bool:
@@ -215,4 +217,4 @@ def convert_document(document: Document, source: FormatDeclaration, target: Form
                               "convert.invalid-output"))
         return refused(*problems, losses=losses, output=verdict.diagnostics)
     return Conversion(source, target, read, written.data, losses, tuple(problems),
-                      verdict.diagnostics)
+                      verdict.diagnostics, verdict.document)
