@@ -14,13 +14,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dcx.core.diagnostics import InputError, error, warning
-from dcx.core.model import Annotation, Document, Job, StartMode, Task, Workload, build
+from dcx.core.model import Annotation, Document, Job, StartMode, Task, Workload
 from dcx.formats.haizea import rules
 from dcx.formats.haizea.context import Context
 from dcx.formats.haizea.leases import (
     RequestCache,
     combined_node_sets,
     lease_extras,
+    new_job,
+    new_task,
     read_attrs,
     resource_request,
     settle_assigned_ids,
@@ -147,17 +149,19 @@ def _read_lease(lease: Any, context: Context, requests: Requests, *, position: i
         extras[NODE_SETS_KEY] = stored
     note_types(unique_type_names(node_sets), lease, context, requests)
     user = lease.get("user")
-    return build(Task, {
+    return new_task({
         "id": lease_id,
         "submit_time_s": arrival if arrival is not None else 0.0,
         "runtime_s": realduration if realduration is not None else duration,  # runs for it
         "requested_time_s": duration,
         "request": resource_request(count, capacity, requests.request_cache),
+        "dependencies": (),
         "deadline_s": deadline,
         "start_mode": start_mode,
         "start_time_s": start_time_s,
         "preemptible": preemptible,
         "user": user.strip() if user is not None else None,
+        "group": None,
         "image": image,
         "image_size_mb": image_size_mb,
         "extras": extras,
@@ -309,7 +313,9 @@ def _read_request(element: Any, context: Context, requests: Requests,
                     context.finding(finding, child)
     task = _read_lease(lease, context, requests, position=position, arrival=arrival,
                        realduration=realduration, start_time=context.offset)
-    return build(Job, {"id": task.id, "tasks": (task,)}) if task is not None else None
+    if task is None:
+        return None
+    return new_job({"id": task.id, "tasks": (task,), "name": None, "user": None, "extras": {}})
 
 
 def read_standalone_lease(lease: Any, context: Context) -> Workload:

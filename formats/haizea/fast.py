@@ -32,9 +32,7 @@ from dcx.core.model import (
     Job,
     ResourceRequest,
     StartMode,
-    Task,
     Workload,
-    direct_constructor,
 )
 from dcx.formats.haizea import rules
 from dcx.formats.haizea import scan as haizea_scan
@@ -44,6 +42,8 @@ from dcx.formats.haizea.leases import (
     RequestCache,
     combined_node_sets,
     lease_extras,
+    new_job,
+    new_task,
     read_attrs,
     resource_request,
     settle_assigned_ids,
@@ -59,14 +59,6 @@ from dcx.formats.haizea.vocabulary import (
     SUBMIT_TIME_KEY,
 )
 from dcx.parsing import xmlio
-
-# The clean path builds every lease's Task and Job from dicts listing every field in the
-# model's order (checked once by direct_constructor), without a check per lease.
-_new_task = direct_constructor(Task, (
-    "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
-    "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
-    "image_size_mb", "extras"))
-_new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
 
 
 class NotClean(Exception):
@@ -211,7 +203,7 @@ class FastJobs:
         if image_id is not None:
             image_id = _target_text(image_id)
             image_size = float(_integer(image_text_size))
-        task = _new_task({
+        task = new_task({
             "id": lease_id, "submit_time_s": arrival,
             "runtime_s": realduration if realduration is not None else duration,
             "requested_time_s": duration, "request": request, "dependencies": (),
@@ -219,7 +211,7 @@ class FastJobs:
             "preemptible": preemptible, "user": user, "group": None, "image": image_id,
             "image_size_mb": image_size, "extras": extras,
         })
-        self.jobs.append(_new_job({"id": lease_id, "tasks": (task,), "name": None,
+        self.jobs.append(new_job({"id": lease_id, "tasks": (task,), "name": None,
                                    "user": None, "extras": {}}))
 
     def single_request(self, key: _RawNodeSet) -> ResourceRequest:

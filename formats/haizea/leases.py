@@ -7,13 +7,23 @@ from collections.abc import Collection, Iterable
 from dataclasses import replace
 from typing import Any
 
-from dcx.core.model import Job, NamedResource, ResourceRequest
+from dcx.core.model import Job, NamedResource, ResourceRequest, Task, direct_constructor
 from dcx.formats.haizea import rules
 from dcx.formats.haizea.context import Context
 from dcx.formats.haizea.site import NodeSet, named
 from dcx.formats.haizea.vocabulary import CPU, CPU_PER_CORE, MEMORY, PREFIXED_EXTRA_KEY, Capacity
 
 RequestCache = dict[tuple[int, Capacity], ResourceRequest]
+
+
+# Both reading paths build every lease's Task and Job from dicts listing every field in the
+# model's order (checked once by direct_constructor), without a check per lease.
+new_task = direct_constructor(Task, (
+    "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
+    "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
+    "image_size_mb", "extras"))
+new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
+
 
 
 def resource_request(count: int, capacity: Capacity, cache: RequestCache) -> ResourceRequest:
