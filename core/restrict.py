@@ -39,14 +39,15 @@ Task ids (``task.id``)
     Tasks are numbered 1, 2, … in workload order and dependencies follow the new numbers.
 
 Parts (``environment``, ``workload``)
-    Implied by any field of the part (``with_parts``), so a ``HOLDS`` need not list them.
+    Implied by any field of the part (``with_parts``), so a format's ``holds`` need not list
+    them.
 
-Value restrictions (``normal_form`` of a format module)
-    What field paths cannot say (opendc-setup writes only two CPU types) a format module states
+Value restrictions (``normal_form`` of a format declaration)
+    What field paths cannot say (opendc-setup writes only two CPU types) a format states
     as an optional ``normal_form(document) -> Document``: what the format makes of a document
-    before any field path applies. ``restrict(..., target=module)`` applies it first;
-    ``dropped_fields(..., target=module)`` counts the fields on the normalized document plus
-    the held fields the module's ``normal_form_losses(document)`` names (what the value
+    before any field path applies. ``restrict(..., target=declaration)`` applies it first;
+    ``dropped_fields(..., target=declaration)`` counts the fields on the normalized document
+    plus the held fields its ``normal_form_losses(document)`` names (what the value
     restriction changed: opendc-setup reports a machine it leaves out as ``machine.cpus``).
 
 Empty parts
@@ -56,17 +57,18 @@ Empty parts
     which reads back as the empty part. ``without_empty_parts`` maps both to ``None``;
     round trips are compared through it.
 
-Required machine ids (``REQUIRES`` of a format module)
+Required machine ids (``requires`` of a format declaration)
     A format whose every machine must have an id (SSS ``<Id>``) writes a machine without one
     under ``required_machine_id``: its name, or ``node<N>`` (``N`` its 1-based position among
-    the document's machines) when it has no usable name; ``with_required_ids`` applies this
-    to a document. It adds nothing the source held, so it is no loss.
+    the document's machines) when it has no usable name or that name is taken
+    (``dcx.core.ids.required_ids``); ``with_required_ids`` applies this to a document. It adds
+    nothing the source held, so it is no loss.
 
 Ids as text
     A format whose ids are text (SSS) reads an id back with ``id_from_text``: the canonical
     decimal form of a non-negative integer is that integer, so integer ids of other formats
-    survive; a string id of that form comes back as an integer and its writer reports a
-    ``machine.id`` loss (the generated documents never use one).
+    survive; a string id of that form comes back as an integer, which its normal form reports
+    as a ``machine.id`` loss (the generated documents never use one).
 
 Extras
     Keys without a ``:`` are free-form user keys; the ``X.extras`` field path says whether a
@@ -257,8 +259,8 @@ def restrict(document: Document, holds: Iterable[str], own_prefix: str | None = 
     """``document`` as a format holding the field paths ``holds`` keeps it.
 
     ``own_prefix`` names the format whose ``name:``-prefixed extras survive (the format
-    itself when restricting to its own ``HOLDS``); every other prefixed key is dropped.
-    ``target`` is the format module written to, whose ``normal_form`` (when it has one)
+    itself when restricting to its own ``holds``); every other prefixed key is dropped.
+    ``target`` is the format declaration written to, whose ``normal_form`` (when it has one)
     applies first (see Value restrictions).
     """
     held = _Held(with_parts(holds), own_prefix)
@@ -278,7 +280,8 @@ def _restrict(document: Document, held: _Held) -> Document:
 
 
 def normalized_for(document: Document, target: object | None) -> Document:
-    """``document`` after the ``normal_form`` of format module ``target``, if it has one."""
+    """``document`` after the ``normal_form`` of format declaration ``target``, if it has
+    one."""
     normal_form = getattr(target, "normal_form", None)
     return document if normal_form is None else normal_form(document)
 
@@ -631,7 +634,7 @@ def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str
     A hierarchy level counts as dropped only when some parent has several containers (or, for
     rooms, a room that is not a SERVER room): one container with default attributes is what
     formats without the level read back, and adding it loses nothing.
-    ``target`` (a format module) adds its value restrictions (see Value restrictions).
+    ``target`` (a format declaration) adds its value restrictions (see Value restrictions).
     """
     held = with_parts(target_holds)
     normal_form_losses = getattr(target, "normal_form_losses", None)
