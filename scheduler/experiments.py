@@ -172,7 +172,9 @@ def converted_workloads(folder: Path) -> list[Path]:
               file=sys.stderr)
         return []
     report = json.loads(report_file.read_text(encoding="utf-8"))
+    # a topology input converted to a format that holds both parts has no workload to run
     return sorted(Path(cell["output"]) for entry in report["inputs"]
+                  if entry["format"] and BY_NAME[entry["format"]].kind != "topology"
                   for cell in entry["conversions"]
                   if cell["output"] and BY_NAME[cell["target"]].kind in ("workload", "both"))
 
@@ -223,10 +225,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     workloads = list(args.workloads)
     if args.converted is not None:
         workloads += converted_workloads(args.converted)
+    without_workload: list[Path] = []
     for workload in workloads:
         _, document, _ = read_document(workload)
         if document is not None and document.workload is None:
-            print(f"experiments: {workload} holds no workload; skipped", file=sys.stderr)
+            without_workload.append(workload)
             continue
         carries_machines = document is not None and document.environment is not None and \
             any(True for _ in document.environment.machines())
@@ -250,6 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["workloads"][str(workload)] = {"rows": rows}
         write_plots(args.out / "workloads" / slug, _first_runs(results), workload.name)
 
+    if without_workload:
+        names = ", ".join(str(path) for path in without_workload)
+        print(f"experiments: skipped {len(without_workload)} file(s) that hold no workload: "
+              f"{names}", file=sys.stderr)
     if unscheduled:
         markdown += ["### Workloads not scheduled", "",
                      "Read without error, but they cannot run on the environment given:", ""]
