@@ -128,7 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
         "extension. One summary line on stderr says what was written and how many fields "
         "the target cannot hold (--losses lists them); --strict makes any loss an error and "
         "writes nothing. A regular OUTPUT file is replaced atomically, and only after the "
-        "output reads back accepted; a device, FIFO or socket is written directly.")
+        "output reads back accepted; a device, FIFO or socket is written directly. A "
+        "conversion that cannot give an accepted output (the formats share no part, the "
+        "target keeps none of the machines or jobs, the writer refuses) exits 1 with one "
+        "line saying why and writes nothing.")
     convert.add_argument("input", metavar="INPUT")
     convert.add_argument("output", metavar="OUTPUT")
     _format_option(convert, "--from", dest="source", help="input format")
