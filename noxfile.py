@@ -15,7 +15,7 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 
 TEST_EXTRAS = ".[test,docs,browser]"
-PACKAGES = ("core", "parsing", "formats", "converters", "scheduler", "src")
+PACKAGES = ("core", "parsing", "formats", "converters", "scheduler", "experiments", "src")
 
 
 @nox.session
