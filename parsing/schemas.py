@@ -13,8 +13,6 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import jsonschema_rs
-
 if TYPE_CHECKING:  # the pure-Python validator loads only when a document fails
     import jsonschema
 
@@ -83,6 +81,10 @@ def load_schema(name: str) -> dict[str, Any]:
 
 @cache
 def _fast_validator(name: str) -> Any:
+    # imported on first use: it costs more start-up than the rest of dcx's parsing layer, and
+    # the pre-commit hook starts a process per batch whether or not a file needs a schema
+    import jsonschema_rs
+
     return jsonschema_rs.validator_for(load_schema(name))
 
 

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lxml import etree
+if TYPE_CHECKING:  # lxml loads on first parse: sniffing and start-up never need it
+    from lxml import etree
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, InputError, error
@@ -66,6 +67,8 @@ def parser_options() -> dict[str, Any]:
 
 
 def make_parser(schema: etree.XMLSchema | None = None) -> etree.XMLParser:
+    from lxml import etree
+
     return etree.XMLParser(schema=schema, **parser_options())
 
 
@@ -158,6 +161,8 @@ def _invalid_utf8(data: bytes) -> Diagnostic | None:
 
 def parse_xml(data: bytes, schema: etree.XMLSchema | None = None) -> etree._ElementTree:
     """Parse a whole document. Raises ``InputError`` with a located diagnostic."""
+    from lxml import etree
+
     problem = precheck(data)
     if problem is not None:
         raise InputError(problem)
@@ -195,6 +200,8 @@ def iter_elements(
         raise InputError(problem)
     import io
 
+    from lxml import etree
+
     options = parser_options()
     options.pop("collect_ids")
     try:
@@ -231,6 +238,8 @@ def root_name(data: bytes) -> str | None:
 def load_xsd(name: str) -> etree.XMLSchema:
     """Build one of our shipped XSDs once per process. Parsed from its real file so that
     ``xs:include`` of a sibling XSD resolves locally; entities and network stay off."""
+    from lxml import etree
+
     with resources.as_file(resources.files("dcx.xsd").joinpath(name)) as path:
         document = etree.parse(str(path), parser=make_parser())
         return etree.XMLSchema(document)
