@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dcx.converters.catalogue import conformance_codes
-from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import detect, get, unrecognised_message
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
@@ -37,7 +35,6 @@ from dcx.core.diagnostics import (
     warning,
 )
 from dcx.core.model import Document
-from dcx.core.restrict import normalized_for, with_parts
 
 CODES = (
     Code("format.unrecognised", "error", "No dcx format recognises the file's content."),
@@ -135,6 +132,8 @@ def refusal(document: Document, normalized: Document, source_name: str,
     no part in common, or a target that would keep nothing of what the document describes
     (every machine, every job dropped). ``normalized`` is the document after the target's
     normal form: field paths never drop machines or jobs, value restrictions may."""
+    from dcx.core.restrict import with_parts
+
     parts = parts_of(document)
     target_parts = with_parts(target.holds)
     shared = [part for part in parts if part in target_parts]
@@ -178,6 +177,12 @@ def convert(data: bytes, target_name: str, path: str = "", source_name: str | No
 def convert_document(document: Document, source: FormatDeclaration, target: FormatDeclaration,
                      strict: bool = False, read: ReadResult | None = None) -> Conversion:
     """``document`` (read from a ``source`` file) written as ``target``, or why not."""
+    # the loss derivation and the code catalogue load here, not at start-up: validating
+    # (the pre-commit hook) reads through this module and needs neither
+    from dcx.converters.catalogue import conformance_codes
+    from dcx.converters.losses import conversion_losses
+    from dcx.core.restrict import normalized_for
+
     def refused(*problems: Diagnostic, losses: tuple[Loss, ...] = (),
                 output: tuple[Diagnostic, ...] = ()) -> Conversion:
         return Conversion(source, target, read, b"", losses, problems, output)
