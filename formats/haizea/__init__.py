@@ -121,96 +121,66 @@ Divergences
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING, Any
 
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
-from dcx.core.diagnostics import InputError, ReadResult, error, warning
-from dcx.core.model import Document
-from dcx.formats.haizea.checked import (
-    read_annotations,
-    read_standalone_lease,
-    read_workload_stream,
-)
-from dcx.formats.haizea.context import Context
-from dcx.formats.haizea.fast import read_clean_workload
-from dcx.formats.haizea.legacy import looks_legacy, read_legacy
-from dcx.formats.haizea.normal_form import normal_form, normal_form_losses
-from dcx.formats.haizea.site import environment, read_node_sets, read_site
-from dcx.formats.haizea.times import (
-    TimeSyntaxError,
-    format_time,
-    parse_time,
-    parse_time_uncached,
-)
-from dcx.formats.haizea.vocabulary import HOLDS, ROOT_SCHEMAS
-from dcx.formats.haizea.writer import write
-from dcx.parsing import xmlio
+from dcx.formats.haizea.vocabulary import HOLDS, ROOT_SCHEMAS, looks_legacy
+
+if TYPE_CHECKING:
+    from dcx.core.diagnostics import ReadResult, WriteResult
+    from dcx.core.model import Document
 
 __all__ = ["FORMAT", "HOLDS", "ROOT_SCHEMAS", "TimeSyntaxError", "format_time", "normal_form",
            "normal_form_losses", "parse_time", "parse_time_uncached", "read", "sniff", "write"]
 
-_MISPLACED_DECLARATION = re.compile(rb"\A(?:\xef\xbb\xbf)?(\s+)(<\?xml[^>]*\?>)")
+# The readers, the writer and lxml load on first use: the pre-commit hook imports every
+# format's declaration to sniff, and most of its files are not Haizea's.
+_LAZY = {
+    "TimeSyntaxError": "times", "format_time": "times", "parse_time": "times",
+    "parse_time_uncached": "times",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def sniff(data: bytes) -> bool:
     head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"<"):
-        return xmlio.root_name(data) in ROOT_SCHEMAS
+        from dcx.parsing.xmlio import root_name
+
+        return root_name(data) in ROOT_SCHEMAS
     return looks_legacy(head)
 
 
 def read(data: bytes) -> ReadResult:
-    context = Context()
-    try:
-        document = _read(data, context)
-    except InputError as exc:
-        return ReadResult(None, (*context.diagnostics, exc.diagnostic))
-    return ReadResult(document, tuple(context.diagnostics))
+    from dcx.formats.haizea.reader import read as read_haizea
+
+    return read_haizea(data)
 
 
-def _read(data: bytes, context: Context) -> Document | None:
-    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not head.startswith(b"<") and looks_legacy(head):
-        return read_legacy(data, context)
-    problem = xmlio.precheck(data)
-    if problem is not None:
-        raise InputError(problem)
-    data = _blank_misplaced_declaration(data, context)
-    context.data = data
-    root = xmlio.root_name(data)
-    if root == "lease-workload":
-        clean = read_clean_workload(data)
-        return clean if clean is not None else read_workload_stream(data, context)
-    if root not in ROOT_SCHEMAS:
-        raise InputError(error(f"root element <{root}> is not a Haizea element; expected one "
-                               f"of {', '.join(ROOT_SCHEMAS)}", "haizea.root", line=1))
-    tree = xmlio.parse_xml(data)
-    if not context.xsd(xmlio.load_xsd(ROOT_SCHEMAS[root]), tree):
-        return None
-    element = tree.getroot()
-    if root == "lease-annotations":
-        return Document(workload=read_annotations(element, context))
-    if root == "lease":
-        return Document(workload=read_standalone_lease(element, context))
-    if root == "site":
-        return Document(environment=read_site(element, context)[0])
-    return Document(environment=environment(read_node_sets(element, context), None))
+def write(document: Document) -> WriteResult:
+    from dcx.formats.haizea.writer import write as write_haizea
+
+    return write_haizea(document)
 
 
-def _blank_misplaced_declaration(data: bytes, context: Context) -> bytes:
-    """An XML declaration after leading whitespace is a libxml2 syntax error but
-    ElementTree (Haizea) takes it; blanking it keeps every line and column."""
-    match = _MISPLACED_DECLARATION.match(data)
-    if not match:
-        return data
-    start, end = match.span(2)
-    line = data.count(b"\n", 0, start) + 1
-    context.diagnostics.append(warning(
-        "the XML declaration does not start the file (whitespace comes first); strict XML "
-        "parsers reject this", "haizea.xml-declaration", line=line,
-        column=start - (data.rfind(b"\n", 0, start) + 1) + 1))
-    return data[:start] + b" " * (end - start) + data[end:]
+def normal_form(document: Document) -> Document:
+    from dcx.formats.haizea import normalise as module
+
+    return module.normal_form(document)
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    from dcx.formats.haizea import normalise as module
+
+    return module.normal_form_losses(document)
 
 
 CODES = (

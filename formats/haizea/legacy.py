@@ -4,25 +4,10 @@ image imagesize``), seconds and MB, start -1 = best-effort."""
 
 from __future__ import annotations
 
-import re
-
 from dcx.core.diagnostics import InputError, error, warning
 from dcx.core.model import Document, Job, NamedResource, ResourceRequest, StartMode, Task, Workload
 from dcx.formats.haizea.checked import Requests, note_arrival, report_arrival_order
 from dcx.formats.haizea.context import Context
-
-_LEGACY_LINE = re.compile(
-    rb"[ \t]*(?:[+-]?\d+(?:\.\d+)?[ \t]+){8}\S+[ \t]+[+-]?\d+(?:\.\d+)?[ \t]*\r?"
-)
-
-
-def looks_legacy(head: bytes) -> bool:
-    lines = head.split(b"\n")
-    if len(head) == 4096:
-        lines = lines[:-1]  # the last line may be cut
-    content = [line for line in lines if line.strip() and not line.lstrip().startswith(b"#")]
-    return bool(content) and _LEGACY_LINE.fullmatch(content[0]) is not None
-
 
 _LEGACY_FIELDS = ("submit", "start", "duration", "realduration", "numnodes", "cpu", "mem",
                   "disk", "image", "imagesize")

@@ -64,3 +64,16 @@ TASK_KEYS = frozenset({NODE_SETS_KEY, ID_ASSIGNED_KEY, STATE_KEY, SUBMIT_TIME_KE
 """The ``haizea:`` task extras the writer puts back into the lease."""
 TYPE_NAME = re.compile(r"\S+")
 """A resource type name as the XSD takes it."""
+
+
+_LEGACY_LINE = re.compile(
+    rb"[ \t]*(?:[+-]?\d+(?:\.\d+)?[ \t]+){8}\S+[ \t]+[+-]?\d+(?:\.\d+)?[ \t]*\r?"
+)
+
+
+def looks_legacy(head: bytes) -> bool:
+    lines = head.split(b"\n")
+    if len(head) == 4096:
+        lines = lines[:-1]  # the last line may be cut
+    content = [line for line in lines if line.strip() and not line.lstrip().startswith(b"#")]
+    return bool(content) and _LEGACY_LINE.fullmatch(content[0]) is not None

@@ -17,7 +17,7 @@ from lxml import etree
 
 from dcx.core.diagnostics import InputError, WriteResult, error
 from dcx.core.model import Document, Environment, Machine, NamedResource, StartMode, Task, Workload
-from dcx.formats.haizea.normal_form import (
+from dcx.formats.haizea.normalise import (
     attr_values,
     is_annotation_document,
     normal_form,
