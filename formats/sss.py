@@ -125,9 +125,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
-
-from lxml import etree
+from typing import TYPE_CHECKING, Any
 
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
@@ -162,6 +160,9 @@ from dcx.parsing.xmlio import (
     root_name,
     xsd_diagnostics,
 )
+
+if TYPE_CHECKING:  # lxml loads when a file is read or written, not when formats are sniffed
+    from lxml import etree
 
 XSD_NAME = "sss-node.xsd"
 
@@ -412,6 +413,8 @@ def read(data: bytes) -> ReadResult:
         return ReadResult(None, (_explain_parse_error(exc.diagnostic, data),))
     root = tree.getroot()
     if root.tag not in ("Node", "Data"):
+        from lxml import etree
+
         found = etree.QName(root).localname
         hint = ("SSS node objects are not namespaced; remove the xmlns declaration"
                 if found in ("Node", "Data") else None)
@@ -859,6 +862,8 @@ def _serialise(document: Document) -> tuple[bytes, set[str]]:
     ids = _node_ids(machines, pointers, dropped)
     writers = [_MachineWriter(machine, node_id, pointer, dropped)
                for machine, node_id, pointer in zip(machines, ids, pointers, strict=True)]
+    from lxml import etree
+
     nodes = [writer.element() for writer in writers]
     nodes.extend(_reference_element(reference) for reference in references)
     if single:
@@ -932,6 +937,8 @@ def _reference_from_extras(entry: Any) -> NodeReference | None:
 
 
 def _reference_element(reference: NodeReference) -> etree._Element:
+    from lxml import etree
+
     element = etree.Element("Node")
     element.text = reference.node
     for key in ("aggregation", "delimiter", "count"):
@@ -967,6 +974,10 @@ class _MachineWriter:
 
     def __init__(self, machine: Machine, node_id: str, pointer: str,
                  dropped: set[str]) -> None:
+        from lxml import etree
+
+        self.new_element = etree.Element
+        self.new_sub_element = etree.SubElement
         self.machine = machine
         self.node_id = node_id
         self.namespaced = False
@@ -982,7 +993,7 @@ class _MachineWriter:
 
     def sub(self, parent: etree._Element, tag: str, text: str | None = None,
             **attributes: str | None) -> etree._Element:
-        element = etree.SubElement(parent, tag)
+        element = self.new_sub_element(parent, tag)
         if text is not None:
             element.text = self.text(text, f"<{tag}>")
         for name, value in attributes.items():
@@ -993,7 +1004,7 @@ class _MachineWriter:
 
     def element(self) -> etree._Element:
         machine = self.machine
-        node = etree.Element("Node")
+        node = self.new_element("Node")
         self.sub(node, "Id", self.node_id)
         if machine.name is not None:
             self.sub(node, "Name", machine.name)
@@ -1045,7 +1056,7 @@ class _MachineWriter:
 
     def configured(self) -> etree._Element:
         machine = self.machine
-        category = etree.Element("Configured")
+        category = self.new_element("Configured")
         attributes = machine.extras.get("sss:configured", {})
         if not isinstance(attributes, dict):
             self.dropped.add("machine.extras")
@@ -1132,7 +1143,7 @@ class _MachineWriter:
         self.set_attributes(element, attributes, path)
 
     def category(self, tag: str, snapshot: Consumables, path: str) -> etree._Element:
-        element = etree.Element(tag)
+        element = self.new_element(tag)
         attributes = snapshot.extras.get("sss:attributes", {})
         if any(key != "sss:attributes" for key in snapshot.extras):
             self.dropped.add(path)  # only sss:attributes has an SSS form
