@@ -1,5 +1,5 @@
 # PYTHON_ARGCOMPLETE_OK
-"""The ``dcx`` command line: validate, convert, formats, info, schedule.
+"""The ``dcx`` command line: validate, convert, formats, info, schedule, experiment.
 
 Exit codes: 0 valid, 1 invalid input, 2 usage or internal error (never an error count).
 Human output is one line per diagnostic, ``file:line:col: severity: pointer: message``;
@@ -164,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dcx.scheduler import cli as scheduler_cli  # light: imports the engine only in run()
 
     scheduler_cli.add_parser(commands)
+    from dcx.experiments import cli as experiment_cli  # light: Dask and pyarrow load in run()
+
+    experiment_cli.add_parser(commands)
     return parser
 
 
@@ -190,6 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         handler = {"validate": cmd_validate, "convert": cmd_convert, "formats": cmd_formats,
                    "info": cmd_info}.get(args.command)
+        if args.command == "experiment":
+            from dcx.experiments import cli as experiment_cli
+
+            status: int = experiment_cli.run(args)
+            return status
         if handler is None:
             from dcx.scheduler import cli as scheduler_cli
 
@@ -319,12 +327,13 @@ def _strict(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
 
 def _counts(document: Any, spec: FormatDeclaration | None = None) -> str:
     """``4 machines, 2 jobs``: what a document describes, for summary lines."""
+    from dcx.core.groups import machine_count
     from dcx.core.restrict import with_parts
 
     parts = []
     if document is not None and document.environment is not None and (
             spec is None or "environment" in with_parts(spec.holds)):
-        parts.append(_plural(sum(1 for _ in document.environment.machines()), "machine"))
+        parts.append(_plural(machine_count(document.environment), "machine"))
     if document is not None and document.workload is not None and (
             spec is None or "workload" in with_parts(spec.holds)):
         parts.append(_plural(len(document.workload.jobs), "job"))
@@ -648,7 +657,11 @@ def topology_summary(environment: Any, holds: frozenset[str]) -> dict[str, Any]:
     as the one container the model puts its machines in. A total is unknown when no machine
     gives it; ``*_known`` says on how many machines it is based when only some give it.
     """
-    machines = list(environment.machines())
+    from dcx.core.groups import machine_parts, part_count, part_template
+
+    # a group counts as its members without being expanded
+    kinds = [(part_template(part), part_count(part)) for part in machine_parts(environment)]
+    machines = sum(count for _, count in kinds)
     found: dict[str, Any] = {}
     if "datacenter" in holds:
         found["datacenters"] = len(environment.datacenters)
@@ -656,24 +669,28 @@ def topology_summary(environment: Any, holds: frozenset[str]) -> dict[str, Any]:
         found["rooms"] = sum(len(dc.rooms) for dc in environment.datacenters)
     if "rack" in holds:
         found["racks"] = sum(1 for _ in environment.racks())
-    found["machines"] = len(machines)
+    found["machines"] = machines
     # a quantity the format cannot hold is left out; one it holds but the file does not
     # give is None (shown as unknown)
     if "machine.cpus" in holds:
-        with_cores = [m for m in machines if m.cpus]
-        found["cores"] = sum(m.core_count for m in with_cores) if with_cores else None
-        if len(with_cores) not in (0, len(machines)):
-            found["cores_known"] = len(with_cores)
+        with_cores = [(m, count) for m, count in kinds if m.cpus]
+        found["cores"] = (sum(m.core_count * count for m, count in with_cores)
+                          if with_cores else None)
+        known = sum(count for _, count in with_cores)
+        if known not in (0, machines):
+            found["cores_known"] = known
     if "cpu.clock_rate_hz" in holds:
-        clocks = [rate for m in machines if (rate := m.clock_rate_hz)]
+        clocks = [rate for m, _ in kinds if (rate := m.clock_rate_hz)]
         found["cpu_clock_ghz"] = (min(clocks) / 1e9, max(clocks) / 1e9) if clocks else None
     if "machine.gpus" in holds:
-        found["gpus"] = sum(m.gpu_count for m in machines)
+        found["gpus"] = sum(m.gpu_count * count for m, count in kinds)
     if "machine.memory" in holds:
-        with_memory = [m for m in machines if m.memory]
-        found["memory_mib"] = sum(m.memory_mb for m in with_memory) if with_memory else None
-        if len(with_memory) not in (0, len(machines)):
-            found["memory_known"] = len(with_memory)
+        with_memory = [(m, count) for m, count in kinds if m.memory]
+        found["memory_mib"] = (sum(m.memory_mb * count for m, count in with_memory)
+                               if with_memory else None)
+        known = sum(count for _, count in with_memory)
+        if known not in (0, machines):
+            found["memory_known"] = known
     if "environment.events.machine_state" in holds or environment.events:
         found["events"] = len(environment.events)
     return found

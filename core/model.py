@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
@@ -173,8 +173,10 @@ class Rack:
     capacity_units: int | None = None
     """How many 1U slots the rack has."""
     power_capacity_w: float | None = None
-    slots: tuple[Machine | None, ...] = ()
-    """Installed units in order; ``None`` is an explicit empty slot."""
+    slots: Sequence[Machine | None] = ()
+    """Installed units in order; ``None`` is an explicit empty slot. A tuple, or a
+    ``dcx.core.groups.Slots`` holding identical machines as groups, which reads as the
+    same tuple (see ``dcx.core.groups``)."""
     extras: Extras = field(default_factory=dict)
 
     @property

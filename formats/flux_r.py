@@ -56,7 +56,10 @@ Divergences
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from dcx.core.codes import Code
@@ -68,6 +71,7 @@ from dcx.core.diagnostics import (
     error,
     warning,
 )
+from dcx.core.groups import MachineGroup, Window, slots_of
 from dcx.core.ids import required_machine_name
 from dcx.core.model import (
     Datacenter,
@@ -171,6 +175,40 @@ class _Reader:
 
     # -- R_lite ---------------------------------------------------------------------
 
+    def disjoint_entries(self) -> list[_Entry] | None:
+        """The R_lite entries, when each decodes, their rank idsets are pairwise disjoint,
+        none carries the legacy ``node`` key and the limits hold: then no rank merges and
+        every entry's ranks share its children, so the model holds them as groups. ``None``
+        sends the document to ``ranks``, which reports every problem. Only accepts."""
+        entries: list[_Entry] = []
+        total = 0
+        for index, entry in enumerate(self.execution["R_lite"]):
+            if "node" in entry:
+                return None
+            try:
+                rank_ids = IdSet.decode(entry["rank"])
+                children = {kind: IdSet.decode(text) for kind, text in entry["children"].items()}
+            except IdsetError:
+                return None
+            total += len(rank_ids)
+            if total > MAX_RANKS or len(children.get("gpu", ())) > MAX_DEVICES:
+                return None
+            entries.append(_Entry(index, rank_ids, children))
+        ranges = sorted(rank_range for entry in entries for rank_range in entry.ranks.ranges())
+        if any(lo <= previous_hi for (_, previous_hi), (lo, _) in pairwise(ranges)):
+            return None
+        for entry in entries:  # the warnings ``ranks`` gives, in its order
+            pointer = f"/execution/R_lite/{entry.index}"
+            for kind in entry.children:
+                if kind not in ("core", "gpu"):
+                    self.warn(f"child type {kind!r} is not in RFC 20 (reserved for "
+                              "extensions); kept", "flux-r.extra-child-type",
+                              f"{pointer}/children/{escape_pointer_token(kind)}")
+            if "core" not in entry.children:
+                self.warn("children has no core (RFC 20 requires it; flux-core accepts it)",
+                          "flux-r.core-missing", pointer + "/children")
+        return entries
+
     def ranks(self) -> dict[int, _Rank]:
         """Every rank with its merged children, keyed by rank (unsorted)."""
         ranks: dict[int, _Rank] = {}
@@ -232,10 +270,14 @@ class _Reader:
 
     # -- nodelist -------------------------------------------------------------------
 
-    def hosts(self, ranks: list[int], legacy: dict[int, str | None]) -> list[str | None]:
+    def hosts(self, ranks: Sequence[int],
+              legacy: dict[int, str | None]) -> Sequence[str | None]:
+        """The host of each rank in ``ranks`` (sorted), or ``None`` each where there are
+        none; the decoded hostlist itself when there is one (not a list of a million
+        names)."""
         nodelist = self.execution.get("nodelist")
         if nodelist is None:
-            if ranks and all(legacy[rank] is not None for rank in ranks):
+            if ranks and legacy and all(legacy[rank] is not None for rank in ranks):
                 return [legacy[rank] for rank in ranks]
             if ranks:
                 self.warn("nodelist is missing (RFC 20 requires it; flux-core accepts it)",
@@ -261,12 +303,13 @@ class _Reader:
                       "hosts map one to one onto the sorted ranks", "flux-r.nodelist-count",
                       "/execution/nodelist")
             return [None] * len(ranks)
-        return list(hosts)
+        return hosts
 
     # -- properties, times ------------------------------------------------------------
 
-    def properties(self, ranks: set[int]) -> dict[int, list[str]]:
-        features: dict[int, list[str]] = {}
+    def properties(self, ranks: IdSet) -> list[tuple[str, IdSet]]:
+        """Each property that targets only ranks R_lite lists, with its ranks, in order."""
+        found: list[tuple[str, IdSet]] = []
         for name, text in self.execution.get("properties", {}).items():
             pointer = f"/execution/properties/{escape_pointer_token(name)}"
             ids = self.idset(text, pointer, "properties")
@@ -277,9 +320,8 @@ class _Reader:
                 self.fail(f"property {name!r} targets rank {unknown}, which R_lite does "
                           "not list", "flux-r.property-rank", pointer)
                 continue
-            for rank in ids:
-                features.setdefault(rank, []).append(name)
-        return features
+            found.append((name, ids))
+        return found
 
     def times(self) -> None:
         start = self.execution.get("starttime", 0)
@@ -290,7 +332,9 @@ class _Reader:
 
     # -- scheduling -----------------------------------------------------------------
 
-    def scheduling(self, inventory: dict[str, tuple[int, int]]) -> None:
+    def scheduling(self, host_inventory: Callable[[], dict[str, tuple[int, int]]]) -> None:
+        """Checks a Fluxion graph against ``host_inventory()`` (made only when there is a
+        graph to compare: it names every host)."""
         scheduling = self.value.get("scheduling")
         if not isinstance(scheduling, dict) or "graph" not in scheduling:
             return
@@ -305,6 +349,7 @@ class _Reader:
         if graph is None or any(d.is_error for d in problems):
             return
         in_graph = fluxion.node_inventory(graph)
+        inventory = host_inventory()
         if graph.shorthand:
             in_graph = {host: inventory.get(host, counts) for host, counts in in_graph.items()}
         if in_graph != inventory and not self.broken & {"ranks", "children", "nodelist"}:
@@ -313,14 +358,16 @@ class _Reader:
                       "/scheduling/graph")
 
 
-def _first_unknown(ids: IdSet, known: set[int]) -> int | None:
-    """A member of ``ids`` not in ``known``; stops after ``len(known) + 1`` members, so a
-    huge idset costs no more than the ranks it is checked against."""
-    for checked, rank in enumerate(ids):
-        if rank not in known:
-            return rank
-        if checked > len(known):
-            break
+def _first_unknown(ids: IdSet, known: IdSet) -> int | None:
+    """The smallest member of ``ids`` not in ``known``, range by range."""
+    known_ranges = list(known.ranges())
+    los = [lo for lo, _ in known_ranges]
+    for lo, hi in ids.ranges():
+        where = bisect_right(los, lo) - 1
+        if where < 0 or known_ranges[where][1] < lo:
+            return lo
+        if hi > known_ranges[where][1]:
+            return known_ranges[where][1] + 1  # known ranges are not adjacent
     return None
 
 
@@ -342,33 +389,145 @@ def read(data: bytes) -> ReadResult:
     if "attributes" in value:
         reader.warn("top-level attributes is legacy (removed from RFC 20 in 2025)",
                     "flux-r.legacy-attributes", "/attributes")
-    by_rank = reader.ranks()
-    ranks = sorted(by_rank)
-    hosts = reader.hosts(ranks, {rank: by_rank[rank].legacy_host for rank in ranks})
-    features = reader.properties(set(ranks))
-    reader.times()
-    inventory = {host: (_count(by_rank[rank], "core"), _count(by_rank[rank], "gpu"))
-                 for rank, host in zip(ranks, hosts, strict=True) if host is not None}
-    reader.scheduling(inventory)
+    entries = reader.disjoint_entries()
+    slots = _grouped_slots(reader, entries) if entries is not None else _single_slots(reader)
     diagnostics = tuple(reader.problems)
-    if any(d.is_error for d in diagnostics):
+    if slots is None or any(d.is_error for d in diagnostics):
         return ReadResult(None, diagnostics)
-    parts = _SharedParts()
-    machines = tuple(
-        parts.machine(rank, by_rank[rank], host, tuple(features.get(rank, ())))
-        for rank, host in zip(ranks, hosts, strict=True)
-    )
     extras = {PREFIX + key: value[key] for key in _KEPT_TOP_LEVEL if key in value}
     extras.update({PREFIX + key: value["execution"][key] for key in _KEPT_EXECUTION
                    if key in value["execution"]})
-    rack = Rack(slots=machines)
+    rack = Rack(slots=slots)
     environment = Environment(
         datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras)
     return ReadResult(Document(environment=environment), diagnostics)
 
 
-def _count(rank: _Rank, kind: str) -> int:
-    ids = rank.children.get(kind)
+def _single_slots(reader: _Reader) -> tuple[Machine, ...] | None:
+    """One machine per rank, after merging the ranks' children across R_lite entries:
+    the exact path, for R_lite entries that share ranks (and legacy R)."""
+    by_rank = reader.ranks()
+    ranks = sorted(by_rank)
+    hosts = reader.hosts(ranks, {rank: by_rank[rank].legacy_host for rank in ranks})
+    properties = reader.properties(IdSet.from_ids(ranks))
+    features: dict[int, list[str]] = {}
+    for name, ids in properties:
+        for rank in ids:
+            features.setdefault(rank, []).append(name)
+    reader.times()
+    reader.scheduling(lambda: {
+        host: (_count(by_rank[rank].children, "core"), _count(by_rank[rank].children, "gpu"))
+        for rank, host in zip(ranks, hosts, strict=True) if host is not None})
+    if any(d.is_error for d in reader.problems):
+        return None
+    parts = _SharedParts()
+    return tuple(parts.machine(rank, by_rank[rank], host, tuple(features.get(rank, ())))
+                 for rank, host in zip(ranks, hosts, strict=True))
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """An R_lite entry whose ranks no other entry lists."""
+
+    index: int
+    ranks: IdSet
+    children: dict[str, IdSet]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Consecutive ranks ``lo..hi`` of one entry and one set of properties."""
+
+    lo: int
+    hi: int
+    entry: _Entry
+    features: tuple[str, ...]
+
+
+SPLIT_HOSTLIST_RUNS = 64
+"""Above this many runs, a group's names index a list of the hosts rather than the
+hostlist (whose lookup by position searches its ranges)."""
+
+
+def _grouped_slots(reader: _Reader,
+                   entries: list[_Entry]) -> Sequence[Machine | None] | None:
+    """The machines of disjoint R_lite entries as groups: one per run of consecutive ranks
+    of one entry with the same properties, named from a window of the nodelist."""
+    ranges = sorted((lo, hi, entry) for entry in entries for lo, hi in entry.ranks.ranges())
+    known = IdSet.from_runs([(lo, hi) for lo, hi, _ in ranges])
+    count = len(known)
+    hosts = reader.hosts(range(count), {})
+    properties = reader.properties(known)
+    reader.times()
+    runs = _runs(ranges, properties)
+
+    def host_inventory() -> dict[str, tuple[int, int]]:
+        ranks_hosts = zip(range(count), hosts, strict=True)
+        inventory: dict[str, tuple[int, int]] = {}
+        for run in runs:
+            counts = (_count(run.entry.children, "core"), _count(run.entry.children, "gpu"))
+            for _ in range(run.hi - run.lo + 1):
+                host = next(ranks_hosts)[1]
+                if host is not None:
+                    inventory[host] = counts
+        return inventory
+
+    reader.scheduling(host_inventory)
+    if any(d.is_error for d in reader.problems):
+        return None
+    names: Sequence[str | None] = hosts
+    if isinstance(hosts, Hostlist) and len(runs) > SPLIT_HOSTLIST_RUNS:
+        names = list(hosts)
+    templates: dict[tuple[int, tuple[str, ...]], Machine] = {}
+    shared: dict[int, _Parts] = {}
+    slots: list[Machine | MachineGroup] = []
+    position = 0
+    for run in runs:
+        parts = shared.get(run.entry.index)
+        if parts is None:
+            parts = shared[run.entry.index] = _parts(run.entry.children)
+        template = templates.get((run.entry.index, run.features))
+        if template is None:
+            template = templates[(run.entry.index, run.features)] = Machine(
+                cpus=parts.cpus, gpus=parts.gpus, features=run.features,
+                extras=dict(parts.extras))
+        size = run.hi - run.lo + 1
+        window = Window(names, position, position + size)
+        named = names[position] is not None
+        position += size
+        if size == 1:
+            slots.append(replace(template, rank=run.lo, name=window[0],
+                                 extras=dict(template.extras)))
+            continue
+        slots.append(MachineGroup(template, size, ranks=range(run.lo, run.hi + 1),
+                                  names=window if named else None))  # type: ignore[arg-type,unused-ignore]
+    return slots_of(slots)
+
+
+def _runs(ranges: list[tuple[int, int, _Entry]],
+          properties: list[tuple[str, IdSet]]) -> list[_Run]:
+    """``ranges`` (sorted, disjoint) split where a property starts or ends, each piece
+    with the properties covering it in the order R lists them."""
+    cuts = sorted({cut for _, ids in properties for lo, hi in ids.ranges()
+                   for cut in (lo, hi + 1)})
+    runs: list[_Run] = []
+    for lo, hi, entry in ranges:
+        start = lo
+        first = bisect_right(cuts, lo)
+        for cut in [*cuts[first:bisect_right(cuts, hi)], hi + 1]:
+            features = tuple(name for name, ids in properties if start in ids)
+            previous = runs[-1] if runs else None
+            if previous is not None and previous.entry is entry and previous.hi + 1 == start \
+                    and previous.features == features:
+                runs[-1] = _Run(previous.lo, cut - 1, entry, features)
+            else:
+                runs.append(_Run(start, cut - 1, entry, features))
+            start = cut
+    return runs
+
+
+def _count(children: dict[str, IdSet], kind: str) -> int:
+    ids = children.get(kind)
     return len(ids) if ids is not None else 0
 
 

@@ -169,6 +169,15 @@ class IdSet:
         return cls(*_join_runs(ordered, ordered))
 
     @classmethod
+    def from_runs(cls, runs: Sequence[tuple[int, int]]) -> IdSet:
+        """Ascending, disjoint inclusive ranges ``(lo, hi)``; adjacent ones are joined."""
+        los = [lo for lo, _ in runs]
+        his = [hi for _, hi in runs]
+        if los and (los[0] < 0 or his[-1] > MAX_ID):
+            raise ValueError(f"idset ids must lie in 0..{MAX_ID}")
+        return cls(*_join_runs(los, his))
+
+    @classmethod
     def from_range(cls, lo: int, hi: int) -> IdSet:
         """The ids ``lo..hi`` inclusive (empty when ``hi < lo``)."""
         if hi < lo:
