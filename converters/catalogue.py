@@ -24,9 +24,11 @@ LAYER_MODULES = (
     "dcx.scheduler.problem",
     "dcx.scheduler.backfilling",
     "dcx.scheduler.declaration",
+    "dcx.experiments.spec",
 )
 """Modules outside the formats that declare ``CODES`` (named, not imported: the scheduler
-sits beside the converters, and the catalogue is only read when a code is looked up)."""
+sits beside the converters and the experiments above them, and the catalogue is only read
+when a code is looked up)."""
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from dcx.core.diagnostics import Diagnostic, error
 from dcx.parsing.schemas import SCHEMA_KEYWORD_CODES
 
 REPO = Path(__file__).resolve().parent.parent
-LAYER_FOLDERS = ("core", "parsing", "converters", "scheduler")
+LAYER_FOLDERS = ("core", "parsing", "converters", "scheduler", "experiments")
 FORMAT_FOLDER = "formats"
 CODE_SHAPE = re.compile(r"^[a-z][a-z0-9-]*(\.[A-Za-z0-9-]+)+$")
 """``json.duplicate-key``, ``sss.write.out-of-range``; JSON Schema keywords keep their case

@@ -16,8 +16,10 @@ from dcx.converters.registry import FORMATS, detect
 from dcx.core.restrict import prefixed_extras_paths
 
 REPO = Path(__file__).resolve().parent.parent
+# examples/experiments/ holds experiment files (dcx experiment), not files of a format
 EXAMPLES = sorted(path for path in (REPO / "examples").rglob("*")
-                  if path.is_file() and not path.name.startswith("."))
+                  if path.is_file() and not path.name.startswith(".")
+                  and "experiments" not in path.relative_to(REPO / "examples").parts[:1])
 TARGETS = [spec for spec in FORMATS if spec.writable]
 MATRIX = {(cell.source, cell.target): cell for cell in loss_matrix()}
 

@@ -1,0 +1,137 @@
+"""One cell as a task: what a worker needs to run it (a picklable ``CellTask`` next to the
+compiled problem), the function it runs (``run_cell``) and the row it sends back.
+
+A row holds every parameter of the cell, every metric of the scheduler's ``Summary``
+(flattened: a distribution ``wait`` becomes ``wait_count``, ``wait_mean``, …, so a metric
+added to ``Summary`` becomes a column without a change here), the wall time of the run, the
+dcx version and the content hashes of the inputs. ``cell_key`` hashes what decides the
+result: the inputs' contents and names, the scheduler's stages, the time model, the seed
+and the options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from dcx.experiments.spec import Cell, Options
+from dcx.scheduler.policies import Policy
+from dcx.scheduler.problem import Problem
+
+CELL_COLUMNS = ("cell_key", "experiment", "workload", "environment", "scheduler",
+                "time_model", "seed", "repetition", "workload_path", "environment_path",
+                "workload_sha256", "environment_sha256", "scheduler_stages", "options")
+"""The columns a row has before its run: the parameters of its cell."""
+RUN_COLUMNS = ("wall_s", "dcx_version", "finished_at")
+SKIPPED_SUMMARY_FIELDS = frozenset({"policy", "time_model", "seed"})
+"""Summary fields that repeat a cell parameter."""
+
+
+def dcx_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dcx")
+    except PackageNotFoundError:  # pragma: no cover - run from a checkout without install
+        return "unknown"
+
+
+def file_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def scheduler_stages(policy: Policy) -> str:
+    """The scheduler's identity as compact JSON: its stages, not its name."""
+    return json.dumps({"T2": policy.task_order, "R5": policy.machine_selection,
+                       "backfilling": policy.backfilling}, sort_keys=True)
+
+
+def cell_key(cell: Cell, workload_sha256: str, environment_sha256: str,
+             options: Options) -> str:
+    """What decides a row, hashed: a stored row with this key is that cell's result."""
+    identity = {
+        "workload": [cell.workload.name, workload_sha256],
+        "environment": [cell.environment.name, environment_sha256],
+        "scheduler": [cell.scheduler.name, scheduler_stages(cell.scheduler.policy)],
+        "time_model": cell.time_model,
+        "seed": cell.seed,
+        "options": options.as_dict(),
+    }
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """What travels to a worker with each cell (the problem travels once, scattered)."""
+
+    key: str
+    columns: dict[str, Any]
+    """The cell's parameter columns, copied into its row."""
+    policy: Policy
+    time_model: str
+    seed: int | None
+    measure_stages: bool
+    per_job: bool
+
+
+@dataclass(frozen=True)
+class CellResult:
+    key: str
+    row: dict[str, Any]
+    jobs: list[dict[str, Any]] | None
+
+
+def _number(value: Any) -> Any:
+    """NaN (nothing to average) is stored as null, so the column stays numeric."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def metric_columns(summary: Any) -> dict[str, Any]:
+    """Every field of ``Summary``, nested dataclasses flattened with ``_``."""
+    columns: dict[str, Any] = {}
+    for item in dataclasses.fields(summary):
+        if item.name in SKIPPED_SUMMARY_FIELDS:
+            continue
+        value = getattr(summary, item.name)
+        if dataclasses.is_dataclass(value):
+            for inner in dataclasses.fields(value):
+                columns[f"{item.name}_{inner.name}"] = _number(getattr(value, inner.name))
+        elif value is None:
+            continue  # a distribution the run did not measure: its columns stay absent
+        else:
+            columns[item.name] = _number(value)
+    return columns
+
+
+def run_cell(problem: Problem, task: CellTask) -> CellResult:
+    """Run one cell (on a worker, or inline) and measure it."""
+    from datetime import UTC, datetime
+
+    from dcx.scheduler.report import stage_totals
+    from dcx.scheduler.runs import run_policy
+
+    began = time.perf_counter()
+    run = run_policy(problem, task.policy, task.time_model, task.seed, task.measure_stages)
+    wall_s = time.perf_counter() - began
+    row = {**task.columns, **metric_columns(run.metrics.summary)}
+    if task.measure_stages:
+        for stage, nanoseconds in stage_totals(run.schedule).items():
+            row[f"stage_{stage}_s"] = nanoseconds / 1e9
+    row["wall_s"] = wall_s
+    row["dcx_version"] = dcx_version()
+    row["finished_at"] = datetime.now(UTC)
+    jobs = None
+    if task.per_job:
+        jobs = [{"cell_key": task.key, "job_id": str(job.job_id),
+                 **{field.name: _number(getattr(job, field.name))
+                    for field in dataclasses.fields(job) if field.name != "job_id"}}
+                for job in run.metrics.jobs]
+    return CellResult(task.key, row, jobs)

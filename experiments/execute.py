@@ -1,0 +1,252 @@
+"""Plan a sweep and run it: inline (one process) or on a Dask cluster.
+
+Planning reads every input file once to hash it, builds each cell's key and leaves out the
+cells whose key is already stored. Only the (workload, environment) pairs that still have
+cells to run are read and compiled, once each, in this process.
+
+On Dask, each compiled problem is scattered to the workers once (``broadcast``) and cells
+refer to it; a cell's seed is in its arguments and its key is its own (``cell_key``), so
+two cells that look alike are never merged. Cells are submitted in a bounded window (a few
+per worker thread, topped up as results come back), so a sweep of 100,000 cells never has
+more than a few hundred tasks on the scheduler. A cell whose worker dies is rerun by the
+scheduler elsewhere (``distributed.scheduler.allowed-failures``); a cell that raises is
+retried ``RETRIES`` times before it counts as failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dcx.core.diagnostics import Diagnostic
+from dcx.experiments.cells import (
+    CellResult,
+    CellTask,
+    cell_key,
+    file_sha256,
+    run_cell,
+    scheduler_stages,
+)
+from dcx.experiments.spec import Cell, Experiment, Input
+from dcx.scheduler.problem import Problem
+
+RETRIES = 2
+TASKS_PER_THREAD = 4
+"""The submission window: this many cells in flight per worker thread."""
+
+Pair = tuple[str, str]
+"""(workload name, environment name)."""
+
+
+@dataclass
+class Plan:
+    """The cells of an experiment and what is left to run."""
+
+    experiment: Experiment
+    keys: list[str] = field(default_factory=list)
+    """Every cell's key, in cell order."""
+    pending: dict[Pair, list[tuple[Cell, CellTask]]] = field(default_factory=dict)
+    unreadable: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def pending_count(self) -> int:
+        return sum(len(cells) for cells in self.pending.values())
+
+
+def _hash_of(item: Input, hashes: dict[Path, str | None],
+             problems: list[Diagnostic]) -> str | None:
+    """The file's SHA-256 (read once per path); ``None`` and one diagnostic per unreadable
+    file, however many cells name it."""
+    from dcx.core.diagnostics import error
+
+    if item.path is None:
+        return "own"
+    if item.path not in hashes:
+        try:
+            hashes[item.path] = file_sha256(item.path.read_bytes())
+        except OSError as exc:
+            hashes[item.path] = None
+            problems.append(error(f"cannot read file: {exc.strerror or type(exc).__name__}",
+                                  "schedule.unreadable").at(str(item.path)))
+    return hashes[item.path]
+
+
+def plan(experiment: Experiment, stored: set[str]) -> Plan:
+    found = Plan(experiment)
+    hashes: dict[Path, str | None] = {}
+    options = experiment.options.as_dict()
+    for cell in experiment.cells():
+        workload_sha = _hash_of(cell.workload, hashes, found.unreadable)
+        environment_sha = _hash_of(cell.environment, hashes, found.unreadable)
+        if workload_sha is None or environment_sha is None:
+            continue
+        if environment_sha == "own":
+            environment_sha = workload_sha
+        key = cell_key(cell, workload_sha, environment_sha, experiment.options)
+        found.keys.append(key)
+        if key in stored:
+            continue
+        columns = {
+            "cell_key": key, "experiment": experiment.name,
+            "workload": cell.workload.name, "environment": cell.environment.name,
+            "scheduler": cell.scheduler.name, "time_model": cell.time_model,
+            "seed": cell.seed, "repetition": cell.repetition,
+            "workload_path": str(cell.workload.path),
+            "environment_path": str(cell.environment.path or cell.workload.path),
+            "workload_sha256": workload_sha, "environment_sha256": environment_sha,
+            "scheduler_stages": scheduler_stages(cell.scheduler.policy),
+            "options": ",".join(f"{name}={str(value).lower()}"
+                                for name, value in sorted(options.items())),
+        }
+        task = CellTask(key, columns, cell.scheduler.policy, cell.time_model, cell.seed,
+                        experiment.options.measure_stages, experiment.options.per_job)
+        pair = (cell.workload.name, cell.environment.name)
+        found.pending.setdefault(pair, []).append((cell, task))
+    return found
+
+
+def compile_pairs(found: Plan,
+                  report: Callable[[Diagnostic], None]) -> tuple[dict[Pair, Problem], set[Pair]]:
+    """Read and compile each pending (workload, environment) pair once. Diagnostics go to
+    ``report``; pairs that cannot be scheduled are returned as failed."""
+    from dcx.scheduler.loading import load_problem
+
+    problems: dict[Pair, Problem] = {}
+    failed: set[Pair] = set()
+    for pair, cells in found.pending.items():
+        cell = cells[0][0]
+        assert cell.workload.path is not None
+        loaded = load_problem(cell.workload.path, cell.environment.path)
+        for diagnostic in loaded.diagnostics:
+            report(diagnostic)
+        if loaded.ok and loaded.problem is not None:
+            problems[pair] = loaded.problem
+            if not _runnable(found, pair, loaded.problem, cell.workload.path, report):
+                failed.add(pair)
+        else:
+            failed.add(pair)
+    return problems, failed
+
+
+def _runnable(found: Plan, pair: Pair, problem: Problem, workload: Path,
+              report: Callable[[Diagnostic], None]) -> bool:
+    """What ``dcx schedule`` says once per workload about the pair's schedulers: a warning
+    when requested times stand in from runtimes for a scheduler that reads them, an error
+    (and those cells left out) when a reserving scheduler meets resources beyond cores."""
+    from dcx.core.diagnostics import error, warning
+
+    cells = found.pending[pair]
+    policies = {task.policy for _, task in cells}
+    readers = [p for p in policies if p.reserves or p.task_order in ("SJF", "LJF")]
+    missing = problem.tasks.requested_from_runtime
+    if readers and missing:
+        report(warning(
+            f"{missing} of {len(problem.tasks)} task(s) have no requested time; their "
+            "runtime stands in (an exact estimate)", "schedule.runtime-as-requested",
+        ).at(str(workload)))
+    reserving = sorted({p.name for p in policies if p.reserves})
+    if reserving and problem.machines.dimensions:
+        names = ", ".join(d.name for d in problem.machines.dimensions)
+        report(error(
+            f"{', '.join(reserving)} place(s) and reserve(s) cores only, and these tasks also "
+            f"ask for {names} on {pair[1]}; their cells are left out",
+            "schedule.reservation-resources").at(str(workload)))
+        found.pending[pair] = [(cell, task) for cell, task in cells
+                               if not task.policy.reserves]
+        return False
+    return True
+
+
+def tasks_of(found: Plan, problems: dict[Pair, Problem]) -> Iterator[tuple[Pair, CellTask]]:
+    for pair, cells in found.pending.items():
+        if pair in problems:
+            for _, task in cells:
+                yield pair, task
+
+
+# ------------------------------------------------------------------------------ running
+
+
+@dataclass
+class CellFailure:
+    key: str
+    message: str
+
+
+def run_inline(found: Plan, problems: dict[Pair, Problem],
+               on_result: Callable[[CellResult], None],
+               on_failure: Callable[[CellFailure], None]) -> None:
+    """Every cell in this process, one after the other."""
+    for pair, task in tasks_of(found, problems):
+        try:
+            result = run_cell(problems[pair], task)
+        except Exception as exc:  # a bug in a cell: the sweep goes on, the cell is reported
+            on_failure(CellFailure(task.key, f"{type(exc).__name__}: {exc}"))
+        else:
+            on_result(result)
+
+
+def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
+             on_result: Callable[[CellResult], None],
+             on_failure: Callable[[CellFailure], None]) -> None:
+    """Every cell on the cluster behind ``client``, results handed over as they finish."""
+    from distributed import as_completed
+
+    shipped = {pair: client.scatter(problem, broadcast=True, hash=False)
+               for pair, problem in problems.items()}
+    threads = sum(client.nthreads().values()) or 1
+    window = max(threads * TASKS_PER_THREAD, 8)
+    todo = tasks_of(found, problems)
+
+    def submit(pair: Pair, task: CellTask) -> Any:
+        return client.submit(run_cell, shipped[pair], task, key=f"dcx-cell-{task.key}",
+                             pure=False, retries=RETRIES)
+
+    running = as_completed()
+    for pair, task in todo:
+        running.add(submit(pair, task))
+        if running.count() >= window:
+            break
+    for future in running:
+        try:
+            result = future.result()
+        except Exception as exc:  # a bug in a cell, or a worker killed too often
+            on_failure(CellFailure(future.key.removeprefix("dcx-cell-"),
+                                   f"{type(exc).__name__}: {exc}"))
+        else:
+            on_result(result)
+        future.release()
+        following = next(todo, None)
+        if following is not None:
+            running.add(submit(*following))
+
+
+def default_workers() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+
+
+def local_client(workers: int) -> tuple[Any, Any]:
+    """A ``LocalCluster`` of ``workers`` processes, one thread each (a simulation holds the
+    GIL), on loopback, without the dashboard."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                           host="127.0.0.1", dashboard_address=None,
+                           silence_logs=40)  # logging.ERROR: worker chatter is not ours
+    return cluster, Client(cluster)
+
+
+def remote_client(address: str) -> Any:
+    from distributed import Client
+
+    return Client(address)
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr)

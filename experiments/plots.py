@@ -1,0 +1,91 @@
+"""Figures of one (workload, environment, time model) of a sweep, drawn from the results
+table (and the per-job table when there is one) with matplotlib, as SVG: nothing here
+reruns a scheduler."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dcx.scheduler import plots as scheduler_plots
+
+if TYPE_CHECKING:
+    from dcx.experiments.report import Group
+
+PANELS = (("jms_s", "JMS [s]"), ("jwt_s", "JWT [s]"), ("njsl", "NJSL"), ("trt_s", "TRT [s]"),
+          ("bounded_slowdown_mean", "bounded slowdown"), ("utilisation", "utilisation"))
+STAGES = ("T1", "T2", "R4", "R5", "rest")
+
+
+def _svg(figure: Any, caption: str) -> str:
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "dcx"
+    plt.rcParams["svg.fonttype"] = "none"
+    figure.text(0.01, 0.01, caption, fontsize=8, ha="left", va="bottom", wrap=True)
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None})
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def means_svg(title: str, members: Sequence[Group], caption: str) -> str:
+    """One panel per headline metric: a bar per scheduler at its mean, with the 95 %
+    confidence interval as an error bar where the runs differ."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, grid = plt.subplots(2, 3, figsize=(10, 5.8))
+    labels = [group.scheduler for group in members]
+    for axes, (column, label) in zip(grid.flat, PANELS, strict=True):
+        means, errors = [], []
+        for group in members:
+            estimate = group.estimate(column)
+            means.append(estimate.mean if estimate else 0.0)
+            spread = (estimate.high - estimate.mean
+                      if estimate and estimate.high is not None else 0.0)
+            errors.append(spread)
+        axes.bar(range(len(labels)), means, yerr=errors, capsize=3, color="#4c72b0")
+        axes.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
+        axes.set_title(label, fontsize=9)
+        axes.grid(axis="y", alpha=0.3)
+    figure.suptitle(title, fontsize=11)
+    return _svg(figure, caption)
+
+
+def setting_figures(workload: str, environment: str, model: str, members: Sequence[Group],
+                    jobs: dict[str, dict[str, list[float]]]) -> dict[str, str]:
+    where = f"{workload} on {environment}, {model} time model"
+    runs = sum(len(group.rows) for group in members)
+    figures = {"metrics.svg": means_svg(
+        f"Mean per scheduler ({where})", members,
+        f"Mean over each scheduler's runs ({runs} in all); error bars: 95 % confidence "
+        f"interval over seeds (Student's t), where the runs differ.")}
+    for column, name, label in (("makespan_s", "jms.svg", "Job makespan (JMS) [s]"),
+                                ("waiting_s", "jwt.svg", "Job waiting time (JWT) [s]")):
+        series = [(group.scheduler,
+                   [value for row in group.rows
+                    for value in jobs.get(str(row["cell_key"]), {}).get(column, [])])
+                  for group in members]
+        if any(values for _, values in series):
+            figures[name] = scheduler_plots.cdf_svg(
+                f"{label.split(' [')[0]} per scheduler ({workload})", label, series,
+                f"Empirical CDF over the finished jobs of every run of each scheduler, "
+                f"seeds pooled ({where}).")
+    stages = []
+    for group in members:
+        totals = {stage: group.estimate(f"stage_{stage}_s") for stage in STAGES}
+        if any(totals.values()):
+            stages.append((group.scheduler, {stage: estimate.mean * 1e3
+                                             for stage, estimate in totals.items()
+                                             if estimate is not None}))
+    if stages:
+        figures["stages.svg"] = scheduler_plots.stacked_bars_svg(
+            f"Scheduler time per stage ({workload})", "wall time [ms]", STAGES, stages,
+            f"Mean over runs of the wall time of each SC18 stage summed over a run's cycles "
+            f"({where}).")
+    return figures
