@@ -1,0 +1,1356 @@
+"""Slurm node configuration: the ``NodeName=`` and ``PartitionName=`` lines of ``slurm.conf``.
+
+Grammar (Slurm's ``parse_config.c``): a ``#`` ends the line unless an odd number of
+backslashes precedes it; a line whose last non-blank characters are an odd number of
+backslashes continues on the next; then every backslash escapes the character after it
+(``\\#`` is ``#``, ``\\\\`` is ``\\``). A line is ``Key=Value`` pairs separated by blanks;
+keys are case-insensitive, blanks may surround ``=``, and a value is a double-quoted string
+(``Reason="bad DIMM"``) or runs to the next blank. Words Slurm reads case-insensitively
+(``State``, ``Default``, ``MaxTime`` words) are upper-cased.
+
+Each ``NodeName`` and ``PartitionName`` line becomes a record of its pairs (keys in the man
+page's spelling, ``Procs`` read as ``CPUs`` and ``Feature`` as ``Features``), validated by
+``schemas/slurm.schema.json``; diagnostics point at ``/lines/<line number>/<Key>`` with the
+line and column of the value. ``NodeName=DEFAULT`` and ``PartitionName=DEFAULT`` set values
+for the lines after them and accumulate, as in Slurm; ``NodeName=DEFAULT`` refuses
+``NodeAddr``, ``NodeHostname`` and ``BcastAddr``.
+
+Model mapping
+-------------
+
+One ``Machine`` per node, in the order the ``NodeName`` lines and their hostlists name them,
+in one datacenter, room and rack (slurm.conf has no physical hierarchy).
+
+=====================================  ===================================================
+Slurm                                  model
+=====================================  ===================================================
+``NodeName`` (hostlist)                ``Machine.name``, one machine per host
+``Sockets`` x ``CoresPerSocket``       ``cpus``: one ``ProcessingUnit(cores=CoresPerSocket)``
+                                       per socket; no CPU key at all: no ``cpus``
+``Boards``, ``SocketsPerBoard``        sockets = Boards x SocketsPerBoard; ``Boards`` above 1
+                                       in ``extras["slurm:Boards"]``
+``ThreadsPerCore``                     ``extras["slurm:ThreadsPerCore"]`` when not 1
+``CPUs`` (``Procs``)                   derived (Sockets x Cores x Threads); kept in
+                                       ``extras["slurm:CPUs"]`` when it is Sockets or
+                                       Sockets x Cores (hyper-threads not scheduled)
+``RealMemory`` (MB = 2**20 bytes)      ``memory``: one ``StorageUnit``
+``TmpDisk`` (MB)                       ``storage``: one ``StorageUnit``
+``Gres`` ``gpu[:type]:n``              ``gpus``: n ``ProcessingUnit(cores=1, model=type)``
+other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, type)``
+``Features``                           ``features``, in order
+``State``                              ``state`` and ``state_label`` (table below)
+``NodeAddr``, ``NodeHostname``,        ``extras["slurm:<Key>"]``: per node (one host of
+``BcastAddr``                          the line's hostlist each)
+``Weight``, ``Reason``, ``Port``, ...  ``extras["slurm:<Key>"]``: the value as written
+``ClusterName``                        ``Environment.name``
+``PartitionName`` lines                ``Environment.extras["slurm:partitions"]``: one
+                                       ``{Key: value}`` object per partition, defaults
+                                       applied
+other lines (``SlurmctldHost``, ...)   ``Environment.extras["slurm:config"]``: each line as
+                                       a list of ``[key, value]`` pairs, as written
+=====================================  ===================================================
+
+Partitions are extras, not racks or datacenters: a node may belong to several partitions (and
+to none), while a machine sits in exactly one rack, and a partition says how the scheduler
+may use nodes, not where they stand. Formats other than Slurm drop them (an
+``environment.extras`` loss). ``GresTypes`` is not kept: the writer derives it from the
+generic resources the nodes have (types listed but used by no node are not kept). Global
+parameters other than ``ClusterName`` and ``GresTypes`` are kept as written and not checked;
+``Include`` lines are kept but not followed (dcx reads one file; ``slurm.include``) and not
+written back.
+
+Counts with a suffix (``mps:4K``) are multiplied by 1024 per step (K, M, G, T, P). The GRES
+flag ``no_consume`` is not kept (``slurm.gres-flag``); the resource is read as consumable.
+
+State table (``State`` is case-insensitive):
+
+==================  ===========  =================
+Slurm               model        written for it
+==================  ===========  =================
+(absent), UNKNOWN   ACTIVE       (nothing)
+DOWN, FAIL          FAILURE      DOWN
+DRAIN, FAILING      MAINTENANCE  DRAIN
+FUTURE, CLOUD       HALT         FUTURE
+==================  ===========  =================
+
+The word is kept in ``state_label`` unless it is the one written for its state (or absent);
+the writer writes ``state_label`` when it is a Slurm word of the same state.
+
+Checks (besides the schema): hostlists (Slurm's syntax, see below), ``NodeAddr`` /
+``NodeHostname`` counts, duplicate node and partition names, ``NodeName=ALL``, CPU counts
+Slurm would reset (``slurm.cpus-mismatch``, ``slurm.cpu-topology``), numbers beyond the
+width Slurm stores them in, ``Gres`` items, generic resources missing from ``GresTypes``,
+partitions naming nodes no ``NodeName`` line defines (``ALL`` and ``NodeSet`` names are
+allowed), unknown and repeated keys.
+
+Writing
+-------
+
+The writer serialises ``normal_form(document)``: ``ClusterName``, the kept global lines,
+``GresTypes``, then one ``NodeName`` line per run of consecutive nodes that differ only in
+their names and addresses (a compact hostlist; runs keep the machines' order), then the
+partitions. Machines without a name are named after their id, or ``node<N>`` (``requires``:
+``machine.name``); names Slurm cannot take (blanks, ``,[]#=\\"``, ``ALL``, ``DEFAULT``,
+repeated names) are replaced the same way (a ``machine.name`` loss). Value restrictions of
+the normal form, each reported by the derived losses: sockets with different core counts
+become one socket; CPUs without cores are left out; memory and disk become whole megabytes;
+GPUs are grouped by type (a type is a GPU's ``model`` when it is a Slurm word; vendor fields
+other than ``model`` are dropped; a machine mixing typed and untyped GPUs loses the types);
+resources need a Slurm name, a whole amount and no unit; features need a Slurm word;
+``slurm:`` extras, partitions and global lines must read back as they are (a partition
+naming nodes that are gone is dropped).
+
+Hostlists
+---------
+
+Hostlists are decoded with ``dcx.parsing.hostlist`` (RFC 29), with Slurm's differences:
+several bracket groups in one name expand as a product, the first group outermost
+(``rack[0-1]-n[1-2]`` is ``rack0-n1,rack0-n2,rack1-n1,rack1-n2``); text after the last
+bracket is an error, as in Slurm (``n[1-2].ib``; RFC 29 allows the suffix), so the writer
+spells hosts with such a suffix one by one. Zero padding follows the low bound's digits in
+both. A node name that is no valid Slurm word is refused with the character's position.
+
+Divergences
+-----------
+
+* Unknown keys on ``NodeName``/``PartitionName`` lines make Slurm refuse the file; dcx warns
+  (``slurm.unknown-key``) and ignores them.
+* Slurm's ``State`` parser accepts every node state name (``IDLE``, ``ALLOCATED``) and any word
+  starting with ``DRAIN``, ``FAIL`` or ``CLOUD``; the partition ``State`` parser any word
+  starting with ``UP``, ``DOWN``, ``DRAIN`` or ``INACTIVE``. dcx accepts the words the man
+  page lists.
+* Key operators (``Key+=value``) are a syntax error in dcx.
+* ``Key=`` followed by a blank takes the next word as its value in Slurm and in dcx (the
+  schema then usually refuses it).
+* Empty hostlist elements (``a,,b``) are errors in dcx; Slurm skips them.
+* ``gres.conf`` is a separate file dcx does not read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import ReadResult, WriteResult, error, warning
+from dcx.core.ids import required_machine_name
+from dcx.core.limits import paused_gc
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    MachineState,
+    NamedResource,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+from dcx.parsing.hostlist import Hostlist, HostlistError
+from dcx.parsing.traces import MAX_ERRORS, ErrorBudget, decode_text, text_codes
+
+SCHEMA = "slurm.schema.json"
+PREFIX = "slurm:"
+PARTITIONS = PREFIX + "partitions"
+CONFIG = PREFIX + "config"
+
+HOLDS = frozenset({
+    "environment.name", "machine.name", "machine.state", "machine.state_label",
+    "machine.cpus", "machine.cpus.sockets", "machine.gpus", "gpu.vendor", "machine.memory",
+    "machine.storage", "machine.features", "machine.resources",
+})
+REQUIRES = frozenset({"machine.name"})
+
+MAX_NODES = 1 << 20
+"""Nodes become one Machine each; a hostlist naming more is refused."""
+MAX_GPUS = 1 << 16
+"""GPUs per node become one model object each."""
+
+_UINT16, _UINT32, _UINT64 = (1 << 16) - 1, (1 << 32) - 1, (1 << 64) - 1
+_NODE_WIDTHS = {
+    "Boards": _UINT16, "CoreSpecCount": _UINT16, "CoresPerSocket": _UINT16, "CPUs": _UINT16,
+    "Sockets": _UINT16, "SocketsPerBoard": _UINT16, "ThreadsPerCore": _UINT16,
+    "RealMemory": _UINT64, "MemSpecLimit": _UINT64, "TmpDisk": _UINT32, "Weight": _UINT32,
+    "RestrictedCoresPerGPU": _UINT16,
+}
+"""The unsigned width Slurm stores each number in (``read_config.c``)."""
+
+NODE_KEYS = (
+    "NodeName", "NodeHostname", "NodeAddr", "BcastAddr", "CPUs", "Boards", "SocketsPerBoard",
+    "Sockets", "CoresPerSocket", "ThreadsPerCore", "RealMemory", "TmpDisk", "Gres",
+    "Features", "Weight", "State", "Reason", "CoreSpecCount", "CPUSpecList", "CpuBind",
+    "MemSpecLimit", "Parameters", "Port", "RestrictedCoresPerGPU", "Topology", "TRESWeights",
+)
+"""Every NodeName key, in the order the writer writes them."""
+PARTITION_KEYS = (
+    "PartitionName", "Nodes", "Default", "MaxTime", "DefaultTime", "State", "MaxNodes",
+    "MinNodes", "Hidden", "RootOnly", "ReqResv", "LLN", "DisableRootJobs", "ExclusiveUser",
+    "ExclusiveTopo", "PowerDownOnIdle", "Priority", "PriorityJobFactor", "PriorityTier",
+    "GraceTime", "MaxCPUsPerNode", "MaxCPUsPerSocket", "DefCPUPerGPU", "DefMemPerCPU",
+    "DefMemPerGPU", "DefMemPerNode", "MaxMemPerCPU", "MaxMemPerNode", "ResumeTimeout",
+    "SuspendTime", "SuspendTimeout", "AllocNodes", "AllowAccounts", "AllowGroups", "AllowQos",
+    "Alternate", "CpuBind", "DenyAccounts", "DenyQos", "OverSubscribe", "OverTimeLimit",
+    "PreemptMode", "QOS", "SelectTypeParameters", "Shared", "TRESBillingWeights",
+)
+_NODE_LOOKUP = {key.lower(): key for key in NODE_KEYS} | {"procs": "CPUs",
+                                                           "feature": "Features"}
+_PARTITION_LOOKUP = {key.lower(): key for key in PARTITION_KEYS}
+_NODE_UPPER = frozenset({"State"})
+_PARTITION_UPPER = frozenset({
+    "Default", "State", "MaxTime", "DefaultTime", "MaxNodes", "Hidden", "RootOnly", "ReqResv",
+    "LLN", "DisableRootJobs", "ExclusiveUser", "ExclusiveTopo", "PowerDownOnIdle"})
+_ADDRESS_KEYS = ("NodeHostname", "NodeAddr", "BcastAddr")
+_CPU_KEYS = frozenset({"CPUs", "Boards", "SocketsPerBoard", "Sockets", "CoresPerSocket",
+                       "ThreadsPerCore"})
+_MODELLED_NODE_KEYS = _CPU_KEYS | {"NodeName", "RealMemory", "TmpDisk", "Gres", "Features",
+                                   "State"}
+_EXTRA_NODE_KEYS = tuple(key for key in NODE_KEYS if key not in _MODELLED_NODE_KEYS)
+"""Node keys kept verbatim in ``Machine.extras``."""
+_RESERVED_CONFIG = frozenset({"nodename", "partitionname", "clustername", "grestypes",
+                              "include"})
+
+STATE_OF = {
+    "UNKNOWN": MachineState.ACTIVE, "DOWN": MachineState.FAILURE,
+    "FAIL": MachineState.FAILURE, "DRAIN": MachineState.MAINTENANCE,
+    "FAILING": MachineState.MAINTENANCE, "FUTURE": MachineState.HALT,
+    "CLOUD": MachineState.HALT,
+}
+WORD_FOR: dict[MachineState, str | None] = {
+    MachineState.ACTIVE: None, MachineState.FAILURE: "DOWN",
+    MachineState.MAINTENANCE: "DRAIN", MachineState.HALT: "FUTURE",
+}
+
+_PAIR = re.compile(r'[ \t\f\v]*([A-Za-z0-9_.]+)[ \t\f\v]*=[ \t\f\v]*(?:"([^"]*)"|(\S+))'
+                   r'(?=[ \t\f\v]|$)')
+_NODE_NAME = re.compile(r"[A-Za-z0-9._+@-]+")
+_WORD = re.compile(r'[^\s,"#=\\]+')
+_GRES_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_GRES_TYPE = re.compile(r"[A-Za-z0-9_.+-]*[A-Za-z_.+-][A-Za-z0-9_.+-]*")
+_GRES_COUNT = re.compile(r"([0-9]+)([KMGTP]?)")
+_SUFFIX_POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
+_CONFIG_KEY = re.compile(r"[A-Za-z0-9_.]+")
+
+
+# --------------------------------------------------------------------------- sniffing
+
+_FIRST_PAIR = re.compile(rb"[ \t]*[A-Za-z0-9_.]+[ \t]*=")
+_SLURM_KEY = re.compile(
+    rb"^[ \t]*(?:NodeName|PartitionName|ClusterName|ControlMachine|Slurm[A-Za-z]*|GresTypes"
+    rb"|SelectType|SchedulerType|ProctrackType)[ \t]*=", re.IGNORECASE | re.MULTILINE)
+
+
+def sniff(data: bytes) -> bool:
+    """The first line that is not blank or a comment is ``Key=value``, and the first 4 KB
+    name a key only slurm.conf has."""
+    head = data[:4096].removeprefix(b"\xef\xbb\xbf")
+    for raw in head.split(b"\n"):
+        line = raw.strip()
+        if not line or line.startswith(b"#"):
+            continue
+        return _FIRST_PAIR.match(line) is not None and _SLURM_KEY.search(head) is not None
+    return False
+
+
+# --------------------------------------------------------------------------- lines
+
+
+@dataclass(frozen=True)
+class _Pair:
+    key: str
+    value: str
+    line: int
+    column: int
+    """Of the value's first character (inside its quotes)."""
+    key_column: int = 0
+
+
+@dataclass
+class _Logical:
+    """One logical line (continuations joined, comments and escapes removed) and where each
+    of its characters came from."""
+
+    text: str
+    starts: list[int]
+    """Offsets in ``text`` where a run of characters from one physical place begins."""
+    places: list[tuple[int, int]]
+    """(line, column) of each run's first character."""
+
+    def place(self, offset: int) -> tuple[int, int]:
+        run = max(bisect_right(self.starts, offset) - 1, 0)
+        line, column = self.places[run]
+        return line, column + offset - self.starts[run]
+
+
+def _logical_lines(text: str) -> Iterator[_Logical]:
+    physical = text.split("\n")
+    index = 0
+    while index < len(physical):
+        raw = physical[index].removesuffix("\r")
+        number = index + 1
+        index += 1
+        if "\\" not in raw:
+            cut = raw.find("#")
+            body = raw if cut < 0 else raw[:cut]
+            if body.strip():
+                yield _Logical(body, [0], [(number, 1)])
+            continue
+        chars: list[tuple[str, int, int]] = []
+        while True:
+            kept = _strip_comment(raw)
+            continued = _continues(kept)
+            if continued is not None:
+                kept = kept[:continued]
+            chars.extend((char, number, column + 1) for column, char in enumerate(kept))
+            if continued is None or index >= len(physical):
+                break
+            raw = physical[index].removesuffix("\r")
+            number = index + 1
+            index += 1
+        unescaped = _unescape(chars)
+        if "".join(char for char, _, _ in unescaped).strip():
+            yield _Logical("".join(char for char, _, _ in unescaped),
+                           list(range(len(unescaped))),
+                           [(line, column) for _, line, column in unescaped])
+
+
+def _strip_comment(raw: str) -> str:
+    backslashes = 0
+    for position, char in enumerate(raw):
+        if char == "#" and backslashes % 2 == 0:
+            return raw[:position]
+        backslashes = backslashes + 1 if char == "\\" else 0
+    return raw
+
+
+def _continues(kept: str) -> int | None:
+    """Where the continuation backslash starts when the line continues, else ``None``."""
+    body = kept.rstrip()
+    run = len(body) - len(body.rstrip("\\"))
+    return len(body) - 1 if run % 2 == 1 else None
+
+
+def _unescape(chars: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    kept: list[tuple[str, int, int]] = []
+    position = 0
+    while position < len(chars):
+        if chars[position][0] == "\\" and position + 1 < len(chars):
+            position += 1
+        elif chars[position][0] == "\\":
+            position += 1
+            continue
+        kept.append(chars[position])
+        position += 1
+    return kept
+
+
+# --------------------------------------------------------------------------- hostlists
+
+
+class _SlurmHostlistError(ValueError):
+    def __init__(self, position: int, reason: str) -> None:
+        super().__init__(reason)
+        self.position = position
+        self.reason = reason
+
+
+def expand_hostlist(text: str, limit: int = MAX_NODES) -> list[str]:
+    """The hosts of a Slurm hostlist, in order; ``_SlurmHostlistError`` names the position
+    and the reason."""
+    hosts: list[str] = []
+    for expression, offset in _expressions(text):
+        if expression == "":
+            raise _SlurmHostlistError(offset, "empty host name (doubled, leading or trailing "
+                                      "comma)")
+        hosts.extend(_expand_expression(expression, offset, limit - len(hosts)))
+        if len(hosts) > limit:
+            raise _SlurmHostlistError(offset, f"more than {limit:,} hosts")
+    return hosts
+
+
+def _expressions(text: str) -> Iterator[tuple[str, int]]:
+    depth, start = 0, 0
+    for position, char in enumerate(text):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            yield text[start:position], start
+            start = position + 1
+    yield text[start:], start
+
+
+def _expand_expression(expression: str, offset: int, budget: int) -> list[str]:
+    last_close = expression.rfind("]")
+    if last_close >= 0 and last_close != len(expression) - 1 and "[" in expression:
+        raise _SlurmHostlistError(offset + last_close + 1, "text after the last bracket "
+                                  "(Slurm reads none)")
+    if expression.count("[") <= 1:
+        for position, char in enumerate(expression):
+            if char not in "[]" and not _NODE_NAME.fullmatch(char) and char not in ",-":
+                raise _SlurmHostlistError(offset + position,
+                                          f"character {char!r} cannot appear in a host name")
+        try:
+            decoded = Hostlist.decode(expression)
+        except HostlistError as problem:
+            raise _SlurmHostlistError(offset + problem.position, problem.reason) from None
+        if len(decoded) > budget:
+            raise _SlurmHostlistError(offset, f"more than {MAX_NODES:,} hosts")
+        return list(decoded)
+    # Several bracket groups: a product, the first group outermost (Slurm's prefix ranges).
+    names = [""]
+    position = 0
+    while position < len(expression):
+        opening = expression.find("[", position)
+        if opening < 0:
+            literal = expression[position:]
+            names = [name + literal for name in names]
+            break
+        literal = expression[position:opening]
+        closing = expression.find("]", opening)
+        if closing < 0:
+            raise _SlurmHostlistError(offset + opening, "'[' is never closed")
+        for index, char in enumerate(literal):
+            if not _NODE_NAME.fullmatch(char):
+                raise _SlurmHostlistError(offset + position + index,
+                                          f"character {char!r} cannot appear in a host name")
+        try:
+            labels = list(Hostlist.decode(expression[opening:closing + 1]))
+        except HostlistError as problem:
+            raise _SlurmHostlistError(offset + opening + problem.position,
+                                      problem.reason) from None
+        if len(names) * len(labels) > budget:
+            raise _SlurmHostlistError(offset + opening, f"more than {MAX_NODES:,} hosts")
+        names = [name + literal + label for name in names for label in labels]
+        position = closing + 1
+    return names
+
+
+def encode_hostlist(hosts: Iterable[str]) -> str:
+    """A hostlist Slurm reads back as ``hosts`` in order: ranges where the number ends the
+    name, other hosts one by one (Slurm allows no text after the last bracket)."""
+    parts: list[str] = []
+    for group in Hostlist.from_hosts(hosts).groups:
+        if group.suffix:
+            parts.extend(group.hosts())
+        else:
+            parts.append(group.encode())
+    return ",".join(parts)
+
+
+def is_node_name(name: str) -> bool:
+    """A name Slurm takes for a node: letters, digits and ``._+@-``, not ALL or DEFAULT."""
+    return _NODE_NAME.fullmatch(name) is not None and name.upper() not in ("ALL", "DEFAULT")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class _Line:
+    number: int
+    column: int
+    kind: str
+    """``node``, ``partition`` or ``config``."""
+    pairs: list[_Pair]
+    values: dict[str, _Pair] = field(default_factory=dict)
+    """Canonical key → its pair (node and partition lines)."""
+
+
+@dataclass
+class _Node:
+    """What one NodeName line (defaults applied) says about each of its nodes."""
+
+    line: _Line
+    names: list[str]
+    machine: Machine
+    addresses: dict[str, list[str]]
+
+
+class _Reader(ErrorBudget):
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken_lines: set[int] = set()
+
+    def at(self, pair: _Pair, message: str, code: str, *, warn: bool = False,
+           offset: int = 0) -> None:
+        make = warning if warn else error
+        self.report(make(message, code, line=pair.line, column=pair.column + offset,
+                         pointer=f"/lines/{pair.line}/{pair.key}"))
+
+
+def read(data: bytes) -> ReadResult:
+    with paused_gc():
+        return _read(data)
+
+
+def _read(data: bytes) -> ReadResult:
+    text, problem = decode_text(data, "slurm")
+    if problem is not None:
+        return ReadResult(None, (problem,))
+    assert text is not None
+    reader = _Reader()
+    lines = _parse_lines(text, reader)
+    records = {str(line.number): {key: pair.value for key, pair in line.values.items()}
+               for line in lines if line.kind != "config"}
+    _schema_errors(records, lines, reader)
+    cluster_name: str | None = None
+    gres_types: set[str] = set()
+    config: list[list[list[str]]] = []
+    node_sets: set[str] = set()
+    for line in lines:
+        if line.kind != "config":
+            continue
+        kept: list[list[str]] = []
+        for pair in line.pairs:
+            lowered = pair.key.lower()
+            if lowered == "clustername":
+                cluster_name = pair.value
+            elif lowered == "grestypes":
+                gres_types.update(item for item in pair.value.split(",") if item)
+            else:
+                if lowered == "include":
+                    reader.at(pair, "Include names another file; dcx reads this file alone "
+                              "(kept, not followed, not written back)", "slurm.include",
+                              warn=True)
+                if lowered == "nodeset" and pair is line.pairs[0]:
+                    node_sets.add(pair.value)
+                kept.append([pair.key, pair.value])
+        if kept:
+            config.append(kept)
+    nodes = _nodes([line for line in lines if line.kind == "node"], reader, gres_types)
+    names: dict[str, _Pair] = {}
+    for node in nodes:
+        for name in node.names:
+            if name in names:
+                first = names[name]
+                reader.at(node.line.values["NodeName"], f"node {name!r} is defined again "
+                          f"(first on line {first.line})", "slurm.duplicate-node")
+            else:
+                names[name] = node.line.values["NodeName"]
+    partitions = _partitions([line for line in lines if line.kind == "partition"], reader,
+                             set(names), node_sets)
+    if reader.stopped:
+        reader.diagnostics.append(error(f"more than {MAX_ERRORS} errors; reading stopped",
+                                        "slurm.too-many-errors"))
+    if reader.errors:
+        return ReadResult(None, tuple(reader.diagnostics))
+    machines: list[Machine] = []
+    source_map: dict[str, tuple[int, int | None]] = {}
+    for node in nodes:
+        for index, name in enumerate(node.names):
+            own = dict(node.machine.extras)
+            for key, hosts in node.addresses.items():
+                own[PREFIX + key] = hosts[index]
+            source_map[f"/environment/datacenters/0/rooms/0/racks/0/slots/{len(machines)}"] = (
+                node.line.number, node.line.column)
+            machines.append(replace(node.machine, name=name, extras=own))
+    extras: dict[str, Any] = {}
+    if config:
+        extras[CONFIG] = config
+    if partitions:
+        extras[PARTITIONS] = partitions
+    environment = Environment(
+        datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=tuple(machines)),)),)),),
+        name=cluster_name, extras=extras)
+    return ReadResult(Document(environment=environment), tuple(reader.diagnostics), source_map)
+
+
+def _parse_lines(text: str, reader: _Reader) -> list[_Line]:
+    lines: list[_Line] = []
+    for logical in _logical_lines(text):
+        if reader.stopped:
+            break
+        pairs: list[_Pair] = []
+        position = 0
+        body = logical.text
+        while True:
+            while position < len(body) and body[position] in " \t\f\v\r":
+                position += 1
+            if position >= len(body):
+                break
+            match = _PAIR.match(body, position)
+            if match is None:
+                line, column = logical.place(position)
+                reader.report(error("expected Key=Value (a key of letters, digits, '_' or '.', "
+                                    "'=', then a value or a double-quoted string)",
+                                    "slurm.syntax", line=line, column=column,
+                                    pointer=f"/lines/{line}"))
+                pairs = []
+                break
+            value = match.group(2) if match.group(2) is not None else match.group(3)
+            line, column = logical.place(match.start(2) if match.group(2) is not None
+                                         else match.start(3))
+            pairs.append(_Pair(match.group(1), value, line, column,
+                               logical.place(match.start(1))[1]))
+            position = match.end()
+        if not pairs:
+            continue
+        first = pairs[0].key.lower()
+        kind = "node" if first == "nodename" else "partition" if first == "partitionname" \
+            else "config"
+        start_line, start_column = logical.place(0)
+        entry = _Line(start_line, start_column, kind, pairs)
+        if kind != "config":
+            _canonical_values(entry, reader)
+        lines.append(entry)
+    return lines
+
+
+def _canonical_values(line: _Line, reader: _Reader) -> None:
+    lookup = _NODE_LOOKUP if line.kind == "node" else _PARTITION_LOOKUP
+    upper = _NODE_UPPER if line.kind == "node" else _PARTITION_UPPER
+    what = "NodeName" if line.kind == "node" else "PartitionName"
+    for pair in line.pairs:
+        key = lookup.get(pair.key.lower())
+        if key is None:
+            reader.at(pair, f"unknown {what} key {pair.key!r} (Slurm refuses the file); "
+                      "ignored", "slurm.unknown-key", warn=True,
+                      offset=pair.key_column - pair.column)
+            continue
+        if key in line.values:
+            reader.at(pair, f"{key} is given twice on this line; the last value is used",
+                      "slurm.repeated-key", warn=True)
+        value = pair.value.upper() if key in upper else pair.value
+        line.values[key] = _Pair(key, value, pair.line, pair.column, pair.key_column)
+
+
+def _schema_errors(records: dict[str, dict[str, str]], lines: list[_Line],
+                   reader: _Reader) -> None:
+    if not records:
+        return
+    from dcx.parsing.schemas import load_schema, schema_diagnostics
+
+    found = schema_diagnostics(SCHEMA, {"lines": records})
+    if not found:
+        return
+    by_number = {str(line.number): line for line in lines}
+    definitions = load_schema(SCHEMA)["$defs"]
+    for diagnostic in found:
+        parts = diagnostic.pointer.split("/")
+        line = by_number.get(parts[2]) if len(parts) > 2 else None
+        if line is None:
+            reader.report(diagnostic)
+            continue
+        reader.broken_lines.add(line.number)
+        key = parts[3] if len(parts) > 3 else ""
+        pair = line.values.get(key)
+        if pair is None:
+            reader.report(replace(diagnostic, line=line.number, column=line.column))
+            continue
+        kind = "node" if line.kind == "node" else "partition"
+        rule = definitions[kind]["properties"].get(key, {})
+        reference = rule.get("$ref", "").rsplit("/", 1)[-1]
+        expected = rule.get("description") or definitions.get(reference, {}).get("description")
+        if reference and definitions.get(reference, {}).get("description") and \
+                rule.get("description"):
+            expected = f"{rule['description']}: {definitions[reference]['description']}"
+        message = (f"{key} is {pair.value!r}; expected {expected}" if expected
+                   else diagnostic.message)
+        reader.report(error(message, diagnostic.code, line=pair.line, column=pair.column,
+                            pointer=diagnostic.pointer))
+
+
+# -- nodes ---------------------------------------------------------------------------
+
+
+def _nodes(lines: list[_Line], reader: _Reader, gres_types: set[str]) -> list[_Node]:
+    defaults: dict[str, _Pair] = {}
+    nodes: list[_Node] = []
+    for line in lines:
+        name = line.values["NodeName"]
+        if name.value.upper() == "DEFAULT":
+            for key in _ADDRESS_KEYS:
+                if key in line.values:
+                    reader.at(line.values[key], f"{key} is not allowed with NodeName=DEFAULT",
+                              "slurm.default-address")
+            if line.number not in reader.broken_lines:
+                defaults.update({key: pair for key, pair in line.values.items()
+                                 if key != "NodeName" and key not in _ADDRESS_KEYS})
+            continue
+        if line.number in reader.broken_lines:
+            continue
+        if name.value.upper() == "ALL":
+            reader.at(name, "ALL is a reserved word, not a node name", "slurm.reserved-name")
+            continue
+        values = {**defaults, **line.values}
+        node = _node(line, values, reader, gres_types)
+        if node is not None:
+            nodes.append(node)
+    return nodes
+
+
+def _hosts(pair: _Pair, reader: _Reader) -> list[str] | None:
+    try:
+        return expand_hostlist(pair.value)
+    except _SlurmHostlistError as problem:
+        reader.at(pair, f"invalid hostlist {pair.value!r}: {problem.reason} (character "
+                  f"{problem.position + 1})", "slurm.hostlist", offset=problem.position)
+        return None
+
+
+def _node(line: _Line, values: dict[str, _Pair], reader: _Reader,
+          gres_types: set[str]) -> _Node | None:
+    names = _hosts(values["NodeName"], reader)
+    if names is None:
+        return None
+    for name in names:
+        if not is_node_name(name):
+            reader.at(values["NodeName"], f"{name!r} is not a node name Slurm takes (letters, "
+                      "digits and ._+@- only; not ALL or DEFAULT)", "slurm.hostlist")
+            return None
+    addresses: dict[str, list[str]] = {}
+    for key in _ADDRESS_KEYS:
+        if key not in values:
+            continue
+        hosts = _hosts(values[key], reader)
+        if hosts is None:
+            return None
+        if len(hosts) != len(names):
+            reader.at(values[key], f"{key} names {len(hosts)} hosts for {len(names)} nodes; "
+                      "one per node", "slurm.address-count")
+            return None
+        addresses[key] = hosts
+    numbers: dict[str, int] = {}
+    for key, width in _NODE_WIDTHS.items():
+        if key in values:
+            number = int(values[key].value)
+            if number > width:
+                reader.at(values[key], f"{key} is {number}; Slurm keeps it in "
+                          f"{width.bit_length()} bits (at most {width})", "slurm.range")
+                return None
+            numbers[key] = number
+    extras: dict[str, Any] = {}
+    cpus = _cpus(numbers, values, reader, extras)
+    gres = _gres(values.get("Gres"), reader, gres_types)
+    if gres is None:
+        return None
+    gpus, resources = gres
+    features = tuple(item for item in values["Features"].value.split(",") if item) \
+        if "Features" in values else ()
+    state, label = MachineState.ACTIVE, None
+    if "State" in values:
+        word = values["State"].value
+        state = STATE_OF[word]
+        label = None if word == WORD_FOR[state] else word
+    for key in _EXTRA_NODE_KEYS:
+        if key in values and key not in _ADDRESS_KEYS:
+            extras[PREFIX + key] = values[key].value
+    memory = (StorageUnit(capacity_mb=float(numbers["RealMemory"])),) \
+        if "RealMemory" in numbers else ()
+    storage = (StorageUnit(capacity_mb=float(numbers["TmpDisk"])),) \
+        if "TmpDisk" in numbers else ()
+    machine = Machine(state=state, state_label=label, cpus=cpus, gpus=gpus, memory=memory,
+                      storage=storage, features=features, resources=resources, extras=extras)
+    return _Node(line, names, machine, addresses)
+
+
+def _cpus(numbers: dict[str, int], values: dict[str, _Pair], reader: _Reader,
+          extras: dict[str, Any]) -> tuple[ProcessingUnit, ...]:
+    """Sockets and cores as Slurm's ``_parse_nodename`` settles them, with a warning where
+    it resets a value."""
+    if not _CPU_KEYS & values.keys():
+        return ()
+
+    def reset(key: str, message: str) -> None:
+        reader.at(values[key], message, "slurm.cpu-topology", warn=True)
+
+    for key in ("CoresPerSocket", "ThreadsPerCore", "SocketsPerBoard", "Sockets", "Boards"):
+        if numbers.get(key) == 0:
+            reset(key, f"{key}=0 is invalid; Slurm resets it to 1")
+            numbers[key] = 1
+    cores = numbers.get("CoresPerSocket", 1)
+    threads = numbers.get("ThreadsPerCore", 1)
+    boards = numbers.get("Boards", 1)
+    given_cpus = numbers.get("CPUs")
+    if given_cpus == 0:
+        reset("CPUs", "CPUs=0 is invalid; Slurm resets it to 1")
+        given_cpus = 1
+    if "Sockets" in numbers and "SocketsPerBoard" in numbers:
+        reset("Sockets", "Sockets and SocketsPerBoard are both given; Slurm uses "
+              "SocketsPerBoard")
+    if "SocketsPerBoard" in numbers:
+        sockets = boards * numbers["SocketsPerBoard"]
+    elif "Sockets" in numbers:
+        sockets = numbers["Sockets"]
+    elif given_cpus is not None and given_cpus // (cores * threads) and \
+            not given_cpus % (cores * threads):
+        sockets = given_cpus // (cores * threads)
+    else:
+        sockets = boards
+    if sockets < boards:
+        reset("Boards", f"Sockets ({sockets}) fewer than Boards ({boards}); Slurm resets "
+              "Boards to 1")
+        boards = 1
+    full = sockets * cores * threads
+    if given_cpus is not None and given_cpus not in (sockets, sockets * cores, full):
+        reader.at(values["CPUs"], f"CPUs={given_cpus} is neither Sockets ({sockets}), "
+                  f"Sockets*CoresPerSocket ({sockets * cores}) nor "
+                  f"Sockets*CoresPerSocket*ThreadsPerCore ({full}); Slurm resets it to "
+                  f"{full}", "slurm.cpus-mismatch", warn=True)
+        given_cpus = full
+    if full > _UINT16:
+        reader.at(next(values[key] for key in values if key in _CPU_KEYS),
+                  f"{full} CPUs; Slurm counts at most {_UINT16} per node", "slurm.range")
+        return ()
+    if threads != 1:
+        extras[PREFIX + "ThreadsPerCore"] = str(threads)
+    if given_cpus is not None and given_cpus != full:
+        extras[PREFIX + "CPUs"] = str(given_cpus)
+    if boards > 1:
+        extras[PREFIX + "Boards"] = str(boards)
+    unit = ProcessingUnit(cores=cores)
+    return (unit,) * sockets
+
+
+def _gres(pair: _Pair | None, reader: _Reader, gres_types: set[str]) -> tuple[
+        tuple[ProcessingUnit, ...], tuple[NamedResource, ...]] | None:
+    if pair is None or not pair.value:
+        return (), ()
+    gpus: list[ProcessingUnit] = []
+    resources: list[NamedResource] = []
+    offset = 0
+    for item in pair.value.split(","):
+        parts = item.split(":")
+        name = parts[0]
+        count = 1
+        if len(parts) > 1 and _GRES_COUNT.fullmatch(parts[-1]):
+            match = _GRES_COUNT.fullmatch(parts[-1])
+            assert match is not None
+            count = int(match.group(1)) * 1024 ** _SUFFIX_POWER[match.group(2)]
+            parts = parts[:-1]
+        flags = [part for part in parts[1:] if part.lower() == "no_consume"]
+        if flags:
+            reader.at(pair, f"Gres {item!r}: the no_consume flag is not kept (read as "
+                      "consumable)", "slurm.gres-flag", warn=True, offset=offset)
+        kinds = [part for part in parts[1:] if part.lower() != "no_consume"]
+        if len(kinds) > 1 or not _GRES_NAME.fullmatch(name) or any(
+                not _GRES_TYPE.fullmatch(kind) for kind in kinds):
+            reader.at(pair, f"Gres {item!r} is not name[:type][:no_consume][:count] with a "
+                      "count of digits and an optional K, M, G, T or P", "slurm.gres",
+                      offset=offset)
+            return None
+        if name not in gres_types:
+            reader.at(pair, f"Gres {name!r} is not listed in GresTypes (Slurm refuses the "
+                      "node)", "slurm.gres-type", warn=True, offset=offset)
+        kind = kinds[0] if kinds else None
+        if name == "gpu":
+            if len(gpus) + count > MAX_GPUS:
+                reader.at(pair, f"more than {MAX_GPUS:,} GPUs on a node: beyond what dcx "
+                          "models one by one", "slurm.too-large", offset=offset)
+                return None
+            gpus.extend([ProcessingUnit(cores=1, model=kind)] * count)
+        elif count > _UINT64:
+            reader.at(pair, f"Gres {item!r}: the count exceeds {_UINT64}", "slurm.range",
+                      offset=offset)
+            return None
+        else:
+            resources.append(NamedResource(name=name, amount=float(count), type=kind))
+        offset += len(item) + 1
+    return tuple(gpus), tuple(resources)
+
+
+# -- partitions ------------------------------------------------------------------------
+
+
+def _partitions(lines: list[_Line], reader: _Reader, nodes: set[str],
+                node_sets: set[str]) -> list[dict[str, str]]:
+    defaults: dict[str, _Pair] = {}
+    seen: dict[str, int] = {}
+    partitions: list[dict[str, str]] = []
+    for line in lines:
+        if line.number in reader.broken_lines:
+            continue
+        name = line.values["PartitionName"]
+        if name.value.upper() == "DEFAULT":
+            defaults.update({key: pair for key, pair in line.values.items()
+                             if key != "PartitionName"})
+            continue
+        if name.value in seen:
+            reader.at(name, f"partition {name.value!r} is defined again (first on line "
+                      f"{seen[name.value]})", "slurm.duplicate-partition")
+            continue
+        seen[name.value] = line.number
+        values = {**defaults, **line.values}
+        if "Nodes" in values:
+            _check_partition_nodes(values["Nodes"], name.value, reader, nodes, node_sets)
+        partitions.append({key: values[key].value for key in PARTITION_KEYS if key in values})
+    return partitions
+
+
+def _check_partition_nodes(pair: _Pair, partition: str, reader: _Reader, nodes: set[str],
+                           node_sets: set[str]) -> None:
+    text = re.sub(r"\s+", ",", pair.value)
+    if not text:
+        return
+    for expression, offset in _expressions(text):
+        if expression.upper() == "ALL" or expression in node_sets:
+            continue
+        try:
+            hosts = expand_hostlist(expression)
+        except _SlurmHostlistError as problem:
+            reader.at(pair, f"invalid hostlist {expression!r}: {problem.reason}",
+                      "slurm.hostlist", offset=offset + problem.position)
+            return
+        unknown = next((host for host in hosts if host not in nodes), None)
+        if unknown is not None:
+            reader.at(pair, f"partition {partition!r} names node {unknown!r}, which no "
+                      "NodeName line defines", "slurm.partition-node", offset=offset)
+            return
+
+
+# --------------------------------------------------------------------------- normal form
+
+
+def _is_text(value: object) -> bool:
+    """A value the writer can write so that it reads back as itself."""
+    return isinstance(value, str) and '"' not in value and not any(
+        ord(char) < 0x20 or ord(char) == 0x7F for char in value)
+
+
+def _is_type_word(value: object) -> bool:
+    return isinstance(value, str) and _GRES_TYPE.fullmatch(value) is not None \
+        and value.lower() != "no_consume" and _GRES_COUNT.fullmatch(value) is None
+
+
+def _whole(value: float, limit: int) -> int | None:
+    if not math.isfinite(value) or value < 0:
+        return None
+    whole = math.floor(value)
+    return whole if whole <= limit else None
+
+
+@dataclass
+class _Normalizer:
+    lost: set[str] = field(default_factory=set)
+    taken: set[str] = field(default_factory=set)
+    position: int = 0
+
+    def machine(self, machine: Machine) -> Machine:
+        self.position += 1
+        name = required_machine_name(machine, self.position, is_node_name)
+        if name in self.taken:
+            name = f"node{self.position}"
+            while name in self.taken:
+                name += "_"
+        self.taken.add(name)
+        if machine.name is not None and name != machine.name:
+            self.lost.add("machine.name")
+        cpus = self.cpus(machine.cpus)
+        changes: dict[str, Any] = {
+            "name": name, "cpus": cpus, "gpus": self.gpus(machine.gpus),
+            "memory": self.capacity(machine.memory, _UINT64, "machine.memory"),
+            "storage": self.capacity(machine.storage, _UINT32, "machine.storage"),
+            "features": self.features(machine.features),
+            "resources": self.resources(machine.resources),
+            "state_label": self.label(machine.state, machine.state_label),
+            "extras": self.extras(machine.extras, cpus),
+        }
+        if all(getattr(machine, key) == value for key, value in changes.items()):
+            return machine
+        return replace(machine, **changes)
+
+    def cpus(self, cpus: tuple[ProcessingUnit, ...]) -> tuple[ProcessingUnit, ...]:
+        kept = tuple(cpu for cpu in cpus if cpu.cores > 0)
+        if len(kept) != len(cpus):
+            self.lost.add("machine.cpus")
+        if len({cpu.cores for cpu in kept}) > 1:
+            self.lost.add("machine.cpus.sockets")
+            total = sum(cpu.cores for cpu in kept)
+            rated = [(cpu.cores, cpu.clock_rate_hz) for cpu in kept if cpu.clock_rate_hz]
+            weight = sum(cores for cores, _ in rated)
+            clock = sum(c * (r or 0.0) for c, r in rated) / weight if weight else None
+            kept = (replace(kept[0], cores=total, clock_rate_hz=clock),)
+        if kept and (kept[0].cores > _UINT16 or len(kept) > _UINT16
+                     or kept[0].cores * len(kept) > _UINT16):
+            self.lost.add("machine.cpus")
+            return ()
+        return kept
+
+    def gpus(self, gpus: tuple[ProcessingUnit, ...]) -> tuple[ProcessingUnit, ...]:
+        if not gpus:
+            return gpus
+        if len(gpus) > MAX_GPUS:
+            self.lost.add("machine.gpus")
+            gpus = gpus[:MAX_GPUS]
+        types = [gpu.model if _is_type_word(gpu.model) else None for gpu in gpus]
+        if None in types and any(types):
+            types = [None] * len(gpus)
+        normal = []
+        for gpu, kind in zip(gpus, types, strict=True):
+            vendor = (None, None, None, kind)
+            if (gpu.manufacturer, gpu.family, gpu.generation, gpu.model) != vendor:
+                self.lost.add("gpu.vendor")
+                gpu = replace(gpu, manufacturer=None, family=None, generation=None, model=kind)
+            normal.append(gpu)
+        order = list(dict.fromkeys(types))
+        grouped = tuple(sorted(normal, key=lambda gpu: order.index(gpu.model)))
+        if grouped != tuple(normal):
+            self.lost.add("machine.gpus")
+        if any(key.startswith(PREFIX) for gpu in grouped for key in gpu.extras):
+            self.lost.add("machine.extras")
+            grouped = tuple(replace(gpu, extras=_without_own(gpu.extras)) for gpu in grouped)
+        return grouped
+
+    def capacity(self, units: tuple[StorageUnit, ...], limit: int,
+                 path: str) -> tuple[StorageUnit, ...]:
+        if not units:
+            return units
+        if any(key.startswith(PREFIX) for unit in units for key in unit.extras):
+            self.lost.add("machine.extras")
+            units = tuple(replace(unit, extras=_without_own(unit.extras)) for unit in units)
+        total = sum(unit.capacity_mb for unit in units)
+        whole = _whole(total, limit)
+        if whole == total:
+            return units
+        self.lost.add(path)
+        if whole is None:
+            return ()
+        return (replace(units[0], capacity_mb=float(whole)),)
+
+    def features(self, features: tuple[str, ...]) -> tuple[str, ...]:
+        kept = tuple(item for item in features
+                     if isinstance(item, str) and _WORD.fullmatch(item) is not None)
+        if kept != features:
+            self.lost.add("machine.features")
+        return kept
+
+    def resources(self, resources: tuple[NamedResource, ...]) -> tuple[NamedResource, ...]:
+        kept: list[NamedResource] = []
+        seen: set[tuple[str, str | None]] = set()
+        for resource in resources:
+            key = (resource.name, resource.type)
+            amount = _whole(resource.amount, _UINT64)
+            if (_GRES_NAME.fullmatch(resource.name) is None or resource.name == "gpu"
+                    or (resource.type is not None and not _is_type_word(resource.type))
+                    or amount != resource.amount or resource.unit is not None
+                    or resource.instances or key in seen):
+                self.lost.add("machine.resources")
+                continue
+            seen.add(key)
+            if resource.extras:
+                self.lost.add("machine.resources")
+                resource = replace(resource, extras={})
+            kept.append(resource)
+        return tuple(kept)
+
+    def label(self, state: MachineState, label: str | None) -> str | None:
+        if label is None:
+            return None
+        if STATE_OF.get(label) is state and label != WORD_FOR[state]:
+            return label
+        self.lost.add("machine.state_label")
+        return None
+
+    def extras(self, extras: dict[str, Any], cpus: tuple[ProcessingUnit, ...]) -> dict[str, Any]:
+        if not any(key.startswith(PREFIX) for key in extras):
+            return extras
+        kept = {key: value for key, value in extras.items() if not key.startswith(PREFIX)}
+        sockets = len(cpus)
+        cores = cpus[0].cores if cpus else 0
+        thread_count = 1
+        for key in ("ThreadsPerCore", *NODE_KEYS):
+            value = extras.get(PREFIX + key)
+            if value is None or key in _MODELLED_NODE_KEYS - {"CPUs", "Boards", "ThreadsPerCore"}:
+                continue
+            if not _node_value_reads_back(key, value):
+                continue
+            number = int(value) if key in ("CPUs", "Boards", "ThreadsPerCore") else 0
+            if key == "ThreadsPerCore" and (not cpus or number <= 1
+                                            or sockets * cores * number > _UINT16):
+                continue
+            if key == "ThreadsPerCore":
+                thread_count = number
+            if key == "CPUs" and (not cpus or number not in (sockets, sockets * cores)
+                                  or number == sockets * cores * thread_count):
+                continue
+            if key == "Boards" and (not cpus or number <= 1 or sockets % number):
+                continue
+            if key in _ADDRESS_KEYS and not is_node_name(value):
+                continue
+            kept[PREFIX + key] = value
+        if len(kept) != len(extras):
+            self.lost.add("machine.extras")
+        return kept
+
+
+def _without_own(extras: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in extras.items() if not key.startswith(PREFIX)}
+
+
+def _node_value_reads_back(key: str, value: object) -> bool:
+    if not _is_text(value):
+        return False
+    assert isinstance(value, str)
+    if key in _NODE_WIDTHS and not (value.isascii() and value.isdigit()
+                                    and int(value) <= _NODE_WIDTHS[key]):
+        return False
+    from dcx.parsing.schemas import schema_verdict
+
+    record = {"NodeName": "n", key: value}
+    return schema_verdict(SCHEMA, {"lines": {"1": record}})
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    if any(key.startswith(PREFIX) for key in document.extras):
+        document = replace(document, extras=_without_own(document.extras))
+    environment = document.environment
+    if environment is None:
+        return document, frozenset()
+    normalizer = _Normalizer()
+    datacenters = tuple(replace(datacenter, rooms=tuple(
+        replace(room, racks=tuple(replace(rack, slots=tuple(
+            None if slot is None else normalizer.machine(slot) for slot in rack.slots))
+            for rack in room.racks)) for room in datacenter.rooms))
+        for datacenter in environment.datacenters)
+    lost = normalizer.lost
+    name = environment.name
+    if name is not None and not (_is_text(name) and _WORD.fullmatch(name)):
+        lost.add("environment.name")
+        name = None
+    extras = _environment_extras(environment.extras, normalizer.taken, lost)
+    normal = replace(environment, datacenters=datacenters, name=name, extras=extras)
+    return replace(document, environment=normal), frozenset(lost)
+
+
+def _environment_extras(extras: dict[str, Any], nodes: set[str],
+                        lost: set[str]) -> dict[str, Any]:
+    if not any(key.startswith(PREFIX) for key in extras):
+        return extras
+    kept = _without_own(extras)
+    config: list[list[list[str]]] = []
+    node_sets: set[str] = set()
+    for line in extras.get(CONFIG, []) if isinstance(extras.get(CONFIG), list) else []:
+        pairs = [pair for pair in line if isinstance(pair, list) and len(pair) == 2
+                 and isinstance(pair[0], str) and _CONFIG_KEY.fullmatch(pair[0])
+                 and pair[0].lower() not in _RESERVED_CONFIG and _is_text(pair[1])
+                 and "\n" not in pair[1]] if isinstance(line, list) else []
+        if pairs:
+            config.append(pairs)
+            if pairs[0][0].lower() == "nodeset":
+                node_sets.add(pairs[0][1])
+    partitions: list[dict[str, str]] = []
+    names: set[str] = set()
+    for partition in extras.get(PARTITIONS, []) if isinstance(extras.get(PARTITIONS),
+                                                              list) else []:
+        if _partition_reads_back(partition, nodes, node_sets, names):
+            partitions.append(partition)
+            names.add(partition["PartitionName"])
+    if config:
+        kept[CONFIG] = config
+    if partitions:
+        kept[PARTITIONS] = partitions
+    if kept != extras:
+        lost.add("environment.extras")
+    return kept
+
+
+def _partition_reads_back(partition: object, nodes: set[str], node_sets: set[str],
+                          names: set[str]) -> bool:
+    if not isinstance(partition, dict) or not all(
+            key in _PARTITION_LOOKUP.values() and _is_text(value)
+            for key, value in partition.items()):
+        return False
+    name = partition.get("PartitionName")
+    if not isinstance(name, str) or name.upper() == "DEFAULT" or name in names:
+        return False
+    if any(partition[key] != partition[key].upper() for key in _PARTITION_UPPER
+           if key in partition):
+        return False
+    from dcx.parsing.schemas import schema_verdict
+
+    if not schema_verdict(SCHEMA, {"lines": {"1": partition}}):
+        return False
+    reader = _Reader()
+    pair = _Pair("Nodes", partition.get("Nodes", ""), 1, 1)
+    _check_partition_nodes(pair, name, reader, nodes, node_sets)
+    return not reader.diagnostics
+
+
+def normal_form(document: Document) -> Document:
+    """What slurm.conf makes of ``document`` (see Writing): node names Slurm takes, equal
+    sockets, whole megabytes, GPUs grouped by type, Slurm words for features, resources and
+    labels, and ``slurm:`` data that reads back as it is."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The field paths ``normal_form`` changes in ``document``."""
+    return _normalized(document)[1]
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write(document: Document) -> WriteResult:
+    environment = normal_form(document).environment or Environment()
+    machines = list(environment.machines())
+    lines: list[str] = []
+    if environment.name is not None:
+        lines.append(f"ClusterName={_quoted(environment.name)}")
+    for pairs in environment.extras.get(CONFIG, []):
+        lines.append(" ".join(f"{key}={_quoted(value)}" for key, value in pairs))
+    gres_types = list(dict.fromkeys(
+        ["gpu"] * any(machine.gpus for machine in machines)
+        + [resource.name for machine in machines for resource in machine.resources]))
+    if gres_types:
+        lines.append("GresTypes=" + ",".join(gres_types))
+    run: list[Machine] = []
+    shape: tuple[tuple[str, str], ...] | None = None
+    for machine in machines:
+        pairs = _node_pairs(machine)
+        if shape is not None and pairs != shape:
+            lines.append(_node_line(run, shape))
+            run = []
+        shape = pairs
+        run.append(machine)
+    if run and shape is not None:
+        lines.append(_node_line(run, shape))
+    for partition in environment.extras.get(PARTITIONS, []):
+        lines.append(" ".join(f"{key}={_quoted(partition[key])}" for key in PARTITION_KEYS
+                              if key in partition))
+    return WriteResult(("\n".join(lines) + "\n").encode() if lines else b"")
+
+
+def _quoted(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace("#", "\\#")
+    return f'"{escaped}"' if not escaped or any(char.isspace() for char in escaped) \
+        else escaped
+
+
+def _node_pairs(machine: Machine) -> tuple[tuple[str, str], ...]:
+    """The NodeName keys of a machine in normal form, but its name and addresses, which the
+    line spells as hostlists: machines with equal pairs share a line."""
+    pairs: list[tuple[str, str]] = [(key, "") for key in _ADDRESS_KEYS
+                                    if PREFIX + key in machine.extras]
+    extras = machine.extras
+    if machine.cpus:
+        sockets, cores = len(machine.cpus), machine.cpus[0].cores
+        threads = extras.get(PREFIX + "ThreadsPerCore", "1")
+        boards = extras.get(PREFIX + "Boards")
+        if PREFIX + "CPUs" in extras:
+            pairs.append(("CPUs", extras[PREFIX + "CPUs"]))
+        if boards is not None:
+            pairs += [("Boards", boards), ("SocketsPerBoard", str(sockets // int(boards)))]
+        elif cores == 1 and threads == "1" and PREFIX + "CPUs" not in extras:
+            pairs.append(("CPUs", str(sockets)))  # Slurm infers one core per socket
+        if boards is not None or not (cores == 1 and threads == "1"
+                                      and PREFIX + "CPUs" not in extras):
+            if boards is None:
+                pairs.append(("Sockets", str(sockets)))
+            pairs.append(("CoresPerSocket", str(cores)))
+            if threads != "1":
+                pairs.append(("ThreadsPerCore", threads))
+    if machine.memory:
+        pairs.append(("RealMemory", str(int(machine.memory_mb))))
+    if machine.storage:
+        pairs.append(("TmpDisk", str(int(machine.storage_mb))))
+    gres = _gres_text(machine)
+    if gres:
+        pairs.append(("Gres", gres))
+    if machine.features:
+        pairs.append(("Features", ",".join(machine.features)))
+    word = machine.state_label or WORD_FOR[machine.state]
+    for key in _EXTRA_NODE_KEYS:
+        if key == "State" or key in _ADDRESS_KEYS:
+            continue
+        if key == "Reason" and word is not None:
+            pairs.append(("State", word))
+            word = None
+        if PREFIX + key in extras:
+            pairs.append((key, extras[PREFIX + key]))
+    if word is not None:
+        pairs.append(("State", word))
+    return tuple(pairs)
+
+
+def _gres_text(machine: Machine) -> str:
+    items: list[str] = []
+    counts: dict[str | None, int] = {}
+    for gpu in machine.gpus:
+        counts[gpu.model] = counts.get(gpu.model, 0) + 1
+    items += [f"gpu:{kind}:{count}" if kind else f"gpu:{count}"
+              for kind, count in counts.items()]
+    items += [f"{resource.name}:{resource.type}:{int(resource.amount)}" if resource.type
+              else f"{resource.name}:{int(resource.amount)}" for resource in machine.resources]
+    return ",".join(items)
+
+
+def _node_line(run: list[Machine], pairs: tuple[tuple[str, str], ...]) -> str:
+    names = encode_hostlist(machine.name or "" for machine in run)
+    words = [f"NodeName={names}"]
+    for key, value in pairs:
+        if key in _ADDRESS_KEYS:
+            value = encode_hostlist(machine.extras[PREFIX + key] for machine in run)
+        words.append(f"{key}={_quoted(value)}")
+    return " ".join(words)
+
+
+CODES: tuple[Code, ...] = (
+    Code("slurm.syntax", "error",
+         "A line is not Key=Value pairs (a value runs to the next blank or is double-quoted)."),
+    Code("slurm.unknown-key", "warning",
+         "A NodeName or PartitionName line has a key Slurm does not know (Slurm refuses the "
+         "file); ignored.", conformance=True),
+    Code("slurm.repeated-key", "warning",
+         "A key is given twice on one line; the last value is used.", conformance=True),
+    Code("slurm.default-address", "error",
+         "NodeName=DEFAULT sets NodeAddr, NodeHostname or BcastAddr, which Slurm refuses."),
+    Code("slurm.reserved-name", "error", "NodeName=ALL: ALL is a reserved word."),
+    Code("slurm.hostlist", "error",
+         "A hostlist is malformed, names an invalid node name or has text after its last "
+         "bracket."),
+    Code("slurm.address-count", "error",
+         "NodeAddr, NodeHostname or BcastAddr names a different number of hosts than the "
+         "line has nodes."),
+    Code("slurm.duplicate-node", "error", "A node is defined on more than one NodeName line."),
+    Code("slurm.cpus-mismatch", "warning",
+         "CPUs is neither Sockets, Sockets*CoresPerSocket nor "
+         "Sockets*CoresPerSocket*ThreadsPerCore; Slurm resets it.", conformance=True),
+    Code("slurm.cpu-topology", "warning",
+         "A CPU layout value Slurm resets: a zero, Sockets beside SocketsPerBoard, or fewer "
+         "sockets than boards.", conformance=True),
+    Code("slurm.range", "error",
+         "A number exceeds the width Slurm stores it in (CPUs 16 bits, TmpDisk 32, "
+         "RealMemory 64)."),
+    Code("slurm.gres", "error", "A Gres item is not name[:type][:no_consume][:count]."),
+    Code("slurm.gres-type", "warning",
+         "A node's Gres name is not listed in GresTypes (Slurm refuses the node).",
+         conformance=True),
+    Code("slurm.gres-flag", "warning", "A Gres no_consume flag is not kept."),
+    Code("slurm.too-large", "error", "More GPUs on one node than dcx models one by one."),
+    Code("slurm.partition-node", "error",
+         "A partition names a node that no NodeName line defines."),
+    Code("slurm.duplicate-partition", "error", "A partition is defined twice."),
+    Code("slurm.include", "warning",
+         "An Include line names another file, which dcx does not read."),
+    *text_codes("slurm", "slurm.conf"),
+)
+
+
+FORMAT = FormatDeclaration(
+    name="slurm",
+    title="Slurm node configuration (slurm.conf)",
+    family="slurm",
+    kind="topology",
+    extensions=(".conf",),
+    content=frozenset({"text"}),
+    schema=SCHEMA,
+    description=("NodeName and PartitionName lines of slurm.conf: hostlists, sockets, cores, "
+                 "memory, GRES, features, states, partitions."),
+    own_extras=frozenset({"environment.extras", "machine.extras"}),
+    holds=HOLDS,
+    requires=REQUIRES,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    codes=CODES,
+)

@@ -1,0 +1,395 @@
+"""Slurm node configuration (slurm.conf): grammar, hostlists, checks, model mapping, round trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dcx.converters.losses import conversion_losses
+from dcx.converters.registry import FORMATS, detect
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    MachineState,
+    NamedResource,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+from dcx.core.restrict import restrict
+from dcx.formats import slurm
+from tests.strategies import Domain, documents
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "slurm" / "cluster.conf"
+
+
+def _read(text: str) -> slurm.ReadResult:
+    return slurm.read(text.encode())
+
+
+def _codes(text: str) -> list[tuple[str, int | None, int | None]]:
+    return [(d.code, d.line, d.column) for d in _read(text).diagnostics]
+
+
+def _machines(text: str) -> list[Machine]:
+    result = _read(text)
+    assert result.ok, [d.render() for d in result.diagnostics]
+    assert result.document is not None and result.document.environment is not None
+    return list(result.document.environment.machines())
+
+
+# ------------------------------------------------------------------------------ example
+
+
+def test_the_example_reads_without_a_diagnostic_and_writes_back_the_same_model() -> None:
+    result = slurm.read(EXAMPLE.read_bytes())
+    assert result.ok and result.diagnostics == ()
+    assert result.document is not None and result.document.environment is not None
+    environment = result.document.environment
+    machines = list(environment.machines())
+    assert [m.name for m in machines] == [
+        "cn001", "cn002", "cn003", "cn004", "cn005", "cn006", "gpu01", "gpu02", "bigmem01"]
+    assert environment.name == "ridge"
+    cn001, gpu01, bigmem = machines[0], machines[6], machines[8]
+    assert cn001.cpus == (ProcessingUnit(cores=16),) * 2
+    assert cn001.memory == (StorageUnit(capacity_mb=192000.0),)
+    assert cn001.storage == (StorageUnit(capacity_mb=400000.0),)
+    assert cn001.features == ("ib", "cpu2400mhz")
+    assert cn001.extras == {"slurm:ThreadsPerCore": "2", "slurm:Weight": "10",
+                            "slurm:NodeAddr": "10.1.1.1"}
+    assert machines[4].state is MachineState.MAINTENANCE
+    assert machines[4].extras["slurm:Reason"] == "DIMM errors, waiting for repair"
+    assert gpu01.gpus == (ProcessingUnit(cores=1, model="a100"),) * 4
+    assert gpu01.cpus == (ProcessingUnit(cores=24),) * 2  # the DEFAULT line's Sockets
+    assert bigmem.cpus == (ProcessingUnit(cores=18),) * 4 and bigmem.extras == {
+        "slurm:Boards": "2"}
+    partitions = environment.extras["slurm:partitions"]
+    assert [p["PartitionName"] for p in partitions] == ["batch", "gpu", "debug"]
+    assert partitions[0]["MaxTime"] == "2-00:00:00"  # from PartitionName=DEFAULT
+    assert partitions[1]["MaxTime"] == "1-00:00:00"
+    written = slurm.write(result.document)
+    again = slurm.read(written.data)
+    assert again.diagnostics == () and again.document == result.document
+    assert b"NodeName=cn[001-004] NodeAddr=10.1.1.[1-4] " in written.data
+
+
+def test_sniffing_claims_slurm_conf_and_no_other_text_format_claims_it() -> None:
+    data = EXAMPLE.read_bytes()
+    assert slurm.sniff(data)
+    claimed = [spec.name for spec in FORMATS if "text" in spec.content and spec.sniff(data)]
+    assert claimed == ["slurm"]
+    assert detect(data, str(EXAMPLE)) is slurm.FORMAT
+    for other in ("swf/small-cluster.swf", "gwf/grid-archive.gwf", "gwf/montage-workflow.gwf",
+                  "haizea/legacy-text.lwf"):
+        assert not slurm.sniff((REPO / "examples" / other).read_bytes()), other
+    assert not slurm.sniff(b"# just a comment\n")
+    assert not slurm.sniff(b"server {\n  listen 80;\n}\n")
+    assert not slurm.sniff(b"Key=value\nOther=1\n")  # key=value, but nothing Slurm's
+
+
+# ------------------------------------------------------------------------------ grammar
+
+
+def test_keys_are_case_insensitive_and_comments_continuations_and_escapes_follow_slurm() -> None:
+    text = ("nodename=n[1-2] cpus=4 \\\n"
+            "   realmemory=1024   # a comment\n"
+            "NodeName=x1 Features=a,c Reason = \"two \\#words\"\n")
+    first, _, third = _machines(text)
+    assert first.cpus == (ProcessingUnit(cores=1),) * 4  # CPUs alone: one core per socket
+    assert first.memory == (StorageUnit(capacity_mb=1024.0),)
+    assert third.features == ("a", "c")
+    assert third.extras == {"slurm:Reason": "two #words"}
+
+
+def test_defaults_accumulate_and_apply_to_later_lines_only() -> None:
+    text = ("NodeName=a1 CPUs=2\n"
+            "NodeName=DEFAULT RealMemory=100\n"
+            "NodeName=DEFAULT Features=x\n"
+            "NodeName=b1\n"
+            "NodeName=c1 RealMemory=200\n")
+    a1, b1, c1 = _machines(text)
+    assert a1.memory == () and a1.features == ()
+    assert b1.memory == (StorageUnit(capacity_mb=100.0),) and b1.features == ("x",)
+    assert c1.memory == (StorageUnit(capacity_mb=200.0),) and c1.features == ("x",)
+
+
+def test_a_line_that_is_not_key_value_pairs_is_an_error_at_its_column() -> None:
+    assert _codes("NodeName=a1 CPUs\n") == [("slurm.syntax", 1, 13)]
+
+
+def test_unknown_and_repeated_keys_are_conformance_warnings_at_their_column() -> None:
+    codes = _codes("NodeName=a1 Colour=red CPUs=2 CPUs=4\n")
+    assert codes == [("slurm.unknown-key", 1, 13), ("slurm.repeated-key", 1, 36)]
+    declared = {code.code: code for code in slurm.CODES}
+    assert declared["slurm.unknown-key"].conformance
+    assert _machines("NodeName=a1 CPUs=2 CPUs=4\n")[0].cpus == (ProcessingUnit(cores=1),) * 4
+
+
+# ------------------------------------------------------------------------------ hostlists
+
+
+def test_hostlists_keep_padding_and_expand_several_brackets_as_a_product() -> None:
+    assert slurm.expand_hostlist("n[001-003],x[8-10]") == [
+        "n001", "n002", "n003", "x8", "x9", "x10"]
+    assert slurm.expand_hostlist("rack[0-1]-node[01-02]") == [
+        "rack0-node01", "rack0-node02", "rack1-node01", "rack1-node02"]
+    names = [m.name for m in _machines("NodeName=rack[0-1]-n[1-2] CPUs=1\n")]
+    assert names == ["rack0-n1", "rack0-n2", "rack1-n1", "rack1-n2"]
+
+
+def test_bad_hostlists_are_errors_at_the_faulty_character() -> None:
+    assert _codes("NodeName=n[1-2].ib\n") == [("slurm.hostlist", 1, 16)]
+    assert _codes("NodeName=n[3-1]\n") == [("slurm.hostlist", 1, 12)]
+    assert _codes("NodeName=n[1-2\n") == [("slurm.hostlist", 1, 11)]
+    assert _codes("NodeName=ALL\n") == [("slurm.reserved-name", 1, 10)]
+
+
+def test_the_writer_spells_hosts_with_a_suffix_one_by_one() -> None:
+    assert slurm.encode_hostlist(["n1.ib", "n2.ib", "c01", "c02"]) == "n1.ib,n2.ib,c[01-02]"
+    assert slurm.expand_hostlist(slurm.encode_hostlist(["n9", "n10", "n010"])) == [
+        "n9", "n10", "n010"]
+
+
+def test_addresses_map_one_to_one_and_are_refused_on_default_lines() -> None:
+    machines = _machines("NodeName=n[1-2] NodeAddr=10.0.0.[7-8] NodeHostname=h1,h2\n")
+    assert [m.extras for m in machines] == [
+        {"slurm:NodeAddr": "10.0.0.7", "slurm:NodeHostname": "h1"},
+        {"slurm:NodeAddr": "10.0.0.8", "slurm:NodeHostname": "h2"}]
+    assert _codes("NodeName=n[1-2] NodeAddr=a1\n") == [("slurm.address-count", 1, 26)]
+    assert _codes("NodeName=DEFAULT NodeAddr=a1\n") == [("slurm.default-address", 1, 27)]
+
+
+def test_duplicate_nodes_and_partitions_are_errors() -> None:
+    assert _codes("NodeName=n[1-2]\nNodeName=n2\n") == [("slurm.duplicate-node", 2, 10)]
+    text = "NodeName=n1\nPartitionName=p Nodes=n1\nPartitionName=p Nodes=n1\n"
+    assert _codes(text) == [("slurm.duplicate-partition", 3, 15)]
+
+
+# ------------------------------------------------------------------------------ values
+
+
+def test_cpus_slurm_would_reset_are_warned_and_the_full_product_is_used() -> None:
+    text = "NodeName=n1 CPUs=10 Sockets=2 CoresPerSocket=4 ThreadsPerCore=2\n"
+    assert _codes(text) == [("slurm.cpus-mismatch", 1, 18)]
+    (machine,) = _machines(text)
+    assert machine.cpus == (ProcessingUnit(cores=4),) * 2
+    assert machine.extras == {"slurm:ThreadsPerCore": "2"}
+    (kept,) = _machines("NodeName=n1 CPUs=8 Sockets=2 CoresPerSocket=4 ThreadsPerCore=2\n")
+    assert kept.extras == {"slurm:ThreadsPerCore": "2", "slurm:CPUs": "8"}
+    assert _codes("NodeName=n1 CoresPerSocket=0\n") == [("slurm.cpu-topology", 1, 28)]
+
+
+def test_bad_memory_values_are_errors_at_the_value() -> None:
+    (diagnostic,) = _read("NodeName=n1 RealMemory=64G\n").diagnostics
+    assert (diagnostic.code, diagnostic.line, diagnostic.column) == ("schema.pattern", 1, 24)
+    assert "RealMemory is '64G'" in diagnostic.message and "megabytes" in diagnostic.message
+    assert diagnostic.pointer == "/lines/1/RealMemory"
+    assert _codes("NodeName=n1 TmpDisk=4294967296\n") == [("slurm.range", 1, 21)]
+    assert _codes("NodeName=n1 State=idle\n")[0][0] == "schema.enum"
+
+
+def test_gres_become_gpus_and_named_resources() -> None:
+    text = ("GresTypes=gpu,mps,bandwidth\n"
+            "NodeName=n1 Gres=gpu:v100:2,gpu:a100:1,mps:4K,bandwidth:lustre:1G\n")
+    (machine,) = _machines(text)
+    assert machine.gpus == (ProcessingUnit(cores=1, model="v100"),) * 2 + (
+        ProcessingUnit(cores=1, model="a100"),)
+    assert machine.resources == (NamedResource(name="mps", amount=4096.0),
+                                 NamedResource(name="bandwidth", amount=2.0**30,
+                                               type="lustre"))
+    assert _codes("NodeName=n1 Gres=gpu:2\n") == [("slurm.gres-type", 1, 18)]
+    assert _codes("GresTypes=gpu\nNodeName=n1 Gres=gpu:a:b:2\n") == [("slurm.gres", 2, 18)]
+
+
+def test_states_map_onto_the_model_and_keep_their_word() -> None:
+    text = "".join(f"NodeName=n{i} State={word}\n" for i, word in enumerate(
+        ["UNKNOWN", "down", "FAIL", "DRAIN", "FAILING", "FUTURE", "CLOUD"]))
+    text += "NodeName=n9\n"
+    got = [(m.state, m.state_label) for m in _machines(text)]
+    assert got == [(MachineState.ACTIVE, "UNKNOWN"), (MachineState.FAILURE, None),
+                   (MachineState.FAILURE, "FAIL"), (MachineState.MAINTENANCE, None),
+                   (MachineState.MAINTENANCE, "FAILING"), (MachineState.HALT, None),
+                   (MachineState.HALT, "CLOUD"), (MachineState.ACTIVE, None)]
+
+
+def test_partitions_name_defined_nodes_node_sets_or_all() -> None:
+    text = ("NodeSet=fat Feature=bigmem\nNodeName=n[1-2]\n"
+            "PartitionName=a Nodes=ALL\nPartitionName=b Nodes=fat,n1\n"
+            "PartitionName=c Nodes=n[2-3]\n")
+    assert _codes(text) == [("slurm.partition-node", 5, 23)]
+
+
+def test_other_lines_are_kept_and_include_is_not_followed() -> None:
+    result = _read("ClusterName=c1\nInclude /etc/slurm/nodes.conf\nSlurmUser=slurm\n")
+    assert [d.code for d in result.diagnostics] == ["slurm.syntax"]
+    result = _read("ClusterName=c1\nInclude=nodes.conf\nSlurmUser=slurm\nNodeName=n1\n")
+    assert [d.code for d in result.diagnostics] == ["slurm.include"]
+    assert result.document is not None and result.document.environment is not None
+    assert result.document.environment.extras["slurm:config"] == [
+        [["Include", "nodes.conf"]], [["SlurmUser", "slurm"]]]
+    assert b"Include" not in slurm.write(result.document).data  # not written back
+
+
+def test_invalid_utf8_is_an_error_not_a_traceback() -> None:
+    assert [d.code for d in slurm.read(b"NodeName=n\xff1\n").diagnostics] == ["slurm.encoding"]
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def _environment(*machines: Machine, **extras: object) -> Document:
+    rack = Rack(slots=machines)
+    return Document(environment=Environment(
+        datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=dict(extras)))
+
+
+def test_identical_consecutive_nodes_share_one_line_and_order_is_kept() -> None:
+    def node(name: str, cores: int) -> Machine:
+        return Machine(name=name, cpus=(ProcessingUnit(cores=cores),) * 2)
+
+    document = _environment(node("a1", 4), node("a2", 4), node("b1", 8), node("a3", 4))
+    text = slurm.write(document).data.decode()
+    assert text.splitlines() == [
+        "NodeName=a[1-2] Sockets=2 CoresPerSocket=4",
+        "NodeName=b1 Sockets=2 CoresPerSocket=8",
+        "NodeName=a3 Sockets=2 CoresPerSocket=4"]
+    assert slurm.read(text.encode()).document == document
+
+
+def test_the_normal_form_names_machines_and_reports_what_it_changes() -> None:
+    document = _environment(
+        Machine(id=7, cpus=(ProcessingUnit(cores=2), ProcessingUnit(cores=6))),
+        Machine(name="has space", memory=(StorageUnit(capacity_mb=1.5),),
+                gpus=(ProcessingUnit(cores=1, manufacturer="NVIDIA", model="V100"),)),
+        Machine(name="7", features=("ok", "not ok")),
+    )
+    normal = slurm.normal_form(document)
+    assert normal.environment is not None
+    names = [m.name for m in normal.environment.machines()]
+    assert names == ["7", "node2", "node3"]
+    assert slurm.normal_form_losses(document) == {
+        "machine.name", "machine.cpus.sockets", "machine.memory", "gpu.vendor",
+        "machine.features"}
+    losses = {loss.field for loss in conversion_losses(document, slurm.FORMAT)}
+    assert {"machine.name", "machine.memory", "gpu.vendor"} <= losses
+    written = slurm.write(document)
+    assert slurm.read(written.data).ok
+
+
+def test_partitions_naming_nodes_that_are_gone_are_left_out() -> None:
+    document = _environment(
+        Machine(name="n1"),
+        **{"slurm:partitions": [{"PartitionName": "p", "Nodes": "n[1-2]"},
+                                {"PartitionName": "q", "Nodes": "n1", "State": "UP"}]})
+    normal = slurm.normal_form(document)
+    assert normal.environment is not None
+    assert normal.environment.extras["slurm:partitions"] == [
+        {"PartitionName": "q", "Nodes": "n1", "State": "UP"}]
+    assert "environment.extras" in slurm.normal_form_losses(document)
+
+
+# ------------------------------------------------------------------------------ round trips
+
+_NAMES = st.builds(lambda prefix, number, width: prefix + str(number).zfill(width),
+                   st.sampled_from(["cn", "gpu", "node-", "r1n", "x.y"]),
+                   st.integers(0, 300), st.integers(1, 3))
+_WORDS = st.text(alphabet="abcdefxyz0123_-.", min_size=1, max_size=6)
+
+
+@st.composite
+def slurm_environments(draw: st.DrawFn) -> Environment:
+    """Environments slurm.conf holds exactly: unique node names, equal sockets, whole
+    megabytes, GPUs grouped by type, Slurm words everywhere."""
+    names = draw(st.lists(_NAMES, unique=True, max_size=10))
+    shapes = draw(st.lists(st.integers(0, 3), min_size=1, max_size=3))
+    machines: list[Machine] = []
+    for name in names:
+        shape = draw(st.sampled_from(shapes))
+        sockets = draw(st.integers(0, 4)) if shape else 0
+        cores = draw(st.integers(1, 64))
+        types: list[str | None] = draw(st.sampled_from([[None], ["a100"], ["a100", "v100"]]))
+        gpus = tuple(ProcessingUnit(cores=1, model=kind) for kind in types
+                     for _ in range(draw(st.integers(0, 2))))
+        state = draw(st.sampled_from(MachineState))
+        labels = [word for word, of in slurm.STATE_OF.items()
+                  if of is state and word != slurm.WORD_FOR[state]]
+        extras: dict[str, object] = {}
+        if sockets and draw(st.booleans()):
+            extras["slurm:ThreadsPerCore"] = "2"
+        if draw(st.booleans()):
+            extras["slurm:Weight"] = str(draw(st.integers(0, 100)))
+        if draw(st.booleans()):
+            extras["slurm:NodeAddr"] = f"10.0.{draw(st.integers(0, 9))}.{len(machines)}"
+        if draw(st.booleans()):
+            extras["slurm:Reason"] = draw(st.sampled_from(["bad fan", "x#y", "a\\b"]))
+        machines.append(Machine(
+            name=name, state=state, state_label=draw(st.sampled_from([None, *labels])),
+            cpus=(ProcessingUnit(cores=cores),) * sockets, gpus=gpus,
+            memory=(StorageUnit(capacity_mb=float(draw(st.integers(0, 10**7)))),)
+            if draw(st.booleans()) else (),
+            storage=(StorageUnit(capacity_mb=float(draw(st.integers(0, 10**6)))),)
+            if draw(st.booleans()) else (),
+            features=tuple(draw(st.lists(_WORDS, max_size=3))),
+            resources=tuple(NamedResource(name=gres, amount=float(draw(st.integers(0, 10**6))))
+                            for gres in draw(st.lists(st.sampled_from(["mps", "nic"]),
+                                                      unique=True))),
+            extras=extras))
+    own: dict[str, object] = {}
+    partitioned: bool = draw(st.booleans())
+    if machines and partitioned:
+        own["slurm:partitions"] = [
+            {"PartitionName": "all", "Nodes": "ALL", "Default": "YES"},
+            {"PartitionName": "first", "Nodes": slurm.encode_hostlist(
+                [m.name for m in machines[:2] if m.name]), "MaxTime": "1-00:00:00"}]
+    if draw(st.booleans()):
+        own["slurm:config"] = [[["SlurmctldHost", "head"]], [["SchedulerType",
+                                                                "sched/backfill"]]]
+    rack = Rack(slots=tuple(machines))
+    return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),),
+                       name=draw(st.sampled_from([None, "ridge", "c-1"])), extras=own)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(slurm_environments())
+def test_model_to_slurm_to_model_is_identity(environment: Environment) -> None:
+    document = Document(environment=environment)
+    assert conversion_losses(document, slurm.FORMAT) == ()
+    written = slurm.write(document)
+    result = slurm.read(written.data)
+    assert result.diagnostics == (), [d.render() for d in result.diagnostics]
+    assert result.document == document
+    assert slurm.write(result.document).data == written.data
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(Domain(holds=slurm.HOLDS, own_prefix="slurm")))
+def test_any_document_reads_back_as_its_normal_form_without_a_warning(
+        document: Document) -> None:
+    written = slurm.write(document)
+    result = slurm.read(written.data)
+    assert result.diagnostics == (), [d.render() for d in result.diagnostics]
+    expected = restrict(slurm.normal_form(document), slurm.HOLDS, "slurm")
+    if expected.environment is None:
+        return
+    assert result.document is not None
+    assert result.document.environment == expected.environment
+
+
+@pytest.mark.parametrize("example", ["environment/small-cluster.json", "flux/2node.R.json",
+                                     "sss/cluster.xml"])
+def test_seed_examples_convert_to_slurm_and_read_back(example: str) -> None:
+    data = (REPO / "examples" / example).read_bytes()
+    source = detect(data, example)
+    assert source is not None
+    document = source.read(data).document
+    assert document is not None
+    written = slurm.write(document)
+    result = slurm.read(written.data)
+    assert result.ok and result.diagnostics == ()
