@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from dcx.scheduler import cli as scheduler_cli  # light: imports the engine only in run()
 
-    scheduler_cli.add_parser(commands)
+    _verbosity_options(scheduler_cli.add_parser(commands))
     from dcx.experiments import cli as experiment_cli  # light: Dask and pyarrow load in run()
 
     experiment_cli.add_parser(commands)

@@ -129,8 +129,7 @@ def schema_diagnostics(
     truncated = len(errors) > MAX_SCHEMA_ERRORS
     errors = sorted(errors[:MAX_SCHEMA_ERRORS], key=_error_rank)
     found: list[Diagnostic] = []
-    for item in errors:
-        detail = _deepest(item)
+    for detail in (detail for item in errors for detail in _specific(item)):
         pointer = base_pointer + pointer_from_path(detail.absolute_path)
         code = SCHEMA_KEYWORD_CODES.get(str(detail.validator), UNLISTED_KEYWORD_CODE)
         found.append(error(_message(detail), code, pointer=pointer))
@@ -144,20 +143,25 @@ def _error_rank(item: jsonschema.ValidationError) -> tuple[int, ...]:
     return (*(len(item.absolute_path),),)
 
 
-def _deepest(item: jsonschema.ValidationError) -> jsonschema.ValidationError:
-    """For oneOf/anyOf failures, the most specific sub-error (check-jsonschema's
-    "best deep match"), falling back to the error itself."""
+def _specific(item: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """For a oneOf/anyOf failure, every error of the branch the author meant (check-jsonschema's
+    "best deep match" picks the branch; all of its errors are kept, so two bad values in one
+    machine are two diagnostics); the error itself when no branch says more."""
     import jsonschema
 
-    if item.context:
-        # The branch that got furthest into the instance is the one the author meant
-        # (a machine with a bad core count, not "extra keys for an EMPTY slot").
-        depth = max(len(sub.absolute_path) for sub in item.context)
-        deepest = [sub for sub in item.context if len(sub.absolute_path) == depth]
-        best = jsonschema.exceptions.best_match(deepest)
-        if best is not None and len(best.absolute_path) >= len(item.absolute_path):
-            return _deepest(best)
-    return item
+    if not item.context:
+        return [item]
+    # The branch that got furthest into the instance is the one the author meant
+    # (a machine with a bad core count, not "extra keys for an EMPTY slot").
+    depth = max(len(sub.absolute_path) for sub in item.context)
+    best = jsonschema.exceptions.best_match(
+        sub for sub in item.context if len(sub.absolute_path) == depth)
+    if best is None or len(best.absolute_path) < len(item.absolute_path):
+        return [item]
+    branch = best.relative_schema_path[0] if best.relative_schema_path else None
+    chosen = [sub for sub in item.context
+              if (sub.relative_schema_path[0] if sub.relative_schema_path else None) == branch]
+    return [found for sub in chosen for found in _specific(sub)]
 
 
 def _message(item: jsonschema.ValidationError) -> str:

@@ -30,8 +30,9 @@ TIME_MODELS = ("sc18", "event")  # dcx.scheduler.engine.TIME_MODELS; a test keep
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
-def add_parser(subparsers: Any) -> None:
-    """Add the ``schedule`` subcommand to an argparse subparsers object."""
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``schedule`` subcommand to an argparse subparsers object (the caller adds the
+    ``-q``/``-v`` options every subcommand shares)."""
     parser = subparsers.add_parser(
         "schedule",
         help="run the SC18 reference scheduler over a workload",
@@ -44,10 +45,10 @@ def add_parser(subparsers: Any) -> None:
         "slowdown and utilisation. Any workload and topology format dcx reads is accepted.",
     )
     parser.add_argument("workload", metavar="WORKLOAD", help="workload file (GWF, SWF, "
-                        "osp-workload JSON, Haizea LWF, …)")
+                        "osp-workload JSON, Haizea LWF, …); '-' for stdin")
     parser.add_argument("--env", metavar="ENVIRONMENT", help="topology file (environment "
-                        "JSON, OpenDC setup.json, …); optional when WORKLOAD has machines "
-                        "(a Haizea site, an SWF MaxProcs/MaxNodes header)")
+                        "JSON, OpenDC setup.json, …; '-' for stdin); optional when WORKLOAD "
+                        "has machines (a Haizea site, an SWF MaxProcs/MaxNodes header)")
     parser.add_argument("--policy", metavar="NAME[,NAME…]",
                         help="comma-separated schedulers: SRTF-BESTFIT (SC18), FCFS, "
                         "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, … (default SRTF-BESTFIT "
@@ -64,6 +65,7 @@ def add_parser(subparsers: Any) -> None:
                         "summary JSON and SVG plots here")
     parser.add_argument("--output", dest="output_mode", choices=["text", "json"],
                         default="text", help="text: a table; json: one JSON object")
+    return parser
 
 
 def _policies(text: str | None, files: list[str]) -> list[Policy]:
@@ -261,10 +263,31 @@ def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> 
     return True
 
 
+def display_name(path: str) -> str:
+    """How messages name an input: ``<stdin>`` for ``-``."""
+    return "<stdin>" if path == "-" else path
+
+
+def _run_all(problem: Any, policies: list[Policy], args: argparse.Namespace,
+             quiet: bool) -> list[Run]:
+    """Each policy over the problem, with a progress bar on a terminal when there are several."""
+    from dcx.converters.progress import Progress
+    from dcx.scheduler.runs import run_policy
+
+    runs: list[Run] = []
+    with Progress(len(policies), f"scheduling with {policies[0].name}",
+                  enabled=len(policies) > 1 and not quiet and args.output_mode == "text"
+                  ) as progress:
+        for index, policy in enumerate(policies):
+            runs.append(run_policy(problem, policy, args.time_model, args.seed))
+            following = policies[index + 1].name if index + 1 < len(policies) else "done"
+            progress.advance(f"scheduling with {following}")
+    return runs
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every run completed, 1 for unschedulable input, 2 for usage errors."""
     from dcx.scheduler.loading import load_problem
-    from dcx.scheduler.runs import run_policy
 
     try:
         policies = _policies(args.policy, args.scheduler)
@@ -276,9 +299,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"dcx schedule: error: {', '.join(reserving)} run(s) under the event time "
               "model only; leave out --time-model sc18", file=sys.stderr)
         return EXIT_USAGE
+    if args.workload == "-" and args.env == "-":
+        print("dcx schedule: error: only one of WORKLOAD and --env can be '-' (stdin)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    quiet, verbose = bool(getattr(args, "quiet", False)), int(getattr(args, "verbose", 0) or 0)
     loaded = load_problem(Path(args.workload), Path(args.env) if args.env else None)
+    if verbose and loaded.workload_format:
+        where = (f" with the machines of {display_name(args.env)} ({loaded.environment_format})"
+                 if args.env else "")
+        print(f"{display_name(args.workload)}: read as {loaded.workload_format}{where}",
+              file=sys.stderr)
     for diagnostic in loaded.diagnostics:
-        print(diagnostic.render(), file=sys.stderr)
+        if diagnostic.is_error or not quiet:
+            print(diagnostic.render(), file=sys.stderr)
     if not loaded.ok or loaded.problem is None:
         if not loaded.diagnostics:
             print(f"{args.workload}: error: cannot be scheduled", file=sys.stderr)
@@ -288,11 +322,11 @@ def run(args: argparse.Namespace) -> int:
     if not _say_what_stands_in(loaded.problem, policies, args.workload):
         return EXIT_USAGE
 
-    runs = [run_policy(loaded.problem, policy, args.time_model, args.seed)
-            for policy in policies]
+    runs = _run_all(loaded.problem, policies, args, quiet)
     if args.out:
         try:
-            write_outputs(Path(args.out), runs, Path(args.workload).name)
+            write_outputs(Path(args.out), runs, display_name(args.workload).strip("<>")
+                          if args.workload == "-" else Path(args.workload).name)
         except OSError as exc:
             print(f"dcx schedule: error: cannot write to {args.out}: "
                   f"{exc.strerror or exc}", file=sys.stderr)

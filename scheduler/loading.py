@@ -6,12 +6,14 @@ scheduler itself parses nothing. Every problem comes back as a located diagnosti
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from dcx.converters.convert import read_any
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.limits import LIMITS
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -76,18 +78,37 @@ def read_document(
     return name, document, diagnostics
 
 
+STDIN_LABEL = "<stdin>"
+
+
+def _label(path: Path) -> str:
+    return STDIN_LABEL if str(path) == "-" else str(path)
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A file's bytes; ``-`` is standard input (read to one byte past the size limit)."""
+    if str(path) == "-":
+        return sys.stdin.buffer.read(LIMITS.max_input_bytes + 1)
+    return path.read_bytes()
+
+
 def read_located(
     path: Path, format_name: str | None = None
 ) -> tuple[str | None, Document | None, list[Diagnostic], dict[str, tuple[int, int | None]]]:
     """``read_document`` plus the reader's source map (model pointer to line)."""
+    label = _label(path)
     try:
-        data = path.read_bytes()
+        data = _read_bytes(path)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return None, None, [error(f"cannot read file: {reason}", "schedule.unreadable").at(
-            str(path))], {}
-    spec, result = read_any(data, str(path), format_name)
-    diagnostics = [d.at(str(path)) for d in result.diagnostics]
+            label)], {}
+    if len(data) > LIMITS.max_input_bytes:
+        return None, None, [error(
+            f"input is larger than the limit of {LIMITS.max_input_bytes:,} bytes",
+            "input.too-large").at(label)], {}
+    spec, result = read_any(data, "" if label == STDIN_LABEL else label, format_name)
+    diagnostics = [d.at(label) for d in result.diagnostics]
     name = spec.name if spec else None
     if any(d.is_error for d in diagnostics):
         return name, None, diagnostics, {}
@@ -109,7 +130,7 @@ def load_problem(
     if workload_doc is not None and workload is None:
         diagnostics.append(error(
             f"{workload_name} file holds no workload (it is a topology; pass it with --env)",
-            "schedule.not-a-workload").at(str(workload_path)))
+            "schedule.not-a-workload").at(_label(workload_path)))
 
     environment: Environment | None = None
     environment_name: str | None = None
@@ -122,7 +143,7 @@ def load_problem(
             if environment is None:
                 diagnostics.append(error(
                     f"{environment_name} file holds no environment (machines)",
-                    "schedule.not-an-environment").at(str(environment_path)))
+                    "schedule.not-an-environment").at(_label(environment_path)))
     elif workload_doc is not None:
         environment = workload_doc.environment
         environment_name = workload_name
@@ -133,18 +154,18 @@ def load_problem(
             diagnostics.append(warning(
                 f"no --env given: scheduling on the workload's own machine, {size} "
                 f"single-core machine(s) from its {key} header",
-                "schedule.header-topology").at(str(workload_path)))
+                "schedule.header-topology").at(_label(workload_path)))
         elif environment is None and workload is not None:
             diagnostics.append(error(
                 "the workload file has no machines of its own; give an environment with --env",
-                "schedule.no-environment").at(str(workload_path)))
+                "schedule.no-environment").at(_label(workload_path)))
 
     if workload is None or environment is None or any(d.is_error for d in diagnostics):
         return Loaded(None, tuple(diagnostics), workload_name, environment_name)
     compiled = compile_problem(workload, environment, source_map)
-    environment_file = str(environment_path or workload_path)
+    environment_file = _label(environment_path or workload_path)
     diagnostics.extend(
-        d.at(environment_file if d.code in ENVIRONMENT_CODES else str(workload_path))
+        d.at(environment_file if d.code in ENVIRONMENT_CODES else _label(workload_path))
         for d in compiled.diagnostics
     )
     return Loaded(compiled.problem, tuple(diagnostics), workload_name, environment_name)

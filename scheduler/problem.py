@@ -547,8 +547,9 @@ def _memory_not_enforced(requested: _Requested, located: list[_Located]) -> Diag
     others = requested.memory_tasks - 1
     who = first.label + (f" and {others} other task(s)" if others else "")
     return warning(
-        f"{who} request memory, but no machine of the environment declares memory: "
-        "memory is not scheduled (cores and any other requested resource still are)",
+        f"{who} {'ask' if others else 'asks'} for memory, but no machine of the environment "
+        "declares memory: memory is not scheduled (cores and any other requested resource "
+        "still are)",
         "schedule.memory-not-enforced",
         pointer=first.pointer,
         line=first.line,

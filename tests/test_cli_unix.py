@@ -432,4 +432,63 @@ def test_shell_completion_offers_format_names() -> None:
         env={**os.environ, "_ARGCOMPLETE": "1", "_ARGCOMPLETE_IFS": " ", "COMP_LINE": line,
              "COMP_POINT": str(len(line)), "_ARGCOMPLETE_STDOUT_FILENAME": "/dev/stdout"})
     assert done.returncode == 0, text(done)
-    assert set(done.stdout.decode().split()) == {"sss", "swf"}
+    from dcx.converters.registry import NAMES
+
+    assert set(done.stdout.decode().split()) == {name for name in NAMES if name.startswith("s")}
+
+
+# ------------------------------------------------------------------------------ schedule
+
+
+def test_schedule_reads_the_workload_from_stdin() -> None:
+    done = dcx("schedule", "-", "--policy", "FCFS", stdin=SWF.read_bytes())
+    assert done.returncode == 0, text(done)
+    assert done.stdout.decode().splitlines()[1].startswith("FCFS ")
+    assert done.stderr.decode().startswith("<stdin>: warning: /: no --env given")
+
+
+def test_schedule_reads_the_environment_from_stdin() -> None:
+    grid = EXAMPLES / "gwf" / "grid-archive.gwf"
+    done = dcx("schedule", grid, "--env", "-", "-v", stdin=CLUSTER.read_bytes())
+    assert done.returncode == 0, text(done)
+    assert done.stderr.decode().splitlines()[0] == (
+        f"{grid}: read as gwf with the machines of <stdin> (environment)")
+
+
+def test_schedule_takes_one_stdin_only() -> None:
+    done = dcx("schedule", "-", "--env", "-", stdin=b"")
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        "dcx schedule: error: only one of WORKLOAD and --env can be '-' (stdin)\n")
+
+
+def test_schedule_quiet_keeps_errors_only() -> None:
+    loud = dcx("schedule", SWF, "--policy", "FCFS")
+    quiet = dcx("schedule", SWF, "--policy", "FCFS", "-q")
+    assert loud.returncode == quiet.returncode == 0
+    assert b"warning" in loud.stderr and quiet.stderr == b""
+    assert quiet.stdout == loud.stdout
+
+
+def test_schedule_shows_progress_over_several_schedulers_on_a_terminal() -> None:
+    argv = [*dcx_command(), "schedule", str(SWF), "--policy", "FCFS,FCFS-EASY,SJF-EASY"]
+    code, terminal = _run_with_pty_stderr(argv)
+    assert code == 0, terminal.decode(errors="replace")
+    assert b"\x1b[" in terminal
+    assert b"\x1b" not in dcx(*argv[len(dcx_command()):]).stderr
+
+
+def test_two_errors_in_one_definition_are_two_diagnostics(tmp_path: Path) -> None:
+    lines = CLUSTER.read_text().splitlines(keepends=True)
+    first, second = [n for n, line in enumerate(lines) if '"cores": 8' in line][:2]
+    lines[first] = lines[first].replace('"clock-rate": 2400000000', '"clock-rate": "fast"')
+    lines[second] = lines[second].replace('"cores": 8', '"cores": "eight"')
+    path = tmp_path / "two-bad-values.json"
+    path.write_text("".join(lines))
+    done = dcx("validate", path)
+    assert done.returncode == 1
+    found = done.stderr.decode().splitlines()
+    assert [line.split(": error: ")[1].split(":")[0] for line in found] == [
+        "/definitions/machines/compute/cpus/0/clock-rate",
+        "/definitions/machines/compute/cpus/1/cores"]
+    assert [line.split(":")[1] for line in found] == [str(first + 1), str(second + 1)]
