@@ -1,0 +1,733 @@
+"""Batsim JSON workload: the job input of Batsim (oar-team/batsim), the SimGrid-based
+batch-scheduler simulator. One JSON object: ``nb_res`` (how many hosts the workload was made
+for), ``jobs`` (each naming a profile) and ``profiles`` (what a job does when it runs; many jobs
+may share one). There is no upstream schema: loading in Batsim is the test, so the checks here
+follow its loader (v4.2.1, the last release, and v5.0.0-rc2, the head);
+``schemas/batsim.schema.json`` holds what JSON Schema can say.
+
+Model mapping
+-------------
+
+One Batsim job is one :class:`Task` in a :class:`Job` of its own with the same id.
+
+=======================  ======================================================================
+Batsim                   model
+=======================  ======================================================================
+``id``                   ``Task.id``: a JSON integer stays an ``int``, a string a ``str``
+``subtime``              ``submit_time_s`` (seconds after the simulation starts)
+``walltime``             ``requested_time_s``; absent (or 4.x's ``-1``) is ``None``
+``res``                  ``request.nodes``: a Batsim resource is a host, so cores per node are
+                         not held (they become 1, a ``task.request.cores`` loss)
+``profile``              a ``delay`` profile is the runtime (``runtime_s`` = ``delay``); its
+                         name is kept in ``extras["batsim:profile"]`` unless it is the name dcx
+                         gives a delay (``delay<seconds>``, as ``delay120`` or ``delay20.25``).
+                         Any other profile (``parallel_homogeneous``, ``composed`` …) depends on
+                         the platform's speeds: the runtime is unknown (``None``) and the name is
+                         kept in ``extras["batsim:profile"]``
+other job members        ``extras["batsim:<member>"]`` (``extra_data`` and the rest), as written
+``profiles``             profiles other than a plain delay (``type`` and ``delay`` only) used by
+                         a job are kept whole, in file order, in
+                         ``Workload.extras["batsim:profiles"]`` (unused profiles and those a
+                         ``composed`` sequence names too)
+``nb_res``               derived: the largest ``res`` (at least 1); a file whose ``nb_res``
+                         differs keeps it in ``Workload.extras["batsim:nb_res"]``
+other top-level members  ``Workload.attributes`` (``command``, ``date``, ``description`` of
+                         Batsim's generated workloads); a member whose name has a ``:`` is not
+                         kept (a warning)
+=======================  ======================================================================
+
+Profile names: 4.x names (``delay``, ``parallel``, ``parallel_homogeneous``,
+``parallel_homogeneous_total``, ``composed``, ``parallel_homogeneous_pfs``, ``data_staging``,
+``send``, ``recv``, ``smpi``, ``usage_trace``) or 5.x names (``DelayProfile``,
+``ParallelTaskProfile``, ``ParallelTaskHomogeneousProfile``, ``SequentialCompositionProfile`` …),
+never both in one file: each version refuses the other's. A file with 5.x names is marked with
+``Workload.extras["batsim:version"] = 5`` and written with 5.x names; otherwise dcx writes 4.x
+names, which both v4 releases and Batsim's own SWF converters use.
+
+Writing: ``normal_form(document)`` and nothing else. A task with a runtime becomes a job with a
+delay profile of that many seconds (jobs with equal runtimes share one); a task without a
+runtime can be written only when it names a kept compute profile, and is otherwise left out (a
+``task.runtime_s`` loss: Batsim runs a job only through its profile, and dcx does not invent
+one), as is a task whose runtime is not a positive number (Batsim refuses a delay of 0).
+Values Batsim cannot hold are value restrictions of the normal form, reported by the derived
+losses: ids that are neither 32-bit integers nor strings free of ``!`` and of workload names
+(all tasks are then numbered 1, 2, …), a walltime that is not a positive number, node counts
+that are not 32-bit counts, top-level members Batsim reserves, ``batsim:`` extras that do not
+fit (a profile name that names another profile, a kept profile Batsim would refuse).
+
+Time: Batsim has no wall clock, so ``Workload.time_origin`` is not held; submit times are
+written as they are (seconds on the workload's own axis), not shifted to start at 0.
+
+Checks (each located at line:column with a JSON Pointer): the schema, then what it cannot say:
+integers written as JSON integers (Batsim refuses ``4.0``), 32-bit ids and counts, job ids
+with ``!`` (only ``WORKLOAD!NAME``), duplicate ids, profiles that exist (for jobs and for
+``composed`` sequences), ``parallel`` profiles sized for their jobs, a walltime above 0,
+profile names of one Batsim version, known profile types.
+
+Divergences
+-----------
+
+1. Batsim names the workloads of its command line ``w0``, ``w1`` … and treats any job id that
+   contains its workload's name as ``WORKLOAD!NAME``, so an id such as ``w0x`` aborts when the
+   file is the first workload. dcx cannot know a file's position: it reads such ids and
+   ``w0!7`` forms with a conformance warning, and never writes them (the ids are renumbered).
+   In 5.x profile names follow the same rule, and dcx warns about them in 5.x files.
+2. Batsim accepts an empty string as a job id; dcx requires at least one character.
+3. v4.2.1 tests ``type == "smpi" || "usage_trace"``, which is always true, so an unknown profile
+   type fails there with "no 'trace' field"; dcx reports the unknown type itself (a
+   conformance warning; the profile is kept as written).
+4. 4.x reads ``walltime: -1`` as no walltime and 5.x refuses it; dcx reads it as none with a
+   warning and writes no ``walltime`` member instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import replace
+from typing import Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, warning
+from dcx.core.limits import paused_gc
+from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
+
+SCHEMA = "batsim.schema.json"
+
+PREFIX = "batsim:"
+PROFILE_KEY = "batsim:profile"
+PROFILES_KEY = "batsim:profiles"
+NB_RES_KEY = "batsim:nb_res"
+VERSION_KEY = "batsim:version"
+JOB_FIELDS = frozenset({"id", "subtime", "walltime", "res", "profile"})
+TOP_FIELDS = frozenset({"nb_res", "jobs", "profiles"})
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+V4_TYPES = frozenset({
+    "delay", "parallel", "parallel_homogeneous", "parallel_homogeneous_total", "composed",
+    "parallel_homogeneous_pfs", "data_staging", "send", "recv", "smpi", "usage_trace"})
+V5_TYPES = frozenset({
+    "DelayProfile", "ParallelTaskProfile", "ParallelTaskHomogeneousProfile",
+    "SequentialCompositionProfile", "ParallelTaskOnStorageHomogeneousProfile",
+    "ParallelTaskDataStagingBetweenStoragesProfile", "ForkJoinCompositionProfile",
+    "ParallelTaskMergeCompositionProfile", "TraceReplayProfile"})
+DELAY_TYPE = {4: "delay", 5: "DelayProfile"}
+_DELAY_TYPES = frozenset(DELAY_TYPE.values())
+_SEQUENCE_TYPES = frozenset({"composed", "SequentialCompositionProfile"})
+_PARALLEL_TYPES = frozenset({"parallel", "ParallelTaskProfile"})
+
+HOLDS = frozenset({
+    "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
+    "task.request.nodes", "workload.attributes",
+})
+
+_WORKLOAD_NAME = re.compile(r"w[0-9]")
+"""Part of a name Batsim would take for a workload name (``w0``, ``w1`` …)."""
+_QUALIFIED_ID = re.compile(r"(w[0-9]+)!+([^!]+)")
+
+
+def sniff(data: bytes) -> bool:
+    """``nb_res``, or jobs with ``subtime`` and ``profile`` (generated workloads put
+    ``nb_res`` last)."""
+    head = data[:4096]
+    return b'"nb_res"' in head or (b'"subtime"' in head and b'"profile"' in head)
+
+
+def delay_profile_name(seconds: float) -> str:
+    """The name dcx gives a delay profile of ``seconds``: ``delay120``, ``delay20.25``."""
+    return f"delay{_number_text(seconds)}"
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(value)
+
+
+def _json_number(value: float) -> int | float:
+    """Integral seconds as JSON integers (``0``, not ``0.0``), others as they are."""
+    return int(value) if value.is_integer() and abs(value) < 1e16 else value
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_delay(definition: Any) -> bool:
+    return isinstance(definition, dict) and definition.get("type") in _DELAY_TYPES
+
+
+def _version_of(profile_type: str) -> int | None:
+    return 4 if profile_type in V4_TYPES else 5 if profile_type in V5_TYPES else None
+
+
+def _names_a_workload(text: str) -> bool:
+    return _WORKLOAD_NAME.search(text) is not None
+
+
+# --------------------------------------------------------------------------- read
+
+
+class _Checks:
+    """The located diagnostics of one read."""
+
+    def __init__(self, locator: Any) -> None:
+        self.locator = locator
+        self.found: list[Diagnostic] = []
+
+    def add(self, diagnostic: Diagnostic, key: bool = False) -> None:
+        self.found.append(self.locator.diagnostic(diagnostic, key=key))
+
+    @property
+    def failed(self) -> bool:
+        return any(d.is_error for d in self.found)
+
+
+def read(data: bytes) -> ReadResult:
+    with paused_gc():
+        return _read(data)
+
+
+def _read(data: bytes) -> ReadResult:
+    from dcx.parsing.jsonio import load_json_object
+    from dcx.parsing.schemas import schema_diagnostics
+
+    loaded, problems = load_json_object(data, "a Batsim workload", "batsim.not-object")
+    if loaded is None:
+        return ReadResult(None, tuple(problems))
+    root = loaded.value
+    found = schema_diagnostics(SCHEMA, root, loaded.locator)
+    if found:
+        return ReadResult(None, tuple(found))
+    checks = _Checks(loaded.locator)
+    if not _is_int(root["nb_res"]):
+        checks.add(error(f"nb_res is {root['nb_res']!r}; Batsim needs a JSON integer",
+                         "batsim.integer", pointer="/nb_res"))
+    profiles: dict[str, Any] = root["profiles"]
+    version = _check_profiles(profiles, checks)
+    tasks = [_job_task(index, job, profiles, checks) for index, job in enumerate(root["jobs"])]
+    _check_ids(root["jobs"], checks)
+    attributes: dict[str, Any] = {}
+    for key, value in root.items():
+        if key in TOP_FIELDS:
+            continue
+        if ":" in key:
+            checks.add(warning(f"top-level member {key!r} is not kept: names with ':' are "
+                               "reserved for formats' own data", "batsim.prefixed-key",
+                               pointer=f"/{_escape(key)}"), key=True)
+            continue
+        attributes[key] = value
+    if checks.failed:
+        return ReadResult(None, tuple(checks.found))
+    built = [task for task in tasks if task is not None]
+    extras: Extras = {}
+    kept = _kept_in_file(profiles, root["jobs"])
+    if kept:
+        extras[PROFILES_KEY] = kept
+    if root["nb_res"] != _derived_nb_res(built):
+        extras[NB_RES_KEY] = root["nb_res"]
+    if version == 5:
+        extras[VERSION_KEY] = 5
+    workload = Workload(jobs=tuple(Job(id=task.id, tasks=(task,)) for task in built),
+                        attributes=attributes, extras=extras)
+    return ReadResult(Document(workload=workload), tuple(checks.found))
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _check_profiles(profiles: dict[str, Any], checks: _Checks) -> int | None:
+    """Profile types of one version, known; sequences naming existing profiles. Returns the
+    version the names say (``None``: no profile says)."""
+    versions: dict[int, str] = {}
+    for name, definition in profiles.items():
+        pointer = f"/profiles/{_escape(name)}"
+        profile_type = definition["type"]
+        version = _version_of(profile_type)
+        if version is None:
+            checks.add(warning(
+                f"profile {name!r} has type {profile_type!r}, which Batsim does not know "
+                "(4.x: delay, parallel, parallel_homogeneous, composed …; 5.x: DelayProfile, "
+                "ParallelTaskProfile …)", "batsim.unknown-profile-type",
+                pointer=f"{pointer}/type"))
+            continue
+        versions.setdefault(version, name)
+        if profile_type in _SEQUENCE_TYPES:
+            for position, member in enumerate(definition["seq"]):
+                if member not in profiles:
+                    checks.add(error(f"profile {name!r} runs profile {member!r}, which the "
+                                     "file does not define", "batsim.unknown-profile",
+                                     pointer=f"{pointer}/seq/{position}"))
+        if profile_type in _PARALLEL_TYPES and "cpu" in definition and "com" in definition:
+            hosts = len(definition["cpu"])
+            if len(definition["com"]) != hosts * hosts:
+                checks.add(error(f"profile {name!r} has {len(definition['com'])} com values; "
+                                 f"{hosts} hosts need {hosts * hosts}", "batsim.profile-size",
+                                 pointer=f"{pointer}/com"))
+    if len(versions) > 1:
+        checks.add(error(f"profile types mix Batsim 4.x names ({versions[4]!r}) and 5.x names "
+                         f"({versions[5]!r}); each version refuses the other's",
+                         "batsim.mixed-versions",
+                         pointer=f"/profiles/{_escape(versions[5])}/type"))
+    version = next(iter(versions), None)
+    if version == 5:
+        for name in profiles:
+            if _names_a_workload(name):
+                checks.add(warning(
+                    f"profile name {name!r} contains a workload name (w0, w1 …): Batsim 5 "
+                    "takes it for WORKLOAD!NAME and fails to find it when the file is that "
+                    "workload", "batsim.id-names-workload",
+                    pointer=f"/profiles/{_escape(name)}"), key=True)
+    return version
+
+
+def _job_task(index: int, job: dict[str, Any], profiles: dict[str, Any],
+              checks: _Checks) -> Task | None:
+    pointer = f"/jobs/{index}"
+    job_id = job["id"]
+    problems = len(checks.found)
+    for key in ("id", "res"):
+        value = job[key]
+        if not isinstance(value, str) and not _is_int(value):
+            checks.add(error(f"{key} is {value!r}; Batsim needs a JSON integer"
+                             + (" or a string" if key == "id" else ""), "batsim.integer",
+                             pointer=f"{pointer}/{key}"))
+    seconds = {key: _finite(job[key]) for key in ("subtime", "walltime") if key in job}
+    for key, value in seconds.items():
+        if value is None:
+            checks.add(error(f"{key} {job[key]!r} is too large for Batsim's numbers",
+                             "batsim.number", pointer=f"{pointer}/{key}"))
+    walltime = seconds.get("walltime")
+    if walltime is not None and walltime <= 0:
+        if walltime == -1:
+            checks.add(warning("walltime -1 means none in Batsim 4.x; 5.x refuses it (leave "
+                               "the member out)", "batsim.walltime-none",
+                               pointer=f"{pointer}/walltime"))
+        else:
+            checks.add(error(f"walltime is {job['walltime']!r}; Batsim needs a positive number "
+                             "(or no walltime member)", "batsim.walltime",
+                             pointer=f"{pointer}/walltime"))
+        walltime = None
+    name = job["profile"]
+    definition = profiles.get(name)
+    if definition is None:
+        checks.add(error(f"job {job_id!r} runs profile {name!r}, which the file does not "
+                         "define", "batsim.unknown-profile", pointer=f"{pointer}/profile"))
+    elif definition["type"] in _PARALLEL_TYPES and "cpu" in definition \
+            and len(definition["cpu"]) != job["res"]:
+        checks.add(error(f"job {job_id!r} asks for {job['res']} hosts but its parallel profile "
+                         f"{name!r} is for {len(definition['cpu'])}", "batsim.profile-size",
+                         pointer=f"{pointer}/res"))
+    if definition is None or any(d.is_error for d in checks.found[problems:]):
+        return None
+    runtime = float(definition["delay"]) if _is_delay(definition) else None
+    extras: Extras = {PREFIX + key: value for key, value in job.items()
+                      if key not in JOB_FIELDS}
+    if runtime is None or name != delay_profile_name(runtime):
+        extras[PROFILE_KEY] = name
+    return Task(id=job_id, submit_time_s=seconds["subtime"] or 0.0, runtime_s=runtime,
+                requested_time_s=walltime, request=ResourceRequest(nodes=job["res"]),
+                extras=extras)
+
+
+def _finite(value: int | float) -> float | None:
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _check_ids(jobs: list[dict[str, Any]], checks: _Checks) -> None:
+    first: dict[str, int] = {}
+    for index, job in enumerate(jobs):
+        job_id = job["id"]
+        pointer = f"/jobs/{index}/id"
+        if not isinstance(job_id, str | int):
+            continue  # reported as batsim.integer
+        text = str(job_id)
+        if text in first:
+            checks.add(error(f"job id {job_id!r} is used again (first by job {first[text]}); "
+                             "Batsim compares ids as text", "batsim.duplicate-id",
+                             pointer=pointer))
+        first.setdefault(text, index)
+        if "!" in text:
+            qualified = _QUALIFIED_ID.fullmatch(text)
+            if qualified is None:
+                checks.add(error(f"job id {text!r} has a '!' but is not WORKLOAD!NAME (w0!7)",
+                                 "batsim.job-id", pointer=pointer))
+            else:
+                checks.add(warning(
+                    f"job id {text!r} names workload {qualified.group(1)}: Batsim loads the "
+                    f"file only as its {qualified.group(1)} workload", "batsim.qualified-id",
+                    pointer=pointer))
+        elif _names_a_workload(text):
+            checks.add(warning(
+                f"job id {text!r} contains a workload name (w0, w1 …): Batsim takes it for "
+                "WORKLOAD!NAME and aborts when the file is that workload",
+                "batsim.id-names-workload", pointer=pointer))
+
+
+def _kept_in_file(profiles: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The profiles the tasks do not say: all but plain delays that a job uses and no
+    sequence names."""
+    used = {job["profile"] for job in jobs}
+    in_sequences = {member for definition in profiles.values()
+                    if definition["type"] in _SEQUENCE_TYPES for member in definition["seq"]}
+    return {name: definition for name, definition in profiles.items()
+            if not (_is_delay(definition) and set(definition) == {"type", "delay"}
+                    and name in used and name not in in_sequences)}
+
+
+def _still_kept(profiles: dict[str, Any], tasks: list[Task]) -> dict[str, Any]:
+    """``_kept_in_file`` for a normal form: a plain delay a written task names is written
+    from the task, as the reader reads it."""
+    used = {task.extras.get(PROFILE_KEY) or delay_profile_name(task.runtime_s or 0.0)
+            for task in tasks}
+    jobs = [{"profile": name} for name in used]
+    return _kept_in_file(profiles, jobs)
+
+
+def _derived_nb_res(tasks: list[Task]) -> int:
+    return max([1, *(task.request.nodes for task in tasks)])
+
+
+# --------------------------------------------------------------------------- normal form
+
+
+class _Normalizer:
+    """Builds the normal form of a workload and records the held field paths it changes."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.lost: set[str] = set()
+        extras = workload.extras
+        version = extras.get(VERSION_KEY)
+        if version is not None and not (_is_int(version) and version == 5):
+            self.lost.add("workload.extras")
+            version = None
+        self.version = 5 if version == 5 else 4
+        self.profiles = self._kept_profiles(extras.get(PROFILES_KEY))
+        self.generated: dict[str, float] = {}
+
+    def _kept_profiles(self, value: Any) -> dict[str, Any]:
+        """The kept profiles Batsim of this version accepts, sequences closed."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.lost.add("workload.extras")
+            return {}
+        from dcx.parsing.schemas import schema_verdict
+
+        kept = {name: definition for name, definition in value.items()
+                if isinstance(name, str) and name and isinstance(definition, dict)
+                and _version_of(str(definition.get("type"))) == self.version
+                and not (self.version == 5 and _names_a_workload(name))
+                and schema_verdict(SCHEMA, {"nb_res": 1, "jobs": [],
+                                            "profiles": {name: definition}})}
+        while True:  # a sequence naming a profile left out goes too
+            closed = {name: definition for name, definition in kept.items()
+                      if definition["type"] not in _SEQUENCE_TYPES
+                      or all(member in kept for member in definition["seq"])}
+            if len(closed) == len(kept):
+                break
+            kept = closed
+        if len(kept) != len(value):
+            self.lost.add("workload.extras")
+        return kept
+
+    def task(self, task: Task, task_id: Id) -> Task | None:
+        lost = self.lost
+        runtime = task.runtime_s if _positive(task.runtime_s) else None
+        request = task.request
+        nodes = _node_count(request.nodes)
+        extras = task.extras
+        name = extras.get(PROFILE_KEY)
+        if name is not None and not self._writable_name(name):
+            lost.add("task.extras")
+            name = None
+        definition = self.profiles.get(name) if name is not None else None
+        if runtime is not None:
+            if definition is not None and not (_is_delay(definition)
+                                               and definition["delay"] == runtime):
+                lost.add("task.extras")  # the name is another profile's
+                name = None
+            name = self._delay_name(runtime, name)
+        elif definition is None or _is_delay(definition) or not _fits(definition, nodes):
+            lost.add("task.runtime_s")  # no profile to run: left out
+            return None
+        elif task.runtime_s is not None:
+            lost.add("task.runtime_s")
+        submit = task.submit_time_s if math.isfinite(task.submit_time_s) else 0.0
+        requested = task.requested_time_s if _positive(task.requested_time_s) else None
+        for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
+                                    ("task.requested_time_s", task.requested_time_s, requested),
+                                    ("task.request.nodes", request.nodes, nodes),
+                                    ("task.id", task.id, task_id)):
+            if before is not after and before != after:
+                lost.add(path)
+        kept = self._job_extras(extras)
+        if runtime is None or name != delay_profile_name(runtime):
+            kept[PROFILE_KEY] = name
+        return Task(**{**task.__dict__, "id": task_id, "submit_time_s": submit,
+                       "runtime_s": runtime, "requested_time_s": requested,
+                       "request": replace(request, nodes=nodes), "extras": kept})
+
+    def _writable_name(self, name: object) -> bool:
+        return isinstance(name, str) and bool(name) and not (
+            self.version == 5 and _names_a_workload(name))
+
+    def _delay_name(self, runtime: float, wanted: str | None) -> str:
+        """A profile of ``runtime`` seconds: the one the task names when it can be, else
+        ``delay<seconds>`` (with ``-2``, ``-3`` … when that name is another profile's)."""
+        if wanted is not None:
+            if self._is_delay_of(wanted, runtime):
+                return wanted
+            self.lost.add("task.extras")  # the name is another profile's
+        canonical = delay_profile_name(runtime)
+        name, number = canonical, 1
+        while not self._is_delay_of(name, runtime):
+            number += 1
+            name = f"{canonical}-{number}"
+        return name
+
+    def _is_delay_of(self, name: str, runtime: float) -> bool:
+        """Whether ``name`` is, or can become, the delay profile of ``runtime`` seconds."""
+        definition = self.profiles.get(name)
+        if definition is not None:
+            return _is_delay(definition) and definition["delay"] == runtime
+        return self.generated.setdefault(name, runtime) == runtime
+
+    def _job_extras(self, extras: Extras) -> Extras:
+        kept: Extras = {}
+        for key, value in extras.items():
+            if not key.startswith(PREFIX):
+                kept[key] = value  # not Batsim's: restrict decides
+            elif key != PROFILE_KEY:
+                if key[len(PREFIX):] in JOB_FIELDS or not _json_value(value):
+                    self.lost.add("task.extras")
+                else:
+                    kept[key] = value
+        return kept
+
+
+def _positive(value: float | None) -> bool:
+    return value is not None and value > 0 and math.isfinite(value)
+
+
+def _node_count(nodes: Any) -> int:
+    if _is_int(nodes) and 0 <= nodes <= INT32_MAX:
+        return int(nodes)
+    if isinstance(nodes, float) and math.isfinite(nodes) and nodes > 0:
+        return min(math.ceil(nodes), INT32_MAX)
+    return 1
+
+
+def _fits(definition: dict[str, Any], nodes: int) -> bool:
+    """A ``parallel`` profile runs on exactly as many hosts as its ``cpu`` array has."""
+    return definition["type"] not in _PARALLEL_TYPES or "cpu" not in definition \
+        or len(definition["cpu"]) == nodes
+
+
+def _json_value(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _writable_id(value: Id) -> bool:
+    if _is_int(value):
+        return INT32_MIN <= value <= INT32_MAX
+    return isinstance(value, str) and bool(value) and "!" not in value \
+        and not _names_a_workload(value)
+
+
+def _task_ids(tasks: list[Task]) -> dict[int, Id]:
+    """Task position → written id: the ids as they are when Batsim takes every one and they
+    stay unique as text, otherwise 1, 2, … in order (the model's normal form for ids)."""
+    ids = [task.id for task in tasks]
+    texts = {str(task_id) for task_id in ids}
+    if len(texts) == len(ids) and all(map(_writable_id, ids)):
+        return dict(enumerate(ids))
+    return {position: position + 1 for position in range(len(ids))}
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    """``normal_form`` and the held field paths it changes, in one pass."""
+    if any(key.startswith(PREFIX) for key in document.extras):
+        document = replace(document, extras={key: value for key, value in
+                                             document.extras.items()
+                                             if not key.startswith(PREFIX)})
+    workload = document.workload
+    if workload is None:
+        return document, frozenset()
+    normalizer = _Normalizer(workload)
+    tasks = [task for job in workload.jobs for task in job.tasks]
+    ids = _task_ids(tasks)
+    position = 0
+    jobs = []
+    written: list[Task] = []
+    for job in workload.jobs:
+        kept = []
+        for task in job.tasks:
+            new = normalizer.task(task, ids[position])
+            position += 1
+            if new is not None:
+                kept.append(new)
+        written.extend(kept)
+        if kept or not job.tasks:  # a job whose every task is left out goes with them
+            jobs.append(replace(job, tasks=tuple(kept)))
+    lost = normalizer.lost
+    attributes = {key: value for key, value in workload.attributes.items()
+                  if (":" in key and not key.startswith(PREFIX))  # restrict decides
+                  or (":" not in key and key not in TOP_FIELDS and _json_value(value))}
+    if len(attributes) != len(workload.attributes):
+        lost.add("workload.attributes")
+    extras = {key: value for key, value in workload.extras.items()
+              if not key.startswith(PREFIX)}
+    if any(key not in (PROFILES_KEY, NB_RES_KEY, VERSION_KEY)
+           for key in workload.extras if key.startswith(PREFIX)):
+        lost.add("workload.extras")
+    profiles = _still_kept(normalizer.profiles, written)
+    if profiles:
+        extras[PROFILES_KEY] = profiles
+    nb_res = workload.extras.get(NB_RES_KEY)
+    if nb_res is not None:
+        if not (_is_int(nb_res) and 1 <= nb_res <= INT32_MAX):
+            lost.add("workload.extras")
+        elif nb_res != _derived_nb_res(written):
+            extras[NB_RES_KEY] = nb_res
+    if normalizer.version == 5:
+        extras[VERSION_KEY] = 5
+    normal = replace(workload, jobs=tuple(jobs), attributes=attributes, extras=extras)
+    return replace(document, workload=normal), frozenset(lost)
+
+
+def normal_form(document: Document) -> Document:
+    """What a Batsim workload makes of ``document`` beyond its field paths (see the module
+    docstring): tasks it cannot run left out, ids, times and counts Batsim takes, profile
+    names that name their profile, kept profiles Batsim accepts."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    return _normalized(document)[1]
+
+
+def leaves_out(document: Document) -> str:
+    """Why a Batsim workload cannot hold tasks of ``document``, in one line."""
+    tasks = [task for task in document.workload.tasks()] if document.workload else []
+    kept = normal_form(document).workload
+    left_out = len(tasks) - (sum(1 for _ in kept.tasks()) if kept is not None else 0)
+    if not left_out:
+        return ""
+    return (f"Batsim runs a job through a profile, and {left_out} of {len(tasks)} tasks have "
+            "no positive runtime for a delay profile and no compute profile")
+
+
+# --------------------------------------------------------------------------- write
+
+
+def write(document: Document) -> WriteResult:
+    """Batsim JSON for ``normal_form(document)`` (an empty workload when there is none)."""
+    workload = normal_form(document).workload or Workload()
+    tasks = list(workload.tasks())
+    version = 5 if workload.extras.get(VERSION_KEY) == 5 else 4
+    profiles: dict[str, Any] = dict(workload.extras.get(PROFILES_KEY, {}))
+    jobs = []
+    for task in tasks:
+        name = task.extras.get(PROFILE_KEY)
+        if task.runtime_s is not None:
+            name = name if name is not None else delay_profile_name(task.runtime_s)
+            profiles.setdefault(name, {"type": DELAY_TYPE[version],
+                                       "delay": _json_number(task.runtime_s)})
+        job: dict[str, Any] = {"id": task.id, "subtime": _json_number(task.submit_time_s)}
+        if task.requested_time_s is not None:
+            job["walltime"] = _json_number(task.requested_time_s)
+        job["res"] = task.request.nodes
+        job["profile"] = name
+        job.update({key[len(PREFIX):]: value for key, value in task.extras.items()
+                    if key.startswith(PREFIX) and key != PROFILE_KEY})
+        jobs.append(job)
+    nb_res = workload.extras.get(NB_RES_KEY, _derived_nb_res(tasks))
+    root: dict[str, Any] = {"nb_res": nb_res}
+    root.update({key: value for key, value in workload.attributes.items() if ":" not in key})
+    return WriteResult(_dumps(root, jobs, profiles))
+
+
+def _dumps(root: dict[str, Any], jobs: list[dict[str, Any]], profiles: dict[str, Any]) -> bytes:
+    """Batsim's own layout: one line per job and per profile (a trace of 100,000 jobs stays
+    100,000 lines)."""
+    def text(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+    lines = ["{"]
+    lines += [f"  {text(key)}: {text(value)}," for key, value in root.items()]
+    lines.append('  "jobs": [' if jobs else '  "jobs": [],')
+    lines += [f"    {text(job)}{',' if index < len(jobs) - 1 else ''}"
+              for index, job in enumerate(jobs)]
+    if jobs:
+        lines.append("  ],")
+    lines.append('  "profiles": {' if profiles else '  "profiles": {}')
+    names = list(profiles)
+    lines += [f"    {text(name)}: {text(profiles[name])}{',' if index < len(names) - 1 else ''}"
+              for index, name in enumerate(names)]
+    if profiles:
+        lines.append("  }")
+    lines.append("}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+CODES = (
+    Code("batsim.not-object", "error", "The file is JSON but not an object."),
+    Code("batsim.integer", "error",
+         "nb_res, res or a numeric job id is not a JSON integer (Batsim refuses 4.0)."),
+    Code("batsim.number", "error", "A time is too large for a finite double."),
+    Code("batsim.job-id", "error", "A job id has a '!' but is not of the form WORKLOAD!NAME."),
+    Code("batsim.qualified-id", "warning",
+         "A job id is WORKLOAD!NAME: Batsim loads the file only as that workload.",
+         conformance=True),
+    Code("batsim.id-names-workload", "warning",
+         "A job id (or a 5.x profile name) contains a workload name such as w0: Batsim aborts "
+         "when the file is that workload.", conformance=True),
+    Code("batsim.duplicate-id", "error", "Two jobs have the same id (compared as text)."),
+    Code("batsim.unknown-profile", "error",
+         "A job or a composed profile names a profile the file does not define."),
+    Code("batsim.profile-size", "error",
+         "A parallel profile's arrays do not fit: com is not n × n, or a job asks for another "
+         "number of hosts than its cpu array has."),
+    Code("batsim.walltime", "error", "A walltime is 0 or negative (other than 4.x's -1)."),
+    Code("batsim.walltime-none", "warning",
+         "walltime -1: no walltime in Batsim 4.x, refused by 5.x."),
+    Code("batsim.unknown-profile-type", "warning",
+         "A profile type Batsim does not know; the profile is kept as written.",
+         conformance=True),
+    Code("batsim.mixed-versions", "error",
+         "Profile types mix 4.x and 5.x names; each Batsim version refuses the other's."),
+    Code("batsim.prefixed-key", "warning",
+         "A top-level member whose name has a ':' is not kept."),
+)
+
+FORMAT = FormatDeclaration(
+    name="batsim",
+    title="Batsim JSON workload",
+    family="simulator",
+    kind="workload",
+    extensions=(".json",),
+    content=frozenset({"json"}),
+    schema=SCHEMA,
+    description=("Batsim's jobs (id, subtime, walltime, res) and the profiles they run; a "
+                 "task's runtime is a delay profile."),
+    holds=HOLDS,
+    own_extras=frozenset({"task.extras", "workload.extras"}),
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    leaves_out=leaves_out,
+    codes=CODES,
+)
