@@ -42,7 +42,8 @@ other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, t
 ``NodeAddr``, ``NodeHostname``,        ``extras["slurm:<Key>"]``: per node (one host of
 ``BcastAddr``                          the line's hostlist each)
 ``Weight``, ``Reason``, ``Port``, ...  ``extras["slurm:<Key>"]``: the value as written
-``ClusterName``                        ``Environment.name``
+``ClusterName``                        ``Environment.name`` (double-quoted when it has
+                                       blanks; Slurm lower-cases it for accounting)
 ``PartitionName`` lines                ``Environment.extras["slurm:partitions"]``: one
                                        ``{Key: value}`` object per partition, defaults
                                        applied
@@ -1111,7 +1112,7 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
         for datacenter in environment.datacenters)
     lost = normalizer.lost
     name = environment.name
-    if name is not None and not (_is_text(name) and _WORD.fullmatch(name)):
+    if name is not None and not (_is_text(name) and name):
         lost.add("environment.name")
         name = None
     extras = _environment_extras(environment.extras, normalizer.taken, lost)
