@@ -364,7 +364,9 @@ class Annotation:
 
 @dataclass(frozen=True)
 class Workload:
-    jobs: tuple[Job, ...] = ()
+    jobs: Sequence[Job] = ()
+    """A tuple, or for a workload held as columns a ``dcx.core.columns.JobRows``, which
+    builds the jobs when code first iterates or indexes them."""
     name: str | None = None
     description: str | None = None
     time_origin: str | None = None

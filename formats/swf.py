@@ -66,11 +66,20 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from dcx.core.codes import Code
+from dcx.core.columns import (
+    ExtraColumn,
+    JobRows,
+    RowLines,
+    Strings,
+    WorkloadColumns,
+    concat_strings,
+)
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     ReadResult,
@@ -78,12 +87,14 @@ from dcx.core.diagnostics import (
     error,
     warning,
 )
-from dcx.core.limits import paused_gc
+from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.model import Document, Extras, Job, ResourceRequest, Task, Workload
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
     MAX_ERRORS,
     ErrorBudget,
+    FieldKinds,
+    NumericColumns,
     decode_text,
     dependency_codes,
     dependency_diagnostics,
@@ -91,6 +102,7 @@ from dcx.parsing.traces import (
     is_id_token,
     known_submit,
     known_time,
+    numeric_columns,
     parse_int,
     parse_number,
     text_codes,
@@ -186,7 +198,145 @@ class _Reader(ErrorBudget):
 
 def read(data: bytes) -> ReadResult:
     with paused_gc():
+        if len(data) >= FAST_READ_BYTES:
+            fast = read_fast(data)
+            if fast is not None:
+                return fast
         return _read(data)
+
+
+FAST_READ_BYTES = 1 << 20
+"""Files this large try the vectorised accept path first; smaller ones are read line by line
+(importing numpy and pyarrow would cost a small file more than it saves)."""
+
+CHUNK_BYTES = 8 << 20
+"""Bytes of job lines the vectorised path converts at once (its working memory)."""
+
+FAST_KINDS = FieldKinds(
+    names=COLUMNS,
+    integers=_INTEGERS - {"UserID", "GroupID"},
+    texts=frozenset({"UserID", "GroupID"}),
+    minus_one=frozenset(COLUMNS) - {"JobNumber", "SubmitTime"},
+)
+"""What the vectorised path accepts per field: a strict subset of what ``_record`` accepts
+(numbers only, no text ids, ``-1`` the only negative value and only where ``_record``
+allows it)."""
+
+
+def read_fast(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> ReadResult | None:
+    """The vectorised accept path: the columnar document of a file that the exact path
+    (``_read``) reads with no diagnostic at all, or ``None`` whenever the file may hold
+    anything it would report (the caller then runs the exact path). The same document
+    as ``_read``, as columns."""
+    if len(data) > LIMITS.max_input_bytes:
+        return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    header = _Header()
+    budget = ErrorBudget()
+    position, line_number = 0, 1
+    while position < len(data):
+        end = data.find(b"\n", position)
+        end = len(data) if end < 0 else end
+        try:
+            stripped = data[position:end].decode("utf-8").strip()
+        except UnicodeDecodeError:
+            return None
+        if stripped and not stripped.startswith(";"):
+            break
+        if stripped:
+            header.add(stripped, line_number, budget)
+        position, line_number = end + 1, line_number + 1
+    if budget.diagnostics:
+        return None
+    parts = []
+    first_line = line_number
+    while position < len(data):
+        end = data.rfind(b"\n", position, position + chunk_bytes)
+        end = len(data) if end < 0 or position + chunk_bytes >= len(data) else end + 1
+        chunk = data[position:end]
+        found = numeric_columns(chunk, first_line, FAST_KINDS)
+        if found is None:
+            return None
+        parts.append(found)
+        first_line += chunk.count(b"\n")
+        position = end
+    built = _columns_of_records(parts)
+    if built is None:
+        return None
+    columns, lines = built
+    workload = header.workload(JobRows(columns))
+    return ReadResult(Document(workload=workload), (), RowLines(columns, lines))
+
+
+def _columns_of_records(parts: list[NumericColumns]) -> tuple[WorkloadColumns, Any] | None:
+    """The columns ``_task`` and ``_link_preceding_jobs`` would build from these records,
+    or ``None`` where they would report: a job without processors, a repeated job number,
+    a preceding job that is not in the file or not before the job (a cycle's only way)."""
+    import numpy as np
+
+    if not parts or not sum(len(part.lines) for part in parts):
+        return None
+
+    def column(name: str) -> Any:
+        return np.concatenate([part.numbers[name] for part in parts])
+
+    lines = np.concatenate([part.lines for part in parts])
+    ids = column("JobNumber")
+    count = len(ids)
+    allocated, requested = column("AllocatedProcessors"), column("RequestedProcessors")
+    if np.any((allocated <= 0) & (requested <= 0)):
+        return None
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    if count > 1 and np.any(ordered[1:] == ordered[:-1]):
+        return None
+    preceding = column("PrecedingJobNumber")
+    follows = preceding != -1
+    if follows.any():
+        wanted = preceding[follows]
+        at = np.minimum(np.searchsorted(ordered, wanted), count - 1)
+        rows = np.flatnonzero(follows)
+        if not (np.all(ordered[at] == wanted) and np.all(order[at] < rows)):
+            return None
+    unknown = math.nan
+
+    def known(name: str) -> Any:
+        values = column(name)
+        return np.where(values == -1, unknown, values)
+
+    extras: dict[str, ExtraColumn] = {
+        _ALLOCATED_KEY: ExtraColumn(allocated, allocated <= 0),
+        _REQUESTED_KEY: ExtraColumn(requested, (allocated > 0) & (requested != allocated)),
+    }
+    for name in _EXTRA_COLUMNS:
+        values = column(name)
+        integral = (None if name in _INTEGERS else
+                    np.concatenate([part.integral[name] for part in parts]))
+        extras["swf:" + name] = ExtraColumn(values, values != -1, integral)
+    memory = column("RequestedMemory")
+    nothing = Strings(np.full(count, -1, dtype=np.int32), ())
+    columns = WorkloadColumns(
+        ids=ids,
+        submit_time_s=column("SubmitTime").astype(np.float64),
+        runtime_s=known("RunTime"),
+        requested_time_s=known("RequestedTime"),
+        nodes=np.where(allocated > 0, allocated, requested),
+        cores=np.ones(count),
+        memory_mb=np.where(memory == -1, unknown, memory / 1024),
+        gpus=np.zeros(count, dtype=np.int64),
+        deadline_s=np.full(count, unknown),
+        user=concat_strings([part.texts["UserID"] for part in parts], "-1"),
+        group=concat_strings([part.texts["GroupID"] for part in parts], "-1"),
+        dependency_offsets=np.concatenate(([0], np.cumsum(follows))).astype(np.int64),
+        dependency_ids=preceding[follows],
+        extras=extras,
+        job_ids=ids,
+        job_offsets=np.arange(count + 1, dtype=np.int64),
+        job_names=nothing,
+        job_users=nothing,
+    )
+    return columns, lines
 
 
 def _read(data: bytes) -> ReadResult:
@@ -197,9 +347,7 @@ def _read(data: bytes) -> ReadResult:
     if not text:  # blank lines alone are an (empty) SWF file, as the writer writes one
         return ReadResult(None, (error("file is empty", "swf.empty", line=1, column=1),))
     reader = _Reader(text.split("\n"))
-    attributes: dict[str, Any] = {}
-    comments: list[str] = []
-    time_origin: str | None = None
+    header = _Header()
     tasks: list[tuple[int, Task, int | None]] = []
     for index, raw in enumerate(reader.lines):
         if reader.stopped:
@@ -209,14 +357,7 @@ def _read(data: bytes) -> ReadResult:
             continue
         line_number = index + 1
         if stripped.startswith(";"):
-            field = _HEADER_FIELD.fullmatch(stripped)
-            if field is None:
-                comments.append(stripped[1:].strip())
-            elif field.group(1) == START_KEY:
-                time_origin = _time_origin(field.group(2).strip(), line_number, reader)
-            else:
-                _add_attribute(attributes, field.group(1),
-                               attribute_value(field.group(2).rstrip()))
+            header.add(stripped, line_number, reader)
             continue
         tokens = stripped.split()
         if len(tokens) != len(COLUMNS):
@@ -242,9 +383,7 @@ def _read(data: bytes) -> ReadResult:
             f"more than {MAX_ERRORS} errors; reading stopped", "swf.too-many-errors"))
     if reader.errors:
         return ReadResult(None, tuple(reader.diagnostics))
-    extras: dict[str, Any] = {COMMENTS_KEY: comments} if comments else {}
-    workload = Workload(jobs=jobs, time_origin=time_origin, attributes=attributes,
-                        extras=extras)
+    workload = header.workload(jobs)
     if not jobs:
         reader.report(warning("file has no job lines", "swf.no-jobs"))
     # Job numbers are unique once the reader has no errors, so they key the lines.
@@ -253,6 +392,31 @@ def _read(data: bytes) -> ReadResult:
         f"/workload/jobs/{j}/tasks/{t}": (line_of[task.id], 1)
         for j, job in enumerate(jobs) for t, task in enumerate(job.tasks) if task.id in line_of}
     return ReadResult(Document(workload=workload), tuple(reader.diagnostics), source_map)
+
+
+class _Header:
+    """What the ``;`` lines of a file say, in line order."""
+
+    def __init__(self) -> None:
+        self.attributes: dict[str, Any] = {}
+        self.comments: list[str] = []
+        self.time_origin: str | None = None
+
+    def add(self, stripped: str, line_number: int, reader: ErrorBudget) -> None:
+        """One header line, stripped of surrounding white space (it starts with ``;``)."""
+        field = _HEADER_FIELD.fullmatch(stripped)
+        if field is None:
+            self.comments.append(stripped[1:].strip())
+        elif field.group(1) == START_KEY:
+            self.time_origin = _time_origin(field.group(2).strip(), line_number, reader)
+        else:
+            _add_attribute(self.attributes, field.group(1),
+                           attribute_value(field.group(2).rstrip()))
+
+    def workload(self, jobs: Sequence[Job]) -> Workload:
+        extras: dict[str, Any] = {COMMENTS_KEY: self.comments} if self.comments else {}
+        return Workload(jobs=jobs, time_origin=self.time_origin,
+                        attributes=self.attributes, extras=extras)
 
 
 def attribute_value(text: str) -> Any:
@@ -292,7 +456,7 @@ def _add_attribute(attributes: dict[str, Any], key: str, value: Any) -> None:
         attributes[key] = [attributes[key], value]
 
 
-def _time_origin(text: str, line_number: int, reader: _Reader) -> str | None:
+def _time_origin(text: str, line_number: int, reader: ErrorBudget) -> str | None:
     seconds = parse_int(text)
     if seconds is None or not 0 <= seconds < 253402300800:  # up to year 9999
         reader.report(error(f"UnixStartTime {text!r} is not a count of seconds since 1970",

@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dcx.core.codes import Code
+from dcx.core.columns import Strings
 from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.core.limits import LIMITS
 from dcx.core.model import Id, Job, Task
@@ -325,3 +327,239 @@ def _cycle_diagnostics(
             f"{prefix}.blocked-by-cycle",
         ))
     return found
+
+
+# --------------------------------------------------------------------------- vectorised accept path
+
+
+@dataclass(frozen=True)
+class NumericColumns:
+    """The job lines of a chunk of a whitespace-separated trace, as columns.
+
+    ``numbers`` holds each numeric field (``int64`` for integer fields, ``float64`` for the
+    others), ``texts`` each text field as written (``Strings``, ``-1`` included), ``lines``
+    the 1-based line number of each row and ``integral``, for each float field, whether the
+    row's token had no decimal point (the exact path reads it as an ``int``)."""
+
+    numbers: dict[str, Any]
+    texts: dict[str, Strings]
+    lines: Any
+    integral: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FieldKinds:
+    """What the vectorised accept path lets through in each field of a line: ``integers``
+    are digits only, ``texts`` too (kept as written); other fields may also have one
+    decimal point. ``minus_one`` fields may also be ``-1``. Every token is at most
+    ``MAX_FAST_DIGITS`` characters long. Anything else is for the exact path."""
+
+    names: tuple[str, ...]
+    integers: frozenset[str]
+    texts: frozenset[str]
+    minus_one: frozenset[str]
+
+    @property
+    def floats(self) -> tuple[str, ...]:
+        return tuple(name for name in self.names
+                     if name not in self.integers and name not in self.texts)
+
+
+MAX_FAST_DIGITS = 15
+"""Longer tokens go to the exact path: a float64 holds every integer of 15 digits exactly."""
+
+_TOKEN_BYTES = b"0123456789.-"
+_BLANK_BYTES = b" \t\r\n"
+
+
+def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds) -> NumericColumns | None:
+    """The job lines of ``body`` (whole lines; line ``first_line`` first) as columns, or
+    ``None`` when anything in it is not plainly a job line the exact path would accept
+    field by field: a byte other than digits, ``.``, ``-`` and blanks, a line with another
+    number of fields, ``-`` other than in ``-1`` where a field allows it, a decimal point
+    where only digits are allowed, two in one token or a token of ``.`` alone, a token
+    longer than ``MAX_FAST_DIGITS``. It never reports: the caller runs the exact path."""
+    import numpy as np
+
+    if body.translate(None, _TOKEN_BYTES + _BLANK_BYTES):
+        return None
+    width = len(kinds.names)
+    raw = np.frombuffer(body, dtype=np.uint8)
+    if not _whole_minus_ones(raw, np):
+        return None
+    if b"." not in body:
+        return _integer_grid(raw, first_line, kinds, np)
+    token = (raw >= 45).view(np.int8)  # only blanks sort below '-' among the allowed bytes
+    edges = np.flatnonzero(np.diff(token, prepend=np.int8(0), append=np.int8(0)))
+    starts, ends = edges[0::2], edges[1::2]
+    lengths = ends - starts
+    if len(starts) and int(lengths.max()) > MAX_FAST_DIGITS:
+        return None
+    line_ends = np.flatnonzero(raw == 10)
+    if not len(line_ends) or line_ends[-1] != len(raw) - 1:
+        line_ends = np.append(line_ends, len(raw))
+    per_line = np.diff(np.searchsorted(starts, line_ends), prepend=0)
+    if np.any((per_line != 0) & (per_line != width)):
+        return None
+    lines = np.flatnonzero(per_line) + first_line
+    first = raw[starts]
+    minus = first == 45
+    if int(minus.sum()) != body.count(b"-") or not np.all(lengths[minus] == 2) \
+            or not np.all(raw[starts[minus] + 1] == 49):
+        return None  # a '-' that is not a whole '-1' token
+    grid_minus = minus.reshape(-1, width)
+    forbidden = [column for column, name in enumerate(kinds.names)
+                 if name not in kinds.minus_one]
+    if grid_minus[:, forbidden].any():
+        return None
+    dotted = np.zeros(len(starts), dtype=bool)
+    if b"." in body:
+        dots = np.flatnonzero(raw == 46)
+        holder = np.searchsorted(starts, dots, side="right") - 1
+        if len(np.unique(holder)) != len(holder) or np.any(lengths[holder] < 2):
+            return None  # two decimal points in a token, or '.' alone
+        dotted[holder] = True
+        whole = [column for column, name in enumerate(kinds.names) if name not in kinds.floats]
+        if dotted.reshape(-1, width)[:, whole].any():
+            return None
+    return _convert(raw, starts.reshape(-1, width), lengths.reshape(-1, width), grid_minus,
+                    dotted.reshape(-1, width), lines, kinds, np)
+
+
+def _whole_minus_ones(raw: Any, np: Any) -> bool:
+    """Every ``-`` is a whole ``-1`` token: a blank (or the chunk's edge) before it, ``1``
+    and then a blank (or the edge) after it."""
+    minus = np.flatnonzero(raw == 45)
+    if not len(minus):
+        return True
+    before = raw[np.maximum(minus - 1, 0)]
+    before[minus == 0] = 10  # the chunk starts a line
+    after = np.append(raw, np.array([10, 10], dtype=np.uint8))  # past the end: a newline
+    return bool(np.all(before < 45) and np.all(after[minus + 1] == 49)
+                and np.all(after[minus + 2] < 45))
+
+
+def _integer_grid(raw: Any, first_line: int, kinds: FieldKinds,
+                  np: Any) -> NumericColumns | None:
+    """``numeric_columns`` of a chunk without decimal points whose every ``-`` is a whole
+    ``-1``: Arrow's CSV reader converts it once its blanks are one space each."""
+    import pyarrow.compute as pc
+
+    token = raw >= 45  # only blanks sort below '-' among the allowed bytes
+    newline = raw == 10
+    separator = ~token & ~newline
+    keep = token | newline | (separator & np.concatenate(([False], token[:-1])))
+    compact = np.where(separator, np.uint8(32), raw)[keep]
+    trailing = (compact == 32) & np.concatenate((compact[1:] == 10, [True]))
+    if trailing.any():
+        compact = compact[~trailing]
+    line_ends = np.flatnonzero(compact == 10)
+    if not len(line_ends) or line_ends[-1] != len(compact) - 1:
+        line_ends = np.append(line_ends, len(compact))
+    filled = np.diff(line_ends, prepend=-1) > 1
+    lines = np.flatnonzero(filled) + first_line
+    if not len(lines):
+        return _convert(raw, np.zeros((0, len(kinds.names)), dtype=np.int64),
+                        np.zeros((0, len(kinds.names)), dtype=np.int64),
+                        np.zeros((0, len(kinds.names)), dtype=bool),
+                        np.zeros((0, len(kinds.names)), dtype=bool), lines, kinds, np)
+    table, irregular = _read_grid(compact.tobytes(), kinds)
+    if irregular:
+        return None  # a line with another number of fields
+    if table.num_rows != len(lines):
+        raise AssertionError("vectorised trace reader: rows and lines disagree")
+    numbers: dict[str, Any] = {}
+    texts: dict[str, Strings] = {}
+    integral: dict[str, Any] = {}
+    for name in kinds.names:
+        values = table.column(name)
+        if name in kinds.texts:
+            if not pc.all(pc.or_(pc.utf8_is_digit(values), pc.equal(values, "-1"))).as_py():
+                return None
+            if not pc.all(pc.less_equal(pc.utf8_length(values), MAX_FAST_DIGITS)).as_py():
+                return None
+            texts[name] = _arrow_strings(values, np)
+            continue
+        floats = values.to_numpy()
+        lowest = -1 if name in kinds.minus_one else 0
+        if len(floats) and not (floats.min() >= lowest and floats.max() < 2 ** 53):
+            return None  # the only negative value is a whole -1; ints must stay exact
+        if name in kinds.integers:
+            numbers[name] = floats.astype(np.int64)
+        else:
+            numbers[name] = floats
+            integral[name] = np.ones(len(floats), dtype=bool)
+    return NumericColumns(numbers, texts, lines, integral)
+
+
+def _arrow_strings(values: Any, np: Any) -> Strings:
+    encoded = values.dictionary_encode().combine_chunks()
+    return Strings(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
+                   tuple(encoded.dictionary.to_pylist()))
+
+
+def _read_grid(compact: bytes, kinds: FieldKinds) -> tuple[Any, bool]:
+    """The rows of single-space separated lines; whether a line had another number of
+    fields (Arrow leaves it out and says so)."""
+    import io
+
+    import pyarrow as pa
+    from pyarrow import csv
+
+    irregular: list[object] = []
+
+    def irregular_row(row: object) -> str:
+        irregular.append(row)
+        return "skip"
+
+    types = {name: pa.string() if name in kinds.texts else pa.float64()
+             for name in kinds.names}
+    table = csv.read_csv(
+        io.BytesIO(compact),
+        read_options=csv.ReadOptions(column_names=list(kinds.names), block_size=1 << 20),
+        parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
+                                       escape_char=False, newlines_in_values=False,
+                                       ignore_empty_lines=True,
+                                       invalid_row_handler=irregular_row),
+        convert_options=csv.ConvertOptions(column_types=types, null_values=[],
+                                           strings_can_be_null=False,
+                                           quoted_strings_can_be_null=False))
+    return table, bool(irregular)
+
+
+def _convert(raw: Any, starts: Any, lengths: Any, minus: Any, dotted: Any, lines: Any,
+             kinds: FieldKinds, np: Any) -> NumericColumns:
+    numbers: dict[str, Any] = {}
+    texts: dict[str, Strings] = {}
+    integral: dict[str, Any] = {}
+    for column, name in enumerate(kinds.names):
+        start, length = starts[:, column], lengths[:, column]
+        negative, has_dot = minus[:, column], dotted[:, column]
+        value = np.zeros(len(start), dtype=np.int64)
+        end = start + length
+        for place in range(int(length.max()) if len(length) else 0):
+            inside = place < length
+            digit = raw[np.where(inside, end - 1 - place, 0)].astype(np.int64) - 48
+            value += digit * inside * 10 ** place
+        value[negative] = -1
+        if name in kinds.texts:
+            texts[name] = _token_texts(raw, start, length, value, np)
+        elif name in kinds.integers:
+            numbers[name] = value
+        else:
+            floats = value.astype(np.float64)
+            for row in np.flatnonzero(has_dot):
+                floats[row] = float(raw[start[row]:start[row] + length[row]].tobytes())
+            numbers[name] = floats
+            integral[name] = ~has_dot
+    return NumericColumns(numbers, texts, lines, integral)
+
+
+def _token_texts(raw: Any, start: Any, length: Any, value: Any, np: Any) -> Strings:
+    """The tokens as written (``007`` is not ``7``): a digit token is its value and its
+    length (leading zeros), so equal pairs are equal texts."""
+    key = value * 16 + length
+    _distinct, first, codes = np.unique(key, return_index=True, return_inverse=True)
+    texts = tuple(raw[start[row]:start[row] + length[row]].tobytes().decode("ascii")
+                  for row in first)
+    return Strings(codes.astype(np.int32).reshape(-1), texts)

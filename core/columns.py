@@ -1,0 +1,497 @@
+"""Workloads held as columns: one typed array per task field instead of one frozen dataclass
+per task, for traces of millions of jobs.
+
+A columnar workload is an ordinary :class:`~dcx.core.model.Workload` whose ``jobs`` is a
+:class:`JobRows`: a read-only sequence of :class:`~dcx.core.model.Job` that materialises its
+rows only when code asks for them (iterating, indexing), so every consumer of the model keeps
+working. Hot paths (readers, writers, the loss derivation, ``dcx info``, the scheduler's task
+table) ask ``columns_of(workload)`` and use the arrays instead.
+
+Columns (one row per task, in workload order; jobs are consecutive runs of tasks):
+
+* ids: ``int64`` when every id is an integer, otherwise an ``object`` array of the ids;
+* times (``submit_time_s``, ``runtime_s``, ``requested_time_s``, ``deadline_s``): ``float64``
+  seconds; ``NaN`` stands for ``None`` (a columnar workload holds no ``NaN`` value: one that
+  has such a task stays a tuple of objects);
+* ``nodes``, ``gpus``: ``int64``; ``cores``, ``memory_mb``: ``float64`` (``NaN``: ``None``);
+* ``user``, ``group``: :class:`Strings`, codes into a table of distinct names;
+* dependencies: ``offsets`` (``int64``, one more than there are tasks) into an id array;
+* extras: numeric ``Task.extras`` keys, one :class:`ExtraColumn` each, in key order.
+
+A task field the columns do not hold (named resources, start modes, images, preemption,
+non-numeric extras) keeps the workload as objects (``WorkloadColumns.from_jobs`` says
+``None``).
+
+numpy is imported by the functions that need it, never at module level: the pre-commit hook
+imports every format module, and through them this one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+from dcx.core.model import Id, Job, ResourceRequest, Task, Workload, build
+
+Array = Any
+"""A numpy array (numpy is imported lazily, so it cannot be named at module level)."""
+
+FLOAT_EXACT = 2 ** 53
+"""Integers up to this size survive a float64 column unchanged."""
+
+
+@dataclass(frozen=True, eq=False)
+class Strings:
+    """Text values as codes into ``values``; code ``-1`` is ``None``."""
+
+    codes: Array
+    values: tuple[str, ...]
+
+    def at(self, row: int) -> str | None:
+        code = int(self.codes[row])
+        return None if code < 0 else self.values[code]
+
+    def count_known(self) -> int:
+        return int((self.codes >= 0).sum())
+
+    @staticmethod
+    def encode(texts: Sequence[str | None]) -> Strings:
+        import numpy as np
+
+        table: dict[str, int] = {}
+        codes = np.fromiter(
+            (-1 if text is None else table.setdefault(text, len(table)) for text in texts),
+            dtype=np.int32, count=len(texts))
+        return Strings(codes, tuple(table))
+
+
+@dataclass(frozen=True, eq=False)
+class ExtraColumn:
+    """One numeric ``Task.extras`` key: ``values`` where ``present``; ``integral`` marks the
+    rows whose value is an ``int`` (``None``: every value is, or none, as the dtype says)."""
+
+    values: Array
+    present: Array
+    integral: Array | None = None
+
+    def at(self, row: int) -> int | float:
+        value = self.values[row]
+        if self.values.dtype.kind == "i" or (self.integral is not None and self.integral[row]):
+            return int(value)
+        return float(value)
+
+
+@dataclass(frozen=True, eq=False)
+class WorkloadColumns:
+    """The jobs and tasks of a workload as arrays (see the module docstring)."""
+
+    ids: Array
+    submit_time_s: Array
+    runtime_s: Array
+    requested_time_s: Array
+    nodes: Array
+    cores: Array
+    memory_mb: Array
+    gpus: Array
+    deadline_s: Array
+    user: Strings
+    group: Strings
+    dependency_offsets: Array
+    dependency_ids: Array
+    extras: dict[str, ExtraColumn]
+    job_ids: Array
+    job_offsets: Array
+    """Task rows of job ``j``: ``job_offsets[j]`` up to ``job_offsets[j + 1]``."""
+    job_names: Strings
+    job_users: Strings
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def job_count(self) -> int:
+        return len(self.job_ids)
+
+    @property
+    def dependency_count(self) -> int:
+        return len(self.dependency_ids)
+
+    # ------------------------------------------------------------------ rows
+
+    def task(self, row: int) -> Task:
+        """The task of row ``row``, equal to what a reader building objects makes."""
+        start, end = int(self.dependency_offsets[row]), int(self.dependency_offsets[row + 1])
+        memory = float(self.memory_mb[row])
+        request = build(ResourceRequest, {
+            "nodes": int(self.nodes[row]), "cores": float(self.cores[row]),
+            "memory_mb": None if math.isnan(memory) else memory, "gpus": int(self.gpus[row]),
+            "resources": ()})
+        extras = {key: column.at(row) for key, column in self.extras.items()
+                  if column.present[row]}
+        return build(Task, {
+            "id": _scalar(self.ids[row]),
+            "submit_time_s": float(self.submit_time_s[row]),
+            "runtime_s": _optional(self.runtime_s[row]),
+            "requested_time_s": _optional(self.requested_time_s[row]),
+            "request": request,
+            "dependencies": tuple(_scalar(value) for value in self.dependency_ids[start:end]),
+            "deadline_s": _optional(self.deadline_s[row]),
+            "user": self.user.at(row), "group": self.group.at(row),
+            "extras": extras})
+
+    def job(self, index: int) -> Job:
+        start, end = int(self.job_offsets[index]), int(self.job_offsets[index + 1])
+        return build(Job, {"id": _scalar(self.job_ids[index]),
+                           "tasks": tuple(self.task(row) for row in range(start, end)),
+                           "name": self.job_names.at(index), "user": self.job_users.at(index),
+                           "extras": {}})
+
+    def jobs(self) -> tuple[Job, ...]:
+        return tuple(self.job(index) for index in range(self.job_count))
+
+    # ------------------------------------------------------------------ building
+
+    @staticmethod
+    def from_jobs(jobs: Sequence[Job]) -> WorkloadColumns | None:
+        """The columns of ``jobs``, or ``None`` when a value has no column (see the module
+        docstring): such a workload stays as objects."""
+        import numpy as np
+
+        existing = columns_of_jobs(jobs)
+        if existing is not None:
+            return existing
+        tasks = [task for job in jobs for task in job.tasks]
+        if any(job.extras for job in jobs) or not all(map(_columnar_task, tasks)):
+            return None
+        keys: dict[str, None] = {}
+        for task in tasks:
+            keys.update(dict.fromkeys(task.extras))
+        extras: dict[str, ExtraColumn] = {}
+        for key in keys:
+            present = np.fromiter((key in task.extras for task in tasks), bool, len(tasks))
+            values = [task.extras.get(key, 0) for task in tasks]
+            if all(type(value) is int for value in values):
+                if any(abs(value) >= 2 ** 63 for value in values):
+                    return None
+                extras[key] = ExtraColumn(np.array(values, dtype=np.int64), present)
+            else:
+                if any(type(value) is int and abs(value) > FLOAT_EXACT for value in values):
+                    return None
+                integral = np.fromiter((type(value) is int for value in values), bool,
+                                       len(values))
+                extras[key] = ExtraColumn(np.array(values, dtype=np.float64), present,
+                                          integral)
+        dependencies = [d for task in tasks for d in task.dependencies]
+        task_ids = _id_array([task.id for task in tasks])
+        dependency_ids = _id_array(dependencies)
+        job_ids = _id_array([job.id for job in jobs])
+        if task_ids is None or dependency_ids is None or job_ids is None:
+            return None
+        if any(type(task.request.nodes) is not int or abs(task.request.nodes) >= 2 ** 63
+               or type(task.request.gpus) is not int or abs(task.request.gpus) >= 2 ** 63
+               for task in tasks):
+            return None
+        count = len(tasks)
+        return WorkloadColumns(
+            ids=task_ids,
+            submit_time_s=_floats([task.submit_time_s for task in tasks]),
+            runtime_s=_floats([task.runtime_s for task in tasks]),
+            requested_time_s=_floats([task.requested_time_s for task in tasks]),
+            nodes=np.fromiter((task.request.nodes for task in tasks), np.int64, count),
+            cores=_floats([task.request.cores for task in tasks]),
+            memory_mb=_floats([task.request.memory_mb for task in tasks]),
+            gpus=np.fromiter((task.request.gpus for task in tasks), np.int64, count),
+            deadline_s=_floats([task.deadline_s for task in tasks]),
+            user=Strings.encode([task.user for task in tasks]),
+            group=Strings.encode([task.group for task in tasks]),
+            dependency_offsets=_offsets([len(task.dependencies) for task in tasks]),
+            dependency_ids=dependency_ids,
+            extras=extras,
+            job_ids=job_ids,
+            job_offsets=_offsets([len(job.tasks) for job in jobs]),
+            job_names=Strings.encode([job.name for job in jobs]),
+            job_users=Strings.encode([job.user for job in jobs]))
+
+    def same_as(self, other: WorkloadColumns) -> bool | None:
+        """Whether both hold the same jobs, compared column by column; ``None`` when their
+        layouts differ (an id column of another dtype, other extras keys) and only the rows
+        can tell."""
+        import numpy as np
+
+        if (self.ids.dtype != other.ids.dtype or self.job_ids.dtype != other.job_ids.dtype
+                or list(self.extras) != list(other.extras)
+                or self.ids.dtype.kind == "O" or self.job_ids.dtype.kind == "O"):
+            return None
+        if len(self) != len(other) or self.job_count != other.job_count:
+            return False
+        for left, right in ((self.ids, other.ids), (self.nodes, other.nodes),
+                            (self.gpus, other.gpus), (self.job_ids, other.job_ids),
+                            (self.job_offsets, other.job_offsets),
+                            (self.dependency_offsets, other.dependency_offsets)):
+            if not np.array_equal(left, right):
+                return False
+        if self.dependency_ids.dtype != other.dependency_ids.dtype \
+                or self.dependency_ids.dtype.kind == "O":
+            return None
+        if not np.array_equal(self.dependency_ids, other.dependency_ids):
+            return False
+        for left, right in ((self.submit_time_s, other.submit_time_s),
+                            (self.runtime_s, other.runtime_s),
+                            (self.requested_time_s, other.requested_time_s),
+                            (self.cores, other.cores), (self.memory_mb, other.memory_mb),
+                            (self.deadline_s, other.deadline_s)):
+            if not np.array_equal(left, right, equal_nan=True):
+                return False
+        for mine, theirs in ((self.user, other.user), (self.group, other.group),
+                             (self.job_names, other.job_names),
+                             (self.job_users, other.job_users)):
+            if not _same_strings(mine, theirs):
+                return False
+        for key, column in self.extras.items():
+            counterpart = other.extras[key]
+            if not np.array_equal(column.present, counterpart.present):
+                return False
+            if not np.array_equal(column.values[column.present],
+                                  counterpart.values[counterpart.present]):
+                return False
+        return True
+
+
+def _same_strings(left: Strings, right: Strings) -> bool:
+    import numpy as np
+
+    if len(left.codes) != len(right.codes):
+        return False
+    if left.values == right.values:
+        return bool(np.array_equal(left.codes, right.codes))
+    mine = np.array([None, *left.values], dtype=object)[left.codes + 1]
+    theirs = np.array([None, *right.values], dtype=object)[right.codes + 1]
+    return bool(np.array_equal(mine, theirs))
+
+
+def _columnar_task(task: Task) -> bool:
+    from dcx.core.model import StartMode
+
+    request = task.request
+    return (not request.resources and task.start_mode is StartMode.ANY
+            and task.start_time_s is None and task.preemptible is None and task.image is None
+            and task.image_size_mb is None
+            and all(_column_float(value) for value in (
+                task.submit_time_s, task.runtime_s, task.requested_time_s, request.cores,
+                request.memory_mb, task.deadline_s))
+            and task.submit_time_s is not None
+            and all(type(value) in (int, float) and (type(value) is float or
+                                                      abs(value) <= FLOAT_EXACT)
+                    for value in task.extras.values())
+            and not any(isinstance(value, float) and math.isnan(value)
+                        for value in task.extras.values())
+            and all(type(name) is str or name is None for name in (task.user, task.group)))
+
+
+def _column_float(value: object) -> bool:
+    """A value a float column holds as it is: ``None``, or a float or small int, not NaN."""
+    if value is None:
+        return True
+    if type(value) is float:
+        return not math.isnan(value)
+    return type(value) is int and abs(value) <= FLOAT_EXACT
+
+
+def _floats(values: list[float | None]) -> Array:
+    import numpy as np
+
+    return np.array([math.nan if value is None else value for value in values],
+                    dtype=np.float64)
+
+
+def _offsets(sizes: list[int]) -> Array:
+    import numpy as np
+
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return offsets
+
+
+def _id_array(ids: list[Id]) -> Array | None:
+    import numpy as np
+
+    if all(type(value) is int for value in ids):
+        if any(abs(value) >= 2 ** 63 for value in ids):
+            return None
+        return np.array(ids, dtype=np.int64)
+    if not all(type(value) in (int, str) for value in ids):
+        return None
+    array = np.empty(len(ids), dtype=object)
+    array[:] = ids
+    return array
+
+
+def _scalar(value: Any) -> Any:
+    """A Python int for a numpy integer; other values (text ids) as they are."""
+    return int(value) if hasattr(value, "dtype") and value.dtype.kind == "i" else value
+
+
+def _optional(value: Any) -> float | None:
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
+# ------------------------------------------------------------------------------ the row view
+
+
+class JobRows(Sequence[Job]):
+    """``Workload.jobs`` of a columnar workload: the jobs, built from the columns the first
+    time code asks for them and then kept (so identity and equality behave as for a tuple)."""
+
+    __slots__ = ("_rows", "columns")
+
+    def __init__(self, columns: WorkloadColumns) -> None:
+        self.columns = columns
+        self._rows: tuple[Job, ...] | None = None
+
+    def rows(self) -> tuple[Job, ...]:
+        if self._rows is None:
+            self._rows = self.columns.jobs()
+        return self._rows
+
+    def __len__(self) -> int:
+        return self.columns.job_count
+
+    def __bool__(self) -> bool:
+        return self.columns.job_count > 0
+
+    @overload
+    def __getitem__(self, index: int) -> Job: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Job, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Job | tuple[Job, ...]:
+        if isinstance(index, slice) or self._rows is not None:
+            return self.rows()[index]
+        count = self.columns.job_count
+        if not -count <= index < count:
+            raise IndexError("job index out of range")
+        return self.columns.job(index % count)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self.rows())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, JobRows):
+            same = self.columns.same_as(other.columns)
+            if same is not None:
+                return same
+            return self.rows() == other.rows()
+        if isinstance(other, tuple | list):
+            return len(other) == len(self) and self.rows() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.rows())
+
+    def __repr__(self) -> str:
+        return f"JobRows({self.columns.job_count} jobs, {len(self.columns)} tasks)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (JobRows, (self.columns,))
+
+
+def columns_of_jobs(jobs: Sequence[Job]) -> WorkloadColumns | None:
+    return jobs.columns if isinstance(jobs, JobRows) else None
+
+
+def columns_of(workload: Workload | None) -> WorkloadColumns | None:
+    """The columns of a columnar workload, ``None`` for a workload of objects."""
+    return None if workload is None else columns_of_jobs(workload.jobs)
+
+
+def columnar(workload: Workload, columns: WorkloadColumns) -> Workload:
+    """``workload`` with ``columns`` as its jobs."""
+    from dataclasses import replace
+
+    return replace(workload, jobs=JobRows(columns))
+
+
+class RowLines(Mapping[str, tuple[int, int | None]]):
+    """``ReadResult.source_map`` of a columnar read: the model pointer of each task
+    (``/workload/jobs/<j>/tasks/<t>``) to its line and column 1, computed when asked for
+    instead of a million strings built up front."""
+
+    __slots__ = ("columns", "lines")
+
+    _POINTER = re.compile(r"/workload/jobs/(0|[1-9][0-9]*)/tasks/(0|[1-9][0-9]*)")
+
+    def __init__(self, columns: WorkloadColumns, lines: Array) -> None:
+        self.columns = columns
+        self.lines = lines
+
+    def _row(self, pointer: object) -> int | None:
+        match = self._POINTER.fullmatch(pointer) if isinstance(pointer, str) else None
+        if match is None:
+            return None
+        job, task = int(match.group(1)), int(match.group(2))
+        offsets = self.columns.job_offsets
+        if job >= self.columns.job_count or task >= offsets[job + 1] - offsets[job]:
+            return None
+        return int(offsets[job]) + task
+
+    def __getitem__(self, pointer: str) -> tuple[int, int | None]:
+        row = self._row(pointer)
+        if row is None:
+            raise KeyError(pointer)
+        return int(self.lines[row]), 1
+
+    def __contains__(self, pointer: object) -> bool:
+        return self._row(pointer) is not None
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __iter__(self) -> Iterator[str]:
+        offsets = self.columns.job_offsets
+        for job in range(self.columns.job_count):
+            for task in range(int(offsets[job + 1] - offsets[job])):
+                yield f"/workload/jobs/{job}/tasks/{task}"
+
+
+def strings_from_arrow(array: Any, unknown: str | None = None) -> Strings:
+    """``Strings`` of an Arrow string array; the text ``unknown`` (``-1`` in a trace) and
+    nulls are ``None``."""
+    import numpy as np
+    import pyarrow as pa
+
+    encoded = array.dictionary_encode()
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks() if encoded.num_chunks else pa.array(
+            [], pa.string()).dictionary_encode()
+    values = encoded.dictionary.to_pylist()
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    if encoded.null_count:
+        codes = np.where(encoded.is_null().to_numpy(zero_copy_only=False), -1, codes)
+    if unknown in values:
+        position = values.index(unknown)
+        remap = np.arange(len(values), dtype=np.int32)
+        remap[position] = -1
+        remap[position + 1:] -= 1
+        codes = np.where(codes < 0, -1, remap[np.maximum(codes, 0)])
+        values.pop(position)
+    return Strings(codes.astype(np.int32), tuple(values))
+
+
+def concat_strings(parts: Sequence[Strings], unknown: str | None = None) -> Strings:
+    """One ``Strings`` of consecutive parts, with the text ``unknown`` (``-1`` in a trace)
+    as ``None``."""
+    import numpy as np
+
+    table: dict[str, int] = {}
+    pieces = []
+    for part in parts:
+        remap = np.array([-1 if text == unknown else table.setdefault(text, len(table))
+                          for text in part.values] + [-1], dtype=np.int32)
+        pieces.append(remap[part.codes])  # code -1 takes the appended -1
+    codes = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
+    return Strings(codes, tuple(table))

@@ -1,0 +1,130 @@
+"""SWF's vectorised accept path against the exact (line by line) path: whenever the fast path
+answers, it gives the exact path's document, diagnostics and source map; it answers for
+plain archive traces; and ``read`` gives what the exact path gives for every input."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dcx.core.columns import columns_of
+from dcx.core.diagnostics import ReadResult
+from dcx.formats import swf
+
+TOKENS = ("-1", "0", "1", "2", "7", "007", "12", "3600", "1.5", "0.25", "5.", ".5", "10.0",
+          "-0", "-01", "-2", "-1.0", "+3", "1e3", "abc", "u7", "1.2.3", ".", "-", "nan",
+          "9" * 16, "9" * 15, "12345678901234567890", "\u00a0", "1;2")
+BLANKS = (" ", "  ", "\t", " \t ", "\r")
+
+
+def plain_line(rng: random.Random, number: int, preceding: int) -> str:
+    """An 18-field line the exact path accepts."""
+    fields = [str(number), str(rng.choice((0, 5, 17, 400))), rng.choice(("-1", "3", "8.5")),
+              str(rng.choice((1, 60, 3600))), str(rng.choice((-1, 0, 1, 4, 32))),
+              rng.choice(("-1", "2.25", "9")), rng.choice(("-1", "1024")),
+              str(rng.choice((1, 4, 32))), str(rng.choice((-1, 60, 7200))),
+              rng.choice(("-1", "2048", "512.5")), str(rng.choice((-1, 0, 1, 5))),
+              rng.choice(("-1", "3", "007")), rng.choice(("-1", "1", "22")),
+              str(rng.choice((-1, 2))), str(rng.choice((-1, 1))), str(rng.choice((-1, 3))),
+              str(preceding), rng.choice(("-1", "10", "0.5"))]
+    return (rng.choice(("", " ", "  ")) + rng.choice(BLANKS[:4]).join(fields)
+            + rng.choice(("", " ", "\r")))
+
+
+def plain_trace(seed: int, jobs: int, header: bool = True) -> str:
+    rng = random.Random(seed)
+    lines = ["; Version: 2.2", "; MaxProcs: 64", "; UnixStartTime: 1000000000",
+             "; a comment", ""] if header else []
+    for number in range(1, jobs + 1):
+        preceding = rng.randrange(1, number) if number > 1 and rng.random() < 0.2 else -1
+        lines.append(plain_line(rng, number, preceding))
+        if rng.random() < 0.05:
+            lines.append(rng.choice(("", "   ")))
+    return "\n".join(lines) + "\n"
+
+
+def agree(data: bytes, chunk_bytes: int) -> ReadResult | None:
+    """The fast answer (if any) equals the exact one; returns the fast answer."""
+    exact = swf._read(data)
+    fast = swf.read_fast(data, chunk_bytes)
+    if fast is not None:
+        assert exact.diagnostics == ()
+        assert fast.diagnostics == exact.diagnostics
+        assert fast.document == exact.document
+        assert exact.document is not None and fast.document is not None
+        assert fast.document.workload.jobs == exact.document.workload.jobs  # the rows
+        assert dict(fast.source_map) == exact.source_map
+    assert swf.read(data) == exact or (
+        swf.read(data).document == exact.document
+        and swf.read(data).diagnostics == exact.diagnostics)
+    return fast
+
+
+def test_plain_traces_take_the_fast_path_and_match_the_exact_one():
+    for seed in range(6):
+        data = plain_trace(seed, 300).encode()
+        for chunk_bytes in (64, 700, 1 << 20):
+            fast = agree(data, chunk_bytes)
+            assert fast is not None
+            assert columns_of(fast.document.workload) is not None
+
+
+def test_fast_path_rows_carry_the_exact_values():
+    data = (b"; UnixStartTime: 0\n  1  0 -1 10 4 -1 -1 8 60 2048 1 007 -1 -1 -1 -1 -1 0.5\n"
+            b"2\t5\t3 20 0 2.25 -1 2 -1 -1 -1 1 2 -1 -1 -1 1 -1\r\n")
+    fast = agree(data, 1 << 20)
+    assert fast is not None
+    first, second = (job.tasks[0] for job in fast.document.workload.jobs)
+    assert first.user == "007" and first.request.nodes == 4
+    assert first.request.memory_mb == 2.0
+    assert first.extras == {"swf:RequestedProcessors": 8, "swf:Status": 1,
+                            "swf:ThinkTime": 0.5}
+    assert second.dependencies == (1,)
+    assert second.extras == {"swf:AllocatedProcessors": 0, "swf:WaitTime": 3,
+                             "swf:AverageCPUTime": 2.25}
+
+
+def test_the_fast_path_defers_on_what_the_exact_path_reports():
+    base = plain_trace(1, 20, header=False)
+    lines = base.splitlines()
+    cases = {
+        "duplicate": [*lines, lines[0]],
+        "missing preceding": [*lines, "99 0 -1 5 1 -1 -1 1 -1 -1 -1 -1 -1 -1 -1 -1 12345 -1"],
+        "field count": [*lines, "1 2 3"],
+        "text id": [*lines, "x" + lines[0]],
+        "no processors": [*lines, "30 0 -1 5 0 -1 -1 -1" + " -1" * 10],
+        "forward preceding": [lines[0].rsplit(" ", 2)[0].rstrip() + " 2 -1", *lines[1:]],
+        "bad start time": ["; UnixStartTime: soon", *lines],
+    }
+    for name, case in cases.items():
+        data = ("\n".join(case) + "\n").encode()
+        assert swf.read_fast(data, 256) is None, name
+        agree(data, 256)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10_000), jobs=st.integers(0, 30),
+       edits=st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(TOKENS + BLANKS
+                                                                        + ("\n", ";", ""))),
+                      max_size=3),
+       chunk_bytes=st.sampled_from((32, 100, 4096)))
+def test_mutated_traces_agree_with_the_exact_path(seed, jobs, edits, chunk_bytes):
+    """A plain trace with tokens replaced or inserted at random places: either the fast
+    path defers or it gives exactly what the exact path gives."""
+    text = plain_trace(seed, jobs, header=seed % 2 == 0)
+    for position, replacement in edits:
+        at = position % (len(text) + 1)
+        cut = at + (len(replacement) if position % 3 == 0 else 0)
+        text = text[:at] + replacement + text[cut:]
+    agree(text.encode(), chunk_bytes)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(st.lists(st.sampled_from(TOKENS), min_size=16, max_size=19),
+                      max_size=8),
+       blank=st.sampled_from(BLANKS))
+def test_generated_token_lines_agree_with_the_exact_path(lines, blank):
+    text = "\n".join(blank.join(tokens) for tokens in lines) + "\n"
+    agree(text.encode(), 64)
