@@ -621,13 +621,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     if document is not None and document.environment is not None:
         summary["topology"] = topology_summary(document.environment, holds)
     if document is not None and document.workload is not None:
-        workload = document.workload
-        tasks = list(workload.tasks())
-        summary["workload"] = {
-            "jobs": len(workload.jobs), "tasks": len(tasks),
-            "dependencies": sum(len(t.dependencies) for t in tasks),
-            "annotations": len(workload.annotations),
-        }
+        summary["workload"] = workload_summary(document.workload)
     errors = sum(d.is_error for d in result.diagnostics)
     summary["errors"] = errors
     summary["warnings"] = len(result.diagnostics) - errors
@@ -644,6 +638,23 @@ def cmd_info(args: argparse.Namespace) -> int:
         for key, value in summary.get("workload", {}).items():
             print(f"  {key}: {value:,}")
     return EXIT_OK if result.ok else EXIT_INVALID
+
+
+def workload_summary(workload: Any) -> dict[str, int]:
+    """Jobs, tasks, dependencies and annotations of a workload (from its columns when it
+    has them: no task object is built)."""
+    from dcx.core.columns import columns_of
+
+    columns = columns_of(workload)
+    if columns is not None:
+        tasks, dependencies = len(columns), columns.dependency_count
+    else:
+        tasks = dependencies = 0
+        for task in workload.tasks():
+            tasks += 1
+            dependencies += len(task.dependencies)
+    return {"jobs": len(workload.jobs), "tasks": tasks, "dependencies": dependencies,
+            "annotations": len(workload.annotations)}
 
 
 LEVELS = ("datacenter", "room", "rack")

@@ -92,9 +92,9 @@ from dcx.core.model import Document, Extras, Job, ResourceRequest, Task, Workloa
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
     MAX_ERRORS,
+    ColumnsBuilder,
     ErrorBudget,
     FieldKinds,
-    NumericColumns,
     decode_text,
     dependency_codes,
     dependency_diagnostics,
@@ -209,7 +209,7 @@ FAST_READ_BYTES = 1 << 20
 """Files this large try the vectorised accept path first; smaller ones are read line by line
 (importing numpy and pyarrow would cost a small file more than it saves)."""
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 4 << 20
 """Bytes of job lines the vectorised path converts at once (its working memory)."""
 
 FAST_KINDS = FieldKinds(
@@ -249,7 +249,7 @@ def read_fast(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> ReadResult | None:
         position, line_number = end + 1, line_number + 1
     if budget.diagnostics:
         return None
-    parts = []
+    records = ColumnsBuilder(FAST_KINDS, data.count(b"\n", position) + 1)
     first_line = line_number
     while position < len(data):
         end = data.rfind(b"\n", position, position + chunk_bytes)
@@ -258,10 +258,10 @@ def read_fast(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> ReadResult | None:
         found = numeric_columns(chunk, first_line, FAST_KINDS)
         if found is None:
             return None
-        parts.append(found)
+        records.add(found)
         first_line += chunk.count(b"\n")
         position = end
-    built = _columns_of_records(parts)
+    built = _columns_of_records(records)
     if built is None:
         return None
     columns, lines = built
@@ -269,65 +269,80 @@ def read_fast(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> ReadResult | None:
     return ReadResult(Document(workload=workload), (), RowLines(columns, lines))
 
 
-def _columns_of_records(parts: list[NumericColumns]) -> tuple[WorkloadColumns, Any] | None:
+def _unique_and_preceded(ids: Any, preceding: Any, np: Any) -> bool:
+    """Job numbers are unique and every preceding job is a line before the job's own."""
+    count = len(ids)
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    if count > 1 and np.any(ordered[1:] == ordered[:-1]):
+        return False
+    follows = preceding != -1
+    if not follows.any():
+        return True
+    wanted = preceding[follows]
+    at = np.minimum(np.searchsorted(ordered, wanted), count - 1)
+    return bool(np.all(ordered[at] == wanted) and np.all(order[at] < np.flatnonzero(follows)))
+
+
+def _memory_column(memory: Any, np: Any) -> Any:
+    """RequestedMemory (KB per processor, -1 unknown) as MB per node, in place."""
+    unknown = memory == -1
+    memory /= 1024
+    memory[unknown] = math.nan
+    return memory
+
+
+def _columns_of_records(records: ColumnsBuilder) -> tuple[WorkloadColumns, Any] | None:
     """The columns ``_task`` and ``_link_preceding_jobs`` would build from these records,
     or ``None`` where they would report: a job without processors, a repeated job number,
     a preceding job that is not in the file or not before the job (a cycle's only way)."""
     import numpy as np
 
-    if not parts or not sum(len(part.lines) for part in parts):
+    if not records.rows:
         return None
-
-    def column(name: str) -> Any:
-        return np.concatenate([part.numbers[name] for part in parts])
-
-    lines = np.concatenate([part.lines for part in parts])
+    column = records.column
+    lines = records.lines[:records.rows]
     ids = column("JobNumber")
     count = len(ids)
     allocated, requested = column("AllocatedProcessors"), column("RequestedProcessors")
     if np.any((allocated <= 0) & (requested <= 0)):
         return None
-    order = np.argsort(ids, kind="stable")
-    ordered = ids[order]
-    if count > 1 and np.any(ordered[1:] == ordered[:-1]):
-        return None
     preceding = column("PrecedingJobNumber")
+    if not _unique_and_preceded(ids, preceding, np):
+        return None
     follows = preceding != -1
-    if follows.any():
-        wanted = preceding[follows]
-        at = np.minimum(np.searchsorted(ordered, wanted), count - 1)
-        rows = np.flatnonzero(follows)
-        if not (np.all(ordered[at] == wanted) and np.all(order[at] < rows)):
-            return None
     unknown = math.nan
 
     def known(name: str) -> Any:
         values = column(name)
-        return np.where(values == -1, unknown, values)
+        values[values == -1] = unknown  # in place: the builder's array is ours
+        return values
 
     extras: dict[str, ExtraColumn] = {
         _ALLOCATED_KEY: ExtraColumn(allocated, allocated <= 0),
         _REQUESTED_KEY: ExtraColumn(requested, (allocated > 0) & (requested != allocated)),
     }
     for name in _EXTRA_COLUMNS:
+        if not records.known(name):
+            continue  # no row has the key: no column for it
         values = column(name)
-        integral = (None if name in _INTEGERS else
-                    np.concatenate([part.integral[name] for part in parts]))
-        extras["swf:" + name] = ExtraColumn(values, values != -1, integral)
+        present = values != -1
+        integral = None if name in _INTEGERS else records.integral[name][:records.rows]
+        extras["swf:" + name] = ExtraColumn(values, present, integral)
     memory = column("RequestedMemory")
     nothing = Strings(np.full(count, -1, dtype=np.int32), ())
     columns = WorkloadColumns(
         ids=ids,
-        submit_time_s=column("SubmitTime").astype(np.float64),
+        submit_time_s=column("SubmitTime"),
         runtime_s=known("RunTime"),
         requested_time_s=known("RequestedTime"),
         nodes=np.where(allocated > 0, allocated, requested),
-        cores=np.ones(count),
-        memory_mb=np.where(memory == -1, unknown, memory / 1024),
-        gpus=np.zeros(count, dtype=np.int64),
-        deadline_s=np.full(count, unknown),
-        user=concat_strings([part.texts["UserID"] for part in parts], "-1"),
-        group=concat_strings([part.texts["GroupID"] for part in parts], "-1"),
+        cores=np.broadcast_to(np.float64(1.0), count),
+        memory_mb=_memory_column(memory, np),
+        gpus=np.broadcast_to(np.int64(0), count),
+        deadline_s=np.broadcast_to(np.float64(unknown), count),
+        user=concat_strings(records.texts["UserID"], "-1"),
+        group=concat_strings(records.texts["GroupID"], "-1"),
         dependency_offsets=np.concatenate(([0], np.cumsum(follows))).astype(np.int64),
         dependency_ids=preceding[follows],
         extras=extras,

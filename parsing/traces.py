@@ -365,6 +365,57 @@ class FieldKinds:
                      if name not in self.integers and name not in self.texts)
 
 
+class ColumnsBuilder:
+    """Chunks of ``NumericColumns`` copied into arrays allocated once for at most
+    ``capacity`` rows (a file's line count), so no chunk outlives its conversion."""
+
+    def __init__(self, kinds: FieldKinds, capacity: int) -> None:
+        import numpy as np
+
+        self.kinds = kinds
+        self.rows = 0
+        self.capacity = capacity
+        # a field that is -1 on every line so far has no array yet (most archive fields)
+        self.numbers: dict[str, Any] = {name: None for name in kinds.names
+                                        if name not in kinds.texts}
+        self.integral = {name: np.empty(capacity, dtype=bool) for name in kinds.floats}
+        self.lines = np.empty(capacity, dtype=np.int64)
+        self.texts: dict[str, list[Strings]] = {name: [] for name in kinds.texts}
+
+    def add(self, part: NumericColumns) -> None:
+        start, end = self.rows, self.rows + len(part.lines)
+        import numpy as np
+
+        for name, values in part.numbers.items():
+            if self.numbers[name] is None:
+                if not np.any(values != -1):
+                    continue
+                self.numbers[name] = np.full(
+                    self.capacity, -1, dtype=np.int64 if name in self.kinds.integers
+                    else np.float64)
+            self.numbers[name][start:end] = values
+        for name, flags in part.integral.items():
+            self.integral[name][start:end] = flags
+        for name, texts in part.texts.items():
+            self.texts[name].append(texts)
+        self.lines[start:end] = part.lines
+        self.rows = end
+
+    def column(self, name: str) -> Any:
+        """The field's values (an array the caller may change in place)."""
+        import numpy as np
+
+        values = self.numbers[name]
+        if values is None:
+            return np.full(self.rows, -1, dtype=np.int64 if name in self.kinds.integers
+                           else np.float64)
+        return values[:self.rows]
+
+    def known(self, name: str) -> bool:
+        """Whether any line has a value other than -1 in the field."""
+        return self.numbers[name] is not None
+
+
 MAX_FAST_DIGITS = 15
 """Longer tokens go to the exact path: a float64 holds every integer of 15 digits exactly."""
 
@@ -388,7 +439,7 @@ def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds) -> NumericC
     if not _whole_minus_ones(raw, np):
         return None
     if b"." not in body:
-        return _integer_grid(raw, first_line, kinds, np)
+        return _integer_grid(raw, body, first_line, kinds, np)
     token = (raw >= 45).view(np.int8)  # only blanks sort below '-' among the allowed bytes
     edges = np.flatnonzero(np.diff(token, prepend=np.int8(0), append=np.int8(0)))
     starts, ends = edges[0::2], edges[1::2]
@@ -439,20 +490,23 @@ def _whole_minus_ones(raw: Any, np: Any) -> bool:
                 and np.all(after[minus + 2] < 45))
 
 
-def _integer_grid(raw: Any, first_line: int, kinds: FieldKinds,
+def _integer_grid(raw: Any, body: bytes, first_line: int, kinds: FieldKinds,
                   np: Any) -> NumericColumns | None:
     """``numeric_columns`` of a chunk without decimal points whose every ``-`` is a whole
     ``-1``: Arrow's CSV reader converts it once its blanks are one space each."""
     import pyarrow.compute as pc
 
-    token = raw >= 45  # only blanks sort below '-' among the allowed bytes
-    newline = raw == 10
-    separator = ~token & ~newline
-    keep = token | newline | (separator & np.concatenate(([False], token[:-1])))
-    compact = np.where(separator, np.uint8(32), raw)[keep]
-    trailing = (compact == 32) & np.concatenate((compact[1:] == 10, [True]))
-    if trailing.any():
-        compact = compact[~trailing]
+    if _single_spaced(body):
+        compact = raw  # what dcx and most tools write: nothing to squeeze
+    else:
+        token = raw >= 45  # only blanks sort below '-' among the allowed bytes
+        newline = raw == 10
+        separator = ~token & ~newline
+        keep = token | newline | (separator & np.concatenate(([False], token[:-1])))
+        compact = np.where(separator, np.uint8(32), raw)[keep]
+        trailing = (compact == 32) & np.concatenate((compact[1:] == 10, [True]))
+        if trailing.any():
+            compact = compact[~trailing]
     line_ends = np.flatnonzero(compact == 10)
     if not len(line_ends) or line_ends[-1] != len(compact) - 1:
         line_ends = np.append(line_ends, len(compact))
@@ -492,6 +546,12 @@ def _integer_grid(raw: Any, first_line: int, kinds: FieldKinds,
     return NumericColumns(numbers, texts, lines, integral)
 
 
+def _single_spaced(body: bytes) -> bool:
+    """Fields one space apart, no blank at either end of a line, no tab or carriage return."""
+    return not (b"  " in body or b"\t" in body or b"\r" in body or b"\n " in body
+                or b" \n" in body or body.startswith(b" ") or body.endswith(b" "))
+
+
 def _arrow_strings(values: Any, np: Any) -> Strings:
     encoded = values.dictionary_encode().combine_chunks()
     return Strings(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
@@ -515,7 +575,7 @@ def _read_grid(compact: bytes, kinds: FieldKinds) -> tuple[Any, bool]:
     types = {name: pa.string() if name in kinds.texts else pa.float64()
              for name in kinds.names}
     table = csv.read_csv(
-        io.BytesIO(compact),
+        io.BytesIO(compact), memory_pool=pa.system_memory_pool(),
         read_options=csv.ReadOptions(column_names=list(kinds.names), block_size=1 << 20),
         parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
                                        escape_char=False, newlines_in_values=False,
