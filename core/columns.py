@@ -495,3 +495,79 @@ def concat_strings(parts: Sequence[Strings], unknown: str | None = None) -> Stri
         pieces.append(remap[part.codes])  # code -1 takes the appended -1
     codes = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
     return Strings(codes, tuple(table))
+
+
+def used_paths(columns: WorkloadColumns, own_prefix: str | None) -> tuple[dict[str, int],
+                                                                           dict[str, int]]:
+    """What walking the jobs and tasks with ``dcx.core.restrict``'s ``_RecordingUse``
+    counts, column by column: field path → how many values leaving it out would change
+    (``used``), and → how many other formats' prefixed extras keys sit at it
+    (``foreign``). Paths with a count of 0 are left out, as the walk leaves them."""
+    import numpy as np
+
+    used: dict[str, int] = {}
+    foreign: dict[str, int] = {}
+    sizes = np.diff(columns.job_offsets)
+    dependencies = np.diff(columns.dependency_offsets)
+    single = sizes == 1
+    counts = {
+        "task.id": _numbering_changes(columns),
+        "job": int(len(sizes) - np.sum(single & _same_ids(columns.job_ids, columns.ids,
+                                                          columns.job_offsets[:-1], single)
+                                       & (columns.job_names.codes < 0)
+                                       & (columns.job_users.codes < 0))),
+        "job.empty": int(np.sum(sizes == 0)),
+        "job.name": columns.job_names.count_known(),
+        "job.user": columns.job_users.count_known(),
+        "task.submit_time_s": int(np.count_nonzero(columns.submit_time_s != 0.0)),
+        "task.runtime_s": int(np.count_nonzero(~np.isnan(columns.runtime_s))),
+        "task.requested_time_s": int(np.count_nonzero(~np.isnan(columns.requested_time_s))),
+        "task.request.nodes": int(np.count_nonzero(columns.nodes != 1)),
+        "task.request.cores": int(np.count_nonzero(columns.cores != 1.0)),
+        "task.request.memory_mb": int(np.count_nonzero(~np.isnan(columns.memory_mb))),
+        "task.request.gpus": int(np.count_nonzero(columns.gpus != 0)),
+        "task.dependencies.multiple": int(np.count_nonzero(dependencies > 1)),
+        "task.dependencies": int(np.count_nonzero(dependencies > 0)),
+        "task.deadline_s": int(np.count_nonzero(~np.isnan(columns.deadline_s))),
+        "task.user": columns.user.count_known(),
+        "task.group": columns.group.count_known(),
+    }
+    own = f"{own_prefix}:" if own_prefix else None
+    for key, column in columns.extras.items():
+        present = int(np.count_nonzero(column.present))
+        if ":" not in key:
+            counts["task.extras"] = counts.get("task.extras", 0) + present
+        elif own is None or not key.startswith(own):
+            foreign["task.extras"] = foreign.get("task.extras", 0) + present
+    used.update((path, count) for path, count in counts.items() if count)
+    if not foreign.get("task.extras"):
+        foreign.pop("task.extras", None)
+    return used, foreign
+
+
+def _same_ids(job_ids: Array, task_ids: Array, first_rows: Array, single: Array) -> Array:
+    """Per job: whether its id equals its first task's id (jobs of one task only)."""
+    import numpy as np
+
+    rows = np.where(single, first_rows, 0)
+    if not len(task_ids):
+        return np.zeros(len(job_ids), dtype=bool)
+    if job_ids.dtype.kind == "O" or task_ids.dtype.kind == "O":
+        return np.fromiter((bool(job_ids[j] == task_ids[rows[j]]) for j in range(len(job_ids))),
+                           bool, len(job_ids))
+    return job_ids == task_ids[rows]
+
+
+def _numbering_changes(columns: WorkloadColumns) -> int:
+    """How many distinct task ids numbering the tasks 1, 2, … in workload order changes."""
+    import numpy as np
+
+    ids = columns.ids
+    if ids.dtype.kind == "O":
+        numbers: dict[Id, int] = {}
+        for value in ids:
+            numbers.setdefault(value, len(numbers) + 1)
+        return sum(number != value for value, number in numbers.items())
+    distinct, first = np.unique(ids, return_index=True)
+    in_order = distinct[np.argsort(first, kind="stable")]
+    return int(np.count_nonzero(in_order != np.arange(1, len(in_order) + 1)))

@@ -80,11 +80,14 @@ Extras
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
+from dcx.core.columns import columns_of, used_paths
 from dcx.core.fields import FIELDS
+from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
 from dcx.core.model import (
     Consumables,
     Datacenter,
@@ -135,6 +138,16 @@ class _Held:
     def value(self, path: str, value: Any, default: Any = None) -> Any:
         return value if path in self.paths else default
 
+    def members(self, path: str, values: Sequence[Any] | None) -> Sequence[Any] | None:
+        """A group's per-member values at ``path`` (``None``: none given), as kept."""
+        return values if path in self.paths else None
+
+    @contextmanager
+    def scaled(self, count: int) -> Iterator[None]:
+        """What is walked inside stands for ``count`` equal values (a machine group's
+        template); ``_RecordingUse`` counts it that many times."""
+        yield
+
     def build(self, cls: type[T], original: T, **fields: Any) -> T:
         """``cls(**fields)``: ``original`` as the format keeps it."""
         return cls(**fields)
@@ -162,10 +175,25 @@ class _RecordingUse(_Held):
     """Path → how many values leaving it out would change."""
     foreign: dict[str, int] = field(default_factory=dict)
     """Path → how many other formats' prefixed keys sit at it."""
+    scale: list[int] = field(default_factory=lambda: [1])
+    """How many values what is being walked stands for (inside a group: its count)."""
 
     def _count(self, counts: dict[str, int], path: str, number: int = 1) -> None:
         if number:
-            counts[path] = counts.get(path, 0) + number
+            counts[path] = counts.get(path, 0) + number * self.scale[-1]
+
+    @contextmanager
+    def scaled(self, count: int) -> Iterator[None]:
+        self.scale.append(self.scale[-1] * count)
+        try:
+            yield
+        finally:
+            self.scale.pop()
+
+    def members(self, path: str, values: Sequence[Any] | None) -> Sequence[Any] | None:
+        if values is not None:
+            self._count(self.used, path, len(values))
+        return values
 
     def has(self, path: str, matters: bool | Callable[[], int] = True) -> bool:
         self._count(self.used, path, int(matters() if callable(matters) else matters))
@@ -343,7 +371,7 @@ def _one_room(rooms: tuple[Room, ...]) -> Room:
 
 def _one_rack(racks: tuple[Rack, ...]) -> Rack:
     first = racks[0] if racks else Rack()
-    return replace(first, slots=tuple(slot for rack in racks for slot in rack.slots))
+    return replace(first, slots=concatenated_slots(racks))
 
 
 def _datacenter(datacenter: Datacenter, held: _Held) -> Datacenter:
@@ -369,14 +397,26 @@ def _room(room: Room, held: _Held) -> Room:
 
 
 def _rack(rack: Rack, held: _Held) -> Rack:
-    slots = rack.slots if held.has("rack.empty_slots", None in rack.slots) else rack.machines
+    keep_empty = held.has("rack.empty_slots", None in rack.slots)
     return Rack(
         id=held.value("rack.id", rack.id),
         name=held.value("rack.name", rack.name),
         capacity_units=held.value("rack.capacity_units", rack.capacity_units),
         power_capacity_w=held.value("rack.power_capacity_w", rack.power_capacity_w),
-        slots=tuple(None if slot is None else _machine(slot, held) for slot in slots),
+        slots=map_slots(rack.slots, lambda machine: _machine(machine, held),
+                        lambda group: _group(group, held), keep_empty),
         extras=held.extras("rack.extras", rack.extras))
+
+
+def _group(group: MachineGroup, held: _Held) -> MachineGroup:
+    """A machine group walked once: its template stands for every member."""
+    with held.scaled(group.count):
+        template = _machine(group.template, held)
+    return held.build(
+        MachineGroup, group, template=template, count=group.count,
+        ids=held.members("machine.id", group.ids),
+        names=held.members("machine.name", group.names),
+        ranks=held.members("machine.rank", group.ranks))
 
 
 def _machine(machine: Machine, held: _Held) -> Machine:
@@ -473,6 +513,8 @@ def _event(event: MachineStateChange | DatacenterSchedulerChange,
 
 def _workload(workload: Workload, held: _Held) -> Workload:
     jobs = workload.jobs
+    if isinstance(held, _RecordingUse) and columns_of(workload) is not None:
+        return _recorded_columns(workload, held)
     if not held.has("task.id", lambda: _numbering_changes(jobs)):
         jobs = _renumber_tasks(jobs)
     if not held.has("job", lambda: sum(len(job.tasks) != 1 or job != Job(
@@ -491,6 +533,26 @@ def _workload(workload: Workload, held: _Held) -> Workload:
                           for annotation in held.value("workload.annotations",
                                                        workload.annotations, ())),
         extras=held.extras("workload.extras", workload.extras))
+
+
+def _recorded_columns(workload: Workload, use: _RecordingUse) -> Workload:
+    """``_workload`` for a workload held as columns while recording use: the jobs and tasks
+    are counted column by column (``dcx.core.columns.used_paths``); nothing is built."""
+    columns = columns_of(workload)
+    assert columns is not None
+    used, foreign = used_paths(columns, use.own_prefix)
+    for path, count in used.items():
+        use._count(use.used, path, count)
+    for path, count in foreign.items():
+        use._count(use.foreign, path, count)
+    use.value("workload.name", workload.name)
+    use.value("workload.description", workload.description)
+    use.value("workload.time_origin", workload.time_origin)
+    use.extras("workload.attributes", workload.attributes)
+    for annotation in use.value("workload.annotations", workload.annotations, ()):
+        use.extras("workload.annotations", annotation.extras)
+    use.extras("workload.extras", workload.extras)
+    return workload
 
 
 def _task_numbers(jobs: tuple[Job, ...]) -> dict[Id, int]:
