@@ -34,6 +34,7 @@ from dcx.core.diagnostics import (
     has_errors,
     warning,
 )
+from dcx.core.groups import machine_count
 from dcx.core.model import Document
 
 CODES = (
@@ -118,7 +119,7 @@ def parts_of(document: Document) -> tuple[str, ...]:
     """The parts a document describes: a topology with machines, a workload with jobs or
     annotations. An empty part describes nothing."""
     parts = []
-    if document.environment is not None and any(True for _ in document.environment.machines()):
+    if document.environment is not None and machine_count(document.environment):
         parts.append("environment")
     workload = document.workload
     if workload is not None and (workload.jobs or workload.annotations):

@@ -95,6 +95,8 @@ class MachineGroup:
             values = self.member_values(name)
             if values is not None and len(values) != self.count:
                 raise ValueError(f"a group of {self.count} machines with {len(values)} {name}s")
+            if values is not None and getattr(self.template, name) is not None:
+                raise ValueError(f"a group's template has no {name} when its members have one")
 
     def member_values(self, name: str) -> Sequence[Any] | None:
         """The per-member sequence of ``id``, ``name`` or ``rank`` (``None``: the template's)."""

@@ -63,9 +63,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import repeat
 from typing import Any
 from urllib.parse import unquote
@@ -80,6 +80,15 @@ from dcx.core.diagnostics import (
     error,
     has_errors,
     warning,
+)
+from dcx.core.groups import (
+    MachineGroup,
+    Slots,
+    machine_parts,
+    part_count,
+    part_template,
+    slot_parts,
+    slots_of,
 )
 from dcx.core.ids import id_from_text
 from dcx.core.limits import paused_gc
@@ -590,16 +599,19 @@ _UPSTREAM_NEEDS = {
 
 def leaves_out(document: Document) -> str:
     """Why the upstream jsspp-osp schema refuses machines of ``document``, in one line."""
-    machines = list(document.environment.machines()) if document.environment else []
-    refused = [(machine, upstream_problems(machine)) for machine in machines]
-    refused = [(machine, problems) for machine, problems in refused if problems]
+    parts = list(machine_parts(document.environment)) if document.environment else []
+    # a group's members share their hardware: judged once, counted with the group
+    refused = [(part, problems) for part in parts
+               if (problems := upstream_problems(part_template(part)))]
     if not refused:
         return ""
-    first, problems = refused[0]
+    part, problems = refused[0]
+    first = part.member(0) if isinstance(part, MachineGroup) else part
     name = first.name or first.id or "the first"
     needs = " and ".join(_UPSTREAM_NEEDS[problem] for problem in problems)
+    lacking = sum(part_count(part) for part, _ in refused)
     return (f"the jsspp-osp schema needs {needs} for every machine; "
-            f"{len(refused)} of {len(machines)} machines lack it (first: {name})")
+            f"{lacking} of {sum(map(part_count, parts))} machines lack it (first: {name})")
 
 
 def upstream_problems(machine: Machine) -> tuple[str, ...]:
@@ -666,8 +678,13 @@ class Normalised:
 
     environment: Environment
     changed: frozenset[str]
-    left_out: tuple[Id | str, ...]
-    """The machines left out (their id, name or position), in document order."""
+    left_out_labels: tuple[Callable[[], Iterable[Id | str]], ...]
+    """What lists the machines left out, a group's members by one callable."""
+
+    @property
+    def left_out(self) -> tuple[Id | str, ...]:
+        """The machines left out (their id, name or position), in document order."""
+        return tuple(label for labels in self.left_out_labels for label in labels())
 
 
 class _Normaliser:
@@ -678,7 +695,7 @@ class _Normaliser:
 
     def __init__(self) -> None:
         self.changed: set[str] = set()
-        self.left_out: list[Id | str] = []
+        self.left_out: list[Callable[[], Iterable[Id | str]]] = []
         self.seen: dict[str, set[Id]] = {kind: set() for kind in _ID_PATHS}
         self.verdicts: dict[tuple[int, ...], tuple[tuple[str, ...], Any]] = {}
         self.judged: list[Machine] = []  # keeps the ids in ``verdicts`` from being reused
@@ -738,36 +755,84 @@ class _Normaliser:
 
     def rack(self, rack: Rack) -> Rack:
         identity = self.unique("rack", rack.id)
-        slots = tuple(slot for slot in map(self.slot, rack.slots) if slot is not _LEFT_OUT)
-        slots = _same_or(rack.slots, slots)
+        if isinstance(rack.slots, Slots):
+            parts = rack.slots.parts
+            kept = [kept for part in parts for kept in self.part(part)]
+            if len(kept) == len(parts) and all(a is b for a, b in zip(kept, parts, strict=True)):
+                slots: Sequence[Machine | None] = rack.slots
+            else:
+                slots = slots_of(kept)
+        else:
+            slots = _same_or(rack.slots, tuple(
+                slot for slot in map(self.slot, rack.slots) if slot is not _LEFT_OUT))
         if identity == rack.id and slots is rack.slots:
             return rack
         return replace(rack, id=identity, slots=slots)
 
-    def slot(self, machine: Machine | None) -> Machine | object | None:
-        if machine is None:
-            return None
-        self.position += 1
+    def part(self, part: Machine | MachineGroup | None) -> list[Machine | MachineGroup | None]:
+        """A slot or a group as the normal form keeps it (a group whose member ids the
+        schema cannot all keep is taken machine by machine)."""
+        if not isinstance(part, MachineGroup):
+            slot = self.slot(part)
+            return [] if slot is _LEFT_OUT else [slot]  # type: ignore[list-item,unused-ignore]
+        template = part.template
+        problems, units = self.verdict(template)
+        if problems:
+            self.changed.update(problems)
+            self.left_out.append(partial(_member_labels, part, self.position))
+            self.position += part.count
+            return []
+        if template.id is not None or (part.ids is not None and not self.all_unique(part.ids)):
+            kept = (self.slot(member) for member in part)
+            return [machine for machine in kept  # type: ignore[misc,unused-ignore]
+                    if machine is not _LEFT_OUT]
+        self.position += part.count
+        fixed = self.shared_parts(template, units)
+        return [part if fixed is template else replace(part, template=fixed)]
+
+    def all_unique(self, ids: Sequence[Id]) -> bool:
+        """Whether ids unseen, distinct and writable; if so they are now seen."""
+        seen = self.seen["machine"]
+        if any(value in seen or isinstance(value, bool) or (isinstance(value, int) and value < 0)
+               for value in ids) or len(set(ids)) != len(ids):
+            return False
+        seen.update(ids)
+        return True
+
+    def verdict(self, machine: Machine) -> tuple[tuple[str, ...], tuple[Any, ...] | None]:
         key = (id(machine.cpus), id(machine.gpus), id(machine.memory), id(machine.storage))
         verdict = self.verdicts.get(key)
         if verdict is None:
             verdict = self.verdicts[key] = self.judge(machine)
             self.judged.append(machine)
-        problems, units = verdict
+        return verdict
+
+    def slot(self, machine: Machine | None) -> Machine | object | None:
+        if machine is None:
+            return None
+        self.position += 1
+        problems, units = self.verdict(machine)
         if problems:
             self.changed.update(problems)
-            self.left_out.append(machine.id if machine.id is not None
-                                 else machine.name or f"#{self.position}")
+            label = machine.id if machine.id is not None else machine.name or f"#{self.position}"
+            self.left_out.append(partial(repeat, label, 1))
             return _LEFT_OUT
         identity = self.unique("machine", machine.id)
+        if identity != machine.id:
+            machine = replace(machine, id=identity)
+        return self.shared_parts(machine, units)
+
+    def shared_parts(self, machine: Machine, units: tuple[Any, ...] | None) -> Machine:
+        """``machine`` with its definition name dropped when it cannot be written back and
+        its units as they read back."""
         extras = machine.extras
         pointer = extras.get(DEFINITION_EXTRA) if extras else None
         if pointer is not None and not self.claim(pointer):
             self.changed.add("machine.extras")
             extras = {key: value for key, value in extras.items() if key != DEFINITION_EXTRA}
-        if identity == machine.id and extras is machine.extras and units is None:
+        if extras is machine.extras and units is None:
             return machine
-        machine = replace(machine, id=identity, extras=extras)
+        machine = replace(machine, extras=extras)
         if units is not None:
             cpus, gpus, memory, storage = units
             machine = replace(machine, cpus=cpus, gpus=gpus, memory=memory, storage=storage)
@@ -812,6 +877,16 @@ class _Normaliser:
 
 
 _LEFT_OUT = object()
+
+
+def _member_labels(group: MachineGroup, before: int) -> Iterator[Id | str]:
+    """Each member's id, name or position (``before`` machines precede the group)."""
+    template = group.template
+    ids = group.ids if group.ids is not None else repeat(template.id, group.count)
+    names = group.names if group.names is not None else repeat(template.name, group.count)
+    for position, identity, name in zip(range(before + 1, before + group.count + 1), ids,
+                                        names, strict=False):
+        yield identity if identity is not None else name or f"#{position}"
 
 
 def _same_or(old: tuple[Any, ...], new: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -886,9 +961,11 @@ class _Writer:
         machine writes only what differs from it), and dcx's own for identical machines
         without one."""
         last_body: dict[tuple[str, ...], dict[str, Any]] = {}
-        unnamed: dict[str, list[Machine]] = {}
+        unnamed: dict[str, list[Machine | MachineGroup]] = {}
         first_body: dict[str, dict[str, Any]] = {}
-        for machine in environment.machines():
+        for part in machine_parts(environment):
+            # a group is written from its template: one body for all its members
+            machine = part_template(part)
             body = self.body(machine)
             pointer = machine.extras.get(DEFINITION_EXTRA)
             if pointer is None:
@@ -896,10 +973,10 @@ class _Writer:
                 # a machine of a generated type writes only its $base, any other one builds
                 # its body again.
                 text = json.dumps(body, sort_keys=True)
-                unnamed.setdefault(text, []).append(machine)
+                unnamed.setdefault(text, []).append(part)
                 first_body.setdefault(text, body)
                 continue
-            self.machine_bodies[id(machine)] = body
+            self.machine_bodies[id(part)] = body
             path = definition_path(pointer)
             assert path is not None  # the normal form keeps only writable pointers
             if last_body.get(path) is body:
@@ -920,12 +997,12 @@ class _Writer:
             node[path[-1]] = {"type": "MACHINE", **shared}
         generated: dict[str, Any] = {}
         for text, members in unnamed.items():
-            if len(members) < 2:
+            if sum(map(part_count, members)) < 2:
                 continue
             name = f"type-{len(generated) + 1}"
             generated[name] = {"type": "MACHINE", **first_body[text]}
-            for machine in members:
-                self.generated[id(machine)] = f"{_GENERATED_PREFIX}{name}"
+            for member in members:
+                self.generated[id(member)] = f"{_GENERATED_PREFIX}{name}"
         if generated:
             tree[GENERATED_DEFINITIONS] = generated
         return tree
@@ -966,8 +1043,15 @@ class _Writer:
         _put(node, "name", rack.name)
         _put(node, "capacity", rack.capacity_units)
         _put(node, "power-capacity", rack.power_capacity_w)
-        node["units"] = [{"type": "EMPTY"} if slot is None else self.machine(slot)
-                         for slot in rack.slots]
+        units: list[dict[str, Any]] = []
+        for part in slot_parts(rack.slots):
+            if part is None:
+                units.append({"type": "EMPTY"})
+            elif isinstance(part, MachineGroup):
+                units.extend(self.members(part))
+            else:
+                units.append(self.machine(part))
+        node["units"] = units
         node.update(_native(rack.extras))
         return node
 
@@ -976,20 +1060,42 @@ class _Writer:
         _put(node, "id", machine.id)
         _put(node, "name", machine.name)
         node["state"] = machine.state.value
+        node.update(self.hardware(machine, id(machine)))
+        return node
+
+    def members(self, group: MachineGroup) -> Iterable[dict[str, Any]]:
+        """The units of a group's members: what differs per member, then what they share
+        (written once per group, as ``machine`` writes it for each machine)."""
+        template = group.template
+        hardware = self.hardware(template, id(group))
+        state = template.state.value
+        ids = group.ids if group.ids is not None else repeat(template.id, group.count)
+        names = group.names if group.names is not None else repeat(template.name, group.count)
+        for identity, name in zip(ids, names, strict=False):
+            node: dict[str, Any] = {}
+            if identity is not None:
+                node["id"] = identity
+            if name is not None:
+                node["name"] = name
+            node["state"] = state
+            node.update(hardware)
+            yield node
+
+    def hardware(self, machine: Machine, owner: int) -> dict[str, Any]:
+        """A unit's keys after id, name and state: its ``$base`` and what differs from the
+        definition, or its whole body; ``owner`` is the ``id`` of the machine or group the
+        definitions were gathered under."""
         pointer = machine.extras.get(DEFINITION_EXTRA)
         if pointer is None:
-            generated = self.generated.get(id(machine))
+            generated = self.generated.get(owner)
             if generated is not None:
-                node["$base"] = generated
-            else:
-                node["type"] = "MACHINE"
-                node.update(self.body(machine))
-            return node
-        body = self.machine_bodies[id(machine)]
+                return {"$base": generated}
+            return {"type": "MACHINE", **self.body(machine)}
+        body = self.machine_bodies[owner]
         path = definition_path(pointer)
         assert path is not None  # the normal form keeps only writable pointers
         shared = self.inherited[path]
-        node["$base"] = pointer
+        node: dict[str, Any] = {"$base": pointer}
         node.update({key: value for key, value in body.items()
                      if not _same(shared.get(key, _ABSENT), value)})
         return node

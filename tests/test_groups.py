@@ -1,0 +1,151 @@
+"""Compact machine groups (``dcx.core.groups``): a grouped document reads as the expanded
+one, and the loss derivation counts a group with its multiplicity without expanding it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dcx.converters.registry import FORMATS
+from dcx.core.fields import FIELDS
+from dcx.core.groups import (
+    MachineGroup,
+    Slots,
+    Window,
+    compact,
+    has_groups,
+    machine_count,
+    machine_parts,
+)
+from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
+from dcx.core.restrict import dropped_field_counts, restrict
+from tests.strategies import documents
+
+
+def _machine(index: int) -> Machine:
+    return Machine(id=index, name=f"n{index}", rank=index, cpus=(ProcessingUnit(cores=4),))
+
+
+def _grouped_rack() -> Rack:
+    template = Machine(cpus=(ProcessingUnit(cores=4),))
+    group = MachineGroup(template, 3, ids=range(1, 4), names=("n1", "n2", "n3"),
+                         ranks=range(1, 4))
+    return Rack(slots=Slots((_machine(0), group, None)))
+
+
+def test_slots_read_as_the_tuple_they_stand_for() -> None:
+    rack = _grouped_rack()
+    expanded = (*(_machine(index) for index in range(4)), None)
+    assert len(rack.slots) == 5
+    assert rack.slots == expanded and expanded == rack.slots
+    assert rack.slots[2] == _machine(2) and rack.slots[-1] is None
+    assert None in rack.slots and _machine(3) in rack.slots
+    assert rack.slots[1] is rack.slots[1]  # expanded once, then the same objects
+    assert rack == Rack(slots=expanded)
+    assert rack.machines == expanded[:4]
+
+
+def test_groups_are_counted_without_expanding() -> None:
+    rack = _grouped_rack()
+    environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),))
+    assert machine_count(environment) == 4
+    assert [type(part).__name__ for part in machine_parts(environment)] == [
+        "Machine", "MachineGroup"]
+    assert isinstance(rack.slots, Slots) and rack.slots._expanded is None
+
+
+def test_a_group_checks_its_member_values() -> None:
+    with pytest.raises(ValueError, match="3 machines with 2 ids"):
+        MachineGroup(Machine(), 3, ids=(1, 2))
+    with pytest.raises(ValueError, match="template has no name"):
+        MachineGroup(Machine(name="x"), 2, names=("a", "b"))
+    with pytest.raises(ValueError, match="at least one member"):
+        MachineGroup(Machine(), 0)
+
+
+def test_a_window_is_a_slice_without_copying() -> None:
+    window = Window(("a", "b", "c", "d"), 1, 3)
+    assert list(window) == ["b", "c"] and window == ("b", "c") and window[-1] == "c"
+    with pytest.raises(IndexError):
+        window[2]
+
+
+# ------------------------------------------------------------------------------ losses
+
+
+@st.composite
+def documents_with_runs(draw: st.DrawFn) -> Document:
+    """A generated document whose machines come in runs of copies that differ in id, name
+    and rank, as a node-set or an R_lite entry states them."""
+    document = draw(documents())
+    environment = document.environment
+    if environment is None:
+        return document
+    serial = iter(range(10**6))
+
+    def copies(machine: Machine) -> list[Machine]:
+        times = draw(st.integers(1, 3))
+        return [replace(machine,
+                        id=None if machine.id is None else f"{machine.id}-{next(serial)}",
+                        name=None if machine.name is None else f"{machine.name}{copy}",
+                        rank=None if machine.rank is None else machine.rank * 4 + copy)
+                for copy in range(times)]
+
+    datacenters = tuple(replace(dc, rooms=tuple(replace(room, racks=tuple(
+        replace(rack, slots=tuple(slot for original in rack.slots
+                                  for slot in ([None] if original is None else copies(original))))
+        for rack in room.racks)) for room in dc.rooms)) for dc in environment.datacenters)
+    return replace(document, environment=replace(environment, datacenters=datacenters))
+
+
+def _compacted(document: Document) -> Document:
+    if document.environment is None:
+        return document
+    return replace(document, environment=compact(document.environment))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents_with_runs(), st.sets(st.sampled_from(sorted(FIELDS))),
+       st.sampled_from([None, "swf", "flux-r"]))
+def test_grouped_and_expanded_documents_lose_the_same(
+        document: Document, holds: set[str], own_prefix: str | None) -> None:
+    grouped = _compacted(document)
+    counts = dropped_field_counts(grouped, holds, own_prefix)
+    restricted = restrict(grouped, holds, own_prefix)
+    if grouped.environment is not None:
+        # the one walk counted every group from its template
+        assert all(rack.slots._expanded is None for rack in grouped.environment.racks()
+                   if isinstance(rack.slots, Slots))
+    assert grouped == document
+    assert counts == dropped_field_counts(document, holds, own_prefix)
+    assert restricted == restrict(document, holds, own_prefix)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents_with_runs())
+def test_grouped_and_expanded_documents_lose_the_same_in_every_format(
+        document: Document) -> None:
+    for target in FORMATS:
+        expected: Any = dropped_field_counts(document, target.holds, target.name, target)
+        assert dropped_field_counts(_compacted(document), target.holds, target.name,
+                                    target) == expected, target.name
+
+
+def test_compact_groups_runs_that_differ_only_in_member_fields() -> None:
+    machines = [_machine(index) for index in range(5)]
+    odd = replace(machines[3], os="linux")
+    rack = Rack(slots=(*machines[:3], odd, machines[4], None, machines[0]))
+    environment = compact(Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),)))
+    (compacted,) = environment.racks()
+    assert has_groups(environment) and compacted == rack
+    assert isinstance(compacted.slots, Slots)
+    group = compacted.slots.parts[0]
+    assert isinstance(group, MachineGroup) and group.count == 3
+    assert group.ids == range(0, 3) and group.ranks == range(0, 3)
+    assert group.names == ("n0", "n1", "n2")
+    assert [type(part).__name__ for part in compacted.slots.parts[1:]] == [
+        "Machine", "Machine", "NoneType", "Machine"]
