@@ -134,6 +134,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from dcx.core.codes import Code
@@ -152,6 +153,7 @@ from dcx.core.model import (
     Rack,
     Room,
     StorageUnit,
+    build,
 )
 from dcx.parsing.hostlist import Hostlist, HostlistError
 from dcx.parsing.traces import MAX_ERRORS, ErrorBudget, decode_text, text_codes
@@ -551,7 +553,9 @@ def _read(data: bytes) -> ReadResult:
                 own[PREFIX + key] = hosts[index]
             source_map[f"/environment/datacenters/0/rooms/0/racks/0/slots/{len(machines)}"] = (
                 node.line.number, node.line.column)
-            machines.append(replace(node.machine, name=name, extras=own))
+            values = dict(node.machine.__dict__)
+            values["name"], values["extras"] = name, own
+            machines.append(build(Machine, values))  # replace() costs 5x more per node
     extras: dict[str, Any] = {}
     if config:
         extras[CONFIG] = config
@@ -929,9 +933,29 @@ def _whole(value: float, limit: int) -> int | None:
 
 @dataclass
 class _Normalizer:
+    """Builds the normal form and records the held field paths it changes. Machines read from
+    one NodeName line share their parts (the same tuples), so each part is normalised once
+    per distinct object (``_shared``)."""
+
     lost: set[str] = field(default_factory=set)
     taken: set[str] = field(default_factory=set)
     position: int = 0
+    memo: dict[tuple[str, int], tuple[object, Any, frozenset[str]]] = field(
+        default_factory=dict)
+
+    def _shared(self, kind: str, value: Any, compute: Any) -> Any:
+        """``compute(value)``, once per distinct ``value`` object, with the paths it loses."""
+        key = (kind, id(value))
+        hit = self.memo.get(key)
+        if hit is not None and hit[0] is value:
+            self.lost |= hit[2]
+            return hit[1]
+        saved, self.lost = self.lost, set()
+        result = compute(value)
+        delta = frozenset(self.lost)
+        self.lost = saved | delta
+        self.memo[key] = (value, result, delta)  # keeps value alive: its id stays its own
+        return result
 
     def machine(self, machine: Machine) -> Machine:
         self.position += 1
@@ -943,19 +967,24 @@ class _Normalizer:
         self.taken.add(name)
         if machine.name is not None and name != machine.name:
             self.lost.add("machine.name")
-        cpus = self.cpus(machine.cpus)
+        cpus = self._shared("cpus", machine.cpus, self.cpus)
         changes: dict[str, Any] = {
-            "name": name, "cpus": cpus, "gpus": self.gpus(machine.gpus),
-            "memory": self.capacity(machine.memory, _UINT64, "machine.memory"),
-            "storage": self.capacity(machine.storage, _UINT32, "machine.storage"),
-            "features": self.features(machine.features),
-            "resources": self.resources(machine.resources),
+            "name": name, "cpus": cpus, "gpus": self._shared("gpus", machine.gpus, self.gpus),
+            "memory": self._shared("memory", machine.memory, lambda units: self.capacity(
+                units, _UINT64, "machine.memory")),
+            "storage": self._shared("storage", machine.storage, lambda units: self.capacity(
+                units, _UINT32, "machine.storage")),
+            "features": self._shared("features", machine.features, self.features),
+            "resources": self._shared("resources", machine.resources, self.resources),
             "state_label": self.label(machine.state, machine.state_label),
             "extras": self.extras(machine.extras, cpus),
         }
-        if all(getattr(machine, key) == value for key, value in changes.items()):
+        if all(getattr(machine, key) is value or getattr(machine, key) == value
+               for key, value in changes.items()):
             return machine
-        return replace(machine, **changes)
+        values = dict(machine.__dict__)
+        values.update(changes)
+        return build(Machine, values)
 
     def cpus(self, cpus: tuple[ProcessingUnit, ...]) -> tuple[ProcessingUnit, ...]:
         kept = tuple(cpu for cpu in cpus if cpu.cores > 0)
@@ -972,7 +1001,7 @@ class _Normalizer:
                      or kept[0].cores * len(kept) > _UINT16):
             self.lost.add("machine.cpus")
             return ()
-        return kept
+        return cpus if kept == cpus else kept
 
     def gpus(self, gpus: tuple[ProcessingUnit, ...]) -> tuple[ProcessingUnit, ...]:
         if not gpus:
@@ -997,7 +1026,7 @@ class _Normalizer:
         if any(key.startswith(PREFIX) for gpu in grouped for key in gpu.extras):
             self.lost.add("machine.extras")
             grouped = tuple(replace(gpu, extras=_without_own(gpu.extras)) for gpu in grouped)
-        return grouped
+        return gpus if grouped == gpus else grouped
 
     def capacity(self, units: tuple[StorageUnit, ...], limit: int,
                  path: str) -> tuple[StorageUnit, ...]:
@@ -1020,7 +1049,8 @@ class _Normalizer:
                      if isinstance(item, str) and _WORD.fullmatch(item) is not None)
         if kept != features:
             self.lost.add("machine.features")
-        return kept
+            return kept
+        return features
 
     def resources(self, resources: tuple[NamedResource, ...]) -> tuple[NamedResource, ...]:
         kept: list[NamedResource] = []
@@ -1039,7 +1069,7 @@ class _Normalizer:
                 self.lost.add("machine.resources")
                 resource = replace(resource, extras={})
             kept.append(resource)
-        return tuple(kept)
+        return resources if tuple(kept) == resources else tuple(kept)
 
     def label(self, state: MachineState, label: str | None) -> str | None:
         if label is None:
@@ -1053,32 +1083,52 @@ class _Normalizer:
         if not any(key.startswith(PREFIX) for key in extras):
             return extras
         kept = {key: value for key, value in extras.items() if not key.startswith(PREFIX)}
-        sockets = len(cpus)
-        cores = cpus[0].cores if cpus else 0
-        thread_count = 1
-        for key in ("ThreadsPerCore", *NODE_KEYS):
+        own = tuple((key, value) for key, value in extras.items() if key.startswith(PREFIX)
+                    and key[len(PREFIX):] not in _ADDRESS_KEYS)
+        try:
+            hit = self.memo.get(("extras", hash((own, id(cpus)))))
+        except TypeError:  # an unhashable value: not a string, so it is dropped below
+            hit = None
+        if hit is not None and hit[0] == (own, cpus):
+            kept.update(hit[1])
+        else:
+            written = _kept_node_extras(dict(own), cpus)
+            kept.update(written)
+            if all(isinstance(value, str) for _, value in own):
+                self.memo[("extras", hash((own, id(cpus))))] = ((own, cpus), written,
+                                                                 frozenset())
+        for key in _ADDRESS_KEYS:
             value = extras.get(PREFIX + key)
-            if value is None or key in _MODELLED_NODE_KEYS - {"CPUs", "Boards", "ThreadsPerCore"}:
-                continue
-            if not _node_value_reads_back(key, value):
-                continue
-            number = int(value) if key in ("CPUs", "Boards", "ThreadsPerCore") else 0
-            if key == "ThreadsPerCore" and (not cpus or number <= 1
-                                            or sockets * cores * number > _UINT16):
-                continue
-            if key == "ThreadsPerCore":
-                thread_count = number
-            if key == "CPUs" and (not cpus or number not in (sockets, sockets * cores)
-                                  or number == sockets * cores * thread_count):
-                continue
-            if key == "Boards" and (not cpus or number <= 1 or sockets % number):
-                continue
-            if key in _ADDRESS_KEYS and not is_node_name(value):
-                continue
-            kept[PREFIX + key] = value
+            if isinstance(value, str) and is_node_name(value):
+                kept[PREFIX + key] = value
         if len(kept) != len(extras):
             self.lost.add("machine.extras")
-        return kept
+        return extras if kept == extras else kept
+
+
+def _kept_node_extras(own: dict[str, Any], cpus: tuple[ProcessingUnit, ...]) -> dict[str, str]:
+    """The ``slurm:`` node extras (but addresses) that read back as they are on a machine with
+    ``cpus``: values the schema takes, CPU counts consistent with the sockets."""
+    kept: dict[str, str] = {}
+    sockets = len(cpus)
+    cores = cpus[0].cores if cpus else 0
+    thread_count = 1
+    for key in ("ThreadsPerCore", *_EXTRA_NODE_KEYS, "CPUs", "Boards"):
+        value = own.get(PREFIX + key)
+        if value is None or key in _ADDRESS_KEYS or not _node_value_reads_back(key, value):
+            continue
+        number = int(value) if key in ("CPUs", "Boards", "ThreadsPerCore") else 0
+        if key == "ThreadsPerCore":
+            if not cpus or number <= 1 or sockets * cores * number > _UINT16:
+                continue
+            thread_count = number
+        if key == "CPUs" and (not cpus or number not in (sockets, sockets * cores)
+                              or number == sockets * cores * thread_count):
+            continue
+        if key == "Boards" and (not cpus or number <= 1 or sockets % number):
+            continue
+        kept[PREFIX + key] = value
+    return kept
 
 
 def _without_own(extras: dict[str, Any]) -> dict[str, Any]:
@@ -1086,9 +1136,15 @@ def _without_own(extras: dict[str, Any]) -> dict[str, Any]:
 
 
 def _node_value_reads_back(key: str, value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    return _node_text_reads_back(key, value)
+
+
+@lru_cache(maxsize=4096)
+def _node_text_reads_back(key: str, value: str) -> bool:
     if not _is_text(value):
         return False
-    assert isinstance(value, str)
     if key in _NODE_WIDTHS and not (value.isascii() and value.isdigit()
                                     and int(value) <= _NODE_WIDTHS[key]):
         return False
@@ -1204,8 +1260,18 @@ def write(document: Document) -> WriteResult:
         lines.append("GresTypes=" + ",".join(gres_types))
     run: list[Machine] = []
     shape: tuple[tuple[str, str], ...] | None = None
+    shapes: dict[tuple[Any, ...], tuple[tuple[str, str], ...]] = {}
     for machine in machines:
-        pairs = _node_pairs(machine)
+        # Machines of one NodeName line share their parts: their pairs are computed once.
+        # The ids stay valid: every part is alive in the document while it is written.
+        key = (id(machine.cpus), id(machine.gpus), id(machine.memory), id(machine.storage),
+               id(machine.features), id(machine.resources), machine.state,
+               machine.state_label, tuple(
+                   (name, "" if name[len(PREFIX):] in _ADDRESS_KEYS else value)
+                   for name, value in machine.extras.items() if name.startswith(PREFIX)))
+        pairs = shapes.get(key)
+        if pairs is None:
+            pairs = shapes[key] = _node_pairs(machine)
         if shape is not None and pairs != shape:
             lines.append(_node_line(run, shape))
             run = []
