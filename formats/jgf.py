@@ -82,6 +82,7 @@ from typing import Any
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error
+from dcx.core.groups import machine_parts, part_count, part_template
 from dcx.core.limits import paused_gc
 from dcx.core.model import (
     Datacenter,
@@ -1001,8 +1002,10 @@ def _write(environment: Environment) -> WriteResult:
         writer.below(cluster, -1, _template(_stored_list(root_extras[VERTICES], True,
                                                          "the datacenter")))
     racks = [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
-    vertex_count = sum(m.core_count + len(m.gpus) + len(m.memory) + len(m.resources) + 1
-                       for rack in racks for m in rack.machines)
+    # counted from the groups, before any of them is expanded into single machines
+    vertex_count = sum(
+        (m.core_count + len(m.gpus) + len(m.memory) + len(m.resources) + 1) * part_count(part)
+        for part in machine_parts(environment) for m in (part_template(part),))
     if vertex_count > MAX_WRITE_VERTICES:
         return WriteResult(b"", diagnostics=(error(
             f"the graph would have {vertex_count:,} vertices; dcx writes at most "

@@ -149,3 +149,29 @@ def test_compact_groups_runs_that_differ_only_in_member_fields() -> None:
     assert group.names == ("n0", "n1", "n2")
     assert [type(part).__name__ for part in compacted.slots.parts[1:]] == [
         "Machine", "Machine", "NoneType", "Machine"]
+
+
+def _environment(*parts: Machine | MachineGroup | None) -> Environment:
+    return Environment(datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=Slots(parts)),)),)),))
+
+
+def test_jgf_refuses_a_group_too_large_to_expand_before_expanding_it() -> None:
+    from dcx.formats import jgf
+
+    group = MachineGroup(Machine(cpus=(ProcessingUnit(cores=4),)), 10_000_000,
+                         ranks=range(10_000_000))
+    environment = _environment(group)
+    written = jgf.write(Document(environment=environment))
+    assert [d.code for d in written.diagnostics] == ["jgf.write-too-large"]
+    assert "50,000,000 vertices" in written.diagnostics[0].message
+    (rack,) = environment.racks()
+    assert isinstance(rack.slots, Slots) and rack.slots._expanded is None
+
+
+def test_jgf_writes_a_group_as_its_machines() -> None:
+    from dcx.formats import jgf
+
+    group = MachineGroup(Machine(cpus=(ProcessingUnit(cores=2),)), 3, names=("a1", "a2", "a3"))
+    grouped = jgf.write(Document(environment=_environment(group)))
+    single = jgf.write(Document(environment=_environment(*group)))
+    assert grouped.data == single.data and grouped.data
