@@ -357,7 +357,9 @@ def hook_skips(data: bytes, path: str, scope: Sequence[FormatDeclaration]) -> bo
     - its content is of a kind none of the formats claiming the extension ever has (an R
       script in ``analysis.R``, where the claiming Flux R is JSON), or
     - it is well-formed JSON or XML that no dcx format recognises (``package.json``,
-      ``pom.xml``).
+      ``pom.xml``), or
+    - it is text in an extension every claiming format shares with other tools
+      (``nginx.conf``, where Slurm's ``slurm.conf`` is also a ``.conf``).
 
     Everything else whose extension a dcx format claims fails: an empty file, binary
     content, malformed JSON or XML (``{"rooms": [}``, a truncated ``.xml``), and any text
@@ -370,6 +372,8 @@ def hook_skips(data: bytes, path: str, scope: Sequence[FormatDeclaration]) -> bo
         return False
     kind = content_kind(data)
     if not any(kind in spec.content for spec in claimed):
+        return not _looks_binary(data)
+    if kind == "text" and all(path.endswith(tuple(spec.shared_extensions)) for spec in claimed):
         return not _looks_binary(data)
     return kind in ("json", "xml") and not _malformed(data, kind)
 

@@ -59,6 +59,9 @@ class FormatDeclaration:
     """Fields it fills in when absent (SSS machine ids): filling them loses nothing."""
     codes: tuple[Code, ...] = ()
     """Every diagnostic code its reader and writer can emit."""
+    shared_extensions: frozenset[str] = frozenset()
+    """Those of its ``extensions`` that many other tools' files use too (``.conf``): in hook
+    mode, text there that no format recognises is someone else's file and skipped."""
 
     @property
     def writable(self) -> bool:

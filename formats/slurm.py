@@ -1407,6 +1407,7 @@ FORMAT = FormatDeclaration(
     family="slurm",
     kind="topology",
     extensions=(".conf",),
+    shared_extensions=frozenset({".conf"}),
     content=frozenset({"text"}),
     schema=SCHEMA,
     description=("NodeName and PartitionName lines of slurm.conf: hostlists, sockets, cores, "

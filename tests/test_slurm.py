@@ -393,3 +393,16 @@ def test_seed_examples_convert_to_slurm_and_read_back(example: str) -> None:
     written = slurm.write(document)
     result = slurm.read(written.data)
     assert result.ok and result.diagnostics == ()
+
+
+def test_hook_mode_skips_other_tools_conf_files_and_fails_a_broken_slurm_conf(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dcx.converters.cli import main
+
+    other = tmp_path / "nginx.conf"
+    other.write_text("server {\n  listen 80;\n}\n")
+    broken = tmp_path / "slurm.conf"
+    broken.write_text("ClusterName=c\nNodeName=n[1-2 CPUs=2\n")
+    assert main(["validate", "--hook", str(other)]) == 0
+    assert main(["validate", "--hook", str(broken)]) == 1
+    assert "slurm.conf:2:11: error" in capsys.readouterr().err
