@@ -17,7 +17,8 @@ HEADER = """\
 # JSON or XML that no dcx format recognises (package.json), or content of a kind the formats
 # claiming its extension never have (an R script in a .R file, where Flux R is JSON). A file
 # whose extension a dcx format claims but that is empty, binary, malformed JSON or XML, or
-# unrecognised text in a text format's extension (.gwf, .swf, .lwf) fails.
+# unrecognised text in a text format's extension (.gwf, .swf, .lwf) fails, except in an
+# extension other tools share (.conf: an nginx.conf is skipped, a broken slurm.conf fails).
 """
 
 
