@@ -358,7 +358,7 @@ def hook_skips(data: bytes, path: str, scope: Sequence[FormatDeclaration]) -> bo
       script in ``analysis.R``, where the claiming Flux R is JSON), or
     - it is well-formed JSON or XML that no dcx format recognises (``package.json``,
       ``pom.xml``), or
-    - it is text in an extension every claiming format shares with other tools
+    - it is text, or empty, in an extension every claiming format shares with other tools
       (``nginx.conf``, where Slurm's ``slurm.conf`` is also a ``.conf``).
 
     Everything else whose extension a dcx format claims fails: an empty file, binary
@@ -368,12 +368,13 @@ def hook_skips(data: bytes, path: str, scope: Sequence[FormatDeclaration]) -> bo
     claimed = [spec for spec in claims(path) if spec in scope]
     if not claimed:
         return True
+    shared = all(path.endswith(tuple(spec.shared_extensions)) for spec in claimed)
     if not data.strip(b" \t\r\n\xef\xbb\xbf"):
-        return False
+        return shared
     kind = content_kind(data)
     if not any(kind in spec.content for spec in claimed):
         return not _looks_binary(data)
-    if kind == "text" and all(path.endswith(tuple(spec.shared_extensions)) for spec in claimed):
+    if kind == "text" and shared:
         return not _looks_binary(data)
     return kind in ("json", "xml") and not _malformed(data, kind)
 

@@ -406,3 +406,6 @@ def test_hook_mode_skips_other_tools_conf_files_and_fails_a_broken_slurm_conf(
     assert main(["validate", "--hook", str(other)]) == 0
     assert main(["validate", "--hook", str(broken)]) == 1
     assert "slurm.conf:2:11: error" in capsys.readouterr().err
+    empty = tmp_path / "placeholder.conf"
+    empty.write_text("")
+    assert main(["validate", "--hook", str(empty)]) == 0
