@@ -72,8 +72,12 @@ def make_parser(schema: etree.XMLSchema | None = None) -> etree.XMLParser:
     return etree.XMLParser(schema=schema, **parser_options())
 
 
-def precheck(data: bytes) -> Diagnostic | None:
-    """Refuse what must never reach the parser: oversize, compressed, DTDs, odd encodings."""
+def precheck(data: bytes, external_doctype: str | None = None) -> Diagnostic | None:
+    """Refuse what must never reach the parser: oversize, compressed, DTDs, odd encodings.
+    ``external_doctype`` names the root element of a format whose files declare an external
+    DTD (SimGrid's ``<!DOCTYPE platform SYSTEM "…simgrid.dtd">``): that DOCTYPE alone is let
+    through when it has no internal subset; the parser never loads it (``load_dtd`` and the
+    network stay off), so it declares nothing."""
     if len(data) > LIMITS.max_input_bytes:
         return error(f"file is {len(data):,} bytes; the limit is {LIMITS.max_input_bytes:,}",
                      "input.too-large")
@@ -91,6 +95,10 @@ def precheck(data: bytes) -> Diagnostic | None:
         return error(f"declared encoding {declared.group(1).decode()!r} is not supported; "
                      "dcx reads XML as UTF-8", "xml.encoding", line=1, column=1)
     found = _first_declaration(data)
+    if found is not None and external_doctype is not None and found[1] == "a DOCTYPE":
+        end = _external_doctype_end(data, found[0], external_doctype)
+        if end is not None:
+            found = _first_declaration(data, end)
     if found is not None:
         offset, what = found
         line, column = _line_col(data, offset)
@@ -100,12 +108,12 @@ def precheck(data: bytes) -> Diagnostic | None:
     return None
 
 
-def _first_declaration(data: bytes) -> tuple[int, str] | None:
-    """The first DOCTYPE (any case), else the first entity declaration. One ``find`` per
-    ``<!`` (comments included) instead of two case-insensitive regex scans: this runs over
-    every byte of a 50 MB workload before parsing."""
+def _first_declaration(data: bytes, start: int = 0) -> tuple[int, str] | None:
+    """The first DOCTYPE (any case), else the first entity declaration, from ``start``. One
+    ``find`` per ``<!`` (comments included) instead of two case-insensitive regex scans: this
+    runs over every byte of a 50 MB workload before parsing."""
     entity: int | None = None
-    start = data.find(b"<!")
+    start = data.find(b"<!", start)
     while start != -1:
         keyword = data[start + 2:start + 9].upper()
         if keyword == b"DOCTYPE":
@@ -114,6 +122,21 @@ def _first_declaration(data: bytes) -> tuple[int, str] | None:
             entity = start
         start = data.find(b"<!", start + 2)
     return (entity, "an entity declaration") if entity is not None else None
+
+
+_EXTERNAL_DOCTYPE = re.compile(
+    rb"""<!DOCTYPE[ \t\r\n]+([A-Za-z_][\w.-]*)[ \t\r\n]+"""
+    rb"""(?:SYSTEM|PUBLIC[ \t\r\n]+(?:"[^"<>]*"|'[^'<>]*'))[ \t\r\n]+"""
+    rb"""(?:"[^"<>]*"|'[^'<>]*')[ \t\r\n]*>""")
+
+
+def _external_doctype_end(data: bytes, offset: int, root: str) -> int | None:
+    """Where a DOCTYPE at ``offset`` ends when it names ``root`` and only an external DTD (no
+    internal subset, so no entity can be declared); ``None`` otherwise."""
+    found = _EXTERNAL_DOCTYPE.match(data, offset)
+    if found is None or found.group(1).decode("ascii") != root:
+        return None
+    return found.end()
 
 
 def _is_blank(data: bytes) -> bool:
@@ -159,11 +182,13 @@ def _invalid_utf8(data: bytes) -> Diagnostic | None:
     return None
 
 
-def parse_xml(data: bytes, schema: etree.XMLSchema | None = None) -> etree._ElementTree:
-    """Parse a whole document. Raises ``InputError`` with a located diagnostic."""
+def parse_xml(data: bytes, schema: etree.XMLSchema | None = None,
+              external_doctype: str | None = None) -> etree._ElementTree:
+    """Parse a whole document. Raises ``InputError`` with a located diagnostic.
+    ``external_doctype``: the one DOCTYPE let through (see ``precheck``)."""
     from lxml import etree
 
-    problem = precheck(data)
+    problem = precheck(data, external_doctype)
     if problem is not None:
         raise InputError(problem)
     try:
@@ -171,11 +196,21 @@ def parse_xml(data: bytes, schema: etree.XMLSchema | None = None) -> etree._Elem
     except etree.XMLSyntaxError as exc:
         raise InputError(_syntax_diagnostic(exc, data)) from None
     tree = root.getroottree()
-    if tree.docinfo.doctype:  # type: ignore[union-attr]  # lxml-stubs' DocInfo omits it
+    docinfo = tree.docinfo
+    if docinfo.doctype and (  # type: ignore[union-attr]  # lxml-stubs' DocInfo omits it
+            external_doctype is None or docinfo.root_name != external_doctype
+            or _declares_anything(docinfo.internalDTD)):
         raise InputError(error("document contains a DOCTYPE", "xml.dtd", line=1, column=1))
     global _LAST_PARSED
     _LAST_PARSED = (tree, data)
     return tree
+
+
+def _declares_anything(dtd: Any) -> bool:
+    """Whether an internal DTD subset declares elements or entities (libxml2 gives an
+    external-only DOCTYPE an empty one)."""
+    return dtd is not None and (any(True for _ in dtd.iterelements())
+                                or any(True for _ in dtd.iterentities()))
 
 
 _LAST_PARSED: tuple[etree._ElementTree, bytes] | None = None

@@ -1,0 +1,709 @@
+"""SimGrid platform XML, DTD version 4.1: the platform file of SimGrid simulators (Batsim,
+WRENCH, SMPI). ``<platform version="4.1">`` holds one root ``<zone>``; zones hold sub-zones and
+``<cluster>`` elements, or ``<host>`` elements; links, routes and routers connect them. SimGrid
+ships only a DTD (``simgrid.dtd``); ``xsd/simgrid.xsd`` describes the subset dcx reads, and a
+``<!DOCTYPE platform SYSTEM "…simgrid.dtd">`` is accepted without ever being fetched.
+
+Model mapping
+-------------
+
+==========================  ===================================================================
+SimGrid                     model
+==========================  ===================================================================
+root ``zone``               one datacenter, one room; its ``id`` is kept in
+                            ``Environment.extras["simgrid:root"]``, its routing (when not
+                            ``Full``) in ``Environment.extras["simgrid:routing"]``
+``cluster``                 a :class:`Rack` whose ``id`` is the cluster's; one machine per
+                            number of ``radical``, named ``prefix`` + number + ``suffix``
+                            (unpadded); ``prefix``, ``suffix``, ``bw``, ``lat`` and the other
+                            attributes are kept as ``Rack.extras["simgrid:<attribute>"]``; the
+                            cluster's props go onto every machine, as SimGrid puts them
+a zone holding hosts         a :class:`Rack` whose ``id`` is the zone's (its routing, when not
+                            ``Full``, in ``Rack.extras["simgrid:routing"]``); hosts directly in
+                            the root zone are one rack whose id is the root zone's
+``host id``                 ``Machine.id`` (the integer when it is canonical decimal text) and
+                            ``Machine.name`` (the text): SimGrid knows a host by one name
+``host core``               one CPU of that many cores
+``host speed``              the CPU's ``clock_rate_hz`` (see Speed); ``0f`` is no clock rate
+``host prop``               ``Machine.extras["simgrid:prop:<id>"]`` (Batsim's ``role``,
+                            energy plugins' ``wattage_per_state`` … mean something only to
+                            SimGrid simulators, so other formats drop them, a reported loss)
+==========================  ===================================================================
+
+Speed. SimGrid speeds are flop/s per core; dcx's model has clock rates. dcx maps one flop per
+cycle: a speed of ``2.4Gf`` is a 2.4 GHz clock and back. The round trip is exact, and the
+simulated time of a compute profile is flops ÷ speed as if each core retired one flop per
+cycle; scale the speeds of a written platform when the application's flops per cycle matter.
+A comma list gives one speed per power state; dcx keeps the one of the host's ``pstate``
+(default 0) and warns that the others are not kept.
+
+What the model cannot hold is reported when read (one warning per element name): links,
+backbones, routes, routers, traces, configuration, actors, disks, zone props, per-host
+availability and state files, and zones nested below the root's children (their hosts are
+kept, in racks of the innermost zones). A written platform has no links or routes: it is a
+topology, and SimGrid needs a network added before hosts in different racks communicate
+(clusters written from SimGrid files keep their ``bw`` and ``lat``, so their own network is
+whole).
+
+Writing: ``normal_form(document)`` and nothing else. A rack becomes a ``<cluster>`` when it
+came from one (its ``simgrid:prefix``, ``suffix``, ``bw`` and ``lat`` extras are there) and
+still fits one (identical machines named prefix + number + suffix); otherwise a
+``<zone routing="Full">`` of hosts. Every machine needs an id (a machine without one gets its
+name, or ``node<N>``: the required-ids normal form), every rack one too (``rack<N>``); ids are
+text, unique across hosts, zones and clusters (SimGrid names them in one namespace). Value
+restrictions the normal form reports as losses: ids that do not read back as themselves or
+clash (renamed ``node<N>`` / ``rack<N>``), a name other than the id, a machine without CPUs
+(one core), clock rates that are not positive, props XML cannot carry. Memory, GPUs, states
+and the hierarchy above racks are not held.
+
+Checks: the XSD, then what it cannot say: version 4.0 to 4.1 (SimGrid rounds it to 1/100),
+one root zone, no zone holding both hosts and sub-zones or clusters, unique host ids,
+radicals of bounded size (at most ``LIMITS.max_hostlist_range`` hosts, 32-bit numbers), known
+speed units (SimGrid's are case-sensitive), a ``pstate`` inside the speed list. Errors carry
+line, column and the element's XPath.
+
+Divergences
+-----------
+
+1. SimGrid's radical parser reads numbers with C's ``stoi``, which skips trailing garbage
+   (``3x`` is 3); dcx requires digits. A range whose end is below its start yields no host in
+   SimGrid; dcx reads it the same way with a warning. The documentation's ``a-b;step`` form
+   does not exist in SimGrid's code and is an error here too.
+2. SimGrid warns about a bare non-zero speed and reads it as flop/s; dcx does the same and
+   always writes a unit.
+3. The deprecated ``<AS>``, ``<ASroute>`` and ``<process>`` are refused by the XSD (SimGrid
+   4.1 still reads them); ``simgrid_update_xml`` upgrades a file.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, InputError, ReadResult, WriteResult, error, warning
+from dcx.core.ids import id_from_text, with_required_ids
+from dcx.core.limits import LIMITS
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Extras,
+    Id,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+)
+
+XSD_NAME = "simgrid.xsd"
+DOCTYPE = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
+PREFIX = "simgrid:"
+PROP_PREFIX = "simgrid:prop:"
+ROOT_KEY = "simgrid:root"
+ROUTING_KEY = "simgrid:routing"
+DEFAULT_ROOT = "platform"
+CLUSTER_REQUIRED = ("prefix", "suffix", "bw", "lat")
+CLUSTER_OPTIONAL = ("sharing_policy", "topology", "topo_parameters", "bb_bw", "bb_lat",
+                    "bb_sharing_policy", "router_id", "limiter_link", "loopback_bw",
+                    "loopback_lat")
+CLUSTER_KEYS = frozenset(PREFIX + name for name in CLUSTER_REQUIRED + CLUSTER_OPTIONAL)
+ROUTINGS = frozenset({"Full", "Floyd", "Dijkstra", "DijkstraCache", "None", "Vivaldi",
+                      "Cluster", "ClusterDragonfly", "ClusterFatTree", "ClusterTorus", "Star",
+                      "Wifi"})
+HOST_FILES = ("speed_file", "availability_file", "state_file", "coordinates")
+INT32_MAX = 2**31 - 1
+
+HOLDS = frozenset({"rack", "rack.id", "machine.id", "machine.name", "machine.cpus",
+                   "cpu.clock_rate_hz"})
+REQUIRES = frozenset({"machine.id"})
+
+_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y")
+_LONG_PREFIXES = ("", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta")
+SPEED_UNITS: dict[str, float] = {
+    **{f"{prefix}f": 1000.0**power for power, prefix in enumerate(_PREFIXES)},
+    **{f"{prefix}flops": 1000.0**power for power, prefix in enumerate(_LONG_PREFIXES)},
+}
+"""SimGrid's speed units (``xbt_parse_get_speed``): powers of 1000, case-sensitive."""
+_SPEED = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([A-Za-z]*)\s*")
+_RADICAL_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+
+def sniff(data: bytes) -> bool:
+    from dcx.parsing.xmlio import root_name
+
+    return root_name(data) == "platform"
+
+
+# --------------------------------------------------------------------------- read
+
+
+@dataclass
+class _Reader:
+    data: bytes
+    found: list[Diagnostic] = field(default_factory=list)
+    not_held: Counter[str] = field(default_factory=Counter)
+    first_not_held: dict[str, Any] = field(default_factory=dict)
+    host_ids: dict[str, int] = field(default_factory=dict)
+
+    def at(self, element: Any, attribute: str | None = None) -> dict[str, Any]:
+        from dcx.parsing.xmlio import element_xpath, locate_tag
+
+        line = element.sourceline
+        column = None
+        if line is not None:
+            found = locate_tag(self.data, element.tag, attribute, [line])
+            if found is not None:
+                line, column = found
+        pointer = element_xpath(element) + (f"/@{attribute}" if attribute else "")
+        return {"line": line, "column": column, "pointer": pointer}
+
+    def skip(self, what: str, element: Any) -> None:
+        self.not_held[what] += 1
+        self.first_not_held.setdefault(what, element)
+
+    @property
+    def failed(self) -> bool:
+        return any(d.is_error for d in self.found)
+
+
+def read(data: bytes) -> ReadResult:
+    from dcx.parsing.xmlio import load_xsd, parse_xml, xsd_diagnostics
+
+    try:
+        tree = parse_xml(data, external_doctype="platform")
+    except InputError as exc:
+        return ReadResult(None, (exc.diagnostic,))
+    root = tree.getroot()
+    if root.tag != "platform":
+        return ReadResult(None, (error(
+            f"root element is {root.tag!r}; a SimGrid platform is a <platform>",
+            "simgrid.root", line=root.sourceline, column=1, pointer=f"/{root.tag}"),))
+    problems = xsd_diagnostics(load_xsd(XSD_NAME), tree, data)
+    if problems:
+        return ReadResult(None, tuple(problems))
+    reader = _Reader(data)
+    _check_version(root, reader)
+    roots = [child for child in root if child.tag in ("zone", "cluster")]
+    for child in root:
+        if child.tag not in ("zone", "cluster"):
+            reader.skip(f"<{child.tag}>", child)
+    if len(roots) > 1:
+        reader.found.append(error(
+            f"the platform has {len(roots)} root zones; SimGrid takes one, which holds the "
+            "others", "simgrid.root-zones", **reader.at(roots[1])))
+    racks: list[Rack] = []
+    extras: Extras = {}
+    if roots and not reader.failed:
+        top = roots[0]
+        if top.tag == "cluster":
+            racks.append(_cluster(top, reader))
+        else:
+            if top.get("id") != DEFAULT_ROOT:
+                extras[ROOT_KEY] = top.get("id")
+            if top.get("routing") != "Full":
+                extras[ROUTING_KEY] = top.get("routing")
+            racks.extend(_zone_racks(top, reader, is_root=True))
+    for what, count in reader.not_held.items():
+        times = f" ({count} of them)" if count > 1 else ""
+        reader.found.append(warning(f"{what} is not kept{times}: dcx's model holds hosts, "
+                                    "cores and speeds, not the network or the simulation "
+                                    "setup", "simgrid.not-held",
+                                    **reader.at(reader.first_not_held[what])))
+    if reader.failed:
+        return ReadResult(None, tuple(reader.found))
+    environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=tuple(racks)),)),),
+                              extras=extras)
+    return ReadResult(Document(environment=environment), tuple(reader.found))
+
+
+def _check_version(root: Any, reader: _Reader) -> None:
+    text = root.get("version")
+    try:
+        hundredths = round(100 * float(text))
+    except ValueError:
+        hundredths = 0
+    if not 400 <= hundredths <= 410:
+        reader.found.append(error(
+            f"platform version {text!r}; SimGrid reads 4.0 to 4.1 (simgrid_update_xml "
+            "upgrades older files)", "simgrid.version", **reader.at(root, "version")))
+
+
+def _zone_racks(zone: Any, reader: _Reader, is_root: bool = False) -> list[Rack]:
+    hosts = [child for child in zone if child.tag == "host"]
+    groups = [child for child in zone if child.tag in ("zone", "cluster")]
+    if hosts and groups:
+        reader.found.append(error(
+            f"zone {zone.get('id')!r} holds both hosts and {groups[0].tag}s; SimGrid's zones "
+            "hold one or the other", "simgrid.mixed-zone", **reader.at(groups[0])))
+        return []
+    for child in zone:
+        if child.tag == "prop":
+            reader.skip("<prop> of a zone", child)
+        elif child.tag not in ("host", "zone", "cluster"):
+            reader.skip(f"<{child.tag}>", child)
+    if not groups:
+        if is_root and not hosts:
+            return []  # an empty platform
+        extras: Extras = {}
+        if not is_root and zone.get("routing") != "Full":
+            extras[ROUTING_KEY] = zone.get("routing")
+        return [Rack(id=id_from_text(zone.get("id")),
+                     slots=tuple(_host(host, reader) for host in hosts), extras=extras)]
+    if not is_root:
+        reader.skip("a zone holding zones below the root's children", zone)
+    racks: list[Rack] = []
+    for child in groups:
+        racks.extend(_zone_racks(child, reader) if child.tag == "zone"
+                     else [_cluster(child, reader)])
+    return racks
+
+
+def _host(host: Any, reader: _Reader) -> Machine:
+    name = host.get("id")
+    _register(name, host, reader)
+    clock = _speed(host, reader)
+    extras: Extras = {}
+    for child in host:
+        if child.tag == "prop":
+            _prop(child, extras)
+        else:
+            reader.skip(f"<{child.tag}> of a host", child)
+    for attribute in HOST_FILES:
+        if host.get(attribute):
+            reader.skip(f"host {attribute}", host)
+    return Machine(id=id_from_text(name), name=name, extras=extras,
+                   cpus=(ProcessingUnit(cores=int(host.get("core", "1")),
+                                        clock_rate_hz=clock),))
+
+
+def _register(name: str, element: Any, reader: _Reader) -> None:
+    if name in reader.host_ids:
+        reader.found.append(error(f"host id {name!r} is used again (first on line "
+                                  f"{reader.host_ids[name]})", "simgrid.duplicate-id",
+                                  **reader.at(element, "id")))
+    reader.host_ids.setdefault(name, element.sourceline or 0)
+
+
+def _prop(prop: Any, extras: Extras) -> None:
+    extras[PROP_PREFIX + prop.get("id")] = prop.get("value")
+
+
+def _speed(element: Any, reader: _Reader) -> float | None:
+    """The speed of the element's power state in flop/s (``None`` for 0)."""
+    speeds: list[float] = []
+    for text in element.get("speed").split(","):
+        parsed = _SPEED.fullmatch(text)
+        unit = parsed.group(2) if parsed else ""
+        if parsed is None or (unit and unit not in SPEED_UNITS):
+            hint = next((name for name in SPEED_UNITS if name.lower() == unit.lower()), None)
+            reader.found.append(error(
+                f"speed {text.strip()!r} has an unknown unit; SimGrid's are f, kf, Mf, Gf … "
+                "(case matters)", "simgrid.unit",
+                hint=f"did you mean {hint!r}?" if hint else None,
+                **reader.at(element, "speed")))
+            return None
+        value = float(parsed.group(1))
+        if not unit and value != 0:
+            reader.found.append(warning(
+                f"speed {text.strip()!r} has no unit; SimGrid reads flop/s and warns that "
+                "unit-less values are deprecated", "simgrid.unitless",
+                **reader.at(element, "speed")))
+        speeds.append(value * SPEED_UNITS[unit or "f"])
+    pstate_text = element.get("pstate", "0")
+    try:
+        pstate = round(float(pstate_text))
+    except ValueError:
+        pstate = -1
+    if not 0 <= pstate < len(speeds):
+        reader.found.append(error(
+            f"pstate {pstate_text!r} is not one of the {len(speeds)} speeds",
+            "simgrid.pstate", **reader.at(element, "pstate")))
+        return None
+    if len(speeds) > 1:
+        reader.skip("the speeds of other power states", element)
+    speed = speeds[pstate]
+    if not math.isfinite(speed) or speed < 0:
+        reader.found.append(error(f"speed {element.get('speed')!r} is not a finite "
+                                  "non-negative number", "simgrid.unit",
+                                  **reader.at(element, "speed")))
+        return None
+    return speed or None
+
+
+def radical_numbers(text: str) -> list[int] | str:
+    """The host numbers of a ``radical`` (``0-3,7``), or why it cannot be read. Bounded: at
+    most ``LIMITS.max_hostlist_range`` numbers, each a 32-bit ``int``."""
+    numbers: list[int] = []
+    for part in text.split(","):
+        parsed = _RADICAL_PART.fullmatch(part)
+        if parsed is None:
+            return f"{part.strip()!r} is neither a number nor a range a-b"
+        start = int(parsed.group(1)) if len(parsed.group(1)) <= 10 else INT32_MAX + 1
+        end = start if parsed.group(2) is None else (
+            int(parsed.group(2)) if len(parsed.group(2)) <= 10 else INT32_MAX + 1)
+        if max(start, end) > INT32_MAX:
+            return f"{part.strip()!r} goes beyond SimGrid's 32-bit numbers"
+        if len(numbers) + max(0, end - start + 1) > LIMITS.max_hostlist_range:
+            return f"it names more than {LIMITS.max_hostlist_range:,} hosts"
+        numbers.extend(range(start, end + 1))
+    return numbers
+
+
+def _cluster(cluster: Any, reader: _Reader) -> Rack:
+    radical = cluster.get("radical")
+    numbers = radical_numbers(radical)
+    if isinstance(numbers, str):
+        reader.found.append(error(f"radical {radical!r}: {numbers}", "simgrid.radical",
+                                  **reader.at(cluster, "radical")))
+        numbers = []
+    elif any(_RADICAL_PART.fullmatch(part) and _empty_range(part)
+             for part in radical.split(",")):
+        reader.found.append(warning(f"radical {radical!r} has a range whose end is below "
+                                    "its start: SimGrid makes no host of it",
+                                    "simgrid.radical-empty", **reader.at(cluster, "radical")))
+    clock = _speed(cluster, reader)
+    props: Extras = {}
+    for child in cluster:
+        _prop(child, props)
+    cores = int(cluster.get("core", "1"))
+    prefix, suffix = cluster.get("prefix"), cluster.get("suffix")
+    machines = []
+    for number in numbers:
+        name = f"{prefix}{number}{suffix}"
+        _register(name, cluster, reader)
+        machines.append(Machine(id=id_from_text(name), name=name, extras=dict(props),
+                                cpus=(ProcessingUnit(cores=cores, clock_rate_hz=clock),)))
+    extras = {PREFIX + name: cluster.get(name) for name in CLUSTER_REQUIRED + CLUSTER_OPTIONAL
+              if cluster.get(name) is not None}
+    return Rack(id=id_from_text(cluster.get("id")), slots=tuple(machines), extras=extras)
+
+
+def _empty_range(part: str) -> bool:
+    parsed = _RADICAL_PART.fullmatch(part)
+    return bool(parsed and parsed.group(2) is not None
+                and int(parsed.group(2)) < int(parsed.group(1)))
+
+
+# --------------------------------------------------------------------------- normal form
+
+
+def _writable_text(value: object) -> bool:
+    from dcx.parsing.xmlio import check_xml_text
+
+    return isinstance(value, str) and check_xml_text(value) is None
+
+
+def _reads_back(value: Id) -> bool:
+    """Whether an id written as text reads back as itself."""
+    text = str(value)
+    return bool(text) and _writable_text(text) and id_from_text(text) == value \
+        and type(id_from_text(text)) is type(value)
+
+
+class _Normalizer:
+    def __init__(self) -> None:
+        self.lost: set[str] = set()
+        self.taken: set[str] = set()
+
+    def unique(self, value: Id | None, fallback: str, path: str) -> Id:
+        """``value`` when it reads back and is free, else ``fallback`` (made free)."""
+        if value is not None and _reads_back(value) and str(value) not in self.taken:
+            self.taken.add(str(value))
+            return value
+        if value is not None:
+            self.lost.add(path)
+        name, number = fallback, 1
+        while name in self.taken:
+            number += 1
+            name = f"{fallback}-{number}"
+        self.taken.add(name)
+        return name
+
+    def machine(self, machine: Machine, position: int) -> Machine:
+        lost = self.lost
+        cores = machine.core_count
+        # one CPU keeps its own clock; several merge as restrict merges sockets
+        clock = machine.cpus[0].clock_rate_hz if len(machine.cpus) == 1 \
+            else machine.clock_rate_hz
+        if not machine.cpus or cores < 1:
+            lost.add("machine.cpus")
+            cores = 1
+        if clock is not None and not (clock > 0 and math.isfinite(clock)):
+            lost.add("cpu.clock_rate_hz")
+            clock = None
+        cpu = machine.cpus[0] if machine.cpus else ProcessingUnit(cores=1)
+        cpus = (replace(cpu, cores=cores, clock_rate_hz=clock),)
+        extras = {key: value for key, value in machine.extras.items()
+                  if not key.startswith(PREFIX)  # restrict decides
+                  or (key.startswith(PROP_PREFIX) and _writable_text(key)
+                      and _writable_text(value))}
+        if len(extras) != len(machine.extras):
+            lost.add("machine.extras")
+        machine_id = self.unique(machine.id, f"node{position}", "machine.id")
+        if machine.name is not None and machine.name != str(machine_id):
+            lost.add("machine.name")  # the host's one name is its id
+        return replace(machine, id=machine_id, name=str(machine_id), cpus=cpus, extras=extras)
+
+
+def _clock(machine: Machine) -> float | None:
+    """The clock of a machine in normal form (one CPU)."""
+    return machine.cpus[0].clock_rate_hz
+
+
+def _props(machine: Machine) -> dict[str, str]:
+    return {key[len(PROP_PREFIX):]: value for key, value in machine.extras.items()
+            if key.startswith(PROP_PREFIX)}
+
+
+def _cluster_numbers(rack: Rack) -> list[int] | None:
+    """The host numbers of a rack that can be written as the cluster it came from."""
+    extras = rack.extras
+    if not all(isinstance(extras.get(PREFIX + name), str) and _writable_text(
+            extras[PREFIX + name]) for name in CLUSTER_REQUIRED):
+        return None
+    machines = rack.machines
+    if not machines or any(
+            (m.core_count, _clock(m), _props(m)) != (machines[0].core_count,
+                                                    _clock(machines[0]), _props(machines[0]))
+            for m in machines):
+        return None
+    prefix, suffix = extras[PREFIX + "prefix"], extras[PREFIX + "suffix"]
+    numbers = []
+    for machine in machines:
+        text = str(machine.id)
+        middle = text[len(prefix):len(text) - len(suffix)] if suffix else text[len(prefix):]
+        if not (text.startswith(prefix) and text.endswith(suffix)
+                and len(text) >= len(prefix) + len(suffix)
+                and re.fullmatch(r"0|[1-9][0-9]{0,9}", middle) and int(middle) <= INT32_MAX):
+            return None
+        numbers.append(int(middle))
+    if len(set(numbers)) != len(numbers):
+        return None
+    return numbers
+
+
+def _rack_extras(rack: Rack, cluster: bool, lost: set[str]) -> Extras:
+    kept: Extras = {}
+    for key, value in rack.extras.items():
+        if not key.startswith(PREFIX):
+            kept[key] = value  # not SimGrid's: restrict decides
+        elif (key in CLUSTER_KEYS and _writable_text(value)) if cluster else (
+                key == ROUTING_KEY and value in ROUTINGS and value != "Full"):
+            kept[key] = value
+        else:
+            lost.add("rack.extras")
+    return kept
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    environment = document.environment
+    if environment is None:
+        return document, frozenset()
+    document = with_required_ids(document)
+    environment = document.environment
+    assert environment is not None
+    normalizer = _Normalizer()
+    lost = normalizer.lost
+    extras = {key: value for key, value in environment.extras.items()
+              if not key.startswith(PREFIX)}
+    root = environment.extras.get(ROOT_KEY)
+    routing = environment.extras.get(ROUTING_KEY)
+    if routing is not None:
+        if routing in ROUTINGS and routing != "Full":
+            extras[ROUTING_KEY] = routing
+        elif routing != "Full":
+            lost.add("environment.extras")
+    racks = list(environment.racks())
+    # ids of machines first, as the required-ids normal form gives them; then racks, then root
+    position = 0
+    new_racks: list[Rack] = []
+    for rack in racks:
+        machines = []
+        for slot in rack.slots:
+            if slot is None:
+                continue
+            position += 1
+            machines.append(normalizer.machine(slot, position))
+        new_racks.append(replace(rack, slots=tuple(machines)))
+    for number, rack in enumerate(new_racks, 1):
+        cluster = _cluster_numbers(rack) is not None
+        new_racks[number - 1] = replace(
+            rack, id=normalizer.unique(rack.id, f"rack{number}", "rack.id"),
+            extras=_rack_extras(rack, cluster, lost))
+    if root is not None and not (isinstance(root, str) and root and _writable_text(root)
+                                 and (_is_leaf_root(new_racks, root)
+                                      or root not in normalizer.taken)):
+        lost.add("environment.extras")
+        root = None
+    if root is None:  # the default name, made free
+        root = DEFAULT_ROOT
+        if not _is_leaf_root(new_racks, root):
+            root = normalizer.unique(None, DEFAULT_ROOT, "environment.extras")
+    if root != DEFAULT_ROOT:
+        extras[ROOT_KEY] = root
+    datacenters = _in_one_room(environment, new_racks)
+    normal = replace(environment, datacenters=datacenters, extras=extras)
+    return replace(document, environment=normal), frozenset(lost)
+
+
+def _is_leaf_root(racks: list[Rack], root: str) -> bool:
+    """Whether the platform is written as one root zone of hosts: one rack of machines named
+    like the root zone, not a cluster, with no zone attributes of its own."""
+    return len(racks) == 1 and str(racks[0].id) == root and bool(racks[0].machines) \
+        and _cluster_numbers(racks[0]) is None \
+        and not any(key.startswith(PREFIX) for key in racks[0].extras)
+
+
+def _in_one_room(environment: Environment, racks: list[Rack]) -> tuple[Datacenter, ...]:
+    """The racks back in their datacenters and rooms, in order."""
+    remaining = iter(racks)
+    return tuple(replace(dc, rooms=tuple(
+        replace(room, racks=tuple(next(remaining) for _ in room.racks)) for room in dc.rooms))
+        for dc in environment.datacenters)
+
+
+def normal_form(document: Document) -> Document:
+    """What a SimGrid platform makes of ``document`` (see the module docstring): ids for
+    every machine and rack that read back and are unique, one CPU per machine with a positive
+    clock or none, string props, cluster attributes only on racks written as clusters."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    return _normalized(document)[1]
+
+
+# --------------------------------------------------------------------------- write
+
+
+def _speed_text(clock: float | None) -> str:
+    """A speed SimGrid reads back as exactly ``clock`` flop/s, with the largest unit that
+    keeps it exact (``2.4Gf``; SimGrid multiplies the number by the unit, as here)."""
+    if clock is None:
+        return "0f"
+    for unit in ("Tf", "Gf", "Mf", "kf"):
+        scale = SPEED_UNITS[unit]
+        number = clock / scale
+        text = str(int(number)) if number.is_integer() and number < 1e15 else repr(number)
+        if number >= 1 and float(text) * scale == clock and "e" not in text:
+            return f"{text}{unit}"
+    text = str(int(clock)) if clock.is_integer() and clock < 1e16 else repr(clock)
+    return f"{text}f"
+
+
+def write(document: Document) -> WriteResult:
+    """SimGrid platform XML 4.1 for ``normal_form(document)``."""
+    from lxml import etree
+
+    environment = normal_form(document).environment or Environment()
+    racks = list(environment.racks())
+    platform = etree.Element("platform", version="4.1")
+    root_id = environment.extras.get(ROOT_KEY, DEFAULT_ROOT)
+    zone = etree.SubElement(platform, "zone", id=root_id,
+                            routing=environment.extras.get(ROUTING_KEY, "Full"))
+    if _is_leaf_root(racks, root_id):
+        _hosts(zone, racks[0])
+    else:
+        for rack in racks:
+            numbers = _cluster_numbers(rack)
+            if numbers is None:
+                child = etree.SubElement(zone, "zone", id=str(rack.id),
+                                         routing=rack.extras.get(ROUTING_KEY, "Full"))
+                _hosts(child, rack)
+            else:
+                _write_cluster(zone, rack, numbers)
+    data = etree.tostring(platform, xml_declaration=True, encoding="UTF-8", pretty_print=True,
+                          doctype=DOCTYPE)
+    return WriteResult(data)
+
+
+def _hosts(zone: Any, rack: Rack) -> None:
+    from lxml import etree
+
+    for machine in rack.machines:
+        attributes = {"id": str(machine.id), "speed": _speed_text(_clock(machine))}
+        if machine.core_count != 1:
+            attributes["core"] = str(machine.core_count)
+        host = etree.SubElement(zone, "host", attributes)
+        for key, value in _props(machine).items():
+            etree.SubElement(host, "prop", id=key, value=value)
+
+
+def _write_cluster(zone: Any, rack: Rack, numbers: list[int]) -> None:
+    from lxml import etree
+
+    first = rack.machines[0]
+    attributes = {"id": str(rack.id), "prefix": rack.extras[PREFIX + "prefix"],
+                  "suffix": rack.extras[PREFIX + "suffix"], "radical": _radical(numbers),
+                  "speed": _speed_text(_clock(first))}
+    if first.core_count != 1:
+        attributes["core"] = str(first.core_count)
+    attributes.update({name: rack.extras[PREFIX + name]
+                       for name in CLUSTER_REQUIRED[2:] + CLUSTER_OPTIONAL
+                       if PREFIX + name in rack.extras})
+    cluster = etree.SubElement(zone, "cluster", attributes)
+    for key, value in _props(first).items():
+        etree.SubElement(cluster, "prop", id=key, value=value)
+
+
+def _radical(numbers: list[int]) -> str:
+    """Numbers in order as ``a-b`` runs of consecutive ascending numbers."""
+    parts: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        if number is not None:
+            start = previous = number
+    return ",".join(parts)
+
+
+CODES = (
+    Code("simgrid.root", "error", "The root element is not <platform>."),
+    Code("simgrid.version", "error", "The platform version is not 4.0 to 4.1."),
+    Code("simgrid.root-zones", "error", "The platform has more than one root zone."),
+    Code("simgrid.mixed-zone", "error",
+         "A zone holds both hosts and sub-zones or clusters (SimGrid allows one or the other)."),
+    Code("simgrid.duplicate-id", "error", "Two hosts (or cluster hosts) have the same id."),
+    Code("simgrid.radical", "error",
+         "A cluster radical is not comma-separated numbers and a-b ranges, or is too large."),
+    Code("simgrid.radical-empty", "warning",
+         "A radical range ends below its start; SimGrid makes no host of it."),
+    Code("simgrid.unit", "error",
+         "A speed has a unit SimGrid does not know (units are case-sensitive)."),
+    Code("simgrid.unitless", "warning",
+         "A speed has no unit (SimGrid reads flop/s and warns it is deprecated)."),
+    Code("simgrid.pstate", "error", "A host's pstate is not an index into its speed list."),
+    Code("simgrid.not-held", "warning",
+         "Elements or attributes dcx's model cannot hold (links, routes, other power states …); "
+         "they are not kept."),
+)
+
+FORMAT = FormatDeclaration(
+    name="simgrid",
+    title="SimGrid platform XML 4.1",
+    family="simulator",
+    kind="topology",
+    extensions=(".xml",),
+    content=frozenset({"xml"}),
+    schema=XSD_NAME,
+    description=("SimGrid's platform: zones of clusters (prefix, radical, suffix) and hosts "
+                 "with cores and speeds (one flop per cycle)."),
+    holds=HOLDS,
+    requires=REQUIRES,
+    own_extras=frozenset({"environment.extras", "rack.extras", "machine.extras"}),
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    codes=CODES,
+)
