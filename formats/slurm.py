@@ -124,7 +124,8 @@ Divergences
 * ``Key=`` followed by a blank takes the next word as its value in Slurm and in dcx (the
   schema then usually refuses it).
 * Empty hostlist elements (``a,,b``) are errors in dcx; Slurm skips them.
-* ``gres.conf`` is a separate file dcx does not read.
+* ``gres.conf`` is a separate file dcx does not read; its lines (``NodeName`` with ``Name=``)
+  are refused (``slurm.gres-conf``).
 """
 
 from __future__ import annotations
@@ -501,7 +502,7 @@ def _read(data: bytes) -> ReadResult:
     reader = _Reader()
     lines = _parse_lines(text, reader)
     records = {str(line.number): {key: pair.value for key, pair in line.values.items()}
-               for line in lines if line.kind != "config"}
+               for line in lines if line.kind != "config" and line.values}
     _schema_errors(records, lines, reader)
     cluster_name: str | None = None
     gres_types: set[str] = set()
@@ -609,6 +610,13 @@ def _parse_lines(text: str, reader: _Reader) -> list[_Line]:
 
 
 def _canonical_values(line: _Line, reader: _Reader) -> None:
+    gres_name = next((pair for pair in line.pairs if pair.key.lower() == "name"), None)
+    if line.kind == "node" and gres_name is not None:
+        reader.at(gres_name, "NodeName with Name= is a gres.conf line; dcx reads slurm.conf "
+                  "(a node's GRES are its Gres= key there)", "slurm.gres-conf",
+                  offset=gres_name.key_column - gres_name.column)
+        reader.broken_lines.add(line.number)
+        return
     lookup = _NODE_LOOKUP if line.kind == "node" else _PARTITION_LOOKUP
     upper = _NODE_UPPER if line.kind == "node" else _PARTITION_UPPER
     what = "NodeName" if line.kind == "node" else "PartitionName"
@@ -669,6 +677,8 @@ def _nodes(lines: list[_Line], reader: _Reader, gres_types: set[str]) -> list[_N
     defaults: dict[str, _Pair] = {}
     nodes: list[_Node] = []
     for line in lines:
+        if "NodeName" not in line.values:
+            continue  # a gres.conf line, reported
         name = line.values["NodeName"]
         if name.value.upper() == "DEFAULT":
             for key in _ADDRESS_KEYS:
@@ -1395,6 +1405,8 @@ CODES: tuple[Code, ...] = (
     Code("slurm.partition-node", "error",
          "A partition names a node that no NodeName line defines."),
     Code("slurm.duplicate-partition", "error", "A partition is defined twice."),
+    Code("slurm.gres-conf", "error",
+         "A gres.conf line (NodeName with Name=): dcx reads slurm.conf, not gres.conf."),
     Code("slurm.include", "warning",
          "An Include line names another file, which dcx does not read."),
     *text_codes("slurm", "slurm.conf"),

@@ -409,3 +409,8 @@ def test_hook_mode_skips_other_tools_conf_files_and_fails_a_broken_slurm_conf(
     empty = tmp_path / "placeholder.conf"
     empty.write_text("")
     assert main(["validate", "--hook", str(empty)]) == 0
+
+
+def test_a_gres_conf_line_is_refused_with_what_to_read_instead() -> None:
+    assert _codes("NodeName=gpu[01-02] Name=gpu Type=a100 File=/dev/nvidia[0-3]\n") == [
+        ("slurm.gres-conf", 1, 21)]
