@@ -59,7 +59,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any
 
 from dcx.core.codes import Code
@@ -71,7 +71,16 @@ from dcx.core.diagnostics import (
     error,
     warning,
 )
-from dcx.core.groups import MachineGroup, Window, slots_of
+from dcx.core.groups import (
+    MachineGroup,
+    Slots,
+    Window,
+    has_groups,
+    machine_parts,
+    part_count,
+    part_template,
+    slots_of,
+)
 from dcx.core.ids import required_machine_name
 from dcx.core.model import (
     Datacenter,
@@ -583,45 +592,73 @@ def normal_form(document: Document) -> Document:
     ``0..n-1``; features R cannot name are left out, repeated features kept once and
     features sorted (R lists properties by name); ranks that are missing or repeated become
     ``0..n-1`` in topology order; every machine is named after its host (see Required host
-    names)."""
+    names). A machine group stays one group when its members' names are host names."""
     environment = document.environment
     if environment is None:
         return document
-    renumber = not _ranks_are_usable(list(environment.machines()))
-    position = iter(range(len(list(environment.machines()))))
+    renumber = not _ranks_are_usable(list(machine_parts(environment)))
+    position = 0
 
     def normal(machine: Machine) -> Machine:
-        index = next(position)
+        nonlocal position
+        index = position
+        position += 1
         return replace(machine, gpus=_normal_gpus(machine.gpus),
                        rank=index if renumber else machine.rank,
                        name=required_machine_name(machine, index + 1, is_host_name),
                        cpus=machine.cpus if _core_count(machine.cpus) else (),
-                       features=tuple(sorted({f for f in machine.features
-                                              if _is_property_name(f)})))
+                       features=_normal_features(machine.features))
+
+    def normal_group(group: MachineGroup) -> list[Machine | MachineGroup]:
+        nonlocal position
+        if group.names is None or not _all_host_names(group.names):
+            return [normal(member) for member in group]  # names filled in one by one
+        start = position
+        position += group.count
+        template = group.template
+        template = replace(template, gpus=_normal_gpus(template.gpus),
+                           cpus=template.cpus if _core_count(template.cpus) else (),
+                           features=_normal_features(template.features))
+        if not renumber:
+            return [replace(group, template=template)]
+        return [replace(group, template=replace(template, rank=None),
+                        ranks=range(start, start + group.count))]
+
+    def slots(rack: Rack) -> Sequence[Machine | None]:
+        if not isinstance(rack.slots, Slots):
+            return tuple(None if slot is None else normal(slot) for slot in rack.slots)
+        parts: list[Machine | MachineGroup | None] = []
+        for part in rack.slots.parts:
+            if isinstance(part, MachineGroup):
+                parts.extend(normal_group(part))
+            else:
+                parts.append(None if part is None else normal(part))
+        return slots_of(parts)
 
     datacenters = tuple(replace(datacenter, rooms=tuple(
-        replace(room, racks=tuple(replace(rack, slots=tuple(
-            None if slot is None else normal(slot) for slot in rack.slots))
-            for rack in room.racks)) for room in datacenter.rooms))
-        for datacenter in environment.datacenters)
+        replace(room, racks=tuple(replace(rack, slots=slots(rack)) for rack in room.racks))
+        for room in datacenter.rooms)) for datacenter in environment.datacenters)
     return replace(document, environment=replace(environment, datacenters=datacenters))
 
 
 def normal_form_losses(document: Document) -> frozenset[str]:
-    """The held field paths ``normal_form`` changes in ``document``."""
+    """The held field paths ``normal_form`` changes in ``document`` (a group's shared parts
+    judged once)."""
     environment = document.environment
     if environment is None:
         return frozenset()
-    machines = list(environment.machines())
+    parts = list(machine_parts(environment))
     found: set[str] = set()
-    if not _ranks_are_usable(machines) and any(
-            m.rank is not None and m.rank != index for index, m in enumerate(machines)):
+    if not _ranks_are_usable(parts) and _ranks_move(parts):
         found.add("machine.rank")
-    for machine in machines:
+    for part in parts:
+        machine = part_template(part)
         if any(gpu.id is not None for gpu in machine.gpus) and not _gpu_ids_are_usable(
                 machine.gpus):
             found.add("gpu.id")
-        if machine.name is not None and not is_host_name(machine.name):
+        names = part.names if isinstance(part, MachineGroup) else None
+        if (machine.name is not None and not is_host_name(machine.name)) or (
+                names is not None and not _all_host_names(names)):
             found.add("machine.name")
         if machine.cpus and not _core_count(machine.cpus):
             found.add("machine.cpus")
@@ -631,13 +668,73 @@ def normal_form_losses(document: Document) -> frozenset[str]:
     return frozenset(found)
 
 
+def _normal_features(features: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({feature for feature in features if _is_property_name(feature)}))
+
+
+def _all_host_names(names: Sequence[str]) -> bool:
+    """Whether every name is one a hostlist can spell (a window of a decoded hostlist
+    is, by construction)."""
+    if isinstance(names, Window) and isinstance(names.base, Hostlist):
+        return True
+    return all(map(is_host_name, names))
+
+
+def _rank_runs(parts: list[Machine | MachineGroup]) -> list[tuple[int, int]] | None:
+    """Each part's ranks as ascending runs ``(lo, hi)``, in topology order; ``None`` when a
+    machine has no rank (or a group's members share one)."""
+    runs: list[tuple[int, int]] = []
+    for part in parts:
+        if not isinstance(part, MachineGroup):
+            if part.rank is None:
+                return None
+            runs.append((part.rank, part.rank))
+            continue
+        ranks = part.ranks
+        if ranks is None:
+            if part.template.rank is None or part.count > 1:
+                return None
+            runs.append((part.template.rank, part.template.rank))
+        elif isinstance(ranks, range) and ranks.step == 1:
+            runs.append((ranks.start, ranks.stop - 1))
+        else:
+            runs.extend((rank, rank) for rank in ranks)
+    return runs
+
+
+def _ranks_are_usable(parts: list[Machine | MachineGroup]) -> bool:
+    """Every machine has a rank of its own, none negative."""
+    runs = _rank_runs(parts)
+    if runs is None:
+        return False
+    ordered = sorted(runs)
+    return (not ordered or ordered[0][0] >= 0) and all(
+        lo > previous_hi for (_, previous_hi), (lo, _) in pairwise(ordered))
+
+
+def _ranks_move(parts: list[Machine | MachineGroup]) -> bool:
+    """Whether numbering the machines 0..n-1 changes a rank some machine has."""
+    index = 0
+    for part in parts:
+        if isinstance(part, MachineGroup):
+            ranks: Sequence[int | None] = (part.ranks if part.ranks is not None
+                                           else [part.template.rank] * part.count)
+            if isinstance(ranks, range) and ranks.step == 1:
+                if ranks.start != index:
+                    return True
+            elif any(rank is not None and rank != index + offset
+                     for offset, rank in enumerate(ranks)):
+                return True
+            index += part.count
+            continue
+        if part.rank is not None and part.rank != index:
+            return True
+        index += 1
+    return False
+
+
 def _core_count(cpus: tuple[ProcessingUnit, ...]) -> int:
     return sum(cpu.cores for cpu in cpus)
-
-
-def _ranks_are_usable(machines: list[Machine]) -> bool:
-    ranks = [machine.rank for machine in machines]
-    return all(rank is not None and rank >= 0 for rank in ranks) and len(set(ranks)) == len(ranks)
 
 
 def _gpu_ids_are_usable(gpus: tuple[ProcessingUnit, ...]) -> bool:
@@ -661,6 +758,10 @@ def _is_property_name(feature: str) -> bool:
 
 def write(document: Document) -> WriteResult:
     environment = document.environment or Environment()
+    if has_groups(environment):
+        grouped = _write_groups(environment)
+        if grouped is not None:
+            return grouped
     machines = list(environment.machines())
     ranks = _assign_ranks(machines)
     order = sorted(range(len(machines)), key=lambda i: ranks[i])
@@ -688,6 +789,73 @@ def write(document: Document) -> WriteResult:
         # Sorted: R cannot hold each machine's own feature order, so pick a canonical one.
         execution["properties"] = {name: IdSet.from_ids(properties[name]).encode()
                                    for name in sorted(properties)}
+    return WriteResult(dumps_canonical(_with_kept_keys(execution, environment)))
+
+
+def _write_groups(environment: Environment) -> WriteResult | None:
+    """``write`` from the groups: a group's ranks join the idsets as one range and its
+    names the nodelist as they are, so a million ranks are never single machines. The same
+    bytes as ``write`` on the expanded machines; ``None`` when some group's names must be
+    filled in or its ranks are no range (then ``write`` takes machine by machine)."""
+    parts = list(machine_parts(environment))
+    runs = _rank_runs(parts)
+    if runs is None or not _ranks_are_usable(parts):
+        runs, start = [], 0  # renumbered 0..n-1 in topology order
+        for part in parts:
+            runs.append((start, start + part_count(part) - 1))
+            start += part_count(part)
+    elif len(runs) != len(parts):
+        return None  # a group whose ranks are no range
+    names: list[Sequence[str]] = []
+    position = 0
+    for part in parts:
+        if isinstance(part, MachineGroup):
+            if part.names is None or not _all_host_names(part.names):
+                return None
+            names.append(part.names)
+        else:
+            names.append((required_machine_name(part, position + 1, is_host_name),))
+        position += part_count(part)
+    order = sorted(range(len(parts)), key=lambda index: runs[index])
+    shapes: ShapeMemo[tuple[tuple[str, str], ...]] = ShapeMemo(_children)
+    groups: dict[tuple[tuple[str, str], ...], list[tuple[int, int]]] = {}
+    properties: dict[str, list[tuple[int, int]]] = {}
+    for index in order:
+        machine, run = part_template(parts[index]), runs[index]
+        children = shapes.get(machine.cpus, machine.gpus, machine.extras.get(PREFIX + "core"),
+                              machine.extras.get(CHILDREN))
+        groups.setdefault(children, []).append(run)
+        for feature in dict.fromkeys(machine.features):
+            if _is_property_name(feature):
+                properties.setdefault(feature, []).append(run)
+    r_lite = [{"rank": IdSet.from_runs(sorted(group)).encode(), "children": dict(children)}
+              for children, group in sorted(groups.items(), key=lambda item: min(item[1]))]
+    nodelist = _nodelist([names[index] for index in order])
+    execution: dict[str, Any] = {"R_lite": r_lite, "nodelist": [nodelist] if position else []}
+    if properties:
+        execution["properties"] = {name: IdSet.from_runs(sorted(properties[name])).encode()
+                                   for name in sorted(properties)}
+    return WriteResult(dumps_canonical(_with_kept_keys(execution, environment)))
+
+
+def _nodelist(names: list[Sequence[str]]) -> str:
+    """The hostlist of ``names`` one after the other; windows that together are a whole
+    decoded hostlist, in order, are that hostlist."""
+    first = names[0] if names else None
+    if isinstance(first, Window) and isinstance(first.base, Hostlist):
+        base, expected = first.base, 0
+        for window in names:
+            if not isinstance(window, Window) or window.base is not base \
+                    or window.start != expected:
+                break
+            expected = window.stop
+        else:
+            if expected == len(base):
+                return base.encode()
+    return Hostlist.from_hosts(chain.from_iterable(names)).encode()
+
+
+def _with_kept_keys(execution: dict[str, Any], environment: Environment) -> dict[str, Any]:
     for key in _KEPT_EXECUTION:
         if PREFIX + key in environment.extras:
             execution[key] = environment.extras[PREFIX + key]
@@ -695,7 +863,7 @@ def write(document: Document) -> WriteResult:
     for key in _KEPT_TOP_LEVEL:
         if PREFIX + key in environment.extras:
             value[key] = environment.extras[PREFIX + key]
-    return WriteResult(dumps_canonical(value))
+    return value
 
 
 def _assign_ranks(machines: list[Machine]) -> list[int]:

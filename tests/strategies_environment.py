@@ -3,10 +3,12 @@ upstream jsspp-osp schema accepts (clocked CPUs, whole-MB capacities), with defi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
 
+from dcx.core.groups import compact
 from dcx.core.ids import id_from_text
 from dcx.core.model import (
     Datacenter,
@@ -82,9 +84,18 @@ def environments(draw: Any) -> Environment:
         machine_ids.append(identity)
         return Machine(id=identity, extras=draw(definition_extras), **body)
 
+    def copies(first: Machine) -> list[Machine]:
+        """``first`` and copies of it under fresh ids (units of one definition)."""
+        run = [first]
+        for _ in range(draw(st.integers(0, 3))):
+            identity = fresh_id("m")
+            machine_ids.append(identity)
+            run.append(replace(first, id=identity))
+        return run
+
     def rack() -> Rack:
-        slots = tuple(machine() if draw(st.integers(0, 4)) else None
-                      for _ in range(draw(st.integers(0, 4))))
+        slots = tuple(slot for _ in range(draw(st.integers(0, 4)))
+                      for slot in (copies(machine()) if draw(st.integers(0, 4)) else [None]))
         capacity = draw(st.none() | st.integers(len(slots), len(slots) + 40))
         return Rack(id=draw(st.none()) or fresh_id("r"), name=draw(maybe_text),
                     capacity_units=capacity, power_capacity_w=draw(maybe_positive), slots=slots)
@@ -113,5 +124,7 @@ def environments(draw: Any) -> Environment:
             events.append(DatacenterSchedulerChange(
                 datacenter=draw(st.sampled_from([dc.id for dc in datacenters])),
                 scheduler=draw(schedulers), time_s=time))
-    return Environment(datacenters=datacenters, events=tuple(events), name=draw(maybe_text),
-                       description=draw(maybe_text))
+    environment = Environment(datacenters=datacenters, events=tuple(events),
+                              name=draw(maybe_text), description=draw(maybe_text))
+    # runs of units that differ only in id held as groups (one definition, many units)
+    return compact(environment) if draw(st.booleans()) else environment

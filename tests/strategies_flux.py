@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
+from dcx.core.groups import compact
 from dcx.core.model import (
     Datacenter,
     Environment,
@@ -36,8 +39,12 @@ def r_environments(draw: st.DrawFn) -> Environment:
     child_types = draw(st.lists(st.sampled_from(["memory", "nic", "ssd"]), unique=True,
                                 max_size=2))
     child_ids = st.sampled_from(["", "0", "0-3", "1,5-7"])
-    machines = []
+    machines: list[Machine] = []
     for rank in ranks:
+        if machines and draw(st.integers(0, 2)) == 0:
+            # another rank of the previous one's shape: R_lite lists such ranks as one entry
+            machines.append(replace(machines[-1], name=draw(host_names), rank=rank))
+            continue
         gpu_ids = sorted(draw(st.sets(st.integers(0, 16), max_size=4)))
         features = tuple(name for name in vocabulary if draw(st.booleans()))
         # Child types beyond core and gpu are R's own: machine extras, not resources.
@@ -56,7 +63,10 @@ def r_environments(draw: st.DrawFn) -> Environment:
                   "flux-r:expiration": start + draw(st.integers(1, 10**6)),
                   "flux-r:nslots": draw(st.integers(1, 64))}
     rack = Rack(slots=tuple(machines))
-    return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras)
+    environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),),
+                              extras=extras)
+    # as a reader of R_lite's rank idsets gives them: runs of one shape held as groups
+    return compact(environment) if draw(st.booleans()) else environment
 
 
 @st.composite

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from dcx.core.groups import compact
 from dcx.core.model import (
     Annotation,
     Datacenter,
@@ -87,7 +88,10 @@ def environments(draw: st.DrawFn) -> Environment:
     if declared:
         extras["haizea:resource-types"] = used + declared
     rack = Rack(slots=machines)
-    return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras)
+    environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),),
+                              extras=extras)
+    # consecutive nodes of one shape held as groups, as node-sets state them
+    return compact(environment) if draw(st.booleans()) else environment
 
 
 def site_types(environment: Environment | None) -> tuple[str, ...]:

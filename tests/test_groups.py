@@ -24,6 +24,7 @@ from dcx.core.groups import (
 from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
 from dcx.core.restrict import dropped_field_counts, restrict
 from tests.strategies import documents
+from tests.strategies_flux import r_environments
 
 
 def _machine(index: int) -> Machine:
@@ -175,3 +176,57 @@ def test_jgf_writes_a_group_as_its_machines() -> None:
     grouped = jgf.write(Document(environment=_environment(group)))
     single = jgf.write(Document(environment=_environment(*group)))
     assert grouped.data == single.data and grouped.data
+
+
+# ------------------------------------------------------------------------------ Flux R
+
+
+def _expanded(environment: Environment) -> Environment:
+    datacenters = tuple(replace(dc, rooms=tuple(replace(room, racks=tuple(
+        replace(rack, slots=tuple(rack.slots)) for rack in room.racks)) for room in dc.rooms))
+        for dc in environment.datacenters)
+    return replace(environment, datacenters=datacenters)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(r_environments(), st.booleans())
+def test_flux_r_writes_and_normalises_groups_as_their_machines(environment: Environment,
+                                                                renumbered: bool) -> None:
+    from dcx.formats import flux_r
+
+    if renumbered:  # no ranks: the writer numbers the machines itself
+        environment = compact(replace(environment, datacenters=tuple(
+            replace(dc, rooms=tuple(replace(room, racks=tuple(
+                replace(rack, slots=tuple(None if m is None else replace(m, rank=None)
+                                          for m in rack.slots)) for rack in room.racks))
+                for room in dc.rooms)) for dc in environment.datacenters)))
+    grouped = Document(environment=environment)
+    single = Document(environment=_expanded(environment))
+    assert flux_r.write(grouped).data == flux_r.write(single).data
+    assert flux_r.normal_form(grouped) == flux_r.normal_form(single)
+    assert flux_r.normal_form_losses(grouped) == flux_r.normal_form_losses(single)
+
+
+def test_a_million_ranks_read_and_write_back_as_groups() -> None:
+    from dcx.formats import flux_r
+
+    ranks = 1 << 20
+    last = ranks - 1
+    text = (f'{{"version": 1, "execution": {{"R_lite": [{{"rank": "0-{last}", "children": '
+            f'{{"core": "0-3"}}}}], "nodelist": ["n[0-{last}]"], '
+            '"properties": {"big": "0-9,20"}}}')
+    result = flux_r.read(text.encode())
+    assert result.ok and result.document is not None and result.document.environment
+    environment = result.document.environment
+    (rack,) = environment.racks()
+    assert isinstance(rack.slots, Slots)
+    assert [part.count if isinstance(part, MachineGroup) else 1
+            for part in rack.slots.parts] == [10, 10, 1, ranks - 21]
+    assert machine_count(environment) == ranks
+    normal = flux_r.normal_form(result.document)
+    written = flux_r.write(normal)
+    assert b'"rank": "0-1048575"' in written.data and b'"n[0-1048575]"' in written.data
+    assert b'"big": "0-9,20"' in written.data
+    assert rack.slots._expanded is None
+    assert rack.slots[20] == Machine(name="n20", rank=20, cpus=(ProcessingUnit(cores=4),),
+                                     features=("big",))
