@@ -112,9 +112,10 @@ CLUSTER_OPTIONAL = ("sharing_policy", "topology", "topo_parameters", "bb_bw", "b
                     "bb_sharing_policy", "router_id", "limiter_link", "loopback_bw",
                     "loopback_lat")
 CLUSTER_KEYS = frozenset(PREFIX + name for name in CLUSTER_REQUIRED + CLUSTER_OPTIONAL)
-ROUTINGS = frozenset({"Full", "Floyd", "Dijkstra", "DijkstraCache", "None", "Vivaldi",
-                      "Cluster", "ClusterDragonfly", "ClusterFatTree", "ClusterTorus", "Star",
-                      "Wifi"})
+ROUTINGS = frozenset(name.casefold() for name in (
+    "Full", "Floyd", "Dijkstra", "DijkstraCache", "None", "Vivaldi", "Cluster",
+    "ClusterDragonfly", "ClusterFatTree", "ClusterTorus", "Star", "Wifi"))
+"""Zone routings, case-folded: SimGrid compares them ignoring case (``strcasecmp``)."""
 HOST_FILES = ("speed_file", "availability_file", "state_file", "coordinates")
 INT32_MAX = 2**31 - 1
 
@@ -234,6 +235,11 @@ def _check_version(root: Any, reader: _Reader) -> None:
 
 
 def _zone_racks(zone: Any, reader: _Reader, is_root: bool = False) -> list[Rack]:
+    if zone.get("routing").casefold() not in ROUTINGS:
+        reader.found.append(error(
+            f"zone {zone.get('id')!r} has routing {zone.get('routing')!r}; SimGrid knows Full, "
+            "Floyd, Dijkstra, DijkstraCache, None, Vivaldi, Cluster, Wifi …",
+            "simgrid.routing", **reader.at(zone, "routing")))
     hosts = [child for child in zone if child.tag == "host"]
     groups = [child for child in zone if child.tag in ("zone", "cluster")]
     if hosts and groups:
@@ -493,7 +499,8 @@ def _rack_extras(rack: Rack, cluster: bool, lost: set[str]) -> Extras:
         if not key.startswith(PREFIX):
             kept[key] = value  # not SimGrid's: restrict decides
         elif (key in CLUSTER_KEYS and _writable_text(value)) if cluster else (
-                key == ROUTING_KEY and value in ROUTINGS and value != "Full"):
+                key == ROUTING_KEY and isinstance(value, str) and value.casefold() in ROUTINGS
+                and value != "Full"):
             kept[key] = value
         else:
             lost.add("rack.extras")
@@ -514,7 +521,7 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     root = environment.extras.get(ROOT_KEY)
     routing = environment.extras.get(ROUTING_KEY)
     if routing is not None:
-        if routing in ROUTINGS and routing != "Full":
+        if isinstance(routing, str) and routing.casefold() in ROUTINGS and routing != "Full":
             extras[ROUTING_KEY] = routing
         elif routing != "Full":
             lost.add("environment.extras")
@@ -669,6 +676,7 @@ def _radical(numbers: list[int]) -> str:
 CODES = (
     Code("simgrid.root", "error", "The root element is not <platform>."),
     Code("simgrid.version", "error", "The platform version is not 4.0 to 4.1."),
+    Code("simgrid.routing", "error", "A zone's routing is not one SimGrid knows (any case)."),
     Code("simgrid.root-zones", "error", "The platform has more than one root zone."),
     Code("simgrid.mixed-zone", "error",
          "A zone holds both hosts and sub-zones or clusters (SimGrid allows one or the other)."),

@@ -113,7 +113,7 @@ def test_power_states_keep_the_selected_speed_with_a_warning() -> None:
      "simgrid.pstate", "/platform/zone/host/@pstate"),
     ('<zone id="z" routing="Full"/><zone id="y" routing="Full"/>', "simgrid.root-zones",
      "/platform/zone[2]"),
-    ('<zone id="z" routing="Shortest"/>', "xsd.invalid", "/platform/zone"),
+    ('<zone id="z" routing="Shortest"/>', "simgrid.routing", "/platform/zone/@routing"),
     ('<AS id="z" routing="Full"/>', "xsd.invalid", "/platform/AS"),
 ])
 def test_bad_input_is_a_located_error(body: str, code: str, pointer: str) -> None:
