@@ -249,11 +249,18 @@ _SLURM_KEY = re.compile(
     rb"|SelectType|SchedulerType|ProctrackType)[ \t]*=", re.IGNORECASE | re.MULTILINE)
 
 
+SNIFF_BYTES = 65536
+"""Annotated slurm.conf files open with long comment blocks (SchedMD's example has 9 KB)."""
+
+
 def sniff(data: bytes) -> bool:
-    """The first line that is not blank or a comment is ``Key=value``, and the first 4 KB
+    """The first line that is not blank or a comment is ``Key=value``, and the first 64 KB
     name a key only slurm.conf has."""
-    head = data[:4096].removeprefix(b"\xef\xbb\xbf")
-    for raw in head.split(b"\n"):
+    head = data[:SNIFF_BYTES].removeprefix(b"\xef\xbb\xbf")
+    lines = head.split(b"\n")
+    if len(data) > SNIFF_BYTES:
+        lines = lines[:-1]  # the last line may be cut
+    for raw in lines:
         line = raw.strip()
         if not line or line.startswith(b"#"):
             continue

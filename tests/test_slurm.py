@@ -414,3 +414,11 @@ def test_hook_mode_skips_other_tools_conf_files_and_fails_a_broken_slurm_conf(
 def test_a_gres_conf_line_is_refused_with_what_to_read_instead() -> None:
     assert _codes("NodeName=gpu[01-02] Name=gpu Type=a100 File=/dev/nvidia[0-3]\n") == [
         ("slurm.gres-conf", 1, 21)]
+
+
+def test_a_long_comment_header_does_not_hide_the_format() -> None:
+    header = b"".join(b"# %05d explains a setting at length, as annotated files do\n" % n
+                      for n in range(200))
+    assert len(header) > 10_000
+    assert slurm.sniff(header + b"SlurmctldHost=head\nNodeName=n1\n")
+    assert not slurm.sniff(header + b"listen 80;\n")
