@@ -98,7 +98,8 @@ def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0) -> Tas
 def _workload() -> Workload:
     jobs = (Job(id="j1", name="pipeline", user="alice", extras={"note": 1},
                 tasks=(_task(1, ()), _task(2, ("t1",)), _task(3, ("t1", "t2"), cores=2.5),
-                       Task(id="t4"))),
+                       Task(id="t4"),
+                       Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0)))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",
                     time_origin="2018-01-01T00:00:00Z", attributes={"note": 1},
@@ -110,6 +111,7 @@ def _workload() -> Workload:
 @cache
 def saturated_document() -> Document:
     """A topology and a workload in which every field path has a value no default gives,
-    plus a machine and a task with nothing but defaults and a task asking for part of a core
-    (what formats fill in, round or refuse)."""
+    plus a machine and a task with nothing but defaults, a task asking for part of a core
+    (what formats fill in, round or refuse) and one asking for cores and memory without a
+    runtime (what a format recording only measured tasks, WfFormat, cannot keep)."""
     return Document(environment=_environment(), workload=_workload())

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from dcx.converters.convert import refusal
 from dcx.converters.losses import conversion_losses, fullest_document, loss_matrix
 from dcx.converters.registry import FORMATS
 from dcx.core.declaration import FormatDeclaration
@@ -238,6 +239,7 @@ def _own_strategy(spec: FormatDeclaration) -> st.SearchStrategy[Document]:
         "opendc-setup": ("tests.strategies_traces", "setup_environments",
                          lambda e: Document(environment=e)),
         "gwf": ("tests.strategies_traces", "workflow_workloads", lambda w: Document(workload=w)),
+        "wfformat": ("tests.strategies_wfformat", "wfformat_documents", lambda d: d),
     }
     if spec.name in specific:
         module_name, function, wrap = specific[spec.name]
@@ -291,12 +293,27 @@ def test_there_and_back_loses_exactly_what_the_target_cannot_hold(
     @given(_own_strategy(source))
     def check(document: Document) -> None:
         original = _round_trip(source_module, document, source.name)
+        if _refused_and_unwritable(original, source, target):
+            return
         there = _round_trip(target_module, original, f"{source.name} -> {target.name}")
+        if _refused_and_unwritable(there, target, source):
+            return
         back = _round_trip(source_module, there, f"{target.name} -> {source.name}")
         assert without_empty_parts(back, source.holds) == without_empty_parts(
             expected_back(original, source_module, target_module, shared), source.holds)
 
     check()
+
+
+def _refused_and_unwritable(document: Document, source: FormatDeclaration,
+                            target: FormatDeclaration) -> bool:
+    """Whether the target cannot write ``document`` at all (a WfFormat file needs a task)
+    and dcx refuses the conversion for it (tests/test_trust.py holds a refusal to exit 1
+    with nothing written): such a leg owes no round trip."""
+    assert target.write is not None
+    if not has_errors(target.write(document).diagnostics):
+        return False
+    return refusal(document, normalized_for(document, target), source.name, target) is not None
 
 
 def expected_back(original: Document, source: Any, target: Any,

@@ -1,0 +1,762 @@
+"""WfCommons WfFormat 1.5: one workflow's tasks and files, and how one run of it went
+(format ``wfformat``).
+
+A file is ``{"name", "schemaVersion": "1.5", "workflow": {"specification": {"tasks",
+"files"}, "execution": {"makespanInSeconds", "executedAt", "tasks", "machines"}}}``. The
+specification is the graph (tasks with ``parents``/``children``, files by id); the optional
+execution holds what was measured, task by task, and the machines the tasks ran on.
+
+Mapping
+-------
+
+* **Workload.** ``name`` → ``Workload.name``; ``description`` → ``description``;
+  ``execution.executedAt`` → ``time_origin`` (kept as written). WfFormat has no submit
+  times (a task's ``executedAt`` is when it started), so every task is submitted at 0.
+* **Tasks.** Each specification task is a task and, since a file holds one workflow and no
+  grouping inside it, a job of its own whose id is the task's (the model's form for formats
+  without jobs). ``id`` → ``Task.id`` (the decimal text of a non-negative integer reads as
+  that integer, as for every text id in dcx); ``parents`` → ``dependencies``, and a task
+  listed in another's ``children`` gains that task as a dependency too. The execution entry
+  of the same id gives ``runtimeInSeconds`` → ``runtime_s``, ``coreCount`` →
+  ``request.cores`` (total cores, on one node: WfFormat does not say how cores split over
+  the ``machines`` a task names), ``memoryInBytes`` → ``request.memory_mb`` (÷ 2**20). A task
+  without an execution entry has no runtime.
+* **Machines.** ``execution.machines`` are the topology, one rack of machines:
+  ``nodeName`` → ``Machine.name``, ``system`` → ``os``, ``architecture`` → ``arch``,
+  ``cpu`` → one CPU (``coreCount`` cores at ``speedInMHz`` × 10**6 Hz, ``vendor`` →
+  manufacturer), ``memoryInBytes`` → one memory module (÷ 2**20 MB).
+* **Data of its own** is kept under ``wfformat:`` keys and written back: the task ``name``
+  (only when it is not the task's id, which is what the writer names a task that has no
+  name) and the other specification members (``inputFiles``, ``outputFiles``) under
+  ``wfformat:task``; the execution members dcx has no field for (``executedAt``,
+  ``avgCPU``, ``readBytes``, ``machines``, ``command`` …) under ``wfformat:execution``;
+  workload-wide, ``createdAt``, ``author``, ``runtimeSystem`` (``wfformat:instance``), the
+  specification's ``files`` (``wfformat:specification``), other workflow and execution
+  members, and ``makespanInSeconds`` when it is not the length of the critical path (what
+  the writer computes when a workload has no makespan); a machine's ``release`` and other
+  members under ``wfformat:machine``. Unknown members, which WfFormat allows everywhere,
+  go with their object's group.
+
+Checks beyond the schema (those of WfCommons' newer validator): unique task, file and
+machine ids; parents and children naming declared tasks; no cycle; the two directions
+agreeing (a conformance warning where a parent does not list the child, or back); declared
+files for every ``inputFiles``/``outputFiles`` entry when ``files`` is given; execution
+entries naming specification tasks, once each; task ``machines`` naming declared machines
+when ``machines`` is given.
+
+Normal form
+-----------
+
+The writer serialises ``normal_form(document)``: ids WfFormat can reference (letters,
+digits, ``- _ . #``) are kept, others renumbered ``1, 2, …`` (``task.id``); dependencies
+are kept once each and never on the task itself; the execution section exists only if some
+task has a runtime, so a task without one keeps no cores or memory and a workload without
+any keeps no time origin and no machines (WfFormat lists machines only in an execution);
+cores below 1 become 1; machine names are filled in (``dcx.core.ids``) and made unique;
+CPUs merge into one (as for every format that does not hold sockets) with a clock in whole
+MHz; memory is whole bytes; the operating system is one of ``linux``, ``macos``,
+``windows``. WfFormat requires a ``name`` and an ``executedAt``: a workload without a name
+is written as ``workflow``, and one without a time origin with ``executedAt``
+``1970-01-01T00:00:00Z``, which reads back as no time origin. A document without tasks
+cannot be written (WfFormat requires one).
+
+Divergences
+-----------
+
+1. WfFormat's own validator for 1.5 checks parents only and runs no format checks; its
+   newer validator checks references both ways, files, machines and cycles. dcx applies the
+   newer checks (errors where it errs, a warning where it warns about parents and children
+   disagreeing), since a file that fails them cannot be a workflow graph.
+2. The 1.5 validator looks up a task's ``machine`` (the 1.4 key) and crashes when
+   ``execution`` is absent; dcx reads ``machines`` and files without an execution.
+3. The README calls a machine's ``cpu.coreCount`` fractional; the schema says integer, and
+   dcx follows the schema.
+4. ``schemaVersion`` must be ``1.5``: a 1.4 file (flat ``workflow.tasks``) is refused with a
+   pointer to WfCommons' migration tool, and so is a 1.6 file (its additions are optional,
+   so changing its version to 1.5 reads it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
+    Diagnostic,
+    ReadResult,
+    WriteResult,
+    error,
+    has_errors,
+    warning,
+)
+from dcx.core.ids import id_from_text, required_machine_name
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Extras,
+    Id,
+    Job,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    ResourceRequest,
+    Room,
+    StorageUnit,
+    Task,
+    Workload,
+)
+from dcx.parsing.jsonio import dumps_canonical, load_json_object
+from dcx.parsing.schemas import schema_diagnostics, schema_verdict
+from dcx.parsing.traces import dependency_codes, dependency_diagnostics, written_ids
+
+SCHEMA = "wfformat.schema.json"
+PREFIX = "wfformat:"
+VERSION = "1.5"
+NO_TIME_ORIGIN = "1970-01-01T00:00:00Z"
+"""``executedAt`` written for a workload without a time origin (read back as none)."""
+NO_NAME = "workflow"
+"""``name`` written for a workload without one."""
+BYTES_PER_MB = 2**20
+SYSTEMS = frozenset({"linux", "macos", "windows"})
+
+TASK_NAME = PREFIX + "name"
+TASK_MEMBERS = PREFIX + "task"
+EXECUTION_MEMBERS = PREFIX + "execution"
+INSTANCE_MEMBERS = PREFIX + "instance"
+WORKFLOW_MEMBERS = PREFIX + "workflow"
+SPECIFICATION_MEMBERS = PREFIX + "specification"
+MAKESPAN = PREFIX + "makespanInSeconds"
+MACHINE_MEMBERS = PREFIX + "machine"
+CPU_MEMBERS = PREFIX + "cpu"
+
+_ROOT_MAPPED = frozenset({"name", "description", "schemaVersion", "workflow"})
+_WORKFLOW_MAPPED = frozenset({"specification", "execution"})
+_SPECIFICATION_MAPPED = frozenset({"tasks"})
+_EXECUTION_MAPPED = frozenset({"makespanInSeconds", "executedAt", "tasks", "machines"})
+_SPEC_TASK_MAPPED = frozenset({"name", "id", "parents", "children"})
+_EXEC_TASK_MAPPED = frozenset({"id", "runtimeInSeconds", "coreCount", "memoryInBytes"})
+_MACHINE_MAPPED = frozenset({"nodeName", "system", "architecture", "memoryInBytes", "cpu"})
+_CPU_MAPPED = frozenset({"coreCount", "speedInMHz", "vendor"})
+_REFERENCE = re.compile(r"[0-9A-Za-z_.#-]+")
+
+HOLDS = frozenset({
+    "workload.name", "workload.description", "workload.time_origin", "task.id",
+    "task.runtime_s", "task.request.cores", "task.request.memory_mb", "task.dependencies",
+    "task.dependencies.multiple", "machine.name", "machine.cpus", "cpu.clock_rate_hz",
+    "cpu.vendor", "machine.memory", "machine.os", "machine.arch",
+})
+OWN_EXTRAS = frozenset({"workload.extras", "task.extras", "machine.extras"})
+REQUIRES = frozenset({"machine.name"})
+
+
+def sniff(data: bytes) -> bool:
+    head = data[:4096].lstrip()
+    return head.startswith(b"{") and b'"schemaVersion"' in head and (
+        b'"workflow"' in head or b'"specification"' in head)
+
+
+# --------------------------------------------------------------------------- read
+
+
+def read(data: bytes) -> ReadResult:
+    decoded, problems = load_json_object(data, "a WfFormat instance", "wfformat.root")
+    if decoded is None:
+        return ReadResult(None, tuple(problems))
+    root = decoded.value
+    structural = [_version(d, root) for d in schema_diagnostics(SCHEMA, root, decoded.locator)]
+    if structural:
+        return ReadResult(None, tuple(structural))
+    reader = _Reader()
+    document = reader.document(root)
+    diagnostics = decoded.locator.place(reader.diagnostics)
+    if has_errors(diagnostics):
+        return ReadResult(None, tuple(diagnostics))
+    return ReadResult(document, tuple(diagnostics))
+
+
+def _version(diagnostic: Diagnostic, root: dict[str, Any]) -> Diagnostic:
+    if diagnostic.pointer != "/schemaVersion" or diagnostic.code != "schema.enum":
+        return diagnostic
+    return replace(diagnostic, code="wfformat.version",
+                   message=f"schemaVersion {root.get('schemaVersion')!r}: dcx reads WfFormat "
+                   f"{VERSION}",
+                   hint="WfCommons' tools/wfcommons-migrate-instance.py turns 1.0-1.4 files "
+                   "into 1.5")
+
+
+@dataclass
+class _Reader:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def document(self, root: dict[str, Any]) -> Document:
+        workflow = root["workflow"]
+        specification = workflow["specification"]
+        execution = workflow.get("execution")
+        raw_tasks: list[dict[str, Any]] = specification["tasks"]
+        ids = [id_from_text(task["id"]) for task in raw_tasks]
+        self._check_files(specification)
+        dependencies = self._dependencies(raw_tasks, ids)
+        measured: dict[Id, dict[str, Any]] = {}
+        machines: tuple[Machine, ...] = ()
+        extras: Extras = {}
+        time_origin = None
+        if execution is not None:
+            measured = self._execution(execution, set(ids))
+            machines = tuple(map(_machine, execution.get("machines", ())))
+            time_origin = self._time_origin(execution["executedAt"])
+            extras.update(_group(EXECUTION_MEMBERS, execution, _EXECUTION_MAPPED))
+        tasks = [_task(raw, task_id, deps, measured.get(task_id))
+                 for raw, task_id, deps in zip(raw_tasks, ids, dependencies, strict=True)]
+        extras.update(_group(INSTANCE_MEMBERS, root, _ROOT_MAPPED))
+        extras.update(_group(WORKFLOW_MEMBERS, workflow, _WORKFLOW_MAPPED))
+        extras.update(_group(SPECIFICATION_MEMBERS, specification, _SPECIFICATION_MAPPED))
+        if execution is not None and execution["makespanInSeconds"] != critical_path(tasks):
+            extras[MAKESPAN] = execution["makespanInSeconds"]
+        workload = Workload(
+            jobs=tuple(Job(id=task.id, tasks=(task,)) for task in tasks),
+            name=root["name"], description=root.get("description"), time_origin=time_origin,
+            extras=extras)
+        environment = None
+        if execution is not None and "machines" in execution:
+            environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+                Rack(slots=machines),)),)),))
+        return Document(environment=environment, workload=workload)
+
+    def _dependencies(self, raw_tasks: list[dict[str, Any]], ids: list[Id]) -> list[list[Id]]:
+        """Each task's parents, then the tasks that list it as a child and are not among
+        them; with the checks of ids, references, cycles and of the two directions."""
+        known = set(ids)
+        parents = [[id_from_text(p) for p in task["parents"]] for task in raw_tasks]
+        children = [[id_from_text(c) for c in task["children"]] for task in raw_tasks]
+        dependencies = [list(dict.fromkeys(found)) for found in parents]
+        where = [[f"/workflow/specification/tasks/{i}/parents/{j}"
+                  for j, _ in enumerate(found)] for i, found in enumerate(parents)]
+        where = [[where[i][found.index(p)] for p in dependencies[i]]
+                 for i, found in enumerate(parents)]
+        index_of = {task_id: index for index, task_id in reversed(list(enumerate(ids)))}
+        for i, found in enumerate(parents):
+            self._repeated(found, f"/workflow/specification/tasks/{i}/parents")
+        for i, found in enumerate(children):
+            pointer = f"/workflow/specification/tasks/{i}/children"
+            self._repeated(found, pointer)
+            for j, child in enumerate(found):
+                if child not in known:
+                    self.diagnostics.append(error(
+                        f"task {ids[i]!r} lists child {child!r}, which is not a task of the "
+                        "workflow", "wfformat.unknown-dependency", pointer=f"{pointer}/{j}"))
+                    continue
+                target = index_of[child]
+                if ids[i] not in parents[target]:
+                    self.diagnostics.append(warning(
+                        f"task {ids[i]!r} lists {child!r} as a child, but {child!r} does not "
+                        f"list {ids[i]!r} as a parent", "wfformat.asymmetric-dependency",
+                        pointer=f"{pointer}/{j}"))
+                    if ids[i] not in dependencies[target]:
+                        dependencies[target].append(ids[i])
+                        where[target].append(f"{pointer}/{j}")
+        for i, found in enumerate(parents):
+            for j, parent in enumerate(found):
+                target = index_of.get(parent)
+                if target is not None and ids[i] not in children[target]:
+                    self.diagnostics.append(warning(
+                        f"task {ids[i]!r} lists {parent!r} as a parent, but {parent!r} does "
+                        f"not list {ids[i]!r} as a child", "wfformat.asymmetric-dependency",
+                        pointer=f"/workflow/specification/tasks/{i}/parents/{j}"))
+
+        def locate(index: int, dependency: int | None) -> dict[str, Any]:
+            if dependency is None:
+                return {"pointer": f"/workflow/specification/tasks/{index}/id"}
+            return {"pointer": where[index][dependency]}
+
+        self.diagnostics.extend(dependency_diagnostics(ids, dependencies, locate, "wfformat"))
+        return dependencies
+
+    def _repeated(self, references: list[Id], pointer: str) -> None:
+        seen: set[Id] = set()
+        for j, reference in enumerate(references):
+            if reference in seen:
+                self.diagnostics.append(warning(
+                    f"{reference!r} is listed more than once", "wfformat.repeated-reference",
+                    pointer=f"{pointer}/{j}"))
+            seen.add(reference)
+
+    def _check_files(self, specification: dict[str, Any]) -> None:
+        if "files" not in specification:
+            return
+        declared: set[str] = set()
+        for i, item in enumerate(specification["files"]):
+            if item["id"] in declared:
+                self.diagnostics.append(error(f"file {item['id']!r} is declared twice",
+                                              "wfformat.duplicate-file",
+                                              pointer=f"/workflow/specification/files/{i}/id"))
+            declared.add(item["id"])
+        for i, task in enumerate(specification["tasks"]):
+            for key in ("inputFiles", "outputFiles"):
+                for j, file_id in enumerate(task.get(key, ())):
+                    if file_id not in declared:
+                        self.diagnostics.append(error(
+                            f"task {task['id']!r} uses file {file_id!r}, which the workflow's "
+                            "files do not declare", "wfformat.unknown-file",
+                            pointer=f"/workflow/specification/tasks/{i}/{key}/{j}"))
+
+    def _execution(self, execution: dict[str, Any], known: set[Id]) -> dict[Id, dict[str, Any]]:
+        machines = execution.get("machines")
+        names: set[str] = set()
+        for i, machine in enumerate(machines or ()):
+            if machine["nodeName"] in names:
+                self.diagnostics.append(error(
+                    f"machine {machine['nodeName']!r} is declared twice",
+                    "wfformat.duplicate-machine",
+                    pointer=f"/workflow/execution/machines/{i}/nodeName"))
+            names.add(machine["nodeName"])
+        measured: dict[Id, dict[str, Any]] = {}
+        for i, task in enumerate(execution["tasks"]):
+            pointer = f"/workflow/execution/tasks/{i}"
+            task_id = id_from_text(task["id"])
+            if task_id in measured:
+                self.diagnostics.append(error(
+                    f"task {task['id']!r} has a second execution entry",
+                    "wfformat.duplicate-execution", pointer=pointer + "/id"))
+                continue
+            if task_id not in known:
+                self.diagnostics.append(error(
+                    f"execution entry for task {task['id']!r}, which the specification does "
+                    "not have", "wfformat.unknown-execution-task", pointer=pointer + "/id"))
+            measured[task_id] = task
+            if machines is None:
+                continue
+            for j, name in enumerate(task.get("machines", ())):
+                if name not in names:
+                    self.diagnostics.append(error(
+                        f"task {task['id']!r} ran on machine {name!r}, which the execution's "
+                        "machines do not declare", "wfformat.unknown-machine",
+                        pointer=f"{pointer}/machines/{j}"))
+        return measured
+
+    def _time_origin(self, text: str) -> str | None:
+        if text == NO_TIME_ORIGIN:
+            return None
+        if _instant(text) is None:
+            self.diagnostics.append(warning(
+                f"executedAt {text!r} is not an ISO 8601 timestamp", "wfformat.timestamp",
+                pointer="/workflow/execution/executedAt"))
+        return text
+
+
+def _instant(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _group(key: str, members: dict[str, Any], mapped: frozenset[str]) -> Extras:
+    """``{key: {member: value}}`` for the members dcx has no field for, or nothing."""
+    rest = {name: value for name, value in members.items() if name not in mapped}
+    return {key: rest} if rest else {}
+
+
+def _task(raw: dict[str, Any], task_id: Id, dependencies: list[Id],
+          measured: dict[str, Any] | None) -> Task:
+    extras: Extras = {}
+    if raw["name"] != str(task_id):
+        extras[TASK_NAME] = raw["name"]
+    extras.update(_group(TASK_MEMBERS, raw, _SPEC_TASK_MAPPED))
+    request = ResourceRequest()
+    runtime = None
+    if measured is not None:
+        runtime = float(measured["runtimeInSeconds"])
+        memory = measured.get("memoryInBytes")
+        request = ResourceRequest(cores=float(measured.get("coreCount", 1.0)),
+                                  memory_mb=None if memory is None else memory / BYTES_PER_MB)
+        extras.update(_group(EXECUTION_MEMBERS, measured, _EXEC_TASK_MAPPED))
+    return Task(id=task_id, runtime_s=runtime, request=request,
+                dependencies=tuple(dependencies), extras=extras)
+
+
+def _machine(raw: dict[str, Any]) -> Machine:
+    extras = _group(MACHINE_MEMBERS, raw, _MACHINE_MAPPED)
+    cpus: tuple[ProcessingUnit, ...] = ()
+    cpu = raw.get("cpu")
+    if cpu is not None and "coreCount" in cpu:
+        speed = cpu.get("speedInMHz")
+        cpus = (ProcessingUnit(cores=cpu["coreCount"],
+                               clock_rate_hz=None if speed is None else speed * 1e6,
+                               manufacturer=cpu.get("vendor")),)
+        extras.update(_group(CPU_MEMBERS, cpu, _CPU_MAPPED))
+    elif cpu is not None:
+        extras[CPU_MEMBERS] = cpu
+    memory = raw.get("memoryInBytes")
+    return Machine(name=raw["nodeName"], os=raw.get("system"), arch=raw.get("architecture"),
+                   cpus=cpus,
+                   memory=() if memory is None else (StorageUnit(memory / BYTES_PER_MB),),
+                   extras=extras)
+
+
+def critical_path(tasks: list[Task]) -> float:
+    """The longest chain of runtimes along dependencies (unknown runtimes count 0): the
+    makespan with unlimited machines, written when a workload states none. A task on a
+    dependency cycle (which no reader lets through) counts its own runtime only."""
+    index_of = {task.id: index for index, task in enumerate(tasks)}
+    needs = [[index_of[d] for d in dict.fromkeys(task.dependencies)
+              if d in index_of and index_of[d] != index] for index, task in enumerate(tasks)]
+    waiting = [len(found) for found in needs]
+    dependents: list[list[int]] = [[] for _ in tasks]
+    for index, found in enumerate(needs):
+        for target in found:
+            dependents[target].append(index)
+    start = [0.0] * len(tasks)
+    finish = [task.runtime_s or 0.0 for task in tasks]
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    while ready:
+        done = ready.pop()
+        finish[done] = start[done] + (tasks[done].runtime_s or 0.0)
+        for child in dependents[done]:
+            start[child] = max(start[child], finish[done])
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    return max(finish, default=0.0)
+
+
+# --------------------------------------------------------------------------- normal form
+
+
+def _written_id(value: object) -> Id | None:
+    """The id WfFormat writes and reads back for a model id, ``None`` if it has none."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and _REFERENCE.fullmatch(value):
+        return id_from_text(value)
+    return None
+
+
+def _has_execution(workload: Workload) -> bool:
+    return any(task.runtime_s is not None for task in workload.tasks())
+
+
+@dataclass
+class _Normalizer:
+    lost: set[str] = field(default_factory=set)
+
+    def changed(self, path: str, before: Any, after: Any) -> Any:
+        if before != after:
+            self.lost.add(path)
+        return after
+
+    def document(self, document: Document) -> Document:
+        workload = document.workload
+        executed = workload is not None and _has_execution(workload)
+        if workload is not None:
+            workload = self.workload(workload, executed)
+        environment = document.environment
+        if environment is not None:
+            if executed:
+                environment = self.environment(environment)
+            elif any(True for _ in environment.machines()):
+                self.lost.add("environment")
+                environment = None
+            else:
+                environment = None
+        return replace(document, environment=environment, workload=workload)
+
+    def workload(self, workload: Workload, executed: bool) -> Workload:
+        tasks = [task for job in workload.jobs for task in job.tasks]
+        numbering, renumbered = written_ids([task.id for task in tasks], _written_id)
+        if renumbered:
+            self.lost.add("task.id")
+        tasks = [self.task(task, numbering) for task in tasks]
+        origin = workload.time_origin
+        if origin is not None and (not executed or origin == NO_TIME_ORIGIN
+                                   or _instant(origin) is None):
+            origin = self.changed("workload.time_origin", workload.time_origin, None)
+        name = workload.name if workload.name else NO_NAME
+        if workload.name == "":
+            self.lost.add("workload.name")
+        description = workload.description or None
+        self.changed("workload.description", workload.description, description)
+        extras = dict(workload.extras)
+        if not executed:
+            for key in (EXECUTION_MEMBERS, MAKESPAN):
+                extras.pop(key, None)
+        elif extras.get(MAKESPAN) == critical_path(tasks):
+            del extras[MAKESPAN]
+        jobs = tuple(Job(id=task.id, tasks=(task,)) for task in tasks)
+        return replace(workload, jobs=jobs, name=name, description=description,
+                       time_origin=origin, extras=extras)
+
+    def task(self, task: Task, numbering: dict[Id, Id]) -> Task:
+        dependencies = tuple(dict.fromkeys(
+            numbering[d] for d in task.dependencies if d in numbering and d != task.id))
+        if len(dependencies) != len(task.dependencies):
+            self.lost.add("task.dependencies")
+        request = task.request
+        cores, memory = request.cores, request.memory_mb
+        extras = dict(task.extras)
+        if task.runtime_s is None:
+            cores = self.changed("task.request.cores", cores, 1.0)
+            memory = self.changed("task.request.memory_mb", memory, None)
+            extras.pop(EXECUTION_MEMBERS, None)
+        elif cores < 1:
+            cores = self.changed("task.request.cores", cores, 1.0)
+        task_id = numbering[task.id]
+        name = extras.get(TASK_NAME)
+        if name is not None and (not isinstance(name, str) or not name
+                                 or name == str(task_id)):
+            del extras[TASK_NAME]
+        return replace(task, id=task_id, dependencies=dependencies, extras=extras,
+                       request=replace(request, cores=cores, memory_mb=memory))
+
+    def environment(self, environment: Environment) -> Environment:
+        position = 0
+        taken: set[str] = set()
+
+        def normal(machine: Machine | None) -> Machine | None:
+            nonlocal position
+            if machine is None:
+                return None
+            position += 1
+            return self.machine(machine, position, taken)
+
+        return replace(environment, datacenters=tuple(replace(dc, rooms=tuple(
+            replace(room, racks=tuple(replace(rack, slots=tuple(map(normal, rack.slots)))
+                                      for rack in room.racks)) for room in dc.rooms))
+            for dc in environment.datacenters))
+
+    def machine(self, machine: Machine, position: int, taken: set[str]) -> Machine:
+        name = required_machine_name(machine, position, bool)
+        if name in taken:
+            suffix = 2
+            while f"{name}-{suffix}" in taken:
+                suffix += 1
+            name = f"{name}-{suffix}"
+        taken.add(name)
+        if machine.name is not None:
+            self.changed("machine.name", machine.name, name)
+        cpus = machine.cpus
+        if len(cpus) > 1:  # as restrict merges sockets, before the clock is rounded
+            cpus = (replace(cpus[0], cores=machine.core_count,
+                            clock_rate_hz=machine.clock_rate_hz),)
+        if cpus and cpus[0].cores < 1:
+            cpus = self.changed("machine.cpus", cpus, ())
+        if cpus:
+            cpu = cpus[0]
+            clock = cpu.clock_rate_hz
+            if clock is not None:
+                megahertz = round(clock / 1e6) if math.isfinite(clock) else 0
+                clock = self.changed("cpu.clock_rate_hz", clock,
+                                     megahertz * 1e6 if megahertz >= 1 else None)
+            vendor = cpu.manufacturer or None
+            self.changed("cpu.vendor", (cpu.manufacturer, cpu.family, cpu.generation, cpu.model),
+                         (vendor, None, None, None))
+            cpus = (replace(cpu, clock_rate_hz=clock, manufacturer=vendor, family=None,
+                            generation=None, model=None),)
+        memory = machine.memory
+        if memory:
+            total = sum(unit.capacity_mb for unit in memory)
+            whole = round(total * BYTES_PER_MB) if math.isfinite(total) else 0
+            capacity = whole / BYTES_PER_MB
+            memory = (replace(memory[0], capacity_mb=capacity),) if whole >= 1 else ()
+            self.changed("machine.memory", total, capacity if whole >= 1 else None)
+        os = machine.os if machine.os in SYSTEMS else None
+        self.changed("machine.os", machine.os, os)
+        arch = machine.arch or None
+        self.changed("machine.arch", machine.arch, arch)
+        return replace(machine, name=name, cpus=cpus, memory=memory, os=os, arch=arch)
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    normalizer = _Normalizer()
+    return normalizer.document(document), frozenset(normalizer.lost)
+
+
+def normal_form(document: Document) -> Document:
+    """What a WfFormat file makes of ``document`` (see Normal form)."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    return _normalized(document)[1]
+
+
+def leaves_out(document: Document) -> str:
+    """Why a WfFormat file cannot hold the machines or tasks of ``document``."""
+    workload = document.workload
+    if workload is None or not any(True for _ in workload.tasks()):
+        return "WfFormat lists machines only in a workflow's execution, and this file has no tasks"
+    if not _has_execution(workload):
+        return ("WfFormat lists machines only in a workflow's execution, and no task of this "
+                "file has a runtime")
+    return ""
+
+
+# --------------------------------------------------------------------------- write
+
+
+def write(document: Document) -> WriteResult:
+    """A WfFormat 1.5 instance for ``normal_form(document)``."""
+    normal = normal_form(document)
+    workload = normal.workload
+    tasks = list(workload.tasks()) if workload is not None else []
+    if workload is None or not tasks:
+        return _unwritable("WfFormat requires at least one task, and the document has none")
+    extras = workload.extras
+    root: dict[str, Any] = {"name": workload.name or NO_NAME}
+    if workload.description is not None:
+        root["description"] = workload.description
+    root.update(_members(extras.get(INSTANCE_MEMBERS), _ROOT_MAPPED))
+    root["schemaVersion"] = VERSION
+    workflow: dict[str, Any] = {"specification": _specification(tasks, extras)}
+    if any(task.runtime_s is not None for task in tasks):
+        workflow["execution"] = _execution(tasks, workload, normal.environment)
+    workflow.update(_members(extras.get(WORKFLOW_MEMBERS), _WORKFLOW_MAPPED))
+    root["workflow"] = workflow
+    try:
+        data = dumps_canonical(root)
+    except (TypeError, ValueError) as exc:  # extras a hand-built model gave no JSON value
+        return _unwritable(f"a value has no JSON form ({exc})")
+    if not schema_verdict(SCHEMA, root):
+        found = schema_diagnostics(SCHEMA, root)
+        reason = found[0].render() if found else "the schema refuses it"
+        return _unwritable(f"the output would not match the format's schema: {reason}")
+    return WriteResult(data)
+
+
+def _unwritable(reason: str) -> WriteResult:
+    return WriteResult(b"", diagnostics=(error(f"cannot write WfFormat: {reason}",
+                                               "wfformat.unwritable"),))
+
+
+def _members(group: Any, mapped: frozenset[str]) -> dict[str, Any]:
+    """A group of members kept under a ``wfformat:`` key, without those dcx writes itself."""
+    if not isinstance(group, dict):
+        return {}
+    return {key: value for key, value in group.items() if key not in mapped}
+
+
+def _number(value: float) -> float | int:
+    """Whole numbers without ``.0``, as WfCommons' own files write them."""
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def _specification(tasks: list[Task], extras: Extras) -> dict[str, Any]:
+    children: dict[Id, list[str]] = {task.id: [] for task in tasks}
+    for task in tasks:
+        for dependency in task.dependencies:
+            children[dependency].append(str(task.id))
+    written = []
+    for task in tasks:
+        item: dict[str, Any] = {
+            "name": task.extras.get(TASK_NAME, str(task.id)), "id": str(task.id),
+            "parents": [str(d) for d in task.dependencies], "children": children[task.id]}
+        item.update(_members(task.extras.get(TASK_MEMBERS), _SPEC_TASK_MAPPED))
+        written.append(item)
+    specification: dict[str, Any] = {"tasks": written}
+    specification.update(_members(extras.get(SPECIFICATION_MEMBERS), _SPECIFICATION_MAPPED))
+    return specification
+
+
+def _execution(tasks: list[Task], workload: Workload,
+               environment: Environment | None) -> dict[str, Any]:
+    makespan = workload.extras.get(MAKESPAN)
+    if not isinstance(makespan, int | float) or isinstance(makespan, bool):
+        makespan = critical_path(tasks)
+    execution: dict[str, Any] = {
+        "makespanInSeconds": makespan,
+        "executedAt": workload.time_origin or NO_TIME_ORIGIN,
+        "tasks": [_measured(task) for task in tasks if task.runtime_s is not None]}
+    machines = list(environment.machines()) if environment is not None else []
+    if machines:
+        execution["machines"] = [_machine_object(machine) for machine in machines]
+    execution.update(_members(workload.extras.get(EXECUTION_MEMBERS), _EXECUTION_MAPPED))
+    return execution
+
+
+def _measured(task: Task) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": str(task.id), "runtimeInSeconds": _number(task.runtime_s or 0.0),
+                            "coreCount": _number(task.request.cores)}
+    if task.request.memory_mb is not None:
+        item["memoryInBytes"] = _number(task.request.memory_mb * BYTES_PER_MB)
+    item.update(_members(task.extras.get(EXECUTION_MEMBERS), _EXEC_TASK_MAPPED))
+    return item
+
+
+def _machine_object(machine: Machine) -> dict[str, Any]:
+    item: dict[str, Any] = {"nodeName": machine.name}
+    if machine.os is not None:
+        item["system"] = machine.os
+    if machine.arch is not None:
+        item["architecture"] = machine.arch
+    if machine.memory:
+        item["memoryInBytes"] = round(machine.memory_mb * BYTES_PER_MB)
+    if machine.cpus:
+        cpu = machine.cpus[0]
+        described: dict[str, Any] = {"coreCount": cpu.cores}
+        if cpu.clock_rate_hz is not None:
+            described["speedInMHz"] = round(cpu.clock_rate_hz / 1e6)
+        if cpu.manufacturer is not None:
+            described["vendor"] = cpu.manufacturer
+        described.update(_members(machine.extras.get(CPU_MEMBERS), _CPU_MAPPED))
+        item["cpu"] = described
+    elif isinstance(machine.extras.get(CPU_MEMBERS), dict):
+        item["cpu"] = machine.extras[CPU_MEMBERS]
+    item.update(_members(machine.extras.get(MACHINE_MEMBERS), _MACHINE_MAPPED))
+    return item
+
+
+CODES = (
+    Code("wfformat.root", "error", "The document is not a JSON object."),
+    Code("wfformat.version", "error",
+         "schemaVersion is not 1.5 (older files need WfCommons' migration tool)."),
+    Code("wfformat.asymmetric-dependency", "warning",
+         "A task lists another as parent (or child) and that task does not list it back.",
+         conformance=True),
+    Code("wfformat.repeated-reference", "warning",
+         "A task lists the same parent or child more than once."),
+    Code("wfformat.unknown-file", "error",
+         "A task's inputFiles or outputFiles names a file the workflow's files do not declare."),
+    Code("wfformat.duplicate-file", "error", "Two files have the same id."),
+    Code("wfformat.duplicate-machine", "error", "Two execution machines have the same nodeName."),
+    Code("wfformat.duplicate-execution", "error", "A task has two execution entries."),
+    Code("wfformat.unknown-execution-task", "error",
+         "An execution entry names a task the specification does not have."),
+    Code("wfformat.unknown-machine", "error",
+         "A task ran on a machine the execution's machines do not declare."),
+    Code("wfformat.timestamp", "warning", "executedAt is not an ISO 8601 timestamp.",
+         conformance=True),
+    Code("wfformat.unwritable", "error",
+         "The model cannot be written as WfFormat (no task, or a value it cannot carry; "
+         "writing only)."),
+    *dependency_codes("wfformat"),
+)
+
+FORMAT = FormatDeclaration(
+    name="wfformat",
+    title="WfCommons WfFormat 1.5",
+    family="trace",
+    kind="both",
+    extensions=(".json",),
+    content=frozenset({"json"}),
+    schema=SCHEMA,
+    description=("A workflow's tasks, dependencies and files, with the runtimes, cores and "
+                 "memory of one run and the machines it ran on (WfCommons, WRENCH)."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    leaves_out=leaves_out,
+    own_extras=OWN_EXTRAS,
+    requires=REQUIRES,
+    codes=CODES,
+)

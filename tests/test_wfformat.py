@@ -1,0 +1,261 @@
+"""WfCommons WfFormat 1.5: mapping, the validator's checks with located diagnostics, the
+normal form, conversions and hypothesis round trips."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from dcx.converters.convert import convert
+from dcx.converters.losses import conversion_losses
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Job,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    ResourceRequest,
+    Room,
+    StorageUnit,
+    Task,
+    Workload,
+)
+from dcx.core.restrict import restrict
+from dcx.formats import wfformat
+from dcx.parsing.schemas import schema_diagnostics
+from tests.strategies_wfformat import wfformat_documents
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((REPO / "examples" / "wfformat").glob("*.json"))
+DEMO: dict[str, Any] = {
+    "name": "demo", "schemaVersion": "1.5",
+    "workflow": {
+        "specification": {
+            "tasks": [
+                {"name": "prep", "id": "t1", "parents": [], "children": ["t2"],
+                 "outputFiles": ["f1"]},
+                {"name": "sim", "id": "t2", "parents": ["t1"], "children": [],
+                 "inputFiles": ["f1"]}],
+            "files": [{"id": "f1", "sizeInBytes": 1048576}]},
+        "execution": {
+            "makespanInSeconds": 75, "executedAt": "2024-05-01T10:00:00+00:00",
+            "tasks": [
+                {"id": "t1", "runtimeInSeconds": 15, "coreCount": 1, "machines": ["cn001"]},
+                {"id": "t2", "runtimeInSeconds": 60, "coreCount": 8, "machines": ["cn001"]}],
+            "machines": [{"nodeName": "cn001", "memoryInBytes": 201326592000,
+                          "cpu": {"coreCount": 32, "speedInMHz": 2400}}]}}}
+
+
+def encoded(instance: dict[str, Any]) -> bytes:
+    return json.dumps(instance, indent=1).encode()
+
+
+def changed(edit: Any) -> bytes:
+    instance = copy.deepcopy(DEMO)
+    edit(instance)
+    return encoded(instance)
+
+
+def test_the_documented_example_maps_onto_tasks_and_machines() -> None:
+    result = wfformat.read(encoded(DEMO))
+    assert result.ok and result.diagnostics == ()
+    workload = result.document.workload
+    assert (workload.name, workload.time_origin) == ("demo", "2024-05-01T10:00:00+00:00")
+    first, second = workload.tasks()
+    assert [job.id for job in workload.jobs] == ["t1", "t2"]  # one job per task
+    assert second.dependencies == ("t1",) and second.runtime_s == 60.0
+    assert second.request == ResourceRequest(cores=8.0)
+    assert first.extras[wfformat.TASK_NAME] == "prep"
+    assert first.extras[wfformat.EXECUTION_MEMBERS] == {"machines": ["cn001"]}
+    assert workload.extras[wfformat.SPECIFICATION_MEMBERS] == {
+        "files": [{"id": "f1", "sizeInBytes": 1048576}]}
+    assert wfformat.MAKESPAN not in workload.extras  # 75 s is the critical path, 15 + 60
+    (machine,) = result.document.environment.machines()
+    assert machine.name == "cn001" and machine.memory_mb == 192000.0
+    assert machine.cpus == (ProcessingUnit(cores=32, clock_rate_hz=2.4e9),)
+
+
+def test_a_makespan_other_than_the_critical_path_is_kept() -> None:
+    result = wfformat.read(changed(lambda i: i["workflow"]["execution"].update(
+        makespanInSeconds=80.5)))
+    assert result.ok
+    assert result.document.workload.extras[wfformat.MAKESPAN] == 80.5
+    assert b'"makespanInSeconds": 80.5' in wfformat.write(result.document).data
+
+
+def test_a_file_without_execution_has_no_runtimes_and_no_topology() -> None:
+    result = wfformat.read(changed(lambda i: i["workflow"].pop("execution")))
+    assert result.ok and result.document.environment is None
+    assert [t.runtime_s for t in result.document.workload.tasks()] == [None, None]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_examples_read_cleanly_and_rewrite_to_the_same_model(path: Path) -> None:
+    result = wfformat.read(path.read_bytes())
+    assert result.ok and result.diagnostics == ()
+    assert wfformat.sniff(path.read_bytes())
+    assert wfformat.normal_form(result.document) == result.document
+    written = wfformat.write(result.document)
+    assert written.diagnostics == ()
+    again = wfformat.read(written.data)
+    assert again.diagnostics == () and again.document == result.document
+
+
+def test_children_add_dependencies_and_a_one_sided_edge_is_a_conformance_warning() -> None:
+    def one_sided(instance: dict[str, Any]) -> None:
+        instance["workflow"]["specification"]["tasks"][1]["parents"] = []
+
+    result = wfformat.read(changed(one_sided))
+    assert result.document is not None
+    assert [t.dependencies for t in result.document.workload.tasks()] == [(), ("t1",)]
+    (found,) = result.diagnostics
+    assert (found.code, found.pointer) == ("wfformat.asymmetric-dependency",
+                                           "/workflow/specification/tasks/0/children/0")
+    assert found.line is not None and found.column is not None
+    assert [c.conformance for c in wfformat.CODES if c.code == found.code] == [True]
+
+
+@pytest.mark.parametrize(("edit", "code", "pointer"), [
+    (lambda i: i.update(schemaVersion="1.4"), "wfformat.version", "/schemaVersion"),
+    (lambda i: i["workflow"]["specification"]["tasks"][1].update(parents=["t9"]),
+     "wfformat.unknown-dependency", "/workflow/specification/tasks/1/parents/0"),
+    (lambda i: i["workflow"]["specification"]["tasks"][0].update(children=["nope"]),
+     "wfformat.unknown-dependency", "/workflow/specification/tasks/0/children/0"),
+    (lambda i: i["workflow"]["specification"]["tasks"][0].update(parents=["t2"],
+                                                                children=["t2"]),
+     "wfformat.dependency-cycle", "/workflow/specification/tasks/1/parents/0"),
+    (lambda i: i["workflow"]["specification"]["tasks"].append(
+        i["workflow"]["specification"]["tasks"][1]),
+     "wfformat.duplicate-id", "/workflow/specification/tasks/2/id"),
+    (lambda i: i["workflow"]["specification"]["tasks"][1].update(inputFiles=["f2"]),
+     "wfformat.unknown-file", "/workflow/specification/tasks/1/inputFiles/0"),
+    (lambda i: i["workflow"]["execution"]["tasks"][1].update(id="t7"),
+     "wfformat.unknown-execution-task", "/workflow/execution/tasks/1/id"),
+    (lambda i: i["workflow"]["execution"]["tasks"][1].update(id="t1"),
+     "wfformat.duplicate-execution", "/workflow/execution/tasks/1/id"),
+    (lambda i: i["workflow"]["execution"]["tasks"][1].update(machines=["cn009"]),
+     "wfformat.unknown-machine", "/workflow/execution/tasks/1/machines/0"),
+    (lambda i: i["workflow"]["execution"]["tasks"][1].update(coreCount=0.5),
+     "schema.minimum", "/workflow/execution/tasks/1/coreCount"),
+    (lambda i: i["workflow"]["specification"]["tasks"][1].pop("children"),
+     "schema.required", "/workflow/specification/tasks/1"),
+    (lambda i: i["workflow"]["execution"]["machines"][0]["cpu"].update(coreCount=1.5),
+     "schema.type", "/workflow/execution/machines/0/cpu/coreCount"),
+])
+def test_bad_instances_are_refused_at_the_place_that_shows_it(edit: Any, code: str,
+                                                               pointer: str) -> None:
+    result = wfformat.read(changed(edit))
+    assert result.document is None
+    first = next(d for d in result.diagnostics if d.is_error)
+    assert (first.code, first.pointer) == (code, pointer)
+    assert first.line is not None and first.column is not None
+
+
+def test_json_hazards_and_non_objects_are_refused() -> None:
+    assert wfformat.read(b"[]").diagnostics[0].code == "wfformat.root"
+    assert wfformat.read(b'{"name": "a", "name": "b"}').diagnostics[0].code == \
+        "json.duplicate-key"
+
+
+def test_the_schema_holds_the_required_members_of_1_5() -> None:
+    assert schema_diagnostics(wfformat.SCHEMA, DEMO) == []
+    flat_1_4 = {"name": "x", "schemaVersion": "1.4", "workflow": {
+        "makespanInSeconds": 1, "executedAt": "2020-01-01T00:00:00Z",
+        "tasks": [{"name": "a", "type": "compute"}]}}
+    codes = {d.code for d in schema_diagnostics(wfformat.SCHEMA, flat_1_4)}
+    assert codes == {"schema.enum", "schema.required"}
+
+
+def test_the_normal_form_fills_what_wfformat_requires_and_reports_what_it_changes() -> None:
+    tasks = (Task(id="a b", runtime_s=5.0, request=ResourceRequest(cores=0.5)),
+             Task(id=2, dependencies=("a b", "a b", 2), request=ResourceRequest(cores=4)))
+    machines = (Machine(id="m1", cpus=(ProcessingUnit(cores=2, clock_rate_hz=2.45e9),
+                                       ProcessingUnit(cores=2, clock_rate_hz=2.45e9,
+                                                      family="Xeon")),
+                        memory=(StorageUnit(1.5), StorageUnit(0.5)), os="plan9"),
+                Machine(name="m1"))
+    document = Document(
+        environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+            Rack(slots=machines),)),)),)),
+        workload=Workload(jobs=(Job(id="j", tasks=tasks),), time_origin="yesterday"))
+    normal = wfformat.normal_form(document)
+    first, second = normal.workload.tasks()
+    assert (first.id, second.id, second.dependencies) == (1, 2, (1,))
+    assert first.request.cores == 1.0 and second.request.cores == 1.0  # no runtime: no cores
+    assert normal.workload.name == wfformat.NO_NAME and normal.workload.time_origin is None
+    named = [m.name for m in normal.environment.machines()]
+    assert named == ["m1", "m1-2"]
+    merged = next(normal.environment.machines())
+    assert merged.cpus[0].cores == 4 and merged.cpus[0].clock_rate_hz == 2.45e9
+    assert merged.memory_mb == 2.0 and merged.os is None
+    assert wfformat.normal_form_losses(document) == {
+        "task.id", "task.dependencies", "task.request.cores", "workload.time_origin",
+        "machine.name", "machine.os"}
+    written = wfformat.write(document)
+    assert written.diagnostics == ()
+    assert wfformat.read(written.data).document == restrict(
+        document, wfformat.HOLDS, "wfformat", target=wfformat.FORMAT)
+
+
+def test_a_document_without_tasks_cannot_be_written_and_says_why() -> None:
+    written = wfformat.write(Document(workload=Workload()))
+    assert [d.code for d in written.diagnostics] == ["wfformat.unwritable"]
+    machine = Machine(name="n", cpus=(ProcessingUnit(cores=1, clock_rate_hz=1e9),))
+    topology = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=(machine,)),)),)),)))
+    assert "no tasks" in wfformat.leaves_out(topology)
+    assert "environment" in {loss.field for loss in conversion_losses(topology,
+                                                                        wfformat.FORMAT)}
+
+
+@pytest.mark.parametrize("source", [
+    "osp-workload/genome-pipeline.json", "gwf/montage-workflow.gwf", "swf/small-cluster.swf"])
+def test_seed_workloads_convert_to_wfformat_and_back(source: str) -> None:
+    data = (REPO / "examples" / source).read_bytes()
+    there = convert(data, "wfformat", source)
+    assert there.ok, [d.render() for d in there.diagnostics]
+    assert wfformat.read(there.data).diagnostics == ()
+    origin = there.source.name if there.source is not None else ""
+    back = convert(there.data, origin, "out.json")
+    assert back.ok, [d.render() for d in back.diagnostics]
+
+
+def test_a_topology_alone_is_refused_in_one_line() -> None:
+    data = (REPO / "examples" / "environment" / "small-cluster.json").read_bytes()
+    conversion = convert(data, "wfformat", "small-cluster.json")
+    assert not conversion.ok and conversion.data == b""
+    (refused,) = [d for d in conversion.diagnostics if d.is_error]
+    assert refused.code == "convert.nothing-held" and "no tasks" in refused.message
+
+
+@given(wfformat_documents())
+@settings(max_examples=150, deadline=None)
+def test_round_trip_is_identity_and_output_validates(document: Document) -> None:
+    assert wfformat.normal_form_losses(document) == frozenset()
+    written = wfformat.write(document)
+    assert written.diagnostics == ()
+    assert schema_diagnostics(wfformat.SCHEMA, json.loads(written.data)) == []
+    result = wfformat.read(written.data)
+    assert result.ok and result.diagnostics == (), result.diagnostics
+    assert result.document == document
+
+
+@pytest.mark.corpus
+def test_wfcommons_instances_in_the_corpus_read_without_errors(corpus_dir: Path) -> None:
+    folder = corpus_dir / "wfcommons"
+    if not folder.is_dir():
+        pytest.skip(f"no WfCommons instances under {folder}")
+    instances = sorted(folder.rglob("*.json"))
+    for path in instances:
+        data = path.read_bytes()
+        result = wfformat.read(data)
+        assert result.ok, (path, [d.render() for d in result.diagnostics][:3])
+        written = wfformat.write(result.document)
+        assert wfformat.read(written.data).document == result.document, path
