@@ -651,6 +651,13 @@ def _schema_errors(records: dict[str, dict[str, str]], lines: list[_Line],
     if not found:
         return
     by_number = {str(line.number): line for line in lines}
+    if any(diagnostic.code == "schema.more-errors" for diagnostic in found):
+        # Only the first errors are located; lines past them must not be read as valid.
+        from dcx.parsing.schemas import schema_verdict
+
+        reader.broken_lines.update(
+            int(number) for number, record in records.items()
+            if not schema_verdict(SCHEMA, {"lines": {number: record}}))
     definitions = load_schema(SCHEMA)["$defs"]
     for diagnostic in found:
         parts = diagnostic.pointer.split("/")

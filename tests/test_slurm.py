@@ -422,3 +422,10 @@ def test_a_long_comment_header_does_not_hide_the_format() -> None:
     assert len(header) > 10_000
     assert slurm.sniff(header + b"SlurmctldHost=head\nNodeName=n1\n")
     assert not slurm.sniff(header + b"listen 80;\n")
+
+
+def test_more_bad_lines_than_the_schema_locates_are_still_not_read() -> None:
+    text = "".join(f"NodeName=n{i} RealMemory=64G\n" for i in range(80))
+    result = _read(text)
+    assert result.document is None
+    assert "schema.more-errors" in {d.code for d in result.diagnostics}
