@@ -51,6 +51,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--report", metavar="DIR", help="without FILE: write the summary and "
                         "plots of the results table in DIR (or of DIR itself when it is a "
                         ".parquet file) again, running nothing")
+    parser.add_argument("--no-plots", dest="plots", action="store_false", help="write the "
+                        "summary tables only (the figures take seconds each)")
     parser.add_argument("--dry-run", action="store_true", help="say how many cells would "
                         "run and how many are stored; run nothing")
 
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         if args.report is None:
             _say("dcx experiment: error: give an experiment FILE, or --report DIR")
             return EXIT_USAGE
-        return report_only(Path(args.report))
+        return report_only(Path(args.report), args.plots)
     if args.report is not None:
         _say("dcx experiment: error: --report renders a stored table; leave out FILE")
         return EXIT_USAGE
@@ -132,7 +134,7 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
         if len(failures) > 20:
             _say(f"… and {len(failures) - 20} more failed cell(s)")
     table = store.results.read()
-    _render(out, table, store.jobs.read(), experiment.name, set(found.keys))
+    _render(out, table, store.jobs.read(), experiment.name, set(found.keys), args.plots)
     kept = 0 if table is None else table.num_rows
     _say(f"experiment {experiment.name}: ran {store.written} cell(s)"
          + (f", {len(failures)} failed" if failures else "")
@@ -208,7 +210,7 @@ def _execute(found: Plan, problems: dict[Any, Any], store: Any, args: argparse.N
 
 
 def _render(out: Path, table: pa.Table | None, jobs: pa.Table | None, title: str,
-            keys: set[str] | None) -> None:
+            keys: set[str] | None, plots: bool) -> None:
     """summary.md (printed too), summary.json and plots, over the rows of ``keys`` (all
     rows when ``None``)."""
     import pyarrow as pa
@@ -224,11 +226,11 @@ def _render(out: Path, table: pa.Table | None, jobs: pa.Table | None, title: str
         table = table.filter(pc.is_in(table.column("cell_key"), value_set=wanted))
         if jobs is not None:
             jobs = jobs.filter(pc.is_in(jobs.column("cell_key"), value_set=wanted))
-    write_report(out, table, jobs, f"Experiment {title}")
+    write_report(out, table, jobs, f"Experiment {title}", plots)
     print((out / "summary.md").read_text(encoding="utf-8"), end="")
 
 
-def report_only(target: Path) -> int:
+def report_only(target: Path, plots: bool) -> int:
     from dcx.experiments.store import ResultStore
 
     folder = target.parent if target.suffix == ".parquet" else target
@@ -247,5 +249,5 @@ def report_only(target: Path) -> int:
              f"{exc}")
         return EXIT_INVALID
     names = sorted(set(table.column("experiment").to_pylist())) if table is not None else []
-    _render(folder, table, jobs, ", ".join(map(str, names)) or folder.name, None)
+    _render(folder, table, jobs, ", ".join(map(str, names)) or folder.name, None, plots)
     return EXIT_OK

@@ -34,6 +34,7 @@ from dcx.experiments.spec import Cell, Experiment, Input
 from dcx.scheduler.problem import Problem
 
 RETRIES = 2
+RESUBMISSIONS = 3
 TASKS_PER_THREAD = 4
 """The submission window: this many cells in flight per worker thread."""
 
@@ -192,18 +193,36 @@ def run_inline(found: Plan, problems: dict[Pair, Problem],
 def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
              on_result: Callable[[CellResult], None],
              on_failure: Callable[[CellFailure], None]) -> None:
-    """Every cell on the cluster behind ``client``, results handed over as they finish."""
+    """Every cell on the cluster behind ``client``, results handed over as they finish.
+
+    A scattered problem can be lost with the worker holding its last copy (the scheduler
+    keeps fewer copies than ``broadcast`` made once no task waits on them); the cells that
+    needed it are cancelled, the problem is scattered again and they are resubmitted, up to
+    ``RESUBMISSIONS`` times each."""
+    from concurrent.futures import CancelledError
+
     from distributed import as_completed
 
-    shipped = {pair: client.scatter(problem, broadcast=True, hash=False)
-               for pair, problem in problems.items()}
+    shipped: dict[Pair, Any] = {}
+
+    def ship(pair: Pair) -> Any:
+        future = shipped.get(pair)
+        if future is None or future.status != "finished":
+            shipped[pair] = _scatter(client, problems[pair])
+        return shipped[pair]
+
     threads = sum(client.nthreads().values()) or 1
     window = max(threads * TASKS_PER_THREAD, 8)
     todo = tasks_of(found, problems)
+    submitted: dict[str, tuple[Pair, CellTask]] = {}
+    resubmitted: dict[str, int] = {}
 
     def submit(pair: Pair, task: CellTask) -> Any:
-        return client.submit(run_cell, shipped[pair], task, key=f"dcx-cell-{task.key}",
-                             pure=False, retries=RETRIES)
+        again = resubmitted.get(task.key, 0)  # a fresh key: the cancelled one may linger
+        key = f"dcx-cell-{task.key}" + (f"-{again}" if again else "")
+        submitted[key] = (pair, task)
+        return client.submit(run_cell, ship(pair), task, key=key, pure=False,
+                             retries=RETRIES)
 
     running = as_completed()
     for pair, task in todo:
@@ -211,17 +230,40 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
         if running.count() >= window:
             break
     for future in running:
+        pair, task = submitted.pop(str(future.key))
         try:
             result = future.result()
-        except Exception as exc:  # a bug in a cell, or a worker killed too often
-            on_failure(CellFailure(future.key.removeprefix("dcx-cell-"),
-                                   f"{type(exc).__name__}: {exc}"))
+        except CancelledError as exc:  # its problem was lost with a worker
+            if resubmitted.get(task.key, 0) < RESUBMISSIONS:
+                resubmitted[task.key] = resubmitted.get(task.key, 0) + 1
+                future.release()
+                running.add(submit(pair, task))
+                continue
+            on_failure(CellFailure(task.key, f"cancelled: {exc}"))
+        except Exception as exc:  # a bug in a cell, or a cell that killed its workers
+            on_failure(CellFailure(task.key, f"{type(exc).__name__}: {exc}"))
         else:
             on_result(result)
         future.release()
         following = next(todo, None)
         if following is not None:
             running.add(submit(*following))
+
+
+def _scatter(client: Any, problem: Problem, attempts: int = 20) -> Any:
+    """Send a problem to every worker; while a dead worker is still listed (the scheduler
+    learns of a death a moment later), send it to one worker again and again, the others
+    fetching it when a cell needs it."""
+    import time
+
+    for attempt in range(attempts):
+        try:
+            return client.scatter(problem, broadcast=attempt == 0, hash=False)
+        except Exception:  # CommClosedError, OSError: a worker that is gone
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
 
 
 def default_workers() -> int:

@@ -211,9 +211,10 @@ def _slug(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", "--".join(parts)).strip("_")
 
 
-def write_report(folder: Path, table: pa.Table, jobs: pa.Table | None,
-                 title: str) -> list[Path]:
-    """``summary.md``, ``summary.json`` and the plots; the files written."""
+def write_report(folder: Path, table: pa.Table, jobs: pa.Table | None, title: str,
+                 plots: bool = True) -> list[Path]:
+    """``summary.md``, ``summary.json`` and (with ``plots``) the figures; the files
+    written."""
     from dcx.converters.atomic import write_atomic
 
     found = groups(table)
@@ -228,7 +229,8 @@ def write_report(folder: Path, table: pa.Table, jobs: pa.Table | None,
     write_atomic(written[0], markdown.encode())
     write_atomic(written[1], (json.dumps(report, indent=2, allow_nan=False,
                                          default=str) + "\n").encode())
-    written += write_plots(folder / "plots", found, jobs)
+    if plots:
+        written += write_plots(folder / "plots", found, jobs)
     return written
 
 

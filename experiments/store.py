@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -80,7 +81,8 @@ class TableFiles:
         import pyarrow as pa
 
         if rows:
-            name = f"part-{os.getpid()}-{uuid.uuid4().hex}.parquet"
+            # named in write order, so that the first row of a key is the oldest
+            name = f"part-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.parquet"
             _write_atomic(pa.Table.from_pylist(rows), self.parts / name)
 
     def read(self) -> pa.Table | None:
@@ -150,6 +152,4 @@ class ResultStore:
 
 
 def _now() -> float:
-    import time
-
     return time.monotonic()

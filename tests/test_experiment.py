@@ -1,0 +1,265 @@
+"""dcx experiment without a cluster: the experiment file (schema, YAML positions, names,
+variables, the product and its exclusions), the results store (parts, compaction, resume),
+the summary's confidence intervals and the paper comparison, and ``--report``. The Dask
+path is in ``test_experiment_dask.py``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from dcx.converters.cli import main
+from dcx.experiments.report import Estimate, Group, paper_tables, t_975
+from dcx.experiments.spec import load_experiment
+from dcx.experiments.store import ResultStore
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "experiments" / "small.yaml"
+GWF = REPO / "examples" / "gwf" / "montage-workflow.gwf"
+ENVIRONMENT = REPO / "examples" / "environment" / "small-cluster.json"
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def experiment_text(**extra: str) -> str:
+    lines = [f"workloads: [{GWF}]", f"environments: [{ENVIRONMENT}]",
+             "schedulers: [SRTF-BESTFIT, RANDOM-FIRSTFIT]"]
+    lines += [f"{key}: {value}" for key, value in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------ the file
+
+
+def test_the_example_experiment_loads_and_names_its_cells() -> None:
+    experiment, diagnostics = load_experiment(EXAMPLE)
+    assert experiment is not None, [d.render() for d in diagnostics]
+    assert not diagnostics
+    cells = list(experiment.cells())
+    # 2 workflows x 3 SC18 schedulers (RANDOM x 4 seeds) + the trace x 5 (RANDOM x 4)
+    assert len(cells) == 2 * (2 + 4) + (4 + 4)
+    assert {c.environment.name for c in cells if c.workload.name == "swf-small"} == {"own"}
+    assert {c.scheduler.name for c in cells} == {
+        "SRTF-BESTFIT", "FIFO-FIRSTFIT", "RANDOM-BESTFIT", "FCFS-EASY", "SJF-EASY"}
+    assert sorted(c.seed for c in cells if c.scheduler.name == "RANDOM-BESTFIT"
+                  and c.workload.name == "swf-small") == [0, 1, 2, 3]
+    assert all(c.seed is None for c in cells if not c.scheduler.policy.is_random)
+
+
+def test_a_schema_error_has_line_column_and_pointer(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.yaml", experiment_text(time_models="[event, sc19]"))
+    experiment, diagnostics = load_experiment(path)
+    assert experiment is None
+    [found] = diagnostics
+    assert (found.code, found.pointer, found.line, found.path) == (
+        "schema.enum", "/time_models/1", 4, str(path))
+
+
+def test_json_experiment_files_are_read_by_the_json_reader(tmp_path: Path) -> None:
+    value = {"workloads": [str(GWF)], "environments": [str(ENVIRONMENT)],
+             "schedulers": ["SRTF-BESTFIT"], "repeat": 0}
+    path = write(tmp_path, "sweep.json", json.dumps(value, indent=1))
+    experiment, diagnostics = load_experiment(path)
+    assert experiment is None
+    [found] = diagnostics
+    assert (found.code, found.pointer) == ("schema.minimum", "/repeat")
+    assert found.line == 1 + json.dumps(value, indent=1).splitlines()[1:].index(
+        ' "repeat": 0') + 1
+
+
+@pytest.mark.parametrize(("text", "code", "line"), [
+    ("workloads: &w [a.gwf]\nschedulers: *w\n", "experiment.yaml-feature", 1),
+    ("workloads: [a.gwf]\nschedulers: [!!python/name:os.system x]\n",
+     "experiment.yaml-feature", 2),
+    ("workloads: [a.gwf]\nworkloads: [b.gwf]\n", "json.duplicate-key", 2),
+    ("workloads: [a.gwf\n", "experiment.yaml-syntax", 2),
+    ("", "experiment.yaml-syntax", 1),
+])
+def test_yaml_that_is_not_plain_data_is_refused_where_it_is(
+        tmp_path: Path, text: str, code: str, line: int) -> None:
+    experiment, diagnostics = load_experiment(write(tmp_path, "x.yaml", text))
+    assert experiment is None
+    assert [(d.code, d.line) for d in diagnostics] == [(code, line)]
+
+
+def test_unknown_schedulers_duplicate_names_and_unset_variables(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DCX_NOT_SET", raising=False)
+    text = (f"workloads:\n  - {GWF}\n  - {{path: {GWF}}}\n"
+            "environments: ['${DCX_NOT_SET}/setup.json']\n"
+            "schedulers: [SRTF-BESTFIT, SRTF-NEXTFIT]\n")
+    experiment, diagnostics = load_experiment(write(tmp_path, "x.yaml", text))
+    assert experiment is None
+    assert sorted((d.code, d.pointer, d.line) for d in diagnostics) == [
+        ("experiment.duplicate-name", "/workloads/1", 3),
+        ("experiment.unknown-scheduler", "/schedulers/1", 5),
+        ("experiment.variable", "/environments/0", 4),
+    ]
+
+
+def test_variables_with_defaults_and_paths_relative_to_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DCX_TEST_EXAMPLES", str(REPO / "examples"))
+    text = ("workloads: ['${DCX_TEST_EXAMPLES}/gwf/montage-workflow.gwf']\n"
+            "environments: ['${DCX_TEST_UNSET_HERE:-env}/cluster.json']\n"
+            "schedulers: [{file: sched.json}]\n")
+    write(tmp_path, "sched.json", '{"name": "MINE", "stages": {"T2": "SJF", "R5": "BESTFIT"}}')
+    experiment, diagnostics = load_experiment(write(tmp_path, "x.yaml", text))
+    assert experiment is not None, [d.render() for d in diagnostics]
+    assert experiment.workloads[0].path == GWF
+    assert experiment.environments[0].path == tmp_path / "env" / "cluster.json"
+    assert experiment.schedulers[0].name == "MINE"
+    assert experiment.schedulers[0].policy.task_order == "SJF"
+
+
+def test_exclusions_and_reserving_schedulers_under_sc18(tmp_path: Path) -> None:
+    text = experiment_text(time_models="[sc18, event]", repeat="3") + (
+        "exclude:\n  - {scheduler: RANDOM-FIRSTFIT, seed: [0, 2]}\n"
+        "  - {scheduler: SRTF-BESTFIT, time_model: sc18}\n")
+    text = text.replace("RANDOM-FIRSTFIT]", "RANDOM-FIRSTFIT, FCFS-EASY]")
+    experiment, diagnostics = load_experiment(write(tmp_path, "x.yaml", text))
+    assert experiment is not None
+    assert [d.code for d in diagnostics] == ["experiment.event-only"]
+    cells = [(c.scheduler.name, c.time_model, c.seed) for c in experiment.cells()]
+    assert cells == [("SRTF-BESTFIT", "event", None), ("RANDOM-FIRSTFIT", "sc18", 1),
+                     ("RANDOM-FIRSTFIT", "event", 1), ("FCFS-EASY", "event", None)]
+
+
+def test_seeds_and_repeat_exclude_each_other_and_an_empty_product_is_an_error(
+        tmp_path: Path) -> None:
+    both = write(tmp_path, "both.yaml", experiment_text(seeds="[1]", repeat="2"))
+    assert [d.code for d in load_experiment(both)[1]] == ["schema.not"]
+    empty = write(tmp_path, "empty.yaml", experiment_text() + "exclude: [{time_model: event}]\n")
+    experiment, diagnostics = load_experiment(empty)
+    assert experiment is None
+    assert [(d.code, d.pointer) for d in diagnostics] == [("experiment.no-cells", "/exclude")]
+
+
+# -------------------------------------------------------------------------- the store
+
+
+def _rows(keys: list[str], value: float = 1.0) -> list[dict[str, object]]:
+    return [{"cell_key": key, "jms_s": value, "seed": None} for key in keys]
+
+
+def test_compaction_keeps_every_finished_row_once(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path, flush_rows=2)
+    for row in _rows(["a", "b", "c"]):
+        store.add(row)
+    assert len(store.results.part_files()) == 1  # two rows flushed, one still buffered
+    assert store.stored_keys() == {"a", "b"}
+    store.close()
+    assert not store.results.part_files()
+    assert pq.read_table(tmp_path / "results.parquet").column("cell_key").to_pylist() == [
+        "a", "b", "c"]
+
+
+def test_a_part_that_outlived_its_compaction_is_not_taken_twice(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.results.write_part(_rows(["a", "b"]))
+    leftover = store.results.part_files()[0].read_bytes()
+    store.close()
+    # a crash between writing results.parquet and removing the part it read
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "part-old.parquet").write_bytes(leftover)
+    store.results.write_part(_rows(["c"], 2.0))
+    table = ResultStore(tmp_path).close()
+    assert table is not None
+    assert sorted(table.column("cell_key").to_pylist()) == ["a", "b", "c"]
+
+
+def test_parts_with_and_without_seeds_concatenate(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.results.write_part(_rows(["a"]))
+    store.results.write_part([{"cell_key": "b", "jms_s": 2.0, "seed": 7}])
+    table = store.close()
+    assert table is not None and table.column("seed").to_pylist() == [None, 7]
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def test_confidence_intervals_use_students_t() -> None:
+    estimate = Estimate.of([1.0, 2.0, 3.0])
+    assert estimate is not None and estimate.n == 3 and estimate.mean == 2.0
+    assert estimate.high is not None and estimate.low is not None
+    assert math.isclose(estimate.high - 2.0, 4.303 * math.sqrt(1 / 3), rel_tol=1e-9)
+    assert math.isclose(t_975(40), 2.0211, abs_tol=1e-3)
+    assert math.isclose(t_975(31), 2.0395, abs_tol=1e-3)
+    single = Estimate.of([5.0])
+    assert single is not None and single.low is None and single.text(1) == "5.0"
+    assert Estimate.of([]) is None
+
+
+def test_the_paper_table_judges_rows_of_a_paper_trace() -> None:
+    from dcx.scheduler.paper import TABLE_XII_CHRONOS
+
+    def rows(scheduler: str, values: list[tuple[float, float, float]],
+             seeds: list[int | None]) -> Group:
+        return Group("chronos", "setup.json", "sc18", scheduler, [
+            {"workload_path": "/x/chronos_exp_noscaler_ca.gwf", "seed": seed,
+             "jms_s": jms, "njsl": njsl, "jwt_s": jwt}
+            for (jms, njsl, jwt), seed in zip(values, seeds, strict=True)])
+
+    fifo = TABLE_XII_CHRONOS["FIFO-BESTFIT"]
+    groups = [rows("FIFO-BESTFIT", [(fifo.jms_s, fifo.njsl, fifo.jwt_s)], [None]),
+              rows("SRTF-BESTFIT", [(300.0, 25.0, 262.0)], [None]),
+              rows("RANDOM-FIRSTFIT", [(360.0, 50.0, 350.0), (366.0, 52.0, 358.0)], [0, 1]),
+              Group("other", "e", "event", "FIFO-BESTFIT", [])]
+    text, verdicts = paper_tables(groups)
+    assert "Table XII" in text and "Table XI:" not in text
+    assert [(row["scheduler"], row["verdict"]) for row in verdicts] == [
+        ("FIFO-BESTFIT", "reproduced"), ("SRTF-BESTFIT", "differs"),
+        ("RANDOM-FIRSTFIT", "reproduced")]
+
+
+# ----------------------------------------------------------------------- the command
+
+
+def test_an_inline_run_then_report_renders_the_same_summary(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["experiment", str(EXAMPLE), "--out", str(out), "--workers", "0"]) == 0
+    printed = capsys.readouterr()
+    assert "20 to run in this process" in printed.err
+    table = pq.read_table(out / "results.parquet")
+    assert table.num_rows == 20 and len(set(table.column("cell_key").to_pylist())) == 20
+    for column in ("workload", "environment", "scheduler", "time_model", "seed", "jms_s",
+                   "wait_p99", "wall_s", "dcx_version", "workload_sha256"):
+        assert column in table.column_names, column
+    jobs = pq.read_table(out / "jobs.parquet")
+    assert set(jobs.column("cell_key").to_pylist()) <= set(table.column("cell_key").to_pylist())
+    summary = (out / "summary.md").read_text()
+    assert printed.out == summary
+    assert "| RANDOM-BESTFIT | 4 |" in summary
+    assert (out / "plots" / "swf-small--own--event" / "metrics.svg").is_file()
+    assert (out / "plots" / "swf-small--own--event" / "jms.svg").is_file()
+
+    (out / "summary.md").unlink()
+    assert main(["experiment", "--report", str(out / "results.parquet")]) == 0
+    assert (out / "summary.md").read_text() == summary
+
+
+def test_usage_errors_exit_2_and_invalid_files_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["experiment"]) == 2
+    assert main(["experiment", "--report", str(tmp_path)]) == 2
+    assert main(["experiment", str(EXAMPLE), "--workers", "-1"]) == 2
+    bad = write(tmp_path, "bad.yaml", "workloads: []\nschedulers: [FCFS]\n")
+    assert main(["experiment", str(bad), "--out", str(tmp_path / "o")]) == 1
+    assert f"{bad}:1:" in capsys.readouterr().err
+    missing = write(tmp_path, "missing.yaml", experiment_text().replace(
+        str(GWF), str(tmp_path / "nope.gwf")))
+    assert main(["experiment", str(missing), "--out", str(tmp_path / "o"),
+                 "--workers", "0"]) == 1
+    assert "nope.gwf: error: /: cannot read file" in capsys.readouterr().err

@@ -1,0 +1,147 @@
+"""dcx experiment on a real Dask ``LocalCluster`` (two single-threaded worker processes on
+loopback; sockets are enabled for this module only): the rows equal an inline run's, a
+worker killed mid-sweep loses no cell, a rerun runs nothing, and a changed input reruns
+only its own cells."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dcx.converters.cli import main
+
+distributed = pytest.importorskip("distributed", reason="dask[distributed] is in the test extra")
+pq = pytest.importorskip("pyarrow.parquet")
+
+pytestmark = pytest.mark.enable_socket
+
+REPO = Path(__file__).resolve().parent.parent
+RUN_COLUMNS = ("wall_s", "finished_at")
+"""What differs between two runs of one cell."""
+
+
+def local_cluster() -> Any:
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address=None, silence_logs=40)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    with local_cluster() as local:
+        yield local
+
+
+def swf_trace(path: Path, jobs: int, seed: int) -> Path:
+    """A random SWF trace on a 64-processor machine (its MaxProcs header)."""
+    chooser = random.Random(seed)
+    lines = ["; MaxProcs: 64"]
+    submit = 0
+    for job in range(1, jobs + 1):
+        submit += chooser.randrange(0, 30)
+        run = chooser.randrange(10, 2000)
+        procs = chooser.choice((1, 1, 2, 4, 8, 16))
+        lines.append(f"{job} {submit} -1 {run} {procs} -1 -1 {procs} {run * 2} -1 1 1 1 -1 1 "
+                     "-1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def experiment(folder: Path, jobs: int = 300, seeds: int = 3) -> Path:
+    swf_trace(folder / "a.swf", jobs, 1)
+    swf_trace(folder / "b.swf", jobs, 2)
+    path = folder / "sweep.yaml"
+    path.write_text("workloads: [a.swf, b.swf]\n"
+                    "schedulers: [FCFS-EASY, SRTF-FIRSTFIT, RANDOM-BESTFIT]\n"
+                    f"repeat: {seeds}\noptions: {{per_job: true}}\n")
+    return path
+
+
+def rows(out: Path) -> dict[str, dict[str, Any]]:
+    table = pq.read_table(out / "results.parquet")
+    return {row["cell_key"]: {k: v for k, v in row.items() if k not in RUN_COLUMNS}
+            for row in table.to_pylist()}
+
+
+def run(path: Path, out: Path, *options: str) -> int:
+    return main(["experiment", str(path), "--out", str(out), "--no-plots", *options])
+
+
+def test_a_sweep_on_the_cluster_gives_the_rows_of_an_inline_run(
+        cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = experiment(tmp_path, jobs=60)
+    assert run(path, tmp_path / "dask", "--scheduler-address", cluster.scheduler_address) == 0
+    assert f"10 to run on {cluster.scheduler_address}" in capsys.readouterr().err
+    assert run(path, tmp_path / "inline", "--workers", "0") == 0
+    on_dask, inline = rows(tmp_path / "dask"), rows(tmp_path / "inline")
+    assert len(on_dask) == 2 * (1 + 1 + 3)
+    assert on_dask == inline
+    jobs_dask = pq.read_table(tmp_path / "dask" / "jobs.parquet").sort_by(
+        [("cell_key", "ascending"), ("job_id", "ascending")])
+    jobs_inline = pq.read_table(tmp_path / "inline" / "jobs.parquet").sort_by(
+        [("cell_key", "ascending"), ("job_id", "ascending")])
+    assert jobs_dask.equals(jobs_inline)
+
+
+def test_a_worker_killed_mid_sweep_loses_no_cell(tmp_path: Path) -> None:
+    from distributed import Client
+
+    from dcx.experiments.execute import compile_pairs, plan, run_dask
+    from dcx.experiments.spec import load_experiment
+    from dcx.experiments.store import ResultStore
+
+    loaded, _ = load_experiment(experiment(tmp_path, jobs=120, seeds=6))
+    assert loaded is not None
+    found = plan(loaded, set())
+    problems, failed = compile_pairs(found, lambda diagnostic: None)
+    assert not failed and found.pending_count == 2 * (1 + 1 + 6)
+    store = ResultStore(tmp_path / "out", flush_rows=1)
+    failures: list[Any] = []
+    killed: list[int] = []
+    with local_cluster() as own, Client(own.scheduler_address) as client:  # one to break
+        pids = sorted(client.run(os.getpid).values())
+
+        def keep(result: Any) -> None:
+            store.add(result.row, result.jobs)
+            if not killed:  # cells are queued on both workers now: kill one of them
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        run_dask(found, problems, client, keep, failures.append)
+    table = store.close()
+    assert killed and not failures
+    assert table is not None
+    keys = table.column("cell_key").to_pylist()
+    assert sorted(keys) == sorted(found.keys) and len(set(keys)) == len(keys)
+
+
+def test_a_rerun_runs_nothing_and_a_changed_input_reruns_only_its_cells(
+        cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = experiment(tmp_path, jobs=60)
+    out = tmp_path / "out"
+    address = ("--scheduler-address", cluster.scheduler_address)
+    assert run(path, out, *address) == 0
+    first = pq.read_table(out / "results.parquet").to_pylist()
+    capsys.readouterr()
+
+    assert run(path, out, *address) == 0
+    assert "10 cell(s), 10 already stored, 0 to run\n" in capsys.readouterr().err
+    assert pq.read_table(out / "results.parquet").to_pylist() == first
+
+    swf_trace(tmp_path / "b.swf", 61, 3)
+    assert run(path, out, *address) == 0
+    assert "10 cell(s), 5 already stored, 5 to run" in capsys.readouterr().err
+    after = pq.read_table(out / "results.parquet").to_pylist()
+    assert after[:len(first)] == first  # every earlier row kept as it was, none twice
+    added = after[len(first):]
+    assert len(added) == 5 and {row["workload"] for row in added} == {"b.swf"}
+    assert len({row["cell_key"] for row in after}) == len(after)
+    summary = (out / "summary.md").read_text()
+    assert summary.count("| RANDOM-BESTFIT | 3 |") == 2  # the report: current cells only
