@@ -690,6 +690,7 @@ def _schema_errors(records: dict[str, dict[str, str]], lines: list[_Line],
 def _nodes(lines: list[_Line], reader: _Reader, gres_types: set[str]) -> list[_Node]:
     defaults: dict[str, _Pair] = {}
     nodes: list[_Node] = []
+    total = 0
     for line in lines:
         if "NodeName" not in line.values:
             continue  # a gres.conf line, reported
@@ -710,8 +711,14 @@ def _nodes(lines: list[_Line], reader: _Reader, gres_types: set[str]) -> list[_N
             continue
         values = {**defaults, **line.values}
         node = _node(line, values, reader, gres_types)
-        if node is not None:
-            nodes.append(node)
+        if node is None:
+            continue
+        total += len(node.names)
+        if total > MAX_NODES:
+            reader.at(name, f"more than {MAX_NODES:,} nodes in the file: beyond what dcx "
+                      "models one by one", "slurm.too-large")
+            break
+        nodes.append(node)
     return nodes
 
 
@@ -1415,7 +1422,8 @@ CODES: tuple[Code, ...] = (
          "A node's Gres name is not listed in GresTypes (Slurm refuses the node).",
          conformance=True),
     Code("slurm.gres-flag", "warning", "A Gres no_consume flag is not kept."),
-    Code("slurm.too-large", "error", "More GPUs on one node than dcx models one by one."),
+    Code("slurm.too-large", "error",
+         "More nodes in the file, or GPUs on one node, than dcx models one by one."),
     Code("slurm.partition-node", "error",
          "A partition names a node that no NodeName line defines."),
     Code("slurm.duplicate-partition", "error", "A partition is defined twice."),
