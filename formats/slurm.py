@@ -91,8 +91,9 @@ The writer serialises ``normal_form(document)``: ``ClusterName``, the kept globa
 ``GresTypes``, then one ``NodeName`` line per run of consecutive nodes that differ only in
 their names and addresses (a compact hostlist; runs keep the machines' order), then the
 partitions. Machines without a name are named after their id, or ``node<N>`` (``requires``:
-``machine.name``); names Slurm cannot take (blanks, ``,[]#=\\"``, ``ALL``, ``DEFAULT``,
-repeated names) are replaced the same way (a ``machine.name`` loss). Value restrictions of
+``machine.name``); names Slurm cannot take (characters other than letters, digits and
+``._+@-``; ``ALL``; ``DEFAULT``; a name already taken) are replaced the same way (a
+``machine.name`` loss). Value restrictions of
 the normal form, each reported by the derived losses: sockets with different core counts
 become one socket; CPUs without cores are left out; memory and disk become whole megabytes;
 GPUs are grouped by type (a type is a GPU's ``model`` when it is a Slurm word; vendor fields
