@@ -240,6 +240,8 @@ def _own_strategy(spec: FormatDeclaration) -> st.SearchStrategy[Document]:
                          lambda e: Document(environment=e)),
         "gwf": ("tests.strategies_traces", "workflow_workloads", lambda w: Document(workload=w)),
         "wfformat": ("tests.strategies_wfformat", "wfformat_documents", lambda d: d),
+        "opendc-topology": ("tests.strategies_opendc_topology", "topology_environments",
+                            lambda e: Document(environment=e)),
     }
     if spec.name in specific:
         module_name, function, wrap = specific[spec.name]

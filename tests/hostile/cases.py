@@ -389,6 +389,10 @@ CASES: tuple[Case, ...] = (
     Case("r-nodelist-ranks-disagree", "flux_r", "flux-r.nodelist-count",
          "nodelist names 3 hosts but R_lite has 4 ranks", "formats/nodelist-ranks-disagree.R",
          line=7, checklist="issue 9"),
+    # --- OpenDC topology: a host count standing for billions of hosts
+    Case("opendc-count-explode", "opendc_topology", "opendc-topology.too-large",
+         "dcx reads at most 1,048,576 hosts", "formats/opendc-count-explode.json", line=6,
+         checklist="issue 19"),
     # --- SWF, Haizea LWF
     Case("swf-negative-fields", "swf", "schema.const", "AllocatedProcessors is -5",
          _swf_negative, ".swf", line=3, checklist="issue 9"),

@@ -1,0 +1,607 @@
+"""OpenDC topology JSON: clusters of hosts as current OpenDC reads them (format
+``opendc-topology``; not the SC18 ``setup.json``, which is ``opendc-setup``).
+
+Shape: ``{"clusters": [{"name", "hosts": [{"name", "count", "cpu": {"coreCount",
+"coreSpeed", "count", "vendor", "modelName", "arch"}, "memory": {"memorySize", …},
+"gpu": {…}, "cpuPowerModel": {…}}], "powerSource": {…}, "battery": {…}}]}``. The
+reference is the code (opendc-compute-topology ``specs/TopologySpecs.kt`` and
+``TopologyFactories.kt``); OpenDC's documentation pages and its bundled
+``TopologySchema.json`` are stale.
+
+Mapping
+-------
+
+* **Clusters** are racks, in one room of one datacenter: ``name`` → ``Rack.name`` (absent:
+  none; OpenDC calls it ``Cluster``). ``powerSource``, ``battery`` and ``count`` are kept
+  under ``opendc-topology:`` keys of the rack.
+* **Host entries** are ``count`` machines each. A machine's name is the one OpenDC gives
+  it: the entry's ``name`` (default ``Host``) the first time that name is used in the file,
+  then ``name-0``, ``name-1``, … (OpenDC counts uses per name across all clusters).
+* **CPU**: ``count`` CPUs of ``coreCount`` cores at ``coreSpeed`` (``vendor`` →
+  manufacturer, ``modelName`` → model); ``arch`` → ``Machine.arch``.
+* **Memory**: ``memorySize`` → one memory module (MiB, which is the model's MB); a size of 0
+  is no memory. ``memorySpeed`` and the memory's vendor fields are kept under
+  ``opendc-topology:memory``.
+* **GPU**: ``count`` GPUs of ``coreCount`` cores at ``coreSpeed`` (``vendor``,
+  ``modelName``); the rest (``memorySize``, ``memoryBandwidth``, ``architecture``, the
+  virtualization model) under ``opendc-topology:gpu``.
+* **Power models and distribution policies** (``cpuPowerModel``, ``gpuPowerModel``,
+  ``cpuDistributionPolicy``, ``gpuDistributionPolicy``) are kept as written under
+  ``opendc-topology:<key>`` of the machine; the model's CPU power draw is not a power model,
+  so it is not mapped onto one.
+
+Units: a quantity is a number with a unit (``"2.4 GHz"``, ``"192 GiB"``, ``"128 GB"``:
+``K M G T`` are powers of 1,000, ``Ki Mi Gi Ti`` of 1,024; ``b``/``bit`` bits, ``B``/
+``byte`` bytes; frequency units in any case) or a bare number, which OpenDC takes as MHz or
+MiB with a warning, and so does dcx. The writer always writes units: clocks in the largest
+of GHz, MHz, kHz, Hz that gives the exact value back, memory in the largest of TiB, GiB
+that gives a whole number, else in MiB.
+
+Writing
+-------
+
+``normal_form`` is what a topology file can hold; the writer serialises it, grouping
+consecutive machines of a cluster that differ only in name into one entry with ``count``
+when their names are those OpenDC gives such an entry (``cn``, ``cn-0``, ``cn-1``). A host
+needs a CPU with a clock: a machine without a CPU, or with a CPU without a clock rate or
+cores, is left out (``machine.cpus``; SSS, Haizea, Flux R and JGF give no clock rates, so
+converting them here is refused). CPUs of different kinds merge into one kind
+(``machine.cpus.sockets``) and GPUs take the first GPU's kind (a GPU without a clock drops
+the machine's GPUs, ``machine.gpus``); family and generation have no key
+(``cpu.vendor``/``gpu.vendor``). Machines are named as OpenDC names them: a machine without
+a name gains one (``dcx.core.ids``), a name used twice is made unique (``machine.name``).
+
+Divergences
+-----------
+
+1. OpenDC's topology reader declares a cluster ``count`` and never uses it (the SDK's
+   reader repeats the cluster); dcx reads a cluster once, warns, and keeps the count.
+2. Unknown keys: OpenDC's lenient reader ignores them with one warning and its strict
+   reader fails; dcx warns about each (a conformance warning) and does not keep them.
+3. A host or CPU ``count`` of 0 (or below) is accepted by the topology reader (no host, or
+   an exception); dcx requires at least 1, as the SDK does.
+4. The SDK's newer topology (``memory.size``, ``cpu.architecture``, ``PowerSpec.type``) is
+   a different file; dcx reads the topology reader's keys.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import (
+    Diagnostic,
+    ReadResult,
+    WriteResult,
+    error,
+    has_errors,
+    warning,
+)
+from dcx.core.ids import required_machine_name
+from dcx.core.limits import LIMITS
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Extras,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+from dcx.parsing.jsonio import dumps_canonical, load_json_object
+from dcx.parsing.schemas import schema_diagnostics, schema_verdict
+
+SCHEMA = "opendc-topology.schema.json"
+PREFIX = "opendc-topology:"
+DEFAULT_HOST_NAME = "Host"
+
+MEMORY_MEMBERS = PREFIX + "memory"
+GPU_MEMBERS = PREFIX + "gpu"
+KEPT_HOST_KEYS = ("cpuPowerModel", "gpuPowerModel", "cpuDistributionPolicy",
+                  "gpuDistributionPolicy")
+KEPT_CLUSTER_KEYS = ("count", "powerSource", "battery")
+
+_ROOT_KEYS = frozenset({"clusters"})
+_CLUSTER_KEYS = frozenset({"name", "hosts", *KEPT_CLUSTER_KEYS})
+_HOST_KEYS = frozenset({"name", "count", "cpu", "memory", "gpu", *KEPT_HOST_KEYS})
+_CPU_KEYS = frozenset({"coreCount", "coreSpeed", "count", "modelName", "vendor", "arch"})
+_MEMORY_KEYS = frozenset({"memorySize", "memorySpeed", "modelName", "vendor", "arch"})
+_GPU_KEYS = frozenset({"count", "coreCount", "coreSpeed", "memorySize", "memoryBandwidth",
+                       "vendor", "modelName", "architecture", "virtualizationOverHeadModel"})
+_GPU_MAPPED = frozenset({"count", "coreCount", "coreSpeed", "vendor", "modelName"})
+
+HOLDS = frozenset({
+    "rack", "rack.name", "machine.name", "machine.cpus", "machine.cpus.sockets",
+    "cpu.clock_rate_hz", "cpu.vendor", "machine.gpus", "gpu.cores", "gpu.clock_rate_hz",
+    "gpu.vendor", "machine.memory", "machine.arch",
+})
+OWN_EXTRAS = frozenset({"rack.extras", "machine.extras"})
+REQUIRES = frozenset({"machine.name"})
+
+
+def sniff(data: bytes) -> bool:
+    head = data[:4096].lstrip()
+    return head.startswith(b"{") and re.search(rb'"clusters"\s*:\s*\[', head) is not None
+
+
+# --------------------------------------------------------------------------- quantities
+
+_QUANTITY = re.compile(r"\s*([0-9eE.-]+)\s*([A-Za-z]*)\s*")
+_HERTZ = {"": 1.0, "k": 1e3, "kilo": 1e3, "m": 1e6, "mega": 1e6, "g": 1e9, "giga": 1e9}
+_DECIMAL = {"": 1.0, "K": 1e3, "k": 1e3, "Kilo": 1e3, "kilo": 1e3, "M": 1e6, "m": 1e6,
+            "Mega": 1e6, "mega": 1e6, "G": 1e9, "g": 1e9, "Giga": 1e9, "giga": 1e9,
+            "T": 1e12, "t": 1e12, "Tera": 1e12, "tera": 1e12}
+_BINARY = {"Ki": 2.0**10, "ki": 2.0**10, "Kibi": 2.0**10, "kibi": 2.0**10,
+           "Mi": 2.0**20, "mi": 2.0**20, "Mebi": 2.0**20, "mebi": 2.0**20,
+           "Gi": 2.0**30, "gi": 2.0**30, "Gibi": 2.0**30, "gibi": 2.0**30,
+           "Ti": 2.0**40, "ti": 2.0**40, "Tebi": 2.0**40, "tebi": 2.0**40}
+_BYTES = ("B", "byte", "Byte", "bytes", "Bytes")
+_BITS = ("b", "bit", "Bit", "bits", "Bits")
+
+
+def _number_and_unit(value: Any) -> tuple[float, str] | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value), ""
+    match = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        return None
+    try:
+        number = float(match.group(1))
+    except ValueError:
+        return None
+    return (number, match.group(2)) if math.isfinite(number) else None
+
+
+def hertz(value: Any) -> tuple[float | None, bool]:
+    """A frequency in Hz and whether it was a bare number (MHz); ``None`` if unreadable."""
+    parsed = _number_and_unit(value)
+    if parsed is None:
+        return None, False
+    number, unit = parsed
+    if not unit:
+        return number * 1e6, True
+    lowered = unit.lower()
+    for suffix in ("hertz", "hz"):
+        if lowered.endswith(suffix) and lowered[:-len(suffix)] in _HERTZ:
+            return number * _HERTZ[lowered[:-len(suffix)]], False
+    return None, False
+
+
+def mebibytes(value: Any) -> tuple[float | None, bool]:
+    """A size in MiB (the model's MB) and whether it was a bare number (MiB)."""
+    parsed = _number_and_unit(value)
+    if parsed is None:
+        return None, False
+    number, unit = parsed
+    if not unit:
+        return number, True
+    for names, per in ((_BYTES, 1.0), (_BITS, 0.125)):
+        for name in names:
+            if unit.endswith(name):
+                prefix = unit[:-len(name)]
+                factor = _BINARY.get(prefix) or _DECIMAL.get(prefix)
+                if factor is not None:
+                    return number * (factor * per / 2.0**20), False
+    return None, False
+
+
+def _plain(number: float) -> str:
+    """A number as OpenDC's unit syntax reads it back exactly (no ``+`` in exponents)."""
+    number = float(number)
+    if number.is_integer() and abs(number) < 2**63:
+        return str(int(number))
+    return repr(number)
+
+
+def frequency_text(value_hz: float) -> str:
+    for unit, factor in (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3)):
+        text = _plain(value_hz / factor)
+        if "+" not in text and float(text) * factor == value_hz:
+            return f"{text} {unit}"
+    return f"{_plain(value_hz)} Hz"
+
+
+def size_text(value_mb: float) -> str:
+    value_mb = float(value_mb)
+    for unit, factor in (("TiB", 2.0**20), ("GiB", 2.0**10)):
+        if (value_mb / factor).is_integer() and value_mb:
+            return f"{_plain(value_mb / factor)} {unit}"
+    return f"{_plain(value_mb)} MiB"
+
+
+# --------------------------------------------------------------------------- read
+
+
+MAX_HOSTS = LIMITS.max_hostlist_range
+"""Hosts the ``count`` of all entries may stand for together (the budget of a hostlist)."""
+MAX_UNITS = 4 * MAX_HOSTS
+"""CPUs and GPUs all those hosts may have together."""
+
+
+@dataclass
+class _Reader:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    uses: dict[str, int] = field(default_factory=dict)
+    hosts_read: int = 0
+    units_read: int = 0
+
+    def unique_name(self, name: str) -> str:
+        """The name OpenDC gives the next host of entry name ``name``."""
+        if name not in self.uses:
+            self.uses[name] = 0
+            return name
+        count = self.uses[name]
+        self.uses[name] = count + 1
+        return f"{name}-{count}"
+
+    def unknown_keys(self, item: dict[str, Any], known: frozenset[str], pointer: str) -> None:
+        for key in item:
+            if key not in known:
+                self.diagnostics.append(warning(
+                    f"unknown key {key!r}: OpenDC ignores it (and its strict reader refuses "
+                    "the file)", "opendc-topology.unknown-key",
+                    pointer=f"{pointer}/{_escape(key)}"))
+
+    def frequency(self, value: Any, pointer: str) -> float | None:
+        found, bare = hertz(value)
+        return self._quantity(found, bare, value, pointer, "MHz", "a frequency such as "
+                              "\"2.4 GHz\"")
+
+    def size(self, value: Any, pointer: str) -> float | None:
+        found, bare = mebibytes(value)
+        return self._quantity(found, bare, value, pointer, "MiB", "a size such as "
+                              "\"192 GiB\"")
+
+    def _quantity(self, found: float | None, bare: bool, value: Any, pointer: str,
+                  assumed: str, example: str) -> float | None:
+        if found is None:
+            self.diagnostics.append(error(f"{value!r} is not {example}", "opendc-topology.unit",
+                                          pointer=pointer))
+        elif bare:
+            self.diagnostics.append(warning(
+                f"{value!r} has no unit; OpenDC reads it as {assumed}",
+                "opendc-topology.bare-number", pointer=pointer,
+                hint=f"write \"{_plain(float(found if assumed == 'MiB' else found / 1e6))} "
+                f"{assumed}\""))
+        return found
+
+    def document(self, root: dict[str, Any]) -> Document:
+        self.unknown_keys(root, _ROOT_KEYS, "")
+        racks = tuple(self.cluster(cluster, f"/clusters/{index}")
+                      for index, cluster in enumerate(root["clusters"]))
+        return Document(environment=Environment(datacenters=(Datacenter(rooms=(
+            Room(racks=racks),)),)))
+
+    def cluster(self, cluster: dict[str, Any], pointer: str) -> Rack:
+        self.unknown_keys(cluster, _CLUSTER_KEYS, pointer)
+        if cluster.get("count", 1) != 1:
+            self.diagnostics.append(warning(
+                f"cluster count {cluster['count']}: OpenDC's topology reader ignores it (the "
+                "SDK repeats the cluster); dcx reads the cluster once",
+                "opendc-topology.cluster-count", pointer=pointer + "/count"))
+        machines: list[Machine | None] = []
+        for index, host in enumerate(cluster["hosts"]):
+            machines.extend(self.hosts(host, f"{pointer}/hosts/{index}"))
+        extras = {PREFIX + key: cluster[key] for key in KEPT_CLUSTER_KEYS if key in cluster}
+        return Rack(name=cluster.get("name"), slots=tuple(machines), extras=extras)
+
+    def within_budget(self, host: dict[str, Any], pointer: str) -> bool:
+        copies = host.get("count", 1)
+        units = host["cpu"].get("count", 1) + (host.get("gpu") or {}).get("count", 0)
+        self.hosts_read += copies
+        self.units_read += copies * units
+        if self.hosts_read <= MAX_HOSTS and self.units_read <= MAX_UNITS:
+            return True
+        self.diagnostics.append(error(
+            f"the counts so far stand for {self.hosts_read:,} hosts with {self.units_read:,} "
+            f"CPUs and GPUs; dcx reads at most {MAX_HOSTS:,} hosts and {MAX_UNITS:,} CPUs and "
+            "GPUs", "opendc-topology.too-large", pointer=pointer + "/count"))
+        return False
+
+    def hosts(self, host: dict[str, Any], pointer: str) -> list[Machine]:
+        self.unknown_keys(host, _HOST_KEYS, pointer)
+        if not self.within_budget(host, pointer):
+            return []
+        cpu, memory, gpu = host["cpu"], host["memory"], host.get("gpu")
+        self.unknown_keys(cpu, _CPU_KEYS, pointer + "/cpu")
+        self.unknown_keys(memory, _MEMORY_KEYS, pointer + "/memory")
+        clock = self.frequency(cpu["coreSpeed"], pointer + "/cpu/coreSpeed")
+        unit = ProcessingUnit(cores=cpu["coreCount"], clock_rate_hz=clock,
+                              manufacturer=cpu.get("vendor"), model=cpu.get("modelName"))
+        capacity = self.size(memory["memorySize"], pointer + "/memory/memorySize")
+        extras: Extras = {PREFIX + key: host[key] for key in KEPT_HOST_KEYS if key in host}
+        rest = {key: value for key, value in memory.items() if key != "memorySize"}
+        if rest:
+            extras[MEMORY_MEMBERS] = rest
+        if "memorySpeed" in memory:
+            self.frequency(memory["memorySpeed"], pointer + "/memory/memorySpeed")
+        gpus: tuple[ProcessingUnit, ...] = ()
+        if gpu is not None:
+            self.unknown_keys(gpu, _GPU_KEYS, pointer + "/gpu")
+            gpu_clock = self.frequency(gpu["coreSpeed"], pointer + "/gpu/coreSpeed")
+            if "memorySize" in gpu:
+                self.size(gpu["memorySize"], pointer + "/gpu/memorySize")
+            gpus = (ProcessingUnit(cores=gpu["coreCount"], clock_rate_hz=gpu_clock,
+                                   manufacturer=gpu.get("vendor"),
+                                   model=gpu.get("modelName")),) * gpu.get("count", 1)
+            rest = {key: value for key, value in gpu.items() if key not in _GPU_MAPPED}
+            if rest:
+                extras[GPU_MEMBERS] = rest
+        shape = Machine(
+            cpus=(unit,) * cpu.get("count", 1), gpus=gpus,
+            memory=(StorageUnit(capacity),) if capacity else (), arch=cpu.get("arch"),
+            extras=extras)
+        base = host.get("name", DEFAULT_HOST_NAME)
+        return [replace(shape, name=self.unique_name(base)) for _ in range(host.get("count", 1))]
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def read(data: bytes) -> ReadResult:
+    decoded, problems = load_json_object(data, "an OpenDC topology", "opendc-topology.root")
+    if decoded is None:
+        return ReadResult(None, tuple(problems))
+    structural = schema_diagnostics(SCHEMA, decoded.value, decoded.locator)
+    if structural:
+        return ReadResult(None, tuple(structural))
+    reader = _Reader()
+    document = reader.document(decoded.value)
+    diagnostics = decoded.locator.place(reader.diagnostics)
+    if has_errors(diagnostics):
+        return ReadResult(None, tuple(diagnostics))
+    return ReadResult(document, tuple(diagnostics))
+
+
+# --------------------------------------------------------------------------- normal form
+
+
+def _writable(machine: Machine) -> bool:
+    return bool(machine.cpus) and all(cpu.cores >= 1 and _clock(cpu) for cpu in machine.cpus)
+
+
+def _clock(unit: ProcessingUnit) -> bool:
+    clock = unit.clock_rate_hz
+    return clock is not None and math.isfinite(clock) and clock > 0
+
+
+def _kind(unit: ProcessingUnit) -> tuple[Any, ...]:
+    return (unit.cores, unit.clock_rate_hz, unit.manufacturer, unit.model)
+
+
+@dataclass
+class _Normalizer:
+    lost: set[str] = field(default_factory=set)
+    taken: set[str] = field(default_factory=set)
+    position: int = 0
+
+    def changed(self, path: str, before: Any, after: Any) -> Any:
+        if before != after:
+            self.lost.add(path)
+        return after
+
+    def environment(self, environment: Environment) -> Environment:
+        return replace(environment, datacenters=tuple(replace(dc, rooms=tuple(
+            replace(room, racks=tuple(self.rack(rack) for rack in room.racks))
+            for room in dc.rooms)) for dc in environment.datacenters))
+
+    def rack(self, rack: Rack) -> Rack:
+        slots: list[Machine | None] = []
+        for slot in rack.slots:
+            if slot is None:
+                slots.append(None)
+                continue
+            self.position += 1
+            if _writable(slot):
+                slots.append(self.machine(slot))
+            else:
+                self.lost.add("machine.cpus")
+        return replace(rack, slots=tuple(slots))
+
+    def machine(self, machine: Machine) -> Machine:
+        name = required_machine_name(machine, self.position, bool)
+        if name in self.taken:
+            suffix = 2
+            while f"{name}-{suffix}" in self.taken:
+                suffix += 1
+            name = f"{name}-{suffix}"
+        self.taken.add(name)
+        if machine.name is not None:
+            self.changed("machine.name", machine.name, name)
+        cpus = machine.cpus
+        if len({_kind(cpu) for cpu in cpus}) > 1:  # merged as restrict merges sockets
+            self.lost.add("machine.cpus.sockets")
+            cpus = (replace(cpus[0], cores=machine.core_count,
+                            clock_rate_hz=machine.clock_rate_hz),)
+        cpus = tuple(self.unit(cpu, "cpu") for cpu in cpus)
+        gpus = machine.gpus
+        if gpus and not all(gpu.cores >= 1 and _clock(gpu) for gpu in gpus):
+            gpus = self.changed("machine.gpus", gpus, ())
+        if gpus:
+            first = gpus[0]
+            for gpu in gpus[1:]:
+                for path, index in (("gpu.cores", 0), ("gpu.clock_rate_hz", 1)):
+                    self.changed(path, _kind(gpu)[index], _kind(first)[index])
+                self.changed("gpu.vendor", _kind(gpu)[2:], _kind(first)[2:])
+            gpus = (self.unit(first, "gpu"),) * len(gpus)
+        memory = machine.memory
+        if memory:
+            total = sum(unit.capacity_mb for unit in memory)
+            if not (math.isfinite(total) and total > 0):
+                memory = self.changed("machine.memory", memory, ())
+        return replace(machine, name=name, cpus=cpus, gpus=gpus, memory=memory)
+
+    def unit(self, unit: ProcessingUnit, kind: str) -> ProcessingUnit:
+        """Family and generation have no key; the rest is written as it is."""
+        self.changed(f"{kind}.vendor", (unit.family, unit.generation), (None, None))
+        return replace(unit, family=None, generation=None)
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    if document.environment is None:
+        return document, frozenset()
+    normalizer = _Normalizer()
+    environment = normalizer.environment(document.environment)
+    return replace(document, environment=environment), frozenset(normalizer.lost)
+
+
+def normal_form(document: Document) -> Document:
+    """What an OpenDC topology makes of ``document`` (see Writing)."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    """The held field paths ``normal_form`` changes in ``document``."""
+    return _normalized(document)[1]
+
+
+def leaves_out(document: Document) -> str:
+    """Why an OpenDC topology cannot hold machines of ``document``, in one line."""
+    machines = list(document.environment.machines()) if document.environment else []
+    left_out = [machine for machine in machines if not _writable(machine)]
+    if not left_out:
+        return ""
+    first = left_out[0].name or left_out[0].id
+    named = f" (first: {first})" if first is not None else ""
+    return (f"an OpenDC host needs a CPU with a clock rate; {len(left_out)} of "
+            f"{len(machines)} machines have none{named}")
+
+
+# --------------------------------------------------------------------------- write
+
+
+def write(document: Document) -> WriteResult:
+    """An OpenDC topology for ``normal_form(document)``: one cluster per rack."""
+    environment = normal_form(document).environment or Environment()
+    bases: set[str] = set()
+    clusters = [_cluster(rack, bases) for datacenter in environment.datacenters
+                for room in datacenter.rooms for rack in room.racks]
+    root = {"clusters": clusters}
+    try:
+        data = dumps_canonical(root)
+    except (TypeError, ValueError) as exc:  # extras a hand-built model gave no JSON value
+        return _unwritable(f"a value has no JSON form ({exc})")
+    if not schema_verdict(SCHEMA, root):
+        found = schema_diagnostics(SCHEMA, root)
+        reason = found[0].render() if found else "the schema refuses it"
+        return _unwritable(f"the output would not match the format's schema: {reason}")
+    return WriteResult(data)
+
+
+def _unwritable(reason: str) -> WriteResult:
+    return WriteResult(b"", diagnostics=(error(f"cannot write an OpenDC topology: {reason}",
+                                               "opendc-topology.unwritable"),))
+
+
+def _cluster(rack: Rack, bases: set[str]) -> dict[str, Any]:
+    cluster: dict[str, Any] = {}
+    if rack.name is not None:
+        cluster["name"] = rack.name
+    hosts: list[dict[str, Any]] = []
+    machines = rack.machines
+    index = 0
+    while index < len(machines):
+        first = machines[index]
+        shape = _host(first)
+        base = first.name or DEFAULT_HOST_NAME
+        count = 1
+        # OpenDC names the hosts of an entry base, base-0, base-1, … when base is new (the
+        # normal form's names are unique, so it is): group while the names match
+        while (index + count < len(machines) and base not in bases
+               and machines[index + count].name == f"{base}-{count - 1}"
+               and _host(machines[index + count]) == shape):
+            count += 1
+        bases.add(base)
+        host: dict[str, Any] = {"name": base}
+        if count > 1:
+            host["count"] = count
+        host.update(shape)
+        hosts.append(host)
+        index += count
+    cluster["hosts"] = hosts
+    for key in KEPT_CLUSTER_KEYS:
+        if PREFIX + key in rack.extras:
+            cluster[key] = rack.extras[PREFIX + key]
+    return cluster
+
+
+def _unit_object(unit: ProcessingUnit, count: int) -> dict[str, Any]:
+    written: dict[str, Any] = {"coreCount": unit.cores,
+                               "coreSpeed": frequency_text(unit.clock_rate_hz or 0.0)}
+    if count != 1:
+        written["count"] = count
+    if unit.manufacturer is not None:
+        written["vendor"] = unit.manufacturer
+    if unit.model is not None:
+        written["modelName"] = unit.model
+    return written
+
+
+def _host(machine: Machine) -> dict[str, Any]:
+    """A host entry without its name and count."""
+    cpu = _unit_object(machine.cpus[0], len(machine.cpus))
+    if machine.arch is not None:
+        cpu["arch"] = machine.arch
+    memory: dict[str, Any] = {"memorySize": size_text(machine.memory_mb)}
+    kept = machine.extras.get(MEMORY_MEMBERS)
+    if isinstance(kept, dict):
+        memory.update({key: value for key, value in kept.items() if key != "memorySize"})
+    host: dict[str, Any] = {"cpu": cpu, "memory": memory}
+    if machine.gpus:
+        gpu = _unit_object(machine.gpus[0], len(machine.gpus))
+        kept = machine.extras.get(GPU_MEMBERS)
+        if isinstance(kept, dict):
+            gpu.update({key: value for key, value in kept.items() if key not in _GPU_MAPPED})
+        host["gpu"] = gpu
+    for key in KEPT_HOST_KEYS:
+        if PREFIX + key in machine.extras:
+            host[key] = machine.extras[PREFIX + key]
+    return host
+
+
+CODES = (
+    Code("opendc-topology.root", "error", "The document is not a JSON object."),
+    Code("opendc-topology.unit", "error",
+         "A quantity is not a number with a unit OpenDC reads (\"2.4 GHz\", \"192 GiB\")."),
+    Code("opendc-topology.bare-number", "warning",
+         "A quantity has no unit; OpenDC reads it as MHz or MiB (and warns)."),
+    Code("opendc-topology.unknown-key", "warning",
+         "A key OpenDC does not read: its lenient reader ignores it, its strict reader refuses "
+         "the file.", conformance=True),
+    Code("opendc-topology.cluster-count", "warning",
+         "A cluster count other than 1, which OpenDC's topology reader ignores."),
+    Code("opendc-topology.too-large", "error",
+         "The host and CPU counts stand for more hosts or CPUs than dcx reads (a budget of "
+         "`dcx.core.limits`)."),
+    Code("opendc-topology.unwritable", "error",
+         "The model has a value an OpenDC topology cannot carry (writing only)."),
+)
+
+FORMAT = FormatDeclaration(
+    name="opendc-topology",
+    title="OpenDC topology JSON",
+    family="trace",
+    kind="topology",
+    extensions=(".json",),
+    content=frozenset({"json"}),
+    schema=SCHEMA,
+    description=("Current OpenDC's clusters of host entries (count, CPU cores and clock, "
+                 "memory, GPUs, power models) with units such as \"2.4 GHz\"."),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    leaves_out=leaves_out,
+    own_extras=OWN_EXTRAS,
+    requires=REQUIRES,
+    codes=CODES,
+)

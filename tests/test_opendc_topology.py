@@ -1,0 +1,224 @@
+"""OpenDC topology JSON: units, host counts and OpenDC's host names, located diagnostics,
+the normal form, conversions and hypothesis round trips."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from dcx.converters.convert import convert
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+from dcx.core.restrict import restrict
+from dcx.formats import opendc_topology
+from dcx.parsing.schemas import schema_diagnostics
+from tests.strategies_opendc_topology import topology_environments
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((REPO / "examples" / "opendc-topology").glob("*.json"))
+HOST: dict[str, Any] = {"name": "cn", "count": 4,
+                        "cpu": {"coreCount": 32, "coreSpeed": "2400 MHz"},
+                        "memory": {"memorySize": "192000 MiB"}}
+
+
+def topology(*hosts: dict[str, Any], **cluster: Any) -> bytes:
+    return json.dumps({"clusters": [{"name": "C1", **cluster, "hosts": list(hosts)}]},
+                      indent=1).encode()
+
+
+def host(**changes: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(HOST)
+    changed.update(changes)
+    return changed
+
+
+def environment(*machines: Machine) -> Environment:
+    return Environment(datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=machines),)),)),))
+
+
+def test_the_notes_example_is_four_machines_named_as_opendc_names_them() -> None:
+    result = opendc_topology.read(topology(HOST))
+    assert result.ok and result.diagnostics == ()
+    (rack,) = next(iter(result.document.environment.datacenters)).rooms[0].racks
+    assert rack.name == "C1"
+    assert [m.name for m in rack.machines] == ["cn", "cn-0", "cn-1", "cn-2"]
+    first = rack.machines[0]
+    assert first.cpus == (ProcessingUnit(cores=32, clock_rate_hz=2.4e9),)
+    assert first.memory == (StorageUnit(192000.0),)
+
+
+def test_host_names_count_uses_across_clusters_and_default_to_host() -> None:
+    data = json.dumps({"clusters": [
+        {"hosts": [host(name="a", count=2), host(count=1, name=None)]},
+        {"hosts": [host(name="a", count=1)]}]}).replace('"name": null, ', "").encode()
+    result = opendc_topology.read(data)
+    assert result.ok
+    assert [m.name for m in result.document.environment.machines()] == [
+        "a", "a-0", "Host", "a-1"]
+
+
+@pytest.mark.parametrize(("text", "hz"), [
+    ("2.4 GHz", 2.4e9), ("3300MHz", 3.3e9), (" 10 ghz ", 1e10), ("500 KHz", 5e5),
+    ("1200 hertz", 1200.0)])
+def test_frequencies_with_units(text: str, hz: float) -> None:
+    assert opendc_topology.hertz(text) == (hz, False)
+
+
+@pytest.mark.parametrize(("text", "mib"), [
+    ("192 GiB", 196608.0), ("128 GB", 128e9 / 2**20), ("512 MiB", 512.0),
+    ("1 TiB", 2.0**20), ("1048576 B", 1.0), ("8 Mib", 1.0), ("2 Bytes", 2 / 2**20)])
+def test_sizes_with_units(text: str, mib: float) -> None:
+    assert opendc_topology.mebibytes(text) == (mib, False)
+
+
+def test_bare_numbers_are_mhz_and_mib_with_opendcs_warning() -> None:
+    result = opendc_topology.read(topology(host(
+        cpu={"coreCount": 16, "coreSpeed": 2100}, memory={"memorySize": 128000})))
+    assert result.ok
+    machine = next(result.document.environment.machines())
+    assert machine.clock_rate_hz == 2.1e9 and machine.memory_mb == 128000.0
+    assert [(d.code, d.pointer) for d in result.diagnostics] == [
+        ("opendc-topology.bare-number", "/clusters/0/hosts/0/cpu/coreSpeed"),
+        ("opendc-topology.bare-number", "/clusters/0/hosts/0/memory/memorySize")]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_examples_read_cleanly_and_rewrite_to_the_same_model(path: Path) -> None:
+    data = path.read_bytes()
+    assert opendc_topology.sniff(data)
+    result = opendc_topology.read(data)
+    assert result.ok and result.diagnostics == ()
+    assert opendc_topology.normal_form(result.document) == result.document
+    written = opendc_topology.write(result.document)
+    assert written.diagnostics == ()
+    assert opendc_topology.read(written.data).document == result.document
+    assert written.data.count(b'"count": 4') == data.count(b'"count": 4')  # grouped again
+
+
+@pytest.mark.parametrize(("data", "code", "pointer"), [
+    (topology(host(cpu={"coreCount": 8, "coreSpeed": "3 furlongs"})), "opendc-topology.unit",
+     "/clusters/0/hosts/0/cpu/coreSpeed"),
+    (topology(host(memory={"memorySize": "12 parsecs"})), "opendc-topology.unit",
+     "/clusters/0/hosts/0/memory/memorySize"),
+    (topology(host(cpu={"coreCount": 8})), "schema.required", "/clusters/0/hosts/0/cpu"),
+    (topology(host(count=0)), "schema.minimum", "/clusters/0/hosts/0/count"),
+    (topology(host(cpus=[{"coreCount": 8}])), "opendc-topology.unknown-key",
+     "/clusters/0/hosts/0/cpus"),
+    (topology(HOST, count=3), "opendc-topology.cluster-count", "/clusters/0/count"),
+    (topology(host(count=2_000_000)), "opendc-topology.too-large", "/clusters/0/hosts/0/count"),
+    (b'{"clusters": {}}', "schema.type", "/clusters"),
+])
+def test_bad_topologies_are_reported_where_they_are(data: bytes, code: str,
+                                                    pointer: str) -> None:
+    result = opendc_topology.read(data)
+    first = next(d for d in result.diagnostics if d.code == code)
+    assert first.pointer == pointer
+    assert first.line is not None and first.column is not None
+    assert (result.document is None) == first.is_error
+
+
+def test_json_hazards_and_non_objects_are_refused() -> None:
+    assert opendc_topology.read(b"[]").diagnostics[0].code == "opendc-topology.root"
+    assert opendc_topology.read(b'{"clusters": [], "clusters": []}').diagnostics[0].code == \
+        "json.duplicate-key"
+
+
+def test_the_stale_upstream_shape_is_refused_with_its_key() -> None:
+    stale = topology({"name": "h", "cpus": [{"coreCount": 8, "coreSpeed": 2000}],
+                      "memory": {"memorySize": 1024}})
+    result = opendc_topology.read(stale)
+    assert result.document is None
+    assert ("schema.required", "/clusters/0/hosts/0") in [
+        (d.code, d.pointer) for d in result.diagnostics]
+
+
+def test_the_normal_form_names_merges_and_leaves_out_what_opendc_cannot_hold() -> None:
+    xeon = ProcessingUnit(cores=8, clock_rate_hz=2.1e9, family="Xeon")
+    other = ProcessingUnit(cores=4, clock_rate_hz=3.0e9)
+    gpu = ProcessingUnit(cores=1, clock_rate_hz=1.5e9)
+    machines = (Machine(id=7, cpus=(xeon, other), gpus=(gpu, gpu)),
+                Machine(name="7", cpus=(xeon,), gpus=(ProcessingUnit(cores=1),)),
+                Machine(name="nocpu"))
+    document = Document(environment=environment(*machines))
+    normal = opendc_topology.normal_form(document)
+    first, second = normal.environment.machines()
+    assert (first.name, second.name) == ("7", "7-2")
+    assert first.cpus[0].cores == 12 and first.cpus[0].family is None
+    assert first.cpus[0].clock_rate_hz == pytest.approx((8 * 2.1e9 + 4 * 3e9) / 12)
+    assert second.gpus == ()
+    assert opendc_topology.normal_form_losses(document) == {
+        "machine.name", "machine.cpus", "machine.cpus.sockets", "cpu.vendor", "machine.gpus"}
+    assert "1 of 3 machines" in opendc_topology.leaves_out(document)
+    written = opendc_topology.write(document)
+    assert written.diagnostics == ()
+    assert opendc_topology.read(written.data).document == restrict(
+        document, opendc_topology.HOLDS, "opendc-topology", target=opendc_topology.FORMAT)
+
+
+def test_identical_machines_with_their_own_names_are_separate_entries() -> None:
+    unit = ProcessingUnit(cores=4, clock_rate_hz=2e9)
+    document = Document(environment=environment(
+        Machine(name="node001", cpus=(unit,)), Machine(name="node002", cpus=(unit,))))
+    written = json.loads(opendc_topology.write(document).data)
+    assert [h["name"] for h in written["clusters"][0]["hosts"]] == ["node001", "node002"]
+    assert written["clusters"][0]["hosts"][0]["memory"] == {"memorySize": "0 MiB"}
+
+
+@pytest.mark.parametrize("source", ["environment/small-cluster.json",
+                                    "environment/two-sites.json"])
+def test_seed_topologies_convert_to_opendc_and_back(source: str) -> None:
+    data = (REPO / "examples" / source).read_bytes()
+    there = convert(data, "opendc-topology", source)
+    assert there.ok, [d.render() for d in there.diagnostics]
+    assert opendc_topology.read(there.data).diagnostics == ()
+    back = convert(there.data, "environment", "out.json")
+    assert back.ok, [d.render() for d in back.diagnostics]
+
+
+def test_topologies_without_clock_rates_are_refused_in_one_line() -> None:
+    data = (REPO / "examples" / "flux" / "2node.R.json").read_bytes()
+    conversion = convert(data, "opendc-topology", "2node.R.json")
+    assert not conversion.ok and conversion.data == b""
+    (refused,) = [d for d in conversion.diagnostics if d.is_error]
+    assert refused.code == "convert.nothing-held" and "clock rate" in refused.message
+
+
+@given(topology_environments())
+@settings(max_examples=150, deadline=None)
+def test_round_trip_is_identity_and_output_validates(topology_model: Environment) -> None:
+    document = Document(environment=topology_model)
+    assert opendc_topology.normal_form_losses(document) == frozenset()
+    written = opendc_topology.write(document)
+    assert written.diagnostics == ()
+    assert schema_diagnostics(opendc_topology.SCHEMA, json.loads(written.data)) == []
+    result = opendc_topology.read(written.data)
+    assert result.ok and result.diagnostics == (), result.diagnostics
+    assert result.document == document
+
+
+@pytest.mark.corpus
+def test_opendc_topologies_in_the_corpus_read(corpus_dir: Path) -> None:
+    folder = corpus_dir / "opendc"
+    if not folder.is_dir():
+        pytest.skip(f"no OpenDC topologies under {folder}")
+    for path in sorted(folder.rglob("*.json")):
+        data = path.read_bytes()
+        if not opendc_topology.sniff(data):
+            continue
+        result = opendc_topology.read(data)
+        assert result.document is not None, (path, [d.render() for d in result.diagnostics])
+        written = opendc_topology.write(result.document)
+        assert opendc_topology.read(written.data).document == result.document, path
