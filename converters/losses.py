@@ -17,7 +17,13 @@ from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document
-from dcx.core.restrict import dropped_field_counts, restrict, with_own_extras, with_parts
+from dcx.core.restrict import (
+    EXTRAS_PATHS,
+    dropped_field_counts,
+    restrict,
+    with_own_extras,
+    with_parts,
+)
 from dcx.core.saturated import saturated_document
 
 PARTS = ("environment", "workload")
@@ -36,6 +42,10 @@ def fullest_document(source: FormatDeclaration) -> Document:
     """The most a ``source`` file can carry: the saturated document as ``source`` holds it,
     with data of its own where it keeps some."""
     document = with_own_extras(saturated_document(), source.name, source.own_extras)
+    if source.keeps_prefixed_extras:  # it also carries other formats' keys (Parquet)
+        extras_paths = EXTRAS_PATHS & source.holds
+        document = with_own_extras(document, "other", extras_paths)
+        return restrict(document, source.holds, source.name, target=source)
     return restrict(document, source.holds, source.name)
 
 

@@ -62,7 +62,13 @@ def _suffix(path: str) -> str:
     return path[dot:] if dot > path.rfind("/") else ""
 
 
+BINARY_MAGICS = (b"PAR1",)
+"""Leading bytes of the binary formats dcx reads (Parquet)."""
+
+
 def content_kind(data: bytes) -> Content:
+    if data.startswith(BINARY_MAGICS) or b"\x00" in data[:64]:
+        return "binary"
     head = data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
     return "json" if head[:1] in (b"{", b"[") else "xml" if head[:1] == b"<" else "text"
 

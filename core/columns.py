@@ -468,10 +468,11 @@ def strings_from_arrow(array: Any, unknown: str | None = None) -> Strings:
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks() if encoded.num_chunks else pa.array(
             [], pa.string()).dictionary_encode()
+    import pyarrow.compute as pc
+
     values = encoded.dictionary.to_pylist()
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
-    if encoded.null_count:
-        codes = np.where(encoded.is_null().to_numpy(zero_copy_only=False), -1, codes)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(
+        np.int32, copy=False)
     if unknown in values:
         position = values.index(unknown)
         remap = np.arange(len(values), dtype=np.int32)

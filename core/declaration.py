@@ -18,7 +18,7 @@ from dcx.core.diagnostics import ReadResult, WriteResult
 from dcx.core.model import Document
 
 Kind = Literal["topology", "workload", "both"]
-Content = Literal["json", "xml", "text"]
+Content = Literal["json", "xml", "text", "binary"]
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,9 @@ class FormatDeclaration:
     kind: Kind
     extensions: tuple[str, ...]
     content: frozenset[Content]
-    """What its bytes start with (``{``/``[``, ``<``, anything else): sniffing a JSON file never
-    asks an XML format."""
+    """What its bytes start with (``{``/``[``, ``<``, a binary magic such as Parquet's ``PAR1``
+    or a NUL byte, anything else): sniffing a JSON file never asks an XML format, nor a binary
+    file a text format."""
     schema: str
     """File name under ``schemas/`` (JSON Schema) or ``xsd/`` (XSD) that validates it."""
     description: str
@@ -59,6 +60,9 @@ class FormatDeclaration:
     """Fields it fills in when absent (SSS machine ids): filling them loses nothing."""
     codes: tuple[Code, ...] = ()
     """Every diagnostic code its reader and writer can emit."""
+    keeps_prefixed_extras: bool = False
+    """It stores the model as it is (Parquet): other formats' ``name:``-prefixed extras keys
+    survive wherever it holds the extras path, as its plain keys do."""
     shared_extensions: frozenset[str] = frozenset()
     """Those of its ``extensions`` that many other tools' files use too (``.conf``): in hook
     mode, text there that no format recognises is someone else's file and skipped."""

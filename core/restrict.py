@@ -125,6 +125,9 @@ class _Held:
     own_prefix: str | None
     keep_foreign: bool = False
     foreign_dropped_at: str | None = None
+    prefixed_paths: frozenset[str] = frozenset()
+    """Where every format's prefixed keys survive: the paths a target that stores the model
+    as it is holds (``keeps_prefixed_extras`` of its declaration)."""
 
     def __contains__(self, path: str) -> bool:
         return path in self.paths
@@ -158,7 +161,8 @@ class _Held:
             return extras
         plain_held = path is not None and path in self.paths
         own = f"{self.own_prefix}:" if self.own_prefix else None
-        foreign_kept = self.keep_foreign and (path is None or path != self.foreign_dropped_at)
+        foreign_kept = (self.keep_foreign and (path is None or path != self.foreign_dropped_at)
+                        ) or path in self.prefixed_paths
         return {key: value for key, value in extras.items()
                 if (plain_held if ":" not in key
                     else foreign_kept or (own is not None and key.startswith(own)))}
@@ -291,7 +295,9 @@ def restrict(document: Document, holds: Iterable[str], own_prefix: str | None = 
     ``target`` is the format declaration written to, whose ``normal_form`` (when it has one)
     applies first (see Value restrictions).
     """
-    held = _Held(with_parts(holds), own_prefix)
+    held = _Held(with_parts(holds), own_prefix,
+                 prefixed_paths=with_parts(getattr(target, "holds", ()))
+                 if keeps_prefixed_extras(target) else frozenset())
     unknown = held.paths - set(FIELDS)
     if unknown:
         raise ValueError(f"unknown field paths: {', '.join(sorted(unknown))}")
@@ -305,6 +311,11 @@ def _restrict(document: Document, held: _Held) -> Document:
                      if environment is not None and "environment" in held else None),
         workload=_workload(workload, held) if workload is not None and "workload" in held else None,
         extras=held.extras(None, document.extras))
+
+
+def keeps_prefixed_extras(target: object | None) -> bool:
+    """Whether format declaration ``target`` keeps other formats' prefixed extras."""
+    return bool(getattr(target, "keeps_prefixed_extras", False))
 
 
 def normalized_for(document: Document, target: object | None) -> Document:
@@ -664,7 +675,7 @@ def dropped_field_counts(document: Document, target_holds: Iterable[str],
         if path in restricted_values:
             dropped[path] = (before.used.get(path, 0) + before.foreign.get(path, 0)) or None
         elif path in held:
-            if path in use.foreign:
+            if path in use.foreign and not keeps_prefixed_extras(target):
                 dropped[path] = use.foreign[path]  # held, but other formats' keys are dropped
         elif path in ("environment", "workload"):
             part = getattr(document, path)
@@ -717,7 +728,7 @@ def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str
         if path in restricted_values:
             dropped.append(path)
         elif path in held:
-            if path in EXTRAS_PATHS and drops(path):
+            if path in EXTRAS_PATHS and not keeps_prefixed_extras(target) and drops(path):
                 dropped.append(path)  # held, but other formats' keys there are dropped
         elif path in ("environment", "workload"):
             part = getattr(document, path)

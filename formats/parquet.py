@@ -1,0 +1,647 @@
+"""Parquet workload: the model's job and task columns in one Apache Parquet file, for traces
+of millions of jobs (read and written as columns, no object per task).
+
+One row per task, in workload order; the rows of a job are consecutive. Columns (their Arrow
+types and meanings are ``schemas/parquet.schema.json``, which every file's schema is checked
+against):
+
+==================== =================== ==========================================================
+column               Arrow type          meaning (unit)
+==================== =================== ==========================================================
+``job_id``           int64 or string     the task's job (workflow, bag of tasks)
+``job_name``         string, nullable    the job's name (the same on every row of the job)
+``job_user``         string, nullable    the job's user (likewise)
+``task_id``          int64 or string     the task's id, unique in the file
+``submit_time_s``    double              submit time, seconds on the workload's time axis
+``runtime_s``        double, nullable    real duration, seconds (null: unknown)
+``requested_time_s`` double, nullable    requested duration (wall-time limit), seconds
+``nodes``            int64               nodes asked for
+``cores``            double              cores per node
+``memory_mb``        double, nullable    memory per node, MB (2**20 bytes)
+``gpus``             int64               GPUs per node
+``dependencies``     list of task ids    tasks that must finish first (empty: none)
+``deadline_s``       double, nullable    deadline, seconds on the workload's time axis
+``user``, ``group``  string, nullable    the task's user and group
+``extras.<key>``     int64 or double     a numeric task extras key (``extras.swf:Status``);
+                                         null where the task does not have it
+==================== =================== ==========================================================
+
+Integer and text ids are not mixed within ``job_id`` or ``task_id``. The workload's name,
+description, time origin (ISO 8601), attributes and extras are JSON in the file's key-value
+metadata under ``dcx:workload``.
+
+Other formats' extras keys (``swf:Status``, ``gwf:NProcs``) are kept as they are, so a trace
+converted to Parquet converts back to its own format without losing them (Parquet stores the
+model, it has no keys of its own).
+
+What dcx writes: ``normal_form(document)``. Value restrictions, reported by the derived
+losses: ids that mix integers and text, repeat, or do not fit int64 are renumbered 1..n in
+workload order (dependencies follow; job ids likewise, a ``job`` loss); a dependency on a task
+outside the workload is dropped; NaN times and amounts are unknown (a submit time 0, one core);
+node and GPU counts that are not int64 integers take their defaults; extras values that are
+not numbers (or NaN) are dropped; workload attributes and extras that do not read back from JSON
+as themselves are dropped. Fields Parquet does not hold (named resources, start modes, images,
+preemption, job extras, jobs without tasks, annotations) are the derived losses of field paths.
+
+Checks: the file is Parquet (``parquet.unreadable``), its schema is the one above (each
+mismatch a ``schema.*`` diagnostic at ``/columns/<name>``), no null or NaN where a value is
+required (``/rows/<row>/<column>``), a job's rows are consecutive and agree on its name and user,
+task ids are unique, dependencies name tasks in the file and form no cycle, and the metadata is
+the JSON object described above.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from typing import Any
+
+from dcx.core.codes import Code
+from dcx.core.columns import (
+    FLOAT_EXACT,
+    ExtraColumn,
+    JobRows,
+    Strings,
+    WorkloadColumns,
+    columns_of,
+)
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error
+from dcx.core.limits import LIMITS
+from dcx.core.model import Document, Id, Job, Task, Workload
+from dcx.parsing.traces import dependency_codes
+
+SCHEMA = "parquet.schema.json"
+MAGIC = b"PAR1"
+METADATA_KEY = b"dcx:workload"
+EXTRAS_PREFIX = "extras."
+METADATA_FIELDS = {"name": str, "description": str, "time_origin": str, "attributes": dict,
+                   "extras": dict}
+
+HOLDS = frozenset({
+    "workload.name", "workload.description", "workload.time_origin", "workload.attributes",
+    "workload.extras", "job", "job.name", "job.user", "task.id", "task.submit_time_s",
+    "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.cores",
+    "task.request.memory_mb", "task.request.gpus", "task.dependencies",
+    "task.dependencies.multiple", "task.deadline_s", "task.user", "task.group", "task.extras",
+})
+
+_REQUIRED = ("job_id", "task_id", "submit_time_s", "nodes", "cores", "gpus", "dependencies")
+_NUMBERS = ("submit_time_s", "runtime_s", "requested_time_s", "cores", "memory_mb",
+            "deadline_s")
+_INT64 = 2 ** 63
+
+
+def sniff(data: bytes) -> bool:
+    return data.startswith(MAGIC)
+
+
+# --------------------------------------------------------------------------- read
+
+
+def read(data: bytes) -> ReadResult:
+    if len(data) > LIMITS.max_input_bytes:
+        return ReadResult(None, (error(f"file is {len(data):,} bytes; the limit is "
+                                       f"{LIMITS.max_input_bytes:,}", "input.too-large"),))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not data.startswith(MAGIC) or not data.endswith(MAGIC):
+        return ReadResult(None, (error("not a Parquet file (it does not begin and end with "
+                                       "PAR1)", "parquet.unreadable", line=1, column=1),))
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as exc:  # a damaged file is bad input
+        return ReadResult(None, (error(f"cannot read the Parquet file: {exc}",
+                                       "parquet.unreadable"),))
+    problems = _schema_problems(table.schema)
+    if problems:
+        return ReadResult(None, tuple(problems))
+    header, problems = _metadata(table.schema.metadata or {})
+    if header is None:
+        return ReadResult(None, tuple(problems))
+    columns, problems = _columns(table)
+    if columns is None:
+        return ReadResult(None, tuple(problems))
+    workload = Workload(jobs=JobRows(columns), **header)
+    return ReadResult(Document(workload=workload), ())
+
+
+def arrow_type_name(arrow_type: Any) -> str:
+    """``int64``, ``double``, ``string``, ``list<int64>``: how the schema file names a type."""
+    import pyarrow as pa
+
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return f"list<{arrow_type_name(arrow_type.value_type)}>"
+    if pa.types.is_large_string(arrow_type):
+        return "string"
+    return str(arrow_type)
+
+
+def _schema_problems(schema: Any) -> list[Diagnostic]:
+    from dcx.parsing.schemas import schema_diagnostics
+
+    described = {field.name: arrow_type_name(field.type) for field in schema}
+    problems = schema_diagnostics(SCHEMA, described, base_pointer="/columns")
+    if problems:
+        return problems
+    if described["dependencies"] != f"list<{described['task_id']}>":
+        return [error(f"dependencies are {described['dependencies']} but task ids are "
+                      f"{described['task_id']}", "parquet.dependency-type",
+                      pointer="/columns/dependencies")]
+    return []
+
+
+def _metadata(metadata: dict[bytes, bytes]) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
+    from dcx.parsing.jsonio import load_json
+
+    raw = metadata.get(METADATA_KEY)
+    if raw is None:
+        return {}, []
+    decoded, problems = load_json(raw)
+    if decoded is None:
+        return None, [error(f"the {METADATA_KEY.decode()} metadata is not JSON: "
+                            f"{problems[0].message}", "parquet.metadata")]
+    value = decoded.value
+    if not isinstance(value, dict):
+        return None, [error(f"the {METADATA_KEY.decode()} metadata is not a JSON object",
+                            "parquet.metadata")]
+    header: dict[str, Any] = {}
+    for key, item in value.items():
+        expected = METADATA_FIELDS.get(key)
+        if expected is None or not ((item is None and expected is str) or
+                                    isinstance(item, expected)):
+            return None, [error(f"the {METADATA_KEY.decode()} metadata has {key!r} = "
+                                f"{item!r}; it holds name, description and time_origin "
+                                "(text) and attributes and extras (objects)",
+                                "parquet.metadata", pointer=f"/metadata/{key}")]
+        header[key] = item
+    return header, []
+
+
+def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = table.combine_chunks()
+    count = table.num_rows
+    problems: list[Diagnostic] = []
+    for name in _REQUIRED:
+        column = table.column(name)
+        nulls = column.null_count
+        if name == "dependencies" and not nulls:
+            nulls = pc.list_flatten(column).null_count
+        if nulls:
+            row = _first(column.is_null() if name != "dependencies" or column.null_count
+                         else pc.list_parent_indices(column).filter(
+                             pc.list_flatten(column).is_null()))
+            problems.append(error(f"{name} has {nulls:,} null value(s); it needs one on every "
+                                  "row", "parquet.null", pointer=f"/rows/{row}/{name}"))
+    for name in (*_NUMBERS, *(n for n in table.column_names if n.startswith(EXTRAS_PREFIX)
+                              and pa.types.is_floating(table.column(n).type))):
+        column = table.column(name)
+        nan = pc.is_nan(column)
+        if pc.any(nan).as_py():
+            problems.append(error(f"{name} has NaN; a value or null is expected",
+                                  "parquet.not-a-number",
+                                  pointer=f"/rows/{_first(nan)}/{name}"))
+    if problems:
+        return None, problems
+    ids = _ids(table.column("task_id"))
+    job_keys = _ids(table.column("job_id"))
+    dependencies = table.column("dependencies").chunk(0) if count else pa.array(
+        [], table.column("dependencies").type)
+    offsets = dependencies.offsets.to_numpy().astype(np.int64)
+    offsets = offsets - offsets[0] if len(offsets) else np.zeros(1, dtype=np.int64)
+    dependency_ids = _ids(dependencies.flatten())
+    starts = np.flatnonzero(np.concatenate(([True], job_keys[1:] != job_keys[:-1]))) \
+        if count else np.zeros(0, dtype=np.int64)
+    job_offsets = np.append(starts, count).astype(np.int64)
+    names = _strings(table.column("job_name"))
+    users = _strings(table.column("job_user"))
+    problems = _job_problems(job_keys, starts, job_offsets, names, users)
+    problems += _dependency_problems(ids, offsets, dependency_ids)
+    if problems:
+        return None, problems
+    extras = {}
+    for name in table.column_names:
+        if name.startswith(EXTRAS_PREFIX):
+            column = table.column(name)
+            present = column.is_valid().to_numpy(zero_copy_only=False)
+            values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+            floats = pa.types.is_floating(column.type)
+            extras[name[len(EXTRAS_PREFIX):]] = ExtraColumn(
+                values, present, np.zeros(count, dtype=bool) if floats else None)
+    return WorkloadColumns(
+        ids=ids,
+        submit_time_s=_floats(table.column("submit_time_s")),
+        runtime_s=_floats(table.column("runtime_s")),
+        requested_time_s=_floats(table.column("requested_time_s")),
+        nodes=table.column("nodes").to_numpy(),
+        cores=_floats(table.column("cores")),
+        memory_mb=_floats(table.column("memory_mb")),
+        gpus=table.column("gpus").to_numpy(),
+        deadline_s=_floats(table.column("deadline_s")),
+        user=_strings(table.column("user")),
+        group=_strings(table.column("group")),
+        dependency_offsets=offsets,
+        dependency_ids=dependency_ids,
+        extras=extras,
+        job_ids=job_keys[starts],
+        job_offsets=job_offsets,
+        job_names=_per_job(names, starts),
+        job_users=_per_job(users, starts),
+    ), []
+
+
+def _first(mask: Any) -> int:
+    import numpy as np
+
+    flags = np.asarray(mask.to_numpy(zero_copy_only=False))
+    if flags.dtype != bool:
+        return int(flags[0]) if len(flags) else 0
+    return int(np.flatnonzero(flags)[0])
+
+
+def _ids(column: Any) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    values = column.to_numpy(zero_copy_only=False)
+    if pa.types.is_integer(column.type):
+        return values.astype(np.int64, copy=False)
+    array = np.empty(len(values), dtype=object)
+    array[:] = list(values)
+    return array
+
+
+def _floats(column: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _strings(column: Any) -> Strings:
+    from dcx.core.columns import strings_from_arrow
+
+    return strings_from_arrow(column)
+
+
+def _per_job(strings: Strings, starts: Any) -> Strings:
+    return Strings(strings.codes[starts], strings.values)
+
+
+def _job_problems(job_keys: Any, starts: Any, job_offsets: Any, names: Strings,
+                  users: Strings) -> list[Diagnostic]:
+    import numpy as np
+
+    problems: list[Diagnostic] = []
+    keys = job_keys[starts]
+    distinct = set(keys.tolist()) if keys.dtype.kind == "O" else np.unique(keys)
+    if len(distinct) != len(keys):
+        seen: set[Any] = set()
+        for index, key in enumerate(keys.tolist()):
+            if key in seen:
+                problems.append(error(f"the rows of job {key!r} are not consecutive",
+                                      "parquet.split-job",
+                                      pointer=f"/rows/{int(starts[index])}/job_id"))
+                break
+            seen.add(key)
+    sizes = np.diff(job_offsets)
+    for name, strings in (("job_name", names), ("job_user", users)):
+        first = np.repeat(strings.codes[starts], sizes)
+        differ = np.flatnonzero(first != strings.codes)
+        if len(differ):
+            problems.append(error(f"{name} differs between rows of one job",
+                                  "parquet.job-fields",
+                                  pointer=f"/rows/{int(differ[0])}/{name}"))
+    return problems
+
+
+def _dependency_problems(ids: Any, offsets: Any, dependency_ids: Any) -> list[Diagnostic]:
+    """Duplicate ids, unknown dependencies and cycles, as ``dependency_diagnostics`` finds
+    them; skipped when ids are unique and every dependency names an earlier row, where it
+    can find nothing."""
+    import numpy as np
+
+    from dcx.parsing.traces import dependency_diagnostics
+
+    count = len(ids)
+    if ids.dtype.kind != "O" and dependency_ids.dtype.kind != "O":
+        order = np.argsort(ids, kind="stable")
+        ordered = ids[order]
+        unique = count < 2 or not np.any(ordered[1:] == ordered[:-1])
+        if unique and not len(dependency_ids):
+            return []
+        if unique and count:
+            at = np.minimum(np.searchsorted(ordered, dependency_ids), count - 1)
+            rows = np.repeat(np.arange(count), np.diff(offsets))
+            if np.all(ordered[at] == dependency_ids) and np.all(order[at] < rows):
+                return []
+    id_list = ids.tolist()
+    needs = [dependency_ids[offsets[row]:offsets[row + 1]].tolist() for row in range(count)]
+
+    def locate(row: int, dependency: int | None) -> dict[str, Any]:
+        where = "task_id" if dependency is None else f"dependencies/{dependency}"
+        return {"pointer": f"/rows/{row}/{where}"}
+
+    return dependency_diagnostics(id_list, needs, locate, "parquet")
+
+
+# --------------------------------------------------------------------------- normal form
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    workload = document.workload
+    if workload is None:
+        return document, frozenset()
+    lost: set[str] = set()
+    attributes = _json_members(workload.attributes, "workload.attributes", lost)
+    extras = _json_members(workload.extras, "workload.extras", lost)
+    jobs = workload.jobs
+    columns = columns_of(workload)
+    if columns is None or not _columns_in_normal_form(columns):
+        jobs = _normal_jobs(tuple(jobs), lost)
+    if (jobs is workload.jobs and attributes is workload.attributes
+            and extras is workload.extras):
+        return document, frozenset(lost)
+    normal = replace(workload, jobs=jobs, attributes=attributes, extras=extras)
+    return replace(document, workload=normal), frozenset(lost)
+
+
+def _json_members(members: dict[str, Any], path: str, lost: set[str]) -> dict[str, Any]:
+    kept = {key: value for key, value in members.items() if _reads_back(value)}
+    if len(kept) == len(members):
+        return members
+    lost.add(path)
+    return kept
+
+
+def _reads_back(value: Any) -> bool:
+    try:
+        return bool(json.loads(json.dumps(value, allow_nan=False)) == value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _columns_in_normal_form(columns: WorkloadColumns) -> bool:
+    """Whether columns read from a file (or built from a model) need no change: unique ids
+    of one kind, dependencies inside the workload, unique job ids. (Columns hold no NaN.)"""
+    import numpy as np
+
+    for ids in (columns.ids, columns.job_ids):
+        if ids.dtype.kind == "O":
+            values = ids.tolist()
+            if not all(type(value) is str for value in values) or \
+                    len(set(values)) != len(values):
+                return False
+        elif len(np.unique(ids)) != len(ids):
+            return False
+    if columns.dependency_ids.dtype != columns.ids.dtype:
+        return not len(columns.dependency_ids)
+    known = set(columns.ids.tolist()) if columns.ids.dtype.kind == "O" else None
+    if known is not None:
+        return all(value in known for value in columns.dependency_ids.tolist())
+    return bool(np.all(np.isin(columns.dependency_ids, columns.ids)))
+
+
+def _normal_jobs(jobs: tuple[Job, ...], lost: set[str]) -> tuple[Job, ...]:
+    tasks = [task for job in jobs for task in job.tasks]
+    task_ids = _numbering([task.id for task in tasks], lost, "task.id")
+    job_ids = _numbering([job.id for job in jobs], lost, "job")
+    dependency_ids: dict[Id, Id] = {}  # a dependency follows the first task of its id
+    for task, number in zip(tasks, task_ids, strict=True):
+        dependency_ids.setdefault(task.id, number)
+    normal_jobs = []
+    numbers = iter(task_ids)
+    for job, job_id in zip(jobs, job_ids, strict=True):
+        normal_tasks = tuple(_normal_task(task, next(numbers), dependency_ids, lost)
+                             for task in job.tasks)
+        if job_id is job.id and all(a is b for a, b in zip(normal_tasks, job.tasks,
+                                                            strict=True)):
+            normal_jobs.append(job)
+        else:
+            normal_jobs.append(replace(job, id=job_id, tasks=normal_tasks))
+    return tuple(normal_jobs)
+
+
+def _numbering(ids: list[Id], lost: set[str], path: str) -> list[Id]:
+    """The written ids: the ids themselves when all are int64 integers or all text, and
+    unique; otherwise 1..n in order."""
+    ints = all(type(value) is int and -_INT64 <= value < _INT64 for value in ids)
+    texts = all(type(value) is str for value in ids)
+    if (ints or texts) and len(set(ids)) == len(ids):
+        return ids
+    lost.add(path)
+    return list(range(1, len(ids) + 1))
+
+
+def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], lost: set[str]) -> Task:
+    changes: dict[str, Any] = {}
+    if new_id is not task.id:
+        changes["id"] = new_id
+    dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
+    if len(dependencies) != len(task.dependencies):
+        lost.add("task.dependencies")
+    if any(a is not b for a, b in zip(dependencies, task.dependencies, strict=False)) \
+            or len(dependencies) != len(task.dependencies):
+        changes["dependencies"] = dependencies
+    submit = task.submit_time_s
+    if not isinstance(submit, int | float) or isinstance(submit, bool) or math.isnan(submit):
+        changes["submit_time_s"] = 0.0
+        lost.add("task.submit_time_s")
+    for name, path in (("runtime_s", "task.runtime_s"),
+                       ("requested_time_s", "task.requested_time_s"),
+                       ("deadline_s", "task.deadline_s")):
+        value = getattr(task, name)
+        if value is not None and _not_a_number(value):
+            changes[name] = None
+            lost.add(path)
+    request = task.request
+    request_changes: dict[str, Any] = {}
+    if _not_a_number(request.cores):
+        request_changes["cores"] = 1.0
+        lost.add("task.request.cores")
+    if request.memory_mb is not None and _not_a_number(request.memory_mb):
+        request_changes["memory_mb"] = None
+        lost.add("task.request.memory_mb")
+    for name, default in (("nodes", 1), ("gpus", 0)):
+        value = getattr(request, name)
+        if type(value) is not int or not -_INT64 <= value < _INT64:
+            request_changes[name] = default
+            lost.add(f"task.request.{name}")
+    if request_changes:
+        changes["request"] = replace(request, **request_changes)
+    extras = {key: value for key, value in task.extras.items() if _numeric_extra(value)}
+    if len(extras) != len(task.extras):
+        changes["extras"] = extras
+        lost.add("task.extras")
+    for name in ("user", "group"):
+        if getattr(task, name) is not None and not isinstance(getattr(task, name), str):
+            changes[name] = None
+            lost.add(f"task.{name}")
+    return replace(task, **changes) if changes else task
+
+
+def _not_a_number(value: Any) -> bool:
+    return not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value)
+
+
+def _numeric_extra(value: Any) -> bool:
+    if type(value) is int:
+        return abs(value) <= FLOAT_EXACT
+    return type(value) is float and not math.isnan(value)
+
+
+def normal_form(document: Document) -> Document:
+    """Ids of one kind and unique, dependencies inside the workload, no NaN, int64 counts,
+    numeric extras, JSON workload attributes and extras (see the module docstring)."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    return _normalized(document)[1]
+
+
+# --------------------------------------------------------------------------- write
+
+
+def write(document: Document) -> WriteResult:
+    """Parquet bytes for ``normal_form(document)`` (no rows when there is no workload)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    workload = normal_form(document).workload or Workload()
+    columns = columns_of(workload) or WorkloadColumns.from_jobs(
+        tuple(_held_only(job) for job in workload.jobs))
+    if columns is None:
+        return WriteResult(b"", (error("internal error: the normal form has a value no "
+                                       "Parquet column holds", "parquet.unwritable"),))
+    table = pa.Table.from_arrays(*_arrays(columns))
+    header = {key: value for key, value in (
+        ("name", workload.name), ("description", workload.description),
+        ("time_origin", workload.time_origin), ("attributes", workload.attributes),
+        ("extras", workload.extras)) if value}
+    table = table.replace_schema_metadata({METADATA_KEY: json.dumps(
+        header, ensure_ascii=False).encode()})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return WriteResult(sink.getvalue())
+
+
+def _held_only(job: Job) -> Job:
+    """A job with only what Parquet holds (writers leave the rest out)."""
+    from dcx.core.model import ResourceRequest, StartMode
+
+    tasks = tuple(replace(task, request=ResourceRequest(
+        nodes=task.request.nodes, cores=task.request.cores, memory_mb=task.request.memory_mb,
+        gpus=task.request.gpus), start_mode=StartMode.ANY, start_time_s=None, preemptible=None,
+        image=None, image_size_mb=None) for task in job.tasks)
+    return replace(job, tasks=tasks, extras={})
+
+
+def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
+    import numpy as np
+    import pyarrow as pa
+
+    sizes = np.diff(columns.job_offsets)
+    rows = np.repeat(np.arange(columns.job_count), sizes)
+    ids = _id_array(columns.ids)
+    arrays: dict[str, Any] = {
+        "job_id": _id_array(columns.job_ids).take(pa.array(rows)),
+        "job_name": _string_array(columns.job_names, rows),
+        "job_user": _string_array(columns.job_users, rows),
+        "task_id": ids,
+        "submit_time_s": pa.array(np.ascontiguousarray(columns.submit_time_s, np.float64)),
+        "runtime_s": _nullable(columns.runtime_s),
+        "requested_time_s": _nullable(columns.requested_time_s),
+        "nodes": pa.array(np.ascontiguousarray(columns.nodes, np.int64)),
+        "cores": pa.array(np.ascontiguousarray(columns.cores, np.float64)),
+        "memory_mb": _nullable(columns.memory_mb),
+        "gpus": pa.array(np.ascontiguousarray(columns.gpus, np.int64)),
+        "dependencies": pa.ListArray.from_arrays(
+            pa.array(columns.dependency_offsets, pa.int64()).cast(pa.int32())
+            if len(columns.dependency_ids) < 2 ** 31 else pa.array(columns.dependency_offsets),
+            _id_array(columns.dependency_ids, ids.type)),
+        "deadline_s": _nullable(columns.deadline_s),
+        "user": _string_array(columns.user, None),
+        "group": _string_array(columns.group, None),
+    }
+    for key, column in columns.extras.items():
+        if column.values.dtype.kind == "i" or (column.integral is not None and bool(
+                np.all(column.integral[column.present]))
+                and bool(np.all(np.abs(column.values[column.present]) <= FLOAT_EXACT))):
+            values = pa.array(column.values.astype(np.int64), mask=~column.present)
+        else:
+            values = pa.array(column.values.astype(np.float64), mask=~column.present)
+        arrays[EXTRAS_PREFIX + key] = values
+    return list(arrays.values()), list(arrays)
+
+
+def _id_array(ids: Any, like: Any = None) -> Any:
+    import pyarrow as pa
+
+    if ids.dtype.kind == "O":
+        return pa.array(ids.tolist(), pa.string())
+    if like is not None and pa.types.is_string(like) and not len(ids):
+        return pa.array([], pa.string())
+    return pa.array(ids.astype("int64", copy=False), pa.int64())
+
+
+def _string_array(strings: Strings, rows: Any) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    codes = strings.codes if rows is None else strings.codes[rows]
+    dictionary = pa.array(list(strings.values), pa.string())
+    indices = pa.array(np.maximum(codes, 0).astype(np.int32), mask=codes < 0)
+    return pa.DictionaryArray.from_arrays(indices, dictionary).cast(pa.string())
+
+
+def _nullable(values: Any) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values, np.float64)
+    return pa.array(values, mask=np.isnan(values))
+
+
+CODES = (
+    Code("parquet.unreadable", "error", "The file is not a Parquet file dcx can read."),
+    Code("parquet.dependency-type", "error",
+         "Dependency ids are not of the task ids' type (int64 or string)."),
+    Code("parquet.metadata", "error",
+         "The dcx:workload metadata is not the JSON object the format describes."),
+    Code("parquet.null", "error", "A column that needs a value on every row has a null."),
+    Code("parquet.not-a-number", "error", "A time, amount or extras value is NaN."),
+    Code("parquet.split-job", "error", "The rows of one job are not consecutive."),
+    Code("parquet.job-fields", "error",
+         "Rows of one job disagree on the job's name or user."),
+    Code("parquet.unwritable", "error",
+         "Internal error: the normal form has a value no Parquet column holds."),
+    *dependency_codes("parquet"),
+)
+
+
+FORMAT = FormatDeclaration(
+    name="parquet",
+    title="Parquet workload columns",
+    family="trace",
+    kind="workload",
+    extensions=(".parquet",),
+    content=frozenset({"binary"}),
+    schema=SCHEMA,
+    description="The model's job and task columns in one Apache Parquet file.",
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    keeps_prefixed_extras=True,
+    codes=CODES,
+)
