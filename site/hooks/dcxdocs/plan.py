@@ -57,5 +57,6 @@ def build_plan(repo_root: Path) -> SitePlan:
         {"Guides": [{"pre-commit hook": "guides/pre-commit.md"},
                     {"Python API": "api.md"}]},
         {"Scheduler": "scheduler.md"},
+        {"Experiments": "experiments.md"},
     ]
     return plan
