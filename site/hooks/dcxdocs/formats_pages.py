@@ -37,9 +37,25 @@ def schema_files(spec: FormatDeclaration) -> list[str]:
 
 def divergences(docstring: str) -> str:
     """The ``Divergences`` section of a format's docstring, as Markdown ("" when absent)."""
+    body = _section(docstring, "Divergences")
+    return rst_to_markdown(_dedent_bullets(body)).strip() + "\n" if body else ""
+
+
+def model_mapping(docstring: str) -> str:
+    """The ``Model mapping`` section of a format's docstring, as Markdown ("" when absent):
+    its simple tables as pipe tables, the rest as text."""
+    body = _section(docstring, "Model mapping")
+    if not body:
+        return ""
+    return _simple_tables(body).strip() + "\n"
+
+
+def _section(docstring: str, title: str) -> str:
+    """The body of a section of a docstring (a title underlined with ``---``), up to the next
+    section's heading; "" when absent."""
     lines = docstring.splitlines()
     for start, line in enumerate(lines):
-        if line.strip() == "Divergences" and start + 1 < len(lines) and \
+        if line.strip() == title and start + 1 < len(lines) and \
                 _RST_UNDERLINE.match(lines[start + 1]):
             body: list[str] = []
             for index in range(start + 2, len(lines)):
@@ -48,8 +64,62 @@ def divergences(docstring: str) -> str:
                 if lines[index].strip() and next_is_underline:
                     break  # the next section's heading
                 body.append(lines[index])
-            return rst_to_markdown(_dedent_bullets("\n".join(body))).strip() + "\n"
+            return "\n".join(body)
     return ""
+
+
+_TABLE_RULE = re.compile(r"^=+(?: +=+)+ *$")
+
+
+def _simple_tables(text: str) -> str:
+    """reStructuredText simple tables (``=====  =====`` rules, a header row, rows whose
+    first column is blank continuing the row above) as Markdown pipe tables."""
+    lines = text.splitlines()
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        rule = lines[index]
+        if not _TABLE_RULE.match(rule):
+            prose: list[str] = []
+            while index < len(lines) and not _TABLE_RULE.match(lines[index]):
+                prose.append(lines[index])
+                index += 1
+            out.append(_markdown_text(_dedent_bullets("\n".join(prose))))
+            continue
+        starts = [match.start() for match in re.finditer(r"=+", rule)]
+        rows: list[list[str]] = []
+        rules = 1
+        index += 1
+        while index < len(lines) and rules < 3:
+            line = lines[index]
+            index += 1
+            if _TABLE_RULE.match(line):
+                rules += 1
+                continue
+            cells = [line[begin:end].strip() for begin, end in
+                     zip(starts, [*starts[1:], len(line) + 1], strict=True)]
+            if rows and not cells[0] and rules > 1:
+                rows[-1] = [f"{old} {new}".strip() for old, new in zip(rows[-1], cells,
+                                                                       strict=True)]
+            elif any(cells):
+                rows.append(cells)
+        if rows:
+            out.append("\n" + table(rows[0], [[_table_cell(c) for c in row]
+                                               for row in rows[1:]]))
+    return "\n".join(out)
+
+
+def _markdown_text(text: str) -> str:
+    """``literal`` and Sphinx roles (:class:`Task`) as Markdown code."""
+    return rst_to_markdown(re.sub(r":\w+:`([^`]+)`", r"``\1``", text))
+
+
+def _table_cell(text: str) -> str:
+    """A cell as Markdown: pipes escaped everywhere, angle brackets outside code spans (a
+    code span shows them as they are)."""
+    parts = _markdown_text(text).replace("|", "\\|").split("`")
+    return "`".join(part if number % 2 else part.replace("<", "&lt;").replace(">", "&gt;")
+                    for number, part in enumerate(parts))
 
 
 def _dedent_bullets(text: str) -> str:
@@ -153,6 +223,10 @@ def spec_page(spec: FormatDeclaration) -> str:
     schemas = schema_files(spec)
     parts = [f"# {spec.title}\n", f"{spec.description}\n", _facts(spec, schemas)]
     parts.append(_holds_section(spec))
+    mapping = model_mapping(spec.doc)
+    if mapping:
+        parts.append("## Model mapping\n\nHow the format's content maps onto dcx's model, "
+                     "from the format module's reference text.\n\n" + mapping)
     parts.append(_schema_section(spec, schemas))
     parts.append(_checks_section(spec))
     diverging = divergences(spec.doc)
