@@ -87,7 +87,7 @@ from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, InputError, ReadResult, WriteResult, error, warning
 from dcx.core.ids import id_from_text, with_required_ids
-from dcx.core.limits import LIMITS
+from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -98,6 +98,7 @@ from dcx.core.model import (
     ProcessingUnit,
     Rack,
     Room,
+    build,
 )
 
 XSD_NAME = "simgrid.xsd"
@@ -173,6 +174,11 @@ class _Reader:
 
 
 def read(data: bytes) -> ReadResult:
+    with paused_gc():
+        return _read(data)
+
+
+def _read(data: bytes) -> ReadResult:
     from dcx.parsing.xmlio import load_xsd, parse_xml, xsd_diagnostics
 
     try:
@@ -378,12 +384,13 @@ def _cluster(cluster: Any, reader: _Reader) -> Rack:
         _prop(child, props)
     cores = int(cluster.get("core", "1"))
     prefix, suffix = cluster.get("prefix"), cluster.get("suffix")
+    cpus = (ProcessingUnit(cores=cores, clock_rate_hz=clock),)  # frozen: shared by all
     machines = []
     for number in numbers:
         name = f"{prefix}{number}{suffix}"
         _register(name, cluster, reader)
-        machines.append(Machine(id=id_from_text(name), name=name, extras=dict(props),
-                                cpus=(ProcessingUnit(cores=cores, clock_rate_hz=clock),)))
+        machines.append(build(Machine, {"id": id_from_text(name), "name": name,
+                                        "extras": dict(props), "cpus": cpus}))
     extras = {PREFIX + name: cluster.get(name) for name in CLUSTER_REQUIRED + CLUSTER_OPTIONAL
               if cluster.get(name) is not None}
     return Rack(id=id_from_text(cluster.get("id")), slots=tuple(machines), extras=extras)
@@ -432,28 +439,46 @@ class _Normalizer:
 
     def machine(self, machine: Machine, position: int) -> Machine:
         lost = self.lost
-        cores = machine.core_count
-        # one CPU keeps its own clock; several merge as restrict merges sockets
-        clock = machine.cpus[0].clock_rate_hz if len(machine.cpus) == 1 \
-            else machine.clock_rate_hz
-        if not machine.cpus or cores < 1:
-            lost.add("machine.cpus")
-            cores = 1
-        if clock is not None and not (clock > 0 and math.isfinite(clock)):
-            lost.add("cpu.clock_rate_hz")
-            clock = None
-        cpu = machine.cpus[0] if machine.cpus else ProcessingUnit(cores=1)
-        cpus = (replace(cpu, cores=cores, clock_rate_hz=clock),)
-        extras = {key: value for key, value in machine.extras.items()
-                  if not key.startswith(PREFIX)  # restrict decides
-                  or (key.startswith(PROP_PREFIX) and _writable_text(key)
-                      and _writable_text(value))}
-        if len(extras) != len(machine.extras):
-            lost.add("machine.extras")
+        cpus = machine.cpus
+        if len(cpus) != 1 or cpus[0].cores < 1 or not _valid_clock(cpus[0].clock_rate_hz):
+            cores = machine.core_count
+            # several CPUs merge as restrict merges sockets
+            clock = cpus[0].clock_rate_hz if len(cpus) == 1 else machine.clock_rate_hz
+            if not cpus or cores < 1:
+                lost.add("machine.cpus")
+                cores = 1
+            if not _valid_clock(clock):
+                lost.add("cpu.clock_rate_hz")
+                clock = None
+            cpu = cpus[0] if cpus else ProcessingUnit(cores=1)
+            cpus = (replace(cpu, cores=cores, clock_rate_hz=clock),)
+        extras = machine.extras
+        if any(key.startswith(PREFIX) for key in extras):
+            extras = {key: value for key, value in extras.items()
+                      if not key.startswith(PREFIX)  # restrict decides
+                      or (key.startswith(PROP_PREFIX) and _writable_text(key)
+                          and _writable_text(value))}
+            if len(extras) != len(machine.extras):
+                lost.add("machine.extras")
         machine_id = self.unique(machine.id, f"node{position}", "machine.id")
-        if machine.name is not None and machine.name != str(machine_id):
+        name = str(machine_id)
+        if machine.name is not None and machine.name != name:
             lost.add("machine.name")  # the host's one name is its id
-        return replace(machine, id=machine_id, name=str(machine_id), cpus=cpus, extras=extras)
+        if machine_id is machine.id and name == machine.name and cpus is machine.cpus \
+                and extras is machine.extras:
+            return machine  # already in normal form: no copy per host
+        return Machine(**{**machine.__dict__, "id": machine_id, "name": name, "cpus": cpus,
+                          "extras": extras})
+
+
+def _shape(machine: Machine) -> tuple[int, float | None]:
+    """Cores and clock of a machine in normal form (one CPU): what a cluster's hosts share."""
+    cpu = machine.cpus[0]
+    return cpu.cores, cpu.clock_rate_hz
+
+
+def _valid_clock(clock: float | None) -> bool:
+    return clock is None or (clock > 0 and math.isfinite(clock))
 
 
 def _clock(machine: Machine) -> float | None:
@@ -473,21 +498,21 @@ def _cluster_numbers(rack: Rack) -> list[int] | None:
             extras[PREFIX + name]) for name in CLUSTER_REQUIRED):
         return None
     machines = rack.machines
-    if not machines or any(
-            (m.core_count, _clock(m), _props(m)) != (machines[0].core_count,
-                                                    _clock(machines[0]), _props(machines[0]))
-            for m in machines):
+    if not machines:
         return None
+    first = machines[0]
+    shape, first_props = _shape(first), _props(first)
     prefix, suffix = extras[PREFIX + "prefix"], extras[PREFIX + "suffix"]
+    number_text = re.compile(re.escape(prefix) + "(0|[1-9][0-9]{0,9})" + re.escape(suffix))
     numbers = []
     for machine in machines:
-        text = str(machine.id)
-        middle = text[len(prefix):len(text) - len(suffix)] if suffix else text[len(prefix):]
-        if not (text.startswith(prefix) and text.endswith(suffix)
-                and len(text) >= len(prefix) + len(suffix)
-                and re.fullmatch(r"0|[1-9][0-9]{0,9}", middle) and int(middle) <= INT32_MAX):
+        if _shape(machine) != shape or (machine.extras != first.extras
+                                     and _props(machine) != first_props):
             return None
-        numbers.append(int(middle))
+        found = number_text.fullmatch(str(machine.id))
+        if found is None or int(found.group(1)) > INT32_MAX:
+            return None
+        numbers.append(int(found.group(1)))
     if len(set(numbers)) != len(numbers):
         return None
     return numbers

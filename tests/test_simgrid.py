@@ -53,6 +53,24 @@ def test_examples_read_and_round_trip(path: Path) -> None:
     assert again.diagnostics == () and again.document == result.document
 
 
+@pytest.mark.corpus
+def test_simgrid_repository_platforms_read_and_round_trip(corpus_dir: Path) -> None:
+    """SimGrid's examples/platforms/*.xml, when the corpus has them: each reads (or fails
+    with located errors, as files with deprecated elements do) and rewrites exactly."""
+    folder = corpus_dir / "simgrid"
+    if not folder.is_dir():
+        pytest.skip(f"no simgrid/ in {corpus_dir} (simgrid/simgrid examples/platforms)")
+    paths = sorted(folder.rglob("*.xml"))
+    for path in paths:
+        result = simgrid.read(path.read_bytes())
+        if result.document is None:
+            assert all(d.line is not None for d in result.diagnostics), path.name
+            continue
+        again = simgrid.read(simgrid.write(result.document).data)
+        assert again.document == simgrid.normal_form(result.document), path.name
+    assert paths
+
+
 def test_clusters_expand_their_radical_and_keep_their_attributes() -> None:
     result = simgrid.read(EXAMPLES[0].read_bytes())
     racks = {rack.id: rack for rack in result.document.environment.racks()}
@@ -227,6 +245,22 @@ def test_any_document_reads_back_as_its_normal_form_restricted(document: Documen
     assert [d for d in result.diagnostics if d.code != "simgrid.not-held"] == []
     assert without_empty_parts(result.document, simgrid.HOLDS) == without_empty_parts(
         expected, simgrid.HOLDS)
+
+
+# ------------------------------------------------------------------------------ docs
+
+
+def test_the_format_page_shows_the_mapping_and_the_speed_choice() -> None:
+    import sys
+
+    sys.path.insert(0, str(REPO / "site" / "hooks"))
+    from dcxdocs import formats_pages
+
+    page = formats_pages.spec_page(simgrid.FORMAT)
+    assert "## Model mapping" in page and "one flop per\ncycle" in page
+    assert "\n\n| SimGrid | model |\n|---|---|\n| root `zone` |" in page
+    assert "| `host speed` | the CPU's `clock_rate_hz` (see Speed); `0f` is no clock rate |" \
+        in page
 
 
 # ------------------------------------------------------------------------------ CLI
