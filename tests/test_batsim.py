@@ -54,6 +54,21 @@ def test_examples_read_cleanly_and_round_trip(path: Path) -> None:
     assert again.diagnostics == () and again.document == result.document
 
 
+@pytest.mark.corpus
+def test_batsim_repository_workloads_read_and_round_trip(corpus_dir: Path) -> None:
+    """Batsim's own workloads/*.json (v4.2.1 and v5 names), when the corpus has them."""
+    folder = corpus_dir / "batsim"
+    if not folder.is_dir():
+        pytest.skip(f"no batsim/ in {corpus_dir} (oar-team/batsim workloads/*.json)")
+    paths = sorted(folder.rglob("*.json"))
+    for path in paths:
+        result = batsim.read(path.read_bytes())
+        assert result.ok, f"{path.name}: {[d.render() for d in result.diagnostics][:2]}"
+        again = batsim.read(batsim.write(result.document).data)
+        assert again.document == batsim.normal_form(result.document), path.name
+    assert paths
+
+
 def test_delay_profiles_are_runtimes_and_compute_profiles_are_kept() -> None:
     result = batsim.read(EXAMPLES[0].read_bytes())
     tasks = list(result.document.workload.tasks())
