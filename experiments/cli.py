@@ -112,7 +112,8 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
         return status
 
     with Progress(len(found.pending), "reading inputs") as progress:
-        problems, failed = compile_pairs(found, lambda d: progress.say(d.render()))
+        problems, failed = compile_pairs(found, lambda d: progress.say(d.render()),
+                                         progress.advance)
     if failed:
         status = EXIT_INVALID
     to_run = sum(len(cells) for pair, cells in found.pending.items() if pair in problems)
@@ -127,6 +128,10 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
             _say(f"dcx experiment: error: {exc}")
             store.close()
             return EXIT_USAGE
+        except KeyboardInterrupt:
+            _say(f"dcx experiment: interrupted; {store.written} finished row(s) kept in "
+                 f"{out / 'results.parquet'}: run the same command again to go on")
+            raise
     if failures:
         status = EXIT_INVALID
         for line in failures[:20]:

@@ -15,7 +15,9 @@ retried ``RETRIES`` times before it counts as failed.
 
 from __future__ import annotations
 
+import math
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,7 @@ RETRIES = 2
 RESUBMISSIONS = 3
 TASKS_PER_THREAD = 4
 """The submission window: this many cells in flight per worker thread."""
+MIN_WINDOW = 8
 
 Pair = tuple[str, str]
 """(workload name, environment name)."""
@@ -109,8 +112,9 @@ def plan(experiment: Experiment, stored: set[str]) -> Plan:
     return found
 
 
-def compile_pairs(found: Plan,
-                  report: Callable[[Diagnostic], None]) -> tuple[dict[Pair, Problem], set[Pair]]:
+def compile_pairs(found: Plan, report: Callable[[Diagnostic], None],
+                  advance: Callable[[], None] = lambda: None,
+                  ) -> tuple[dict[Pair, Problem], set[Pair]]:
     """Read and compile each pending (workload, environment) pair once. Diagnostics go to
     ``report``; pairs that cannot be scheduled are returned as failed."""
     from dcx.scheduler.loading import load_problem
@@ -129,6 +133,7 @@ def compile_pairs(found: Plan,
                 failed.add(pair)
         else:
             failed.add(pair)
+        advance()
     return problems, failed
 
 
@@ -211,9 +216,23 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
             shipped[pair] = _scatter(client, problems[pair])
         return shipped[pair]
 
-    threads = sum(client.nthreads().values()) or 1
-    window = max(threads * TASKS_PER_THREAD, 8)
     todo = tasks_of(found, problems)
+    sized_at = -math.inf
+    window = MIN_WINDOW
+
+    def top_up() -> None:
+        """Submit until the window is full; the window follows the cluster's threads (a
+        dask-jobqueue cluster grows while the sweep runs), asked at most once a second."""
+        nonlocal sized_at, window
+        if time.monotonic() - sized_at >= 1.0:
+            threads = sum(client.nthreads().values())
+            window = max(threads * TASKS_PER_THREAD, MIN_WINDOW)
+            sized_at = time.monotonic()
+        while running.count() < window:
+            following = next(todo, None)
+            if following is None:
+                return
+            running.add(submit(*following))
     submitted: dict[str, tuple[Pair, CellTask]] = {}
     resubmitted: dict[str, int] = {}
 
@@ -225,10 +244,7 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
                              retries=RETRIES)
 
     running = as_completed()
-    for pair, task in todo:
-        running.add(submit(pair, task))
-        if running.count() >= window:
-            break
+    top_up()
     for future in running:
         pair, task = submitted.pop(str(future.key))
         try:
@@ -245,9 +261,7 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
         else:
             on_result(result)
         future.release()
-        following = next(todo, None)
-        if following is not None:
-            running.add(submit(*following))
+        top_up()
 
 
 def _scatter(client: Any, problem: Problem, attempts: int = 20) -> Any:

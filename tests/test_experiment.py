@@ -246,7 +246,7 @@ def test_an_inline_run_then_report_renders_the_same_summary(
     assert (out / "plots" / "swf-small--own--event" / "jms.svg").is_file()
 
     (out / "summary.md").unlink()
-    assert main(["experiment", "--report", str(out / "results.parquet")]) == 0
+    assert main(["experiment", "--report", str(out / "results.parquet"), "--no-plots"]) == 0
     assert (out / "summary.md").read_text() == summary
 
 
@@ -263,3 +263,34 @@ def test_usage_errors_exit_2_and_invalid_files_exit_1(
     assert main(["experiment", str(missing), "--out", str(tmp_path / "o"),
                  "--workers", "0"]) == 1
     assert "nope.gwf: error: /: cannot read file" in capsys.readouterr().err
+
+
+def test_an_interrupted_sweep_keeps_its_finished_rows_and_the_rerun_does_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from dcx.experiments import execute
+
+    real_run_cell = execute.run_cell
+    done: list[str] = []
+
+    def interrupted_after_seven(problem: object, task: object) -> object:
+        if len(done) == 7:
+            raise KeyboardInterrupt
+        result = real_run_cell(problem, task)  # type: ignore[arg-type]
+        done.append(result.key)
+        return result
+
+    monkeypatch.setattr(execute, "run_cell", interrupted_after_seven)
+    out = tmp_path / "out"
+    assert main(["experiment", str(EXAMPLE), "--out", str(out), "--workers", "0",
+                 "--no-plots"]) == 2
+    assert "interrupted; 7 finished row(s) kept" in capsys.readouterr().err
+    kept = pq.read_table(out / "results.parquet").column("cell_key").to_pylist()
+    assert kept == done
+
+    monkeypatch.setattr(execute, "run_cell", real_run_cell)
+    assert main(["experiment", str(EXAMPLE), "--out", str(out), "--workers", "0",
+                 "--no-plots"]) == 0
+    assert "20 cell(s), 7 already stored, 13 to run" in capsys.readouterr().err
+    keys = pq.read_table(out / "results.parquet").column("cell_key").to_pylist()
+    assert len(keys) == len(set(keys)) == 20 and keys[:7] == done
