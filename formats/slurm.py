@@ -40,7 +40,7 @@ other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, t
 ``Features``                           ``features``, in order
 ``State``                              ``state`` and ``state_label`` (table below)
 ``NodeAddr``, ``NodeHostname``,        ``extras["slurm:<Key>"]``: per node (one host of
-``BcastAddr``                          the line's hostlist each)
+``BcastAddr``                          the line's hostlist each; IPv6 addresses too)
 ``Weight``, ``Reason``, ``Port``, ...  ``extras["slurm:<Key>"]``: the value as written
 ``ClusterName``                        ``Environment.name`` (double-quoted when it has
                                        blanks; Slurm lower-cases it for accounting)
@@ -234,6 +234,8 @@ WORD_FOR: dict[MachineState, str | None] = {
 _PAIR = re.compile(r'[ \t\f\v]*([A-Za-z0-9_.]+)[ \t\f\v]*=[ \t\f\v]*(?:"([^"]*)"|(\S+))'
                    r'(?=[ \t\f\v]|$)')
 _NODE_NAME = re.compile(r"[A-Za-z0-9._+@-]+")
+_ADDRESS = re.compile(r"[A-Za-z0-9._+@:%-]+")
+"""Addresses may also be IPv6 (``fe80::1``, ``fe80::1%eth0``)."""
 _WORD = re.compile(r'[^\s,"#=\\]+')
 _GRES_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _GRES_TYPE = re.compile(r"[A-Za-z0-9_.+-]*[A-Za-z_.+-][A-Za-z0-9_.+-]*")
@@ -371,15 +373,16 @@ class _SlurmHostlistError(ValueError):
         self.reason = reason
 
 
-def expand_hostlist(text: str, limit: int = MAX_NODES) -> list[str]:
+def expand_hostlist(text: str, limit: int = MAX_NODES,
+                    characters: re.Pattern[str] = _NODE_NAME) -> list[str]:
     """The hosts of a Slurm hostlist, in order; ``_SlurmHostlistError`` names the position
-    and the reason."""
+    and the reason. Outside brackets, names consist of ``characters``."""
     hosts: list[str] = []
     for expression, offset in _expressions(text):
         if expression == "":
             raise _SlurmHostlistError(offset, "empty host name (doubled, leading or trailing "
                                       "comma)")
-        hosts.extend(_expand_expression(expression, offset, limit - len(hosts)))
+        hosts.extend(_expand_expression(expression, offset, limit - len(hosts), characters))
         if len(hosts) > limit:
             raise _SlurmHostlistError(offset, f"more than {limit:,} hosts")
     return hosts
@@ -398,14 +401,15 @@ def _expressions(text: str) -> Iterator[tuple[str, int]]:
     yield text[start:], start
 
 
-def _expand_expression(expression: str, offset: int, budget: int) -> list[str]:
+def _expand_expression(expression: str, offset: int, budget: int,
+                       characters: re.Pattern[str]) -> list[str]:
     last_close = expression.rfind("]")
     if last_close >= 0 and last_close != len(expression) - 1 and "[" in expression:
         raise _SlurmHostlistError(offset + last_close + 1, "text after the last bracket "
                                   "(Slurm reads none)")
     if expression.count("[") <= 1:
         for position, char in enumerate(expression):
-            if char not in "[]" and not _NODE_NAME.fullmatch(char) and char not in ",-":
+            if char not in "[],-" and not characters.fullmatch(char):
                 raise _SlurmHostlistError(offset + position,
                                           f"character {char!r} cannot appear in a host name")
         try:
@@ -429,7 +433,7 @@ def _expand_expression(expression: str, offset: int, budget: int) -> list[str]:
         if closing < 0:
             raise _SlurmHostlistError(offset + opening, "'[' is never closed")
         for index, char in enumerate(literal):
-            if not _NODE_NAME.fullmatch(char):
+            if not characters.fullmatch(char):
                 raise _SlurmHostlistError(offset + position + index,
                                           f"character {char!r} cannot appear in a host name")
         try:
@@ -723,9 +727,10 @@ def _nodes(lines: list[_Line], reader: _Reader, gres_types: set[str]) -> list[_N
     return nodes
 
 
-def _hosts(pair: _Pair, reader: _Reader) -> list[str] | None:
+def _hosts(pair: _Pair, reader: _Reader,
+           characters: re.Pattern[str] = _NODE_NAME) -> list[str] | None:
     try:
-        return expand_hostlist(pair.value)
+        return expand_hostlist(pair.value, characters=characters)
     except _SlurmHostlistError as problem:
         reader.at(pair, f"invalid hostlist {pair.value!r}: {problem.reason} (character "
                   f"{problem.position + 1})", "slurm.hostlist", offset=problem.position)
@@ -746,7 +751,7 @@ def _node(line: _Line, values: dict[str, _Pair], reader: _Reader,
     for key in _ADDRESS_KEYS:
         if key not in values:
             continue
-        hosts = _hosts(values[key], reader)
+        hosts = _hosts(values[key], reader, _ADDRESS)
         if hosts is None:
             return None
         if len(hosts) != len(names):
@@ -1131,7 +1136,7 @@ class _Normalizer:
                                                                  frozenset())
         for key in _ADDRESS_KEYS:
             value = extras.get(PREFIX + key)
-            if isinstance(value, str) and is_node_name(value):
+            if isinstance(value, str) and _ADDRESS.fullmatch(value):
                 kept[PREFIX + key] = value
         if len(kept) != len(extras):
             self.lost.add("machine.extras")

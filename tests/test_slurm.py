@@ -437,3 +437,11 @@ def test_hostlists_built_to_explode_are_refused_before_they_are_expanded() -> No
         diagnostic.message
     text = "".join(f"NodeName=l{line}n[0-599999]\n" for line in range(2))
     assert [d.code for d in _read(text).diagnostics] == ["slurm.too-large"]
+
+
+def test_addresses_may_be_ipv6() -> None:
+    machines = _machines("NodeName=n[1-2] NodeAddr=fe80::1,fe80::2%eth0\n")
+    assert [m.extras["slurm:NodeAddr"] for m in machines] == ["fe80::1", "fe80::2%eth0"]
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=tuple(machines)),)),)),)))
+    assert slurm.read(slurm.write(document).data).document == document
