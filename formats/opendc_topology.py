@@ -30,6 +30,18 @@ Mapping
   ``opendc-topology:<key>`` of the machine; the model's CPU power draw is not a power model,
   so it is not mapped onto one.
 
+Dialects
+--------
+
+OpenDC has two topology readers with different spellings: opendc-compute-topology's
+(``memory.memorySize``, ``cpu.arch``, power models with ``modelType``,
+``cpuDistributionPolicy``) and the SDK's (``memory.size``, ``cpu.architecture``, power models
+with ``type``, ``cpuDistribution``; a cluster's ``count`` repeats it). dcx reads both: a
+file whose hosts spell memory ``size`` is an SDK file (its clusters are repeated ``count``
+times, and ``Environment.extras["opendc-topology:dialect"]`` is ``"sdk"``, so that the
+writer spells it the same way); any other file is the topology reader's, which other
+formats are written as.
+
 Units: a quantity is a number with a unit (``"2.4 GHz"``, ``"192 GiB"``, ``"128 GB"``:
 ``K M G T`` are powers of 1,000, ``Ki Mi Gi Ti`` of 1,024; ``b``/``bit`` bits, ``B``/
 ``byte`` bytes; frequency units in any case) or a bare number, which OpenDC takes as MHz or
@@ -55,13 +67,14 @@ Divergences
 -----------
 
 1. OpenDC's topology reader declares a cluster ``count`` and never uses it (the SDK's
-   reader repeats the cluster); dcx reads a cluster once, warns, and keeps the count.
+   reader repeats the cluster); in a file of the topology reader's spelling, dcx reads a
+   cluster once, warns, and keeps the count.
 2. Unknown keys: OpenDC's lenient reader ignores them with one warning and its strict
    reader fails; dcx warns about each (a conformance warning) and does not keep them.
 3. A host or CPU ``count`` of 0 (or below) is accepted by the topology reader (no host, or
    an exception); dcx requires at least 1, as the SDK does.
-4. The SDK's newer topology (``memory.size``, ``cpu.architecture``, ``PowerSpec.type``) is
-   a different file; dcx reads the topology reader's keys.
+4. A host that ``importFrom``s another file (the CLI's experiment files) is refused: dcx
+   reads one file.
 """
 
 from __future__ import annotations
@@ -103,25 +116,59 @@ DEFAULT_HOST_NAME = "Host"
 
 MEMORY_MEMBERS = PREFIX + "memory"
 GPU_MEMBERS = PREFIX + "gpu"
-KEPT_HOST_KEYS = ("cpuPowerModel", "gpuPowerModel", "cpuDistributionPolicy",
-                  "gpuDistributionPolicy")
-KEPT_CLUSTER_KEYS = ("count", "powerSource", "battery")
-
-_ROOT_KEYS = frozenset({"clusters"})
-_CLUSTER_KEYS = frozenset({"name", "hosts", *KEPT_CLUSTER_KEYS})
-_HOST_KEYS = frozenset({"name", "count", "cpu", "memory", "gpu", *KEPT_HOST_KEYS})
-_CPU_KEYS = frozenset({"coreCount", "coreSpeed", "count", "modelName", "vendor", "arch"})
-_MEMORY_KEYS = frozenset({"memorySize", "memorySpeed", "modelName", "vendor", "arch"})
-_GPU_KEYS = frozenset({"count", "coreCount", "coreSpeed", "memorySize", "memoryBandwidth",
-                       "vendor", "modelName", "architecture", "virtualizationOverHeadModel"})
+DIALECT = PREFIX + "dialect"
+"""``Environment.extras`` key: ``SDK_FILE`` for a file in the SDK's spelling (see Dialects)."""
+SDK_FILE = "sdk"
 _GPU_MAPPED = frozenset({"count", "coreCount", "coreSpeed", "vendor", "modelName"})
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The keys one of OpenDC's two topology readers reads."""
+
+    name: str
+    memory_size: str
+    cpu_arch: str
+    kept_host_keys: tuple[str, ...]
+    """Host members kept as written under ``opendc-topology:<key>``."""
+    kept_cluster_keys: tuple[str, ...]
+    cluster: frozenset[str]
+    host: frozenset[str]
+    cpu: frozenset[str]
+    memory: frozenset[str]
+    gpu: frozenset[str]
+    gpu_memory: str
+
+
+def _dialect(name: str, memory_size: str, memory_speed: str, arch: str, policies: str,
+             gpu_memory: str, gpu_overhead: str, counts_clusters: bool) -> Dialect:
+    kept_host = ("cpuPowerModel", "gpuPowerModel", f"cpu{policies}", f"gpu{policies}")
+    kept_cluster = ("powerSource", "battery") if counts_clusters else (
+        "count", "powerSource", "battery")
+    return Dialect(
+        name=name, memory_size=memory_size, cpu_arch=arch, kept_host_keys=kept_host,
+        kept_cluster_keys=kept_cluster, gpu_memory=gpu_memory,
+        cluster=frozenset({"name", "hosts", "count", "powerSource", "battery"}),
+        host=frozenset({"name", "count", "cpu", "memory", "gpu", *kept_host}),
+        cpu=frozenset({"coreCount", "coreSpeed", "count", "modelName", "vendor", arch}),
+        memory=frozenset({memory_size, memory_speed, "modelName", "vendor", arch}),
+        gpu=frozenset({"count", "coreCount", "coreSpeed", gpu_memory, "memoryBandwidth",
+                       "vendor", "modelName", "architecture", gpu_overhead}))
+
+
+TOPOLOGY_READER = _dialect("topology reader", "memorySize", "memorySpeed", "arch",
+                           "DistributionPolicy", "memorySize", "virtualizationOverHeadModel",
+                           counts_clusters=False)
+SDK = _dialect("SDK", "size", "speed", "architecture", "Distribution", "memory",
+               "virtualizationOverhead", counts_clusters=True)
+_ROOT_KEYS = frozenset({"clusters"})
 
 HOLDS = frozenset({
     "rack", "rack.name", "machine.name", "machine.cpus", "machine.cpus.sockets",
     "cpu.clock_rate_hz", "cpu.vendor", "machine.gpus", "gpu.cores", "gpu.clock_rate_hz",
     "gpu.vendor", "machine.memory", "machine.arch",
 })
-OWN_EXTRAS = frozenset({"rack.extras", "machine.extras"})
+OWN_EXTRAS = frozenset({"environment.extras", "rack.extras", "machine.extras"})
 REQUIRES = frozenset({"machine.name"})
 
 
@@ -224,8 +271,19 @@ MAX_UNITS = 4 * MAX_HOSTS
 """CPUs and GPUs all those hosts may have together."""
 
 
+def dialect_of(root: dict[str, Any]) -> Dialect:
+    """The SDK's when some host's memory has the SDK's ``size``, else the topology
+    reader's."""
+    for cluster in root["clusters"]:
+        for host in cluster["hosts"]:
+            if SDK.memory_size in host["memory"]:
+                return SDK
+    return TOPOLOGY_READER
+
+
 @dataclass
 class _Reader:
+    dialect: Dialect
     diagnostics: list[Diagnostic] = field(default_factory=list)
     uses: dict[str, int] = field(default_factory=dict)
     hosts_read: int = 0
@@ -273,23 +331,34 @@ class _Reader:
 
     def document(self, root: dict[str, Any]) -> Document:
         self.unknown_keys(root, _ROOT_KEYS, "")
-        racks = tuple(self.cluster(cluster, f"/clusters/{index}")
-                      for index, cluster in enumerate(root["clusters"]))
+        racks: list[Rack] = []
+        for index, cluster in enumerate(root["clusters"]):
+            racks.extend(self.clusters(cluster, f"/clusters/{index}"))
+        extras = {DIALECT: SDK_FILE} if self.dialect is SDK else {}
         return Document(environment=Environment(datacenters=(Datacenter(rooms=(
-            Room(racks=racks),)),)))
+            Room(racks=tuple(racks)),)),), extras=extras))
 
-    def cluster(self, cluster: dict[str, Any], pointer: str) -> Rack:
-        self.unknown_keys(cluster, _CLUSTER_KEYS, pointer)
-        if cluster.get("count", 1) != 1:
+    def clusters(self, cluster: dict[str, Any], pointer: str) -> list[Rack]:
+        """The racks of a cluster entry: ``count`` of them for the SDK, one for the
+        topology reader (which ignores the count)."""
+        dialect = self.dialect
+        self.unknown_keys(cluster, dialect.cluster, pointer)
+        copies = cluster.get("count", 1)
+        if copies != 1 and dialect is TOPOLOGY_READER:
             self.diagnostics.append(warning(
-                f"cluster count {cluster['count']}: OpenDC's topology reader ignores it (the "
-                "SDK repeats the cluster); dcx reads the cluster once",
-                "opendc-topology.cluster-count", pointer=pointer + "/count"))
-        machines: list[Machine | None] = []
-        for index, host in enumerate(cluster["hosts"]):
-            machines.extend(self.hosts(host, f"{pointer}/hosts/{index}"))
-        extras = {PREFIX + key: cluster[key] for key in KEPT_CLUSTER_KEYS if key in cluster}
-        return Rack(name=cluster.get("name"), slots=tuple(machines), extras=extras)
+                f"cluster count {copies}: OpenDC's topology reader ignores it (the SDK repeats "
+                "the cluster); dcx reads the cluster once", "opendc-topology.cluster-count",
+                pointer=pointer + "/count"))
+            copies = 1
+        extras = {PREFIX + key: cluster[key] for key in dialect.kept_cluster_keys
+                  if key in cluster}
+        racks = []
+        for _ in range(copies):
+            machines: list[Machine | None] = []
+            for index, host in enumerate(cluster["hosts"]):
+                machines.extend(self.hosts(host, f"{pointer}/hosts/{index}"))
+            racks.append(Rack(name=cluster.get("name"), slots=tuple(machines), extras=extras))
+        return racks
 
     def within_budget(self, host: dict[str, Any], pointer: str) -> bool:
         copies = host.get("count", 1)
@@ -305,28 +374,35 @@ class _Reader:
         return False
 
     def hosts(self, host: dict[str, Any], pointer: str) -> list[Machine]:
-        self.unknown_keys(host, _HOST_KEYS, pointer)
+        dialect = self.dialect
+        self.unknown_keys(host, dialect.host, pointer)
         if not self.within_budget(host, pointer):
             return []
         cpu, memory, gpu = host["cpu"], host["memory"], host.get("gpu")
-        self.unknown_keys(cpu, _CPU_KEYS, pointer + "/cpu")
-        self.unknown_keys(memory, _MEMORY_KEYS, pointer + "/memory")
+        self.unknown_keys(cpu, dialect.cpu, pointer + "/cpu")
+        self.unknown_keys(memory, dialect.memory, pointer + "/memory")
         clock = self.frequency(cpu["coreSpeed"], pointer + "/cpu/coreSpeed")
         unit = ProcessingUnit(cores=cpu["coreCount"], clock_rate_hz=clock,
                               manufacturer=cpu.get("vendor"), model=cpu.get("modelName"))
-        capacity = self.size(memory["memorySize"], pointer + "/memory/memorySize")
-        extras: Extras = {PREFIX + key: host[key] for key in KEPT_HOST_KEYS if key in host}
-        rest = {key: value for key, value in memory.items() if key != "memorySize"}
+        size_key = dialect.memory_size
+        if size_key not in memory:
+            self.diagnostics.append(error(
+                f"memory has no {size_key!r}: this file is in the {dialect.name}'s spelling "
+                f"(memory {size_key!r}), and OpenDC reads a file in one spelling",
+                "opendc-topology.dialect", pointer=pointer + "/memory"))
+            return []
+        capacity = self.size(memory[size_key], f"{pointer}/memory/{size_key}")
+        extras: Extras = {PREFIX + key: host[key] for key in dialect.kept_host_keys
+                          if key in host}
+        rest = {key: value for key, value in memory.items() if key != size_key}
         if rest:
             extras[MEMORY_MEMBERS] = rest
-        if "memorySpeed" in memory:
-            self.frequency(memory["memorySpeed"], pointer + "/memory/memorySpeed")
         gpus: tuple[ProcessingUnit, ...] = ()
         if gpu is not None:
-            self.unknown_keys(gpu, _GPU_KEYS, pointer + "/gpu")
+            self.unknown_keys(gpu, dialect.gpu, pointer + "/gpu")
             gpu_clock = self.frequency(gpu["coreSpeed"], pointer + "/gpu/coreSpeed")
-            if "memorySize" in gpu:
-                self.size(gpu["memorySize"], pointer + "/gpu/memorySize")
+            if dialect.gpu_memory in gpu:
+                self.size(gpu[dialect.gpu_memory], f"{pointer}/gpu/{dialect.gpu_memory}")
             gpus = (ProcessingUnit(cores=gpu["coreCount"], clock_rate_hz=gpu_clock,
                                    manufacturer=gpu.get("vendor"),
                                    model=gpu.get("modelName")),) * gpu.get("count", 1)
@@ -335,10 +411,28 @@ class _Reader:
                 extras[GPU_MEMBERS] = rest
         shape = Machine(
             cpus=(unit,) * cpu.get("count", 1), gpus=gpus,
-            memory=(StorageUnit(capacity),) if capacity else (), arch=cpu.get("arch"),
+            memory=(StorageUnit(capacity),) if capacity else (), arch=cpu.get(dialect.cpu_arch),
             extras=extras)
         base = host.get("name", DEFAULT_HOST_NAME)
         return [replace(shape, name=self.unique_name(base)) for _ in range(host.get("count", 1))]
+
+
+_HOST_POINTER = re.compile(r"/clusters/(\d+)/hosts/(\d+)")
+
+
+def _imported(diagnostic: Diagnostic, root: Any) -> Diagnostic:
+    """A host that ``importFrom``s its definition (the CLI's experiment files) lacks its cpu
+    and memory here: say so rather than that ``cpu`` is missing."""
+    match = _HOST_POINTER.fullmatch(diagnostic.pointer)
+    if match is None or diagnostic.code != "schema.required":
+        return diagnostic
+    host = root["clusters"][int(match.group(1))]["hosts"][int(match.group(2))]
+    if not isinstance(host, dict) or "importFrom" not in host:
+        return diagnostic
+    return replace(diagnostic, code="opendc-topology.import",
+                   message=f"the host is imported from {host['importFrom']!r}; dcx reads one "
+                   "file and does not follow imports",
+                   hint="paste the imported host into the topology")
 
 
 def _escape(key: str) -> str:
@@ -349,10 +443,12 @@ def read(data: bytes) -> ReadResult:
     decoded, problems = load_json_object(data, "an OpenDC topology", "opendc-topology.root")
     if decoded is None:
         return ReadResult(None, tuple(problems))
-    structural = schema_diagnostics(SCHEMA, decoded.value, decoded.locator)
+    structural = list(dict.fromkeys(  # an imported host lacks cpu and memory: said once
+        _imported(d, decoded.value)
+        for d in schema_diagnostics(SCHEMA, decoded.value, decoded.locator)))
     if structural:
         return ReadResult(None, tuple(structural))
-    reader = _Reader()
+    reader = _Reader(dialect_of(decoded.value))
     document = reader.document(decoded.value)
     diagnostics = decoded.locator.place(reader.diagnostics)
     if has_errors(diagnostics):
@@ -388,7 +484,12 @@ class _Normalizer:
         return after
 
     def environment(self, environment: Environment) -> Environment:
-        return replace(environment, datacenters=tuple(replace(dc, rooms=tuple(
+        extras = environment.extras
+        # a file without hosts reads the same in both spellings: it is the topology reader's
+        if DIALECT in extras and (extras[DIALECT] != SDK_FILE or not any(
+                _writable(machine) for machine in environment.machines())):
+            extras = {key: value for key, value in extras.items() if key != DIALECT}
+        return replace(environment, extras=extras, datacenters=tuple(replace(dc, rooms=tuple(
             replace(room, racks=tuple(self.rack(rack) for rack in room.racks))
             for room in dc.rooms)) for dc in environment.datacenters))
 
@@ -480,8 +581,9 @@ def leaves_out(document: Document) -> str:
 def write(document: Document) -> WriteResult:
     """An OpenDC topology for ``normal_form(document)``: one cluster per rack."""
     environment = normal_form(document).environment or Environment()
+    dialect = SDK if environment.extras.get(DIALECT) == SDK_FILE else TOPOLOGY_READER
     bases: set[str] = set()
-    clusters = [_cluster(rack, bases) for datacenter in environment.datacenters
+    clusters = [_cluster(rack, bases, dialect) for datacenter in environment.datacenters
                 for room in datacenter.rooms for rack in room.racks]
     root = {"clusters": clusters}
     try:
@@ -500,7 +602,7 @@ def _unwritable(reason: str) -> WriteResult:
                                                "opendc-topology.unwritable"),))
 
 
-def _cluster(rack: Rack, bases: set[str]) -> dict[str, Any]:
+def _cluster(rack: Rack, bases: set[str], dialect: Dialect) -> dict[str, Any]:
     cluster: dict[str, Any] = {}
     if rack.name is not None:
         cluster["name"] = rack.name
@@ -509,14 +611,14 @@ def _cluster(rack: Rack, bases: set[str]) -> dict[str, Any]:
     index = 0
     while index < len(machines):
         first = machines[index]
-        shape = _host(first)
+        shape = _host(first, dialect)
         base = first.name or DEFAULT_HOST_NAME
         count = 1
         # OpenDC names the hosts of an entry base, base-0, base-1, … when base is new (the
         # normal form's names are unique, so it is): group while the names match
         while (index + count < len(machines) and base not in bases
                and machines[index + count].name == f"{base}-{count - 1}"
-               and _host(machines[index + count]) == shape):
+               and _host(machines[index + count], dialect) == shape):
             count += 1
         bases.add(base)
         host: dict[str, Any] = {"name": base}
@@ -526,7 +628,7 @@ def _cluster(rack: Rack, bases: set[str]) -> dict[str, Any]:
         hosts.append(host)
         index += count
     cluster["hosts"] = hosts
-    for key in KEPT_CLUSTER_KEYS:
+    for key in dialect.kept_cluster_keys:
         if PREFIX + key in rack.extras:
             cluster[key] = rack.extras[PREFIX + key]
     return cluster
@@ -544,23 +646,25 @@ def _unit_object(unit: ProcessingUnit, count: int) -> dict[str, Any]:
     return written
 
 
-def _host(machine: Machine) -> dict[str, Any]:
+def _host(machine: Machine, dialect: Dialect) -> dict[str, Any]:
     """A host entry without its name and count."""
     cpu = _unit_object(machine.cpus[0], len(machine.cpus))
     if machine.arch is not None:
-        cpu["arch"] = machine.arch
-    memory: dict[str, Any] = {"memorySize": size_text(machine.memory_mb)}
+        cpu[dialect.cpu_arch] = machine.arch
+    memory: dict[str, Any] = {dialect.memory_size: size_text(machine.memory_mb)}
     kept = machine.extras.get(MEMORY_MEMBERS)
     if isinstance(kept, dict):
-        memory.update({key: value for key, value in kept.items() if key != "memorySize"})
+        memory.update({key: value for key, value in kept.items()
+                       if key in dialect.memory and key != dialect.memory_size})
     host: dict[str, Any] = {"cpu": cpu, "memory": memory}
     if machine.gpus:
         gpu = _unit_object(machine.gpus[0], len(machine.gpus))
         kept = machine.extras.get(GPU_MEMBERS)
         if isinstance(kept, dict):
-            gpu.update({key: value for key, value in kept.items() if key not in _GPU_MAPPED})
+            gpu.update({key: value for key, value in kept.items()
+                        if key in dialect.gpu and key not in _GPU_MAPPED})
         host["gpu"] = gpu
-    for key in KEPT_HOST_KEYS:
+    for key in dialect.kept_host_keys:
         if PREFIX + key in machine.extras:
             host[key] = machine.extras[PREFIX + key]
     return host
@@ -580,6 +684,11 @@ CODES = (
     Code("opendc-topology.too-large", "error",
          "The host and CPU counts stand for more hosts or CPUs than dcx reads (a budget of "
          "`dcx.core.limits`)."),
+    Code("opendc-topology.import", "error",
+         "A host is imported from another file (importFrom), which dcx does not follow."),
+    Code("opendc-topology.dialect", "error",
+         "A host's memory is spelt for the other of OpenDC's two topology readers "
+         "(memorySize vs the SDK's size) than the rest of the file."),
     Code("opendc-topology.unwritable", "error",
          "The model has a value an OpenDC topology cannot carry (writing only)."),
 )

@@ -34,7 +34,7 @@ power_models = st.fixed_dictionaries({"modelType": st.sampled_from(["linear", "m
 
 
 @st.composite
-def host_kinds(draw: st.DrawFn) -> Machine:
+def host_kinds(draw: st.DrawFn, gpu_memory: str) -> Machine:
     """A machine without a name: what one host entry describes."""
     unit = ProcessingUnit(cores=draw(st.integers(1, 128)), clock_rate_hz=draw(clocks),
                           manufacturer=draw(st.none() | words), model=draw(st.none() | words))
@@ -48,7 +48,7 @@ def host_kinds(draw: st.DrawFn) -> Machine:
     if draw(st.booleans()):
         extras[opendc_topology.PREFIX + "cpuPowerModel"] = draw(power_models)
     if gpus and draw(st.booleans()):
-        extras[opendc_topology.GPU_MEMBERS] = {"memorySize": "40 GiB"}
+        extras[opendc_topology.GPU_MEMBERS] = {gpu_memory: "40 GiB"}
     return Machine(cpus=(unit,) * draw(st.integers(1, 2)), gpus=gpus,
                    memory=() if memory is None else (StorageUnit(memory),),
                    arch=draw(st.none() | st.sampled_from(["x86_64", "aarch64"])),
@@ -58,11 +58,13 @@ def host_kinds(draw: st.DrawFn) -> Machine:
 @st.composite
 def topology_environments(draw: st.DrawFn) -> Environment:
     serial = count()
+    sdk = draw(st.booleans())
+    dialect = opendc_topology.SDK if sdk else opendc_topology.TOPOLOGY_READER
     racks = []
     for _ in range(draw(st.integers(0, 3))):
         machines: list[Machine | None] = []
         for _ in range(draw(st.integers(0, 3))):
-            kind = draw(host_kinds())
+            kind = draw(host_kinds(dialect.gpu_memory))
             base = f"{draw(words)}{next(serial)}"
             copies = draw(st.integers(1, 3))
             names = [base] + [f"{base}-{n}" for n in range(copies - 1)]
@@ -70,4 +72,6 @@ def topology_environments(draw: st.DrawFn) -> Environment:
         extras = {opendc_topology.PREFIX + "powerSource": {"name": "grid"}} \
             if draw(st.booleans()) else {}
         racks.append(Rack(name=draw(st.none() | words), slots=tuple(machines), extras=extras))
-    return Environment(datacenters=(Datacenter(rooms=(Room(racks=tuple(racks)),)),))
+    sdk = sdk and any(rack.slots for rack in racks)  # only hosts say which spelling
+    return Environment(datacenters=(Datacenter(rooms=(Room(racks=tuple(racks)),)),),
+                       extras={opendc_topology.DIALECT: opendc_topology.SDK_FILE} if sdk else {})

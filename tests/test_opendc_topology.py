@@ -145,6 +145,32 @@ def test_the_stale_upstream_shape_is_refused_with_its_key() -> None:
         (d.code, d.pointer) for d in result.diagnostics]
 
 
+def test_the_sdk_spelling_is_read_and_written_back_and_repeats_clusters() -> None:
+    sdk_host = {"name": "h", "count": 2, "cpu": {"coreCount": 8, "coreSpeed": "2 GHz",
+                                                 "architecture": "aarch64"},
+                "memory": {"size": "64 GiB"},
+                "cpuPowerModel": {"type": "linear", "idlePower": "100 W", "maxPower": "200 W"}}
+    result = opendc_topology.read(topology(sdk_host, count=2))
+    assert result.ok and result.diagnostics == ()
+    environment_read = result.document.environment
+    assert environment_read.extras == {opendc_topology.DIALECT: opendc_topology.SDK_FILE}
+    assert [m.name for m in environment_read.machines()] == ["h", "h-0", "h-1", "h-2"]
+    assert next(environment_read.machines()).arch == "aarch64"
+    written = opendc_topology.write(result.document)
+    assert b'"size": "64 GiB"' in written.data and b"memorySize" not in written.data
+    assert opendc_topology.read(written.data).document == result.document
+
+
+def test_one_file_uses_one_spelling_and_imports_are_not_followed() -> None:
+    mixed = json.dumps({"clusters": [{"hosts": [
+        host(memory={"size": "1 GiB"}), host(name="b", memory={"memorySize": "1 GiB"})]}]})
+    result = opendc_topology.read(mixed.encode())
+    (found,) = [d for d in result.diagnostics if d.is_error]
+    assert (found.code, found.pointer) == ("opendc-topology.dialect", "/clusters/0/hosts/1/memory")
+    imported = opendc_topology.read(topology({"importFrom": "hosts/big.json", "count": 4}))
+    assert [d.code for d in imported.diagnostics] == ["opendc-topology.import"]
+
+
 def test_the_normal_form_names_merges_and_leaves_out_what_opendc_cannot_hold() -> None:
     xeon = ProcessingUnit(cores=8, clock_rate_hz=2.1e9, family="Xeon")
     other = ProcessingUnit(cores=4, clock_rate_hz=3.0e9)
