@@ -529,7 +529,7 @@ def _read(data: bytes) -> ReadResult:
             if lowered == "clustername":
                 cluster_name = pair.value
             elif lowered == "grestypes":
-                gres_types.update(item for item in pair.value.split(",") if item)
+                gres_types.update(item.lower() for item in pair.value.split(",") if item)
             else:
                 if lowered == "include":
                     reader.at(pair, "Include names another file; dcx reads this file alone "
@@ -878,7 +878,7 @@ def _gres(pair: _Pair | None, reader: _Reader, gres_types: set[str]) -> tuple[
                       "count of digits and an optional K, M, G, T or P", "slurm.gres",
                       offset=offset)
             return None
-        if name not in gres_types:
+        if name.lower() not in gres_types:
             reader.at(pair, f"Gres {name!r} is not listed in GresTypes (Slurm refuses the "
                       "node)", "slurm.gres-type", warn=True, offset=offset)
         kind = kinds[0] if kinds else None
