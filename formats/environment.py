@@ -67,6 +67,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from itertools import repeat
+from json.encoder import encode_basestring
 from typing import Any
 from urllib.parse import unquote
 
@@ -927,14 +928,27 @@ def write(document: Document) -> WriteResult:
     """Serialise the normal form. No topology is written as an empty one, which carries the
     same nothing (losses: Empty parts)."""
     environment = normalise(document.environment or Environment()).environment
-    return WriteResult(dumps_canonical(_Writer().document(environment)))
+    writer = _Writer(splice=True)
+    data = writer.serialised(writer.document(environment))
+    if data is None:  # a user's string looked like a placeholder: write machine by machine
+        data = dumps_canonical(_Writer(splice=False).document(environment))
+    return WriteResult(data)
 
 
 _ABSENT = object()
 
 
+_PLACEHOLDER = re.compile(r'"\\u0000dcx-units-([0-9]+)"')
+"""A group's units as the JSON text first holds them (``_Writer.serialised``)."""
+
+
 class _Writer:
-    def __init__(self) -> None:
+    def __init__(self, splice: bool = False) -> None:
+        self.splice = splice
+        """Put a placeholder for each group's units and render them as text afterwards:
+        ``json.dumps`` with an indent is Python code, a million small units take it
+        minutes, and the units of a group differ only in id and name."""
+        self.placeholders: list[tuple[MachineGroup, dict[str, Any]]] = []
         self.inherited: dict[tuple[str, ...], dict[str, Any]] = {}
         """Definition path -> what every machine naming it shares."""
         self.machine_bodies: dict[int, dict[str, Any]] = {}
@@ -1043,10 +1057,13 @@ class _Writer:
         _put(node, "name", rack.name)
         _put(node, "capacity", rack.capacity_units)
         _put(node, "power-capacity", rack.power_capacity_w)
-        units: list[dict[str, Any]] = []
+        units: list[dict[str, Any] | str] = []
         for part in slot_parts(rack.slots):
             if part is None:
                 units.append({"type": "EMPTY"})
+            elif isinstance(part, MachineGroup) and self.splice:
+                units.append(f"\0dcx-units-{len(self.placeholders)}")
+                self.placeholders.append((part, self.hardware(part.template, id(part))))
             elif isinstance(part, MachineGroup):
                 units.extend(self.members(part))
             else:
@@ -1081,6 +1098,32 @@ class _Writer:
             node.update(hardware)
             yield node
 
+    def serialised(self, root: dict[str, Any]) -> bytes | None:
+        """``dumps_canonical(root)`` with each group's units rendered in place of its
+        placeholder: the same text as writing every unit; ``None`` when the placeholders
+        cannot be found exactly once each."""
+        text = dumps_canonical(root).decode()
+        if not self.placeholders:
+            return text.encode()
+        pieces: list[str] = []
+        done = 0
+        seen: set[int] = set()
+        for match in _PLACEHOLDER.finditer(text):
+            index = int(match.group(1))
+            if index >= len(self.placeholders) or index in seen:
+                return None
+            seen.add(index)
+            indent = text[text.rfind("\n", 0, match.start()) + 1:match.start()]
+            if indent.strip():
+                return None
+            pieces.append(text[done:match.start()])
+            pieces.append(_rendered_units(*self.placeholders[index], indent))
+            done = match.end()
+        if len(seen) != len(self.placeholders):
+            return None
+        pieces.append(text[done:])
+        return "".join(pieces).encode()
+
     def hardware(self, machine: Machine, owner: int) -> dict[str, Any]:
         """A unit's keys after id, name and state: its ``$base`` and what differs from the
         definition, or its whole body; ``owner`` is the ``id`` of the machine or group the
@@ -1111,6 +1154,38 @@ class _Writer:
             body["storage"] = [_storage(unit) for unit in machine.storage]
         body.update(_native(machine.extras))
         return body
+
+
+def _rendered_units(group: MachineGroup, hardware: dict[str, Any], indent: str) -> str:
+    """A group's units as ``dumps_canonical`` writes them at ``indent`` in a list, the
+    shared keys rendered once (``_Writer.members`` gives the same units as objects)."""
+    template = group.template
+    shared = json.dumps({"state": template.state.value, **hardware}, indent=2,
+                        ensure_ascii=False, allow_nan=False).split("\n")[1:-1]
+    tail = "".join(f"{indent}{line}\n" for line in shared)
+    inner = indent + "  "
+    ids = group.ids if group.ids is not None else repeat(template.id, group.count)
+    names = group.names if group.names is not None else repeat(template.name, group.count)
+    id_line = f'{inner}"id": '
+    name_line = f'{inner}"name": '
+    close = f"{tail}{indent}}}"
+    units = []
+    for identity, name in zip(ids, names, strict=False):
+        unit = ["{\n"]
+        if identity is not None:
+            unit += (id_line, _json_scalar(identity), ",\n")
+        if name is not None:
+            unit += (name_line, encode_basestring(name), ",\n")
+        unit.append(close)
+        units.append("".join(unit))
+    return f",\n{indent}".join(units)
+
+
+def _json_scalar(value: Id) -> str:
+    """An id as ``json.dumps`` writes it (a string, or an integer that is no boolean)."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    return json.dumps(value)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -446,9 +446,12 @@ class HostGroup:
         if not self.ranges:
             yield self.prefix
             return
+        prefix = self.prefix.replace("{", "{{").replace("}", "}}")
+        suffix = self.suffix.replace("{", "{{").replace("}", "}}")
         for host_range in self.ranges:
-            for value in range(host_range.lo, host_range.hi + 1):
-                yield f"{self.prefix}{host_range.label(value)}{self.suffix}"
+            # one C-level format per host: ``label`` is zfill, i.e. zero padding to width
+            spelled = f"{prefix}{{:0{host_range.width}d}}{suffix}".format
+            yield from map(spelled, range(host_range.lo, host_range.hi + 1))
 
     def host(self, position: int) -> str:
         if not self.ranges:

@@ -57,10 +57,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Literal
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.groups import MachineGroup, machine_parts, part_count, part_template
 from dcx.core.model import (
     Environment,
     Id,
@@ -258,13 +260,35 @@ def _core_units(machine: Machine) -> int:
     return round(haizea_cpu * CORE_UNITS / HAIZEA_CPU_PER_CORE)
 
 
+def machine_shapes(environment: Environment) -> list[Machine]:
+    """What each machine of the table has but its id and name, in topology order: a
+    machine group's template once per member, so a group builds no single machines."""
+    return [
+        template
+        for part in machine_parts(environment)
+        for template in repeat(part_template(part), part_count(part))
+    ]
+
+
+def _member_ids_and_names(environment: Environment) -> Iterable[tuple[Id | None, str | None]]:
+    for part in machine_parts(environment):
+        if not isinstance(part, MachineGroup):
+            yield part.id, part.name
+            continue
+        template, count = part.template, part.count
+        ids = part.ids if part.ids is not None else repeat(template.id, count)
+        names = part.names if part.names is not None else repeat(template.name, count)
+        yield from zip(ids, names, strict=False)
+
+
 def compile_machines(environment: Environment) -> tuple[MachineTable, list[Diagnostic]]:
     diagnostics: list[Diagnostic] = []
-    machines: list[Machine] = list(environment.machines())
-    ids = tuple(machine.id for machine in machines)
+    machines = machine_shapes(environment)
+    members = list(_member_ids_and_names(environment))
+    ids = tuple(identity for identity, _ in members)
     labels = tuple(
-        str(machine.id if machine.id is not None else machine.name or f"#{index}")
-        for index, machine in enumerate(machines)
+        str(identity if identity is not None else name or f"#{index}")
+        for index, (identity, name) in enumerate(members)
     )
     capacity = tuple(_core_units(machine) for machine in machines)
     clocks = tuple(
@@ -697,7 +721,7 @@ def compile_problem(workload: Workload, environment: Environment,
     changes, change_diagnostics = compile_state_changes(environment, machines)
     diagnostics.extend(change_diagnostics)
     requested = _requested_resources(workload.tasks())
-    machines = _with_dimensions(machines, list(environment.machines()), requested)
+    machines = _with_dimensions(machines, machine_shapes(environment), requested)
     dimension_index = _dimension_index(machines.dimensions)
     fits = _FitCounter(machines)
     # demand per request object: readers share one request between identical tasks

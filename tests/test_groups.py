@@ -23,6 +23,7 @@ from dcx.core.groups import (
 )
 from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
 from dcx.core.restrict import dropped_field_counts, restrict
+from tests import strategies_environment as environment_strategies
 from tests.strategies import documents
 from tests.strategies_flux import r_environments
 
@@ -230,3 +231,80 @@ def test_a_million_ranks_read_and_write_back_as_groups() -> None:
     assert rack.slots._expanded is None
     assert rack.slots[20] == Machine(name="n20", rank=20, cpus=(ProcessingUnit(cores=4),),
                                      features=("big",))
+
+
+# ------------------------------------------------------------------------------ Haizea
+
+
+def test_a_haizea_node_set_reads_and_writes_back_as_one_group() -> None:
+    from dcx.formats import haizea
+
+    site = (b'<site><resource-types names="CPU Memory"/><nodes>'
+            b'<node-set numnodes="1000000"><res type="CPU" amount="400"/>'
+            b'<res type="Memory" amount="4096"/></node-set>'
+            b'<node-set numnodes="1"><res type="CPU" amount="100"/>'
+            b'<res type="Memory" amount="1024"/></node-set></nodes></site>')
+    result = haizea.FORMAT.read(site)
+    assert result.ok and result.document is not None
+    environment = result.document.environment
+    assert environment is not None and machine_count(environment) == 1_000_001
+    (rack,) = environment.racks()
+    assert isinstance(rack.slots, Slots)
+    group = rack.slots.parts[0]
+    assert isinstance(group, MachineGroup) and group.count == 1_000_000
+    assert group.template.core_count == 4 and group.template.memory_mb == 4096
+    document = haizea.FORMAT.normal_form(result.document)
+    written = haizea.FORMAT.write(document)
+    assert b'numnodes="1000000"' in written.data and b'numnodes="1"' in written.data
+    assert rack.slots._expanded is None
+
+
+# ------------------------------------------------------------------------------ scheduler
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents_with_runs())
+def test_the_scheduler_compiles_groups_into_the_table_of_their_machines(
+        document: Document) -> None:
+    from dcx.scheduler.problem import compile_machines, compile_problem
+
+    if document.environment is None:
+        return
+    grouped = _compacted(document)
+    assert grouped.environment is not None
+    assert compile_machines(grouped.environment) == compile_machines(document.environment)
+    if document.workload is not None:
+        assert compile_problem(document.workload, grouped.environment) == compile_problem(
+            document.workload, document.environment)
+
+
+# ------------------------------------------------------------------------------ environment
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(environment_strategies.environments())
+def test_environment_json_writes_and_normalises_groups_as_their_machines(
+        environment: Environment) -> None:
+    from dcx.formats import environment as environment_json
+
+    grouped = Document(environment=compact(environment))
+    single = Document(environment=_expanded(environment))
+    assert environment_json.write(grouped).data == environment_json.write(single).data
+    assert environment_json.normal_form(grouped) == environment_json.normal_form(single)
+    assert environment_json.normal_form_losses(grouped) == \
+        environment_json.normal_form_losses(single)
+    assert environment_json.leaves_out(grouped) == environment_json.leaves_out(single)
+
+
+def test_environment_json_writes_a_group_beside_a_string_like_its_placeholder() -> None:
+    from dcx.formats import environment as environment_json
+
+    cpu = ProcessingUnit(cores=2, clock_rate_hz=2e9)
+    group = MachineGroup(Machine(cpus=(cpu,)), 3, ids=range(3))
+    environment = replace(_environment(group), extras={"note": "\0dcx-units-0"})
+    written = environment_json.write(Document(environment=environment))
+    assert written.data == environment_json.write(
+        Document(environment=_expanded(environment))).data
+    result = environment_json.read(written.data)
+    assert result.ok and result.document is not None
+    assert result.document.environment == environment

@@ -20,6 +20,7 @@ from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
+from dcx.core.groups import MachineGroup, map_slots
 from dcx.core.model import (
     Annotation,
     Document,
@@ -152,16 +153,18 @@ def _environment_normal_form(environment: Environment) -> tuple[Environment, dic
     many machines changed there."""
     counts: dict[str, int] = {}
 
-    def normal(slot: Machine | None) -> Machine | None:
-        if slot is None:
-            return None
+    def normal(slot: Machine, members: int = 1) -> Machine:
         machine, lost = _machine_normal_form(slot)
         for field_path in lost:
-            counts[field_path] = counts.get(field_path, 0) + 1
+            counts[field_path] = counts.get(field_path, 0) + members
         return machine
 
+    def normal_group(group: MachineGroup) -> MachineGroup:
+        """A group's machines share their resources: normalised once, counted each."""
+        return replace(group, template=normal(group.template, group.count))
+
     datacenters = tuple(replace(datacenter, rooms=tuple(
-        replace(room, racks=tuple(replace(rack, slots=tuple(normal(slot) for slot in rack.slots))
+        replace(room, racks=tuple(replace(rack, slots=map_slots(rack.slots, normal, normal_group))
                                   for rack in room.racks))
         for room in datacenter.rooms)) for datacenter in environment.datacenters)
     return replace(environment, datacenters=datacenters), counts

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from dcx.core.diagnostics import error, warning
+from dcx.core.groups import MachineGroup, slots_of
 from dcx.core.model import (
     Datacenter,
     Environment,
@@ -85,14 +86,20 @@ def read_site(site: Any, context: Context) -> tuple[Environment, tuple[str, ...]
 
 
 def environment(node_sets: list[NodeSet], names: tuple[str, ...] | None) -> Environment:
-    machines: list[Machine] = []
+    """The site's machines: a node-set of several nodes is one group of identical
+    machines (nodes are positional: no ids or names)."""
+    parts: list[Machine | MachineGroup] = []
+    templates: list[Machine] = []
     for node_set in node_sets:
-        for _ in range(node_set.nodes):
-            machines.append(machine(node_set.capacity))
+        if node_set.nodes < 1:
+            continue
+        template = machine(node_set.capacity)
+        templates.append(template)
+        parts.append(template if node_set.nodes == 1 else MachineGroup(template, node_set.nodes))
     extras: dict[str, Any] = {}
-    if names is not None and list(names) != derived_type_names(machines):
+    if names is not None and list(names) != derived_type_names(templates):
         extras[RESOURCE_TYPES_KEY] = list(names)
-    rack = Rack(slots=tuple(machines))
+    rack = Rack(slots=slots_of(parts))
     return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras)
 
 

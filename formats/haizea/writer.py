@@ -16,6 +16,7 @@ from typing import Any
 from lxml import etree
 
 from dcx.core.diagnostics import InputError, WriteResult, error
+from dcx.core.groups import machine_parts, part_count, part_template
 from dcx.core.model import Document, Environment, Machine, NamedResource, StartMode, Task, Workload
 from dcx.formats.haizea.normalise import (
     attr_values,
@@ -123,16 +124,18 @@ def _site_element(environment: Environment, lease_types: Iterable[str],
                   parent: Any = None) -> Any:
     """Consecutive machines with identical capacities form one ``<node-set>``."""
     node_sets: list[tuple[int, Capacity]] = []
-    machines = list(environment.machines())
-    for machine in machines:
-        capacity = _machine_capacity(machine)
+    templates: list[Machine] = []
+    for part in machine_parts(environment):  # a group is its members, not expanded
+        template, count = part_template(part), part_count(part)
+        templates.append(template)
+        capacity = _machine_capacity(template)
         if node_sets and node_sets[-1][1] == capacity:
-            node_sets[-1] = (node_sets[-1][0] + 1, capacity)
+            node_sets[-1] = (node_sets[-1][0] + count, capacity)
         else:
-            node_sets.append((1, capacity))
+            node_sets.append((count, capacity))
     kept = environment.extras.get(RESOURCE_TYPES_KEY)
     names = [str(name) for name in kept] if isinstance(kept, list) else \
-        derived_type_names(machines)
+        derived_type_names(templates)
     for _, capacity in node_sets:
         names.extend(name for name, _ in capacity if name not in names)
     names.extend(name for name in lease_types if name not in names)
