@@ -294,6 +294,8 @@ def local_client(workers: int) -> tuple[Any, Any]:
 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                            host="127.0.0.1", dashboard_address=None,
+                           # no dashboard; its health endpoints on any free loopback port
+                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                            silence_logs=40)  # logging.ERROR: worker chatter is not ours
     return cluster, Client(cluster)
 

@@ -30,7 +30,8 @@ def local_cluster() -> Any:
     from distributed import LocalCluster
 
     return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        dashboard_address=None, silence_logs=40)
+                        dashboard_address=None, silence_logs=40,
+                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
 
 
 @pytest.fixture(scope="module")
