@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from dcx.converters.registry import detect, get, unrecognised_message
 from dcx.core.codes import Code
+from dcx.core.columns import columns_of
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
@@ -159,7 +160,10 @@ def _keeps(normalized: Document, part: str, target: FormatDeclaration) -> bool:
     if part == "environment":
         return "environment" in parts_of(normalized)
     workload = normalized.workload
-    return workload is not None and (any(job.tasks for job in workload.jobs) or (
+    columns = columns_of(workload)
+    has_tasks = (len(columns) > 0 if columns is not None
+                 else workload is not None and any(job.tasks for job in workload.jobs))
+    return workload is not None and (has_tasks or (
         bool(workload.annotations) and "workload.annotations" in target.holds))
 
 

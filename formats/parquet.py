@@ -64,6 +64,8 @@ from dcx.core.columns import (
     JobRows,
     Strings,
     WorkloadColumns,
+    all_distinct,
+    all_found,
     columns_of,
 )
 from dcx.core.declaration import FormatDeclaration
@@ -299,8 +301,7 @@ def _job_problems(job_keys: Any, starts: Any, job_offsets: Any, names: Strings,
 
     problems: list[Diagnostic] = []
     keys = job_keys[starts]
-    distinct = set(keys.tolist()) if keys.dtype.kind == "O" else np.unique(keys)
-    if len(distinct) != len(keys):
+    if not all_distinct(keys):
         seen: set[Any] = set()
         for index, key in enumerate(keys.tolist()):
             if key in seen:
@@ -389,22 +390,18 @@ def _reads_back(value: Any) -> bool:
 def _columns_in_normal_form(columns: WorkloadColumns) -> bool:
     """Whether columns read from a file (or built from a model) need no change: unique ids
     of one kind, dependencies inside the workload, unique job ids. (Columns hold no NaN.)"""
-    import numpy as np
 
     for ids in (columns.ids, columns.job_ids):
-        if ids.dtype.kind == "O":
-            values = ids.tolist()
-            if not all(type(value) is str for value in values) or \
-                    len(set(values)) != len(values):
-                return False
-        elif len(np.unique(ids)) != len(ids):
+        if ids.dtype.kind == "O" and not all(type(value) is str for value in ids.tolist()):
+            return False
+        if not all_distinct(ids):
             return False
     if columns.dependency_ids.dtype != columns.ids.dtype:
         return not len(columns.dependency_ids)
     known = set(columns.ids.tolist()) if columns.ids.dtype.kind == "O" else None
     if known is not None:
         return all(value in known for value in columns.dependency_ids.tolist())
-    return bool(np.all(np.isin(columns.dependency_ids, columns.ids)))
+    return all_found(columns.dependency_ids, columns.ids)
 
 
 def _normal_jobs(jobs: tuple[Job, ...], lost: set[str]) -> tuple[Job, ...]:
