@@ -84,15 +84,17 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, warning
 from dcx.core.limits import paused_gc
-from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload, build
 
 SCHEMA = "batsim.schema.json"
 
@@ -135,18 +137,26 @@ def sniff(data: bytes) -> bool:
     return b'"nb_res"' in head or (b'"subtime"' in head and b'"profile"' in head)
 
 
+@lru_cache(maxsize=1 << 16)
 def delay_profile_name(seconds: float) -> str:
     """The name dcx gives a delay profile of ``seconds``: ``delay120``, ``delay20.25``."""
     return f"delay{_number_text(seconds)}"
 
 
 def _number_text(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(value)
+    value = float(value)  # an int from a reader that keeps them has no is_integer (3.11)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
 def _json_number(value: float) -> int | float:
     """Integral seconds as JSON integers (``0``, not ``0.0``), others as they are."""
+    value = float(value)
     return int(value) if value.is_integer() and abs(value) < 1e16 else value
+
+
+def _number_json(value: float) -> str:
+    """``_json_number`` as JSON text."""
+    return _number_text(value)
 
 
 def _is_int(value: object) -> bool:
@@ -205,7 +215,8 @@ def _read(data: bytes) -> ReadResult:
                          "batsim.integer", pointer="/nb_res"))
     profiles: dict[str, Any] = root["profiles"]
     version = _check_profiles(profiles, checks)
-    tasks = [_job_task(index, job, profiles, checks) for index, job in enumerate(root["jobs"])]
+    uses = _profile_uses(profiles)
+    tasks = [_job_task(index, job, uses, checks) for index, job in enumerate(root["jobs"])]
     _check_ids(root["jobs"], checks)
     attributes: dict[str, Any] = {}
     for key, value in root.items():
@@ -228,7 +239,8 @@ def _read(data: bytes) -> ReadResult:
         extras[NB_RES_KEY] = root["nb_res"]
     if version == 5:
         extras[VERSION_KEY] = 5
-    workload = Workload(jobs=tuple(Job(id=task.id, tasks=(task,)) for task in built),
+    workload = Workload(jobs=tuple(build(Job, {"id": task.id, "tasks": (task,)})
+                                   for task in built),
                         attributes=attributes, extras=extras)
     return ReadResult(Document(workload=workload), tuple(checks.found))
 
@@ -282,24 +294,40 @@ def _check_profiles(profiles: dict[str, Any], checks: _Checks) -> int | None:
     return version
 
 
-def _job_task(index: int, job: dict[str, Any], profiles: dict[str, Any],
+_Profile = tuple[float | None, bool, int | None]
+"""What a job takes from its profile: the runtime of a delay, whether the task keeps the
+profile's name (not the one dcx gives that delay), the hosts a ``parallel`` profile is for."""
+
+
+def _profile_uses(profiles: dict[str, Any]) -> dict[str, _Profile]:
+    uses: dict[str, _Profile] = {}
+    for name, definition in profiles.items():
+        runtime = float(definition["delay"]) if _is_delay(definition) else None
+        hosts = len(definition["cpu"]) if definition["type"] in _PARALLEL_TYPES \
+            and "cpu" in definition else None
+        uses[name] = (runtime, runtime is None or name != delay_profile_name(runtime), hosts)
+    return uses
+
+
+def _job_task(index: int, job: dict[str, Any], profiles: dict[str, _Profile],
               checks: _Checks) -> Task | None:
     pointer = f"/jobs/{index}"
-    job_id = job["id"]
+    job_id, res = job["id"], job["res"]
     problems = len(checks.found)
-    for key in ("id", "res"):
-        value = job[key]
+    for key, value in (("id", job_id), ("res", res)):
         if not isinstance(value, str) and not _is_int(value):
             checks.add(error(f"{key} is {value!r}; Batsim needs a JSON integer"
                              + (" or a string" if key == "id" else ""), "batsim.integer",
                              pointer=f"{pointer}/{key}"))
-    seconds = {key: _finite(job[key]) for key in ("subtime", "walltime") if key in job}
-    for key, value in seconds.items():
-        if value is None:
-            checks.add(error(f"{key} {job[key]!r} is too large for Batsim's numbers",
-                             "batsim.number", pointer=f"{pointer}/{key}"))
-    walltime = seconds.get("walltime")
-    if walltime is not None and walltime <= 0:
+    submit = _finite(job["subtime"])
+    if submit is None:
+        checks.add(error(f"subtime {job['subtime']!r} is too large for Batsim's numbers",
+                         "batsim.number", pointer=f"{pointer}/subtime"))
+    walltime = _finite(job["walltime"]) if "walltime" in job else None
+    if walltime is None and "walltime" in job:
+        checks.add(error(f"walltime {job['walltime']!r} is too large for Batsim's numbers",
+                         "batsim.number", pointer=f"{pointer}/walltime"))
+    elif walltime is not None and walltime <= 0:
         if walltime == -1:
             checks.add(warning("walltime -1 means none in Batsim 4.x; 5.x refuses it (leave "
                                "the member out)", "batsim.walltime-none",
@@ -310,25 +338,25 @@ def _job_task(index: int, job: dict[str, Any], profiles: dict[str, Any],
                              pointer=f"{pointer}/walltime"))
         walltime = None
     name = job["profile"]
-    definition = profiles.get(name)
-    if definition is None:
+    use = profiles.get(name)
+    if use is None:
         checks.add(error(f"job {job_id!r} runs profile {name!r}, which the file does not "
                          "define", "batsim.unknown-profile", pointer=f"{pointer}/profile"))
-    elif definition["type"] in _PARALLEL_TYPES and "cpu" in definition \
-            and len(definition["cpu"]) != job["res"]:
-        checks.add(error(f"job {job_id!r} asks for {job['res']} hosts but its parallel profile "
-                         f"{name!r} is for {len(definition['cpu'])}", "batsim.profile-size",
+    elif use[2] is not None and use[2] != res:
+        checks.add(error(f"job {job_id!r} asks for {res} hosts but its parallel profile "
+                         f"{name!r} is for {use[2]}", "batsim.profile-size",
                          pointer=f"{pointer}/res"))
-    if definition is None or any(d.is_error for d in checks.found[problems:]):
+    if use is None or (len(checks.found) != problems
+                       and any(d.is_error for d in checks.found[problems:])):
         return None
-    runtime = float(definition["delay"]) if _is_delay(definition) else None
+    runtime, keeps_name, _ = use
     extras: Extras = {PREFIX + key: value for key, value in job.items()
-                      if key not in JOB_FIELDS}
-    if runtime is None or name != delay_profile_name(runtime):
+                      if key not in JOB_FIELDS} if len(job) > 4 else {}
+    if keeps_name:
         extras[PROFILE_KEY] = name
-    return Task(id=job_id, submit_time_s=seconds["subtime"] or 0.0, runtime_s=runtime,
-                requested_time_s=walltime, request=ResourceRequest(nodes=job["res"]),
-                extras=extras)
+    return build(Task, {"id": job_id, "submit_time_s": submit or 0.0, "runtime_s": runtime,
+                        "requested_time_s": walltime,
+                        "request": build(ResourceRequest, {"nodes": res}), "extras": extras})
 
 
 def _finite(value: int | float) -> float | None:
@@ -466,12 +494,17 @@ class _Normalizer:
                                     ("task.id", task.id, task_id)):
             if before is not after and before != after:
                 lost.add(path)
-        kept = self._job_extras(extras)
-        if runtime is None or name != delay_profile_name(runtime):
-            kept[PROFILE_KEY] = name
+        kept = self._job_extras(extras, None if runtime is not None
+                                and name == delay_profile_name(runtime) else name)
+        if (task_id is task.id and submit is task.submit_time_s and runtime is task.runtime_s
+                and requested is task.requested_time_s and nodes == request.nodes
+                and kept is extras):
+            return task  # already in normal form: no copy per task
+        if nodes != request.nodes:
+            request = replace(request, nodes=nodes)
         return Task(**{**task.__dict__, "id": task_id, "submit_time_s": submit,
                        "runtime_s": runtime, "requested_time_s": requested,
-                       "request": replace(request, nodes=nodes), "extras": kept})
+                       "request": request, "extras": kept})
 
     def _writable_name(self, name: object) -> bool:
         return isinstance(name, str) and bool(name) and not (
@@ -498,7 +531,12 @@ class _Normalizer:
             return _is_delay(definition) and definition["delay"] == runtime
         return self.generated.setdefault(name, runtime) == runtime
 
-    def _job_extras(self, extras: Extras) -> Extras:
+    def _job_extras(self, extras: Extras, profile: str | None) -> Extras:
+        """The task's extras with its ``batsim:`` keys as they read back: the profile name
+        when it is not the one dcx gives (``profile``), job members Batsim can write."""
+        if extras.get(PROFILE_KEY) == profile and not any(
+                key.startswith(PREFIX) and key != PROFILE_KEY for key in extras):
+            return extras
         kept: Extras = {}
         for key, value in extras.items():
             if not key.startswith(PREFIX):
@@ -508,6 +546,8 @@ class _Normalizer:
                     self.lost.add("task.extras")
                 else:
                     kept[key] = value
+        if profile is not None:
+            kept[PROFILE_KEY] = profile
         return kept
 
 
@@ -577,7 +617,9 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
             if new is not None:
                 kept.append(new)
         written.extend(kept)
-        if kept or not job.tasks:  # a job whose every task is left out goes with them
+        if len(kept) == len(job.tasks) and all(map(operator.is_, kept, job.tasks)):
+            jobs.append(job)  # already in normal form: no copy per job
+        elif kept or not job.tasks:  # a job whose every task is left out goes with them
             jobs.append(replace(job, tasks=tuple(kept)))
     lost = normalizer.lost
     attributes = {key: value for key, value in workload.attributes.items()
@@ -590,7 +632,7 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if any(key not in (PROFILES_KEY, NB_RES_KEY, VERSION_KEY)
            for key in workload.extras if key.startswith(PREFIX)):
         lost.add("workload.extras")
-    profiles = _still_kept(normalizer.profiles, written)
+    profiles = _still_kept(normalizer.profiles, written) if normalizer.profiles else {}
     if profiles:
         extras[PROFILES_KEY] = profiles
     nb_res = workload.extras.get(NB_RES_KEY)
@@ -637,37 +679,40 @@ def write(document: Document) -> WriteResult:
     tasks = list(workload.tasks())
     version = 5 if workload.extras.get(VERSION_KEY) == 5 else 4
     profiles: dict[str, Any] = dict(workload.extras.get(PROFILES_KEY, {}))
+    text = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
     jobs = []
     for task in tasks:
         name = task.extras.get(PROFILE_KEY)
         if task.runtime_s is not None:
             name = name if name is not None else delay_profile_name(task.runtime_s)
-            profiles.setdefault(name, {"type": DELAY_TYPE[version],
-                                       "delay": _json_number(task.runtime_s)})
-        job: dict[str, Any] = {"id": task.id, "subtime": _json_number(task.submit_time_s)}
+            if name not in profiles:
+                profiles[name] = {"type": DELAY_TYPE[version],
+                                  "delay": _json_number(task.runtime_s)}
+        # one line per job, written member by member (a dict and an encoder call per job
+        # cost more than the rest of the writer)
+        members = [f'{{"id": {text(task.id)}, "subtime": {_number_json(task.submit_time_s)}']
         if task.requested_time_s is not None:
-            job["walltime"] = _json_number(task.requested_time_s)
-        job["res"] = task.request.nodes
-        job["profile"] = name
-        job.update({key[len(PREFIX):]: value for key, value in task.extras.items()
-                    if key.startswith(PREFIX) and key != PROFILE_KEY})
-        jobs.append(job)
+            members.append(f'"walltime": {_number_json(task.requested_time_s)}')
+        members.append(f'"res": {task.request.nodes}, "profile": {text(name)}')
+        members.extend(f"{text(key[len(PREFIX):])}: {text(value)}"
+                       for key, value in task.extras.items()
+                       if key.startswith(PREFIX) and key != PROFILE_KEY)
+        jobs.append(", ".join(members) + "}")
     nb_res = workload.extras.get(NB_RES_KEY, _derived_nb_res(tasks))
     root: dict[str, Any] = {"nb_res": nb_res}
     root.update({key: value for key, value in workload.attributes.items() if ":" not in key})
     return WriteResult(_dumps(root, jobs, profiles))
 
 
-def _dumps(root: dict[str, Any], jobs: list[dict[str, Any]], profiles: dict[str, Any]) -> bytes:
+def _dumps(root: dict[str, Any], jobs: list[str], profiles: dict[str, Any]) -> bytes:
     """Batsim's own layout: one line per job and per profile (a trace of 100,000 jobs stays
     100,000 lines)."""
-    def text(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    text = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
     lines = ["{"]
     lines += [f"  {text(key)}: {text(value)}," for key, value in root.items()]
     lines.append('  "jobs": [' if jobs else '  "jobs": [],')
-    lines += [f"    {text(job)}{',' if index < len(jobs) - 1 else ''}"
+    lines += [f"    {job}{',' if index < len(jobs) - 1 else ''}"
               for index, job in enumerate(jobs)]
     if jobs:
         lines.append("  ],")

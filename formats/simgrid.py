@@ -619,6 +619,7 @@ def _speed_text(clock: float | None) -> str:
     keeps it exact (``2.4Gf``; SimGrid multiplies the number by the unit, as here)."""
     if clock is None:
         return "0f"
+    clock = float(clock)  # an int clock has no is_integer before Python 3.12
     for unit in ("Tf", "Gf", "Mf", "kf"):
         scale = SPEED_UNITS[unit]
         number = clock / scale
