@@ -217,6 +217,7 @@ _MODELLED_NODE_KEYS = _CPU_KEYS | {"NodeName", "RealMemory", "TmpDisk", "Gres", 
                                    "State"}
 _EXTRA_NODE_KEYS = tuple(key for key in NODE_KEYS if key not in _MODELLED_NODE_KEYS)
 """Node keys kept verbatim in ``Machine.extras``."""
+_PART_FIELDS = ("cpus", "gpus", "memory", "storage", "features", "resources", "state_label")
 _RESERVED_CONFIG = frozenset({"nodename", "partitionname", "clustername", "grestypes",
                               "include"})
 
@@ -971,28 +972,14 @@ def _whole(value: float, limit: int) -> int | None:
 @dataclass
 class _Normalizer:
     """Builds the normal form and records the held field paths it changes. Machines read from
-    one NodeName line share their parts (the same tuples), so each part is normalised once
-    per distinct object (``_shared``)."""
+    one NodeName line share their parts (the same tuples), so a part set is normalised once
+    (``_parts``)."""
 
     lost: set[str] = field(default_factory=set)
     taken: set[str] = field(default_factory=set)
     position: int = 0
     memo: dict[tuple[str, int], tuple[object, Any, frozenset[str]]] = field(
         default_factory=dict)
-
-    def _shared(self, kind: str, value: Any, compute: Any) -> Any:
-        """``compute(value)``, once per distinct ``value`` object, with the paths it loses."""
-        key = (kind, id(value))
-        hit = self.memo.get(key)
-        if hit is not None and hit[0] is value:
-            self.lost |= hit[2]
-            return hit[1]
-        saved, self.lost = self.lost, set()
-        result = compute(value)
-        delta = frozenset(self.lost)
-        self.lost = saved | delta
-        self.memo[key] = (value, result, delta)  # keeps value alive: its id stays its own
-        return result
 
     def machine(self, machine: Machine) -> Machine:
         self.position += 1
@@ -1004,24 +991,40 @@ class _Normalizer:
         self.taken.add(name)
         if machine.name is not None and name != machine.name:
             self.lost.add("machine.name")
-        cpus = self._shared("cpus", machine.cpus, self.cpus)
-        changes: dict[str, Any] = {
-            "name": name, "cpus": cpus, "gpus": self._shared("gpus", machine.gpus, self.gpus),
-            "memory": self._shared("memory", machine.memory, lambda units: self.capacity(
-                units, _UINT64, "machine.memory")),
-            "storage": self._shared("storage", machine.storage, lambda units: self.capacity(
-                units, _UINT32, "machine.storage")),
-            "features": self._shared("features", machine.features, self.features),
-            "resources": self._shared("resources", machine.resources, self.resources),
-            "state_label": self.label(machine.state, machine.state_label),
-            "extras": self.extras(machine.extras, cpus),
-        }
-        if all(getattr(machine, key) is value or getattr(machine, key) == value
-               for key, value in changes.items()):
+        parts = (machine.cpus, machine.gpus, machine.memory, machine.storage, machine.features,
+                 machine.resources, machine.state, machine.state_label)
+        normal = self._parts(parts)
+        extras = self.extras(machine.extras, normal[0])
+        # the part normalisers return the very objects they were given when nothing changes
+        if name == machine.name and extras is machine.extras and normal[6] == parts[7] and all(
+                after is before for after, before in zip(normal[:6], parts[:6], strict=True)):
             return machine
         values = dict(machine.__dict__)
-        values.update(changes)
+        values.update(zip(_PART_FIELDS, normal, strict=True))
+        values["name"], values["extras"] = name, extras
         return build(Machine, values)
+
+    def _parts(self, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The normal form of a machine's parts (all but its name and extras), once per part
+        set: the machines of one NodeName line share the same part objects."""
+        key = ("parts", hash(tuple(map(id, parts[:6])) + parts[6:]))
+        hit = self.memo.get(key)
+        if hit is not None and isinstance(hit[0], tuple) and hit[0][6:] == parts[6:] and all(
+                a is b for a, b in zip(hit[0][:6], parts[:6], strict=True)):
+            self.lost |= hit[2]
+            result: tuple[Any, ...] = hit[1]
+            return result
+        saved, self.lost = self.lost, set()
+        cpus, gpus, memory, storage, features, resources, state, label = parts
+        result = (self.cpus(cpus), self.gpus(gpus),
+                  self.capacity(memory, _UINT64, "machine.memory"),
+                  self.capacity(storage, _UINT32, "machine.storage"),
+                  self.features(features), self.resources(resources),
+                  self.label(state, label))
+        delta = frozenset(self.lost)
+        self.lost = saved | delta
+        self.memo[key] = (parts, result, delta)  # keeps the parts alive: their ids stay theirs
+        return result
 
     def cpus(self, cpus: tuple[ProcessingUnit, ...]) -> tuple[ProcessingUnit, ...]:
         kept = tuple(cpu for cpu in cpus if cpu.cores > 0)
