@@ -90,17 +90,20 @@ Writing
 The writer serialises ``normal_form(document)``: ``ClusterName``, the kept global lines,
 ``GresTypes``, then one ``NodeName`` line per run of consecutive nodes that differ only in
 their names and addresses (a compact hostlist; runs keep the machines' order), then the
-partitions. Machines without a name are named after their id, or ``node<N>`` (``requires``:
-``machine.name``); names Slurm cannot take (characters other than letters, digits and
-``._+@-``; ``ALL``; ``DEFAULT``; a name already taken) are replaced the same way (a
-``machine.name`` loss). Value restrictions of
-the normal form, each reported by the derived losses: sockets with different core counts
-become one socket; CPUs without cores are left out; memory and disk become whole megabytes;
-GPUs are grouped by type (a type is a GPU's ``model`` when it is a Slurm word; vendor fields
-other than ``model`` are dropped; a machine mixing typed and untyped GPUs loses the types);
-resources need a Slurm name, a whole amount and no unit; features need a Slurm word;
-``slurm:`` extras, partitions and global lines must read back as they are (a partition
-naming nodes that are gone is dropped).
+partitions. Sockets of one core without threads are written as ``CPUs=<sockets>`` alone
+(Slurm infers one core per socket), others as ``Sockets`` and ``CoresPerSocket``. Machines
+without a name are named after their id, or ``node<N>`` (``requires``: ``machine.name``);
+names Slurm cannot take (characters other than letters, digits and ``._+@-``; ``ALL``;
+``DEFAULT``; a name already taken) are replaced the same way (a ``machine.name`` loss).
+
+Value restrictions of the normal form, each reported by the derived losses: sockets with
+different core counts become one socket; CPUs without cores are left out; memory and disk
+(all modules or devices together) become whole megabytes; GPUs are grouped by type (a type
+is a GPU's ``model`` when it is a Slurm word; vendor fields other than ``model`` are
+dropped; a machine mixing typed and untyped GPUs loses the types); resources need a Slurm
+name, a whole amount and no unit; features need a Slurm word; ``slurm:`` extras, partitions
+and global lines must read back as they are (a partition naming nodes that are gone is
+dropped).
 
 Hostlists
 ---------
