@@ -71,7 +71,11 @@ Divergences
    ``execution`` is absent; dcx reads ``machines`` and files without an execution.
 3. The README calls a machine's ``cpu.coreCount`` fractional; the schema says integer, and
    dcx follows the schema.
-4. ``schemaVersion`` must be ``1.5``: a 1.4 file (flat ``workflow.tasks``) is refused with a
+4. WfCommons' instances made from Pegasus logs give ``executedAt`` as Pegasus writes it,
+   month-day-year (``05-10-23T16:23:32Z``), where the documentation asks for ISO 8601; dcx
+   reads that form as the ISO instant (2023-05-10T16:23:32Z) with a conformance warning, and
+   writes ISO 8601.
+5. ``schemaVersion`` must be ``1.5``: a 1.4 file (flat ``workflow.tasks``) is refused with a
    pointer to WfCommons' migration tool, and so is a 1.6 file (its additions are optional,
    so changing its version to 1.5 reads it).
 """
@@ -95,6 +99,7 @@ from dcx.core.diagnostics import (
     warning,
 )
 from dcx.core.ids import id_from_text, required_machine_name
+from dcx.core.limits import paused_gc
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -144,6 +149,8 @@ _EXEC_TASK_MAPPED = frozenset({"id", "runtimeInSeconds", "coreCount", "memoryInB
 _MACHINE_MAPPED = frozenset({"nodeName", "system", "architecture", "memoryInBytes", "cpu"})
 _CPU_MAPPED = frozenset({"coreCount", "speedInMHz", "vendor"})
 _REFERENCE = re.compile(r"[0-9A-Za-z_.#-]+")
+_PEGASUS_TIME = re.compile(r"(\d\d)-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)Z")
+"""Pegasus's ``%m-%d-%yT%H:%M:%SZ``, which WfCommons instances made from Pegasus logs use."""
 
 HOLDS = frozenset({
     "workload.name", "workload.description", "workload.time_origin", "task.id",
@@ -173,7 +180,8 @@ def read(data: bytes) -> ReadResult:
     if structural:
         return ReadResult(None, tuple(structural))
     reader = _Reader()
-    document = reader.document(root)
+    with paused_gc():
+        document = reader.document(root)
     diagnostics = decoded.locator.place(reader.diagnostics)
     if has_errors(diagnostics):
         return ReadResult(None, tuple(diagnostics))
@@ -234,17 +242,19 @@ class _Reader:
         known = set(ids)
         parents = [[id_from_text(p) for p in task["parents"]] for task in raw_tasks]
         children = [[id_from_text(c) for c in task["children"]] for task in raw_tasks]
+        parent_sets = [set(found) for found in parents]
+        child_sets = [set(found) for found in children]
         dependencies = [list(dict.fromkeys(found)) for found in parents]
-        where = [[f"/workflow/specification/tasks/{i}/parents/{j}"
-                  for j, _ in enumerate(found)] for i, found in enumerate(parents)]
-        where = [[where[i][found.index(p)] for p in dependencies[i]]
-                 for i, found in enumerate(parents)]
+        given = [len(found) for found in dependencies]
+        implied_where: dict[int, list[str]] = {}
         index_of = {task_id: index for index, task_id in reversed(list(enumerate(ids)))}
         for i, found in enumerate(parents):
-            self._repeated(found, f"/workflow/specification/tasks/{i}/parents")
+            if len(parent_sets[i]) != len(found):
+                self._repeated(found, f"/workflow/specification/tasks/{i}/parents")
         for i, found in enumerate(children):
             pointer = f"/workflow/specification/tasks/{i}/children"
-            self._repeated(found, pointer)
+            if len(child_sets[i]) != len(found):
+                self._repeated(found, pointer)
             for j, child in enumerate(found):
                 if child not in known:
                     self.diagnostics.append(error(
@@ -252,18 +262,18 @@ class _Reader:
                         "workflow", "wfformat.unknown-dependency", pointer=f"{pointer}/{j}"))
                     continue
                 target = index_of[child]
-                if ids[i] not in parents[target]:
+                if ids[i] not in parent_sets[target]:
                     self.diagnostics.append(warning(
                         f"task {ids[i]!r} lists {child!r} as a child, but {child!r} does not "
                         f"list {ids[i]!r} as a parent", "wfformat.asymmetric-dependency",
                         pointer=f"{pointer}/{j}"))
-                    if ids[i] not in dependencies[target]:
+                    if ids[i] not in dependencies[target][given[target]:]:
                         dependencies[target].append(ids[i])
-                        where[target].append(f"{pointer}/{j}")
+                        implied_where.setdefault(target, []).append(f"{pointer}/{j}")
         for i, found in enumerate(parents):
             for j, parent in enumerate(found):
                 target = index_of.get(parent)
-                if target is not None and ids[i] not in children[target]:
+                if target is not None and ids[i] not in child_sets[target]:
                     self.diagnostics.append(warning(
                         f"task {ids[i]!r} lists {parent!r} as a parent, but {parent!r} does "
                         f"not list {ids[i]!r} as a child", "wfformat.asymmetric-dependency",
@@ -272,7 +282,10 @@ class _Reader:
         def locate(index: int, dependency: int | None) -> dict[str, Any]:
             if dependency is None:
                 return {"pointer": f"/workflow/specification/tasks/{index}/id"}
-            return {"pointer": where[index][dependency]}
+            if dependency < given[index]:  # the first place the parent is listed
+                first = parents[index].index(dependencies[index][dependency])
+                return {"pointer": f"/workflow/specification/tasks/{index}/parents/{first}"}
+            return {"pointer": implied_where[index][dependency - given[index]]}
 
         self.diagnostics.extend(dependency_diagnostics(ids, dependencies, locate, "wfformat"))
         return dependencies
@@ -342,6 +355,16 @@ class _Reader:
     def _time_origin(self, text: str) -> str | None:
         if text == NO_TIME_ORIGIN:
             return None
+        pegasus = _PEGASUS_TIME.fullmatch(text)
+        if pegasus is not None:
+            month, day, year, clock = pegasus.groups()
+            instant = f"20{year}-{month}-{day}T{clock}Z"
+            if _instant(instant) is not None:
+                self.diagnostics.append(warning(
+                    f"executedAt {text!r} is month-day-year (as Pegasus writes it), not ISO "
+                    f"8601; dcx reads it as {instant}", "wfformat.pegasus-timestamp",
+                    pointer="/workflow/execution/executedAt"))
+                return instant
         if _instant(text) is None:
             self.diagnostics.append(warning(
                 f"executedAt {text!r} is not an ISO 8601 timestamp", "wfformat.timestamp",
@@ -733,6 +756,9 @@ CODES = (
          "A task ran on a machine the execution's machines do not declare."),
     Code("wfformat.timestamp", "warning", "executedAt is not an ISO 8601 timestamp.",
          conformance=True),
+    Code("wfformat.pegasus-timestamp", "warning",
+         "executedAt is month-day-year as Pegasus writes it (05-10-23T16:23:32Z), not ISO 8601; "
+         "dcx reads it as the ISO instant.", conformance=True),
     Code("wfformat.unwritable", "error",
          "The model cannot be written as WfFormat (no task, or a value it cannot carry; "
          "writing only)."),

@@ -90,6 +90,18 @@ def test_a_makespan_other_than_the_critical_path_is_kept() -> None:
     assert b'"makespanInSeconds": 80.5' in wfformat.write(result.document).data
 
 
+def test_pegasus_month_day_year_timestamps_read_as_iso_with_a_conformance_warning() -> None:
+    result = wfformat.read(changed(lambda i: i["workflow"]["execution"].update(
+        executedAt="05-10-23T16:23:32Z")))
+    assert result.ok and result.document.workload.time_origin == "2023-05-10T16:23:32Z"
+    (found,) = result.diagnostics
+    assert (found.code, found.pointer) == ("wfformat.pegasus-timestamp",
+                                           "/workflow/execution/executedAt")
+    written = wfformat.write(result.document)
+    assert b'"executedAt": "2023-05-10T16:23:32Z"' in written.data
+    assert wfformat.read(written.data).diagnostics == ()
+
+
 def test_a_file_without_execution_has_no_runtimes_and_no_topology() -> None:
     result = wfformat.read(changed(lambda i: i["workflow"].pop("execution")))
     assert result.ok and result.document.environment is None
