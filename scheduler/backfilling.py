@@ -1,12 +1,13 @@
 """The reservation engine: strict queue order, EASY and conservative backfilling over the
 same ``Problem`` the SC18 engine runs, under the event time model.
 
-Stages (the paper's names): T1/J2 eligibility is the event loop's (a task joins the queue
-when it has arrived and its parents have finished); T2/J3 ordering is the policy's static
-key (``_order_key``); R4 is ``SchedulerState.fitting``; R5 is the policy's machine
+Stages (the paper's names): J2 (``job_stages``) admits jobs, and T1 eligibility is the
+event loop's (a task of an admitted job joins the queue when it has arrived and its parents
+have finished); T2 ordering is the policy's static key (``_order_key``), after the J3 job
+key when one is declared; R4 is ``ReservingState.fitting``; R5 is the policy's machine
 selection; what may start behind a task that does not fit is the backfilling component
 (``StrictQueue``, ``EasyBackfilling``, ``ConservativeBackfilling``), which reads the
-``SchedulerState`` and starts tasks through it. T11 (recovery): a machine that fails or
+``ReservingState`` and starts tasks through it. T11 (recovery): a machine that fails or
 halts gives its running tasks back to the queue (their elapsed work is lost), and the
 component plans again from scratch.
 
@@ -53,9 +54,10 @@ from dataclasses import dataclass
 from dcx.core.codes import Code
 from dcx.core.model import MachineState
 from dcx.scheduler.engine import REFERENCE_CLOCK_MHZ, Schedule, arrival_order
+from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, JobGate
 from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
 from dcx.scheduler.problem import Problem
-from dcx.scheduler.state import Reservation, SchedulerState
+from dcx.scheduler.state import Reservation, ReservingState
 
 CODES = (
     Code("schedule.runtime-as-requested", "warning",
@@ -86,23 +88,31 @@ def _order_key(problem: Problem, name: str) -> Callable[[int, int], Key]:
     raise ValueError(f"{name} has no fixed order; reservations need one (FCFS, SJF, LJF, SRTF)")
 
 
+def _job_first(task_key: Callable[[int, int], Key], job_keys: list[float],
+               job_of: list[int]) -> Callable[[int, int], Key]:
+    """J3 before T2: jobs in key order (ties: workload order), each job's tasks by
+    ``task_key``."""
+    return lambda task, position: (
+        job_keys[job_of[task]], job_of[task], *task_key(task, position))
+
+
 class StrictQueue:
     """Nothing behind the first task that does not fit starts."""
 
     def __init__(self, select: MachineSelection) -> None:
         self.select = select
 
-    def plan(self, state: SchedulerState, replan: bool, freed: bool, arrived: bool) -> None:
+    def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         start_from_front(state, self.select)
 
     def on_machines_changed(self) -> None:
         """Nothing is planned ahead."""
 
-    def next_wakeup(self, state: SchedulerState) -> float:
+    def next_wakeup(self, state: ReservingState) -> float:
         return _INF
 
 
-def start_from_front(state: SchedulerState, select: MachineSelection) -> None:
+def start_from_front(state: ReservingState, select: MachineSelection) -> None:
     queue = state.queue
     while queue:
         task = queue[0][1]
@@ -127,7 +137,7 @@ class EasyBackfilling:
         self.select = select
         self.shadow: _Shadow | None = None
 
-    def plan(self, state: SchedulerState, replan: bool, freed: bool, arrived: bool) -> None:
+    def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         queue = state.queue
         head_before = self.shadow.head if self.shadow else None
         start_from_front(state, self.select)
@@ -154,7 +164,7 @@ class EasyBackfilling:
     # One scheduling machine (a pooled cluster): the same rules on plain numbers, since the
     # scan over the queue is what a large trace spends its time on.
 
-    def _reserve_on_one(self, state: SchedulerState, head: int) -> _Shadow:
+    def _reserve_on_one(self, state: ReservingState, head: int) -> _Shadow:
         projected = state.free[0]
         wanted = state.need[head]
         need, running = state.need, state.running
@@ -169,7 +179,7 @@ class EasyBackfilling:
                 return _Shadow(head, moment, [projected - wanted])
         return _Shadow(head, _INF, [projected])
 
-    def _backfill_on_one(self, state: SchedulerState, shadow: _Shadow) -> None:
+    def _backfill_on_one(self, state: ReservingState, shadow: _Shadow) -> None:
         queue, need = state.queue, state.need
         now, limit = state.now, shadow.time_s
         extra = shadow.extra[0]
@@ -198,7 +208,7 @@ class EasyBackfilling:
     def on_machines_changed(self) -> None:
         """The shadow is recomputed at the next pass (the engine says ``replan``)."""
 
-    def _reserve(self, state: SchedulerState, head: int) -> _Shadow:
+    def _reserve(self, state: ReservingState, head: int) -> _Shadow:
         """The head's shadow time and every machine's extra cores then."""
         projected = list(state.free)
         need, nodes = state.need[head], state.nodes[head]
@@ -222,13 +232,13 @@ class EasyBackfilling:
         return _Shadow(head, _INF, projected)
 
     @staticmethod
-    def _promise(state: SchedulerState, head: int, moment: float, chosen: list[int]) -> None:
+    def _promise(state: ReservingState, head: int, moment: float, chosen: list[int]) -> None:
         state.reservations[head] = Reservation(
             moment, tuple(chosen), moment + state.expected_length(head, chosen))
         if math.isnan(state.first_reservation_s[head]):
             state.first_reservation_s[head] = moment
 
-    def _backfill(self, state: SchedulerState, shadow: _Shadow) -> None:
+    def _backfill(self, state: ReservingState, shadow: _Shadow) -> None:
         queue, free, extra = state.queue, state.free, shadow.extra
         now, limit = state.now, shadow.time_s
         smallest = min(state.need[task] for _, task in queue)
@@ -256,7 +266,7 @@ class EasyBackfilling:
                 state.start(task, chosen)
             del queue[position]
 
-    def next_wakeup(self, state: SchedulerState) -> float:
+    def next_wakeup(self, state: ReservingState) -> float:
         return _INF
 
 
@@ -264,7 +274,7 @@ class _Profile:
     """Free cores per machine over time: slice ``i`` holds from ``times[i]`` to
     ``times[i + 1]`` (the last one for ever)."""
 
-    def __init__(self, state: SchedulerState) -> None:
+    def __init__(self, state: ReservingState) -> None:
         self.times = [state.now]
         self.free = [list(state.free)]
         for expected_end, task in state.running:
@@ -286,7 +296,7 @@ class _Profile:
             for machine in machines:
                 row[machine] += cores
 
-    def earliest(self, state: SchedulerState, task: int, select: MachineSelection,
+    def earliest(self, state: ReservingState, task: int, select: MachineSelection,
                  ) -> tuple[float, list[int], float] | None:
         """The earliest slice start at which enough machines have the task's cores free for
         its whole requested time, the machines R5 picks there, and the end."""
@@ -319,7 +329,7 @@ class _Profile:
                 return begin, chosen, begin + max(length[m] for m in chosen)
         return None
 
-    def _earliest_on_one(self, state: SchedulerState, task: int, need: int,
+    def _earliest_on_one(self, state: ReservingState, task: int, need: int,
                          ) -> tuple[float, list[int], float] | None:
         """``earliest`` for one scheduling machine. A window that fails at slice ``k``
         fails for every start up to ``k`` too (each of them still covers slice ``k``), so
@@ -380,7 +390,7 @@ class ConservativeBackfilling:
         self.profile: _Profile | None = None
         self.machines_changed = False
 
-    def plan(self, state: SchedulerState, replan: bool, freed: bool, arrived: bool) -> None:
+    def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         if self.profile is None or self.machines_changed:
             # a machine failed or came back: every reservation is planned afresh (one on a
             # failed machine may move later)
@@ -430,7 +440,7 @@ class ConservativeBackfilling:
     def on_machines_changed(self) -> None:
         self.machines_changed = True
 
-    def _compress(self, state: SchedulerState) -> None:
+    def _compress(self, state: ReservingState) -> None:
         """A task ended early: rebuild the profile from the running tasks and the current
         reservations (a fresh profile has no slices left over from moved reservations),
         then move each waiting task that could start earlier, in queue order, to its
@@ -454,7 +464,7 @@ class ConservativeBackfilling:
             profile.reserve(begin, end, chosen, cores)
             reservations[task] = Reservation(begin, tuple(chosen), end)
 
-    def next_wakeup(self, state: SchedulerState) -> float:
+    def next_wakeup(self, state: ReservingState) -> float:
         return min((r.start_s for r in state.reservations.values()), default=_INF)
 
 
@@ -492,7 +502,6 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
         raise ValueError(f"{policy.name} schedules cores only; the problem also asks for "
                          + ", ".join(d.name for d in machines.dimensions))
     count = len(tasks)
-    order_key = _order_key(problem, policy.task_order)
     select = MACHINE_SELECTIONS[policy.machine_selection]
     component: Component = COMPONENTS[policy.backfilling](select)
     runtime, requested = tasks.runtime_s, tasks.requested_s
@@ -519,11 +528,18 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
     def real_duration(task: int, machine: int) -> float:
         return min(runtime[task], requested[task]) * scale[machine]
 
-    state = SchedulerState(
-        now=0.0, capacity=capacity, free=list(capacity), usable=usable, need=need,
+    state = ReservingState(
+        now=0.0, tasks=tasks, capacity=capacity, free=list(capacity), usable=usable, need=need,
         nodes=nodes, expected_duration=expected_duration, real_duration=real_duration,
         start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
-        placed_on=[()] * count, first_reservation_s=[_NAN] * count)
+        placed_on=[()] * count, arrival_s=list(tasks.release_s),
+        first_reservation_s=[_NAN] * count)
+    order_key = _order_key(problem, policy.task_order)
+    job_keys = JOB_ORDERS[policy.job_order]().job_keys(state)
+    if job_keys is not None:
+        order_key = _job_first(order_key, job_keys, tasks.job)
+    admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
+    gate = JobGate(admit, tasks) if admit is not None else None
     concrete: list[tuple[int, ...]] = [()] * count
     first_start = [_NAN] * count
     attempts = [0] * count
@@ -587,9 +603,15 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
                     state.placed_on[task] = ()
                     queue_task(task)
                     arrived = True
+        joined: list[int] = []
         while next_arrival < count and release_s[by_release[next_arrival]] <= now:
             task = by_release[next_arrival]
             next_arrival += 1
+            if gate is None or not gate.hold(task):
+                joined.append(task)
+        if gate is not None:
+            joined.extend(gate.admit_waiting())
+        for task in joined:
             arrived_flag[task] = 1
             if unfinished_parents[task] == 0:
                 queue_task(task)
@@ -624,7 +646,7 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
                      cycles)
 
 
-def _schedule(problem: Problem, policy: Policy, state: SchedulerState,
+def _schedule(problem: Problem, policy: Policy, state: ReservingState,
               concrete: list[tuple[int, ...]], first_start: list[float], attempts: list[int],
               lost_core_s: float, cycles: int) -> Schedule:
     tasks = problem.tasks

@@ -4,6 +4,9 @@ schedulers and the batch-scheduling ones ship in ``schedulers/`` (``dcx.schedule
 
     {"name": "FCFS-EASY",
      "stages": {"T2": "FCFS", "R5": "FIRSTFIT", "backfilling": "EASY"}}
+
+Stages left out take the SC18 scheduler's policy (``policies.STAGE_DEFAULTS``; T1
+dependencies finished, R4 free resources, backfilling GREEDY).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.parsing.jsonio import load_json
 from dcx.parsing.schemas import schema_diagnostics
-from dcx.scheduler.policies import Policy
+from dcx.scheduler.policies import STAGE_DEFAULTS, Policy, with_stages
 
 SCHEMA = "scheduler.schema.json"
 
@@ -38,7 +41,8 @@ def policy_from_declaration(value: object) -> tuple[Policy | None, list[Diagnost
         return None, [error(f"{backfilling} backfilling needs a fixed queue order; RANDOM "
                             "reshuffles the queue every cycle", "scheduler.no-fixed-order",
                             pointer="/stages/backfilling")]
-    return Policy(stages["T2"], stages["R5"], backfilling), []
+    declared = {stage: stages[stage] for stage in STAGE_DEFAULTS if stage in stages}
+    return with_stages(Policy(stages["T2"], stages["R5"], backfilling), declared), []
 
 
 def load_declaration(path: Path) -> tuple[Policy | None, list[Diagnostic]]:

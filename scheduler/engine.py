@@ -34,14 +34,32 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from bisect import bisect_left, insort
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from dcx.core.model import MachineState
-from dcx.scheduler.policies import Policy, QueueContext, free_capacity, free_resources
+from dcx.scheduler.job_stages import (
+    JOB_ELIGIBILITY,
+    JOB_ORDERS,
+    Admission,
+    JobGate,
+    JobOrderedQueue,
+)
+from dcx.scheduler.policies import Policy, QueueContext, ReadyQueue
 from dcx.scheduler.problem import CORE_UNITS, Problem
+from dcx.scheduler.resource_stages import (
+    AUTHORIZATIONS,
+    MACHINE_FILTERS,
+    STATIC_FILTERS,
+    Candidates,
+    Select,
+    Selection,
+    combine,
+)
 from dcx.scheduler.stage_timing import StageRecord, StageTimer
+from dcx.scheduler.state import CycleState, Demand
 
 __all__ = ["STAGES", "Schedule", "StageRecord", "TimeModel", "simulate", "time_model"]
 
@@ -74,10 +92,12 @@ class TimeModel:
     """Machine speed is the integer mean clock (``MachineTable.integer_clock_mhz``)."""
 
 
-def _sc18_tick(t: float) -> float:
-    if t <= SC18_FIRST_TICK_S:
-        return SC18_FIRST_TICK_S
-    return SC18_FIRST_TICK_S + SC18_TICK_S * math.ceil((t - SC18_FIRST_TICK_S) / SC18_TICK_S)
+def _sc18_tick(t: float, first: float = SC18_FIRST_TICK_S, tick: float = SC18_TICK_S,
+               ceil: Callable[[float], int] = math.ceil) -> float:
+    # the constants are default arguments: local lookups in a function called per task
+    if t <= first:
+        return first
+    return first + tick * ceil((t - first) / tick)
 
 
 def _sc18_duration(runtime_s: float, clock_mhz: float | None) -> float:
@@ -141,8 +161,6 @@ class Schedule:
 
 _NAN = float("nan")
 
-Demand = tuple[tuple[int, int], ...]
-
 
 def id_order_key(value: object) -> tuple[int, int | str]:
     """Ids sort as the simulator's store sorted them: numbers numerically, before text."""
@@ -158,9 +176,18 @@ def arrival_order(problem: Problem, by_id: bool) -> list[int]:
     release_s = tasks.release_s
     if not by_id:
         return sorted(range(len(tasks)), key=lambda task: (release_s[task], task))
-    job_keys = [id_order_key(job_id) for job_id in problem.job_ids]
-    return sorted(range(len(tasks)), key=lambda task: (
-        release_s[task], job_keys[tasks.job[task]], id_order_key(tasks.ids[task]), task))
+    job_keys = _id_keys(problem.job_ids)
+    keys = sorted(zip(release_s, map(job_keys.__getitem__, tasks.job), _id_keys(tasks.ids),
+                      range(len(tasks)), strict=True))
+    return [key[3] for key in keys]
+
+
+def _id_keys(ids: Sequence[object]) -> Sequence[object]:
+    """``id_order_key`` of every id; the ids themselves when all are numbers (they sort
+    the same, at a fraction of the cost)."""
+    if all(type(value) is int for value in ids):
+        return ids
+    return [id_order_key(value) for value in ids]
 
 
 def machine_speeds(problem: Problem, model: TimeModel) -> tuple[float | int | None, ...]:
@@ -168,6 +195,344 @@ def machine_speeds(problem: Problem, model: TimeModel) -> tuple[float | int | No
     if model.integer_speed and machines.integer_clock_mhz:
         return machines.integer_clock_mhz
     return machines.clock_mhz
+
+
+@dataclass(frozen=True)
+class BoundStages:
+    """The stages of one run, bound to its state: what the cycle calls per task."""
+
+    take: Callable[[], int]
+    """T2: the next eligible task in policy order."""
+    candidates: Candidates
+    """R2/R3 + R4: the machines that may take the task now."""
+    select: Select
+    """R5: the machines chosen among the candidates."""
+    admit: Admission | None
+    """J2, or ``None`` when every job is eligible."""
+
+
+def bind_stages(policy: Policy, state: CycleState, timer: StageTimer | None) -> BoundStages:
+    """The policy's stage components bound to ``state``; each per-task stage wrapped by
+    ``timer`` when the run measures them."""
+    static = [bound for bound in (AUTHORIZATIONS[policy.authorization]().bind(state),
+                                  STATIC_FILTERS[policy.static_filter]().bind(state))
+              if bound is not None]
+    take = state.ready.take
+    candidates = MACHINE_FILTERS["FREE-RESOURCES"]().bind(state, combine(static))
+    select = Selection(policy.select).bind(state)
+    if timer is not None:
+        open_list = state.open_list
+        take = timer.wrap("T2", take, lambda args: 0)  # T2's size is the queue, per cycle
+        candidates = timer.wrap("R4", candidates, lambda args: len(open_list))
+        select = timer.wrap("R5", select, lambda args: len(args[1]))
+    admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
+    return BoundStages(take, candidates, select, admit)
+
+
+def ready_queue(policy: Policy, context: QueueContext, state: CycleState) -> ReadyQueue:
+    """T2's queue, or J3's job order over one T2 queue per job."""
+    job_keys = JOB_ORDERS[policy.job_order]().job_keys(state)
+    if job_keys is None:
+        return policy.order(context)
+    order = policy.order
+    return JobOrderedQueue(job_keys, state.tasks.job, lambda: order(context))
+
+
+class Simulation:
+    """The mechanism of the SC18 engine: cycles under the time model, arrivals (through
+    J2), finishes seen, placing and releasing, machine state events and T11 recovery. The
+    policy is in the stages ``bind_stages`` returns; ``cycle`` runs them in the reference
+    architecture's order (T1, T2, then per task R4, R5 and T4 placing)."""
+
+    def __init__(self, problem: Problem, policy: Policy, model: TimeModel,
+                 seed: int | None, measure_stages: bool) -> None:
+        tasks, machines = problem.tasks, problem.machines
+        count = len(tasks)
+        self.problem, self.policy, self.model, self.seed = problem, policy, model, seed
+        self.clock = machine_speeds(problem, model)
+        self.queue_order = [0] * count
+        self.enqueued = 0
+        self.attempts = [0] * count
+        self.first_start = [_NAN] * count
+        self.unfinished_parents = [len(parents) for parents in tasks.parents]
+        self.by_arrival = arrival_order(problem, model.ordered_by_id)
+        self.next_arrival = 0
+        self.next_change = 0
+        self.finishes: list[tuple[float, float, int, int]] = []
+        """``(seen at, finish, task, attempt)``: a finish counts only for its attempt."""
+        self.lost_core_s = 0.0
+        self.cycles = 0
+        self.smallest_need = min(tasks.need, default=CORE_UNITS)
+        usable = bytearray(machines.initially_active)
+        rng = random.Random(seed)
+        context = QueueContext(tasks, self.queue_order, rng)
+        state = self.state = CycleState(
+            now=0.0, tasks=tasks, capacity=list(machines.capacity),
+            free=list(machines.capacity), usable=usable, need=tasks.need, nodes=tasks.nodes,
+            start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
+            placed_on=[()] * count, arrival_s=[model.align(r) for r in tasks.release_s],
+            extra_free=[list(column) for column in machines.extra_capacity],
+            demand=tasks.demand, ready=_EMPTY, open_list=[m for m in range(len(machines))
+                                                         if usable[m]],
+            arrived=bytearray(count))
+        context = replace(context, state=state)
+        state.ready = ready_queue(policy, context, state)
+        self.timer = StageTimer(STAGES) if measure_stages else None
+        self.stages = bind_stages(policy, state, self.timer)
+        self.gate = (JobGate(self.stages.admit, tasks)
+                     if self.stages.admit is not None else None)
+        self.release = self.releaser()
+
+    # ----------------------------------------------------------------- the event loop
+
+    def run(self) -> Schedule:
+        state, timer, align = self.state, self.timer, self.model.align
+        tasks, changes = self.problem.tasks, self.problem.state_changes
+        now = align(min(tasks.submit_s, default=0.0))
+        if changes:
+            now = min(now, align(changes[0].time_s))
+        while True:
+            self.cycles += 1
+            state.now = now
+            if timer is not None:
+                timer.begin_cycle()
+            self.apply_state_changes(now)
+            released = self.see_finishes(now)
+            released += self.admit_arrivals(now)
+            if len(state.ready):
+                self.cycle(now, released)
+            upcoming = self.next_cycle()
+            if upcoming is None:
+                break
+            now = max(upcoming, now)
+        return self.schedule()
+
+    def next_cycle(self) -> float | None:
+        """The next cycle in which anything can change: a finish seen, an arrival or a
+        machine state change."""
+        upcoming: list[float] = []
+        if self.finishes:
+            upcoming.append(self.finishes[0][0])
+        arrivals, changes = self.by_arrival, self.problem.state_changes
+        if self.next_arrival < len(arrivals):
+            upcoming.append(self.state.arrival_s[arrivals[self.next_arrival]])
+        if self.next_change < len(changes):
+            upcoming.append(self.model.align(changes[self.next_change].time_s))
+        return min(upcoming) if upcoming else None
+
+    def enqueue(self, task: int) -> None:
+        """The task's place in the queue: arrival order, renewed on a requeue."""
+        self.queue_order[task] = self.enqueued
+        self.enqueued += 1
+
+    def see_finishes(self, now: float) -> int:
+        """C1: finishes seen by ``now`` give their resources back; children whose parents
+        have all finished become eligible (T1). Returns how many did."""
+        finishes, attempts, state = self.finishes, self.attempts, self.state
+        children, unfinished = self.problem.tasks.children, self.unfinished_parents
+        arrived, add, release = state.arrived, state.ready.add, self.release
+        heappop = heapq.heappop
+        released = 0
+        while finishes and finishes[0][0] <= now:
+            _, _, task, attempt = heappop(finishes)
+            if attempt != attempts[task]:
+                continue
+            release(task)
+            for child in children[task]:
+                unfinished[child] -= 1
+                if unfinished[child] == 0 and arrived[child]:
+                    add(child)
+                    released += 1
+        return released
+
+    def admit_arrivals(self, now: float) -> int:
+        """Tasks arriving by ``now`` join the queue (once J2 admits their job), and the
+        ones without unfinished parents become eligible. Returns how many did."""
+        order, arrival = self.by_arrival, self.state.arrival_s
+        count, gate = len(order), self.gate
+        joined: list[int] = []
+        while self.next_arrival < count and arrival[order[self.next_arrival]] <= now:
+            task = order[self.next_arrival]
+            self.next_arrival += 1
+            if gate is None or not gate.hold(task):
+                joined.append(task)
+        if gate is not None:
+            joined.extend(gate.admit_waiting())
+        arrived, unfinished, add = self.state.arrived, self.unfinished_parents, self.state.ready.add
+        queue_order, position = self.queue_order, self.enqueued
+        released = 0
+        for task in joined:
+            arrived[task] = 1
+            queue_order[task] = position  # enqueue(task), unrolled: once per task
+            position += 1
+            if unfinished[task] == 0:
+                add(task)
+                released += 1
+        self.enqueued = position
+        return released
+
+    # ----------------------------------------------------------------- placing, releasing
+
+    def releaser(self) -> Callable[[int], None]:
+        """``release(task)``: the task's cores (and other resources) are free again on all
+        its machines, and it leaves the running list. Bound to the state's lists once: it
+        runs once per task."""
+        state = self.state
+        need, placed_on, free, running = state.need, state.placed_on, state.free, state.running
+        expected_end, extra_free, demand = state.expected_end_s, state.extra_free, state.demand
+
+        def release(task: int) -> None:
+            placed = placed_on[task]
+            for machine in placed:
+                free[machine] += need[task]
+            if extra_free:
+                _shift_resources(demand[task], placed, extra_free, +1)
+            del running[bisect_left(running, (expected_end[task], task))]
+
+        return release
+
+    def apply_state_changes(self, now: float) -> None:
+        """Machine state events seen by ``now``. FAILURE and HALT take a machine out at once
+        and hand its running tasks to T11 (recovery); MAINTENANCE places nothing new there;
+        ACTIVE brings it back."""
+        changes, align, state = self.problem.state_changes, self.model.align, self.state
+        changed = False
+        while self.next_change < len(changes) and align(changes[self.next_change].time_s) <= now:
+            change = changes[self.next_change]
+            self.next_change += 1
+            changed = True
+            machine = change.machine
+            state.usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
+            if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
+                continue
+            for task in sorted(state.running_on(machine)):
+                if state.finish_s[task] > change.time_s:  # not done before the failure
+                    self.recover(task, change.time_s)
+        if changed:
+            state.open_list[:] = state.open_machines
+
+    def recover(self, task: int, failed_at: float) -> None:
+        """T11: a task on a machine that failed loses its work so far and goes back to
+        the queue (its pending finish no longer counts)."""
+        state = self.state
+        self.lost_core_s += (
+            (failed_at - state.start_s[task]) * state.need[task] * state.nodes[task]
+            / CORE_UNITS)
+        self.release(task)
+        self.attempts[task] += 1
+        state.finish_s[task] = _NAN
+        state.placed_on[task] = ()
+        self.enqueue(task)
+        state.ready.add(task)
+
+    # ----------------------------------------------------------------- one cycle
+
+    def cycle(self, now: float, released: int) -> None:
+        """T1 has made ``released`` tasks eligible; T2 hands out the eligible tasks in
+        policy order, and each one that R4 finds machines for is placed where R5 chooses
+        (T4). A task that does not fit stays queued and the next one is tried (the SC18
+        scheduler's greedy pass); the pass ends once no machine has the smallest task's
+        cores free."""
+        state, timer = self.state, self.timer
+        ready = state.ready
+        take, candidates_of, select = self.stages.take, self.stages.candidates, self.stages.select
+        if timer is not None:
+            timer.mark("T1", released)
+            timer.sizes["T2"] = len(ready)
+        need, nodes, runtime, requested = (state.need, state.nodes, state.tasks.runtime_s,
+                                           state.tasks.requested_s)
+        free, open_list, running = state.free, state.open_list, state.running
+        clock, duration_on = self.clock, self.model.duration
+        align, min_visible_gap = self.model.align, self.model.visible_after_placement
+        start, expected_end, finish = state.start_s, state.expected_end_s, state.finish_s
+        placed_on, first_start, attempts = state.placed_on, self.first_start, self.attempts
+        finishes, smallest_need = self.finishes, self.smallest_need
+        extra_free, demand = state.extra_free, state.demand
+        heappush, add_running = heapq.heappush, insort
+        largest = max(map(free.__getitem__, open_list), default=0)
+        skipped: list[int] = []
+        while largest >= smallest_need and len(ready):
+            task = take()
+            task_need = need[task]
+            wanted = nodes[task]
+            if task_need > largest:
+                skipped.append(task)
+                continue
+            candidates = candidates_of(task)
+            if len(candidates) < wanted:
+                skipped.append(task)
+                continue
+            chosen = select(task, candidates)
+
+            # T4: every node runs at its machine's speed; the task ends with the slowest
+            if wanted == 1:
+                machine = chosen[0]
+                end = now + duration_on(runtime[task], clock[machine])
+                refresh_largest = free[machine] == largest
+                free[machine] -= task_need
+            else:
+                end = now + max(duration_on(runtime[task], clock[m]) for m in chosen)
+                refresh_largest = True
+                for machine in chosen:
+                    free[machine] -= task_need
+            if extra_free:
+                _shift_resources(demand[task], chosen, extra_free, -1)
+            placed_on[task] = tuple(chosen)
+            start[task] = now
+            if first_start[task] != first_start[task]:  # NaN: first attempt
+                first_start[task] = now
+            finish[task] = end
+            expected = end
+            if requested[task] != runtime[task]:
+                expected = now + max(duration_on(requested[task], clock[m]) for m in chosen)
+            expected_end[task] = expected
+            add_running(running, (expected, task))
+            seen = align(end)
+            if seen < now + min_visible_gap:
+                seen = now + min_visible_gap
+            heappush(finishes, (seen, end, task, attempts[task]))
+            if refresh_largest:
+                largest = max(map(free.__getitem__, open_list), default=0)
+        ready.give_back(skipped)
+        if timer is not None:
+            timer.end_cycle(now, "rest")
+
+    def schedule(self) -> Schedule:
+        state, timer = self.state, self.timer
+        return Schedule(
+            policy=self.policy,
+            time_model=self.model.name,
+            seed=self.seed,
+            arrival_s=state.arrival_s,
+            first_start_s=self.first_start,
+            start_s=state.start_s,
+            finish_s=state.finish_s,
+            machines=state.placed_on,
+            attempts=self.attempts,
+            lost_core_s=self.lost_core_s,
+            cycles=self.cycles,
+            stages=timer.records if timer is not None else [],
+            cycle_cpu=timer.cycle_cpu if timer is not None else [],
+        )
+
+
+class _NoQueue:
+    """The ready queue before the run's own is built."""
+
+    def add(self, task: int) -> None:
+        raise RuntimeError("no ready queue yet")
+
+    def take(self) -> int:
+        raise RuntimeError("no ready queue yet")
+
+    def give_back(self, tasks: Sequence[int]) -> None:
+        raise RuntimeError("no ready queue yet")
+
+    def __len__(self) -> int:
+        return 0
+
+
+_EMPTY = _NoQueue()
 
 
 def _shift_resources(demand: Demand, machines: tuple[int, ...] | list[int],
@@ -188,207 +553,4 @@ def simulate(
     measure_stages: bool = True,
 ) -> Schedule:
     """Run ``policy`` over ``problem`` until every task finished or nothing can change."""
-    tasks = problem.tasks
-    machines = problem.machines
-    count = len(tasks)
-    need, nodes, runtime = tasks.need, tasks.nodes, tasks.runtime_s
-    capacity, clock = machines.capacity, machine_speeds(problem, model)
-    align, duration_on = model.align, model.duration
-    min_visible_gap = model.visible_after_placement
-
-    rng = random.Random(seed)
-    queue_order = [0] * count
-    ready = policy.order(QueueContext(tasks, queue_order, rng))
-    select = policy.select
-
-    # arrival order; release_s is the submit time except for AR leases (align is monotone,
-    # so sorting on the release time sorts the arrivals)
-    release_s = tasks.release_s
-    by_submit = arrival_order(problem, model.ordered_by_id)
-    arrival_s = [align(release) for release in release_s]
-    unfinished_parents = [len(parents) for parents in tasks.parents]
-    has_arrived = bytearray(count)
-    first_start = [_NAN] * count
-    start = [_NAN] * count
-    finish = [_NAN] * count
-    placed_on: list[tuple[int, ...]] = [()] * count
-    attempts = [0] * count
-    running_on: list[set[int]] = [set() for _ in range(len(machines))]
-
-    free = list(capacity)
-    # extra dimensions: free units per dimension per machine; empty for cores-only problems
-    resources_on = bool(machines.dimensions)
-    demand = tasks.demand
-    extra_free = [list(column) for column in machines.extra_capacity]
-    usable = bytearray(machines.initially_active)
-    # machines that may receive tasks, in topology order
-    open_machines = [m for m in range(len(machines)) if usable[m]]
-    smallest_need = min(need, default=CORE_UNITS)
-
-    finishes: list[tuple[float, float, int, int]] = []  # (seen at, finish, task, attempt)
-    changes = problem.state_changes
-    next_change = 0
-    next_arrival = 0
-    enqueued = 0
-    lost_core_s = 0.0
-    cycles = 0
-    # the stages, called the same way whether or not they are timed
-    take, filter_cores, filter_resources = ready.take, free_capacity, free_resources
-    timer = StageTimer(STAGES) if measure_stages else None
-    if timer is not None:
-        take = timer.wrap("T2", take, lambda args: 0)  # T2's size is the queue, per cycle
-        filter_cores = timer.wrap("R4", filter_cores, lambda args: len(args[1]))
-        filter_resources = timer.wrap("R4", filter_resources, lambda args: len(args[2]))
-        select = timer.wrap("R5", select, lambda args: len(args[2]))
-
-    def enqueue(task: int) -> None:
-        nonlocal enqueued
-        queue_order[task] = enqueued
-        enqueued += 1
-
-    def apply_change(t_change: float, machine: int, state: MachineState) -> None:
-        nonlocal open_machines, lost_core_s
-        if state is MachineState.ACTIVE:
-            usable[machine] = 1
-        else:
-            usable[machine] = 0
-            if state is not MachineState.MAINTENANCE:
-                for task in sorted(running_on[machine]):
-                    if finish[task] <= t_change:
-                        continue  # done before the failure; seen by the finish step
-                    lost_core_s += (
-                        (t_change - start[task]) * need[task] * nodes[task] / CORE_UNITS
-                    )
-                    for other in placed_on[task]:
-                        free[other] += need[task]
-                        running_on[other].discard(task)
-                    if resources_on:
-                        _shift_resources(demand[task], placed_on[task], extra_free, +1)
-                    attempts[task] += 1  # invalidates its pending finish
-                    finish[task] = _NAN
-                    placed_on[task] = ()
-                    enqueue(task)
-                    ready.add(task)
-        open_machines = [m for m in range(len(machines)) if usable[m]]
-
-    now = align(min(tasks.submit_s, default=0.0))
-    if changes:
-        now = min(now, align(changes[0].time_s))
-    while True:
-        cycles += 1
-        if timer is not None:
-            timer.begin_cycle()
-
-        # machine state changes seen in this cycle
-        while next_change < len(changes) and align(changes[next_change].time_s) <= now:
-            change = changes[next_change]
-            apply_change(change.time_s, change.machine, change.state)
-            next_change += 1
-
-        # C1 + T1: finished tasks give back cores and may make children eligible; new
-        # arrivals join the queue, and the eligible ones the ready set
-        released = 0
-        while finishes and finishes[0][0] <= now:
-            _, _, task, attempt = heapq.heappop(finishes)
-            if attempt != attempts[task]:
-                continue
-            for machine in placed_on[task]:
-                free[machine] += need[task]
-                running_on[machine].discard(task)
-            if resources_on:
-                _shift_resources(demand[task], placed_on[task], extra_free, +1)
-            for child in tasks.children[task]:
-                unfinished_parents[child] -= 1
-                if unfinished_parents[child] == 0 and has_arrived[child]:
-                    ready.add(child)
-                    released += 1
-        while next_arrival < count and arrival_s[by_submit[next_arrival]] <= now:
-            task = by_submit[next_arrival]
-            next_arrival += 1
-            has_arrived[task] = 1
-            enqueue(task)
-            if unfinished_parents[task] == 0:
-                ready.add(task)
-                released += 1
-
-        if len(ready):
-            if timer is not None:
-                timer.mark("T1", released)
-                timer.sizes["T2"] = len(ready)
-            largest = max(map(free.__getitem__, open_machines), default=0)
-            skipped: list[int] = []
-            while largest >= smallest_need and len(ready):
-                task = take()
-                task_need = need[task]
-                wanted = nodes[task]
-                if task_need > largest:
-                    skipped.append(task)
-                    continue
-                if resources_on:
-                    candidates = filter_resources(
-                        task_need, demand[task], open_machines, free, extra_free)
-                else:
-                    candidates = filter_cores(task_need, open_machines, free)
-                if len(candidates) < wanted:
-                    skipped.append(task)
-                    continue
-                chosen = select(task_need, wanted, candidates, free)
-
-                # every node runs at its machine's speed; the task ends with the slowest
-                if wanted == 1:
-                    machine = chosen[0]
-                    end = now + duration_on(runtime[task], clock[machine])
-                    refresh_largest = free[machine] == largest
-                    free[machine] -= task_need
-                    running_on[machine].add(task)
-                else:
-                    end = now + max(duration_on(runtime[task], clock[m]) for m in chosen)
-                    refresh_largest = True
-                    for machine in chosen:
-                        free[machine] -= task_need
-                        running_on[machine].add(task)
-                placed_on[task] = tuple(chosen)
-                if resources_on:
-                    _shift_resources(demand[task], chosen, extra_free, -1)
-                start[task] = now
-                if first_start[task] != first_start[task]:  # NaN: first attempt
-                    first_start[task] = now
-                finish[task] = end
-                seen = align(end)
-                if seen < now + min_visible_gap:
-                    seen = now + min_visible_gap
-                heapq.heappush(finishes, (seen, end, task, attempts[task]))
-                if refresh_largest:
-                    largest = max(map(free.__getitem__, open_machines), default=0)
-            ready.give_back(skipped)
-
-            if timer is not None:
-                timer.end_cycle(now, "rest")
-
-        # the next cycle in which anything can change
-        upcoming: list[float] = []
-        if finishes:
-            upcoming.append(finishes[0][0])
-        if next_arrival < count:
-            upcoming.append(arrival_s[by_submit[next_arrival]])
-        if next_change < len(changes):
-            upcoming.append(align(changes[next_change].time_s))
-        if not upcoming:
-            break
-        now = max(min(upcoming), now)
-
-    return Schedule(
-        policy=policy,
-        time_model=model.name,
-        seed=seed,
-        arrival_s=arrival_s,
-        first_start_s=first_start,
-        start_s=start,
-        finish_s=finish,
-        machines=placed_on,
-        attempts=attempts,
-        lost_core_s=lost_core_s,
-        cycles=cycles,
-        stages=timer.records if timer is not None else [],
-        cycle_cpu=timer.cycle_cpu if timer is not None else [],
-    )
+    return Simulation(problem, policy, model, seed, measure_stages).run()

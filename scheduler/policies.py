@@ -19,10 +19,13 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
 
 from dcx.scheduler.problem import TaskTable
+
+if TYPE_CHECKING:
+    from dcx.scheduler.state import SchedulerState
 
 
 class ReadyQueue(Protocol):
@@ -52,6 +55,9 @@ class QueueContext:
     tasks: TaskTable
     queue_order: list[int]
     rng: random.Random
+    state: SchedulerState | None = None
+    """The run's state (time, free capacity, running tasks, the queue): what a T2 policy
+    that looks beyond static keys reads."""
 
 
 class KeyedQueue:
@@ -220,17 +226,45 @@ MACHINE_SELECTIONS: dict[str, MachineSelection] = {
 # --------------------------------------------------------------------------- names
 
 
+STAGE_DEFAULTS: dict[str, str] = {
+    "J2": "ALL",
+    "J3": "NONE",
+    "R2": "ALL",
+    "R3": "ALL",
+}
+"""The stages beyond T2, R5 and backfilling that a scheduler may declare, with the policy
+of the SC18 scheduler (which leaves them open). A policy name carries the others as
+``+STAGE-POLICY`` suffixes: ``FCFS-EASY+J3-SJF``."""
+
+
 @dataclass(frozen=True)
 class Policy:
-    """A scheduler configuration: one T2 and one R5 policy, and what happens behind a task
-    that does not fit (``BACKFILLING``)."""
+    """A scheduler configuration: one T2 and one R5 policy, what happens behind a task
+    that does not fit (``BACKFILLING``), and the J2/J3 job stages and R2/R3 static machine
+    filters (``STAGE_DEFAULTS``)."""
 
     task_order: str
     machine_selection: str
     backfilling: str = "GREEDY"
+    job_eligibility: str = "ALL"
+    job_order: str = "NONE"
+    authorization: str = "ALL"
+    static_filter: str = "ALL"
+
+    @property
+    def stages(self) -> dict[str, str]:
+        """The policies of the stages in ``STAGE_DEFAULTS``."""
+        return {"J2": self.job_eligibility, "J3": self.job_order, "R2": self.authorization,
+                "R3": self.static_filter}
 
     @property
     def name(self) -> str:
+        suffix = "".join(f"+{stage}-{value}" for stage, value in self.stages.items()
+                         if value != STAGE_DEFAULTS[stage])
+        return self._base_name + suffix
+
+    @property
+    def _base_name(self) -> str:
         if self.backfilling == "GREEDY":
             return f"{self.task_order}-{self.machine_selection}"
         if self.backfilling == "STRICT" and self.machine_selection == "FIRSTFIT":
@@ -257,13 +291,47 @@ class Policy:
         return self.task_order == "RANDOM"
 
 
+_STAGE_FIELDS = {"J2": "job_eligibility", "J3": "job_order", "R2": "authorization",
+                 "R3": "static_filter"}
+
+
+def stage_vocabulary() -> dict[str, tuple[str, ...]]:
+    """The policy names of every stage in ``STAGE_DEFAULTS`` (their registries)."""
+    from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS
+    from dcx.scheduler.resource_stages import AUTHORIZATIONS, STATIC_FILTERS
+
+    return {"J2": tuple(JOB_ELIGIBILITY), "J3": tuple(JOB_ORDERS),
+            "R2": tuple(AUTHORIZATIONS), "R3": tuple(STATIC_FILTERS)}
+
+
+def with_stages(policy: Policy, stages: dict[str, str]) -> Policy:
+    """``policy`` with the given J2/J3/R2/R3 policies."""
+    return replace(policy, **{_STAGE_FIELDS[stage]: value for stage, value in stages.items()})
+
+
 def parse_policy(name: str) -> Policy:
     """A policy name (case-insensitive) → ``Policy``: ``T2-R5`` is the SC18 greedy
     scheduler (``SRTF-BESTFIT``), ``T2`` alone is strict queue order (``FCFS``),
     ``T2-BACKFILLING[-R5]`` reserves (``FCFS-EASY``, ``SJF-EASY``,
-    ``FCFS-CONSERVATIVE-BESTFIT``; R5 FirstFit when left out). ``ValueError`` naming the
-    known parts when one is unknown."""
-    parts = name.strip().upper().split("-")
+    ``FCFS-CONSERVATIVE-BESTFIT``; R5 FirstFit when left out); ``+J3-SJF``-style suffixes
+    choose the J2/J3/R2/R3 policies. ``ValueError`` naming the known parts when one is
+    unknown."""
+    base, *suffixes = name.strip().upper().split("+")
+    policy = _parse_base(name, base)
+    vocabulary = stage_vocabulary()
+    stages: dict[str, str] = {}
+    for suffix in suffixes:
+        stage, _, value = suffix.partition("-")
+        if stage not in vocabulary or value not in vocabulary[stage] or stage in stages:
+            known = "; ".join(f"{s}: {', '.join(v)}" for s, v in vocabulary.items())
+            raise ValueError(f"unknown policy {name!r}: a +STAGE-POLICY suffix names one of "
+                             f"{known}")
+        stages[stage] = value
+    return with_stages(policy, stages)
+
+
+def _parse_base(name: str, base: str) -> Policy:
+    parts = base.split("-")
     order, rest = parts[0], parts[1:]
     if (order in TASK_ORDERS and order != "RANDOM") or (order == "RANDOM" and len(rest) == 1):
         if len(rest) == 1 and rest[0] in MACHINE_SELECTIONS:

@@ -1,10 +1,15 @@
-"""The scheduler state every stage of the reservation engine is handed: the time, free
-cores per machine, the running tasks with their expected and real finish times, the queue
-in policy order, and the reservations.
+"""The scheduler state every stage is handed: the time, free capacity per machine (cores,
+and every other resource the problem schedules), the running tasks with their expected and
+real finish times, and the queue.
 
-Mechanism (placing, releasing, requeueing after a failure) lives here and in the event loop
-of ``backfilling.py``; policy (which task, which machines, who may jump the queue) lives in
-the stage components, which read this state and call ``start``.
+``SchedulerState`` holds what both engines share. Each engine extends it with its queue:
+``CycleState`` (the SC18 engine, ``engine.py``) with the ready queue its T2 policy built,
+``ReservingState`` (the reservation engine, ``backfilling.py``) with a queue sorted on a
+static key and the reservations.
+
+Mechanism (placing, releasing, requeueing after a failure) lives in the engines and in the
+methods here; policy (which task, which machines, who may jump the queue) lives in the
+stage components, which read this state.
 """
 
 from __future__ import annotations
@@ -13,10 +18,17 @@ import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from dcx.scheduler.problem import CORE_UNITS
+from dcx.scheduler.problem import CORE_UNITS, TaskTable
+
+if TYPE_CHECKING:
+    from dcx.scheduler.policies import ReadyQueue
 
 _NAN = float("nan")
+
+Demand = tuple[tuple[int, int], ...]
+"""Per node, ``(dimension index, units)`` of every resource beside cores a task asks for."""
 
 
 @dataclass(frozen=True)
@@ -29,13 +41,14 @@ class Reservation:
     """Its start plus its requested time on those machines (the slowest of them)."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SchedulerState:
-    """Lists are indexed by task or by machine (the ``Problem``'s indices); a component may
-    read everything and change the queue, the reservations and (through ``start``) the
-    running set."""
+    """Lists are indexed by task or by machine (the ``Problem``'s indices). A stage may read
+    everything; only the engine's mechanism changes it."""
 
     now: float
+    tasks: TaskTable
+    """The problem's tasks (ids, jobs, submit, runtime and requested times, parents)."""
     capacity: list[int]
     """Cores per scheduling machine in ``CORE_UNITS``."""
     free: list[int]
@@ -44,32 +57,25 @@ class SchedulerState:
     need: list[int]
     """Cores per node of each task, in ``CORE_UNITS``."""
     nodes: list[int]
-    expected_duration: Callable[[int, int], float]
-    """``(task, machine) -> requested time on that machine``."""
-    real_duration: Callable[[int, int], float]
-    """``(task, machine) -> how long the task really runs there`` (cut at its requested
-    time)."""
-    queue: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
-    """Waiting eligible tasks as ``(policy key, task)``, in policy order."""
+    start_s: list[float]
+    expected_end_s: list[float]
+    """When a running task is expected to end (start + its requested time there)."""
+    finish_s: list[float]
+    """When a running or finished task really ends."""
+    placed_on: list[tuple[int, ...]]
+    arrival_s: list[float]
+    """When each task arrives (its release time, aligned by the time model)."""
     running: list[tuple[float, int]] = field(default_factory=list)
     """Running tasks as ``(expected end, task)``, earliest expected end first."""
-    start_s: list[float] = field(default_factory=list)
-    expected_end_s: list[float] = field(default_factory=list)
-    finish_s: list[float] = field(default_factory=list)
-    placed_on: list[tuple[int, ...]] = field(default_factory=list)
-    reservations: dict[int, Reservation] = field(default_factory=dict)
-    first_reservation_s: list[float] = field(default_factory=list)
-    """The first reservation each task was given (NaN: none): what the backfilling
-    guarantees are checked against."""
-    started: list[int] = field(default_factory=list)
-    """Tasks started in the current pass, in order (the event loop schedules their ends)."""
+    extra_free: list[list[int]] = field(default_factory=list)
+    """Free units per machine of each resource beside cores (one list per dimension of
+    ``MachineTable.dimensions``); empty for a cores-only problem."""
+    demand: list[Demand] = field(default_factory=list)
+    """Per task, what it asks per node of each resource beside cores."""
 
     @property
     def open_machines(self) -> list[int]:
         return [machine for machine, flag in enumerate(self.usable) if flag]
-
-    def enqueue(self, key: tuple[float, ...], task: int) -> None:
-        bisect.insort(self.queue, (key, task))
 
     def fitting(self, task: int, free: list[int] | None = None) -> list[int]:
         """R4: usable machines (in topology order) with the task's cores free in ``free``
@@ -77,6 +83,59 @@ class SchedulerState:
         view = self.free if free is None else free
         need = self.need[task]
         return [m for m, flag in enumerate(self.usable) if flag and view[m] >= need]
+
+    def add_running(self, task: int) -> None:
+        bisect.insort(self.running, (self.expected_end_s[task], task))
+
+    def remove_running(self, task: int) -> None:
+        running = self.running
+        del running[bisect.bisect_left(running, (self.expected_end_s[task], task))]
+
+    def running_on(self, machine: int) -> list[int]:
+        """The tasks running on ``machine``, by expected end."""
+        return [task for _, task in self.running if machine in self.placed_on[task]]
+
+    def busy_core_s(self, task: int, until: float) -> float:
+        begin = self.start_s[task]
+        if math.isnan(begin):
+            return 0.0
+        return (until - begin) * self.need[task] * len(self.placed_on[task]) / CORE_UNITS
+
+
+@dataclass(kw_only=True)
+class CycleState(SchedulerState):
+    """The SC18 engine's state: the ready queue (eligible tasks in the T2 policy's order,
+    the J3 job order on top when one is declared) and the machines that may receive tasks
+    as a list, changed in place so the stages bound to it see every change."""
+
+    ready: ReadyQueue
+    open_list: list[int]
+    """The usable machines in topology order (``open_machines``, kept up to date)."""
+    arrived: bytearray
+    """1 for a task that arrived and whose job passed J2: it waits only for its parents."""
+
+
+@dataclass(kw_only=True)
+class ReservingState(SchedulerState):
+    """The reservation engine's state: a queue sorted on the T2 (and J3) key, and the
+    reservations the backfilling component made."""
+
+    expected_duration: Callable[[int, int], float]
+    """``(task, machine) -> requested time on that machine``."""
+    real_duration: Callable[[int, int], float]
+    """``(task, machine) -> how long the task really runs there`` (cut at its requested
+    time)."""
+    queue: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
+    """Waiting eligible tasks as ``(policy key, task)``, in policy order."""
+    reservations: dict[int, Reservation] = field(default_factory=dict)
+    first_reservation_s: list[float] = field(default_factory=list)
+    """The first reservation each task was given (NaN: none): what the backfilling
+    guarantees are checked against."""
+    started: list[int] = field(default_factory=list)
+    """Tasks started in the current pass, in order (the event loop schedules their ends)."""
+
+    def enqueue(self, key: tuple[float, ...], task: int) -> None:
+        bisect.insort(self.queue, (key, task))
 
     def expected_length(self, task: int, machines: tuple[int, ...] | list[int]) -> float:
         return max(self.expected_duration(task, machine) for machine in machines)
@@ -88,12 +147,11 @@ class SchedulerState:
         for machine in chosen:
             self.free[machine] -= need
         now = self.now
-        expected_end = now + self.expected_length(task, chosen)
         self.start_s[task] = now
-        self.expected_end_s[task] = expected_end
+        self.expected_end_s[task] = now + self.expected_length(task, chosen)
         self.finish_s[task] = now + max(self.real_duration(task, m) for m in chosen)
         self.placed_on[task] = chosen
-        bisect.insort(self.running, (expected_end, task))
+        self.add_running(task)
         self.reservations.pop(task, None)
         self.started.append(task)
 
@@ -102,11 +160,4 @@ class SchedulerState:
         need = self.need[task]
         for machine in self.placed_on[task]:
             self.free[machine] += need
-        index = bisect.bisect_left(self.running, (self.expected_end_s[task], task))
-        del self.running[index]
-
-    def busy_core_s(self, task: int, until: float) -> float:
-        begin = self.start_s[task]
-        if math.isnan(begin):
-            return 0.0
-        return (until - begin) * self.need[task] * len(self.placed_on[task]) / CORE_UNITS
+        self.remove_running(task)
