@@ -207,12 +207,14 @@ _positive = st.integers(1, 10**6).map(float) | st.floats(1e-3, 1e6, allow_nan=Fa
 _ids = st.integers(-(2**31), 2**31 - 1) | st.text("abcxyz019_-.", min_size=1, max_size=6)
 _compute = {"ph": {"type": "parallel_homogeneous", "cpu": 1e10, "com": 0},
             "seq": {"type": "composed", "seq": ["ph", "ph"], "repeat": 2}}
+_compute_5 = {"ph": {"type": "ParallelTaskHomogeneousProfile", "cpu": 1e10, "com": 0},
+              "seq": {"type": "SequentialCompositionProfile", "seq": ["ph"]}}
 
 
 @st.composite
 def batsim_workloads(draw: Any) -> Workload:
     """Workloads in Batsim's normal form: each task a delay (named by dcx or not) or a
-    kept compute profile, ids Batsim takes, jobs of one task."""
+    kept compute profile (Batsim 4.x or 5.x names), ids Batsim takes, jobs of one task."""
     ids = draw(st.lists(_ids, max_size=12, unique_by=str).filter(
         lambda found: all(batsim._writable_id(i) for i in found)))
     tasks = []
@@ -229,7 +231,10 @@ def batsim_workloads(draw: Any) -> Workload:
                           requested_time_s=draw(st.none() | _positive),
                           request=ResourceRequest(nodes=draw(st.integers(0, 512))),
                           extras=extras))
-    extras: dict[str, Any] = {"batsim:profiles": dict(_compute)}
+    version_5 = draw(st.booleans())
+    extras: dict[str, Any] = {"batsim:profiles": dict(_compute_5 if version_5 else _compute)}
+    if version_5:
+        extras["batsim:version"] = 5
     if draw(st.booleans()):
         extras["batsim:nb_res"] = draw(st.integers(1000, 2000))
     attributes = draw(st.dictionaries(st.sampled_from(["command", "date", "x"]),
