@@ -78,6 +78,9 @@ from dcx.core.columns import (
     RowLines,
     Strings,
     WorkloadColumns,
+    all_distinct,
+    all_found,
+    columns_of,
     concat_strings,
 )
 from dcx.core.declaration import FormatDeclaration
@@ -707,6 +710,91 @@ class _Normalizer:
         return extras if kept == extras else kept
 
 
+def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
+    """The jobs of ``normal_form``, task by task, and the held paths it changes."""
+    normalizer = _Normalizer([task for job in given for task in job.tasks])
+    lost = normalizer.lost
+    jobs = []
+    for job in given:
+        tasks = tuple(normalizer.task(task) for task in job.tasks)
+        extras = job.extras
+        if any(key.startswith("swf:") for key in extras):
+            lost.add("job.extras")  # SWF has no job of its own to keep them on
+            extras = {key: value for key, value in extras.items() if not key.startswith("swf:")}
+        if extras is job.extras and all(a is b for a, b in zip(tasks, job.tasks, strict=True)):
+            jobs.append(job)
+        else:
+            jobs.append(replace(job, tasks=tasks, extras=extras))
+    return lost, tuple(jobs)
+
+
+def _columns_in_normal_form(columns: WorkloadColumns) -> bool:
+    """Whether ``_Normalizer`` would leave every task of ``columns`` as it is (checked column
+    by column; ``False`` sends the workload through the task-by-task path)."""
+    import numpy as np
+
+    ids = columns.ids
+    if ids.dtype.kind != "i" or (len(ids) and int(ids.min()) < 0) or not all_distinct(ids):
+        return False  # written_ids would renumber
+    if columns.dependency_ids.dtype.kind != "i" and len(columns.dependency_ids):
+        return False
+    if not all_found(columns.dependency_ids, ids):
+        return False  # a dependency outside the workload is dropped
+    for times in (columns.submit_time_s, columns.runtime_s, columns.requested_time_s):
+        known = times[~np.isnan(times)]
+        if np.any(known < 0) or not np.all(np.isfinite(known)):
+            return False
+    if np.isnan(columns.submit_time_s).any() or np.any(columns.nodes < 1):
+        return False
+    memory = columns.memory_mb[~np.isnan(columns.memory_mb)]
+    if np.any(memory < 0) or not np.all(np.isfinite(memory * 1024)):
+        return False
+    if not all(map(_writable_name, columns.user.values + columns.group.values)):
+        return False
+    return _extras_in_normal_form(columns, np)
+
+
+def _extras_in_normal_form(columns: WorkloadColumns, np: Any) -> bool:
+    """``_Normalizer.extras`` keeps every ``swf:`` key of every task as it is."""
+    extras = columns.extras
+    allocated = extras.get(_ALLOCATED_KEY)
+    unknown_allocation = np.zeros(len(columns), dtype=bool)
+    if allocated is not None:
+        values = allocated.values[allocated.present]
+        if not (_integral(allocated, np) and np.all((values == -1) | (values == 0))):
+            return False
+        unknown_allocation = allocated.present
+    follows = np.diff(columns.dependency_offsets) > 0
+    for key, column in extras.items():
+        if not key.startswith("swf:") or key == _ALLOCATED_KEY:
+            continue
+        present = column.present
+        values = column.values[present]
+        if key == _REQUESTED_KEY:
+            if np.any(present & unknown_allocation) or not _integral(column, np) or \
+                    np.any(values < -1) or np.any(values == columns.nodes[present]):
+                return False
+        elif key == _PRECEDING_KEY:
+            if np.any(present & follows) or not _integral(column, np) or np.any(values < 0) \
+                    or np.any(np.isin(values, columns.ids)):
+                return False
+        elif key not in _EXTRA_KEYS:
+            return False
+        elif key[4:] in _INTEGERS:
+            if not _integral(column, np) or np.any(values < 0):
+                return False
+        elif np.any(values < 0) or not np.all(np.isfinite(values)):
+            return False
+    return True
+
+
+def _integral(column: ExtraColumn, np: Any) -> bool:
+    """Every present value of the column is an ``int``."""
+    if column.values.dtype.kind == "i":
+        return True
+    return column.integral is not None and bool(np.all(column.integral[column.present]))
+
+
 def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     """``normal_form`` and the held field paths it changes, in one pass."""
     own_document_keys = any(key.startswith("swf:") for key in document.extras)
@@ -717,19 +805,13 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     workload = document.workload
     if workload is None:
         return document, frozenset()
-    normalizer = _Normalizer([task for job in workload.jobs for task in job.tasks])
-    lost = normalizer.lost
-    jobs = []
-    for job in workload.jobs:
-        tasks = tuple(normalizer.task(task) for task in job.tasks)
-        extras = job.extras
-        if any(key.startswith("swf:") for key in extras):
-            lost.add("job.extras")  # SWF has no job of its own to keep them on
-            extras = {key: value for key, value in extras.items() if not key.startswith("swf:")}
-        if extras is job.extras and all(a is b for a, b in zip(tasks, job.tasks, strict=True)):
-            jobs.append(job)
-        else:
-            jobs.append(replace(job, tasks=tasks, extras=extras))
+    columns = columns_of(workload)
+    jobs: Sequence[Job]
+    if columns is not None and _columns_in_normal_form(columns):
+        lost: set[str] = set()
+        jobs = workload.jobs  # nothing to change: no task is built
+    else:
+        lost, jobs = _normal_jobs(workload.jobs)
     time_origin = workload.time_origin
     if time_origin is not None:
         seconds = _epoch_seconds(time_origin)
@@ -790,10 +872,107 @@ def write(document: Document) -> WriteResult:
     """SWF bytes for ``normal_form(document)`` (an empty file when there is no workload)."""
     workload = normal_form(document).workload or Workload()
     lines = _header(workload)
+    columns = columns_of(workload)
+    if columns is not None:
+        head = "".join(line + "\n" for line in lines).encode()
+        return WriteResult(head + _column_lines(columns))
     for job in workload.jobs:
         for task in job.tasks:
             lines.append(" ".join(_line(task)))
     return WriteResult(("\n".join(lines) + "\n").encode())
+
+
+def _column_lines(columns: WorkloadColumns) -> bytes:
+    """The job lines of columns in normal form, as ``_line`` writes each task, built a
+    column at a time."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    count = len(columns)
+    if not count:
+        return b""
+    unknown = pa.scalar("-1")
+    extras = columns.extras
+
+    def extra(key: str, fallback: Any) -> Any:
+        column = extras.get(key)
+        if column is None:
+            return fallback
+        return pc.if_else(pa.array(column.present), _number_texts(column.values), fallback)
+
+    nodes = _number_texts(columns.nodes)
+    dependencies = np.diff(columns.dependency_offsets) > 0
+    first_dependency = columns.dependency_ids[
+        np.minimum(columns.dependency_offsets[:-1], max(len(columns.dependency_ids) - 1, 0))] \
+        if len(columns.dependency_ids) else np.zeros(count, dtype=np.int64)
+    fields: dict[str, Any] = {
+        "JobNumber": _number_texts(columns.ids),
+        "SubmitTime": _number_texts(columns.submit_time_s),
+        "RunTime": _known_texts(columns.runtime_s),
+        "AllocatedProcessors": extra(_ALLOCATED_KEY, nodes),
+        "RequestedProcessors": extra(_REQUESTED_KEY, nodes),
+        "RequestedTime": _known_texts(columns.requested_time_s),
+        "RequestedMemory": _known_texts(columns.memory_mb * 1024),
+        "UserID": _name_texts(columns.user),
+        "GroupID": _name_texts(columns.group),
+        "PrecedingJobNumber": pc.if_else(pa.array(dependencies),
+                                         _number_texts(first_dependency),
+                                         extra(_PRECEDING_KEY, unknown)),
+    }
+    for name in _EXTRA_COLUMNS:
+        fields[name] = extra("swf:" + name, unknown)
+    row = [fields[name] if not isinstance(fields[name], pa.Scalar)
+           else pa.array(["-1"] * count, pa.string()) for name in COLUMNS]
+    return _joined_lines(pc.binary_join_element_wise(*row, " "))
+
+
+def _joined_lines(lines: Any) -> bytes:
+    """The lines of an Arrow string array, each ending in a newline, as one buffer."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ended = pc.binary_join_element_wise(lines, pa.scalar(""), "\n")
+    offsets = ended.offsets
+    data = ended.buffers()[2]
+    start, end = offsets[0].as_py(), offsets[len(ended)].as_py()
+    return data.to_pybytes()[start:end] if data is not None else b""
+
+
+def _number_texts(values: Any) -> Any:
+    """``format_number`` of each value: integers without a decimal point, other floats as
+    their shortest repr (those few in Python)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if values.dtype.kind in "iu":
+        return pc.cast(pa.array(values.astype(np.int64, copy=False)), pa.string())
+    whole = (np.floor(values) == values) & (np.abs(values) < 1e16)
+    texts = pc.cast(pa.array(np.where(whole, values, 0).astype(np.int64)), pa.string())
+    if not whole.all():
+        other = [repr(float(value)) for value in values[~whole]]
+        texts = pc.replace_with_mask(texts, pa.array(~whole), pa.array(other, pa.string()))
+    return texts
+
+
+def _known_texts(values: Any) -> Any:
+    """``_number_texts`` where known, ``-1`` where NaN (unknown)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    missing = np.isnan(values)
+    return pc.if_else(pa.array(missing), pa.scalar("-1"),
+                      _number_texts(np.where(missing, 0.0, values)))
+
+
+def _name_texts(names: Strings) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    table = pa.array(["-1", *names.values], pa.string())
+    return table.take(pa.array(names.codes.astype(np.int64) + 1))
 
 
 def _header(workload: Workload) -> list[str]:

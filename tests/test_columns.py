@@ -13,7 +13,7 @@ from dcx.converters.registry import FORMATS
 from dcx.core.columns import JobRows, WorkloadColumns, columns_of
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Job, ResourceRequest, StartMode, Task, Workload
-from dcx.core.restrict import dropped_field_counts
+from dcx.core.restrict import dropped_field_counts, restrict
 from dcx.formats import swf
 from tests.strategies import Domain, workloads
 
@@ -105,3 +105,32 @@ def test_job_rows_index_like_a_tuple():
         rows[3]
     assert list(rows) == list(jobs)
     assert rows != jobs[:2]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(Domain(ids="str")), st.lists(NUMERIC_EXTRAS, max_size=4),
+       st.booleans())
+def test_writers_write_columns_as_they_write_objects(workload, extras, integer_ids):
+    """SWF's and Parquet's column paths (normal form and writer) against their task-by-task
+    paths: the same bytes and the same losses."""
+    from dcx.formats import parquet
+
+    workload = columnar_friendly(workload, extras)
+    if integer_ids:
+        workload = restrict(Document(workload=workload), set(FIELDS) - {"task.id"}).workload
+    objects = Document(workload=workload)
+    columnar = Document(workload=as_columns(workload))
+    for module in (swf, parquet):
+        assert module.normal_form_losses(columnar) == module.normal_form_losses(objects)
+        assert module.write(columnar) == module.write(objects), module.__name__
+
+
+def test_an_swf_read_writes_back_the_same_bytes_from_its_columns():
+    lines = ["; MaxProcs: 8", "; UnixStartTime: 86400"] + [
+        f"{n} {n * 10} 3 {n}.5 {n % 3} 2.5 -1 {1 + n % 2} 60 1024 1 {n % 4} 2 -1 1 -1 "
+        f"{n - 1 if n % 2 == 0 else -1} -1" for n in range(1, 40)]
+    data = ("\n".join(lines) + "\n").encode()
+    fast = swf.read_fast(data)
+    assert fast is not None and columns_of(fast.document.workload) is not None
+    objects = swf._read(data).document
+    assert swf.write(fast.document).data == swf.write(objects).data
