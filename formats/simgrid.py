@@ -57,10 +57,11 @@ clash (renamed ``node<N>`` / ``rack<N>``), a name other than the id, a machine w
 and the hierarchy above racks are not held.
 
 Checks: the XSD, then what it cannot say: version 4.0 to 4.1 (SimGrid rounds it to 1/100),
-one root zone, no zone holding both hosts and sub-zones or clusters, unique host ids,
-radicals of bounded size (at most ``LIMITS.max_hostlist_range`` hosts, 32-bit numbers), known
-speed units (SimGrid's are case-sensitive), a ``pstate`` inside the speed list. Errors carry
-line, column and the element's XPath.
+zone routings SimGrid knows (compared ignoring case, as SimGrid does), one root zone, no zone
+holding both hosts and sub-zones or clusters, unique host ids, radicals of bounded size (at
+most ``LIMITS.max_hostlist_range`` hosts, 32-bit numbers), known speed units (SimGrid's are
+case-sensitive), a ``pstate`` inside the speed list. Errors carry line, column and the
+element's XPath.
 
 Divergences
 -----------
@@ -217,7 +218,7 @@ def _read(data: bytes) -> ReadResult:
             racks.extend(_zone_racks(top, reader, is_root=True))
     for what, count in reader.not_held.items():
         times = f" ({count} of them)" if count > 1 else ""
-        reader.found.append(warning(f"{what} is not kept{times}: dcx's model holds hosts, "
+        reader.found.append(warning(f"{what}: not kept{times}; dcx's model holds hosts, "
                                     "cores and speeds, not the network or the simulation "
                                     "setup", "simgrid.not-held",
                                     **reader.at(reader.first_not_held[what])))
