@@ -393,6 +393,9 @@ CASES: tuple[Case, ...] = (
     Case("opendc-count-explode", "opendc_topology", "opendc-topology.too-large",
          "dcx reads at most 1,048,576 hosts", "formats/opendc-count-explode.json", line=6,
          checklist="issue 19"),
+    # --- Slurm: a NodeName bracket product standing for 10^15 nodes
+    Case("slurm-hostlist-explode", "slurm", "slurm.hostlist", "more than 1,048,576 hosts",
+         "formats/hostlist-explode.conf", line=3, checklist="issue 19"),
     # --- SWF, Haizea LWF
     Case("swf-negative-fields", "swf", "schema.const", "AllocatedProcessors is -5",
          _swf_negative, ".swf", line=3, checklist="issue 9"),
