@@ -23,11 +23,6 @@ from dcx.experiments.spec import Cell, Options
 from dcx.scheduler.policies import Policy
 from dcx.scheduler.problem import Problem
 
-CELL_COLUMNS = ("cell_key", "experiment", "workload", "environment", "scheduler",
-                "time_model", "seed", "repetition", "workload_path", "environment_path",
-                "workload_sha256", "environment_sha256", "scheduler_stages", "options")
-"""The columns a row has before its run: the parameters of its cell."""
-RUN_COLUMNS = ("wall_s", "dcx_version", "finished_at")
 SKIPPED_SUMMARY_FIELDS = frozenset({"policy", "time_model", "seed"})
 """Summary fields that repeat a cell parameter."""
 

@@ -82,7 +82,7 @@ def plan(experiment: Experiment, stored: set[str]) -> Plan:
     found = Plan(experiment)
     hashes: dict[Path, str | None] = {}
     options = experiment.options.as_dict()
-    for cell in experiment.cells():
+    for index, cell in enumerate(experiment.cells()):
         workload_sha = _hash_of(cell.workload, hashes, found.unreadable)
         environment_sha = _hash_of(cell.environment, hashes, found.unreadable)
         if workload_sha is None or environment_sha is None:
@@ -97,7 +97,7 @@ def plan(experiment: Experiment, stored: set[str]) -> Plan:
             "cell_key": key, "experiment": experiment.name,
             "workload": cell.workload.name, "environment": cell.environment.name,
             "scheduler": cell.scheduler.name, "time_model": cell.time_model,
-            "seed": cell.seed, "repetition": cell.repetition,
+            "seed": cell.seed, "repetition": cell.repetition, "cell_index": index,
             "workload_path": str(cell.workload.path),
             "environment_path": str(cell.environment.path or cell.workload.path),
             "workload_sha256": workload_sha, "environment_sha256": environment_sha,

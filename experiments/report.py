@@ -26,7 +26,7 @@ HEADLINE = (("jms_s", "JMS [s]"), ("njsl", "NJSL"), ("jwt_s", "JWT [s]"), ("trt_
             ("wait_mean", "wait [s]"), ("bounded_slowdown_mean", "BSLD"),
             ("utilisation", "util"), ("wall_s", "wall [s]"))
 """The metrics the Markdown tables show; ``summary.json`` has every numeric column."""
-NOT_METRICS = frozenset({"seed", "repetition"})
+NOT_METRICS = frozenset({"seed", "repetition", "cell_index"})
 
 _T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
           2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
@@ -107,9 +107,12 @@ class Group:
 
 
 def groups(table: pa.Table) -> list[Group]:
-    """Rows grouped by (workload, environment, time model, scheduler), in table order."""
+    """Rows grouped by (workload, environment, time model, scheduler), in the order of the
+    experiment's cells (``cell_index``; rows are stored in the order they finished)."""
     collected: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for row in table.to_pylist():
+    rows = table.to_pylist()
+    rows.sort(key=lambda row: row.get("cell_index") or 0)
+    for row in rows:
         collected.setdefault(tuple(str(row[key]) for key in GROUP), []).append(row)
     return [Group(workload, environment, model, scheduler, rows)
             for (workload, environment, model, scheduler), rows in collected.items()]
