@@ -51,8 +51,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "has machines (a Haizea site, an SWF MaxProcs/MaxNodes header)")
     parser.add_argument("--policy", metavar="NAME[,NAME…]",
                         help="comma-separated schedulers: SRTF-BESTFIT (SC18), FCFS, "
-                        "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, … (default SRTF-BESTFIT "
-                        "unless --scheduler is given)")
+                        "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, …; a +STAGE-POLICY suffix "
+                        "sets a job or static-filter stage (FCFS-EASY+J3-SJF, "
+                        "FIFO-FIRSTFIT+J2-WHOLE-JOB) (default SRTF-BESTFIT unless "
+                        "--scheduler is given)")
     parser.add_argument("--scheduler", action="append", default=[], metavar="FILE",
                         help="a scheduler declaration (JSON, schemas/scheduler.schema.json); "
                         "may be repeated")

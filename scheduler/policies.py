@@ -10,8 +10,11 @@
   by free cores only, as the paper defines them, even when memory, GPUs or named resources
   are scheduled too: those decide which machines are candidates, not their rank.
 
-Adding a policy is one function plus one line in ``TASK_ORDERS`` or ``MACHINE_SELECTIONS``.
-A scheduler name joins a T2 and an R5 policy: ``SRTF-BESTFIT``.
+Adding a policy is one function plus one line in ``TASK_ORDERS`` or ``MACHINE_SELECTIONS``
+(and its name in ``schemas/scheduler.schema.json``). A scheduler name joins a T2 and an R5
+policy: ``SRTF-BESTFIT``. The J2/J3 job stages (``job_stages.py``) and the R2/R3 static
+filters (``resource_stages.py``) are components of their own, named as ``+STAGE-POLICY``
+suffixes (``FCFS-EASY+J3-SJF``).
 """
 
 from __future__ import annotations
