@@ -306,19 +306,21 @@ def expanded_machines(environment: Environment, most: int) -> Iterator[Machine]:
     return environment.machines()
 
 
-def compact(environment: Environment, least: int = 2) -> Environment:
+def compact(environment: Environment, least: int = 2, shared_parts: bool = False) -> Environment:
     """``environment`` with each run of at least ``least`` consecutive machines of a rack
     that differ only in id, name or rank held as one group (what a reader of a format that
-    states such runs makes). Equal to ``environment``."""
+    states such runs makes). Equal to ``environment``. ``shared_parts``: see
+    ``_groupable``."""
     datacenters = tuple(replace(datacenter, rooms=tuple(
-        replace(room, racks=tuple(replace(rack, slots=_compact_slots(rack.slots, least))
-                                  for rack in room.racks))
+        replace(room, racks=tuple(
+            replace(rack, slots=_compact_slots(rack.slots, least, shared_parts))
+            for rack in room.racks))
         for room in datacenter.rooms)) for datacenter in environment.datacenters)
     return replace(environment, datacenters=datacenters)
 
 
-def _compact_slots(slots: Sequence[Machine | None],
-                   least: int) -> tuple[Machine | None, ...] | Slots:
+def _compact_slots(slots: Sequence[Machine | None], least: int,
+                   shared_parts: bool) -> tuple[Machine | None, ...] | Slots:
     parts: list[Part] = []
     run: list[Machine] = []
 
@@ -330,7 +332,7 @@ def _compact_slots(slots: Sequence[Machine | None],
         run.clear()
 
     for slot in slots:
-        if slot is None or (run and not _groupable(run[-1], slot)):
+        if slot is None or (run and not _groupable(run[-1], slot, shared_parts)):
             close()
         if slot is None:
             parts.append(None)
@@ -343,11 +345,24 @@ def _compact_slots(slots: Sequence[Machine | None],
 _UNSET = {"id": None, "name": None, "rank": None}
 
 
-def _groupable(previous: Machine, machine: Machine) -> bool:
-    """Equal but for member fields, each of which is set on both or on neither."""
-    return all((getattr(previous, name) is None) == (getattr(machine, name) is None)
-               for name in MEMBER_FIELDS) and replace(previous, **_UNSET) == replace(
-        machine, **_UNSET)
+def _groupable(previous: Machine, machine: Machine, shared_parts: bool = False) -> bool:
+    """Equal but for member fields, each of which is set on both or on neither. With
+    ``shared_parts``, tuples (CPUs, memory, features …) count as equal only when they are
+    the same object, as a reader that builds one machine kind's parts once makes them: a
+    cheap test that may miss equal machines, never group unequal ones."""
+    if shared_parts and (previous.cpus is not machine.cpus
+                         or previous.memory is not machine.memory):
+        return False  # the usual difference, found without walking every field
+    theirs = machine.__dict__
+    for name, value in previous.__dict__.items():
+        other = theirs[name]
+        if name in MEMBER_FIELDS:
+            if (value is None) != (other is None):
+                return False
+        elif value is not other and (
+                (shared_parts and value.__class__ is tuple) or value != other):
+            return False
+    return True
 
 
 def group_of(machines: Sequence[Machine]) -> MachineGroup:

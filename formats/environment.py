@@ -85,6 +85,7 @@ from dcx.core.diagnostics import (
 from dcx.core.groups import (
     MachineGroup,
     Slots,
+    compact,
     machine_parts,
     part_count,
     part_template,
@@ -289,7 +290,8 @@ def _read(data: bytes) -> ReadResult:
     diagnostics += builder.finish()
     diagnostics += semantic_checks(environment, builder)
     diagnostics = locator.place(diagnostics, key_codes=frozenset({"environment.unknown-key"}))
-    document = Document(environment=environment)
+    # consecutive units of one definition that differ only in id and name: one group each
+    document = Document(environment=compact(environment, shared_parts=True))
     return ReadResult(None if has_errors(diagnostics) else document, tuple(diagnostics))
 
 

@@ -17,6 +17,12 @@ feature of those machines). Logical core ids other than ``0..n-1`` are kept in
 ``scheduling`` and the legacy ``attributes`` are kept verbatim in ``Environment.extras``
 under ``flux-r:<key>``.
 
+When no two R_lite entries list the same rank, each run of consecutive ranks of one entry
+with the same properties is one machine group (``dcx.core.groups``): its ranks a range, its
+names a window of the decoded nodelist. A million ranks of one entry are then one object, and
+validating, counting, deriving losses and writing R back never make single machines. Entries
+that share ranks (their children merge rank by rank) and legacy R take one machine per rank.
+
 The writer is canonical: R_lite entries grouped by identical children, ranked in order, and
 one compressed nodelist entry. Machines without a rank get ranks ``0..n-1`` in topology
 order (as ``flux R encode`` numbers them).
@@ -115,7 +121,8 @@ CHILDREN = PREFIX + "children"
 """Machine extras key: child types beyond core and gpu, type → idset text."""
 
 MAX_RANKS = 1 << 20
-"""Ranks become one Machine each; the same bound as hosts in one hostlist range."""
+"""Ranks in one R: single machines when a writer or the scheduler expands them; the same
+bound as hosts in one hostlist range."""
 MAX_DEVICES = 1 << 16
 """GPUs per rank become one model object each (other children are kept as idsets)."""
 
