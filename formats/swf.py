@@ -826,7 +826,7 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if len(written) != len(attributes):
         lost.add("workload.attributes")
         attributes = written
-    normal = replace(workload, jobs=tuple(jobs), time_origin=time_origin,
+    normal = replace(workload, jobs=jobs, time_origin=time_origin,
                      attributes=attributes, extras=_workload_extras(workload.extras, lost))
     return replace(document, workload=normal), frozenset(lost)
 
