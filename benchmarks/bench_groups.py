@@ -6,8 +6,9 @@ the expanded path (one ``Machine`` per rank, what every read cost before groups)
 
 1. R validate (``flux_r.read``) against the per-rank path that R_lite entries sharing ranks
    still take. Target: at most 2 s.
-2. ``dcx info``'s counts (``topology_summary``) from the groups, against the same counts
-   over the expanded machines.
+2. ``dcx validate`` and ``dcx info`` on the file, beside the CLI's start-up, and ``dcx
+   info``'s counts (``topology_summary``) from the groups, against the same counts over the
+   expanded machines.
 3. The losses a conversion to environment JSON derives (``conversion_losses``).
 4. R -> environment JSON: written from the group (one definition, each rank a ``$base``
    unit), against the same machines expanded. R gives no clock rate, which the jsspp-osp
@@ -22,9 +23,14 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from dcx.converters.cli import topology_summary
@@ -89,9 +95,23 @@ def clocked(document: Document) -> Document:
         environment, datacenters=(replace(datacenter, rooms=rooms),)))
 
 
+def command_line(data: bytes) -> None:
+    """``dcx validate`` and ``dcx info`` on the R as a file, beside the CLI's start-up."""
+    dcx = os.path.join(os.path.dirname(sys.executable), "dcx")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "million.R")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        for label, argv in (("baseline: dcx formats (start-up)", [dcx, "formats"]),
+                            ("dcx validate", [dcx, "validate", path]),
+                            ("dcx info", [dcx, "info", path])):
+            timed(label, partial(subprocess.run, argv, check=True, capture_output=True))
+
+
 def main() -> None:
     data = r_document()
     print(f"Flux R: {RANKS:,} ranks x {CORES} cores, {len(data):,} bytes")
+    command_line(data)
     result, grouped_read = timed("R validate (read into groups)", lambda: flux_r.read(data))
     assert result.ok and result.document is not None
     document = result.document
