@@ -875,7 +875,7 @@ def write(document: Document) -> WriteResult:
     columns = columns_of(workload)
     if columns is not None:
         head = "".join(line + "\n" for line in lines).encode()
-        return WriteResult(head + _column_lines(columns))
+        return WriteResult(head + _column_lines(columns) or b"\n")  # as "\n".join([]) + "\n"
     for job in workload.jobs:
         for task in job.tasks:
             lines.append(" ".join(_line(task)))
@@ -929,14 +929,16 @@ def _column_lines(columns: WorkloadColumns) -> bytes:
 
 def _joined_lines(lines: Any) -> bytes:
     """The lines of an Arrow string array, each ending in a newline, as one buffer."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    ended = pc.binary_join_element_wise(lines, pa.scalar(""), "\n")
-    offsets = ended.offsets
-    data = ended.buffers()[2]
-    start, end = offsets[0].as_py(), offsets[len(ended)].as_py()
-    return data.to_pybytes()[start:end] if data is not None else b""
+    ended = pc.binary_join_element_wise(lines.cast(pa.large_string()),
+                                        pa.scalar("", pa.large_string()),
+                                        pa.scalar("\n", pa.large_string()))
+    _, offsets, data = ended.buffers()
+    bounds = np.frombuffer(offsets, dtype=np.int64)[ended.offset:ended.offset + len(ended) + 1]
+    return data.to_pybytes()[int(bounds[0]):int(bounds[-1])] if data is not None else b""
 
 
 def _number_texts(values: Any) -> Any:
