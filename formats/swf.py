@@ -43,6 +43,13 @@ A job number given as decimal text (``"12"``) is written as that number and read
 integer. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a task it
 cannot run.
 
+Large files (1 MB and more) are first read by a vectorised accept path: chunks of plain
+numeric job lines are converted column by column (numpy, Arrow's CSV reader) into a
+workload held as columns (``dcx.core.columns``). It only accepts: at anything the line-by-line
+reader would report, or could read differently (text ids, signs other than ``-1``, tokens of
+16 or more characters, header lines after the first job line), the whole file is read line by
+line, which gives every diagnostic with its line. Both give the same document.
+
 Checks: 18 numeric fields per line (located at the field, pointer
 ``/lines/<line number>/<field name>``; each line's record is described by
 ``schemas/swf.schema.json``), -1 as the only negative value, duplicate job numbers, and
