@@ -94,7 +94,17 @@ from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, warning
 from dcx.core.limits import paused_gc
-from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload, build
+from dcx.core.model import (
+    Document,
+    Extras,
+    Id,
+    Job,
+    ResourceRequest,
+    StartMode,
+    Task,
+    Workload,
+    direct_constructor,
+)
 
 SCHEMA = "batsim.schema.json"
 
@@ -239,7 +249,8 @@ def _read(data: bytes) -> ReadResult:
         extras[NB_RES_KEY] = root["nb_res"]
     if version == 5:
         extras[VERSION_KEY] = 5
-    workload = Workload(jobs=tuple(build(Job, {"id": task.id, "tasks": (task,)})
+    workload = Workload(jobs=tuple(_new_job({"id": task.id, "tasks": (task,), "name": None,
+                                             "user": None, "extras": {}})
                                    for task in built),
                         attributes=attributes, extras=extras)
     return ReadResult(Document(workload=workload), tuple(checks.found))
@@ -354,9 +365,24 @@ def _job_task(index: int, job: dict[str, Any], profiles: dict[str, _Profile],
                       if key not in JOB_FIELDS} if len(job) > 4 else {}
     if keeps_name:
         extras[PROFILE_KEY] = name
-    return build(Task, {"id": job_id, "submit_time_s": submit or 0.0, "runtime_s": runtime,
-                        "requested_time_s": walltime,
-                        "request": build(ResourceRequest, {"nodes": res}), "extras": extras})
+    return _new_task({
+        "id": job_id, "submit_time_s": submit or 0.0, "runtime_s": runtime,
+        "requested_time_s": walltime,
+        "request": _new_request({"nodes": res, "cores": 1.0, "memory_mb": None, "gpus": 0,
+                                 "resources": ()}),
+        "dependencies": (), "deadline_s": None, "start_mode": StartMode.ANY,
+        "start_time_s": None, "preemptible": None, "user": None, "group": None, "image": None,
+        "image_size_mb": None, "extras": extras})
+
+
+# A 100,000-job workload builds its tasks here; every call passes every field, in order.
+_new_task = direct_constructor(Task, (
+    "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
+    "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
+    "image_size_mb", "extras"))
+_new_request = direct_constructor(ResourceRequest,
+                                  ("nodes", "cores", "memory_mb", "gpus", "resources"))
+_new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
 
 
 def _finite(value: int | float) -> float | None:
