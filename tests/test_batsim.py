@@ -232,15 +232,15 @@ def batsim_workloads(draw: Any) -> Workload:
                           request=ResourceRequest(nodes=draw(st.integers(0, 512))),
                           extras=extras))
     version_5 = draw(st.booleans())
-    extras: dict[str, Any] = {"batsim:profiles": dict(_compute_5 if version_5 else _compute)}
+    kept: dict[str, Any] = {"batsim:profiles": dict(_compute_5 if version_5 else _compute)}
     if version_5:
-        extras["batsim:version"] = 5
+        kept["batsim:version"] = 5
     if draw(st.booleans()):
-        extras["batsim:nb_res"] = draw(st.integers(1000, 2000))
+        kept["batsim:nb_res"] = draw(st.integers(1000, 2000))
     attributes = draw(st.dictionaries(st.sampled_from(["command", "date", "x"]),
                                       st.integers() | st.text(max_size=4), max_size=2))
     return Workload(jobs=tuple(Job(id=t.id, tasks=(t,)) for t in tasks),
-                    attributes=attributes, extras=extras)
+                    attributes=attributes, extras=kept)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
