@@ -512,8 +512,15 @@ class _Normalizer:
                 extras.pop(key, None)
         elif extras.get(MAKESPAN) == critical_path(tasks):
             del extras[MAKESPAN]
-        jobs = tuple(Job(id=task.id, tasks=(task,)) for task in tasks)
-        return replace(workload, jobs=jobs, name=name, description=description,
+        # the job grouping stays: restrict flattens it (WfFormat does not hold jobs) and
+        # reports it; a job that is already one task under the task's id follows its id
+        normal_tasks = iter(tasks)
+        jobs = []
+        for job in workload.jobs:
+            members = tuple(next(normal_tasks) for _ in job.tasks)
+            single = len(job.tasks) == 1 and job.id == job.tasks[0].id
+            jobs.append(replace(job, id=members[0].id if single else job.id, tasks=members))
+        return replace(workload, jobs=tuple(jobs), name=name, description=description,
                        time_origin=origin, extras=extras)
 
     def task(self, task: Task, numbering: dict[Id, Id]) -> Task:
