@@ -8,6 +8,11 @@ dimension added (1,024 MB per core on every machine, 1,024 MB per requested core
 task, so memory binds exactly where cores do and the schedule must not change), against
 the cores-only runs.
 
+The engine against an earlier version of itself, in the same run: ``scheduler/engine.py`` as
+of ``DCX_BENCH_BASELINE`` (a git revision; default the last commit before the engine was
+split into mechanism and stage components) is loaded from git beside the current one, and
+both run every SC18 policy on Askalon, interleaved, best of three CPU times each.
+
 Backfilling at scale: a generated, seeded SWF (``generate_swf.py``; 1,000,000 jobs) read
 and scheduled under FCFS-EASY on its own 1,024-processor machine, and one of 100,000 jobs at a
 lower offered load under FCFS-CONSERVATIVE; reading and scheduling timed apart, jobs per second
@@ -17,12 +22,15 @@ it)."""
 from __future__ import annotations
 
 import heapq
+import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_swf import generate  # a script beside this one
@@ -69,6 +77,66 @@ def with_memory(problem: Problem) -> Problem:
     tasks = replace(problem.tasks,
                     demand=[((0, need * per_core // CORE_UNITS),) for need in problem.tasks.need])
     return replace(problem, machines=machines, tasks=tasks)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE_REVISION = os.environ.get("DCX_BENCH_BASELINE", "38ec463")
+
+
+def baseline_engine(folder: Path) -> ModuleType | None:
+    """``scheduler/engine.py`` at ``BASELINE_REVISION``, imported from a copy in
+    ``folder`` (it imports the current policies, problem and stage timing, whose interfaces
+    it used); ``None`` when git cannot give it."""
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{BASELINE_REVISION}:scheduler/engine.py"], cwd=ROOT,
+            capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    path = folder / "baseline_engine.py"
+    path.write_bytes(source)
+    spec = importlib.util.spec_from_file_location("baseline_engine", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def cpu_best_of(repeats: int, actions: list) -> list[float]:  # type: ignore[type-arg]
+    """Best CPU time of each action over ``repeats`` rounds, the actions interleaved so
+    that load from other processes hits them alike."""
+    best = [float("inf")] * len(actions)
+    for _ in range(repeats):
+        for index, action in enumerate(actions):
+            started = time.process_time()
+            action()
+            best[index] = min(best[index], time.process_time() - started)
+    return best
+
+
+def against_baseline(askalon: Problem) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        old = baseline_engine(Path(folder))
+        if old is None:
+            print(f"bench_scheduler: no engine at {BASELINE_REVISION} (git); not compared")
+            return
+        print(f"engine now against engine at {BASELINE_REVISION}, Askalon, sc18, CPU s")
+        print(f"{'policy':<18}{'stage timing':>13}{'baseline':>10}{'now':>8}{'ratio':>7}")
+        totals = [0.0, 0.0]
+        for policy in all_policies():
+            for timed in (False, True):
+                before, after = cpu_best_of(3, [
+                    lambda p=policy, t=timed: old.simulate(askalon, p, old.time_model("sc18"),
+                                                           0, t),
+                    lambda p=policy, t=timed: simulate(askalon, p, time_model("sc18"), 0, t),
+                ])
+                totals[0] += before
+                totals[1] += after
+                print(f"{policy.name:<18}{'yes' if timed else 'no':>13}{before:>10.3f}"
+                      f"{after:>8.3f}{after / before:>7.2f}")
+        print(f"{'all 18 runs':<31}{totals[0]:>10.2f}{totals[1]:>8.2f}"
+              f"{totals[1] / totals[0]:>7.2f}")
 
 
 BACKFILL_JOBS = int(os.environ.get("DCX_BENCH_JOBS", "1000000"))
@@ -121,6 +189,7 @@ def main() -> None:
               f"{time.perf_counter() - started:.3f} s (read + compile)")
     sc18 = time_model("sc18")
     askalon = problems["Askalon"]
+    against_baseline(askalon)
     baseline = best_of(3, lambda: heap_baseline(askalon))
     print(f"baseline heap pass over Askalon: {baseline * 1e3:.1f} ms")
     print(f"{'policy':<18}{'no stage timing':>16}{'stage timing':>14}{'x baseline':>12}")

@@ -34,7 +34,6 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -379,7 +378,7 @@ class Simulation:
         runs once per task."""
         state = self.state
         need, placed_on, free, running = state.need, state.placed_on, state.free, state.running
-        expected_end, extra_free, demand = state.expected_end_s, state.extra_free, state.demand
+        extra_free, demand = state.extra_free, state.demand
 
         def release(task: int) -> None:
             placed = placed_on[task]
@@ -387,7 +386,7 @@ class Simulation:
                 free[machine] += need[task]
             if extra_free:
                 _shift_resources(demand[task], placed, extra_free, +1)
-            del running[bisect_left(running, (expected_end[task], task))]
+            del running[task]
 
         return release
 
@@ -448,7 +447,7 @@ class Simulation:
         placed_on, first_start, attempts = state.placed_on, self.first_start, self.attempts
         finishes, smallest_need = self.finishes, self.smallest_need
         extra_free, demand = state.extra_free, state.demand
-        heappush, add_running = heapq.heappush, insort
+        heappush = heapq.heappush
         largest = max(map(free.__getitem__, open_list), default=0)
         skipped: list[int] = []
         while largest >= smallest_need and len(ready):
@@ -486,7 +485,7 @@ class Simulation:
             if requested[task] != runtime[task]:
                 expected = now + max(duration_on(requested[task], clock[m]) for m in chosen)
             expected_end[task] = expected
-            add_running(running, (expected, task))
+            running[task] = None
             seen = align(end)
             if seen < now + min_visible_gap:
                 seen = now + min_visible_gap

@@ -2,10 +2,11 @@
 and every other resource the problem schedules), the running tasks with their expected and
 real finish times, and the queue.
 
-``SchedulerState`` holds what both engines share. Each engine extends it with its queue:
-``CycleState`` (the SC18 engine, ``engine.py``) with the ready queue its T2 policy built,
-``ReservingState`` (the reservation engine, ``backfilling.py``) with a queue sorted on a
-static key and the reservations.
+``SchedulerState`` holds what both engines share. Each engine extends it with its queue and
+its running set: ``CycleState`` (the SC18 engine, ``engine.py``) with the ready queue its T2
+policy built, ``ReservingState`` (the reservation engine, ``backfilling.py``) with a queue
+sorted on a static key, the running tasks sorted by expected end, and the reservations.
+Every stage can ask any state for ``running_tasks()``.
 
 Mechanism (placing, releasing, requeueing after a failure) lives in the engines and in the
 methods here; policy (which task, which machines, who may jump the queue) lives in the
@@ -65,8 +66,6 @@ class SchedulerState:
     placed_on: list[tuple[int, ...]]
     arrival_s: list[float]
     """When each task arrives (its release time, aligned by the time model)."""
-    running: list[tuple[float, int]] = field(default_factory=list)
-    """Running tasks as ``(expected end, task)``, earliest expected end first."""
     extra_free: list[list[int]] = field(default_factory=list)
     """Free units per machine of each resource beside cores (one list per dimension of
     ``MachineTable.dimensions``); empty for a cores-only problem."""
@@ -84,16 +83,14 @@ class SchedulerState:
         need = self.need[task]
         return [m for m, flag in enumerate(self.usable) if flag and view[m] >= need]
 
-    def add_running(self, task: int) -> None:
-        bisect.insort(self.running, (self.expected_end_s[task], task))
-
-    def remove_running(self, task: int) -> None:
-        running = self.running
-        del running[bisect.bisect_left(running, (self.expected_end_s[task], task))]
+    def running_tasks(self) -> list[tuple[float, int]]:
+        """Running tasks as ``(expected end, task)``, earliest expected end first (their
+        real ends are in ``finish_s``)."""
+        raise NotImplementedError
 
     def running_on(self, machine: int) -> list[int]:
         """The tasks running on ``machine``, by expected end."""
-        return [task for _, task in self.running if machine in self.placed_on[task]]
+        return [task for _, task in self.running_tasks() if machine in self.placed_on[task]]
 
     def busy_core_s(self, task: int, until: float) -> float:
         begin = self.start_s[task]
@@ -109,8 +106,15 @@ class CycleState(SchedulerState):
     as a list, changed in place so the stages bound to it see every change."""
 
     ready: ReadyQueue
+    running: dict[int, None] = field(default_factory=dict)
+    """The running tasks, in the order they started (an insertion-ordered set: the engine
+    adds and removes one per task, and sorts only when a stage asks)."""
     open_list: list[int]
     """The usable machines in topology order (``open_machines``, kept up to date)."""
+
+    def running_tasks(self) -> list[tuple[float, int]]:
+        expected_end = self.expected_end_s
+        return sorted((expected_end[task], task) for task in self.running)
     arrived: bytearray
     """1 for a task that arrived and whose job passed J2: it waits only for its parents."""
 
@@ -127,12 +131,24 @@ class ReservingState(SchedulerState):
     time)."""
     queue: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
     """Waiting eligible tasks as ``(policy key, task)``, in policy order."""
+    running: list[tuple[float, int]] = field(default_factory=list)
+    """Running tasks as ``(expected end, task)``, earliest expected end first."""
     reservations: dict[int, Reservation] = field(default_factory=dict)
     first_reservation_s: list[float] = field(default_factory=list)
     """The first reservation each task was given (NaN: none): what the backfilling
     guarantees are checked against."""
     started: list[int] = field(default_factory=list)
     """Tasks started in the current pass, in order (the event loop schedules their ends)."""
+
+    def running_tasks(self) -> list[tuple[float, int]]:
+        return self.running
+
+    def add_running(self, task: int) -> None:
+        bisect.insort(self.running, (self.expected_end_s[task], task))
+
+    def remove_running(self, task: int) -> None:
+        running = self.running
+        del running[bisect.bisect_left(running, (self.expected_end_s[task], task))]
 
     def enqueue(self, key: tuple[float, ...], task: int) -> None:
         bisect.insort(self.queue, (key, task))
