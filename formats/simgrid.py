@@ -231,14 +231,21 @@ def _read(data: bytes) -> ReadResult:
 
 def _check_version(root: Any, reader: _Reader) -> None:
     text = root.get("version")
-    try:
-        hundredths = round(100 * float(text))
-    except ValueError:
-        hundredths = 0
+    hundredths = _rounded(text, 100)
     if not 400 <= hundredths <= 410:
         reader.found.append(error(
             f"platform version {text!r}; SimGrid reads 4.0 to 4.1 (simgrid_update_xml "
             "upgrades older files)", "simgrid.version", **reader.at(root, "version")))
+
+
+def _rounded(text: str, scale: int) -> int:
+    """``round(scale * float(text))`` as SimGrid reads versions and power states; -1 for text
+    that is no finite number."""
+    try:
+        value = scale * float(text)
+    except ValueError:
+        return -1
+    return round(value) if math.isfinite(value) else -1
 
 
 def _zone_racks(zone: Any, reader: _Reader, is_root: bool = False) -> list[Rack]:
@@ -328,10 +335,7 @@ def _speed(element: Any, reader: _Reader) -> float | None:
                 **reader.at(element, "speed")))
         speeds.append(value * SPEED_UNITS[unit or "f"])
     pstate_text = element.get("pstate", "0")
-    try:
-        pstate = round(float(pstate_text))
-    except ValueError:
-        pstate = -1
+    pstate = _rounded(pstate_text, 1)
     if not 0 <= pstate < len(speeds):
         reader.found.append(error(
             f"pstate {pstate_text!r} is not one of the {len(speeds)} speeds",

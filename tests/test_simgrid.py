@@ -129,6 +129,8 @@ def test_power_states_keep_the_selected_speed_with_a_warning() -> None:
      "/platform/zone/cluster/@radical"),
     ('<zone id="z" routing="Full"><host id="a" speed="1Gf" pstate="2"/></zone>',
      "simgrid.pstate", "/platform/zone/host/@pstate"),
+    ('<zone id="z" routing="Full"><host id="a" speed="1Gf" pstate="inf"/></zone>',
+     "simgrid.pstate", "/platform/zone/host/@pstate"),
     ('<zone id="z" routing="Full"/><zone id="y" routing="Full"/>', "simgrid.root-zones",
      "/platform/zone[2]"),
     ('<zone id="z" routing="Shortest"/>', "simgrid.routing", "/platform/zone/@routing"),
@@ -150,9 +152,10 @@ def test_the_unit_error_suggests_the_right_case() -> None:
 
 
 def test_old_versions_and_internal_dtds_are_refused() -> None:
-    assert only_errors(platform('<zone id="z" routing="Full"/>',
-                                HEAD.replace("4.1", "3"))) == [("simgrid.version",
-                                                                "/platform/@version")]
+    for version in ("3", "4.2", "inf", "nan", "x"):
+        assert only_errors(platform('<zone id="z" routing="Full"/>',
+                                    HEAD.replace("4.1", version))) == [("simgrid.version",
+                                                                        "/platform/@version")]
     entity = HEAD.replace('simgrid.dtd">', 'simgrid.dtd" [<!ENTITY x "y">]>')
     assert [d.code for d in simgrid.read(platform("", entity)).diagnostics] == ["xml.dtd"]
     other = HEAD.replace("DOCTYPE platform", "DOCTYPE html")
