@@ -463,7 +463,8 @@ def _written_id(value: object) -> Id | None:
 
 
 def _has_execution(workload: Workload) -> bool:
-    return any(task.runtime_s is not None for task in workload.tasks())
+    return any(task.runtime_s is not None and math.isfinite(task.runtime_s)
+               for task in workload.tasks())
 
 
 @dataclass
@@ -529,21 +530,26 @@ class _Normalizer:
         if len(dependencies) != len(task.dependencies):
             self.lost.add("task.dependencies")
         request = task.request
-        cores, memory = request.cores, request.memory_mb
+        cores, memory, runtime = request.cores, request.memory_mb, task.runtime_s
         extras = dict(task.extras)
-        if task.runtime_s is None:
+        if runtime is not None and not math.isfinite(runtime):  # JSON has no infinity
+            runtime = self.changed("task.runtime_s", runtime, None)
+        if runtime is None:
             cores = self.changed("task.request.cores", cores, 1.0)
             memory = self.changed("task.request.memory_mb", memory, None)
             extras.pop(EXECUTION_MEMBERS, None)
-        elif cores < 1:
-            cores = self.changed("task.request.cores", cores, 1.0)
+        else:
+            if not (cores >= 1 and math.isfinite(cores)):
+                cores = self.changed("task.request.cores", cores, 1.0)
+            if memory is not None and not math.isfinite(memory * BYTES_PER_MB):
+                memory = self.changed("task.request.memory_mb", memory, None)
         task_id = numbering[task.id]
         name = extras.get(TASK_NAME)
         if name is not None and (not isinstance(name, str) or not name
                                  or name == str(task_id)):
             del extras[TASK_NAME]
         return replace(task, id=task_id, dependencies=dependencies, extras=extras,
-                       request=replace(request, cores=cores, memory_mb=memory))
+                       runtime_s=runtime, request=replace(request, cores=cores, memory_mb=memory))
 
     def environment(self, environment: Environment) -> Environment:
         position = 0

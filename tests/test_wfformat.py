@@ -216,6 +216,19 @@ def test_the_normal_form_fills_what_wfformat_requires_and_reports_what_it_change
         document, wfformat.HOLDS, "wfformat", target=wfformat.FORMAT)
 
 
+def test_values_json_cannot_carry_are_normalised_not_written() -> None:
+    tasks = (Task(id="a", runtime_s=float("inf")),
+             Task(id="b", runtime_s=1.0, request=ResourceRequest(cores=float("nan"),
+                                                                 memory_mb=float("inf"))))
+    document = Document(workload=Workload(jobs=(Job(id="j", tasks=tasks),)))
+    assert wfformat.normal_form_losses(document) == {
+        "task.runtime_s", "task.request.cores", "task.request.memory_mb"}
+    written = wfformat.write(document)
+    assert written.diagnostics == ()
+    first, second = wfformat.read(written.data).document.workload.tasks()
+    assert first.runtime_s is None and second.request == ResourceRequest()
+
+
 def test_a_document_without_tasks_cannot_be_written_and_says_why() -> None:
     written = wfformat.write(Document(workload=Workload()))
     assert [d.code for d in written.diagnostics] == ["wfformat.unwritable"]
