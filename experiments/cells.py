@@ -12,6 +12,7 @@ and the options.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -19,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dcx.core.limits import paused_gc
 from dcx.experiments.spec import Cell, Options
 from dcx.scheduler.policies import Policy
 from dcx.scheduler.problem import Problem
@@ -27,6 +29,7 @@ SKIPPED_SUMMARY_FIELDS = frozenset({"policy", "time_model", "seed"})
 """Summary fields that repeat a cell parameter."""
 
 
+@functools.cache
 def dcx_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -114,7 +117,8 @@ def run_cell(problem: Problem, task: CellTask) -> CellResult:
     from dcx.scheduler.runs import run_policy
 
     began = time.perf_counter()
-    run = run_policy(problem, task.policy, task.time_model, task.seed, task.measure_stages)
+    with paused_gc():  # a run makes no cycles; a worker's heap is large to rescan
+        run = run_policy(problem, task.policy, task.time_model, task.seed, task.measure_stages)
     wall_s = time.perf_counter() - began
     row = {**task.columns, **metric_columns(run.metrics.summary)}
     if task.measure_stages:

@@ -253,6 +253,12 @@ def report_only(target: Path, plots: bool) -> int:
         _say(f"dcx experiment: error: {folder / 'results.parquet'} is not a results table: "
              f"{exc}")
         return EXIT_INVALID
+    missing = [column for column in ("cell_key", "experiment", "workload", "scheduler")
+               if table is not None and column not in table.column_names]
+    if missing:
+        _say(f"dcx experiment: error: {folder / 'results.parquet'} is not a results table "
+             f"(no {', '.join(missing)} column)")
+        return EXIT_INVALID
     names = sorted(set(table.column("experiment").to_pylist())) if table is not None else []
     _render(folder, table, jobs, ", ".join(map(str, names)) or folder.name, None, plots)
     return EXIT_OK

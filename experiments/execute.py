@@ -15,6 +15,7 @@ retried ``RETRIES`` times before it counts as failed.
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import time
@@ -37,9 +38,9 @@ from dcx.scheduler.problem import Problem
 
 RETRIES = 2
 RESUBMISSIONS = 3
-TASKS_PER_THREAD = 4
+TASKS_PER_THREAD = 8
 """The submission window: this many cells in flight per worker thread."""
-MIN_WINDOW = 8
+MIN_WINDOW = 16
 
 Pair = tuple[str, str]
 """(workload name, environment name)."""
@@ -200,15 +201,22 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
              on_failure: Callable[[CellFailure], None]) -> None:
     """Every cell on the cluster behind ``client``, results handed over as they finish.
 
-    A scattered problem can be lost with the worker holding its last copy (the scheduler
-    keeps fewer copies than ``broadcast`` made once no task waits on them); the cells that
-    needed it are cancelled, the problem is scattered again and they are resubmitted, up to
-    ``RESUBMISSIONS`` times each."""
+    Cells go out in batches (one ``client.map`` per problem) whenever half of the window
+    has come back. A scattered problem can be lost with the worker holding its last copy
+    (the scheduler keeps fewer copies than ``broadcast`` made once no task waits on them);
+    the cells that needed it are cancelled, the problem is scattered again and they are
+    resubmitted, up to ``RESUBMISSIONS`` times each."""
     from concurrent.futures import CancelledError
 
     from distributed import as_completed
 
     shipped: dict[Pair, Any] = {}
+    submitted: dict[str, tuple[Pair, CellTask]] = {}
+    resubmitted: dict[str, int] = {}
+    todo = tasks_of(found, problems)
+    sized_at = -math.inf
+    window = MIN_WINDOW
+    running = as_completed()
 
     def ship(pair: Pair) -> Any:
         future = shipped.get(pair)
@@ -216,34 +224,32 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
             shipped[pair] = _scatter(client, problems[pair])
         return shipped[pair]
 
-    todo = tasks_of(found, problems)
-    sized_at = -math.inf
-    window = MIN_WINDOW
+    def submit(batch: list[tuple[Pair, CellTask]]) -> None:
+        by_pair: dict[Pair, tuple[list[CellTask], list[str]]] = {}
+        for pair, task in batch:
+            again = resubmitted.get(task.key, 0)  # a fresh key: a cancelled one may linger
+            key = f"dcx-cell-{task.key}" + (f"-{again}" if again else "")
+            submitted[key] = (pair, task)
+            tasks, keys = by_pair.setdefault(pair, ([], []))
+            tasks.append(task)
+            keys.append(key)
+        for pair, (tasks, keys) in by_pair.items():
+            running.update(client.map(run_cell, [ship(pair)] * len(tasks), tasks, key=keys,
+                                      pure=False, retries=RETRIES))
 
     def top_up() -> None:
-        """Submit until the window is full; the window follows the cluster's threads (a
-        dask-jobqueue cluster grows while the sweep runs), asked at most once a second."""
+        """Refill the window once half of it came back; the window follows the cluster's
+        threads (a dask-jobqueue cluster grows while the sweep runs), asked at most once a
+        second."""
         nonlocal sized_at, window
         if time.monotonic() - sized_at >= 1.0:
             threads = sum(client.nthreads().values())
             window = max(threads * TASKS_PER_THREAD, MIN_WINDOW)
             sized_at = time.monotonic()
-        while running.count() < window:
-            following = next(todo, None)
-            if following is None:
-                return
-            running.add(submit(*following))
-    submitted: dict[str, tuple[Pair, CellTask]] = {}
-    resubmitted: dict[str, int] = {}
+        if running.count() > window // 2:
+            return
+        submit(list(itertools.islice(todo, window - running.count())))
 
-    def submit(pair: Pair, task: CellTask) -> Any:
-        again = resubmitted.get(task.key, 0)  # a fresh key: the cancelled one may linger
-        key = f"dcx-cell-{task.key}" + (f"-{again}" if again else "")
-        submitted[key] = (pair, task)
-        return client.submit(run_cell, ship(pair), task, key=key, pure=False,
-                             retries=RETRIES)
-
-    running = as_completed()
     top_up()
     for future in running:
         pair, task = submitted.pop(str(future.key))
@@ -253,7 +259,7 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
             if resubmitted.get(task.key, 0) < RESUBMISSIONS:
                 resubmitted[task.key] = resubmitted.get(task.key, 0) + 1
                 future.release()
-                running.add(submit(pair, task))
+                submit([(pair, task)])
                 continue
             on_failure(CellFailure(task.key, f"cancelled: {exc}"))
         except Exception as exc:  # a bug in a cell, or a cell that killed its workers

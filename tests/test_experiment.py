@@ -263,6 +263,13 @@ def test_usage_errors_exit_2_and_invalid_files_exit_1(
     assert main(["experiment", str(missing), "--out", str(tmp_path / "o"),
                  "--workers", "0"]) == 1
     assert "nope.gwf: error: /: cannot read file" in capsys.readouterr().err
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    pq.write_table(pa.table({"x": [1]}), foreign / "results.parquet")
+    assert main(["experiment", "--report", str(foreign)]) == 1
+    assert "is not a results table (no cell_key, experiment" in capsys.readouterr().err
+    (foreign / "results.parquet").write_text("not parquet")
+    assert main(["experiment", "--report", str(foreign)]) == 1
 
 
 def test_an_interrupted_sweep_keeps_its_finished_rows_and_the_rerun_does_the_rest(
