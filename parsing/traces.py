@@ -510,7 +510,10 @@ def _integer_grid(raw: Any, body: bytes, first_line: int, kinds: FieldKinds,
     line_ends = np.flatnonzero(compact == 10)
     if not len(line_ends) or line_ends[-1] != len(compact) - 1:
         line_ends = np.append(line_ends, len(compact))
-    filled = np.diff(line_ends, prepend=-1) > 1
+    lengths = np.diff(line_ends, prepend=-1)
+    if int(lengths.max()) > (MAX_FAST_DIGITS + 1) * len(kinds.names):
+        return None  # a token longer than MAX_FAST_DIGITS (one blank between fields)
+    filled = lengths > 1
     lines = np.flatnonzero(filled) + first_line
     if not len(lines):
         return _convert(raw, np.zeros((0, len(kinds.names)), dtype=np.int64),
