@@ -57,6 +57,7 @@ from dcx.scheduler.engine import REFERENCE_CLOCK_MHZ, Schedule, arrival_order
 from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, JobGate
 from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
 from dcx.scheduler.problem import Problem
+from dcx.scheduler.resource_stages import machines_for_every_task
 from dcx.scheduler.state import Reservation, ReservingState
 
 CODES = (
@@ -506,7 +507,9 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
     component: Component = COMPONENTS[policy.backfilling](select)
     runtime, requested = tasks.runtime_s, tasks.requested_s
 
-    pooled = _pooled(problem)
+    # R2/R3 take machines out for every task, so planning them as one pool would be wrong
+    restricted = (policy.authorization, policy.static_filter) != ("ALL", "ALL")
+    pooled = not restricted and _pooled(problem)
     if pooled:
         per_machine = machines.capacity[0]
         scale = [_scale(machines.clock_mhz[0])]
@@ -529,7 +532,8 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
         return min(runtime[task], requested[task]) * scale[machine]
 
     state = ReservingState(
-        now=0.0, tasks=tasks, capacity=capacity, free=list(capacity), usable=usable, need=need,
+        now=0.0, tasks=tasks, machines=machines, capacity=capacity,
+        free=list(capacity), usable=usable, need=need,
         nodes=nodes, expected_duration=expected_duration, real_duration=real_duration,
         start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
         placed_on=[()] * count, arrival_s=list(tasks.release_s),
@@ -540,6 +544,12 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
         order_key = _job_first(order_key, job_keys, tasks.job)
     admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
     gate = JobGate(admit, tasks) if admit is not None else None
+    allowed = machines_for_every_task(policy, state)
+    permitted = bytearray(len(usable)) if allowed is not None else bytearray(b"\1" * len(usable))
+    for machine in allowed or ():
+        permitted[machine] = 1
+    for machine, flag in enumerate(permitted):
+        usable[machine] &= flag
     concrete: list[tuple[int, ...]] = [()] * count
     first_start = [_NAN] * count
     attempts = [0] * count
@@ -591,7 +601,7 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
             replan = True
             component.on_machines_changed()
             machine = change.machine
-            usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
+            usable[machine] = permitted[machine] if change.state is MachineState.ACTIVE else 0
             if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
                 continue
             for _, task in list(state.running):

@@ -11,6 +11,7 @@ dependencies finished, R4 free resources, backfilling GREEDY).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.parsing.jsonio import load_json
 from dcx.parsing.schemas import schema_diagnostics
-from dcx.scheduler.policies import STAGE_DEFAULTS, Policy, with_stages
+from dcx.scheduler.policies import STAGE_DEFAULTS, MachineRequirements, Policy, with_stages
 
 SCHEMA = "scheduler.schema.json"
 
@@ -26,6 +27,8 @@ CODES = (
     Code("scheduler.unreadable", "error", "The scheduler file cannot be read."),
     Code("scheduler.no-fixed-order", "error",
          "Backfilling needs a fixed queue order; RANDOM reshuffles every cycle."),
+    Code("scheduler.requirements-without-require", "error",
+         "machine_requirements are given without R3 REQUIRE, or R3 REQUIRE without them."),
 )
 
 
@@ -41,8 +44,19 @@ def policy_from_declaration(value: object) -> tuple[Policy | None, list[Diagnost
         return None, [error(f"{backfilling} backfilling needs a fixed queue order; RANDOM "
                             "reshuffles the queue every cycle", "scheduler.no-fixed-order",
                             pointer="/stages/backfilling")]
+    requirements = value.get("machine_requirements")
+    if (requirements is None) != (stages.get("R3") != "REQUIRE"):
+        return None, [error("R3 REQUIRE and machine_requirements go together: give both or "
+                            "neither", "scheduler.requirements-without-require",
+                            pointer="/machine_requirements" if requirements is not None
+                            else "/stages/R3")]
     declared = {stage: stages[stage] for stage in STAGE_DEFAULTS if stage in stages}
-    return with_stages(Policy(stages["T2"], stages["R5"], backfilling), declared), []
+    policy = with_stages(Policy(stages["T2"], stages["R5"], backfilling), declared)
+    if requirements is not None:
+        policy = replace(policy, machine_requirements=MachineRequirements(
+            requirements.get("os"), requirements.get("arch"),
+            tuple(requirements.get("features", ()))))
+    return policy, []
 
 
 def load_declaration(path: Path) -> tuple[Policy | None, list[Diagnostic]]:

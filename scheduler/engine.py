@@ -49,13 +49,12 @@ from dcx.scheduler.job_stages import (
 from dcx.scheduler.policies import Policy, QueueContext, ReadyQueue
 from dcx.scheduler.problem import CORE_UNITS, Problem
 from dcx.scheduler.resource_stages import (
-    AUTHORIZATIONS,
     MACHINE_FILTERS,
-    STATIC_FILTERS,
     Candidates,
     Select,
     Selection,
     combine,
+    static_filters,
 )
 from dcx.scheduler.stage_timing import StageRecord, StageTimer
 from dcx.scheduler.state import CycleState, Demand
@@ -213,9 +212,7 @@ class BoundStages:
 def bind_stages(policy: Policy, state: CycleState, timer: StageTimer | None) -> BoundStages:
     """The policy's stage components bound to ``state``; each per-task stage wrapped by
     ``timer`` when the run measures them."""
-    static = [bound for bound in (AUTHORIZATIONS[policy.authorization]().bind(state),
-                                  STATIC_FILTERS[policy.static_filter]().bind(state))
-              if bound is not None]
+    static = static_filters(policy, state)
     take = state.ready.take
     candidates = MACHINE_FILTERS["FREE-RESOURCES"]().bind(state, combine(static))
     select = Selection(policy.select).bind(state)
@@ -266,7 +263,7 @@ class Simulation:
         rng = random.Random(seed)
         context = QueueContext(tasks, self.queue_order, rng)
         state = self.state = CycleState(
-            now=0.0, tasks=tasks, capacity=list(machines.capacity),
+            now=0.0, tasks=tasks, machines=machines, capacity=list(machines.capacity),
             free=list(machines.capacity), usable=usable, need=tasks.need, nodes=tasks.nodes,
             start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
             placed_on=[()] * count, arrival_s=[model.align(r) for r in tasks.release_s],

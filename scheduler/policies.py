@@ -23,7 +23,7 @@ import heapq
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dcx.scheduler.problem import TaskTable
 
@@ -241,6 +241,24 @@ of the SC18 scheduler (which leaves them open). A policy name carries the others
 
 
 @dataclass(frozen=True)
+class MachineRequirements:
+    """What the R3 policy ``REQUIRE`` asks of every machine a task may use (from the
+    declaration's ``machine_requirements``): its ``Machine.os`` and ``arch`` (compared
+    without case) and every listed ``Machine.features`` entry."""
+
+    os: str | None = None
+    arch: str | None = None
+    features: tuple[str, ...] = ()
+
+    def label(self) -> str:
+        parts = [f"{key}={value}" for key, value in (("os", self.os), ("arch", self.arch))
+                 if value is not None]
+        if self.features:
+            parts.append("features=" + "|".join(self.features))
+        return ",".join(parts)
+
+
+@dataclass(frozen=True)
 class Policy:
     """A scheduler configuration: one T2 and one R5 policy, what happens behind a task
     that does not fit (``BACKFILLING``), and the J2/J3 job stages and R2/R3 static machine
@@ -253,6 +271,8 @@ class Policy:
     job_order: str = "NONE"
     authorization: str = "ALL"
     static_filter: str = "ALL"
+    machine_requirements: MachineRequirements | None = None
+    """The parameters of the R3 policy ``REQUIRE``."""
 
     @property
     def stages(self) -> dict[str, str]:
@@ -264,6 +284,8 @@ class Policy:
     def name(self) -> str:
         suffix = "".join(f"+{stage}-{value}" for stage, value in self.stages.items()
                          if value != STAGE_DEFAULTS[stage])
+        if self.machine_requirements is not None:
+            suffix += f"[{self.machine_requirements.label()}]"
         return self._base_name + suffix
 
     @property
@@ -309,7 +331,8 @@ def stage_vocabulary() -> dict[str, tuple[str, ...]]:
 
 def with_stages(policy: Policy, stages: dict[str, str]) -> Policy:
     """``policy`` with the given J2/J3/R2/R3 policies."""
-    return replace(policy, **{_STAGE_FIELDS[stage]: value for stage, value in stages.items()})
+    changes: dict[str, Any] = {_STAGE_FIELDS[stage]: value for stage, value in stages.items()}
+    return replace(policy, **changes)
 
 
 def parse_policy(name: str) -> Policy:
@@ -330,6 +353,9 @@ def parse_policy(name: str) -> Policy:
             raise ValueError(f"unknown policy {name!r}: a +STAGE-POLICY suffix names one of "
                              f"{known}")
         stages[stage] = value
+    if stages.get("R3") == "REQUIRE":
+        raise ValueError(f"{name!r}: R3 REQUIRE needs machine_requirements; declare it in a "
+                         "scheduler file (--scheduler)")
     return with_stages(policy, stages)
 
 

@@ -61,6 +61,7 @@ from itertools import repeat
 from typing import Literal
 
 from dcx.core.codes import Code
+from dcx.core.columns import WorkloadColumns, all_distinct, columns_of
 from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.core.groups import MachineGroup, machine_parts, part_count, part_template
 from dcx.core.model import (
@@ -167,6 +168,10 @@ class MachineTable:
     extra_capacity: tuple[tuple[int, ...], ...] = ()
     """Per dimension (same order as ``dimensions``), the capacity of every machine in the
     dimension's integer units."""
+    os: tuple[str | None, ...] = ()
+    arch: tuple[str | None, ...] = ()
+    features: tuple[tuple[str, ...], ...] = ()
+    """``Machine.os``, ``arch`` and ``features`` per machine, for R2/R3 static filters."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -303,7 +308,10 @@ def compile_machines(environment: Environment) -> tuple[MachineTable, list[Diagn
                 "schedule.no-machines",
             )
         )
-    return MachineTable(ids, labels, capacity, clocks, active, integer_clocks), diagnostics
+    table = MachineTable(ids, labels, capacity, clocks, active, integer_clocks,
+                         os=tuple(m.os for m in machines), arch=tuple(m.arch for m in machines),
+                         features=tuple(m.features for m in machines))
+    return table, diagnostics
 
 
 def _integer_mean_clock_mhz(machine: Machine) -> int | None:
@@ -707,6 +715,89 @@ def _release_of(task: Task) -> float:
     return task.submit_time_s
 
 
+def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskTable | None:
+    """The task table the loop below builds, from a workload held as columns, when that loop
+    would report nothing about any task; ``None`` (the loop runs) at anything it might
+    report or any resource beside cores: memory or GPUs asked for, a task without a usable
+    duration, submit time or request, one that no machine fits, repeated ids, a dependency
+    that is not on an earlier task."""
+    import numpy as np
+
+    count = len(columns)
+    runtime, asked = columns.runtime_s, columns.requested_time_s
+    duration = np.where(np.isnan(runtime), asked, runtime)
+    submit, cores, nodes = columns.submit_time_s, columns.cores, columns.nodes
+    memory = columns.memory_mb
+    if (np.any(~np.isnan(memory) & (memory != 0)) or np.any(columns.gpus != 0)
+            or not np.all(np.isfinite(duration)) or np.any(duration < 0)
+            or not np.all(np.isfinite(submit)) or np.any(nodes < 1)
+            or not np.all(np.isfinite(cores)) or np.any(cores <= 0)
+            or not any(machines.capacity)):
+        return None
+    need = np.round(cores * CORE_UNITS).astype(np.int64)
+    capacity = np.sort(np.array(machines.capacity, dtype=np.int64))
+    fitting = len(capacity) - np.searchsorted(capacity, need, side="left")
+    if np.any(fitting < nodes):
+        return None
+    ids = columns.ids
+    if not all_distinct(ids):
+        return None
+    parents = _parents_of_columns(columns)
+    if parents is None:
+        return None
+    table = TaskTable()
+    table.ids = ids.tolist()
+    table.job = np.repeat(np.arange(columns.job_count), np.diff(columns.job_offsets)).tolist()
+    table.submit_s = submit.tolist()
+    table.runtime_s = duration.tolist()
+    table.need = np.maximum(need, 1).tolist()
+    table.nodes = np.maximum(nodes, 1).tolist()
+    table.parents = parents
+    table.children = [[] for _ in range(count)]
+    for child, its_parents in enumerate(parents):
+        for parent in its_parents:
+            table.children[parent].append(child)
+    table.release_s = submit.tolist()
+    table.demand = [()] * count
+    deadline = columns.deadline_s
+    nan = math.nan  # the one NaN object the loop below stores, so tables compare equal
+    table.deadline_s = [value if value == value else nan
+                        for value in np.where(np.isfinite(deadline), deadline, nan).tolist()]
+    usable = np.isfinite(asked) & (asked >= 0)
+    table.requested_from_runtime = int(count - np.count_nonzero(usable))
+    table.requested_s = np.where(usable, asked, duration).tolist()
+    return table
+
+
+def _parents_of_columns(columns: WorkloadColumns) -> list[tuple[int, ...]] | None:
+    """Each task's dependencies as earlier task indices (ids are unique, so the job-local
+    and the workload-wide lookups agree), or ``None`` when one is not an earlier task."""
+    import numpy as np
+
+    count = len(columns)
+    offsets = columns.dependency_offsets
+    if not len(columns.dependency_ids):
+        return [()] * count
+    ids = columns.ids
+    if ids.dtype.kind == "O" or columns.dependency_ids.dtype.kind == "O":
+        index_of = {value: index for index, value in enumerate(ids.tolist())}
+        found = [index_of.get(value, -1) for value in columns.dependency_ids.tolist()]
+        targets = np.array(found, dtype=np.int64)
+    else:
+        order = np.argsort(ids, kind="stable")
+        at = np.minimum(np.searchsorted(ids[order], columns.dependency_ids), count - 1)
+        targets = np.where(ids[order][at] == columns.dependency_ids, order[at], -1)
+    rows = np.repeat(np.arange(count), np.diff(offsets))
+    if np.any(targets < 0) or np.any(targets >= rows):
+        return None
+    listed = targets.tolist()
+    parents: list[tuple[int, ...]] = []
+    for row in range(count):
+        start, end = int(offsets[row]), int(offsets[row + 1])
+        parents.append(tuple(dict.fromkeys(listed[start:end])) if end > start else ())
+    return parents
+
+
 def compile_problem(workload: Workload, environment: Environment,
                     source_map: Mapping[str, tuple[int, int | None]] | None = None,
                     ) -> CompileResult:
@@ -720,6 +811,12 @@ def compile_problem(workload: Workload, environment: Environment,
     machines, diagnostics = compile_machines(environment)
     changes, change_diagnostics = compile_state_changes(environment, machines)
     diagnostics.extend(change_diagnostics)
+    columns = columns_of(workload)
+    if columns is not None and not any(d.is_error for d in diagnostics):
+        table = _table_of_columns(columns, machines)
+        if table is not None:
+            job_ids = tuple(columns.job_ids.tolist())
+            return CompileResult(Problem(table, job_ids, machines, changes), tuple(diagnostics))
     requested = _requested_resources(workload.tasks())
     machines = _with_dimensions(machines, machine_shapes(environment), requested)
     dimension_index = _dimension_index(machines.dimensions)

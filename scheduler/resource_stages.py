@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from dcx.scheduler.policies import MachineSelection, free_resources
-from dcx.scheduler.state import CycleState
+from dcx.scheduler.policies import MachineSelection, Policy, free_resources
+from dcx.scheduler.state import CycleState, SchedulerState
 
 Allowed = Callable[[int], Sequence[int] | None]
 """``task -> the machines (topology order) it may use``, ``None`` for every machine."""
@@ -35,14 +35,40 @@ class StaticFilter(Protocol):
     whatever their load. Bound once per run; ``None`` when the filter lets every task use
     every machine (the engine then skips it)."""
 
-    def bind(self, state: CycleState) -> Allowed | None: ...
+    def bind(self, state: SchedulerState, policy: Policy) -> Allowed | None: ...
 
 
 class EveryMachine:
     """No restriction (the SC18 scheduler)."""
 
-    def bind(self, state: CycleState) -> Allowed | None:
+    def bind(self, state: SchedulerState, policy: Policy) -> Allowed | None:
         return None
+
+
+class RequireProperties:
+    """R3: only machines with the operating system, architecture and features the
+    declaration's ``machine_requirements`` name (``policies.MachineRequirements``), for
+    every task. The workload's tasks state no such requirement of their own (the model's
+    ``ResourceRequest`` has no os, arch or features), so this is the operator's static
+    filter; a machine without an os or arch does not meet a requirement on it."""
+
+    def bind(self, state: SchedulerState, policy: Policy) -> Allowed | None:
+        required = policy.machine_requirements
+        if required is None:
+            return None
+        machines = state.machines
+        count = len(machines)
+        os = machines.os or (None,) * count
+        arch = machines.arch or (None,) * count
+        features = machines.features or ((),) * count
+        allowed = [m for m in range(count)
+                   if _same(required.os, os[m]) and _same(required.arch, arch[m])
+                   and set(required.features) <= set(features[m])]
+        return lambda task: allowed
+
+
+def _same(required: str | None, actual: str | None) -> bool:
+    return required is None or (actual is not None and actual.casefold() == required.casefold())
 
 
 AUTHORIZATIONS: dict[str, type[StaticFilter]] = {
@@ -51,8 +77,33 @@ AUTHORIZATIONS: dict[str, type[StaticFilter]] = {
 """R2 policies."""
 STATIC_FILTERS: dict[str, type[StaticFilter]] = {
     "ALL": EveryMachine,
+    "REQUIRE": RequireProperties,
 }
 """R3 policies."""
+
+
+def static_filters(policy: Policy, state: SchedulerState) -> list[Allowed]:
+    """The policy's R2 and R3 filters bound to ``state``, leaving out those that keep every
+    machine."""
+    bound = (AUTHORIZATIONS[policy.authorization]().bind(state, policy),
+             STATIC_FILTERS[policy.static_filter]().bind(state, policy))
+    return [allowed for allowed in bound if allowed is not None]
+
+
+def machines_for_every_task(policy: Policy, state: SchedulerState) -> list[int] | None:
+    """The machines the policy's R2/R3 filters allow every task (``None``: all of them),
+    for an engine that can only take machines out as a whole (the reservation engine).
+    ``ValueError`` when the filters allow different tasks different machines."""
+    allowed = combine(static_filters(policy, state))
+    if allowed is None:
+        return None
+    answers = {None if found is None else tuple(found)
+               for found in map(allowed, range(len(state.tasks)))}
+    if len(answers) > 1:
+        raise ValueError(f"{policy.name}: static filters that differ from task to task run "
+                         "in the SC18 engine only")
+    answer = answers.pop() if answers else None
+    return None if answer is None else list(answer)
 
 
 def combine(filters: Sequence[Allowed]) -> Allowed | None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dcx.scheduler.problem import CORE_UNITS, TaskTable
+from dcx.scheduler.problem import CORE_UNITS, MachineTable, TaskTable
 
 if TYPE_CHECKING:
     from dcx.scheduler.policies import ReadyQueue
@@ -50,6 +50,8 @@ class SchedulerState:
     now: float
     tasks: TaskTable
     """The problem's tasks (ids, jobs, submit, runtime and requested times, parents)."""
+    machines: MachineTable
+    """The problem's machines (ids, clocks, os, arch, features)."""
     capacity: list[int]
     """Cores per scheduling machine in ``CORE_UNITS``."""
     free: list[int]

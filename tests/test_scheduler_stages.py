@@ -14,6 +14,7 @@ from dcx.core.model import (
     Environment,
     Job,
     Machine,
+    MachineStateChange,
     ProcessingUnit,
     Rack,
     ResourceRequest,
@@ -184,3 +185,80 @@ def test_a_new_job_order_is_one_class_and_one_registry_line(
                         "Q": (_task("q1", 0, 2), _task("q2", 0, 2))}, machines=1)
     assert _starts(problem, "FIFO-FIRSTFIT") == {"p1": 0, "q1": 3, "q2": 5}
     assert _starts(problem, "FIFO-FIRSTFIT+J3-MOST-TASKS") == {"q1": 0, "q2": 2, "p1": 4}
+
+
+# --------------------------------------------------------------------------- R2 / R3
+
+
+def _typed_machines(*, events: tuple[MachineStateChange, ...] = ()) -> Environment:
+    machines = (
+        Machine(id="m0", cpus=(ProcessingUnit(cores=1),), os="linux", features=("ssd",)),
+        Machine(id="m1", cpus=(ProcessingUnit(cores=1),), os="windows", features=("ssd",)),
+        Machine(id="m2", cpus=(ProcessingUnit(cores=1),), os="Linux", arch="x86_64",
+                features=("gpu-x", "ssd")),
+        Machine(id="m3", cpus=(ProcessingUnit(cores=1),), os="linux"),
+    )
+    return Environment((Datacenter(rooms=(Room(racks=(Rack(slots=machines),)),)),),
+                       events=events)
+
+
+def _declared(tmp_path: Path, stages: dict[str, str],
+              requirements: dict[str, object] | None) -> Policy:
+    path = tmp_path / "declared.json"
+    document: dict[str, object] = {"name": "R3", "stages": stages}
+    if requirements is not None:
+        document["machine_requirements"] = requirements
+    path.write_text(json.dumps(document))
+    policy, diagnostics = load_declaration(path)
+    assert policy is not None, [d.render() for d in diagnostics]
+    return policy
+
+
+@pytest.mark.parametrize("backfilling", ["GREEDY", "STRICT", "EASY", "CONSERVATIVE"])
+def test_r3_require_keeps_tasks_on_machines_with_the_declared_properties(
+        tmp_path: Path, backfilling: str) -> None:
+    work = Workload(tuple(Job(n, (_task(f"t{n}", 0, 10, 10),)) for n in range(3)))
+    problem = compile_problem(work, _typed_machines()).problem
+    assert problem is not None
+    open_policy = _declared(tmp_path, {"T2": "FCFS", "R5": "FIRSTFIT",
+                                       "backfilling": backfilling}, None)
+    schedule = run_policy(problem, open_policy).schedule
+    assert schedule.start_s == [0, 0, 0] and schedule.machines == [(0,), (1,), (2,)]
+    policy = _declared(tmp_path, {"T2": "FCFS", "R3": "REQUIRE", "R5": "FIRSTFIT",
+                                  "backfilling": backfilling},
+                       {"os": "LINUX", "features": ["ssd"]})
+    assert policy.name.endswith("+R3-REQUIRE[os=LINUX,features=ssd]")
+    schedule = run_policy(problem, policy).schedule
+    # m1 runs windows, m3 has no ssd: t0 and t1 on m0 and m2 at once, t2 after t0 on m0
+    assert schedule.start_s == [0, 0, 10]
+    assert schedule.machines == [(0,), (2,), (0,)]
+
+
+@pytest.mark.parametrize("policy_name", ["FIFO-FIRSTFIT", "FCFS-EASY"])
+def test_r3_a_machine_coming_back_stays_filtered(tmp_path: Path, policy_name: str) -> None:
+    from dcx.core.model import MachineState
+
+    events = (MachineStateChange("m1", MachineState.ACTIVE, time_s=1.0),)
+    work = Workload(tuple(Job(n, (_task(f"t{n}", 2, 10, 10),)) for n in range(3)))
+    problem = compile_problem(work, _typed_machines(events=events)).problem
+    assert problem is not None
+    base = parse_policy(policy_name)
+    policy = _declared(tmp_path, {"T2": base.task_order, "R3": "REQUIRE", "R5": "FIRSTFIT",
+                                  "backfilling": base.backfilling}, {"arch": "x86_64"})
+    schedule = run_policy(problem, policy).schedule
+    assert schedule.machines == [(2,), (2,), (2,)] and schedule.start_s == [2, 12, 22]
+
+
+def test_r3_require_and_its_requirements_go_together(tmp_path: Path) -> None:
+    for stages, requirements in (({"T2": "FCFS", "R3": "REQUIRE", "R5": "FIRSTFIT"}, None),
+                                 ({"T2": "FCFS", "R5": "FIRSTFIT"}, {"os": "linux"})):
+        path = tmp_path / "mismatch.json"
+        document: dict[str, object] = {"name": "X", "stages": stages}
+        if requirements is not None:
+            document["machine_requirements"] = requirements
+        path.write_text(json.dumps(document))
+        policy, diagnostics = load_declaration(path)
+        assert policy is None
+        assert [d.code for d in diagnostics] == ["scheduler.requirements-without-require"]
+    with pytest.raises(ValueError, match="machine_requirements"):
+        parse_policy("FCFS+R3-REQUIRE")
