@@ -1,9 +1,12 @@
 """Parquet workload: the model's job and task columns in one Apache Parquet file, for traces
 of millions of jobs (read and written as columns, no object per task).
 
-One row per task, in workload order; the rows of a job are consecutive. Columns (their Arrow
+One row per task, in workload order; the rows of a job are consecutive. The columns' Arrow
 types and meanings are ``schemas/parquet.schema.json``, which every file's schema is checked
-against):
+against.
+
+Model mapping
+-------------
 
 ==================== =================== ==========================================================
 column               Arrow type          meaning (unit)
