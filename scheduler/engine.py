@@ -1,5 +1,13 @@
-"""The scheduling loop: cycles of T1 (eligibility), T2 (ordering), R4 (filter) and R5
-(selection) over a compiled ``Problem``, under one of two time models.
+"""The SC18 engine: cycles of J2 (job eligibility), T1 (task eligibility), T2 (ordering),
+R2/R3 + R4 (static and dynamic machine filters) and R5 (selection) over a compiled
+``Problem``, under one of two time models.
+
+Mechanism and policy are apart. ``Simulation`` is the mechanism: the cycles, arrivals,
+finishes becoming visible, placing and releasing, machine state events and T11 recovery,
+over a ``CycleState`` (``state.py``). The policy is in stage components bound to that state
+once per run (``bind_stages``: ``job_stages.py``, ``resource_stages.py``, the T2 queues of
+``policies.py``, the J3 job order over them); a measured run wraps the per-task stage calls
+with ``StageTimer.wrap`` instead of branching in the loop.
 
 * ``sc18``: the paper's simulator. Cycles at t = 1, 11, 21, …; a task arrives at the first
   tick at or after its submit time; duration = floor(4000 x runtime / MHz); a finish is seen
