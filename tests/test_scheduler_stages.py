@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dcx.core.model import (
     Datacenter,
@@ -30,6 +32,7 @@ from dcx.scheduler.policies import Policy, parse_policy, stage_vocabulary
 from dcx.scheduler.problem import Problem, compile_problem
 from dcx.scheduler.runs import run_policy
 from dcx.scheduler.state import SchedulerState
+from tests.test_scheduler import compiled, scenarios
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "scheduler.schema.json"
 
@@ -262,3 +265,38 @@ def test_r3_require_and_its_requirements_go_together(tmp_path: Path) -> None:
         assert [d.code for d in diagnostics] == ["scheduler.requirements-without-require"]
     with pytest.raises(ValueError, match="machine_requirements"):
         parse_policy("FCFS+R3-REQUIRE")
+
+
+# --------------------------------------------------------------------------- invariants
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenarios(), st.sampled_from(["FIFO-FIRSTFIT", "SRTF-BESTFIT", "RANDOM-WORSTFIT"]),
+       st.sampled_from(["", "+J2-WHOLE-JOB"]), st.sampled_from(["", "+J3-FCFS", "+J3-SJF",
+                                                                 "+J3-LJF"]),
+       st.sampled_from(["sc18", "event"]), st.integers(0, 3))
+def test_job_stages_keep_the_schedule_feasible(
+        scenario: tuple[Workload, Environment], base: str, j2: str, j3: str, model_name: str,
+        seed: int) -> None:
+    problem = compiled(*scenario)
+    schedule = simulate(problem, parse_policy(base + j2 + j3), time_model(model_name), seed)
+    tasks = problem.tasks
+    assert schedule.unfinished == 0
+    last_arrival: dict[int, float] = {}
+    for index in range(len(tasks)):
+        job = tasks.job[index]
+        last_arrival[job] = max(last_arrival.get(job, 0.0), schedule.arrival_s[index])
+    for index in range(len(tasks)):
+        start = schedule.start_s[index]
+        assert start >= schedule.arrival_s[index]
+        if j2:
+            assert start >= last_arrival[tasks.job[index]]
+        for parent in tasks.parents[index]:
+            assert start >= schedule.finish_s[parent]
+        if schedule.finish_s[index] == start:
+            continue
+        for machine in schedule.machines[index]:
+            used = sum(tasks.need[other] for other in range(len(tasks))
+                       if machine in schedule.machines[other]
+                       and schedule.start_s[other] <= start < schedule.finish_s[other])
+            assert used <= problem.machines.capacity[machine]
