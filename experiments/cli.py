@@ -49,8 +49,8 @@ def add_parser(subparsers: Any) -> None:
                         "Dask cluster (tcp://host:8786), e.g. one dask-jobqueue started on "
                         "Slurm or PBS")
     parser.add_argument("--report", metavar="DIR", help="without FILE: write the summary and "
-                        "plots of the results table in DIR (or of DIR itself when it is a "
-                        ".parquet file) again, running nothing")
+                        "plots of DIR/results.parquet again (DIR may also name that file), "
+                        "running nothing")
     parser.add_argument("--no-plots", dest="plots", action="store_false", help="write the "
                         "summary tables only (the figures take seconds each)")
     parser.add_argument("--dry-run", action="store_true", help="say how many cells would "
