@@ -28,6 +28,7 @@ imports every format module, and through them this one.
 
 from __future__ import annotations
 
+import json as _json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -70,14 +71,28 @@ class Strings:
 
 @dataclass(frozen=True, eq=False)
 class ExtraColumn:
-    """One numeric ``Task.extras`` key: ``values`` where ``present``; ``integral`` marks the
-    rows whose value is an ``int`` (``None``: every value is, or none, as the dtype says)."""
+    """One ``Task.extras`` key: ``values`` where ``present``; ``integral`` marks the rows
+    whose value is an ``int`` (``None``: every value is, or none, as the dtype says). A key
+    whose values are text has them in ``texts`` (``values`` then unused)."""
 
     values: Array
     present: Array
     integral: Array | None = None
+    texts: Strings | None = None
+    json: bool = False
+    """``texts`` are JSON texts of the values (a key holding objects, lists or a mix of
+    kinds)."""
 
-    def at(self, row: int) -> int | float:
+    @staticmethod
+    def of_texts(texts: Strings, json: bool = False) -> ExtraColumn:
+        import numpy as np
+
+        return ExtraColumn(np.zeros(len(texts.codes)), texts.codes >= 0, None, texts, json)
+
+    def at(self, row: int) -> Any:
+        if self.texts is not None:
+            text = self.texts.values[int(self.texts.codes[row])]
+            return _json.loads(text) if self.json else text
         value = self.values[row]
         if self.values.dtype.kind == "i" or (self.integral is not None and self.integral[row]):
             return int(value)
@@ -172,6 +187,19 @@ class WorkloadColumns:
         extras: dict[str, ExtraColumn] = {}
         for key in keys:
             present = np.fromiter((key in task.extras for task in tasks), bool, len(tasks))
+            given = [task.extras[key] for task in tasks if key in task.extras]
+            if all(type(value) is str for value in given):
+                extras[key] = ExtraColumn.of_texts(Strings.encode(
+                    [task.extras.get(key) for task in tasks]))
+                continue
+            if not all(type(value) in (int, float) for value in given):
+                # objects, lists or a mix of kinds: JSON texts, when they read back
+                if not all(map(reads_back_from_json, given)):
+                    return None
+                extras[key] = ExtraColumn.of_texts(Strings.encode(
+                    [_json.dumps(task.extras[key], ensure_ascii=False)
+                     if key in task.extras else None for task in tasks]), json=True)
+                continue
             values = [task.extras.get(key, 0) for task in tasks]
             if all(type(value) is int for value in values):
                 if any(abs(value) >= 2 ** 63 for value in values):
@@ -254,6 +282,12 @@ class WorkloadColumns:
             counterpart = other.extras[key]
             if not np.array_equal(column.present, counterpart.present):
                 return False
+            if column.texts is not None or counterpart.texts is not None:
+                if column.texts is None or counterpart.texts is None or \
+                        column.json != counterpart.json or \
+                        not _same_strings(column.texts, counterpart.texts):
+                    return None if column.json or counterpart.json else False
+                continue
             if not np.array_equal(column.values[column.present],
                                   counterpart.values[counterpart.present]):
                 return False
@@ -283,12 +317,20 @@ def _columnar_task(task: Task) -> bool:
                 task.submit_time_s, task.runtime_s, task.requested_time_s, request.cores,
                 request.memory_mb, task.deadline_s))
             and task.submit_time_s is not None
-            and all(type(value) in (int, float) and (type(value) is float or
-                                                      abs(value) <= FLOAT_EXACT)
+            and all((type(value) in (int, float) and (
+                type(value) is float or abs(value) <= FLOAT_EXACT)) or reads_back_from_json(value)
                     for value in task.extras.values())
             and not any(isinstance(value, float) and math.isnan(value)
                         for value in task.extras.values())
             and all(type(name) is str or name is None for name in (task.user, task.group)))
+
+
+def reads_back_from_json(value: object) -> bool:
+    """Whether ``json.loads(json.dumps(value))`` is ``value`` (no NaN, tuple or other type)."""
+    try:
+        return bool(_json.loads(_json.dumps(value, allow_nan=False)) == value)
+    except (TypeError, ValueError):
+        return False
 
 
 def _column_float(value: object) -> bool:

@@ -25,8 +25,10 @@ column               Arrow type          meaning (unit)
 ``dependencies``     list of task ids    tasks that must finish first (empty: none)
 ``deadline_s``       double, nullable    deadline, seconds on the workload's time axis
 ``user``, ``group``  string, nullable    the task's user and group
-``extras.<key>``     int64 or double     a numeric task extras key (``extras.swf:Status``);
-                                         null where the task does not have it
+``extras.<key>``     int64, double or    a task extras key with numbers or text
+                     string              (``extras.swf:Status``); null where the task has none
+``extras_json.<key>`` string             a task extras key with other JSON values (objects,
+                                         lists, mixed kinds) as JSON text
 ==================== =================== ==========================================================
 
 Integer and text ids are not mixed within ``job_id`` or ``task_id``. The workload's name,
@@ -41,9 +43,9 @@ What dcx writes: ``normal_form(document)``. Value restrictions, reported by the 
 losses: ids that mix integers and text, repeat, or do not fit int64 are renumbered 1..n in
 workload order (dependencies follow; job ids likewise, a ``job`` loss); a dependency on a task
 outside the workload is dropped; NaN times and amounts are unknown (a submit time 0, one core);
-node and GPU counts that are not int64 integers take their defaults; extras values that are
-not numbers (or NaN) are dropped; workload attributes and extras that do not read back from JSON
-as themselves are dropped. Fields Parquet does not hold (named resources, start modes, images,
+node and GPU counts that are not int64 integers take their defaults; task extras values, workload
+attributes and workload extras that do not read back from JSON as themselves (NaN, tuples) are
+dropped. Fields Parquet does not hold (named resources, start modes, images,
 preemption, job extras, jobs without tasks, annotations) are the derived losses of field paths.
 
 Checks: the file is Parquet (``parquet.unreadable``), its schema is the one above (each
@@ -70,6 +72,7 @@ from dcx.core.columns import (
     all_distinct,
     all_found,
     columns_of,
+    reads_back_from_json,
 )
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error
@@ -81,6 +84,7 @@ SCHEMA = "parquet.schema.json"
 MAGIC = b"PAR1"
 METADATA_KEY = b"dcx:workload"
 EXTRAS_PREFIX = "extras."
+JSON_EXTRAS_PREFIX = "extras_json."
 METADATA_FIELDS = {"name": str, "description": str, "time_origin": str, "attributes": dict,
                    "extras": dict}
 
@@ -232,8 +236,18 @@ def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
         return None, problems
     extras = {}
     for name in table.column_names:
-        if name.startswith(EXTRAS_PREFIX):
+        if name.startswith(JSON_EXTRAS_PREFIX):
+            texts = _strings(table.column(name))
+            bad = next((text for text in texts.values if not _json_text(text)), None)
+            if bad is not None:
+                return None, [error(f"{name} has {bad[:60]!r}, which is not JSON",
+                                    "parquet.extras-json", pointer=f"/columns/{name}")]
+            extras[name[len(JSON_EXTRAS_PREFIX):]] = ExtraColumn.of_texts(texts, json=True)
+        elif name.startswith(EXTRAS_PREFIX):
             column = table.column(name)
+            if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+                extras[name[len(EXTRAS_PREFIX):]] = ExtraColumn.of_texts(_strings(column))
+                continue
             present = column.is_valid().to_numpy(zero_copy_only=False)
             values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
             floats = pa.types.is_floating(column.type)
@@ -259,6 +273,13 @@ def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
         job_names=_per_job(names, starts),
         job_users=_per_job(users, starts),
     ), []
+
+
+def _json_text(text: str) -> bool:
+    from dcx.parsing.jsonio import load_json
+
+    decoded, _ = load_json(text.encode())
+    return decoded is not None
 
 
 def _first(mask: Any) -> int:
@@ -474,7 +495,8 @@ def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], lost: set[str]
             lost.add(f"task.request.{name}")
     if request_changes:
         changes["request"] = replace(request, **request_changes)
-    extras = {key: value for key, value in task.extras.items() if _numeric_extra(value)}
+    extras = {key: value for key, value in task.extras.items()
+              if _numeric_extra(value) or reads_back_from_json(value)}
     if len(extras) != len(task.extras):
         changes["extras"] = extras
         lost.add("task.extras")
@@ -572,6 +594,10 @@ def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
         "group": _string_array(columns.group, None),
     }
     for key, column in columns.extras.items():
+        if column.texts is not None:
+            prefix = JSON_EXTRAS_PREFIX if column.json else EXTRAS_PREFIX
+            arrays[prefix + key] = _string_array(column.texts, None)
+            continue
         if column.values.dtype.kind == "i" or (column.integral is not None and bool(
                 np.all(column.integral[column.present]))
                 and bool(np.all(np.abs(column.values[column.present]) <= FLOAT_EXACT))):
@@ -618,6 +644,7 @@ CODES = (
          "The dcx:workload metadata is not the JSON object the format describes."),
     Code("parquet.null", "error", "A column that needs a value on every row has a null."),
     Code("parquet.not-a-number", "error", "A time, amount or extras value is NaN."),
+    Code("parquet.extras-json", "error", "An extras_json column holds text that is not JSON."),
     Code("parquet.split-job", "error", "The rows of one job are not consecutive."),
     Code("parquet.job-fields", "error",
          "Rows of one job disagree on the job's name or user."),

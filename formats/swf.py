@@ -766,6 +766,9 @@ def _extras_in_normal_form(columns: WorkloadColumns, np: Any) -> bool:
     extras = columns.extras
     allocated = extras.get(_ALLOCATED_KEY)
     unknown_allocation = np.zeros(len(columns), dtype=bool)
+    if any(column.texts is not None for key, column in extras.items()
+           if key.startswith("swf:")):
+        return False  # no SWF field holds text
     if allocated is not None:
         values = allocated.values[allocated.present]
         if not (_integral(allocated, np) and np.all((values == -1) | (values == 0))):

@@ -17,9 +17,16 @@ from dcx.core.restrict import dropped_field_counts, restrict
 from dcx.formats import swf
 from tests.strategies import Domain, workloads
 
-NUMERIC_EXTRAS = st.dictionaries(
-    st.sampled_from(["swf:Status", "swf:WaitTime", "gwf:NProcs", "plain", "haizea:x"]),
-    st.one_of(st.integers(-5, 10**6), st.floats(0, 1e6, allow_nan=False)), max_size=3)
+NUMERIC_EXTRAS = st.builds(
+    lambda numbers, texts, values: {**numbers, **texts, **values},
+    st.dictionaries(
+        st.sampled_from(["swf:Status", "swf:WaitTime", "gwf:NProcs", "plain", "haizea:x"]),
+        st.one_of(st.integers(-5, 10**6), st.floats(0, 1e6, allow_nan=False)), max_size=3),
+    st.dictionaries(st.sampled_from(["note", "gwf:JobStructure", "swf:Queue"]),
+                    st.sampled_from(["", "UNITARY", "BoT 2"]), max_size=2),
+    st.dictionaries(st.sampled_from(["wfformat:task", "mixed"]),
+                    st.sampled_from([{"a": [1, "x"]}, [], "text", 3, None]), max_size=2))
+"""Numeric, text and other JSON extras (a key of several kinds is held as JSON texts)."""
 
 
 def columnar_friendly(workload: Workload, extras: list[dict[str, float]]) -> Workload:
@@ -90,8 +97,10 @@ def test_column_losses_of_an_swf_read_are_the_object_walks():
 def test_a_task_the_columns_cannot_hold_keeps_the_workload_as_objects():
     resources = Task(id=1, request=ResourceRequest(gpus=1), start_mode=StartMode.NOW)
     assert WorkloadColumns.from_jobs((Job(id=1, tasks=(resources,)),)) is None
-    text = Task(id=1, extras={"note": "text"})
-    assert WorkloadColumns.from_jobs((Job(id=1, tasks=(text,)),)) is None
+    mixed = (Task(id=1, extras={"note": "text"}), Task(id=2, extras={"note": 2}))
+    assert WorkloadColumns.from_jobs((Job(id=1, tasks=mixed),)) is not None  # JSON texts
+    tupled = Task(id=1, extras={"note": (1, 2)})
+    assert WorkloadColumns.from_jobs((Job(id=1, tasks=(tupled,)),)) is None
     nan = Task(id=1, runtime_s=float("nan"))
     assert WorkloadColumns.from_jobs((Job(id=1, tasks=(nan,)),)) is None
 

@@ -66,7 +66,7 @@ def test_examples_are_sniffed_as_binary_parquet():
 
 
 def test_values_the_columns_cannot_hold_are_value_restrictions():
-    tasks = (Task(id=1, runtime_s=float("nan"), extras={"note": "text", "swf:Status": 1}),
+    tasks = (Task(id=1, runtime_s=float("nan"), extras={"note": (1,), "swf:Status": 1}),
              Task(id="b", dependencies=(1, "gone"), request=ResourceRequest(cores=2.0)))
     document = Document(workload=Workload(jobs=(Job(id=1, tasks=tasks),),
                                           attributes={"ok": 1, "no": (1, 2)}))
@@ -126,6 +126,19 @@ def test_nulls_nan_split_jobs_and_dependencies_are_located():
     assert codes(_file(table.set_column(index("dependencies"), "dependencies", needs))) == [
         ("parquet.unknown-dependency", "/rows/4/dependencies/0"),
         ("parquet.dependency-cycle", "/rows/1/dependencies/0")]
+
+
+def test_extras_of_several_kinds_travel_as_json():
+    tasks = (Task(id=1, extras={"wfformat:task": {"files": [1, "a"]}, "mixed": 1}),
+             Task(id=2, extras={"mixed": "two"}))
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=tasks),)))
+    assert parquet.normal_form_losses(document) == frozenset()
+    assert round_trip(document) == document
+    table = pq.read_table(pa.BufferReader(parquet.write(document).data))
+    assert {"extras_json.wfformat:task", "extras_json.mixed"} <= set(table.column_names)
+    broken = table.set_column(table.column_names.index("extras_json.mixed"),
+                              "extras_json.mixed", pa.array(["{", None]))
+    assert codes(_file(broken)) == [("parquet.extras-json", "/columns/extras_json.mixed")]
 
 
 def test_damaged_bytes_are_one_error():
