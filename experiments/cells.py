@@ -44,9 +44,16 @@ def file_sha256(data: bytes) -> str:
 
 
 def scheduler_stages(policy: Policy) -> str:
-    """The scheduler's identity as compact JSON: its stages, not its name."""
-    return json.dumps({"T2": policy.task_order, "R5": policy.machine_selection,
-                       "backfilling": policy.backfilling}, sort_keys=True)
+    """The scheduler's identity as compact JSON: every field of its ``Policy`` (the stages
+    and their parameters; a stage added to ``Policy`` joins without a change here)."""
+    return json.dumps(dataclasses.asdict(policy), sort_keys=True, separators=(",", ":"),
+                      default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    return str(value)
 
 
 def cell_key(cell: Cell, workload_sha256: str, environment_sha256: str,
