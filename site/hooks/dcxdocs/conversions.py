@@ -34,12 +34,26 @@ class ExampleConversion:
 
     @property
     def output_text(self) -> str:
-        return self.conversion.data.decode("utf-8", errors="replace")
+        return _text_of(self.conversion.data, BY_NAME[self.target])
 
     @property
     def output_complete(self) -> bool:
         """Whether the page shows the whole output (the browser test compares these)."""
-        return bool(self.conversion.data) and _line_count(self.output_text) <= MAX_SHOWN_LINES
+        return (bool(self.conversion.data) and not _binary(BY_NAME[self.target])
+                and _line_count(self.output_text) <= MAX_SHOWN_LINES)
+
+
+def _binary(spec: FormatDeclaration) -> bool:
+    return "binary" in spec.content
+
+
+def binary_note(data: bytes, spec: FormatDeclaration) -> str:
+    """What a page shows instead of a binary file's bytes (tests look for it)."""
+    return f"(a {spec.title} file of {len(data):,} bytes: binary, not shown)"
+
+
+def _text_of(data: bytes, spec: FormatDeclaration) -> str:
+    return binary_note(data, spec) if _binary(spec) else data.decode("utf-8", errors="replace")
 
 
 def _line_count(text: str) -> int:
@@ -77,7 +91,7 @@ def run_examples(repo_root: Path,
             if any(d.code == NOTHING_IN_COMMON for d in conversion.diagnostics):
                 continue
             results.append(ExampleConversion(relative, source.name, target.name,
-                                             data.decode("utf-8", errors="replace"), conversion))
+                                             _text_of(data, source), conversion))
     return results
 
 
