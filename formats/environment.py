@@ -709,8 +709,8 @@ class _Normaliser:
     def environment(self, environment: Environment) -> Environment:
         datacenters = _same_or(environment.datacenters,
                                tuple(map(self.datacenter, environment.datacenters)))
-        events = _same_or(environment.events,
-                          tuple(event for event in environment.events if self.keeps(event)))
+        events = _same_or(environment.events, tuple(
+            self.event(event) for event in environment.events if self.keeps(event)))
         if datacenters is environment.datacenters and events is environment.events:
             return environment
         return replace(environment, datacenters=datacenters, events=events)
@@ -725,6 +725,23 @@ class _Normaliser:
             return True
         self.changed.add("environment.events.scheduler")
         return False
+
+    def event(self, event: Event) -> Event:
+        if isinstance(event, MachineStateChange):
+            return event
+        scheduler = self.scheduler(event.scheduler, "environment.events.scheduler")
+        return event if scheduler is event.scheduler else replace(event, scheduler=scheduler)
+
+    def scheduler(self, spec: SchedulerSpec | None, path: str) -> SchedulerSpec | None:
+        """Options without the resolver's keywords: a ``$base`` or ``$merge`` key written into
+        free-form options would be read back as a reference, not as the option."""
+        if spec is None:
+            return None
+        options = _without_reference_keys(spec.options)
+        if options is spec.options:
+            return spec
+        self.changed.add(path)
+        return replace(spec, options=options)
 
     def unique(self, kind: str, value: Id | None) -> Id | None:
         """``value``, unless an earlier entity of ``kind`` has it or the schema's id
@@ -741,9 +758,11 @@ class _Normaliser:
     def datacenter(self, datacenter: Datacenter) -> Datacenter:
         identity = self.unique("datacenter", datacenter.id)
         rooms = _same_or(datacenter.rooms, tuple(map(self.room, datacenter.rooms)))
-        if identity == datacenter.id and rooms is datacenter.rooms:
+        scheduler = self.scheduler(datacenter.scheduler, "datacenter.scheduler")
+        if identity == datacenter.id and rooms is datacenter.rooms \
+                and scheduler is datacenter.scheduler:
             return datacenter
-        return replace(datacenter, id=identity, rooms=rooms)
+        return replace(datacenter, id=identity, rooms=rooms, scheduler=scheduler)
 
     def room(self, room: Room) -> Room:
         identity = self.unique("room", room.id)
@@ -890,6 +909,24 @@ def _member_labels(group: MachineGroup, before: int) -> Iterator[Id | str]:
     for position, identity, name in zip(range(before + 1, before + group.count + 1), ids,
                                         names, strict=False):
         yield identity if identity is not None else name or f"#{position}"
+
+
+_REFERENCE_KEYS = ("$base", "$merge")
+
+
+def _without_reference_keys(value: Any) -> Any:
+    """``value`` with every ``$base``/``$merge`` key removed at any depth (the very same
+    object when it has none)."""
+    if isinstance(value, dict):
+        kept = {key: _without_reference_keys(item) for key, item in value.items()
+                if key not in _REFERENCE_KEYS}
+        same = len(kept) == len(value) and all(kept[key] is value[key] for key in kept)
+        return value if same else kept
+    if isinstance(value, list | tuple):
+        items = [_without_reference_keys(item) for item in value]
+        same = all(new is old for new, old in zip(items, value, strict=True))
+        return value if same else type(value)(items)
+    return value
 
 
 def _same_or(old: tuple[Any, ...], new: tuple[Any, ...]) -> tuple[Any, ...]:

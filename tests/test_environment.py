@@ -22,6 +22,7 @@ from dcx.core.model import (
     ProcessingUnit,
     Rack,
     Room,
+    SchedulerSpec,
     StorageUnit,
 )
 from dcx.formats import environment
@@ -229,7 +230,23 @@ def test_model_to_json_to_model_is_identity(env: Environment) -> None:
     written = environment.write(Document(environment=env))
     result = environment.read(written.data)
     assert result.ok, [d.render() for d in result.diagnostics]
-    assert result.document == Document(environment=env)
+    # identity for what the format holds: its normal form (options keep no $base/$merge key)
+    assert result.document == environment.normal_form(Document(environment=env))
+
+
+def test_reference_keywords_in_scheduler_options_are_a_reported_loss() -> None:
+    """A ``$base`` key in free-form options would be read back as a reference: the normal
+    form leaves it out, and the loss is reported at the scheduler's field path."""
+    spec = SchedulerSpec(name="fcfs", options={"$base": 0, "queue": {"$merge": [], "n": 2}})
+    env = Environment(datacenters=(Datacenter(id="dc-0", scheduler=spec),))
+    document = Document(environment=env)
+    assert environment.normal_form_losses(document) == {"datacenter.scheduler"}
+    written = environment.write(document)
+    read = environment.read(written.data)
+    assert read.ok, [d.render() for d in read.diagnostics]
+    assert read.document is not None and read.document.environment is not None
+    assert read.document.environment.datacenters[0].scheduler == SchedulerSpec(
+        name="fcfs", options={"queue": {"n": 2}})
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow,
