@@ -505,6 +505,7 @@ def normal_form(document: Document) -> Document:
         return document
     rack_index = 0
     ids = machine_ids(environment)
+    names = written_rack_names(_all_racks(environment))
     datacenters: list[Datacenter] = []
     for datacenter in environment.datacenters:
         name = _usable(datacenter.name) or f"cluster{_int_id(datacenter.id, 0)}"
@@ -512,7 +513,7 @@ def normal_form(document: Document) -> Document:
         for room in datacenter.rooms:
             racks: list[Rack] = []
             for rack in room.racks:
-                racks.append(_normal_rack(rack, rack_index, ids))
+                racks.append(_normal_rack(rack, rack_index, ids, names[rack_index]))
                 rack_index += 1
             rooms.append(replace(room, racks=tuple(racks)))
         datacenters.append(replace(datacenter, name=name, id=_int_id(
@@ -555,7 +556,32 @@ def _empty_root_losses(environment: Environment) -> set[str]:
         {"datacenter.id"} if datacenter.id == 0 else set())
 
 
-def _normal_rack(rack: Rack, index: int, ids: dict[int, int]) -> Rack:
+def written_rack_names(racks: list[Rack]) -> list[str | None]:
+    """The name each rack is written with (``None`` for an implicit one): its own, else
+    ``rack<id>``; a name a sibling already took gets ``-1``, ``-2``, … (JGF paths must be
+    unique, and other formats repeat rack names across rooms and datacenters)."""
+    taken: set[tuple[str, str]] = set()
+    names: list[str | None] = []
+    for index, rack in enumerate(racks):
+        if rack.extras.get("jgf:implicit"):
+            names.append(None)
+            continue
+        scope = str(rack.extras.get("jgf:parent"))
+        base = _usable(rack.name) or f"rack{_int_id(rack.id, index)}"
+        name, suffix = base, 0
+        while (scope, name) in taken:
+            suffix += 1
+            name = f"{base}-{suffix}"
+        taken.add((scope, name))
+        names.append(name)
+    return names
+
+
+def _all_racks(environment: Environment) -> list[Rack]:
+    return [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
+
+
+def _normal_rack(rack: Rack, index: int, ids: dict[int, int], name: str | None) -> Rack:
     slots: list[Machine | None] = []
     names = iter(machine_names(rack.machines))
     for slot in rack.slots:
@@ -563,9 +589,8 @@ def _normal_rack(rack: Rack, index: int, ids: dict[int, int]) -> Rack:
             slots.append(None)
             continue
         slots.append(_normal_machine(slot, next(names)[0], ids[id(slot)]))
-    if rack.extras.get("jgf:implicit"):
+    if name is None:
         return replace(rack, slots=tuple(slots))
-    name = _usable(rack.name) or f"rack{_int_id(rack.id, index)}"
     return replace(rack, name=name, id=_int_id(rack.id, trailing_number(name, index)),
                    slots=tuple(slots))
 
@@ -607,6 +632,7 @@ def normal_form_losses(document: Document) -> frozenset[str]:
     def bad_name(name: str | None) -> bool:
         return name is not None and _usable(name) is None
 
+    written_names = iter(written_rack_names(_all_racks(environment)))
     for datacenter in environment.datacenters:
         if bad_id(datacenter.id):
             found.add("datacenter.id")
@@ -614,11 +640,13 @@ def normal_form_losses(document: Document) -> frozenset[str]:
             found.add("datacenter.name")
         for room in datacenter.rooms:
             for rack in room.racks:
+                written_name = next(written_names)
                 if rack.extras.get("jgf:implicit"):
                     continue
                 if bad_id(rack.id):
                     found.add("rack.id")
-                if bad_name(rack.name):
+                if bad_name(rack.name) or (rack.name is not None
+                                           and written_name != rack.name):
                     found.add("rack.name")
     renamed = {id(machine): name for rack in environment.racks()
                for machine, (name, _) in zip(rack.machines, machine_names(rack.machines),
@@ -1001,7 +1029,8 @@ def _write(environment: Environment) -> WriteResult:
     if VERTICES in root_extras:
         writer.below(cluster, -1, _template(_stored_list(root_extras[VERTICES], True,
                                                          "the datacenter")))
-    racks = [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
+    racks = _all_racks(environment)
+    names = written_rack_names(racks)
     # counted from the groups, before any of them is expanded into single machines
     vertex_count = sum(
         (m.core_count + len(m.gpus) + len(m.memory) + len(m.resources) + 1) * part_count(part)
@@ -1016,8 +1045,8 @@ def _write(environment: Environment) -> WriteResult:
     """Rack paths below the root → the written vertex, for groupings inside groupings."""
     for rack_index, rack in enumerate(racks):
         parent = cluster
-        if not rack.extras.get("jgf:implicit"):
-            name = _usable(rack.name) or f"rack{_int_id(rack.id, rack_index)}"
+        name = names[rack_index]
+        if name is not None:
             grouping = written.get(str(rack.extras.get("jgf:parent")), cluster)
             _unique((grouping[1], name), rack_names, writer)
             residual = rack.extras.get(VERTEX)

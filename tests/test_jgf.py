@@ -370,3 +370,18 @@ def test_a_rack_level_ssd_and_rack_flags_survive_jgf_and_are_reported_elsewhere(
     assert converted.ok
     assert any(d.code == "convert.loss" and "rack.extras" in d.message
                for d in converted.diagnostics)
+
+
+def test_racks_named_alike_in_two_rooms_are_renamed_and_the_loss_reported() -> None:
+    """JGF paths must be unique; other formats repeat rack names across rooms."""
+    machine = Machine(name="n0", cpus=(ProcessingUnit(cores=2),))
+    rooms = tuple(Room(id=f"room{k}", racks=(Rack(name="rack4", slots=(
+        Machine(name=f"n{k}", cpus=machine.cpus),)),)) for k in range(2))
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=rooms),)))
+    assert "rack.name" in jgf.normal_form_losses(document)
+    written = jgf.write(document)
+    assert written.data, [d.render() for d in written.diagnostics]
+    read = jgf.read(written.data)
+    assert read.ok and read.document is not None and read.document.environment is not None
+    assert [rack.name for rack in read.document.environment.racks()] == ["rack4", "rack4-1"]
+    assert read.document == jgf.normal_form(read.document)
