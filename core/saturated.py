@@ -74,8 +74,10 @@ def _environment() -> Environment:
     scheduler = SchedulerSpec(name="slurm", url="https://example.org", options={"a": 1})
     datacenters = (Datacenter(id="dc1", name="main", location="Delft", operator="TU",
                               scheduler=scheduler, rooms=rooms, extras={"note": 1}),
-                   Datacenter(id="dc2", rooms=(Room(racks=(Rack(slots=(_machine(9),
-                                                                         Machine())),)),)))
+                   # a rack named like one of dc1's: formats whose paths must be unique
+                   # (JGF) rename it, a value restriction the matrix must show
+                   Datacenter(id="dc2", rooms=(Room(racks=(Rack(name="rack 0", slots=(
+                       _machine(9), Machine())),)),)))
     events = (MachineStateChange(machine="m0", state=MachineState.FAILURE, time_s=60.0,
                                  cause="disk", attributes={"note": 1}),
               DatacenterSchedulerChange(datacenter="dc1", scheduler=scheduler, time_s=120.0,
