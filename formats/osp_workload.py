@@ -72,8 +72,8 @@ from dcx.core.diagnostics import (
     warning,
 )
 from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
-from dcx.parsing.jsonio import dumps_canonical, load_json_object
-from dcx.parsing.schemas import schema_diagnostics, schema_verdict
+from dcx.parsing.jsonio import load_json_object
+from dcx.parsing.schemas import schema_diagnostics, schema_verdict, serialised_against
 from dcx.parsing.traces import dependency_codes, dependency_diagnostics, format_number, written_ids
 
 SCHEMA = "osp-workload.schema.json"
@@ -501,15 +501,8 @@ def write(document: Document) -> WriteResult:
     if workload.time_origin is not None:
         root["date_start"] = workload.time_origin
     root["workflows"] = [_workflow(job, origin) for job in workload.jobs]
-    try:
-        data = dumps_canonical(root)
-    except (TypeError, ValueError) as exc:  # extras a hand-built model gave no JSON value
-        return _unwritable(f"a value has no JSON form ({exc})")
-    if not schema_verdict(SCHEMA, root):
-        found = schema_diagnostics(SCHEMA, root)
-        reason = found[0].render() if found else "the schema refuses it"
-        return _unwritable(f"the output would not match the format's schema: {reason}")
-    return WriteResult(data)
+    data, problem = serialised_against(SCHEMA, root)
+    return _unwritable(problem) if problem is not None else WriteResult(data)
 
 
 def _unwritable(reason: str) -> WriteResult:

@@ -116,8 +116,8 @@ from dcx.core.model import (
     Task,
     Workload,
 )
-from dcx.parsing.jsonio import dumps_canonical, load_json_object
-from dcx.parsing.schemas import schema_diagnostics, schema_verdict
+from dcx.parsing.jsonio import load_json_object
+from dcx.parsing.schemas import schema_diagnostics, serialised_against
 from dcx.parsing.traces import dependency_codes, dependency_diagnostics, written_ids
 
 SCHEMA = "wfformat.schema.json"
@@ -656,15 +656,8 @@ def write(document: Document) -> WriteResult:
         workflow["execution"] = _execution(tasks, workload, normal.environment)
     workflow.update(_members(extras.get(WORKFLOW_MEMBERS), _WORKFLOW_MAPPED))
     root["workflow"] = workflow
-    try:
-        data = dumps_canonical(root)
-    except (TypeError, ValueError) as exc:  # extras a hand-built model gave no JSON value
-        return _unwritable(f"a value has no JSON form ({exc})")
-    if not schema_verdict(SCHEMA, root):
-        found = schema_diagnostics(SCHEMA, root)
-        reason = found[0].render() if found else "the schema refuses it"
-        return _unwritable(f"the output would not match the format's schema: {reason}")
-    return WriteResult(data)
+    data, problem = serialised_against(SCHEMA, root)
+    return _unwritable(problem) if problem is not None else WriteResult(data)
 
 
 def _unwritable(reason: str) -> WriteResult:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the pure-Python validator loads only when a document fails
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
-from dcx.parsing.jsonio import JsonLocator, pointer_from_path
+from dcx.parsing.jsonio import JsonLocator, dumps_canonical, pointer_from_path
 
 MAX_SCHEMA_ERRORS = 50
 
@@ -108,6 +108,20 @@ def schema_verdict(name: str, instance: Any) -> bool:
         return bool(_fast_validator(name).is_valid(instance))
     except (ValueError, OverflowError):
         return False
+
+
+def serialised_against(name: str, root: Any) -> tuple[bytes, str | None]:
+    """A writer's JSON ``root`` as canonical bytes, or why it cannot be written: a value with
+    no JSON form, or an output that ``schemas/<name>`` would refuse (the first reason)."""
+    try:
+        data = dumps_canonical(root)
+    except (TypeError, ValueError) as exc:  # extras a hand-built model gave no JSON value
+        return b"", f"a value has no JSON form ({exc})"
+    if not schema_verdict(name, root):
+        found = schema_diagnostics(name, root)
+        reason = found[0].render() if found else "the schema refuses it"
+        return b"", f"the output would not match the format's schema: {reason}"
+    return data, None
 
 
 def schema_diagnostics(
