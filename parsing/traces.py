@@ -3,7 +3,8 @@ id tokens, the dependency checks every reader runs, and the value restrictions t
 have in common (``dcx.core.restrict``, Value restrictions).
 
 The codes of the diagnostics made here are the calling format's (``prefix``): each format
-declares them with ``dependency_codes`` and ``text_codes``.
+declares them with ``dependency_codes`` and ``text_codes`` (defined in the light
+``dcx.parsing.trace_codes``, so a declaration can list them without importing this module).
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dcx.core.codes import Code
 from dcx.core.columns import Strings
 from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.core.limits import LIMITS
 from dcx.core.model import Id, Job, Task
-
-MAX_ERRORS = 1000
-"""A reader stops after this many errors: a garbage file must not produce millions."""
-
+from dcx.parsing.trace_codes import MAX_ERRORS
+from dcx.parsing.trace_codes import dependency_codes as dependency_codes  # re-exported
+from dcx.parsing.trace_codes import text_codes as text_codes  # re-exported
 
 # --------------------------------------------------------------------------- text
 
@@ -203,29 +202,6 @@ def workload_tasks(jobs: Iterable[Job]) -> list[Task]:
 Locate = Callable[[int, int | None], dict[str, Any]]
 """``locate(task_index, dependency_index_or_None)`` → ``line``/``column``/``pointer`` kwargs
 for a diagnostic about the task's id (``None``) or one of its dependencies."""
-
-
-def dependency_codes(prefix: str, noun: str = "task") -> tuple[Code, ...]:
-    """The codes ``dependency_diagnostics`` emits for format ``prefix``."""
-    return (
-        Code(f"{prefix}.duplicate-id", "error",
-             f"Two {noun}s have the same id; dependencies could not tell them apart."),
-        Code(f"{prefix}.unknown-dependency", "error",
-             f"A {noun} depends on an id that no {noun} in the file has."),
-        Code(f"{prefix}.dependency-cycle", "error",
-             f"{noun.capitalize()}s depend on each other in a cycle: none of them can start."),
-        Code(f"{prefix}.blocked-by-cycle", "warning",
-             f"{noun.capitalize()}s that wait on a dependency cycle and can never start."),
-    )
-
-
-def text_codes(prefix: str, title: str) -> tuple[Code, ...]:
-    """The codes of decoding a text trace and of the error budget, for format ``prefix``."""
-    return (
-        Code(f"{prefix}.encoding", "error", f"The {title} file is not UTF-8 text."),
-        Code(f"{prefix}.too-many-errors", "error",
-             f"More than {MAX_ERRORS} errors: reading stopped."),
-    )
 
 
 def dependency_diagnostics(
