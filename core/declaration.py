@@ -11,11 +11,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import ReadResult, WriteResult
-from dcx.core.model import Document
+
+if TYPE_CHECKING:  # the hook sniffs without building a model: keep it unloaded
+    from dcx.core.model import Document
 
 Kind = Literal["topology", "workload", "both"]
 Content = Literal["json", "xml", "text", "binary"]

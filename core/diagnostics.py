@@ -10,9 +10,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dcx.core.model import Document
+if TYPE_CHECKING:  # the hook sniffs without building a model: keep it unloaded
+    from dcx.core.model import Document
 
 
 class Severity(enum.StrEnum):
