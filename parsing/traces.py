@@ -22,6 +22,7 @@ from dcx.core.model import Id, Job, Task
 from dcx.parsing.trace_codes import MAX_ERRORS
 from dcx.parsing.trace_codes import dependency_codes as dependency_codes  # re-exported
 from dcx.parsing.trace_codes import text_codes as text_codes  # re-exported
+from dcx.parsing.trace_tokens import parse_int
 
 # --------------------------------------------------------------------------- text
 
@@ -66,18 +67,6 @@ class ErrorBudget:
 
 
 _FLOAT_TEXT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
-
-def parse_int(token: str) -> int | None:
-    """A plain ASCII decimal integer (no ``_`` separators, no Unicode digits), else ``None``."""
-    if token.isdigit() and token.isascii() and len(token) < 19:
-        return int(token)
-    if not token.isascii() or "_" in token:
-        return None
-    try:
-        return int(token)
-    except ValueError:  # also the 4,300-digit guard
-        return None
 
 
 def parse_number(token: str) -> int | float | None:
