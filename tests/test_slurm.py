@@ -24,6 +24,7 @@ from dcx.core.model import (
 )
 from dcx.core.restrict import restrict
 from dcx.formats import slurm
+from dcx.formats.slurm import codec as slurm_codec
 from tests.strategies import Domain, documents
 
 REPO = Path(__file__).resolve().parent.parent
@@ -436,7 +437,7 @@ def test_hostlists_built_to_explode_are_refused_before_they_are_expanded(
     (diagnostic,) = _read("NodeName=r[0-99999]-n[0-99999]\n").diagnostics
     assert diagnostic.code == "slurm.hostlist" and "more than 1,048,576 hosts" in \
         diagnostic.message
-    monkeypatch.setattr(slurm, "MAX_NODES", 10)  # the file-wide budget, small for the test
+    monkeypatch.setattr(slurm_codec, "MAX_NODES", 10)  # the file-wide budget, small for the test
     text = "".join(f"NodeName=l{line}n[0-5]\n" for line in range(2))
     assert _codes(text) == [("slurm.too-large", 2, 10)]
 

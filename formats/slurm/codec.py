@@ -1,136 +1,5 @@
-"""Slurm node configuration: the ``NodeName=`` and ``PartitionName=`` lines of ``slurm.conf``.
-
-Grammar (Slurm's ``parse_config.c``): a ``#`` ends the line unless an odd number of
-backslashes precedes it; a line whose last non-blank characters are an odd number of
-backslashes continues on the next; then every backslash escapes the character after it
-(``\\#`` is ``#``, ``\\\\`` is ``\\``). A line is ``Key=Value`` pairs separated by blanks;
-keys are case-insensitive, blanks may surround ``=``, and a value is a double-quoted string
-(``Reason="bad DIMM"``) or runs to the next blank. Words Slurm reads case-insensitively
-(``State``, ``Default``, ``MaxTime`` words) are upper-cased.
-
-Each ``NodeName`` and ``PartitionName`` line becomes a record of its pairs (keys in the man
-page's spelling, ``Procs`` read as ``CPUs`` and ``Feature`` as ``Features``), validated by
-``schemas/slurm.schema.json``; diagnostics point at ``/lines/<line number>/<Key>`` with the
-line and column of the value. ``NodeName=DEFAULT`` and ``PartitionName=DEFAULT`` set values
-for the lines after them and accumulate, as in Slurm; ``NodeName=DEFAULT`` refuses
-``NodeAddr``, ``NodeHostname`` and ``BcastAddr``.
-
-Model mapping
--------------
-
-One ``Machine`` per node, in the order the ``NodeName`` lines and their hostlists name them,
-in one datacenter, room and rack (slurm.conf has no physical hierarchy).
-
-=====================================  ===================================================
-Slurm                                  model
-=====================================  ===================================================
-``NodeName`` (hostlist)                ``Machine.name``, one machine per host
-``Sockets`` x ``CoresPerSocket``       ``cpus``: one ``ProcessingUnit(cores=CoresPerSocket)``
-                                       per socket; no CPU key at all: no ``cpus``
-``Boards``, ``SocketsPerBoard``        sockets = Boards x SocketsPerBoard; ``Boards`` above 1
-                                       in ``extras["slurm:Boards"]``
-``ThreadsPerCore``                     ``extras["slurm:ThreadsPerCore"]`` when not 1
-``CPUs`` (``Procs``)                   derived (Sockets x Cores x Threads); kept in
-                                       ``extras["slurm:CPUs"]`` when it is Sockets or
-                                       Sockets x Cores (hyper-threads not scheduled)
-``RealMemory`` (MB = 2**20 bytes)      ``memory``: one ``StorageUnit``
-``TmpDisk`` (MB)                       ``storage``: one ``StorageUnit``
-``Gres`` ``gpu[:type]:n``              ``gpus``: n ``ProcessingUnit(cores=1, model=type)``
-other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, type)``
-``Features``                           ``features``, in order
-``State``                              ``state`` and ``state_label`` (table below)
-``NodeAddr``, ``NodeHostname``,        ``extras["slurm:<Key>"]``: per node (one host of
-``BcastAddr``                          the line's hostlist each; IPv6 addresses too)
-``Weight``, ``Reason``, ``Port``, ...  ``extras["slurm:<Key>"]``: the value as written
-``ClusterName``                        ``Environment.name`` (double-quoted when it has
-                                       blanks; Slurm lower-cases it for accounting)
-``PartitionName`` lines                ``Environment.extras["slurm:partitions"]``: one
-                                       ``{Key: value}`` object per partition, defaults
-                                       applied
-other lines (``SlurmctldHost``, ...)   ``Environment.extras["slurm:config"]``: each line as
-                                       a list of ``[key, value]`` pairs, as written
-=====================================  ===================================================
-
-Partitions are extras, not racks or datacenters: a node may belong to several partitions (and
-to none), while a machine sits in exactly one rack, and a partition says how the scheduler
-may use nodes, not where they stand. Formats other than Slurm drop them (an
-``environment.extras`` loss). ``GresTypes`` is not kept: the writer derives it from the
-generic resources the nodes have (types listed but used by no node are not kept). Global
-parameters other than ``ClusterName`` and ``GresTypes`` are kept as written and not checked;
-``Include`` lines are kept but not followed (dcx reads one file; ``slurm.include``) and not
-written back.
-
-Counts with a suffix (``mps:4K``) are multiplied by 1024 per step (K, M, G, T, P). The GRES
-flag ``no_consume`` is not kept (``slurm.gres-flag``); the resource is read as consumable.
-
-State table (``State`` is case-insensitive):
-
-==================  ===========  =================
-Slurm               model        written for it
-==================  ===========  =================
-(absent), UNKNOWN   ACTIVE       (nothing)
-DOWN, FAIL          FAILURE      DOWN
-DRAIN, FAILING      MAINTENANCE  DRAIN
-FUTURE, CLOUD       HALT         FUTURE
-==================  ===========  =================
-
-The word is kept in ``state_label`` unless it is the one written for its state (or absent);
-the writer writes ``state_label`` when it is a Slurm word of the same state.
-
-Checks (besides the schema): hostlists (Slurm's syntax, see below), ``NodeAddr`` /
-``NodeHostname`` counts, duplicate node and partition names, ``NodeName=ALL``, CPU counts
-Slurm would reset (``slurm.cpus-mismatch``, ``slurm.cpu-topology``), numbers beyond the
-width Slurm stores them in, ``Gres`` items, generic resources missing from ``GresTypes``,
-partitions naming nodes no ``NodeName`` line defines (``ALL`` and ``NodeSet`` names are
-allowed), unknown and repeated keys.
-
-Writing
--------
-
-The writer serialises ``normal_form(document)``: ``ClusterName``, the kept global lines,
-``GresTypes``, then one ``NodeName`` line per run of consecutive nodes that differ only in
-their names and addresses (a compact hostlist; runs keep the machines' order), then the
-partitions. Sockets of one core without threads are written as ``CPUs=<sockets>`` alone
-(Slurm infers one core per socket), others as ``Sockets`` and ``CoresPerSocket``. Machines
-without a name are named after their id, or ``node<N>`` (``requires``: ``machine.name``);
-names Slurm cannot take (characters other than letters, digits and ``._+@-``; ``ALL``;
-``DEFAULT``; a name already taken) are replaced the same way (a ``machine.name`` loss).
-
-Value restrictions of the normal form, each reported by the derived losses: sockets with
-different core counts become one socket; CPUs without cores are left out; memory and disk
-(all modules or devices together) become whole megabytes; GPUs are grouped by type (a type
-is a GPU's ``model`` when it is a Slurm word; vendor fields other than ``model`` are
-dropped; a machine mixing typed and untyped GPUs loses the types); resources need a Slurm
-name, a whole amount and no unit; features need a Slurm word; ``slurm:`` extras, partitions
-and global lines must read back as they are (a partition naming nodes that are gone is
-dropped).
-
-Hostlists
----------
-
-Hostlists are decoded with ``dcx.parsing.hostlist`` (RFC 29), with Slurm's differences:
-several bracket groups in one name expand as a product, the first group outermost
-(``rack[0-1]-n[1-2]`` is ``rack0-n1,rack0-n2,rack1-n1,rack1-n2``); text after the last
-bracket is an error, as in Slurm (``n[1-2].ib``; RFC 29 allows the suffix), so the writer
-spells hosts with such a suffix one by one. Zero padding follows the low bound's digits in
-both. A node name that is no valid Slurm word is refused with the character's position.
-
-Divergences
------------
-
-* Unknown keys on ``NodeName``/``PartitionName`` lines make Slurm refuse the file; dcx warns
-  (``slurm.unknown-key``) and ignores them.
-* Slurm's ``State`` parser accepts every node state name (``IDLE``, ``ALLOCATED``) and any word
-  starting with ``DRAIN``, ``FAIL`` or ``CLOUD``; the partition ``State`` parser any word
-  starting with ``UP``, ``DOWN``, ``DRAIN`` or ``INACTIVE``. dcx accepts the words the man
-  page lists.
-* Key operators (``Key+=value``) are a syntax error in dcx.
-* ``Key=`` followed by a blank takes the next word as its value in Slurm and in dcx (the
-  schema then usually refuses it).
-* Empty hostlist elements (``a,,b``) are errors in dcx; Slurm skips them.
-* ``gres.conf`` is a separate file dcx does not read; its lines (``NodeName`` with ``Name=``)
-  are refused (``slurm.gres-conf``).
-"""
+"""Reading, normal form and writing of slurm.conf node configuration; the package's docstring
+(``dcx.formats.slurm``) is the format's reference text."""
 
 from __future__ import annotations
 
@@ -142,8 +11,6 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import ReadResult, WriteResult, error, warning
 from dcx.core.ids import required_machine_name
 from dcx.core.limits import paused_gc
@@ -160,20 +27,13 @@ from dcx.core.model import (
     StorageUnit,
     build,
 )
+from dcx.formats.slurm import SCHEMA
 from dcx.parsing.hostlist import Hostlist, HostlistError
-from dcx.parsing.traces import MAX_ERRORS, ErrorBudget, decode_text, text_codes
+from dcx.parsing.traces import MAX_ERRORS, ErrorBudget, decode_text
 
-SCHEMA = "slurm.schema.json"
 PREFIX = "slurm:"
 PARTITIONS = PREFIX + "partitions"
 CONFIG = PREFIX + "config"
-
-HOLDS = frozenset({
-    "environment.name", "machine.name", "machine.state", "machine.state_label",
-    "machine.cpus", "machine.cpus.sockets", "machine.gpus", "gpu.vendor", "machine.memory",
-    "machine.storage", "machine.features", "machine.resources",
-})
-REQUIRES = frozenset({"machine.name"})
 
 MAX_NODES = 1 << 20
 """Nodes become one Machine each; a hostlist naming more is refused."""
@@ -246,33 +106,6 @@ _GRES_TYPE = re.compile(r"[A-Za-z0-9_.+-]*[A-Za-z_.+-][A-Za-z0-9_.+-]*")
 _GRES_COUNT = re.compile(r"([0-9]+)([KMGTP]?)")
 _SUFFIX_POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 _CONFIG_KEY = re.compile(r"[A-Za-z0-9_.]+")
-
-
-# --------------------------------------------------------------------------- sniffing
-
-_FIRST_PAIR = re.compile(rb"[ \t]*[A-Za-z0-9_.]+[ \t]*=")
-_SLURM_KEY = re.compile(
-    rb"^[ \t]*(?:NodeName|PartitionName|ClusterName|ControlMachine|Slurm[A-Za-z]*|GresTypes"
-    rb"|SelectType|SchedulerType|ProctrackType)[ \t]*=", re.IGNORECASE | re.MULTILINE)
-
-
-SNIFF_BYTES = 65536
-"""Annotated slurm.conf files open with long comment blocks (SchedMD's example has 9 KB)."""
-
-
-def sniff(data: bytes) -> bool:
-    """The first line that is not blank or a comment is ``Key=value``, and the first 64 KB
-    name a key only slurm.conf has."""
-    head = data[:SNIFF_BYTES].removeprefix(b"\xef\xbb\xbf")
-    lines = head.split(b"\n")
-    if len(data) > SNIFF_BYTES:
-        lines = lines[:-1]  # the last line may be cut
-    for raw in lines:
-        line = raw.strip()
-        if not line or line.startswith(b"#"):
-            continue
-        return _FIRST_PAIR.match(line) is not None and _SLURM_KEY.search(head) is not None
-    return False
 
 
 # --------------------------------------------------------------------------- lines
@@ -1400,71 +1233,3 @@ def _node_line(run: list[Machine], pairs: tuple[tuple[str, str], ...]) -> str:
             value = encode_hostlist(machine.extras[PREFIX + key] for machine in run)
         words.append(f"{key}={_quoted(value)}")
     return " ".join(words)
-
-
-CODES: tuple[Code, ...] = (
-    Code("slurm.syntax", "error",
-         "A line is not Key=Value pairs (a value runs to the next blank or is double-quoted)."),
-    Code("slurm.unknown-key", "warning",
-         "A NodeName or PartitionName line has a key Slurm does not know (Slurm refuses the "
-         "file); ignored.", conformance=True),
-    Code("slurm.repeated-key", "warning",
-         "A key is given twice on one line; the last value is used.", conformance=True),
-    Code("slurm.default-address", "error",
-         "NodeName=DEFAULT sets NodeAddr, NodeHostname or BcastAddr, which Slurm refuses."),
-    Code("slurm.reserved-name", "error", "NodeName=ALL: ALL is a reserved word."),
-    Code("slurm.hostlist", "error",
-         "A hostlist is malformed, names an invalid node name or has text after its last "
-         "bracket."),
-    Code("slurm.address-count", "error",
-         "NodeAddr, NodeHostname or BcastAddr names a different number of hosts than the "
-         "line has nodes."),
-    Code("slurm.duplicate-node", "error", "A node is defined on more than one NodeName line."),
-    Code("slurm.cpus-mismatch", "warning",
-         "CPUs is neither Sockets, Sockets*CoresPerSocket nor "
-         "Sockets*CoresPerSocket*ThreadsPerCore; Slurm resets it.", conformance=True),
-    Code("slurm.cpu-topology", "warning",
-         "A CPU layout value Slurm resets: a zero, Sockets beside SocketsPerBoard, or fewer "
-         "sockets than boards.", conformance=True),
-    Code("slurm.range", "error",
-         "A number exceeds the width Slurm stores it in (CPUs 16 bits, TmpDisk 32, "
-         "RealMemory 64)."),
-    Code("slurm.gres", "error", "A Gres item is not name[:type][:no_consume][:count]."),
-    Code("slurm.gres-type", "warning",
-         "A node's Gres name is not listed in GresTypes (Slurm refuses the node).",
-         conformance=True),
-    Code("slurm.gres-flag", "warning", "A Gres no_consume flag is not kept."),
-    Code("slurm.too-large", "error",
-         "More nodes in the file, or GPUs on one node, than dcx models one by one."),
-    Code("slurm.partition-node", "error",
-         "A partition names a node that no NodeName line defines."),
-    Code("slurm.duplicate-partition", "error", "A partition is defined twice."),
-    Code("slurm.gres-conf", "error",
-         "A gres.conf line (NodeName with Name=): dcx reads slurm.conf, not gres.conf."),
-    Code("slurm.include", "warning",
-         "An Include line names another file, which dcx does not read."),
-    *text_codes("slurm", "slurm.conf"),
-)
-
-
-FORMAT = FormatDeclaration(
-    name="slurm",
-    title="Slurm node configuration (slurm.conf)",
-    family="slurm",
-    kind="topology",
-    extensions=(".conf",),
-    shared_extensions=frozenset({".conf"}),
-    content=frozenset({"text"}),
-    schema=SCHEMA,
-    description=("NodeName and PartitionName lines of slurm.conf: hostlists, sockets, cores, "
-                 "memory, GRES, features, states, partitions."),
-    own_extras=frozenset({"environment.extras", "machine.extras"}),
-    holds=HOLDS,
-    requires=REQUIRES,
-    sniff=sniff,
-    read=read,
-    write=write,
-    normal_form=normal_form,
-    normal_form_losses=normal_form_losses,
-    codes=CODES,
-)
