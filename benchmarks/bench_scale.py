@@ -49,9 +49,9 @@ VALIDATE_EXACT = """
 import sys
 from pathlib import Path
 from dcx.core.limits import paused_gc
-from dcx.formats import swf
+from dcx.formats.swf import codec
 with paused_gc():
-    result = swf._read(Path(sys.argv[1]).read_bytes())
+    result = codec._read(Path(sys.argv[1]).read_bytes())
 sys.exit(0 if result.ok and len(result.document.workload.jobs) else 1)
 """
 
@@ -68,9 +68,9 @@ from pathlib import Path
 from dcx.converters.convert import convert_document
 from dcx.converters.registry import get
 from dcx.core.limits import paused_gc
-from dcx.formats import swf
+from dcx.formats.swf import codec
 with paused_gc():
-    read = swf._read(Path(sys.argv[1]).read_bytes())
+    read = codec._read(Path(sys.argv[1]).read_bytes())
     conversion = convert_document(read.document, get("swf"), get("parquet"), read=read)
 Path(sys.argv[2]).write_bytes(conversion.data)
 sys.exit(0 if conversion.ok else 1)
@@ -98,8 +98,8 @@ sys.exit(0 if loaded.problem is not None else 1)
 SCHEDULE_READ_EXACT = """
 import sys
 from pathlib import Path
-from dcx.formats import swf
-swf.FAST_READ_BYTES = float("inf")  # every read line by line: the baseline
+from dcx.formats.swf import codec
+codec.FAST_READ_BYTES = float("inf")  # every read line by line: the baseline
 from dcx.scheduler.loading import load_problem
 loaded = load_problem(Path(sys.argv[1]), None)
 sys.exit(0 if loaded.problem is not None else 1)

@@ -15,6 +15,7 @@ from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Job, ResourceRequest, StartMode, Task, Workload
 from dcx.core.restrict import dropped_field_counts, restrict
 from dcx.formats import swf
+from dcx.formats.swf import codec as swf_codec
 from tests.strategies import Domain, workloads
 
 NUMERIC_EXTRAS = st.builds(
@@ -141,5 +142,5 @@ def test_an_swf_read_writes_back_the_same_bytes_from_its_columns():
     data = ("\n".join(lines) + "\n").encode()
     fast = swf.read_fast(data)
     assert fast is not None and columns_of(fast.document.workload) is not None
-    objects = swf._read(data).document
+    objects = swf_codec._read(data).document
     assert swf.write(fast.document).data == swf.write(objects).data

@@ -1,0 +1,194 @@
+"""Standard Workload Format (Parallel Workloads Archive): 18 whitespace-separated fields per
+job, ``;`` header comments, ``-1`` where a value is unknown.
+
+Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with the job number):
+
+* **Processors.** An SWF job is a rigid parallel job that asks for P interchangeable
+  processors, which the machine may spread over nodes. So the request is ``nodes = P`` with
+  ``cores = 1`` per node: a scheduler on multi-core machines may place the P processes on any
+  machines with free cores, and a 32-processor job still fits a cluster of 4-core machines.
+  P is the *allocated* count (field 5, what the job really ran on, like the runtime is the real
+  runtime); when it is unknown (-1) or 0 the requested count (field 8) is used and the
+  allocated value is kept as ``swf:AllocatedProcessors``. The requested count is kept as
+  ``swf:RequestedProcessors`` only when it differs from P. A line with neither is an error.
+* **Times.** Submit time → ``submit_time_s``; run time → ``runtime_s``; requested time →
+  ``requested_time_s``; -1 → ``None``.
+* **Memory.** Requested memory is KB per processor, so per node (one processor)
+  ``memory_mb = RequestedMemory / 1024``. Used memory stays in extras (KB, as in the file).
+* **Ids and users.** Job numbers are integers; dcx also reads and writes text ids and user
+  names that cannot be mistaken for numbers (an ASCII letter or ``_`` first, no whitespace),
+  which the archive's tools do not. User and group ids → ``Task.user`` / ``Task.group`` as
+  written (``007`` stays ``007``).
+* **Cores.** Not held: an SWF processor is one single-core node, so a request's per-node cores
+  drop to 1 (the model's normal form, reported as a loss).
+* **Dependencies.** Preceding job number (field 17) → ``dependencies`` when that job is in the
+  file; think time (field 18) → ``swf:ThinkTime``. A preceding job outside the file (a trace
+  excerpt) is kept as ``swf:PrecedingJobNumber`` with a warning instead of failing the file.
+* **Other fields** (wait time, average CPU time, used memory, status, executable, queue,
+  partition) → ``Task.extras`` as ``swf:<field name>`` unless -1.
+* **Header.** ``; Key: value`` lines → ``Workload.attributes``. A value spelled exactly as a
+  JSON number, boolean, null or quoted string is read as that value (``MaxJobs: 8`` → 8), any
+  other text as a string; the writer quotes strings that would otherwise read back as
+  something else. A key given several times (``Note``, ``Queue``) becomes a list.
+  ``UnixStartTime`` becomes ``Workload.time_origin`` (UTC, ``YYYY-MM-DDTHH:MM:SSZ``) instead of
+  an attribute; other comment lines are kept in ``Workload.extras["swf:comments"]``.
+
+What dcx writes: ``normal_form(document)`` and nothing else (``write`` is serialisation
+only). Values SWF cannot hold are value restrictions of the normal form, reported by the
+derived losses: ids that are neither integers >= 0 nor text tokens (all tasks renumbered
+1..n), users and groups that are no column token, negative or non-finite times (unknown; a
+submit time 0), a time origin that is not whole seconds after 1970, header fields and
+comments that would not read back as themselves, ``swf:`` extras that do not fit their field.
+A job number given as decimal text (``"12"``) is written as that number and reads back as the
+integer. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a task it
+cannot run.
+
+Large files (1 MB and more) are first read by a vectorised accept path: chunks of plain
+numeric job lines are converted column by column (numpy, Arrow's CSV reader) into a
+workload held as columns (``dcx.core.columns``). It only accepts: at anything the line-by-line
+reader would report, or could read differently (text ids, signs other than ``-1``, tokens of
+16 or more characters, header lines after the first job line), the whole file is read line by
+line, which gives every diagnostic with its line. Both give the same document.
+
+Checks: 18 numeric fields per line (located at the field, pointer
+``/lines/<line number>/<field name>``; each line's record is described by
+``schemas/swf.schema.json``), -1 as the only negative value, duplicate job numbers, and
+dependency cycles through preceding jobs.
+
+Divergences
+-----------
+
+1. The PWA definition says processors may count nodes or cores depending on the machine;
+   dcx always treats them as single-core units (see above).
+2. ``haizea-swf2lwf`` takes the *requested* processor count (allocated when requested is
+   -1); dcx takes the allocated count and keeps the requested one in extras.
+3. The PWA definition has numeric user, group and job ids only; dcx also accepts names (see
+   above) so that models from other formats keep theirs.
+4. Haizea's ``traces/undocumented/test_cancel.swf`` reuses job number 0 on every line; dcx
+   rejects duplicate job numbers (``swf.duplicate-id``) because tasks need unique ids.
+"""
+
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.parsing.trace_codes import dependency_codes, text_codes
+from dcx.parsing.trace_tokens import parse_int
+
+if TYPE_CHECKING:
+    from dcx.core.diagnostics import ReadResult, WriteResult
+    from dcx.core.model import Document
+
+__all__ = [
+    "CHUNK_BYTES", "CODES", "COLUMNS", "COMMENTS_KEY", "FAST_KINDS", "FAST_READ_BYTES", "FORMAT",
+    "HOLDS", "SCHEMA", "START_KEY", "attribute_text", "attribute_value", "normal_form",
+    "normal_form_losses", "read", "read_fast", "sniff", "write",
+]
+
+# The reader, the writer and what they import (the model, dcx.core.columns, the schemas) load
+# on first use: the pre-commit hook imports every format's declaration to sniff.
+_LAZY = {
+    name: "codec" for name in (
+        "CHUNK_BYTES", "COMMENTS_KEY", "FAST_KINDS", "FAST_READ_BYTES", "SCHEMA", "START_KEY",
+        "attribute_text", "attribute_value", "read_fast",
+    )
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+COLUMNS: tuple[str, ...] = (
+    "JobNumber", "SubmitTime", "WaitTime", "RunTime", "AllocatedProcessors",
+    "AverageCPUTime", "UsedMemory", "RequestedProcessors", "RequestedTime", "RequestedMemory",
+    "Status", "UserID", "GroupID", "ExecutableNumber", "QueueNumber", "PartitionNumber",
+    "PrecedingJobNumber", "ThinkTime",
+)
+
+# ``swf:`` extras (fields without a model field, header comments) are the format's own and
+# survive; plain extras keys have no place in an SWF file, so no ``*.extras`` path is held.
+HOLDS = frozenset({
+    "workload.time_origin", "workload.attributes", "task.id", "task.submit_time_s",
+    "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.memory_mb",
+    "task.dependencies", "task.user", "task.group",
+})
+
+
+def sniff(data: bytes) -> bool:
+    head = data[:4096].decode("utf-8", "replace")
+    lines = head.split("\n")
+    if len(data) > 4096:
+        lines = lines[:-1]
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith(";"):
+            return True
+        tokens = line.split()
+        return len(tokens) == len(COLUMNS) and parse_int(tokens[0]) is not None
+    return False
+
+
+def read(data: bytes) -> ReadResult:
+    from dcx.formats.swf import codec
+    return codec.read(data)
+
+
+def write(document: Document) -> WriteResult:
+    from dcx.formats.swf import codec
+    return codec.write(document)
+
+
+def normal_form(document: Document) -> Document:
+    from dcx.formats.swf import codec
+    return codec.normal_form(document)
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    from dcx.formats.swf import codec
+    return codec.normal_form_losses(document)
+
+
+CODES = (
+    Code("swf.empty", "error", "The file is empty."),
+    Code("swf.field-count", "error", "A job line does not have 18 whitespace-separated fields."),
+    Code("swf.record", "error",
+         "A job line does not match the SWF record schema (a value of the wrong kind)."),
+    Code("swf.unknown-processors", "error",
+         "A job has neither an allocated nor a requested processor count."),
+    Code("swf.start-time", "error", "The UnixStartTime header is not a count of seconds."),
+    Code("swf.preceding-job-missing", "warning",
+         "A job follows a preceding job that is not in the file (a trace excerpt); the "
+         "dependency is kept in extras only."),
+    Code("swf.no-jobs", "warning", "The file has no job lines."),
+    *text_codes("swf", "SWF"),
+    *dependency_codes("swf", "job"),
+)
+
+
+FORMAT = FormatDeclaration(
+    name="swf",
+    title="Standard Workload Format (Parallel Workloads Archive)",
+    family="trace",
+    kind="workload",
+    extensions=(".swf",),
+    content=frozenset({"text"}),
+    schema="swf.schema.json",
+    description=("18-field job traces with ';' header comments."),
+    own_extras=frozenset({"task.extras"}),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    codes=CODES,
+)
