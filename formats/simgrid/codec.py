@@ -1,80 +1,5 @@
-"""SimGrid platform XML, DTD version 4.1: the platform file of SimGrid simulators (Batsim,
-WRENCH, SMPI). ``<platform version="4.1">`` holds one root ``<zone>``; zones hold sub-zones and
-``<cluster>`` elements, or ``<host>`` elements; links, routes and routers connect them. SimGrid
-ships only a DTD (``simgrid.dtd``); ``xsd/simgrid.xsd`` describes the subset dcx reads, and a
-``<!DOCTYPE platform SYSTEM "…simgrid.dtd">`` is accepted without ever being fetched.
-
-Model mapping
--------------
-
-==========================  ===================================================================
-SimGrid                     model
-==========================  ===================================================================
-root ``zone``               one datacenter, one room; its ``id`` is kept in
-                            ``Environment.extras["simgrid:root"]``, its routing (when not
-                            ``Full``) in ``Environment.extras["simgrid:routing"]``
-``cluster``                 a :class:`Rack` whose ``id`` is the cluster's; one machine per
-                            number of ``radical``, named ``prefix`` + number + ``suffix``
-                            (unpadded); ``prefix``, ``suffix``, ``bw``, ``lat`` and the other
-                            attributes are kept as ``Rack.extras["simgrid:<attribute>"]``; the
-                            cluster's props go onto every machine, as SimGrid puts them
-a zone holding hosts         a :class:`Rack` whose ``id`` is the zone's (its routing, when not
-                            ``Full``, in ``Rack.extras["simgrid:routing"]``); hosts directly in
-                            the root zone are one rack whose id is the root zone's
-``host id``                 ``Machine.id`` (the integer when it is canonical decimal text) and
-                            ``Machine.name`` (the text): SimGrid knows a host by one name
-``host core``               one CPU of that many cores
-``host speed``              the CPU's ``clock_rate_hz`` (see Speed); ``0f`` is no clock rate
-``host prop``               ``Machine.extras["simgrid:prop:<id>"]`` (Batsim's ``role``,
-                            energy plugins' ``wattage_per_state`` … mean something only to
-                            SimGrid simulators, so other formats drop them, a reported loss)
-==========================  ===================================================================
-
-Speed. SimGrid speeds are flop/s per core; dcx's model has clock rates. dcx maps one flop per
-cycle: a speed of ``2.4Gf`` is a 2.4 GHz clock and back. The round trip is exact, and the
-simulated time of a compute profile is flops ÷ speed as if each core retired one flop per
-cycle; scale the speeds of a written platform when the application's flops per cycle matter.
-A comma list gives one speed per power state; dcx keeps the one of the host's ``pstate``
-(default 0) and warns that the others are not kept.
-
-What the model cannot hold is reported when read (one warning per element name): links,
-backbones, routes, routers, traces, configuration, actors, disks, zone props, per-host
-availability and state files, and zones nested below the root's children (their hosts are
-kept, in racks of the innermost zones). A written platform has no links or routes: it is a
-topology, and SimGrid needs a network added before hosts in different racks communicate
-(clusters written from SimGrid files keep their ``bw`` and ``lat``, so their own network is
-whole).
-
-Writing: ``normal_form(document)`` and nothing else. A rack becomes a ``<cluster>`` when it
-came from one (its ``simgrid:prefix``, ``suffix``, ``bw`` and ``lat`` extras are there) and
-still fits one (identical machines named prefix + number + suffix); otherwise a
-``<zone routing="Full">`` of hosts. Every machine needs an id (a machine without one gets its
-name, or ``node<N>``: the required-ids normal form), every rack one too (``rack<N>``); ids are
-text, unique across hosts, zones and clusters (SimGrid names them in one namespace). Value
-restrictions the normal form reports as losses: ids that do not read back as themselves or
-clash (renamed ``node<N>`` / ``rack<N>``), a name other than the id, a machine without CPUs
-(one core), clock rates that are not positive, props XML cannot carry. Memory, GPUs, states
-and the hierarchy above racks are not held.
-
-Checks: the XSD, then what it cannot say: version 4.0 to 4.1 (SimGrid rounds it to 1/100),
-zone routings SimGrid knows (compared ignoring case, as SimGrid does), one root zone, no zone
-holding both hosts and sub-zones or clusters, unique host ids, radicals of bounded size (at
-most ``LIMITS.max_hostlist_range`` hosts, 32-bit numbers), known speed units (SimGrid's are
-case-sensitive), a ``pstate`` inside the speed list. Errors carry line, column and the
-element's XPath.
-
-Divergences
------------
-
-1. SimGrid's radical parser reads numbers with C's ``stoi``, which skips trailing garbage
-   (``3x`` is 3); dcx requires digits. A range whose end is below its start yields no host in
-   SimGrid; dcx reads it the same way with a warning. The documentation's ``a-b;step`` form
-   does not exist in SimGrid's code and is an error here too.
-2. SimGrid warns about a bare non-zero speed and reads it as flop/s; dcx does the same and
-   always writes a unit.
-3. The deprecated ``<AS>``, ``<ASroute>`` and ``<process>`` are refused by the XSD (SimGrid
-   4.1 still reads them); ``simgrid_update_xml`` upgrades a file.
-"""
+"""Reading, normal form and writing of SimGrid platform XML; the package's docstring
+(``dcx.formats.simgrid``) is the format's reference text."""
 
 from __future__ import annotations
 
@@ -84,8 +9,6 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, InputError, ReadResult, WriteResult, error, warning
 from dcx.core.ids import id_from_text, with_required_ids
 from dcx.core.limits import LIMITS, paused_gc
@@ -101,8 +24,8 @@ from dcx.core.model import (
     Room,
     build,
 )
+from dcx.formats.simgrid import XSD_NAME
 
-XSD_NAME = "simgrid.xsd"
 DOCTYPE = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
 PREFIX = "simgrid:"
 PROP_PREFIX = "simgrid:prop:"
@@ -121,10 +44,6 @@ ROUTINGS = frozenset(name.casefold() for name in (
 HOST_FILES = ("speed_file", "availability_file", "state_file", "coordinates")
 INT32_MAX = 2**31 - 1
 
-HOLDS = frozenset({"rack", "rack.id", "machine.id", "machine.name", "machine.cpus",
-                   "cpu.clock_rate_hz"})
-REQUIRES = frozenset({"machine.id"})
-
 _PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y")
 _LONG_PREFIXES = ("", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta")
 SPEED_UNITS: dict[str, float] = {
@@ -134,12 +53,6 @@ SPEED_UNITS: dict[str, float] = {
 """SimGrid's speed units (``xbt_parse_get_speed``): powers of 1000, case-sensitive."""
 _SPEED = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([A-Za-z]*)\s*")
 _RADICAL_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
-
-
-def sniff(data: bytes) -> bool:
-    from dcx.parsing.xmlio import root_name
-
-    return root_name(data) == "platform"
 
 
 # --------------------------------------------------------------------------- read
@@ -702,47 +615,3 @@ def _radical(numbers: list[int]) -> str:
         if number is not None:
             start = previous = number
     return ",".join(parts)
-
-
-CODES = (
-    Code("simgrid.root", "error", "The root element is not <platform>."),
-    Code("simgrid.version", "error", "The platform version is not 4.0 to 4.1."),
-    Code("simgrid.routing", "error", "A zone's routing is not one SimGrid knows (any case)."),
-    Code("simgrid.root-zones", "error", "The platform has more than one root zone."),
-    Code("simgrid.mixed-zone", "error",
-         "A zone holds both hosts and sub-zones or clusters (SimGrid allows one or the other)."),
-    Code("simgrid.duplicate-id", "error", "Two hosts (or cluster hosts) have the same id."),
-    Code("simgrid.radical", "error",
-         "A cluster radical is not comma-separated numbers and a-b ranges, or is too large."),
-    Code("simgrid.radical-empty", "warning",
-         "A radical range ends below its start; SimGrid makes no host of it."),
-    Code("simgrid.unit", "error",
-         "A speed has a unit SimGrid does not know (units are case-sensitive)."),
-    Code("simgrid.unitless", "warning",
-         "A speed has no unit (SimGrid reads flop/s and warns it is deprecated)."),
-    Code("simgrid.pstate", "error", "A host's pstate is not an index into its speed list."),
-    Code("simgrid.not-held", "warning",
-         "Elements or attributes dcx's model cannot hold (links, routes, other power states …); "
-         "they are not kept."),
-)
-
-FORMAT = FormatDeclaration(
-    name="simgrid",
-    title="SimGrid platform XML 4.1",
-    family="simulator",
-    kind="topology",
-    extensions=(".xml",),
-    content=frozenset({"xml"}),
-    schema=XSD_NAME,
-    description=("SimGrid's platform: zones of clusters (prefix, radical, suffix) and hosts "
-                 "with cores and speeds (one flop per cycle)."),
-    holds=HOLDS,
-    requires=REQUIRES,
-    own_extras=frozenset({"environment.extras", "rack.extras", "machine.extras"}),
-    sniff=sniff,
-    read=read,
-    write=write,
-    normal_form=normal_form,
-    normal_form_losses=normal_form_losses,
-    codes=CODES,
-)
