@@ -31,7 +31,7 @@ from dcx.core.model import (
     StorageUnit,
 )
 from dcx.formats import environment
-from dcx.formats.jsonref import resolve_document
+from dcx.formats.environment.jsonref import resolve_document
 
 MACHINES = 100_000
 PER_RACK = 40

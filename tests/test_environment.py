@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies_environment import environments
 
-from dcx.core.diagnostics import Severity
+from dcx.core.diagnostics import ReadResult, Severity
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -26,10 +26,10 @@ from dcx.core.model import (
     StorageUnit,
 )
 from dcx.formats import environment
-from dcx.formats.jsonref import resolve_document
+from dcx.formats.environment.jsonref import resolve_document
 
 
-def read_json(value: Any) -> environment.ReadResult:
+def read_json(value: Any) -> ReadResult:
     return environment.read(json.dumps(value).encode())
 
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dcx.formats import environment
-from dcx.formats.factored_verdict import plan_factored_verdict, representatives_valid
-from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_in_place
+from dcx.formats.environment.factored_verdict import plan_factored_verdict, representatives_valid
+from dcx.formats.environment.jsonref import INHERITANCE_KEYS, resolve_in_place
 from dcx.parsing.jsonio import load_json
 from dcx.parsing.schemas import load_schema, schema_verdict
 
@@ -54,7 +54,7 @@ def test_the_schema_keeps_the_shape_the_factored_verdict_relies_on() -> None:
 
 
 def test_the_rack_wrapper_is_valid_on_its_own() -> None:
-    from dcx.formats.factored_verdict import _rack_of
+    from dcx.formats.environment.factored_verdict import _rack_of
 
     assert schema_verdict(SCHEMA, _rack_of([]))
 

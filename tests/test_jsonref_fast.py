@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dcx.core.diagnostics import InputError
 from dcx.formats import environment
-from dcx.formats.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
+from dcx.formats.environment.jsonref import INHERITANCE_KEYS, resolve_document, resolve_in_place
 from dcx.parsing.jsonio import load_json
 
 NAMES = [f"d{n}" for n in range(6)]
