@@ -1,78 +1,6 @@
-"""Grid Workloads Format: the 29-column archive format and the 7-column workflow variant.
-
-Two variants share the ``.gwf`` extension:
-
-``workflow`` (what the SC18 simulator reads)
-    Comma-separated, one header line
-    ``WorkflowID, JobID, SubmitTime, RunTime, NProcs, ReqNProcs, Dependencies``, one task per
-    line, values space-padded. WorkflowID is the :class:`~dcx.core.model.Job`, JobID the
-    trace-wide :class:`~dcx.core.model.Task` id, NProcs the cores on one node, RunTime the
-    real runtime and Dependencies a space-separated list of task ids.
-
-``archive`` (Grid Workloads Archive)
-    Whitespace-separated, ``#`` comment lines, 29 columns, ``-1`` where unknown. Each line is
-    a single-task job whose job id is its task id. Columns the model has fields for map onto
-    them (RunTime, NProcs, ReqTime, ReqMemory, UserID, GroupID); every other known column is
-    kept in ``Task.extras`` under ``gwf:<column name>`` unless it is ``-1``.
-
-Mapping details shared by both variants:
-
-* ``-1`` in RunTime means unknown (``runtime_s = None``), as in the archive and in SWF; any
-  other negative runtime is an error. Whether a task without a runtime can be scheduled is
-  the scheduler's question (``schedule.missing-runtime``), not the file's.
-* NProcs ``-1`` (allocated count unknown) takes the cores from ReqNProcs and keeps
-  ``gwf:NProcs = -1``; ReqNProcs is kept as ``gwf:ReqNProcs`` only when it differs from NProcs.
-* ReqMemory is KB per processor; the model's ``request.memory_mb`` is per node, so
-  ``memory_mb = ReqMemory x NProcs / 1024``.
-* Ids are non-negative integers, as the archives and SC18 write them. dcx also reads text ids
-  that cannot be mistaken for numbers (``t1``, ``task-7``: starting with an ASCII letter or
-  ``_``, without whitespace, commas or semicolons), with a ``gwf.text-ids`` warning because
-  SC18 cannot read them; it never writes them.
-* Nodes are not held: a task runs on one node, so a multi-node request keeps only its per-node
-  cores (the model's normal form, see ``dcx.core.restrict``), reported as a loss.
-* Plain (free-form) extras keys have no column, so ``task.extras`` is not held; ``gwf:`` keys
-  are the format's own and survive.
-
-What dcx writes
----------------
-
-``HOLDS`` is everything the format can carry: the union of the two variants. What the variant
-written cannot carry is a value restriction of ``normal_form`` (``dcx.core.restrict``), so the
-derived losses report it. The writer serialises ``normal_form(document)`` and nothing else:
-
-* **Variant.** The workflow variant (the one SC18 reads) unless the archive variant keeps
-  more of the document: the archive is chosen when the field paths only it can write
-  (requested time, memory, user, group, archive columns) outnumber those only the workflow
-  variant can write (tasks grouped into jobs, dependencies); a tie keeps the workflow variant.
-  A file of either variant is written back as the same document (an archive file whose
-  archive-only columns are all unknown, as a workflow file).
-* **Ids.** Task ids are kept when every one is an integer >= 0 (or the decimal text of one,
-  from a format whose ids are strings: it reads back as that integer) and they are unique;
-  otherwise the tasks are renumbered 1..n in workload order (a ``task.id`` loss) and
-  dependencies follow. Workflow ids likewise, renumbered 0..m-1 (a ``job`` loss).
-* **Values.** Cores are whole numbers >= 1 (rounded up); a negative or non-finite time is
-  unknown (a submit time 0); a user or group that is not a decimal number is unknown; memory is
-  what its KB-per-processor column reads back as; ``gwf:`` extras that do not fit their column
-  (or that the variant has no column for) are dropped; dependencies on tasks outside the
-  workload are dropped.
-
-Each parsed line is a *record* described by ``schemas/gwf.schema.json``. Records are checked
-field by field in Python (the fast path); a line that fails is validated against the schema for
-the detailed message. Diagnostics point at ``/lines/<line number>/<column name>`` (the token is
-the 1-based line number, the same as ``line``) and carry the field's column in the line.
-
-Divergences
------------
-
-1. sc18 drops the first line unconditionally; dcx drops it only when it is the header (a
-   first data line is read, with a ``gwf.no-header`` warning saying sc18 would lose it).
-2. sc18 crashes on an unknown dependency id and hangs (never schedules) on a cycle; the
-   2018 Python loader silently drops unknown ids. dcx reports both as located errors.
-3. sc18 does not clamp negative runtimes (the 2020 OpenDC reader clamps them at 0); dcx
-   reads ``-1`` as unknown (the Grid Workloads Archive convention) and rejects any other
-   negative value.
-4. sc18 ignores ReqNProcs; dcx keeps it (in extras when it differs from NProcs).
-"""
+"""GWF's readers (the workflow and archive variants), normal form and writer: the format's
+reference text, sniffer and declaration are the package's (``dcx.formats.gwf``), which imports
+this module on first use."""
 
 from __future__ import annotations
 
@@ -82,8 +10,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -101,12 +27,12 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS, _looks_archive
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
     MAX_ERRORS,
     ErrorBudget,
     decode_text,
-    dependency_codes,
     dependency_diagnostics,
     format_number,
     known_submit,
@@ -114,7 +40,6 @@ from dcx.parsing.traces import (
     parse_id,
     parse_int,
     parse_number,
-    text_codes,
     written_ids,
     written_number_id,
 )
@@ -122,17 +47,6 @@ from dcx.parsing.traces import (
 SCHEMA = "gwf.schema.json"
 
 Variant = Literal["workflow", "archive"]
-
-WORKFLOW_COLUMNS: tuple[str, ...] = (
-    "WorkflowID", "JobID", "SubmitTime", "RunTime", "NProcs", "ReqNProcs", "Dependencies",
-)
-ARCHIVE_COLUMNS: tuple[str, ...] = (
-    "JobID", "SubmitTime", "WaitTime", "RunTime", "NProcs", "AverageCPUTimeUsed",
-    "UsedMemory", "ReqNProcs", "ReqTime", "ReqMemory", "Status", "UserID", "GroupID",
-    "ExecutableID", "QueueID", "PartitionID", "OrigSiteID", "LastRunSiteID", "JobStructure",
-    "JobStructureParams", "UsedNetwork", "UsedLocalDiskSpace", "UsedResources", "ReqPlatform",
-    "ReqNetwork", "ReqLocalDiskSpace", "ReqResources", "VOID", "ProjectID",
-)
 
 # Archive columns by kind. "measure": number >= 0 or -1; "code": integer >= -1;
 # "token": any non-blank token ("-1" unknown). The mapped columns are handled one by one.
@@ -154,43 +68,8 @@ _NPROCS_KEY = "gwf:NProcs"
 _REQNPROCS_KEY = "gwf:ReqNProcs"
 _ARCHIVE_EXTRA_KEYS = frozenset(EXTRA_PREFIX + name for name in _ARCHIVE_EXTRA_COLUMNS)
 
-# ``gwf:`` extras survive any GWF round trip (they are the format's own); plain extras keys
-# have no place in either variant, so ``task.extras`` is not held.
-HOLDS_WORKFLOW = frozenset({
-    "job", "task.id", "task.submit_time_s", "task.runtime_s", "task.request.cores",
-    "task.dependencies", "task.dependencies.multiple",
-})
-HOLDS_ARCHIVE = frozenset({
-    "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
-    "task.request.cores", "task.request.memory_mb", "task.user", "task.group",
-})
-HOLDS: frozenset[str] = HOLDS_WORKFLOW | HOLDS_ARCHIVE
-"""Everything a GWF file can carry; what the variant written cannot is in ``normal_form``."""
 
 _FIELD_WIDTH = 10
-
-# --------------------------------------------------------------------------- sniff
-
-
-def sniff(data: bytes) -> bool:
-    head = data[:4096].decode("utf-8", "replace")
-    for raw in head.split("\n")[:-1] if len(data) > 4096 else head.split("\n"):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("WorkflowID") or _looks_archive(line):
-            return True
-        fields = line.split(",")
-        return len(fields) >= 7 and all(parse_int(f.strip()) is not None for f in fields[:2])
-    return False
-
-
-def _looks_archive(line: str) -> bool:
-    """29 whitespace-separated tokens starting with an integer job id (a workflow line's
-    first token ends in a comma)."""
-    tokens = line.split()
-    return len(tokens) == len(ARCHIVE_COLUMNS) and parse_int(tokens[0]) is not None
-
 
 # --------------------------------------------------------------------------- read
 
@@ -856,45 +735,3 @@ def write(document: Document) -> WriteResult:
     if variant == "archive":
         return WriteResult(_write_archive(workload))
     return WriteResult(_write_workflow(workload))
-
-
-CODES = (
-    Code("gwf.empty", "error", "The file is empty."),
-    Code("gwf.field-count", "error",
-         "A line has too few fields: 7 comma-separated (workflow) or 29 (archive)."),
-    Code("gwf.record", "error",
-         "A line does not match the GWF record schema (a value of the wrong kind)."),
-    Code("gwf.unknown-processors", "error",
-         "A task has neither NProcs nor ReqNProcs (both -1): its cores are unknown."),
-    Code("gwf.no-header", "warning",
-         "The workflow file has no header line: SC18 drops its first line unread, a task.",
-         conformance=True),
-    Code("gwf.text-ids", "warning",
-         "Some ids are text: SC18 and the archive tools parse integers.", conformance=True),
-    Code("gwf.extra-fields", "warning",
-         "A workflow line has more than 7 fields; the rest are ignored, as SC18 does."),
-    Code("gwf.no-tasks", "warning", "The file has no task lines."),
-    *text_codes("gwf", "GWF"),
-    *dependency_codes("gwf"),
-)
-
-
-FORMAT = FormatDeclaration(
-    name="gwf",
-    title="Grid Workloads Format (GWA and simplified 7-column)",
-    family="trace",
-    kind="workload",
-    extensions=(".gwf",),
-    content=frozenset({"text"}),
-    schema="gwf.schema.json",
-    description=("Grid Workloads Archive traces: the 29-column archive format and the "
-                 "comma-separated 7-column workflow variant the SC18 simulator reads."),
-    own_extras=frozenset({"task.extras"}),
-    holds=HOLDS,
-    sniff=sniff,
-    read=read,
-    write=write,
-    normal_form=normal_form,
-    normal_form_losses=normal_form_losses,
-    codes=CODES,
-)
