@@ -18,9 +18,9 @@ Columns (one row per task, in workload order; jobs are consecutive runs of tasks
 * dependencies: ``offsets`` (``int64``, one more than there are tasks) into an id array;
 * extras: numeric ``Task.extras`` keys, one :class:`ExtraColumn` each, in key order.
 
-A task field the columns do not hold (named resources, start modes, images, preemption,
-non-numeric extras) keeps the workload as objects (``WorkloadColumns.from_jobs`` says
-``None``).
+A task field the columns do not hold (named resources, the os, arch and features a request
+asks of its machines, start modes, images, preemption, extras that do not read back from
+JSON) keeps the workload as objects (``WorkloadColumns.from_jobs`` says ``None``).
 
 numpy is imported by the functions that need it, never at module level: the pre-commit hook
 imports every format module, and through them this one.
@@ -143,7 +143,7 @@ class WorkloadColumns:
         request = build(ResourceRequest, {
             "nodes": int(self.nodes[row]), "cores": float(self.cores[row]),
             "memory_mb": None if math.isnan(memory) else memory, "gpus": int(self.gpus[row]),
-            "resources": ()})
+            "resources": (), "os": None, "arch": None, "features": ()})
         extras = {key: column.at(row) for key, column in self.extras.items()
                   if column.present[row]}
         return build(Task, {
@@ -310,7 +310,8 @@ def _columnar_task(task: Task) -> bool:
     from dcx.core.model import StartMode
 
     request = task.request
-    return (not request.resources and task.start_mode is StartMode.ANY
+    return (not request.resources and request.os is None and request.arch is None
+            and not request.features and task.start_mode is StartMode.ANY
             and task.start_time_s is None and task.preemptible is None and task.image is None
             and task.image_size_mb is None
             and all(_column_float(value) for value in (

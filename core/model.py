@@ -299,6 +299,12 @@ class ResourceRequest:
     gpus: int = 0
     resources: tuple[NamedResource, ...] = ()
     """Other per-node amounts (Haizea Disk, Net-in; multi-instance CPU via ``instances``)."""
+    os: str | None = None
+    """The operating system every node must run (``Machine.os``; compared without case)."""
+    arch: str | None = None
+    """The architecture every node must have (``Machine.arch``; compared without case)."""
+    features: tuple[str, ...] = ()
+    """Features every node must have, all of them (``Machine.features``; exact names)."""
 
     @property
     def total_cores(self) -> float:

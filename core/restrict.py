@@ -610,7 +610,10 @@ def _task(task: Task, held: _Held) -> Task:
             memory_mb=held.value("task.request.memory_mb", request.memory_mb),
             gpus=held.value("task.request.gpus", request.gpus, 0),
             resources=tuple(_resource(r, "task.request.resources", held) for r in
-                            held.value("task.request.resources", request.resources, ()))),
+                            held.value("task.request.resources", request.resources, ())),
+            os=held.value("task.request.os", request.os),
+            arch=held.value("task.request.arch", request.arch),
+            features=held.value("task.request.features", request.features, ())),
         dependencies=held.value("task.dependencies", (
             task.dependencies
             if held.has("task.dependencies.multiple", len(task.dependencies) > 1)

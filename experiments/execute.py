@@ -142,8 +142,10 @@ def _runnable(found: Plan, pair: Pair, problem: Problem, workload: Path,
               report: Callable[[Diagnostic], None]) -> bool:
     """What ``dcx schedule`` says once per workload about the pair's schedulers: a warning
     when requested times stand in from runtimes for a scheduler that reads them, an error
-    (and those cells left out) when a reserving scheduler meets resources beyond cores."""
+    (and those cells left out) when a reserving scheduler meets resources beyond cores or
+    when under a scheduler's R2/R3 filters a task could never start."""
     from dcx.core.diagnostics import error, warning
+    from dcx.scheduler.resource_stages import static_filter_diagnostics
 
     cells = found.pending[pair]
     policies = {task.policy for _, task in cells}
@@ -163,6 +165,14 @@ def _runnable(found: Plan, pair: Pair, problem: Problem, workload: Path,
             "schedule.reservation-resources").at(str(workload)))
         found.pending[pair] = [(cell, task) for cell, task in cells
                                if not task.policy.reserves]
+        return False
+    diagnostics, blocked = static_filter_diagnostics(
+        problem, sorted(policies, key=lambda policy: policy.name))
+    for diagnostic in diagnostics:
+        report(diagnostic.at(str(workload)))
+    if blocked:
+        found.pending[pair] = [(cell, task) for cell, task in cells
+                               if task.policy.name not in blocked]
         return False
     return True
 

@@ -37,10 +37,16 @@ Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
 * A task over several nodes on machines of different speeds is planned with its requested
   time on the slowest machine.
 
+R2/R3 (``resource_stages``): every task is planned over the machines its static filters
+allow it (``ReservingState.allowed``, read by ``fitting`` and ``open_for``): R4 finds
+candidates among them, EASY's shadow is the head's earliest start on its own machines, and a
+conservative reservation is an earliest fit on the task's own machines. A task no allowed
+machine can ever hold is refused before the run (``static_filter_diagnostics``).
+
 Identical machines holding whole-machine tasks (an SWF trace on its own ``MaxProcs``
 single-core machines) are interchangeable, so the engine plans them as one pooled machine
 of all their cores and picks concrete machines when a task starts: the same schedule at a
-fraction of the cost.
+fraction of the cost. Not when static filters allow tasks some machines only.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ from dcx.scheduler.engine import REFERENCE_CLOCK_MHZ, Schedule, arrival_order
 from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, JobGate
 from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
 from dcx.scheduler.problem import Problem
-from dcx.scheduler.resource_stages import machines_for_every_task
+from dcx.scheduler.resource_stages import combine, static_filters
 from dcx.scheduler.state import Reservation, ReservingState
 
 CODES = (
@@ -148,7 +154,7 @@ class EasyBackfilling:
         head = queue[0][1]
         if head_before is not None and head != head_before:
             state.reservations.pop(head_before, None)  # overtaken (SJF): no longer the head
-        single = len(state.capacity) == 1
+        single = len(state.capacity) == 1 and state.allowed is None
         if replan or freed or self.shadow is None or head != head_before:
             self.shadow = (self._reserve_on_one(state, head) if single
                            else self._reserve(state, head))
@@ -302,9 +308,11 @@ class _Profile:
         """The earliest slice start at which enough machines have the task's cores free for
         its whole requested time, the machines R5 picks there, and the end."""
         need, nodes = state.need[task], state.nodes[task]
-        if len(state.capacity) == 1:
+        if len(state.capacity) == 1 and state.allowed is None:
             return self._earliest_on_one(state, task, need)
-        usable = state.open_machines
+        usable = state.open_for(task)
+        if not usable:
+            return None
         if nodes > 1:
             slowest = max(state.expected_duration(task, m) for m in usable)
             length = dict.fromkeys(usable, slowest)
@@ -507,9 +515,9 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
     component: Component = COMPONENTS[policy.backfilling](select)
     runtime, requested = tasks.runtime_s, tasks.requested_s
 
-    # R2/R3 take machines out for every task, so planning them as one pool would be wrong
-    restricted = (policy.authorization, policy.static_filter) != ("ALL", "ALL")
-    pooled = not restricted and _pooled(problem)
+    # R2/R3 allow tasks some machines only, so the machines are no longer interchangeable
+    allowed = combine(static_filters(policy, problem))
+    pooled = allowed is None and _pooled(problem)
     if pooled:
         per_machine = machines.capacity[0]
         scale = [_scale(machines.clock_mhz[0])]
@@ -537,19 +545,13 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
         nodes=nodes, expected_duration=expected_duration, real_duration=real_duration,
         start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
         placed_on=[()] * count, arrival_s=list(tasks.release_s),
-        first_reservation_s=[_NAN] * count)
+        first_reservation_s=[_NAN] * count, allowed=allowed)
     order_key = _order_key(problem, policy.task_order)
     job_keys = JOB_ORDERS[policy.job_order]().job_keys(state)
     if job_keys is not None:
         order_key = _job_first(order_key, job_keys, tasks.job)
     admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
     gate = JobGate(admit, tasks) if admit is not None else None
-    allowed = machines_for_every_task(policy, state)
-    permitted = bytearray(len(usable)) if allowed is not None else bytearray(b"\1" * len(usable))
-    for machine in allowed or ():
-        permitted[machine] = 1
-    for machine, flag in enumerate(permitted):
-        usable[machine] &= flag
     concrete: list[tuple[int, ...]] = [()] * count
     first_start = [_NAN] * count
     attempts = [0] * count
@@ -601,7 +603,7 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
             replan = True
             component.on_machines_changed()
             machine = change.machine
-            usable[machine] = permitted[machine] if change.state is MachineState.ACTIVE else 0
+            usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
             if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
                 continue
             for _, task in list(state.running):

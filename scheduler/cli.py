@@ -242,11 +242,14 @@ def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
     write_plots(folder, runs, title)
 
 
-def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> bool:
+def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> int | None:
     """Once per invocation: which requested times the runtime stands in for, when a policy
-    reads requested times (SJF, LJF, backfilling). ``False`` when a reserving policy cannot
-    run the problem (it schedules cores only)."""
+    reads requested times (SJF, LJF, backfilling), and what the policies' R2/R3 filters make
+    of what tasks ask of their machines. The exit status when a policy cannot run the
+    problem: a reserving one meeting resources beyond cores (usage), or one under whose
+    filters a task could never start (invalid input); ``None`` when all can run."""
     from dcx.core.diagnostics import error, warning
+    from dcx.scheduler.resource_stages import static_filter_diagnostics
 
     readers = [p for p in policies if p.reserves or p.task_order in ("SJF", "LJF")]
     missing = problem.tasks.requested_from_runtime
@@ -261,8 +264,11 @@ def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> 
             f"the reserving schedulers place and reserve cores only, and these tasks also "
             f"ask for {names}; use an SC18 (T2-R5) scheduler", "schedule.reservation-resources",
         ).at(workload).render(), file=sys.stderr)
-        return False
-    return True
+        return EXIT_USAGE
+    found, blocked = static_filter_diagnostics(problem, policies)
+    for diagnostic in found:
+        print(diagnostic.at(workload).render(), file=sys.stderr)
+    return EXIT_INVALID if blocked else None
 
 
 def display_name(path: str) -> str:
@@ -321,8 +327,9 @@ def run(args: argparse.Namespace) -> int:
         if any(d.code == "schedule.no-environment" for d in loaded.diagnostics):
             return EXIT_USAGE  # a missing --env is a usage error, not a bad workload
         return EXIT_INVALID
-    if not _say_what_stands_in(loaded.problem, policies, args.workload):
-        return EXIT_USAGE
+    refused = _say_what_stands_in(loaded.problem, policies, args.workload)
+    if refused is not None:
+        return refused
 
     runs = _run_all(loaded.problem, policies, args, quiet)
     if args.out:

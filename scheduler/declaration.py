@@ -19,7 +19,8 @@ from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.parsing.jsonio import load_json
 from dcx.parsing.schemas import schema_diagnostics
-from dcx.scheduler.policies import STAGE_DEFAULTS, MachineRequirements, Policy, with_stages
+from dcx.scheduler.policies import STAGE_DEFAULTS, Policy, with_stages
+from dcx.scheduler.problem import MachineRequirements
 
 SCHEMA = "scheduler.schema.json"
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dcx.scheduler.problem import TaskTable
+from dcx.scheduler.problem import MachineRequirements, TaskTable
 
 if TYPE_CHECKING:
     from dcx.scheduler.state import SchedulerState
@@ -241,24 +241,6 @@ of the SC18 scheduler (which leaves them open). A policy name carries the others
 
 
 @dataclass(frozen=True)
-class MachineRequirements:
-    """What the R3 policy ``REQUIRE`` asks of every machine a task may use (from the
-    declaration's ``machine_requirements``): its ``Machine.os`` and ``arch`` (compared
-    without case) and every listed ``Machine.features`` entry."""
-
-    os: str | None = None
-    arch: str | None = None
-    features: tuple[str, ...] = ()
-
-    def label(self) -> str:
-        parts = [f"{key}={value}" for key, value in (("os", self.os), ("arch", self.arch))
-                 if value is not None]
-        if self.features:
-            parts.append("features=" + "|".join(self.features))
-        return ",".join(parts)
-
-
-@dataclass(frozen=True)
 class Policy:
     """A scheduler configuration: one T2 and one R5 policy, what happens behind a task
     that does not fit (``BACKFILLING``), and the J2/J3 job stages and R2/R3 static machine
@@ -272,7 +254,7 @@ class Policy:
     authorization: str = "ALL"
     static_filter: str = "ALL"
     machine_requirements: MachineRequirements | None = None
-    """The parameters of the R3 policy ``REQUIRE``."""
+    """The operator's requirements, the parameters of the R3 policy ``REQUIRE``."""
 
     @property
     def stages(self) -> dict[str, str]:

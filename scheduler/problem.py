@@ -41,6 +41,14 @@ machines (counting every machine of the environment, whatever its initial state)
 error: ``schedule.too-many-cores`` when cores alone do not fit,
 ``schedule.insufficient-resource`` when another resource (or the combination) does not.
 
+Machine requirements
+--------------------
+
+What a task asks of its machines' operating system, architecture and features
+(``ResourceRequest.os``, ``arch``, ``features``) is kept per task (``TaskTable.asks``); it
+restricts nothing here, since R3 (``resource_stages.py``) decides whether a scheduler honours
+it. ``MachineRequirements`` is the one rule for meeting it.
+
 Start times and deadlines
 -------------------------
 
@@ -123,6 +131,13 @@ CODES = (
     Code("schedule.insufficient-resource", "error",
          "A task needs more machines with its memory, GPUs or named resources (alone or "
          "together with its cores) than the environment has."),
+    Code("schedule.no-allowed-machine", "error",
+         "Under a scheduler's R2/R3 filters (the os, architecture and features the task or "
+         "the operator asks for) fewer machines that could hold a task are left than it "
+         "needs: it could never start."),
+    Code("schedule.requirements-ignored", "warning",
+         "Tasks ask for an os, architecture or features, and a scheduler's R3 policy (ALL) "
+         "does not filter machines on them."),
 )
 
 
@@ -178,6 +193,48 @@ class MachineTable:
 
 
 @dataclass(frozen=True)
+class MachineRequirements:
+    """What a task (``ResourceRequest.os``, ``arch``, ``features``) or an operator (a
+    scheduler declaration's ``machine_requirements``) asks of every machine it may use: its
+    ``Machine.os`` and ``arch``, compared without case (a machine that declares none does
+    not meet a requirement on it), and every listed feature, by exact name."""
+
+    os: str | None = None
+    arch: str | None = None
+    features: tuple[str, ...] = ()
+
+    def met_by(self, os: str | None, arch: str | None, features: tuple[str, ...]) -> bool:
+        return (_same_word(self.os, os) and _same_word(self.arch, arch)
+                and all(feature in features for feature in self.features))
+
+    def machines(self, machines: MachineTable) -> list[int]:
+        """The machines (topology order) that meet these requirements."""
+        count = len(machines)
+        os = machines.os or (None,) * count
+        arch = machines.arch or (None,) * count
+        features = machines.features or ((),) * count
+        return [m for m in range(count) if self.met_by(os[m], arch[m], features[m])]
+
+    def label(self) -> str:
+        parts = [f"{key}={value}" for key, value in (("os", self.os), ("arch", self.arch))
+                 if value is not None]
+        if self.features:
+            parts.append("features=" + "|".join(self.features))
+        return ",".join(parts)
+
+
+def _same_word(required: str | None, actual: str | None) -> bool:
+    return required is None or (actual is not None and actual.casefold() == required.casefold())
+
+
+def requirements_of(request: ResourceRequest) -> MachineRequirements | None:
+    """What ``request`` asks of its machines, ``None`` when it asks nothing."""
+    if request.os is None and request.arch is None and not request.features:
+        return None
+    return MachineRequirements(request.os, request.arch, tuple(request.features))
+
+
+@dataclass(frozen=True)
 class StateChange:
     """A machine state event resolved to a machine index."""
 
@@ -213,6 +270,9 @@ class TaskTable:
     where the workload gives none (``requested_from_runtime`` counts those)."""
     requested_from_runtime: int = 0
     """Tasks whose runtime stands in for a requested time the workload does not give."""
+    asks: dict[int, MachineRequirements] = field(default_factory=dict)
+    """Task index → the os, arch and features it asks of its machines, for the tasks that
+    ask any (the R3 policies ``MATCH`` and ``REQUIRE`` honour them); most ask nothing."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -853,6 +913,9 @@ def compile_problem(workload: Workload, environment: Environment,
             table.children.append([])
             table.release_s.append(float(_release_of(task)))
             table.demand.append(demand)
+            asks = requirements_of(request)
+            if asks is not None:
+                table.asks[len(table.ids) - 1] = asks
             deadline = task.deadline_s
             table.deadline_s.append(
                 deadline if deadline is not None and math.isfinite(deadline) else math.nan)

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.scheduler.policies import MachineSelection, Policy, free_resources
-from dcx.scheduler.state import CycleState, SchedulerState
+from dcx.scheduler.problem import MachineRequirements, MachineTable, Problem, TaskTable
+from dcx.scheduler.state import CycleState
 
 Allowed = Callable[[int], Sequence[int] | None]
 """``task -> the machines (topology order) it may use``, ``None`` for every machine."""
@@ -30,80 +32,95 @@ Select = Callable[[int, list[int]], list[int]]
 # --------------------------------------------------------------------------- R2 / R3
 
 
+class StaticView(Protocol):
+    """What R2/R3 read: the tasks (with what each asks of its machines, ``TaskTable.asks``)
+    and the machines (with their os, arch and features). A run's ``SchedulerState``, or the
+    ``Problem`` itself when a policy is checked before any run."""
+
+    @property
+    def tasks(self) -> TaskTable: ...
+
+    @property
+    def machines(self) -> MachineTable: ...
+
+
 class StaticFilter(Protocol):
     """R2 (authorization) or R3 (static information): the machines a task may use at all,
     whatever their load. Bound once per run; ``None`` when the filter lets every task use
     every machine (the engine then skips it)."""
 
-    def bind(self, state: SchedulerState, policy: Policy) -> Allowed | None: ...
+    def bind(self, state: StaticView, policy: Policy) -> Allowed | None: ...
 
 
 class EveryMachine:
-    """No restriction (the SC18 scheduler)."""
+    """No restriction (the SC18 scheduler). What tasks ask of their machines is ignored
+    (``static_filter_diagnostics`` warns about it once)."""
 
-    def bind(self, state: SchedulerState, policy: Policy) -> Allowed | None:
+    def bind(self, state: StaticView, policy: Policy) -> Allowed | None:
         return None
+
+
+class MatchRequests:
+    """R3: a task that asks for an operating system, architecture or features
+    (``ResourceRequest.os``, ``arch``, ``features``) may use only the machines that have
+    them (``problem.MachineRequirements``); a task that asks nothing, every machine."""
+
+    def bind(self, state: StaticView, policy: Policy) -> Allowed | None:
+        return _meeting(state, None)
 
 
 class RequireProperties:
     """R3: only machines with the operating system, architecture and features the
-    declaration's ``machine_requirements`` name (``policies.MachineRequirements``), for
-    every task. The workload's tasks state no such requirement of their own (the model's
-    ``ResourceRequest`` has no os, arch or features), so this is the operator's static
-    filter; a machine without an os or arch does not meet a requirement on it."""
+    declaration's ``machine_requirements`` name (the operator's filter, for every task),
+    and of those only the ones that also meet what each task asks for itself."""
 
-    def bind(self, state: SchedulerState, policy: Policy) -> Allowed | None:
-        required = policy.machine_requirements
-        if required is None:
-            return None
-        machines = state.machines
-        count = len(machines)
-        os = machines.os or (None,) * count
-        arch = machines.arch or (None,) * count
-        features = machines.features or ((),) * count
-        allowed = [m for m in range(count)
-                   if _same(required.os, os[m]) and _same(required.arch, arch[m])
-                   and set(required.features) <= set(features[m])]
-        return lambda task: allowed
+    def bind(self, state: StaticView, policy: Policy) -> Allowed | None:
+        return _meeting(state, policy.machine_requirements)
 
 
-def _same(required: str | None, actual: str | None) -> bool:
-    return required is None or (actual is not None and actual.casefold() == required.casefold())
+def _meeting(state: StaticView, operator: MachineRequirements | None) -> Allowed | None:
+    """Per task, the machines meeting ``operator``'s requirements (when given) and the
+    task's own; ``None`` when neither restricts anything. One list per distinct
+    requirement, shared by the tasks that ask it."""
+    machines, asks = state.machines, state.tasks.asks
+    if operator is None and not asks:
+        return None
+    everyone = operator.machines(machines) if operator is not None else None
+    kept = set(everyone) if everyone is not None else None
+    found: dict[MachineRequirements, list[int]] = {}
+    per_task: dict[int, list[int]] = {}
+    for task, asked in asks.items():
+        allowed = found.get(asked)
+        if allowed is None:
+            allowed = found[asked] = [m for m in asked.machines(machines)
+                                      if kept is None or m in kept]
+        per_task[task] = allowed
+    if everyone is None:
+        return per_task.get  # a task that asks nothing: every machine (None)
+    every = everyone
+    return lambda task: per_task.get(task, every)
 
 
 AUTHORIZATIONS: dict[str, type[StaticFilter]] = {
     "ALL": EveryMachine,
 }
-"""R2 policies."""
+"""R2 policies. Only ``ALL``: the model has nothing to authorize on yet (no allowed users,
+groups or accounts on machines or partitions; Slurm's partition ``AllowGroups`` stay
+Slurm's own extras)."""
 STATIC_FILTERS: dict[str, type[StaticFilter]] = {
     "ALL": EveryMachine,
+    "MATCH": MatchRequests,
     "REQUIRE": RequireProperties,
 }
 """R3 policies."""
 
 
-def static_filters(policy: Policy, state: SchedulerState) -> list[Allowed]:
+def static_filters(policy: Policy, state: StaticView) -> list[Allowed]:
     """The policy's R2 and R3 filters bound to ``state``, leaving out those that keep every
     machine."""
     bound = (AUTHORIZATIONS[policy.authorization]().bind(state, policy),
              STATIC_FILTERS[policy.static_filter]().bind(state, policy))
     return [allowed for allowed in bound if allowed is not None]
-
-
-def machines_for_every_task(policy: Policy, state: SchedulerState) -> list[int] | None:
-    """The machines the policy's R2/R3 filters allow every task (``None``: all of them),
-    for an engine that can only take machines out as a whole (the reservation engine).
-    ``ValueError`` when the filters allow different tasks different machines."""
-    allowed = combine(static_filters(policy, state))
-    if allowed is None:
-        return None
-    answers = {None if found is None else tuple(found)
-               for found in map(allowed, range(len(state.tasks)))}
-    if len(answers) > 1:
-        raise ValueError(f"{policy.name}: static filters that differ from task to task run "
-                         "in the SC18 engine only")
-    answer = answers.pop() if answers else None
-    return None if answer is None else list(answer)
 
 
 def combine(filters: Sequence[Allowed]) -> Allowed | None:
@@ -119,10 +136,96 @@ def combine(filters: Sequence[Allowed]) -> Allowed | None:
             found = machines_for(task)
             if found is None:
                 continue
-            kept = found if kept is None else [m for m in kept if m in set(found)]
+            if kept is None:
+                kept = found
+            else:
+                also = set(found)
+                kept = [m for m in kept if m in also]
         return kept
 
     return allowed
+
+
+def never_started(problem: Problem, policy: Policy) -> list[int]:
+    """The tasks that ``policy``'s R2/R3 filters leave fewer machines able to hold them
+    (cores and every other scheduled resource, counting every machine whatever its state)
+    than they need nodes: under that policy they could never start."""
+    allowed = combine(static_filters(policy, problem))
+    if allowed is None:
+        return []
+    tasks = problem.tasks
+    holding: dict[tuple[int, int, tuple[tuple[int, int], ...]], int] = {}
+    stuck: list[int] = []
+    for task in range(len(tasks)):
+        machines_for = allowed(task)
+        if machines_for is None:
+            continue
+        key = (id(machines_for), tasks.need[task], tasks.demand[task])
+        count = holding.get(key)  # filters share one list per requirement
+        if count is None:
+            count = holding[key] = _holding(problem, allowed, task)
+        if count < tasks.nodes[task]:
+            stuck.append(task)
+    return stuck
+
+
+def _holding(problem: Problem, allowed: Allowed | None, task: int) -> int:
+    """How many machines the filters allow ``task`` that could hold one of its nodes."""
+    machines = problem.machines
+    capacity, extra = machines.capacity, machines.extra_capacity
+    need, demand = problem.tasks.need[task], problem.tasks.demand[task]
+    machines_for = allowed(task) if allowed is not None else None
+    return sum(1 for m in (range(len(capacity)) if machines_for is None else machines_for)
+               if capacity[m] >= need
+               and all(extra[dimension][m] >= units for dimension, units in demand))
+
+
+def static_filter_diagnostics(problem: Problem, policies: Sequence[Policy],
+                              ) -> tuple[list[Diagnostic], set[str]]:
+    """Once per workload, before any run: an error for each policy under whose R2/R3
+    filters some task could never start (naming the first such task and how many others),
+    and one warning when tasks ask for an os, arch or features that a policy's R3 ``ALL``
+    ignores. Returns the diagnostics and the names of the policies that cannot run."""
+    diagnostics: list[Diagnostic] = []
+    blocked: set[str] = set()
+    tasks = problem.tasks
+    for policy in {policy.name: policy for policy in policies}.values():
+        stuck = never_started(problem, policy)
+        if not stuck:
+            continue
+        blocked.add(policy.name)
+        first = stuck[0]
+        job, position = _position(tasks, first)
+        asked = tasks.asks.get(first)
+        wants = [f"it asks for {asked.label()}"] if asked is not None else []
+        if policy.machine_requirements is not None and policy.static_filter == "REQUIRE":
+            wants.append(f"the operator for {policy.machine_requirements.label()}")
+        others = len(stuck) - 1
+        holding = _holding(problem, combine(static_filters(policy, problem)), first)
+        diagnostics.append(error(
+            f"under {policy.name}, task {tasks.ids[first]!r} of job "
+            f"{problem.job_ids[job]!r} could never start: {' and '.join(wants) or 'R2/R3'}, "
+            f"and {holding} machine(s) meeting that could hold it, where it needs "
+            f"{tasks.nodes[first]}" + (f" ({others} other task(s) likewise)" if others else ""),
+            "schedule.no-allowed-machine", pointer=f"/jobs/{job}/tasks/{position}",
+            hint="give machines that os, architecture or those features in the environment, "
+                 "or schedule with R3 ALL to ignore them"))
+    ignoring = sorted({policy.name for policy in policies if policy.static_filter == "ALL"})
+    if tasks.asks and ignoring:
+        diagnostics.append(warning(
+            f"{len(tasks.asks)} of {len(tasks)} task(s) ask for an os, architecture or "
+            f"features; {', '.join(ignoring)} (R3 ALL) place(s) them on any machine",
+            "schedule.requirements-ignored",
+            hint="add +R3-MATCH to the scheduler name to honour them"))
+    return diagnostics, blocked
+
+
+def _position(tasks: TaskTable, task: int) -> tuple[int, int]:
+    """The task's job index and its index within that job (jobs are consecutive runs)."""
+    job, first = tasks.job[task], task
+    while first > 0 and tasks.job[first - 1] == job:
+        first -= 1
+    return job, task - first
 
 
 # --------------------------------------------------------------------------- R4

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -73,17 +73,33 @@ class SchedulerState:
     ``MachineTable.dimensions``); empty for a cores-only problem."""
     demand: list[Demand] = field(default_factory=list)
     """Per task, what it asks per node of each resource beside cores."""
+    allowed: Callable[[int], Sequence[int] | None] | None = None
+    """R2/R3: ``task -> the machines it may ever use`` (``None``: every machine); ``None``
+    when no static filter restricts any task. Set by an engine that reads it through
+    ``open_for`` and ``fitting`` (the reservation engine)."""
 
     @property
     def open_machines(self) -> list[int]:
         return [machine for machine, flag in enumerate(self.usable) if flag]
 
+    def open_for(self, task: int) -> list[int]:
+        """The usable machines (in topology order) the task may use."""
+        machines = self.allowed(task) if self.allowed is not None else None
+        if machines is None:
+            return self.open_machines
+        usable = self.usable
+        return [machine for machine in machines if usable[machine]]
+
     def fitting(self, task: int, free: list[int] | None = None) -> list[int]:
-        """R4: usable machines (in topology order) with the task's cores free in ``free``
-        (the current free cores by default)."""
+        """R4: usable machines (in topology order) the task may use, with its cores free in
+        ``free`` (the current free cores by default)."""
         view = self.free if free is None else free
         need = self.need[task]
-        return [m for m, flag in enumerate(self.usable) if flag and view[m] >= need]
+        machines = self.allowed(task) if self.allowed is not None else None
+        if machines is None:
+            return [m for m, flag in enumerate(self.usable) if flag and view[m] >= need]
+        usable = self.usable
+        return [m for m in machines if usable[m] and view[m] >= need]
 
     def running_tasks(self) -> list[tuple[float, int]]:
         """Running tasks as ``(expected end, task)``, earliest expected end first (their

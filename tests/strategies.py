@@ -259,7 +259,9 @@ def _task(draw: Any, domain: Domain, serial: Iterator[int], earlier: list[Id]) -
         request=ResourceRequest(
             nodes=draw(st.integers(1, 64)), cores=float(draw(st.integers(1, 64))),
             memory_mb=draw(_maybe(_number(domain, 1, 10**6))), gpus=draw(st.integers(0, 8)),
-            resources=_resources(draw, domain)),
+            resources=_resources(draw, domain), os=draw(_maybe(_WORD)),
+            arch=draw(_maybe(_WORD)),
+            features=tuple(draw(st.lists(_WORD, unique=True, max_size=2)))),
         dependencies=tuple(draw(st.lists(st.sampled_from(earlier), unique=True, max_size=2)))
         if earlier else (),
         deadline_s=draw(_maybe(_number(domain, submit + 1, submit + 10**6))),

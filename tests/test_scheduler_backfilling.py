@@ -245,6 +245,7 @@ def test_every_shipped_scheduler_file_is_valid_and_the_paper_nine_are_there() ->
         assert shipped[policy.name] == policy
     for name in ("FCFS-EASY", "FCFS-CONSERVATIVE", "SJF-EASY", "FCFS", "SJF", "LJF"):
         assert shipped[name] == parse_policy(name)
+    assert shipped["FCFS-EASY-MATCH"] == parse_policy("FCFS-EASY+R3-MATCH")
 
 
 def test_a_scheduler_file_is_validated_like_any_dcx_file(tmp_path: Path) -> None:
