@@ -17,6 +17,7 @@ from dcx.converters.registry import detect
 from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import batsim
+from dcx.formats.batsim.codec import _writable_id
 from tests.strategies import Domain, documents
 
 REPO = Path(__file__).resolve().parent.parent
@@ -216,7 +217,7 @@ def batsim_workloads(draw: Any) -> Workload:
     """Workloads in Batsim's normal form: each task a delay (named by dcx or not) or a
     kept compute profile (Batsim 4.x or 5.x names), ids Batsim takes, jobs of one task."""
     ids = draw(st.lists(_ids, max_size=12, unique_by=str).filter(
-        lambda found: all(batsim._writable_id(i) for i in found)))
+        lambda found: all(_writable_id(i) for i in found)))
     tasks = []
     for task_id in ids:
         extras: dict[str, Any] = {}
