@@ -39,6 +39,7 @@ from dcx.core.groups import MachineGroup, Slots, machine_count
 from dcx.core.model import Document, Environment, Rack
 from dcx.formats import environment as environment_json
 from dcx.formats import flux_r
+from dcx.formats.flux_r.reader import _Reader, _single_slots
 from dcx.parsing.jsonio import load_json_object
 
 RANKS = 1 << 20
@@ -65,7 +66,7 @@ def expanded_read(data: bytes) -> tuple[Any, ...] | None:
     """The per-rank path of the reader on the same document."""
     loaded, _ = load_json_object(data, "an R document", "flux-r.not-object")
     assert loaded is not None
-    return flux_r._single_slots(flux_r._Reader(loaded.value, loaded.locator))
+    return _single_slots(_Reader(loaded.value, loaded.locator))
 
 
 def expanded(document: Document) -> Document:
