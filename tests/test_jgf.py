@@ -25,6 +25,7 @@ from dcx.core.model import (
     StorageUnit,
 )
 from dcx.formats import flux_r, jgf
+from dcx.parsing import fluxion
 from dcx.parsing.schemas import schema_diagnostics
 
 
@@ -86,11 +87,16 @@ def test_integrity_checks(mutate: Any, code: str) -> None:
     assert code in error_codes(read_value(value))
 
 
+def test_the_declaration_names_the_schema_the_reader_checks() -> None:
+    """The front spells the schema's name so that sniffing needs no parsing layer."""
+    assert jgf.FORMAT.schema == jgf.SCHEMA == fluxion.SCHEMA
+
+
 def test_writer_key_is_allowed_and_shorthand_recognised() -> None:
     value = small_graph()
     value["writer"] = "fluxion:jgf_shorthand"
     assert schema_diagnostics(jgf.SCHEMA, value) == []
-    graph, problems = jgf.check_graph(value)
+    graph, problems = fluxion.check_graph(value)
     assert problems == [] and graph is not None and graph.shorthand
 
 

@@ -1,74 +1,5 @@
-"""Fluxion JSON Graph Format (RFC 40 as flux-sched reads it): read, check, write.
-
-Reading accepts what Fluxion accepts (``dcx.parsing.fluxion``: the three edge forms, vertex
-metadata with only ``type`` and ``paths``, Fluxion's defaults for the rest) and checks the
-graph's integrity there.
-
-Mapping (containment subsystem):
-
-* the root vertex is the ``Datacenter`` (name and id; a type other than ``cluster`` in
-  ``Datacenter.extras["jgf:type"]``); the model's one ``Room`` is implicit;
-* ``rack`` vertices, and any other vertex type that contains nodes (``chassis``), are
-  ``Rack``\\ s (a type other than ``rack`` in ``Rack.extras["jgf:type"]``; a grouping inside
-  another names its parent's path below the root in ``Rack.extras["jgf:parent"]``); nodes
-  with no such ancestor go into a rack marked ``Rack.extras["jgf:implicit"]`` that is not
-  written back;
-* ``node`` → ``Machine``: name, id, rank (``-1`` = none), ``status`` 1 (down) ↔
-  ``MachineState.FAILURE`` (HALT and MAINTENANCE are written as down); properties ↔ features
-  (``name`` for an empty value, ``name=value`` otherwise, as Fluxion builds R properties);
-* below a node: ``socket`` → one CPU per socket with its ``core`` descendants counted; cores
-  outside sockets form one CPU with no id; ``gpu`` → a GPU (id = vertex id); ``memory`` → a
-  memory module (size and unit converted to MB, binary multiples); any other type → a
-  ``NamedResource`` (name, size, type, unit).
-
-Fidelity
---------
-What the model has no field for is kept in ``jgf:`` extras, so a graph rewritten as JGF keeps
-its vertices, subsystems, flags and placement, and a conversion to another format reports
-the extras it drops as losses at their field paths:
-
-* ``jgf:vertex`` (datacenter, rack, machine): the vertex's own metadata the writer would not
-  otherwise write (``exclusive``, a ``basename`` other than the name's letters, ``size``,
-  ``unit``, paths in other subsystems, keys Fluxion does not read, a path ``segment`` other
-  than the name; for the root and racks also ``rank``, ``status`` and ``properties``; for a
-  node an ``id`` of -1, which the model reads as no id);
-* ``jgf:vertices`` on a machine: its whole subtree, when the subtree is not the one the writer
-  builds from the machine's CPUs, GPUs, memory and resources (exclusive cores, GPUs under a
-  socket, other names or ids); used only while it still describes the machine exactly;
-* ``jgf:vertices`` on a rack or the datacenter: vertices below it that are neither nodes nor
-  groupings of nodes (a rack's SSDs, a PDU), with their subtrees;
-* ``jgf:vertices`` on the environment: vertices outside containment (the ``power`` tree).
-
-Each stored vertex is ``{"path", "type", "name", "id"}`` plus the metadata that differs
-from Fluxion's defaults (``path`` relative to its container, absent outside containment;
-``rank`` only when it differs from its node's; other subsystems' paths under ``paths``; keys
-Fluxion does not read under ``other``).
-
-Writing emits full vertex metadata (type, basename, name, id, uniq_id, rank, exclusive,
-unit, size, properties, paths) and, for each subsystem, one edge from every vertex to its
-parent path (full form). Vertex ids are renumbered 0, 1, … in writing order.
-
-Empty topology
---------------
-A topology without racks or machines is written as the root alone; when that root is the
-fill-in ``cluster0`` with id 0 (no datacenter name or id, or exactly those) and carries no
-``jgf:`` vertices, it reads back as the empty topology (one datacenter, room and no racks,
-all unnamed), so environment → JGF → environment keeps an empty topology empty. An explicit
-name ``cluster0`` or id 0 on such a datacenter is therefore lost (``normal_form_losses``:
-``datacenter.name``/``datacenter.id``).
-
-Divergences
------------
-* Fluxion accepts more than one root per subsystem only if paths differ; dcx requires exactly
-  one root in ``containment`` and at most one in every other subsystem.
-* Fluxion reads any legacy edge as containment (even a legacy power edge); dcx uses the
-  subsystem the legacy key names.
-* Fluxion crashes or misbehaves on non-string property values; dcx rejects them (schema).
-* The generic JGF v1 schema rejects the top-level ``writer`` key Fluxion writes; ours allows
-  it, and ``free_ranks``.
-* Edges are rewritten from the paths: a vertex whose path has no edge gets one, and
-  duplicate or reverse edges are not repeated. Vertex ids and ``uniq_id``\\ s are renumbered.
-"""
+"""JGF reading, normal form and writing; the package's docstring (``dcx.formats.jgf``) is
+the format's reference text."""
 
 from __future__ import annotations
 
@@ -79,8 +10,6 @@ from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any
 
-from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error
 from dcx.core.groups import machine_parts, part_count, part_template
 from dcx.core.limits import paused_gc
@@ -106,18 +35,10 @@ from dcx.parsing.fluxion import (
     basename_of,
     check_graph,
     descendants,
-    top_level_keys,
     trailing_number,
 )
 from dcx.parsing.jsonio import dumps_canonical, load_json_object
 from dcx.parsing.schemas import schema_diagnostics
-
-HOLDS = frozenset({
-    "datacenter.id", "datacenter.name", "rack", "rack.id", "rack.name",
-    "machine.id", "machine.name", "machine.state", "machine.cpus", "machine.cpus.sockets",
-    "cpu.id", "machine.gpus", "gpu.id", "machine.memory", "machine.memory.modules",
-    "machine.features", "machine.resources", "machine.rank",
-})
 
 PREFIX = "jgf:"
 VERTEX = PREFIX + "vertex"
@@ -137,18 +58,6 @@ _MB_PER_UNIT: dict[str, float] = {
 
 Entry = dict[str, Any]
 """A stored vertex (see Fidelity)."""
-
-
-# --------------------------------------------------------------------------- sniffing
-
-
-def sniff(data: bytes) -> bool:
-    """A bare Fluxion graph: ``graph`` at the top level holding ``nodes``/``edges``."""
-    if b'"graph"' not in data[:65536]:
-        return False
-    keys = top_level_keys(data)
-    return "graph" in keys["1"] and bool(keys["2"] & {"nodes", "edges"}) \
-        and not keys["1"] & {"$schema", "execution"}
 
 
 # --------------------------------------------------------------------------- stored vertices
@@ -1127,36 +1036,3 @@ def features_to_properties(features: tuple[str, ...]) -> tuple[dict[str, str], i
             continue
         properties[name] = value
     return properties, dropped
-
-
-CODES: tuple[Code, ...] = (
-    Code("jgf.not-object", "error", "The file is not one JSON object."),
-    Code("jgf.write-name", "error",
-         "A name the writer would use is empty or contains '/', so it cannot be a path "
-         "segment."),
-    Code("jgf.write-duplicate-name", "error", "Two racks under one parent have one name."),
-    Code("jgf.write-too-large", "error", "The graph would have more vertices than dcx writes."),
-    Code("jgf.write-extras", "error",
-         "A jgf:vertices extra is not a list of stored vertices (edited by hand)."),
-)
-
-
-FORMAT = FormatDeclaration(
-    name="jgf",
-    title="Fluxion JSON Graph Format (RFC 40)",
-    family="flux",
-    kind="topology",
-    extensions=(".json",),
-    content=frozenset({"json"}),
-    schema=SCHEMA,
-    description=("Fluxion resource graph: typed vertices in a containment tree."),
-    own_extras=frozenset({"environment.extras", "datacenter.extras", "rack.extras",
-                          "machine.extras"}),
-    holds=HOLDS,
-    sniff=sniff,
-    read=read,
-    write=write,
-    normal_form=normal_form,
-    normal_form_losses=normal_form_losses,
-    codes=CODES,
-)

@@ -1,0 +1,179 @@
+"""Fluxion JSON Graph Format (RFC 40 as flux-sched reads it): read, check, write.
+
+Reading accepts what Fluxion accepts (``dcx.parsing.fluxion``: the three edge forms, vertex
+metadata with only ``type`` and ``paths``, Fluxion's defaults for the rest) and checks the
+graph's integrity there.
+
+Mapping (containment subsystem):
+
+* the root vertex is the ``Datacenter`` (name and id; a type other than ``cluster`` in
+  ``Datacenter.extras["jgf:type"]``); the model's one ``Room`` is implicit;
+* ``rack`` vertices, and any other vertex type that contains nodes (``chassis``), are
+  ``Rack``\\ s (a type other than ``rack`` in ``Rack.extras["jgf:type"]``; a grouping inside
+  another names its parent's path below the root in ``Rack.extras["jgf:parent"]``); nodes
+  with no such ancestor go into a rack marked ``Rack.extras["jgf:implicit"]`` that is not
+  written back;
+* ``node`` → ``Machine``: name, id, rank (``-1`` = none), ``status`` 1 (down) ↔
+  ``MachineState.FAILURE`` (HALT and MAINTENANCE are written as down); properties ↔ features
+  (``name`` for an empty value, ``name=value`` otherwise, as Fluxion builds R properties);
+* below a node: ``socket`` → one CPU per socket with its ``core`` descendants counted; cores
+  outside sockets form one CPU with no id; ``gpu`` → a GPU (id = vertex id); ``memory`` → a
+  memory module (size and unit converted to MB, binary multiples); any other type → a
+  ``NamedResource`` (name, size, type, unit).
+
+Fidelity
+--------
+What the model has no field for is kept in ``jgf:`` extras, so a graph rewritten as JGF keeps
+its vertices, subsystems, flags and placement, and a conversion to another format reports
+the extras it drops as losses at their field paths:
+
+* ``jgf:vertex`` (datacenter, rack, machine): the vertex's own metadata the writer would not
+  otherwise write (``exclusive``, a ``basename`` other than the name's letters, ``size``,
+  ``unit``, paths in other subsystems, keys Fluxion does not read, a path ``segment`` other
+  than the name; for the root and racks also ``rank``, ``status`` and ``properties``; for a
+  node an ``id`` of -1, which the model reads as no id);
+* ``jgf:vertices`` on a machine: its whole subtree, when the subtree is not the one the writer
+  builds from the machine's CPUs, GPUs, memory and resources (exclusive cores, GPUs under a
+  socket, other names or ids); used only while it still describes the machine exactly;
+* ``jgf:vertices`` on a rack or the datacenter: vertices below it that are neither nodes nor
+  groupings of nodes (a rack's SSDs, a PDU), with their subtrees;
+* ``jgf:vertices`` on the environment: vertices outside containment (the ``power`` tree).
+
+Each stored vertex is ``{"path", "type", "name", "id"}`` plus the metadata that differs
+from Fluxion's defaults (``path`` relative to its container, absent outside containment;
+``rank`` only when it differs from its node's; other subsystems' paths under ``paths``; keys
+Fluxion does not read under ``other``).
+
+Writing emits full vertex metadata (type, basename, name, id, uniq_id, rank, exclusive,
+unit, size, properties, paths) and, for each subsystem, one edge from every vertex to its
+parent path (full form). Vertex ids are renumbered 0, 1, … in writing order.
+
+Empty topology
+--------------
+A topology without racks or machines is written as the root alone; when that root is the
+fill-in ``cluster0`` with id 0 (no datacenter name or id, or exactly those) and carries no
+``jgf:`` vertices, it reads back as the empty topology (one datacenter, room and no racks,
+all unnamed), so environment → JGF → environment keeps an empty topology empty. An explicit
+name ``cluster0`` or id 0 on such a datacenter is therefore lost (``normal_form_losses``:
+``datacenter.name``/``datacenter.id``).
+
+Divergences
+-----------
+* Fluxion accepts more than one root per subsystem only if paths differ; dcx requires exactly
+  one root in ``containment`` and at most one in every other subsystem.
+* Fluxion reads any legacy edge as containment (even a legacy power edge); dcx uses the
+  subsystem the legacy key names.
+* Fluxion crashes or misbehaves on non-string property values; dcx rejects them (schema).
+* The generic JGF v1 schema rejects the top-level ``writer`` key Fluxion writes; ours allows
+  it, and ``free_ranks``.
+* Edges are rewritten from the paths: a vertex whose path has no edge gets one, and
+  duplicate or reverse edges are not repeated. Vertex ids and ``uniq_id``\\ s are renumbered.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+
+if TYPE_CHECKING:
+    from dcx.core.diagnostics import ReadResult, WriteResult
+    from dcx.core.model import Document
+
+__all__ = ["CODES", "EMPTY_ROOT_NAME", "FORMAT", "HOLDS", "MAX_WRITE_VERTICES", "PREFIX",
+           "SCHEMA", "VERTEX", "VERTICES", "Entry", "features_to_properties",
+           "graph_to_environment", "machine_ids", "machine_names", "normal_form",
+           "normal_form_losses", "read", "sniff", "write", "written_rack_names"]
+
+# The reader, the normal form, the writer and the parsing layer (Fluxion graphs, JSON,
+# schemas) load on first use: the pre-commit hook imports every format's declaration to sniff.
+_LAZY = frozenset({
+    "SCHEMA", "PREFIX", "VERTEX", "VERTICES", "EMPTY_ROOT_NAME", "MAX_WRITE_VERTICES", "Entry",
+    "graph_to_environment", "written_rack_names", "machine_names", "machine_ids",
+    "features_to_properties",
+})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from dcx.formats.jgf import codec
+
+        return getattr(codec, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+HOLDS = frozenset({
+    "datacenter.id", "datacenter.name", "rack", "rack.id", "rack.name",
+    "machine.id", "machine.name", "machine.state", "machine.cpus", "machine.cpus.sockets",
+    "cpu.id", "machine.gpus", "gpu.id", "machine.memory", "machine.memory.modules",
+    "machine.features", "machine.resources", "machine.rank",
+})
+
+
+def sniff(data: bytes) -> bool:
+    """A bare Fluxion graph: ``graph`` at the top level holding ``nodes``/``edges``."""
+    if b'"graph"' not in data[:65536]:
+        return False
+    from dcx.parsing.fluxion import top_level_keys
+
+    keys = top_level_keys(data)
+    return "graph" in keys["1"] and bool(keys["2"] & {"nodes", "edges"}) \
+        and not keys["1"] & {"$schema", "execution"}
+
+
+def read(data: bytes) -> ReadResult:
+    from dcx.formats.jgf import codec
+
+    return codec.read(data)
+
+
+def write(document: Document) -> WriteResult:
+    from dcx.formats.jgf import codec
+
+    return codec.write(document)
+
+
+def normal_form(document: Document) -> Document:
+    from dcx.formats.jgf import codec
+
+    return codec.normal_form(document)
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    from dcx.formats.jgf import codec
+
+    return codec.normal_form_losses(document)
+
+
+CODES: tuple[Code, ...] = (
+    Code("jgf.not-object", "error", "The file is not one JSON object."),
+    Code("jgf.write-name", "error",
+         "A name the writer would use is empty or contains '/', so it cannot be a path "
+         "segment."),
+    Code("jgf.write-duplicate-name", "error", "Two racks under one parent have one name."),
+    Code("jgf.write-too-large", "error", "The graph would have more vertices than dcx writes."),
+    Code("jgf.write-extras", "error",
+         "A jgf:vertices extra is not a list of stored vertices (edited by hand)."),
+)
+
+
+FORMAT = FormatDeclaration(
+    name="jgf",
+    title="Fluxion JSON Graph Format (RFC 40)",
+    family="flux",
+    kind="topology",
+    extensions=(".json",),
+    content=frozenset({"json"}),
+    schema="jgf.schema.json",  # dcx.parsing.fluxion.SCHEMA, not imported to sniff
+    description=("Fluxion resource graph: typed vertices in a containment tree."),
+    own_extras=frozenset({"environment.extras", "datacenter.extras", "rack.extras",
+                          "machine.extras"}),
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    codes=CODES,
+)
