@@ -1,0 +1,164 @@
+"""Parquet workload: the model's job and task columns in one Apache Parquet file, for traces
+of millions of jobs (read and written as columns, no object per task).
+
+One row per task, in workload order; the rows of a job are consecutive. The columns' Arrow
+types and meanings are ``schemas/parquet.schema.json``, which every file's schema is checked
+against.
+
+Model mapping
+-------------
+
+==================== =================== ==========================================================
+column               Arrow type          meaning (unit)
+==================== =================== ==========================================================
+``job_id``           int64 or string     the task's job (workflow, bag of tasks)
+``job_name``         string, nullable    the job's name (the same on every row of the job)
+``job_user``         string, nullable    the job's user (likewise)
+``task_id``          int64 or string     the task's id, unique in the file
+``submit_time_s``    double              submit time, seconds on the workload's time axis
+``runtime_s``        double, nullable    real duration, seconds (null: unknown)
+``requested_time_s`` double, nullable    requested duration (wall-time limit), seconds
+``nodes``            int64               nodes asked for
+``cores``            double              cores per node
+``memory_mb``        double, nullable    memory per node, MB (2**20 bytes)
+``gpus``             int64               GPUs per node
+``dependencies``     list of task ids    tasks that must finish first (empty: none)
+``deadline_s``       double, nullable    deadline, seconds on the workload's time axis
+``user``, ``group``  string, nullable    the task's user and group
+``extras.<key>``     int64, double or    a task extras key with numbers or text
+                     string              (``extras.swf:Status``); null where the task has none
+``extras_json.<key>`` string             a task extras key with other JSON values (objects,
+                                         lists, mixed kinds) as JSON text
+==================== =================== ==========================================================
+
+Integer and text ids are not mixed within ``job_id`` or ``task_id``. The workload's name,
+description, time origin (ISO 8601), attributes and extras are JSON in the file's key-value
+metadata under ``dcx:workload``.
+
+Other formats' extras keys (``swf:Status``, ``gwf:NProcs``) are kept as they are, so a trace
+converted to Parquet converts back to its own format without losing them (Parquet stores the
+model, it has no keys of its own).
+
+What dcx writes: ``normal_form(document)``. Value restrictions, reported by the derived
+losses: ids that mix integers and text, repeat, or do not fit int64 are renumbered 1..n in
+workload order (dependencies follow; job ids likewise, a ``job`` loss); a dependency on a task
+outside the workload is dropped; NaN times and amounts are unknown (a submit time 0, one core);
+node and GPU counts that are not int64 integers take their defaults; task extras values, workload
+attributes and workload extras that do not read back from JSON as themselves (NaN, tuples) are
+dropped. Fields Parquet does not hold (named resources, start modes, images,
+preemption, job extras, jobs without tasks, annotations) are the derived losses of field paths.
+
+Checks: the file is Parquet (``parquet.unreadable``), its schema is the one above (each
+mismatch a ``schema.*`` diagnostic at ``/columns/<name>``), no null or NaN where a value is
+required (``/rows/<row>/<column>``), a job's rows are consecutive and agree on its name and user,
+task ids are unique, dependencies name tasks in the file and form no cycle, and the metadata is
+the JSON object described above.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.parsing.trace_codes import dependency_codes
+
+if TYPE_CHECKING:
+    from dcx.core.diagnostics import ReadResult, WriteResult
+    from dcx.core.model import Document
+
+__all__ = [
+    "CODES", "EXTRAS_PREFIX", "FORMAT", "HOLDS", "JSON_EXTRAS_PREFIX", "MAGIC", "METADATA_FIELDS",
+    "METADATA_KEY", "SCHEMA", "arrow_type_name", "normal_form", "normal_form_losses", "read",
+    "sniff", "write",
+]
+
+# The reader, the writer and what they import (the model, dcx.core.columns; pyarrow inside
+# them) load on first use: the pre-commit hook imports every format's declaration to sniff.
+_LAZY = {
+    name: "codec" for name in (
+        "EXTRAS_PREFIX", "JSON_EXTRAS_PREFIX", "METADATA_FIELDS", "METADATA_KEY",
+        "arrow_type_name",
+    )
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+SCHEMA = "parquet.schema.json"
+MAGIC = b"PAR1"
+
+HOLDS = frozenset({
+    "workload.name", "workload.description", "workload.time_origin", "workload.attributes",
+    "workload.extras", "job", "job.name", "job.user", "task.id", "task.submit_time_s",
+    "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.cores",
+    "task.request.memory_mb", "task.request.gpus", "task.dependencies",
+    "task.dependencies.multiple", "task.deadline_s", "task.user", "task.group", "task.extras",
+})
+
+
+def sniff(data: bytes) -> bool:
+    return data.startswith(MAGIC)
+
+
+def read(data: bytes) -> ReadResult:
+    from dcx.formats.parquet import codec
+    return codec.read(data)
+
+
+def write(document: Document) -> WriteResult:
+    from dcx.formats.parquet import codec
+    return codec.write(document)
+
+
+def normal_form(document: Document) -> Document:
+    from dcx.formats.parquet import codec
+    return codec.normal_form(document)
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    from dcx.formats.parquet import codec
+    return codec.normal_form_losses(document)
+
+
+CODES = (
+    Code("parquet.unreadable", "error", "The file is not a Parquet file dcx can read."),
+    Code("parquet.dependency-type", "error",
+         "Dependency ids are not of the task ids' type (int64 or string)."),
+    Code("parquet.metadata", "error",
+         "The dcx:workload metadata is not the JSON object the format describes."),
+    Code("parquet.null", "error", "A column that needs a value on every row has a null."),
+    Code("parquet.not-a-number", "error", "A time, amount or extras value is NaN."),
+    Code("parquet.extras-json", "error", "An extras_json column holds text that is not JSON."),
+    Code("parquet.split-job", "error", "The rows of one job are not consecutive."),
+    Code("parquet.job-fields", "error",
+         "Rows of one job disagree on the job's name or user."),
+    Code("parquet.unwritable", "error",
+         "Internal error: the normal form has a value no Parquet column holds."),
+    *dependency_codes("parquet"),
+)
+
+
+FORMAT = FormatDeclaration(
+    name="parquet",
+    title="Parquet workload columns",
+    family="trace",
+    kind="workload",
+    extensions=(".parquet",),
+    content=frozenset({"binary"}),
+    schema=SCHEMA,
+    description="The model's job and task columns in one Apache Parquet file.",
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    keeps_prefixed_extras=True,
+    codes=CODES,
+)
