@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from dcx.core.model import Document, Id, Machine
+from dcx.core.model import Document, Id, Job, Machine, Task
 
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
@@ -16,6 +16,14 @@ def id_from_text(text: str) -> Id:
     """An id read from text: the integer when ``text`` is its canonical decimal form
     (``7``, not ``07``, ``+7`` or ``٧``), else ``text`` itself."""
     return int(text) if _DECIMAL.fullmatch(text) else text
+
+
+def job_holding(job: Job, tasks: tuple[Task, ...]) -> Job:
+    """``job`` with ``tasks`` in place of its own (the same tasks, in a format's normal form).
+    A job named by its only task, as formats whose job is one task line or lease name it,
+    takes that task's new id when the normal form renumbers it."""
+    renamed = len(tasks) == 1 and len(job.tasks) == 1 and job.id == job.tasks[0].id
+    return replace(job, tasks=tasks, id=tasks[0].id if renamed else job.id)
 
 
 def required_machine_id(machine: Machine, position: int) -> Id:

@@ -50,7 +50,7 @@ from dcx.core.model import (
     Task,
     Workload,
 )
-from dcx.core.restrict import restrict
+from dcx.core.restrict import restrict, with_parts
 
 IdKind = Literal["int", "str", "any"]
 
@@ -305,7 +305,7 @@ def workloads(draw: Any, domain: Domain = FULL) -> Workload:
 @st.composite
 def documents(draw: Any, domain: Domain = FULL) -> Document:
     """A document restricted to ``domain.holds``: a topology, a workload, or both."""
-    held_parts = [part for part in ("environment", "workload") if part in domain.holds]
+    held_parts = [part for part in ("environment", "workload") if part in with_parts(domain.holds)]
     if not held_parts:
         return Document()
     parts = draw(st.lists(st.sampled_from(held_parts), min_size=1, unique=True))

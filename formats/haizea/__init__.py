@@ -41,7 +41,8 @@ Mapping to the model
   CPUs (CPUs of whole cores when it has them, else it stays a resource) and a ``Memory``
   resource its memory; memory in whole MB. Leases: in arrival order (stable; the consecutive
   tasks of one job stay one job), as Haizea runs leases in file order and an LWF whose
-  arrivals go back draws ``haizea.arrival-order``; times on the 0.01 s grid; every lease has
+  arrivals go back draws ``haizea.arrival-order``; times on the 0.01 s grid; a
+  deadline before start + duration (which Haizea rejects) left out; every lease has
   a duration, the requested time, else the runtime (what a user expects of the converted
   lease; filling it in loses nothing), else 0.01 s (a ``task.requested_time_s`` loss); every
   lease has a runtime, its duration when it has none (a ``task.runtime_s`` change: the LWF

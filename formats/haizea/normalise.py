@@ -21,6 +21,7 @@ from itertools import pairwise
 from typing import Any
 
 from dcx.core.groups import MachineGroup, map_slots
+from dcx.core.ids import job_holding
 from dcx.core.model import (
     Annotation,
     Document,
@@ -36,6 +37,7 @@ from dcx.core.model import (
     Task,
 )
 from dcx.formats.haizea.leases import RequestCache, combined_node_sets, resource_request
+from dcx.formats.haizea.rules import lease_time_findings
 from dcx.formats.haizea.site import NodeSet
 from dcx.formats.haizea.vocabulary import (
     CPU,
@@ -198,9 +200,15 @@ def _times(task: Task, lost: set[str]) -> dict[str, Any]:
     if requested is None and (task.requested_time_s is not None or runtime is None):
         lost.add("task.requested_time_s")
     requested = requested or runtime or SHORTEST_LEASE_S
+    start, deadline = _on_grid(task.start_time_s), _on_grid(task.deadline_s)
+    if deadline is not None and any(
+            finding.code == "haizea.deadline-too-early" for finding in lease_time_findings(
+                requested, None, task.start_mode, start, deadline)):
+        deadline = None  # Haizea rejects a lease that cannot meet it: it has no such lease
+        lost.add("task.deadline_s")
     return {"submit_time_s": round(task.submit_time_s * 100) / 100,
             "runtime_s": runtime or requested, "requested_time_s": requested,
-            "deadline_s": _on_grid(task.deadline_s), "start_time_s": _on_grid(task.start_time_s)}
+            "deadline_s": deadline, "start_time_s": start}
 
 
 def stored_node_sets(value: Any) -> list[NodeSet] | None:
@@ -447,7 +455,7 @@ def _workload_normal_form(document: Document) -> tuple[Document, dict[str, int]]
                 counts[path] = counts.get(path, 0) + 1
             normal_tasks.append(normal)
         unchanged = all(new is old for new, old in zip(normal_tasks, job.tasks, strict=True))
-        normal_jobs.append(job if unchanged else replace(job, tasks=tuple(normal_tasks)))
+        normal_jobs.append(job if unchanged else job_holding(job, tuple(normal_tasks)))
     normal_workload = replace(workload, jobs=tuple(normal_jobs), annotations=(),
                               attributes=attributes)
     return replace(document, workload=normal_workload), counts

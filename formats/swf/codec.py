@@ -29,6 +29,7 @@ from dcx.core.diagnostics import (
     error,
     warning,
 )
+from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.model import Document, Extras, Job, ResourceRequest, Task, Workload
 from dcx.formats.swf import COLUMNS
@@ -632,7 +633,7 @@ def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
         if extras is job.extras and all(a is b for a, b in zip(tasks, job.tasks, strict=True)):
             jobs.append(job)
         else:
-            jobs.append(replace(job, tasks=tasks, extras=extras))
+            jobs.append(replace(job_holding(job, tasks), extras=extras))
     return lost, tuple(jobs)
 
 
