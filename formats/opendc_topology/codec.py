@@ -1,81 +1,5 @@
-"""OpenDC topology JSON: clusters of hosts as current OpenDC reads them (format
-``opendc-topology``; not the SC18 ``setup.json``, which is ``opendc-setup``).
-
-Shape: ``{"clusters": [{"name", "hosts": [{"name", "count", "cpu": {"coreCount",
-"coreSpeed", "count", "vendor", "modelName", "arch"}, "memory": {"memorySize", …},
-"gpu": {…}, "cpuPowerModel": {…}}], "powerSource": {…}, "battery": {…}}]}``. The
-reference is the code (opendc-compute-topology ``specs/TopologySpecs.kt`` and
-``TopologyFactories.kt``); OpenDC's documentation pages and its bundled
-``TopologySchema.json`` are stale.
-
-Mapping
--------
-
-* **Clusters** are racks, in one room of one datacenter: ``name`` → ``Rack.name`` (absent:
-  none; OpenDC calls it ``Cluster``). ``powerSource``, ``battery`` and ``count`` are kept
-  under ``opendc-topology:`` keys of the rack.
-* **Host entries** are ``count`` machines each. A machine's name is the one OpenDC gives
-  it: the entry's ``name`` (default ``Host``) the first time that name is used in the file,
-  then ``name-0``, ``name-1``, … (OpenDC counts uses per name across all clusters).
-* **CPU**: ``count`` CPUs of ``coreCount`` cores at ``coreSpeed`` (``vendor`` →
-  manufacturer, ``modelName`` → model); ``arch`` → ``Machine.arch``.
-* **Memory**: ``memorySize`` → one memory module (MiB, which is the model's MB); a size of 0
-  is no memory. ``memorySpeed`` and the memory's vendor fields are kept under
-  ``opendc-topology:memory``.
-* **GPU**: ``count`` GPUs of ``coreCount`` cores at ``coreSpeed`` (``vendor``,
-  ``modelName``); the rest (``memorySize``, ``memoryBandwidth``, ``architecture``, the
-  virtualization model) under ``opendc-topology:gpu``.
-* **Power models and distribution policies** (``cpuPowerModel``, ``gpuPowerModel``,
-  ``cpuDistributionPolicy``, ``gpuDistributionPolicy``) are kept as written under
-  ``opendc-topology:<key>`` of the machine; the model's CPU power draw is not a power model,
-  so it is not mapped onto one.
-
-Dialects
---------
-
-OpenDC has two topology readers with different spellings: opendc-compute-topology's
-(``memory.memorySize``, ``cpu.arch``, power models with ``modelType``,
-``cpuDistributionPolicy``) and the SDK's (``memory.size``, ``cpu.architecture``, power models
-with ``type``, ``cpuDistribution``; a cluster's ``count`` repeats it). dcx reads both: a
-file whose hosts spell memory ``size`` is an SDK file (its clusters are repeated ``count``
-times, and ``Environment.extras["opendc-topology:dialect"]`` is ``"sdk"``, so that the
-writer spells it the same way); any other file is the topology reader's, which other
-formats are written as.
-
-Units: a quantity is a number with a unit (``"2.4 GHz"``, ``"192 GiB"``, ``"128 GB"``:
-``K M G T`` are powers of 1,000, ``Ki Mi Gi Ti`` of 1,024; ``b``/``bit`` bits, ``B``/
-``byte`` bytes; frequency units in any case) or a bare number, which OpenDC takes as MHz or
-MiB with a warning, and so does dcx. The writer always writes units: clocks in the largest
-of GHz, MHz, kHz, Hz that gives the exact value back, memory in the largest of TiB, GiB
-that gives a whole number, else in MiB.
-
-Writing
--------
-
-``normal_form`` is what a topology file can hold; the writer serialises it, grouping
-consecutive machines of a cluster that differ only in name into one entry with ``count``
-when their names are those OpenDC gives such an entry (``cn``, ``cn-0``, ``cn-1``). A host
-needs a CPU with a clock: a machine without a CPU, or with a CPU without a clock rate or
-cores, is left out (``machine.cpus``; SSS, Haizea, Flux R and JGF give no clock rates, so
-converting them here is refused). CPUs of different kinds merge into one kind
-(``machine.cpus.sockets``) and GPUs take the first GPU's kind (a GPU without a clock drops
-the machine's GPUs, ``machine.gpus``); family and generation have no key
-(``cpu.vendor``/``gpu.vendor``). Machines are named as OpenDC names them: a machine without
-a name gains one (``dcx.core.ids``), a name used twice is made unique (``machine.name``).
-
-Divergences
------------
-
-1. OpenDC's topology reader declares a cluster ``count`` and never uses it (the SDK's
-   reader repeats the cluster); in a file of the topology reader's spelling, dcx reads a
-   cluster once, warns, and keeps the count.
-2. Unknown keys: OpenDC's lenient reader ignores them with one warning and its strict
-   reader fails; dcx warns about each (a conformance warning) and does not keep them.
-3. A host or CPU ``count`` of 0 (or below) is accepted by the topology reader (no host, or
-   an exception); dcx requires at least 1, as the SDK does.
-4. A host that ``importFrom``s another file (the CLI's experiment files) is refused: dcx
-   reads one file.
-"""
+"""Reading, normal form and writing of OpenDC topology JSON; the package's docstring
+(``dcx.formats.opendc_topology``) is the format's reference text."""
 
 from __future__ import annotations
 
@@ -84,8 +8,6 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -107,10 +29,10 @@ from dcx.core.model import (
     Room,
     StorageUnit,
 )
+from dcx.formats.opendc_topology import SCHEMA
 from dcx.parsing.jsonio import load_json_object
 from dcx.parsing.schemas import schema_diagnostics, serialised_against
 
-SCHEMA = "opendc-topology.schema.json"
 PREFIX = "opendc-topology:"
 DEFAULT_HOST_NAME = "Host"
 
@@ -162,19 +84,6 @@ TOPOLOGY_READER = _dialect("topology reader", "memorySize", "memorySpeed", "arch
 SDK = _dialect("SDK", "size", "speed", "architecture", "Distribution", "memory",
                "virtualizationOverhead", counts_clusters=True)
 _ROOT_KEYS = frozenset({"clusters"})
-
-HOLDS = frozenset({
-    "rack", "rack.name", "machine.name", "machine.cpus", "machine.cpus.sockets",
-    "cpu.clock_rate_hz", "cpu.vendor", "machine.gpus", "gpu.cores", "gpu.clock_rate_hz",
-    "gpu.vendor", "machine.memory", "machine.arch",
-})
-OWN_EXTRAS = frozenset({"environment.extras", "rack.extras", "machine.extras"})
-REQUIRES = frozenset({"machine.name"})
-
-
-def sniff(data: bytes) -> bool:
-    head = data[:4096].lstrip()
-    return head.startswith(b"{") and re.search(rb'"clusters"\s*:\s*\[', head) is not None
 
 
 # --------------------------------------------------------------------------- quantities
@@ -661,49 +570,3 @@ def _host(machine: Machine, dialect: Dialect) -> dict[str, Any]:
         if PREFIX + key in machine.extras:
             host[key] = machine.extras[PREFIX + key]
     return host
-
-
-CODES = (
-    Code("opendc-topology.root", "error", "The document is not a JSON object."),
-    Code("opendc-topology.unit", "error",
-         "A quantity is not a number with a unit OpenDC reads (\"2.4 GHz\", \"192 GiB\")."),
-    Code("opendc-topology.bare-number", "warning",
-         "A quantity has no unit; OpenDC reads it as MHz or MiB (and warns)."),
-    Code("opendc-topology.unknown-key", "warning",
-         "A key OpenDC does not read: its lenient reader ignores it, its strict reader refuses "
-         "the file.", conformance=True),
-    Code("opendc-topology.cluster-count", "warning",
-         "A cluster count other than 1, which OpenDC's topology reader ignores."),
-    Code("opendc-topology.too-large", "error",
-         "The host and CPU counts stand for more hosts or CPUs than dcx reads (a budget of "
-         "`dcx.core.limits`)."),
-    Code("opendc-topology.import", "error",
-         "A host is imported from another file (importFrom), which dcx does not follow."),
-    Code("opendc-topology.dialect", "error",
-         "A host's memory is spelt for the other of OpenDC's two topology readers "
-         "(memorySize vs the SDK's size) than the rest of the file."),
-    Code("opendc-topology.unwritable", "error",
-         "The model has a value an OpenDC topology cannot carry (writing only)."),
-)
-
-FORMAT = FormatDeclaration(
-    name="opendc-topology",
-    title="OpenDC topology JSON",
-    family="trace",
-    kind="topology",
-    extensions=(".json",),
-    content=frozenset({"json"}),
-    schema=SCHEMA,
-    description=("Current OpenDC's clusters of host entries (count, CPU cores and clock, "
-                 "memory, GPUs, power models) with units such as \"2.4 GHz\"."),
-    holds=HOLDS,
-    sniff=sniff,
-    read=read,
-    write=write,
-    normal_form=normal_form,
-    normal_form_losses=normal_form_losses,
-    leaves_out=leaves_out,
-    own_extras=OWN_EXTRAS,
-    requires=REQUIRES,
-    codes=CODES,
-)
