@@ -1,84 +1,5 @@
-"""WfCommons WfFormat 1.5: one workflow's tasks and files, and how one run of it went
-(format ``wfformat``).
-
-A file is ``{"name", "schemaVersion": "1.5", "workflow": {"specification": {"tasks",
-"files"}, "execution": {"makespanInSeconds", "executedAt", "tasks", "machines"}}}``. The
-specification is the graph (tasks with ``parents``/``children``, files by id); the optional
-execution holds what was measured, task by task, and the machines the tasks ran on.
-
-Mapping
--------
-
-* **Workload.** ``name`` → ``Workload.name``; ``description`` → ``description``;
-  ``execution.executedAt`` → ``time_origin`` (kept as written). WfFormat has no submit
-  times (a task's ``executedAt`` is when it started), so every task is submitted at 0.
-* **Tasks.** Each specification task is a task and, since a file holds one workflow and no
-  grouping inside it, a job of its own whose id is the task's (the model's form for formats
-  without jobs). ``id`` → ``Task.id`` (the decimal text of a non-negative integer reads as
-  that integer, as for every text id in dcx); ``parents`` → ``dependencies``, and a task
-  listed in another's ``children`` gains that task as a dependency too. The execution entry
-  of the same id gives ``runtimeInSeconds`` → ``runtime_s``, ``coreCount`` →
-  ``request.cores`` (total cores, on one node: WfFormat does not say how cores split over
-  the ``machines`` a task names), ``memoryInBytes`` → ``request.memory_mb`` (÷ 2**20). A task
-  without an execution entry has no runtime.
-* **Machines.** ``execution.machines`` are the topology, one rack of machines:
-  ``nodeName`` → ``Machine.name``, ``system`` → ``os``, ``architecture`` → ``arch``,
-  ``cpu`` → one CPU (``coreCount`` cores at ``speedInMHz`` × 10**6 Hz, ``vendor`` →
-  manufacturer), ``memoryInBytes`` → one memory module (÷ 2**20 MB).
-* **Data of its own** is kept under ``wfformat:`` keys and written back: the task ``name``
-  (only when it is not the task's id, which is what the writer names a task that has no
-  name) and the other specification members (``inputFiles``, ``outputFiles``) under
-  ``wfformat:task``; the execution members dcx has no field for (``executedAt``,
-  ``avgCPU``, ``readBytes``, ``machines``, ``command`` …) under ``wfformat:execution``;
-  workload-wide, ``createdAt``, ``author``, ``runtimeSystem`` (``wfformat:instance``), the
-  specification's ``files`` (``wfformat:specification``), other workflow and execution
-  members, and ``makespanInSeconds`` when it is not the length of the critical path (what
-  the writer computes when a workload has no makespan); a machine's ``release`` and other
-  members under ``wfformat:machine``. Unknown members, which WfFormat allows everywhere,
-  go with their object's group.
-
-Checks beyond the schema (those of WfCommons' newer validator): unique task, file and
-machine ids; parents and children naming declared tasks; no cycle; the two directions
-agreeing (a conformance warning where a parent does not list the child, or back); declared
-files for every ``inputFiles``/``outputFiles`` entry when ``files`` is given; execution
-entries naming specification tasks, once each; task ``machines`` naming declared machines
-when ``machines`` is given.
-
-Normal form
------------
-
-The writer serialises ``normal_form(document)``: ids WfFormat can reference (letters,
-digits, ``- _ . #``) are kept, others renumbered ``1, 2, …`` (``task.id``); dependencies
-are kept once each and never on the task itself; the execution section exists only if some
-task has a runtime, so a task without one keeps no cores or memory and a workload without
-any keeps no time origin and no machines (WfFormat lists machines only in an execution);
-cores below 1 become 1; machine names are filled in (``dcx.core.ids``) and made unique;
-CPUs merge into one (as for every format that does not hold sockets) with a clock in whole
-MHz; memory is whole bytes; the operating system is one of ``linux``, ``macos``,
-``windows``. WfFormat requires a ``name`` and an ``executedAt``: a workload without a name
-is written as ``workflow``, and one without a time origin with ``executedAt``
-``1970-01-01T00:00:00Z``, which reads back as no time origin. A document without tasks
-cannot be written (WfFormat requires one).
-
-Divergences
------------
-
-1. WfFormat's own validator for 1.5 checks parents only and runs no format checks; its
-   newer validator checks references both ways, files, machines and cycles. dcx applies the
-   newer checks (errors where it errs, a warning where it warns about parents and children
-   disagreeing), since a file that fails them cannot be a workflow graph.
-2. The 1.5 validator looks up a task's ``machine`` (the 1.4 key) and crashes when
-   ``execution`` is absent; dcx reads ``machines`` and files without an execution.
-3. The README calls a machine's ``cpu.coreCount`` fractional; the schema says integer, and
-   dcx follows the schema.
-4. WfCommons' instances made from Pegasus logs give ``executedAt`` as Pegasus writes it,
-   month-day-year (``05-10-23T16:23:32Z``), where the documentation asks for ISO 8601; dcx
-   reads that form as the ISO instant (2023-05-10T16:23:32Z) with a conformance warning, and
-   writes ISO 8601.
-5. ``schemaVersion`` must be ``1.5``: a 1.4 file (flat ``workflow.tasks``) is refused with a
-   pointer to WfCommons' migration tool, and so is a 1.6 file (its additions are optional,
-   so changing its version to 1.5 reads it).
-"""
+"""Reading, normal form and writing of WfCommons WfFormat instances; the package's docstring
+(``dcx.formats.wfformat``) is the format's reference text."""
 
 from __future__ import annotations
 
@@ -88,8 +9,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -116,11 +35,11 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+from dcx.formats.wfformat import SCHEMA
 from dcx.parsing.jsonio import load_json_object
 from dcx.parsing.schemas import schema_diagnostics, serialised_against
-from dcx.parsing.traces import dependency_codes, dependency_diagnostics, written_ids
+from dcx.parsing.traces import dependency_diagnostics, written_ids
 
-SCHEMA = "wfformat.schema.json"
 PREFIX = "wfformat:"
 VERSION = "1.5"
 NO_TIME_ORIGIN = "1970-01-01T00:00:00Z"
@@ -151,21 +70,6 @@ _CPU_MAPPED = frozenset({"coreCount", "speedInMHz", "vendor"})
 _REFERENCE = re.compile(r"[0-9A-Za-z_.#-]+")
 _PEGASUS_TIME = re.compile(r"(\d\d)-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)Z")
 """Pegasus's ``%m-%d-%yT%H:%M:%SZ``, which WfCommons instances made from Pegasus logs use."""
-
-HOLDS = frozenset({
-    "workload.name", "workload.description", "workload.time_origin", "task.id",
-    "task.runtime_s", "task.request.cores", "task.request.memory_mb", "task.dependencies",
-    "task.dependencies.multiple", "machine.name", "machine.cpus", "cpu.clock_rate_hz",
-    "cpu.vendor", "machine.memory", "machine.os", "machine.arch",
-})
-OWN_EXTRAS = frozenset({"workload.extras", "task.extras", "machine.extras"})
-REQUIRES = frozenset({"machine.name"})
-
-
-def sniff(data: bytes) -> bool:
-    head = data[:4096].lstrip()
-    return head.startswith(b"{") and b'"schemaVersion"' in head and (
-        b'"workflow"' in head or b'"specification"' in head)
 
 
 # --------------------------------------------------------------------------- read
@@ -740,55 +644,3 @@ def _machine_object(machine: Machine) -> dict[str, Any]:
         item["cpu"] = machine.extras[CPU_MEMBERS]
     item.update(_members(machine.extras.get(MACHINE_MEMBERS), _MACHINE_MAPPED))
     return item
-
-
-CODES = (
-    Code("wfformat.root", "error", "The document is not a JSON object."),
-    Code("wfformat.version", "error",
-         "schemaVersion is not 1.5 (older files need WfCommons' migration tool)."),
-    Code("wfformat.asymmetric-dependency", "warning",
-         "A task lists another as parent (or child) and that task does not list it back.",
-         conformance=True),
-    Code("wfformat.repeated-reference", "warning",
-         "A task lists the same parent or child more than once."),
-    Code("wfformat.unknown-file", "error",
-         "A task's inputFiles or outputFiles names a file the workflow's files do not declare."),
-    Code("wfformat.duplicate-file", "error", "Two files have the same id."),
-    Code("wfformat.duplicate-machine", "error", "Two execution machines have the same nodeName."),
-    Code("wfformat.duplicate-execution", "error", "A task has two execution entries."),
-    Code("wfformat.unknown-execution-task", "error",
-         "An execution entry names a task the specification does not have."),
-    Code("wfformat.unknown-machine", "error",
-         "A task ran on a machine the execution's machines do not declare."),
-    Code("wfformat.timestamp", "warning", "executedAt is not an ISO 8601 timestamp.",
-         conformance=True),
-    Code("wfformat.pegasus-timestamp", "warning",
-         "executedAt is month-day-year as Pegasus writes it (05-10-23T16:23:32Z), not ISO 8601; "
-         "dcx reads it as the ISO instant.", conformance=True),
-    Code("wfformat.unwritable", "error",
-         "The model cannot be written as WfFormat (no task, or a value it cannot carry; "
-         "writing only)."),
-    *dependency_codes("wfformat"),
-)
-
-FORMAT = FormatDeclaration(
-    name="wfformat",
-    title="WfCommons WfFormat 1.5",
-    family="trace",
-    kind="both",
-    extensions=(".json",),
-    content=frozenset({"json"}),
-    schema=SCHEMA,
-    description=("A workflow's tasks, dependencies and files, with the runtimes, cores and "
-                 "memory of one run and the machines it ran on (WfCommons, WRENCH)."),
-    holds=HOLDS,
-    sniff=sniff,
-    read=read,
-    write=write,
-    normal_form=normal_form,
-    normal_form_losses=normal_form_losses,
-    leaves_out=leaves_out,
-    own_extras=OWN_EXTRAS,
-    requires=REQUIRES,
-    codes=CODES,
-)
