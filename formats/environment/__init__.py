@@ -59,7 +59,6 @@ entities (CPUs, racks), chains and several bases are written resolved.
   racks, machines).
 """
 
-
 from __future__ import annotations
 
 import re
