@@ -68,6 +68,8 @@ def test_the_example_reads_without_a_diagnostic_and_writes_back_the_same_model()
     assert machines[4].state is MachineState.MAINTENANCE
     assert machines[4].extras["slurm:Reason"] == "DIMM errors, waiting for repair"
     assert gpu01.gpus == (ProcessingUnit(cores=1, model="a100"),) * 4
+    assert (machines[7].state, machines[7].state_label) == (MachineState.FAILURE, "FAIL")
+    assert machines[7].extras["slurm:Reason"] == "GPU 3 fell off the bus"  # a DownNodes line
     assert gpu01.cpus == (ProcessingUnit(cores=24),) * 2  # the DEFAULT line's Sockets
     assert bigmem.cpus == (ProcessingUnit(cores=18),) * 4 and bigmem.extras == {
         "slurm:Boards": "2"}
@@ -79,6 +81,7 @@ def test_the_example_reads_without_a_diagnostic_and_writes_back_the_same_model()
     again = slurm.read(written.data)
     assert again.diagnostics == () and again.document == result.document
     assert b"NodeName=cn[001-004] NodeAddr=10.1.1.[1-4] " in written.data
+    assert b'Weight=50 State=FAIL Reason="GPU 3 fell off the bus"\n' in written.data  # folded in
 
 
 def test_sniffing_claims_slurm_conf_and_no_other_text_format_claims_it() -> None:
@@ -218,6 +221,47 @@ def test_states_map_onto_the_model_and_keep_their_word() -> None:
                    (MachineState.FAILURE, "FAIL"), (MachineState.MAINTENANCE, None),
                    (MachineState.MAINTENANCE, "FAILING"), (MachineState.HALT, None),
                    (MachineState.HALT, "CLOUD"), (MachineState.ACTIVE, None)]
+
+
+def test_down_nodes_set_state_and_reason_over_the_node_line_as_slurmctld_does() -> None:
+    text = ("DownNodes=n1\n"  # before the nodes it names: applied after all of them
+            "NodeName=n[1-5] State=FUTURE Reason=new\n"
+            "DownNodes=n[2-3] state=drain Reason=\"fan gone\"\n"
+            "DownNodes=n3 State=UNKNOWN Reason=checked\n"
+            "DownNodes=n4 State=UNKNOWN\n"
+            "DownNodes=n5 State=FAILING Reason=a\nDownNodes=n5 State=FAIL Reason=b\n")
+    got = [(m.state, m.state_label, m.extras["slurm:Reason"]) for m in _machines(text)]
+    assert got == [
+        (MachineState.FAILURE, None, slurm.DOWN_DEFAULT_REASON),  # State defaults to DOWN
+        (MachineState.MAINTENANCE, None, "fan gone"),
+        (MachineState.MAINTENANCE, None, "checked"),  # UNKNOWN keeps the state, sets a reason
+        (MachineState.HALT, None, slurm.DOWN_DEFAULT_REASON),
+        (MachineState.FAILURE, "FAIL", "b")]  # the last line wins
+
+
+def test_down_nodes_name_defined_nodes_and_slurm_s_states() -> None:
+    text = "NodeName=n[1-2]\nDownNodes=n[2-4] Reason=x\n"
+    assert _codes(text) == [("slurm.down-node", 2, 11)]
+    assert [m.state for m in _machines(text)] == [MachineState.ACTIVE, MachineState.FAILURE]
+    assert _codes("NodeName=n1\nDownNodes=n1 State=IDLE\n") == [("schema.enum", 2, 20)]
+    assert _codes("NodeName=n1\nDownNodes=n1 State=CLOUD\n")[0][0] == "schema.enum"
+    assert _codes("NodeName=n1\nDownNodes=n[1-\n") == [("slurm.hostlist", 2, 12)]
+    assert _codes("NodeName=n1\nDownNodes=n1 Weight=3\n") == [("slurm.unknown-key", 2, 14)]
+
+
+def test_down_nodes_read_back_from_the_node_lines_the_writer_writes() -> None:
+    text = ("GresTypes=gpu\nNodeName=n[1-4] CPUs=4 Gres=gpu:2\n"
+            "DownNodes=n[2-3] State=DRAIN Reason=\"bad fan\"\nDownNodes=n4\n")
+    result = _read(text)
+    assert result.document is not None
+    written = slurm.write(result.document).data.decode()
+    assert "DownNodes" not in written
+    assert written.splitlines()[1:] == [
+        "NodeName=n1 CPUs=4 Gres=gpu:2",
+        'NodeName=n[2-3] CPUs=4 Gres=gpu:2 State=DRAIN Reason="bad fan"',
+        'NodeName=n4 CPUs=4 Gres=gpu:2 State=DOWN Reason="Set in slurm.conf"']
+    again = _read(written)
+    assert again.diagnostics == () and again.document == result.document
 
 
 def test_partitions_name_defined_nodes_node_sets_or_all() -> None:
@@ -412,9 +456,24 @@ def test_hook_mode_skips_other_tools_conf_files_and_fails_a_broken_slurm_conf(
     assert main(["validate", "--hook", str(empty)]) == 0
 
 
-def test_a_gres_conf_line_is_refused_with_what_to_read_instead() -> None:
+def test_a_gres_conf_file_is_refused_once_with_what_to_convert_instead() -> None:
     assert _codes("NodeName=gpu[01-02] Name=gpu Type=a100 File=/dev/nvidia[0-3]\n") == [
         ("slurm.gres-conf", 1, 21)]
+    text = ("# gres.conf\nAutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia[0-3]\n"
+            "NodeName=gpu01 Name=mps Count=400\n")
+    (diagnostic,) = _read(text).diagnostics
+    assert (diagnostic.code, diagnostic.line, diagnostic.column) == ("slurm.gres-conf", 2, 1)
+    assert "and 2 more gres.conf lines" in diagnostic.message
+    assert "convert slurm.conf" in diagnostic.message and "Gres=gpu:a100:4" in \
+        diagnostic.message
+    assert not slurm.sniff(text.encode())  # the hook leaves a cluster's gres.conf alone
+    assert not slurm.sniff(b"NodeName=g[1-2] Name=gpu File=/dev/nvidia[0-1]\n")
+    assert slurm.sniff(b"NodeName=g[1-2] Gres=gpu:2\n")
+    # config lines a model carries that would read back as gres.conf or DownNodes are dropped
+    document = Document(environment=Environment(extras={"slurm:config": [
+        [["Name", "gpu"]], [["DownNodes", "n1"]], [["SlurmUser", "slurm"]]]}))
+    assert slurm.normal_form(document).environment.extras == {  # type: ignore[union-attr]
+        "slurm:config": [[["SlurmUser", "slurm"]]]}
 
 
 def test_a_long_comment_header_does_not_hide_the_format() -> None:

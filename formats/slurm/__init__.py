@@ -1,4 +1,5 @@
-"""Slurm node configuration: the ``NodeName=`` and ``PartitionName=`` lines of ``slurm.conf``.
+"""Slurm node configuration: the ``NodeName=``, ``PartitionName=`` and ``DownNodes=`` lines of
+``slurm.conf``.
 
 Grammar (Slurm's ``parse_config.c``): a ``#`` ends the line unless an odd number of
 backslashes precedes it; a line whose last non-blank characters are an odd number of
@@ -8,12 +9,12 @@ keys are case-insensitive, blanks may surround ``=``, and a value is a double-qu
 (``Reason="bad DIMM"``) or runs to the next blank. Words Slurm reads case-insensitively
 (``State``, ``Default``, ``MaxTime`` words) are upper-cased.
 
-Each ``NodeName`` and ``PartitionName`` line becomes a record of its pairs (keys in the man
-page's spelling, ``Procs`` read as ``CPUs`` and ``Feature`` as ``Features``), validated by
-``schemas/slurm.schema.json``; diagnostics point at ``/lines/<line number>/<Key>`` with the
-line and column of the value. ``NodeName=DEFAULT`` and ``PartitionName=DEFAULT`` set values
-for the lines after them and accumulate, as in Slurm; ``NodeName=DEFAULT`` refuses
-``NodeAddr``, ``NodeHostname`` and ``BcastAddr``.
+Each ``NodeName``, ``PartitionName`` and ``DownNodes`` line becomes a record of its pairs
+(keys in the man page's spelling, ``Procs`` read as ``CPUs`` and ``Feature`` as
+``Features``), validated by ``schemas/slurm.schema.json``; diagnostics point at
+``/lines/<line number>/<Key>`` with the line and column of the value. ``NodeName=DEFAULT``
+and ``PartitionName=DEFAULT`` set values for the lines after them and accumulate, as in
+Slurm; ``NodeName=DEFAULT`` refuses ``NodeAddr``, ``NodeHostname`` and ``BcastAddr``.
 
 Model mapping
 -------------
@@ -39,6 +40,8 @@ Slurm                                  model
 other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, type)``
 ``Features``                           ``features``, in order
 ``State``                              ``state`` and ``state_label`` (table below)
+``DownNodes`` lines                    their nodes' ``state``, ``state_label`` and
+                                       ``extras["slurm:Reason"]`` (below)
 ``NodeAddr``, ``NodeHostname``,        ``extras["slurm:<Key>"]``: per node (one host of
 ``BcastAddr``                          the line's hostlist each; IPv6 addresses too)
 ``Weight``, ``Reason``, ``Port``, ...  ``extras["slurm:<Key>"]``: the value as written
@@ -77,12 +80,21 @@ FUTURE, CLOUD       HALT         FUTURE
 The word is kept in ``state_label`` unless it is the one written for its state (or absent);
 the writer writes ``state_label`` when it is a Slurm word of the same state.
 
+A ``DownNodes=<hostlist> [State=<word>] [Reason=<text>]`` line sets the state and reason of
+nodes its hostlist names, over what their ``NodeName`` line says, as slurmctld applies it
+(``_handle_downnodes_line``) after building every node, so it may come before or after them
+and later lines win. ``State`` is DOWN, DRAIN, FAIL, FAILING, FUTURE (the man page's words,
+mapped as in the table) or UNKNOWN, which leaves the state as it was and only sets the
+reason; without ``State`` the nodes are DOWN. Without ``Reason`` they get Slurm's own,
+``Set in slurm.conf``, which is what ``scontrol show node`` then shows. Nodes no ``NodeName``
+line defines are skipped with a warning (``slurm.down-node``), as Slurm does.
+
 Checks (besides the schema): hostlists (Slurm's syntax, see below), ``NodeAddr`` /
 ``NodeHostname`` counts, duplicate node and partition names, ``NodeName=ALL``, CPU counts
 Slurm would reset (``slurm.cpus-mismatch``, ``slurm.cpu-topology``), numbers beyond the
 width Slurm stores them in, ``Gres`` items, generic resources missing from ``GresTypes``,
 partitions naming nodes no ``NodeName`` line defines (``ALL`` and ``NodeSet`` names are
-allowed), unknown and repeated keys.
+allowed), ``DownNodes`` naming undefined nodes, unknown and repeated keys.
 
 Writing
 -------
@@ -90,11 +102,18 @@ Writing
 The writer serialises ``normal_form(document)``: ``ClusterName``, the kept global lines,
 ``GresTypes``, then one ``NodeName`` line per run of consecutive nodes that differ only in
 their names and addresses (a compact hostlist; runs keep the machines' order), then the
-partitions. Sockets of one core without threads are written as ``CPUs=<sockets>`` alone
-(Slurm infers one core per socket), others as ``Sockets`` and ``CoresPerSocket``. Machines
-without a name are named after their id, or ``node<N>`` (``requires``: ``machine.name``);
-names Slurm cannot take (characters other than letters, digits and ``._+@-``; ``ALL``;
-``DEFAULT``; a name already taken) are replaced the same way (a ``machine.name`` loss).
+partitions. A machine's state and reason are written on its ``NodeName`` line (``State=``,
+``Reason=``), never as ``DownNodes``: ``NodeName``'s ``State`` takes every word the model
+keeps (CLOUD and UNKNOWN too), and a ``NodeName`` line without ``Reason`` gives no reason,
+whereas ``DownNodes`` always gives one; so each machine reads back with its own state, label
+and reason. slurmctld builds the same node table from either spelling; the price is that a
+node whose state differs from its neighbours' ends their line, and a file's ``DownNodes``
+lines come back folded into its ``NodeName`` lines. Sockets of one core without threads are
+written as ``CPUs=<sockets>`` alone (Slurm infers one core per socket), others as
+``Sockets`` and ``CoresPerSocket``. Machines without a name are named after their id, or
+``node<N>`` (``requires``: ``machine.name``); names Slurm cannot take (characters other than
+letters, digits and ``._+@-``; ``ALL``; ``DEFAULT``; a name already taken) are replaced the
+same way (a ``machine.name`` loss).
 
 Value restrictions of the normal form, each reported by the derived losses: sockets with
 different core counts become one socket; CPUs without cores are left out; memory and disk
@@ -128,8 +147,21 @@ Divergences
 * ``Key=`` followed by a blank takes the next word as its value in Slurm and in dcx (the
   schema then usually refuses it).
 * Empty hostlist elements (``a,,b``) are errors in dcx; Slurm skips them.
-* ``gres.conf`` is a separate file dcx does not read; its lines (``NodeName`` with ``Name=``)
-  are refused (``slurm.gres-conf``).
+* ``DownNodes``: Slurm's state parser takes any node state name there too, and logs an
+  error and skips the line for others; dcx accepts the man page's words and UNKNOWN and
+  refuses the file for others (a schema error), as it does for ``NodeName``'s ``State``.
+* ``gres.conf`` is a separate file, and dcx does not read it: a ``gres.conf`` line (one opening
+  with ``Name=``, ``AutoDetect=``, ``File=`` or ``MultipleFiles=``, or a ``NodeName`` line
+  holding one of them) is refused, once for the file (``slurm.gres-conf``), and the sniffer
+  does not claim such a file (the hook leaves a cluster's ``gres.conf`` alone). What the model
+  holds of a node's GRES, its GPUs and their type, its other resources and their counts,
+  slurm.conf already states with ``Gres=``, and Slurm requires gres.conf to agree with it;
+  what only gres.conf says (device files, core and GPU-link affinity, ``AutoDetect``, flags)
+  has no place in the model. Reading it would need a second input file per conversion
+  (dcx reads one file, and does not follow ``Include`` either) and a format of its own would
+  produce nodes with GPUs and nothing else. So: convert ``slurm.conf``; where its nodes say
+  ``Gres=gpu:4`` without a type and ``gres.conf`` gives ``Type=``, write the type into
+  ``Gres=`` (``Gres=gpu:a100:4``) before converting.
 """
 
 from __future__ import annotations
@@ -146,8 +178,9 @@ if TYPE_CHECKING:
     from dcx.core.model import Document
 
 __all__ = [
-    "CODES", "CONFIG", "FORMAT", "HOLDS", "MAX_GPUS", "MAX_NODES", "NODE_KEYS", "PARTITIONS",
-    "PARTITION_KEYS", "PREFIX", "REQUIRES", "SCHEMA", "SNIFF_BYTES", "STATE_OF", "WORD_FOR",
+    "CODES", "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "FORMAT", "HOLDS", "MAX_GPUS",
+    "MAX_NODES", "NODE_KEYS", "PARTITIONS", "PARTITION_KEYS", "PREFIX", "REQUIRES", "SCHEMA",
+    "SNIFF_BYTES", "STATE_OF", "WORD_FOR",
     "encode_hostlist", "expand_hostlist", "is_node_name", "normal_form", "normal_form_losses",
     "read", "sniff", "write",
 ]
@@ -155,7 +188,8 @@ __all__ = [
 # The reader, the writer and the parsing helpers they use load on first use: the pre-commit
 # hook imports every format's declaration to sniff, and most of its files are not slurm.conf.
 _LAZY = frozenset({
-    "CONFIG", "MAX_GPUS", "MAX_NODES", "NODE_KEYS", "PARTITIONS", "PARTITION_KEYS", "PREFIX",
+    "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "MAX_GPUS", "MAX_NODES", "NODE_KEYS",
+    "PARTITIONS", "PARTITION_KEYS", "PREFIX",
     "STATE_OF", "WORD_FOR", "encode_hostlist", "expand_hostlist", "is_node_name",
 })
 
@@ -184,13 +218,26 @@ _SLURM_KEY = re.compile(
     rb"|SelectType|SchedulerType|ProctrackType)[ \t]*=", re.IGNORECASE | re.MULTILINE)
 
 
+_LINE_KEYS = re.compile(rb"([A-Za-z0-9_.]+)[ \t]*=")
+_GRES_CONF_KEYS = frozenset({b"name", b"autodetect", b"file", b"multiplefiles"})
+
+
+def _is_gres_conf_line(line: bytes) -> bool:
+    """A line of gres.conf, which names NodeName too: it opens with, or its NodeName line
+    holds, a key only gres.conf has."""
+    keys = [key.lower() for key in _LINE_KEYS.findall(line)]
+    return bool(keys) and (keys[0] in _GRES_CONF_KEYS or (
+        keys[0] == b"nodename" and any(key in _GRES_CONF_KEYS for key in keys)))
+
+
 SNIFF_BYTES = 65536
 """Annotated slurm.conf files open with long comment blocks (SchedMD's example has 9 KB)."""
 
 
 def sniff(data: bytes) -> bool:
-    """The first line that is not blank or a comment is ``Key=value``, and the first 64 KB
-    name a key only slurm.conf has."""
+    """The first line that is not blank or a comment is ``Key=value`` and no gres.conf line
+    (the hook leaves a cluster's gres.conf alone), and the first 64 KB name a key only
+    slurm.conf has."""
     head = data[:SNIFF_BYTES].removeprefix(b"\xef\xbb\xbf")
     lines = head.split(b"\n")
     if len(data) > SNIFF_BYTES:
@@ -199,7 +246,8 @@ def sniff(data: bytes) -> bool:
         line = raw.strip()
         if not line or line.startswith(b"#"):
             continue
-        return _FIRST_PAIR.match(line) is not None and _SLURM_KEY.search(head) is not None
+        return _FIRST_PAIR.match(line) is not None and not _is_gres_conf_line(line) \
+            and _SLURM_KEY.search(head) is not None
     return False
 
 
@@ -231,8 +279,8 @@ CODES: tuple[Code, ...] = (
     Code("slurm.syntax", "error",
          "A line is not Key=Value pairs (a value runs to the next blank or is double-quoted)."),
     Code("slurm.unknown-key", "warning",
-         "A NodeName or PartitionName line has a key Slurm does not know (Slurm refuses the "
-         "file); ignored.", conformance=True),
+         "A NodeName, PartitionName or DownNodes line has a key Slurm does not know (Slurm "
+         "refuses the file, or the rest of a DownNodes line); ignored.", conformance=True),
     Code("slurm.repeated-key", "warning",
          "A key is given twice on one line; the last value is used.", conformance=True),
     Code("slurm.default-address", "error",
@@ -265,7 +313,11 @@ CODES: tuple[Code, ...] = (
          "A partition names a node that no NodeName line defines."),
     Code("slurm.duplicate-partition", "error", "A partition is defined twice."),
     Code("slurm.gres-conf", "error",
-         "A gres.conf line (NodeName with Name=): dcx reads slurm.conf, not gres.conf."),
+         "gres.conf lines (Name=, AutoDetect=, File=, or a NodeName line holding one): dcx "
+         "reads slurm.conf, whose Gres= keys give each node's GRES; convert that file."),
+    Code("slurm.down-node", "warning",
+         "A DownNodes line names a node no NodeName line defines; Slurm logs an error and "
+         "skips it.", conformance=True),
     Code("slurm.include", "warning",
          "An Include line names another file, which dcx does not read."),
     *text_codes("slurm", "slurm.conf"),
@@ -281,8 +333,8 @@ FORMAT = FormatDeclaration(
     shared_extensions=frozenset({".conf"}),
     content=frozenset({"text"}),
     schema=SCHEMA,
-    description=("NodeName and PartitionName lines of slurm.conf: hostlists, sockets, cores, "
-                 "memory, GRES, features, states, partitions."),
+    description=("NodeName, PartitionName and DownNodes lines of slurm.conf: hostlists, "
+                 "sockets, cores, memory, GRES, features, states, partitions."),
     own_extras=frozenset({"environment.extras", "machine.extras"}),
     holds=HOLDS,
     requires=REQUIRES,

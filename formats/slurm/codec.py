@@ -66,13 +66,28 @@ PARTITION_KEYS = (
     "Alternate", "CpuBind", "DenyAccounts", "DenyQos", "OverSubscribe", "OverTimeLimit",
     "PreemptMode", "QOS", "SelectTypeParameters", "Shared", "TRESBillingWeights",
 )
+DOWN_KEYS = ("DownNodes", "Reason", "State")
+"""The keys of a DownNodes line (``read_config.c`` knows no others)."""
+DOWN_DEFAULT_REASON = "Set in slurm.conf"
+"""The reason slurmctld gives the nodes of a DownNodes line that names none."""
 _NODE_LOOKUP = {key.lower(): key for key in NODE_KEYS} | {"procs": "CPUs",
                                                            "feature": "Features"}
 _PARTITION_LOOKUP = {key.lower(): key for key in PARTITION_KEYS}
+_DOWN_LOOKUP = {key.lower(): key for key in DOWN_KEYS}
 _NODE_UPPER = frozenset({"State"})
+_GRES_CONF_KEYS = frozenset({"name", "autodetect", "file", "multiplefiles"})
+"""Keys only gres.conf has: a line opening with one, or a NodeName line holding one, is a
+gres.conf line."""
 _PARTITION_UPPER = frozenset({
     "Default", "State", "MaxTime", "DefaultTime", "MaxNodes", "Hidden", "RootOnly", "ReqResv",
     "LLN", "DisableRootJobs", "ExclusiveUser", "ExclusiveTopo", "PowerDownOnIdle"})
+_KINDS = {
+    "node": ("NodeName", _NODE_LOOKUP, _NODE_UPPER),
+    "partition": ("PartitionName", _PARTITION_LOOKUP, _PARTITION_UPPER),
+    "down": ("DownNodes", _DOWN_LOOKUP, _NODE_UPPER),
+}
+"""Per kind of line: its first key, its keys by lower-case spelling, the keys whose words
+are upper-cased. The kind also names the line's record in the schema's ``$defs``."""
 _ADDRESS_KEYS = ("NodeHostname", "NodeAddr", "BcastAddr")
 _CPU_KEYS = frozenset({"CPUs", "Boards", "SocketsPerBoard", "Sockets", "CoresPerSocket",
                        "ThreadsPerCore"})
@@ -81,8 +96,9 @@ _MODELLED_NODE_KEYS = _CPU_KEYS | {"NodeName", "RealMemory", "TmpDisk", "Gres", 
 _EXTRA_NODE_KEYS = tuple(key for key in NODE_KEYS if key not in _MODELLED_NODE_KEYS)
 """Node keys kept verbatim in ``Machine.extras``."""
 _PART_FIELDS = ("cpus", "gpus", "memory", "storage", "features", "resources", "state_label")
-_RESERVED_CONFIG = frozenset({"nodename", "partitionname", "clustername", "grestypes",
-                              "include"})
+_RESERVED_CONFIG = frozenset({"nodename", "partitionname", "downnodes", "clustername",
+                              "grestypes", "include"}) | _GRES_CONF_KEYS
+"""First keys of lines the reader does not keep as written (``CONFIG``)."""
 
 STATE_OF = {
     "UNKNOWN": MachineState.ACTIVE, "DOWN": MachineState.FAILURE,
@@ -310,7 +326,8 @@ class _Line:
     number: int
     column: int
     kind: str
-    """``node``, ``partition`` or ``config``."""
+    """``node``, ``partition``, ``down`` (DownNodes), ``gres`` (a gres.conf line) or
+    ``config``."""
     pairs: list[_Pair]
     values: dict[str, _Pair] = field(default_factory=dict)
     """Canonical key → its pair (node and partition lines)."""
@@ -351,7 +368,8 @@ def _read(data: bytes) -> ReadResult:
     reader = _Reader()
     lines = _parse_lines(text, reader)
     records = {str(line.number): {key: pair.value for key, pair in line.values.items()}
-               for line in lines if line.kind != "config" and line.values}
+               for line in lines if line.kind in _KINDS and line.values}
+    _gres_conf_lines(lines, reader)
     _schema_errors(records, lines, reader)
     cluster_name: str | None = None
     gres_types: set[str] = set()
@@ -389,6 +407,7 @@ def _read(data: bytes) -> ReadResult:
                 names[name] = node.line.values["NodeName"]
     partitions = _partitions([line for line in lines if line.kind == "partition"], reader,
                              set(names), node_sets)
+    down = _down_nodes([line for line in lines if line.kind == "down"], reader, names)
     if reader.stopped:
         reader.diagnostics.append(error(f"more than {MAX_ERRORS} errors; reading stopped",
                                         "slurm.too-many-errors"))
@@ -404,6 +423,10 @@ def _read(data: bytes) -> ReadResult:
             source_map[f"/environment/datacenters/0/rooms/0/racks/0/slots/{len(machines)}"] = (
                 node.line.number, node.line.column)
             values = dict(node.machine.__dict__)
+            if name in down:
+                state, label, own[PREFIX + "Reason"] = down[name]
+                if state is not None:
+                    values["state"], values["state_label"] = state, label
             values["name"], values["extras"] = name, own
             machines.append(build(Machine, values))  # replace() costs 5x more per node
     extras: dict[str, Any] = {}
@@ -447,32 +470,46 @@ def _parse_lines(text: str, reader: _Reader) -> list[_Line]:
             position = match.end()
         if not pairs:
             continue
-        first = pairs[0].key.lower()
-        kind = "node" if first == "nodename" else "partition" if first == "partitionname" \
-            else "config"
         start_line, start_column = logical.place(0)
-        entry = _Line(start_line, start_column, kind, pairs)
-        if kind != "config":
+        entry = _Line(start_line, start_column, _kind(pairs), pairs)
+        if entry.kind in _KINDS:
             _canonical_values(entry, reader)
         lines.append(entry)
     return lines
 
 
-def _canonical_values(line: _Line, reader: _Reader) -> None:
-    gres_name = next((pair for pair in line.pairs if pair.key.lower() == "name"), None)
-    if line.kind == "node" and gres_name is not None:
-        reader.at(gres_name, "NodeName with Name= is a gres.conf line; dcx reads slurm.conf "
-                  "(a node's GRES are its Gres= key there)", "slurm.gres-conf",
-                  offset=gres_name.key_column - gres_name.column)
-        reader.broken_lines.add(line.number)
+def _kind(pairs: list[_Pair]) -> str:
+    first = pairs[0].key.lower()
+    if first in _GRES_CONF_KEYS or (first == "nodename" and any(
+            pair.key.lower() in _GRES_CONF_KEYS for pair in pairs)):
+        return "gres"
+    return next((kind for kind, (key, _, _) in _KINDS.items() if key.lower() == first),
+                "config")
+
+
+def _gres_conf_lines(lines: list[_Line], reader: _Reader) -> None:
+    """One error for the gres.conf lines of the file, at the first: the file is refused."""
+    found = [line for line in lines if line.kind == "gres"]
+    if not found:
         return
-    lookup = _NODE_LOOKUP if line.kind == "node" else _PARTITION_LOOKUP
-    upper = _NODE_UPPER if line.kind == "node" else _PARTITION_UPPER
-    what = "NodeName" if line.kind == "node" else "PartitionName"
+    pair = next(pair for pair in found[0].pairs if pair.key.lower() in _GRES_CONF_KEYS)
+    others = len(found) - 1
+    more = f" (and {others} more gres.conf line{'s' * (others > 1)})" if others else ""
+    reader.at(pair, f"{pair.key}= makes this a gres.conf line{more}; dcx reads slurm.conf, "
+              "not gres.conf: convert slurm.conf, whose NodeName lines give each node's GPUs "
+              "and other GRES with Gres= (Gres=gpu:a100:4); gres.conf's device files, core "
+              "binding and links have no place in dcx's model", "slurm.gres-conf",
+              offset=pair.key_column - pair.column)
+
+
+def _canonical_values(line: _Line, reader: _Reader) -> None:
+    what, lookup, upper = _KINDS[line.kind]
     for pair in line.pairs:
         key = lookup.get(pair.key.lower())
         if key is None:
-            reader.at(pair, f"unknown {what} key {pair.key!r} (Slurm refuses the file); "
+            slurm_does = "ignores the rest of the line" if line.kind == "down" \
+                else "refuses the file"
+            reader.at(pair, f"unknown {what} key {pair.key!r} (Slurm {slurm_does}); "
                       "ignored", "slurm.unknown-key", warn=True,
                       offset=pair.key_column - pair.column)
             continue
@@ -513,8 +550,7 @@ def _schema_errors(records: dict[str, dict[str, str]], lines: list[_Line],
         if pair is None:
             reader.report(replace(diagnostic, line=line.number, column=line.column))
             continue
-        kind = "node" if line.kind == "node" else "partition"
-        rule = definitions[kind]["properties"].get(key, {})
+        rule = definitions[line.kind]["properties"].get(key, {})
         reference = rule.get("$ref", "").rsplit("/", 1)[-1]
         expected = rule.get("description") or definitions.get(reference, {}).get("description")
         if reference and definitions.get(reference, {}).get("description") and \
@@ -534,8 +570,6 @@ def _nodes(lines: list[_Line], reader: _Reader, gres_types: set[str]) -> list[_N
     nodes: list[_Node] = []
     total = 0
     for line in lines:
-        if "NodeName" not in line.values:
-            continue  # a gres.conf line, reported
         name = line.values["NodeName"]
         if name.value.upper() == "DEFAULT":
             for key in _ADDRESS_KEYS:
@@ -733,6 +767,44 @@ def _gres(pair: _Pair | None, reader: _Reader, gres_types: set[str]) -> tuple[
             resources.append(NamedResource(name=name, amount=float(count), type=kind))
         offset += len(item) + 1
     return tuple(gpus), tuple(resources)
+
+
+# -- down nodes ------------------------------------------------------------------------
+
+
+def _down_nodes(lines: list[_Line], reader: _Reader, nodes: dict[str, _Pair]) -> dict[
+        str, tuple[MachineState | None, str | None, str]]:
+    """Node name → the state, state label and reason its DownNodes lines give it, applied in
+    file order over the NodeName line's as slurmctld's ``_handle_downnodes_line`` does: State
+    defaults to DOWN, UNKNOWN leaves the state as it was (``None`` here: the caller's), and
+    a line without Reason gives Slurm's own. Undefined nodes are skipped, as in Slurm."""
+    down: dict[str, tuple[MachineState | None, str | None, str]] = {}
+    for line in lines:
+        if line.number in reader.broken_lines:
+            continue
+        pair = line.values["DownNodes"]
+        hosts = _hosts(pair, reader)
+        if hosts is None:
+            continue
+        word = line.values["State"].value if "State" in line.values else "DOWN"
+        state = None if word == "UNKNOWN" else STATE_OF[word]
+        label = None if state is None or word == WORD_FOR[state] else word
+        reason = line.values["Reason"].value if "Reason" in line.values \
+            else DOWN_DEFAULT_REASON
+        undefined = [host for host in hosts if host not in nodes]
+        if undefined:
+            reader.at(pair, f"DownNodes names {len(undefined)} node(s) no NodeName line "
+                      f"defines ({', '.join(repr(host) for host in undefined[:3])}"
+                      f"{', ...' if len(undefined) > 3 else ''}); Slurm logs an error and "
+                      "skips them", "slurm.down-node", warn=True)
+        for host in hosts:
+            if host in nodes:
+                before = down.get(host)
+                if state is None and before is not None:
+                    down[host] = (before[0], before[1], reason)
+                else:
+                    down[host] = (state, label, reason)
+    return down
 
 
 # -- partitions ------------------------------------------------------------------------
