@@ -68,6 +68,10 @@ class FormatDeclaration:
     shared_extensions: frozenset[str] = frozenset()
     """Those of its ``extensions`` that many other tools' files use too (``.conf``): in hook
     mode, text there that no format recognises is someone else's file and skipped."""
+    members: tuple[str, ...] = ()
+    """The files of a format stored as a folder (``("tasks.parquet", "fragments.parquet")``).
+    Its bytes, what ``read`` takes and ``write`` returns, are then a tar archive of these
+    files (``dcx.core.members``); the CLI reads and writes the folder itself."""
 
     @property
     def writable(self) -> bool:
