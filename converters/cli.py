@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         "output reads back accepted; a device, FIFO or socket is written directly. A "
         "conversion that cannot give an accepted output (the formats share no part, the "
         "target keeps none of the machines or jobs, the writer refuses) exits 1 with one "
-        "line saying why and writes nothing.")
+        "line saying why and writes nothing. " + _folder_help())
     convert.add_argument("input", metavar="INPUT")
     convert.add_argument("output", metavar="OUTPUT")
     _format_option(convert, "--from", dest="source", help="input format")
@@ -168,6 +168,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     experiment_cli.add_parser(commands)
     return parser
+
+
+def _folder_help() -> str:
+    """What --help says about formats stored as a folder (from their declarations)."""
+    folders = [spec for spec in FORMATS if spec.members]
+    if not folders:
+        return ""
+    names = ", ".join(f"{spec.name} ({' and '.join(spec.members)})" for spec in folders)
+    return (f"Formats stored as a folder ({names}): an INPUT folder holding their files is "
+            "read as that format; OUTPUT is written as a folder, its files first in a "
+            "temporary folder beside it that is then renamed into place, and an existing "
+            "OUTPUT folder is replaced only when it holds nothing but those files; an "
+            "OUTPUT of '-' gets them as a tar archive.")
 
 
 def _output_option(parser: argparse.ArgumentParser) -> None:
@@ -250,7 +263,7 @@ def read_input(path: str) -> tuple[bytes, Diagnostic | None]:
             data = _read_up_to(sys.stdin.buffer, limit + 1)
         else:
             if os.path.isdir(path):
-                raise UsageError(f"{path}: is a directory")
+                return _folder_bytes(path)
             size = os.stat(path).st_size
             if size > limit:
                 return b"", _too_large(size, path)
@@ -268,6 +281,20 @@ def read_input(path: str) -> tuple[bytes, Diagnostic | None]:
         raise UsageError(f"{path}: permission denied") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory") from None
+
+
+def _folder_bytes(path: str) -> tuple[bytes, Diagnostic | None]:
+    """A folder of a format stored as one (``tasks.parquet`` and ``fragments.parquet``) as
+    that format's bytes; any other folder is a usage error."""
+    from dcx.converters.folders import FolderError, folder_format, read_folder
+
+    spec = folder_format(path)
+    if spec is None:
+        raise UsageError(f"{path}: is a directory")
+    try:
+        return read_folder(path, spec), None
+    except FolderError as exc:
+        return b"", error(str(exc), "input.too-large").at(label(path))
 
 
 def _size(path: str) -> int:
@@ -423,7 +450,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     long_run = len(args.files) > 1 or _size(args.files[0]) >= LARGE_INPUT_BYTES
     with Progress(len(args.files), "validating", enabled=long_run and text
                   and not _quiet(args)) as progress:
-        for path in args.files:
+        for path in _validation_inputs(args.files, args.format):
             name = label(path)
             progress.describe(name)
             data, oversized = read_input(path)
@@ -474,6 +501,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_INVALID if failed else EXIT_OK
 
 
+def _validation_inputs(paths: Sequence[str], format_name: str | None) -> list[str]:
+    """``paths`` with each member of a format stored as a folder (``w/tasks.parquet``,
+    which pre-commit passes) replaced by its folder, once: the folder is what is valid."""
+    from dcx.converters.folders import member_of
+
+    inputs: dict[str, None] = {}
+    for path in paths:
+        spec = member_of(path) if path != "-" else None
+        if spec is not None and format_name in (None, spec.name):
+            path = os.path.dirname(path) or "."
+        inputs.setdefault(path, None)
+    return list(inputs)
+
+
 def _checked_line(name: str, spec: FormatDeclaration, document: Any,
                   diagnostics: Sequence[Diagnostic]) -> str:
     """``x.json: valid environment (4 machines); checked against environment.schema.json and
@@ -492,6 +533,10 @@ def _target_for(args: argparse.Namespace,
         raise UsageError("standard output has no extension to tell the format by; "
                          "say --to FORMAT")
     candidates = claims(args.output)
+    if not candidates:
+        from dcx.converters.folders import folder_format
+
+        candidates = [spec] if (spec := folder_format(args.output)) is not None else []
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
@@ -512,6 +557,7 @@ def _target_for(args: argparse.Namespace,
 def cmd_convert(args: argparse.Namespace) -> int:
     from dcx.converters.atomic import write_output
     from dcx.converters.convert import convert
+    from dcx.converters.folders import FolderError, write_folder
     from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect
 
@@ -541,9 +587,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
                                read_diagnostics + conversion)]
         if result.ok:
             try:
-                write_output(args.output, result.data)
+                if target.members and args.output != "-":
+                    write_folder(args.output, result.data, target)
+                else:
+                    write_output(args.output, result.data)
             except BrokenPipeError:
                 raise
+            except FolderError as exc:  # not a folder dcx may replace
+                raise UsageError(str(exc)) from None
             except OSError as exc:
                 raise UsageError(f"{args.output}: cannot write: {exc.strerror}") from None
             entries[0]["losses"] = [{"field": loss.field, "count": loss.count,

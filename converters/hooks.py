@@ -5,6 +5,7 @@ format and one per family. ``python -m dcx.converters.hooks`` prints it; the com
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 
 from dcx.converters.registry import FAMILIES, FORMATS
@@ -24,7 +25,10 @@ HEADER = """\
 
 def files_pattern(formats: Sequence[FormatDeclaration]) -> str:
     """``\\.(json|xml)$`` for the formats' extensions, in a stable order."""
-    extensions = sorted({ext.lstrip(".") for spec in formats for ext in spec.extensions},
+    # a format stored as a folder is validated when one of its files is committed
+    extensions = sorted({ext.lstrip(".") for spec in formats
+                         for ext in (*spec.extensions, *(os.path.splitext(name)[1]
+                                                         for name in spec.members))},
                         key=lambda ext: (ext.lower(), ext))
     alternatives = extensions[0] if len(extensions) == 1 else f"({'|'.join(extensions)})"
     return rf"\.{alternatives}$"

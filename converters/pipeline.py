@@ -6,7 +6,8 @@ Each input (files under the given folders, recursively, plus files given directl
 once in the format its content shows; the document is written in every installed, writable
 format that holds a part of it (its topology, its workload); every output is read back by the
 target's reader, which validates it against our schema. Outputs go to
-``<out>/<input>/<format><ext>``; ``<out>/report.md`` and ``<out>/report.json`` hold the
+``<out>/<input>/<format><ext>`` (a folder ``<out>/<input>/<format>`` for a format stored as
+one); ``<out>/report.md`` and ``<out>/report.json`` hold the
 input × target matrix (ok, lossy with the lost fields, impossible) and the validation verdict
 of every file. Exit status: 0 when every output is valid, 1 when any is not (or a writer
 failed), 2 for usage errors. Inputs that are no dcx format are listed and skipped; inputs that
@@ -26,6 +27,7 @@ from typing import Any, Literal, TextIO
 
 from dcx.converters.atomic import write_atomic
 from dcx.converters.convert import convert_document
+from dcx.converters.folders import FolderError, folder_format, member_of, read_folder, write_folder
 from dcx.converters.progress import Progress
 from dcx.converters.registry import FORMATS, detect
 from dcx.core.codes import Code
@@ -103,15 +105,22 @@ def collect_inputs(paths: Sequence[str]) -> list[tuple[str, str]]:
 
     A file inside a folder argument is named by its path below that folder with ``/`` turned
     into ``__`` (``sss__cluster.xml``); a file argument by its base name. Clashes get ``~2``…
+    The files of a format stored as a folder (``w/tasks.parquet``) are one input, the folder.
     """
     found: list[tuple[str, str]] = []
     for given in paths:
         root = Path(given)
-        if root.is_dir():
+        if root.is_dir() and folder_format(str(root)) is not None:
+            found.append((str(root), root.name))
+        elif root.is_dir():
             for file in sorted(p for p in root.rglob("*") if p.is_file()):
                 relative = file.relative_to(root)
                 if any(part.startswith(".") for part in relative.parts):
                     continue  # editor swap files, .gitignore
+                if member_of(str(file)) is not None:
+                    file, relative = file.parent, relative.parent
+                    if (str(file), "__".join(relative.parts)) in found:
+                        continue
                 found.append((str(file), "__".join(relative.parts)))
         elif root.is_file():
             found.append((str(root), root.name))
@@ -168,8 +177,12 @@ def convert_cell(document: Document, source: FormatDeclaration, target: FormatDe
         return Cell(target.name, "failed" if conversion.internal_error else "refused",
                     conversion.losses, reason=refusal.message,
                     diagnostics=tuple(d for d in conversion.diagnostics if d.is_error))
-    output = folder / f"{target.name}{target.extensions[0]}"
-    write_atomic(output, conversion.data)
+    if target.members:
+        output = folder / target.name
+        write_folder(str(output), conversion.data, target)
+    else:
+        output = folder / f"{target.name}{target.extensions[0]}"
+        write_atomic(output, conversion.data)
     return Cell(target.name, "lossy" if conversion.losses else "ok", conversion.losses,
                 str(output), tuple(d.at(str(output)) for d in conversion.output_diagnostics))
 
@@ -179,6 +192,12 @@ def _internal(message: str) -> Diagnostic:
 
 
 def _read_bytes(path: str) -> bytes | None:
+    if os.path.isdir(path):
+        spec = folder_format(path)
+        try:
+            return read_folder(path, spec) if spec is not None else None
+        except FolderError:
+            return None
     if os.path.getsize(path) > LIMITS.max_input_bytes:
         return None
     with open(path, "rb") as stream:

@@ -215,7 +215,12 @@ def test_conversion_output_tab_holds_the_converters_output(
     from dcx.converters.convert import convert
 
     page_path, input_path, target = _complete_example(site_dir)
-    expected = convert((REPO / input_path).read_bytes(), target, input_path)
+    from dcx.converters.folders import folder_format, read_folder
+
+    source = REPO / input_path  # a file, or a folder of a format stored as one
+    spec = folder_format(str(source))
+    data = read_folder(str(source), spec) if spec is not None else source.read_bytes()
+    expected = convert(data, target, input_path)
     assert expected.data, f"{input_path} → {target} produced nothing in the test"
 
     page, watch = watched_page

@@ -11,15 +11,18 @@ import pytest
 
 from dcx.converters.cli import main
 from dcx.converters.convert import convert
+from dcx.converters.folders import folder_format, member_of, read_folder
 from dcx.converters.losses import loss_matrix
 from dcx.converters.registry import FORMATS, detect
 from dcx.core.restrict import prefixed_extras_paths
 
 REPO = Path(__file__).resolve().parent.parent
 # examples/experiments/ holds experiment files (dcx experiment), not files of a format
-EXAMPLES = sorted(path for path in (REPO / "examples").rglob("*")
-                  if path.is_file() and not path.name.startswith(".")
-                  and "experiments" not in path.relative_to(REPO / "examples").parts[:1])
+# the files of a format stored as a folder (OpenDC's tasks.parquet) are one example, the folder
+EXAMPLES = sorted({path.parent if member_of(str(path)) else path
+                   for path in (REPO / "examples").rglob("*")
+                   if path.is_file() and not path.name.startswith(".")
+                   and "experiments" not in path.relative_to(REPO / "examples").parts[:1]})
 TARGETS = [spec for spec in FORMATS if spec.writable]
 MATRIX = {(cell.source, cell.target): cell for cell in loss_matrix()}
 
@@ -28,20 +31,32 @@ def _name(path: Path) -> str:
     return path.relative_to(REPO / "examples").as_posix()
 
 
+def _bytes(path: Path) -> bytes:
+    """A file's bytes, or a format folder's (its files as the format's tar archive)."""
+    spec = folder_format(str(path))
+    return read_folder(str(path), spec) if spec is not None else path.read_bytes()
+
+
 @pytest.mark.parametrize("target", TARGETS, ids=lambda spec: spec.name)
 @pytest.mark.parametrize("example", EXAMPLES, ids=_name)
 def test_an_exit_0_conversion_writes_what_validate_strict_accepts(
         example: Path, target: object, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     name = target.name  # type: ignore[attr-defined]
-    output = tmp_path / f"out{target.extensions[0]}"  # type: ignore[attr-defined]
+    members = target.members  # type: ignore[attr-defined]
+    suffix = "" if members else target.extensions[0]  # type: ignore[attr-defined]
+    output = tmp_path / f"out{suffix}"
     code = main(["convert", str(example), str(output), "--to", name])
     printed = capsys.readouterr()
     assert code in (0, 1), f"exit {code}: {printed.out}{printed.err}"
     if code == 1:
         assert not output.exists(), "a refused conversion wrote a file"
         return
-    assert output.stat().st_size > 0
+    if members:  # a folder of the format's files, each non-empty
+        assert sorted(p.name for p in output.iterdir()) == sorted(members)
+        assert all((output / name).stat().st_size > 0 for name in members)
+    else:
+        assert output.stat().st_size > 0
     verdict = main(["validate", "--strict", "--format", name, str(output)])
     shown = capsys.readouterr()
     assert verdict == 0, shown.out + shown.err
@@ -49,7 +64,7 @@ def test_an_exit_0_conversion_writes_what_validate_strict_accepts(
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=_name)
 def test_the_matrix_names_every_loss_a_conversion_reports(example: Path) -> None:
-    data = example.read_bytes()
+    data = _bytes(example)
     source = detect(data, str(example))
     assert source is not None
     for target in TARGETS:
@@ -73,8 +88,9 @@ CORPUS = Path(os.environ.get("DCX_CORPUS", REPO.parent / "shared" / "corpus"))
 
 
 def _readable_files() -> list[Path]:
-    corpus = sorted(path for path in CORPUS.rglob("*")
-                    if path.is_file() and path.stat().st_size < 4_000_000) \
+    corpus = sorted({path.parent if member_of(str(path)) else path
+                     for path in CORPUS.rglob("*")
+                     if path.is_file() and path.stat().st_size < 4_000_000}) \
         if CORPUS.is_dir() else []
     return EXAMPLES + corpus
 
@@ -83,7 +99,7 @@ def test_formats_keep_data_of_their_own_only_where_they_declare_it() -> None:
     """``own_extras`` is what the matrix assumes a source file can carry for its format
     alone; a reader that puts ``name:`` keys elsewhere would make the matrix understate."""
     for path in _readable_files():
-        data = path.read_bytes()
+        data = _bytes(path)
         spec = detect(data, str(path))
         if spec is None:
             continue

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dcx.converters.convert import Conversion, convert
+from dcx.converters.folders import folder_format, member_of, read_folder
 from dcx.converters.registry import BY_NAME, FORMATS, detect
 from dcx.core.declaration import FormatDeclaration
 from dcxdocs.markdown import admonition, cell, code, fenced, indent, table, tabs
@@ -49,6 +50,9 @@ def _binary(spec: FormatDeclaration) -> bool:
 
 def binary_note(data: bytes, spec: FormatDeclaration) -> str:
     """What a page shows instead of a binary file's bytes (tests look for it)."""
+    if spec.members:
+        return (f"(a {spec.title} folder, {' and '.join(spec.members)}: {len(data):,} bytes "
+                "as a tar archive, binary, not shown)")
     return f"(a {spec.title} file of {len(data):,} bytes: binary, not shown)"
 
 
@@ -69,8 +73,16 @@ def example_files(repo_root: Path) -> list[Path]:
     folder = repo_root / "examples"
     if not folder.is_dir():
         return []
-    return sorted(path for path in folder.rglob("*")
-                  if path.is_file() and not path.name.startswith((".", "README")))
+    # the files of a format stored as a folder (OpenDC's tasks.parquet) are one example
+    return sorted({path.parent if member_of(str(path)) else path
+                   for path in folder.rglob("*")
+                   if path.is_file() and not path.name.startswith((".", "README"))})
+
+
+def example_bytes(path: Path) -> bytes:
+    """An example file's bytes, or a format folder's (its files as the format's tar)."""
+    spec = folder_format(str(path))
+    return read_folder(str(path), spec) if spec is not None else path.read_bytes()
 
 
 def run_examples(repo_root: Path,
@@ -79,7 +91,7 @@ def run_examples(repo_root: Path,
     part; refused conversions are shown with the converter's one-line reason."""
     results = []
     for path in example_files(repo_root):
-        data = path.read_bytes()
+        data = example_bytes(path)
         relative = path.relative_to(repo_root).as_posix()
         source = detect(data, relative)
         if source is None:
@@ -159,7 +171,8 @@ def conversion_pages(examples: list[ExampleConversion]) -> dict[str, str]:
                 current = example.input_path
                 parts.append(f"## `{current}`\n")
             parts.append(f"### {example.source} → {example.target}\n")
-            output_name = f"out{BY_NAME[example.target].extensions[0]}"
+            target = BY_NAME[example.target]
+            output_name = "out" if target.members else f"out{target.extensions[0]}"
             parts.append(f"```sh\ndcx convert {example.input_path} {output_name} "
                          f"--to {example.target}\n```\n")
             parts.append(render_example(example))

@@ -143,11 +143,18 @@ def _facts(spec: FormatDeclaration, schemas: list[str]) -> str:
         ("Name (`--from`/`--to`)", code(spec.name)),
         ("Family (`--family`)", code(spec.family)),
         ("Kind", spec.kind),
-        ("Extensions", ", ".join(code(ext) for ext in spec.extensions)),
+        ("Extensions", _extensions(spec)),
         ("Schema", ", ".join(code(name) for name in schemas) or "none yet"),
         ("Status", status),
     ]
     return table(("", ""), rows)
+
+
+def _extensions(spec: FormatDeclaration) -> str:
+    """Its extensions, or for a format stored as a folder the files the folder holds."""
+    if spec.members:
+        return "a folder of " + " and ".join(code(name) for name in spec.members)
+    return ", ".join(code(ext) for ext in spec.extensions)
 
 
 def _holds_section(spec: FormatDeclaration) -> str:
@@ -239,7 +246,7 @@ def spec_page(spec: FormatDeclaration) -> str:
 
 def overview_page(formats: tuple[FormatDeclaration, ...] = FORMATS) -> str:
     rows = [(code(spec.name), f"[{cell(spec.title)}]({spec.name}.md)", spec.kind,
-             ", ".join(code(e) for e in spec.extensions),
+             _extensions(spec),
              "reads, writes" if spec.writable else "reads") for spec in formats]
     return ("# Formats\n\nEvery format dcx reads and writes. Each format module declares "
             "itself once (`FORMAT`, a `dcx.core.declaration.FormatDeclaration`); this page, "
