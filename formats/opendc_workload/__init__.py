@@ -1,0 +1,166 @@
+"""OpenDC workload trace: a folder holding ``tasks.parquet`` (one row per task) and
+``fragments.parquet`` (each task's CPU demand over time), the input OpenDC's
+ComputeWorkloadLoader reads (atlarge-research/opendc, opendc-trace-api, workload format).
+
+dcx reads and writes the folder (``dcx convert in.swf out-dir --to opendc-workload``); through
+a pipe, the folder travels as a tar archive of its two files. The column types below are
+``schemas/opendc-workload.schema.json``, which every member's schema is checked against after
+OpenDC's aliases are resolved.
+
+tasks.parquet
+-------------
+
+=================== ================================ ======== =====================================
+column              Parquet type                     required model (unit)
+=================== ================================ ======== =====================================
+``id``              INT32                            yes      ``task.id`` (unique)
+``name``            STRING                                    ``opendc-workload:name`` extra
+``submission_time`` INT64 TIMESTAMP(MILLIS, UTC)     yes      ``task.submit_time_s`` (epoch ms)
+``duration``        INT64                            yes      ``task.runtime_s`` (ms)
+``cpu_count``       INT32                            yes      ``task.request.cores``
+``cpu_capacity``    DOUBLE                           yes      ``opendc-workload:cpu_capacity`` (MHz)
+``mem_capacity``    INT64 (DOUBLE read)              yes      ``task.request.memory_mb`` × 1000
+``gpu_count``       INT32                                     ``task.request.gpus``
+``gpu_capacity``    DOUBLE                                    ``opendc-workload:gpu_capacity``
+``parents``         LIST<INT32>                               ``task.dependencies``
+``children``        LIST<INT32>                               the inverse of ``parents``
+``deferrable``      BOOLEAN                                   ``opendc-workload:deferrable``
+``deadline``        INT64 (ms, −1: none)                      ``task.deadline_s``
+=================== ================================ ======== =====================================
+
+OpenDC's aliases are read as the column they stand for: ``submissionTime``, ``maxCores``
+(``cpu_count``), ``requiredMemory`` (``mem_capacity``), ``gpuMaxCores`` (``gpu_count``). Its
+other optional columns (``nature``, ``num_fragments``, ``host``) are accepted and not kept;
+any other column is an error, as it is in OpenDC.
+
+fragments.parquet: ``id`` (INT32, the task), ``duration`` (INT64 ms), ``cpu_usage`` (DOUBLE
+MHz; alias ``cpuUsage``), ``gpu_usage`` (DOUBLE, optional). The rows of one id, in file order,
+are the task's demand over time.
+
+Model mapping
+-------------
+
+Each task is its own job (OpenDC has no jobs). ``submission_time`` is absolute (epoch ms,
+UTC): dcx keeps the workload's time origin (ISO 8601) in the tasks file's key-value metadata
+under ``dcx:time_origin``, so its own files read back on the same axis; a file without it
+(one OpenDC's tools wrote) takes its earliest submission as the time origin and submit time
+0. A task's runtime is its ``duration``; its CPU usage profile, when it is more than one
+fragment of the task's duration at the task's capacity, is kept as the
+``opendc-workload:fragments`` extra (a list of ``[duration_ms, cpu_usage]`` or
+``[duration_ms, cpu_usage, gpu_usage]``), which other formats cannot hold (a derived
+``task.extras`` loss). ``mem_capacity`` is in OpenDC's unit: the loader divides it by 1000
+and compares it with MiB, so dcx writes memory (MB = 2**20 bytes) × 1000; 0 is "no memory
+asked for".
+
+What dcx writes: ``normal_form(document)``: ids that are not unique 32-bit integers are
+renumbered 1..n in workload order (dependencies follow, a ``task.id`` loss); times are
+rounded to the millisecond, an unknown or negative runtime is 0, a time origin that is not
+ISO 8601 to the millisecond is dropped; cores are whole (rounded up) and fit INT32, memory is
+rounded to 1/1000 MB; ``opendc-workload:`` extras that OpenDC's columns cannot carry are
+dropped. Every task gets at least one fragment (its runtime at its capacity), since OpenDC
+silently drops a task without one, and ``cpu_capacity`` is 1000 MHz per core when the model
+does not say. Required columns are written non-nullable with exactly the types above.
+
+Checks: both members are present and are Parquet files (``opendc-workload.missing-member``,
+``opendc-workload.unreadable``), their columns have the types above with the required ones
+present (``schema.*`` at ``/<member>/columns/<column>``), no null in a required column and no
+negative duration, count, capacity or memory (at ``/<member>/rows/<row>/<column>``), task ids
+are unique and dependencies name tasks in the file without a cycle; a task without fragments
+and fragments of no task are reported (OpenDC drops the first and ignores the second).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.parsing.trace_codes import dependency_codes
+
+if TYPE_CHECKING:
+    from dcx.core.diagnostics import ReadResult, WriteResult
+    from dcx.core.model import Document
+
+SCHEMA = "opendc-workload.schema.json"
+TASKS = "tasks.parquet"
+FRAGMENTS = "fragments.parquet"
+MEMBERS = (TASKS, FRAGMENTS)
+OWN = "opendc-workload:"
+"""The prefix of the extras this format keeps of its own."""
+
+HOLDS = frozenset({
+    "workload.time_origin", "task.id", "task.submit_time_s", "task.runtime_s",
+    "task.request.cores", "task.request.memory_mb", "task.request.gpus", "task.dependencies",
+    "task.dependencies.multiple", "task.deadline_s",
+})
+
+
+def sniff(data: bytes) -> bool:
+    from dcx.core.members import sniff as sniff_members
+
+    return sniff_members(data, MEMBERS)
+
+
+def read(data: bytes) -> ReadResult:
+    from dcx.formats.opendc_workload import codec
+    return codec.read(data)
+
+
+def write(document: Document) -> WriteResult:
+    from dcx.formats.opendc_workload import codec
+    return codec.write(document)
+
+
+def normal_form(document: Document) -> Document:
+    from dcx.formats.opendc_workload import codec
+    return codec.normal_form(document)
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    from dcx.formats.opendc_workload import codec
+    return codec.normal_form_losses(document)
+
+
+CODES = (
+    Code("opendc-workload.archive", "error",
+         "The bytes are not a tar archive of the workload folder's files."),
+    Code("opendc-workload.missing-member", "error",
+         "The folder lacks tasks.parquet or fragments.parquet."),
+    Code("opendc-workload.unreadable", "error", "A member is not a Parquet file dcx can read."),
+    Code("opendc-workload.duplicate-column", "error",
+         "A column given twice, by its name and by an alias."),
+    Code("opendc-workload.null", "error", "A required column has a null."),
+    Code("opendc-workload.negative", "error",
+         "A negative duration, count, capacity or memory."),
+    Code("opendc-workload.no-fragments", "warning",
+         "Tasks without a row in fragments.parquet: OpenDC silently drops them.",
+         conformance=True),
+    Code("opendc-workload.unknown-fragment", "warning",
+         "Fragments whose id is no task in tasks.parquet: OpenDC ignores them.",
+         conformance=True),
+    Code("opendc-workload.unwritable", "error",
+         "Internal error: the normal form has a value no OpenDC column holds."),
+    *dependency_codes("opendc-workload"),
+)
+
+
+FORMAT = FormatDeclaration(
+    name="opendc-workload",
+    title="OpenDC workload (tasks.parquet, fragments.parquet)",
+    family="trace",
+    kind="workload",
+    extensions=(),
+    content=frozenset({"binary"}),
+    schema=SCHEMA,
+    description="OpenDC's Parquet workload trace: a folder with tasks.parquet and "
+                "fragments.parquet.",
+    holds=HOLDS,
+    sniff=sniff,
+    read=read,
+    write=write,
+    normal_form=normal_form,
+    normal_form_losses=normal_form_losses,
+    own_extras=frozenset({"task.extras"}),
+    codes=CODES,
+    members=MEMBERS,
+)

@@ -1,0 +1,825 @@
+"""OpenDC workload's reader, normal form and writer: the format's reference text, sniffer and
+declaration are the package's (``dcx.formats.opendc_workload``), which imports this module on
+first use. pyarrow and numpy are imported inside the functions."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from dcx.core.columns import (
+    ExtraColumn,
+    JobRows,
+    Strings,
+    WorkloadColumns,
+    all_distinct,
+    all_found,
+    columns_of,
+    strings_from_arrow,
+)
+from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, warning
+from dcx.core.ids import job_holding
+from dcx.core.limits import LIMITS
+from dcx.core.model import Document, Id, Job, Task, Workload
+from dcx.formats.opendc_workload import FRAGMENTS, MEMBERS, OWN, SCHEMA, TASKS
+
+TIME_ORIGIN_KEY = b"dcx:time_origin"
+"""Key-value metadata of tasks.parquet: the workload's time origin (empty: none)."""
+MHZ_PER_CORE = 1000.0
+"""``cpu_capacity`` per core when the model does not say (no extra)."""
+MEMORY_FACTOR = 1000
+"""``mem_capacity`` = MB × 1000: OpenDC divides it by 1000 and compares it with MiB."""
+
+NAME, CPU_CAPACITY, GPU_CAPACITY = OWN + "name", OWN + "cpu_capacity", OWN + "gpu_capacity"
+DEFERRABLE, PROFILE = OWN + "deferrable", OWN + "fragments"
+OWN_KEYS = (NAME, CPU_CAPACITY, GPU_CAPACITY, DEFERRABLE, PROFILE)
+
+ALIASES = {
+    TASKS: {"submissionTime": "submission_time", "maxCores": "cpu_count",
+            "requiredMemory": "mem_capacity", "gpuMaxCores": "gpu_count"},
+    FRAGMENTS: {"cpuUsage": "cpu_usage"},
+}
+REQUIRED = {
+    TASKS: ("id", "submission_time", "duration", "cpu_count", "cpu_capacity", "mem_capacity"),
+    FRAGMENTS: ("id", "duration", "cpu_usage"),
+}
+NOT_NEGATIVE = {
+    TASKS: ("duration", "cpu_count", "cpu_capacity", "mem_capacity", "gpu_count",
+            "gpu_capacity"),
+    FRAGMENTS: ("duration", "cpu_usage", "gpu_usage"),
+}
+_INT32 = 2 ** 31
+_EXACT = 2 ** 53
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+# --------------------------------------------------------------------------- time origin
+
+
+def origin_ms(text: str | None) -> int | None:
+    """Epoch milliseconds of an ISO 8601 instant (UTC when it names no zone); ``None`` when
+    the text is not one or is finer than a millisecond. No origin is epoch 0."""
+    if text is None:
+        return 0
+    try:
+        instant = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=UTC)
+    try:
+        delta = instant - _EPOCH
+    except OverflowError:
+        return None
+    if delta % _MILLISECOND:
+        return None
+    return delta // _MILLISECOND
+
+
+def iso_ms(milliseconds: int) -> str:
+    """``2024-03-01T12:00:00Z`` (with ``.mmm`` when there are milliseconds)."""
+    instant = _EPOCH + timedelta(milliseconds=milliseconds)
+    text = instant.strftime("%Y-%m-%dT%H:%M:%S")
+    if milliseconds % 1000:
+        text += f".{milliseconds % 1000:03d}"
+    return text + "Z"
+
+
+# --------------------------------------------------------------------------- read
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str
+    table: Any
+    columns: dict[str, str]
+    """Canonical column name → the file's own name (an alias where it used one)."""
+
+    def has(self, column: str) -> bool:
+        return column in self.columns
+
+    def column(self, column: str) -> Any:
+        return self.table.column(self.columns[column])
+
+
+def read(data: bytes) -> ReadResult:
+    from dcx.core.members import unpack
+
+    if len(data) > LIMITS.max_input_bytes:
+        return ReadResult(None, (error(f"input is {len(data):,} bytes; the limit is "
+                                       f"{LIMITS.max_input_bytes:,}", "input.too-large"),))
+    members, why = unpack(data, MEMBERS)
+    if members is None:
+        return ReadResult(None, (error(why, "opendc-workload.archive"),))
+    missing = [name for name in MEMBERS if name not in members]
+    if missing:
+        return ReadResult(None, tuple(
+            error(f"the workload folder has no {name}", "opendc-workload.missing-member",
+                  pointer=f"/{name}") for name in missing))
+    tables: dict[str, _Member] = {}
+    problems: list[Diagnostic] = []
+    for name in MEMBERS:
+        member, found = _member(name, members[name])
+        problems += found
+        if member is not None:
+            tables[name] = member
+    if problems:
+        return ReadResult(None, tuple(problems))
+    problems = _schema_problems(tables)
+    if problems:
+        return ReadResult(None, tuple(problems))
+    for member in tables.values():
+        problems += _value_problems(member)
+    if problems:
+        return ReadResult(None, tuple(problems))
+    return _workload(tables[TASKS], tables[FRAGMENTS])
+
+
+def _member(name: str, data: bytes) -> tuple[_Member | None, list[Diagnostic]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = f"/{name}"
+    if not data.startswith(b"PAR1") or not data.endswith(b"PAR1"):
+        return None, [error(f"{name} is not a Parquet file (it does not begin and end with "
+                            "PAR1)", "opendc-workload.unreadable", pointer=where)]
+    try:
+        table = pq.read_table(pa.BufferReader(data)).combine_chunks()
+    except (pa.ArrowException, OSError, ValueError) as exc:  # a damaged file is bad input
+        return None, [error(f"cannot read {name}: {exc}", "opendc-workload.unreadable",
+                            pointer=where)]
+    aliases = ALIASES[name]
+    columns: dict[str, str] = {}
+    problems: list[Diagnostic] = []
+    for column in table.column_names:
+        canonical = aliases.get(column, column)
+        if canonical in columns:
+            problems.append(error(f"{name} has {canonical} twice (as {columns[canonical]} "
+                                  f"and {column})", "opendc-workload.duplicate-column",
+                                  pointer=f"{where}/columns/{column}"))
+            continue
+        columns[canonical] = column
+    return _Member(name, table, columns), problems
+
+
+def arrow_type_name(arrow_type: Any) -> str:
+    """How the schema names a column's type: ``int32``, ``timestamp[ms, tz=UTC]``,
+    ``list<int32>``."""
+    import pyarrow as pa
+
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return f"list<{arrow_type_name(arrow_type.value_type)}>"
+    if pa.types.is_large_string(arrow_type):
+        return "string"
+    return str(arrow_type)
+
+
+def _schema_problems(tables: dict[str, _Member]) -> list[Diagnostic]:
+    from dcx.parsing.schemas import schema_diagnostics
+
+    described = {name: {"columns": {canonical: arrow_type_name(member.table.schema.field(
+        own).type) for canonical, own in member.columns.items()}}
+        for name, member in tables.items()}
+    return schema_diagnostics(SCHEMA, described)
+
+
+def _value_problems(member: _Member) -> list[Diagnostic]:
+    import pyarrow.compute as pc
+
+    problems: list[Diagnostic] = []
+    for name in REQUIRED[member.name]:
+        column = member.column(name)
+        if column.null_count:
+            problems.append(error(
+                f"{member.name} {name} has {column.null_count:,} null value(s); OpenDC needs "
+                "one on every row", "opendc-workload.null",
+                pointer=f"/{member.name}/rows/{_first(column.is_null())}/{name}"))
+    for name in ("parents", "children"):
+        if member.name == TASKS and member.has(name):
+            flat = pc.list_flatten(member.column(name))
+            if flat.null_count:
+                row = pc.list_parent_indices(member.column(name)).filter(flat.is_null())
+                problems.append(error(f"{name} has a null task id", "opendc-workload.null",
+                                      pointer=f"/{member.name}/rows/{int(row[0].as_py())}/"
+                                      f"{name}"))
+    for name in NOT_NEGATIVE[member.name]:
+        if not member.has(name):
+            continue
+        negative = pc.fill_null(pc.less(member.column(name), 0), False)
+        if pc.any(negative).as_py():
+            problems.append(error(f"{member.name} {name} is negative",
+                                  "opendc-workload.negative",
+                                  pointer=f"/{member.name}/rows/{_first(negative)}/{name}"))
+    return problems
+
+
+def _first(mask: Any) -> int:
+    import numpy as np
+
+    return int(np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False)))[0])
+
+
+def _int64(column: Any) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(column.type):
+        column = column.cast(pa.int64())
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _float64(column: Any, fill: float = math.nan) -> Any:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.fill_null(column.cast("double"), fill).to_numpy(zero_copy_only=False),
+                      dtype=np.float64)
+
+
+def _workload(tasks: _Member, fragments: _Member) -> ReadResult:
+    import numpy as np
+
+    count = tasks.table.num_rows
+    ids = _int64(tasks.column("id"))
+    submitted = _int64(tasks.column("submission_time"))
+    metadata = tasks.table.schema.metadata or {}
+    stated = metadata.get(TIME_ORIGIN_KEY)
+    time_origin: str | None
+    if stated is not None and origin_ms(stated.decode("utf-8", "replace") or None) is not None:
+        time_origin = stated.decode() or None
+        origin = origin_ms(time_origin) or 0
+    else:  # a file dcx did not write: its first submission is t = 0
+        origin = int(submitted.min()) if count else 0
+        time_origin = iso_ms(origin) if count else None
+    duration = _int64(tasks.column("duration"))
+    cores = tasks.column("cpu_count").to_numpy().astype(np.float64)
+    capacity = _float64(tasks.column("cpu_capacity"))
+    memory = _float64(tasks.column("mem_capacity")) / MEMORY_FACTOR
+    memory[memory == 0] = math.nan
+    gpus = (_int64_filled(tasks.column("gpu_count")) if tasks.has("gpu_count")
+            else np.zeros(count, dtype=np.int64))
+    deadline = (_int64_filled(tasks.column("deadline"), -1) if tasks.has("deadline")
+                else np.full(count, -1, dtype=np.int64))
+    deadline_s = np.where(deadline == -1, math.nan, (deadline - origin) / 1000.0)
+    offsets, dependency_ids = _dependencies(tasks, ids)
+    problems = _dependency_problems(ids, offsets, dependency_ids)
+    if any(problem.is_error for problem in problems):
+        return ReadResult(None, tuple(problems))
+    profiles, found = _profiles(ids, duration, capacity, fragments)
+    problems += found
+    extras: dict[str, ExtraColumn] = {}
+    if tasks.has("name"):
+        names = strings_from_arrow(tasks.column("name"))
+        if names.count_known():
+            extras[NAME] = ExtraColumn.of_texts(names)
+    custom = capacity != cores * MHZ_PER_CORE
+    if custom.any():
+        extras[CPU_CAPACITY] = ExtraColumn(capacity, custom, np.zeros(count, dtype=bool))
+    if tasks.has("gpu_capacity"):
+        gpu_capacity = _float64(tasks.column("gpu_capacity"))
+        given = ~np.isnan(gpu_capacity)
+        if given.any():
+            extras[GPU_CAPACITY] = ExtraColumn(np.where(given, gpu_capacity, 0.0), given,
+                                               np.zeros(count, dtype=bool))
+    if tasks.has("deferrable"):
+        deferrable = np.asarray(tasks.column("deferrable").fill_null(False).to_numpy(
+            zero_copy_only=False), dtype=bool)
+        if deferrable.any():
+            extras[DEFERRABLE] = ExtraColumn.of_texts(Strings(
+                np.where(deferrable, 0, -1).astype(np.int32), ("true",)), json=True)
+    if profiles is not None:
+        extras[PROFILE] = ExtraColumn.of_texts(profiles, json=True)
+    nothing = Strings(np.full(count, -1, dtype=np.int32), ())
+    columns = WorkloadColumns(
+        ids=ids,
+        submit_time_s=(submitted - origin) / 1000.0,
+        runtime_s=duration / 1000.0,
+        requested_time_s=np.full(count, math.nan),
+        nodes=np.ones(count, dtype=np.int64),
+        cores=cores,
+        memory_mb=memory,
+        gpus=gpus,
+        deadline_s=deadline_s,
+        user=nothing, group=nothing,
+        dependency_offsets=offsets,
+        dependency_ids=dependency_ids,
+        extras=extras,
+        job_ids=ids.copy(),
+        job_offsets=np.arange(count + 1, dtype=np.int64),
+        job_names=nothing, job_users=nothing)
+    workload = Workload(jobs=JobRows(columns), time_origin=time_origin)
+    return ReadResult(Document(workload=workload), tuple(problems))
+
+
+def _int64_filled(column: Any, fill: int = 0) -> Any:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.fill_null(column, fill).to_numpy(zero_copy_only=False),
+                      dtype=np.int64)
+
+
+def _dependencies(tasks: _Member, ids: Any) -> tuple[Any, Any]:
+    """Offsets and ids of each task's parents; from ``children`` (inverted) when the file
+    gives no ``parents``."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    count = len(ids)
+    name = "parents" if tasks.has("parents") else "children" if tasks.has("children") else None
+    if name is None:
+        return np.zeros(count + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    column = tasks.column(name)
+    lengths = np.asarray(pc.fill_null(pc.list_value_length(column), 0).to_numpy(
+        zero_copy_only=False), dtype=np.int64)
+    values = np.asarray(pc.list_flatten(column).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if name == "parents":
+        offsets = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return offsets, values
+    # children: task ids[row] is a parent of each listed child
+    parents = np.repeat(ids, lengths)
+    order = np.argsort(ids, kind="stable")
+    at = np.minimum(np.searchsorted(ids[order], values), max(count - 1, 0))
+    known = ids[order][at] == values if count else np.zeros(len(values), dtype=bool)
+    child_rows = np.where(known, order[at], count)  # unknown children: dropped below
+    by_child = np.argsort(child_rows, kind="stable")
+    sizes = np.bincount(child_rows[known], minlength=count)[:count]
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return offsets, parents[by_child][:int(offsets[-1])]
+
+
+def _dependency_problems(ids: Any, offsets: Any, dependency_ids: Any) -> list[Diagnostic]:
+    """Duplicate ids, unknown dependencies and cycles; skipped when ids are unique and every
+    dependency names an earlier row, where there can be none."""
+    import numpy as np
+
+    from dcx.parsing.traces import dependency_diagnostics
+
+    count = len(ids)
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    unique = count < 2 or not bool(np.any(ordered[1:] == ordered[:-1]))
+    if unique and not len(dependency_ids):
+        return []
+    if unique and count:
+        at = np.minimum(np.searchsorted(ordered, dependency_ids), count - 1)
+        rows = np.repeat(np.arange(count), np.diff(offsets))
+        if np.all(ordered[at] == dependency_ids) and np.all(order[at] < rows):
+            return []
+    id_list = ids.tolist()
+    needs = [dependency_ids[offsets[row]:offsets[row + 1]].tolist() for row in range(count)]
+
+    def locate(row: int, dependency: int | None) -> dict[str, Any]:
+        where = "id" if dependency is None else f"parents/{dependency}"
+        return {"pointer": f"/{TASKS}/rows/{row}/{where}"}
+
+    return dependency_diagnostics(id_list, needs, locate, "opendc-workload")
+
+
+def _profiles(ids: Any, duration: Any, capacity: Any,
+              fragments: _Member) -> tuple[Strings | None, list[Diagnostic]]:
+    """Each task's fragments as a JSON profile where they are more than one fragment of the
+    task's duration at its capacity; tasks without fragments and fragments of no task."""
+    import numpy as np
+
+    count = len(ids)
+    fragment_ids = _int64(fragments.column("id"))
+    spans = _int64(fragments.column("duration"))
+    usage = _float64(fragments.column("cpu_usage"))
+    gpu_usage = (_float64(fragments.column("gpu_usage")) if fragments.has("gpu_usage")
+                 else np.full(len(fragment_ids), math.nan))
+    order = np.argsort(fragment_ids, kind="stable")
+    ordered = fragment_ids[order]
+    first = np.searchsorted(ordered, ids, side="left")
+    last = np.searchsorted(ordered, ids, side="right")
+    sizes = last - first
+    problems: list[Diagnostic] = []
+    empty = np.flatnonzero(sizes == 0)
+    if len(empty):
+        problems.append(warning(
+            f"{len(empty):,} task(s) have no row in {FRAGMENTS}, starting with task "
+            f"{int(ids[empty[0]])}; OpenDC silently drops them", "opendc-workload.no-fragments",
+            pointer=f"/{TASKS}/rows/{int(empty[0])}/id"))
+    if len(fragment_ids):
+        known = np.sort(ids)
+        at = np.minimum(np.searchsorted(known, fragment_ids), max(count - 1, 0))
+        stray = np.flatnonzero(known[at] != fragment_ids) if count else np.arange(
+            len(fragment_ids))
+        if len(stray):
+            problems.append(warning(
+                f"{len(stray):,} fragment(s) belong to no task, starting with id "
+                f"{int(fragment_ids[stray[0]])}; OpenDC ignores them",
+                "opendc-workload.unknown-fragment",
+                pointer=f"/{FRAGMENTS}/rows/{int(stray[0])}/id"))
+    single = sizes == 1
+    head = order[np.minimum(first, max(len(order) - 1, 0))] if len(order) else first
+    trivial = single.copy()
+    if len(order):
+        trivial &= (spans[head] == duration) & (usage[head] == capacity) & np.isnan(
+            gpu_usage[head])
+    profiled = np.flatnonzero(~trivial & (sizes > 0))
+    if not len(profiled):
+        return None, problems
+    texts: dict[str, int] = {}
+    codes = np.full(count, -1, dtype=np.int32)
+    for row in profiled.tolist():
+        rows = order[first[row]:last[row]]
+        profile = [[int(spans[r]), float(usage[r])] if math.isnan(gpu_usage[r])
+                   else [int(spans[r]), float(usage[r]), float(gpu_usage[r])] for r in rows]
+        codes[row] = texts.setdefault(json.dumps(profile), len(texts))
+    return Strings(codes, tuple(texts)), problems
+
+
+# --------------------------------------------------------------------------- normal form
+
+
+def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
+    workload = document.workload
+    if workload is None:
+        return document, frozenset()
+    lost: set[str] = set()
+    time_origin = workload.time_origin
+    origin = origin_ms(time_origin)
+    if origin is None:
+        time_origin, origin = None, 0
+        lost.add("workload.time_origin")
+    columns = columns_of(workload)
+    normal_columns = None if columns is None else _normal_columns(columns, origin, lost)
+    if normal_columns is not None and normal_columns is columns:
+        jobs = workload.jobs
+    elif normal_columns is not None:
+        jobs = JobRows(normal_columns)
+    else:
+        jobs = _normal_jobs(tuple(workload.jobs), origin, lost)
+    if jobs is workload.jobs and time_origin == workload.time_origin:
+        return document, frozenset(lost)
+    normal = replace(workload, jobs=jobs, time_origin=time_origin)
+    return replace(document, workload=normal), frozenset(lost)
+
+
+def normal_form(document: Document) -> Document:
+    """Unique 32-bit ids, times to the millisecond, whole cores, memory to 1/1000 MB, the
+    extras OpenDC's columns carry (see the package docstring)."""
+    return _normalized(document)[0]
+
+
+def normal_form_losses(document: Document) -> frozenset[str]:
+    return _normalized(document)[1]
+
+
+def _normal_columns(columns: WorkloadColumns, origin: int,
+                    lost: set[str]) -> WorkloadColumns | None:
+    """The task-by-task normal form done column by column, or ``None`` where only
+    ``_normal_jobs`` can do it (ids to renumber, dependencies to drop, extras of its own
+    other than names and capacities)."""
+    import numpy as np
+
+    ids = columns.ids
+    if ids.dtype.kind != "i" or (len(ids) and (int(ids.min()) < -_INT32
+                                               or int(ids.max()) >= _INT32)):
+        return None
+    if not all_distinct(ids):
+        return None
+    if len(columns.dependency_ids) and (columns.dependency_ids.dtype.kind != "i"
+                                        or not all_found(columns.dependency_ids, ids)):
+        return None
+    own = [key for key in columns.extras if key.startswith(OWN)]
+    if any(key not in (NAME, CPU_CAPACITY) for key in own):
+        return None
+    name = columns.extras.get(NAME)
+    if name is not None and (name.texts is None or name.json):
+        return None
+    if np.any(columns.nodes < 1) or np.any(columns.gpus < 0) or np.any(columns.gpus >= _INT32):
+        return None
+    changes: dict[str, Any] = {}
+    submit = _ms_column(np, columns.submit_time_s, 0.0)
+    runtime = _ms_column(np, columns.runtime_s, 0.0)
+    runtime[runtime < 0] = 0.0
+    deadline = _ms_column(np, columns.deadline_s, math.nan)
+    deadline[np.round(deadline * 1000) + origin == -1] = math.nan
+    total = columns.cores * columns.nodes
+    cores = np.where(np.isfinite(total) & (total >= 0), np.minimum(np.ceil(total), _INT32 - 1),
+                     1.0)
+    memory = np.round(columns.memory_mb * MEMORY_FACTOR) / MEMORY_FACTOR
+    memory[~(memory > 0) | ~(memory * MEMORY_FACTOR < _EXACT)] = math.nan
+    for field, path, normal in (("submit_time_s", "task.submit_time_s", submit),
+                                ("runtime_s", "task.runtime_s", runtime),
+                                ("deadline_s", "task.deadline_s", deadline),
+                                ("cores", "task.request.cores", cores),
+                                ("memory_mb", "task.request.memory_mb", memory)):
+        given = getattr(columns, field)
+        if not np.array_equal(given, normal, equal_nan=True):
+            changes[field] = normal
+            lost.add(path)
+    if np.any(columns.nodes != 1):
+        changes["nodes"] = np.ones(len(ids), dtype=np.int64)
+    capacity = columns.extras.get(CPU_CAPACITY)
+    if capacity is not None:
+        if capacity.texts is not None:
+            return None
+        keep = capacity.present & np.isfinite(capacity.values) & (capacity.values >= 0) & (
+            capacity.values != cores * MHZ_PER_CORE)
+        if not np.array_equal(keep, capacity.present):
+            extras = dict(columns.extras)
+            if keep.any():
+                extras[CPU_CAPACITY] = replace(capacity, present=keep)
+            else:
+                del extras[CPU_CAPACITY]
+            changes["extras"] = extras
+            lost.add("task.extras")
+    return replace(columns, **changes) if changes else columns
+
+
+def _ms_column(np: Any, seconds: Any, unknown: float) -> Any:
+    """Seconds rounded to the millisecond; ``unknown`` for NaN and what a float cannot hold
+    to the millisecond."""
+    milliseconds = np.round(seconds * 1000)
+    fits = np.isfinite(milliseconds) & (np.abs(milliseconds) < _EXACT)
+    return np.where(fits, milliseconds / 1000, unknown)
+
+
+def _normal_jobs(jobs: tuple[Job, ...], origin: int, lost: set[str]) -> tuple[Job, ...]:
+    tasks = [task for job in jobs for task in job.tasks]
+    ids = [task.id for task in tasks]
+    if not (all(type(value) is int and -_INT32 <= value < _INT32 for value in ids)
+            and len(set(ids)) == len(ids)):
+        lost.add("task.id")
+        ids = list(range(1, len(ids) + 1))
+    numbering: dict[Id, Id] = {}  # a dependency follows the first task of its id
+    for task, number in zip(tasks, ids, strict=True):
+        numbering.setdefault(task.id, number)
+    numbers = iter(ids)
+    normal = []
+    for job in jobs:
+        normal_tasks = tuple(_normal_task(task, next(numbers), numbering, origin, lost)
+                             for task in job.tasks)
+        if all(a is b for a, b in zip(normal_tasks, job.tasks, strict=True)):
+            normal.append(job)
+        else:
+            normal.append(job_holding(job, normal_tasks) if normal_tasks
+                          else replace(job, tasks=normal_tasks))
+    return tuple(normal)
+
+
+def _to_ms(value: Any) -> float | None:
+    """``value`` seconds rounded to the millisecond, or ``None`` when it is no finite number
+    a float holds to the millisecond."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    milliseconds = round(value * 1000)
+    if abs(milliseconds) >= _EXACT:
+        return None
+    return milliseconds / 1000
+
+
+def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], origin: int,
+                 lost: set[str]) -> Task:
+    changes: dict[str, Any] = {}
+    if new_id != task.id or type(new_id) is not type(task.id):
+        changes["id"] = new_id
+    dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
+    if len(dependencies) != len(task.dependencies):
+        lost.add("task.dependencies")
+    if dependencies != task.dependencies or any(
+            type(a) is not type(b) for a, b in zip(dependencies, task.dependencies,
+                                                   strict=False)):
+        changes["dependencies"] = dependencies
+    submit = _to_ms(task.submit_time_s)
+    runtime = _to_ms(task.runtime_s)
+    deadline = None if task.deadline_s is None else _to_ms(task.deadline_s)
+    if deadline is not None and round(deadline * 1000) + origin == -1:
+        deadline = None  # -1 is OpenDC's "no deadline"
+    for name, value, normal in (("submit_time_s", task.submit_time_s, submit or 0.0),
+                                ("runtime_s", task.runtime_s,
+                                 runtime if runtime is not None and runtime >= 0 else 0.0),
+                                ("deadline_s", task.deadline_s, deadline)):
+        if not _same(value, normal):
+            changes[name] = normal
+            lost.add(f"task.{name}")
+    request = task.request
+    request_changes: dict[str, Any] = {}
+    cores = request.cores
+    if type(request.nodes) is int and type(cores) in (int, float):
+        cores = cores * request.nodes
+    normal_cores = (float(min(math.ceil(cores), _INT32 - 1))
+                    if isinstance(cores, int | float) and not isinstance(cores, bool)
+                    and math.isfinite(cores) and cores >= 0 else 1.0)
+    if not _same(request.cores, normal_cores):
+        request_changes["cores"] = normal_cores
+        lost.add("task.request.cores")
+    if request.nodes != 1:  # OpenDC has no nodes: cpu_count is every core the task asks for
+        request_changes["nodes"] = 1
+    memory = request.memory_mb
+    normal_memory: float | None = None
+    if isinstance(memory, int | float) and not isinstance(memory, bool) \
+            and math.isfinite(memory) and memory > 0:
+        thousandths = round(memory * MEMORY_FACTOR)
+        normal_memory = thousandths / MEMORY_FACTOR if 0 < thousandths < _EXACT else None
+    if not _same(memory, normal_memory):
+        request_changes["memory_mb"] = normal_memory
+        lost.add("task.request.memory_mb")
+    gpus = request.gpus
+    if type(gpus) is not int or not 0 <= gpus < _INT32:
+        request_changes["gpus"] = 0
+        lost.add("task.request.gpus")
+    if request_changes:
+        changes["request"] = replace(request, **request_changes)
+    runtime_ms = round((changes.get("runtime_s", task.runtime_s)) * 1000)
+    extras = _normal_extras(task.extras, float(changes.get("request", request).cores),
+                            runtime_ms)
+    if extras != task.extras:
+        changes["extras"] = extras
+        lost.add("task.extras")
+    return replace(task, **changes) if changes else task
+
+
+def _same(value: Any, normal: Any) -> bool:
+    return value is normal or (type(value) is type(normal) and value == normal)
+
+
+def _normal_extras(extras: dict[str, Any], cores: float, runtime_ms: int) -> dict[str, Any]:
+    """The task's extras with its own keys as OpenDC's columns carry them; other formats'
+    keys and plain keys stay (restricting decides about them)."""
+    if not any(key.startswith(OWN) for key in extras):
+        return extras
+    kept: dict[str, Any] = {}
+    capacity = extras.get(CPU_CAPACITY)
+    if not _amount(capacity):
+        capacity = cores * MHZ_PER_CORE
+    own_values = {
+        NAME: lambda value: type(value) is str,
+        CPU_CAPACITY: lambda value: _amount(value) and value != cores * MHZ_PER_CORE,
+        GPU_CAPACITY: _amount,
+        DEFERRABLE: lambda value: value is True,
+        PROFILE: lambda value: _profile(value) and value != [[runtime_ms, capacity]],
+    }
+    for key, value in extras.items():
+        keeps = own_values.get(key)
+        if not key.startswith(OWN) or (keeps is not None and keeps(value)):
+            kept[key] = value
+    return kept
+
+
+def _amount(value: Any) -> bool:
+    return (type(value) in (int, float) and math.isfinite(value) and value >= 0
+            and abs(value) <= _EXACT)
+
+
+def _profile(value: Any) -> bool:
+    """A list of ``[duration_ms, cpu_usage]`` or ``[duration_ms, cpu_usage, gpu_usage]``
+    with whole non-negative durations and usages, at least one."""
+    return type(value) is list and bool(value) and all(
+        type(part) is list and len(part) in (2, 3) and type(part[0]) is int
+        and 0 <= part[0] < 2 ** 63 and all(_amount(usage) for usage in part[1:])
+        for part in value)
+
+
+# --------------------------------------------------------------------------- write
+
+
+def write(document: Document) -> WriteResult:
+    """The two members of ``normal_form(document)`` as one tar archive (an empty workload
+    when there is none)."""
+    from dcx.core.members import pack
+
+    workload = normal_form(document).workload or Workload()
+    origin = origin_ms(workload.time_origin) or 0
+    columns = columns_of(workload) or WorkloadColumns.from_jobs(
+        tuple(_held_only(job) for job in workload.jobs))
+    if columns is None or (len(columns.ids) and columns.ids.dtype.kind != "i"):
+        return WriteResult(b"", (error("internal error: the normal form has a value no "
+                                       "OpenDC column holds", "opendc-workload.unwritable"),))
+    tasks, fragments = _tables(columns, origin, workload.time_origin)
+    return WriteResult(pack({TASKS: _parquet(tasks), FRAGMENTS: _parquet(fragments)}, MEMBERS))
+
+
+def _held_only(job: Job) -> Job:
+    """A job with only what this format holds (writers leave the rest out)."""
+    from dcx.core.model import ResourceRequest, StartMode
+
+    tasks = tuple(replace(task, request=ResourceRequest(
+        nodes=1, cores=task.request.cores, memory_mb=task.request.memory_mb,
+        gpus=task.request.gpus), start_mode=StartMode.ANY, start_time_s=None,
+        preemptible=None, image=None, image_size_mb=None, user=None, group=None,
+        requested_time_s=None, extras={key: value for key, value in task.extras.items()
+                                       if key in OWN_KEYS}) for task in job.tasks)
+    return replace(job, tasks=tasks, extras={}, name=None, user=None)
+
+
+def _parquet(table: Any) -> bytes:
+    import io
+
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="snappy")
+    return sink.getvalue()
+
+
+def _tables(columns: WorkloadColumns, origin: int, time_origin: str | None) -> tuple[Any, Any]:
+    import numpy as np
+    import pyarrow as pa
+
+    count = len(columns)
+    ids = columns.ids.astype(np.int32)
+    cores = columns.cores.astype(np.int32)
+    duration = np.round(columns.runtime_s * 1000).astype(np.int64)
+    capacity = cores * MHZ_PER_CORE
+    extras = columns.extras
+    if CPU_CAPACITY in extras:
+        given = extras[CPU_CAPACITY]
+        capacity = np.where(given.present, given.values, capacity)
+    memory = np.nan_to_num(columns.memory_mb, nan=0.0)
+    deadline = np.where(np.isnan(columns.deadline_s), -1,
+                        np.round(np.nan_to_num(columns.deadline_s) * 1000) + origin)
+    offsets = columns.dependency_offsets
+    parents = columns.dependency_ids.astype(np.int32)
+    order = np.argsort(columns.ids, kind="stable")
+    parent_rows = order[np.searchsorted(columns.ids[order], columns.dependency_ids)] \
+        if len(parents) else np.zeros(0, dtype=np.int64)
+    child_ids = np.repeat(ids, np.diff(offsets))
+    by_parent = np.argsort(parent_rows, kind="stable")
+    child_offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent_rows, minlength=count)[:count], out=child_offsets[1:])
+    gpu_capacity = extras.get(GPU_CAPACITY)
+    deferrable = extras.get(DEFERRABLE)
+    name = extras.get(NAME)
+    arrays = {
+        "id": pa.array(ids, pa.int32()),
+        "name": (_texts(name.texts) if name is not None and name.texts is not None
+                 else pa.nulls(count, pa.string())),
+        "submission_time": pa.array(np.round(columns.submit_time_s * 1000).astype(np.int64)
+                                    + origin, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+        "duration": pa.array(duration, pa.int64()),
+        "cpu_count": pa.array(cores, pa.int32()),
+        "cpu_capacity": pa.array(capacity.astype(np.float64), pa.float64()),
+        "mem_capacity": pa.array(np.round(memory * MEMORY_FACTOR).astype(np.int64),
+                                 pa.int64()),
+        "gpu_count": pa.array(columns.gpus.astype(np.int32), pa.int32()),
+        "gpu_capacity": (pa.array(gpu_capacity.values.astype(np.float64),
+                                  mask=~gpu_capacity.present)
+                         if gpu_capacity is not None else pa.nulls(count, pa.float64())),
+        "parents": pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)),
+                                            pa.array(parents, pa.int32())),
+        "children": pa.ListArray.from_arrays(pa.array(child_offsets.astype(np.int32)),
+                                             pa.array(child_ids[by_parent], pa.int32())),
+        "deferrable": pa.array(deferrable.present if deferrable is not None
+                               else np.zeros(count, dtype=bool), pa.bool_()),
+        "deadline": pa.array(deadline.astype(np.int64), pa.int64()),
+    }
+    schema = pa.schema([pa.field(column, array.type, nullable=column not in REQUIRED[TASKS])
+                        for column, array in arrays.items()],
+                       metadata={TIME_ORIGIN_KEY: (time_origin or "").encode()})
+    tasks = pa.Table.from_arrays(list(arrays.values()), schema=schema)
+    return tasks, _fragments(columns, ids, duration, capacity)
+
+
+def _texts(strings: Strings) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    dictionary = pa.array(list(strings.values), pa.string())
+    indices = pa.array(np.maximum(strings.codes, 0).astype(np.int32), mask=strings.codes < 0)
+    return pa.DictionaryArray.from_arrays(indices, dictionary).cast(pa.string())
+
+
+def _fragments(columns: WorkloadColumns, ids: Any, duration: Any, capacity: Any) -> Any:
+    """One fragment per task (its runtime at its capacity), or its kept profile."""
+    import numpy as np
+    import pyarrow as pa
+
+    profile = columns.extras.get(PROFILE)
+    sizes = np.ones(len(ids), dtype=np.int64)
+    parts: dict[int, list[list[Any]]] = {}
+    if profile is not None and profile.texts is not None:
+        for row in np.flatnonzero(profile.present).tolist():
+            parts[row] = profile.at(row)
+            sizes[row] = len(parts[row])
+    fragment_ids = np.repeat(ids, sizes)
+    spans = np.repeat(duration, sizes)
+    usage = np.repeat(capacity.astype(np.float64), sizes)
+    gpu = np.full(len(fragment_ids), math.nan)
+    if parts:
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        for row, pieces in parts.items():
+            at = int(starts[row])
+            for offset, piece in enumerate(pieces):
+                spans[at + offset] = piece[0]
+                usage[at + offset] = piece[1]
+                if len(piece) == 3:
+                    gpu[at + offset] = piece[2]
+    arrays = {"id": pa.array(fragment_ids, pa.int32()), "duration": pa.array(spans, pa.int64()),
+              "cpu_usage": pa.array(usage, pa.float64())}
+    if not np.all(np.isnan(gpu)):
+        arrays["gpu_usage"] = pa.array(gpu, mask=np.isnan(gpu))
+    schema = pa.schema([pa.field(column, array.type, nullable=column == "gpu_usage")
+                        for column, array in arrays.items()])
+    return pa.Table.from_arrays(list(arrays.values()), schema=schema)
