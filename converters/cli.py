@@ -635,6 +635,7 @@ def cmd_formats(args: argparse.Namespace) -> int:
 
     rows = [{"name": spec.name, "title": spec.title, "family": spec.family,
              "kind": spec.kind, "extensions": list(spec.extensions),
+             "members": list(spec.members),
              "schema": spec.schema, "reads": True, "writes": spec.writable,
              "cannot_hold": [path for path in FIELDS if path not in with_parts(spec.holds)],
              "description": spec.description} for spec in FORMATS]
@@ -653,7 +654,8 @@ def cmd_formats(args: argparse.Namespace) -> int:
         return EXIT_OK
     for row in rows:
         status = "reads, writes" if row["writes"] else "reads"
-        print(f"{row['name']:<14} {row['title']} [{', '.join(row['extensions'])}] ({status})")
+        files = ", ".join(row["extensions"]) or "a folder of " + ", ".join(row["members"])
+        print(f"{row['name']:<14} {row['title']} [{files}] ({status})")
         print(f"{'':<14} {row['description']}")
         if row["cannot_hold"]:
             print(f"{'':<14} cannot hold: {', '.join(row['cannot_hold'])}")
