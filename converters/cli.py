@@ -434,7 +434,6 @@ def _malformed(data: bytes, kind: str) -> list[Diagnostic]:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate each file; ``--hook`` skips files that are clearly no dcx format."""
-    from dcx.converters.convert import read_any
     from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect, get
 
@@ -475,6 +474,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 found_spec, diagnostics = None, [d.at(name) for d in malformed]
                 document = None
             else:
+                # here, not above: a hook batch of foreign files never loads the model
+                from dcx.converters.convert import read_any
+
                 found_spec, result = read_any(data, path, spec.name if spec else None)
                 diagnostics = [d.at(name) for d in result.diagnostics]
                 document = result.document
