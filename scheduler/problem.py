@@ -778,11 +778,15 @@ def _release_of(task: Task) -> float:
 def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskTable | None:
     """The task table the loop below builds, from a workload held as columns, when that loop
     would report nothing about any task; ``None`` (the loop runs) at anything it might
-    report or any resource beside cores: memory or GPUs asked for, a task without a usable
+    report, any resource beside cores or a machine requirement (the loop keeps those in
+    ``TaskTable.asks``): memory or GPUs asked for, a task without a usable
     duration, submit time or request, one that no machine fits, repeated ids, a dependency
     that is not on an earlier task."""
     import numpy as np
 
+    if any(strings is not None and strings.count_known()
+           for strings in (columns.os, columns.arch, columns.feature_names)):
+        return None
     count = len(columns)
     runtime, asked = columns.runtime_s, columns.requested_time_s
     duration = np.where(np.isnan(runtime), asked, runtime)

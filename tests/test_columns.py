@@ -31,16 +31,15 @@ NUMERIC_EXTRAS = st.builds(
 
 
 def columnar_friendly(workload: Workload, extras: list[dict[str, float]]) -> Workload:
-    """``workload`` without what columns do not hold (resources, machine requirements,
-    start modes, images, preemption, job extras, non-numeric task extras)."""
+    """``workload`` without what columns do not hold (resources, start modes, images,
+    preemption, job extras, non-numeric task extras)."""
     tasks_seen = 0
     jobs = []
     for job in workload.jobs:
         tasks = []
         for task in job.tasks:
             tasks.append(replace(
-                task, request=replace(task.request, resources=(), os=None, arch=None,
-                                      features=()), start_mode=StartMode.ANY,
+                task, request=replace(task.request, resources=()), start_mode=StartMode.ANY,
                 start_time_s=None, preemptible=None, image=None, image_size_mb=None,
                 extras=extras[tasks_seen % len(extras)] if extras else {}))
             tasks_seen += 1
@@ -105,10 +104,25 @@ def test_a_task_the_columns_cannot_hold_keeps_the_workload_as_objects():
     assert WorkloadColumns.from_jobs((Job(id=1, tasks=(tupled,)),)) is None
     nan = Task(id=1, runtime_s=float("nan"))
     assert WorkloadColumns.from_jobs((Job(id=1, tasks=(nan,)),)) is None
-    for asks in (ResourceRequest(os="linux"), ResourceRequest(arch="aarch64"),
-                 ResourceRequest(features=("ssd",))):
-        assert WorkloadColumns.from_jobs((Job(id=1, tasks=(Task(id=1, request=asks),)),)) \
-            is None, asks
+
+
+def test_columns_hold_what_requests_ask_of_machines():
+    tasks = (Task(id=1, request=ResourceRequest(os="linux", features=("ssd", "ib"))),
+             Task(id=2), Task(id=3, request=ResourceRequest(arch="aarch64",
+                                                            features=("ssd",))))
+    columns = WorkloadColumns.from_jobs((Job(id=1, tasks=tasks),))
+    assert columns is not None
+    assert columns.os is not None and columns.arch is not None
+    assert columns.feature_offsets is not None and columns.feature_offsets.tolist() == [0, 2, 2, 3]
+    assert columns.jobs()[0].tasks == tasks
+    plain = WorkloadColumns.from_jobs((Job(id=1, tasks=(Task(id=1),)),))
+    assert plain is not None and (plain.os, plain.arch, plain.feature_names) == (None,) * 3
+    # an absent column and one of unknowns are the same requests
+    other = WorkloadColumns.from_jobs((Job(id=1, tasks=tasks[1:2]),))
+    assert other is not None and other.same_as(WorkloadColumns.from_jobs(
+        (Job(id=1, tasks=(Task(id=2),)),))) is True
+    assert columns.same_as(WorkloadColumns.from_jobs((Job(id=1, tasks=(
+        tasks[0], tasks[1], Task(id=3, request=ResourceRequest(arch="aarch64")))),))) is False
 
 
 def test_job_rows_index_like_a_tuple():

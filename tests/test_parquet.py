@@ -128,6 +128,28 @@ def test_nulls_nan_split_jobs_and_dependencies_are_located():
         ("parquet.dependency-cycle", "/rows/1/dependencies/0")]
 
 
+def test_machine_requirements_are_optional_columns():
+    asking = Task(id=2, request=ResourceRequest(os="linux", arch="x86_64",
+                                                features=("ssd", "ib")))
+    plain = Workload(jobs=(Job(id=1, tasks=(Task(id=1),)),))
+    table = pq.read_table(io.BytesIO(parquet.write(Document(workload=plain)).data))
+    assert not {"os", "arch", "features"} & set(table.column_names)  # nothing asked
+    work = Workload(jobs=(Job(id=1, tasks=(Task(id=1), asking)),))
+    back = round_trip(Document(workload=work))
+    assert back.workload is not None and tuple(back.workload.jobs) == work.jobs
+    table = pq.read_table(io.BytesIO(parquet.write(Document(workload=work)).data))
+    assert table.column("features").to_pylist() == [[], ["ssd", "ib"]]
+    assert table.column("os").to_pylist() == [None, "linux"]
+    names = pa.array([[], ["ssd", None]], pa.list_(pa.string()))
+    broken = table.set_column(table.column_names.index("features"), "features", names)
+    assert codes(_file(broken)) == [("parquet.null", "/rows/1/features")]
+    lists = pa.array([None, ["ssd"]], pa.list_(pa.string()))
+    nulls = parquet.read(_file(table.set_column(table.column_names.index("features"),
+                                                "features", lists)))
+    assert nulls.document is not None and nulls.document.workload is not None
+    assert [t.request.features for t in nulls.document.workload.tasks()] == [(), ("ssd",)]
+
+
 def test_extras_of_several_kinds_travel_as_json():
     tasks = (Task(id=1, extras={"wfformat:task": {"files": [1, "a"]}, "mixed": 1}),
              Task(id=2, extras={"mixed": "two"}))

@@ -308,3 +308,58 @@ def test_dcx_schedule_refuses_a_task_no_allowed_machine_can_hold(
     assert f"{trace}: error: /jobs/0/tasks/0: under FCFS-EASY+R3-REQUIRE[features=gpu], " \
         "task 1 of job 0 could never start: the operator for features=gpu, and 0 machine(s) " \
         "meeting that could hold it, where it needs 1 (2 other task(s) likewise)" in captured.err
+
+
+def _parquet_workload(tmp_path: Path, *tasks: Task) -> Path:
+    from dcx.core.model import Document
+    from dcx.formats import parquet
+
+    written = parquet.write(Document(workload=Workload(
+        tuple(Job(f"j{index}", (task,)) for index, task in enumerate(tasks)))))
+    assert written.diagnostics == ()
+    path = tmp_path / "asks.parquet"
+    path.write_bytes(written.data)
+    return path
+
+
+def test_dcx_schedule_honours_the_requests_of_a_workload_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, environment, _ = _files(tmp_path, ["ssd"])
+    # plain1-2 have no features, fast1-2 have ssd and ib (two cores each)
+    workload = _parquet_workload(
+        tmp_path, _task("any1", 10), _task("any2", 10), _task("ib", 5, features=("ib",)),
+        _task("ssd", 5, features=("ssd",)), _task("ib2", 5, submit=1, features=("ib",)))
+    out = tmp_path / "out"
+    code = _schedule(["schedule", str(workload), "--env", str(environment), "--policy",
+                      "FCFS-EASY+R3-MATCH,FIFO-FIRSTFIT+R3-MATCH,FCFS-EASY", "--out",
+                      str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "3 of 5 task(s) ask for an os, architecture or features; FCFS-EASY (R3 ALL) " \
+        "place(s) them on any machine" in captured.err
+    for folder in out.iterdir():
+        if not folder.is_dir():
+            continue
+        lines = (folder / "tasks.csv").read_text().splitlines()
+        header = lines[0].split(",")
+        placed = {row[header.index("task_id")]: row[header.index("machines")]
+                  for row in (line.split(",") for line in lines[1:])}
+        if "MATCH" in folder.name:
+            assert placed["ib"] in ("fast1", "fast2") and placed["ssd"] in ("fast1", "fast2")
+            assert placed["ib2"] in ("fast1", "fast2")
+        else:
+            # first fit ignoring the request: any1 and any2 share plain1 (two cores)
+            assert placed["ib"] == "plain2"
+
+
+def test_dcx_schedule_refuses_a_request_no_machine_meets(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, environment, _ = _files(tmp_path, ["ssd"])
+    workload = _parquet_workload(tmp_path, _task("a", 1), _task("arm", 1, arch="aarch64"))
+    code = _schedule(["schedule", str(workload), "--env", str(environment), "--policy",
+                      "FCFS-EASY+R3-MATCH"])
+    captured = capsys.readouterr()
+    assert code == 1 and captured.out == ""
+    assert "/jobs/1/tasks/0: under FCFS-EASY+R3-MATCH, task 'arm' of job 'j1' could never " \
+        "start: it asks for arch=aarch64, and 0 machine(s) meeting that could hold it" \
+        in captured.err

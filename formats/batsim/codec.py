@@ -275,7 +275,8 @@ def _job_task(index: int, job: dict[str, Any], profiles: dict[str, _Profile],
         "id": job_id, "submit_time_s": submit or 0.0, "runtime_s": runtime,
         "requested_time_s": walltime,
         "request": _new_request({"nodes": res, "cores": 1.0, "memory_mb": None, "gpus": 0,
-                                 "resources": ()}),
+                                 "resources": (), "os": None, "arch": None,
+                                 "features": ()}),
         "dependencies": (), "deadline_s": None, "start_mode": StartMode.ANY,
         "start_time_s": None, "preemptible": None, "user": None, "group": None, "image": None,
         "image_size_mb": None, "extras": extras})
@@ -286,8 +287,8 @@ _new_task = direct_constructor(Task, (
     "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
     "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
     "image_size_mb", "extras"))
-_new_request = direct_constructor(ResourceRequest,
-                                  ("nodes", "cores", "memory_mb", "gpus", "resources"))
+_new_request = direct_constructor(ResourceRequest, ("nodes", "cores", "memory_mb", "gpus",
+                                                    "resources", "os", "arch", "features"))
 _new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
 
 

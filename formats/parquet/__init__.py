@@ -25,13 +25,19 @@ column               Arrow type          meaning (unit)
 ``dependencies``     list of task ids    tasks that must finish first (empty: none)
 ``deadline_s``       double, nullable    deadline, seconds on the workload's time axis
 ``user``, ``group``  string, nullable    the task's user and group
+``os``, ``arch``     string, nullable    the operating system and architecture every node
+                                         must have (optional columns; null: none asked)
+``features``         list of strings     features every node must have (optional column;
+                                         empty or null: none)
 ``extras.<key>``     int64, double or    a task extras key with numbers or text
                      string              (``extras.swf:Status``); null where the task has none
 ``extras_json.<key>`` string             a task extras key with other JSON values (objects,
                                          lists, mixed kinds) as JSON text
 ==================== =================== ==========================================================
 
-Integer and text ids are not mixed within ``job_id`` or ``task_id``. The workload's name,
+The ``os``, ``arch`` and ``features`` columns are written only when some task asks for one;
+a file without them asks nothing. Integer and text ids are not mixed within ``job_id`` or
+``task_id``. The workload's name,
 description, time origin (ISO 8601), attributes and extras are JSON in the file's key-value
 metadata under ``dcx:workload``.
 
@@ -99,6 +105,7 @@ HOLDS = frozenset({
     "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.cores",
     "task.request.memory_mb", "task.request.gpus", "task.dependencies",
     "task.dependencies.multiple", "task.deadline_s", "task.user", "task.group", "task.extras",
+    "task.request.os", "task.request.arch", "task.request.features",
 })
 
 

@@ -184,6 +184,9 @@ def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
             floats = pa.types.is_floating(column.type)
             extras[name[len(EXTRAS_PREFIX):]] = ExtraColumn(
                 values, present, np.zeros(count, dtype=bool) if floats else None)
+    requirements, problems = _requirements(table)
+    if problems:
+        return None, problems
     return WorkloadColumns(
         ids=ids,
         submit_time_s=_floats(table.column("submit_time_s")),
@@ -203,7 +206,36 @@ def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
         job_offsets=job_offsets,
         job_names=_per_job(names, starts),
         job_users=_per_job(users, starts),
+        **requirements,
     ), []
+
+
+def _requirements(table: Any) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """The optional ``os``, ``arch`` and ``features`` columns as ``WorkloadColumns``
+    fields (left out when absent or when no task asks anything there)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found: dict[str, Any] = {}
+    for name in ("os", "arch"):
+        if name in table.column_names and table.column(name).null_count < table.num_rows:
+            found[name] = _strings(table.column(name))
+    if "features" not in table.column_names:
+        return found, []
+    column = table.column("features")
+    names = pc.list_flatten(column)
+    if names.null_count:
+        row = _first(pc.list_parent_indices(column).filter(names.is_null()))
+        return found, [error("features has a null feature name", "parquet.null",
+                             pointer=f"/rows/{row}/features")]
+    if len(names):
+        lists = column.chunk(0) if column.num_chunks else pa.array([], column.type)
+        offsets = lists.offsets.to_numpy().astype(np.int64)
+        sizes = np.where(lists.is_null().to_numpy(zero_copy_only=False), 0, np.diff(offsets))
+        found["feature_offsets"] = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        found["feature_names"] = _strings(names)
+    return found, []
 
 
 def _json_text(text: str) -> bool:
@@ -492,8 +524,9 @@ def _held_only(job: Job) -> Job:
 
     tasks = tuple(replace(task, request=ResourceRequest(
         nodes=task.request.nodes, cores=task.request.cores, memory_mb=task.request.memory_mb,
-        gpus=task.request.gpus), start_mode=StartMode.ANY, start_time_s=None, preemptible=None,
-        image=None, image_size_mb=None) for task in job.tasks)
+        gpus=task.request.gpus, os=task.request.os, arch=task.request.arch,
+        features=task.request.features), start_mode=StartMode.ANY, start_time_s=None,
+        preemptible=None, image=None, image_size_mb=None) for task in job.tasks)
     return replace(job, tasks=tasks, extras={})
 
 
@@ -524,6 +557,15 @@ def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
         "user": _string_array(columns.user, None),
         "group": _string_array(columns.group, None),
     }
+    for name, strings in (("os", columns.os), ("arch", columns.arch)):
+        if strings is not None:
+            arrays[name] = _string_array(strings, None)
+    if columns.feature_offsets is not None and columns.feature_names is not None:
+        arrays["features"] = pa.ListArray.from_arrays(
+            pa.array(columns.feature_offsets, pa.int64()).cast(pa.int32())
+            if len(columns.feature_names.codes) < 2 ** 31
+            else pa.array(columns.feature_offsets),
+            _string_array(columns.feature_names, None))
     for key, column in columns.extras.items():
         if column.texts is not None:
             prefix = JSON_EXTRAS_PREFIX if column.json else EXTRAS_PREFIX
