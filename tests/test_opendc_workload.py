@@ -236,6 +236,15 @@ def test_opendc_aliases_and_plain_int64_times_are_read() -> None:
     assert [t.request.memory_mb for t in result.document.workload.tasks()] == [1.0, 2.0]
 
 
+def test_older_fragment_columns_are_accepted_and_not_kept() -> None:
+    fragments = _fragments(timestamp=pa.array([0, 30_000, 0], pa.int64()),
+                           cores=pa.array([2, 2, 4], pa.int32()),
+                           gpuUsage=pa.array([None, None, None], pa.float64()))
+    result = odc.read(_folder(fragments=fragments))
+    assert result.ok, [d.render() for d in result.diagnostics]
+    assert result.document == odc.read(_folder()).document
+
+
 def test_children_alone_give_the_dependencies() -> None:
     tasks = _tasks(parents=None, children=pa.array([[8], []], pa.list_(pa.int32())))
     result = odc.read(_folder(tasks))

@@ -34,8 +34,10 @@ other optional columns (``nature``, ``num_fragments``, ``host``) are accepted an
 any other column is an error, as it is in OpenDC.
 
 fragments.parquet: ``id`` (INT32, the task), ``duration`` (INT64 ms), ``cpu_usage`` (DOUBLE
-MHz; alias ``cpuUsage``), ``gpu_usage`` (DOUBLE, optional). The rows of one id, in file order,
-are the task's demand over time.
+MHz; alias ``cpuUsage``), ``gpu_usage`` (DOUBLE, optional; alias ``gpuUsage``). The rows of one
+id, in file order, are the task's demand over time. The columns older traces carry
+(``timestamp``/``time``, ``cpu_count``/``cores``, ``gpu_count`` and its aliases) are accepted
+and not kept.
 
 Model mapping
 -------------

@@ -40,7 +40,9 @@ OWN_KEYS = (NAME, CPU_CAPACITY, GPU_CAPACITY, DEFERRABLE, PROFILE)
 ALIASES = {
     TASKS: {"submissionTime": "submission_time", "maxCores": "cpu_count",
             "requiredMemory": "mem_capacity", "gpuMaxCores": "gpu_count"},
-    FRAGMENTS: {"cpuUsage": "cpu_usage"},
+    FRAGMENTS: {"cpuUsage": "cpu_usage", "gpuUsage": "gpu_usage", "time": "timestamp",
+                "cores": "cpu_count", "gpuCount": "gpu_count", "gpu_cores": "gpu_count",
+                "gpuCores": "gpu_count"},
 }
 REQUIRED = {
     TASKS: ("id", "submission_time", "duration", "cpu_count", "cpu_capacity", "mem_capacity"),
@@ -49,7 +51,7 @@ REQUIRED = {
 NOT_NEGATIVE = {
     TASKS: ("duration", "cpu_count", "cpu_capacity", "mem_capacity", "gpu_count",
             "gpu_capacity"),
-    FRAGMENTS: ("duration", "cpu_usage", "gpu_usage"),
+    FRAGMENTS: ("duration", "cpu_usage", "gpu_usage", "cpu_count", "gpu_count"),
 }
 _INT32 = 2 ** 31
 _EXACT = 2 ** 53
