@@ -54,39 +54,6 @@ CODES: tuple[Code, ...] = (
 _TRAILING_DIGITS = re.compile(r"([0-9]+)$")
 
 
-# --------------------------------------------------------------------------- sniffing
-
-
-def top_level_keys(data: bytes, limit: int = 65536) -> dict[str, set[str]]:
-    """Object keys at depth 1 and 2 of the first ``limit`` bytes, tolerant of bad JSON:
-    enough to tell an R or a graph from a map of them or from a JSON Schema."""
-    text = data[:limit].decode("utf-8", errors="replace")
-    found: dict[str, set[str]] = {"1": set(), "2": set()}
-    depth = 0
-    position = 0
-    length = len(text)
-    while position < length:
-        char = text[position]
-        if char == '"':
-            end = position + 1
-            while end < length and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            token = text[position + 1:end]
-            after = end + 1
-            while after < length and text[after] in " \t\r\n":
-                after += 1
-            if after < length and text[after] == ":" and str(depth) in found:
-                found[str(depth)].add(token)
-            position = end + 1
-            continue
-        if char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-        position += 1
-    return found
-
-
 # --------------------------------------------------------------------------- graph
 
 

@@ -106,7 +106,7 @@ def sniff(data: bytes) -> bool:
     head = data[:65536]
     if b'"execution"' not in head and b'"scheduling"' not in head:
         return False
-    from dcx.parsing.fluxion import top_level_keys
+    from dcx.parsing.json_head import top_level_keys
 
     keys = top_level_keys(data)
     top = keys["1"]

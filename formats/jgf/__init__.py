@@ -115,7 +115,7 @@ def sniff(data: bytes) -> bool:
     """A bare Fluxion graph: ``graph`` at the top level holding ``nodes``/``edges``."""
     if b'"graph"' not in data[:65536]:
         return False
-    from dcx.parsing.fluxion import top_level_keys
+    from dcx.parsing.json_head import top_level_keys
 
     keys = top_level_keys(data)
     return "graph" in keys["1"] and bool(keys["2"] & {"nodes", "edges"}) \
