@@ -8,7 +8,7 @@ import re
 
 # A string (its closing quote, then a colon when it is a key; or cut off by the end of the
 # head), or a bracket. Everything else between tokens is skipped.
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(?:"(\s*:)?|\\?\Z)|[{}\[\]]', re.DOTALL)
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"(\s*:)?|\\?\Z)|[{}\[\]]', re.DOTALL)
 _OPENING = frozenset("{[")
 
 
