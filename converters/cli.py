@@ -29,7 +29,7 @@ from dcx.converters.registry import (
     unknown_format_message,
 )
 from dcx.core.declaration import FormatDeclaration
-from dcx.core.diagnostics import Diagnostic, Severity, error, has_errors
+from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, Severity, error, has_errors
 from dcx.core.limits import LIMITS
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -139,7 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--strict", action="store_true",
                          help="fail (exit 1, write nothing) if the target cannot hold everything")
     convert.add_argument("--losses", action="store_true",
-                         help="list each field the target cannot hold, with how many values")
+                         help="list each field the target cannot hold, with how many values "
+                         "and where the first one is: INPUT:line:col where the reader can tell, "
+                         "and its model pointer (/workload/jobs/0/tasks/3)")
     _output_option(convert)
     _verbosity_options(convert)
 
@@ -599,8 +601,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 raise UsageError(str(exc)) from None
             except OSError as exc:
                 raise UsageError(f"{args.output}: cannot write: {exc.strerror}") from None
-            entries[0]["losses"] = [{"field": loss.field, "count": loss.count,
-                                     "detail": loss.detail} for loss in result.losses]
+            entries[0]["losses"] = [
+                {"field": loss.field, "count": loss.count, "detail": loss.detail,
+                 "first": _first_dropped(loss, result.read)}
+                for loss in result.losses] if not text else []
             entries.append(_file_entry(args.output, target.name,
                                        [d.at(args.output) for d in result.output_diagnostics]))
         progress.advance()
@@ -625,10 +629,30 @@ def cmd_convert(args: argparse.Namespace) -> int:
             _say(f"wrote {where} ({target.name}): {_counts(written, target)}; {tail}")
         if result.ok and (args.losses or _verbose(args)):
             for loss in result.losses:
-                _say(f"  not held: {loss.render()}")
+                _say(_loss_line(loss, result.read, name))
     if result.internal_error:
         return EXIT_USAGE
     return EXIT_OK if result.ok else EXIT_INVALID
+
+
+def _first_dropped(loss: Loss, read: ReadResult | None) -> dict[str, Any] | None:
+    """Where the first value a loss drops is: its model pointer and, where the reader can
+    tell, the line and column it was read from."""
+    if loss.first is None:
+        return None
+    line, column = read.locate(loss.first) if read is not None else (None, None)
+    return {"line": line, "column": column, "pointer": loss.first}
+
+
+def _loss_line(loss: Loss, read: ReadResult | None, name: str) -> str:
+    """``  machine.os: 4 values (first: in.json:12:7, /environment/…/slots/3): meaning``."""
+    text = f"  {loss.field}:"
+    if loss.count is not None:
+        text += f" {_plural(loss.count, 'value')}"
+    place = loss.first_place(read, name)
+    if place is not None:
+        text += f" (first: {place})"
+    return f"{text}: {loss.detail}" if loss.detail else text
 
 
 def cmd_formats(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from dcx.core.fields import FIELDS
 from dcx.core.model import Document
 from dcx.core.restrict import (
     EXTRAS_PATHS,
-    dropped_field_counts,
+    dropped_values,
     restrict,
     with_own_extras,
     with_parts,
@@ -32,10 +32,12 @@ PARTS = ("environment", "workload")
 def conversion_losses(document: Document, target: FormatDeclaration,
                       normalized: Document | None = None) -> tuple[Loss, ...]:
     """The field paths ``target`` drops from ``document``, in ``FIELDS`` order, each with its
-    meaning (a dropped part is one loss, not one per field inside it). ``normalized`` is
-    ``document`` after the target's normal form, when the caller has it already."""
-    counts = dropped_field_counts(document, target.holds, target.name, target, normalized)
-    return tuple(Loss(path, count, FIELDS[path]) for path, count in counts.items())
+    meaning and the model pointer of its first dropped value (a dropped part is one loss,
+    not one per field inside it). ``normalized`` is ``document`` after the target's normal
+    form, when the caller has it already."""
+    dropped = dropped_values(document, target.holds, target.name, target, normalized)
+    return tuple(Loss(path, value.count, FIELDS[path], value.first)
+                 for path, value in dropped.items())
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

@@ -16,13 +16,11 @@ Columns (one row per task, in workload order; jobs are consecutive runs of tasks
 * ``nodes``, ``gpus``: ``int64``; ``cores``, ``memory_mb``: ``float64`` (``NaN``: ``None``);
 * ``user``, ``group``: :class:`Strings`, codes into a table of distinct names;
 * dependencies: ``offsets`` (``int64``, one more than there are tasks) into an id array;
-* extras: numeric ``Task.extras`` keys, one :class:`ExtraColumn` each, in key order;
-* what a request asks of its machines: ``os``, ``arch`` (:class:`Strings`) and features
-  (``feature_offsets`` into ``feature_names``), each ``None`` when no task asks for it.
+* extras: numeric ``Task.extras`` keys, one :class:`ExtraColumn` each, in key order.
 
-A task field the columns do not hold (named resources, start modes, images, preemption,
-extras that do not read back from JSON) keeps the workload as objects
-(``WorkloadColumns.from_jobs`` says ``None``).
+A task field the columns do not hold (named resources, the os, arch and features a request
+asks of its machines, start modes, images, preemption, extras that do not read back from
+JSON) keeps the workload as objects (``WorkloadColumns.from_jobs`` says ``None``).
 
 numpy is imported by the functions that need it, never at module level: the pre-commit hook
 imports every format module, and through them this one.
@@ -33,7 +31,7 @@ from __future__ import annotations
 import json as _json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -124,14 +122,6 @@ class WorkloadColumns:
     """Task rows of job ``j``: ``job_offsets[j]`` up to ``job_offsets[j + 1]``."""
     job_names: Strings
     job_users: Strings
-    os: Strings | None = None
-    arch: Strings | None = None
-    """``ResourceRequest.os`` and ``arch`` per task; ``None`` when no task asks for one."""
-    feature_offsets: Array | None = None
-    feature_names: Strings | None = None
-    """``ResourceRequest.features``: row ``t``'s are ``feature_names`` entries
-    ``feature_offsets[t]`` up to ``feature_offsets[t + 1]``; ``None`` when no task asks
-    for any."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -153,9 +143,7 @@ class WorkloadColumns:
         request = build(ResourceRequest, {
             "nodes": int(self.nodes[row]), "cores": float(self.cores[row]),
             "memory_mb": None if math.isnan(memory) else memory, "gpus": int(self.gpus[row]),
-            "resources": (), "os": None if self.os is None else self.os.at(row),
-            "arch": None if self.arch is None else self.arch.at(row),
-            "features": self.features_of(row)})
+            "resources": (), "os": None, "arch": None, "features": ()})
         extras = {key: column.at(row) for key, column in self.extras.items()
                   if column.present[row]}
         return build(Task, {
@@ -168,13 +156,6 @@ class WorkloadColumns:
             "deadline_s": _optional(self.deadline_s[row]),
             "user": self.user.at(row), "group": self.group.at(row),
             "extras": extras})
-
-    def features_of(self, row: int) -> tuple[str, ...]:
-        offsets, names = self.feature_offsets, self.feature_names
-        if offsets is None or names is None:
-            return ()
-        return tuple(names.values[code] for code in
-                     names.codes[int(offsets[row]):int(offsets[row + 1])].tolist())
 
     def job(self, index: int) -> Job:
         start, end = int(self.job_offsets[index]), int(self.job_offsets[index + 1])
@@ -242,8 +223,6 @@ class WorkloadColumns:
                for task in tasks):
             return None
         count = len(tasks)
-        requests = [task.request for task in tasks]
-        asked_features = [name for request in requests for name in request.features]
         return WorkloadColumns(
             ids=task_ids,
             submit_time_s=_floats([task.submit_time_s for task in tasks]),
@@ -262,14 +241,7 @@ class WorkloadColumns:
             job_ids=job_ids,
             job_offsets=_offsets([len(job.tasks) for job in jobs]),
             job_names=Strings.encode([job.name for job in jobs]),
-            job_users=Strings.encode([job.user for job in jobs]),
-            os=Strings.encode([r.os for r in requests]) if any(r.os is not None
-                                                               for r in requests) else None,
-            arch=Strings.encode([r.arch for r in requests]) if any(
-                r.arch is not None for r in requests) else None,
-            feature_offsets=_offsets([len(r.features) for r in requests])
-            if asked_features else None,
-            feature_names=Strings.encode(asked_features) if asked_features else None)
+            job_users=Strings.encode([job.user for job in jobs]))
 
     def same_as(self, other: WorkloadColumns) -> bool | None:
         """Whether both hold the same jobs, compared column by column; ``None`` when their
@@ -306,8 +278,6 @@ class WorkloadColumns:
                              (self.job_users, other.job_users)):
             if not _same_strings(mine, theirs):
                 return False
-        if not self._same_requirements(other):
-            return False
         for key, column in self.extras.items():
             counterpart = other.extras[key]
             if not np.array_equal(column.present, counterpart.present):
@@ -322,31 +292,6 @@ class WorkloadColumns:
                                   counterpart.values[counterpart.present]):
                 return False
         return True
-
-
-    def _same_requirements(self, other: WorkloadColumns) -> bool:
-        """Whether both ask the same os, arch and features of every task's machines."""
-        import numpy as np
-
-        count = len(self)
-        for mine, theirs in ((self.os, other.os), (self.arch, other.arch)):
-            if (mine is not None or theirs is not None) and not _same_strings(
-                    mine or _unknown(count), theirs or _unknown(count)):
-                return False
-        none = np.zeros(count + 1, dtype=np.int64)
-        if not np.array_equal(self.feature_offsets if self.feature_offsets is not None
-                              else none, other.feature_offsets
-                              if other.feature_offsets is not None else none):
-            return False
-        return _same_strings(self.feature_names or _unknown(0),
-                             other.feature_names or _unknown(0))
-
-
-def _unknown(count: int) -> Strings:
-    """``count`` values, all ``None``."""
-    import numpy as np
-
-    return Strings(np.full(count, -1, dtype=np.int32), ())
 
 
 def _same_strings(left: Strings, right: Strings) -> bool:
@@ -365,10 +310,8 @@ def _columnar_task(task: Task) -> bool:
     from dcx.core.model import StartMode
 
     request = task.request
-    return (not request.resources and task.start_mode is StartMode.ANY
-            and all(type(word) is str or word is None for word in (request.os, request.arch))
-            and type(request.features) is tuple
-            and all(type(name) is str for name in request.features)
+    return (not request.resources and request.os is None and request.arch is None
+            and not request.features and task.start_mode is StartMode.ANY
             and task.start_time_s is None and task.preemptible is None and task.image is None
             and task.image_size_mb is None
             and all(_column_float(value) for value in (
@@ -608,37 +551,9 @@ def used_paths(columns: WorkloadColumns, own_prefix: str | None) -> tuple[dict[s
 
     used: dict[str, int] = {}
     foreign: dict[str, int] = {}
-    sizes = np.diff(columns.job_offsets)
-    dependencies = np.diff(columns.dependency_offsets)
-    single = sizes == 1
-    counts = {
-        "task.id": _numbering_changes(columns),
-        "job": int(len(sizes) - np.sum(single & _same_ids(columns.job_ids, columns.ids,
-                                                          columns.job_offsets[:-1], single)
-                                       & (columns.job_names.codes < 0)
-                                       & (columns.job_users.codes < 0))),
-        "job.empty": int(np.sum(sizes == 0)),
-        "job.name": columns.job_names.count_known(),
-        "job.user": columns.job_users.count_known(),
-        "task.submit_time_s": int(np.count_nonzero(columns.submit_time_s != 0.0)),
-        "task.runtime_s": int(np.count_nonzero(~np.isnan(columns.runtime_s))),
-        "task.requested_time_s": int(np.count_nonzero(~np.isnan(columns.requested_time_s))),
-        "task.request.nodes": int(np.count_nonzero(columns.nodes != 1)),
-        "task.request.cores": int(np.count_nonzero(columns.cores != 1.0)),
-        "task.request.memory_mb": int(np.count_nonzero(~np.isnan(columns.memory_mb))),
-        "task.request.gpus": int(np.count_nonzero(columns.gpus != 0)),
-        "task.dependencies.multiple": int(np.count_nonzero(dependencies > 1)),
-        "task.dependencies": int(np.count_nonzero(dependencies > 0)),
-        "task.deadline_s": int(np.count_nonzero(~np.isnan(columns.deadline_s))),
-        "task.user": columns.user.count_known(),
-        "task.group": columns.group.count_known(),
-    }
-    for path, strings in (("task.request.os", columns.os), ("task.request.arch", columns.arch)):
-        if strings is not None:
-            counts[path] = strings.count_known()
-    if columns.feature_offsets is not None:
-        counts["task.request.features"] = int(np.count_nonzero(np.diff(
-            columns.feature_offsets)))
+    counts = {"task.id": _numbering_changes(columns)}
+    counts.update((path, int(np.count_nonzero(mask(np, columns))))
+                  for path, mask in _MASKS.items())
     own = f"{own_prefix}:" if own_prefix else None
     for key, column in columns.extras.items():
         present = int(np.count_nonzero(column.present))
@@ -650,6 +565,100 @@ def used_paths(columns: WorkloadColumns, own_prefix: str | None) -> tuple[dict[s
     if not foreign.get("task.extras"):
         foreign.pop("task.extras", None)
     return used, foreign
+
+
+def _regrouped_jobs(np: Any, columns: WorkloadColumns) -> Array:
+    """Per job: whether it is not what a format without jobs makes of its task (one task,
+    its id, no name, no user)."""
+    single = np.diff(columns.job_offsets) == 1
+    return ~(single & _same_ids(columns.job_ids, columns.ids, columns.job_offsets[:-1], single)
+             & (columns.job_names.codes < 0) & (columns.job_users.codes < 0))
+
+
+def _known(np: Any, columns: WorkloadColumns, strings: Strings | None) -> Array:
+    return strings.codes >= 0 if strings is not None else np.zeros(len(columns), dtype=bool)
+
+
+_MASKS: dict[str, Callable[[Any, WorkloadColumns], Array]] = {
+    "job": _regrouped_jobs,
+    "job.empty": lambda np, c: np.diff(c.job_offsets) == 0,
+    "job.name": lambda np, c: c.job_names.codes >= 0,
+    "job.user": lambda np, c: c.job_users.codes >= 0,
+    "task.submit_time_s": lambda np, c: c.submit_time_s != 0.0,
+    "task.runtime_s": lambda np, c: ~np.isnan(c.runtime_s),
+    "task.requested_time_s": lambda np, c: ~np.isnan(c.requested_time_s),
+    "task.request.nodes": lambda np, c: c.nodes != 1,
+    "task.request.cores": lambda np, c: c.cores != 1.0,
+    "task.request.memory_mb": lambda np, c: ~np.isnan(c.memory_mb),
+    "task.request.gpus": lambda np, c: c.gpus != 0,
+    "task.dependencies.multiple": lambda np, c: np.diff(c.dependency_offsets) > 1,
+    "task.dependencies": lambda np, c: np.diff(c.dependency_offsets) > 0,
+    "task.deadline_s": lambda np, c: ~np.isnan(c.deadline_s),
+    "task.user": lambda np, c: c.user.codes >= 0,
+    "task.group": lambda np, c: c.group.codes >= 0,
+    "task.request.os": lambda np, c: _known(np, c, c.os),
+    "task.request.arch": lambda np, c: _known(np, c, c.arch),
+    "task.request.features": lambda np, c: np.diff(c.feature_offsets) > 0
+    if c.feature_offsets is not None else np.zeros(len(c), dtype=bool),
+}
+"""Per job (``job``…) or per task row (``task.``…): where leaving the path out changes a
+value."""
+
+
+def first_used(columns: WorkloadColumns, path: str, own_prefix: str | None,
+               foreign: bool) -> str:
+    """The model pointer (``dcx.core.located``) of the first job or task where
+    ``used_paths`` counts ``path`` (with ``foreign``: where other formats' extras keys sit,
+    else where any extras key not the target's own does)."""
+    import numpy as np
+
+    if path == "task.id":
+        return _task_pointer(columns, _first_renumbered_row(columns))
+    if path == "task.extras":
+        own = f"{own_prefix}:" if own_prefix else None
+        masks = [column.present for key, column in columns.extras.items()
+                 if (":" in key and (own is None or not key.startswith(own)))
+                 or (not foreign and ":" not in key)]
+        mask = np.logical_or.reduce(masks) if masks else np.zeros(len(columns), dtype=bool)
+    elif path in _MASKS:
+        mask = _MASKS[path](np, columns)
+    else:
+        mask = _requested(np, columns, path)
+    index = int(np.argmax(mask))
+    if path.startswith("job"):
+        return f"/workload/jobs/{index}"
+    return _task_pointer(columns, index)
+
+
+def _requested(np: Any, columns: WorkloadColumns, path: str) -> Array:
+    """Per task row: whether its request asks an os, arch or features of its machines
+    (``task.request.os``, ``.arch``, ``.features``; columns that only some workloads have)."""
+    if path == "task.request.features":
+        offsets = getattr(columns, "feature_offsets", None)
+        return np.zeros(len(columns), dtype=bool) if offsets is None else np.diff(offsets) > 0
+    strings = getattr(columns, path.rsplit(".", 1)[1], None)
+    return np.zeros(len(columns), dtype=bool) if strings is None else strings.codes >= 0
+
+
+def _task_pointer(columns: WorkloadColumns, row: int) -> str:
+    import numpy as np
+
+    job = int(np.searchsorted(columns.job_offsets, row, side="right")) - 1
+    return f"/workload/jobs/{job}/tasks/{row - int(columns.job_offsets[job])}"
+
+
+def _first_renumbered_row(columns: WorkloadColumns) -> int:
+    """The first row whose id or dependencies numbering the tasks 1, 2, … changes."""
+    ids = columns.ids.tolist()
+    numbers: dict[Id, int] = {}
+    for value in ids:
+        numbers.setdefault(value, len(numbers) + 1)
+    dependencies = columns.dependency_ids.tolist()
+    offsets = columns.dependency_offsets.tolist()
+    return next(row for row, value in enumerate(ids)
+                if numbers[value] != value or any(numbers.get(dep, dep) != dep
+                                                  for dep in dependencies[offsets[row]:
+                                                                          offsets[row + 1]]))
 
 
 def _same_ids(job_ids: Array, task_ids: Array, first_rows: Array, single: Array) -> Array:

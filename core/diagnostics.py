@@ -113,13 +113,25 @@ class ReadResult:
     """Where model objects came from, for checks made later on the model (the scheduler's
     feasibility checks): a model pointer such as ``/workload/jobs/3/tasks/0`` to the
     (line, column) of its source. Text readers fill it; others may leave it empty."""
+    locator: Callable[[str], tuple[int | None, int | None]] | None = None
+    """Where a model pointer's object came from, found when asked: what a reader gives
+    instead of a ``source_map`` when finding an object in its source again is cheap and
+    building the map for every object would not be (a JSON or XML reader re-scanning the
+    bytes for the element that object was read from). ``(None, None)``: cannot tell."""
 
     @property
     def ok(self) -> bool:
         return self.document is not None and not has_errors(self.diagnostics)
 
     def locate(self, model_pointer: str) -> tuple[int | None, int | None]:
-        return self.source_map.get(model_pointer, (None, None))
+        """The (line, column) the object at ``model_pointer`` was read from, or
+        ``(None, None)`` when the reader cannot tell."""
+        where = self.source_map.get(model_pointer)
+        if where is not None:
+            return where
+        if self.locator is not None:
+            return self.locator(model_pointer)
+        return None, None
 
 
 @dataclass(frozen=True)
@@ -131,6 +143,20 @@ class Loss:
     field: str
     count: int | None = None
     detail: str = ""
+    first: str | None = None
+    """The model pointer (``dcx.core.located``) of the first value dropped, in document
+    order, when there is one: ``ReadResult.locate`` turns it into a line and column."""
+
+    def first_place(self, read: ReadResult | None, name: str) -> str | None:
+        """Where the first dropped value is, for people: ``in.json:12:7, /environment/…``
+        (``NAME:line:col`` where ``read``'s reader can tell, then the model pointer)."""
+        if self.first is None:
+            return None
+        line, column = read.locate(self.first) if read is not None else (None, None)
+        if line is None:
+            return self.first
+        where = f"{name}:{line}" if column is None else f"{name}:{line}:{column}"
+        return f"{where}, {self.first}"
 
     def render(self) -> str:
         text = self.field

@@ -85,10 +85,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
-from dcx.core.columns import columns_of, used_paths
+from dcx.core.columns import WorkloadColumns, columns_of, first_used, used_paths
 from dcx.core.fields import FIELDS
 from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
+from dcx.core.located import first_difference, located_objects, pointers_of
 from dcx.core.model import (
+    Annotation,
     Consumables,
     Datacenter,
     DatacenterSchedulerChange,
@@ -113,6 +115,10 @@ from dcx.core.model import (
 
 T = TypeVar("T")
 
+Place = object
+"""Where a field path is first used: a located object (``dcx.core.located``), its model
+pointer, or ``_InColumns`` (a row of a workload held as columns, found when asked for)."""
+
 
 @dataclass(frozen=True)
 class _Held:
@@ -132,11 +138,18 @@ class _Held:
     def __contains__(self, path: str) -> bool:
         return path in self.paths
 
-    def has(self, path: str, matters: bool | Callable[[], int] = True) -> bool:
+    def has(self, path: str, matters: bool | Callable[[], int] = True,
+            where: Callable[[], str] | None = None) -> bool:
         """Whether ``path`` is held where leaving it out would change the document only when
         ``matters``: a flag, or for a costly test a callable counting the values that would
-        change. ``_RecordingUse`` records it."""
+        change. ``_RecordingUse`` records it, at ``where()`` (the model pointer of the first
+        located object that would change) when the object being walked is not that one."""
         return path in self.paths
+
+    def at(self, located: object) -> None:
+        """The walk is at ``located`` (see ``dcx.core.located``): what it records next,
+        until the next ``at``, belongs there. The walk calls it before an object's own
+        values and walks the located objects inside after them."""
 
     def value(self, path: str, value: Any, default: Any = None) -> Any:
         return value if path in self.paths else default
@@ -179,12 +192,30 @@ class _RecordingUse(_Held):
     """Path → how many values leaving it out would change."""
     foreign: dict[str, int] = field(default_factory=dict)
     """Path → how many other formats' prefixed keys sit at it."""
+    first: dict[str, Place] = field(default_factory=dict)
+    """Path → where it was first ``used`` or ``foreign``: one place per path, recorded when
+    the path is first counted (``first_pointers`` makes model pointers of them)."""
+    first_foreign: dict[str, Place] = field(default_factory=dict)
+    """Path → where its first other format's prefixed key sits."""
     scale: list[int] = field(default_factory=lambda: [1])
     """How many values what is being walked stands for (inside a group: its count)."""
+    here: list[Place] = field(default_factory=lambda: [None])
+    """The located object being walked (``at``)."""
 
-    def _count(self, counts: dict[str, int], path: str, number: int = 1) -> None:
+    def at(self, located: object) -> None:
+        self.here[0] = located
+
+    def _count(self, counts: dict[str, int], path: str, number: int = 1,
+               place: Place = None) -> None:
         if number:
-            counts[path] = counts.get(path, 0) + number * self.scale[-1]
+            count = counts.get(path)
+            if count is None:  # first seen: where it is, once per path
+                where = place if place is not None else self.here[0]
+                if counts is self.foreign:
+                    self.first_foreign[path] = where
+                self.first.setdefault(path, where)
+                count = 0
+            counts[path] = count + number * self.scale[-1]
 
     @contextmanager
     def scaled(self, count: int) -> Iterator[None]:
@@ -199,8 +230,11 @@ class _RecordingUse(_Held):
             self._count(self.used, path, len(values))
         return values
 
-    def has(self, path: str, matters: bool | Callable[[], int] = True) -> bool:
-        self._count(self.used, path, int(matters() if callable(matters) else matters))
+    def has(self, path: str, matters: bool | Callable[[], int] = True,
+            where: Callable[[], str] | None = None) -> bool:
+        number = int(matters() if callable(matters) else matters)
+        place = where() if where is not None and number and path not in self.used else None
+        self._count(self.used, path, number, place)
         return True
 
     def value(self, path: str, value: Any, default: Any = None) -> Any:
@@ -345,18 +379,24 @@ def without_empty_parts(document: Document, holds: Iterable[str]) -> Document:
 
 
 def _environment(environment: Environment, held: _Held) -> Environment:
+    held.at(environment)
+    name = held.value("environment.name", environment.name)
+    description = held.value("environment.description", environment.description)
+    extras = held.extras("environment.extras", environment.extras)
     datacenters = _flatten_hierarchy(environment.datacenters, held)
     datacenters = tuple(_datacenter(datacenter, held) for datacenter in datacenters)
     events = tuple(_event(event, held) for event in environment.events
-                   if (isinstance(event, MachineStateChange)
-                       and held.has("environment.events.machine_state"))
-                   or (isinstance(event, DatacenterSchedulerChange)
-                       and held.has("environment.events.scheduler")))
-    return Environment(
-        datacenters=datacenters, events=events,
-        name=held.value("environment.name", environment.name),
-        description=held.value("environment.description", environment.description),
-        extras=held.extras("environment.extras", environment.extras))
+                   if _event_held(event, held))
+    return Environment(datacenters=datacenters, events=events, name=name,
+                       description=description, extras=extras)
+
+
+def _event_held(event: MachineStateChange | DatacenterSchedulerChange, held: _Held) -> bool:
+    held.at(event)
+    if isinstance(event, MachineStateChange):
+        return held.has("environment.events.machine_state")
+    return isinstance(event, DatacenterSchedulerChange) and held.has(
+        "environment.events.scheduler")
 
 
 def _flatten_hierarchy(datacenters: tuple[Datacenter, ...], held: _Held) -> tuple[Datacenter, ...]:
@@ -386,41 +426,50 @@ def _one_rack(racks: tuple[Rack, ...]) -> Rack:
 
 
 def _datacenter(datacenter: Datacenter, held: _Held) -> Datacenter:
-    return Datacenter(
+    held.at(datacenter)
+    own = dict(
         id=held.value("datacenter.id", datacenter.id),
         name=held.value("datacenter.name", datacenter.name),
         location=held.value("datacenter.location", datacenter.location),
         operator=held.value("datacenter.operator", datacenter.operator),
         scheduler=held.value("datacenter.scheduler", datacenter.scheduler),
-        rooms=tuple(_room(room, held) for room in datacenter.rooms),
         extras=held.extras("datacenter.extras", datacenter.extras))
+    return Datacenter(rooms=tuple(_room(room, held) for room in datacenter.rooms), **own)
 
 
 def _room(room: Room, held: _Held) -> Room:
-    return Room(
+    held.at(room)
+    own = dict(
         id=held.value("room.id", room.id),
         name=held.value("room.name", room.name),
         type=held.value("room.type", room.type, "SERVER"),
         location=held.value("room.geometry", room.location),
         size=held.value("room.geometry", room.size),
-        racks=tuple(_rack(rack, held) for rack in room.racks),
         extras=held.extras("room.extras", room.extras))
+    return Room(racks=tuple(_rack(rack, held) for rack in room.racks), **own)
 
 
 def _rack(rack: Rack, held: _Held) -> Rack:
+    held.at(rack)
     keep_empty = held.has("rack.empty_slots", None in rack.slots)
-    return Rack(
+    own = dict(
         id=held.value("rack.id", rack.id),
         name=held.value("rack.name", rack.name),
         capacity_units=held.value("rack.capacity_units", rack.capacity_units),
         power_capacity_w=held.value("rack.power_capacity_w", rack.power_capacity_w),
-        slots=map_slots(rack.slots, lambda machine: _machine(machine, held),
-                        lambda group: _group(group, held), keep_empty),
         extras=held.extras("rack.extras", rack.extras))
+
+    def slot_machine(machine: Machine) -> Machine:
+        held.at(machine)
+        return _machine(machine, held)
+
+    return Rack(slots=map_slots(rack.slots, slot_machine, lambda group: _group(group, held),
+                                keep_empty), **own)
 
 
 def _group(group: MachineGroup, held: _Held) -> MachineGroup:
     """A machine group walked once: its template stands for every member."""
+    held.at(group)
     with held.scaled(group.count):
         template = _machine(group.template, held)
     return held.build(
@@ -526,47 +575,101 @@ def _workload(workload: Workload, held: _Held) -> Workload:
     jobs = workload.jobs
     if isinstance(held, _RecordingUse) and columns_of(workload) is not None:
         return _recorded_columns(workload, held)
-    if not held.has("task.id", lambda: _numbering_changes(jobs)):
-        jobs = _renumber_tasks(jobs)
-    if not held.has("job", lambda: sum(len(job.tasks) != 1 or job != Job(
-            id=job.tasks[0].id, tasks=job.tasks) for job in jobs)):
-        jobs = tuple(Job(id=task.id, tasks=(task,)) for job in jobs for task in job.tasks)
-    elif not held.has("job.empty", lambda: sum(not job.tasks for job in jobs)):
-        jobs = tuple(job for job in jobs if job.tasks)
-    return Workload(
-        jobs=tuple(_job(job, held) for job in jobs),
+    held.at(workload)
+    own = dict(
         name=held.value("workload.name", workload.name),
         description=held.value("workload.description", workload.description),
         time_origin=held.value("workload.time_origin", workload.time_origin),
         attributes=held.extras("workload.attributes", workload.attributes),
-        annotations=tuple(replace(annotation,
-                                  extras=held.extras("workload.annotations", annotation.extras))
-                          for annotation in held.value("workload.annotations",
-                                                       workload.annotations, ())),
         extras=held.extras("workload.extras", workload.extras))
+    annotations = _annotations(workload, held)
+    if not held.has("task.id", lambda: _numbering_changes(jobs),
+                    lambda: _first_renumbered(jobs)):
+        jobs = _renumber_tasks(jobs)
+    if not held.has("job", lambda: sum(_regrouped(job) for job in jobs),
+                    lambda: _first_regrouped(jobs)):
+        jobs = tuple(Job(id=task.id, tasks=(task,)) for job in jobs for task in job.tasks)
+    elif not held.has("job.empty", lambda: sum(not job.tasks for job in jobs),
+                      lambda: next(f"/workload/jobs/{j}" for j, job in enumerate(jobs)
+                                   if not job.tasks)):
+        jobs = tuple(job for job in jobs if job.tasks)
+    return Workload(
+        jobs=tuple(_job(job, held) for job in jobs),
+        annotations=tuple(_annotation(annotation, held) for annotation in annotations), **own)
+
+
+def _annotations(workload: Workload, held: _Held) -> tuple[Annotation, ...]:
+    """The annotations, one value for ``workload.annotations`` (the first is where)."""
+    if held.has("workload.annotations", bool(workload.annotations),
+                lambda: "/workload/annotations/0"):
+        return workload.annotations
+    return ()
+
+
+def _annotation(annotation: Annotation, held: _Held) -> Annotation:
+    held.at(annotation)
+    return replace(annotation, extras=held.extras("workload.annotations", annotation.extras))
+
+
+def _regrouped(job: Job) -> bool:
+    """Whether a job is not what a format without jobs makes of its tasks (a job of one task
+    with that task's id and nothing else)."""
+    return len(job.tasks) != 1 or job != Job(id=job.tasks[0].id, tasks=job.tasks)
+
+
+def _first_regrouped(jobs: Sequence[Job]) -> str:
+    """The first job leaving jobs out changes."""
+    return next(f"/workload/jobs/{j}" for j, job in enumerate(jobs) if _regrouped(job))
+
+
+def _first_renumbered(jobs: Sequence[Job]) -> str:
+    """The first task whose id or dependencies numbering the tasks changes."""
+    numbers = _task_numbers(jobs)
+    return next(f"/workload/jobs/{j}/tasks/{t}"
+                for j, job in enumerate(jobs) for t, task in enumerate(job.tasks)
+                if numbers[task.id] != task.id
+                or any(numbers.get(dep, dep) != dep for dep in task.dependencies))
 
 
 def _recorded_columns(workload: Workload, use: _RecordingUse) -> Workload:
     """``_workload`` for a workload held as columns while recording use: the jobs and tasks
-    are counted column by column (``dcx.core.columns.used_paths``); nothing is built."""
+    are counted column by column (``dcx.core.columns.used_paths``); nothing is built, and a
+    path's first row is found only when asked for (``_InColumns``)."""
     columns = columns_of(workload)
     assert columns is not None
-    used, foreign = used_paths(columns, use.own_prefix)
-    for path, count in used.items():
-        use._count(use.used, path, count)
-    for path, count in foreign.items():
-        use._count(use.foreign, path, count)
+    use.at(workload)
     use.value("workload.name", workload.name)
     use.value("workload.description", workload.description)
     use.value("workload.time_origin", workload.time_origin)
     use.extras("workload.attributes", workload.attributes)
-    for annotation in use.value("workload.annotations", workload.annotations, ()):
-        use.extras("workload.annotations", annotation.extras)
     use.extras("workload.extras", workload.extras)
+    annotations = _annotations(workload, use)
+    used, foreign = used_paths(columns, use.own_prefix)
+    for path, count in used.items():
+        use._count(use.used, path, count, _InColumns(columns, use.own_prefix))
+    for path, count in foreign.items():
+        use._count(use.foreign, path, count, _InColumns(columns, use.own_prefix, True))
+        use.first[path] = _InColumns(columns, use.own_prefix)  # the first of either kind
+    for annotation in annotations:
+        _annotation(annotation, use)
     return workload
 
 
-def _task_numbers(jobs: tuple[Job, ...]) -> dict[Id, int]:
+@dataclass(frozen=True)
+class _InColumns:
+    """The first row of a columnar workload where a field path is used (with ``foreign``:
+    where other formats' extras keys sit), found when a loss names it
+    (``dcx.core.columns.first_used``)."""
+
+    columns: WorkloadColumns
+    own_prefix: str | None
+    foreign: bool = False
+
+    def pointer(self, path: str) -> str:
+        return first_used(self.columns, path, self.own_prefix, self.foreign)
+
+
+def _task_numbers(jobs: Sequence[Job]) -> dict[Id, int]:
     numbers: dict[Id, int] = {}
     for job in jobs:
         for task in job.tasks:
@@ -588,12 +691,16 @@ def _renumber_tasks(jobs: tuple[Job, ...]) -> tuple[Job, ...]:
 
 
 def _job(job: Job, held: _Held) -> Job:
+    held.at(job)
+    name = held.value("job.name", job.name)
+    user = held.value("job.user", job.user)
+    extras = held.extras("job.extras", job.extras)
     return held.build(Job, job, id=job.id, tasks=tuple(_task(task, held) for task in job.tasks),
-               name=held.value("job.name", job.name), user=held.value("job.user", job.user),
-               extras=held.extras("job.extras", job.extras))
+                      name=name, user=user, extras=extras)
 
 
 def _task(task: Task, held: _Held) -> Task:
+    held.at(task)
     request = task.request
     start_held = held.has("task.start", task.start_mode is not StartMode.ANY
                           or task.start_time_s is not None)
@@ -647,10 +754,28 @@ def dropped_field_counts(document: Document, target_holds: Iterable[str],
                          own_prefix: str | None = None,
                          target: object | None = None,
                          normalized: Document | None = None) -> dict[str, int | None]:
+    """The field paths of ``dropped_values``, each with how many values it drops."""
+    return {path: dropped.count for path, dropped in dropped_values(
+        document, target_holds, own_prefix, target, normalized).items()}
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """What a target drops of one field path: how many values (``None`` where a value
+    restriction of the target says so without a count) and the model pointer
+    (``dcx.core.located``) of the first one in document order, when there is one."""
+
+    count: int | None
+    first: str | None = None
+
+
+def dropped_values(document: Document, target_holds: Iterable[str],
+                   own_prefix: str | None = None,
+                   target: object | None = None,
+                   normalized: Document | None = None) -> dict[str, Dropped]:
     """The field paths a format holding ``target_holds`` actually drops from ``document``,
-    in ``FIELDS`` order, each with how many values it drops (``None`` where a value
-    restriction of the target says so without a count): every conversion's losses and the
-    loss matrix come from here.
+    in ``FIELDS`` order, each with how many values it drops and where the first one is:
+    every conversion's losses and the loss matrix come from here.
 
     A path is dropped when leaving it out changes the document (what restricting to every
     other path gives), or when it carries other formats' prefixed extras, which only their
@@ -661,7 +786,9 @@ def dropped_field_counts(document: Document, target_holds: Iterable[str],
     formats without the level read back, and adding it loses nothing.
     ``target`` (a format declaration) adds its value restrictions (see Value restrictions);
     ``normalized``, when the caller has it, is ``document`` after the target's normal form.
-    One walk of the document finds every used path (``_RecordingUse``).
+    One walk of the document finds every used path and where it is first used
+    (``_RecordingUse``); the first dropped value is the first located object whose own
+    values leaving the path out changes (``first_dropped_by_restriction``).
     """
     held = with_parts(target_holds)
     normal_form_losses = getattr(target, "normal_form_losses", None)
@@ -671,25 +798,78 @@ def dropped_field_counts(document: Document, target_holds: Iterable[str],
     use = _recorded_use(document, own_prefix)
     # what a value restriction changes is counted in the document as given
     before = _recorded_use(original, own_prefix) if restricted_values else use
-    dropped: dict[str, int | None] = {}
+    counts: dict[str, int | None] = {}
+    places: dict[str, tuple[Place, Document]] = {}
     for path in FIELDS:
-        if _part(path) in dropped:
+        if _part(path) in counts:
             continue  # a dropped part is one loss, not one per field inside it
         if path in restricted_values:
-            dropped[path] = (before.used.get(path, 0) + before.foreign.get(path, 0)) or None
+            counts[path] = (before.used.get(path, 0) + before.foreign.get(path, 0)) or None
+            if path in before.first:
+                places[path] = (before.first[path], original)
         elif path in held:
             if path in use.foreign and not keeps_prefixed_extras(target):
-                dropped[path] = use.foreign[path]  # held, but other formats' keys are dropped
+                counts[path] = use.foreign[path]  # held, but other formats' keys are dropped
+                places[path] = (use.first_foreign[path], document)
         elif path in ("environment", "workload"):
             part = getattr(document, path)
             if part is not None and part != type(part)():  # an empty part carries nothing
-                dropped[path] = 1
+                counts[path] = 1
+                places[path] = (f"/{path}", document)
         elif path in _LEVELS:
             if _level_is_used(document, path):
-                dropped[path] = _containers(document, path)
+                counts[path] = _containers(document, path)
+                places[path] = (_first_container(document, path), document)
         elif path in use.used or path in use.foreign:
-            dropped[path] = use.used.get(path, 0) + use.foreign.get(path, 0)
-    return dropped
+            counts[path] = use.used.get(path, 0) + use.foreign.get(path, 0)
+            places[path] = (use.first[path], document)
+    pointers = _pointers(places, original)
+    return {path: Dropped(count, pointers.get(path)) for path, count in counts.items()}
+
+
+def _pointers(places: dict[str, tuple[Place, Document]],
+              original: Document) -> dict[str, str]:
+    """The model pointer of each path's place. A place in the normalized document names a
+    pointer of the original only where the original has an object of the same kind there
+    (a normal form that moves or leaves out objects has no pointer to give)."""
+    pointers: dict[str, str] = {}
+    for in_document in {id(document): document for _, document in places.values()}.values():
+        mine = {path: place for path, (place, document) in places.items()
+                if document is in_document}
+        found = pointers_of(in_document, [place for place in mine.values()
+                                          if not isinstance(place, (str, _InColumns))])
+        for path, place in mine.items():
+            pointer = (place if isinstance(place, str)
+                       else place.pointer(path) if isinstance(place, _InColumns)
+                       else found.get(id(place)))
+            if pointer is not None:
+                pointers[path] = pointer
+        if in_document is not original:
+            moved = {pointer for path, pointer in pointers.items() if path in mine}
+            theirs, ours = _kinds_at(original, moved), _kinds_at(in_document, moved)
+            for path in mine:
+                if path in pointers and theirs.get(pointers[path]) is not ours[pointers[path]]:
+                    del pointers[path]
+    return pointers
+
+
+def _kinds_at(document: Document, pointers: set[str]) -> dict[str, type]:
+    """The type of the located object of ``document`` at each of ``pointers`` it has."""
+    kinds: dict[str, type] = {}
+    if not pointers:
+        return kinds
+    for pointer, obj in located_objects(document):
+        if pointer in pointers:
+            kinds[pointer] = type(obj)
+            if len(kinds) == len(pointers):
+                break
+    return kinds
+
+
+def _first_container(document: Document, level: str) -> str:
+    """The model pointer of the first container of a hierarchy level."""
+    return next(pointer for pointer, obj in located_objects(document)
+                if type(obj).__name__ == level.capitalize())
 
 
 def _recorded_use(document: Document, own_prefix: str | None) -> _RecordingUse:
@@ -743,6 +923,36 @@ def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str
         elif drops(path):
             dropped.append(path)
     return tuple(dropped)
+
+
+def first_dropped_by_restriction(document: Document, target_holds: Iterable[str],
+                                 own_prefix: str | None = None,
+                                 target: object | None = None) -> dict[str, str | None]:
+    """Where the first dropped value of each path ``dropped_fields_by_restriction`` finds
+    is, by definition: the first located object (``dcx.core.located``), in document order,
+    whose own values restricting the document without the path changes. A part is its own
+    place and a hierarchy level its first container; a value restriction of the target
+    (``None``) has no restriction to compare with. The specification ``dropped_values``'s
+    first pointers are tested against."""
+    held = with_parts(target_holds)
+    normal_form_losses = getattr(target, "normal_form_losses", None)
+    restricted_values = set(normal_form_losses(document)) if normal_form_losses else set()
+    normalized = normalized_for(document, target)
+    all_paths = frozenset(FIELDS)
+    everything = _restrict(normalized, _Held(all_paths, own_prefix, keep_foreign=True))
+    firsts: dict[str, str | None] = {}
+    for path in dropped_fields_by_restriction(document, target_holds, own_prefix, target):
+        if path in restricted_values:
+            firsts[path] = None
+        elif path in ("environment", "workload"):
+            firsts[path] = f"/{path}"
+        elif path in _LEVELS:
+            firsts[path] = _first_container(normalized, path)
+        else:
+            kept = all_paths if path in held else all_paths - {path}
+            firsts[path] = first_difference(everything, _restrict(normalized, _Held(
+                kept, own_prefix, keep_foreign=True, foreign_dropped_at=path)))
+    return firsts
 
 
 def _containers(document: Document, level: str) -> int:

@@ -22,6 +22,8 @@ EXAMPLES = REPO / "examples"
 CLUSTER = EXAMPLES / "environment" / "small-cluster.json"
 SSS = EXAMPLES / "sss" / "cluster.xml"
 SWF = EXAMPLES / "swf" / "small-cluster.swf"
+GWF = EXAMPLES / "gwf" / "grid-archive.gwf"
+SLURM = EXAMPLES / "slurm" / "cluster.conf"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix streams and modes")
 
@@ -230,8 +232,27 @@ def test_convert_says_one_summary_line_and_losses_on_request(tmp_path: Path) -> 
     lines = listed.stderr.decode().splitlines()
     assert lines[0].endswith("fields not held")
     assert len(lines[1:]) == int(match.group(1))
-    assert all(line.startswith("  not held: ") for line in lines[1:])
-    assert any("cpu.clock_rate_hz (" in line and " values): " in line for line in lines[1:])
+    assert all(re.match(r"  [a-z_.]+: ", line) for line in lines[1:])
+    assert any(line.startswith("  cpu.clock_rate_hz: 7 values (first: ") for line in lines[1:])
+
+
+def test_losses_name_the_first_value_dropped_at_its_line_in_the_source(tmp_path: Path) -> None:
+    """Each --losses line gives the count and where the first dropped value is: the source's
+    line:col when the reader can tell, and always the model pointer."""
+    done = dcx("convert", GWF, tmp_path / "out.swf", "--to", "swf", "--losses")
+    assert done.returncode == 0, text(done)
+    lines = done.stderr.decode().splitlines()
+    assert f"  task.request.cores: 3 values (first: {GWF}:4:1, /workload/jobs/0/tasks/0): " \
+        "cores per node" in lines
+    slurm = dcx("convert", SLURM, tmp_path / "out.lwf", "--to", "haizea", "--losses")
+    gpus = next(line for line in slurm.stderr.decode().splitlines()
+                if line.startswith("  machine.gpus: "))
+    match = re.fullmatch(rf"  machine\.gpus: (\d+) values \(first: {re.escape(str(SLURM))}:"
+                         r"(\d+):1, /environment/datacenters/0/rooms/0/racks/0/slots/(\d+)\): "
+                         r".*", gpus)
+    assert match, gpus
+    source_line = SLURM.read_text().splitlines()[int(match.group(2)) - 1]
+    assert source_line.startswith("NodeName=gpu[01-02] ")  # the first node line with GPUs
 
 
 def test_convert_json_report_lists_the_losses(tmp_path: Path) -> None:
@@ -239,7 +260,22 @@ def test_convert_json_report_lists_the_losses(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stderr == b""
     report = json.loads(done.stdout)
     losses = report["files"][0]["losses"]
-    assert losses and {"field", "count", "detail"} == set(losses[0])
+    assert losses and {"field", "count", "detail", "first"} == set(losses[0])
+    by_field = {loss["field"]: loss for loss in losses}
+    assert by_field["cpu.clock_rate_hz"]["count"] == 7
+    first = by_field["cpu.clock_rate_hz"]["first"]
+    assert first["pointer"] == "/environment/datacenters/0/rooms/0/racks/0/slots/0"
+    assert set(first) == {"line", "column", "pointer"}
+
+
+def test_convert_json_report_locates_the_first_dropped_value(tmp_path: Path) -> None:
+    done = dcx("convert", SWF, tmp_path / "out.gwf", "--to", "gwf", "--output", "json")
+    assert done.returncode == 0, text(done)
+    losses = {loss["field"]: loss for loss in json.loads(done.stdout)["files"][0]["losses"]}
+    first = losses["task.dependencies"]["first"]
+    assert first["pointer"].startswith("/workload/jobs/")
+    line = SWF.read_text().splitlines()[first["line"] - 1].split()
+    assert first["column"] == 1 and line[16] != "-1"  # PrecedingJobNumber: a dependency
 
 
 def test_quiet_and_verbose(tmp_path: Path) -> None:
@@ -248,7 +284,7 @@ def test_quiet_and_verbose(tmp_path: Path) -> None:
     assert dcx("-q", "validate", CLUSTER).stderr == b""
     verbose = dcx("convert", "-v", CLUSTER, tmp_path / "b.xml", "--to", "sss")
     err = verbose.stderr.decode()
-    assert f"{CLUSTER}: read as environment" in err and "  not held: " in err
+    assert f"{CLUSTER}: read as environment" in err and "  cpu.clock_rate_hz: " in err
 
 
 def test_validate_says_what_it_checked_and_tallies_many_files() -> None:

@@ -35,12 +35,15 @@ from dcx.core.model import (
 from dcx.core.restrict import (
     dropped_fields,
     dropped_fields_by_restriction,
+    dropped_values,
+    first_dropped_by_restriction,
     normalized_for,
     restrict,
     with_parts,
     without_empty_parts,
 )
-from tests.strategies import Domain, documents
+from tests.strategies import Domain, documents, workloads
+from tests.test_columns import NUMERIC_EXTRAS, as_columns, columnar_friendly
 
 ALL = frozenset(FIELDS)
 # Per-format and per-pair properties: 72 pairs must fit a CI budget of a few minutes on two
@@ -352,3 +355,39 @@ def test_one_walk_agrees_on_the_fullest_document_of_every_format(
         document = fullest_document(spec)
         assert dropped_fields(document, target.holds, target.name, target) == \
             dropped_fields_by_restriction(document, target.holds, target.name, target)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(Domain(ids="str")), st.sets(st.sampled_from(sorted(FIELDS))),
+       st.sampled_from([None, "swf", "gwf", "sss"]))
+def test_one_walk_finds_the_first_dropped_value_restricting_finds(
+        document: Document, holds: set[str], own_prefix: str | None) -> None:
+    fast = {path: dropped.first
+            for path, dropped in dropped_values(document, holds, own_prefix).items()}
+    assert fast == first_dropped_by_restriction(document, holds, own_prefix)
+
+
+@pytest.mark.parametrize("spec", FORMATS, ids=lambda spec: spec.name)
+def test_first_dropped_values_of_the_fullest_document_are_restrictings(
+        spec: FormatDeclaration) -> None:
+    document = fullest_document(spec)
+    for target in FORMATS:
+        fast = dropped_values(document, target.holds, target.name, target)
+        slow = first_dropped_by_restriction(document, target.holds, target.name, target)
+        assert fast.keys() == slow.keys(), target.name
+        for path, first in slow.items():
+            if first is not None:  # a value restriction has no restriction to compare with
+                assert fast[path].first == first, (target.name, path)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(Domain(ids="str")), st.lists(NUMERIC_EXTRAS, max_size=4),
+       st.sets(st.sampled_from(sorted(FIELDS))), st.sampled_from([None, "swf", "gwf"]))
+def test_columns_find_the_first_dropped_values_the_object_walk_finds(
+        workload: Workload, extras: list[dict[str, Any]], holds: set[str],
+        own_prefix: str | None) -> None:
+    workload = columnar_friendly(workload, extras)
+    objects = Document(workload=workload)
+    columnar = Document(workload=as_columns(workload))
+    assert dropped_values(columnar, holds, own_prefix) == dropped_values(
+        objects, holds, own_prefix)

@@ -120,8 +120,13 @@ def _lost_tab(example: ExampleConversion) -> str:
     conversion = example.conversion
     parts = []
     if conversion.losses:
-        rows = [(code(loss.field), cell(loss.detail)) for loss in conversion.losses]
-        parts.append(f"{example.target} cannot hold:\n\n" + table(("Field", "Meaning"), rows))
+        name = Path(example.input_path).name
+        rows = [(code(loss.field), "" if loss.count is None else f"{loss.count:,}",
+                 cell(loss.first_place(conversion.read, name) or ""), cell(loss.detail))
+                for loss in conversion.losses]
+        parts.append(f"{example.target} cannot hold (with how many values and where the first "
+                     "one is: line:col where the reader can tell, and the model pointer):\n\n"
+                     + table(("Field", "Values", "First", "Meaning"), rows))
     else:
         parts.append(f"Nothing: {example.target} holds everything this input has.\n")
     read_diagnostics = conversion.read.diagnostics if conversion.read else ()

@@ -1,0 +1,108 @@
+"""Model pointers of the objects a source file can point at, in document order.
+
+A *located object* is one a reader can give a line for: the environment, a datacenter, a
+room, a rack, a slot's machine or machine group, an event, the workload, a job, a task, an
+annotation. Everything else (a CPU, a memory module, a task's request) is located by the
+located object that contains it. The model pointer names the object by the model's own
+fields: ``/environment/datacenters/0/rooms/1/racks/2/slots/3`` (a group's pointer is the
+slot of its first member; slots count machines, not groups), ``/workload/jobs/4/tasks/0``.
+
+``located_objects`` walks them in document order: an object before what it contains, the
+topology's datacenters before its events, the jobs before the annotations. A loss's first
+dropped value (``dcx.core.restrict``) is named by such a pointer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any
+
+from dcx.core.groups import MachineGroup, slot_parts
+from dcx.core.model import Document, Environment, Workload
+
+
+def located_objects(document: Document) -> Iterator[tuple[str, Any]]:
+    """``(pointer, object)`` for every located object of ``document``, in document order."""
+    if document.environment is not None:
+        yield from _environment(document.environment)
+    if document.workload is not None:
+        yield from _workload(document.workload)
+
+
+def _environment(environment: Environment) -> Iterator[tuple[str, Any]]:
+    yield "/environment", environment
+    for d, datacenter in enumerate(environment.datacenters):
+        at_datacenter = f"/environment/datacenters/{d}"
+        yield at_datacenter, datacenter
+        for r, room in enumerate(datacenter.rooms):
+            at_room = f"{at_datacenter}/rooms/{r}"
+            yield at_room, room
+            for k, rack in enumerate(room.racks):
+                at_rack = f"{at_room}/racks/{k}"
+                yield at_rack, rack
+                slot = 0
+                for part in slot_parts(rack.slots):
+                    if part is not None:
+                        yield f"{at_rack}/slots/{slot}", part
+                    slot += part.count if isinstance(part, MachineGroup) else 1
+    for e, event in enumerate(environment.events):
+        yield f"/environment/events/{e}", event
+
+
+def _workload(workload: Workload) -> Iterator[tuple[str, Any]]:
+    yield "/workload", workload
+    for j, job in enumerate(workload.jobs):
+        yield f"/workload/jobs/{j}", job
+        for t, task in enumerate(job.tasks):
+            yield f"/workload/jobs/{j}/tasks/{t}", task
+    for a, annotation in enumerate(workload.annotations):
+        yield f"/workload/annotations/{a}", annotation
+
+
+def pointers_of(document: Document, objects: Iterable[object]) -> dict[int, str]:
+    """``id(object)`` → the pointer of its first place in ``document``, for each of
+    ``objects`` found there. The walk stops once every object is found, so objects near the
+    start of a large document cost little."""
+    wanted = {id(obj) for obj in objects}
+    found: dict[int, str] = {}
+    if not wanted:
+        return found
+    for pointer, obj in located_objects(document):
+        key = id(obj)
+        if key in wanted and key not in found:
+            found[key] = pointer
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+_COUNTED = {"Rack": "slots", "Job": "tasks"}
+"""Containers whose number of children is part of what they say: a rack's slots (empty ones
+too, which are no located objects) and a job's tasks."""
+
+_CONTAINED = {"Environment": ("datacenters", "events"), "Datacenter": ("rooms",),
+              "Room": ("racks",), "Workload": ("jobs", "annotations")}
+
+
+def own_values(obj: Any) -> Any:
+    """What a located object says itself, without the located objects it contains (each
+    compared in its own place): a rack and a job keep only how many slots and tasks they
+    have."""
+    kind = type(obj).__name__
+    if kind in _COUNTED:
+        return replace(obj, **{_COUNTED[kind]: len(getattr(obj, _COUNTED[kind]))})
+    if kind in _CONTAINED:
+        return replace(obj, **{name: () for name in _CONTAINED[kind]})
+    return obj
+
+
+def first_difference(before: Document, after: Document) -> str | None:
+    """The pointer of the first located object of ``before``, in document order, whose own
+    values (``own_values``) differ in ``after`` or that ``after`` does not have; failing
+    that, the first one only ``after`` has; ``None`` when the two agree."""
+    theirs = {pointer: own_values(obj) for pointer, obj in located_objects(after)}
+    for pointer, obj in located_objects(before):
+        if pointer not in theirs or theirs.pop(pointer) != own_values(obj):
+            return pointer
+    return next(iter(theirs), None)
