@@ -17,6 +17,7 @@ from ruamel.yaml import YAML
 from dcx.converters.cli import main
 from dcx.converters.hooks import manifest
 from dcx.converters.registry import FAMILIES, FORMATS
+from dcx.core.declaration import FormatDeclaration
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "environment" / "small-cluster.json"
@@ -51,15 +52,20 @@ def test_manifest_has_one_hook_for_all_and_one_per_family() -> None:
     assert sorted(ids[1:]) == [f"dcx-validate-{family}" for family in FAMILIES]
 
 
+def _suffixes(spec: FormatDeclaration) -> set[str]:
+    """The file name endings a format's files have: its extensions, or those of the files
+    inside the folder a folder format is stored as (``tasks.parquet``)."""
+    return {name.rsplit(".", 1)[-1] for name in (*spec.extensions, *spec.members)}
+
+
 def test_manifest_scopes_match_the_registry_extensions() -> None:
-    everything = {ext.lstrip(".") for spec in FORMATS for ext in spec.extensions}
+    everything = {suffix for spec in FORMATS for suffix in _suffixes(spec)}
     for hook in _manifest():
         assert hook["language"] == "python"
         assert hook["exclude_types"] == ["xsd"]
         family = hook["id"].removeprefix("dcx-validate").removeprefix("-")
         expected = everything if not family else {
-            ext.lstrip(".") for spec in FORMATS if spec.family == family
-            for ext in spec.extensions}
+            suffix for spec in FORMATS if spec.family == family for suffix in _suffixes(spec)}
         assert _extensions(hook["files"]) == expected, hook["id"]
         assert hook["entry"] == "dcx validate --hook" + (f" --family {family}" if family else "")
 
