@@ -53,7 +53,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="comma-separated schedulers: SRTF-BESTFIT (SC18), FCFS, "
                         "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, …; a +STAGE-POLICY suffix "
                         "sets a job or static-filter stage (FCFS-EASY+J3-SJF, "
-                        "FIFO-FIRSTFIT+J2-WHOLE-JOB) (default SRTF-BESTFIT unless "
+                        "FIFO-FIRSTFIT+J2-WHOLE-JOB; +R3-MATCH places each task only on "
+                        "machines with the os, arch and features it asks for) (default "
+                        "SRTF-BESTFIT unless "
                         "--scheduler is given)")
     parser.add_argument("--scheduler", action="append", default=[], metavar="FILE",
                         help="a scheduler declaration (JSON, schemas/scheduler.schema.json); "
@@ -105,13 +107,15 @@ def _run_json(run: Run) -> dict[str, Any]:
 
 
 def _text_table(runs: list[Run]) -> str:
-    lines = [f"{'policy':<18}{'model':<7}{'seed':>11}{'TRT':>11}{'JMS':>11}{'NJSL':>9}"
+    # names with stage suffixes (FCFS-EASY+R3-REQUIRE[os=linux]) widen the first column
+    width = max([18, *(len(run.metrics.summary.policy) + 2 for run in runs)])
+    lines = [f"{'policy':<{width}}{'model':<7}{'seed':>11}{'TRT':>11}{'JMS':>11}{'NJSL':>9}"
              f"{'JWT':>11}{'wait':>11}{'BSLD':>9}{'util':>7}"]
     for run in runs:
         s = run.metrics.summary
         seed = "-" if s.seed is None else str(s.seed)
         headline = s.headline()
-        lines.append(f"{s.policy:<18}{s.time_model:<7}{seed:>11}{s.trt_s:>11.1f}"
+        lines.append(f"{s.policy:<{width}}{s.time_model:<7}{seed:>11}{s.trt_s:>11.1f}"
                      f"{s.jms_s:>11.1f}{s.njsl:>9.2f}{s.jwt_s:>11.1f}"
                      f"{headline['wait_mean_s']:>11.1f}{headline['bounded_slowdown_mean']:>9.2f}"
                      f"{s.utilisation:>7.1%}")
