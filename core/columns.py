@@ -16,11 +16,13 @@ Columns (one row per task, in workload order; jobs are consecutive runs of tasks
 * ``nodes``, ``gpus``: ``int64``; ``cores``, ``memory_mb``: ``float64`` (``NaN``: ``None``);
 * ``user``, ``group``: :class:`Strings`, codes into a table of distinct names;
 * dependencies: ``offsets`` (``int64``, one more than there are tasks) into an id array;
-* extras: numeric ``Task.extras`` keys, one :class:`ExtraColumn` each, in key order.
+* extras: numeric ``Task.extras`` keys, one :class:`ExtraColumn` each, in key order;
+* what a request asks of its machines: ``os``, ``arch`` (:class:`Strings`) and features
+  (``feature_offsets`` into ``feature_names``), each ``None`` when no task asks for it.
 
-A task field the columns do not hold (named resources, the os, arch and features a request
-asks of its machines, start modes, images, preemption, extras that do not read back from
-JSON) keeps the workload as objects (``WorkloadColumns.from_jobs`` says ``None``).
+A task field the columns do not hold (named resources, start modes, images, preemption,
+extras that do not read back from JSON) keeps the workload as objects
+(``WorkloadColumns.from_jobs`` says ``None``).
 
 numpy is imported by the functions that need it, never at module level: the pre-commit hook
 imports every format module, and through them this one.
@@ -122,6 +124,14 @@ class WorkloadColumns:
     """Task rows of job ``j``: ``job_offsets[j]`` up to ``job_offsets[j + 1]``."""
     job_names: Strings
     job_users: Strings
+    os: Strings | None = None
+    arch: Strings | None = None
+    """``ResourceRequest.os`` and ``arch`` per task; ``None`` when no task asks for one."""
+    feature_offsets: Array | None = None
+    feature_names: Strings | None = None
+    """``ResourceRequest.features``: row ``t``'s are ``feature_names`` entries
+    ``feature_offsets[t]`` up to ``feature_offsets[t + 1]``; ``None`` when no task asks
+    for any."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -143,7 +153,9 @@ class WorkloadColumns:
         request = build(ResourceRequest, {
             "nodes": int(self.nodes[row]), "cores": float(self.cores[row]),
             "memory_mb": None if math.isnan(memory) else memory, "gpus": int(self.gpus[row]),
-            "resources": (), "os": None, "arch": None, "features": ()})
+            "resources": (), "os": None if self.os is None else self.os.at(row),
+            "arch": None if self.arch is None else self.arch.at(row),
+            "features": self.features_of(row)})
         extras = {key: column.at(row) for key, column in self.extras.items()
                   if column.present[row]}
         return build(Task, {
@@ -156,6 +168,13 @@ class WorkloadColumns:
             "deadline_s": _optional(self.deadline_s[row]),
             "user": self.user.at(row), "group": self.group.at(row),
             "extras": extras})
+
+    def features_of(self, row: int) -> tuple[str, ...]:
+        offsets, names = self.feature_offsets, self.feature_names
+        if offsets is None or names is None:
+            return ()
+        return tuple(names.values[code] for code in
+                     names.codes[int(offsets[row]):int(offsets[row + 1])].tolist())
 
     def job(self, index: int) -> Job:
         start, end = int(self.job_offsets[index]), int(self.job_offsets[index + 1])
@@ -223,6 +242,8 @@ class WorkloadColumns:
                for task in tasks):
             return None
         count = len(tasks)
+        requests = [task.request for task in tasks]
+        asked_features = [name for request in requests for name in request.features]
         return WorkloadColumns(
             ids=task_ids,
             submit_time_s=_floats([task.submit_time_s for task in tasks]),
@@ -241,7 +262,14 @@ class WorkloadColumns:
             job_ids=job_ids,
             job_offsets=_offsets([len(job.tasks) for job in jobs]),
             job_names=Strings.encode([job.name for job in jobs]),
-            job_users=Strings.encode([job.user for job in jobs]))
+            job_users=Strings.encode([job.user for job in jobs]),
+            os=Strings.encode([r.os for r in requests]) if any(r.os is not None
+                                                               for r in requests) else None,
+            arch=Strings.encode([r.arch for r in requests]) if any(
+                r.arch is not None for r in requests) else None,
+            feature_offsets=_offsets([len(r.features) for r in requests])
+            if asked_features else None,
+            feature_names=Strings.encode(asked_features) if asked_features else None)
 
     def same_as(self, other: WorkloadColumns) -> bool | None:
         """Whether both hold the same jobs, compared column by column; ``None`` when their
@@ -278,6 +306,8 @@ class WorkloadColumns:
                              (self.job_users, other.job_users)):
             if not _same_strings(mine, theirs):
                 return False
+        if not self._same_requirements(other):
+            return False
         for key, column in self.extras.items():
             counterpart = other.extras[key]
             if not np.array_equal(column.present, counterpart.present):
@@ -292,6 +322,31 @@ class WorkloadColumns:
                                   counterpart.values[counterpart.present]):
                 return False
         return True
+
+
+    def _same_requirements(self, other: WorkloadColumns) -> bool:
+        """Whether both ask the same os, arch and features of every task's machines."""
+        import numpy as np
+
+        count = len(self)
+        for mine, theirs in ((self.os, other.os), (self.arch, other.arch)):
+            if (mine is not None or theirs is not None) and not _same_strings(
+                    mine or _unknown(count), theirs or _unknown(count)):
+                return False
+        none = np.zeros(count + 1, dtype=np.int64)
+        if not np.array_equal(self.feature_offsets if self.feature_offsets is not None
+                              else none, other.feature_offsets
+                              if other.feature_offsets is not None else none):
+            return False
+        return _same_strings(self.feature_names or _unknown(0),
+                             other.feature_names or _unknown(0))
+
+
+def _unknown(count: int) -> Strings:
+    """``count`` values, all ``None``."""
+    import numpy as np
+
+    return Strings(np.full(count, -1, dtype=np.int32), ())
 
 
 def _same_strings(left: Strings, right: Strings) -> bool:
@@ -310,8 +365,10 @@ def _columnar_task(task: Task) -> bool:
     from dcx.core.model import StartMode
 
     request = task.request
-    return (not request.resources and request.os is None and request.arch is None
-            and not request.features and task.start_mode is StartMode.ANY
+    return (not request.resources and task.start_mode is StartMode.ANY
+            and all(type(word) is str or word is None for word in (request.os, request.arch))
+            and type(request.features) is tuple
+            and all(type(name) is str for name in request.features)
             and task.start_time_s is None and task.preemptible is None and task.image is None
             and task.image_size_mb is None
             and all(_column_float(value) for value in (
@@ -554,6 +611,12 @@ def used_paths(columns: WorkloadColumns, own_prefix: str | None) -> tuple[dict[s
     counts = {"task.id": _numbering_changes(columns)}
     counts.update((path, int(np.count_nonzero(mask(np, columns))))
                   for path, mask in _MASKS.items())
+    for path, strings in (("task.request.os", columns.os), ("task.request.arch", columns.arch)):
+        if strings is not None:
+            counts[path] = strings.count_known()
+    if columns.feature_offsets is not None:
+        counts["task.request.features"] = int(np.count_nonzero(np.diff(
+            columns.feature_offsets)))
     own = f"{own_prefix}:" if own_prefix else None
     for key, column in columns.extras.items():
         present = int(np.count_nonzero(column.present))
@@ -632,11 +695,11 @@ def first_used(columns: WorkloadColumns, path: str, own_prefix: str | None,
 
 def _requested(np: Any, columns: WorkloadColumns, path: str) -> Array:
     """Per task row: whether its request asks an os, arch or features of its machines
-    (``task.request.os``, ``.arch``, ``.features``; columns that only some workloads have)."""
+    (``task.request.os``, ``.arch``, ``.features``)."""
     if path == "task.request.features":
-        offsets = getattr(columns, "feature_offsets", None)
+        offsets = columns.feature_offsets
         return np.zeros(len(columns), dtype=bool) if offsets is None else np.diff(offsets) > 0
-    strings = getattr(columns, path.rsplit(".", 1)[1], None)
+    strings = columns.os if path == "task.request.os" else columns.arch
     return np.zeros(len(columns), dtype=bool) if strings is None else strings.codes >= 0
 
 
