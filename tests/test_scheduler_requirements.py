@@ -363,3 +363,24 @@ def test_dcx_schedule_refuses_a_request_no_machine_meets(
     assert "/jobs/1/tasks/0: under FCFS-EASY+R3-MATCH, task 'arm' of job 'j1' could never " \
         "start: it asks for arch=aarch64, and 0 machine(s) meeting that could hold it" \
         in captured.err
+
+
+def test_dcx_experiment_leaves_out_the_cells_of_a_scheduler_a_task_cannot_run_under(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    from dcx.converters.cli import main
+
+    environment = Path(__file__).resolve().parent.parent / "examples" / "environment" / \
+        "small-cluster.json"  # no machine declares an architecture
+    workload = _parquet_workload(tmp_path, _task("a", 10), _task("arm", 10, arch="aarch64"))
+    spec = tmp_path / "x.yaml"
+    spec.write_text(f"workloads: [{workload}]\nenvironments: [{environment}]\n"
+                    "schedulers: [FCFS-EASY, FCFS-EASY+R3-MATCH]\n")
+    out = tmp_path / "o"
+    assert main(["experiment", str(spec), "--out", str(out), "--workers", "0",
+                 "--no-plots"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("under FCFS-EASY+R3-MATCH, task 'arm' of job 'j1' could never start") == 1
+    assert err.count("FCFS-EASY (R3 ALL) place(s) them on any machine") == 1
+    table = pq.read_table(out / "results.parquet")
+    assert table.column("scheduler").to_pylist() == ["FCFS-EASY"]
