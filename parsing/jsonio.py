@@ -312,6 +312,12 @@ class JsonLocator:
         text of their own)."""
         return self._positions([(pointer, key)])[0]
 
+    def find(self, pointer: str) -> tuple[int | None, int | None]:
+        """Line and column of the value at ``pointer`` itself, ``(None, None)`` when the
+        text has no value there (``locate`` falls back to an ancestor instead)."""
+        self._positions([(pointer, False)])
+        return self._cache.get("v" + pointer, (None, None))
+
     def _positions(self, wanted: list[tuple[str, bool]]) -> list[tuple[int | None, int | None]]:
         """One walk over the text finds every wanted pointer and its ancestors."""
         missing: set[str] = set()

@@ -268,6 +268,20 @@ def test_convert_json_report_lists_the_losses(tmp_path: Path) -> None:
     assert set(first) == {"line", "column", "pointer"}
 
 
+def test_losses_of_an_environment_file_are_located_at_its_units(tmp_path: Path) -> None:
+    """The environment reader finds a model object in the file again when asked: the first
+    GPU's unit, by its line and column."""
+    done = dcx("convert", CLUSTER, tmp_path / "out.xml", "--to", "sss", "--losses")
+    gpus = next(line for line in done.stderr.decode().splitlines()
+                if line.startswith("  gpu.cores: "))
+    match = re.fullmatch(rf"  gpu\.cores: 2 values \(first: {re.escape(str(CLUSTER))}:(\d+):"
+                         r"(\d+), /environment/datacenters/0/rooms/0/racks/1/slots/0\): .*", gpus)
+    assert match, gpus
+    line, column = int(match.group(1)), int(match.group(2))
+    source = CLUSTER.read_text().splitlines()
+    assert source[line - 1][column - 1] == "{" and '"id": "gpu001"' in source[line]
+
+
 def test_convert_json_report_locates_the_first_dropped_value(tmp_path: Path) -> None:
     done = dcx("convert", SWF, tmp_path / "out.gwf", "--to", "gwf", "--output", "json")
     assert done.returncode == 0, text(done)

@@ -358,3 +358,23 @@ def test_writer_output_without_a_topology_reads_back() -> None:
     written = environment.write(Document())
     assert environment.sniff(written.data)
     assert environment.read(written.data).ok
+
+
+def test_the_reader_locates_model_objects_when_asked() -> None:
+    """``ReadResult.locate``: a model pointer to the line and column of the unit, rack,
+    datacenter or event it was read from; nothing for what the file does not have."""
+    lines = ['{"environment": {"datacenters": [',
+             '  {"rooms": [{"type": "SERVER", "objects": [{"type": "RACK", "units": [',
+             '    {"type": "MACHINE", "id": "m", "cpus": [{"cores": 4}]},',
+             '    {"type": "MACHINE", "cpus": [{"cores": 8}]}]}]}]},',
+             '  {"rooms": []}]},',
+             ' "events": [{"type": "MACHINE_STATE_CHANGE", "machine": "m", "state": "HALT"}]}']
+    result = environment.read("\n".join(lines).encode())
+    assert result.document is not None, result.diagnostics
+    rack = "/environment/datacenters/0/rooms/0/racks/0"
+    assert result.locate(rack + "/slots/1") == (4, 5)
+    assert result.locate(rack) == (2, lines[1].index('{"type": "RACK"') + 1)
+    assert result.locate("/environment/datacenters/1") == (5, 3)
+    assert result.locate("/environment/events/0") == (6, lines[5].index('{"type"') + 1)
+    assert result.locate(rack + "/slots/2") == (None, None)
+    assert result.locate("/workload/jobs/0") == (None, None)

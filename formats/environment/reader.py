@@ -182,7 +182,54 @@ def _read(data: bytes) -> ReadResult:
     diagnostics = locator.place(diagnostics, key_codes=frozenset({"environment.unknown-key"}))
     # consecutive units of one definition that differ only in id and name: one group each
     document = Document(environment=compact(environment, shared_parts=True))
-    return ReadResult(None if has_errors(diagnostics) else document, tuple(diagnostics))
+    return ReadResult(None if has_errors(diagnostics) else document, tuple(diagnostics),
+                      locator=ModelLocator(locator).locate)
+
+
+_FILE_KEYS = {"datacenters": "datacenters", "rooms": "rooms", "racks": "objects", "slots": "units"}
+"""The model's collections by the file's names for them."""
+
+
+@dataclass(frozen=True)
+class ModelLocator:
+    """Where a model object was read from, found when asked (``ReadResult.locator``): its
+    model pointer (``dcx.core.located``) names the same place in the file, with the file's
+    key names (a rack's units are its slots, a room's objects its racks; a machine that
+    inherits through ``$base`` is located at its own unit). A collection written as an
+    object (``environment.object-collection``) is indexed by its keys, in order."""
+
+    locator: JsonLocator
+
+    def locate(self, model_pointer: str) -> tuple[int | None, int | None]:
+        parts = model_pointer.split("/")[1:]
+        if not parts or parts[0] != "environment":
+            return None, None
+        if parts[1:2] == ["events"]:  # the file keeps them beside the topology
+            return self.locator.find("/" + "/".join(parts[1:]))
+        pointer = "/environment"
+        if len(parts) == 1:
+            return self.locator.find("")  # the environment's own fields are the root's
+        for collection, index in zip(parts[1::2], parts[2::2], strict=False):
+            key = _FILE_KEYS.get(collection)
+            if key is None or not index.isdigit():
+                return None, None
+            pointer += f"/{key}"
+            pointer += f"/{self._member(pointer, int(index))}"
+        return self.locator.find(pointer)
+
+    def _member(self, collection: str, index: int) -> str:
+        """The pointer token of a collection's ``index``th member: the index in an array,
+        the key in an object."""
+        if self.locator.find(f"{collection}/{index}")[0] is not None:
+            return str(index)
+        import json
+
+        value: Any = json.loads(self.locator.text)
+        for token in collection.split("/")[1:]:
+            value = value[token] if isinstance(value, dict) else value[int(token)]
+        if isinstance(value, dict) and index < len(value):
+            return escape_pointer_token(list(value)[index])
+        return str(index)
 
 
 @dataclass
