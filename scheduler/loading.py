@@ -6,6 +6,7 @@ scheduler itself parses nothing. Every problem comes back as a located diagnosti
 
 from __future__ import annotations
 
+import errno
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,16 @@ def _read_bytes(path: Path) -> bytes:
     """A file's bytes; ``-`` is standard input (read to one byte past the size limit)."""
     if str(path) == "-":
         return sys.stdin.buffer.read(LIMITS.max_input_bytes + 1)
+    if path.is_dir():  # a format stored as a folder (OpenDC's tasks and fragments files)
+        from dcx.converters.folders import FolderError, folder_format, read_folder
+
+        spec = folder_format(str(path))
+        if spec is not None:
+            try:
+                return read_folder(str(path), spec)
+            except FolderError:
+                raise OSError(errno.EFBIG, "its files are larger than the input limit, "
+                              f"{LIMITS.max_input_bytes:,} bytes") from None
     return path.read_bytes()
 
 

@@ -415,3 +415,12 @@ def test_validate_reports_a_bad_member_at_the_folder(tmp_path: Path,
     assert main(["validate", "--hook", str(folder / "tasks.parquet")]) == 1
     err = capsys.readouterr().err
     assert f"{folder}: error: /fragments.parquet:" in err
+
+
+def test_the_scheduler_reads_a_workload_folder() -> None:
+    from dcx.scheduler.loading import read_document
+
+    name, document, diagnostics = read_document(EXAMPLES / "small-cluster")
+    assert name == "opendc-workload" and diagnostics == []
+    assert document is not None and document.workload is not None
+    assert len(document.workload.jobs) == 5
