@@ -445,14 +445,16 @@ def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds) -> NumericC
 def _whole_minus_ones(raw: Any, np: Any) -> bool:
     """Every ``-`` is a whole ``-1`` token: a blank (or the chunk's edge) before it, ``1``
     and then a blank (or the edge) after it."""
-    minus = np.flatnonzero(raw == 45)
-    if not len(minus):
+    # Shifted views of the chunk between newlines (the chunk's edges are line ends) compare
+    # every byte with its neighbours at once: traces hold millions of -1 fields, and
+    # gathering their positions costs more than these passes over the bytes.
+    padded = np.concatenate((np.array([10], dtype=np.uint8), raw,
+                             np.array([10, 10], dtype=np.uint8)))
+    minus = padded[1:-2] == 45
+    if not minus.any():
         return True
-    before = raw[np.maximum(minus - 1, 0)]
-    before[minus == 0] = 10  # the chunk starts a line
-    after = np.append(raw, np.array([10, 10], dtype=np.uint8))  # past the end: a newline
-    return bool(np.all(before < 45) and np.all(after[minus + 1] == 49)
-                and np.all(after[minus + 2] < 45))
+    whole = (padded[:-3] < 45) & (padded[2:-1] == 49) & (padded[3:] < 45)
+    return not bool((minus & ~whole).any())
 
 
 def _integer_grid(raw: Any, body: bytes, first_line: int, kinds: FieldKinds,
@@ -461,7 +463,7 @@ def _integer_grid(raw: Any, body: bytes, first_line: int, kinds: FieldKinds,
     ``-1``: Arrow's CSV reader converts it once its blanks are one space each."""
     import pyarrow.compute as pc
 
-    if _single_spaced(body):
+    if _single_spaced(body, raw, np):
         compact = raw  # what dcx and most tools write: nothing to squeeze
     else:
         token = raw >= 45  # only blanks sort below '-' among the allowed bytes
@@ -514,10 +516,15 @@ def _integer_grid(raw: Any, body: bytes, first_line: int, kinds: FieldKinds,
     return NumericColumns(numbers, texts, lines, integral)
 
 
-def _single_spaced(body: bytes) -> bool:
+def _single_spaced(body: bytes, raw: Any, np: Any) -> bool:
     """Fields one space apart, no blank at either end of a line, no tab or carriage return."""
-    return not (b"  " in body or b"\t" in body or b"\r" in body or b"\n " in body
-                or b" \n" in body or body.startswith(b" ") or body.endswith(b" "))
+    if b"\t" in body or b"\r" in body or body.startswith(b" ") or body.endswith(b" "):
+        return False
+    # compared as arrays: a bytes search for a two-space needle crawls through text whose
+    # every other byte is a space
+    blank, newline = raw == 32, raw == 10
+    return not (bool((blank[1:] & (blank[:-1] | newline[:-1])).any())
+                or bool((blank[:-1] & newline[1:]).any()))
 
 
 def _arrow_strings(values: Any, np: Any) -> Strings:
