@@ -282,6 +282,18 @@ def test_losses_of_an_environment_file_are_located_at_its_units(tmp_path: Path) 
     assert source[line - 1][column - 1] == "{" and '"id": "gpu001"' in source[line]
 
 
+def test_losses_of_an_sss_file_are_located_at_its_node_lines(tmp_path: Path) -> None:
+    done = dcx("convert", SSS, tmp_path / "out.lwf", "--to", "haizea", "--losses")
+    state = next(line for line in done.stderr.decode().splitlines()
+                 if line.startswith("  machine.state: "))
+    match = re.fullmatch(rf"  machine\.state: \d+ values \(first: {re.escape(str(SSS))}:(\d+), "
+                         r"/environment/datacenters/0/rooms/0/racks/0/slots/(\d+)\): .*", state)
+    assert match, state
+    nodes = [number for number, line in enumerate(SSS.read_text().splitlines(), 1)
+             if line.strip().startswith("<Node")]
+    assert int(match.group(1)) == nodes[int(match.group(2))]  # the slot's own <Node>
+
+
 def test_convert_json_report_locates_the_first_dropped_value(tmp_path: Path) -> None:
     done = dcx("convert", SWF, tmp_path / "out.gwf", "--to", "gwf", "--output", "json")
     assert done.returncode == 0, text(done)

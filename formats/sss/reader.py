@@ -79,7 +79,28 @@ def read(data: bytes) -> ReadResult:
     diagnostics = tuple(reader.diagnostics)
     if has_errors(diagnostics):
         return ReadResult(None, diagnostics)
-    return ReadResult(Document(environment=environment), diagnostics)
+    return ReadResult(Document(environment=environment), diagnostics,
+                      locator=_MachineLines(root.sourceline, tuple(reader.machine_lines)).locate)
+
+
+_SLOT = re.compile(r"/environment/datacenters/0/rooms/0/racks/0/slots/(0|[1-9][0-9]*)")
+
+
+@dataclass(frozen=True)
+class _MachineLines:
+    """``ReadResult.locator``: the line of each machine's ``<Node>`` (XML gives no column),
+    and of the root for the topology as a whole."""
+
+    root_line: int | None
+    lines: tuple[int | None, ...]
+
+    def locate(self, model_pointer: str) -> tuple[int | None, int | None]:
+        if model_pointer == "/environment":
+            return self.root_line, None
+        match = _SLOT.fullmatch(model_pointer)
+        if match is None or int(match.group(1)) >= len(self.lines):
+            return None, None
+        return self.lines[int(match.group(1))], None
 
 
 def _explain_parse_error(diagnostic: Diagnostic, data: bytes) -> Diagnostic:
@@ -132,6 +153,8 @@ class _NodeReader:
     def __init__(self) -> None:
         self.diagnostics: list[Diagnostic] = []
         self.error_count = 0
+        self.machine_lines: list[int | None] = []
+        """The source line of each machine read, in order."""
 
     def problem(self, element: etree._Element, code: str, message: str, *,
                 attribute: str | None = None, hint: str | None = None,
@@ -164,6 +187,7 @@ class _NodeReader:
                              f"{seen_ids[machine_id]}")
             seen_ids.setdefault(machine_id, len(machines) + 1)
             machines.append(machine)
+            self.machine_lines.append(getattr(node, "sourceline", None))
         rack = Rack(slots=tuple(machines))
         extras: dict[str, Any] = {"sss:references": references} if references else {}
         return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),),
