@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dcx.converters.convert import convert
+from dcx.core.groups import MachineGroup, Slots, slot_parts
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -192,6 +194,69 @@ def test_the_normal_form_names_merges_and_leaves_out_what_opendc_cannot_hold() -
     assert written.diagnostics == ()
     assert opendc_topology.read(written.data).document == restrict(
         document, opendc_topology.HOLDS, "opendc-topology", target=opendc_topology.FORMAT)
+
+
+def test_a_host_count_is_one_group_whose_names_are_made_when_asked_for() -> None:
+    million = host(name="cn", count=1_000_000)
+    data = json.dumps({"clusters": [{"hosts": [million]},
+                                    {"hosts": [host(name="cn", count=2)]}]}).encode()
+    result = opendc_topology.read(data)
+    assert result.ok and result.diagnostics == ()
+    first, second = result.document.environment.racks()
+    assert isinstance(first.slots, Slots) and len(first.slots) == 1_000_000
+    (group,) = slot_parts(first.slots)
+    assert isinstance(group, MachineGroup) and group.count == 1_000_000
+    assert group.template.cpus == (ProcessingUnit(cores=32, clock_rate_hz=2.4e9),)
+    assert group.names is not None
+    assert [group.names[0], group.names[1], group.names[-1]] == ["cn", "cn-0", "cn-999998"]
+    assert list(second.slots[i].name for i in range(2)) == ["cn-999999", "cn-1000000"]
+    assert first.slots._expanded is None  # nothing above made a million machines
+    written = opendc_topology.write(result.document)
+    assert first.slots._expanded is None
+    clusters = json.loads(written.data)["clusters"]
+    assert [[(h["name"], h.get("count")) for h in c["hosts"]] for c in clusters] == [
+        [("cn", 1_000_000)], [("cn-999999", None), ("cn-1000000", None)]]
+    assert opendc_topology.read(written.data).document == result.document
+
+
+def _expanded(document: Document) -> Document:
+    """``document`` with every group replaced by its members: the path every read took
+    before groups."""
+    assert document.environment is not None
+    return Document(environment=Environment(
+        datacenters=tuple(Datacenter(rooms=tuple(Room(racks=tuple(
+            Rack(name=rack.name, slots=tuple(rack.slots), extras=rack.extras)
+            for rack in room.racks)) for room in datacenter.rooms))
+            for datacenter in document.environment.datacenters),
+        extras=document.environment.extras))
+
+
+_ENTRY_NAMES = st.sampled_from(["h", "h-0", "h-1", "h-2", "h-0-0", "g", None])
+
+
+@given(st.lists(st.lists(st.tuples(_ENTRY_NAMES, st.integers(1, 4), st.integers(1, 2)),
+                         min_size=1, max_size=4), min_size=1, max_size=3))
+@settings(max_examples=150, deadline=None)
+def test_groups_normalise_and_write_as_their_machines_one_by_one(
+        clusters: list[list[tuple[str | None, int, int]]]) -> None:
+    """Names OpenDC gives twice (an entry ``h-0`` beside an entry ``h`` of count 2), shapes
+    that alternate: the group path gives what the machines one by one give."""
+    data = json.dumps({"clusters": [{"hosts": [
+        {**host(count=count, cpu={"coreCount": cores, "coreSpeed": "2 GHz"}),
+         **({"name": name} if name is not None else {})}
+        for name, count, cores in entries]} for entries in clusters]})
+    data = data.replace('"name": "cn", ', "")
+    document = opendc_topology.read(data.encode()).document
+    assert document is not None
+    one_by_one = _expanded(document)
+    assert document == one_by_one
+    assert opendc_topology.normal_form(document) == opendc_topology.normal_form(one_by_one)
+    assert opendc_topology.normal_form_losses(document) == \
+        opendc_topology.normal_form_losses(one_by_one)
+    written = opendc_topology.write(document)
+    assert written.data == opendc_topology.write(one_by_one).data
+    again = opendc_topology.read(written.data).document
+    assert again == opendc_topology.normal_form(document)
 
 
 def test_identical_machines_with_their_own_names_are_separate_entries() -> None:

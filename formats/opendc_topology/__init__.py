@@ -14,9 +14,12 @@ Mapping
 * **Clusters** are racks, in one room of one datacenter: ``name`` → ``Rack.name`` (absent:
   none; OpenDC calls it ``Cluster``). ``powerSource``, ``battery`` and ``count`` are kept
   under ``opendc-topology:`` keys of the rack.
-* **Host entries** are ``count`` machines each. A machine's name is the one OpenDC gives
-  it: the entry's ``name`` (default ``Host``) the first time that name is used in the file,
-  then ``name-0``, ``name-1``, … (OpenDC counts uses per name across all clusters).
+* **Host entries** are ``count`` machines each: an entry with a ``count`` above 1 is one
+  ``MachineGroup`` (``dcx.core.groups``), its shape held once and its names made when asked
+  for, so a ``"count": 1000000`` costs what one host costs. A machine's name is the one
+  OpenDC gives it: the entry's ``name`` (default ``Host``) the first time that name is used
+  in the file, then ``name-0``, ``name-1``, … (OpenDC counts uses per name across all
+  clusters).
 * **CPU**: ``count`` CPUs of ``coreCount`` cores at ``coreSpeed`` (``vendor`` →
   manufacturer, ``modelName`` → model); ``arch`` → ``Machine.arch``.
 * **Memory**: ``memorySize`` → one memory module (MiB, which is the model's MB); a size of 0
@@ -54,7 +57,10 @@ Writing
 
 ``normal_form`` is what a topology file can hold; the writer serialises it, grouping
 consecutive machines of a cluster that differ only in name into one entry with ``count``
-when their names are those OpenDC gives such an entry (``cn``, ``cn-0``, ``cn-1``). A host
+when their names are those OpenDC gives such an entry (``cn``, ``cn-0``, ``cn-1``). A group
+read from an entry stays a group through both, and is written as that entry without making
+its machines; a group whose names collide with others, or that came from another format
+with names of its own, is normalised and written machine by machine, with the same result. A host
 needs a CPU with a clock: a machine without a CPU, or with a CPU without a clock rate or
 cores, is left out (``machine.cpus``; SSS, Haizea, Flux R and JGF give no clock rates, so
 converting them here is refused). CPUs of different kinds merge into one kind

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 from dcx.core.diagnostics import (
     Diagnostic,
@@ -15,6 +16,15 @@ from dcx.core.diagnostics import (
     error,
     has_errors,
     warning,
+)
+from dcx.core.groups import (
+    MachineGroup,
+    Part,
+    machine_parts,
+    part_count,
+    part_template,
+    slot_parts,
+    slots_of,
 )
 from dcx.core.ids import required_machine_name
 from dcx.core.limits import LIMITS
@@ -190,6 +200,62 @@ def dialect_of(root: dict[str, Any]) -> Dialect:
     return TOPOLOGY_READER
 
 
+class HostNames(Sequence[str]):
+    """The names OpenDC gives the ``count`` hosts of one entry named ``base``, not made until
+    asked for: ``base`` itself first when the file has not used that name yet (``fresh``),
+    then ``base-<first>``, ``base-<first + 1>``, …"""
+
+    __slots__ = ("base", "first", "fresh", "length")
+
+    def __init__(self, base: str, fresh: bool, first: int, count: int) -> None:
+        self.base, self.fresh, self.first, self.length = base, fresh, first, count
+
+    @property
+    def numbers(self) -> range:
+        """The numbers of the ``base-<number>`` names."""
+        return range(self.first, self.first + self.length - self.fresh)
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError(index)
+        if self.fresh and index == 0:
+            return self.base
+        return f"{self.base}-{self.first + index - self.fresh}"
+
+    def __iter__(self) -> Iterator[str]:
+        if self.fresh:
+            yield self.base
+        base = self.base
+        for number in self.numbers:
+            yield f"{base}-{number}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HostNames):
+            return (self.base, self.fresh, self.first, self.length) == (
+                other.base, other.fresh, other.first, other.length) or list(self) == list(other)
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to any sequence of the same names
+
+    def __repr__(self) -> str:
+        return f"HostNames({self.base!r}, {self.fresh}, {self.first}, {self.length})"
+
+
 @dataclass
 class _Reader:
     dialect: Dialect
@@ -198,14 +264,15 @@ class _Reader:
     hosts_read: int = 0
     units_read: int = 0
 
-    def unique_name(self, name: str) -> str:
-        """The name OpenDC gives the next host of entry name ``name``."""
+    def entry_names(self, name: str, count: int) -> HostNames:
+        """The names OpenDC gives the next ``count`` hosts of entry name ``name``: it counts
+        the uses of each name across the file."""
         if name not in self.uses:
-            self.uses[name] = 0
-            return name
-        count = self.uses[name]
-        self.uses[name] = count + 1
-        return f"{name}-{count}"
+            self.uses[name] = count - 1
+            return HostNames(name, True, 0, count)
+        first = self.uses[name]
+        self.uses[name] = first + count
+        return HostNames(name, False, first, count)
 
     def unknown_keys(self, item: dict[str, Any], known: frozenset[str], pointer: str) -> None:
         for key in item:
@@ -263,10 +330,10 @@ class _Reader:
                   if key in cluster}
         racks = []
         for _ in range(copies):
-            machines: list[Machine | None] = []
+            parts: list[Part] = []
             for index, host in enumerate(cluster["hosts"]):
-                machines.extend(self.hosts(host, f"{pointer}/hosts/{index}"))
-            racks.append(Rack(name=cluster.get("name"), slots=tuple(machines), extras=extras))
+                parts.extend(self.hosts(host, f"{pointer}/hosts/{index}"))
+            racks.append(Rack(name=cluster.get("name"), slots=slots_of(parts), extras=extras))
         return racks
 
     def within_budget(self, host: dict[str, Any], pointer: str) -> bool:
@@ -282,7 +349,9 @@ class _Reader:
             "GPUs", "opendc-topology.too-large", pointer=pointer + "/count"))
         return False
 
-    def hosts(self, host: dict[str, Any], pointer: str) -> list[Machine]:
+    def hosts(self, host: dict[str, Any], pointer: str) -> list[Machine | MachineGroup]:
+        """The machines of a host entry: one machine, or one group of ``count`` (its shape
+        held once, its names made when asked for)."""
         dialect = self.dialect
         self.unknown_keys(host, dialect.host, pointer)
         if not self.within_budget(host, pointer):
@@ -322,8 +391,11 @@ class _Reader:
             cpus=(unit,) * cpu.get("count", 1), gpus=gpus,
             memory=(StorageUnit(capacity),) if capacity else (), arch=cpu.get(dialect.cpu_arch),
             extras=extras)
-        base = host.get("name", DEFAULT_HOST_NAME)
-        return [replace(shape, name=self.unique_name(base)) for _ in range(host.get("count", 1))]
+        count = host.get("count", 1)
+        names = self.entry_names(host.get("name", DEFAULT_HOST_NAME), count)
+        if count == 1:
+            return [replace(shape, name=names[0])]
+        return [MachineGroup(shape, count, names=names)]
 
 
 _HOST_POINTER = re.compile(r"/clusters/(\d+)/hosts/(\d+)")
@@ -381,10 +453,58 @@ def _kind(unit: ProcessingUnit) -> tuple[Any, ...]:
     return (unit.cores, unit.clock_rate_hz, unit.manufacturer, unit.model)
 
 
+def _numbered(name: str) -> tuple[str, int] | None:
+    """``(base, number)`` for a name OpenDC could give as ``base-<number>``."""
+    base, dash, digits = name.rpartition("-")
+    if not dash or not (digits.isascii() and digits.isdigit()) or (
+            digits != "0" and digits.startswith("0")):
+        return None
+    return base, int(digits)
+
+
+@dataclass
+class _TakenNames:
+    """The names given so far, runs of ``base-<number>`` names held as ranges: a group of a
+    million hosts is checked and recorded without making its names."""
+
+    names: set[str] = field(default_factory=set)
+    numbered: dict[str, set[int]] = field(default_factory=dict)
+    """The ``base-<number>`` names among ``names``, by base."""
+    runs: dict[str, list[range]] = field(default_factory=dict)
+
+    def __contains__(self, name: str) -> bool:
+        if name in self.names:
+            return True
+        split = _numbered(name)
+        return split is not None and any(split[1] in run for run in self.runs.get(split[0], ()))
+
+    def add(self, name: str) -> None:
+        self.names.add(name)
+        split = _numbered(name)
+        if split is not None:
+            self.numbered.setdefault(split[0], set()).add(split[1])
+
+    def free(self, names: HostNames) -> bool:
+        """Whether none of ``names`` is taken (a name ``base-<n>`` has one base only)."""
+        numbers = names.numbers
+        if names.fresh and names.base in self:
+            return False
+        if any(number in numbers for number in self.numbered.get(names.base, ())):
+            return False
+        return not any(max(run.start, numbers.start) < min(run.stop, numbers.stop)
+                       for run in self.runs.get(names.base, ()))
+
+    def add_run(self, names: HostNames) -> None:
+        if names.fresh:
+            self.add(names.base)
+        if names.numbers:
+            self.runs.setdefault(names.base, []).append(names.numbers)
+
+
 @dataclass
 class _Normalizer:
     lost: set[str] = field(default_factory=set)
-    taken: set[str] = field(default_factory=set)
+    taken: _TakenNames = field(default_factory=_TakenNames)
     position: int = 0
 
     def changed(self, path: str, before: Any, after: Any) -> Any:
@@ -396,24 +516,42 @@ class _Normalizer:
         extras = environment.extras
         # a file without hosts reads the same in both spellings: it is the topology reader's
         if DIALECT in extras and (extras[DIALECT] != SDK_FILE or not any(
-                _writable(machine) for machine in environment.machines())):
+                _writable(part_template(part)) for part in machine_parts(environment))):
             extras = {key: value for key, value in extras.items() if key != DIALECT}
         return replace(environment, extras=extras, datacenters=tuple(replace(dc, rooms=tuple(
             replace(room, racks=tuple(self.rack(rack) for rack in room.racks))
             for room in dc.rooms)) for dc in environment.datacenters))
 
     def rack(self, rack: Rack) -> Rack:
-        slots: list[Machine | None] = []
-        for slot in rack.slots:
-            if slot is None:
-                slots.append(None)
-                continue
-            self.position += 1
-            if _writable(slot):
-                slots.append(self.machine(slot))
+        parts: list[Part] = []
+        for part in slot_parts(rack.slots):
+            if part is None:
+                parts.append(None)
+            elif isinstance(part, MachineGroup):
+                parts.extend(self.group(part))
             else:
-                self.lost.add("machine.cpus")
-        return replace(rack, slots=tuple(slots))
+                parts.extend(self.single(part))
+        return replace(rack, slots=slots_of(parts))
+
+    def single(self, machine: Machine) -> list[Machine]:
+        self.position += 1
+        if not _writable(machine):
+            self.lost.add("machine.cpus")
+            return []
+        return [self.machine(machine)]
+
+    def group(self, group: MachineGroup) -> list[Machine | MachineGroup]:
+        """A group whose names are OpenDC's names of one entry, none taken yet, stays one
+        group; any other is normalised member by member, as single machines are."""
+        names = group.names
+        if not (isinstance(names, HostNames) and names.base and self.taken.free(names)):
+            return [machine for member in group for machine in self.single(member)]
+        self.position += group.count
+        if not _writable(group.template):
+            self.lost.add("machine.cpus")
+            return []
+        self.taken.add_run(names)
+        return [replace(group, template=self.hardware(group.template))]
 
     def machine(self, machine: Machine) -> Machine:
         name = required_machine_name(machine, self.position, bool)
@@ -425,6 +563,10 @@ class _Normalizer:
         self.taken.add(name)
         if machine.name is not None:
             self.changed("machine.name", machine.name, name)
+        return replace(self.hardware(machine), name=name)
+
+    def hardware(self, machine: Machine) -> Machine:
+        """``machine`` with CPUs, GPUs and memory as a host entry holds them."""
         cpus = machine.cpus
         if len({_kind(cpu) for cpu in cpus}) > 1:  # merged as restrict merges sockets
             self.lost.add("machine.cpus.sockets")
@@ -446,7 +588,7 @@ class _Normalizer:
             total = sum(unit.capacity_mb for unit in memory)
             if not (math.isfinite(total) and total > 0):
                 memory = self.changed("machine.memory", memory, ())
-        return replace(machine, name=name, cpus=cpus, gpus=gpus, memory=memory)
+        return replace(machine, cpus=cpus, gpus=gpus, memory=memory)
 
     def unit(self, unit: ProcessingUnit, kind: str) -> ProcessingUnit:
         """Family and generation have no key; the rest is written as it is."""
@@ -474,14 +616,16 @@ def normal_form_losses(document: Document) -> frozenset[str]:
 
 def leaves_out(document: Document) -> str:
     """Why an OpenDC topology cannot hold machines of ``document``, in one line."""
-    machines = list(document.environment.machines()) if document.environment else []
-    left_out = [machine for machine in machines if not _writable(machine)]
+    parts = list(machine_parts(document.environment)) if document.environment else []
+    left_out = [part for part in parts if not _writable(part_template(part))]
     if not left_out:
         return ""
-    first = left_out[0].name or left_out[0].id
+    machine = left_out[0].member(0) if isinstance(left_out[0], MachineGroup) else left_out[0]
+    first = machine.name or machine.id
     named = f" (first: {first})" if first is not None else ""
-    return (f"an OpenDC host needs a CPU with a clock rate; {len(left_out)} of "
-            f"{len(machines)} machines have none{named}")
+    return (f"an OpenDC host needs a CPU with a clock rate; "
+            f"{sum(map(part_count, left_out))} of {sum(map(part_count, parts))} machines have "
+            f"none{named}")
 
 
 # --------------------------------------------------------------------------- write
@@ -504,36 +648,75 @@ def _unwritable(reason: str) -> WriteResult:
                                                "opendc-topology.unwritable"),))
 
 
+@dataclass
+class _Entry:
+    """One host entry being written: ``count`` hosts of one shape from its name ``base``."""
+
+    base: str
+    shape: dict[str, Any]
+    grows: bool
+    """Whether later hosts may join: OpenDC names an entry's hosts ``base``, ``base-0``, …
+    only when ``base`` is new in the file."""
+    count: int = 1
+
+
 def _cluster(rack: Rack, bases: set[str], dialect: Dialect) -> dict[str, Any]:
     cluster: dict[str, Any] = {}
     if rack.name is not None:
         cluster["name"] = rack.name
+    entries: list[_Entry] = []
+    for part in slot_parts(rack.slots):
+        if isinstance(part, MachineGroup):
+            # the normal form names every member
+            names: Sequence[str] = part.names if part.names is not None else ()
+            _add_hosts(entries, bases, _host(part.template, dialect), names)
+        elif part is not None:
+            _add_hosts(entries, bases, _host(part, dialect), (part.name or "",))
     hosts: list[dict[str, Any]] = []
-    machines = rack.machines
-    index = 0
-    while index < len(machines):
-        first = machines[index]
-        shape = _host(first, dialect)
-        base = first.name or DEFAULT_HOST_NAME
-        count = 1
-        # OpenDC names the hosts of an entry base, base-0, base-1, … when base is new (the
-        # normal form's names are unique, so it is): group while the names match
-        while (index + count < len(machines) and base not in bases
-               and machines[index + count].name == f"{base}-{count - 1}"
-               and _host(machines[index + count], dialect) == shape):
-            count += 1
-        bases.add(base)
-        host: dict[str, Any] = {"name": base}
-        if count > 1:
-            host["count"] = count
-        host.update(shape)
+    for entry in entries:
+        host: dict[str, Any] = {"name": entry.base}
+        if entry.count > 1:
+            host["count"] = entry.count
+        host.update(entry.shape)
         hosts.append(host)
-        index += count
     cluster["hosts"] = hosts
     for key in dialect.kept_cluster_keys:
         if PREFIX + key in rack.extras:
             cluster[key] = rack.extras[PREFIX + key]
     return cluster
+
+
+def _add_hosts(entries: list[_Entry], bases: set[str], shape: dict[str, Any],
+               names: Sequence[str]) -> None:
+    """Hosts of one shape named ``names``, in order: each joins the last entry when it is
+    the next name OpenDC gives that entry (``cn``, ``cn-0``, ``cn-1``), else starts one."""
+    start = 0
+    while start < len(names):
+        if entries and entries[-1].grows and entries[-1].shape == shape:
+            entry = entries[-1]
+            joining = _continuing(names, start, entry.base, entry.count - 1)
+            entry.count += joining
+            start += joining
+            if start == len(names):
+                break
+        base = names[start]
+        entries.append(_Entry(base, shape, grows=base not in bases))
+        bases.add(base)
+        start += 1
+
+
+def _continuing(names: Sequence[str], start: int, base: str, number: int) -> int:
+    """How many of ``names[start:]`` are ``base-<number>``, ``base-<number + 1>``, …; for
+    OpenDC's own names of a group, without making them."""
+    if isinstance(names, HostNames) and names.base == base and start >= names.fresh:
+        follows = names.first + start - names.fresh == number
+        return len(names) - start if follows else 0
+    joining = 0
+    for index in range(start, len(names)):
+        if names[index] != f"{base}-{number + joining}":
+            break
+        joining += 1
+    return joining
 
 
 def _unit_object(unit: ProcessingUnit, count: int) -> dict[str, Any]:
