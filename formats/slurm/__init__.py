@@ -137,8 +137,9 @@ both. A node name that is no valid Slurm word is refused with the character's po
 Divergences
 -----------
 
-* Unknown keys on ``NodeName``/``PartitionName`` lines make Slurm refuse the file; dcx warns
-  (``slurm.unknown-key``) and ignores them.
+* Unknown keys on ``NodeName``/``PartitionName`` lines make Slurm refuse the file; on a
+  ``DownNodes`` line Slurm logs an error and reads none of the keys after it. dcx warns
+  (``slurm.unknown-key``) and ignores the key alone.
 * Slurm's ``State`` parser accepts every node state name (``IDLE``, ``ALLOCATED``) and any word
   starting with ``DRAIN``, ``FAIL`` or ``CLOUD``; the partition ``State`` parser any word
   starting with ``UP``, ``DOWN``, ``DRAIN`` or ``INACTIVE``. dcx accepts the words the man
