@@ -310,7 +310,7 @@ class _Profile:
         need, nodes = state.need[task], state.nodes[task]
         if len(state.capacity) == 1 and state.allowed is None:
             return self._earliest_on_one(state, task, need)
-        usable = state.open_for(task)
+        usable = state.open_machines if state.allowed is None else state.open_for(task)
         if not usable:
             return None
         if nodes > 1:
