@@ -611,12 +611,6 @@ def used_paths(columns: WorkloadColumns, own_prefix: str | None) -> tuple[dict[s
     counts = {"task.id": _numbering_changes(columns)}
     counts.update((path, int(np.count_nonzero(mask(np, columns))))
                   for path, mask in _MASKS.items())
-    for path, strings in (("task.request.os", columns.os), ("task.request.arch", columns.arch)):
-        if strings is not None:
-            counts[path] = strings.count_known()
-    if columns.feature_offsets is not None:
-        counts["task.request.features"] = int(np.count_nonzero(np.diff(
-            columns.feature_offsets)))
     own = f"{own_prefix}:" if own_prefix else None
     for key, column in columns.extras.items():
         present = int(np.count_nonzero(column.present))
