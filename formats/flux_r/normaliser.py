@@ -10,7 +10,7 @@ from itertools import pairwise
 
 from dcx.core.groups import MachineGroup, Slots, Window, machine_parts, part_template, slots_of
 from dcx.core.ids import required_machine_name
-from dcx.core.model import Document, Machine, ProcessingUnit, Rack
+from dcx.core.model import Document, Environment, Machine, ProcessingUnit, Rack
 from dcx.formats.flux_r.vocabulary import FORBIDDEN_PROPERTY_CHARACTERS
 from dcx.parsing.hostlist import Hostlist, is_host_name
 
@@ -20,7 +20,9 @@ def normal_form(document: Document) -> Document:
     Value restrictions): GPU ids that are not distinct non-negative integers become
     ``0..n-1``; features R cannot name are left out, repeated features kept once and
     features sorted (R lists properties by name); ranks that are missing or repeated become
-    ``0..n-1`` in topology order; every machine is named after its host (see Required host
+    ``0..n-1`` in topology order, and usable ranks that do not rise in topology order put
+    the machines in rank order (as R reads them back; the model has no field for the order,
+    so no loss is reported); every machine is named after its host (see Required host
     names). A machine group stays one group when its members' names are host names."""
     environment = document.environment
     if environment is None:
@@ -67,7 +69,34 @@ def normal_form(document: Document) -> Document:
     datacenters = tuple(replace(datacenter, rooms=tuple(
         replace(room, racks=tuple(replace(rack, slots=slots(rack)) for rack in room.racks))
         for room in datacenter.rooms)) for datacenter in environment.datacenters)
-    return replace(document, environment=replace(environment, datacenters=datacenters))
+    normalized = replace(environment, datacenters=datacenters)
+    if not renumber and not _ranks_ascend(list(machine_parts(environment))):
+        normalized = _in_rank_order(normalized)
+    return replace(document, environment=normalized)
+
+
+def _ranks_ascend(parts: list[Machine | MachineGroup]) -> bool:
+    """Whether the machines' ranks rise in topology order (R lists machines by rank)."""
+    runs = _rank_runs(parts) or []
+    return all(lo > previous_hi for (_, previous_hi), (lo, _) in pairwise(runs))
+
+
+def _in_rank_order(environment: Environment) -> Environment:
+    """The machines in rank order, as R reads them back, in the first rack (R holds no
+    racks, rooms or datacenters: leaving them out is the restriction's loss, not this)."""
+    parts: list[Machine | MachineGroup] = []
+    for part in machine_parts(environment):
+        if isinstance(part, MachineGroup) and not (
+                isinstance(part.ranks, range) and part.ranks.step == 1):
+            parts.extend(part)  # ranks that do not run: each machine finds its place
+        else:
+            parts.append(part)
+    parts.sort(key=_first_rank)
+    datacenter = environment.datacenters[0]
+    room = datacenter.rooms[0]
+    rack = replace(room.racks[0], slots=slots_of(parts))
+    return replace(environment, datacenters=(replace(datacenter, rooms=(replace(
+        room, racks=(rack,)),)),))
 
 
 def normal_form_losses(document: Document) -> frozenset[str]:
@@ -129,6 +158,12 @@ def _rank_runs(parts: list[Machine | MachineGroup]) -> list[tuple[int, int]] | N
         else:
             runs.extend((rank, rank) for rank in ranks)
     return runs
+
+
+def _first_rank(part: Machine | MachineGroup) -> int:
+    runs = _rank_runs([part])
+    assert runs, "only parts with ranks are ordered"
+    return runs[0][0]
 
 
 def _ranks_are_usable(parts: list[Machine | MachineGroup]) -> bool:
