@@ -8,7 +8,8 @@ Extra WORKLOAD files are run with the ``event`` time model on ``--env`` (default
 LWF's own ``<site>``, else the corpus ``setup.json``), written under ``workloads/``. Files
 that hold no workload (a converted ``<site>``) are skipped; workloads that read without
 error but cannot run on that environment (a task larger than any machine) are listed under
-"Workloads not scheduled".
+"Workloads not scheduled", and workloads without jobs under "Workloads without jobs" (no
+metric is defined on no jobs: no table rows, no plots).
 
 ``--no-traces`` leaves the traces out: ``nox -s schedule`` runs them as an experiment
 (``dcx experiment examples/experiments/sc18-tables.yaml``), whose summary holds Tables XI
@@ -237,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.converted is not None:
         workloads += converted_workloads(args.converted)
     without_workload: list[Path] = []
+    without_jobs: list[Path] = []
     for workload in workloads:
         _, document, _ = read_document(workload)
         if document is not None and document.workload is None:
@@ -257,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 status = 1
             continue
+        if not loaded.problem.tasks.ids:
+            without_jobs.append(workload)  # no metric is defined on no jobs: no rows, no plots
+            continue
         results = run_all(loaded.problem, "event", 1)
         slug = _slug(workload)
         text, rows = workload_table(str(workload), results)
@@ -268,6 +273,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = ", ".join(str(path) for path in without_workload)
         print(f"experiments: skipped {len(without_workload)} file(s) that hold no workload: "
               f"{names}", file=sys.stderr)
+    if without_jobs:
+        markdown += ["### Workloads without jobs", "",
+                     "Read without error, but they hold no job to schedule:", ""]
+        markdown += [f"- `{path}`" for path in without_jobs]
+        markdown.append("")
+        report["without_jobs"] = [str(path) for path in without_jobs]
     if unscheduled:
         markdown += ["### Workloads not scheduled", "",
                      "Read without error, but they cannot run on the environment given:", ""]

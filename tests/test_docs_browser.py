@@ -4,7 +4,9 @@ playwright, against the site served on 127.0.0.1.
 Checks: every page reachable from the home page loads with no 4xx/5xx, no console error and
 no request leaving 127.0.0.1; every same-site #fragment exists on its target page; search,
 typed with real keystrokes, finds a format element's spec page; a conversion example's
-output tab holds exactly what the converter produces in this test.
+output tab holds exactly what the converter produces in this test; the scheduler page, built
+from scheduler outputs this test produces (example workloads, one without jobs, one that
+cannot run), shows no NaN, stays under a height bound and shows its plots whole.
 
 Skips (with the reason) when chromium or playwright is absent, or when mkdocs is not
 installed. Needs the ``docs`` and ``browser`` extras.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -36,13 +39,42 @@ SEARCH_TERMS = (("Processors", "sss"), ("lease-request", "haizea"))
 """A format element typed into search, and the format whose spec page must come up."""
 MAX_COMPARED_LINES = 150
 """Conversion outputs longer than this are cut on the page; the test compares a complete one."""
+SCHEDULED_WORKLOADS = ("examples/gwf/grid-archive.gwf", "examples/gwf/montage-workflow.gwf",
+                       "examples/haizea/mixed-site.lwf")
+"""Example workloads the scheduler page is built from (the last cannot run on the
+environment: a task asks for a resource no machine has)."""
+SCHEDULER_RESULTS_MAX_HEIGHT = 4_000
+"""Pixels the results part of the scheduler page (from "Reproduced in this build" on) may
+take in a 1400 x 900 window with every collapsed block closed: the two example workloads'
+tables, the lists of workloads not run and one closed block per workload's plots. The page
+was ~39,000 px when every plot and Gantt chart was laid out one under the other."""
+SCHEDULER_PAGE_MAX_HEIGHT = 14_000
+"""Pixels for the whole page: the results plus the hand-written guide above them."""
 
 
-def build_site(destination: Path) -> Path:
-    """A strict build of site/ into ``destination`` (fails the test on any warning)."""
+def scheduler_outputs(destination: Path) -> Path:
+    """What ``nox -s schedule`` writes, for a few example workloads plus one without jobs
+    (an SWF header alone), made by the real script into ``destination``."""
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (plots extra)")
+    empty = destination / "no-jobs.swf"
+    empty.write_text("; MaxNodes: 4\n; MaxProcs: 64\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "dcx.scheduler.experiments", "--no-traces",
+         "--out", str(destination / "schedule"),
+         "--env", "examples/environment/small-cluster.json", *SCHEDULED_WORKLOADS, str(empty)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr
+    return destination / "schedule"
+
+
+def build_site(destination: Path, schedule: Path | None = None) -> Path:
+    """A strict build of site/ into ``destination`` (fails the test on any warning), with
+    the scheduler outputs in ``schedule`` when given."""
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (install the docs extra)")
     pytest.importorskip("material", reason="mkdocs-material is not installed (docs extra)")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    if schedule is not None:
+        env["DCX_SCHEDULE_OUTPUTS"] = str(schedule)
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "site/mkdocs.yml",
          "-d", str(destination)],
@@ -57,7 +89,8 @@ def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(f"chromium not found at {CHROMIUM} (apt-get install chromium)")
     pytest.importorskip("playwright.sync_api",
                         reason="playwright is not installed (install the browser extra)")
-    return build_site(tmp_path_factory.mktemp("site"))
+    schedule = scheduler_outputs(tmp_path_factory.mktemp("schedule"))
+    return build_site(tmp_path_factory.mktemp("site"), schedule)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -248,5 +281,44 @@ def test_wide_pages_fit_a_1400_pixel_window(browser: Any, base_url: str, path: s
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 1400, f"{path} is {width} px wide"
         assert "draft 20)" not in page.inner_text("body")
+    finally:
+        context.close()
+
+
+def test_scheduler_page_shows_no_nan_stays_short_and_shows_plots_whole(
+        browser: Any, base_url: str) -> None:
+    """Built from real scheduler outputs: no NaN anywhere in the text, a bounded height with
+    the plot blocks closed, and once they are open every plot loaded and inside the content
+    column, not cut by its container."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(base_url + "scheduler/", wait_until="networkidle")
+        text = page.inner_text("body")
+        assert "Workloads without jobs" in text and "no-jobs.swf" in text
+        assert not re.search(r"\bnan\b", text, re.IGNORECASE), "NaN shown on the page"
+        height = page.evaluate("document.documentElement.scrollHeight")
+        results_top = page.evaluate(
+            "document.getElementById('reproduced-in-this-build').getBoundingClientRect().top"
+            " + window.scrollY")
+        results = height - results_top
+        assert results <= SCHEDULER_RESULTS_MAX_HEIGHT, f"the results take {results} px"
+        assert height <= SCHEDULER_PAGE_MAX_HEIGHT, f"scheduler page is {height} px tall"
+        page.eval_on_selector_all("details", "nodes => nodes.forEach(n => n.open = true)")
+        page.wait_for_load_state("networkidle")
+        plots = page.eval_on_selector_all("article img", """images => images.map(img => {
+            const box = img.getBoundingClientRect();
+            const column = img.closest('article').getBoundingClientRect();
+            const parent = img.parentElement;
+            return {src: img.src, loaded: img.complete && img.naturalWidth > 0,
+                    inside: box.left >= column.left - 1 && box.right <= column.right + 1,
+                    cut: parent.scrollWidth > parent.clientWidth + 1,
+                    width: box.width};
+        })""")
+        assert plots, "no plot on the scheduler page"
+        bad = [plot for plot in plots
+               if not plot["loaded"] or not plot["inside"] or plot["cut"] or plot["width"] < 200]
+        assert bad == [], bad
+        assert "nan" not in page.inner_text("body").lower().split()
     finally:
         context.close()

@@ -275,6 +275,31 @@ def test_scheduler_page_includes_tables_and_plots_when_present(tmp_path: Path) -
     assert reference_pages.plot_name(tmp_path, results / "jms.svg") == "plots/askalon--jms.svg"
 
 
+def test_scheduler_plots_are_collapsed_per_workload_with_captions(tmp_path: Path) -> None:
+    workload = tmp_path / "build" / "schedule" / "workloads" / "trace.swf"
+    (workload / "FIFO-event").mkdir(parents=True)
+    for svg in (workload / "trt.svg", workload / "FIFO-event" / "gantt.svg"):
+        svg.write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    page = reference_pages.scheduler_page(tmp_path, "")
+    assert page.count('??? example "Plots: workloads/trace.swf (2)"') == 1
+    assert "Task response time (TRT, seconds)" in page and "(Gantt chart): `workloads/" in page
+    assert "    ![" in page  # inside the collapsed block
+
+
+def test_experiments_list_a_workload_without_jobs_instead_of_nan_rows(tmp_path: Path) -> None:
+    from dcx.scheduler import experiments
+
+    empty = tmp_path / "no-jobs.swf"
+    empty.write_text("; MaxNodes: 4\n; MaxProcs: 64\n")
+    status = experiments.main([str(empty), "--no-traces", "--out", str(tmp_path / "out"),
+                               "--env", str(REPO / "examples" / "environment" /
+                                            "small-cluster.json")])
+    tables = (tmp_path / "out" / "tables.md").read_text()
+    assert status == 0 and "### Workloads without jobs" in tables and "no-jobs.swf" in tables
+    assert "nan" not in tables.lower().split() and "| nan |" not in tables
+    assert not (tmp_path / "out" / "workloads").exists()
+
+
 def test_security_page_lists_every_hostile_case() -> None:
     cases = reference_pages.hostile_cases(REPO)
     if cases is None:

@@ -9,7 +9,8 @@ Markers:
 * ``<!-- dcx:hostile-cases -->``: the security budgets and the hostile-input manifest.
 * ``<!-- dcx:precommit-hooks -->``: the hooks ``.pre-commit-hooks.yaml`` declares.
 * ``<!-- dcx:scheduler-results -->``: the paper's tables and whatever ``nox -s schedule``
-  wrote to ``build/schedule/``.
+  wrote to ``build/schedule/`` (or the folder ``$DCX_SCHEDULE_OUTPUTS`` names), each
+  workload's plots in one collapsed block.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import importlib.util
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -114,8 +115,18 @@ def _paper_tables() -> str:
     return "\n".join(parts) + "\n" + tolerance + "\n"
 
 
+SCHEDULE_FOLDER_VARIABLE = "DCX_SCHEDULE_OUTPUTS"
+"""Names the folder of scheduler outputs to show instead of ``build/schedule`` (the browser
+test builds the site from outputs it has just produced)."""
+
+
+def schedule_folder(repo_root: Path) -> Path:
+    chosen = os.environ.get(SCHEDULE_FOLDER_VARIABLE)
+    return Path(chosen) if chosen else repo_root / "build" / "schedule"
+
+
 def schedule_outputs(repo_root: Path) -> tuple[list[Path], list[Path], list[Path]]:
-    folder = repo_root / "build" / "schedule"
+    folder = schedule_folder(repo_root)
     if not folder.is_dir():
         return [], [], []
     files = sorted(path for path in folder.rglob("*") if path.is_file())
@@ -124,8 +135,39 @@ def schedule_outputs(repo_root: Path) -> tuple[list[Path], list[Path], list[Path
 
 
 def plot_name(repo_root: Path, svg: Path) -> str:
-    relative = svg.relative_to(repo_root / "build" / "schedule").as_posix()
+    relative = svg.relative_to(schedule_folder(repo_root)).as_posix()
     return "plots/" + relative.replace("/", "--")
+
+
+PLOT_CAPTIONS = {
+    "trt": "Task response time (TRT, seconds): empirical CDF per scheduler",
+    "jms": "Job makespan (JMS, seconds): empirical CDF per scheduler",
+    "wait": "Task wait time (seconds): empirical CDF per scheduler",
+    "bounded_slowdown": "Bounded slowdown (no unit): empirical CDF per scheduler",
+    "utilisation": "Machine utilisation over time, per scheduler",
+    "stages": "Time spent in each scheduling stage (seconds), per scheduler",
+    "gantt": "Tasks on machines over time (Gantt chart)",
+}
+"""What each plot ``write_plots`` draws shows, by file stem."""
+
+
+def _plot_caption(svg: Path, schedule_root: Path) -> str:
+    what = PLOT_CAPTIONS.get(svg.stem, svg.stem.replace("_", " "))
+    run = svg.parent.relative_to(schedule_root).as_posix()
+    return f"{what}: `{run}`"
+
+
+def _plot_groups(svgs: list[Path], schedule_root: Path) -> dict[Path, list[Path]]:
+    """The plots of one workload or trace together (a run's own plots, such as its Gantt
+    chart, join its workload's)."""
+    groups: dict[Path, list[Path]] = {}
+    for svg in svgs:
+        folder = svg.parent
+        if folder != schedule_root and not any(path.parent == folder and path.stem != "gantt"
+                                               for path in svgs):
+            folder = folder.parent  # a run's folder inside its workload's
+        groups.setdefault(folder, []).append(svg)
+    return groups
 
 
 def scheduler_page(repo_root: Path, intro: str) -> str:
@@ -142,16 +184,22 @@ def scheduler_page(repo_root: Path, intro: str) -> str:
                      "python -m nox -s schedule   # tables and plots in build/schedule\n"
                      "python -m nox -s docs", "sh")))
         return "\n".join(parts)
-    schedule_root = repo_root / "build" / "schedule"
+    schedule_root = schedule_folder(repo_root)
     parts.append("From `build/schedule/`, written by `nox -s schedule`.\n")
     for path in markdown_files:
         parts.append(f"### `{path.relative_to(schedule_root).as_posix()}`\n")
         parts.append(_demote_headings(path.read_text(encoding="utf-8"), 3))
     if svgs:
-        parts.append("### Plots\n")
-        for svg in svgs:
-            label = svg.relative_to(schedule_root).as_posix()
-            parts.append(f"![{label}]({plot_name(repo_root, svg)})\n\n*{label}*\n")
+        parts.append("### Plots\n\nOne collapsed block per workload or trace; open one to "
+                     "see its plots.\n")
+        for folder, group in _plot_groups(svgs, schedule_root).items():
+            label = folder.relative_to(schedule_root).as_posix() if folder != schedule_root \
+                else "all runs"
+            body = "".join(f"![{_plot_caption(svg, schedule_root)}]"
+                           f"({plot_name(repo_root, svg)})\n\n"
+                           f"*{_plot_caption(svg, schedule_root)}*\n\n" for svg in group)
+            parts.append(f'??? example "Plots: {label} ({len(group)})"\n\n' + "".join(
+                "    " + line if line.strip() else line for line in body.splitlines(True)))
     for path in json_files:
         text = path.read_text(encoding="utf-8")
         label = path.relative_to(schedule_root).as_posix()
