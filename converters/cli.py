@@ -448,10 +448,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     entries: list[dict[str, Any]] = []
     valid = skipped = 0
     failed = False
-    long_run = len(args.files) > 1 or _size(args.files[0]) >= LARGE_INPUT_BYTES
-    with Progress(len(args.files), "validating", enabled=long_run and text
+    inputs = _validation_inputs(args.files, args.format)  # a folder format's files: one input
+    long_run = len(inputs) > 1 or _size(inputs[0]) >= LARGE_INPUT_BYTES
+    with Progress(len(inputs), "validating", enabled=long_run and text
                   and not _quiet(args)) as progress:
-        for path in _validation_inputs(args.files, args.format):
+        for path in inputs:
             name = label(path)
             progress.describe(name)
             data, oversized = read_input(path)
