@@ -647,13 +647,11 @@ def _first_dropped(loss: Loss, read: ReadResult | None) -> dict[str, Any] | None
 
 def _loss_line(loss: Loss, read: ReadResult | None, name: str) -> str:
     """``  machine.os: 4 values (first: in.json:12:7, /environment/…/slots/3): meaning``."""
-    text = f"  {loss.field}:"
-    if loss.count is not None:
-        text += f" {_plural(loss.count, 'value')}"
+    said = [] if loss.count is None else [_plural(loss.count, "value")]
     place = loss.first_place(read, name)
     if place is not None:
-        text += f" (first: {place})"
-    return f"{text}: {loss.detail}" if loss.detail else text
+        said.append(f"(first: {place})")
+    return ": ".join(part for part in (f"  {loss.field}", " ".join(said), loss.detail) if part)
 
 
 def cmd_formats(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from dcx.core.groups import MachineGroup, slot_parts
-from dcx.core.model import Document, Environment, Workload
+from dcx.core.model import Document, Environment, Machine, Workload
 
 
 def located_objects(document: Document) -> Iterator[tuple[str, Any]]:
@@ -58,6 +58,44 @@ def _workload(workload: Workload) -> Iterator[tuple[str, Any]]:
             yield f"/workload/jobs/{j}/tasks/{t}", task
     for a, annotation in enumerate(workload.annotations):
         yield f"/workload/annotations/{a}", annotation
+
+
+def located_at(document: Document, pointer: str) -> Any | None:
+    """The located object ``located_objects`` names ``pointer`` in ``document`` (``None``
+    when there is none), reached by following the pointer: a large document is not walked,
+    and a workload held as columns builds only the job asked for."""
+    tokens = pointer.split("/")[1:]
+    if not tokens or tokens[0] not in ("environment", "workload"):
+        return None
+    found: Any = getattr(document, tokens[0])
+    for name, position in zip(tokens[1::2], tokens[2::2], strict=False):
+        if found is None or not position.isdigit() or name not in _LOCATED_CHILDREN.get(
+                type(found).__name__, ()):
+            return None
+        index = int(position)
+        if name == "slots":
+            found = _part_at_slot(found, index)
+            continue
+        children = getattr(found, name)
+        found = children[index] if index < len(children) else None
+    return None if len(tokens) % 2 == 0 else found
+
+
+_LOCATED_CHILDREN = {"Environment": ("datacenters", "events"), "Datacenter": ("rooms",),
+                     "Room": ("racks",), "Rack": ("slots",), "Workload": ("jobs", "annotations"),
+                     "Job": ("tasks",)}
+
+
+def _part_at_slot(rack: Any, slot: int) -> Machine | MachineGroup | None:
+    """The machine or group whose first member fills ``slot`` (slots count machines)."""
+    start = 0
+    for part in slot_parts(rack.slots):
+        if start == slot:
+            return part
+        start += part.count if isinstance(part, MachineGroup) else 1
+        if start > slot:
+            return None  # inside a group: located by the group's first slot
+    return None
 
 
 def pointers_of(document: Document, objects: Iterable[object]) -> dict[int, str]:

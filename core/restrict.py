@@ -88,7 +88,7 @@ from typing import Any, Literal, TypeVar
 from dcx.core.columns import WorkloadColumns, columns_of, first_used, used_paths
 from dcx.core.fields import FIELDS
 from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
-from dcx.core.located import first_difference, located_objects, pointers_of
+from dcx.core.located import first_difference, located_at, located_objects, pointers_of
 from dcx.core.model import (
     Annotation,
     Consumables,
@@ -856,13 +856,10 @@ def _pointers(places: dict[str, tuple[Place, Document]],
 def _kinds_at(document: Document, pointers: set[str]) -> dict[str, type]:
     """The type of the located object of ``document`` at each of ``pointers`` it has."""
     kinds: dict[str, type] = {}
-    if not pointers:
-        return kinds
-    for pointer, obj in located_objects(document):
-        if pointer in pointers:
-            kinds[pointer] = type(obj)
-            if len(kinds) == len(pointers):
-                break
+    for pointer in pointers:
+        found = located_at(document, pointer)
+        if found is not None:
+            kinds[pointer] = type(found)
     return kinds
 
 
