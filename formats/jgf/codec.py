@@ -406,8 +406,8 @@ def normal_form(document: Document) -> Document:
     an id from the name's trailing digits, else the position) and ids that are not such
     integers are replaced the same way; HALT and MAINTENANCE machines are down (FAILURE);
     features that give one property two values are kept once; GPU and socket ids follow the
-    same rule; named resources that are not whole sizes are left out; memory sizes become
-    whole numbers of KB, MB or GB; a machine's stored subtree that no longer describes it is
+    same rule; named resources that are not whole sizes, or whose names are no path
+    segment, are left out; memory sizes become whole numbers of KB, MB or GB; a machine's stored subtree that no longer describes it is
     dropped (see Fidelity)."""
     environment = document.environment
     if environment is None:
@@ -584,9 +584,10 @@ def _whole_memory_mb(capacity_mb: float) -> float:
 
 
 def _is_whole_size(resource: NamedResource) -> bool:
+    """A resource JGF can write: a vertex of whole size whose name is a path segment."""
     amount = resource.amount
     return amount == int(amount) and amount >= 0 and not resource.extras \
-        and not resource.instances
+        and not resource.instances and _usable(resource.name) is not None
 
 
 # --------------------------------------------------------------------------- writing
@@ -741,7 +742,7 @@ class _GraphWriter:
     """(subsystem, path, uniq_id) of every vertex with a path outside containment."""
 
     def check_name(self, name: str) -> None:
-        if "/" in name or name == "":
+        if _usable(name) is None:
             self.problems.append(error(f"name {name!r} cannot be a JGF path segment",
                                        "jgf.write-name"))
 
