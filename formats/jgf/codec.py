@@ -407,8 +407,8 @@ def normal_form(document: Document) -> Document:
     integers are replaced the same way; HALT and MAINTENANCE machines are down (FAILURE);
     features that give one property two values are kept once; GPU and socket ids follow the
     same rule; named resources that are not whole sizes, or whose names are no path
-    segment, are left out; memory sizes become whole numbers of KB, MB or GB; a machine's stored subtree that no longer describes it is
-    dropped (see Fidelity)."""
+    segment, are left out; memory sizes become whole numbers of KB, MB or GB; a machine's
+    stored subtree that no longer describes it is dropped (see Fidelity)."""
     environment = document.environment
     if environment is None:
         return document
