@@ -8,10 +8,11 @@ Adding a format is its module, its schema, its example and its tests; nothing el
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import ReadResult, WriteResult
@@ -87,3 +88,28 @@ class FormatDeclaration:
     def doc(self) -> str:
         module = sys.modules.get(self.module)
         return (module.__doc__ or "") if module is not None else ""
+
+
+# A format's front (its package ``__init__``) names its reader, writer and normal form with
+# these, so that importing every front to sniff, as the pre-commit hook does, loads none of
+# them (DEVELOPING.md: "A format's declaration module loads nothing heavy").
+
+
+def deferred(module: str, name: str) -> Callable[..., Any]:
+    """The function ``name`` of ``module``, imported on the first call."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__module__ = module  # FormatDeclaration.module finds the format's package here
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``{module}.{name}``, imported on first use."
+    return call
+
+
+def forwarded(package: str, submodules: Mapping[str, str], name: str) -> Any:
+    """A front's ``__getattr__`` (PEP 562): ``name`` read from the submodule of ``package``
+    that ``submodules`` names for it, imported on first use."""
+    if name not in submodules:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{package}.{submodules[name]}"), name)

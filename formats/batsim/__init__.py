@@ -82,14 +82,10 @@ Divergences
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = [
     "CODES", "DELAY_TYPE", "FORMAT", "HOLDS", "INT32_MAX", "INT32_MIN",
@@ -100,19 +96,15 @@ __all__ = [
 
 # The reader, the writer and what they import load on first use: the pre-commit hook imports
 # every format's declaration to sniff, and most of its files are not this format's.
-_LAZY = frozenset({
+_LAZY = dict.fromkeys({
     "DELAY_TYPE", "INT32_MAX", "INT32_MIN", "JOB_FIELDS", "NB_RES_KEY", "PREFIX",
     "PROFILES_KEY", "PROFILE_KEY", "TOP_FIELDS", "V4_TYPES", "V5_TYPES", "VERSION_KEY",
     "delay_profile_name",
-})
+}, "codec")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from dcx.formats.batsim import codec
-
-        return getattr(codec, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 SCHEMA = "batsim.schema.json"
@@ -131,34 +123,19 @@ def sniff(data: bytes) -> bool:
     return b'"nb_res"' in head or (b'"subtime"' in head and b'"profile"' in head)
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.batsim import codec
-
-    return codec.read(data)
+read = deferred("dcx.formats.batsim.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.batsim import codec
-
-    return codec.write(document)
+write = deferred("dcx.formats.batsim.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.batsim import codec
-
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.batsim.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.batsim import codec
-
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.batsim.codec", "normal_form_losses")
 
 
-def leaves_out(document: Document) -> str:
-    from dcx.formats.batsim import codec
-
-    return codec.leaves_out(document)
+leaves_out = deferred("dcx.formats.batsim.codec", "leaves_out")
 
 
 CODES = (

@@ -62,14 +62,10 @@ entities (CPUs, racks), chains and several bases are written resolved.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = ["CODES", "DEFINITION_EXTRA", "FORMAT", "GENERATED_DEFINITIONS", "HOLDS",
            "ROOM_TYPES", "SCHEMA", "UNKNOWN_KEY_REPORTS", "UPSTREAM_SCHEMA_URL", "Normalised",
@@ -90,11 +86,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 HOLDS: frozenset[str] = frozenset({
@@ -120,34 +112,19 @@ def sniff(data: bytes) -> bool:
     return bool(re.search(rb'"environment"\s*:\s*\{', head)) and b'"datacenters"' in data[:1 << 20]
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.environment.reader import read as read_environment
-
-    return read_environment(data)
+read = deferred("dcx.formats.environment.reader", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.environment.writer import write as write_environment
-
-    return write_environment(document)
+write = deferred("dcx.formats.environment.writer", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.environment import normaliser
-
-    return normaliser.normal_form(document)
+normal_form = deferred("dcx.formats.environment.normaliser", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.environment import normaliser
-
-    return normaliser.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.environment.normaliser", "normal_form_losses")
 
 
-def leaves_out(document: Document) -> str:
-    from dcx.formats.environment import normaliser
-
-    return normaliser.leaves_out(document)
+leaves_out = deferred("dcx.formats.environment.normaliser", "leaves_out")
 
 
 CODES = (

@@ -62,14 +62,10 @@ Divergences
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = ["CHILDREN", "CODES", "FORBIDDEN_PROPERTY_CHARACTERS", "FORMAT", "HOLDS",
            "MAX_DEVICES", "MAX_RANKS", "PREFIX", "REQUIRES", "SCHEMA", "SPLIT_HOSTLIST_RUNS",
@@ -86,11 +82,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 HOLDS = frozenset({
@@ -115,28 +107,16 @@ def sniff(data: bytes) -> bool:
     return "execution" in top or {"version", "scheduling"} <= top
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.flux_r.reader import read as read_r
-
-    return read_r(data)
+read = deferred("dcx.formats.flux_r.reader", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.flux_r.writer import write as write_r
-
-    return write_r(document)
+write = deferred("dcx.formats.flux_r.writer", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.flux_r import normaliser
-
-    return normaliser.normal_form(document)
+normal_form = deferred("dcx.formats.flux_r.normaliser", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.flux_r import normaliser
-
-    return normaliser.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.flux_r.normaliser", "normal_form_losses")
 
 
 CODES: tuple[Code, ...] = (

@@ -76,17 +76,12 @@ Divergences
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import dependency_codes, text_codes
 from dcx.parsing.trace_tokens import parse_int
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
 
 __all__ = [
     "ARCHIVE_COLUMNS", "CODES", "EXTRA_PREFIX", "FORMAT", "HOLDS", "HOLDS_ARCHIVE",
@@ -104,9 +99,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 WORKFLOW_COLUMNS: tuple[str, ...] = (
@@ -156,24 +149,16 @@ def _looks_archive(line: str) -> bool:
     return len(tokens) == len(ARCHIVE_COLUMNS) and parse_int(tokens[0]) is not None
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.gwf import codec
-    return codec.read(data)
+read = deferred("dcx.formats.gwf.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.gwf import codec
-    return codec.write(document)
+write = deferred("dcx.formats.gwf.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.gwf import codec
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.gwf.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.gwf import codec
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.gwf.codec", "normal_form_losses")
 
 
 CODES = (

@@ -122,15 +122,11 @@ Divergences
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.formats.haizea.vocabulary import HOLDS, ROOT_SCHEMAS, looks_legacy
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
 
 __all__ = ["FORMAT", "HOLDS", "ROOT_SCHEMAS", "TimeSyntaxError", "format_time", "normal_form",
            "normal_form_losses", "parse_time", "parse_time_uncached", "read", "sniff", "write"]
@@ -144,11 +140,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 def sniff(data: bytes) -> bool:
@@ -160,28 +152,16 @@ def sniff(data: bytes) -> bool:
     return looks_legacy(head)
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.haizea.reader import read as read_haizea
-
-    return read_haizea(data)
+read = deferred("dcx.formats.haizea.reader", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.haizea.writer import write as write_haizea
-
-    return write_haizea(document)
+write = deferred("dcx.formats.haizea.writer", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.haizea import normalise as module
-
-    return module.normal_form(document)
+normal_form = deferred("dcx.formats.haizea.normalise", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.haizea import normalise as module
-
-    return module.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.haizea.normalise", "normal_form_losses")
 
 
 CODES = (

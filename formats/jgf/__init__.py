@@ -72,14 +72,10 @@ Divergences
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = ["CODES", "EMPTY_ROOT_NAME", "FORMAT", "HOLDS", "MAX_WRITE_VERTICES", "PREFIX",
            "SCHEMA", "VERTEX", "VERTICES", "Entry", "features_to_properties",
@@ -88,19 +84,15 @@ __all__ = ["CODES", "EMPTY_ROOT_NAME", "FORMAT", "HOLDS", "MAX_WRITE_VERTICES", 
 
 # The reader, the normal form, the writer and the parsing layer (Fluxion graphs, JSON,
 # schemas) load on first use: the pre-commit hook imports every format's declaration to sniff.
-_LAZY = frozenset({
+_LAZY = dict.fromkeys({
     "SCHEMA", "PREFIX", "VERTEX", "VERTICES", "EMPTY_ROOT_NAME", "MAX_WRITE_VERTICES", "Entry",
     "graph_to_environment", "written_rack_names", "machine_names", "machine_ids",
     "features_to_properties",
-})
+}, "codec")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from dcx.formats.jgf import codec
-
-        return getattr(codec, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 HOLDS = frozenset({
@@ -122,28 +114,16 @@ def sniff(data: bytes) -> bool:
         and not keys["1"] & {"$schema", "execution"}
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.jgf import codec
-
-    return codec.read(data)
+read = deferred("dcx.formats.jgf.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.jgf import codec
-
-    return codec.write(document)
+write = deferred("dcx.formats.jgf.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.jgf import codec
-
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.jgf.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.jgf import codec
-
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.jgf.codec", "normal_form_losses")
 
 
 CODES: tuple[Code, ...] = (

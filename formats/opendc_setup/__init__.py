@@ -46,29 +46,21 @@ Divergences
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = ["CODES", "CPU_TYPES", "FORMAT", "HOLDS", "SCHEMA", "cpu_type_of", "leaves_out",
            "normal_form", "normal_form_losses", "read", "sniff", "write"]
 
 # The reader, the normal form and the writer (with the model's CPU table, JSON and schemas)
 # load on first use: the pre-commit hook imports every format's declaration to sniff.
-_LAZY = frozenset({"SCHEMA", "CPU_TYPES", "cpu_type_of"})
+_LAZY = dict.fromkeys({"SCHEMA", "CPU_TYPES", "cpu_type_of"}, "codec")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from dcx.formats.opendc_setup import codec
-
-        return getattr(codec, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 HOLDS = frozenset({
@@ -88,34 +80,19 @@ def sniff(data: bytes) -> bool:
                  or b'"cpus"' not in head))
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.opendc_setup import codec
-
-    return codec.read(data)
+read = deferred("dcx.formats.opendc_setup.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.opendc_setup import codec
-
-    return codec.write(document)
+write = deferred("dcx.formats.opendc_setup.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.opendc_setup import codec
-
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.opendc_setup.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.opendc_setup import codec
-
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.opendc_setup.codec", "normal_form_losses")
 
 
-def leaves_out(document: Document) -> str:
-    from dcx.formats.opendc_setup import codec
-
-    return codec.leaves_out(document)
+leaves_out = deferred("dcx.formats.opendc_setup.codec", "leaves_out")
 
 
 CODES = (

@@ -86,14 +86,10 @@ Divergences
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = [
     "CODES", "DEFAULT_HOST_NAME", "DIALECT", "FORMAT", "GPU_MEMBERS", "HOLDS", "MAX_HOSTS",
@@ -104,19 +100,15 @@ __all__ = [
 
 # The reader, the writer and what they import load on first use: the pre-commit hook imports
 # every format's declaration to sniff, and most of its files are not this format's.
-_LAZY = frozenset({
+_LAZY = dict.fromkeys({
     "DEFAULT_HOST_NAME", "DIALECT", "Dialect", "GPU_MEMBERS", "MAX_HOSTS", "MAX_UNITS",
     "MEMORY_MEMBERS", "PREFIX", "SDK", "SDK_FILE", "TOPOLOGY_READER", "dialect_of",
     "frequency_text", "hertz", "mebibytes", "size_text",
-})
+}, "codec")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from dcx.formats.opendc_topology import codec
-
-        return getattr(codec, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 SCHEMA = "opendc-topology.schema.json"
@@ -136,34 +128,19 @@ def sniff(data: bytes) -> bool:
     return head.startswith(b"{") and re.search(rb'"clusters"\s*:\s*\[', head) is not None
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.opendc_topology import codec
-
-    return codec.read(data)
+read = deferred("dcx.formats.opendc_topology.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.opendc_topology import codec
-
-    return codec.write(document)
+write = deferred("dcx.formats.opendc_topology.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.opendc_topology import codec
-
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.opendc_topology.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.opendc_topology import codec
-
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.opendc_topology.codec", "normal_form_losses")
 
 
-def leaves_out(document: Document) -> str:
-    from dcx.formats.opendc_topology import codec
-
-    return codec.leaves_out(document)
+leaves_out = deferred("dcx.formats.opendc_topology.codec", "leaves_out")
 
 
 CODES = (

@@ -73,15 +73,9 @@ and fragments of no task are reported (OpenDC drops the first and ignores the se
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
+from dcx.core.declaration import FormatDeclaration, deferred
 from dcx.parsing.trace_codes import dependency_codes
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
 
 SCHEMA = "opendc-workload.schema.json"
 TASKS = "tasks.parquet"
@@ -103,24 +97,16 @@ def sniff(data: bytes) -> bool:
     return sniff_members(data, MEMBERS)
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.opendc_workload import codec
-    return codec.read(data)
+read = deferred("dcx.formats.opendc_workload.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.opendc_workload import codec
-    return codec.write(document)
+write = deferred("dcx.formats.opendc_workload.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.opendc_workload import codec
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.opendc_workload.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.opendc_workload import codec
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.opendc_workload.codec", "normal_form_losses")
 
 
 CODES = (

@@ -55,16 +55,11 @@ Divergences
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import dependency_codes
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
 
 __all__ = [
     "CODES", "FORMAT", "HOLDS", "PREFIX", "SCHEMA", "UNIX_EPOCH", "format_size_mb",
@@ -81,9 +76,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 HOLDS = frozenset({
@@ -100,24 +93,16 @@ def sniff(data: bytes) -> bool:
         b'"ts_submit"' in head and b'"datacenters"' not in head))
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.osp_workload import codec
-    return codec.read(data)
+read = deferred("dcx.formats.osp_workload.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.osp_workload import codec
-    return codec.write(document)
+write = deferred("dcx.formats.osp_workload.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.osp_workload import codec
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.osp_workload.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.osp_workload import codec
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.osp_workload.codec", "normal_form_losses")
 
 
 CODES = (

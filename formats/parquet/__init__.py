@@ -63,16 +63,11 @@ the JSON object described above.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import dependency_codes
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
 
 __all__ = [
     "CODES", "EXTRAS_PREFIX", "FORMAT", "HOLDS", "JSON_EXTRAS_PREFIX", "MAGIC", "METADATA_FIELDS",
@@ -91,9 +86,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 SCHEMA = "parquet.schema.json"
@@ -113,24 +106,16 @@ def sniff(data: bytes) -> bool:
     return data.startswith(MAGIC)
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.parquet import codec
-    return codec.read(data)
+read = deferred("dcx.formats.parquet.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.parquet import codec
-    return codec.write(document)
+write = deferred("dcx.formats.parquet.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.parquet import codec
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.parquet.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.parquet import codec
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.parquet.codec", "normal_form_losses")
 
 
 CODES = (

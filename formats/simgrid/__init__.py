@@ -78,14 +78,10 @@ Divergences
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = [
     "CLUSTER_KEYS", "CLUSTER_OPTIONAL", "CLUSTER_REQUIRED", "CODES", "DEFAULT_ROOT", "DOCTYPE",
@@ -96,19 +92,15 @@ __all__ = [
 
 # The reader, the writer and what they import load on first use: the pre-commit hook imports
 # every format's declaration to sniff, and most of its files are not this format's.
-_LAZY = frozenset({
+_LAZY = dict.fromkeys({
     "CLUSTER_KEYS", "CLUSTER_OPTIONAL", "CLUSTER_REQUIRED", "DEFAULT_ROOT", "DOCTYPE", "HOST_FILES",
     "INT32_MAX", "PREFIX", "PROP_PREFIX", "ROOT_KEY", "ROUTINGS", "ROUTING_KEY",
     "SPEED_UNITS", "radical_numbers",
-})
+}, "codec")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from dcx.formats.simgrid import codec
-
-        return getattr(codec, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 XSD_NAME = "simgrid.xsd"
@@ -125,28 +117,16 @@ def sniff(data: bytes) -> bool:
     return root_name(data) == "platform"
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.simgrid import codec
-
-    return codec.read(data)
+read = deferred("dcx.formats.simgrid.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.simgrid import codec
-
-    return codec.write(document)
+write = deferred("dcx.formats.simgrid.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.simgrid import codec
-
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.simgrid.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.simgrid import codec
-
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.simgrid.codec", "normal_form_losses")
 
 
 CODES = (

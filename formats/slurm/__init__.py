@@ -168,15 +168,11 @@ Divergences
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import text_codes
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
 
 __all__ = [
     "CODES", "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "FORMAT", "HOLDS", "MAX_GPUS",
@@ -188,19 +184,15 @@ __all__ = [
 
 # The reader, the writer and the parsing helpers they use load on first use: the pre-commit
 # hook imports every format's declaration to sniff, and most of its files are not slurm.conf.
-_LAZY = frozenset({
+_LAZY = dict.fromkeys({
     "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "MAX_GPUS", "MAX_NODES", "NODE_KEYS",
     "PARTITIONS", "PARTITION_KEYS", "PREFIX",
     "STATE_OF", "WORD_FOR", "encode_hostlist", "expand_hostlist", "is_node_name",
-})
+}, "codec")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from dcx.formats.slurm import codec
-
-        return getattr(codec, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 SCHEMA = "slurm.schema.json"
@@ -252,28 +244,16 @@ def sniff(data: bytes) -> bool:
     return False
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.slurm import codec
-
-    return codec.read(data)
+read = deferred("dcx.formats.slurm.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.slurm import codec
-
-    return codec.write(document)
+write = deferred("dcx.formats.slurm.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.slurm import codec
-
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.slurm.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.slurm import codec
-
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.slurm.codec", "normal_form_losses")
 
 
 CODES: tuple[Code, ...] = (

@@ -122,14 +122,10 @@ text where it is silent or self-contradictory.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = ["AGGREGATIONS", "BYTE_UNIT_EXPONENTS", "CATEGORIES", "CODES", "CONSUMABLES",
            "DCX_NAMESPACE", "FLOAT32_MAX", "FORMAT", "GPU_RESOURCE", "GPU_VENDOR_ATTRIBUTES",
@@ -153,11 +149,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 REQUIRES: frozenset[str] = frozenset({"machine.id"})
@@ -200,22 +192,13 @@ def sniff(data: bytes) -> bool:
     return root == "Data" and (b"<Node" in head or _EMPTY_DATA.search(head) is not None)
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.sss.reader import read as read_sss
-
-    return read_sss(data)
+read = deferred("dcx.formats.sss.reader", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.sss.writer import write as write_sss
-
-    return write_sss(document)
+write = deferred("dcx.formats.sss.writer", "write")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.sss import writer
-
-    return writer.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.sss.writer", "normal_form_losses")
 
 
 CODES = (

@@ -82,15 +82,11 @@ Divergences
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration
+from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import dependency_codes
-
-if TYPE_CHECKING:
-    from dcx.core.diagnostics import ReadResult, WriteResult
-    from dcx.core.model import Document
 
 __all__ = [
     "BYTES_PER_MB", "CODES", "CPU_MEMBERS", "EXECUTION_MEMBERS", "FORMAT", "HOLDS",
@@ -102,19 +98,15 @@ __all__ = [
 
 # The reader, the writer and what they import load on first use: the pre-commit hook imports
 # every format's declaration to sniff, and most of its files are not this format's.
-_LAZY = frozenset({
+_LAZY = dict.fromkeys({
     "BYTES_PER_MB", "CPU_MEMBERS", "EXECUTION_MEMBERS", "INSTANCE_MEMBERS", "MACHINE_MEMBERS",
     "MAKESPAN", "NO_NAME", "NO_TIME_ORIGIN", "PREFIX", "SPECIFICATION_MEMBERS", "SYSTEMS",
     "TASK_MEMBERS", "TASK_NAME", "VERSION", "WORKFLOW_MEMBERS", "critical_path",
-})
+}, "codec")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from dcx.formats.wfformat import codec
-
-        return getattr(codec, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return forwarded(__name__, _LAZY, name)
 
 
 SCHEMA = "wfformat.schema.json"
@@ -136,34 +128,19 @@ def sniff(data: bytes) -> bool:
         b'"workflow"' in head or b'"specification"' in head)
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.wfformat import codec
-
-    return codec.read(data)
+read = deferred("dcx.formats.wfformat.codec", "read")
 
 
-def write(document: Document) -> WriteResult:
-    from dcx.formats.wfformat import codec
-
-    return codec.write(document)
+write = deferred("dcx.formats.wfformat.codec", "write")
 
 
-def normal_form(document: Document) -> Document:
-    from dcx.formats.wfformat import codec
-
-    return codec.normal_form(document)
+normal_form = deferred("dcx.formats.wfformat.codec", "normal_form")
 
 
-def normal_form_losses(document: Document) -> frozenset[str]:
-    from dcx.formats.wfformat import codec
-
-    return codec.normal_form_losses(document)
+normal_form_losses = deferred("dcx.formats.wfformat.codec", "normal_form_losses")
 
 
-def leaves_out(document: Document) -> str:
-    from dcx.formats.wfformat import codec
-
-    return codec.leaves_out(document)
+leaves_out = deferred("dcx.formats.wfformat.codec", "leaves_out")
 
 
 CODES = (
