@@ -193,6 +193,30 @@ Locate = Callable[[int, int | None], dict[str, Any]]
 for a diagnostic about the task's id (``None``) or one of its dependencies."""
 
 
+def column_dependency_diagnostics(ids: Any, offsets: Any, dependency_ids: Any,
+                                  locate: Locate, prefix: str) -> list[Diagnostic]:
+    """``dependency_diagnostics`` for a workload held as columns (ids; each row's
+    dependencies as ``dependency_ids[offsets[row]:offsets[row + 1]]``). Skipped, in one
+    vectorised test, when ids are unique integers and every dependency names an earlier row:
+    there it can find nothing."""
+    import numpy as np
+
+    count = len(ids)
+    if ids.dtype.kind != "O" and dependency_ids.dtype.kind != "O":
+        order = np.argsort(ids, kind="stable")
+        ordered = ids[order]
+        unique = count < 2 or not bool(np.any(ordered[1:] == ordered[:-1]))
+        if unique and not len(dependency_ids):
+            return []
+        if unique and count:
+            at = np.minimum(np.searchsorted(ordered, dependency_ids), count - 1)
+            rows = np.repeat(np.arange(count), np.diff(offsets))
+            if np.all(ordered[at] == dependency_ids) and np.all(order[at] < rows):
+                return []
+    needs = [dependency_ids[offsets[row]:offsets[row + 1]].tolist() for row in range(count)]
+    return dependency_diagnostics(ids.tolist(), needs, locate, prefix)
+
+
 def dependency_diagnostics(
     ids: Sequence[Id], dependencies: Sequence[Sequence[Id]], locate: Locate, prefix: str
 ) -> list[Diagnostic]:

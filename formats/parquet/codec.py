@@ -309,33 +309,13 @@ def _job_problems(job_keys: Any, starts: Any, job_offsets: Any, names: Strings,
 
 
 def _dependency_problems(ids: Any, offsets: Any, dependency_ids: Any) -> list[Diagnostic]:
-    """Duplicate ids, unknown dependencies and cycles, as ``dependency_diagnostics`` finds
-    them; skipped when ids are unique and every dependency names an earlier row, where it
-    can find nothing."""
-    import numpy as np
-
-    from dcx.parsing.traces import dependency_diagnostics
-
-    count = len(ids)
-    if ids.dtype.kind != "O" and dependency_ids.dtype.kind != "O":
-        order = np.argsort(ids, kind="stable")
-        ordered = ids[order]
-        unique = count < 2 or not np.any(ordered[1:] == ordered[:-1])
-        if unique and not len(dependency_ids):
-            return []
-        if unique and count:
-            at = np.minimum(np.searchsorted(ordered, dependency_ids), count - 1)
-            rows = np.repeat(np.arange(count), np.diff(offsets))
-            if np.all(ordered[at] == dependency_ids) and np.all(order[at] < rows):
-                return []
-    id_list = ids.tolist()
-    needs = [dependency_ids[offsets[row]:offsets[row + 1]].tolist() for row in range(count)]
+    from dcx.parsing.traces import column_dependency_diagnostics
 
     def locate(row: int, dependency: int | None) -> dict[str, Any]:
         where = "task_id" if dependency is None else f"dependencies/{dependency}"
         return {"pointer": f"/rows/{row}/{where}"}
 
-    return dependency_diagnostics(id_list, needs, locate, "parquet")
+    return column_dependency_diagnostics(ids, offsets, dependency_ids, locate, "parquet")
 
 
 # --------------------------------------------------------------------------- normal form
