@@ -614,6 +614,12 @@ def _split_expressions(text: str) -> Iterator[str] | list[str]:
 
 
 def _walk_expressions(text: str) -> Iterator[str]:
+    return (expression for expression, _ in split_expressions(text))
+
+
+def split_expressions(text: str) -> Iterator[tuple[str, int]]:
+    """The comma-separated expressions of a hostlist (commas inside brackets do not
+    separate), each with its offset in ``text``."""
     depth = 0
     start = 0
     for position, char in enumerate(text):
@@ -622,9 +628,9 @@ def _walk_expressions(text: str) -> Iterator[str]:
         elif char == "]":
             depth -= 1
         elif char == "," and depth == 0:
-            yield text[start:position]
+            yield text[start:position], start
             start = position + 1
-    yield text[start:]
+    yield text[start:], start
 
 
 def _decode_expression(text: str, expression: str, offset: int) -> HostGroup:

@@ -28,7 +28,7 @@ from dcx.core.model import (
     build,
 )
 from dcx.formats.slurm import SCHEMA
-from dcx.parsing.hostlist import Hostlist, HostlistError
+from dcx.parsing.hostlist import Hostlist, HostlistError, split_expressions
 from dcx.parsing.traces import MAX_ERRORS, ErrorBudget, decode_text
 
 PREFIX = "slurm:"
@@ -231,7 +231,7 @@ def expand_hostlist(text: str, limit: int = MAX_NODES,
     """The hosts of a Slurm hostlist, in order; ``_SlurmHostlistError`` names the position
     and the reason. Outside brackets, names consist of ``characters``."""
     hosts: list[str] = []
-    for expression, offset in _expressions(text):
+    for expression, offset in split_expressions(text):
         if expression == "":
             raise _SlurmHostlistError(offset, "empty host name (doubled, leading or trailing "
                                       "comma)")
@@ -239,19 +239,6 @@ def expand_hostlist(text: str, limit: int = MAX_NODES,
         if len(hosts) > limit:
             raise _SlurmHostlistError(offset, f"more than {limit:,} hosts")
     return hosts
-
-
-def _expressions(text: str) -> Iterator[tuple[str, int]]:
-    depth, start = 0, 0
-    for position, char in enumerate(text):
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            yield text[start:position], start
-            start = position + 1
-    yield text[start:], start
 
 
 def _expand_expression(expression: str, offset: int, budget: int,
@@ -840,7 +827,7 @@ def _check_partition_nodes(pair: _Pair, partition: str, reader: _Reader, nodes: 
     text = re.sub(r"\s+", ",", pair.value)
     if not text:
         return
-    for expression, offset in _expressions(text):
+    for expression, offset in split_expressions(text):
         if expression.upper() == "ALL" or expression in node_sets:
             continue
         try:
