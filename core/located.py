@@ -10,12 +10,16 @@ slot of its first member; slots count machines, not groups), ``/workload/jobs/4/
 ``located_objects`` walks them in document order: an object before what it contains, the
 topology's datacenters before its events, the jobs before the annotations. A loss's first
 dropped value (``dcx.core.restrict``) is named by such a pointer.
+
+A reader finds a pointer's object in its source again with ``place_of`` (the pointer's
+indexes, level by level) and, where one source entry stands for several model objects (a
+``count`` of hosts, a range of ranks), ``run_holding``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dcx.core.groups import MachineGroup, slot_parts
@@ -95,6 +99,67 @@ def _part_at_slot(rack: Any, slot: int) -> Machine | MachineGroup | None:
         start += part.count if isinstance(part, MachineGroup) else 1
         if start > slot:
             return None  # inside a group: located by the group's first slot
+    return None
+
+
+@dataclass(frozen=True)
+class Place:
+    """A located object's model pointer read back: the part of the document it is in and
+    its index at each level, outermost first (``/workload/jobs/4/tasks/0``: ``workload``,
+    ``(("jobs", 4), ("tasks", 0))``)."""
+
+    part: str
+    """``environment`` or ``workload``."""
+    levels: tuple[tuple[str, int], ...]
+
+    def index(self, collection: str) -> int | None:
+        """The index at level ``collection`` (``slots``, ``jobs`` …), ``None`` when the
+        pointer does not go that deep."""
+        return next((index for name, index in self.levels if name == collection), None)
+
+    def pointer(self, keys: Mapping[str, str]) -> str:
+        """The JSON Pointer of the object in a source that nests as the model does under
+        other names: each level named in ``keys`` becomes that key and the index
+        (``{"racks": "/objects"}``: rack 2 is ``…/objects/2``); a level the source does not
+        write (a file that is one datacenter) adds nothing."""
+        return "".join(f"{keys[name]}/{index}" for name, index in self.levels if name in keys)
+
+    @property
+    def kind(self) -> str:
+        """The innermost level named: ``slots`` for a machine, ``tasks`` for a task, the part
+        itself for the environment or workload."""
+        return self.levels[-1][0] if self.levels else self.part
+
+
+def place_of(pointer: str) -> Place | None:
+    """The place a located object's pointer names, or ``None`` for a pointer that names no
+    located object (checked level by level, as ``located_at`` follows it)."""
+    tokens = pointer.split("/")[1:]
+    if not tokens or tokens[0] not in ("environment", "workload") or len(tokens) % 2 == 0:
+        return None
+    kind = "Environment" if tokens[0] == "environment" else "Workload"
+    levels = []
+    for name, position in zip(tokens[1::2], tokens[2::2], strict=True):
+        if name not in _LOCATED_CHILDREN.get(kind, ()) or not position.isdigit():
+            return None
+        levels.append((name, int(position)))
+        kind = _CHILD_KIND.get(name, "")
+    return Place(tokens[0], tuple(levels))
+
+
+_CHILD_KIND = {"datacenters": "Datacenter", "rooms": "Room", "racks": "Rack", "jobs": "Job"}
+"""The kind of a located child that has located children of its own."""
+
+
+def run_holding(counts: Iterable[int], position: int) -> int | None:
+    """The index of the run holding member ``position`` when runs of ``counts`` members
+    follow one another (a host entry's ``count`` of machines, a cluster's copies); ``None``
+    past the last. A group's members are all located at the entry that wrote it."""
+    start = 0
+    for index, count in enumerate(counts):
+        start += count
+        if position < start:
+            return index
     return None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import itemgetter, ne
@@ -20,6 +20,7 @@ from typing import Any
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.core.limits import LIMITS
+from dcx.core.located import Place, place_of
 
 CODES = (
     Code("json.bom", "error", "The JSON file starts with a UTF-8 byte order mark (RFC 8259 "
@@ -523,6 +524,26 @@ class JsonLocator:
 
         line, column = self.locate(diagnostic.pointer, key=key)
         return replace(diagnostic, line=line, column=column)
+
+    def decoded(self) -> Any:
+        """The document decoded again from the text: for a locator that outlives its
+        reader, which does not keep the decoded value alive for it."""
+        return _DECODER.decode(self.text)
+
+
+def model_locator(locator: JsonLocator, source: Callable[[Place], str | None]
+                  ) -> Callable[[str], tuple[int | None, int | None]]:
+    """A JSON reader's ``ReadResult.locator``: the object at a model pointer
+    (``dcx.core.located``) was read from the value at the JSON Pointer ``source`` gives for
+    its place, found in the text (``JsonLocator.find``) only when asked. ``(None, None)``
+    when ``source`` gives none or the text has no value there."""
+
+    def locate(model_pointer: str) -> tuple[int | None, int | None]:
+        place = place_of(model_pointer)
+        pointer = None if place is None else source(place)
+        return (None, None) if pointer is None else locator.find(pointer)
+
+    return locate
 
 
 def dumps_canonical(value: Any, indent: int = 2) -> bytes:

@@ -18,7 +18,13 @@ if TYPE_CHECKING:  # the pure-Python validator loads only when a document fails
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
-from dcx.parsing.jsonio import JsonLocator, dumps_canonical, pointer_from_path
+from dcx.parsing.jsonio import (
+    JsonLocator,
+    JsonText,
+    dumps_canonical,
+    load_json_object,
+    pointer_from_path,
+)
 
 MAX_SCHEMA_ERRORS = 50
 
@@ -108,6 +114,18 @@ def schema_verdict(name: str, instance: Any) -> bool:
         return bool(_fast_validator(name).is_valid(instance))
     except (ValueError, OverflowError):
         return False
+
+
+def loaded_against(name: str, data: bytes, what: str, code: str
+                   ) -> tuple[JsonText | None, list[Diagnostic]]:
+    """A reader's JSON object document, decoded (``load_json_object``: ``what`` names the
+    document, ``code`` is the format's code for a root of another type) and valid against
+    ``schemas/<name>``; otherwise ``None`` and the located diagnostics that refuse it."""
+    loaded, problems = load_json_object(data, what, code)
+    if loaded is None:
+        return None, problems
+    found = schema_diagnostics(name, loaded.value, loaded.locator)
+    return (None, found) if found else (loaded, [])
 
 
 def serialised_against(name: str, root: Any) -> tuple[bytes, str | None]:
