@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import itemgetter, ne
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.core.limits import LIMITS
-from dcx.core.located import Place, place_of
+
+if TYPE_CHECKING:  # the model loads with the readers, not for sniffing
+    from dcx.core.located import Place
 
 CODES = (
     Code("json.bom", "error", "The JSON file starts with a UTF-8 byte order mark (RFC 8259 "
@@ -537,6 +539,7 @@ def model_locator(locator: JsonLocator, source: Callable[[Place], str | None]
     (``dcx.core.located``) was read from the value at the JSON Pointer ``source`` gives for
     its place, found in the text (``JsonLocator.find``) only when asked. ``(None, None)``
     when ``source`` gives none or the text has no value there."""
+    from dcx.core.located import place_of
 
     def locate(model_pointer: str) -> tuple[int | None, int | None]:
         place = place_of(model_pointer)
