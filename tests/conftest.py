@@ -1,11 +1,13 @@
-"""Shared fixtures: the shared corpus (skipped when absent), a socket-free suite, and every
-diagnostic code a test makes checked against the declared catalogue."""
+"""Shared fixtures: the shared corpus (skipped when absent), ``dcx convert --losses`` on a
+small file, a socket-free suite, and every diagnostic code a test makes checked against the
+declared catalogue."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,25 @@ def corpus_dir() -> Path:
 @pytest.fixture(scope="session")
 def repo_dir() -> Path:
     return REPO
+
+
+@pytest.fixture
+def first_losses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 capsys: pytest.CaptureFixture[str]) -> Callable[[str, str], dict[str, str]]:
+    """Runs ``dcx convert in.json OUT --to TARGET --losses`` on a text, in an empty folder:
+    each listed field → where its first dropped value is (``in.json:4:3,
+    /environment/…/slots/1``, or only the pointer when the reader cannot tell)."""
+    from dcx.converters.cli import main
+
+    monkeypatch.chdir(tmp_path)
+
+    def run(text: str, target: str) -> dict[str, str]:
+        Path("in.json").write_text(text, encoding="utf-8")
+        assert main(["convert", "in.json", "out", "--to", target, "--losses"]) == 0
+        listed = re.findall(r"^  (\S+): .*?\(first: ([^)]*)\)", capsys.readouterr().err, re.M)
+        return dict(listed)
+
+    return run
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -286,3 +286,15 @@ def test_a_workload_without_runtimes_is_refused_in_one_line(tmp_path: Path) -> N
     (problem,) = [d for d in conversion.diagnostics if d.is_error]
     assert problem.code == "convert.nothing-held" and "profile" in problem.message
     assert conversion.data == b""
+
+
+def test_losses_are_located_at_the_job_that_holds_the_first_dropped_value(
+        first_losses: Any) -> None:
+    text = ('{"nb_res": 1,\n'
+            ' "jobs": [\n'
+            '  {"id": 1, "subtime": 0, "res": 1, "profile": "delay10"},\n'
+            '  {"id": 2, "subtime": 5, "res": 1, "profile": "delay10"},\n'
+            '  {"id": 3, "subtime": 9, "res": 1, "profile": "delay10", "color": "red"}],\n'
+            ' "profiles": {"delay10": {"type": "delay", "delay": 10}}}\n')
+    firsts = first_losses(text, "osp-workload")
+    assert firsts["task.extras"] == "in.json:5:3, /workload/jobs/2/tasks/0"

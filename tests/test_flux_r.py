@@ -347,3 +347,19 @@ def test_examples_read_cleanly_and_rewrite_identically(name: str) -> None:
     result = spec.read(data)
     assert result.ok and result.diagnostics == ()
     assert spec.write is not None and spec.write(result.document).data == data
+
+
+def test_losses_are_located_at_the_r_lite_entry_listing_the_machines_rank(
+        first_losses: Any) -> None:
+    """Machines are in rank order: slot 1 is rank 1 (the second entry), slot 4 rank 4 (the
+    first entry, which lists it in a range)."""
+    text = ('{"version": 1, "execution": {\n'
+            ' "R_lite": [\n'
+            '  {"rank": "0,4-5", "children": {"core": "0-3"}},\n'
+            '  {"rank": "1-3", "children": {"core": "0-3", "gpu": "0"}}],\n'
+            ' "nodelist": ["n[0-5]"],\n'
+            ' "properties": {"fast": "4"}}}\n')
+    firsts = first_losses(text, "haizea")
+    rack = "/environment/datacenters/0/rooms/0/racks/0"
+    assert firsts["machine.gpus"] == f"in.json:4:3, {rack}/slots/1"
+    assert firsts["machine.features"] == f"in.json:3:3, {rack}/slots/4"

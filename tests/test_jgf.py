@@ -391,3 +391,27 @@ def test_racks_named_alike_in_two_rooms_are_renamed_and_the_loss_reported() -> N
     assert read.ok and read.document is not None and read.document.environment is not None
     assert [rack.name for rack in read.document.environment.racks()] == ["rack4", "rack4-1"]
     assert read.document == jgf.normal_form(read.document)
+
+
+def test_losses_are_located_at_the_vertex_each_model_object_came_from(
+        first_losses: Any) -> None:
+    """The node directly below the root is the implicit rack 0 (located at the root); the
+    rack vertex is rack 1, its second node that rack's slot 1."""
+    text = ('{"graph": {"nodes": [\n'
+            '{"id": "0", "metadata": {"type": "cluster", "paths": {"containment": "/c0"}}},\n'
+            '{"id": "1", "metadata": {"type": "node", "name": "n0", "paths": {"containment": '
+            '"/c0/n0"}}},\n'
+            '{"id": "2", "metadata": {"type": "rack", "paths": {"containment": "/c0/rack0"}}},\n'
+            '{"id": "3", "metadata": {"type": "node", "name": "n1", "paths": {"containment": '
+            '"/c0/rack0/n1"}}},\n'
+            '{"id": "4", "metadata": {"type": "node", "name": "n2", "properties": {"fast": ""},\n'
+            '  "paths": {"containment": "/c0/rack0/n2"}}}],\n'
+            ' "edges": [{"source": "0", "target": "1"}, {"source": "0", "target": "2"},\n'
+            '  {"source": "2", "target": "3"}, {"source": "2", "target": "4"}]}}\n')
+    firsts = first_losses(text, "haizea")
+    rack = "/environment/datacenters/0/rooms/0/racks"
+    assert firsts["datacenter.id"] == "in.json:2:1, /environment/datacenters/0"
+    assert firsts["rack"] == f"in.json:2:1, {rack}/0"
+    assert firsts["rack.name"] == f"in.json:4:1, {rack}/1"
+    assert firsts["machine.id"] == f"in.json:3:1, {rack}/0/slots/0"
+    assert firsts["machine.features"] == f"in.json:6:1, {rack}/1/slots/1"

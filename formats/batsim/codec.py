@@ -13,6 +13,7 @@ from typing import Any
 
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, warning
 from dcx.core.limits import paused_gc
+from dcx.core.located import Place
 from dcx.core.model import (
     Document,
     Extras,
@@ -115,16 +116,13 @@ def read(data: bytes) -> ReadResult:
 
 
 def _read(data: bytes) -> ReadResult:
-    from dcx.parsing.jsonio import load_json_object
-    from dcx.parsing.schemas import schema_diagnostics
+    from dcx.parsing.jsonio import model_locator
+    from dcx.parsing.schemas import loaded_against
 
-    loaded, problems = load_json_object(data, "a Batsim workload", "batsim.not-object")
+    loaded, problems = loaded_against(SCHEMA, data, "a Batsim workload", "batsim.not-object")
     if loaded is None:
         return ReadResult(None, tuple(problems))
     root = loaded.value
-    found = schema_diagnostics(SCHEMA, root, loaded.locator)
-    if found:
-        return ReadResult(None, tuple(found))
     checks = _Checks(loaded.locator)
     if not _is_int(root["nb_res"]):
         checks.add(error(f"nb_res is {root['nb_res']!r}; Batsim needs a JSON integer",
@@ -159,7 +157,14 @@ def _read(data: bytes) -> ReadResult:
                                              "user": None, "extras": {}})
                                    for task in built),
                         attributes=attributes, extras=extras)
-    return ReadResult(Document(workload=workload), tuple(checks.found))
+    return ReadResult(Document(workload=workload), tuple(checks.found),
+                      locator=model_locator(loaded.locator, _source))
+
+
+def _source(place: Place) -> str | None:
+    """The JSON Pointer a model object was read from: a job and its one task are the job
+    object at the same index (a read that leaves a job out fails); the workload the root."""
+    return place.pointer({"jobs": "/jobs"}) if place.part == "workload" else None
 
 
 def _escape(token: str) -> str:

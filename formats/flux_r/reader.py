@@ -7,11 +7,13 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
 from dcx.core.diagnostics import Diagnostic, ReadResult, error, warning
 from dcx.core.groups import MachineGroup, Window, slots_of
+from dcx.core.located import Place
 from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
 from dcx.formats.flux_r.vocabulary import (
     _KEPT_EXECUTION,
@@ -24,8 +26,8 @@ from dcx.formats.flux_r.vocabulary import (
 )
 from dcx.parsing import fluxion
 from dcx.parsing.hostlist import Hostlist, HostlistError, IdSet, IdsetError
-from dcx.parsing.jsonio import JsonLocator, escape_pointer_token, load_json_object
-from dcx.parsing.schemas import schema_diagnostics
+from dcx.parsing.jsonio import JsonLocator, escape_pointer_token, model_locator
+from dcx.parsing.schemas import loaded_against, schema_diagnostics
 
 
 @dataclass
@@ -273,13 +275,10 @@ def _describe(inventory: dict[str, tuple[int, int]]) -> str:
 
 
 def read(data: bytes) -> ReadResult:
-    loaded, problems = load_json_object(data, "an R document", "flux-r.not-object")
+    loaded, problems = loaded_against(SCHEMA, data, "an R document", "flux-r.not-object")
     if loaded is None:
         return ReadResult(None, tuple(problems))
     value = loaded.value
-    found = schema_diagnostics(SCHEMA, value, loaded.locator)
-    if found:
-        return ReadResult(None, tuple(found))
     reader = _Reader(value, loaded.locator)
     if "attributes" in value:
         reader.warn("top-level attributes is legacy (removed from RFC 20 in 2025)",
@@ -295,7 +294,44 @@ def read(data: bytes) -> ReadResult:
     rack = Rack(slots=slots)
     environment = Environment(
         datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras)
-    return ReadResult(Document(environment=environment), diagnostics)
+    return ReadResult(Document(environment=environment), diagnostics,
+                      locator=model_locator(loaded.locator, _Sources(loaded.locator)))
+
+
+@dataclass
+class _Sources:
+    """The JSON Pointer a model object was read from: a machine is the first R_lite entry
+    listing its rank (machines are in rank order, so slot ``n`` holds the ``n``th rank; a
+    group's ranks share their entry), the rack is R_lite, the rest the document. The ranks
+    are decoded again on the first question, from the text."""
+
+    locator: JsonLocator
+
+    def __call__(self, place: Place) -> str | None:
+        if place.part != "environment" or place.kind == "events":
+            return None
+        slot = place.index("slots")
+        if slot is None:
+            return "/execution/R_lite" if place.kind == "racks" else ""
+        ranks, entries = self._ranks
+        if slot >= len(ranks):
+            return None
+        rank = ranks.nth(slot)
+        return next((f"/execution/R_lite/{index}" for index, ids in enumerate(entries)
+                     if rank in ids), None)
+
+    @cached_property
+    def _ranks(self) -> tuple[IdSet, list[IdSet]]:
+        """Every rank, and each R_lite entry's ranks."""
+        entries = [IdSet.decode(entry["rank"])
+                   for entry in self.locator.decoded()["execution"]["R_lite"]]
+        merged: list[tuple[int, int]] = []
+        for lo, hi in sorted(run for ids in entries for run in ids.ranges()):
+            if merged and lo <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+            else:
+                merged.append((lo, hi))
+        return IdSet.from_runs(merged), entries
 
 
 def _single_slots(reader: _Reader) -> tuple[Machine, ...] | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error
 from dcx.core.groups import machine_parts, part_count, part_template
 from dcx.core.limits import paused_gc
+from dcx.core.located import Place
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -37,8 +39,8 @@ from dcx.parsing.fluxion import (
     descendants,
     trailing_number,
 )
-from dcx.parsing.jsonio import dumps_canonical, load_json_object
-from dcx.parsing.schemas import schema_diagnostics
+from dcx.parsing.jsonio import JsonLocator, dumps_canonical, model_locator
+from dcx.parsing.schemas import loaded_against
 
 PREFIX = "jgf:"
 VERTEX = PREFIX + "vertex"
@@ -171,20 +173,88 @@ def _valid_tree(entries: Any) -> list[Entry] | None:
 
 
 def read(data: bytes) -> ReadResult:
-    loaded, problems = load_json_object(data, "a JGF document", "jgf.not-object")
+    loaded, problems = loaded_against(SCHEMA, data, "a JGF document", "jgf.not-object")
     if loaded is None:
         return ReadResult(None, tuple(problems))
-    value = loaded.value
-    found = schema_diagnostics(SCHEMA, value, loaded.locator)
-    if found:
-        return ReadResult(None, tuple(found))
     with paused_gc():  # a vertex object per vertex, then the model: no cycles among them
-        graph, found = check_graph(value)
+        graph, found = check_graph(loaded.value)
         located = tuple(loaded.locator.diagnostic(d) for d in found)
         if graph is None or any(d.is_error for d in found):
             return ReadResult(None, located)
         environment = graph_to_environment(graph)
-    return ReadResult(Document(environment=environment), located)
+    return ReadResult(Document(environment=environment), located,
+                      locator=model_locator(loaded.locator, _Sources(loaded.locator)))
+
+
+@dataclass
+class _Grouping:
+    """A vertex whose machines the model holds together: a rack (or rack-like) vertex, or
+    the root for the nodes directly below it; with the nodes and the other vertices
+    directly below it, in document order."""
+
+    vertex: Vertex
+    parent_path: str
+    nodes: list[Vertex] = field(default_factory=list)
+    others: list[Vertex] = field(default_factory=list)
+
+
+def _groupings(graph: Graph, root: Vertex) -> tuple[_Grouping, list[_Grouping]]:
+    """The root's grouping, and the model's racks in order: the root's own nodes first
+    (an implicit rack) when it has any, then each rack vertex before those inside it."""
+    top = _Grouping(root, "")
+    racks: list[_Grouping] = []
+
+    def walk(grouping: _Grouping) -> None:
+        path = grouping.vertex.paths[CONTAINMENT]
+        for vertex in graph.children.get(path, ()):
+            if vertex.type == "node":
+                grouping.nodes.append(vertex)
+            elif vertex.type == "rack" or _contains_nodes(graph, vertex.paths[CONTAINMENT]):
+                inner = _Grouping(vertex, path)
+                racks.append(inner)  # the parent before the groupings inside it
+                walk(inner)
+            else:
+                grouping.others.append(vertex)
+
+    walk(top)
+    return top, [top, *racks] if top.nodes else racks
+
+
+@dataclass
+class _Sources:
+    """The JSON Pointer a model object was read from: a machine is its node vertex, a rack
+    its rack vertex (the implicit rack, the datacenter and its room the root vertex), the
+    environment the document. The graph is decoded and walked again on the first
+    question, from the text."""
+
+    locator: JsonLocator
+
+    def __call__(self, place: Place) -> str | None:
+        if place.part != "environment" or place.kind == "events":
+            return None
+        if not place.levels:
+            return ""
+        layout = self._layout
+        if layout is None:
+            return None
+        root, racks = layout
+        rack, slot = place.index("racks"), place.index("slots")
+        if rack is None:
+            return f"/graph/nodes/{root.index}"
+        if rack >= len(racks):
+            return None
+        grouping = racks[rack]
+        if slot is None:
+            return f"/graph/nodes/{grouping.vertex.index}"
+        return f"/graph/nodes/{grouping.nodes[slot].index}" if slot < len(
+            grouping.nodes) else None
+
+    @cached_property
+    def _layout(self) -> tuple[Vertex, list[_Grouping]] | None:
+        graph, _ = check_graph(self.locator.decoded())
+        if graph is None or graph.root is None:
+            return None
+        return graph.root, _groupings(graph, graph.root)[1]
 
 
 def graph_to_environment(graph: Graph) -> Environment:
@@ -199,16 +269,15 @@ def graph_to_environment(graph: Graph) -> Environment:
     if (_is_bare_fill_in_root(root.type, root.name, root.id) and not residual
             and not outside and not graph.children.get(root_path)):
         return Environment(datacenters=(Datacenter(rooms=(Room(),)),))
-    reader = _Collector(graph, root_path)
-    loose: list[Machine] = []
-    leftovers: list[Entry] = []
-    reader.collect(root_path, loose, leftovers)
-    racks = reader.racks
-    if loose:
-        racks.insert(0, Rack(slots=tuple(loose), extras={"jgf:implicit": True}))
+    top, groupings = _groupings(graph, root)
+    builder = _RackBuilder(graph, root_path)
+    racks = [builder.rack(grouping) if grouping is not top else Rack(
+        slots=tuple(map(builder.machine, top.nodes)), extras={"jgf:implicit": True})
+        for grouping in groupings]
     datacenter_extras: dict[str, Any] = {} if root.type == "cluster" else {"jgf:type": root.type}
     if residual:
         datacenter_extras[VERTEX] = residual
+    leftovers = _leftovers(graph, top)
     if leftovers:
         datacenter_extras[VERTICES] = leftovers
     datacenter = Datacenter(id=root.id, name=root.name, rooms=(Room(racks=tuple(racks)),),
@@ -222,46 +291,40 @@ def _is_bare_fill_in_root(kind: str, name: str | None, vertex_id: int | None) ->
     return kind == "cluster" and name == EMPTY_ROOT_NAME and vertex_id == 0
 
 
-class _Collector:
-    """Walks the groupings below the root: nodes, racks (and rack-like types), and the
-    other vertices, which their container keeps as stored vertices."""
+def _leftovers(graph: Graph, grouping: _Grouping) -> list[Entry]:
+    """The vertices below a grouping that are neither nodes nor groupings, with everything
+    below them, as stored vertices (paths relative to the grouping)."""
+    base = len(grouping.vertex.paths[CONTAINMENT]) + 1
+    leftovers: list[Entry] = []
+    for vertex in grouping.others:
+        vertex_path = vertex.paths[CONTAINMENT]
+        leftovers.append(_entry(vertex, vertex_path[base:], -1))
+        leftovers.extend(_entry(below, below.paths[CONTAINMENT][base:], -1)
+                         for below in descendants(graph, vertex_path))
+    return leftovers
+
+
+class _RackBuilder:
+    """Builds the racks and machines of the groupings below the root."""
 
     def __init__(self, graph: Graph, root_path: str) -> None:
         self.graph = graph
         self.root_path = root_path
-        self.racks: list[Rack] = []
         self.subtrees: ShapeMemo[tuple[_Plain, ...]] = ShapeMemo(_plain_subtree)
 
-    def collect(self, path: str, machines: list[Machine], leftovers: list[Entry]) -> None:
-        graph = self.graph
-        for vertex in graph.children.get(path, ()):
-            vertex_path = vertex.paths[CONTAINMENT]
-            if vertex.type == "node":
-                machines.append(self.machine(vertex))
-            elif vertex.type == "rack" or _contains_nodes(graph, vertex_path):
-                self.rack(vertex, path)
-            else:
-                base = len(path) + 1
-                leftovers.append(_entry(vertex, vertex_path[base:], -1))
-                leftovers.extend(_entry(below, below.paths[CONTAINMENT][base:], -1)
-                                 for below in descendants(graph, vertex_path))
-
-    def rack(self, vertex: Vertex, parent_path: str) -> None:
-        index = len(self.racks)
-        self.racks.append(Rack())  # the parent before the groupings inside it
-        machines: list[Machine] = []
-        leftovers: list[Entry] = []
-        self.collect(vertex.paths[CONTAINMENT], machines, leftovers)
+    def rack(self, grouping: _Grouping) -> Rack:
+        vertex = grouping.vertex
+        machines = tuple(map(self.machine, grouping.nodes))
         extras: dict[str, Any] = {} if vertex.type == "rack" else {"jgf:type": vertex.type}
-        if parent_path != self.root_path:
-            extras["jgf:parent"] = parent_path[len(self.root_path) + 1:]
+        if grouping.parent_path != self.root_path:
+            extras["jgf:parent"] = grouping.parent_path[len(self.root_path) + 1:]
         residual = _residual(vertex, model_holds_state=False)
         if residual:
             extras[VERTEX] = residual
+        leftovers = _leftovers(self.graph, grouping)
         if leftovers:
             extras[VERTICES] = leftovers
-        self.racks[index] = Rack(id=vertex.id, name=vertex.name, slots=tuple(machines),
-                                 extras=extras)
+        return Rack(id=vertex.id, name=vertex.name, slots=machines, extras=extras)
 
     def machine(self, node: Vertex) -> Machine:
         graph = self.graph
