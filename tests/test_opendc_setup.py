@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -195,3 +196,15 @@ def test_normal_form_leaves_out_odd_machines_and_makes_cpus_canonical():
 def test_normal_form_is_identity_on_what_the_format_reads(environment: Environment):
     document = opendc_setup.read(opendc_setup.write(Document(environment=environment)).data)
     assert opendc_setup.normal_form(document.document) == document.document
+
+
+def test_losses_are_located_at_the_machine_object(first_losses: Any) -> None:
+    text = ('{"name": "s", "rooms": [\n'
+            ' {"type": "SERVER", "objects": [\n'
+            '  {"type": "RACK", "machines": [{"cpus": [1]}, {"cpus": [1]}]},\n'
+            '  {"type": "RACK", "machines": [{"cpus": [1]},\n'
+            '                                {"cpus": [1, 2]}]}]}]}\n')
+    firsts = first_losses(text, "opendc-topology")
+    assert firsts["environment.name"] == "in.json:1:1, /environment"
+    assert firsts["machine.cpus.sockets"] == (
+        "in.json:5:33, /environment/datacenters/0/rooms/0/racks/1/slots/1")

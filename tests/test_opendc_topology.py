@@ -313,3 +313,20 @@ def test_opendc_topologies_in_the_corpus_read(corpus_dir: Path) -> None:
         assert result.document is not None, (path, [d.render() for d in result.diagnostics])
         written = opendc_topology.write(result.document)
         assert opendc_topology.read(written.data).document == result.document, path
+
+
+def test_losses_are_located_at_the_cluster_and_host_entries(first_losses: Any) -> None:
+    """An SDK cluster of count 2 is racks 0 and 1, so rack 2 is the second cluster; a host
+    entry of count 2 is two slots, so slot 2 there is the second entry."""
+    host = '"cpu": {"coreCount": 8, "coreSpeed": "2 GHz"}, "memory": {"size": "16 GiB"}'
+    text = ('{"clusters": [\n'
+            ' {"name": "A", "count": 2, "hosts": [\n'
+            f'  {{"name": "a", "count": 3, {host}}}]}},\n'
+            ' {"name": "B", "hosts": [\n'
+            f'  {{"name": "b", "count": 2, {host}}},\n'
+            f'  {{"name": "g", "count": 2, {host},\n'
+            '   "gpu": {"coreCount": 100, "coreSpeed": "1 GHz"}}]}]}\n')
+    firsts = first_losses(text, "haizea")
+    assert firsts["rack.name"] == "in.json:2:2, /environment/datacenters/0/rooms/0/racks/0"
+    assert firsts["machine.gpus"] == (
+        "in.json:6:3, /environment/datacenters/0/rooms/0/racks/2/slots/2")

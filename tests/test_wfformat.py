@@ -284,3 +284,20 @@ def test_wfcommons_instances_in_the_corpus_read_without_errors(corpus_dir: Path)
         assert result.ok, (path, [d.render() for d in result.diagnostics][:3])
         written = wfformat.write(result.document)
         assert wfformat.read(written.data).document == result.document, path
+
+
+def test_losses_are_located_at_the_specification_task_and_the_machine(
+        first_losses: Any) -> None:
+    text = ('{"name": "w", "schemaVersion": "1.5", "workflow": {\n'
+            ' "specification": {"tasks": [\n'
+            '  {"name": "t1", "id": "t1", "parents": [], "children": ["t2"]},\n'
+            '  {"name": "t2", "id": "t2", "parents": ["t1"], "children": [], "category": "x"}]},\n'
+            ' "execution": {"makespanInSeconds": 15, "executedAt": "2024-05-01T10:00:00Z",\n'
+            '  "tasks": [{"id": "t1", "runtimeInSeconds": 5},'
+            ' {"id": "t2", "runtimeInSeconds": 10}],\n'
+            '  "machines": [\n'
+            '   {"nodeName": "m1"},\n'
+            '   {"nodeName": "m2", "system": "linux"}]}}}\n')
+    firsts = first_losses(text, "haizea")
+    assert firsts["task.extras"] == "in.json:4:3, /workload/jobs/1/tasks/0"
+    assert firsts["machine.os"] == "in.json:9:4, /environment/datacenters/0/rooms/0/racks/0/slots/1"

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, warning
+from dcx.core.located import Place
 from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
-from dcx.parsing.jsonio import dumps_canonical, load_json
+from dcx.parsing.jsonio import dumps_canonical, load_json, model_locator
 from dcx.parsing.schemas import schema_diagnostics
 
 SCHEMA = "opendc-setup.schema.json"
@@ -53,7 +54,18 @@ def read(data: bytes) -> ReadResult:
     if not any(True for _ in environment.machines()):
         diagnostics.append(warning("the setup has no machines", "opendc-setup.no-machines",
                                    line=1, column=1))
-    return ReadResult(Document(environment=environment), tuple(diagnostics))
+    return ReadResult(Document(environment=environment), tuple(diagnostics),
+                      locator=model_locator(loaded.locator, _source))
+
+
+_SOURCE_KEYS = {"rooms": "/rooms", "racks": "/objects", "slots": "/machines"}
+"""The model's levels by the file's names for them (the file is one datacenter)."""
+
+
+def _source(place: Place) -> str | None:
+    """The JSON Pointer a model object was read from: rooms, rack objects and machines
+    nest as the model's do; the environment and its datacenter are the document."""
+    return place.pointer(_SOURCE_KEYS) if place.part == "environment" else None
 
 
 def _unknown_cpu(diagnostic: Diagnostic) -> Diagnostic:

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, overload
 
 from dcx.core.diagnostics import (
@@ -28,6 +29,7 @@ from dcx.core.groups import (
 )
 from dcx.core.ids import required_machine_name
 from dcx.core.limits import LIMITS
+from dcx.core.located import Place, run_holding
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -40,7 +42,7 @@ from dcx.core.model import (
     StorageUnit,
 )
 from dcx.formats.opendc_topology import SCHEMA
-from dcx.parsing.jsonio import load_json_object
+from dcx.parsing.jsonio import JsonLocator, load_json_object, model_locator
 from dcx.parsing.schemas import schema_diagnostics, serialised_against
 
 PREFIX = "opendc-topology:"
@@ -319,13 +321,13 @@ class _Reader:
         topology reader (which ignores the count)."""
         dialect = self.dialect
         self.unknown_keys(cluster, dialect.cluster, pointer)
-        copies = cluster.get("count", 1)
-        if copies != 1 and dialect is TOPOLOGY_READER:
+        written = cluster.get("count", 1)
+        if written != 1 and dialect is TOPOLOGY_READER:
             self.diagnostics.append(warning(
-                f"cluster count {copies}: OpenDC's topology reader ignores it (the SDK repeats "
-                "the cluster); dcx reads the cluster once", "opendc-topology.cluster-count",
-                pointer=pointer + "/count"))
-            copies = 1
+                f"cluster count {written}: OpenDC's topology reader ignores it (the SDK "
+                "repeats the cluster); dcx reads the cluster once",
+                "opendc-topology.cluster-count", pointer=pointer + "/count"))
+        copies = _copies(cluster, dialect)
         extras = {PREFIX + key: cluster[key] for key in dialect.kept_cluster_keys
                   if key in cluster}
         racks = []
@@ -398,6 +400,45 @@ class _Reader:
         return [MachineGroup(shape, count, names=names)]
 
 
+def _copies(cluster: dict[str, Any], dialect: Dialect) -> int:
+    """The racks a cluster entry stands for: its ``count`` for the SDK, one for the
+    topology reader (which ignores the count)."""
+    return cluster.get("count", 1) if dialect is SDK else 1
+
+
+@dataclass
+class _Sources:
+    """The JSON Pointer a model object was read from: a rack is its cluster entry (each of
+    an SDK cluster's copies too), a machine its host entry (each of a ``count`` of hosts
+    too), the rest the document. The counts are read again on the first question, from the
+    text."""
+
+    locator: JsonLocator
+
+    def __call__(self, place: Place) -> str | None:
+        if place.part != "environment":
+            return None
+        rack, slot = place.index("racks"), place.index("slots")
+        if rack is None:
+            return ""
+        clusters = self._counts
+        cluster = run_holding((copies for copies, _ in clusters), rack)
+        if cluster is None:
+            return None
+        if slot is None:
+            return f"/clusters/{cluster}"
+        host = run_holding(clusters[cluster][1], slot)
+        return None if host is None else f"/clusters/{cluster}/hosts/{host}"
+
+    @cached_property
+    def _counts(self) -> list[tuple[int, list[int]]]:
+        """Each cluster entry's racks and its host entries' machines."""
+        root = self.locator.decoded()
+        dialect = dialect_of(root)
+        return [(_copies(cluster, dialect), [host.get("count", 1) for host in cluster["hosts"]])
+                for cluster in root["clusters"]]
+
+
 _HOST_POINTER = re.compile(r"/clusters/(\d+)/hosts/(\d+)")
 
 
@@ -434,7 +475,8 @@ def read(data: bytes) -> ReadResult:
     diagnostics = decoded.locator.place(reader.diagnostics)
     if has_errors(diagnostics):
         return ReadResult(None, tuple(diagnostics))
-    return ReadResult(document, tuple(diagnostics))
+    return ReadResult(document, tuple(diagnostics),
+                      locator=model_locator(decoded.locator, _Sources(decoded.locator)))
 
 
 # --------------------------------------------------------------------------- normal form

@@ -19,6 +19,7 @@ from dcx.core.diagnostics import (
 )
 from dcx.core.ids import id_from_text, required_machine_name
 from dcx.core.limits import paused_gc
+from dcx.core.located import Place
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -36,7 +37,7 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.formats.wfformat import SCHEMA
-from dcx.parsing.jsonio import load_json_object
+from dcx.parsing.jsonio import load_json_object, model_locator
 from dcx.parsing.schemas import schema_diagnostics, serialised_against
 from dcx.parsing.traces import dependency_diagnostics, written_ids
 
@@ -89,7 +90,19 @@ def read(data: bytes) -> ReadResult:
     diagnostics = decoded.locator.place(reader.diagnostics)
     if has_errors(diagnostics):
         return ReadResult(None, tuple(diagnostics))
-    return ReadResult(document, tuple(diagnostics))
+    return ReadResult(document, tuple(diagnostics),
+                      locator=model_locator(decoded.locator, _source))
+
+
+_SOURCE_KEYS = {"jobs": "/workflow/specification/tasks", "slots": "/workflow/execution/machines"}
+"""Where the file lists what the model's levels hold: a job (and its one task) is its
+specification task, a machine its execution machine."""
+
+
+def _source(place: Place) -> str | None:
+    """The JSON Pointer a model object was read from (the workload, the environment and the
+    levels above a machine: the document)."""
+    return place.pointer(_SOURCE_KEYS)
 
 
 def _version(diagnostic: Diagnostic, root: dict[str, Any]) -> Diagnostic:
