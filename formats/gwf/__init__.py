@@ -57,9 +57,13 @@ derived losses report it. The writer serialises ``normal_form(document)`` and no
   workload are dropped.
 
 Each parsed line is a *record* described by ``schemas/gwf.schema.json``. Records are checked
-field by field in Python (the fast path); a line that fails is validated against the schema for
-the detailed message. Diagnostics point at ``/lines/<line number>/<column name>`` (the token is
-the 1-based line number, the same as ``line``) and carry the field's column in the line.
+field by field in Python with the column rules of ``rules.py``; a line that fails is validated
+against the schema for the detailed message. Diagnostics point at
+``/lines/<line number>/<column name>`` (the token is the 1-based line number, the same as
+``line``) and carry the field's column in the line. Files of 1 MB and more first try a
+vectorised accept path (``fast.py``: the same rules on whole columns, dependencies held as
+offsets, the workload as columns); it answers only for a file the line-by-line reader reads
+without any diagnostic, and hands every other file to it.
 
 Divergences
 -----------

@@ -18,6 +18,7 @@ from dcx.core.diagnostics import (
     warning,
 )
 from dcx.core.limits import paused_gc
+from dcx.core.located import task_lines
 from dcx.core.model import (
     Document,
     Extras,
@@ -28,6 +29,14 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS, _looks_archive
+from dcx.formats.gwf.rules import (
+    ARCHIVE_CODES,
+    ARCHIVE_MEASURES,
+    ARCHIVE_TOKENS,
+    WORKFLOW_RULES,
+    archive_rules,
+    read_token,
+)
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
     MAX_ERRORS,
@@ -37,9 +46,7 @@ from dcx.parsing.traces import (
     format_number,
     known_submit,
     known_time,
-    parse_id,
     parse_int,
-    parse_number,
     written_ids,
     written_number_id,
 )
@@ -48,19 +55,11 @@ SCHEMA = "gwf.schema.json"
 
 Variant = Literal["workflow", "archive"]
 
-# Archive columns by kind. "measure": number >= 0 or -1; "code": integer >= -1;
-# "token": any non-blank token ("-1" unknown). The mapped columns are handled one by one.
-_ARCHIVE_MEASURES = frozenset({
-    "WaitTime", "AverageCPUTimeUsed", "UsedMemory", "UsedNetwork", "UsedLocalDiskSpace",
-    "ReqNetwork", "ReqLocalDiskSpace",
-})
-_ARCHIVE_CODES = frozenset({
-    "Status", "ExecutableID", "QueueID", "PartitionID", "OrigSiteID", "LastRunSiteID",
-})
-_ARCHIVE_TOKENS = frozenset({
-    "JobStructure", "JobStructureParams", "UsedResources", "ReqPlatform", "ReqResources",
-    "VOID", "ProjectID",
-})
+# Archive columns by kind (``rules.py``); the mapped columns are handled one by one.
+_ARCHIVE_MEASURES = ARCHIVE_MEASURES
+_ARCHIVE_CODES = ARCHIVE_CODES
+_ARCHIVE_TOKENS = ARCHIVE_TOKENS
+_ARCHIVE_RULES = archive_rules(ARCHIVE_COLUMNS)
 _ARCHIVE_EXTRA_COLUMNS = _ARCHIVE_MEASURES | _ARCHIVE_CODES | _ARCHIVE_TOKENS
 
 EXTRA_PREFIX = "gwf:"
@@ -149,7 +148,19 @@ def _expectation(variant: Variant, column_name: str, item: bool) -> str | None:
 
 def read(data: bytes) -> ReadResult:
     with paused_gc():
+        if len(data) >= FAST_READ_BYTES:
+            from dcx.formats.gwf.fast import read_fast
+
+            fast = read_fast(data)
+            if fast is not None:
+                return fast
         return _read(data)
+
+
+FAST_READ_BYTES = 1 << 20
+"""Files this large try the vectorised accept path (``fast.py``) first; smaller ones are
+read line by line (importing numpy and pyarrow would cost a small file more than it
+saves)."""
 
 
 def _read(data: bytes) -> ReadResult:
@@ -204,10 +215,10 @@ def _read(data: bytes) -> ReadResult:
 
 def _source_map(workload: Workload,
                 tasks: list[tuple[int, Task]]) -> dict[str, tuple[int, int | None]]:
-    """Each task's line, for checks made later on the model (the scheduler's)."""
+    """Each task's line, for checks made later on the model (the scheduler's), and each
+    job's (its first task's), for the loss report."""
     line_of = {id(task): line for line, task in tasks}
-    return {f"/workload/jobs/{j}/tasks/{t}": (line_of[id(task)], 1)
-            for j, job in enumerate(workload.jobs) for t, task in enumerate(job.tasks)}
+    return task_lines(workload.jobs, lambda task: line_of[id(task)])
 
 
 def _processors(nprocs: int, requested: int) -> tuple[int, dict[str, Any]]:
@@ -257,22 +268,16 @@ def _read_workflow(
                 column=reader.field_column(line_number, len(WORKFLOW_COLUMNS)),
                 pointer=f"/lines/{line_number}"))
         tokens = [field.strip() for field in fields[:6]]
-        workflow = parse_id(tokens[0])
-        task_id = parse_id(tokens[1])
-        submit = parse_number(tokens[2])
-        runtime = parse_number(tokens[3])
-        nprocs = parse_int(tokens[4])
-        requested = parse_int(tokens[5])
+        (workflow, workflow_ok), (task_id, task_ok), (submit, submit_ok), \
+            (runtime, runtime_ok), (nprocs, nprocs_ok), (requested, requested_ok) = (
+                read_token(WORKFLOW_RULES[name], token)
+                for name, token in zip(WORKFLOW_COLUMNS, tokens, strict=False))
         dependency_tokens = fields[6].split()
-        dependencies = [parse_id(token) for token in dependency_tokens]
-        if not (
-            workflow is not None and task_id is not None
-            and submit is not None and submit >= 0
-            and runtime is not None and (runtime >= 0 or runtime == -1)
-            and nprocs is not None and (nprocs >= 1 or nprocs == -1)
-            and requested is not None and (requested >= 1 or requested == -1)
-            and None not in dependencies
-        ):
+        read_dependencies = [read_token(WORKFLOW_RULES["Dependencies"], token)
+                             for token in dependency_tokens]
+        dependencies = [value for value, _ in read_dependencies]
+        if not (workflow_ok and task_ok and submit_ok and runtime_ok and nprocs_ok
+                and requested_ok and all(ok for _, ok in read_dependencies)):
             record = dict(zip(WORKFLOW_COLUMNS, (
                 _id_or_value(tokens[0]), _id_or_value(tokens[1]),
                 _or_text(submit, tokens[2]), _or_text(runtime, tokens[3]),
@@ -354,26 +359,13 @@ def _archive_record(tokens: list[str]) -> tuple[dict[str, Any], bool]:
     record: dict[str, Any] = {}
     valid = True
     for name, token in zip(ARCHIVE_COLUMNS, tokens, strict=True):
-        value: Any
-        if name in _ARCHIVE_TOKENS:
-            value = token
-        elif name == "JobID":
-            value = parse_id(token)
-            valid = valid and value is not None
-            value = _id_or_value(token)
-        elif name == "SubmitTime":
-            value = parse_number(token)
-            valid = valid and value is not None and value >= 0
-        elif name in ("NProcs", "ReqNProcs"):
-            value = parse_int(token)
-            valid = valid and value is not None and (value >= 1 or value == -1)
-        elif name in _ARCHIVE_CODES or name in ("UserID", "GroupID"):
-            value = parse_int(token)
-            valid = valid and value is not None and value >= -1
-        else:  # measures: RunTime, ReqTime, ReqMemory and the extras measures
-            value = parse_number(token)
-            valid = valid and value is not None and (value >= 0 or value == -1)
-        record[name] = token if value is None else value
+        rule = _ARCHIVE_RULES[name]
+        value, accepted = read_token(rule, token)
+        valid = valid and accepted
+        if rule == "id":
+            record[name] = _id_or_value(token)
+        else:
+            record[name] = token if value is None else value
     return record, valid
 
 
