@@ -438,6 +438,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Validate each file; ``--hook`` skips files that are clearly no dcx format."""
     from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect, get
+    from dcx.converters.streaming import read_or_stream
 
     families = set(args.family or ())
     scope = [spec for spec in FORMATS if not families or spec.family in families]
@@ -455,7 +456,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for path in inputs:
             name = label(path)
             progress.describe(name)
-            data, oversized = read_input(path)
+            # a large input of a format with a chunked reader is checked as it is read
+            data, oversized, streamed = read_or_stream(path, args.format, scope)
             if oversized is not None:
                 entries.append(_file_entry(name, None, [oversized]))
                 if text:
@@ -463,7 +465,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 failed = True
                 progress.advance()
                 continue
-            spec = get(args.format) if args.format else detect(data, path, scope)
+            spec = (streamed[0] if streamed else get(args.format) if args.format
+                    else detect(data, path, scope))
             if spec is None and families and detect(data, path) is not None:
                 skipped += 1  # a dcx format of another family: --family skips it
                 progress.advance()
@@ -473,9 +476,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 progress.advance()
                 continue
             malformed = _malformed(data, content_kind(data)) if spec is None else []
+            counts = None
             if malformed:  # say where JSON or XML breaks, not only "not recognised"
                 found_spec, diagnostics = None, [d.at(name) for d in malformed]
                 document = None
+            elif streamed:
+                found_spec, diagnostics = spec, [d.at(name) for d in streamed[1].diagnostics]
+                document, counts = streamed[1], _plural(streamed[1].jobs, "job")
             else:
                 # here, not above: a hook batch of foreign files never loads the model
                 from dcx.converters.convert import read_any
@@ -495,7 +502,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if not bad:
                 valid += 1
                 if tell_success and found_spec is not None:
-                    progress.say(_checked_line(name, found_spec, document, diagnostics))
+                    progress.say(_checked_line(name, found_spec, document, diagnostics,
+                                               counts))
             progress.advance()
     if not text:
         print(json.dumps({"files": entries}, ensure_ascii=False))
@@ -521,12 +529,13 @@ def _validation_inputs(paths: Sequence[str], format_name: str | None) -> list[st
 
 
 def _checked_line(name: str, spec: FormatDeclaration, document: Any,
-                  diagnostics: Sequence[Diagnostic]) -> str:
+                  diagnostics: Sequence[Diagnostic], counts: str | None = None) -> str:
     """``x.json: valid environment (4 machines); checked against environment.schema.json and
-    dcx's environment rules``."""
+    dcx's environment rules`` (``counts``: what a chunked read counted, without a document)."""
     warnings = sum(not d.is_error for d in diagnostics)
     note = f", {_plural(warnings, 'warning')}" if warnings else ""
-    return (f"{name}: valid {spec.name} ({_counts(document, spec)}{note}); checked against "
+    said = counts if counts is not None else _counts(document, spec)
+    return (f"{name}: valid {spec.name} ({said}{note}); checked against "
             f"{spec.schema or 'its grammar'} and dcx's {spec.name} rules")
 
 

@@ -10,18 +10,32 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from dcx.core.codes import Code
-from dcx.core.diagnostics import ReadResult, WriteResult
+from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, has_errors
 
 if TYPE_CHECKING:  # the hook sniffs without building a model: keep it unloaded
     from dcx.core.model import Document
 
 Kind = Literal["topology", "workload", "both"]
 Content = Literal["json", "xml", "text", "binary"]
+
+
+@dataclass(frozen=True)
+class ChunkedRead:
+    """What a format's chunked reader (``FormatDeclaration.read_chunks``) found in a stream:
+    the diagnostics its whole-file ``read`` gives for the same bytes, and the count of jobs
+    (what a summary line says of a valid file)."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    jobs: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,11 @@ class FormatDeclaration:
     """The files of a format stored as a folder (``("tasks.parquet", "fragments.parquet")``).
     Its bytes, what ``read`` takes and ``write`` returns, are then a tar archive of these
     files (``dcx.core.members``); the CLI reads and writes the folder itself."""
+
+    read_chunks: Callable[[Iterable[bytes]], ChunkedRead] | None = None
+    """Checks an input given as chunks of whole lines (``dcx.parsing.chunks``) in bounded
+    memory, with ``read``'s diagnostics: what ``dcx validate`` runs on inputs too large to
+    hold (a format whose rules need only compact state across lines)."""
 
     @property
     def writable(self) -> bool:

@@ -81,7 +81,7 @@ from dcx.parsing.trace_tokens import parse_int
 __all__ = [
     "CHUNK_BYTES", "CODES", "COLUMNS", "COMMENTS_KEY", "FAST_KINDS", "FAST_READ_BYTES", "FORMAT",
     "HOLDS", "SCHEMA", "START_KEY", "attribute_text", "attribute_value", "normal_form",
-    "normal_form_losses", "read", "read_fast", "sniff", "write",
+    "normal_form_losses", "read", "read_chunks", "read_fast", "sniff", "write",
 ]
 
 # The reader, the writer and what they import (the model, dcx.core.columns, the schemas) load
@@ -142,6 +142,9 @@ normal_form = deferred("dcx.formats.swf.codec", "normal_form")
 normal_form_losses = deferred("dcx.formats.swf.codec", "normal_form_losses")
 
 
+read_chunks = deferred("dcx.formats.swf.stream", "read_chunks")
+
+
 CODES = (
     Code("swf.empty", "error", "The file is empty."),
     Code("swf.field-count", "error", "A job line does not have 18 whitespace-separated fields."),
@@ -176,4 +179,5 @@ FORMAT = FormatDeclaration(
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
     codes=CODES,
+    read_chunks=read_chunks,
 )

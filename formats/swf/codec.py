@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +31,7 @@ from dcx.core.diagnostics import (
 )
 from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS, paused_gc
-from dcx.core.model import Document, Extras, Job, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
 from dcx.formats.swf import COLUMNS
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
@@ -78,12 +78,17 @@ _DECIMAL_DIGITS = re.compile(r"[0-9]{1,18}")
 
 
 class _Reader(ErrorBudget):
-    def __init__(self, lines: list[str]) -> None:
+    """The diagnostics of a read, and the lines they locate: the file's, or a chunk's whose
+    first line is line ``first_line`` of the file (the chunked reader, ``stream.py``)."""
+
+    def __init__(self, lines: list[str], first_line: int = 1) -> None:
         super().__init__()
         self.lines = lines
+        self.first_line = first_line
 
     def locate(self, line_number: int, column_name: str) -> dict[str, Any]:
-        spans = [m.start() for m in re.finditer(r"\S+", self.lines[line_number - 1])]
+        text = self.lines[line_number - self.first_line]
+        spans = [m.start() for m in re.finditer(r"\S+", text)]
         field = COLUMNS.index(column_name)
         return {"line": line_number, "column": spans[field] + 1 if field < len(spans) else 1,
                 "pointer": f"/lines/{line_number}/{column_name}"}
@@ -275,14 +280,36 @@ def _read(data: bytes) -> ReadResult:
         return ReadResult(None, (error("file is empty", "swf.empty", line=1, column=1),))
     reader = _Reader(text.split("\n"))
     header = _Header()
-    tasks: list[tuple[int, Task, int | None]] = []
+    tasks: list[tuple[int, Task, Id | None]] = []
+    _read_lines(reader, header, tasks)
+    jobs = _link_preceding_jobs(tasks, reader)
+    if reader.stopped:
+        reader.diagnostics.append(error(
+            f"more than {MAX_ERRORS} errors; reading stopped", "swf.too-many-errors"))
+    if reader.errors:
+        return ReadResult(None, tuple(reader.diagnostics))
+    workload = header.workload(jobs)
+    if not jobs:
+        reader.report(warning("file has no job lines", "swf.no-jobs"))
+    # Job numbers are unique once the reader has no errors, so they key the lines.
+    line_of = {task.id: line for line, task, _ in tasks}
+    source_map: dict[str, tuple[int, int | None]] = {
+        f"/workload/jobs/{j}/tasks/{t}": (line_of[task.id], 1)
+        for j, job in enumerate(jobs) for t, task in enumerate(job.tasks) if task.id in line_of}
+    return ReadResult(Document(workload=workload), tuple(reader.diagnostics), source_map)
+
+
+def _read_lines(reader: _Reader, header: _Header,
+                tasks: list[tuple[int, Task, Id | None]]) -> None:
+    """Every line's own checks, in line order: header lines into ``header``, the jobs of
+    valid job lines onto ``tasks`` (line number, task, preceding job or ``None``)."""
     for index, raw in enumerate(reader.lines):
         if reader.stopped:
             break
         stripped = raw.strip()
         if not stripped:
             continue
-        line_number = index + 1
+        line_number = reader.first_line + index
         if stripped.startswith(";"):
             header.add(stripped, line_number, reader)
             continue
@@ -304,21 +331,6 @@ def _read(data: bytes) -> ReadResult:
             continue
         preceding = record["PrecedingJobNumber"]
         tasks.append((line_number, _task(record, tokens), None if preceding == -1 else preceding))
-    jobs = _link_preceding_jobs(tasks, reader)
-    if reader.stopped:
-        reader.diagnostics.append(error(
-            f"more than {MAX_ERRORS} errors; reading stopped", "swf.too-many-errors"))
-    if reader.errors:
-        return ReadResult(None, tuple(reader.diagnostics))
-    workload = header.workload(jobs)
-    if not jobs:
-        reader.report(warning("file has no job lines", "swf.no-jobs"))
-    # Job numbers are unique once the reader has no errors, so they key the lines.
-    line_of = {task.id: line for line, task, _ in tasks}
-    source_map: dict[str, tuple[int, int | None]] = {
-        f"/workload/jobs/{j}/tasks/{t}": (line_of[task.id], 1)
-        for j, job in enumerate(jobs) for t, task in enumerate(job.tasks) if task.id in line_of}
-    return ReadResult(Document(workload=workload), tuple(reader.diagnostics), source_map)
 
 
 class _Header:
@@ -446,35 +458,49 @@ def _task(record: dict[str, Any], tokens: list[str]) -> Task:
 
 
 def _link_preceding_jobs(
-    tasks: list[tuple[int, Task, int | None]], reader: _Reader
+    tasks: list[tuple[int, Task, Id | None]], reader: _Reader
 ) -> tuple[Job, ...]:
     """Preceding jobs in the file become dependencies; others stay in extras (a warning)."""
     known = {task.id for _, task, _ in tasks}
     linked: list[Task] = []
-    for line_number, task, preceding in tasks:
+    for _, task, preceding in tasks:
         if preceding is None:
             linked.append(task)
         elif preceding in known:
             linked.append(Task(**{**task.__dict__, "dependencies": (preceding,)}))
         else:
-            reader.report(warning(
-                f"job {task.id} follows job {preceding}, which is not in the file; the "
-                "dependency is kept in extras only",
-                "swf.preceding-job-missing", **reader.locate(line_number, "PrecedingJobNumber")))
             linked.append(Task(**{**task.__dict__,
                                   "extras": {**task.extras, "swf:PrecedingJobNumber": preceding}}))
-    if not reader.stopped:
-        lines = [line for line, _, _ in tasks]
-
-        def locate(index: int, dependency: int | None) -> dict[str, Any]:
-            column = "JobNumber" if dependency is None else "PrecedingJobNumber"
-            return reader.locate(lines[index], column)
-
-        for diagnostic in dependency_diagnostics(
-            [task.id for task in linked], [task.dependencies for task in linked], locate, "swf"
-        ):
-            reader.report(diagnostic)
+    lines = [line for line, _, _ in tasks]
+    cross_file_diagnostics([task.id for _, task, _ in tasks],
+                           [preceding for _, _, preceding in tasks], known,
+                           lambda index, column: reader.locate(lines[index], column), reader)
     return tuple(Job(id=task.id, tasks=(task,)) for task in linked)
+
+
+def cross_file_diagnostics(ids: Sequence[Id], preceding: Sequence[Id | None],
+                           known: Container[Id], locate: Callable[[int, str], dict[str, Any]],
+                           reader: ErrorBudget) -> None:
+    """The checks across the lines of a file, reported in order: preceding jobs that are not
+    in it (``known``: the file's job numbers), then repeated job numbers and cycles through
+    preceding jobs. ``locate(index, field)`` places the ``index``-th job's field. The
+    chunked reader passes only the jobs these checks can concern, in file order."""
+    for index, needed in enumerate(preceding):
+        if needed is not None and needed not in known:
+            reader.report(warning(
+                f"job {ids[index]} follows job {needed}, which is not in the file; the "
+                "dependency is kept in extras only",
+                "swf.preceding-job-missing", **locate(index, "PrecedingJobNumber")))
+    if reader.stopped:
+        return
+
+    def place(index: int, dependency: int | None) -> dict[str, Any]:
+        return locate(index, "JobNumber" if dependency is None else "PrecedingJobNumber")
+
+    dependencies = [(needed,) if needed is not None and needed in known else ()
+                    for needed in preceding]
+    for diagnostic in dependency_diagnostics(ids, dependencies, place, "swf"):
+        reader.report(diagnostic)
 
 
 # --------------------------------------------------------------------------- normal form

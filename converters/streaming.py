@@ -1,0 +1,89 @@
+"""Inputs too large to hold, checked a chunk at a time: ``dcx validate`` hands a large file,
+or a pipe that outgrows ``STREAM_BYTES``, to its format's chunked reader
+(``FormatDeclaration.read_chunks``) when the format has one, so memory stays bounded and the
+in-memory limit (``dcx.core.limits``) does not apply. Other inputs are read whole, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import BinaryIO
+
+from dcx.core import limits
+from dcx.core.declaration import ChunkedRead, FormatDeclaration
+from dcx.core.diagnostics import Diagnostic
+
+STREAM_BYTES = 16 << 20
+"""Inputs at least this large are checked in chunks where their format allows it."""
+
+SNIFF_BYTES = 64 << 10
+"""What a format is detected from before an input is streamed."""
+
+Streamed = tuple[FormatDeclaration, ChunkedRead]
+
+
+def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDeclaration]
+                   ) -> tuple[bytes, Diagnostic | None, Streamed | None]:
+    """``read_input(path)``, or, for a large input whose format (``format_name``, else
+    detected among ``scope``) has a chunked reader, what that reader found."""
+    from dcx.converters import cli
+
+    if path != "-" and os.path.isdir(path):
+        return (*cli.read_input(path), None)
+    regular = path != "-" and os.path.isfile(path)
+    if regular and cli._size(path) < STREAM_BYTES:
+        return (*cli.read_input(path), None)
+    try:
+        if path == "-":
+            return _from_pipe(sys.stdin.buffer, path, format_name, scope)
+        with open(path, "rb") as stream:
+            if not regular:
+                return _from_pipe(stream, path, format_name, scope)
+            head = stream.read(SNIFF_BYTES)
+            spec = _streamable(head, path, format_name, scope)
+            if spec is not None:
+                return b"", None, (spec, _chunked(spec, stream, head))
+    except FileNotFoundError:
+        raise cli.UsageError(f"{path}: no such file") from None
+    except PermissionError:
+        raise cli.UsageError(f"{path}: permission denied") from None
+    return (*cli.read_input(path), None)  # read whole, within the limit
+
+
+def _streamable(head: bytes, path: str, format_name: str | None,
+                scope: Sequence[FormatDeclaration]) -> FormatDeclaration | None:
+    from dcx.converters.registry import detect, get
+
+    spec = get(format_name) if format_name else detect(head[:SNIFF_BYTES], path, scope)
+    return spec if spec is not None and spec.read_chunks is not None else None
+
+
+def _chunked(spec: FormatDeclaration, stream: BinaryIO, head: bytes) -> ChunkedRead:
+    from dcx.parsing.chunks import line_chunks
+
+    assert spec.read_chunks is not None
+    return spec.read_chunks(line_chunks(stream.read, head))
+
+
+def _from_pipe(stream: BinaryIO, path: str, format_name: str | None,
+               scope: Sequence[FormatDeclaration]) -> tuple[bytes, Diagnostic | None,
+                                                            Streamed | None]:
+    """Standard input, a FIFO or a device: held when it ends within ``STREAM_BYTES``."""
+    from dcx.converters import cli
+
+    limit = limits.LIMITS.max_input_bytes
+    head = cli._read_up_to(stream, STREAM_BYTES)
+    more = stream.read(1) if len(head) == STREAM_BYTES else b""
+    if not more:
+        return (head, None, None) if len(head) <= limit else (
+            b"", cli._too_large(len(head), path), None)
+    head += more
+    spec = _streamable(head, path, format_name, scope)
+    if spec is not None:
+        return b"", None, (spec, _chunked(spec, stream, head))
+    data = head + cli._read_up_to(stream, limit + 1 - len(head))
+    if len(data) > limit:
+        return b"", cli._too_large(len(data), path, at_least=True), None
+    return data, None, None
