@@ -91,6 +91,8 @@ def _reject_constant(text: str) -> Any:
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_pairs_to_dict, parse_float=_finite_float, parse_constant=_reject_constant
 )
+_SKIPPER = json.JSONDecoder()
+"""Decodes keys, and values only to find where they end (``JsonLocator.find``)."""
 
 
 def _marking_decoder(keys: tuple[str, ...], marked: list[dict[str, Any]]) -> json.JSONDecoder:
@@ -334,9 +336,62 @@ class JsonLocator:
 
     def find(self, pointer: str) -> tuple[int | None, int | None]:
         """Line and column of the value at ``pointer`` itself, ``(None, None)`` when the
-        text has no value there (``locate`` falls back to an ancestor instead)."""
+        text has no value there (``locate`` falls back to an ancestor instead). The value
+        is reached by decoding past what comes before it (``_descend``), which only finds;
+        anything else is answered by the token walk."""
+        tag = "v" + pointer
+        found = self._cache.get(tag)
+        if found is not None:
+            return found
+        offset = self._descend(pointer) if pointer else None
+        if offset is not None:
+            found = self._cache[tag] = self.line_col(offset)
+            return found
+        return self.walked_find(pointer)
+
+    def walked_find(self, pointer: str) -> tuple[int | None, int | None]:
+        """``find`` by the token walk alone (the exact path)."""
         self._positions([(pointer, False)])
         return self._cache.get("v" + pointer, (None, None))
+
+    def _descend(self, pointer: str) -> int | None:
+        """The offset of the value at ``pointer``, found by following the pointer through
+        the text: the C decoder skips each member or item before the one wanted, so a
+        value deep in a large file costs a decode of what precedes it, not a Python token
+        walk. ``None`` when it cannot tell (no such value, or text that is not JSON there)."""
+        text = self.text
+        try:
+            pos = _skip_ws(text, 0)
+            for token in pointer.split("/")[1:]:
+                opening = text[pos]
+                pos = _skip_ws(text, pos + 1)
+                if opening == "{":
+                    while text[pos] == '"':
+                        key, pos = _SKIPPER.raw_decode(text, pos)
+                        pos = _skip_ws(text, pos)
+                        if text[pos] != ":":
+                            return None
+                        pos = _skip_ws(text, pos + 1)
+                        if escape_pointer_token(key) == token:
+                            break
+                        pos = _skip_ws(text, _SKIPPER.raw_decode(text, pos)[1])
+                        if text[pos] != ",":
+                            return None
+                        pos = _skip_ws(text, pos + 1)
+                    else:
+                        return None
+                elif opening == "[" and token.isascii() and token.isdigit() and (
+                        token == "0" or token[0] != "0") and text[pos] != "]":
+                    for _ in range(int(token)):
+                        pos = _skip_ws(text, _SKIPPER.raw_decode(text, pos)[1])
+                        if text[pos] != ",":
+                            return None
+                        pos = _skip_ws(text, pos + 1)
+                else:
+                    return None
+        except (ValueError, IndexError, RecursionError):
+            return None
+        return pos if pos < len(text) else None
 
     def _positions(self, wanted: list[tuple[str, bool]]) -> list[tuple[int | None, int | None]]:
         """One walk over the text finds every wanted pointer and its ancestors."""
