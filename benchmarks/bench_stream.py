@@ -1,0 +1,104 @@
+"""Traces larger than memory: a 20,000,000-job SWF drawn on the fly (``generate_swf.py
+--blocks``, never stored) piped into ``dcx validate -``, beside figures measured in the same
+run on a 1,000,000-job trace of the same model:
+
+1. ``dcx validate`` of the 1M trace read whole (the in-memory path, what every input took
+   before chunked reading) and read in chunks (what ``dcx validate`` now does from 16 MB);
+2. ``dcx convert`` of the 1M trace to Parquet (read whole);
+3. the 20M pipe: ``dcx validate -``'s wall time, CPU time and peak RSS, and the generator's
+   CPU time (the pipe runs no faster than the generator writes).
+
+Every figure runs in a fresh subprocess; CPU seconds and peak RSS come from ``os.wait4`` (that
+child alone). ``DCX_BENCH_JOBS`` changes the piped trace's size, ``DCX_BENCH_BASE_JOBS`` the
+baseline's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generate_swf import write_blocks
+
+JOBS = int(os.environ.get("DCX_BENCH_JOBS", "20000000"))
+BASE_JOBS = int(os.environ.get("DCX_BENCH_BASE_JOBS", "1000000"))
+GENERATOR = str(Path(__file__).resolve().parent / "generate_swf.py")
+
+Usage = tuple[float, float, float]
+"""Wall seconds, CPU seconds, peak RSS in MB."""
+
+DCX = """
+import sys
+from dcx.converters import streaming
+from dcx.converters.cli import main
+if sys.argv[1] == "whole":
+    streaming.STREAM_BYTES = float("inf")  # every input read whole: the baseline
+elif sys.argv[1] == "chunks":
+    streaming.STREAM_BYTES = 0  # every SWF input in chunks, whatever its size
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def waited(child: subprocess.Popen[bytes], started: float, what: str) -> Usage:
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"bench_stream: {what} failed")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def dcx(mode: str, *args: str) -> Usage:
+    started = time.perf_counter()
+    return waited(subprocess.Popen([sys.executable, "-c", DCX, mode, *args]), started,
+                  " ".join(args))
+
+
+def piped(jobs: int) -> tuple[Usage, Usage]:
+    """``generate_swf.py jobs - --blocks | dcx validate -``: dcx's usage, the generator's."""
+    started = time.perf_counter()
+    generator = subprocess.Popen([sys.executable, GENERATOR, str(jobs), "-", "--blocks"],
+                                 stdout=subprocess.PIPE)
+    checker = subprocess.Popen([sys.executable, "-c", DCX, "default", "validate", "--quiet",
+                                "-"], stdin=generator.stdout)
+    assert generator.stdout is not None
+    generator.stdout.close()  # the checker holds the pipe's only reading end
+    checked = waited(checker, started, "dcx validate -")
+    return checked, waited(generator, started, "generate_swf.py")
+
+
+def row(label: str, usage: Usage) -> None:
+    print(f"  {label:<40}{usage[0]:>8.2f}{usage[1]:>8.2f}{usage[2]:>8.0f}")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        trace = Path(folder) / "trace.swf"
+        with trace.open("wb") as out:
+            write_blocks(BASE_JOBS, out.write)
+        print(f"bench_stream: baseline {BASE_JOBS:,}-job SWF, "
+              f"{trace.stat().st_size / 1e6:.0f} MB; wall s, CPU s, peak RSS MB")
+        print(f"  {'':<40}{'wall':>8}{'cpu':>8}{'MB':>8}")
+        whole = dcx("whole", "validate", "--quiet", str(trace))
+        chunks = dcx("chunks", "validate", "--quiet", str(trace))
+        row("dcx validate, read whole (before)", whole)
+        row("dcx validate, in chunks (now)", chunks)
+        row("dcx convert SWF -> Parquet (read whole)",
+            dcx("default", "convert", "--quiet", str(trace), str(Path(folder) / "t.parquet")))
+    checked, generated = piped(JOBS)
+    print(f"{JOBS:,} jobs drawn on the fly | dcx validate - (never stored):")
+    row("dcx validate -", checked)
+    print(f"  {'generator (CPU s)':<40}{'':>8}{generated[1]:>8.2f}")
+    print(f"  peak RSS {checked[2] / chunks[2]:.1f}x the {BASE_JOBS:,}-job chunked read's for "
+          f"{JOBS / BASE_JOBS:.0f}x the jobs; CPU {checked[1] / chunks[1]:.1f}x")
+    print("targets (issue 18): 20M piped <= 1 GB peak RSS; 1M validate <= 2 s and <= 400 MB; "
+          "1M SWF -> Parquet <= 3 s")
+
+
+if __name__ == "__main__":
+    main()
