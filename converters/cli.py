@@ -104,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", help="validate files against dcx's schemas and semantic checks",
         description="Validate each FILE ('-' for stdin): its format is sniffed from its "
         "content (--format overrides), then it is checked against dcx's JSON Schema or XSD "
-        "and the rules a schema cannot express. Says what it checked on stderr unless -q.")
+        "and the rules a schema cannot express. Says what it checked on stderr unless -q. "
+        "An SWF input from 16 MB (a file, or stdin that outgrows it) is checked in chunks as "
+        "it is read, in bounded memory and without the input size limit.")
     validate.add_argument("files", nargs="+", metavar="FILE")
     _format_option(validate, "--format", "--from", dest="format",
                    help="read every FILE as this format")

@@ -28,7 +28,8 @@ class Code:
 CODES = (
     Code("input.too-large", "error",
          "The file is larger than the input budget (`dcx.core.limits.LIMITS.max_input_bytes`); "
-         "it is refused before it is read."),
+         "it is refused before it is read. `dcx validate` checks a format with a chunked "
+         "reader (SWF) in chunks instead, whatever its size."),
 )
 """Codes shared by every reader: the budgets of ``dcx.core.limits`` apply before any parser
 runs, so the refusal is declared here, below the layers that emit it."""
