@@ -16,8 +16,10 @@ both run every SC18 policy on Askalon, interleaved, best of three CPU times each
 Backfilling at scale: a generated, seeded SWF (``generate_swf.py``; 1,000,000 jobs) read
 and scheduled under FCFS-EASY on its own 1,024-processor machine, and one of 100,000 jobs at a
 lower offered load under FCFS-CONSERVATIVE; reading and scheduling timed apart, jobs per second
-printed. ``DCX_BENCH_JOBS`` scales the large trace down (the conservative one is a tenth of
-it)."""
+printed. Beside each, baselines measured on the same problem in the same run: the bare heap
+pass (the floor), and for FCFS-CONSERVATIVE the FCFS-EASY run of its trace (conservative
+re-plans every waiting job at each early finish, EASY only the head). ``DCX_BENCH_JOBS``
+scales the large trace down (the conservative one is a tenth of it)."""
 
 from __future__ import annotations
 
@@ -161,15 +163,29 @@ def backfilling_at_scale() -> None:
             if loaded.problem is None:
                 sys.exit(f"bench_scheduler: cannot load the synthetic trace: "
                          f"{[d.render() for d in loaded.diagnostics]}")
-            started = time.perf_counter()
-            schedule = simulate_reserving(loaded.problem, parse_policy(name))
-            run_s = time.perf_counter() - started
-            if schedule.unfinished:
-                sys.exit(f"bench_scheduler: {name} left {schedule.unfinished} jobs unfinished")
+            run_s = _reserving_run(loaded.problem, name)
             print(f"{name} on {BACKFILL_PROCESSORS} processors, {jobs:,} jobs at offered load "
                   f"{load}: read + compile {read_s:.1f} s ({jobs / read_s:,.0f} "
                   f"jobs/s), schedule {run_s:.1f} s ({jobs / run_s:,.0f} jobs/s), total "
                   f"{read_s + run_s:.1f} s")
+            floor = best_of(3, lambda p=loaded.problem: heap_baseline(p))
+            print(f"  baseline heap pass over the same jobs: {floor:.2f} s "
+                  f"({jobs / floor:,.0f} jobs/s); {name} {run_s / floor:,.0f}x it")
+            if name == "FCFS-CONSERVATIVE":
+                easy_s = _reserving_run(loaded.problem, "FCFS-EASY")
+                print(f"  baseline FCFS-EASY on the same trace: {easy_s:.1f} s "
+                      f"({jobs / easy_s:,.0f} jobs/s); FCFS-CONSERVATIVE "
+                      f"{run_s / easy_s:.1f}x it")
+
+
+def _reserving_run(problem: Problem, name: str) -> float:
+    """Seconds to schedule ``problem`` under the reservation engine's ``name``."""
+    started = time.perf_counter()
+    schedule = simulate_reserving(problem, parse_policy(name))
+    run_s = time.perf_counter() - started
+    if schedule.unfinished:
+        sys.exit(f"bench_scheduler: {name} left {schedule.unfinished} jobs unfinished")
+    return run_s
 
 
 def main() -> None:
