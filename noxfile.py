@@ -50,7 +50,7 @@ def schedule(session: nox.Session) -> None:
     else:
         session.log(f"SC18 traces not found in {corpus}/gwf (set DCX_CORPUS): Tables XI and "
                     "XII are not reproduced")
-    session.run("python", "-m", "dcx.scheduler.experiments", "--no-traces",
+    session.run("python", "-m", "dcx.scheduler.experiments",
                 "--out", "build/schedule", "--converted", "build/converted")
 
 

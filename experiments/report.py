@@ -96,7 +96,7 @@ class Group:
     def estimate(self, column: str) -> Estimate | None:
         return Estimate.of(self.values(column))
 
-    # the interface of dcx.scheduler.experiments.verdict
+    # dcx.scheduler.paper.Measured, for paper.verdict
     def mean(self, column: str) -> float:
         estimate = self.estimate(column)
         return estimate.mean if estimate else math.nan
@@ -169,8 +169,7 @@ def summary_json(found: list[Group], columns: list[str]) -> dict[str, Any]:
 def paper_tables(found: list[Group]) -> tuple[str, list[dict[str, Any]]]:
     """Tables XI and XII beside the groups that run a paper trace under ``sc18`` (matched
     by file name), with the verdict the scheduler's own reproduction uses."""
-    from dcx.scheduler.experiments import verdict
-    from dcx.scheduler.paper import TRACES
+    from dcx.scheduler.paper import TRACES, verdict
 
     lines: list[str] = []
     rows: list[dict[str, Any]] = []

@@ -1,23 +1,19 @@
 """``python -m dcx.scheduler.experiments --out build/schedule [WORKLOAD …]``
 
-Runs the nine policies with the ``sc18`` time model over the paper's Askalon and Chronos
-traces (from ``$DCX_CORPUS/gwf`` or ``../shared/corpus/gwf``; skipped with a message when
-absent), RANDOM over ``--seeds`` seeds, and writes Tables XI and XII measured next to the
-paper's values (``tables.md``, ``tables.json``) plus TRT, JMS and stage-time SVGs per trace.
-Extra WORKLOAD files are run with the ``event`` time model on ``--env`` (default: a Haizea
-LWF's own ``<site>``, else the corpus ``setup.json``), written under ``workloads/``. Files
-that hold no workload (a converted ``<site>``) are skipped; workloads that read without
-error but cannot run on that environment (a task larger than any machine) are listed under
-"Workloads not scheduled", and workloads without jobs under "Workloads without jobs" (no
-metric is defined on no jobs: no table rows, no plots).
+Runs the nine SC18 policies with the ``event`` time model over each WORKLOAD file (and, with
+``--converted``, every workload a ``nox -s convert`` run wrote) on ``--env`` (default: a
+Haizea LWF's own ``<site>``, else the corpus ``setup.json``) and writes their table
+(``tables.md``, ``tables.json``) and TRT, JMS and stage-time SVGs under ``workloads/``.
+Files that hold no workload (a converted ``<site>``) are skipped; workloads that read
+without error but cannot run on that environment (a task larger than any machine) are
+listed under "Workloads not scheduled", and workloads without jobs under "Workloads without
+jobs" (no metric is defined on no jobs: no table rows, no plots).
 
-``--no-traces`` leaves the traces out: ``nox -s schedule`` runs them as an experiment
-(``dcx experiment examples/experiments/sc18-tables.yaml``), whose summary holds Tables XI
-and XII with the same verdicts (``verdict`` here), and this script runs only the extra
-workloads.
+The paper's Tables XI and XII are an experiment, not this script: ``nox -s schedule`` runs
+``dcx experiment examples/experiments/sc18-tables.yaml``, whose summary sets them beside
+the paper's values with ``paper.verdict``.
 
-Exit status: 0, or 1 when an input could not be read or a trace could not be scheduled (the
-others are still written).
+Exit status: 0, or 1 when an input could not be read (the others are still written).
 """
 
 from __future__ import annotations
@@ -36,14 +32,7 @@ from typing import Any
 from dcx.converters.atomic import write_atomic
 from dcx.scheduler.cli import write_plots
 from dcx.scheduler.loading import load_problem, read_document
-from dcx.scheduler.paper import (
-    NJSL_TOLERANCE,
-    SETUP_FILE_NAME,
-    TRACES,
-    PaperCell,
-    Trace,
-    within_tolerance,
-)
+from dcx.scheduler.paper import SETUP_FILE_NAME
 from dcx.scheduler.policies import Policy, all_policies
 from dcx.scheduler.problem import Problem
 from dcx.scheduler.report import json_number
@@ -87,60 +76,8 @@ def run_all(problem: Problem, model: str, seeds: int,
     return results
 
 
-def verdict(result: PolicyResult, cell: PaperCell, random_policy: bool) -> str:
-    """Deterministic: JMS/JWT within 0.5 %, NJSL within 1. RANDOM: the paper's value inside
-    the seeds' range, widened by the paper's rounding (0.5 s; 1 for NJSL)."""
-    checks = []
-    for metric, printed in (("jms_s", cell.jms_s), ("njsl", cell.njsl), ("jwt_s", cell.jwt_s)):
-        slack = NJSL_TOLERANCE if metric == "njsl" else 0.5
-        if random_policy:
-            low, high = result.spread(metric)
-            checks.append(low - slack <= printed <= high + slack)
-        elif metric == "njsl":
-            checks.append(abs(result.mean(metric) - printed) <= NJSL_TOLERANCE)
-        else:
-            checks.append(within_tolerance(result.mean(metric), printed))
-    return "reproduced" if all(checks) else "differs"
-
-
 def _format(value: float, metric: str) -> str:
     return f"{value:,.2f}" if metric == "njsl" else f"{value:,.1f}"
-
-
-def trace_table(trace: Trace, results: list[PolicyResult], seeds: int) -> tuple[str, list[dict]]:
-    lines = [
-        f"### {trace.table_name}: {trace.name} (sc18 time model)",
-        "",
-        "| policy | JMS [s] | paper | NJSL | paper | JWT [s] | paper | TRT [s] | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    rows: list[dict[str, Any]] = []
-    for result in results:
-        cell = trace.table[result.policy]
-        random_policy = len(result.runs) > 1 or result.runs[0].metrics.summary.seed is not None
-        measured = []
-        for metric in ("jms_s", "njsl", "jwt_s", "trt_s"):
-            text = _format(result.mean(metric), metric)
-            if random_policy:
-                low, high = result.spread(metric)
-                text += f" ({_format(low, metric)}–{_format(high, metric)})"
-            measured.append(text)
-        outcome = verdict(result, cell, random_policy)
-        lines.append(
-            f"| {result.policy} | {measured[0]} | {cell.jms_s:,.0f} | {measured[1]} | "
-            f"{cell.njsl:g} | {measured[2]} | {cell.jwt_s:,.0f} | {measured[3]} | {outcome} |"
-        )
-        rows.append({
-            "policy": result.policy,
-            "seeds": [run.metrics.summary.seed for run in result.runs] if random_policy else None,
-            "measured": {metric: json_number(result.mean(metric)) for metric in METRICS},
-            "spread": ({metric: list(result.spread(metric)) for metric in METRICS}
-                       if random_policy else None),
-            "paper": {"jms_s": cell.jms_s, "njsl": cell.njsl, "jwt_s": cell.jwt_s},
-            "verdict": outcome,
-        })
-    lines += ["", f"RANDOM rows: mean over {seeds} seeds, range in brackets.", ""]
-    return "\n".join(lines), rows
 
 
 def workload_table(name: str, results: list[PolicyResult]) -> tuple[str, list[dict]]:
@@ -194,44 +131,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(from DIR/report.json: outputs in a format that holds workloads)")
     parser.add_argument("--out", type=Path, default=Path("build/schedule"))
     parser.add_argument("--corpus", type=Path, default=default_corpus(),
-                        help="folder with the SC18 traces and setup.json")
+                        help="folder with setup.json, the environment by default")
     parser.add_argument("--env", type=Path, help="environment for the extra workloads")
-    parser.add_argument("--seeds", type=int, default=10, help="seeds per RANDOM policy")
-    parser.add_argument("--no-traces", action="store_true",
-                        help="leave out the SC18 traces (run them as an experiment: dcx "
-                        "experiment examples/experiments/sc18-tables.yaml)")
     args = parser.parse_args(argv)
 
     status = 0
-    markdown = ["# Converted workloads, all nine SC18 schedulers" if args.no_traces
-                else "# SC18 reference scheduler: reproduction of Tables XI and XII", ""]
-    report: dict[str, Any] = {"traces": {}, "workloads": {}}
+    markdown = ["# Converted workloads, all nine SC18 schedulers", ""]
+    report: dict[str, Any] = {"workloads": {}}
     setup = args.corpus / SETUP_FILE_NAME
-    if args.no_traces:
-        pass
-    elif setup.is_file():
-        for trace in TRACES:
-            path = args.corpus / trace.file_name
-            if not path.is_file():
-                print(f"experiments: {path} not found; skipping {trace.name}", file=sys.stderr)
-                continue
-            loaded = load_problem(path, setup)
-            if loaded.problem is None:
-                for diagnostic in loaded.diagnostics:
-                    print(diagnostic.render(), file=sys.stderr)
-                status = 1
-                continue
-            results = run_all(loaded.problem, "sc18", args.seeds)
-            text, rows = trace_table(trace, results, args.seeds)
-            markdown.append(text)
-            report["traces"][trace.name] = {"table": trace.table_name, "rows": rows}
-            write_plots(args.out / trace.name.lower(), _first_runs(results), trace.name)
-            print(f"experiments: {trace.name} done", file=sys.stderr)
-    else:
-        print(f"experiments: SC18 corpus not found at {args.corpus}; skipping the Askalon and "
-              "Chronos traces (set DCX_CORPUS or --corpus)", file=sys.stderr)
-        markdown.append(f"The SC18 traces were not found at `{args.corpus}`.\n")
-
     default_environment = args.env or (setup if setup.is_file() else None)
     unscheduled: list[tuple[Path, str, int]] = []
     workloads = list(args.workloads)

@@ -4,6 +4,7 @@ per scheduler, as printed (rounded to units), and the tolerances the reproductio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,28 @@ NJSL_TOLERANCE = 1.0
 
 def within_tolerance(measured: float, printed: float) -> bool:
     return abs(measured - printed) <= RELATIVE_TOLERANCE * abs(printed)
+
+
+class Measured(Protocol):
+    """One scheduler's runs on one trace: the mean of a metric over them and its range."""
+
+    def mean(self, metric: str) -> float: ...
+
+    def spread(self, metric: str) -> tuple[float, float]: ...
+
+
+def verdict(measured: Measured, cell: PaperCell, random_policy: bool) -> str:
+    """``reproduced`` or ``differs``. Deterministic: JMS/JWT within 0.5 %, NJSL within 1.
+    RANDOM: the paper's value inside the seeds' range, widened by the paper's rounding
+    (0.5 s; 1 for NJSL)."""
+    checks = []
+    for metric, printed in (("jms_s", cell.jms_s), ("njsl", cell.njsl), ("jwt_s", cell.jwt_s)):
+        slack = NJSL_TOLERANCE if metric == "njsl" else 0.5
+        if random_policy:
+            low, high = measured.spread(metric)
+            checks.append(low - slack <= printed <= high + slack)
+        elif metric == "njsl":
+            checks.append(abs(measured.mean(metric) - printed) <= NJSL_TOLERANCE)
+        else:
+            checks.append(within_tolerance(measured.mean(metric), printed))
+    return "reproduced" if all(checks) else "differs"

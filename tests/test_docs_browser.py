@@ -59,7 +59,7 @@ def scheduler_outputs(destination: Path) -> Path:
     empty = destination / "no-jobs.swf"
     empty.write_text("; MaxNodes: 4\n; MaxProcs: 64\n")
     result = subprocess.run(
-        [sys.executable, "-m", "dcx.scheduler.experiments", "--no-traces",
+        [sys.executable, "-m", "dcx.scheduler.experiments",
          "--out", str(destination / "schedule"),
          "--env", "examples/environment/small-cluster.json", *SCHEDULED_WORKLOADS, str(empty)],
         cwd=REPO, capture_output=True, text=True, timeout=600, check=False)

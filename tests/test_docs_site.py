@@ -291,7 +291,7 @@ def test_experiments_list_a_workload_without_jobs_instead_of_nan_rows(tmp_path: 
 
     empty = tmp_path / "no-jobs.swf"
     empty.write_text("; MaxNodes: 4\n; MaxProcs: 64\n")
-    status = experiments.main([str(empty), "--no-traces", "--out", str(tmp_path / "out"),
+    status = experiments.main([str(empty), "--out", str(tmp_path / "out"),
                                "--env", str(REPO / "examples" / "environment" /
                                             "small-cluster.json")])
     tables = (tmp_path / "out" / "tables.md").read_text()

@@ -13,9 +13,16 @@ from pathlib import Path
 import pytest
 
 from dcx.scheduler.engine import simulate, time_model
-from dcx.scheduler.experiments import run_all, verdict
+from dcx.scheduler.experiments import run_all
 from dcx.scheduler.loading import load_problem
-from dcx.scheduler.paper import NJSL_TOLERANCE, SETUP_FILE_NAME, TRACES, Trace, within_tolerance
+from dcx.scheduler.paper import (
+    NJSL_TOLERANCE,
+    SETUP_FILE_NAME,
+    TRACES,
+    Trace,
+    verdict,
+    within_tolerance,
+)
 from dcx.scheduler.policies import all_policies
 from dcx.scheduler.problem import Problem
 
