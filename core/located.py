@@ -18,12 +18,12 @@ indexes, level by level) and, where one source entry stands for several model ob
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from dcx.core.groups import MachineGroup, slot_parts
-from dcx.core.model import Document, Environment, Machine, Workload
+from dcx.core.model import Document, Environment, Job, Machine, Task, Workload
 
 
 def located_objects(document: Document) -> Iterator[tuple[str, Any]]:
@@ -209,3 +209,105 @@ def first_difference(before: Document, after: Document) -> str | None:
         if pointer not in theirs or theirs.pop(pointer) != own_values(obj):
             return pointer
     return next(iter(theirs), None)
+
+
+# --------------------------------------------------------------- where a reader read them
+
+Where = tuple[int | None, int | None]
+"""A (line, column) of a source file; either is ``None`` where the reader cannot tell."""
+
+NOWHERE: Where = (None, None)
+
+
+def _nowhere(*_: int) -> Where:
+    return NOWHERE
+
+
+@dataclass(frozen=True)
+class Places:
+    """``ReadResult.locator`` of a format of one datacenter with one room (SSS, Haizea,
+    SimGrid): where each kind of located object was read from, asked only for the object a
+    pointer names (``place_of``). The datacenter and its room are where the environment
+    is; a slot inside a group or a cluster is where that group's element is."""
+
+    environment: Callable[[], Where] = _nowhere
+    rack: Callable[[int], Where] = _nowhere
+    slot: Callable[[int, int], Where] = _nowhere
+    """(rack, slot) -> where the machine of that slot was read from."""
+    workload: Callable[[], Where] = _nowhere
+    job: Callable[[int], Where] = _nowhere
+    task: Callable[[int, int], Where] = _nowhere
+    """(job, task) -> where."""
+    annotation: Callable[[int], Where] = _nowhere
+
+    def locate(self, model_pointer: str) -> Where:
+        place = place_of(model_pointer)
+        if place is None:
+            return NOWHERE
+        kind = place.kind
+        if place.part == "environment":
+            if place.index("datacenters") not in (None, 0) or place.index("rooms") not in (
+                    None, 0):
+                return NOWHERE
+            if kind in ("environment", "datacenters", "rooms"):
+                return self.environment()
+            rack = place.index("racks")
+            if rack is None:  # an event
+                return NOWHERE
+            slot = place.index("slots")
+            return self.rack(rack) if slot is None else self.slot(rack, slot)
+        if kind == "workload":
+            return self.workload()
+        if kind == "annotations":
+            return self.annotation(place.levels[0][1])
+        job = place.levels[0][1]
+        task = place.index("tasks")
+        return self.job(job) if task is None else self.task(job, task)
+
+
+Element = TypeVar("Element")
+
+
+@dataclass(frozen=True)
+class ElementPlaces(Generic[Element]):
+    """Where an XML reader read the environment, each rack and each rack's machines: the
+    element each came from, as the reader noted it while reading (its line, or its name and
+    index in document order), and ``where`` such an element is, found only for the element
+    a pointer names. A slot's element is its machine's, or the one that made several
+    machines (a SimGrid cluster)."""
+
+    where: Callable[[Element], Where]
+    environment: Element
+    racks: Sequence[Element] = ()
+    slots: Sequence[Sequence[Element]] = ()
+    """Per rack, the element of each slot's machine."""
+
+    def rack(self, rack: int) -> Where:
+        return self.where(self.racks[rack]) if rack < len(self.racks) else NOWHERE
+
+    def slot(self, rack: int, slot: int) -> Where:
+        if rack >= len(self.slots) or slot >= len(self.slots[rack]):
+            return NOWHERE
+        return self.where(self.slots[rack][slot])
+
+    def places(self) -> Places:
+        return Places(environment=lambda: self.where(self.environment), rack=self.rack,
+                      slot=self.slot)
+
+
+def line_only(line: int | None) -> Where:
+    """``ElementPlaces.where`` of a reader that noted its elements' lines (lxml's
+    ``sourceline``: the line where the start tag ends; no column)."""
+    return line, None
+
+
+def task_lines(jobs: Sequence[Job], line_of: Callable[[Task], int]) -> dict[str, Where]:
+    """``ReadResult.source_map`` of a reader of one task per line: each task at its line
+    (column 1), each job at its first task's."""
+    found: dict[str, Where] = {}
+    for j, job in enumerate(jobs):
+        for t, task in enumerate(job.tasks):
+            found[f"/workload/jobs/{j}/tasks/{t}"] = (line_of(task), 1)
+        if job.tasks:
+            found[f"/workload/jobs/{j}"] = found[f"/workload/jobs/{j}/tasks/0"]
+    return found

@@ -445,3 +445,111 @@ def check_xml_text(value: str) -> str | None:
         return None
     return (f"character U+{ord(found.group()):04X} at position {found.start()} cannot be "
             "written to XML")
+
+
+class StartTags:
+    """Where the start tags of one element name are in a document's text, found when asked:
+    the ``index``-th ``<tag`` (with any prefix) outside comments, CDATA sections and
+    processing instructions is the ``index``-th element of that local name in document order
+    (``iter("{*}tag")``; the documents read here declare no entities that could hide one).
+    What is found is kept, so asking in order scans the text once; nothing is scanned until
+    asked."""
+
+    def __init__(self, data: bytes, tag: str, start: int = 0) -> None:
+        self.data = data
+        self.tag = tag
+        self._offsets: list[int] = []
+        self._scan = self._start_tags(start)
+
+    def offset(self, index: int) -> int | None:
+        """The byte offset of the ``index``-th start tag, or ``None`` when there are fewer."""
+        offsets = self._offsets
+        while len(offsets) <= index:
+            found = next(self._scan, None)
+            if found is None:
+                return None
+            offsets.append(found)
+        return offsets[index]
+
+    def _start_tags(self, position: int) -> Iterator[int]:
+        """The start tags' offsets from ``position`` on: the name found by a literal search
+        (in C: a pattern that also matched comments would try every ``<`` in Python's
+        engine), taken where a ``<`` (and a prefix) opens it, up to the next comment, CDATA
+        section or processing instruction, which is skipped whole."""
+        data = self.data
+        name = _tag_name(self.tag)
+        while True:
+            section, closer = _next_section(data, position)
+            for found in name.finditer(data, position, section):
+                start = found.start()
+                before = data[start - 1] if start else 0
+                if before == 0x3C:  # <
+                    yield start - 1
+                elif before == 0x3A:  # : of a prefix
+                    prefixed = _PREFIX_BEFORE.search(data, max(0, start - 256), start)
+                    if prefixed is not None:
+                        yield prefixed.start()
+            if not closer:
+                return
+            closed = data.find(closer, section + 2)
+            if closed < 0:
+                return  # an unclosed section: libxml2 rejects such a document
+            position = closed + len(closer)
+
+    def place(self, index: int) -> tuple[int | None, int | None]:
+        """The line and 1-based column (in characters) of the ``index``-th start tag's
+        ``<``, or ``(None, None)``."""
+        offset = self.offset(index)
+        return (None, None) if offset is None else text_place(self.data, offset)
+
+
+class StartTagsByName:
+    """The ``StartTags`` of each element name of one text, made when a name is first asked
+    for: where a reader that noted elements by name and index finds them again."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._found: dict[str, StartTags] = {}
+
+    def of(self, tag: str) -> StartTags:
+        found = self._found.get(tag)
+        if found is None:
+            found = self._found[tag] = StartTags(self.data, tag)
+        return found
+
+    def place(self, tag: str, index: int) -> tuple[int | None, int | None]:
+        """The line and column of the ``index``-th ``<tag`` (``StartTags.place``)."""
+        return self.of(tag).place(index)
+
+
+@lru_cache(maxsize=32)
+def _tag_name(tag: str) -> re.Pattern[bytes]:
+    return re.compile(re.escape(tag.encode()) + rb"(?=[\s/>])")
+
+
+_PREFIX_BEFORE = re.compile(rb"<[\w.-]+:\Z")
+"""A ``<`` and a namespace prefix that end where a searched name starts."""
+
+_SECTIONS = ((b"<!--", b"-->"), (b"<![CDATA[", b"]]>"), (b"<?", b"?>"))
+"""What opens and closes the text a start tag cannot be in."""
+
+
+def _next_section(data: bytes, start: int) -> tuple[int, bytes]:
+    """Where the first comment, CDATA section or processing instruction from ``start`` opens
+    and what closes it; ``(len(data), b"")`` when none does."""
+    first = (len(data), b"")
+    for opener, closer in _SECTIONS:
+        at = data.find(opener, start, first[0])
+        if at >= 0:
+            first = (at, closer)
+    return first
+
+
+def text_place(data: bytes, offset: int) -> tuple[int, int]:
+    """The line and 1-based column (in characters, after a byte order mark) of a byte
+    offset of UTF-8 text."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    if line_start == 0 and data.startswith(b"\xef\xbb\xbf"):
+        line_start = 3
+    column = len(data[line_start:offset].decode("utf-8", "replace")) + 1
+    return data.count(b"\n", 0, offset) + 1, column

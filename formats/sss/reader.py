@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dcx.core.diagnostics import Diagnostic, InputError, ReadResult, error, has_errors, warning
 from dcx.core.ids import id_from_text
+from dcx.core.located import ElementPlaces, line_only
 from dcx.core.model import (
     Consumables,
     Datacenter,
@@ -80,27 +81,8 @@ def read(data: bytes) -> ReadResult:
     if has_errors(diagnostics):
         return ReadResult(None, diagnostics)
     return ReadResult(Document(environment=environment), diagnostics,
-                      locator=_MachineLines(root.sourceline, tuple(reader.machine_lines)).locate)
-
-
-_SLOT = re.compile(r"/environment/datacenters/0/rooms/0/racks/0/slots/(0|[1-9][0-9]*)")
-
-
-@dataclass(frozen=True)
-class _MachineLines:
-    """``ReadResult.locator``: the line of each machine's ``<Node>`` (XML gives no column),
-    and of the root for the topology as a whole."""
-
-    root_line: int | None
-    lines: tuple[int | None, ...]
-
-    def locate(self, model_pointer: str) -> tuple[int | None, int | None]:
-        if model_pointer == "/environment":
-            return self.root_line, None
-        match = _SLOT.fullmatch(model_pointer)
-        if match is None or int(match.group(1)) >= len(self.lines):
-            return None, None
-        return self.lines[int(match.group(1))], None
+                      locator=ElementPlaces(line_only, root.sourceline, (root.sourceline,),
+                                            (tuple(reader.machine_lines),)).places().locate)
 
 
 def _explain_parse_error(diagnostic: Diagnostic, data: bytes) -> Diagnostic:
