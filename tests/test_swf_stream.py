@@ -149,3 +149,34 @@ def test_validate_streams_a_pipe_larger_than_the_in_memory_limit(tmp_path):
     assert done.returncode == 1
     expected = [d.at("<stdin>").render() for d in swf_codec._read(bad).diagnostics]
     assert done.stderr.decode().splitlines() == expected
+
+
+def test_validate_reads_a_large_file_in_chunks(tmp_path, monkeypatch, capsys):
+    """A file from ``STREAM_BYTES`` on is checked in chunks (the in-memory limit, lowered
+    below its size, does not refuse it), with the whole-file reader's diagnostics, in text
+    and JSON output; another format's large file is still read whole, within the limit."""
+    import dataclasses
+    import json
+
+    from dcx.converters import cli, streaming
+    from dcx.core import limits
+
+    lowered = dataclasses.replace(limits.LIMITS, max_input_bytes=50_000)
+    monkeypatch.setattr(limits, "LIMITS", lowered)
+    monkeypatch.setattr(cli, "LIMITS", lowered)
+    monkeypatch.setattr(streaming, "STREAM_BYTES", 4096)
+    trace = tmp_path / "big.swf"
+    data = plain_trace(2, 2000).encode() + b"2001 0 x\n; UnixStartTime: soon\n"
+    trace.write_bytes(data)
+    assert len(data) > 50_000
+    assert cli.main(["validate", str(trace)]) == 1
+    expected = [d.at(str(trace)).render() for d in swf_codec._read(data).diagnostics]
+    assert capsys.readouterr().err.splitlines() == expected
+    assert cli.main(["validate", "--output", "json", "--format", "swf", str(trace)]) == 1
+    entry = json.loads(capsys.readouterr().out)["files"][0]
+    assert entry["format"] == "swf" and not entry["valid"]
+    assert len(entry["diagnostics"]) == len(expected)
+    other = tmp_path / "big.gwf"
+    other.write_bytes(b"# JobID SubmitTime RunTime NProcs\n" + b"1 0 10 1\n" * 6000)
+    assert cli.main(["validate", str(other)]) == 1
+    assert "the limit is 50,000" in capsys.readouterr().err
