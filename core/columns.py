@@ -518,12 +518,12 @@ def columnar(workload: Workload, columns: WorkloadColumns) -> Workload:
 
 class RowLines(Mapping[str, tuple[int, int | None]]):
     """``ReadResult.source_map`` of a columnar read: the model pointer of each task
-    (``/workload/jobs/<j>/tasks/<t>``) to its line and column 1, computed when asked for
-    instead of a million strings built up front."""
+    (``/workload/jobs/<j>/tasks/<t>``) to its line and column 1, and of each job to its
+    first task's, computed when asked for instead of a million strings built up front."""
 
     __slots__ = ("columns", "lines")
 
-    _POINTER = re.compile(r"/workload/jobs/(0|[1-9][0-9]*)/tasks/(0|[1-9][0-9]*)")
+    _POINTER = re.compile(r"/workload/jobs/(0|[1-9][0-9]*)(?:/tasks/(0|[1-9][0-9]*))?")
 
     def __init__(self, columns: WorkloadColumns, lines: Array) -> None:
         self.columns = columns
@@ -533,7 +533,7 @@ class RowLines(Mapping[str, tuple[int, int | None]]):
         match = self._POINTER.fullmatch(pointer) if isinstance(pointer, str) else None
         if match is None:
             return None
-        job, task = int(match.group(1)), int(match.group(2))
+        job, task = int(match.group(1)), int(match.group(2) or 0)
         offsets = self.columns.job_offsets
         if job >= self.columns.job_count or task >= offsets[job + 1] - offsets[job]:
             return None
@@ -549,12 +549,17 @@ class RowLines(Mapping[str, tuple[int, int | None]]):
         return self._row(pointer) is not None
 
     def __len__(self) -> int:
-        return len(self.columns)
+        offsets = self.columns.job_offsets
+        jobs = self.columns.job_count
+        return len(self.columns) + int((offsets[1:jobs + 1] > offsets[:jobs]).sum())
 
     def __iter__(self) -> Iterator[str]:
         offsets = self.columns.job_offsets
         for job in range(self.columns.job_count):
-            for task in range(int(offsets[job + 1] - offsets[job])):
+            tasks = int(offsets[job + 1] - offsets[job])
+            if tasks:
+                yield f"/workload/jobs/{job}"
+            for task in range(tasks):
                 yield f"/workload/jobs/{job}/tasks/{task}"
 
 

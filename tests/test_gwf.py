@@ -405,3 +405,25 @@ def test_the_archive_variant_regroups_jobs_and_drops_values_its_columns_cannot_h
 
 def test_a_document_without_workload_writes_an_empty_trace():
     assert gwf.read(gwf.write(Document()).data).document.workload == Workload()
+
+
+def test_losses_name_a_job_at_its_first_task_line(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A workflow is where its first task's line is: the second workflow's tasks (lines 4
+    and 5) are one SWF job each, a loss first seen at line 4."""
+    from dcx.converters.cli import main
+
+    source = tmp_path / "two.gwf"
+    source.write_text("# two workflows\n"
+                      "WorkflowID, JobID, SubmitTime, RunTime, NProcs, ReqNProcs, Dependencies\n"
+                      "1, 1, 0, 60, 1, 1,\n"
+                      "2, 10, 5, 60, 1, 1,\n"
+                      "2, 12, 9, 60, 1, 1, 10\n")
+    capsys.readouterr()
+    assert main(["convert", str(source), str(tmp_path / "out.swf"), "--to", "swf",
+                 "--losses"]) == 0
+    assert f"  job: 1 value (first: {source}:4:1, /workload/jobs/1): grouping of tasks " \
+        "into jobs/workflows" in capsys.readouterr().err.splitlines()
+    located = gwf.read(source.read_bytes())
+    assert located.locate("/workload/jobs/1/tasks/1") == (5, 1)
+    assert located.locate("/workload/jobs/2") == (None, None)

@@ -235,3 +235,29 @@ def test_values_swf_cannot_write_are_value_restrictions_of_the_normal_form():
     assert second.dependencies == (1,)
     assert result.document.workload.time_origin == "2001-09-09T01:46:40Z"  # the same instant
     assert result.document.workload.extras == {"swf:comments": ["ok"]}
+
+
+def test_losses_and_jobs_are_located_at_their_line(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A job is its line (SWF has one task per job), on the exact path and on the
+    vectorised one alike, which compute it only when asked."""
+    from dcx.converters.cli import main
+    from dcx.formats.swf import codec
+
+    source = tmp_path / "two.swf"
+    source.write_text("; Version: 2.2\n"
+                      "1 0 10 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                      "\n"
+                      "2 5 10 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    capsys.readouterr()
+    assert main(["convert", str(source), str(tmp_path / "out.json"), "--to", "wfformat",
+                 "--losses"]) == 0
+    assert f"  task.submit_time_s: 1 value (first: {source}:4:1, /workload/jobs/1/tasks/0): " \
+        "submit time" in capsys.readouterr().err.splitlines()
+    data = source.read_bytes()
+    fast = swf.read_fast(data, chunk_bytes=64)
+    assert fast is not None
+    for result in (codec._read(data), fast):
+        assert result.locate("/workload/jobs/1") == (4, 1)
+        assert result.locate("/workload/jobs/0") == (2, 1)
+        assert result.locate("/workload/jobs/2") == (None, None)

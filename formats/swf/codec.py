@@ -31,6 +31,7 @@ from dcx.core.diagnostics import (
 )
 from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS, paused_gc
+from dcx.core.located import task_lines
 from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
 from dcx.formats.swf import COLUMNS
 from dcx.parsing.schemas import load_schema, schema_diagnostics
@@ -293,10 +294,8 @@ def _read(data: bytes) -> ReadResult:
         reader.report(warning("file has no job lines", "swf.no-jobs"))
     # Job numbers are unique once the reader has no errors, so they key the lines.
     line_of = {task.id: line for line, task, _ in tasks}
-    source_map: dict[str, tuple[int, int | None]] = {
-        f"/workload/jobs/{j}/tasks/{t}": (line_of[task.id], 1)
-        for j, job in enumerate(jobs) for t, task in enumerate(job.tasks) if task.id in line_of}
-    return ReadResult(Document(workload=workload), tuple(reader.diagnostics), source_map)
+    return ReadResult(Document(workload=workload), tuple(reader.diagnostics),
+                      task_lines(jobs, lambda task: line_of[task.id]))
 
 
 def _read_lines(reader: _Reader, header: _Header,
