@@ -279,3 +279,37 @@ def test_environment_to_simgrid_and_back(tmp_path: Path,
     assert main(["convert", str(there), str(back), "--to", "environment"]) == 0
     assert main(["validate", "--strict", str(back)]) == 0
     capsys.readouterr()
+
+
+def test_losses_are_at_the_host_or_cluster_that_made_the_machine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--losses names where the element each first dropped value was read from starts: a
+    host, or for any machine of a cluster the <cluster>; a rack is its zone or cluster.
+    Elements are counted in the text in document order, those inside skipped elements (a
+    <host> in an <actor>) and comments (not elements) too."""
+    source = tmp_path / "in.xml"
+    source.write_bytes(platform(
+        '<config><host id="skipped"/></config>\n'
+        '<zone id="AS0" routing="Full">\n'
+        '  <!-- <host id="commented"/> -->\n'
+        '  <zone id="small" routing="Full">\n'
+        '    <host id="h1" speed="1Gf"/><host id="h2" speed="1Gf"/>\n'
+        '  </zone>\n'
+        '  <cluster id="big" prefix="c-" suffix="" radical="0-3" speed="1Gf" bw="125MBps"\n'
+        '           lat="50us">\n'
+        '    <prop id="role" value="compute"/>\n'
+        '  </cluster>\n'
+        '</zone>'))
+    capsys.readouterr()
+    assert main(["convert", str(source), str(tmp_path / "out.xml"), "--to", "sss",
+                 "--losses"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    rack = "/environment/datacenters/0/rooms/0/racks"
+    assert f"  machine.extras: 4 values (first: {source}:10:3, {rack}/1/slots/0): unknown " \
+        "machine keys" in lines, lines
+    assert f"  rack.id: 2 values (first: {source}:7:3, {rack}/0): rack id" in lines, lines
+    located = simgrid.read(source.read_bytes())
+    assert located.locate(f"{rack}/0/slots/1") == (8, 32)
+    assert located.locate(f"{rack}/1/slots/3") == (10, 3)
+    assert located.locate(f"{rack}/1/slots/4") == (None, None)
+    assert located.locate("/environment") == (5, 1)

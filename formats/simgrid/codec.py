@@ -12,6 +12,7 @@ from typing import Any
 from dcx.core.diagnostics import Diagnostic, InputError, ReadResult, WriteResult, error, warning
 from dcx.core.ids import id_from_text, with_required_ids
 from dcx.core.limits import LIMITS, paused_gc
+from dcx.core.located import ElementPlaces
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -58,6 +59,10 @@ _RADICAL_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 # --------------------------------------------------------------------------- read
 
 
+_Element = tuple[str, int]
+"""An element as its name and index among the elements of that name in document order."""
+
+
 @dataclass
 class _Reader:
     data: bytes
@@ -65,6 +70,28 @@ class _Reader:
     not_held: Counter[str] = field(default_factory=Counter)
     first_not_held: dict[str, Any] = field(default_factory=dict)
     host_ids: dict[str, int] = field(default_factory=dict)
+    rack_elements: list[_Element] = field(default_factory=list)
+    """The element of each rack (a zone of hosts or a cluster), in rack order."""
+    slot_elements: list[tuple[_Element, ...]] = field(default_factory=list)
+    """Per rack, the element of each slot's machine: its host, or the cluster."""
+    _order: dict[str, dict[Any, int]] = field(default_factory=dict)
+
+    def element(self, element: Any) -> _Element:
+        """An element as its name and index among the elements of that name, in document
+        order: where the text scan (``xmlio.StartTags``) finds it again. Every element of
+        the name counts, those inside skipped elements too."""
+        tag = element.tag
+        order = self._order.get(tag)
+        if order is None:
+            everywhere = element.getroottree().getroot().iter("{*}" + tag)
+            order = self._order[tag] = {found: index for index, found in enumerate(everywhere)}
+        return tag, order[element]
+
+    def rack(self, element: Any, slots: tuple[Machine, ...], extras: Extras,
+             slot_elements: tuple[_Element, ...]) -> Rack:
+        self.rack_elements.append(self.element(element))
+        self.slot_elements.append(slot_elements)
+        return Rack(id=id_from_text(element.get("id")), slots=slots, extras=extras)
 
     def at(self, element: Any, attribute: str | None = None) -> dict[str, Any]:
         from dcx.parsing.xmlio import element_xpath, locate_tag
@@ -139,7 +166,16 @@ def _read(data: bytes) -> ReadResult:
         return ReadResult(None, tuple(reader.found))
     environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=tuple(racks)),)),),
                               extras=extras)
-    return ReadResult(Document(environment=environment), tuple(reader.found))
+    from dcx.parsing.xmlio import StartTagsByName
+
+    starts = StartTagsByName(data)
+    elements = ElementPlaces(lambda element: starts.place(*element),
+                             reader.element(roots[0] if roots else root),
+                             reader.rack_elements, reader.slot_elements)
+    return ReadResult(Document(environment=environment), tuple(reader.found),
+                      locator=elements.places().locate)
+
+
 
 
 def _check_version(root: Any, reader: _Reader) -> None:
@@ -185,8 +221,8 @@ def _zone_racks(zone: Any, reader: _Reader, is_root: bool = False) -> list[Rack]
         extras: Extras = {}
         if not is_root and zone.get("routing") != "Full":
             extras[ROUTING_KEY] = zone.get("routing")
-        return [Rack(id=id_from_text(zone.get("id")),
-                     slots=tuple(_host(host, reader) for host in hosts), extras=extras)]
+        return [reader.rack(zone, tuple(_host(host, reader) for host in hosts), extras,
+                            tuple(reader.element(host) for host in hosts))]
     if not is_root:
         reader.skip("a zone holding zones below the root's children", zone)
     racks: list[Rack] = []
@@ -311,7 +347,8 @@ def _cluster(cluster: Any, reader: _Reader) -> Rack:
                                         "extras": dict(props), "cpus": cpus}))
     extras = {PREFIX + name: cluster.get(name) for name in CLUSTER_REQUIRED + CLUSTER_OPTIONAL
               if cluster.get(name) is not None}
-    return Rack(id=id_from_text(cluster.get("id")), slots=tuple(machines), extras=extras)
+    return reader.rack(cluster, tuple(machines), extras,
+                       (reader.element(cluster),) * len(machines))
 
 
 def _empty_range(part: str) -> bool:
