@@ -914,3 +914,119 @@ def test_schema_errors_are_capped_per_validation() -> None:
     assert len(result.diagnostics) == xmlio.MAX_XSD_ERRORS + 1
     assert result.diagnostics[-1].code == "xsd.more-errors"
     assert "9,950 more" in result.diagnostics[-1].message
+
+
+# ------------------------------------------------------------------- where losses are
+
+LOCATED_LWF = """<lease-workload name="located">
+  <!-- a <lease-request> and a <node-set> in a comment are not elements -->
+  <site>
+    <resource-types names="CPU Memory Disk"/>
+    <nodes>
+      <node-set numnodes="2"><res type="CPU" amount="100"/><res type="Memory" amount="1024"/>
+      </node-set>
+      <node-set numnodes="1">
+        <res type="CPU" amount="100"/><res type="Memory" amount="1024"/>
+        <res type="Disk" amount="10"/>
+      </node-set>
+    </nodes>
+  </site>
+  <lease-requests>
+    <lease-request arrival="00:00:00"><lease id="1" preemptible="{preemptible}">
+        <nodes><node-set numnodes="1"><res type="CPU" amount="100"/></node-set></nodes>
+        <start/><duration time="00:10:00"/><software><none/></software></lease>
+    </lease-request>
+    <lease-request
+        arrival="00:01:00">
+      <lease id="2" preemptible="false">
+        <nodes><node-set numnodes="1"><res type="CPU" amount="100"/></node-set></nodes>
+        <start><exact time="00:05:00"/></start><duration time="00:10:00"/>
+        <deadline time="01:00:00"/><software><none/></software></lease>
+    </lease-request>
+  </lease-requests>
+</lease-workload>
+"""
+
+
+def losses_listed(source: Path, target: str, tmp_path: Path,
+                  capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The loss lines of ``dcx convert SOURCE OUT --to TARGET --losses``."""
+    from dcx.converters.cli import main
+
+    capsys.readouterr()
+    assert main(["convert", str(source), str(tmp_path / f"out.{target}"), "--to", target,
+                 "--losses"]) == 0
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("  ")]
+
+
+@pytest.mark.parametrize("preemptible", ["true", "yes"], ids=["fast-path", "checked-path"])
+def test_losses_of_an_lwf_are_at_their_lease_and_node_set(
+        preemptible: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A job is its <lease-request>, its task the <lease>, a machine its <node-set> (the
+    third machine is the second node-set's), the environment the <site>: found again in the
+    text, by either read (a yes/no preemptible sends it down the checked path)."""
+    source = tmp_path / "in.lwf"
+    source.write_text(LOCATED_LWF.replace("{preemptible}", preemptible))
+    assert (haizea.read(source.read_bytes()).diagnostics == ()) is (preemptible == "true")
+    to_swf = losses_listed(source, "swf", tmp_path, capsys)
+    assert f"  environment: 1 value (first: {source}:3:3, /environment): the topology " \
+        "(datacenters, racks, machines)" in to_swf
+    assert f"  task.deadline_s: 1 value (first: {source}:21:7, /workload/jobs/1/tasks/0): " \
+        "deadline" in to_swf
+    assert f"  workload.name: 1 value (first: {source}:1:1, /workload): workload name" in to_swf
+    to_simgrid = losses_listed(source, "simgrid", tmp_path, capsys)
+    assert f"  machine.resources: 1 value (first: {source}:8:7, /environment/datacenters/0/" \
+        "rooms/0/racks/0/slots/2): other named consumable resources" in to_simgrid
+    located = haizea.read(source.read_bytes())
+    assert located.locate("/workload/jobs/1") == (19, 5)
+    assert located.locate("/environment/datacenters/0/rooms/0/racks/0") == (5, 5)
+    assert located.locate("/environment/datacenters/0/rooms/0/racks/0/slots/1") == (6, 7)
+    assert located.locate("/workload/jobs/2") == (None, None)
+
+
+def test_losses_of_a_legacy_lwf_are_at_their_line(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "old.lwf"
+    source.write_text("# submit start duration realduration numnodes cpu mem disk image size\n"
+                      "\n"
+                      "  0 -1 600 600 1 1 1024 0 img.iso 100\n"
+                      "60 120 600 600 1 1 1024 0 img.iso 100  # an AR\n")
+    lines = losses_listed(source, "swf", tmp_path, capsys)
+    assert f"  task.image: 4 values (first: {source}:3:3, /workload/jobs/0/tasks/0): " \
+        "software image" in lines
+    assert f"  task.start: 1 value (first: {source}:4:1, /workload/jobs/1/tasks/0): " \
+        "start mode and exact start time" in lines
+
+
+def test_a_lease_file_and_annotations_are_located_at_their_elements() -> None:
+    lease = haizea.read(b'<?xml version="1.0"?>\n<lease id="7" preemptible="true">'
+                        b'<nodes><node-set numnodes="1"><res type="CPU" amount="100"/>'
+                        b'</node-set></nodes><start/><duration time="00:10:00"/>'
+                        b'<software><none/></software></lease>')
+    assert lease.ok
+    assert lease.locate("/workload/jobs/0") == lease.locate("/workload/jobs/0/tasks/0") == (2, 1)
+    annotations = haizea.read(b'<lease-annotations>\n  <lease-annotation id="1"/>\n'
+                              b'  <lease-annotation id="2"><start/></lease-annotation>\n'
+                              b'</lease-annotations>')
+    assert annotations.ok
+    assert annotations.locate("/workload/annotations/1") == (3, 3)
+
+
+@pytest.mark.parametrize("text", [
+    b'<?xml version="1.0"?>\n<r><!-- <node-set/> --><node-set/><![CDATA[<node-set/>]]>'
+    b'<?pi <node-set/>?><a:node-set xmlns:a="urn:a"/>\n<node-set\n  n="1">node-set </node-set>'
+    b'<node-sets/><x node-set="1"/></r>',
+    b'<r>\n\t<node-set/><!----><node-set/><?p?><node-set/></r>',
+])
+def test_start_tags_are_the_elements_in_document_order(text: bytes) -> None:
+    """``xmlio.StartTags`` finds the elements of a name (any prefix) in the text, in the
+    order lxml iterates them, skipping comments, CDATA and processing instructions."""
+    found = xmlio.StartTags(text, "node-set")
+    elements = list(etree.fromstring(text).iter("{*}node-set"))
+    assert found.offset(len(elements)) is None
+    for index, element in enumerate(elements):
+        offset = found.offset(index)
+        assert offset is not None
+        assert text[offset:].startswith((b"<node-set", b"<a:node-set"))
+        line, _ = found.place(index)
+        assert line is not None and line <= element.sourceline  # lxml: where the tag ends

@@ -4,8 +4,10 @@ the checked path for anything it does not accept)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from dcx.core.diagnostics import InputError, ReadResult, error, warning
+from dcx.core.located import Where
 from dcx.core.model import Document
 from dcx.formats.haizea.checked import (
     read_annotations,
@@ -15,6 +17,7 @@ from dcx.formats.haizea.checked import (
 from dcx.formats.haizea.context import Context
 from dcx.formats.haizea.fast import read_clean_workload
 from dcx.formats.haizea.legacy import read_legacy
+from dcx.formats.haizea.places import legacy_places, xml_places
 from dcx.formats.haizea.site import environment, read_node_sets, read_site
 from dcx.formats.haizea.vocabulary import ROOT_SCHEMAS, looks_legacy
 from dcx.parsing import xmlio
@@ -28,7 +31,18 @@ def read(data: bytes) -> ReadResult:
         document = _read(data, context)
     except InputError as exc:
         return ReadResult(None, (*context.diagnostics, exc.diagnostic))
-    return ReadResult(document, tuple(context.diagnostics))
+    return ReadResult(document, tuple(context.diagnostics),
+                      locator=None if document is None else _locator(context.data or data,
+                                                                    document))
+
+
+def _locator(data: bytes, document: Document) -> Callable[[str], Where]:
+    """Where each object was read from, found when a pointer asks (``places``)."""
+    root = xmlio.root_name(data) if data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<") \
+        else None
+    if root is None:
+        return legacy_places(lambda: data.decode("utf-8").splitlines()).locate
+    return xml_places(data, root, document).locate
 
 
 def _read(data: bytes, context: Context) -> Document | None:
