@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="fail (exit 1, write nothing) if the target cannot hold everything")
     convert.add_argument("--losses", action="store_true",
                          help="list each field the target cannot hold, with how many values "
-                         "and where the first one is: INPUT:line:col where the reader can tell, "
+                         "and where the first one is: INPUT:line[:col] where the reader can tell, "
                          "and its model pointer (/workload/jobs/0/tasks/3)")
     _output_option(convert)
     _verbosity_options(convert)

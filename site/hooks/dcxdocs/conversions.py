@@ -125,7 +125,7 @@ def _lost_tab(example: ExampleConversion) -> str:
                  cell(loss.first_place(conversion.read, name) or ""), cell(loss.detail))
                 for loss in conversion.losses]
         parts.append(f"{example.target} cannot hold (with how many values and where the first "
-                     "one is: line:col where the reader can tell, and the model pointer):\n\n"
+                     "one is: line[:col] where the reader can tell, and the model pointer):\n\n"
                      + table(("Field", "Values", "First", "Meaning"), rows))
     else:
         parts.append(f"Nothing: {example.target} holds everything this input has.\n")
