@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 from dcx.core import limits
 from dcx.core.declaration import ChunkedRead, FormatDeclaration
-from dcx.core.diagnostics import Diagnostic
+from dcx.core.diagnostics import Diagnostic, error
 
 STREAM_BYTES = 16 << 20
 """Inputs at least this large are checked in chunks where their format allows it."""
@@ -61,10 +61,14 @@ def _streamable(head: bytes, path: str, format_name: str | None,
 
 
 def _chunked(spec: FormatDeclaration, stream: BinaryIO, head: bytes) -> ChunkedRead:
-    from dcx.parsing.chunks import line_chunks
+    from dcx.parsing.chunks import LineTooLong, line_chunks
 
     assert spec.read_chunks is not None
-    return spec.read_chunks(line_chunks(stream.read, head))
+    try:
+        return spec.read_chunks(line_chunks(stream.read, head))
+    except LineTooLong as exc:  # what would bound memory is a line that never ends
+        return ChunkedRead((error(f"{exc}; a large input is read a line at a time",
+                                  "input.too-large", line=exc.line, column=1),))
 
 
 def _from_pipe(stream: BinaryIO, path: str, format_name: str | None,

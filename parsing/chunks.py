@@ -9,14 +9,29 @@ from collections.abc import Callable, Iterator
 CHUNK_BYTES = 4 << 20
 """Bytes read at a time: a chunk holds about this much, cut after its last newline."""
 
+MAX_LINE_BYTES = 64 << 20
+"""The longest line a chunk may hold: what bounds memory when a line never ends."""
+
+
+class LineTooLong(Exception):
+    """A line longer than the bound: the input cannot be cut into chunks of whole lines."""
+
+    def __init__(self, line: int, bound: int) -> None:
+        super().__init__(f"line {line:,} is longer than {bound:,} bytes")
+        self.line = line
+        self.bound = bound
+
 
 def line_chunks(read: Callable[[int], bytes], head: bytes = b"",
-                chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+                chunk_bytes: int = CHUNK_BYTES,
+                max_line: int | None = None) -> Iterator[bytes]:
     """The bytes ``head`` followed by ``read(chunk_bytes)`` until it returns ``b""``, as
     non-empty chunks that each end just after a newline (the last one: at the end of the
-    input, with or without one). A line longer than ``chunk_bytes`` is kept whole: memory is
-    bounded by the chunk size and the longest line."""
-    pending, ended = head, False
+    input, with or without one). A line longer than ``chunk_bytes`` is one chunk; one longer
+    than ``max_line`` (default ``MAX_LINE_BYTES``) raises ``LineTooLong``, so memory stays
+    bounded by both sizes."""
+    max_line = MAX_LINE_BYTES if max_line is None else max_line
+    pending, ended, lines = head, False, 1
     while True:
         start = 0
         while len(pending) - start >= chunk_bytes or (ended and start < len(pending)):
@@ -27,10 +42,22 @@ def line_chunks(read: Callable[[int], bytes], head: bytes = b"",
                 if not ended:
                     break  # its end is still to come
                 cut = len(pending)
+            lines += pending.count(b"\n", start, cut)
             yield pending[start:cut]
             start = cut
         if ended:
             return
-        more = read(chunk_bytes)
-        ended = not more
-        pending = pending[start:] + more
+        parts = [pending[start:]]
+        held, seen = len(parts[0]), False
+        line_start = parts[0].rfind(b"\n") + 1  # of the line still without its end
+        while True:  # at least a chunk's worth, and a newline in what was read
+            more = read(chunk_bytes)
+            ended = not more
+            seen = seen or b"\n" in more
+            parts.append(more)
+            held += len(more)
+            if ended or (seen and held >= chunk_bytes):
+                break
+            if not seen and held - line_start > max_line:
+                raise LineTooLong(lines + parts[0].count(b"\n"), max_line)
+        pending = b"".join(parts)

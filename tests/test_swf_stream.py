@@ -180,3 +180,18 @@ def test_validate_reads_a_large_file_in_chunks(tmp_path, monkeypatch, capsys):
     other.write_bytes(b"# JobID SubmitTime RunTime NProcs\n" + b"1 0 10 1\n" * 6000)
     assert cli.main(["validate", str(other)]) == 1
     assert "the limit is 50,000" in capsys.readouterr().err
+
+
+def test_a_line_that_never_ends_is_refused_not_held(tmp_path, monkeypatch, capsys):
+    from dcx.converters import cli, streaming
+    from dcx.parsing import chunks
+
+    monkeypatch.setattr(streaming, "STREAM_BYTES", 4096)
+    monkeypatch.setattr(chunks, "MAX_LINE_BYTES", 100_000)
+    trace = tmp_path / "endless.swf"
+    text = plain_trace(1, 100)
+    trace.write_bytes(text.encode() + b"7" * 300_000)
+    assert cli.main(["validate", str(trace)]) == 1
+    said = capsys.readouterr().err
+    line = text.count("\n") + 1
+    assert f"{trace}:{line}:1: error" in said and "longer than 100,000 bytes" in said
