@@ -12,8 +12,8 @@ the expanded path (one ``Machine`` per rank, what every read cost before groups)
 3. The losses a conversion to environment JSON derives (``conversion_losses``).
 4. R -> environment JSON: written from the group (one definition, each rank a ``$base``
    unit), against the same machines expanded. R gives no clock rate, which the jsspp-osp
-   schema requires, so ``dcx convert`` refuses this conversion; the write is measured on the
-   model with a 2.0 GHz clock rate on its CPU, as after adding what R does not say.
+   schema requires (``dcx convert --fill clock-rate=…`` gives it; ``bench_fill.py`` runs
+   that command); the write is measured on the model with a 2.0 GHz clock rate on its CPU.
 
 Times are wall times of one run each (the paths build large objects; best-of would mostly
 measure the allocator's warm state).

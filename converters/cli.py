@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dcx import __version__
 from dcx.converters.registry import (
@@ -31,6 +31,9 @@ from dcx.converters.registry import (
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, Severity, error, has_errors
 from dcx.core.limits import LIMITS
+
+if TYPE_CHECKING:
+    from dcx.converters.fill import Fill
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -144,6 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="list each field the target cannot hold, with how many values "
                          "and where the first one is: INPUT:line[:col] where the reader can tell, "
                          "and its model pointer (/workload/jobs/0/tasks/3)")
+    convert.add_argument("--fill", action="append", default=[], metavar="FIELD=VALUE",
+                         help="give a value the target needs and INPUT does not state, put "
+                         "into every machine that lacks it before the target's checks "
+                         "(repeatable): clock-rate=2.4GHz (Hz, kHz, MHz, GHz; each CPU "
+                         "without one), gpu-clock-rate=1.4GHz (each GPU without one), "
+                         "memory=64GiB (MiB, GiB, TiB; each machine without memory); the "
+                         "summary says how many machines it filled")
     _output_option(convert)
     _verbosity_options(convert)
 
@@ -581,6 +591,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if args.output == "-" and not text:
         raise UsageError("--output json prints the report on stdout; it cannot share stdout "
                          "with the converted data (write OUTPUT to a file)")
+    fills = _fills(args.fill)
     name = label(args.input)
     data, oversized = read_input(args.input)
     if oversized is not None:
@@ -595,7 +606,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
                   enabled=len(data) >= LARGE_INPUT_BYTES and text and not _quiet(args)
                   ) as progress:
         result = convert(data, target.name, args.input, source.name if source else None,
-                         strict=args.strict)
+                         strict=args.strict, fills=fills)
         progress.advance(f"writing {label(args.output)}")
         read_diagnostics = [d.at(name) for d in (result.read.diagnostics if result.read else ())]
         conversion = [d.at(name) for d in result.diagnostics]
@@ -617,6 +628,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 {"field": loss.field, "count": loss.count, "detail": loss.detail,
                  "first": _first_dropped(loss, result.read)}
                 for loss in result.losses] if not text else []
+            if result.filled and not text:
+                entries[0]["filled"] = [
+                    {"field": done.fill.field, "value": done.fill.value,
+                     "text": done.fill.text, "machines": done.machines}
+                    for done in result.filled]
             entries.append(_file_entry(args.output, target.name,
                                        [d.at(args.output) for d in result.output_diagnostics]))
         progress.advance()
@@ -638,13 +654,24 @@ def cmd_convert(args: argparse.Namespace) -> int:
                         "" if args.losses or _verbose(args) else ", --losses lists them"))
             if _verbose(args) and result.source is not None:
                 _say(f"{name}: read as {result.source.name}")
-            _say(f"wrote {where} ({target.name}): {_counts(written, target)}; {tail}")
+            filled = "".join(f"{done.render()}; " for done in result.filled)
+            _say(f"wrote {where} ({target.name}): {_counts(written, target)}; {filled}{tail}")
         if result.ok and (args.losses or _verbose(args)):
             for loss in result.losses:
                 _say(_loss_line(loss, result.read, name))
     if result.internal_error:
         return EXIT_USAGE
     return EXIT_OK if result.ok else EXIT_INVALID
+
+
+def _fills(given: Sequence[str]) -> list[Fill]:
+    """The ``--fill`` options, or a usage error in one line."""
+    from dcx.converters.fill import FillError, parse_fill
+
+    try:
+        return [parse_fill(text) for text in given]
+    except FillError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _first_dropped(loss: Loss, read: ReadResult | None) -> dict[str, Any] | None:

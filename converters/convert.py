@@ -21,8 +21,10 @@ function on a document that uses every field (``dcx.converters.losses``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
+from dcx.converters.fill import FIELDS, Fill, Filled, apply_fills
 from dcx.converters.registry import detect, get, unrecognised_message
 from dcx.core.codes import Code
 from dcx.core.columns import columns_of
@@ -77,6 +79,8 @@ class Conversion:
     """What reading the output back in the target format reported."""
     output_document: Document | None = None
     """The output as the target format reads it back (what a summary should count)."""
+    filled: tuple[Filled, ...] = ()
+    """What each ``--fill`` put into the document before it was converted."""
 
     @property
     def ok(self) -> bool:
@@ -171,12 +175,42 @@ def _keeps(normalized: Document, part: str, target: FormatDeclaration) -> bool:
 
 
 def convert(data: bytes, target_name: str, path: str = "", source_name: str | None = None,
-            strict: bool = False) -> Conversion:
+            strict: bool = False, fills: Sequence[Fill] = ()) -> Conversion:
+    """``data`` written as the target format; ``fills`` (``dcx.converters.fill``) put the
+    values the user gave into the document first, so the target's checks see them."""
     target = get(target_name)
     source, result = read_any(data, path, source_name)
     if source is None or result.document is None or has_errors(result.diagnostics):
         return Conversion(source, target, result, b"", (), ())
-    return convert_document(result.document, source, target, strict, result)
+    document, filled = apply_fills(result.document, fills)
+    conversion = convert_document(document, source, target, strict, result)
+    if filled:
+        return replace(conversion, filled=filled)
+    if any(d.code == "convert.nothing-held" for d in conversion.diagnostics):
+        hint = _fill_hint(document, target)
+        if hint is not None:
+            return replace(conversion, diagnostics=tuple(
+                replace(d, hint=hint) if d.code == "convert.nothing-held" else d
+                for d in conversion.diagnostics))
+    return conversion
+
+
+def _fill_hint(document: Document, target: FormatDeclaration) -> str | None:
+    """How ``--fill`` would let ``target`` keep the machines it refuses: the fewest fields,
+    in ``FIELDS`` order, whose values it lacks; ``None`` when no fill would."""
+    from dcx.core.restrict import normalized_for
+
+    needed: list[str] = []
+    for name in FIELDS:
+        probed, filled = apply_fills(document, [Fill(name, 1.0, "")])
+        if not filled[0].machines:
+            continue
+        needed.append(name)
+        document = probed
+        if "environment" in parts_of(normalized_for(document, target)):
+            examples = " ".join(f"--fill {name}={FIELDS[name].example}" for name in needed)
+            return f"give the values it lacks, such as {examples}"
+    return None
 
 
 def convert_document(document: Document, source: FormatDeclaration, target: FormatDeclaration,
