@@ -18,6 +18,8 @@ FIELDS: dict[str, str] = {
     "environment.extras": "unknown root keys",
     "environment.events.machine_state": "timed machine state changes",
     "environment.events.scheduler": "timed datacenter scheduler changes",
+    "environment.partitions": "partitions: named sets of machines and the groups, accounts "
+                              "and QoS allowed to use them",
     # datacenter, room, rack
     "datacenter": "more than one datacenter (the hierarchy above racks)",
     "datacenter.id": "datacenter id",

@@ -252,6 +252,29 @@ Event: TypeAlias = MachineStateChange | DatacenterSchedulerChange
 
 
 @dataclass(frozen=True)
+class Partition:
+    """A named set of machines and who may run tasks on them (a Slurm partition): what the
+    scheduler's R2 authorization reads. A machine may be in several partitions or in none.
+
+    An allow list that is ``None`` admits everyone (Slurm's ``ALL``); a task that does not
+    say its group, account or QoS is not on any list. The model's tasks carry a group
+    (``Task.group``) but no account or QoS, so account and QoS lists are kept for the
+    formats and the scheduler reads them as such (see ``scheduler/resource_stages.py``)."""
+
+    name: str
+    machines: tuple[str, ...] | None = ()
+    """Names (``Machine.name``) of its machines, in the source's order; ``None``: every
+    machine of the environment (Slurm ``Nodes=ALL``)."""
+    allow_groups: tuple[str, ...] | None = None
+    """The groups whose tasks may use it (``Task.group``)."""
+    allow_accounts: tuple[str, ...] | None = None
+    deny_accounts: tuple[str, ...] = ()
+    allow_qos: tuple[str, ...] | None = None
+    deny_qos: tuple[str, ...] = ()
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Environment:
     """A datacenter topology with its timed events."""
 
@@ -260,6 +283,8 @@ class Environment:
     name: str | None = None
     description: str | None = None
     extras: Extras = field(default_factory=dict)
+    partitions: tuple[Partition, ...] = ()
+    """Named sets of machines and who may use them (Slurm partitions)."""
 
     def machines(self) -> Iterator[Machine]:
         """All machines in topology order (datacenters, rooms, racks, slots)."""

@@ -74,8 +74,9 @@ Extras
     Keys without a ``:`` are free-form user keys; the ``X.extras`` field path says whether a
     format carries them. Keys prefixed ``fmt:`` belong to format ``fmt``: only ``fmt`` itself
     holds them (``own_prefix``). Extras of CPUs, GPUs, memory and storage units follow
-    ``machine.extras``; extras of named resources, consumables and annotations follow the
-    field path of what contains them; document extras have no path and keep only own keys.
+    ``machine.extras``; extras of named resources, consumables, annotations and partitions
+    follow the field path of what contains them; document extras have no path and keep
+    only own keys.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ from dcx.core.model import (
     MachineState,
     MachineStateChange,
     NamedResource,
+    Partition,
     ProcessingUnit,
     Rack,
     ResourceRequest,
@@ -298,8 +300,9 @@ def prefixed_extras_paths(document: Document, prefix: str) -> frozenset[str | No
 
 
 EXTRAS_PATHS = frozenset({
-    "environment.extras", "datacenter.extras", "room.extras", "rack.extras", "machine.extras",
-    "machine.resources", "machine.available", "machine.utilized", "task.request.resources",
+    "environment.extras", "environment.partitions", "datacenter.extras", "room.extras",
+    "rack.extras", "machine.extras", "machine.resources", "machine.available",
+    "machine.utilized", "task.request.resources",
     "environment.events.machine_state", "environment.events.scheduler", "workload.attributes",
     "workload.annotations", "workload.extras", "job.extras", "task.extras"})
 """Field paths that carry extras: a target that holds one still drops other formats'
@@ -383,12 +386,20 @@ def _environment(environment: Environment, held: _Held) -> Environment:
     name = held.value("environment.name", environment.name)
     description = held.value("environment.description", environment.description)
     extras = held.extras("environment.extras", environment.extras)
+    # partitions are walked while the walk is at the environment: it has their place
+    partitions = tuple(_partition(partition, held) for partition in environment.partitions) \
+        if held.has("environment.partitions", lambda: len(environment.partitions)) else ()
     datacenters = _flatten_hierarchy(environment.datacenters, held)
     datacenters = tuple(_datacenter(datacenter, held) for datacenter in datacenters)
     events = tuple(_event(event, held) for event in environment.events
                    if _event_held(event, held))
     return Environment(datacenters=datacenters, events=events, name=name,
-                       description=description, extras=extras)
+                       description=description, extras=extras, partitions=partitions)
+
+
+def _partition(partition: Partition, held: _Held) -> Partition:
+    extras = held.extras("environment.partitions", partition.extras)
+    return partition if extras is partition.extras else replace(partition, extras=extras)
 
 
 def _event_held(event: MachineStateChange | DatacenterSchedulerChange, held: _Held) -> bool:

@@ -18,6 +18,7 @@ from dcx.core.model import (
     MachineState,
     MachineStateChange,
     NamedResource,
+    Partition,
     Point,
     ProcessingUnit,
     Rack,
@@ -82,8 +83,12 @@ def _environment() -> Environment:
                                  cause="disk", attributes={"note": 1}),
               DatacenterSchedulerChange(datacenter="dc1", scheduler=scheduler, time_s=120.0,
                                         attributes={"note": 1}))
+    partitions = (Partition(name="gpu", machines=("node0", "node1"), allow_groups=("staff",),
+                            deny_accounts=("guests",), extras={"note": 1}),
+                  Partition(name="all", machines=None))
     return Environment(datacenters=datacenters, events=events, name="saturated",
-                       description="every field used", extras={"note": 1})
+                       description="every field used", extras={"note": 1},
+                       partitions=partitions)
 
 
 def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0) -> Task:

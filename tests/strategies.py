@@ -38,6 +38,7 @@ from dcx.core.model import (
     MachineState,
     MachineStateChange,
     NamedResource,
+    Partition,
     Point,
     ProcessingUnit,
     Rack,
@@ -222,7 +223,21 @@ def environments(draw: Any, domain: Domain = FULL) -> Environment:
                               description=draw(_maybe(_WORDS)), extras=draw(_extras(domain)))
     return Environment(datacenters=environment.datacenters, events=_events(draw, environment),
                        name=environment.name, description=environment.description,
-                       extras=environment.extras)
+                       extras=environment.extras,
+                       partitions=_partitions(draw, domain, environment))
+
+
+def _partitions(draw: Any, domain: Domain, environment: Environment) -> tuple[Partition, ...]:
+    """Partitions of named machines (or every machine), with allow and deny lists."""
+    names = [machine.name for machine in environment.machines() if machine.name is not None]
+    listed = st.lists(_WORD, max_size=2).map(tuple)
+    return tuple(Partition(
+        name=draw(_WORD),
+        machines=draw(st.one_of(st.none(), st.lists(st.sampled_from(names), max_size=3)
+                                .map(tuple))) if names else draw(st.sampled_from([None, ()])),
+        allow_groups=draw(_maybe(listed)), allow_accounts=draw(_maybe(listed)),
+        deny_accounts=draw(listed), allow_qos=draw(_maybe(listed)), deny_qos=draw(listed),
+        extras=draw(_extras(domain))) for _ in range(draw(st.integers(0, 2))))
 
 
 def _events(draw: Any, environment: Environment) -> tuple[Event, ...]:

@@ -17,6 +17,7 @@ from dcx.core.model import (
     Machine,
     MachineState,
     NamedResource,
+    Partition,
     ProcessingUnit,
     Rack,
     Room,
@@ -73,10 +74,13 @@ def test_the_example_reads_without_a_diagnostic_and_writes_back_the_same_model()
     assert gpu01.cpus == (ProcessingUnit(cores=24),) * 2  # the DEFAULT line's Sockets
     assert bigmem.cpus == (ProcessingUnit(cores=18),) * 4 and bigmem.extras == {
         "slurm:Boards": "2"}
-    partitions = environment.extras["slurm:partitions"]
-    assert [p["PartitionName"] for p in partitions] == ["batch", "gpu", "debug"]
-    assert partitions[0]["MaxTime"] == "2-00:00:00"  # from PartitionName=DEFAULT
-    assert partitions[1]["MaxTime"] == "1-00:00:00"
+    partitions = environment.partitions
+    assert [p.name for p in partitions] == ["batch", "gpu", "debug"]
+    assert partitions[0].machines == (
+        "cn001", "cn002", "cn003", "cn004", "cn005", "cn006", "bigmem01")
+    assert partitions[0].extras["slurm:MaxTime"] == "2-00:00:00"  # from PartitionName=DEFAULT
+    assert partitions[1].extras["slurm:MaxTime"] == "1-00:00:00"
+    assert partitions[2].allow_groups is None and partitions[2].deny_accounts == ()
     written = slurm.write(result.document)
     again = slurm.read(written.data)
     assert again.diagnostics == () and again.document == result.document
@@ -289,10 +293,12 @@ def test_invalid_utf8_is_an_error_not_a_traceback() -> None:
 # ------------------------------------------------------------------------------ writing
 
 
-def _environment(*machines: Machine, **extras: object) -> Document:
+def _environment(*machines: Machine, partitions: tuple[Partition, ...] = (),
+                 **extras: object) -> Document:
     rack = Rack(slots=machines)
     return Document(environment=Environment(
-        datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=dict(extras)))
+        datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=dict(extras),
+        partitions=partitions))
 
 
 def test_identical_consecutive_nodes_share_one_line_and_order_is_kept() -> None:
@@ -331,13 +337,49 @@ def test_the_normal_form_names_machines_and_reports_what_it_changes() -> None:
 def test_partitions_naming_nodes_that_are_gone_are_left_out() -> None:
     document = _environment(
         Machine(name="n1"),
-        **{"slurm:partitions": [{"PartitionName": "p", "Nodes": "n[1-2]"},
-                                {"PartitionName": "q", "Nodes": "n1", "State": "UP"}]})
+        partitions=(Partition("p", ("n1", "n2")),
+                    Partition("q", ("n1",), extras={"slurm:State": "UP"})))
     normal = slurm.normal_form(document)
     assert normal.environment is not None
-    assert normal.environment.extras["slurm:partitions"] == [
-        {"PartitionName": "q", "Nodes": "n1", "State": "UP"}]
-    assert "environment.extras" in slurm.normal_form_losses(document)
+    assert normal.environment.partitions == (
+        Partition("q", ("n1",), extras={"slurm:State": "UP"}),)
+    assert "environment.partitions" in slurm.normal_form_losses(document)
+
+
+def test_partition_lists_read_as_who_may_use_it_and_write_back() -> None:
+    text = ("NodeSet=fat Feature=bigmem\nNodeName=n[1-2] Features=bigmem\nNodeName=n3\n"
+            "PartitionName=DEFAULT AllowGroups=staff\n"
+            "PartitionName=a Nodes=ALL AllowGroups=all DenyAccounts=guest,lab2 MaxTime=60\n"
+            "PartitionName=b Nodes=fat,n3,n1 AllowAccounts=phys AllowQos=high DenyQos=low\n")
+    result = _read(text)
+    assert result.diagnostics == () and result.document is not None
+    environment = result.document.environment
+    assert environment is not None
+    assert environment.partitions == (
+        Partition("a", None, allow_groups=None, deny_accounts=("guest", "lab2"),
+                  extras={"slurm:MaxTime": "60"}),
+        Partition("b", ("n1", "n2", "n3"), allow_groups=("staff",), allow_accounts=("phys",),
+                  allow_qos=("high",), deny_qos=("low",)))
+    written = slurm.write(result.document).data.decode().splitlines()
+    assert written[-2:] == [
+        "PartitionName=a Nodes=ALL MaxTime=60 DenyAccounts=guest,lab2",
+        "PartitionName=b Nodes=n[1-3] AllowAccounts=phys AllowGroups=staff AllowQos=high "
+        "DenyQos=low"]
+    assert _read("\n".join(written)).document == result.document
+
+
+@pytest.mark.parametrize("partition", [
+    Partition("p", ("n1", "n1")), Partition("p", ("n1",), allow_groups=("a,b",)),
+    Partition("p", ("n1",), allow_groups=()), Partition("p", ("n1",), allow_groups=("ALL",)),
+    Partition("p", ("n1",), extras={"note": 1}), Partition("DEFAULT", ("n1",)),
+    Partition("p q", ("n1",)), Partition("p", ("n1",), extras={"slurm:Nodes": "n1"})])
+def test_partitions_that_would_not_read_back_as_themselves_are_normalised_or_dropped(
+        partition: Partition) -> None:
+    document = _environment(Machine(name="n1"), partitions=(partition,))
+    assert "environment.partitions" in slurm.normal_form_losses(document)
+    normal = slurm.normal_form(document)
+    result = slurm.read(slurm.write(document).data)
+    assert result.diagnostics == () and result.document == normal
 
 
 # ------------------------------------------------------------------------------ round trips
@@ -387,18 +429,25 @@ def slurm_environments(draw: st.DrawFn) -> Environment:
                                                       unique=True))),
             extras=extras))
     own: dict[str, object] = {}
-    partitioned: bool = draw(st.booleans())
-    if machines and partitioned:
-        own["slurm:partitions"] = [
-            {"PartitionName": "all", "Nodes": "ALL", "Default": "YES"},
-            {"PartitionName": "first", "Nodes": slurm.encode_hostlist(
-                [m.name for m in machines[:2] if m.name]), "MaxTime": "1-00:00:00"}]
+    partitions: list[Partition] = []
+    if machines and draw(st.booleans()):
+        partitions.append(Partition("all", None, extras={"slurm:Default": "YES"}))
+        chosen = draw(st.lists(st.sampled_from(names), unique=True, max_size=4))
+        lists = {name: draw(st.one_of(st.none(), st.lists(_WORDS, min_size=1, max_size=2)
+                                      .map(tuple))) for name in ("allow_groups",
+                                                                 "allow_accounts", "allow_qos")}
+        partitions.append(Partition(
+            "first", tuple(chosen), **lists,
+            deny_accounts=tuple(draw(st.lists(_WORDS, max_size=2))),
+            deny_qos=tuple(draw(st.lists(_WORDS, max_size=2))),
+            extras={"slurm:MaxTime": "1-00:00:00"} if draw(st.booleans()) else {}))
     if draw(st.booleans()):
         own["slurm:config"] = [[["SlurmctldHost", "head"]], [["SchedulerType",
                                                                 "sched/backfill"]]]
     rack = Rack(slots=tuple(machines))
     return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),),
-                       name=draw(st.sampled_from([None, "ridge", "c-1"])), extras=own)
+                       name=draw(st.sampled_from([None, "ridge", "c-1"])), extras=own,
+                       partitions=tuple(partitions))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -47,17 +47,27 @@ other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, t
 ``Weight``, ``Reason``, ``Port``, ...  ``extras["slurm:<Key>"]``: the value as written
 ``ClusterName``                        ``Environment.name`` (double-quoted when it has
                                        blanks; Slurm lower-cases it for accounting)
-``PartitionName`` lines                ``Environment.extras["slurm:partitions"]``: one
-                                       ``{Key: value}`` object per partition, defaults
-                                       applied
+``PartitionName`` lines                ``Environment.partitions``, defaults applied:
+``PartitionName``                      ``Partition.name``
+``Nodes`` (hostlist, ``ALL``, node     ``Partition.machines``: node names, each once, in
+sets)                                  the order the line names them (a ``NodeSet``
+                                       resolved through its ``Nodes`` or ``Feature``);
+                                       ``ALL``: ``None`` (every machine)
+``AllowGroups``, ``AllowAccounts``,    ``allow_groups``, ``allow_accounts``,
+``AllowQos``                           ``allow_qos``: the comma-separated names;
+                                       absent or ``ALL``: ``None`` (everyone)
+``DenyAccounts``, ``DenyQos``          ``deny_accounts``, ``deny_qos``
+other partition keys (``MaxTime``,     ``Partition.extras["slurm:<Key>"]``: as written
+``Default``, ``State``, ...)
 other lines (``SlurmctldHost``, ...)   ``Environment.extras["slurm:config"]``: each line as
                                        a list of ``[key, value]`` pairs, as written
 =====================================  ===================================================
 
-Partitions are extras, not racks or datacenters: a node may belong to several partitions (and
-to none), while a machine sits in exactly one rack, and a partition says how the scheduler
-may use nodes, not where they stand. Formats other than Slurm drop them (an
-``environment.extras`` loss). ``GresTypes`` is not kept: the writer derives it from the
+Partitions are not racks or datacenters: a node may belong to several partitions (and to
+none), while a machine sits in exactly one rack, and a partition says who may use nodes,
+not where they stand. They are the model's ``Environment.partitions``, which the
+scheduler's R2 ``PARTITION`` policy reads; formats other than Slurm drop them (an
+``environment.partitions`` loss). ``GresTypes`` is not kept: the writer derives it from the
 generic resources the nodes have (types listed but used by no node are not kept). Global
 parameters other than ``ClusterName`` and ``GresTypes`` are kept as written and not checked;
 ``Include`` lines are kept but not followed (dcx reads one file; ``slurm.include``) and not
@@ -121,8 +131,11 @@ different core counts become one socket; CPUs without cores are left out; memory
 is a GPU's ``model`` when it is a Slurm word; vendor fields other than ``model`` are
 dropped; a machine mixing typed and untyped GPUs loses the types); resources need a Slurm
 name, a whole amount and no unit; features need a Slurm word; ``slurm:`` extras, partitions
-and global lines must read back as they are (a partition naming nodes that are gone is
-dropped).
+and global lines must read back as they are (a partition naming nodes that are gone, or
+with a name or list item Slurm cannot take, is dropped; its nodes are named once, and its
+extras keep only ``slurm:`` keys). A partition is written with its nodes as one hostlist
+(``ALL`` for every machine), so a ``Nodes`` spelled with a ``NodeSet`` name comes back as
+the hostlist of that set's nodes, and an allow list of ``ALL`` is left out (the default).
 
 Hostlists
 ---------
@@ -176,7 +189,7 @@ from dcx.parsing.trace_codes import text_codes
 
 __all__ = [
     "CODES", "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "FORMAT", "HOLDS", "MAX_GPUS",
-    "MAX_NODES", "NODE_KEYS", "PARTITIONS", "PARTITION_KEYS", "PREFIX", "REQUIRES", "SCHEMA",
+    "MAX_NODES", "NODE_KEYS", "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX", "REQUIRES", "SCHEMA",
     "SNIFF_BYTES", "STATE_OF", "WORD_FOR",
     "encode_hostlist", "expand_hostlist", "is_node_name", "normal_form", "normal_form_losses",
     "read", "sniff", "write",
@@ -186,7 +199,7 @@ __all__ = [
 # hook imports every format's declaration to sniff, and most of its files are not slurm.conf.
 _LAZY = dict.fromkeys({
     "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "MAX_GPUS", "MAX_NODES", "NODE_KEYS",
-    "PARTITIONS", "PARTITION_KEYS", "PREFIX",
+    "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX",
     "STATE_OF", "WORD_FOR", "encode_hostlist", "expand_hostlist", "is_node_name",
 }, "codec")
 
@@ -200,7 +213,7 @@ SCHEMA = "slurm.schema.json"
 HOLDS = frozenset({
     "environment.name", "machine.name", "machine.state", "machine.state_label",
     "machine.cpus", "machine.cpus.sockets", "machine.gpus", "gpu.vendor", "machine.memory",
-    "machine.storage", "machine.features", "machine.resources",
+    "machine.storage", "machine.features", "machine.resources", "environment.partitions",
 })
 REQUIRES = frozenset({"machine.name"})
 
@@ -316,7 +329,7 @@ FORMAT = FormatDeclaration(
     schema=SCHEMA,
     description=("NodeName, PartitionName and DownNodes lines of slurm.conf: hostlists, "
                  "sockets, cores, memory, GRES, features, states, partitions."),
-    own_extras=frozenset({"environment.extras", "machine.extras"}),
+    own_extras=frozenset({"environment.extras", "machine.extras", "environment.partitions"}),
     holds=HOLDS,
     requires=REQUIRES,
     sniff=sniff,

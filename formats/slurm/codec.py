@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -21,6 +22,7 @@ from dcx.core.model import (
     Machine,
     MachineState,
     NamedResource,
+    Partition,
     ProcessingUnit,
     Rack,
     Room,
@@ -32,7 +34,6 @@ from dcx.parsing.hostlist import Hostlist, HostlistError, split_expressions
 from dcx.parsing.traces import MAX_ERRORS, ErrorBudget, decode_text
 
 PREFIX = "slurm:"
-PARTITIONS = PREFIX + "partitions"
 CONFIG = PREFIX + "config"
 
 MAX_NODES = 1 << 20
@@ -66,6 +67,12 @@ PARTITION_KEYS = (
     "Alternate", "CpuBind", "DenyAccounts", "DenyQos", "OverSubscribe", "OverTimeLimit",
     "PreemptMode", "QOS", "SelectTypeParameters", "Shared", "TRESBillingWeights",
 )
+PARTITION_LISTS = (("AllowGroups", "allow_groups"), ("AllowAccounts", "allow_accounts"),
+                   ("DenyAccounts", "deny_accounts"), ("AllowQos", "allow_qos"),
+                   ("DenyQos", "deny_qos"))
+"""Partition keys that list who may use it, and the ``Partition`` field each fills."""
+_MODELLED_PARTITION_KEYS = frozenset({"PartitionName", "Nodes"} | {
+    key for key, _ in PARTITION_LISTS})
 DOWN_KEYS = ("DownNodes", "Reason", "State")
 """The keys of a DownNodes line (``read_config.c`` knows no others)."""
 DOWN_DEFAULT_REASON = "Set in slurm.conf"
@@ -362,6 +369,7 @@ def _read(data: bytes) -> ReadResult:
     gres_types: set[str] = set()
     config: list[list[list[str]]] = []
     node_sets: set[str] = set()
+    node_set_lines: list[list[_Pair]] = []
     for line in lines:
         if line.kind != "config":
             continue
@@ -379,6 +387,7 @@ def _read(data: bytes) -> ReadResult:
                               warn=True)
                 if lowered == "nodeset" and pair is line.pairs[0]:
                     node_sets.add(pair.value)
+                    node_set_lines.append(line.pairs)
                 kept.append([pair.key, pair.value])
         if kept:
             config.append(kept)
@@ -419,11 +428,11 @@ def _read(data: bytes) -> ReadResult:
     extras: dict[str, Any] = {}
     if config:
         extras[CONFIG] = config
-    if partitions:
-        extras[PARTITIONS] = partitions
+    members = _node_set_members(node_set_lines, machines) if node_set_lines else {}
     environment = Environment(
         datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=tuple(machines)),)),)),),
-        name=cluster_name, extras=extras)
+        name=cluster_name, extras=extras,
+        partitions=tuple(partition_of(values, members) for values in partitions))
     return ReadResult(Document(environment=environment), tuple(reader.diagnostics), source_map)
 
 
@@ -843,6 +852,77 @@ def _check_partition_nodes(pair: _Pair, partition: str, reader: _Reader, nodes: 
             return
 
 
+def partition_of(values: Mapping[str, str],
+                 node_sets: Mapping[str, tuple[str, ...]]) -> Partition:
+    """A ``PartitionName`` line's values (defaults applied) as the model's partition: its
+    nodes (``ALL``: every machine; node set names resolved through ``node_sets``), its
+    allow and deny lists (an allow list ``ALL``, in any case, is everyone), and its other
+    keys as ``slurm:`` extras."""
+    lists: dict[str, tuple[str, ...] | None] = {}
+    for key, name in PARTITION_LISTS:
+        if key in values:
+            value = values[key]
+            everyone = key.startswith("Allow") and value.upper() == "ALL"
+            lists[name] = None if everyone else tuple(item for item in value.split(",") if item)
+    return Partition(
+        name=values["PartitionName"],
+        machines=_partition_machines(values.get("Nodes", ""), node_sets), **lists,
+        extras={PREFIX + key: value for key, value in values.items()
+                if key not in _MODELLED_PARTITION_KEYS})
+
+
+def _partition_machines(text: str, node_sets: Mapping[str, tuple[str, ...]],
+                        ) -> tuple[str, ...] | None:
+    """The node names of a partition's ``Nodes`` (checked by ``_check_partition_nodes``),
+    each once, in the order it names them; ``None`` for ``ALL``."""
+    names: dict[str, None] = {}
+    for expression, _ in split_expressions(re.sub(r"\s+", ",", text)):
+        if not expression:
+            continue
+        if expression.upper() == "ALL":
+            return None
+        hosts = node_sets.get(expression)
+        names.update(dict.fromkeys(hosts if hosts is not None else expand_hostlist(expression)))
+    return tuple(names)
+
+
+def _node_set_members(lines: list[list[_Pair]],
+                      machines: list[Machine]) -> dict[str, tuple[str, ...]]:
+    """Each ``NodeSet`` line's nodes: those its ``Nodes`` hostlist names, or those with its
+    ``Feature``, in node order (a hostlist Slurm would refuse names none)."""
+    members: dict[str, tuple[str, ...]] = {}
+    for pairs in lines:
+        found: list[str] = []
+        for pair in pairs[1:]:
+            if pair.key.lower() == "nodes":
+                with contextlib.suppress(_SlurmHostlistError):
+                    found += expand_hostlist(re.sub(r"\s+", ",", pair.value))
+            elif pair.key.lower() == "feature":
+                found += [machine.name for machine in machines
+                          if machine.name is not None and pair.value in machine.features]
+        members[pairs[0].value] = tuple(dict.fromkeys(found))
+    return members
+
+
+def partition_pairs(partition: Partition) -> dict[str, str]:
+    """The ``PartitionName`` line of ``partition``, key by key in the order the writer
+    writes them: its ``slurm:`` extras, its nodes as a hostlist (``ALL`` for every
+    machine; no ``Nodes`` for none), its lists comma-joined (an empty deny list left
+    out)."""
+    values = {key[len(PREFIX):]: value for key, value in partition.extras.items()
+              if key.startswith(PREFIX)}
+    values["PartitionName"] = partition.name
+    if partition.machines is None:
+        values["Nodes"] = "ALL"
+    elif partition.machines:
+        values["Nodes"] = encode_hostlist(partition.machines)
+    for key, name in PARTITION_LISTS:
+        items: tuple[str, ...] | None = getattr(partition, name)
+        if items is not None and (items or key.startswith("Allow")):
+            values[key] = ",".join(items)
+    return {key: values[key] for key in PARTITION_KEYS if key in values}
+
+
 # --------------------------------------------------------------------------- normal form
 
 
@@ -1106,18 +1186,18 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if name is not None and not (_is_text(name) and name):
         lost.add("environment.name")
         name = None
-    extras = _environment_extras(environment.extras, normalizer.taken, lost)
-    normal = replace(environment, datacenters=datacenters, name=name, extras=extras)
+    extras = _environment_extras(environment.extras, lost)
+    partitions = _normal_partitions(environment.partitions, normalizer.taken, lost)
+    normal = replace(environment, datacenters=datacenters, name=name, extras=extras,
+                     partitions=partitions)
     return replace(document, environment=normal), frozenset(lost)
 
 
-def _environment_extras(extras: dict[str, Any], nodes: set[str],
-                        lost: set[str]) -> dict[str, Any]:
+def _environment_extras(extras: dict[str, Any], lost: set[str]) -> dict[str, Any]:
     if not any(key.startswith(PREFIX) for key in extras):
         return extras
     kept = _without_own(extras)
     config: list[list[list[str]]] = []
-    node_sets: set[str] = set()
     for line in extras.get(CONFIG, []) if isinstance(extras.get(CONFIG), list) else []:
         pairs = [pair for pair in line if isinstance(pair, list) and len(pair) == 2
                  and isinstance(pair[0], str) and _CONFIG_KEY.fullmatch(pair[0])
@@ -1125,22 +1205,47 @@ def _environment_extras(extras: dict[str, Any], nodes: set[str],
                  and "\n" not in pair[1]] if isinstance(line, list) else []
         if pairs:
             config.append(pairs)
-            if pairs[0][0].lower() == "nodeset":
-                node_sets.add(pairs[0][1])
-    partitions: list[dict[str, str]] = []
-    names: set[str] = set()
-    for partition in extras.get(PARTITIONS, []) if isinstance(extras.get(PARTITIONS),
-                                                              list) else []:
-        if _partition_reads_back(partition, nodes, node_sets, names):
-            partitions.append(partition)
-            names.add(partition["PartitionName"])
     if config:
         kept[CONFIG] = config
-    if partitions:
-        kept[PARTITIONS] = partitions
     if kept != extras:
         lost.add("environment.extras")
     return kept
+
+
+def _normal_partitions(partitions: tuple[Partition, ...], nodes: set[str],
+                       lost: set[str]) -> tuple[Partition, ...]:
+    """The partitions that read back as they are, each naming its nodes once and keeping
+    only ``slurm:`` extras; a partition whose line would not read back as itself (a node
+    that is gone, a value Slurm cannot take, a name already used) is left out."""
+    kept: list[Partition] = []
+    names: set[str] = set()
+    for partition in partitions:
+        machines = partition.machines
+        normal = replace(
+            partition, machines=None if machines is None else tuple(dict.fromkeys(machines)),
+            extras={key: value for key, value in partition.extras.items()
+                    if key.startswith(PREFIX)})
+        if normal != partition:
+            lost.add("environment.partitions")
+        pairs = _written_partition(normal)
+        if pairs is None or not _partition_reads_back(pairs, nodes, set(), names) \
+                or partition_of(pairs, {}) != normal:
+            lost.add("environment.partitions")
+            continue
+        kept.append(normal)
+        names.add(normal.name)
+    return tuple(kept)
+
+
+def _written_partition(partition: Partition) -> dict[str, str] | None:
+    """``partition_pairs``, or ``None`` when a value is no text the writer can write."""
+    lists = [getattr(partition, field_name) or () for _, field_name in PARTITION_LISTS]
+    if not (_is_text(partition.name)
+            and all(_is_text(value) for value in partition.extras.values())
+            and all(_is_text(name) for name in partition.machines or ())
+            and all(_is_text(item) for items in lists for item in items)):
+        return None
+    return partition_pairs(partition)
 
 
 def _partition_reads_back(partition: object, nodes: set[str], node_sets: set[str],
@@ -1214,9 +1319,9 @@ def write(document: Document) -> WriteResult:
         run.append(machine)
     if run and shape is not None:
         lines.append(_node_line(run, shape))
-    for partition in environment.extras.get(PARTITIONS, []):
-        lines.append(" ".join(f"{key}={_quoted(partition[key])}" for key in PARTITION_KEYS
-                              if key in partition))
+    for partition in environment.partitions:
+        lines.append(" ".join(f"{key}={_quoted(value)}"
+                              for key, value in partition_pairs(partition).items()))
     return WriteResult(("\n".join(lines) + "\n").encode() if lines else b"")
 
 
