@@ -54,7 +54,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, …; a +STAGE-POLICY suffix "
                         "sets a job or static-filter stage (FCFS-EASY+J3-SJF, "
                         "FIFO-FIRSTFIT+J2-WHOLE-JOB; +R3-MATCH places each task only on "
-                        "machines with the os, arch and features it asks for) (default "
+                        "machines with the os, arch and features it asks for, "
+                        "+R2-PARTITION only on those of the partitions admitting its "
+                        "group) (default "
                         "SRTF-BESTFIT unless "
                         "--scheduler is given)")
     parser.add_argument("--scheduler", action="append", default=[], metavar="FILE",

@@ -49,6 +49,15 @@ What a task asks of its machines' operating system, architecture and features
 restricts nothing here, since R3 (``resource_stages.py``) decides whether a scheduler honours
 it. ``MachineRequirements`` is the one rule for meeting it.
 
+Partitions
+----------
+
+The environment's partitions (``Environment.partitions``: Slurm's) are kept as
+``PartitionAccess`` entries of the machine table, each with its machines' indices, and each
+task's group (``Task.group``) in ``TaskTable.group``; they restrict nothing here, since R2
+(``resource_stages.py``) decides whether a scheduler honours them. ``PartitionAccess.admits``
+is the one rule for who a partition admits.
+
 Start times and deadlines
 -------------------------
 
@@ -79,6 +88,7 @@ from dcx.core.model import (
     MachineState,
     MachineStateChange,
     NamedResource,
+    Partition,
     ResourceRequest,
     StartMode,
     Task,
@@ -132,9 +142,12 @@ CODES = (
          "A task needs more machines with its memory, GPUs or named resources (alone or "
          "together with its cores) than the environment has."),
     Code("schedule.no-allowed-machine", "error",
-         "Under a scheduler's R2/R3 filters (the os, architecture and features the task or "
-         "the operator asks for) fewer machines that could hold a task are left than it "
-         "needs: it could never start."),
+         "Under a scheduler's R2/R3 filters (the partitions that admit the task's group; "
+         "the os, architecture and features the task or the operator asks for) fewer "
+         "machines that could hold a task are left than it needs: it could never start."),
+    Code("schedule.partitions-ignored", "warning",
+         "The environment has partitions (who may use which machines), and a scheduler's "
+         "R2 policy (ALL) does not restrict tasks to the partitions that admit them."),
     Code("schedule.requirements-ignored", "warning",
          "Tasks ask for an os, architecture or features, and a scheduler's R3 policy (ALL) "
          "does not filter machines on them."),
@@ -165,6 +178,43 @@ class Dimension:
 
 
 @dataclass(frozen=True)
+class PartitionAccess:
+    """A partition as R2 reads it: its machines (indices, topology order) and who it
+    admits. An allow list ``None`` admits everyone. Tasks carry a group but no account or
+    QoS: a partition that lists the accounts or QoS it allows admits no task, and deny
+    lists deny none."""
+
+    name: str
+    machines: tuple[int, ...]
+    allow_groups: frozenset[str] | None = None
+    allow_accounts: frozenset[str] | None = None
+    allow_qos: frozenset[str] | None = None
+
+    def admits(self, group: str | None) -> bool:
+        """Whether a task of ``group`` (``None``: it names none) may use the partition."""
+        return ((self.allow_groups is None or group in self.allow_groups)
+                and self.allow_accounts is None and self.allow_qos is None)
+
+    @classmethod
+    def of(cls, partition: Partition, indices: dict[str, list[int]],
+           every: tuple[int, ...]) -> PartitionAccess:
+        """``partition`` over the machines whose names ``indices`` maps to their indices
+        (``every``: all of them, for a partition of every machine). A name no machine has
+        adds none."""
+        if partition.machines is None:
+            machines = every
+        else:
+            machines = tuple(sorted({m for name in partition.machines
+                                     for m in indices.get(name, ())}))
+
+        def listed(names: tuple[str, ...] | None) -> frozenset[str] | None:
+            return None if names is None else frozenset(names)
+
+        return cls(partition.name, machines, listed(partition.allow_groups),
+                   listed(partition.allow_accounts), listed(partition.allow_qos))
+
+
+@dataclass(frozen=True)
 class MachineTable:
     """Machines in topology order (the tie-break order of every placement policy)."""
 
@@ -187,6 +237,8 @@ class MachineTable:
     arch: tuple[str | None, ...] = ()
     features: tuple[tuple[str, ...], ...] = ()
     """``Machine.os``, ``arch`` and ``features`` per machine, for R2/R3 static filters."""
+    partitions: tuple[PartitionAccess, ...] = ()
+    """The environment's partitions, for R2 (empty: it has none)."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -273,6 +325,9 @@ class TaskTable:
     asks: dict[int, MachineRequirements] = field(default_factory=dict)
     """Task index → the os, arch and features it asks of its machines, for the tasks that
     ask any (the R3 policies ``MATCH`` and ``REQUIRE`` honour them); most ask nothing."""
+    group: list[str | None] = field(default_factory=list)
+    """``Task.group`` per task, for the R2 policy ``PARTITION``; empty when the
+    environment has no partitions."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -370,8 +425,22 @@ def compile_machines(environment: Environment) -> tuple[MachineTable, list[Diagn
         )
     table = MachineTable(ids, labels, capacity, clocks, active, integer_clocks,
                          os=tuple(m.os for m in machines), arch=tuple(m.arch for m in machines),
-                         features=tuple(m.features for m in machines))
+                         features=tuple(m.features for m in machines),
+                         partitions=_partitions(environment, [name for _, name in members]))
     return table, diagnostics
+
+
+def _partitions(environment: Environment,
+                names: list[str | None]) -> tuple[PartitionAccess, ...]:
+    if not environment.partitions:
+        return ()
+    indices: dict[str, list[int]] = {}
+    for index, name in enumerate(names):
+        if name is not None:
+            indices.setdefault(name, []).append(index)
+    every = tuple(range(len(names)))
+    return tuple(PartitionAccess.of(partition, indices, every)
+                 for partition in environment.partitions)
 
 
 def _integer_mean_clock_mhz(machine: Machine) -> int | None:
@@ -830,6 +899,10 @@ def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskT
     usable = np.isfinite(asked) & (asked >= 0)
     table.requested_from_runtime = int(count - np.count_nonzero(usable))
     table.requested_s = np.where(usable, asked, duration).tolist()
+    if machines.partitions:
+        names = columns.group.values
+        table.group = [names[code] if code >= 0 else None
+                       for code in columns.group.codes.tolist()]
     return table
 
 
@@ -920,6 +993,8 @@ def compile_problem(workload: Workload, environment: Environment,
             asks = requirements_of(request)
             if asks is not None:
                 table.asks[len(table.ids) - 1] = asks
+            if machines.partitions:
+                table.group.append(task.group)
             deadline = task.deadline_s
             table.deadline_s.append(
                 deadline if deadline is not None and math.isfinite(deadline) else math.nan)

@@ -1,6 +1,7 @@
 """The resource stages of the reference architecture as components of the SC18 engine:
-R2/R3 (static filters: which machines a task may ever use), R4 (dynamic filter: which of
-them have its resources free now) and R5 (selection among those).
+R2/R3 (static filters: which machines a task may ever use: R2 by who submits it, R3 by
+what the machines are), R4 (dynamic filter: which of them have its resources free now) and
+R5 (selection among those).
 
 Each component binds to the run's ``CycleState`` once and returns the per-task callable the
 engine calls (and ``StageTimer.wrap`` times): binding once keeps the per-task path free of
@@ -33,9 +34,10 @@ Select = Callable[[int, list[int]], list[int]]
 
 
 class StaticView(Protocol):
-    """What R2/R3 read: the tasks (with what each asks of its machines, ``TaskTable.asks``)
-    and the machines (with their os, arch and features). A run's ``SchedulerState``, or the
-    ``Problem`` itself when a policy is checked before any run."""
+    """What R2/R3 read: the tasks (with what each asks of its machines, ``TaskTable.asks``,
+    and their groups) and the machines (with their os, arch, features and partitions). A
+    run's ``SchedulerState``, or the ``Problem`` itself when a policy is checked before any
+    run."""
 
     @property
     def tasks(self) -> TaskTable: ...
@@ -101,12 +103,37 @@ def _meeting(state: StaticView, operator: MachineRequirements | None) -> Allowed
     return lambda task: per_task.get(task, every)
 
 
+class PartitionAdmission:
+    """R2: a task may use the machines of every partition that admits it
+    (``PartitionAccess.admits``: its group on the partition's allowed groups, and no
+    account or QoS list, since tasks carry neither); a machine in no partition takes no
+    task. An environment without partitions restricts nothing. Slurm runs a job in one
+    partition; here a task of several nodes may take them from different partitions that
+    admit it (what R2 decides is which machines its submitter may use)."""
+
+    def bind(self, state: StaticView, policy: Policy) -> Allowed | None:
+        partitions, groups = state.machines.partitions, state.tasks.group
+        if not partitions:
+            return None
+        found: dict[str | None, list[int]] = {}
+
+        def allowed(task: int) -> list[int]:
+            group = groups[task]
+            machines = found.get(group)
+            if machines is None:  # one list per group, shared by its tasks
+                machines = found[group] = sorted({
+                    m for partition in partitions if partition.admits(group)
+                    for m in partition.machines})
+            return machines
+
+        return allowed
+
+
 AUTHORIZATIONS: dict[str, type[StaticFilter]] = {
     "ALL": EveryMachine,
+    "PARTITION": PartitionAdmission,
 }
-"""R2 policies. Only ``ALL``: the model has nothing to authorize on yet (no allowed users,
-groups or accounts on machines or partitions; Slurm's partition ``AllowGroups`` stay
-Slurm's own extras)."""
+"""R2 policies."""
 STATIC_FILTERS: dict[str, type[StaticFilter]] = {
     "ALL": EveryMachine,
     "MATCH": MatchRequests,
@@ -184,7 +211,8 @@ def static_filter_diagnostics(problem: Problem, policies: Sequence[Policy],
                               ) -> tuple[list[Diagnostic], set[str]]:
     """Once per workload, before any run: an error for each policy under whose R2/R3
     filters some task could never start (naming the first such task and how many others),
-    and one warning when tasks ask for an os, arch or features that a policy's R3 ``ALL``
+    one warning when tasks ask for an os, arch or features that a policy's R3 ``ALL``
+    ignores, and one when the environment has partitions that a policy's R2 ``ALL``
     ignores. Returns the diagnostics and the names of the policies that cannot run."""
     diagnostics: list[Diagnostic] = []
     blocked: set[str] = set()
@@ -196,10 +224,13 @@ def static_filter_diagnostics(problem: Problem, policies: Sequence[Policy],
         blocked.add(policy.name)
         first = stuck[0]
         job, position = _position(tasks, first)
-        asked = tasks.asks.get(first)
+        asked = tasks.asks.get(first) if policy.static_filter != "ALL" else None
         wants = [f"it asks for {asked.label()}"] if asked is not None else []
         if policy.machine_requirements is not None and policy.static_filter == "REQUIRE":
             wants.append(f"the operator for {policy.machine_requirements.label()}")
+        admission = _admission(problem, policy, first)
+        if admission is not None:
+            wants.insert(0, admission)
         others = len(stuck) - 1
         holding = _holding(problem, combine(static_filters(policy, problem)), first)
         diagnostics.append(error(
@@ -208,7 +239,9 @@ def static_filter_diagnostics(problem: Problem, policies: Sequence[Policy],
             f"and {holding} machine(s) meeting that could hold it, where it needs "
             f"{tasks.nodes[first]}" + (f" ({others} other task(s) likewise)" if others else ""),
             "schedule.no-allowed-machine", pointer=f"/jobs/{job}/tasks/{position}",
-            hint="give machines that os, architecture or those features in the environment, "
+            hint="admit its group to partitions with enough machines, or schedule with R2 "
+                 "ALL to ignore partitions" if admission is not None and asked is None else
+                 "give machines that os, architecture or those features in the environment, "
                  "or schedule with R3 ALL to ignore them"))
     ignoring = sorted({policy.name for policy in policies if policy.static_filter == "ALL"})
     if tasks.asks and ignoring:
@@ -217,7 +250,29 @@ def static_filter_diagnostics(problem: Problem, policies: Sequence[Policy],
             f"features; {', '.join(ignoring)} (R3 ALL) place(s) them on any machine",
             "schedule.requirements-ignored",
             hint="add +R3-MATCH to the scheduler name to honour them"))
+    partitions = problem.machines.partitions
+    unauthorized = sorted({policy.name for policy in policies
+                           if policy.authorization == "ALL"})
+    if partitions and unauthorized:
+        diagnostics.append(warning(
+            f"the environment has {len(partitions)} partition(s) saying who may use which "
+            f"machines; {', '.join(unauthorized)} (R2 ALL) place(s) tasks on any machine",
+            "schedule.partitions-ignored",
+            hint="add +R2-PARTITION to the scheduler name to honour them"))
     return diagnostics, blocked
+
+
+def _admission(problem: Problem, policy: Policy, task: int) -> str | None:
+    """What R2 ``PARTITION`` allows ``task``, for a message; ``None`` when it restricts
+    nothing."""
+    partitions = problem.machines.partitions
+    if policy.authorization != "PARTITION" or not partitions:
+        return None
+    group = problem.tasks.group[task]
+    admitting = [partition.name for partition in partitions if partition.admits(group)]
+    who = f"group {group!r}" if group is not None else "a task without a group"
+    return (f"{who} is admitted to partition(s) {', '.join(admitting)}" if admitting
+            else f"no partition admits {who}")
 
 
 def _position(tasks: TaskTable, task: int) -> tuple[int, int]:
