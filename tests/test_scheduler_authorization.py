@@ -2,7 +2,8 @@
 partitions that admit its group (``Environment.partitions``, read from Slurm's
 ``PartitionName`` lines), in both engines, on schedules computed by hand; a task no
 partition admits enough machines for is reported before any run, by the API and by
-``dcx schedule``."""
+``dcx schedule``; a property: no task ever starts on a machine that no partition admitting
+it holds."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dcx.core.model import (
     Datacenter,
@@ -26,6 +29,7 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.scheduler.declaration import shipped_declarations
+from dcx.scheduler.engine import simulate, time_model
 from dcx.scheduler.policies import Policy, parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
 from dcx.scheduler.resource_stages import never_started, static_filter_diagnostics
@@ -188,3 +192,78 @@ def test_dcx_schedule_refuses_a_scheduler_under_which_a_job_could_never_start(
     assert "error: /jobs/2/tasks/0: under FCFS-EASY+R2-PARTITION" in done.stderr
     assert "no partition admits group '8'" in done.stderr
     assert not (tmp_path / "run").exists()
+
+
+# --------------------------------------------------------------------------- property
+
+_GROUPS = st.sampled_from([None, "staff", "students", "guests"])
+
+
+@st.composite
+def partitioned_scenarios(draw: st.DrawFn) -> tuple[Workload, Environment]:
+    """Machines n0.. (some in no partition), partitions over some of them (or every
+    machine) with allow lists drawn from a few groups, and tasks of those groups
+    (dependencies on earlier tasks of their job)."""
+    count = draw(st.integers(1, 5))
+    machines = tuple(Machine(name=f"n{index}", cpus=(ProcessingUnit(
+        cores=draw(st.integers(1, 3)), clock_rate_hz=draw(st.sampled_from([None, 3.5e9]))),))
+        for index in range(count))
+    names = [machine.name for machine in machines if machine.name is not None]
+    partitions = tuple(Partition(
+        f"p{index}",
+        draw(st.one_of(st.none(), st.lists(st.sampled_from(names), max_size=3).map(tuple))),
+        allow_groups=draw(st.one_of(st.none(), st.lists(
+            st.sampled_from(["staff", "students"]), max_size=2).map(tuple))),
+        allow_accounts=draw(st.sampled_from([None, None, ("physics",)])))
+        for index in range(draw(st.integers(0, 3))))
+    jobs = []
+    serial = 0
+    for job in range(draw(st.integers(1, 4))):
+        tasks: list[Task] = []
+        for _ in range(draw(st.integers(1, 4))):
+            earlier = [task.id for task in tasks]
+            parents = tuple(draw(st.lists(st.sampled_from(earlier), unique=True, max_size=2))
+                            ) if earlier else ()
+            runtime = float(draw(st.integers(0, 30)))
+            tasks.append(Task(
+                serial, float(draw(st.integers(0, 40))), runtime,
+                requested_time_s=runtime + draw(st.integers(0, 10)), dependencies=parents,
+                group=draw(_GROUPS),
+                request=ResourceRequest(nodes=draw(st.integers(1, 2)),
+                                        cores=float(draw(st.integers(1, 3))))))
+            serial += 1
+        jobs.append(Job(job, tuple(tasks)))
+    return Workload(tuple(jobs)), Environment(
+        (Datacenter(rooms=(Room(racks=(Rack(slots=machines),)),)),), partitions=partitions)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(partitioned_scenarios(), st.sampled_from((*BACKFILLING, "SRTF-BESTFIT",
+                                                 "SJF-EASY-BESTFIT")),
+       st.sampled_from(["sc18", "event"]))
+def test_no_task_ever_starts_on_a_machine_no_partition_admitting_it_holds(
+        scenario: tuple[Workload, Environment], name: str, model_name: str) -> None:
+    work, environment = scenario
+    result = compile_problem(work, environment)
+    if result.problem is None:
+        return  # a task wider than the machines: compile_problem's own errors
+    problem = result.problem
+    policy = _with_r2(name)
+    if policy.reserves:
+        schedule = run_policy(problem, policy).schedule
+    else:
+        schedule = simulate(problem, policy, time_model(model_name), seed=0)
+    names = [machine.name for machine in environment.machines()]
+    groups = [task.group for task in work.tasks()]
+    for task, placed in enumerate(schedule.machines):
+        if not environment.partitions:
+            continue  # no partitions: every machine
+        admitting = [partition for partition in environment.partitions
+                     if (partition.allow_groups is None or groups[task] in partition.allow_groups)
+                     and partition.allow_accounts is None]
+        for machine in placed:
+            assert any(partition.machines is None or names[machine] in partition.machines
+                       for partition in admitting), (task, machine)
+    # when the check before a run finds no task that could never start, every task ends
+    if not never_started(problem, policy):
+        assert schedule.unfinished == 0
