@@ -119,8 +119,9 @@ def test_ids_out_of_order_and_repeated_far_apart():
     numbers = list(range(1, 3001))
     rng.shuffle(numbers)
     numbers.append(numbers[5])
-    lines = [f"{n} 0 -1 10 4 -1 -1 4 60 -1 1 1 1 -1 -1 -1 {numbers[0] if n == numbers[-2] else -1}"
-             " -1" for n in numbers]
+    lines = [f"{' ' * (n % 3)}{n} 0 -1 10 4 -1 -1 4 60 -1 1 1 1 -1 -1\t-1 "
+             f"{numbers[0] if n == numbers[-2] else -1 if n % 7 else 99999}  -1"
+             for n in numbers]  # aligned like the archives' files; some preceding jobs missing
     data = ("\n".join(lines) + "\n").encode()
     for chunk_bytes in (997, 1 << 16):
         agree(data, chunk_bytes)

@@ -21,6 +21,7 @@ from typing import Any
 from dcx.core.declaration import ChunkedRead
 from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.core.model import Id, Task
+from dcx.formats.swf import COLUMNS
 from dcx.formats.swf.codec import (
     FAST_KINDS,
     _Header,
@@ -32,6 +33,7 @@ from dcx.parsing.trace_codes import MAX_ERRORS
 from dcx.parsing.traces import numeric_columns
 
 _BOM = b"\xef\xbb\xbf"
+_PRECEDING_FIELD = COLUMNS.index("PrecedingJobNumber")
 
 
 def read_chunks(chunks: Iterable[bytes]) -> ChunkedRead:
@@ -115,22 +117,20 @@ class _Stream:
         preceding = found.numbers["PrecedingJobNumber"]
         follows = np.flatnonzero(preceding != -1)
         raw = np.frombuffer(body, dtype=np.uint8)
-        line_starts = np.concatenate((raw[:1], raw[1:][raw[:-1] == 10]))
+        first_bytes = np.concatenate((raw[:1], raw[1:][raw[:-1] == 10]))
         # a blank opens a line: JobNumber is not at column 1 (only digits, '.', '-', blanks
-        # and newlines get here)
-        leading = bool(np.any((line_starts < 45) & (line_starts != 10)))
-        reader = (_Reader(body.decode("ascii").split("\n"), first_line)
-                  if leading or len(follows) else None)
-        job_columns = None
-        if leading and reader is not None:
-            job_columns = np.array([reader.locate(int(line), "JobNumber")["column"]
-                                    for line in lines], dtype=np.int64)
-            if np.all(job_columns == 1):
-                job_columns = None
-        columns = [reader.locate(int(lines[row]), "PrecedingJobNumber")["column"]
-                   for row in follows] if reader is not None else []
+        # and newlines get here, and only blanks and newlines sort below '-')
+        leading = bool(np.any((first_bytes < 45) & (first_bytes != 10)))
+        job_columns, columns = None, np.zeros(0, dtype=np.int64)
+        if leading or len(follows):
+            starts, line_starts = _token_starts(raw, lines - first_line, np)
+            if leading:
+                job_columns = starts[:, 0] - line_starts + 1
+                if np.all(job_columns == 1):
+                    job_columns = None
+            columns = (starts[follows, _PRECEDING_FIELD] - line_starts[follows] + 1)
         self.keep(found.numbers["JobNumber"], lines, job_columns, follows,
-                  preceding[follows], np.array(columns, dtype=np.int64))
+                  preceding[follows], columns)
 
     def exact(self, segment: bytes, first_line: int, first: bool, read: bool = True) -> None:
         """The line-by-line reader on ``segment`` (whole lines; line ``first_line`` first)."""
@@ -247,6 +247,17 @@ class _Stream:
             return 1
         first_row, columns = self.job_columns[at]
         return int(columns[row - first_row]) if row - first_row < len(columns) else 1
+
+
+def _token_starts(raw: Any, line_indexes: Any, np: Any) -> tuple[Any, Any]:
+    """Where each field of the given lines of a chunk of job lines starts (a row of 18 per
+    line), and where each line starts: ``_Reader.locate``'s columns, counted in bytes, which
+    are characters in the ASCII the vectorised path accepts."""
+    token = raw >= 45  # digits, '.', '-'; blanks and newlines sort below
+    opens = np.flatnonzero(token & ~np.concatenate(([False], token[:-1])))
+    line_starts = np.concatenate(([0], np.flatnonzero(raw == 10) + 1))[line_indexes]
+    first = np.searchsorted(opens, line_starts)
+    return opens[first[:, None] + np.arange(len(COLUMNS))], line_starts
 
 
 def _end_of_line(chunk: bytes, position: int) -> int:
