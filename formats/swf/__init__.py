@@ -54,11 +54,12 @@ Traces larger than memory are checked in chunks (``read_chunks``, ``stream.py``)
 ``dcx validate`` reads an SWF input of 16 MB or more, or a pipe that outgrows 16 MB
 (``generator | dcx validate -``), a few MB of whole lines at a time, so the input size limit
 does not apply. Each chunk takes the vectorised path, or is read line by line where it gives
-up, with its line numbers counted from the start of the file; between chunks only the header,
-the error count, each job's number (8 bytes) and where its line is, and the jobs that name a
-preceding job are kept, so a 20,000,000-job trace is validated in under 1 GB. The
-diagnostics are the line-by-line reader's, in its order, byte for byte. ``dcx convert`` and
-``dcx info`` still read the whole input (up to the input size limit).
+up, with its line numbers counted from the start of the file. Between chunks only the
+header, the error count, the job numbers (as ranges while they count up by one, as the
+archives number jobs; otherwise 8 bytes each) and the jobs that name a preceding job are
+kept, so memory does not grow with the trace. The diagnostics are the line-by-line reader's,
+in its order, byte for byte. ``dcx convert`` and ``dcx info`` still read the whole input (up
+to the input size limit).
 
 Checks: 18 numeric fields per line (located at the field, pointer
 ``/lines/<line number>/<field name>``; each line's record is described by

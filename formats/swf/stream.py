@@ -1,15 +1,16 @@
 """SWF checked a chunk of whole lines at a time (``FormatDeclaration.read_chunks``), in
-memory bounded by the chunk size and a few bytes per job, with the diagnostics the whole-file
-reader (``codec._read``) gives for the same bytes.
+memory bounded by the chunk size and the job numbers (ranges while they count up by one),
+with the diagnostics the whole-file reader (``codec._read``) gives for the same bytes.
 
 Each chunk's header lines are read by the line-by-line reader; its job lines first try the
 vectorised accept path (``dcx.parsing.traces.numeric_columns``), and a chunk where that gives
 up, or where a job has no processors, is read line by line too, its line numbers offset to
 the chunk's place in the file. What the checks across lines need is kept between chunks: the
-header, the error budget, every job number (a 64-bit integer each), where each job's line and
-fields are, and the jobs that name a preceding job. At the end, when job numbers repeat or a
-preceding job is not an earlier line, ``codec.cross_file_diagnostics`` runs on the jobs those
-checks concern, in file order, which reports what it reports for the whole file.
+header, the error budget, the job numbers (a ``range`` for a chunk numbered 1, 2, 3, …, else
+a 64-bit integer each), where the jobs' lines and fields are (per chunk, unless they are
+irregular), and the jobs that name a preceding job. At the end, when job numbers repeat or
+a preceding job is not an earlier line, ``codec.cross_file_diagnostics`` runs on the jobs
+those checks concern, in file order, which reports what it reports for the whole file.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ class _Stream:
         self.encoding: Diagnostic | None = None
         self.rows = 0
         self.ids: list[Any] = []
+        """Each chunk's job numbers: an array, or a ``range`` when they count up by one (the
+        archives number jobs 1, 2, 3, …: nothing is kept per job)."""
+        self.id_rows: list[int] = []
+        self.first_ids: list[int] = []
+        self.increasing = True
+        """Job numbers so far only go up (then they are unique)."""
+        self.last_id = 0
         self.line_runs: list[tuple[int, int, Any]] = []
         """(first row, its line, each row's line or ``None`` when they follow one another)"""
         self.run_starts: list[int] = []
@@ -168,7 +176,8 @@ class _Stream:
              preceding_columns: Any) -> None:
         """A chunk's valid jobs: what the checks across chunks need of them."""
         start = self.rows
-        self.ids.append(ids)
+        self.ids.append(self.held_ids(ids))
+        self.id_rows.append(start)
         contiguous = int(lines[-1]) - int(lines[0]) == len(lines) - 1
         self.line_runs.append((start, int(lines[0]), None if contiguous else lines))
         self.run_starts.append(start)
@@ -180,6 +189,52 @@ class _Stream:
             self.preceding.append(preceding)
             self.preceding_columns.append(preceding_columns)
         self.rows += len(lines)
+
+    def held_ids(self, ids: Any) -> Any:
+        """``ids`` as kept (see ``ids``), noting whether job numbers still only go up."""
+        np = self.np
+        if ids.dtype.kind != "i":
+            self.increasing = False
+            return ids
+        first, last = int(ids[0]), int(ids[-1])
+        if self.first_ids and first <= self.last_id:
+            self.increasing = False
+        self.first_ids.append(first)
+        self.last_id = last
+        steps = np.diff(ids)
+        if last - first == len(ids) - 1 and bool(np.all(steps == 1)):
+            return range(first, last + 1)
+        if not bool(np.all(steps > 0)):
+            self.increasing = False
+        return ids
+
+    def all_ids(self) -> Any:
+        np = self.np
+        return np.concatenate([np.arange(held.start, held.stop, dtype=np.int64)
+                               if isinstance(held, range) else held for held in self.ids])
+
+    def preceded_in_order(self, rows: Any, preceding: Any) -> bool:
+        """With job numbers that only go up: each preceding job is an earlier line's."""
+        np = self.np
+        if not len(preceding):
+            return True
+        chunk = np.searchsorted(np.array(self.first_ids, dtype=np.int64), preceding,
+                                side="right") - 1
+        if np.any(chunk < 0):
+            return False
+        found_rows = np.full(len(preceding), -1, dtype=np.int64)
+        for index in np.unique(chunk).tolist():
+            mine = chunk == index
+            held, start = self.ids[index], self.id_rows[index]
+            wanted = preceding[mine]
+            if isinstance(held, range):
+                found = wanted < held.stop
+                at = wanted - held.start
+            else:
+                at = np.minimum(np.searchsorted(held, wanted), len(held) - 1)
+                found = held[at] == wanted
+            found_rows[mine] = np.where(found, start + at, -1)
+        return bool(np.all((found_rows >= 0) & (found_rows < rows)))
 
     # ----------------------------------------------------------------------- the end
 
@@ -202,12 +257,14 @@ class _Stream:
         np = self.np
         if not self.rows or self.reader.stopped:
             return  # stopped: the whole-file reader skips them too
-        ids = np.concatenate(self.ids)
-        self.ids = [ids]
         rows = (np.concatenate(self.preceding_rows) if self.preceding_rows
                 else np.zeros(0, dtype=np.int64))
         preceding = (np.concatenate(self.preceding) if self.preceding
                      else np.zeros(0, dtype=np.int64))
+        if self.increasing and preceding.dtype.kind == "i" and self.preceded_in_order(
+                rows, preceding):
+            return  # the archives' case: nothing to report, without all the job numbers
+        ids = self.all_ids()
         if ids.dtype.kind == "i" and preceding.dtype.kind == "i":
             if _unique_and_preceded(ids, rows, preceding, np):
                 return
