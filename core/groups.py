@@ -331,11 +331,12 @@ def _compact_slots(slots: Sequence[Machine | None], least: int,
             parts.extend(run)
         run.clear()
 
-    for slot in slots:
-        if slot is None or (run and not _groupable(run[-1], slot, shared_parts)):
+    for slot in slot_parts(slots):  # a group stays as it is, never expanded
+        if slot is None or isinstance(slot, MachineGroup) or (
+                run and not _groupable(run[-1], slot, shared_parts)):
             close()
-        if slot is None:
-            parts.append(None)
+        if slot is None or isinstance(slot, MachineGroup):
+            parts.append(slot)
         else:
             run.append(slot)
     close()

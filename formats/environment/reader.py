@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from itertools import repeat
+from operator import is_
 from typing import Any
 
 from dcx.core.diagnostics import Diagnostic, InputError, ReadResult, error, has_errors, warning
-from dcx.core.groups import compact
+from dcx.core.groups import MachineGroup, Part, compact, slot_parts, slots_of
 from dcx.core.ids import id_from_text
 from dcx.core.limits import paused_gc
 from dcx.core.model import (
@@ -180,7 +181,8 @@ def _read(data: bytes) -> ReadResult:
     diagnostics += builder.finish()
     diagnostics += semantic_checks(environment, builder)
     diagnostics = locator.place(diagnostics, key_codes=frozenset({"environment.unknown-key"}))
-    # consecutive units of one definition that differ only in id and name: one group each
+    # runs of one definition are groups already (``_Builder.rack``); machines written out
+    # with equal parts that differ only in id and name: one group each
     document = Document(environment=compact(environment, shared_parts=True))
     return ReadResult(None if has_errors(diagnostics) else document, tuple(diagnostics),
                       locator=ModelLocator(locator).locate)
@@ -332,12 +334,38 @@ class _Builder:
 
     def rack(self, node: dict[str, Any], pointer: str) -> Rack:
         self.note_id("rack", node.get("id"), pointer)
-        slots = tuple(None if item.get("type") == "EMPTY" else self.machine(item, where)
-                      for where, item in self.collection(node.get("units"), f"{pointer}/units",
-                                                         "units"))
+        parts: list[Part] = []
+        run: list[tuple[str, dict[str, Any]]] = []
+        kind: _UnitKind | None = None
+        for where, item in self.collection(node.get("units"), f"{pointer}/units", "units"):
+            if item.get("type") == "EMPTY":
+                parts.extend(self.machine_run(run))
+                run, kind = [], None
+                parts.append(None)
+                continue
+            if kind is None or not kind.admits(item, self.bases):
+                parts.extend(self.machine_run(run))
+                run, kind = [], _UnitKind.of(item, self.bases)
+            run.append((where, item))
+        parts.extend(self.machine_run(run))
+        slots = slots_of(parts)
         return Rack(id=node.get("id"), name=node.get("name"), capacity_units=node.get("capacity"),
                     power_capacity_w=node.get("power-capacity"), slots=slots,
                     extras=self.extras(node, _RACK_KEYS, "rack", pointer))
+
+    def machine_run(self, run: list[tuple[str, dict[str, Any]]]) -> list[Part]:
+        """The units of ``run`` (one ``_UnitKind``): a machine each, or one group when
+        several."""
+        if len(run) < 2:
+            return [self.machine(item, where) for where, item in run]
+        first_where, first = run[0]
+        template = self.machine(first, first_where)
+        for where, item in run[1:]:
+            self.note_id("machine", item.get("id"), where)
+        ids = None if first.get("id") is None else _compact_ids([item["id"] for _, item in run])
+        names = None if first.get("name") is None else tuple(item["name"] for _, item in run)
+        return [MachineGroup(replace(template, id=None, name=None), len(run), ids=ids,
+                             names=names)]
 
     def machine(self, node: dict[str, Any], pointer: str) -> Machine:
         self.note_id("machine", node.get("id"), pointer)
@@ -406,6 +434,52 @@ class _Builder:
         return DatacenterSchedulerChange(datacenter=node["datacenter"],
                                          scheduler=self.scheduler(node["scheduler"]),
                                          time_s=node.get("time"), attributes=attributes)
+
+
+_ARRAY_KEYS = ("cpus", "gpus", "memory", "storage")
+_TEXT_KEYS = ("type", "state")
+
+
+@dataclass(frozen=True)
+class _UnitKind:
+    """What makes a rack unit the machine it is, apart from its id and name: its keys (all
+    known ones; a unit with others is reported per unit and built on its own), the
+    definition it names, its text values and its arrays. Units resolved from one
+    definition share the arrays, so a run of units of one kind is read as one group
+    without building each machine; equal arrays that are not the same object are left to
+    ``compact``."""
+
+    keys: Any
+    base: Any
+    texts: tuple[Any, ...]
+    arrays: tuple[Any, ...]
+    has_id: bool
+    has_name: bool
+
+    @staticmethod
+    def of(unit: dict[str, Any], bases: dict[int, Any]) -> _UnitKind | None:
+        if not unit.keys() <= _MACHINE_KEYS:
+            return None
+        return _UnitKind(unit.keys(), bases.get(id(unit)), tuple(map(unit.get, _TEXT_KEYS)),
+                         tuple(map(unit.get, _ARRAY_KEYS)), unit.get("id") is not None,
+                         unit.get("name") is not None)
+
+    def admits(self, unit: dict[str, Any], bases: dict[int, Any]) -> bool:
+        return (unit.keys() == self.keys
+                and all(map(is_, self.arrays, map(unit.get, _ARRAY_KEYS)))
+                and tuple(map(unit.get, _TEXT_KEYS)) == self.texts
+                and (unit.get("id") is not None) is self.has_id
+                and (unit.get("name") is not None) is self.has_name
+                and bases.get(id(unit)) == self.base)
+
+
+def _compact_ids(ids: list[Any]) -> Sequence[Any]:
+    """A run's machine ids: a ``range`` for consecutive integers (not booleans)."""
+    first = ids[0]
+    if all(value.__class__ is int for value in ids) and ids == list(
+            range(first, first + len(ids))):
+        return range(first, first + len(ids))
+    return tuple(ids)
 
 
 def _unit_id(node: dict[str, Any]) -> Id | None:
@@ -478,9 +552,13 @@ def _upstream_compatibility(environment: Environment) -> list[Diagnostic]:
     verdicts: dict[tuple[int, ...], tuple[bool, bool, bool, bool]] = {}
     kept: list[tuple[Any, ...]] = []
     for rack, pointer in _rack_pointers(environment):
-        for slot, machine in enumerate(rack.slots):
-            if machine is None:
+        slot = 0
+        for part in slot_parts(rack.slots):
+            if part is None:
+                slot += 1
                 continue
+            machine, members = (part.template, part.count) if isinstance(
+                part, MachineGroup) else (part, 1)
             # machines of one type share their unit tuples: judge each combination once
             parts = (machine.cpus, machine.gpus, machine.memory, machine.storage)
             key = tuple(map(id, parts))
@@ -490,10 +568,11 @@ def _upstream_compatibility(environment: Environment) -> list[Diagnostic]:
                 kept.append(parts)  # keeps the ids in the key from being reused
             if any(counts) and first is None:
                 first = f"{pointer}/units/{slot}"
-            no_cpus += counts[0]
-            missing_clock += counts[1]
-            fractional += counts[2]
-            zero += counts[3]
+            no_cpus += counts[0] * members
+            missing_clock += counts[1] * members
+            fractional += counts[2] * members
+            zero += counts[3] * members
+            slot += members
     problems = [f"{count:,} {what}" for count, what in (
         (no_cpus, "machine(s) without CPUs"), (missing_clock, "machine(s) with a processing "
          "unit without clock-rate"), (fractional, "machine(s) with a fractional MB capacity"),
