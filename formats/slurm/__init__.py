@@ -49,16 +49,17 @@ other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, t
                                        blanks; Slurm lower-cases it for accounting)
 ``PartitionName`` lines                ``Environment.partitions``, defaults applied:
 ``PartitionName``                      ``Partition.name``
-``Nodes`` (hostlist, ``ALL``, node     ``Partition.machines``: node names, each once, in
-sets)                                  the order the line names them (a ``NodeSet``
-                                       resolved through its ``Nodes`` or ``Feature``);
-                                       ``ALL``: ``None`` (every machine)
-``AllowGroups``, ``AllowAccounts``,    ``allow_groups``, ``allow_accounts``,
-``AllowQos``                           ``allow_qos``: the comma-separated names;
+``Nodes``                              ``Partition.machines``: the node names of its
+                                       hostlist, each once, in the order it names them
+                                       (a ``NodeSet`` name: that set's nodes, from its
+                                       ``Nodes`` or ``Feature``); ``ALL``: ``None``
+                                       (every machine)
+``AllowGroups``                        ``allow_groups``: the comma-separated names;
                                        absent or ``ALL``: ``None`` (everyone)
+``AllowAccounts``, ``AllowQos``        ``allow_accounts``, ``allow_qos``: likewise
 ``DenyAccounts``, ``DenyQos``          ``deny_accounts``, ``deny_qos``
-other partition keys (``MaxTime``,     ``Partition.extras["slurm:<Key>"]``: as written
-``Default``, ``State``, ...)
+other partition keys                   ``Partition.extras["slurm:<Key>"]``: as written
+                                       (``MaxTime``, ``Default``, ``State``, ...)
 other lines (``SlurmctldHost``, ...)   ``Environment.extras["slurm:config"]``: each line as
                                        a list of ``[key, value]`` pairs, as written
 =====================================  ===================================================
