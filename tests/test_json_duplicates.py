@@ -45,15 +45,19 @@ def _key(key: str, escaped: bool) -> str:
 
 def _first_repeat_by_walk(text: str, key: str) -> tuple[str, int] | None:
     """The pointer and offset of the first second occurrence of ``key`` within one object,
-    from the full token walk."""
+    from the full token walk. Objects are told apart by where they start, not by their
+    pointers: a repeated key can give two objects the same pointer."""
     locator = JsonLocator(text)
-    seen: set[str] = set()
-    for kind, pointer, offset, _ in locator._walk():
-        if kind != "key":
+    escaped = key.replace("~", "~0").replace("/", "~1")
+    value_starts: dict[int, int] = {}
+    seen: set[int] = set()
+    for kind, pointer, offset, depth in locator._walk():
+        if kind == "value":
+            value_starts[depth] = offset
             continue
-        parent, _, name = pointer.rpartition("/")
-        if name != key.replace("~", "~0").replace("/", "~1"):
+        if pointer.rpartition("/")[2] != escaped:
             continue
+        parent = value_starts[depth - 1]
         if parent in seen:
             return pointer, offset
         seen.add(parent)
@@ -64,6 +68,8 @@ def _first_repeat_by_walk(text: str, key: str) -> tuple[str, int] | None:
 @given(_documents())
 @example([('q"uote', False, [("id", False, 1), ("id", True, 2)])])
 @example([("end\\", False, [0, [("k", True, 1), ("k", False, 2)]])])
+@example([("k", False, [("id", False, None)]),
+          ("k", False, [("id", True, 0), ("id", True, None)])])
 def test_the_scan_locates_a_repeat_where_the_walk_does(document: Any) -> None:
     text = _render(document)
     decoded, problems = load_json(text.encode())
