@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 # Only what the argument parser needs is imported here: every `dcx` call (the pre-commit
 # hook included) builds this parser, so the engine, plots and readers load in run().
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dcx.scheduler.policies import Policy
     from dcx.scheduler.runs import Run
 
@@ -51,7 +53,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "has machines (a Haizea site, an SWF MaxProcs/MaxNodes header)")
     parser.add_argument("--policy", metavar="NAME[,NAME…]",
                         help="comma-separated schedulers: SRTF-BESTFIT (SC18), FCFS, "
-                        "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, …; a +STAGE-POLICY suffix "
+                        "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, …, or the name a scheduler "
+                        "file in schedulers/ declares (FCFS-EASY-PARTITION); a +STAGE-POLICY "
+                        "suffix "
                         "sets a job or static-filter stage (FCFS-EASY+J3-SJF, "
                         "FIFO-FIRSTFIT+J2-WHOLE-JOB; +R3-MATCH places each task only on "
                         "machines with the os, arch and features it asks for, "
@@ -83,7 +87,7 @@ def _policies(text: str | None, files: list[str]) -> list[Policy]:
     names = [name for name in text.split(",") if name.strip()]
     if not names and not files:
         raise ValueError("--policy names no policy")
-    chosen = [parse_policy(name) for name in names]
+    chosen = [_named_policy(name, parse_policy) for name in names]
     for file_name in files:
         policy, diagnostics = load_declaration(Path(file_name))
         for diagnostic in diagnostics:
@@ -92,6 +96,21 @@ def _policies(text: str | None, files: list[str]) -> list[Policy]:
             raise ValueError(f"{file_name} is not a valid scheduler declaration")
         chosen.append(policy)
     return chosen
+
+
+def _named_policy(name: str, parse: Callable[[str], Policy]) -> Policy:
+    """``name`` as a policy name, or else the scheduler shipped in ``schedulers/`` that
+    declares it (``FCFS-EASY-MATCH``); the policy name's error when neither."""
+    try:
+        return parse(name)
+    except ValueError:
+        from dcx.scheduler.declaration import shipped_declarations
+
+        shipped = {key.upper(): policy for key, policy in shipped_declarations().items()}
+        found = shipped.get(name.strip().upper())
+        if found is None:
+            raise
+        return found
 
 
 def _run_json(run: Run) -> dict[str, Any]:

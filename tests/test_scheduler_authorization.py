@@ -183,6 +183,15 @@ def test_dcx_schedule_places_swf_groups_by_slurm_partitions(tmp_path: Path) -> N
     assert machines == ["n1", "n2", "n3", "n3"], rows
 
 
+def test_dcx_schedule_takes_a_shipped_scheduler_by_its_name(tmp_path: Path) -> None:
+    done = _schedule(tmp_path, SLURM_CONF, "--policy", "fcfs-easy-partition",
+                     "--output", "json")
+    assert done.returncode == 0, done.stderr
+    assert '"policy": "FCFS-EASY+R2-PARTITION"' in done.stdout
+    unknown = _schedule(tmp_path, SLURM_CONF, "--policy", "FCFS-EASY-NOWHERE")
+    assert unknown.returncode == 2 and "unknown policy 'FCFS-EASY-NOWHERE'" in unknown.stderr
+
+
 def test_dcx_schedule_refuses_a_scheduler_under_which_a_job_could_never_start(
         tmp_path: Path) -> None:
     conf = SLURM_CONF.replace("PartitionName=open Nodes=n3",
