@@ -22,9 +22,19 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from dcx.core.groups import MachineGroup, map_slots, part_count, slot_parts
-from dcx.core.model import Document, Environment, Machine, ProcessingUnit, StorageUnit
+from dcx.core.model import (
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    StorageUnit,
+    build,
+)
+
+_Model = TypeVar("_Model", Machine, ProcessingUnit)
 
 
 class FillError(ValueError):
@@ -47,24 +57,30 @@ def _rated(units: tuple[ProcessingUnit, ...], hz: float) -> tuple[ProcessingUnit
     """``units`` with ``hz`` where a unit has no clock rate; ``None`` when none lacks one."""
     if not any(unit.clock_rate_hz is None for unit in units):
         return None
-    return tuple(replace(unit, clock_rate_hz=hz) if unit.clock_rate_hz is None else unit
+    return tuple(_changed(unit, clock_rate_hz=hz) if unit.clock_rate_hz is None else unit
                  for unit in units)
+
+
+def _changed(value: _Model, **fields: Any) -> _Model:
+    """``dataclasses.replace`` for a model dataclass, at ``build``'s speed (a Slurm node
+    holds a unit per CPU: a large cluster makes millions of them)."""
+    return build(type(value), {**value.__dict__, **fields})
 
 
 def _with_clock_rate(machine: Machine, hz: float) -> Machine | None:
     cpus = _rated(machine.cpus, hz)
-    return None if cpus is None else replace(machine, cpus=cpus)
+    return None if cpus is None else _changed(machine, cpus=cpus)
 
 
 def _with_gpu_clock_rate(machine: Machine, hz: float) -> Machine | None:
     gpus = _rated(machine.gpus, hz)
-    return None if gpus is None else replace(machine, gpus=gpus)
+    return None if gpus is None else _changed(machine, gpus=gpus)
 
 
 def _with_memory(machine: Machine, mb: float) -> Machine | None:
     if machine.memory:
         return None
-    return replace(machine, memory=(StorageUnit(capacity_mb=mb),))
+    return _changed(machine, memory=(StorageUnit(capacity_mb=mb),))
 
 
 FIELDS: dict[str, FillField] = {
@@ -147,14 +163,23 @@ def apply_fills(document: Document,
 
 def _filled(environment: Environment, fill: Fill) -> tuple[Environment, int]:
     changed = 0
+    # machines of one kind share their unit tuples: fill each tuple once, and give the
+    # machines that share it one filled tuple
+    done: dict[tuple[int, int, int], tuple[Machine, Machine | None]] = {}
 
     def machine(single: Machine) -> Machine:
         nonlocal changed
-        filled = fill.apply(single)
+        key = (id(single.cpus), id(single.gpus), id(single.memory))
+        seen = done.get(key)
+        if seen is None:
+            seen = done[key] = (single, fill.apply(single))
+        sample, filled = seen
         if filled is None:
             return single
         changed += 1
-        return filled
+        if sample is single:
+            return filled
+        return _changed(single, cpus=filled.cpus, gpus=filled.gpus, memory=filled.memory)
 
     def group(members: MachineGroup) -> MachineGroup:
         nonlocal changed

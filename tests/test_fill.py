@@ -162,3 +162,19 @@ def test_a_bad_fill_is_a_usage_error_in_one_line(fill, tmp_path, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"dcx: error: --fill '{fill}'")
     assert not output.exists()
+
+
+def test_machines_sharing_their_cpus_are_each_filled_and_keep_their_own_fields():
+    shared = (ProcessingUnit(cores=1),) * 4
+    memory = (StorageUnit(capacity_mb=4.0),)
+    machines = (Machine(name="a", cpus=shared), Machine(name="b", cpus=shared),
+                Machine(name="c", cpus=shared, memory=memory), Machine(name="d", cpus=shared))
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(
+        Room(racks=(Rack(slots=machines),)),)),)))
+    filled, (done,) = apply_fills(document, [parse_fill("clock-rate=1GHz")])
+    assert done.machines == 4
+    result = list(filled.environment.machines())
+    assert [machine.name for machine in result] == ["a", "b", "c", "d"]
+    assert all(cpu.clock_rate_hz == 1e9 for machine in result for cpu in machine.cpus)
+    assert [machine.memory for machine in result] == [(), (), memory, ()]
+    assert result[0].cpus is result[1].cpus  # one filled tuple for the machines sharing one
