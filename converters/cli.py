@@ -633,6 +633,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
                     {"field": done.fill.field, "value": done.fill.value,
                      "text": done.fill.text, "machines": done.machines}
                     for done in result.filled]
+            if result.fill_hint and not text:
+                entries[0]["fill_hint"] = result.fill_hint
             entries.append(_file_entry(args.output, target.name,
                                        [d.at(args.output) for d in result.output_diagnostics]))
         progress.advance()
@@ -656,6 +658,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 _say(f"{name}: read as {result.source.name}")
             filled = "".join(f"{done.render()}; " for done in result.filled)
             _say(f"wrote {where} ({target.name}): {_counts(written, target)}; {filled}{tail}")
+            if result.fill_hint:
+                _say(f"{name}: hint: {result.fill_hint}")
         if result.ok and (args.losses or _verbose(args)):
             for loss in result.losses:
                 _say(_loss_line(loss, result.read, name))

@@ -81,6 +81,8 @@ class Conversion:
     """The output as the target format reads it back (what a summary should count)."""
     filled: tuple[Filled, ...] = ()
     """What each ``--fill`` put into the document before it was converted."""
+    fill_hint: str | None = None
+    """Which ``--fill`` would keep machines the target left out (it lacked their values)."""
 
     @property
     def ok(self) -> bool:
@@ -185,32 +187,52 @@ def convert(data: bytes, target_name: str, path: str = "", source_name: str | No
     document, filled = apply_fills(result.document, fills)
     conversion = convert_document(document, source, target, strict, result)
     if filled:
-        return replace(conversion, filled=filled)
+        conversion = replace(conversion, filled=filled)
     if any(d.code == "convert.nothing-held" for d in conversion.diagnostics):
-        hint = _fill_hint(document, target)
+        hint = _fill_hint(document, target, 0)
         if hint is not None:
             return replace(conversion, diagnostics=tuple(
                 replace(d, hint=hint) if d.code == "convert.nothing-held" else d
                 for d in conversion.diagnostics))
+    written = conversion.output_document
+    if conversion.ok and written is not None and written.environment is not None \
+            and document.environment is not None:
+        kept = machine_count(written.environment)
+        if kept < machine_count(document.environment):
+            return replace(conversion, fill_hint=_fill_hint(document, target, kept))
     return conversion
 
 
-def _fill_hint(document: Document, target: FormatDeclaration) -> str | None:
-    """How ``--fill`` would let ``target`` keep the machines it refuses: the fewest fields,
-    in ``FIELDS`` order, whose values it lacks; ``None`` when no fill would."""
+def _fill_hint(document: Document, target: FormatDeclaration, kept: int) -> str | None:
+    """How ``--fill`` would let ``target`` keep more than ``kept`` of the document's
+    machines: fields in ``FIELDS`` order whose values some machines lack, added until the
+    target keeps them all or no field is left; ``None`` when no fill keeps more."""
     from dcx.core.restrict import normalized_for
 
+    if document.environment is None:
+        return None  # a workload: no fill gives jobs what they lack
+    every = machine_count(document.environment)
     needed: list[str] = []
+    best = kept
     for name in FIELDS:
         probed, filled = apply_fills(document, [Fill(name, 1.0, "")])
         if not filled[0].machines:
             continue
-        needed.append(name)
         document = probed
-        if "environment" in parts_of(normalized_for(document, target)):
-            examples = " ".join(f"--fill {name}={FIELDS[name].example}" for name in needed)
-            return f"give the values it lacks, such as {examples}"
-    return None
+        environment = normalized_for(document, target).environment
+        count = 0 if environment is None else machine_count(environment)
+        if count > best:
+            needed.append(name)
+            best = count
+        if best == every:
+            break
+    if not needed:
+        return None
+    examples = " ".join(f"--fill {name}={FIELDS[name].example}" for name in needed)
+    if kept == 0:
+        return f"give the values it lacks, such as {examples}"
+    return (f"{target.name} keeps {kept:,} of {every:,} machines; {examples} would keep "
+            f"{best:,}")
 
 
 def convert_document(document: Document, source: FormatDeclaration, target: FormatDeclaration,

@@ -178,3 +178,17 @@ def test_machines_sharing_their_cpus_are_each_filled_and_keep_their_own_fields()
     assert all(cpu.clock_rate_hz == 1e9 for machine in result for cpu in machine.cpus)
     assert [machine.memory for machine in result] == [(), (), memory, ()]
     assert result[0].cpus is result[1].cpus  # one filled tuple for the machines sharing one
+
+
+def test_machines_a_target_leaves_out_for_a_missing_value_get_a_fill_hint(tmp_path, capsys):
+    source = REPO / "examples" / "slurm" / "cluster.conf"
+    conversion = convert(source.read_bytes(), "environment", str(source),
+                         fills=[parse_fill("clock-rate=2.6GHz")])
+    assert conversion.ok
+    assert conversion.fill_hint == ("environment keeps 7 of 9 machines; --fill "
+                                    "gpu-clock-rate=1.4GHz would keep 9")
+    output = tmp_path / "env.json"
+    assert cli.main(["convert", str(source), str(output), "--to", "environment",
+                     "--fill", "clock-rate=2.6GHz", "--fill", "gpu-clock-rate=1.4GHz"]) == 0
+    said = capsys.readouterr().err
+    assert "wrote" in said and "9 machines" in said and "hint" not in said
