@@ -85,6 +85,28 @@ def located_at(document: Document, pointer: str) -> Any | None:
     return None if len(tokens) % 2 == 0 else found
 
 
+def located_kind(document: Document, pointer: str) -> type | None:
+    """The kind of located object ``pointer`` names in ``document``: a slot a group's member
+    fills is a ``Machine`` as much as a slot of its own machine, so a normal form that expands
+    or forms groups keeps its machines' pointers."""
+    found = located_at(document, pointer)
+    if isinstance(found, MachineGroup):
+        return Machine
+    if found is not None:
+        return type(found)
+    rack_pointer, _, slot = pointer.rpartition("/slots/")
+    rack = located_at(document, rack_pointer) if slot.isdigit() else None
+    if rack is None or not hasattr(rack, "slots"):
+        return None
+    start = 0
+    for part in slot_parts(rack.slots):
+        count = part.count if isinstance(part, MachineGroup) else 1
+        if start <= int(slot) < start + count:
+            return Machine if part is not None else None
+        start += count
+    return None
+
+
 _LOCATED_CHILDREN = {"Environment": ("datacenters", "events"), "Datacenter": ("rooms",),
                      "Room": ("racks",), "Rack": ("slots",), "Workload": ("jobs", "annotations"),
                      "Job": ("tasks",)}

@@ -89,7 +89,7 @@ from typing import Any, Literal, TypeVar
 from dcx.core.columns import WorkloadColumns, columns_of, first_used, used_paths
 from dcx.core.fields import FIELDS
 from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
-from dcx.core.located import first_difference, located_at, located_objects, pointers_of
+from dcx.core.located import first_difference, located_kind, located_objects, pointers_of
 from dcx.core.model import (
     Annotation,
     Consumables,
@@ -858,9 +858,34 @@ def _pointers(places: dict[str, tuple[Place, Document]],
         if in_document is not original:
             moved = {pointer for path, pointer in pointers.items() if path in mine}
             theirs, ours = _kinds_at(original, moved), _kinds_at(in_document, moved)
-            for path in mine:
-                if path in pointers and theirs.get(pointers[path]) is not ours[pointers[path]]:
-                    del pointers[path]
+            elsewhere = [path for path in mine if path in pointers
+                         and theirs.get(pointers[path]) is not ours[pointers[path]]]
+            for path in elsewhere:
+                del pointers[path]
+            pointers.update(_unchanged_objects(original, {
+                path: mine[path] for path in elsewhere
+                if not isinstance(mine[path], (str, _InColumns))}))
+    return pointers
+
+
+def _unchanged_objects(original: Document, places: dict[str, Place]) -> dict[str, str]:
+    """The pointers in ``original`` of objects a normal form moved (a machine after an
+    empty slot the target does not hold): the same object, or failing that the one of the
+    same kind and id (a normal form may rebuild what it moves)."""
+    if not places:
+        return {}
+    found = pointers_of(original, places.values())
+    ids = {path: getattr(place, "id", None) for path, place in places.items()}
+    by_id = {(type(place), ids[path]): path for path, place in places.items()
+             if id(place) not in found and ids[path] is not None}
+    pointers = {path: found[id(place)] for path, place in places.items() if id(place) in found}
+    if by_id:
+        for pointer, obj in located_objects(original):
+            path = by_id.pop((type(obj), getattr(obj, "id", None)), None)
+            if path is not None:
+                pointers[path] = pointer
+                if not by_id:
+                    break
     return pointers
 
 
@@ -868,9 +893,9 @@ def _kinds_at(document: Document, pointers: set[str]) -> dict[str, type]:
     """The type of the located object of ``document`` at each of ``pointers`` it has."""
     kinds: dict[str, type] = {}
     for pointer in pointers:
-        found = located_at(document, pointer)
-        if found is not None:
-            kinds[pointer] = type(found)
+        kind = located_kind(document, pointer)
+        if kind is not None:
+            kinds[pointer] = kind
     return kinds
 
 

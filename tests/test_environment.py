@@ -378,3 +378,26 @@ def test_the_reader_locates_model_objects_when_asked() -> None:
     assert result.locate("/environment/events/0") == (6, lines[5].index('{"type"') + 1)
     assert result.locate(rack + "/slots/2") == (None, None)
     assert result.locate("/workload/jobs/0") == (None, None)
+
+
+MOVED_BY_NORMAL_FORM = """{
+  "definitions": {"m": {"type": "MACHINE", "cpus": [{"cores": 8, "clock-rate": 2400000000},
+                                                     {"cores": 8, "clock-rate": 2400000000}],
+                        "memory": [{"capacity": 4096}]}},
+  "environment": {"datacenters": [{"rooms": [{"type": "SERVER", "objects": [
+    {"type": "RACK", "units": [
+      {"id": "a", "$base": "#/definitions/m"},
+      {"id": "b", "$base": "#/definitions/m"},
+      {"type": "EMPTY"},
+      {"id": "c", "state": "MAINTENANCE", "$base": "#/definitions/m"}]}]}]}]}}
+"""
+
+
+def test_losses_locate_machines_a_normal_form_expands_or_moves(first_losses: Any) -> None:
+    # SimGrid's normal form expands the group of a and b, drops the empty slot (moving c
+    # from slot 3 to 2) and rebuilds each machine's CPUs as one: the first dropped values
+    # are still found where the source has them.
+    firsts = first_losses(MOVED_BY_NORMAL_FORM, "simgrid")
+    rack = "/environment/datacenters/0/rooms/0/racks/0"
+    assert firsts["machine.memory"] == f"in.json:7:7, {rack}/slots/0"
+    assert firsts["machine.state"] == f"in.json:10:7, {rack}/slots/3"
