@@ -70,7 +70,7 @@ def bad_trace(seed: int, jobs: int) -> bytes:
     if rng.random() < 0.1:
         data = b"\xef\xbb\xbf" + data
     if rng.random() < 0.05 and not calm:
-        at = rng.randrange(len(data))
+        at = rng.randrange(len(data) + 1)
         data = data[:at] + b"\xff" + data[at:]
     return data
 
