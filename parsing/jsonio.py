@@ -258,6 +258,15 @@ def _skip_ws_back(text: str, end: int) -> int:
     return _skip_back(text, end, " \t\n\r")
 
 
+def _past_value_and_comma(text: str, pos: int) -> int:
+    """Where the next member or item starts after the value at ``pos`` (the C decoder skips
+    it); ``ValueError`` when no comma follows, as when the value is not JSON."""
+    pos = _skip_ws(text, _SKIPPER.raw_decode(text, pos)[1])
+    if text[pos] != ",":
+        raise ValueError("no further member or item")
+    return _skip_ws(text, pos + 1)
+
+
 class JsonLocator:
     """Finds where JSON Pointers point in the text, walking tokens only when asked."""
 
@@ -374,19 +383,13 @@ class JsonLocator:
                         pos = _skip_ws(text, pos + 1)
                         if escape_pointer_token(key) == token:
                             break
-                        pos = _skip_ws(text, _SKIPPER.raw_decode(text, pos)[1])
-                        if text[pos] != ",":
-                            return None
-                        pos = _skip_ws(text, pos + 1)
+                        pos = _past_value_and_comma(text, pos)
                     else:
                         return None
                 elif opening == "[" and token.isascii() and token.isdigit() and (
                         token == "0" or token[0] != "0") and text[pos] != "]":
                     for _ in range(int(token)):
-                        pos = _skip_ws(text, _SKIPPER.raw_decode(text, pos)[1])
-                        if text[pos] != ",":
-                            return None
-                        pos = _skip_ws(text, pos + 1)
+                        pos = _past_value_and_comma(text, pos)
                 else:
                     return None
         except (ValueError, IndexError, RecursionError):
