@@ -19,6 +19,7 @@ import re
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 STDOUT = "-"
@@ -105,6 +106,31 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
+            _copy_permissions(stream.fileno(), existing)
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def temporary_beside(path: str | os.PathLike[str]) -> Iterator[str]:
+    """A temporary file beside the regular file ``path`` for an output written in parts:
+    the caller writes it (by name) and, when the ``with`` block ends without an exception,
+    it replaces ``path`` atomically as ``write_atomic`` would; otherwise it is removed."""
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        existing: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        existing = None
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                         dir=target.parent)
+    os.close(handle)
+    try:
+        yield temporary
+        with open(temporary, "rb+") as stream:
             _copy_permissions(stream.fileno(), existing)
             os.fsync(stream.fileno())
         os.replace(temporary, target)

@@ -19,6 +19,7 @@ LAYER_MODULES = (
     "dcx.parsing.hostlist",
     "dcx.parsing.fluxion",
     "dcx.converters.convert",
+    "dcx.converters.stream_convert",
     "dcx.converters.pipeline",
     "dcx.scheduler.loading",
     "dcx.scheduler.problem",

@@ -586,6 +586,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from dcx.converters.folders import FolderError, write_folder
     from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect
+    from dcx.converters.stream_convert import STREAM_PAIRS
+    from dcx.converters.streaming import convert_input
 
     text = args.output_mode == "text"
     if args.output == "-" and not text:
@@ -593,7 +595,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
                          "with the converted data (write OUTPUT to a file)")
     fills = _fills(args.fill)
     name = label(args.input)
-    data, oversized = read_input(args.input)
+    data, oversized, streamed = convert_input(
+        args.input, args.source,
+        lambda spec: (spec.name, _target_for(args, spec).name) in STREAM_PAIRS)
+    if streamed is not None:
+        return _convert_streamed(args, streamed, fills)
     if oversized is not None:
         if text:
             _say(oversized.render())
@@ -663,6 +669,57 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if result.ok and (args.losses or _verbose(args)):
             for loss in result.losses:
                 _say(_loss_line(loss, result.read, name))
+    if result.internal_error:
+        return EXIT_USAGE
+    return EXIT_OK if result.ok else EXIT_INVALID
+
+
+def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[Fill]) -> int:
+    """``cmd_convert`` of an input converted a chunk at a time (``stream_convert``): the
+    same report, from what the chunks added up to."""
+    from dcx.converters.fill import apply_fills
+    from dcx.converters.stream_convert import convert_swf_to_parquet
+    from dcx.core.model import Document, Workload
+
+    text = args.output_mode == "text"
+    name = label(args.input)
+    target = _target_for(args, streamed.spec)
+    result = convert_swf_to_parquet(streamed.chunks, streamed.reopenable, args.output,
+                                    args.strict)
+    read_diagnostics = [d.at(name) for d in result.read_diagnostics]
+    conversion = [d.at(name) for d in result.diagnostics]
+    # a trace has no machines: what each --fill says it filled (none), as the whole path says
+    filled = apply_fills(Document(workload=Workload()), fills)[1] if result.ok else ()
+    entries = [_file_entry(name, streamed.spec.name, read_diagnostics + conversion)]
+    if result.ok and not text:
+        entries[0]["losses"] = [
+            {"field": loss.field, "count": loss.count, "detail": loss.detail,
+             "first": _first_dropped(loss, result.places)} for loss in result.losses]
+        if filled:
+            entries[0]["filled"] = [
+                {"field": done.fill.field, "value": done.fill.value, "text": done.fill.text,
+                 "machines": done.machines} for done in filled]
+        entries.append(_file_entry(args.output, target.name, []))
+    if not text:
+        print(json.dumps({"files": entries}, ensure_ascii=False))
+    else:
+        listed = [d for d in read_diagnostics + conversion
+                  if not (d.code == "convert.loss" and not d.is_error)]
+        for diagnostic in _shown(listed, args):
+            _say(diagnostic.render())
+        if result.ok and not _quiet(args):
+            where = STDOUT_LABEL if args.output == "-" else args.output
+            lost = len(result.losses)
+            tail = ("nothing lost" if not lost else
+                    f"{_plural(lost, 'field')} not held" + (
+                        "" if args.losses or _verbose(args) else ", --losses lists them"))
+            if _verbose(args):
+                _say(f"{name}: read as {streamed.spec.name}")
+            said = "".join(f"{done.render()}; " for done in filled)
+            _say(f"wrote {where} ({target.name}): {_plural(result.jobs, 'job')}; {said}{tail}")
+        if result.ok and (args.losses or _verbose(args)):
+            for loss in result.losses:
+                _say(_loss_line(loss, result.places, name))
     if result.internal_error:
         return EXIT_USAGE
     return EXIT_OK if result.ok else EXIT_INVALID

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from dcx.core import limits
@@ -87,6 +88,80 @@ def _from_pipe(stream: BinaryIO, path: str, format_name: str | None,
     spec = _streamable(head, path, format_name, scope)
     if spec is not None:
         return b"", None, (spec, _chunked(spec, stream, head))
+    data = head + cli._read_up_to(stream, limit + 1 - len(head))
+    if len(data) > limit:
+        return b"", cli._too_large(len(data), path, at_least=True), None
+    return data, None, None
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """An input ``dcx convert`` converts a chunk at a time (``dcx.converters.stream_convert``)."""
+
+    spec: FormatDeclaration
+    chunks: Callable[[], Iterable[bytes]]
+    """The input as chunks of whole lines; each call reads it again from the start."""
+    reopenable: bool
+    """``chunks`` may be called more than once (a file, not a pipe)."""
+
+
+def convert_input(path: str, format_name: str | None,
+                  streams: Callable[[FormatDeclaration], bool]
+                  ) -> tuple[bytes, Diagnostic | None, StreamSource | None]:
+    """``read_input(path)``, or, for an input ``dcx validate`` would stream whose format
+    (``format_name``, else detected) ``streams`` accepts, that input as chunks."""
+    from dcx.converters import cli
+    from dcx.converters.registry import FORMATS
+
+    if path != "-" and os.path.isdir(path):
+        return (*cli.read_input(path), None)
+    regular = path != "-" and os.path.isfile(path)
+    if regular and cli._size(path) < STREAM_BYTES:
+        return (*cli.read_input(path), None)
+    try:
+        if path == "-":
+            return _pipe_to_convert(sys.stdin.buffer, path, format_name, streams)
+        if not regular:
+            # a FIFO or device: open while it is converted, closed when dcx exits
+            return _pipe_to_convert(open(path, "rb"), path, format_name, streams)
+        with open(path, "rb") as stream:
+            spec = _streamable(stream.read(SNIFF_BYTES), path, format_name, FORMATS)
+    except FileNotFoundError:
+        raise cli.UsageError(f"{path}: no such file") from None
+    except PermissionError:
+        raise cli.UsageError(f"{path}: permission denied") from None
+    if spec is not None and streams(spec):
+        return b"", None, StreamSource(spec, lambda: _file_chunks(path), True)
+    return (*cli.read_input(path), None)
+
+
+def _file_chunks(path: str) -> Iterator[bytes]:
+    from dcx.parsing import chunks
+
+    with open(path, "rb") as stream:
+        yield from chunks.line_chunks(stream.read, b"", chunks.CHUNK_BYTES)
+
+
+def _pipe_to_convert(stream: BinaryIO, path: str, format_name: str | None,
+                     streams: Callable[[FormatDeclaration], bool]
+                     ) -> tuple[bytes, Diagnostic | None, StreamSource | None]:
+    """``_from_pipe`` for ``dcx convert``: a pipe that outgrows ``STREAM_BYTES`` is handed
+    over as chunks (read once) when its format streams."""
+    from dcx.converters import cli
+    from dcx.converters.registry import FORMATS
+    from dcx.parsing import chunks
+
+    limit = limits.LIMITS.max_input_bytes
+    head = cli._read_up_to(stream, STREAM_BYTES)
+    more = stream.read(1) if len(head) == STREAM_BYTES else b""
+    if not more:
+        return (head, None, None) if len(head) <= limit else (
+            b"", cli._too_large(len(head), path), None)
+    head += more
+    spec = _streamable(head, path, format_name, FORMATS)
+    if spec is not None and streams(spec):
+        return b"", None, StreamSource(
+            spec, lambda: chunks.line_chunks(stream.read, head, chunks.CHUNK_BYTES), False)
     data = head + cli._read_up_to(stream, limit + 1 - len(head))
     if len(data) > limit:
         return b"", cli._too_large(len(data), path, at_least=True), None

@@ -477,25 +477,117 @@ def write(document: Document) -> WriteResult:
     """Parquet bytes for ``normal_form(document)`` (no rows when there is no workload)."""
     import io
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     workload = normal_form(document).workload or Workload()
-    columns = columns_of(workload) or WorkloadColumns.from_jobs(
-        tuple(_held_only(job) for job in workload.jobs))
-    if columns is None:
+    table = rows_of(workload)
+    if table is None:
         return WriteResult(b"", (error("internal error: the normal form has a value no "
                                        "Parquet column holds", "parquet.unwritable"),))
-    table = pa.Table.from_arrays(*_arrays(columns))
+    table = table.replace_schema_metadata(header_metadata(workload))
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return WriteResult(sink.getvalue())
+
+
+def rows_of(workload: Workload) -> Any:
+    """The Arrow table of a workload in normal form (``None``: a value no column holds),
+    without metadata: ``write``'s rows, and a streamed conversion's row group."""
+    import pyarrow as pa
+
+    columns = columns_of(workload) or WorkloadColumns.from_jobs(
+        tuple(_held_only(job) for job in workload.jobs))
+    return None if columns is None else pa.Table.from_arrays(*_arrays(columns))
+
+
+def header_metadata(workload: Workload) -> dict[bytes, bytes]:
+    """The file's key-value metadata for a workload in normal form (``dcx:workload``)."""
     header = {key: value for key, value in (
         ("name", workload.name), ("description", workload.description),
         ("time_origin", workload.time_origin), ("attributes", workload.attributes),
         ("extras", workload.extras)) if value}
-    table = table.replace_schema_metadata({METADATA_KEY: json.dumps(
-        header, ensure_ascii=False).encode()})
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd")
-    return WriteResult(sink.getvalue())
+    return {METADATA_KEY: json.dumps(header, ensure_ascii=False).encode()}
+
+
+def read_row_groups(path: str) -> tuple[tuple[Diagnostic, ...], int]:
+    """``read``'s checks on a Parquet file a row group at a time, in memory bounded by the
+    largest row group: its schema and metadata once, then each row group's rows (nulls,
+    NaN, job rows, dependencies), where a dependency may also name a task of an earlier
+    row group (kept as ranges of task ids where they count up by one). Task ids unique
+    across row groups is left to whoever wrote the groups. The diagnostics, and the number
+    of rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+        problems = _schema_problems(parquet.schema_arrow)
+        if problems:
+            return tuple(problems), 0
+        header, problems = _metadata(parquet.schema_arrow.metadata or {})
+        if header is None:
+            return tuple(problems), 0
+        rows = 0
+        earlier: list[Any] = []
+        for group in range(parquet.num_row_groups):
+            table = parquet.read_row_group(group)
+            _, problems = _columns(_without_earlier(table, earlier))
+            if problems:
+                return tuple(problems), rows
+            rows += table.num_rows
+            earlier.append(_held_ids(table.column("task_id")))
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return (error(f"cannot read the Parquet file: {exc}", "parquet.unreadable"),), 0
+    return (), rows
+
+
+def _held_ids(column: Any) -> Any:
+    """A row group's task ids: a ``range`` when they count up by one, else an array."""
+    import numpy as np
+
+    ids = _ids(column)
+    if ids.dtype.kind == "i" and len(ids) and int(ids[-1]) - int(ids[0]) == len(ids) - 1 \
+            and bool(np.all(np.diff(ids) == 1)):
+        return range(int(ids[0]), int(ids[-1]) + 1)
+    return ids
+
+
+def _without_earlier(table: Any, earlier: list[Any]) -> Any:
+    """``table`` without the dependencies on tasks of earlier row groups (``_held_ids``)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not earlier or not table.num_rows:
+        return table
+    position = table.schema.get_field_index("dependencies")
+    lists = table.column(position).combine_chunks()
+    if lists.null_count:
+        return table  # the checks say where
+    flat = pc.list_flatten(lists)
+    if not len(flat):
+        return table
+    outside = ~pc.is_in(flat, value_set=table.column("task_id").combine_chunks()
+                        ).to_numpy(zero_copy_only=False)
+    values = _ids(flat)
+    before = np.zeros(len(values), dtype=bool)
+    for held in earlier:
+        if isinstance(held, range):
+            if values.dtype.kind == "i":
+                before |= (values >= held.start) & (values < held.stop)
+        elif held.dtype.kind == values.dtype.kind or "O" in (held.dtype.kind,
+                                                              values.dtype.kind):
+            before |= np.isin(values, held)
+    before &= outside
+    if not before.any():
+        return table
+    parents = pc.list_parent_indices(lists).to_numpy()
+    kept = ~before
+    counts = np.bincount(parents[kept], minlength=table.num_rows)
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    column = pa.ListArray.from_arrays(pa.array(offsets), flat.filter(pa.array(kept)),
+                                      type=lists.type)
+    return table.set_column(position, table.schema.field(position), column)
 
 
 def _held_only(job: Job) -> Job:

@@ -1,0 +1,477 @@
+"""``dcx convert`` of a trace too large to hold: SWF to Parquet a chunk of whole lines at a
+time, in memory bounded by the chunk size (``dcx.parsing.chunks``), whatever the trace's
+length. ``dcx.converters.streaming`` decides when (the inputs ``dcx validate`` streams);
+this module converts.
+
+Per chunk: SWF's chunked reader (``FormatDeclaration.read_chunks``'s ``_Stream``) checks it,
+so the diagnostics are the whole-file reader's, byte for byte; the same chunk read by the
+whole-file reader is the chunk's document, and the target's normal form and row builder
+(``dcx.formats.parquet.codec.rows_of``) turn it into one Parquet row group. Its losses are
+``conversion_losses`` of that document, summed over the chunks (pointers and lines counted
+from the start of the file).
+
+One schema for every row group: a file is read twice, first to check it and find its
+schema (the columns any chunk has, in the order they first appear, as the whole-file writer
+orders the extras of jobs read line by line; an extras column integer in one chunk and not
+in another is a double, as the whole-file writer makes it), so its Parquet table is the
+whole-file path's. A pipe is read once: its schema is the first
+chunk's plus every ``swf:`` extras column the format has (integers where SWF's field is an
+integer, doubles elsewhere), null where a chunk has none. What cannot be cut into chunks
+stops the conversion (``convert.not-streamable``): job numbers that mix integers and text
+(the whole file renumbers them). A job whose preceding job is in an earlier chunk, which the
+chunk's document keeps as an extras value, gets its dependency back in its row.
+
+The output is written to a temporary file beside OUTPUT, read back a row group at a time
+under Parquet's reader rules (``read_row_groups``), and renamed over OUTPUT only when the
+input was valid, the conversion refused nothing and the output reads back accepted.
+Standard output and devices get the row groups as they are written.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dcx.core.codes import Code
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error, has_errors, warning
+from dcx.core.fields import FIELDS
+from dcx.core.model import Document, Workload
+
+CODES = (
+    Code("convert.not-streamable", "error",
+         "A trace read in chunks has what only the whole file can convert (a preceding job "
+         "in an earlier chunk, integer and text job numbers in different chunks)."),
+)
+
+STREAM_PAIRS = frozenset({("swf", "parquet")})
+"""Source and target formats ``dcx convert`` converts a chunk at a time."""
+
+_PRECEDING_KEY = "swf:PrecedingJobNumber"
+_JOB_POINTER = re.compile(r"/workload/jobs/(\d+)")
+_FIELD_ORDER = {path: index for index, path in enumerate(FIELDS)}
+
+Chunks = Callable[[], Iterable[bytes]]
+"""Opens the input (again) as chunks of whole lines; a pipe can be opened only once."""
+
+
+class NotStreamable(Exception):
+    """What cannot be converted a chunk at a time (``convert.not-streamable``)."""
+
+
+@dataclass
+class StreamedConversion:
+    """What a streamed conversion found: the shape of ``convert.Conversion`` the CLI reports."""
+
+    read_diagnostics: tuple[Diagnostic, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+    losses: tuple[Loss, ...] = ()
+    places: ReadResult = field(default_factory=lambda: ReadResult(None))
+    """Where each loss's first dropped value is (``ReadResult.locate``)."""
+    jobs: int = 0
+    written: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.written and not has_errors(self.diagnostics)
+
+    @property
+    def internal_error(self) -> bool:
+        return any(d.code == "convert.invalid-output" for d in self.diagnostics)
+
+
+@dataclass
+class _Losses:
+    """Losses summed over chunks: count, first pointer and its (line, column)."""
+
+    counts: dict[str, int | None] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+    firsts: dict[str, str | None] = field(default_factory=dict)
+    places: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+
+    def add(self, losses: Sequence[Loss], read: ReadResult, jobs_before: int,
+            lines_before: int) -> None:
+        for loss in losses:
+            if loss.field not in self.counts:
+                self.counts[loss.field] = loss.count
+                self.details[loss.field] = loss.detail
+                self.firsts[loss.field] = None
+            elif self.counts[loss.field] is not None and loss.count is not None:
+                self.counts[loss.field] = (self.counts[loss.field] or 0) + loss.count
+            else:
+                self.counts[loss.field] = None
+            if self.firsts[loss.field] is None and loss.first is not None:
+                first = _JOB_POINTER.sub(
+                    lambda match: f"/workload/jobs/{int(match.group(1)) + jobs_before}",
+                    loss.first, count=1)
+                self.firsts[loss.field] = first
+                line, column = read.locate(loss.first)
+                if line is not None:
+                    self.places[first] = (line + lines_before, column)
+
+    def losses(self) -> tuple[Loss, ...]:
+        return tuple(Loss(path, self.counts[path], self.details[path], self.firsts[path])
+                     for path in sorted(self.counts, key=_FIELD_ORDER.__getitem__))
+
+
+@dataclass
+class _Chunk:
+    """A chunk of whole lines as the whole-file reader reads it, and where it is."""
+
+    read: ReadResult
+    first_line: int
+    jobs_before: int
+
+
+def _chunk_reads(chunks: Iterable[bytes], checked: Any) -> Iterator[_Chunk]:
+    """Each chunk with jobs or header lines, read by the whole-file reader, after the chunked
+    reader ``checked`` (when given) has checked it. After a chunk that cannot be read (an
+    invalid input) the rest is only checked, so that every diagnostic is found."""
+    from dcx.formats.swf import codec
+
+    line, jobs, broken = 1, 0, False
+    for chunk in chunks:
+        if checked is not None:
+            checked.add(chunk)
+            if checked.encoding is not None:
+                return
+        first_line, line = line, line + chunk.count(b"\n")
+        if broken or not chunk.strip():
+            continue
+        read = codec.read(chunk)
+        if read.document is None or has_errors(read.diagnostics):
+            broken = True  # the chunked reader says why
+            continue
+        yield _Chunk(read, first_line, jobs)
+        workload = read.document.workload
+        jobs += len(workload.jobs) if workload is not None else 0
+
+
+def convert_swf_to_parquet(chunks: Chunks, reopenable: bool, output: str,
+                           strict: bool = False) -> StreamedConversion:
+    """Convert the SWF trace ``chunks`` gives to Parquet at ``output`` (``-``: stdout);
+    ``reopenable``: ``chunks`` may be called twice (a file), so the schema is the file's own."""
+    from dcx.converters.losses import conversion_losses
+    from dcx.formats import parquet
+    from dcx.formats.swf import stream as swf_stream
+
+    target = parquet.FORMAT
+    checked = swf_stream._Stream()
+    summed = _Losses()
+    plan = _Schema(fixed=not reopenable)
+
+    def rows_of(piece: _Chunk, measure: bool) -> Any:
+        assert piece.read.document is not None
+        document, earlier = _cross_chunk(piece.read.document, checked)
+        if measure:
+            summed.add(conversion_losses(document, target), piece.read, piece.jobs_before,
+                       piece.first_line - 1)
+        if "task.id" in parquet.normal_form_losses(document):
+            raise NotStreamable("job numbers that mix integers and text")
+        table = parquet.codec.rows_of(parquet.normal_form(document).workload or Workload())
+        if table is None:
+            raise NotStreamable("the Parquet writer cannot write a chunk's rows")
+        return _with_dependencies(table, earlier) if earlier else table
+
+    def tables(pieces: Iterable[_Chunk], measure: bool) -> Iterator[Any]:
+        for piece in pieces:
+            table = rows_of(piece, measure)
+            if table.num_rows:
+                yield table
+
+    def conversion(verdict: Any, written: int) -> StreamedConversion:
+        return StreamedConversion(verdict.diagnostics, _loss_warnings(summed, strict, target),
+                                  summed.losses(), ReadResult(None, source_map=summed.places),
+                                  written, True)
+
+    from dcx.parsing.chunks import LineTooLong
+
+    try:
+        if reopenable:  # the first reading checks the file and finds its schema
+            unstreamable: NotStreamable | None = None
+            for piece in _chunk_reads(chunks(), checked):
+                if unstreamable is None:  # on to the end: an invalid input says why first
+                    try:
+                        plan.add(rows_of(piece, measure=True))
+                    except NotStreamable as exc:
+                        unstreamable = exc
+            verdict = _verdict(checked)
+            if not verdict.ok:
+                return StreamedConversion(verdict.diagnostics)
+            if unstreamable is not None:
+                raise unstreamable
+            header = _header(checked)
+            refused = _refused(summed, verdict.jobs or 0, strict, target)
+            if refused is not None:
+                return StreamedConversion(verdict.diagnostics, refused, summed.losses(),
+                                          ReadResult(None, source_map=summed.places))
+            written = _write(output, plan, tables(_chunk_reads(chunks(), None), False),
+                             lambda: header)
+            return conversion(verdict, written)
+        finished: list[Any] = []
+
+        def header_at_end() -> Workload:
+            finished.append(_verdict(checked))
+            return _header(checked)
+
+        written = _write(output, plan, tables(_chunk_reads(chunks(), checked), True),
+                         header_at_end, finished, summed, strict)
+        return conversion(finished[0], written)
+    except NotStreamable as exc:
+        return StreamedConversion(
+            (), (error(f"cannot convert in chunks: {exc}; convert a file under the input "
+                       "size limit", "convert.not-streamable"),))
+    except _Refused as refusal:
+        return refusal.conversion
+    except LineTooLong as exc:  # what would bound memory is a line that never ends
+        return StreamedConversion((error(f"{exc}; a large input is read a line at a time",
+                                         "input.too-large", line=exc.line, column=1),))
+
+
+class _Refused(Exception):
+    """Raised inside a one-pass write: the input was invalid or the conversion refused, so
+    the temporary output is removed."""
+
+    def __init__(self, conversion: StreamedConversion) -> None:
+        super().__init__("refused")
+        self.conversion = conversion
+
+
+def _verdict(checked: Any) -> Any:
+    """What the chunked reader found (``read_chunks``'s answer)."""
+    from dcx.core.declaration import ChunkedRead
+
+    return ChunkedRead((checked.encoding,)) if checked.encoding is not None \
+        else checked.finish()
+
+
+def _header(checked: Any) -> Workload:
+    """The workload's header (name, origin, attributes, comments) the SWF header gave."""
+    from dcx.formats import parquet
+
+    document = parquet.normal_form(Document(workload=checked.header.workload(())))
+    return document.workload or Workload()
+
+
+def _loss_warnings(summed: _Losses, strict: bool, target: FormatDeclaration
+                   ) -> tuple[Diagnostic, ...]:
+    severity = error if strict else warning
+    return tuple(severity(f"{target.name} cannot hold {loss.render()}", "convert.loss")
+                 for loss in summed.losses())
+
+
+def _refused(summed: _Losses, jobs: int, strict: bool,
+             target: FormatDeclaration) -> tuple[Diagnostic, ...] | None:
+    """Why the whole-file path would refuse: no jobs to convert, or a loss with --strict."""
+    from dcx.converters.convert import refusal
+
+    if not jobs:
+        document = Document(workload=Workload())
+        problem = refusal(document, document, "swf", target)
+        if problem is not None:
+            return (problem,)
+    problems = _loss_warnings(summed, strict, target)
+    return problems if has_errors(problems) else None
+
+
+def _cross_chunk(document: Document, checked: Any) -> tuple[Document, dict[int, Any]]:
+    """The chunk's document without the preceding jobs of earlier chunks, and those job
+    numbers by row: the whole file makes each a dependency, a chunk alone an extras value
+    (it does not know the job), so the rows get them as dependencies after the normal form.
+    """
+    from dataclasses import replace
+
+    from dcx.core.columns import columns_of
+
+    workload = document.workload
+    if workload is None or columns_of(workload) is not None or not any(
+            _PRECEDING_KEY in task.extras for job in workload.jobs for task in job.tasks):
+        return document, {}  # (columns hold only dependencies inside the chunk)
+    earlier: dict[int, Any] = {}
+    jobs = []
+    row = 0
+    for job in workload.jobs:
+        tasks = []
+        for task in job.tasks:
+            number = task.extras.get(_PRECEDING_KEY)
+            if number is not None and any(_holds(held, number) for held in checked.ids):
+                earlier[row] = number
+                task = replace(task, extras={key: value for key, value in task.extras.items()
+                                             if key != _PRECEDING_KEY})
+            tasks.append(task)
+            row += 1
+        jobs.append(replace(job, tasks=tuple(tasks)))
+    if not earlier:
+        return document, {}
+    return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
+
+
+def _with_dependencies(table: Any, earlier: dict[int, Any]) -> Any:
+    """``table`` whose rows in ``earlier`` depend on the job numbers given there."""
+    import pyarrow as pa
+
+    position = table.schema.get_field_index("dependencies")
+    kind = table.schema.field(position).type
+    lists = table.column(position).to_pylist()
+    for row, number in earlier.items():
+        lists[row] = [*lists[row], number]
+    try:
+        column = pa.array(lists, kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise NotStreamable("a preceding job's number is not of its chunk's kind") from None
+    return table.set_column(position, table.schema.field(position), column)
+
+
+def _holds(held: Any, number: Any) -> bool:
+    if isinstance(held, range):
+        return type(number) is int and number in held
+    return bool((held == number).any())
+
+
+class _Schema:
+    """The one Arrow schema of every row group (see the module docstring)."""
+
+    def __init__(self, fixed: bool) -> None:
+        self.fixed = fixed
+        self.types: dict[str, Any] = {}
+
+    def add(self, table: Any) -> None:
+        import pyarrow as pa
+
+        for name, kind in zip(table.column_names, table.schema.types, strict=True):
+            known = self.types.get(name)
+            if known is None or known == kind:
+                self.types.setdefault(name, kind)
+            elif {known, kind} == {pa.int64(), pa.float64()}:
+                self.types[name] = pa.float64()
+            else:
+                raise NotStreamable(f"column {name} is {known} in one chunk and {kind} in "
+                                    "another")
+
+    def schema(self, first: Any) -> Any:
+        """The schema, given the first table to write (a pipe's schema starts from it)."""
+        import pyarrow as pa
+
+        from dcx.formats.swf import codec as swf_codec
+
+        if self.fixed and not self.types:
+            self.add(first)
+            for key in _swf_extras_keys():
+                name = "extras." + key
+                integer = key.removeprefix("swf:") in swf_codec._INTEGERS
+                wanted = pa.int64() if integer else pa.float64()
+                known = self.types.get(name)
+                self.types[name] = wanted if known is None or known == pa.int64() else known
+        return pa.schema(list(self.types.items()))
+
+
+def _swf_extras_keys() -> tuple[str, ...]:
+    """Every ``swf:`` task extras key the SWF reader makes, in its columns' order."""
+    from dcx.formats.swf import codec as swf_codec
+
+    return (swf_codec._ALLOCATED_KEY, swf_codec._REQUESTED_KEY,
+            *("swf:" + name for name in swf_codec._EXTRA_COLUMNS), swf_codec._PRECEDING_KEY)
+
+
+def _conformed(table: Any, schema: Any) -> Any:
+    """``table`` with ``schema``'s columns: absent ones null, integers widened to doubles."""
+    import pyarrow as pa
+
+    columns = []
+    for column_field in schema:
+        if column_field.name in table.column_names:
+            column = table.column(column_field.name)
+            if column.type != column_field.type:
+                try:
+                    column = column.cast(column_field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    raise NotStreamable(f"column {column_field.name} is {column.type} in one "
+                                        f"chunk and {column_field.type} in another") from None
+            columns.append(column)
+        else:
+            columns.append(pa.nulls(table.num_rows, column_field.type))
+    extra = set(table.column_names) - set(schema.names)
+    if extra:
+        raise NotStreamable(f"column {sorted(extra)[0]} is in a later chunk only")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _write(output: str, plan: _Schema, tables: Iterator[Any], header: Callable[[], Workload],
+           finished: list[Any] | None = None, summed: _Losses | None = None,
+           strict: bool = False) -> int:
+    """Write the row groups to ``output`` (through a temporary file for a regular file) and
+    the header as metadata once the last is written; the number of rows."""
+    from dcx.converters.atomic import STDOUT, is_special, open_descriptor, temporary_beside
+
+    direct = output == STDOUT or open_descriptor(output) is not None or is_special(output)
+    if direct:
+        descriptor = 1 if output == STDOUT else open_descriptor(output)
+        if descriptor is not None:
+            sys.stdout.flush()
+            import os
+
+            with os.fdopen(os.dup(descriptor), "wb") as stream:
+                return _row_groups(stream, plan, tables, header, finished, summed, strict)
+        with open(output, "wb") as stream:
+            return _row_groups(stream, plan, tables, header, finished, summed, strict)
+    with temporary_beside(output) as temporary:
+        rows = _row_groups(temporary, plan, tables, header, finished, summed, strict)
+        problems, read_back = _read_back(temporary)
+        if problems or read_back != rows:
+            raise _Refused(StreamedConversion(
+                finished[0].diagnostics if finished else (), (_invalid_output(problems),)))
+    return rows
+
+
+def _row_groups(sink: Any, plan: _Schema, tables: Iterator[Any],
+                header: Callable[[], Workload], finished: list[Any] | None,
+                summed: _Losses | None, strict: bool) -> int:
+    import pyarrow.parquet as pq
+
+    from dcx.formats import parquet
+
+    writer = None
+    rows = 0
+    try:
+        for table in tables:
+            if writer is None:
+                schema = plan.schema(table)
+                writer = pq.ParquetWriter(sink, schema, compression="zstd",
+                                          store_schema=False)
+            writer.write_table(_conformed(table, schema), row_group_size=table.num_rows)
+            rows += table.num_rows
+        workload = header()
+        if finished is not None:  # one pass: the end of the input says whether it was valid
+            verdict = finished[0]
+            if not verdict.ok:
+                raise _Refused(StreamedConversion(verdict.diagnostics))
+            assert summed is not None
+            refused = _refused(summed, verdict.jobs or 0, strict, parquet.FORMAT)
+            if refused is not None:
+                raise _Refused(StreamedConversion(verdict.diagnostics, refused,
+                                                  summed.losses()))
+        if writer is None:
+            writer = pq.ParquetWriter(sink, plan.schema(parquet.codec.rows_of(Workload())),
+                                      compression="zstd", store_schema=False)
+        # the metadata is known at the end; without a stored Arrow schema (whose own copy
+        # of the metadata would be the one at the start) readers take it from the footer
+        writer.add_key_value_metadata(parquet.codec.header_metadata(workload))
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
+
+
+def _read_back(path: str) -> tuple[tuple[Diagnostic, ...], int]:
+    from dcx.formats import parquet
+
+    return parquet.codec.read_row_groups(path)
+
+
+def _invalid_output(problems: Sequence[Diagnostic]) -> Diagnostic:
+    reason = problems[0].render() if problems else "its rows do not read back"
+    return error(f"internal error: dcx wrote parquet output that parquet does not accept "
+                 f"({reason})", "convert.invalid-output")

@@ -1,0 +1,120 @@
+"""``dcx convert`` a chunk at a time (``dcx.converters.stream_convert``) against the whole-file
+path: for generated SWF traces, valid or not, converted to Parquet with chunks small enough
+to cut between any two lines, the same exit status, the same stderr lines and the same table
+(``pq.read_table``), or nothing written; and a pipe larger than the streaming threshold."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dcx.converters import streaming
+from dcx.converters.cli import main
+from dcx.parsing import chunks
+from tests.test_swf_fast import plain_trace
+from tests.test_swf_stream import bad_trace
+
+
+def run(args: list[str], stream: bool, chunk_bytes: int = chunks.CHUNK_BYTES
+        ) -> tuple[int, str]:
+    """``dcx ARGS`` in this process, every SWF input streamed (or none); exit code, stderr."""
+    err = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err):
+        patch.setattr(streaming, "STREAM_BYTES", 0 if stream else float("inf"))
+        patch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
+        code = main(args)
+    return code, err.getvalue()
+
+
+def both(data: bytes, chunk_bytes: int, *options: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "in.swf"
+        source.write_bytes(data)
+        whole_out, streamed_out = Path(folder) / "whole.parquet", Path(folder) / "s.parquet"
+        whole = run(["convert", str(source), str(whole_out), *options], stream=False)
+        streamed = run(["convert", str(source), str(streamed_out), *options], stream=True,
+                       chunk_bytes=chunk_bytes)
+        if "cannot convert in chunks" in streamed[1]:
+            # text and integer job numbers, which the whole file renumbers: refused
+            assert b"job" in data and whole[0] == 0
+            assert streamed[0] == 1 and not streamed_out.exists()
+            assert sorted(os.listdir(folder)) == ["in.swf", "whole.parquet"]
+            return
+        assert streamed == (whole[0], whole[1].replace("whole.parquet", "s.parquet"))
+        assert whole_out.exists() == streamed_out.exists() == (whole[0] == 0)
+        assert sorted(os.listdir(folder)) == sorted(
+            ["in.swf", *(["whole.parquet", "s.parquet"] if whole[0] == 0 else [])])
+        if whole[0] == 0:
+            expected, found = pq.read_table(whole_out), pq.read_table(streamed_out)
+            assert found.equals(expected)
+            assert found.schema.equals(expected.schema, check_metadata=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(0, 40), st.sampled_from((1, 40, 200, 1000)),
+       st.sampled_from(((), ("--losses",), ("--strict",), ("-v",))))
+def test_streamed_conversion_is_the_whole_file_conversion(seed, jobs, chunk_bytes, options):
+    rng = random.Random(seed)
+    data = (plain_trace(seed, jobs, header=rng.random() < 0.8).encode()
+            if rng.random() < 0.5 else bad_trace(seed, jobs))
+    both(data, chunk_bytes, *options)
+
+
+def test_preceding_jobs_of_earlier_chunks_stay_dependencies():
+    data = plain_trace(3, 300).encode()
+    assert data.count(b"\n") > 300
+    both(data, 64)
+    both(data, 64, "--output", "json")
+
+
+def test_an_invalid_trace_writes_nothing():
+    data = plain_trace(1, 50).encode() + b"51 0 x\n"
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "out.parquet"
+        out.write_bytes(b"before")
+        code, said = run(["convert", str(Path(folder) / "in.swf"), str(out)], stream=True)
+        assert code == 2 and "no such file" in said  # the input is missing: usage
+        (Path(folder) / "in.swf").write_bytes(data)
+        code, said = run(["convert", str(Path(folder) / "in.swf"), str(out)], stream=True,
+                         chunk_bytes=100)
+        assert code == 1 and "SWF has 18" in said
+        assert out.read_bytes() == b"before"
+        assert sorted(os.listdir(folder)) == ["in.swf", "out.parquet"]
+
+
+def test_a_pipe_converts_in_chunks():
+    """``generate_swf.py | dcx convert - out.parquet --from swf`` beyond the streaming
+    threshold (lowered here, so the test stays small): the rows and the header arrive."""
+    generator = Path(__file__).resolve().parent.parent / "benchmarks" / "generate_swf.py"
+    program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
+               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = 1 << 16\n"
+               "chunks.CHUNK_BYTES = 1 << 15\nsys.exit(main(sys.argv[1:]))\n")
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "out.parquet"
+        producer = subprocess.Popen([sys.executable, str(generator), "20000", "-", "--blocks"],
+                                    stdout=subprocess.PIPE)
+        done = subprocess.run([sys.executable, "-c", program, "convert", "-", str(out),
+                               "--from", "swf"], stdin=producer.stdout, capture_output=True,
+                              text=True, check=False)
+        assert producer.stdout is not None
+        producer.stdout.close()
+        assert producer.wait() == 0
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == f"wrote {out} (parquet): 20,000 jobs; nothing lost\n"
+        table = pq.read_table(out)
+        assert table.num_rows == 20_000
+        assert table.column("task_id").to_pylist() == list(range(1, 20_001))
+        assert pq.ParquetFile(out).num_row_groups > 1
+        assert b"MaxJobs" in table.schema.metadata[b"dcx:workload"]
+        assert sorted(os.listdir(folder)) == ["out.parquet"]
