@@ -136,7 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
         "output reads back accepted; a device, FIFO or socket is written directly. A "
         "conversion that cannot give an accepted output (the formats share no part, the "
         "target keeps none of the machines or jobs, the writer refuses) exits 1 with one "
-        "line saying why and writes nothing. " + _folder_help())
+        "line saying why and writes nothing. An SWF input to Parquet from 16 MB (a file, or stdin "
+        "that outgrows it) is converted in chunks as it is read, one row group each, in "
+        "bounded memory and without the input size limit; a file output is still replaced "
+        "only after it reads back accepted, while stdout gets the row groups as they are "
+        "written. " + _folder_help())
     convert.add_argument("input", metavar="INPUT")
     convert.add_argument("output", metavar="OUTPUT")
     _format_option(convert, "--from", dest="source", help="input format")
