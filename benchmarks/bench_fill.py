@@ -20,8 +20,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from child import run_code
 
 RANKS = int(os.environ.get("DCX_BENCH_RANKS", str(1 << 20)))
 FILL = "clock-rate=2.4GHz"
@@ -29,13 +32,7 @@ FILL = "clock-rate=2.4GHz"
 
 def measured(code: str, *args: str) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of ``python -c code args`` alone."""
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", code, *args])
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"bench_fill: {code.splitlines()[1]!r} failed")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return run_code(code, *args, what=f"bench_fill: {code.splitlines()[1]!r}")
 
 
 CONVERT = f"""

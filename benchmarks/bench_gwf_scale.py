@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from child import run_code
 
 TASKS = int(os.environ.get("DCX_BENCH_TASKS", "1000000"))
 
@@ -69,13 +71,7 @@ def archive_trace(tasks: int, seed: int = 1) -> str:
 
 def measured(code: str, *args: str) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of ``python -c code args`` alone."""
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", code, *args])
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"bench_gwf_scale: {code.splitlines()[1]!r} failed")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return run_code(code, *args, what=f"bench_gwf_scale: {code.splitlines()[1]!r}")
 
 
 VALIDATE = """

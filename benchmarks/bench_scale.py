@@ -15,14 +15,13 @@ Every figure runs in a fresh subprocess; wall seconds and peak RSS come from ``o
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from child import run_code
 from generate_swf import generate
 
 JOBS = int(os.environ.get("DCX_BENCH_JOBS", "1000000"))
@@ -30,13 +29,7 @@ JOBS = int(os.environ.get("DCX_BENCH_JOBS", "1000000"))
 
 def measured(code: str, *args: str) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of ``python -c code args`` alone."""
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", code, *args])
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"bench_scale: {code.splitlines()[0]!r} failed")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return run_code(code, *args, what=f"bench_scale: {code.splitlines()[0]!r}")
 
 
 VALIDATE = """
