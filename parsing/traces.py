@@ -412,6 +412,26 @@ _TOKEN_BYTES = b"0123456789.-"
 _BLANK_BYTES = b" \t\r\n"
 
 
+def numeric_records(data: bytes, position: int, first_line: int, kinds: FieldKinds,
+                    chunk_bytes: int) -> ColumnsBuilder | None:
+    """The whitespace-separated rows of ``data`` from ``position`` (line ``first_line``) on,
+    read ``numeric_columns`` by chunk of whole lines; ``None`` as soon as one chunk is not
+    for the vectorised path."""
+    records = ColumnsBuilder(kinds, data.count(b"\n", position) + 1)
+    line = first_line
+    while position < len(data):
+        end = data.rfind(b"\n", position, position + chunk_bytes)
+        end = len(data) if end < 0 or position + chunk_bytes >= len(data) else end + 1
+        chunk = data[position:end]
+        found = numeric_columns(chunk, line, kinds)
+        if found is None:
+            return None
+        records.add(found)
+        line += chunk.count(b"\n")
+        position = end
+    return records
+
+
 def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds) -> NumericColumns | None:
     """The job lines of ``body`` (whole lines; line ``first_line`` first) as columns, or
     ``None`` when anything in it is not plainly a job line the exact path would accept

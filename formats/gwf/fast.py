@@ -30,7 +30,7 @@ from dcx.parsing.traces import (
     ColumnsBuilder,
     FieldKinds,
     column_dependency_diagnostics,
-    numeric_columns,
+    numeric_records,
 )
 
 CHUNK_BYTES = 4 << 20
@@ -286,19 +286,8 @@ def _read_archive(body: bytes, first_line: int, chunk_bytes: int) -> ReadResult 
     """Task lines from the first one (line ``first_line``); no comment may follow."""
     import numpy as np
 
-    records = ColumnsBuilder(ARCHIVE_KINDS, body.count(b"\n") + 1)
-    position, line = 0, first_line
-    while position < len(body):
-        end = body.rfind(b"\n", position, position + chunk_bytes)
-        end = len(body) if end < 0 or position + chunk_bytes >= len(body) else end + 1
-        chunk = body[position:end]
-        found = numeric_columns(chunk, line, ARCHIVE_KINDS)
-        if found is None:
-            return None
-        records.add(found)
-        line += chunk.count(b"\n")
-        position = end
-    if not records.rows:
+    records = numeric_records(body, 0, first_line, ARCHIVE_KINDS, chunk_bytes)
+    if records is None or not records.rows:
         return None
     column = records.column
     for name, rule in _ARCHIVE_RULES.items():

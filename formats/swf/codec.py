@@ -46,7 +46,7 @@ from dcx.parsing.traces import (
     is_id_token,
     known_submit,
     known_time,
-    numeric_columns,
+    numeric_records,
     parse_int,
     parse_number,
     written_ids,
@@ -167,18 +167,9 @@ def read_fast(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> ReadResult | None:
         position, line_number = end + 1, line_number + 1
     if budget.diagnostics:
         return None
-    records = ColumnsBuilder(FAST_KINDS, data.count(b"\n", position) + 1)
-    first_line = line_number
-    while position < len(data):
-        end = data.rfind(b"\n", position, position + chunk_bytes)
-        end = len(data) if end < 0 or position + chunk_bytes >= len(data) else end + 1
-        chunk = data[position:end]
-        found = numeric_columns(chunk, first_line, FAST_KINDS)
-        if found is None:
-            return None
-        records.add(found)
-        first_line += chunk.count(b"\n")
-        position = end
+    records = numeric_records(data, position, line_number, FAST_KINDS, chunk_bytes)
+    if records is None:
+        return None
     built = _columns_of_records(records)
     if built is None:
         return None
