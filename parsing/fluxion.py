@@ -45,6 +45,9 @@ CODES: tuple[Code, ...] = (
     Code("jgf.edge-endpoint", "error", "An edge names a vertex id that does not exist."),
     Code("jgf.edge-path", "error",
          "An edge does not join a vertex to its child in the edge's subsystem."),
+    Code("jgf.unreachable", "warning",
+         "A vertex's containment path hangs from a path no vertex has: the tree from the "
+         "root does not reach it (nor what is below it), so no resources are read from it."),
     Code("jgf.legacy-edge", "warning",
          "Edges use the legacy form metadata.name = {subsystem: relation} (flux-sched "
          "before August 2024)."),
@@ -189,8 +192,29 @@ def check_graph(document: dict[str, Any], base: str = "") -> tuple[Graph | None,
                               "form /name)", "jgf.no-root", pointer=f"{base}/graph/nodes"))
     elif CONTAINMENT in roots:
         graph.root = roots[CONTAINMENT][0]
+        problems.extend(_unreachable(graph, base))
     problems.extend(_check_edges(document["graph"]["edges"], paths_of, base))
     return graph, problems
+
+
+def _unreachable(graph: Graph, base: str) -> list[Diagnostic]:
+    """A warning for each vertex whose parent path no vertex has: the top of a subtree the
+    walk from the root never enters (its vertices would vanish without a word)."""
+    problems: list[Diagnostic] = []
+    for vertex in graph.vertices:
+        path = vertex.paths.get(CONTAINMENT)
+        cut = path.rfind("/") if path is not None else -1
+        if path is None or cut <= 0 or path[:cut] in graph.by_path:
+            continue
+        below = len(descendants(graph, path))
+        what = ("it" if not below else "it or the vertex below it" if below == 1
+                else f"it or the {below} vertices below it")
+        problems.append(warning(
+            f"vertex {vertex.key!r} ({path}) is not in the containment tree: no vertex has "
+            f"the path {path[:cut]!r}, so the walk from the root never reaches {what}, and "
+            "no resources are read from there", "jgf.unreachable",
+            pointer=f"{base}/graph/nodes/{vertex.index}/metadata/paths/{CONTAINMENT}"))
+    return problems
 
 
 def _check_edges(edges: list[dict[str, Any]], paths_of: dict[str, dict[str, str]],

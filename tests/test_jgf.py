@@ -87,6 +87,24 @@ def test_integrity_checks(mutate: Any, code: str) -> None:
     assert code in error_codes(read_value(value))
 
 
+def test_a_subtree_outside_the_containment_tree_is_reported_once_with_its_size() -> None:
+    # n8 and its core hang from /c0/rack9, which no vertex has: the walk from the root
+    # never reaches them, so the machine vanishes from the model; the top of that subtree
+    # is named once, with what is below it.
+    value = small_graph()
+    value["graph"]["nodes"] += [
+        {"id": "4", "metadata": {"type": "node", "name": "n8",
+                                 "paths": {"containment": "/c0/rack9/n8"}}},
+        {"id": "5", "metadata": {"type": "core", "paths": {"containment": "/c0/rack9/n8/c0"}}}]
+    result = read_value(value)
+    assert result.ok
+    (warning,) = result.diagnostics
+    assert warning.code == "jgf.unreachable"
+    assert warning.pointer == "/graph/nodes/4/metadata/paths/containment"
+    assert "'/c0/rack9'" in warning.message and "or the vertex below it" in warning.message
+    assert [m.name for m in result.document.environment.machines()] == ["n7"]
+
+
 def test_the_declaration_names_the_schema_the_reader_checks() -> None:
     """The front spells the schema's name so that sniffing needs no parsing layer."""
     assert jgf.FORMAT.schema == jgf.SCHEMA == fluxion.SCHEMA
