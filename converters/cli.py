@@ -136,11 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
         "output reads back accepted; a device, FIFO or socket is written directly. A "
         "conversion that cannot give an accepted output (the formats share no part, the "
         "target keeps none of the machines or jobs, the writer refuses) exits 1 with one "
-        "line saying why and writes nothing. An SWF input to Parquet from 16 MB (a file, or stdin "
-        "that outgrows it) is converted in chunks as it is read, one row group each, in "
-        "bounded memory and without the input size limit; a file output is still replaced "
-        "only after it reads back accepted, while stdout gets the row groups as they are "
-        "written. " + _folder_help())
+        "line saying why and writes nothing. An SWF input to Parquet or SWF from 16 MB (a "
+        "file, or stdin that outgrows it) is converted in chunks as it is read (a Parquet row "
+        "group each), in bounded memory and without the input size limit; a file output is "
+        "still replaced only after it reads back accepted, while stdout gets the chunks as "
+        "they are written. " + _folder_help())
     convert.add_argument("input", metavar="INPUT")
     convert.add_argument("output", metavar="OUTPUT")
     _format_option(convert, "--from", dest="source", help="input format")
@@ -682,14 +682,14 @@ def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[F
     """``cmd_convert`` of an input converted a chunk at a time (``stream_convert``): the
     same report, from what the chunks added up to."""
     from dcx.converters.fill import apply_fills
-    from dcx.converters.stream_convert import convert_swf_to_parquet
+    from dcx.converters.stream_convert import convert_swf
     from dcx.core.model import Document, Workload
 
     text = args.output_mode == "text"
     name = label(args.input)
     target = _target_for(args, streamed.spec)
-    result = convert_swf_to_parquet(streamed.chunks, streamed.reopenable, args.output,
-                                    args.strict)
+    result = convert_swf(streamed.chunks, streamed.reopenable, args.output, target.name,
+                         args.strict)
     read_diagnostics = [d.at(name) for d in result.read_diagnostics]
     conversion = [d.at(name) for d in result.diagnostics]
     # a trace has no machines: what each --fill says it filled (none), as the whole path says

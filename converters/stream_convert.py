@@ -1,34 +1,42 @@
-"""``dcx convert`` of a trace too large to hold: SWF to Parquet a chunk of whole lines at a
-time, in memory bounded by the chunk size (``dcx.parsing.chunks``), whatever the trace's
-length. ``dcx.converters.streaming`` decides when (the inputs ``dcx validate`` streams);
-this module converts.
+"""``dcx convert`` of a trace too large to hold: SWF to Parquet or to SWF a chunk of whole
+lines at a time, in memory bounded by the chunk size (``dcx.parsing.chunks``), whatever the
+trace's length. ``dcx.converters.streaming`` decides when (the inputs ``dcx validate``
+streams); this module converts.
 
 Per chunk: SWF's chunked reader (``FormatDeclaration.read_chunks``'s ``_Stream``) checks it,
 so the diagnostics are the whole-file reader's, byte for byte; the same chunk read by the
-whole-file reader is the chunk's document, and the target's normal form and row builder
-(``dcx.formats.parquet.codec.rows_of``) turn it into one Parquet row group. Its losses are
-``conversion_losses`` of that document, summed over the chunks (pointers and lines counted
-from the start of the file).
+whole-file reader is the chunk's document, which the target's normal form and writer turn
+into one part: a Parquet row group (``dcx.formats.parquet.codec.rows_of``) or SWF job lines.
+Its losses are ``conversion_losses`` of that document, summed over the chunks (pointers and
+lines counted from the start of the file).
 
-One schema for every row group: a file is read twice, first to check it and find its
-schema (the columns any chunk has, in the order they first appear, as the whole-file writer
-orders the extras of jobs read line by line; an extras column integer in one chunk and not
-in another is a double, as the whole-file writer makes it), so its Parquet table is the
-whole-file path's. A pipe is read once: its schema is the first
-chunk's plus every ``swf:`` extras column the format has (integers where SWF's field is an
-integer, doubles elsewhere), null where a chunk has none. What cannot be cut into chunks
-stops the conversion (``convert.not-streamable``): job numbers that mix integers and text
-(the whole file renumbers them). A job whose preceding job is in an earlier chunk, which the
-chunk's document keeps as an extras value, gets its dependency back in its row.
+A file is read twice: first to check it and find what is written first (Parquet's schema,
+SWF's header), then to write, so its output is the whole-file path's. Parquet's schema is
+the columns any chunk has, in the order they first appear (as the whole-file writer orders
+the extras of jobs read line by line); an extras column integer in one chunk and not in
+another is a double, as the whole-file writer makes it. A pipe is read once: its Parquet
+schema is the first chunk's plus every ``swf:`` extras column the format has (integers where
+SWF's field is an integer, doubles elsewhere), null where a chunk has none; its SWF header is
+the one its first chunk holds (a header line among later jobs, which the whole file would
+write at the top, stops it).
 
-The output is written to a temporary file beside OUTPUT, read back a row group at a time
-under Parquet's reader rules (``read_row_groups``), and renamed over OUTPUT only when the
-input was valid, the conversion refused nothing and the output reads back accepted.
-Standard output and devices get the row groups as they are written.
+A preceding job in another chunk, which the chunk's document keeps as an extras value, is
+the dependency the whole file makes of it: in its Parquet row (SWF writes both alike). What
+cannot be cut into chunks stops the conversion (``convert.not-streamable``): job numbers
+that mix integers and text (the whole file renumbers them), and, in a pipe, a preceding job
+that comes later in the trace.
+
+The output is written to a temporary file beside OUTPUT, read back under the target's reader
+rules (Parquet a row group at a time, ``read_row_groups``; SWF through its chunked reader),
+and renamed over OUTPUT only when the input was valid, the conversion refused nothing and
+the output reads back accepted. Standard output and devices get the parts as they are
+written.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,11 +51,12 @@ from dcx.core.model import Document, Workload
 
 CODES = (
     Code("convert.not-streamable", "error",
-         "A trace read in chunks has what only the whole file can convert (a preceding job "
-         "in an earlier chunk, integer and text job numbers in different chunks)."),
+         "A trace read in chunks has what only the whole file can convert (job numbers that "
+         "mix integers and text; in a pipe, a preceding job later in the trace or, to SWF, "
+         "a header line among later jobs)."),
 )
 
-STREAM_PAIRS = frozenset({("swf", "parquet")})
+STREAM_PAIRS = frozenset({("swf", "parquet"), ("swf", "swf")})
 """Source and target formats ``dcx convert`` converts a chunk at a time."""
 
 _PRECEDING_KEY = "swf:PrecedingJobNumber"
@@ -150,76 +159,82 @@ def _chunk_reads(chunks: Iterable[bytes], checked: Any) -> Iterator[_Chunk]:
         jobs += len(workload.jobs) if workload is not None else 0
 
 
-def convert_swf_to_parquet(chunks: Chunks, reopenable: bool, output: str,
-                           strict: bool = False) -> StreamedConversion:
-    """Convert the SWF trace ``chunks`` gives to Parquet at ``output`` (``-``: stdout);
-    ``reopenable``: ``chunks`` may be called twice (a file), so the schema is the file's own."""
+def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
+                strict: bool = False) -> StreamedConversion:
+    """Convert the SWF trace ``chunks`` gives to ``target_name`` (``STREAM_PAIRS``) at
+    ``output`` (``-``: stdout). ``reopenable``: ``chunks`` may be called twice (a file), so
+    the output's schema and header are the file's own before anything is written."""
     from dcx.converters.losses import conversion_losses
-    from dcx.formats import parquet
     from dcx.formats.swf import stream as swf_stream
-
-    target = parquet.FORMAT
-    checked = swf_stream._Stream()
-    summed = _Losses()
-    plan = _Schema(fixed=not reopenable)
-
-    def rows_of(piece: _Chunk, measure: bool) -> Any:
-        assert piece.read.document is not None
-        document, earlier = _cross_chunk(piece.read.document, checked)
-        if measure:
-            summed.add(conversion_losses(document, target), piece.read, piece.jobs_before,
-                       piece.first_line - 1)
-        if "task.id" in parquet.normal_form_losses(document):
-            raise NotStreamable("job numbers that mix integers and text")
-        table = parquet.codec.rows_of(parquet.normal_form(document).workload or Workload())
-        if table is None:
-            raise NotStreamable("the Parquet writer cannot write a chunk's rows")
-        return _with_dependencies(table, earlier) if earlier else table
-
-    def tables(pieces: Iterable[_Chunk], measure: bool) -> Iterator[Any]:
-        for piece in pieces:
-            table = rows_of(piece, measure)
-            if table.num_rows:
-                yield table
-
-    def conversion(verdict: Any, written: int) -> StreamedConversion:
-        return StreamedConversion(verdict.diagnostics, _loss_warnings(summed, strict, target),
-                                  summed.losses(), ReadResult(None, source_map=summed.places),
-                                  written, True)
-
     from dcx.parsing.chunks import LineTooLong
 
+    target: _Target = _ParquetTarget(reopenable) if target_name == "parquet" \
+        else _SwfTarget()
+    target.strict = strict
+    later: list[Any] = []
+    checked = swf_stream._Stream()
+    summed = _Losses()
+
+    def part_of(piece: _Chunk, measure: bool) -> Any:
+        assert piece.read.document is not None
+        document, earlier = (_cross_chunk(piece.read.document, checked, later)
+                             if target.dependencies_across else (piece.read.document, {}))
+        if measure:
+            summed.add(conversion_losses(document, target.spec), piece.read,
+                       piece.jobs_before, piece.first_line - 1)
+        if "task.id" in _normal_form_losses(target.spec, document):
+            raise NotStreamable("job numbers that mix integers and text")
+        return target.part(document, earlier)
+
+    def parts(pieces: Iterable[_Chunk], measure: bool) -> Iterator[Any]:
+        for piece in pieces:
+            part = part_of(piece, measure)
+            if target.rows(part):
+                yield part
+
+    def conversion(verdict: Any, written: int) -> StreamedConversion:
+        return StreamedConversion(
+            verdict.diagnostics, _loss_warnings(summed, strict, target.spec) + target.warned,
+            summed.losses(), ReadResult(None, source_map=summed.places), written, True)
+
+    def at_end() -> Workload:
+        """The input's verdict and header, once it is all read."""
+        verdict = target.verdict or _verdict(checked)  # (finish() runs once)
+        target.verdict = verdict
+        if not verdict.ok:
+            raise _Refused(StreamedConversion(verdict.diagnostics))
+        if not reopenable and any(_holds(held, number) for number in later
+                                  for held in checked.ids):
+            raise NotStreamable("a job whose preceding job comes later in the trace")
+        refused = _refused(summed, verdict.jobs or 0, strict, target.spec)
+        if refused is not None:
+            raise _Refused(StreamedConversion(verdict.diagnostics, refused, summed.losses(),
+                                              ReadResult(None, source_map=summed.places)))
+        return _header(checked, target.spec)
+
     try:
-        if reopenable:  # the first reading checks the file and finds its schema
+        if reopenable:  # the first reading checks the file and finds what to write first
             unstreamable: NotStreamable | None = None
             for piece in _chunk_reads(chunks(), checked):
                 if unstreamable is None:  # on to the end: an invalid input says why first
                     try:
-                        plan.add(rows_of(piece, measure=True))
+                        target.observe(part_of(piece, measure=True))
                     except NotStreamable as exc:
                         unstreamable = exc
-            verdict = _verdict(checked)
+            verdict = target.verdict = _verdict(checked)
             if not verdict.ok:
                 return StreamedConversion(verdict.diagnostics)
             if unstreamable is not None:
                 raise unstreamable
-            header = _header(checked)
-            refused = _refused(summed, verdict.jobs or 0, strict, target)
-            if refused is not None:
-                return StreamedConversion(verdict.diagnostics, refused, summed.losses(),
-                                          ReadResult(None, source_map=summed.places))
-            written = _write(output, plan, tables(_chunk_reads(chunks(), None), False),
-                             lambda: header)
+            target.resolved(all(any(_holds(held, number) for held in checked.ids)
+                                for number in later))
+            header = at_end()
+            written = _write(output, target, parts(_chunk_reads(chunks(), None), False),
+                             lambda: header, lambda: header)
             return conversion(verdict, written)
-        finished: list[Any] = []
-
-        def header_at_end() -> Workload:
-            finished.append(_verdict(checked))
-            return _header(checked)
-
-        written = _write(output, plan, tables(_chunk_reads(chunks(), checked), True),
-                         header_at_end, finished, summed, strict)
-        return conversion(finished[0], written)
+        written = _write(output, target, parts(_chunk_reads(chunks(), checked), True),
+                         lambda: _header(checked, target.spec), at_end)
+        return conversion(target.verdict, written)
     except NotStreamable as exc:
         return StreamedConversion(
             (), (error(f"cannot convert in chunks: {exc}; convert a file under the input "
@@ -232,12 +247,16 @@ def convert_swf_to_parquet(chunks: Chunks, reopenable: bool, output: str,
 
 
 class _Refused(Exception):
-    """Raised inside a one-pass write: the input was invalid or the conversion refused, so
-    the temporary output is removed."""
+    """Raised while the output is written: the input was invalid, the conversion refused or
+    the output does not read back, so the temporary output is removed."""
 
     def __init__(self, conversion: StreamedConversion) -> None:
         super().__init__("refused")
         self.conversion = conversion
+
+
+def _normal_form_losses(spec: FormatDeclaration, document: Document) -> frozenset[str]:
+    return spec.normal_form_losses(document) if spec.normal_form_losses else frozenset()
 
 
 def _verdict(checked: Any) -> Any:
@@ -248,11 +267,12 @@ def _verdict(checked: Any) -> Any:
         else checked.finish()
 
 
-def _header(checked: Any) -> Workload:
-    """The workload's header (name, origin, attributes, comments) the SWF header gave."""
-    from dcx.formats import parquet
-
-    document = parquet.normal_form(Document(workload=checked.header.workload(())))
+def _header(checked: Any, spec: FormatDeclaration) -> Workload:
+    """The workload's header (name, origin, attributes, comments) that the SWF header lines
+    read so far give, in ``spec``'s normal form."""
+    document = Document(workload=checked.header.workload(()))
+    if spec.normal_form is not None:
+        document = spec.normal_form(document)
     return document.workload or Workload()
 
 
@@ -277,11 +297,13 @@ def _refused(summed: _Losses, jobs: int, strict: bool,
     return problems if has_errors(problems) else None
 
 
-def _cross_chunk(document: Document, checked: Any) -> tuple[Document, dict[int, Any]]:
-    """The chunk's document without the preceding jobs of earlier chunks, and those job
-    numbers by row: the whole file makes each a dependency, a chunk alone an extras value
-    (it does not know the job), so the rows get them as dependencies after the normal form.
-    """
+def _cross_chunk(document: Document, checked: Any, later: list[Any]
+                 ) -> tuple[Document, dict[int, Any]]:
+    """The chunk's document without the preceding jobs that ``checked`` has seen (in another
+    chunk), and those job numbers by row: the whole file makes each a dependency, a chunk
+    alone an extras value (it does not know the job), so the rows get them as dependencies
+    after the normal form. The preceding jobs not seen are added to ``later``: a pipe's
+    conversion stops if one of them comes later in the trace after all."""
     from dataclasses import replace
 
     from dcx.core.columns import columns_of
@@ -301,6 +323,8 @@ def _cross_chunk(document: Document, checked: Any) -> tuple[Document, dict[int, 
                 earlier[row] = number
                 task = replace(task, extras={key: value for key, value in task.extras.items()
                                              if key != _PRECEDING_KEY})
+            elif number is not None:
+                later.append(number)
             tasks.append(task)
             row += 1
         jobs.append(replace(job, tasks=tuple(tasks)))
@@ -399,79 +423,203 @@ def _conformed(table: Any, schema: Any) -> Any:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _write(output: str, plan: _Schema, tables: Iterator[Any], header: Callable[[], Workload],
-           finished: list[Any] | None = None, summed: _Losses | None = None,
-           strict: bool = False) -> int:
-    """Write the row groups to ``output`` (through a temporary file for a regular file) and
-    the header as metadata once the last is written; the number of rows."""
+class _Target:
+    """What a target does with the chunks' documents: one part each (a Parquet row group,
+    SWF lines), written after what comes first (a header) and read back afterwards."""
+
+    spec: FormatDeclaration
+    verdict: Any = None
+    """The input's ``ChunkedRead``, once it is all read."""
+    warned: tuple[Diagnostic, ...] = ()
+    """``convert.output-warning``: what the output warns of and the input did not."""
+    strict: bool = False
+    dependencies_across: bool = False
+    """A preceding job of an earlier chunk becomes a dependency in the part (``_cross_chunk``)
+    rather than staying the extras value a chunk's document keeps (SWF writes both alike)."""
+
+    def part(self, document: Document, earlier: dict[int, Any]) -> Any:
+        raise NotImplementedError
+
+    def rows(self, part: Any) -> int:
+        raise NotImplementedError
+
+    def observe(self, part: Any) -> None:
+        """A part of the first reading of a file (nothing is written then)."""
+
+    def resolved(self, every: bool) -> None:
+        """After the first reading of a file: whether every preceding job that a chunk did
+        not know is in the file (then none stays an extras value)."""
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        raise NotImplementedError
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        """Why the output at ``path`` is not accepted, if it is not."""
+        raise NotImplementedError
+
+
+class _ParquetTarget(_Target):
+    def __init__(self, reopenable: bool) -> None:
+        from dcx.formats import parquet
+
+        self.spec = parquet.FORMAT
+        self.dependencies_across = True
+        self.plan = _Schema(fixed=not reopenable)
+
+    def part(self, document: Document, earlier: dict[int, Any]) -> Any:
+        from dcx.formats import parquet
+
+        table = parquet.codec.rows_of(parquet.normal_form(document).workload or Workload())
+        if table is None:
+            raise NotStreamable("the Parquet writer cannot write a chunk's rows")
+        return _with_dependencies(table, earlier) if earlier else table
+
+    def rows(self, part: Any) -> int:
+        return int(part.num_rows)
+
+    def observe(self, part: Any) -> None:
+        self.plan.add(part)
+
+    def resolved(self, every: bool) -> None:
+        if every:  # the chunks' extras column is the whole file's dependencies
+            self.plan.types.pop("extras." + _PRECEDING_KEY, None)
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        import pyarrow.parquet as pq
+
+        from dcx.formats import parquet
+
+        writer = None
+        rows = 0
+        try:
+            for table in parts:
+                if writer is None:
+                    schema = self.plan.schema(table)
+                    writer = pq.ParquetWriter(sink, schema, compression="zstd",
+                                              store_schema=False)
+                writer.write_table(_conformed(table, schema), row_group_size=table.num_rows)
+                rows += table.num_rows
+            workload = at_end()
+            if writer is None:
+                writer = pq.ParquetWriter(
+                    sink, self.plan.schema(parquet.codec.rows_of(Workload())),
+                    compression="zstd", store_schema=False)
+            # the metadata is known at the end; without a stored Arrow schema (whose own
+            # copy of the metadata would be the one at the start) readers take the footer's
+            writer.add_key_value_metadata(parquet.codec.header_metadata(workload))
+        finally:
+            if writer is not None:
+                writer.close()
+        return rows
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        from dcx.formats import parquet
+
+        problems, _ = parquet.codec.read_row_groups(path)
+        return _invalid_output("parquet", problems) if problems else None
+
+
+class _SwfTarget(_Target):
+    """SWF lines: the header first (a pipe's: what its first chunk holds; a header line in a
+    later chunk, which the whole file would write at the top, stops the conversion)."""
+
+    def __init__(self) -> None:
+        from dcx.formats import swf
+
+        self.spec = swf.FORMAT
+
+    def part(self, document: Document, earlier: dict[int, Any]) -> Any:
+        from dataclasses import replace
+
+        from dcx.formats.swf import codec
+
+        # a preceding job of an earlier chunk is written from extras as from a dependency
+        workload = codec.normal_form(document).workload or Workload()
+        if not len(workload.jobs):
+            return b""
+        jobs_only = Workload(jobs=workload.jobs)
+        return codec.write(replace(document, workload=jobs_only)).data
+
+    def rows(self, part: Any) -> int:
+        return int(part.count(b"\n"))
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        from dcx.formats.swf import codec
+
+        rows = 0
+        written: list[str] | None = None
+        with _binary(sink) as stream:
+            for data in parts:
+                if written is None:
+                    written = codec._header(header())
+                    stream.write("".join(line + "\n" for line in written).encode())
+                stream.write(data)
+                rows += data.count(b"\n")
+            lines = codec._header(at_end())
+            if written is None:
+                stream.write("".join(line + "\n" for line in lines).encode())
+            elif lines != written:
+                raise NotStreamable("a header line after the first chunk")
+        return rows
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        from dcx.converters.catalogue import conformance_codes
+        from dcx.formats import swf
+        from dcx.parsing import chunks
+
+        assert swf.FORMAT.read_chunks is not None
+        with open(path, "rb") as stream:
+            found = swf.FORMAT.read_chunks(chunks.line_chunks(stream.read, b"",
+                                                              chunks.CHUNK_BYTES))
+        rejected = [d for d in found.diagnostics if d.is_error or d.code in conformance_codes()]
+        if rejected:
+            return _invalid_output("swf", rejected)
+        inherited = {d.code for d in self.verdict.diagnostics} if self.verdict else set()
+        severity = error if self.strict else warning
+        self.warned = tuple(severity(f"the swf output will warn: {d.message}",
+                                     "convert.output-warning")
+                            for d in found.diagnostics if d.code not in inherited)
+        refused = [d for d in self.warned if d.is_error]
+        return refused[0] if refused else None
+
+
+@contextlib.contextmanager
+def _binary(sink: Any) -> Iterator[Any]:
+    """``sink`` (a path or an open binary stream) as an open binary stream."""
+    if isinstance(sink, str):
+        with open(sink, "wb") as stream:
+            yield stream
+    else:
+        yield sink
+
+
+def _write(output: str, target: _Target, parts: Iterator[Any],
+           header: Callable[[], Workload], at_end: Callable[[], Workload]) -> int:
+    """Write the parts to ``output`` (through a temporary file for a regular file, renamed
+    into place once it reads back accepted); the number of rows."""
     from dcx.converters.atomic import STDOUT, is_special, open_descriptor, temporary_beside
 
-    direct = output == STDOUT or open_descriptor(output) is not None or is_special(output)
-    if direct:
-        descriptor = 1 if output == STDOUT else open_descriptor(output)
-        if descriptor is not None:
-            sys.stdout.flush()
-            import os
-
-            with os.fdopen(os.dup(descriptor), "wb") as stream:
-                return _row_groups(stream, plan, tables, header, finished, summed, strict)
+    descriptor = 1 if output == STDOUT else open_descriptor(output)
+    if descriptor is not None:
+        sys.stdout.flush()
+        with os.fdopen(os.dup(descriptor), "wb") as stream:
+            return target.write(stream, parts, header, at_end)
+    if is_special(output):
         with open(output, "wb") as stream:
-            return _row_groups(stream, plan, tables, header, finished, summed, strict)
+            return target.write(stream, parts, header, at_end)
     with temporary_beside(output) as temporary:
-        rows = _row_groups(temporary, plan, tables, header, finished, summed, strict)
-        problems, read_back = _read_back(temporary)
-        if problems or read_back != rows:
+        rows = target.write(temporary, parts, header, at_end)
+        problem = target.read_back(temporary)
+        if problem is not None:
             raise _Refused(StreamedConversion(
-                finished[0].diagnostics if finished else (), (_invalid_output(problems),)))
+                target.verdict.diagnostics if target.verdict else (), (problem,)))
     return rows
 
 
-def _row_groups(sink: Any, plan: _Schema, tables: Iterator[Any],
-                header: Callable[[], Workload], finished: list[Any] | None,
-                summed: _Losses | None, strict: bool) -> int:
-    import pyarrow.parquet as pq
-
-    from dcx.formats import parquet
-
-    writer = None
-    rows = 0
-    try:
-        for table in tables:
-            if writer is None:
-                schema = plan.schema(table)
-                writer = pq.ParquetWriter(sink, schema, compression="zstd",
-                                          store_schema=False)
-            writer.write_table(_conformed(table, schema), row_group_size=table.num_rows)
-            rows += table.num_rows
-        workload = header()
-        if finished is not None:  # one pass: the end of the input says whether it was valid
-            verdict = finished[0]
-            if not verdict.ok:
-                raise _Refused(StreamedConversion(verdict.diagnostics))
-            assert summed is not None
-            refused = _refused(summed, verdict.jobs or 0, strict, parquet.FORMAT)
-            if refused is not None:
-                raise _Refused(StreamedConversion(verdict.diagnostics, refused,
-                                                  summed.losses()))
-        if writer is None:
-            writer = pq.ParquetWriter(sink, plan.schema(parquet.codec.rows_of(Workload())),
-                                      compression="zstd", store_schema=False)
-        # the metadata is known at the end; without a stored Arrow schema (whose own copy
-        # of the metadata would be the one at the start) readers take it from the footer
-        writer.add_key_value_metadata(parquet.codec.header_metadata(workload))
-    finally:
-        if writer is not None:
-            writer.close()
-    return rows
-
-
-def _read_back(path: str) -> tuple[tuple[Diagnostic, ...], int]:
-    from dcx.formats import parquet
-
-    return parquet.codec.read_row_groups(path)
-
-
-def _invalid_output(problems: Sequence[Diagnostic]) -> Diagnostic:
-    reason = problems[0].render() if problems else "its rows do not read back"
-    return error(f"internal error: dcx wrote parquet output that parquet does not accept "
+def _invalid_output(name: str, problems: Sequence[Diagnostic]) -> Diagnostic:
+    reason = problems[0].render() if problems else "it does not read back"
+    return error(f"internal error: dcx wrote {name} output that {name} does not accept "
                  f"({reason})", "convert.invalid-output")

@@ -1,7 +1,8 @@
 """``dcx convert`` a chunk at a time (``dcx.converters.stream_convert``) against the whole-file
-path: for generated SWF traces, valid or not, converted to Parquet with chunks small enough
-to cut between any two lines, the same exit status, the same stderr lines and the same table
-(``pq.read_table``), or nothing written; and a pipe larger than the streaming threshold."""
+path: for generated SWF traces, valid or not, converted to Parquet and to SWF with chunks
+small enough to cut between any two lines, the same exit status, the same stderr lines and
+the same table (``pq.read_table``) or bytes, or nothing written; and a pipe larger than the
+streaming threshold."""
 
 from __future__ import annotations
 
@@ -37,28 +38,34 @@ def run(args: list[str], stream: bool, chunk_bytes: int = chunks.CHUNK_BYTES
     return code, err.getvalue()
 
 
-def both(data: bytes, chunk_bytes: int, *options: str) -> None:
+def both(data: bytes, chunk_bytes: int, *options: str, to: str = "parquet") -> None:
+    """The whole-file and the streamed conversion of ``data`` to ``to`` agree."""
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "in.swf"
         source.write_bytes(data)
-        whole_out, streamed_out = Path(folder) / "whole.parquet", Path(folder) / "s.parquet"
-        whole = run(["convert", str(source), str(whole_out), *options], stream=False)
-        streamed = run(["convert", str(source), str(streamed_out), *options], stream=True,
-                       chunk_bytes=chunk_bytes)
+        whole_out, streamed_out = Path(folder) / f"whole.{to}", Path(folder) / f"s.{to}"
+        whole = run(["convert", str(source), str(whole_out), "--to", to, *options],
+                    stream=False)
+        streamed = run(["convert", str(source), str(streamed_out), "--to", to, *options],
+                       stream=True, chunk_bytes=chunk_bytes)
         if "cannot convert in chunks" in streamed[1]:
-            # text and integer job numbers, which the whole file renumbers: refused
-            assert b"job" in data and whole[0] == 0
+            # text and integer job numbers, which the whole file renumbers (a loss, so
+            # --strict refuses it there too): refused, nothing written
+            assert b"job" in data and (whole[0] == 0 or "--strict" in options)
             assert streamed[0] == 1 and not streamed_out.exists()
-            assert sorted(os.listdir(folder)) == ["in.swf", "whole.parquet"]
+            assert sorted(os.listdir(folder)) == ["in.swf", *([whole_out.name] if whole[0] == 0
+                                                              else [])]
             return
-        assert streamed == (whole[0], whole[1].replace("whole.parquet", "s.parquet"))
+        assert streamed == (whole[0], whole[1].replace(whole_out.name, streamed_out.name))
         assert whole_out.exists() == streamed_out.exists() == (whole[0] == 0)
         assert sorted(os.listdir(folder)) == sorted(
-            ["in.swf", *(["whole.parquet", "s.parquet"] if whole[0] == 0 else [])])
-        if whole[0] == 0:
+            ["in.swf", *([whole_out.name, streamed_out.name] if whole[0] == 0 else [])])
+        if whole[0] == 0 and to == "parquet":
             expected, found = pq.read_table(whole_out), pq.read_table(streamed_out)
             assert found.equals(expected)
             assert found.schema.equals(expected.schema, check_metadata=True)
+        elif whole[0] == 0:
+            assert streamed_out.read_bytes() == whole_out.read_bytes()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -69,6 +76,7 @@ def test_streamed_conversion_is_the_whole_file_conversion(seed, jobs, chunk_byte
     data = (plain_trace(seed, jobs, header=rng.random() < 0.8).encode()
             if rng.random() < 0.5 else bad_trace(seed, jobs))
     both(data, chunk_bytes, *options)
+    both(data, chunk_bytes, *options, to="swf")
 
 
 def test_preceding_jobs_of_earlier_chunks_stay_dependencies():
@@ -76,6 +84,7 @@ def test_preceding_jobs_of_earlier_chunks_stay_dependencies():
     assert data.count(b"\n") > 300
     both(data, 64)
     both(data, 64, "--output", "json")
+    both(data, 64, to="swf")
 
 
 def test_an_invalid_trace_writes_nothing():

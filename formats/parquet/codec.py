@@ -512,10 +512,10 @@ def header_metadata(workload: Workload) -> dict[bytes, bytes]:
 def read_row_groups(path: str) -> tuple[tuple[Diagnostic, ...], int]:
     """``read``'s checks on a Parquet file a row group at a time, in memory bounded by the
     largest row group: its schema and metadata once, then each row group's rows (nulls,
-    NaN, job rows, dependencies), where a dependency may also name a task of an earlier
-    row group (kept as ranges of task ids where they count up by one). Task ids unique
-    across row groups is left to whoever wrote the groups. The diagnostics, and the number
-    of rows."""
+    NaN, job rows, dependencies), where a dependency may also name a task of another row
+    group (their task ids are read first, kept as ranges where they count up by one). Task
+    ids unique across row groups and cycles through several row groups are left to whoever
+    wrote the groups. The diagnostics, and the number of rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -527,15 +527,16 @@ def read_row_groups(path: str) -> tuple[tuple[Diagnostic, ...], int]:
         header, problems = _metadata(parquet.schema_arrow.metadata or {})
         if header is None:
             return tuple(problems), 0
+        groups = range(parquet.num_row_groups)
+        held = [_held_ids(parquet.read_row_group(group, columns=["task_id"]).column(0))
+                for group in groups]
         rows = 0
-        earlier: list[Any] = []
-        for group in range(parquet.num_row_groups):
+        for group in groups:
             table = parquet.read_row_group(group)
-            _, problems = _columns(_without_earlier(table, earlier))
+            _, problems = _columns(_without_elsewhere(table, held[:group] + held[group + 1:]))
             if problems:
                 return tuple(problems), rows
             rows += table.num_rows
-            earlier.append(_held_ids(table.column("task_id")))
     except (pa.ArrowException, OSError, ValueError) as exc:
         return (error(f"cannot read the Parquet file: {exc}", "parquet.unreadable"),), 0
     return (), rows
@@ -552,13 +553,13 @@ def _held_ids(column: Any) -> Any:
     return ids
 
 
-def _without_earlier(table: Any, earlier: list[Any]) -> Any:
-    """``table`` without the dependencies on tasks of earlier row groups (``_held_ids``)."""
+def _without_elsewhere(table: Any, elsewhere: list[Any]) -> Any:
+    """``table`` without its dependencies on tasks of other row groups (``_held_ids``)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not earlier or not table.num_rows:
+    if not elsewhere or not table.num_rows:
         return table
     position = table.schema.get_field_index("dependencies")
     lists = table.column(position).combine_chunks()
@@ -571,7 +572,7 @@ def _without_earlier(table: Any, earlier: list[Any]) -> Any:
                         ).to_numpy(zero_copy_only=False)
     values = _ids(flat)
     before = np.zeros(len(values), dtype=bool)
-    for held in earlier:
+    for held in elsewhere:
         if isinstance(held, range):
             if values.dtype.kind == "i":
                 before |= (values >= held.start) & (values < held.stop)
