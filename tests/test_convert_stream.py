@@ -127,3 +127,26 @@ def test_a_pipe_converts_in_chunks():
         assert pq.ParquetFile(out).num_row_groups > 1
         assert b"MaxJobs" in table.schema.metadata[b"dcx:workload"]
         assert sorted(os.listdir(folder)) == ["out.parquet"]
+
+
+def test_a_pipe_converts_to_swf_on_stdout_as_the_whole_file_does():
+    """``generate_swf.py | dcx convert - - --to swf`` in chunks: the bytes of the whole-file
+    conversion of the same trace."""
+    from benchmarks.generate_swf import write_blocks
+
+    parts: list[bytes] = []
+    write_blocks(5000, parts.append)
+    trace = b"".join(parts)
+    program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
+               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = "
+               "int(sys.argv[1])\nchunks.CHUNK_BYTES = 1 << 12\nsys.exit(main(sys.argv[2:]))\n")
+    outputs = []
+    for threshold in (1 << 12, 1 << 40):  # in chunks; whole (the pipe ends within it)
+        done = subprocess.run([sys.executable, "-c", program, str(threshold), "convert", "-",
+                               "-", "--to", "swf"], input=trace, capture_output=True,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == b"wrote <stdout> (swf): 5,000 jobs; nothing lost\n"
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]
+    assert outputs[0].startswith(b"; Version: 2.2\n")
