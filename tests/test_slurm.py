@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import FORMATS, detect
+from dcx.core.groups import MachineGroup, compact, slot_parts, slots_of
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -290,6 +291,67 @@ def test_invalid_utf8_is_an_error_not_a_traceback() -> None:
     assert [d.code for d in slurm.read(b"NodeName=n\xff1\n").diagnostics] == ["slurm.encoding"]
 
 
+# ------------------------------------------------------------------------------ groups
+
+
+def _parts(document: Document | None) -> tuple[Machine | MachineGroup | None, ...]:
+    assert document is not None and document.environment is not None
+    return slot_parts(next(document.environment.racks()).slots)
+
+
+def test_a_node_line_is_one_group_named_by_its_hostlist() -> None:
+    result = _read("NodeName=n[0-99999] CPUs=64 RealMemory=256000\nNodeName=x1 CPUs=2\n"
+                   "PartitionName=half Nodes=n[0-49999]\n")
+    assert result.ok
+    group, single = _parts(result.document)
+    assert isinstance(group, MachineGroup) and isinstance(single, Machine)
+    assert group.count == 100_000 and group.names is not None
+    assert (group.names[0], group.names[-1]) == ("n0", "n99999")
+    assert group.template.name is None and len(group.template.cpus) == 64
+    assert group.member(7) == Machine(name="n7", cpus=(ProcessingUnit(cores=1),) * 64,
+                                      memory=(StorageUnit(capacity_mb=256000.0),))
+    assert result.document is not None and result.document.environment is not None
+    assert result.document.environment.partitions[0].machines == tuple(
+        f"n{index}" for index in range(50_000))
+    written = slurm.write(result.document).data.decode()
+    assert written.splitlines() == [
+        "NodeName=n[0-99999] CPUs=64 RealMemory=256000", "NodeName=x1 CPUs=2",
+        "PartitionName=half Nodes=n[0-49999]"]
+
+
+def test_lines_with_addresses_or_down_nodes_are_single_machines() -> None:
+    result = _read("NodeName=a[1-2] NodeAddr=10.0.0.[1-2]\nNodeName=b[1-3]\n"
+                   "NodeName=c[1-2]\nDownNodes=b2\n")
+    assert result.ok
+    kinds = [type(part).__name__ for part in _parts(result.document)]
+    assert kinds == ["Machine"] * 5 + ["MachineGroup"]
+    assert result.locate("/environment/datacenters/0/rooms/0/racks/0/slots/5") == (3, 1)
+    assert result.locate("/environment/datacenters/0/rooms/0/racks/0/slots/6") == (3, 1)
+    assert result.locate("/environment/datacenters/0/rooms/0/racks/0/slots/1") == (1, 1)
+    assert result.locate("/environment/datacenters/0/rooms/0/racks/0/slots/7") == (None, None)
+
+
+def test_a_node_set_by_feature_names_a_group_s_members() -> None:
+    result = _read("NodeSet=fat Feature=bigmem\nNodeName=n[1-3] Features=bigmem\n"
+                   "NodeName=m1 Features=bigmem\nPartitionName=p Nodes=fat\n")
+    assert result.ok and result.document is not None and result.document.environment
+    assert result.document.environment.partitions[0].machines == ("n1", "n2", "n3", "m1")
+
+
+def test_a_group_with_names_slurm_cannot_take_is_normalised_member_by_member() -> None:
+    template = Machine(cpus=(ProcessingUnit(cores=2),) * 2)
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=slots_of([Machine(name="a2"), MachineGroup(template, 3, names=(
+            "a1", "a2", "a3")), MachineGroup(template, 2, names=("ok1", "ok2"))])),)),)),)))
+    normal = slurm.normal_form(document)
+    parts = _parts(normal)
+    assert [type(part).__name__ for part in parts] == ["Machine"] * 4 + ["MachineGroup"]
+    assert normal.environment is not None
+    assert [machine.name for machine in normal.environment.machines()] == [
+        "a2", "a1", "node3", "a3", "ok1", "ok2"]
+    assert slurm.normal_form_losses(document) == {"machine.name"}
+
+
 # ------------------------------------------------------------------------------ writing
 
 
@@ -460,6 +522,19 @@ def test_model_to_slurm_to_model_is_identity(environment: Environment) -> None:
     assert result.diagnostics == (), [d.render() for d in result.diagnostics]
     assert result.document == document
     assert slurm.write(result.document).data == written.data
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(slurm_environments())
+def test_groups_write_and_lose_as_their_machines_do(environment: Environment) -> None:
+    document = Document(environment=environment)
+    grouped = Document(environment=compact(environment))
+    assert slurm.write(grouped).data == slurm.write(document).data
+    assert slurm.normal_form(grouped) == slurm.normal_form(document)
+    assert slurm.normal_form_losses(grouped) == slurm.normal_form_losses(document)
+    assert conversion_losses(grouped, slurm.FORMAT) == conversion_losses(document, slurm.FORMAT)
+    result = slurm.read(slurm.write(grouped).data)
+    assert result.document == document
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,12 +7,14 @@ import contextlib
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import chain, repeat
 from typing import Any
 
 from dcx.core.diagnostics import ReadResult, WriteResult, error, warning
+from dcx.core.groups import MachineGroup, Slots, machine_parts, part_template, slots_of
 from dcx.core.ids import required_machine_name
 from dcx.core.limits import paused_gc
 from dcx.core.model import (
@@ -332,7 +334,7 @@ class _Node:
     """What one NodeName line (defaults applied) says about each of its nodes."""
 
     line: _Line
-    names: list[str]
+    names: tuple[str, ...]
     machine: Machine
     addresses: dict[str, list[str]]
 
@@ -409,31 +411,64 @@ def _read(data: bytes) -> ReadResult:
                                         "slurm.too-many-errors"))
     if reader.errors:
         return ReadResult(None, tuple(reader.diagnostics))
-    machines: list[Machine] = []
-    source_map: dict[str, tuple[int, int | None]] = {}
+    slots = _slots(nodes, down)
+    extras: dict[str, Any] = {}
+    if config:
+        extras[CONFIG] = config
+    members = _node_set_members(node_set_lines, slots) if node_set_lines else {}
+    environment = Environment(
+        datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=slots_of(slots)),)),)),),
+        name=cluster_name, extras=extras,
+        partitions=tuple(partition_of(values, members) for values in partitions))
+    return ReadResult(Document(environment=environment), tuple(reader.diagnostics),
+                      locator=_slot_locator(nodes))
+
+
+def _slots(nodes: list[_Node], down: Mapping[str, tuple[MachineState | None, str | None,
+                                                         str]]) -> list[Machine | MachineGroup]:
+    """The machines of the NodeName lines in order: a line's nodes as one group when they
+    differ in their names alone (no per-node addresses, no DownNodes line naming one)."""
+    slots: list[Machine | MachineGroup] = []
     for node in nodes:
+        if len(node.names) > 1 and not node.addresses and (
+                not down or not any(name in down for name in node.names)):
+            slots.append(MachineGroup(node.machine, len(node.names), names=node.names))
+            continue
         for index, name in enumerate(node.names):
             own = dict(node.machine.extras)
             for key, hosts in node.addresses.items():
                 own[PREFIX + key] = hosts[index]
-            source_map[f"/environment/datacenters/0/rooms/0/racks/0/slots/{len(machines)}"] = (
-                node.line.number, node.line.column)
             values = dict(node.machine.__dict__)
             if name in down:
                 state, label, own[PREFIX + "Reason"] = down[name]
                 if state is not None:
                     values["state"], values["state_label"] = state, label
             values["name"], values["extras"] = name, own
-            machines.append(build(Machine, values))  # replace() costs 5x more per node
-    extras: dict[str, Any] = {}
-    if config:
-        extras[CONFIG] = config
-    members = _node_set_members(node_set_lines, machines) if node_set_lines else {}
-    environment = Environment(
-        datacenters=(Datacenter(rooms=(Room(racks=(Rack(slots=tuple(machines)),)),)),),
-        name=cluster_name, extras=extras,
-        partitions=tuple(partition_of(values, members) for values in partitions))
-    return ReadResult(Document(environment=environment), tuple(reader.diagnostics), source_map)
+            slots.append(build(Machine, values))  # replace() costs 5x more per node
+    return slots
+
+
+_SLOT_POINTER = re.compile(r"/environment/datacenters/0/rooms/0/racks/0/slots/([0-9]+)")
+
+
+def _slot_locator(nodes: list[_Node]) -> Callable[[str], tuple[int | None, int | None]]:
+    """Where a slot's machine came from: its NodeName line (found from the slot's index
+    when asked, rather than mapped for every node)."""
+    firsts: list[int] = []
+    places: list[tuple[int, int]] = []
+    total = 0
+    for node in nodes:
+        firsts.append(total)
+        places.append((node.line.number, node.line.column))
+        total += len(node.names)
+
+    def locate(pointer: str) -> tuple[int | None, int | None]:
+        match = _SLOT_POINTER.fullmatch(pointer)
+        if match is None or int(match.group(1)) >= total:
+            return None, None
+        return places[bisect_right(firsts, int(match.group(1))) - 1]
+
+    return locate
 
 
 def _parse_lines(text: str, reader: _Reader) -> list[_Line]:
@@ -657,7 +692,7 @@ def _node(line: _Line, values: dict[str, _Pair], reader: _Reader,
         if "TmpDisk" in numbers else ()
     machine = Machine(state=state, state_label=label, cpus=cpus, gpus=gpus, memory=memory,
                       storage=storage, features=features, resources=resources, extras=extras)
-    return _Node(line, names, machine, addresses)
+    return _Node(line, tuple(names), machine, addresses)
 
 
 def _cpus(numbers: dict[str, int], values: dict[str, _Pair], reader: _Reader,
@@ -886,8 +921,8 @@ def _partition_machines(text: str, node_sets: Mapping[str, tuple[str, ...]],
     return tuple(names)
 
 
-def _node_set_members(lines: list[list[_Pair]],
-                      machines: list[Machine]) -> dict[str, tuple[str, ...]]:
+def _node_set_members(lines: list[list[_Pair]], slots: list[Machine | MachineGroup],
+                      ) -> dict[str, tuple[str, ...]]:
     """Each ``NodeSet`` line's nodes: those its ``Nodes`` hostlist names, or those with its
     ``Feature``, in node order (a hostlist Slurm would refuse names none)."""
     members: dict[str, tuple[str, ...]] = {}
@@ -898,8 +933,13 @@ def _node_set_members(lines: list[list[_Pair]],
                 with contextlib.suppress(_SlurmHostlistError):
                     found += expand_hostlist(re.sub(r"\s+", ",", pair.value))
             elif pair.key.lower() == "feature":
-                found += [machine.name for machine in machines
-                          if machine.name is not None and pair.value in machine.features]
+                for part in slots:
+                    if pair.value not in part_template(part).features:
+                        continue
+                    if isinstance(part, MachineGroup):
+                        found += part.names or ()
+                    elif part.name is not None:
+                        found.append(part.name)
         members[pairs[0].value] = tuple(dict.fromkeys(found))
     return members
 
@@ -966,6 +1006,35 @@ class _Normalizer:
         self.taken.add(name)
         if machine.name is not None and name != machine.name:
             self.lost.add("machine.name")
+        return self._shaped(machine, name)
+
+    def group(self, group: MachineGroup) -> list[Machine | MachineGroup]:
+        """A group stays one group, its template normalised once, when its members' names
+        are node names not taken yet; otherwise its members are normalised one by one."""
+        names = group.names
+        if names is None or not all(map(is_node_name, names)):
+            return [self.machine(member) for member in group]
+        fresh = set(names)
+        if len(fresh) != group.count or not fresh.isdisjoint(self.taken):
+            return [self.machine(member) for member in group]
+        self.position += group.count
+        self.taken |= fresh
+        template = self._shaped(group.template, None)
+        return [group if template is group.template else replace(group, template=template)]
+
+    def slots(self, slots: Sequence[Machine | None]) -> Sequence[Machine | None]:
+        if not isinstance(slots, Slots):
+            return tuple(None if slot is None else self.machine(slot) for slot in slots)
+        parts: list[Machine | MachineGroup | None] = []
+        for part in slots.parts:
+            if isinstance(part, MachineGroup):
+                parts.extend(self.group(part))
+            else:
+                parts.append(None if part is None else self.machine(part))
+        return slots_of(parts)
+
+    def _shaped(self, machine: Machine, name: str | None) -> Machine:
+        """``machine`` named ``name`` with its parts and extras in normal form."""
         parts = (machine.cpus, machine.gpus, machine.memory, machine.storage, machine.features,
                  machine.resources, machine.state, machine.state_label)
         normal = self._parts(parts)
@@ -1177,9 +1246,8 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
         return document, frozenset()
     normalizer = _Normalizer()
     datacenters = tuple(replace(datacenter, rooms=tuple(
-        replace(room, racks=tuple(replace(rack, slots=tuple(
-            None if slot is None else normalizer.machine(slot) for slot in rack.slots))
-            for rack in room.racks)) for room in datacenter.rooms))
+        replace(room, racks=tuple(replace(rack, slots=normalizer.slots(rack.slots))
+                                  for rack in room.racks)) for room in datacenter.rooms))
         for datacenter in environment.datacenters)
     lost = normalizer.lost
     name = environment.name
@@ -1287,21 +1355,22 @@ def normal_form_losses(document: Document) -> frozenset[str]:
 
 def write(document: Document) -> WriteResult:
     environment = normal_form(document).environment or Environment()
-    machines = list(environment.machines())
+    parts = list(machine_parts(environment))
+    templates = [part_template(part) for part in parts]
     lines: list[str] = []
     if environment.name is not None:
         lines.append(f"ClusterName={_quoted(environment.name)}")
     for pairs in environment.extras.get(CONFIG, []):
         lines.append(" ".join(f"{key}={_quoted(value)}" for key, value in pairs))
     gres_types = list(dict.fromkeys(
-        ["gpu"] * any(machine.gpus for machine in machines)
-        + [resource.name for machine in machines for resource in machine.resources]))
+        ["gpu"] * any(machine.gpus for machine in templates)
+        + [resource.name for machine in templates for resource in machine.resources]))
     if gres_types:
         lines.append("GresTypes=" + ",".join(gres_types))
-    run: list[Machine] = []
+    run: list[Machine | MachineGroup] = []
     shape: tuple[tuple[str, str], ...] | None = None
     shapes: dict[tuple[Any, ...], tuple[tuple[str, str], ...]] = {}
-    for machine in machines:
+    for part, machine in zip(parts, templates, strict=True):
         # Machines of one NodeName line share their parts: their pairs are computed once.
         # The ids stay valid: every part is alive in the document while it is written.
         key = (id(machine.cpus), id(machine.gpus), id(machine.memory), id(machine.storage),
@@ -1316,7 +1385,7 @@ def write(document: Document) -> WriteResult:
             lines.append(_node_line(run, shape))
             run = []
         shape = pairs
-        run.append(machine)
+        run.append(part)
     if run and shape is not None:
         lines.append(_node_line(run, shape))
     for partition in environment.partitions:
@@ -1389,11 +1458,18 @@ def _gres_text(machine: Machine) -> str:
     return ",".join(items)
 
 
-def _node_line(run: list[Machine], pairs: tuple[tuple[str, str], ...]) -> str:
-    names = encode_hostlist(machine.name or "" for machine in run)
+def _node_line(run: list[Machine | MachineGroup], pairs: tuple[tuple[str, str], ...]) -> str:
+    """One NodeName line for the machines and groups of ``run`` (their pairs are equal), its
+    names and addresses spelled as hostlists."""
+    names = encode_hostlist(chain.from_iterable(
+        part.names or () if isinstance(part, MachineGroup) else (part.name or "",)
+        for part in run))
     words = [f"NodeName={names}"]
     for key, value in pairs:
         if key in _ADDRESS_KEYS:
-            value = encode_hostlist(machine.extras[PREFIX + key] for machine in run)
+            value = encode_hostlist(chain.from_iterable(
+                repeat(part.template.extras[PREFIX + key], part.count)
+                if isinstance(part, MachineGroup) else (part.extras[PREFIX + key],)
+                for part in run))
         words.append(f"{key}={_quoted(value)}")
     return " ".join(words)
