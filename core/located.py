@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import zip_longest
 from typing import Any, Generic, TypeVar
 
 from dcx.core.groups import MachineGroup, slot_parts
@@ -231,6 +232,21 @@ def first_difference(before: Document, after: Document) -> str | None:
         if pointer not in theirs or theirs.pop(pointer) != own_values(obj):
             return pointer
     return next(iter(theirs), None)
+
+
+def first_changed(before: Document, after: Document, kind: type) -> str | None:
+    """The pointer of the first located object of ``kind`` in ``before`` whose own values
+    differ from the one at the same place in ``after`` (or that ``after`` lacks), walking
+    the two side by side and stopping there: where a normal form that reshapes objects of
+    one kind (regrouping tasks into jobs) first changes one."""
+    mine = ((p, o) for p, o in located_objects(before) if type(o) is kind)
+    theirs = ((p, o) for p, o in located_objects(after) if type(o) is kind)
+    for one, other in zip_longest(mine, theirs):
+        if one is None:
+            return None  # only ``after`` has more: nothing of ``before`` changed
+        if other is None or other[0] != one[0] or own_values(other[1]) != own_values(one[1]):
+            return str(one[0])
+    return None
 
 
 # --------------------------------------------------------------- where a reader read them

@@ -89,7 +89,13 @@ from typing import Any, Literal, TypeVar
 from dcx.core.columns import WorkloadColumns, columns_of, first_used, used_paths
 from dcx.core.fields import FIELDS
 from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
-from dcx.core.located import first_difference, located_kind, located_objects, pointers_of
+from dcx.core.located import (
+    first_changed,
+    first_difference,
+    located_kind,
+    located_objects,
+    pointers_of,
+)
 from dcx.core.model import (
     Annotation,
     Consumables,
@@ -818,6 +824,10 @@ def dropped_values(document: Document, target_holds: Iterable[str],
             counts[path] = (before.used.get(path, 0) + before.foreign.get(path, 0)) or None
             if path in before.first:
                 places[path] = (before.first[path], original)
+            elif path.partition(".")[0] in _KIND_OF_PATH:
+                changed = first_changed(original, document, _KIND_OF_PATH[path.partition(".")[0]])
+                if changed is not None:
+                    places[path] = (changed, original)
         elif path in held:
             if path in use.foreign and not keeps_prefixed_extras(target):
                 counts[path] = use.foreign[path]  # held, but other formats' keys are dropped
@@ -836,6 +846,13 @@ def dropped_values(document: Document, target_holds: Iterable[str],
             places[path] = (use.first[path], document)
     pointers = _pointers(places, original)
     return {path: Dropped(count, pointers.get(path)) for path, count in counts.items()}
+
+
+_KIND_OF_PATH: dict[str, type] = {"datacenter": Datacenter, "room": Room, "rack": Rack,
+                                  "machine": Machine, "job": Job, "task": Task}
+"""The located object a field path's first word names: where a value restriction that
+counts nothing (a regrouping of tasks into jobs) is found, as the first such object the
+normal form changes."""
 
 
 def _pointers(places: dict[str, tuple[Place, Document]],

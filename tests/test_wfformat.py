@@ -301,3 +301,11 @@ def test_losses_are_located_at_the_specification_task_and_the_machine(
     firsts = first_losses(text, "haizea")
     assert firsts["task.extras"] == "in.json:4:3, /workload/jobs/1/tasks/0"
     assert firsts["machine.os"] == "in.json:9:4, /environment/datacenters/0/rooms/0/racks/0/slots/1"
+
+
+def test_a_regrouping_loss_is_located_at_the_first_job_it_changes(first_losses: Any) -> None:
+    # GWF's normal form regroups the workflow's tasks: a value restriction that counts
+    # nothing, placed at the first job the normal form changes (its specification task).
+    text = (REPO / "examples" / "wfformat" / "blast-chameleon.json").read_text()
+    firsts = first_losses(text, "gwf")
+    assert firsts["job"] == "in.json:11:9, /workload/jobs/0"
