@@ -20,7 +20,12 @@ Model mapping
 -------------
 
 One ``Machine`` per node, in the order the ``NodeName`` lines and their hostlists name them,
-in one datacenter, room and rack (slurm.conf has no physical hierarchy).
+in one datacenter, room and rack (slurm.conf has no physical hierarchy). The nodes of one
+``NodeName`` line that differ in their names alone (no ``NodeAddr``, ``NodeHostname`` or
+``BcastAddr``, no ``DownNodes`` line naming one) are held as one machine group
+(``dcx.core.groups``): the line's values once, with the names its hostlist gives; a
+100,000-node line is one group, expanded only where a writer or the scheduler needs single
+machines.
 
 =====================================  ===================================================
 Slurm                                  model
@@ -112,19 +117,20 @@ Writing
 
 The writer serialises ``normal_form(document)``: ``ClusterName``, the kept global lines,
 ``GresTypes``, then one ``NodeName`` line per run of consecutive nodes that differ only in
-their names and addresses (a compact hostlist; runs keep the machines' order), then the
-partitions. A machine's state and reason are written on its ``NodeName`` line (``State=``,
-``Reason=``), never as ``DownNodes``: ``NodeName``'s ``State`` takes every word the model
-keeps (CLOUD and UNKNOWN too), and a ``NodeName`` line without ``Reason`` gives no reason,
-whereas ``DownNodes`` always gives one; so each machine reads back with its own state, label
-and reason. slurmctld builds the same node table from either spelling; the price is that a
-node whose state differs from its neighbours' ends their line, and a file's ``DownNodes``
-lines come back folded into its ``NodeName`` lines. Sockets of one core without threads are
-written as ``CPUs=<sockets>`` alone (Slurm infers one core per socket), others as
-``Sockets`` and ``CoresPerSocket``. Machines without a name are named after their id, or
-``node<N>`` (``requires``: ``machine.name``); names Slurm cannot take (characters other than
-letters, digits and ``._+@-``; ``ALL``; ``DEFAULT``; a name already taken) are replaced the
-same way (a ``machine.name`` loss).
+their names and addresses (a compact hostlist; runs keep the machines' order; a machine
+group is part of a run as a whole, never expanded), then the partitions. A machine's state
+and reason are written on its ``NodeName`` line (``State=``, ``Reason=``), never as
+``DownNodes``: ``NodeName``'s ``State`` takes every word the model keeps (CLOUD and UNKNOWN
+too), and a ``NodeName`` line without ``Reason`` gives no reason, whereas ``DownNodes``
+always gives one; so each machine reads back with its own state, label and reason. slurmctld
+builds the same node table from either spelling; the price is that a node whose state
+differs from its neighbours' ends their line, and a file's ``DownNodes`` lines come back
+folded into its ``NodeName`` lines. Sockets of one core without threads are written as
+``CPUs=<sockets>`` alone (Slurm infers one core per socket), others as ``Sockets`` and
+``CoresPerSocket``. Machines without a name are named after their id, or ``node<N>``
+(``requires``: ``machine.name``); names Slurm cannot take (characters other than letters,
+digits and ``._+@-``; ``ALL``; ``DEFAULT``; a name already taken) are replaced the same way
+(a ``machine.name`` loss).
 
 Value restrictions of the normal form, each reported by the derived losses: sockets with
 different core counts become one socket; CPUs without cores are left out; memory and disk

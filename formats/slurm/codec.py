@@ -39,7 +39,8 @@ PREFIX = "slurm:"
 CONFIG = PREFIX + "config"
 
 MAX_NODES = 1 << 20
-"""Nodes become one Machine each; a hostlist naming more is refused."""
+"""Most nodes a file may define (they may be read back one by one); a hostlist naming more
+is refused."""
 MAX_GPUS = 1 << 16
 """GPUs per node become one model object each."""
 
