@@ -175,7 +175,7 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
     checked = swf_stream._Stream()
     summed = _Losses()
 
-    def part_of(piece: _Chunk, measure: bool) -> Any:
+    def part_of(piece: _Chunk, measure: bool, make: bool = True) -> Any:
         assert piece.read.document is not None
         document, earlier = (_cross_chunk(piece.read.document, checked, later)
                              if target.dependencies_across else (piece.read.document, {}))
@@ -184,7 +184,7 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
                        piece.jobs_before, piece.first_line - 1)
         if "task.id" in _normal_form_losses(target.spec, document):
             raise NotStreamable("job numbers that mix integers and text")
-        return target.part(document, earlier)
+        return target.part(document, earlier) if make else None
 
     def parts(pieces: Iterable[_Chunk], measure: bool) -> Iterator[Any]:
         for piece in pieces:
@@ -218,7 +218,9 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
             for piece in _chunk_reads(chunks(), checked):
                 if unstreamable is None:  # on to the end: an invalid input says why first
                     try:
-                        target.observe(part_of(piece, measure=True))
+                        part = part_of(piece, measure=True, make=target.observes)
+                        if target.observes:
+                            target.observe(part)
                     except NotStreamable as exc:
                         unstreamable = exc
             verdict = target.verdict = _verdict(checked)
@@ -433,6 +435,8 @@ class _Target:
     warned: tuple[Diagnostic, ...] = ()
     """``convert.output-warning``: what the output warns of and the input did not."""
     strict: bool = False
+    observes: bool = False
+    """The first reading of a file makes each part for ``observe`` (Parquet's schema)."""
     dependencies_across: bool = False
     """A preceding job of an earlier chunk becomes a dependency in the part (``_cross_chunk``)
     rather than staying the extras value a chunk's document keeps (SWF writes both alike)."""
@@ -465,6 +469,7 @@ class _ParquetTarget(_Target):
 
         self.spec = parquet.FORMAT
         self.dependencies_across = True
+        self.observes = True
         self.plan = _Schema(fixed=not reopenable)
 
     def part(self, document: Document, earlier: dict[int, Any]) -> Any:
