@@ -8,8 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dcx.converters.convert import convert_document
 from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import FORMATS, detect
+from dcx.core.declaration import FormatDeclaration
 from dcx.core.groups import MachineGroup, compact, slot_parts, slots_of
 from dcx.core.model import (
     Datacenter,
@@ -631,3 +633,31 @@ def test_addresses_may_be_ipv6() -> None:
     document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
         Rack(slots=tuple(machines)),)),)),)))
     assert slurm.read(slurm.write(document).data).document == document
+
+
+def _expanded(document: Document) -> Document:
+    assert document.environment is not None
+    rack = next(document.environment.racks())
+    environment = document.environment
+    single = Rack(slots=tuple(rack.slots))
+    return Document(environment=Environment(
+        datacenters=(Datacenter(rooms=(Room(racks=(single,)),)),), name=environment.name,
+        extras=environment.extras, partitions=environment.partitions))
+
+
+@pytest.mark.parametrize("target", [declaration for declaration in FORMATS
+                                    if declaration.write is not None],
+                         ids=lambda declaration: declaration.name)
+def test_a_group_converts_and_loses_in_every_target_as_its_machines_do(
+        target: FormatDeclaration) -> None:
+    result = _read("ClusterName=c\nNodeName=n[1-40] CPUs=8 RealMemory=1000 Gres=gpu:a100:2 "
+                   "Features=ib Weight=3\nNodeName=x1 CPUs=2\nPartitionName=p Nodes=n[1-5]\n")
+    assert result.ok and result.document is not None
+    assert isinstance(_parts(result.document)[0], MachineGroup)
+    expanded = _expanded(result.document)
+    assert expanded == result.document
+    assert conversion_losses(result.document, target) == conversion_losses(expanded, target)
+    grouped_output = convert_document(result.document, slurm.FORMAT, target, read=result)
+    expanded_output = convert_document(expanded, slurm.FORMAT, target, read=result)
+    assert grouped_output.data == expanded_output.data
+    assert grouped_output.diagnostics == expanded_output.diagnostics
