@@ -150,3 +150,23 @@ def test_a_pipe_converts_to_swf_on_stdout_as_the_whole_file_does():
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
     assert outputs[0].startswith(b"; Version: 2.2\n")
+
+
+def test_a_pipe_stops_at_a_preceding_job_later_in_the_trace():
+    """A pipe is read once: a job following a job of a later chunk (a dependency in the
+    whole file, an extras value in its chunk) cannot be converted, and nothing is written;
+    the same trace as a file is read twice and converts as the whole file does."""
+    lines = [f"{n} {n} -1 60 1 -1 -1 1 60 -1 -1 1 1 -1 -1 -1 -1 -1" for n in range(1, 41)]
+    lines[2] = lines[2].replace(" -1 -1 -1 -1 -1", " -1 -1 -1 30 -1")  # job 3 follows job 30
+    assert lines[2].split()[16] == "30"
+    data = ("\n".join(lines) + "\n").encode()
+    both(data, 64)
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "out.parquet"
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+            code, said = run(["convert", "-", str(out), "--from", "swf"], stream=True,
+                             chunk_bytes=64)
+        assert code == 1
+        assert "a job whose preceding job comes later in the trace" in said
+        assert os.listdir(folder) == []
