@@ -218,9 +218,10 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
             for piece in _chunk_reads(chunks(), checked):
                 if unstreamable is None:  # on to the end: an invalid input says why first
                     try:
+                        unknown = len(later)
                         part = part_of(piece, measure=True, make=target.observes)
                         if target.observes:
-                            target.observe(part)
+                            target.observe(part, later[unknown:])
                     except NotStreamable as exc:
                         unstreamable = exc
             verdict = target.verdict = _verdict(checked)
@@ -228,8 +229,7 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
                 return StreamedConversion(verdict.diagnostics)
             if unstreamable is not None:
                 raise unstreamable
-            target.resolved(all(any(_holds(held, number) for held in checked.ids)
-                                for number in later))
+            target.resolved(lambda number: any(_holds(held, number) for held in checked.ids))
             header = at_end()
             written = _write(output, target, parts(_chunk_reads(chunks(), None), False),
                              lambda: header, lambda: header)
@@ -447,12 +447,13 @@ class _Target:
     def rows(self, part: Any) -> int:
         raise NotImplementedError
 
-    def observe(self, part: Any) -> None:
-        """A part of the first reading of a file (nothing is written then)."""
+    def observe(self, part: Any, unknown: list[Any]) -> None:
+        """A part of the first reading of a file (nothing is written then), and the
+        preceding jobs its chunk did not know (yet)."""
 
-    def resolved(self, every: bool) -> None:
-        """After the first reading of a file: whether every preceding job that a chunk did
-        not know is in the file (then none stays an extras value)."""
+    def resolved(self, in_file: Callable[[Any], bool]) -> None:
+        """After the first reading of a file: which job numbers are in it (a preceding job
+        a chunk did not know stays an extras value only when it is not)."""
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:
@@ -471,6 +472,8 @@ class _ParquetTarget(_Target):
         self.dependencies_across = True
         self.observes = True
         self.plan = _Schema(fixed=not reopenable)
+        self.preceding: list[tuple[int, list[Any], Any]] = []
+        """Where the preceding-job extras column would go, per part that has it."""
 
     def part(self, document: Document, earlier: dict[int, Any]) -> Any:
         from dcx.formats import parquet
@@ -483,12 +486,25 @@ class _ParquetTarget(_Target):
     def rows(self, part: Any) -> int:
         return int(part.num_rows)
 
-    def observe(self, part: Any) -> None:
-        self.plan.add(part)
+    def observe(self, part: Any, unknown: list[Any]) -> None:
+        # the preceding-job extras column is the whole file's only where a job it names is
+        # not in the file, known at the end: where it would go is kept until then
+        name = "extras." + _PRECEDING_KEY
+        if name not in part.column_names:
+            self.plan.add(part)
+            return
+        new = [column for column in part.column_names if column not in self.plan.types]
+        self.preceding.append((len(self.plan.types) + new.index(name), unknown,
+                               part.schema.field(name).type))
+        self.plan.add(part.drop_columns([name]))
 
-    def resolved(self, every: bool) -> None:
-        if every:  # the chunks' extras column is the whole file's dependencies
-            self.plan.types.pop("extras." + _PRECEDING_KEY, None)
+    def resolved(self, in_file: Callable[[Any], bool]) -> None:
+        for position, unknown, kind in self.preceding:
+            if not all(map(in_file, unknown)):
+                names = list(self.plan.types)
+                names.insert(position, "extras." + _PRECEDING_KEY)
+                self.plan.types = {name: self.plan.types.get(name, kind) for name in names}
+                return
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:

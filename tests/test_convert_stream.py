@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dcx.converters import streaming
@@ -71,6 +71,8 @@ def both(data: bytes, chunk_bytes: int, *options: str, to: str = "parquet") -> N
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.integers(0, 40), st.sampled_from((1, 40, 200, 1000)),
        st.sampled_from(((), ("--losses",), ("--strict",), ("-v",))))
+# a preceding job outside the file, after one in a later chunk: where the extras column goes
+@example(seed=490, jobs=6, chunk_bytes=1, options=())
 def test_streamed_conversion_is_the_whole_file_conversion(seed, jobs, chunk_bytes, options):
     rng = random.Random(seed)
     data = (plain_trace(seed, jobs, header=rng.random() < 0.8).encode()
