@@ -203,29 +203,42 @@ def convert(data: bytes, target_name: str, path: str = "", source_name: str | No
     return conversion
 
 
+def _kept_with(document: Document, target: FormatDeclaration) -> int:
+    """How many of the document's machines ``target``'s normal form keeps."""
+    from dcx.core.restrict import normalized_for
+
+    environment = normalized_for(document, target).environment
+    return 0 if environment is None else machine_count(environment)
+
+
 def _fill_hint(document: Document, target: FormatDeclaration, kept: int) -> str | None:
     """How ``--fill`` would let ``target`` keep more than ``kept`` of the document's
     machines: fields in ``FIELDS`` order whose values some machines lack, added until the
-    target keeps them all or no field is left; ``None`` when no fill keeps more."""
-    from dcx.core.restrict import normalized_for
-
+    target keeps them all or no field is left (a field that helps only with a later one
+    counts too), then each dropped again if the rest keep as many; ``None`` when no fill
+    keeps more."""
     if document.environment is None:
         return None  # a workload: no fill gives jobs what they lack
     every = machine_count(document.environment)
     needed: list[str] = []
+    pending: list[str] = []
     best = kept
+    probed = document
     for name in FIELDS:
-        probed, filled = apply_fills(document, [Fill(name, 1.0, "")])
+        probed, filled = apply_fills(probed, [Fill(name, 1.0, "")])
         if not filled[0].machines:
             continue
-        document = probed
-        environment = normalized_for(document, target).environment
-        count = 0 if environment is None else machine_count(environment)
+        pending.append(name)
+        count = _kept_with(probed, target)
         if count > best:
-            needed.append(name)
-            best = count
+            needed += pending
+            pending, best = [], count
         if best == every:
             break
+    for name in list(needed):
+        rest = [Fill(other, 1.0, "") for other in needed if other != name]
+        if _kept_with(apply_fills(document, rest)[0], target) == best:
+            needed.remove(name)
     if not needed:
         return None
     examples = " ".join(f"--fill {name}={FIELDS[name].example}" for name in needed)

@@ -145,6 +145,16 @@ def test_without_the_fill_the_refusal_says_which_fill_would_do(tmp_path, capsys)
     assert not output.exists()
 
 
+def test_the_hint_names_every_fill_a_refusal_needs_and_no_other(tmp_path, capsys):
+    # R with GPUs lacks both clock rates: either alone keeps no machine, so the hint names
+    # the two together (and not memory, which the machines do not lack for this target).
+    source = REPO / "examples" / "flux" / "2node.R.json"
+    assert cli.main(["convert", str(source), str(tmp_path / "env.json"),
+                     "--to", "environment"]) == 1
+    said = capsys.readouterr().err
+    assert ("such as --fill clock-rate=2.4GHz --fill gpu-clock-rate=1.4GHz)") in said
+
+
 def test_a_refusal_no_fill_can_mend_has_no_fill_hint():
     conversion = convert((REPO / "examples" / "swf" / "small-cluster.swf").read_bytes(),
                          "environment")
