@@ -94,24 +94,8 @@ def write_output(path: str | os.PathLike[str], data: bytes) -> None:
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace the regular file ``path`` (created when missing) with ``data`` atomically.
     A symlink to a regular file stays a symlink: its target is replaced."""
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        existing: os.stat_result | None = os.stat(target)
-    except FileNotFoundError:
-        existing = None
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                         dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            _copy_permissions(stream.fileno(), existing)
-            os.fsync(stream.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with temporary_beside(path) as temporary, open(temporary, "wb") as stream:
+        stream.write(data)
 
 
 @contextlib.contextmanager
