@@ -25,17 +25,25 @@ SNIFF_BYTES = 64 << 10
 Streamed = tuple[FormatDeclaration, ChunkedRead]
 
 
+def _read_whole(path: str) -> bool:
+    """Whether ``path`` is read whole, never in chunks: a folder, or a regular file below
+    the streaming size."""
+    from dcx.converters import cli
+
+    if path == "-":
+        return False
+    return os.path.isdir(path) or (os.path.isfile(path) and cli._size(path) < STREAM_BYTES)
+
+
 def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDeclaration]
                    ) -> tuple[bytes, Diagnostic | None, Streamed | None]:
     """``read_input(path)``, or, for a large input whose format (``format_name``, else
     detected among ``scope``) has a chunked reader, what that reader found."""
     from dcx.converters import cli
 
-    if path != "-" and os.path.isdir(path):
+    if _read_whole(path):
         return (*cli.read_input(path), None)
     regular = path != "-" and os.path.isfile(path)
-    if regular and cli._size(path) < STREAM_BYTES:
-        return (*cli.read_input(path), None)
     try:
         if path == "-":
             return _from_pipe(sys.stdin.buffer, path, format_name, scope)
@@ -113,11 +121,9 @@ def convert_input(path: str, format_name: str | None,
     from dcx.converters import cli
     from dcx.converters.registry import FORMATS
 
-    if path != "-" and os.path.isdir(path):
+    if _read_whole(path):
         return (*cli.read_input(path), None)
     regular = path != "-" and os.path.isfile(path)
-    if regular and cli._size(path) < STREAM_BYTES:
-        return (*cli.read_input(path), None)
     try:
         if path == "-":
             return _pipe_to_convert(sys.stdin.buffer, path, format_name, streams)
