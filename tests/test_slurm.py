@@ -494,7 +494,7 @@ def slurm_environments(draw: st.DrawFn) -> Environment:
             extras=extras))
     own: dict[str, object] = {}
     partitions: list[Partition] = []
-    if machines and draw(st.booleans()):
+    if len(machines) > 0 and draw(st.booleans()):
         partitions.append(Partition("all", None, extras={"slurm:Default": "YES"}))
         chosen = draw(st.lists(st.sampled_from(names), unique=True, max_size=4))
         lists = {name: draw(st.one_of(st.none(), st.lists(_WORDS, min_size=1, max_size=2)
@@ -598,7 +598,7 @@ def test_a_gres_conf_file_is_refused_once_with_what_to_convert_instead() -> None
     # config lines a model carries that would read back as gres.conf or DownNodes are dropped
     document = Document(environment=Environment(extras={"slurm:config": [
         [["Name", "gpu"]], [["DownNodes", "n1"]], [["SlurmUser", "slurm"]]]}))
-    assert slurm.normal_form(document).environment.extras == {  # type: ignore[union-attr]
+    assert slurm.normal_form(document).environment.extras == {
         "slurm:config": [[["SlurmUser", "slurm"]]]}
 
 
