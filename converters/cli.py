@@ -171,11 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser(
         "info", help="show the detected format and what a file holds",
-        description="Detect FILE's format ('-' for stdin) and print what it holds, with "
-        "units; values the file does not give are shown as unknown, and only the levels "
-        "(datacenters, rooms, racks) the format has are listed.")
-    info.add_argument("file", metavar="FILE")
-    _format_option(info, "--format", "--from", dest="format", help="read FILE as this format")
+        description="Detect each FILE's format ('-' for stdin) and print what it holds, "
+        "with units; values the file does not give are shown as unknown, and only the levels "
+        "(datacenters, rooms, racks) the format has are listed. With --output json, one "
+        "JSON object per FILE, a line each.")
+    info.add_argument("files", metavar="FILE", nargs="+")
+    _format_option(info, "--format", "--from", dest="format", help="read each FILE as this "
+                   "format")
     _output_option(info)
     _verbosity_options(info)
 
@@ -791,15 +793,20 @@ def cmd_formats(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    """What a file holds, with units; data on stdout, diagnostics on stderr."""
+    """What each file holds, with units; data on stdout, diagnostics on stderr. The exit
+    code is the worst of the files'; a FILE given twice is shown once, as validate does."""
+    return max(_info(path, args) for path in dict.fromkeys(args.files))
+
+
+def _info(path: str, args: argparse.Namespace) -> int:
     from dcx.converters.convert import read_any
 
-    name = label(args.file)
-    data, oversized = read_input(args.file)
+    name = label(path)
+    data, oversized = read_input(path)
     if oversized is not None:
         _say(oversized.render())
         return EXIT_INVALID
-    spec, result = read_any(data, args.file, args.format)
+    spec, result = read_any(data, path, args.format)
     summary: dict[str, Any] = {"path": name, "format": spec.name if spec else "unknown",
                                "valid": result.ok}
     document = result.document

@@ -420,6 +420,21 @@ def test_info_shows_units_and_only_the_levels_a_format_has() -> None:
     assert "CPU clock: 2.4–3 GHz" in environment
 
 
+def test_info_shows_each_file_and_exits_with_the_worst(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"rooms": [}\n')
+    done = dcx("info", SSS, broken, SWF, SSS)
+    assert done.returncode == 1
+    shown = done.stdout.decode()
+    assert [line.split(":")[0] for line in shown.splitlines() if not line.startswith(" ")] == [
+        str(SSS), str(broken), str(SWF)]  # in order, the repeated file once
+    assert "jobs: " in shown and "cores: 224 cores" in shown
+    assert done.stderr.decode().startswith(f"{broken}:1:12: error:")
+    lines = dcx("info", "--output", "json", SSS, "-", stdin=SWF.read_bytes()).stdout.splitlines()
+    assert [json.loads(line)["format"] for line in lines] == ["sss", "swf"]
+    assert dcx("info", SSS, SWF).returncode == 0
+
+
 def test_info_says_unknown_for_what_the_file_does_not_give(tmp_path: Path) -> None:
     node = tmp_path / "node.xml"
     node.write_text('<?xml version="1.0"?>\n<Node><Id>n1</Id></Node>\n')
