@@ -65,6 +65,14 @@ vectorised accept path (``fast.py``: the same rules on whole columns, dependenci
 offsets, the workload as columns); it answers only for a file the line-by-line reader reads
 without any diagnostic, and hands every other file to it.
 
+Traces larger than memory are checked in chunks (``read_chunks``, ``stream.py``): ``dcx
+validate`` does so for a file of 16 MB or more and a pipe that outgrows 16 MB. Each chunk's
+task lines take the same accept path, or the line-by-line reader where it gives up; the
+checks across lines (repeated ids, dependencies on tasks not in the file, cycles, the
+workflows each task joins) run once at the end on compact numbers kept per task (its id,
+line and JobID column, each dependency's id and column), with the whole-file reader's
+diagnostics, byte for byte.
+
 Divergences
 -----------
 
@@ -90,7 +98,7 @@ from dcx.parsing.trace_tokens import parse_int
 __all__ = [
     "ARCHIVE_COLUMNS", "CODES", "EXTRA_PREFIX", "FORMAT", "HOLDS", "HOLDS_ARCHIVE",
     "HOLDS_WORKFLOW", "MAX_ERRORS", "SCHEMA", "WORKFLOW_COLUMNS", "Variant", "normal_form",
-    "normal_form_losses", "read", "sniff", "variant_of", "write",
+    "normal_form_losses", "read", "read_chunks", "sniff", "variant_of", "write",
 ]
 
 # The reader, the writer and what they import (the model, the schemas) load on first use: the
@@ -162,6 +170,9 @@ write = deferred("dcx.formats.gwf.codec", "write")
 normal_form = deferred("dcx.formats.gwf.codec", "normal_form")
 
 
+read_chunks = deferred("dcx.formats.gwf.stream", "read_chunks")
+
+
 normal_form_losses = deferred("dcx.formats.gwf.codec", "normal_form_losses")
 
 
@@ -203,5 +214,6 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    read_chunks=read_chunks,
     codes=CODES,
 )

@@ -74,15 +74,17 @@ _FIELD_WIDTH = 10
 
 
 class _Reader(ErrorBudget):
-    def __init__(self, lines: list[str], variant: Variant) -> None:
+    def __init__(self, lines: list[str], variant: Variant, first_line: int = 1) -> None:
         super().__init__()
         self.lines = lines
         self.variant = variant
+        self.first_line = first_line
+        """The line number of ``lines[0]`` (a chunk of a file read in chunks starts later)."""
 
     # -- positions, computed only for diagnostics ------------------------------------
 
     def field_column(self, line_number: int, field: int, token: int | None = None) -> int:
-        text = self.lines[line_number - 1]
+        text = self.lines[line_number - self.first_line]
         if self.variant == "workflow":
             start = sum(len(part) + 1 for part in text.split(",")[:field])
             part = text.split(",")[field] if field < len(text.split(",")) else ""
@@ -182,7 +184,7 @@ def _read(data: bytes) -> ReadResult:
     if variant == "workflow":
         tasks, placement = _read_workflow(reader, first)
     else:
-        tasks, placement = _read_archive(reader, first)
+        tasks, placement = archive_lines(reader, first)
     if not reader.stopped:
         ids = [task.id for _, task in tasks]
         lines_of = [line for line, _ in tasks]
@@ -236,16 +238,28 @@ def _processors(nprocs: int, requested: int) -> tuple[int, dict[str, Any]]:
 def _read_workflow(
     reader: _Reader, first: int
 ) -> tuple[list[tuple[int, Task]], dict[Id, list[Task]]]:
+    return workflow_lines(reader, workflow_start(reader, first))
+
+
+def workflow_start(reader: _Reader, first: int) -> int:
+    """Where the workflow variant's task lines start: after ``lines[first]``, the file's
+    first line with content, when it is the header; else there, with a warning."""
+    if reader.lines[first].strip().startswith("WorkflowID"):
+        return first + 1
+    reader.report(warning(
+        "no header line: sc18 drops the first line unconditionally and would lose this task",
+        "gwf.no-header", line=first + reader.first_line, column=1))
+    return first
+
+
+def workflow_lines(
+    reader: _Reader, start: int
+) -> tuple[list[tuple[int, Task]], dict[Id, list[Task]]]:
+    """The workflow variant's task lines from ``lines[start]`` on: each valid task with its
+    line, and the tasks of each workflow."""
     tasks: list[tuple[int, Task]] = []
     placement: dict[Id, list[Task]] = {}
     requests: dict[int, ResourceRequest] = {}
-    start = first
-    if reader.lines[first].strip().startswith("WorkflowID"):
-        start = first + 1
-    else:
-        reader.report(warning(
-            "no header line: sc18 drops the first line unconditionally and would lose this task",
-            "gwf.no-header", line=first + 1, column=1))
     for index in range(start, len(reader.lines)):
         if reader.stopped:
             break
@@ -253,7 +267,7 @@ def _read_workflow(
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        line_number = index + 1
+        line_number = index + reader.first_line
         fields = raw.split(",")
         if len(fields) < len(WORKFLOW_COLUMNS):
             reader.report(error(
@@ -323,9 +337,10 @@ def _or_text(value: object, text: str) -> object:
     return text if value is None else value
 
 
-def _read_archive(
+def archive_lines(
     reader: _Reader, first: int
 ) -> tuple[list[tuple[int, Task]], dict[Id, list[Task]]]:
+    """The archive variant's task lines from ``lines[first]`` on (as ``workflow_lines``)."""
     tasks: list[tuple[int, Task]] = []
     placement: dict[Id, list[Task]] = {}
     for index in range(first, len(reader.lines)):
@@ -334,7 +349,7 @@ def _read_archive(
         stripped = reader.lines[index].strip()
         if not stripped or stripped.startswith("#"):
             continue
-        line_number = index + 1
+        line_number = index + reader.first_line
         tokens = stripped.split()
         if len(tokens) != len(ARCHIVE_COLUMNS):
             reader.report(error(

@@ -12,6 +12,8 @@ whitespace-separated traces share (``dcx.parsing.traces.numeric_columns``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from dcx.core.columns import ExtraColumn, JobRows, RowLines, Strings, WorkloadColumns
@@ -29,7 +31,9 @@ from dcx.formats.gwf.rules import (
 from dcx.parsing.traces import (
     ColumnsBuilder,
     FieldKinds,
+    NumericColumns,
     column_dependency_diagnostics,
+    numeric_columns,
     numeric_records,
 )
 
@@ -96,6 +100,33 @@ def _read_workflow(body: bytes, first_line: int) -> ReadResult | None:
     """Task lines after the header line (line ``first_line`` first)."""
     import numpy as np
 
+    rows = workflow_rows(body, first_line)
+    if rows is None:
+        return None
+    return _workflow_result(rows.values, rows.offsets, rows.dependency_ids, rows.lines, np)
+
+
+@dataclass(frozen=True)
+class WorkflowRows:
+    """Task lines of the workflow variant that the exact reader reads without a word, in
+    line order."""
+
+    values: dict[str, Any]
+    """Each column but Dependencies: ids and processors as ``int64``, times as ``float64``."""
+    offsets: Any
+    dependency_ids: Any
+    """Row ``i``'s dependencies: ``dependency_ids[offsets[i]:offsets[i + 1]]``."""
+    lines: Any
+    table: Any
+    """The lines' fields as written (blanks kept), one text column per field."""
+
+
+def workflow_rows(body: bytes, first_line: int) -> WorkflowRows | None:
+    """The task lines of ``body`` (whole lines, line ``first_line`` first, no header) as
+    columns, or ``None`` wherever the exact reader might say something of one of them (the
+    checks across lines, ids repeated or dependencies unknown, are the caller's)."""
+    import numpy as np
+
     if not body or body.translate(None, _WORKFLOW_BYTES):
         return None
     raw = np.frombuffer(body, dtype=np.uint8)
@@ -128,8 +159,10 @@ def _read_workflow(body: bytes, first_line: int) -> ReadResult | None:
     dependencies = _dependency_ids(table.column("Dependencies"), np)
     if dependencies is None:
         return None
+    if np.any((values["NProcs"] == -1) & (values["ReqNProcs"] == -1)):
+        return None
     offsets, dependency_ids = dependencies
-    return _workflow_result(values, offsets, dependency_ids, lines, np)
+    return WorkflowRows(values, offsets, dependency_ids, lines, table)
 
 
 def _comma_table(body: bytes) -> tuple[Any, bool]:
@@ -165,6 +198,8 @@ def fast_tokens(tokens: Any, rule: Rule) -> bool:
     as ASCII decimals of at most 15 characters (or ``-1``), quicker than the pattern."""
     import pyarrow.compute as pc
 
+    if not len(tokens):
+        return True  # Arrow's "all" of nothing is null
     if rule in ("time", "measure"):
         return bool(pc.all(pc.match_substring_regex(
             tokens, f"^(?:{FAST_TOKENS[rule]})$")).as_py())
@@ -218,8 +253,6 @@ def _workflow_result(values: dict[str, Any], offsets: Any, dependency_ids: Any, 
     their workflow's first line, each job's tasks in line order."""
     ids = values["JobID"]
     nprocs, requested = values["NProcs"], values["ReqNProcs"]
-    if np.any((nprocs == -1) & (requested == -1)):
-        return None
     if column_dependency_diagnostics(ids, offsets, dependency_ids, _nowhere, "gwf"):
         return None
     workflows = values["WorkflowID"]
@@ -287,13 +320,29 @@ def _read_archive(body: bytes, first_line: int, chunk_bytes: int) -> ReadResult 
     import numpy as np
 
     records = numeric_records(body, 0, first_line, ARCHIVE_KINDS, chunk_bytes)
-    if records is None or not records.rows:
+    if records is None or not records.rows or not archive_rules_hold(records.column, np):
         return None
-    column = records.column
+    return _archive_result(records, np)
+
+
+def archive_rows(body: bytes, first_line: int) -> NumericColumns | None:
+    """The task lines of ``body`` (whole lines, line ``first_line`` first) as columns, or
+    ``None`` wherever the exact reader might say something of one of them (a repeated
+    JobID is the caller's)."""
+    import numpy as np
+
+    found = numeric_columns(body, first_line, ARCHIVE_KINDS)
+    if found is None or not archive_rules_hold(found.numbers.__getitem__, np):
+        return None
+    return found
+
+
+def archive_rules_hold(column: Callable[[str], Any], np: Any) -> bool:
+    """Every numeric column's rule accepts its values, and every line knows its cores."""
     for name, rule in _ARCHIVE_RULES.items():
         if name not in ARCHIVE_KINDS.texts and not np.all(accepts(rule, column(name))):
-            return None
-    return _archive_result(records, np)
+            return False
+    return not np.any((column("NProcs") == -1) & (column("ReqNProcs") == -1))
 
 
 def _archive_result(records: ColumnsBuilder, np: Any) -> ReadResult | None:
@@ -303,8 +352,6 @@ def _archive_result(records: ColumnsBuilder, np: Any) -> ReadResult | None:
     column, count = records.column, records.rows
     ids = column("JobID")
     nprocs, requested = column("NProcs"), column("ReqNProcs")
-    if np.any((nprocs == -1) & (requested == -1)):
-        return None
     no_dependencies = np.zeros(count + 1, dtype=np.int64)
     if column_dependency_diagnostics(ids, no_dependencies, np.zeros(0, dtype=np.int64),
                                      _nowhere, "gwf"):

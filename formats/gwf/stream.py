@@ -1,0 +1,336 @@
+"""GWF checked a chunk of whole lines at a time (``FormatDeclaration.read_chunks``), in
+memory bounded by the chunk size and compact numbers per task, with the diagnostics the
+whole-file reader (``codec._read``) gives for the same bytes.
+
+The file's first line with content fixes the variant (and, in the workflow variant, whether
+it is the header), as in the whole-file reader. Each chunk's task lines then first try the
+vectorised accept path (``fast.workflow_rows``, ``fast.archive_rows``: the same rules); a
+chunk where it gives up is read by the exact line-by-line reader, its line numbers offset to
+the chunk's place in the file. What the checks across lines need is kept between chunks: the
+error budget, each task's id (a 64-bit integer, or a Python value for text ids), line and
+JobID column, each dependency's id and column, and the distinct workflow ids (the job
+count). At the end ``column_dependency_diagnostics`` (repeated ids, dependencies on tasks not
+in the file, cycles) runs once on all of them, in file order, as the whole-file reader runs
+it, and the closing warnings follow as there.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from dcx.core.declaration import ChunkedRead
+from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.model import Id
+from dcx.formats.gwf import _looks_archive
+from dcx.formats.gwf.codec import (
+    _Reader,
+    archive_lines,
+    workflow_lines,
+    workflow_start,
+)
+from dcx.formats.gwf.fast import WorkflowRows, archive_rows, workflow_rows
+from dcx.parsing.trace_codes import MAX_ERRORS
+from dcx.parsing.traces import column_dependency_diagnostics
+
+_BOM = "\ufeff"
+
+
+def read_chunks(chunks: Iterable[bytes]) -> ChunkedRead:
+    """The diagnostics ``read`` gives for the concatenated ``chunks`` (each ends with a
+    newline but the last), and the number of jobs."""
+    stream = _Stream()
+    for chunk in chunks:
+        stream.add(chunk)
+        if stream.encoding is not None:
+            return ChunkedRead((stream.encoding,))
+    return stream.finish()
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A chunk's valid tasks: what the checks across lines need of them."""
+
+    first_row: int
+    ids: Any
+    """``int64``, or ``object`` holding Python values (text ids, numbers past 64 bits)."""
+    first_line: int
+    lines: Any
+    """Each task's line, or ``None`` when they are the lines from ``first_line`` on."""
+    id_columns: Any
+    """Each task's JobID column (``int64``), or an ``int`` they all share."""
+    dependency_offsets: Any
+    dependency_ids: Any
+    dependency_columns: Any
+
+
+class _Stream:
+    """What the checks across chunks need: see the module docstring."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.np = np
+        self.reader = _Reader([], "workflow")
+        self.variant: str | None = None
+        """Known from the file's first line with content on."""
+        self.next_line = 1
+        self.first = True
+        self.blank = True
+        """Every chunk so far is whitespace only (the file is empty when it stays so)."""
+        self.encoding: Diagnostic | None = None
+        self.parts: list[_Part] = []
+        self.part_starts: list[int] = []
+        self.rows = 0
+        self.workflows = np.zeros(0, dtype=np.int64)
+        """The distinct integer workflow ids so far (sorted)."""
+        self.other_workflows: set[Id] = set()
+        """Workflow ids that are text or past 64 bits."""
+        self.text_ids = False
+
+    # ----------------------------------------------------------------------- chunks
+
+    def add(self, chunk: bytes) -> None:
+        first_line = self.next_line
+        self.next_line += chunk.count(b"\n")
+        first, self.first = self.first, False
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = chunk.count(b"\n", 0, exc.start) + 1
+            column = exc.start - (chunk.rfind(b"\n", 0, exc.start) + 1) + 1
+            self.encoding = error(f"invalid UTF-8 byte 0x{chunk[exc.start]:02x}",
+                                  "gwf.encoding", line=first_line + line - 1, column=column)
+            return
+        if self.reader.stopped:  # the whole file must still be UTF-8
+            return
+        body: bytes | None = chunk
+        if first and text.startswith(_BOM):
+            text, body = text[1:], None
+        if self.blank and text.strip():
+            self.blank = False
+        lines = text.split("\n")
+        start = 0
+        if self.variant is None:
+            found = next((index for index, raw in enumerate(lines)
+                          if raw.strip() and not raw.lstrip().startswith("#")), None)
+            if found is None:
+                return  # blank lines and comments only, so far
+            self.variant = "archive" if _looks_archive(lines[found]) else "workflow"
+            self.reader.variant = "archive" if self.variant == "archive" else "workflow"
+            self.reader.lines, self.reader.first_line = lines, first_line
+            start = (workflow_start(self.reader, found) if self.variant == "workflow"
+                     else found)
+            body = None
+        if body is None:
+            body = "\n".join(lines[start:]).encode()
+        if not self.vectorised(body, first_line + start):
+            self.exact(lines, start, first_line)
+
+    def vectorised(self, body: bytes, first_line: int) -> bool:
+        """The chunk's task lines (``body``, line ``first_line`` first) through the accept
+        path; ``False`` where it gives up."""
+        if not body.strip():
+            return True  # nothing but blank lines: nothing to read or say
+        if self.variant == "workflow":
+            rows = workflow_rows(body, first_line)
+            if rows is None:
+                return False
+            id_columns, dependency_columns = _workflow_places(rows, self.np)
+            self.keep(rows.values["JobID"], rows.lines, id_columns, rows.offsets,
+                      rows.dependency_ids, dependency_columns)
+            self.add_workflows(rows.values["WorkflowID"])
+            return True
+        found = archive_rows(body, first_line)
+        if found is None:
+            return False
+        ids = found.numbers["JobID"]
+        if len(ids):
+            np = self.np
+            nothing = np.zeros(0, dtype=np.int64)
+            self.keep(ids, found.lines, _archive_id_columns(body, found.lines - first_line, np),
+                      np.zeros(len(ids) + 1, dtype=np.int64), nothing, nothing)
+        return True
+
+    def exact(self, lines: list[str], start: int, first_line: int) -> None:
+        """The line-by-line reader on the chunk's ``lines`` from ``lines[start]``."""
+        np = self.np
+        reader = self.reader
+        reader.lines, reader.first_line = lines, first_line
+        if self.variant == "workflow":
+            tasks, placement = workflow_lines(reader, start)
+        else:
+            tasks, placement = archive_lines(reader, start)
+        if not tasks:
+            return
+        locate = reader.locate
+        dependency_columns = [locate(line, "Dependencies", position)["column"]
+                              for line, task in tasks
+                              for position in range(len(task.dependencies))]
+        sizes = [len(task.dependencies) for _, task in tasks]
+        self.keep(_ids([task.id for _, task in tasks], np),
+                  np.array([line for line, _ in tasks], dtype=np.int64),
+                  np.array([locate(line, "JobID")["column"] for line, _ in tasks],
+                           dtype=np.int64),
+                  np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
+                  _ids([needed for _, task in tasks for needed in task.dependencies], np),
+                  np.array(dependency_columns, dtype=np.int64))
+        if self.variant == "workflow":
+            self.add_workflows(_ids(list(placement), np))
+
+    def keep(self, ids: Any, lines: Any, id_columns: Any, dependency_offsets: Any,
+             dependency_ids: Any, dependency_columns: Any) -> None:
+        np = self.np
+        if ids.dtype.kind == "O":
+            self.text_ids = self.text_ids or any(isinstance(value, str) for value in ids)
+        contiguous = int(lines[-1]) - int(lines[0]) == len(lines) - 1
+        shared = int(id_columns[0]) if bool(np.all(id_columns == id_columns[0])) else None
+        self.parts.append(_Part(self.rows, ids, int(lines[0]), None if contiguous else lines,
+                                id_columns if shared is None else shared,
+                                dependency_offsets, dependency_ids, dependency_columns))
+        self.part_starts.append(self.rows)
+        self.rows += len(ids)
+
+    def add_workflows(self, workflows: Any) -> None:
+        np = self.np
+        if workflows.dtype.kind == "O":
+            values = workflows.tolist()
+            self.text_ids = self.text_ids or any(isinstance(value, str) for value in values)
+            small = [value for value in values
+                     if type(value) is int and -(1 << 63) <= value < (1 << 63)]
+            self.other_workflows.update(value for value in values
+                                        if not (type(value) is int
+                                                and -(1 << 63) <= value < (1 << 63)))
+            workflows = np.array(small, dtype=np.int64)
+        self.workflows = np.union1d(self.workflows, workflows)
+
+    # ----------------------------------------------------------------------- the end
+
+    def finish(self) -> ChunkedRead:
+        reader = self.reader
+        if self.variant is None:
+            if self.blank:
+                return ChunkedRead((error("file is empty", "gwf.empty", line=1, column=1),))
+            return ChunkedRead((warning("file has no task lines", "gwf.no-tasks"),))
+        if not reader.stopped:
+            self.across_lines()
+        if reader.stopped:
+            reader.diagnostics.append(error(
+                f"more than {MAX_ERRORS} errors; reading stopped", "gwf.too-many-errors"))
+        if reader.errors:
+            return ChunkedRead(tuple(reader.diagnostics))
+        if not self.rows:
+            reader.report(warning("file has no task lines", "gwf.no-tasks"))
+        if self.text_ids:
+            reader.report(warning("some ids are text: dcx reads them, the SC18 simulator (which "
+                                  "parses integers) does not", "gwf.text-ids"))
+        return ChunkedRead(tuple(reader.diagnostics), self.jobs())
+
+    def jobs(self) -> int:
+        if self.variant == "archive":
+            return self.rows  # one job per task, their ids unique (else an error)
+        return len(self.workflows) + len(self.other_workflows)
+
+    def across_lines(self) -> None:
+        """``column_dependency_diagnostics`` on every task, as the whole-file reader runs
+        it (which skips it, in one vectorised test, when it can find nothing)."""
+        if not self.rows:
+            return
+        np = self.np
+        parts = self.parts
+        ids = _joined([part.ids for part in parts], np)
+        dependency_ids = _joined([part.dependency_ids for part in parts], np)
+        offsets = np.concatenate(
+            [np.zeros(1, dtype=np.int64)]
+            + [part.dependency_offsets[1:] + base for part, base in
+               zip(parts, np.cumsum([0] + [int(part.dependency_offsets[-1])
+                                           for part in parts[:-1]]), strict=True)])
+        dependency_columns = np.concatenate([part.dependency_columns for part in parts])
+
+        def locate(index: int, dependency: int | None) -> dict[str, Any]:
+            line = self.line_of(index)
+            if dependency is None:
+                return {"line": line, "column": self.id_column(index),
+                        "pointer": f"/lines/{line}/JobID"}
+            return {"line": line,
+                    "column": int(dependency_columns[int(offsets[index]) + dependency]),
+                    "pointer": f"/lines/{line}/Dependencies/{dependency}"}
+
+        for diagnostic in column_dependency_diagnostics(ids, offsets, dependency_ids, locate,
+                                                        "gwf"):
+            self.reader.report(diagnostic)
+
+    def part(self, row: int) -> _Part:
+        return self.parts[bisect.bisect_right(self.part_starts, row) - 1]
+
+    def line_of(self, row: int) -> int:
+        part = self.part(row)
+        at = row - part.first_row
+        return part.first_line + at if part.lines is None else int(part.lines[at])
+
+    def id_column(self, row: int) -> int:
+        part = self.part(row)
+        columns = part.id_columns
+        return columns if isinstance(columns, int) else int(columns[row - part.first_row])
+
+
+def _workflow_places(rows: WorkflowRows, np: Any) -> tuple[Any, Any]:
+    """Each row's JobID column and each dependency's, as ``_Reader.locate`` gives them
+    (counted in bytes, which are characters in the ASCII the accept path lets through)."""
+    import pyarrow.compute as pc
+
+    table = rows.table
+
+    def lengths(values: Any) -> Any:
+        return np.asarray(pc.binary_length(values).to_numpy(zero_copy_only=False),
+                          dtype=np.int64)
+
+    def leading_blanks(values: Any) -> Any:
+        return lengths(values) - lengths(pc.ascii_ltrim_whitespace(values))
+
+    sizes = [lengths(table.column(index)) for index in range(6)]
+    id_columns = sizes[0] + 1 + leading_blanks(table.column(1)) + 1
+    dependencies = table.column(6)
+    field_start = sum(sizes) + 6 + leading_blanks(dependencies)
+    offsets = rows.offsets
+    counts = np.diff(offsets)
+    if not int(offsets[-1]):
+        return id_columns, np.zeros(0, dtype=np.int64)
+    trimmed = pc.ascii_trim_whitespace(dependencies)
+    token_lengths = lengths(pc.list_flatten(pc.split_pattern(
+        pc.filter(trimmed, pc.not_equal(trimmed, "")), " ")))
+    widths = token_lengths + 1
+    before = np.cumsum(widths) - widths  # of every token, from the first row's first
+    row_of = np.repeat(np.arange(len(counts)), counts)
+    within = before - before[offsets[:-1][row_of]]
+    return id_columns, field_start[row_of] + within + 1
+
+
+def _archive_id_columns(body: bytes, line_indexes: Any, np: Any) -> Any:
+    """Each row's JobID column: where its line's first token starts (only digits, ``.``,
+    ``-`` and blanks get here; blanks and newlines sort below ``-``)."""
+    raw = np.frombuffer(body, dtype=np.uint8)
+    token = raw >= 45
+    opens = np.flatnonzero(token & ~np.concatenate(([False], token[:-1])))
+    line_starts = np.concatenate(([0], np.flatnonzero(raw == 10) + 1))[line_indexes]
+    return opens[np.searchsorted(opens, line_starts)] - line_starts + 1
+
+
+def _ids(values: list[Id], np: Any) -> Any:
+    """Ids as 64-bit integers, or as Python values (text ids, numbers past 64 bits)."""
+    if all(type(value) is int and -(1 << 63) <= value < (1 << 63) for value in values):
+        return np.array(values, dtype=np.int64)
+    held = np.empty(len(values), dtype=object)
+    held[:] = values
+    return held
+
+
+def _joined(arrays: list[Any], np: Any) -> Any:
+    """One array of the parts' values: ``int64`` when every part is, else Python values."""
+    if all(array.dtype.kind != "O" for array in arrays):
+        return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+    held = np.empty(sum(len(array) for array in arrays), dtype=object)
+    held[:] = [value for array in arrays for value in array.tolist()]
+    return held
