@@ -109,7 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
         "content (--format overrides), then it is checked against dcx's JSON Schema or XSD "
         "and the rules a schema cannot express. Says what it checked on stderr unless -q. "
         "An SWF input from 16 MB (a file, or stdin that outgrows it) is checked in chunks as "
-        "it is read, in bounded memory and without the input size limit.")
+        "it is read, in bounded memory and without the input size limit; a Parquet file from "
+        "16 MB is checked a row group at a time, with the same diagnostics, and with "
+        "--workers or --scheduler-address its row groups are checked as partitions on a Dask "
+        "cluster.")
     validate.add_argument("files", nargs="+", metavar="FILE")
     _format_option(validate, "--format", "--from", dest="format",
                    help="read every FILE as this format")
@@ -123,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
                           "extension a dcx format claims but that is empty, binary or "
                           "malformed fails")
     validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    validate.add_argument("--workers", type=int, metavar="N",
+                          help="check a Parquet FILE's row groups as partitions on a Dask "
+                          "LocalCluster of N worker processes (any size; 0, the default: in "
+                          "this process)")
+    validate.add_argument("--scheduler-address", metavar="ADDRESS",
+                          help="check a Parquet FILE's row groups on an existing Dask cluster "
+                          "(tcp://host:8786) whose workers see FILE at the same path")
     _output_option(validate)
     _verbosity_options(validate)
 
@@ -454,6 +464,25 @@ def _malformed(data: bytes, kind: str) -> list[Diagnostic]:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate each file; ``--hook`` skips files that are clearly no dcx format."""
+    from dcx.converters.partitions import Cluster, ClusterUnavailable
+
+    if args.workers is not None and args.workers < 0:
+        raise UsageError("--workers must be 0 or more")
+    if args.workers and args.scheduler_address:
+        raise UsageError("--workers sizes a local cluster; an existing cluster "
+                         "(--scheduler-address) has its own workers")
+    cluster = Cluster(args.workers, args.scheduler_address) \
+        if args.workers or args.scheduler_address else None
+    try:
+        return _validate(args, cluster)
+    except ClusterUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _validate(args: argparse.Namespace, cluster: Any) -> int:
     from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect, get
     from dcx.converters.streaming import read_or_stream
@@ -475,7 +504,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             name = label(path)
             progress.describe(name)
             # a large input of a format with a chunked reader is checked as it is read
-            data, oversized, streamed = read_or_stream(path, args.format, scope)
+            data, oversized, streamed = read_or_stream(path, args.format, scope, cluster)
             if oversized is not None:
                 entries.append(_file_entry(name, None, [oversized]))
                 if text:

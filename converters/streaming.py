@@ -1,7 +1,10 @@
 """Inputs too large to hold, checked a chunk at a time: ``dcx validate`` hands a large file,
 or a pipe that outgrows ``STREAM_BYTES``, to its format's chunked reader
 (``FormatDeclaration.read_chunks``) when the format has one, so memory stays bounded and the
-in-memory limit (``dcx.core.limits``) does not apply. Other inputs are read whole, as before.
+in-memory limit (``dcx.core.limits``) does not apply; a large file whose format is read in
+parts by seeking (``FormatDeclaration.read_parts``: Parquet's row groups) is checked a part at
+a time (``dcx.converters.partitions``), on a Dask cluster when one is given. Other inputs are
+read whole, as before.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from dcx.core import limits
 from dcx.core.declaration import ChunkedRead, FormatDeclaration
@@ -35,12 +38,18 @@ def _read_whole(path: str) -> bool:
     return os.path.isdir(path) or (os.path.isfile(path) and cli._size(path) < STREAM_BYTES)
 
 
-def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDeclaration]
-                   ) -> tuple[bytes, Diagnostic | None, Streamed | None]:
+def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDeclaration],
+                   cluster: Any = None) -> tuple[bytes, Diagnostic | None, Streamed | None]:
     """``read_input(path)``, or, for a large input whose format (``format_name``, else
-    detected among ``scope``) has a chunked reader, what that reader found."""
+    detected among ``scope``) has a chunked reader, what that reader found. A file whose
+    format is read in parts (Parquet) is checked a part at a time when it is large, or when
+    ``cluster`` (a ``partitions.Cluster``) is given, on that cluster."""
     from dcx.converters import cli
 
+    if path != "-" and os.path.isfile(path) and (cluster is not None or not _read_whole(path)):
+        parted = _in_parts(path, format_name, scope, cluster)
+        if parted is not None:
+            return b"", None, parted
     if _read_whole(path):
         return (*cli.read_input(path), None)
     regular = path != "-" and os.path.isfile(path)
@@ -67,6 +76,25 @@ def _streamable(head: bytes, path: str, format_name: str | None,
 
     spec = get(format_name) if format_name else detect(head[:SNIFF_BYTES], path, scope)
     return spec if spec is not None and spec.read_chunks is not None else None
+
+
+def _in_parts(path: str, format_name: str | None, scope: Sequence[FormatDeclaration],
+              cluster: Any) -> Streamed | None:
+    """What a format read in parts found in the file at ``path``, on ``cluster``'s workers
+    when given; ``None`` when its format is not read in parts."""
+    from dcx.converters import cli
+    from dcx.converters.partitions import read_parts
+    from dcx.converters.registry import detect, get
+
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(SNIFF_BYTES)
+    except PermissionError:
+        raise cli.UsageError(f"{path}: permission denied") from None
+    spec = get(format_name) if format_name else detect(head, path, scope)
+    if spec is None or spec.read_parts is None:
+        return None
+    return spec, read_parts(path, spec, None if cluster is None else cluster.client())
 
 
 def _chunked(spec: FormatDeclaration, stream: BinaryIO, head: bytes) -> ChunkedRead:

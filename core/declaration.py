@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, has_errors
@@ -36,6 +36,24 @@ class ChunkedRead:
     @property
     def ok(self) -> bool:
         return not has_errors(self.diagnostics)
+
+
+@dataclass(frozen=True)
+class PartReader:
+    """How a format whose files are read by seeking (Parquet: the footer, then its row groups)
+    is checked a part at a time: in this process one part after the other, or each part on a
+    Dask worker (``dcx.converters.partitions``), the findings merged in one place. Each
+    function takes a seekable binary file its caller opened."""
+
+    open: Callable[[BinaryIO], tuple[Any, tuple[Diagnostic, ...]]]
+    """The footer: what every part's check needs (its ``row_counts``, one per part) and no
+    diagnostics, or ``None`` and the diagnostics that end the read."""
+    check: Callable[[BinaryIO, Any, int], Any]
+    """One part's findings (picklable, compact), or a ``Diagnostic`` when it is unreadable."""
+    finish: Callable[[Any, Sequence[Any], Callable[[int], Any]], ChunkedRead]
+    """Every part's findings, in order, into ``read``'s diagnostics; the callable reads a
+    part's dependency columns again (``reread``) when the checks across parts need them."""
+    reread: Callable[[BinaryIO, int], Any]
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,11 @@ class FormatDeclaration:
     """Checks an input given as chunks of whole lines (``dcx.parsing.chunks``) in bounded
     memory, with ``read``'s diagnostics: what ``dcx validate`` runs on inputs too large to
     hold (a format whose rules need only compact state across lines)."""
+
+    read_parts: PartReader | None = None
+    """Checks a file a part at a time by seeking (Parquet's row groups), with ``read``'s
+    diagnostics: what ``dcx validate`` runs on such files too large to hold, and what it
+    spreads over a Dask cluster (``--workers``, ``--scheduler-address``)."""
 
     @property
     def writable(self) -> bool:

@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# one way to reach a cluster, shared with dcx validate (re-exported for the CLI and benchmarks)
+from dcx.converters.partitions import default_workers as default_workers
+from dcx.converters.partitions import local_client as local_client
+from dcx.converters.partitions import remote_client as remote_client
 from dcx.core.diagnostics import Diagnostic
 from dcx.experiments.cells import (
     CellResult,
@@ -294,32 +298,6 @@ def _scatter(client: Any, problem: Problem, attempts: int = 20) -> Any:
                 raise
             time.sleep(0.5)
     raise AssertionError("unreachable")
-
-
-def default_workers() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
-
-
-def local_client(workers: int) -> tuple[Any, Any]:
-    """A ``LocalCluster`` of ``workers`` processes, one thread each (a simulation holds the
-    GIL), on loopback, without the dashboard."""
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address=None,
-                           # no dashboard; its health endpoints on any free loopback port
-                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                           silence_logs=40)  # logging.ERROR: worker chatter is not ours
-    return cluster, Client(cluster)
-
-
-def remote_client(address: str) -> Any:
-    from distributed import Client
-
-    return Client(address)
 
 
 def say(message: str) -> None:

@@ -59,6 +59,12 @@ mismatch a ``schema.*`` diagnostic at ``/columns/<name>``), no null or NaN where
 required (``/rows/<row>/<column>``), a job's rows are consecutive and agree on its name and user,
 task ids are unique, dependencies name tasks in the file and form no cycle, and the metadata is
 the JSON object described above.
+
+Files larger than memory are checked a row group at a time (``read_parts``, ``stream.py``),
+with the same diagnostics: ``dcx validate`` does so from 16 MB, and spreads the row groups
+over a Dask cluster with ``--workers N`` or ``--scheduler-address ADDRESS``; the checks across
+row groups (a job's rows, repeated task ids, dependencies on other row groups, cycles) run
+once on the merged findings.
 """
 
 from __future__ import annotations
@@ -66,13 +72,13 @@ from __future__ import annotations
 from typing import Any
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration, deferred, forwarded
+from dcx.core.declaration import FormatDeclaration, PartReader, deferred, forwarded
 from dcx.parsing.trace_codes import dependency_codes
 
 __all__ = [
     "CODES", "EXTRAS_PREFIX", "FORMAT", "HOLDS", "JSON_EXTRAS_PREFIX", "MAGIC", "METADATA_FIELDS",
-    "METADATA_KEY", "SCHEMA", "arrow_type_name", "normal_form", "normal_form_losses", "read",
-    "sniff", "write",
+    "METADATA_KEY", "PARTS", "SCHEMA", "arrow_type_name", "normal_form", "normal_form_losses",
+    "read", "sniff", "write",
 ]
 
 # The reader, the writer and what they import (the model, dcx.core.columns; pyarrow inside
@@ -118,6 +124,14 @@ normal_form = deferred("dcx.formats.parquet.codec", "normal_form")
 normal_form_losses = deferred("dcx.formats.parquet.codec", "normal_form_losses")
 
 
+PARTS = PartReader(
+    open=deferred("dcx.formats.parquet.stream", "open_parts"),
+    check=deferred("dcx.formats.parquet.stream", "check_part"),
+    finish=deferred("dcx.formats.parquet.stream", "finish"),
+    reread=deferred("dcx.formats.parquet.stream", "reread_dependencies"),
+)
+
+
 CODES = (
     Code("parquet.unreadable", "error", "The file is not a Parquet file dcx can read."),
     Code("parquet.dependency-type", "error",
@@ -153,4 +167,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     keeps_prefixed_extras=True,
     codes=CODES,
+    read_parts=PARTS,
 )

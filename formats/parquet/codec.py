@@ -246,8 +246,14 @@ def _json_text(text: str) -> bool:
 
 
 def _first(mask: Any) -> int:
+    """The first true row of a boolean mask (a null is not true: ``is_nan`` of a nullable
+    column), or the first value of an index array."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
+    if pa.types.is_boolean(mask.type):
+        mask = pc.fill_null(mask, False)
     flags = np.asarray(mask.to_numpy(zero_copy_only=False))
     if flags.dtype != bool:
         return int(flags[0]) if len(flags) else 0

@@ -1,0 +1,143 @@
+"""A file whose format reads it a part at a time by seeking (``FormatDeclaration.read_parts``:
+Parquet's row groups) checked part by part: in this process one after the other, or as
+partitions on a Dask cluster, each worker opening the file by its path and checking one
+part, the client merging the findings in part order into the diagnostics the whole-file
+reader gives.
+
+The cluster is a ``LocalCluster`` of single-threaded worker processes on loopback, or an
+existing one reached by its scheduler's address (``tcp://host:8786``), as ``dcx experiment``
+connects; workers of an existing cluster must see the file at the same path (a shared file
+system). Dask is imported inside the functions that use it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dcx.core.declaration import ChunkedRead, FormatDeclaration, PartReader
+from dcx.core.diagnostics import Diagnostic
+
+
+def read_parts(path: str, spec: FormatDeclaration, client: Any = None) -> ChunkedRead:
+    """``spec``'s diagnostics for the file at ``path`` and its job count, its parts checked
+    in this process (``client`` ``None``) or on the Dask cluster behind ``client``."""
+    reader = _reader(spec)
+    with open(path, "rb") as source:
+        parts, problems = reader.open(source)
+        if parts is None:
+            return ChunkedRead(problems)
+        count = len(parts.row_counts)
+        if client is None:
+            findings = []
+            for index in range(count):
+                found = reader.check(source, parts, index)
+                if isinstance(found, Diagnostic):
+                    return ChunkedRead((found,))
+                findings.append(found)
+        else:
+            where = os.path.abspath(path)
+            futures = client.map(check_part, [where] * count, [spec.name] * count,
+                                 [parts] * count, range(count), pure=False)
+            findings = client.gather(futures)
+            unreadable = next((f for f in findings if isinstance(f, Diagnostic)), None)
+            if unreadable is not None:
+                return ChunkedRead((unreadable,))
+        return reader.finish(parts, findings, lambda index: reader.reread(source, index))
+
+
+def check_part(path: str, format_name: str, parts: Any, index: int) -> Any:
+    """One part's findings, on a worker: the format is found by name, the file by path."""
+    from dcx.converters.registry import get
+
+    spec = get(format_name)
+    assert spec is not None
+    with open(path, "rb") as source:
+        return _reader(spec).check(source, parts, index)
+
+
+def _reader(spec: FormatDeclaration) -> PartReader:
+    assert spec.read_parts is not None, f"{spec.name} is not read in parts"
+    return spec.read_parts
+
+
+# ----------------------------------------------------------------------------- clusters
+
+
+def local_client(workers: int, processes: bool = True) -> tuple[Any, Any]:
+    """A ``LocalCluster`` of ``workers`` single-threaded workers (processes, or threads of
+    this process), on loopback, without the dashboard, and a client of it."""
+    from distributed import Client, LocalCluster
+
+    if not processes:  # threads talk in process (inproc://): no port, no dashboard
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
+                               dashboard_address=None, silence_logs=40,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+        return cluster, Client(cluster)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                           host="127.0.0.1", dashboard_address=None,
+                           # no dashboard; its health endpoints on any free loopback port
+                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                           silence_logs=40)  # logging.ERROR: worker chatter is not ours
+    return cluster, Client(cluster)
+
+
+def remote_client(address: str) -> Any:
+    """A client of the existing Dask cluster whose scheduler is at ``address``."""
+    from distributed import Client
+
+    return Client(address)
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+
+
+class ClusterUnavailable(Exception):
+    """Dask is not installed, or its scheduler cannot be reached."""
+
+
+class Cluster:
+    """The Dask cluster a command was given (``--workers N``: a ``LocalCluster`` of N worker
+    processes; ``--scheduler-address``: an existing one), started or reached on first use,
+    so that a batch with no file read in parts starts none; closed on leaving."""
+
+    def __init__(self, workers: int | None = None, address: str | None = None,
+                 processes: bool = True) -> None:
+        self.workers = workers
+        self.address = address
+        self.processes = processes
+        self._cluster: Any = None
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            try:
+                import distributed  # noqa: F401
+            except ImportError as exc:
+                raise ClusterUnavailable("Dask is not installed (pip install "
+                                         "'dcx[experiments]')") from exc
+            try:
+                if self.address:
+                    self._client = remote_client(self.address)
+                else:
+                    self._cluster, self._client = local_client(
+                        self.workers or default_workers(), self.processes)
+            except (OSError, TimeoutError) as exc:
+                raise ClusterUnavailable(f"cannot reach the Dask scheduler: {exc}") from exc
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = None
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

@@ -1,0 +1,522 @@
+"""Parquet checked a row group at a time, in memory bounded by the largest row group and
+compact state across them, with the diagnostics the whole-file reader (``codec.read``) gives
+for the same file.
+
+Three steps, so that the row groups can be checked anywhere (in this process one after the
+other, or as partitions on a Dask cluster: ``dcx.converters.partitions``) and the results
+merged in one place:
+
+* ``open_parts(source)``: the footer: the magic bytes, the schema, the ``dcx:workload``
+  metadata and each row group's row count (a ``Parts``), or the diagnostics that end the read.
+* ``check_part(source, parts, index)``: one row group's ``PartFindings``: null and NaN counts
+  and first rows, its jobs' keys where they start, the job name and user rows that disagree
+  (and the leading job's values, which may continue a job of the previous row group), its
+  task ids (a ``range`` while they count up by one), the dependencies that do not name an
+  earlier row of the same group, the first extras_json text that is not JSON and the first
+  null feature name. Rows are numbered in the whole file.
+* ``finish(parts, findings, reread)``: the diagnostics, in ``read``'s order and words, and the
+  job count. The checks across row groups run here once: a job whose rows are split, task ids
+  used again, dependencies on tasks of other groups. When ids repeat or a dependency does not
+  name an earlier row, ``dependency_diagnostics`` runs on the rows concerned only (those with
+  dependencies, those depended on, those whose id repeats), whose dependency lists ``reread``
+  reads again a row group at a time.
+
+The source is a seekable binary file object its caller opened (a format does no file I/O).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from dcx.core.declaration import ChunkedRead
+from dcx.core.diagnostics import Diagnostic, error
+from dcx.formats.parquet import MAGIC
+from dcx.formats.parquet.codec import (
+    _NUMBERS,
+    _REQUIRED,
+    EXTRAS_PREFIX,
+    JSON_EXTRAS_PREFIX,
+    _first,
+    _ids,
+    _json_text,
+    _metadata,
+    _schema_problems,
+    _strings,
+)
+
+Value = Any
+"""A job's name or user: text or ``None``."""
+Ids = Any
+"""Ids of consecutive rows: a ``range`` when they are integers counting up by one, else an
+array (``int64``, or ``object`` for text)."""
+_JOB_FIELDS = ("job_name", "job_user")
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A Parquet file's footer: what every row group's check needs."""
+
+    row_counts: tuple[int, ...]
+    column_names: tuple[str, ...]
+    float_extras: tuple[str, ...]
+    """``extras.`` columns of a floating-point type (checked for NaN), in column order."""
+
+    @property
+    def first_rows(self) -> tuple[int, ...]:
+        rows, first = [], 0
+        for count in self.row_counts:
+            rows.append(first)
+            first += count
+        return tuple(rows)
+
+
+@dataclass(frozen=True)
+class Leading:
+    """A row group's first job run: its rows may continue the previous group's last job."""
+
+    key: Any
+    rows: int
+    values: dict[str, tuple[tuple[Value, int], ...]]
+    """Per job field, its distinct values in the run with the first row of each."""
+
+
+@dataclass
+class PartFindings:
+    """What one row group shows (rows numbered in the whole file); see the module docstring."""
+
+    first_row: int
+    rows: int
+    nulls: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Column → (null count, first row); ``dependencies`` counts null lists."""
+    null_dependencies: tuple[int, int] | None = None
+    """(null dependency ids, first row holding one)."""
+    nan: dict[str, int] = field(default_factory=dict)
+    leading: Leading | None = None
+    last_key: Any = None
+    last_values: dict[str, Value] = field(default_factory=dict)
+    """Per job field, the value on the first row of the group's last job run."""
+    start_keys: Ids = ()
+    start_rows: Ids = ()
+    """Keys and rows where jobs start after the leading run."""
+    differ: dict[str, int] = field(default_factory=dict)
+    """Per job field, the first row after the leading run that disagrees with its job."""
+    ids: Ids = ()
+    dependencies: int = 0
+    outside: tuple[Any, Any, Any] | None = None
+    """(rows, positions, ids) of dependencies that do not name an earlier row of the group,
+    or ``None`` when the group's own ids repeat (the exact check decides)."""
+    extras_json: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """extras_json column → (first row of its first text that is not JSON, that text)."""
+    null_feature: int | None = None
+
+
+# --------------------------------------------------------------------------- the footer
+
+
+def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
+    """The footer's ``Parts``, or the diagnostics ``read`` ends with there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    size = source.seek(0, 2)
+    source.seek(0)
+    head = source.read(len(MAGIC))
+    source.seek(max(size - len(MAGIC), 0))
+    tail = source.read(len(MAGIC))
+    if head != MAGIC or tail != MAGIC:
+        return None, (error("not a Parquet file (it does not begin and end with PAR1)",
+                            "parquet.unreadable", line=1, column=1),)
+    try:
+        parquet = pq.ParquetFile(source)
+        schema = parquet.schema_arrow
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return None, (_unreadable(exc),)
+    problems = _schema_problems(schema)
+    if problems:
+        return None, tuple(problems)
+    header, problems = _metadata(schema.metadata or {})
+    if header is None:
+        return None, tuple(problems)
+    metadata = parquet.metadata
+    float_extras = tuple(f.name for f in schema if f.name.startswith(EXTRAS_PREFIX)
+                         and pa.types.is_floating(f.type))
+    return Parts(tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)),
+                 tuple(schema.names), float_extras), ()
+
+
+def _unreadable(exc: Exception) -> Diagnostic:
+    return error(f"cannot read the Parquet file: {exc}", "parquet.unreadable")
+
+
+# --------------------------------------------------------------------------- one row group
+
+
+def check_part(source: BinaryIO, parts: Parts, index: int) -> PartFindings | Diagnostic:
+    """Row group ``index``'s findings, or ``parquet.unreadable`` when it cannot be read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(source).read_row_group(index).combine_chunks()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return _unreadable(exc)
+    found = PartFindings(parts.first_rows[index], table.num_rows)
+    if not table.num_rows:
+        return found
+    _nulls_and_nan(table, parts, found)
+    if found.nulls or found.null_dependencies or found.nan:
+        return found  # ``read`` stops there: nothing else is reported
+    _jobs(table, found)
+    _dependencies(table, found)
+    _text_checks(table, found)
+    return found
+
+
+def _nulls_and_nan(table: Any, parts: Parts, found: PartFindings) -> None:
+    import pyarrow.compute as pc
+
+    offset = found.first_row
+    for name in _REQUIRED:
+        column = table.column(name)
+        if column.null_count:
+            found.nulls[name] = (column.null_count, offset + _first(column.is_null()))
+    lists = table.column("dependencies")
+    items = pc.list_flatten(lists)
+    if items.null_count:
+        rows = pc.list_parent_indices(lists).filter(items.is_null())
+        found.null_dependencies = (items.null_count, offset + _first(rows))
+    for name in (*_NUMBERS, *parts.float_extras):
+        nan = pc.fill_null(pc.is_nan(table.column(name)), False)
+        if pc.any(nan).as_py():
+            found.nan[name] = offset + _first(nan)
+
+
+def _jobs(table: Any, found: PartFindings) -> None:
+    import numpy as np
+
+    keys = _ids(table.column("job_id"))
+    count = len(keys)
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    ends = np.append(starts[1:], count)
+    lead = int(ends[0])
+    values = {name: _strings(table.column(name)) for name in _JOB_FIELDS}
+    leading: dict[str, tuple[tuple[Value, int], ...]] = {}
+    for name, strings in values.items():
+        codes = strings.codes[:lead]
+        distinct, first = np.unique(codes, return_index=True)
+        order = np.argsort(first, kind="stable")
+        leading[name] = tuple((_value(strings, int(distinct[i])), found.first_row
+                               + int(first[i])) for i in order)
+        if len(starts) > 1:
+            sizes = ends[1:] - starts[1:]
+            reference = np.repeat(strings.codes[starts[1:]], sizes)
+            differ = np.flatnonzero(reference != strings.codes[lead:])
+            if len(differ):
+                found.differ[name] = found.first_row + lead + int(differ[0])
+        found.last_values[name] = _value(strings, int(strings.codes[starts[-1]]))
+    found.leading = Leading(keys[0].item() if hasattr(keys[0], "item") else keys[0], lead,
+                            leading)
+    last = keys[-1]
+    found.last_key = last.item() if hasattr(last, "item") else last
+    found.start_keys = _compact(keys[starts[1:]])
+    found.start_rows = _compact(found.first_row + starts[1:])
+
+
+def _value(strings: Any, position: int) -> Value:
+    """The text at ``position`` of a ``Strings``' values (negative: null)."""
+    return None if position < 0 else strings.values[position]
+
+
+def _compact(values: Any) -> Ids:
+    """A ``range`` for integers counting up by one (nothing kept per row), else ``values``."""
+    import numpy as np
+
+    if values.dtype.kind == "i" and len(values) and \
+            int(values[-1]) - int(values[0]) == len(values) - 1 and \
+            bool(np.all(np.diff(values) == 1)):
+        return range(int(values[0]), int(values[-1]) + 1)
+    return values
+
+
+def _dependencies(table: Any, found: PartFindings) -> None:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    ids = _ids(table.column("task_id"))
+    found.ids = _compact(ids)
+    lists = table.column("dependencies")
+    items = pc.list_flatten(lists)
+    found.dependencies = len(items)
+    if not len(items):
+        found.outside = (np.zeros(0, np.int64), np.zeros(0, np.int64), ids[:0])
+        return
+    if found.null_dependencies is not None:
+        return  # reported before any dependency is resolved
+    wanted = _ids(items)
+    parents = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(parents, minlength=len(ids)))))
+    positions = np.arange(len(wanted)) - offsets[parents]
+    rows, local = _rows_of(ids, wanted)
+    if rows is None:
+        return
+    earlier = local & (rows < parents)
+    keep = ~earlier
+    found.outside = (found.first_row + parents[keep], positions[keep], wanted[keep])
+
+
+def _rows_of(ids: Any, wanted: Any) -> tuple[Any, Any]:
+    """Each wanted id's row among ``ids`` and whether it is there; ``(None, None)`` when
+    ``ids`` repeat."""
+    import numpy as np
+
+    if ids.dtype.kind == "O" or wanted.dtype.kind == "O":
+        index: dict[Any, int] = {}
+        for row, value in enumerate(ids.tolist()):
+            if index.setdefault(value, row) != row:
+                return None, None
+        rows = np.array([index.get(value, -1) for value in wanted.tolist()], dtype=np.int64)
+        return rows, rows >= 0
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    if len(ordered) > 1 and bool(np.any(ordered[1:] == ordered[:-1])):
+        return None, None
+    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+    present = ordered[at] == wanted
+    return np.where(present, order[at], -1), present
+
+
+def _text_checks(table: Any, found: PartFindings) -> None:
+    import numpy as np
+    import pyarrow.compute as pc
+
+    for name in table.column_names:
+        if not name.startswith(JSON_EXTRAS_PREFIX):
+            continue
+        texts = _strings(table.column(name))
+        bad = next((at for at, text in enumerate(texts.values) if not _json_text(text)), None)
+        if bad is not None:
+            row = int(np.flatnonzero(texts.codes == bad)[0])
+            found.extras_json[name] = (found.first_row + row, texts.values[bad])
+    if "features" in table.column_names:
+        column = table.column("features")
+        names = pc.list_flatten(column)
+        if names.null_count:
+            found.null_feature = found.first_row + _first(
+                pc.list_parent_indices(column).filter(names.is_null()))
+
+
+# --------------------------------------------------------------------------- merged
+
+
+Reread = Callable[[int], tuple[Any, list[list[Any]]]]
+"""Row group index → its task ids and each row's dependency ids (``reread_dependencies``)."""
+
+
+def finish(parts: Parts, findings: Sequence[PartFindings], reread: Reread) -> ChunkedRead:
+    """``read``'s diagnostics from every row group's findings, in row group order."""
+    problems = _null_problems(parts, findings)
+    if problems:
+        return ChunkedRead(tuple(problems))
+    starts, problems = _job_problems(findings)
+    problems += _dependency_problems(findings, reread)
+    if problems:
+        return ChunkedRead(tuple(problems))
+    for name in parts.column_names:
+        if name.startswith(JSON_EXTRAS_PREFIX):
+            bad = [f.extras_json[name] for f in findings if name in f.extras_json]
+            if bad:
+                text = min(bad)[1]
+                return ChunkedRead((error(f"{name} has {text[:60]!r}, which is not JSON",
+                                          "parquet.extras-json", pointer=f"/columns/{name}"),))
+    null_feature = next((f.null_feature for f in findings if f.null_feature is not None), None)
+    if null_feature is not None:
+        return ChunkedRead((error("features has a null feature name", "parquet.null",
+                                  pointer=f"/rows/{null_feature}/features"),))
+    return ChunkedRead((), starts)
+
+
+def _null_problems(parts: Parts, findings: Sequence[PartFindings]) -> list[Diagnostic]:
+    problems = []
+    for name in _REQUIRED:
+        held = [f.nulls[name] for f in findings if name in f.nulls]
+        if name == "dependencies" and not held:
+            held = [f.null_dependencies for f in findings if f.null_dependencies is not None]
+        if held:
+            nulls = sum(count for count, _ in held)
+            problems.append(error(f"{name} has {nulls:,} null value(s); it needs one on every "
+                                  "row", "parquet.null", pointer=f"/rows/{held[0][1]}/{name}"))
+    for name in (*_NUMBERS, *parts.float_extras):
+        rows = [f.nan[name] for f in findings if name in f.nan]
+        if rows:
+            problems.append(error(f"{name} has NaN; a value or null is expected",
+                                  "parquet.not-a-number", pointer=f"/rows/{rows[0]}/{name}"))
+    return problems
+
+
+def _job_problems(findings: Sequence[PartFindings]) -> tuple[int, list[Diagnostic]]:
+    """The job count, and the split jobs and disagreeing job fields ``read`` reports."""
+    import numpy as np
+
+    keys: list[Any] = []
+    rows: list[Any] = []
+    differ: dict[str, list[int]] = {name: [] for name in _JOB_FIELDS}
+    reference: dict[str, Value] = {}
+    previous: Any = _NONE
+    for found in findings:
+        leading = found.leading
+        if leading is None:
+            continue  # no rows
+        continues = previous is not _NONE and previous == leading.key
+        if not continues:
+            keys.append(np.array([leading.key], dtype=_dtype(leading.key)))
+            rows.append(range(found.first_row, found.first_row + 1))
+        for name in _JOB_FIELDS:
+            values = leading.values[name]
+            against = reference[name] if continues else values[0][0]
+            wrong = [row for value, row in values if value != against]
+            if wrong:
+                differ[name].append(min(wrong))
+            if name in found.differ:
+                differ[name].append(found.differ[name])
+            if leading.rows < found.rows:
+                reference[name] = found.last_values[name]
+            elif not continues:
+                reference[name] = against
+        keys.append(found.start_keys)
+        rows.append(found.start_rows)
+        previous = found.last_key
+    all_keys = _joined(keys)
+    problems: list[Diagnostic] = []
+    if not _distinct(keys, all_keys):
+        seen: set[Any] = set()
+        for index, key in enumerate(all_keys.tolist()):
+            if key in seen:
+                row = int(_joined(rows)[index])
+                problems.append(error(f"the rows of job {key!r} are not consecutive",
+                                      "parquet.split-job", pointer=f"/rows/{row}/job_id"))
+                break
+            seen.add(key)
+    for name in _JOB_FIELDS:
+        if differ[name]:
+            problems.append(error(f"{name} differs between rows of one job",
+                                  "parquet.job-fields",
+                                  pointer=f"/rows/{min(differ[name])}/{name}"))
+    return len(all_keys), problems
+
+
+_NONE = object()
+
+
+def _dtype(value: Any) -> Any:
+    return "int64" if isinstance(value, int) else object
+
+
+def _joined(parts: Sequence[Ids]) -> Any:
+    """One array of consecutive parts (ranges expanded)."""
+    import numpy as np
+
+    arrays = [np.arange(p.start, p.stop, dtype=np.int64) if isinstance(p, range)
+              else np.asarray(p) for p in parts if len(p)]
+    if not arrays:
+        return np.zeros(0, dtype=np.int64)
+    if any(a.dtype.kind == "O" for a in arrays):
+        joined = np.empty(sum(len(a) for a in arrays), dtype=object)
+        joined[:] = [value for a in arrays for value in a.tolist()]
+        return joined
+    return np.concatenate(arrays)
+
+
+def _distinct(parts: Sequence[Ids], joined: Any) -> bool:
+    """Whether no value repeats across ``parts``: cheaply when they are increasing ranges."""
+    from dcx.core.columns import all_distinct
+
+    ranges = sorted((p for p in parts if len(p)), key=lambda p: p.start) if all(
+        isinstance(p, range) for p in parts if len(p)) else None
+    if ranges is not None:
+        return all(a.stop <= b.start for a, b in itertools.pairwise(ranges))
+    return all_distinct(_joined(parts) if joined is None else joined)
+
+
+def _dependency_problems(findings: Sequence[PartFindings], reread: Reread
+                         ) -> list[Diagnostic]:
+    """``codec._dependency_problems`` over the whole file: nothing to say when task ids are
+    unique and each dependency names an earlier row, else ``dependency_diagnostics`` on the
+    rows concerned."""
+    import numpy as np
+
+    held = [f.ids for f in findings]
+    distinct = _distinct(held, None)
+    if distinct and not any(f.dependencies for f in findings):
+        return []
+    ids = _joined(held)
+    if distinct and all(f.outside is not None or not f.dependencies for f in findings):
+        rows = np.concatenate([np.asarray(f.outside[0], np.int64) for f in findings
+                               if f.outside is not None] or [np.zeros(0, np.int64)])
+        wanted = _joined([f.outside[2] for f in findings if f.outside is not None])
+        targets, present = _rows_of(ids, wanted) if len(wanted) else (rows, rows >= 0)
+        if targets is not None and bool(np.all(present)) and bool(np.all(targets < rows)):
+            return []
+    return _concerned_problems(findings, ids, reread)
+
+
+def _concerned_problems(findings: Sequence[PartFindings], ids: Any, reread: Reread
+                        ) -> list[Diagnostic]:
+    import numpy as np
+
+    from dcx.parsing.traces import dependency_diagnostics
+
+    listed = ids.tolist()
+    counts: dict[Any, int] = {}
+    for value in listed:
+        counts[value] = counts.get(value, 0) + 1
+    repeated = {value for value, count in counts.items() if count > 1}
+    needs: dict[int, list[Any]] = {}
+    for index, found in enumerate(findings):
+        if not found.dependencies:
+            continue
+        _, lists = reread(index)
+        for row, wanted in enumerate(lists):
+            if wanted:
+                needs[found.first_row + row] = wanted
+    named = {value for wanted in needs.values() for value in wanted}
+    rows = [row for row, value in enumerate(listed)
+            if row in needs or value in named or value in repeated]
+    del counts
+    chosen = np.asarray(rows, dtype=np.int64)
+
+    def locate(index: int, dependency: int | None) -> dict[str, Any]:
+        where = "task_id" if dependency is None else f"dependencies/{dependency}"
+        return {"pointer": f"/rows/{int(chosen[index])}/{where}"}
+
+    return dependency_diagnostics([listed[row] for row in rows],
+                                  [needs.get(row, []) for row in rows], locate, "parquet")
+
+
+def reread_dependencies(source: BinaryIO, index: int) -> tuple[Any, list[list[Any]]]:
+    """Row group ``index``'s task ids and each row's dependency ids (``finish``'s ``reread``)."""
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(source).read_row_group(index, columns=["task_id", "dependencies"])
+    return _ids(table.column("task_id").combine_chunks()), \
+        table.column("dependencies").to_pylist()
+
+
+# --------------------------------------------------------------------------- in this process
+
+
+def read_parts(source: BinaryIO) -> ChunkedRead:
+    """``read``'s diagnostics for the Parquet file ``source`` and its job count, a row group
+    at a time in this process."""
+    parts, problems = open_parts(source)
+    if parts is None:
+        return ChunkedRead(problems)
+    findings = []
+    for index in range(len(parts.row_counts)):
+        found = check_part(source, parts, index)
+        if isinstance(found, Diagnostic):
+            return ChunkedRead((found,))
+        findings.append(found)
+    return finish(parts, findings, lambda index: reread_dependencies(source, index))
