@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -328,12 +328,14 @@ class NumericColumns:
     ``numbers`` holds each numeric field (``int64`` for integer fields, ``float64`` for the
     others), ``texts`` each text field as written (``Strings``, ``-1`` included), ``lines``
     the 1-based line number of each row and ``integral``, for each float field, whether the
-    row's token had no decimal point (the exact path reads it as an ``int``)."""
+    row's token had no decimal point (the exact path reads it as an ``int``).
+    ``flush_left``: no line starts with a blank (each first field is at column 1)."""
 
     numbers: dict[str, Any]
-    texts: dict[str, Strings]
+    texts: Mapping[str, Strings]
     lines: Any
     integral: dict[str, Any]
+    flush_left: bool = False
 
 
 @dataclass(frozen=True)
@@ -445,10 +447,10 @@ def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds) -> NumericC
         return None
     width = len(kinds.names)
     raw = np.frombuffer(body, dtype=np.uint8)
-    if not _whole_minus_ones(raw, np):
-        return None
     if b"." not in body:
         return _integer_grid(raw, body, first_line, kinds, np)
+    if not _whole_minus_ones(raw, np):
+        return None
     token = (raw >= 45).view(np.int8)  # only blanks sort below '-' among the allowed bytes
     edges = np.flatnonzero(np.diff(token, prepend=np.int8(0), append=np.int8(0)))
     starts, ends = edges[0::2], edges[1::2]
@@ -473,15 +475,14 @@ def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds) -> NumericC
     if grid_minus[:, forbidden].any():
         return None
     dotted = np.zeros(len(starts), dtype=bool)
-    if b"." in body:
-        dots = np.flatnonzero(raw == 46)
-        holder = np.searchsorted(starts, dots, side="right") - 1
-        if len(np.unique(holder)) != len(holder) or np.any(lengths[holder] < 2):
-            return None  # two decimal points in a token, or '.' alone
-        dotted[holder] = True
-        whole = [column for column, name in enumerate(kinds.names) if name not in kinds.floats]
-        if dotted.reshape(-1, width)[:, whole].any():
-            return None
+    dots = np.flatnonzero(raw == 46)
+    holder = np.searchsorted(starts, dots, side="right") - 1
+    if len(np.unique(holder)) != len(holder) or np.any(lengths[holder] < 2):
+        return None  # two decimal points in a token, or '.' alone
+    dotted[holder] = True
+    whole = [column for column, name in enumerate(kinds.names) if name not in kinds.floats]
+    if dotted.reshape(-1, width)[:, whole].any():
+        return None
     return _convert(raw, starts.reshape(-1, width), lengths.reshape(-1, width), grid_minus,
                     dotted.reshape(-1, width), lines, kinds, np)
 
@@ -503,61 +504,95 @@ def _whole_minus_ones(raw: Any, np: Any) -> bool:
 
 def _integer_grid(raw: Any, body: bytes, first_line: int, kinds: FieldKinds,
                   np: Any) -> NumericColumns | None:
-    """``numeric_columns`` of a chunk without decimal points whose every ``-`` is a whole
-    ``-1``: Arrow's CSV reader converts it once its blanks are one space each."""
-    import pyarrow.compute as pc
-
-    if _single_spaced(body, raw, np):
-        compact = raw  # what dcx and most tools write: nothing to squeeze
+    """``numeric_columns`` of a chunk of digits, ``-`` and blanks: Arrow's CSV reader
+    converts each field as a 64-bit integer (text fields as written) once its blanks are
+    one space each, and the values say the rest. Arrow reads a ``-`` only before digits;
+    with no ``-0`` in the chunk, a value of -1 is a whole ``-1`` token and any other
+    ``-`` gives a value below -1, or a text field whose ``-`` bytes are not all ``-1``."""
+    if body.isspace() or not body:
+        return _no_rows(raw, kinds, np)
+    if b"-0" in body:
+        return None  # '-0', '-01': read as numbers, not what the exact path would keep
+    table: Any = None
+    if b"\t" not in body and b"\r" not in body and _first_line_single_spaced(body):
+        # what dcx and most tools write, read as it is: a blank at either end of a line or
+        # next to another is an empty field, which Arrow refuses
+        table = _read_grid(body, kinds)
+        if table is None and _single_spaced(body, raw, np):
+            return None  # a line with another number of fields, or a field Arrow refused
+    direct = table is not None
+    if direct:
+        lines = _filled_lines(raw, body, table.num_rows, first_line, np)
     else:
-        token = raw >= 45  # only blanks sort below '-' among the allowed bytes
-        newline = raw == 10
-        separator = ~token & ~newline
-        keep = token | newline | (separator & np.concatenate(([False], token[:-1])))
-        compact = np.where(separator, np.uint8(32), raw)[keep]
-        trailing = (compact == 32) & np.concatenate((compact[1:] == 10, [True]))
-        if trailing.any():
-            compact = compact[~trailing]
-    line_ends = np.flatnonzero(compact == 10)
-    if not len(line_ends) or line_ends[-1] != len(compact) - 1:
-        line_ends = np.append(line_ends, len(compact))
-    lengths = np.diff(line_ends, prepend=-1)
-    if int(lengths.max()) > (MAX_FAST_DIGITS + 1) * len(kinds.names):
-        return None  # a token longer than MAX_FAST_DIGITS (one blank between fields)
-    filled = lengths > 1
-    lines = np.flatnonzero(filled) + first_line
-    if not len(lines):
-        return _convert(raw, np.zeros((0, len(kinds.names)), dtype=np.int64),
-                        np.zeros((0, len(kinds.names)), dtype=np.int64),
-                        np.zeros((0, len(kinds.names)), dtype=bool),
-                        np.zeros((0, len(kinds.names)), dtype=bool), lines, kinds, np)
-    table, irregular = _read_grid(compact.tobytes(), kinds)
-    if irregular:
-        return None  # a line with another number of fields
+        compact = _squeezed(raw, np)
+        lines = _filled_lines(compact, None, -1, first_line, np)
+        if not len(lines):
+            return _no_rows(raw, kinds, np)
+        table = _read_grid(compact.tobytes(), kinds)
+        if table is None:
+            return None
     if table.num_rows != len(lines):
         raise AssertionError("vectorised trace reader: rows and lines disagree")
     numbers: dict[str, Any] = {}
-    texts: dict[str, Strings] = {}
+    text_arrays: dict[str, Any] = {}
     integral: dict[str, Any] = {}
     for name in kinds.names:
         values = table.column(name)
         if name in kinds.texts:
-            if not pc.all(pc.or_(pc.utf8_is_digit(values), pc.equal(values, "-1"))).as_py():
+            values = values.combine_chunks()
+            if not _digits_or_minus_one(values, np):
                 return None
-            if not pc.all(pc.less_equal(pc.utf8_length(values), MAX_FAST_DIGITS)).as_py():
-                return None
-            texts[name] = _arrow_strings(values, np)
+            text_arrays[name] = values
             continue
-        floats = values.to_numpy()
+        integers = values.to_numpy()
         lowest = -1 if name in kinds.minus_one else 0
-        if len(floats) and not (floats.min() >= lowest and floats.max() < 2 ** 53):
-            return None  # the only negative value is a whole -1; ints must stay exact
-        if name in kinds.integers:
-            numbers[name] = floats.astype(np.int64)
+        if len(integers) and not (integers.min() >= lowest and integers.max() < 2 ** 53):
+            return None  # the only negative value is a whole -1; floats must stay exact
+        if name in kinds.integers:  # (an array of its own: callers may change it)
+            numbers[name] = integers if integers.flags.writeable else integers.copy()
         else:
-            numbers[name] = floats
-            integral[name] = np.ones(len(floats), dtype=bool)
-    return NumericColumns(numbers, texts, lines, integral)
+            numbers[name] = integers.astype(np.float64)
+            integral[name] = np.ones(len(integers), dtype=bool)
+    return NumericColumns(numbers, _ArrowTexts(text_arrays), lines, integral,
+                          flush_left=direct)
+
+
+def _no_rows(raw: Any, kinds: FieldKinds, np: Any) -> NumericColumns:
+    empty = np.zeros((0, len(kinds.names)), dtype=np.int64)
+    return _convert(raw, empty, empty, empty.astype(bool), empty.astype(bool),
+                    np.zeros(0, dtype=np.int64), kinds, np)
+
+
+def _first_line_single_spaced(body: bytes) -> bool:
+    """The first line has no blank at either end and no two blanks together: the chunk is
+    likely to be read as it is (``_single_spaced`` decides when Arrow refuses it)."""
+    end = body.find(b"\n")
+    line = body[:end] if end >= 0 else body
+    return not (line.startswith(b" ") or line.endswith(b" ") or b"  " in line)
+
+
+def _filled_lines(raw: Any, body: bytes | None, rows: int, first_line: int, np: Any) -> Any:
+    """The numbers of the lines of ``raw`` that are not empty. ``body``: the same bytes,
+    read into ``rows`` rows by Arrow, which leaves out empty lines only: as many rows as
+    lines, and they follow one another."""
+    if body is not None and rows == body.count(b"\n") + (not body.endswith(b"\n")):
+        return np.arange(first_line, first_line + rows, dtype=np.int64)
+    line_ends = np.flatnonzero(raw == 10)
+    if not len(line_ends) or line_ends[-1] != len(raw) - 1:
+        line_ends = np.append(line_ends, len(raw))
+    lengths = np.diff(line_ends, prepend=-1)
+    return np.flatnonzero(lengths > 1) + first_line
+
+
+def _squeezed(raw: Any, np: Any) -> Any:
+    """The bytes with one space between fields and no blank at either end of a line."""
+    token = raw >= 45  # only blanks sort below '-' among the allowed bytes
+    newline = raw == 10
+    separator = ~token & ~newline
+    keep = token | newline | (separator & np.concatenate(([False], token[:-1])))
+    compact = np.where(separator, np.uint8(32), raw)[keep]
+    trailing = (compact == 32) & np.concatenate((compact[1:] == 10, [True]))
+    return compact[~trailing] if trailing.any() else compact
 
 
 def _single_spaced(body: bytes, raw: Any, np: Any) -> bool:
@@ -571,39 +606,75 @@ def _single_spaced(body: bytes, raw: Any, np: Any) -> bool:
                 or bool((blank[:-1] & newline[1:]).any()))
 
 
+def _digits_or_minus_one(values: Any, np: Any) -> bool:
+    """Every string of ``values`` (digits and ``-`` only) is digits or ``-1``, at most
+    ``MAX_FAST_DIGITS`` long; read from Arrow's buffers, without a compute kernel."""
+    if not len(values):
+        return True
+    _validity, offset_buffer, data_buffer = values.buffers()
+    offsets = np.frombuffer(offset_buffer, dtype=np.int32)[
+        values.offset:values.offset + len(values) + 1]
+    lengths = np.diff(offsets)
+    if int(lengths.min()) < 1 or int(lengths.max()) > MAX_FAST_DIGITS:
+        return False  # an empty field (two blanks together) or a long token
+    data = np.frombuffer(data_buffer, dtype=np.uint8)
+    minus_one = (data[offsets[:-1]] == 45) & (lengths == 2) & \
+        (data[np.minimum(offsets[:-1] + 1, len(data) - 1)] == 49)
+    return int(np.count_nonzero(data[offsets[0]:offsets[-1]] == 45)) == \
+        int(np.count_nonzero(minus_one))
+
+
+class _ArrowTexts(Mapping[str, Strings]):
+    """Text fields as ``Strings``, made from Arrow's string arrays when first asked for
+    (checking a trace needs none of them)."""
+
+    def __init__(self, arrays: dict[str, Any]) -> None:
+        self.arrays = arrays
+        self.made: dict[str, Strings] = {}
+
+    def __getitem__(self, name: str) -> Strings:
+        if name not in self.made:
+            import numpy as np
+
+            self.made[name] = _arrow_strings(self.arrays[name], np)
+        return self.made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.arrays)
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+
 def _arrow_strings(values: Any, np: Any) -> Strings:
-    encoded = values.dictionary_encode().combine_chunks()
+    encoded = values.dictionary_encode()
     return Strings(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
                    tuple(encoded.dictionary.to_pylist()))
 
 
-def _read_grid(compact: bytes, kinds: FieldKinds) -> tuple[Any, bool]:
-    """The rows of single-space separated lines; whether a line had another number of
-    fields (Arrow leaves it out and says so)."""
+def _read_grid(compact: bytes, kinds: FieldKinds) -> Any:
+    """The rows of single-space separated lines, integers and texts; ``None`` when Arrow
+    refuses one (a line with another number of fields, a field that is no integer)."""
     import io
 
     import pyarrow as pa
     from pyarrow import csv
 
-    irregular: list[object] = []
-
-    def irregular_row(row: object) -> str:
-        irregular.append(row)
-        return "skip"
-
-    types = {name: pa.string() if name in kinds.texts else pa.float64()
+    types = {name: pa.string() if name in kinds.texts else pa.int64()
              for name in kinds.names}
-    table = csv.read_csv(
-        io.BytesIO(compact), memory_pool=pa.system_memory_pool(),
-        read_options=csv.ReadOptions(column_names=list(kinds.names), block_size=1 << 20),
-        parse_options=csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
-                                       escape_char=False, newlines_in_values=False,
-                                       ignore_empty_lines=True,
-                                       invalid_row_handler=irregular_row),
-        convert_options=csv.ConvertOptions(column_types=types, null_values=[],
-                                           strings_can_be_null=False,
-                                           quoted_strings_can_be_null=False))
-    return table, bool(irregular)
+    try:
+        return csv.read_csv(
+            io.BytesIO(compact), memory_pool=pa.system_memory_pool(),
+            read_options=csv.ReadOptions(column_names=list(kinds.names), block_size=1 << 20,
+                                         use_threads=False),
+            parse_options=csv.ParseOptions(delimiter=" ", quote_char=False,
+                                           double_quote=False, escape_char=False,
+                                           newlines_in_values=False, ignore_empty_lines=True),
+            convert_options=csv.ConvertOptions(column_types=types, null_values=[],
+                                               strings_can_be_null=False,
+                                               quoted_strings_can_be_null=False))
+    except pa.ArrowInvalid:
+        return None
 
 
 def _convert(raw: Any, starts: Any, lengths: Any, minus: Any, dotted: Any, lines: Any,

@@ -129,3 +129,40 @@ def test_mutated_traces_agree_with_the_exact_path(seed, jobs, edits, chunk_bytes
 def test_generated_token_lines_agree_with_the_exact_path(lines, blank):
     text = "\n".join(blank.join(tokens) for tokens in lines) + "\n"
     agree(text.encode(), 64)
+
+
+def integer_trace(seed: int, jobs: int, blank: str = " ") -> str:
+    """A plain trace without decimal points (what dcx and the archives' generators write):
+    every field Arrow reads as an integer, with ``blank`` between fields."""
+    return "".join(blank.join(line.split()) + "\n"
+                   for line in plain_trace(seed, jobs, header=False).replace(".", "").splitlines()
+                   if line.strip())
+
+
+def test_integer_traces_take_the_fast_path_as_written_or_squeezed():
+    for seed in range(4):
+        for blank in (" ", "  ", "\t"):
+            data = integer_trace(seed, 200, blank).encode()
+            for chunk_bytes in (64, 1 << 20):
+                fast = agree(data, chunk_bytes)
+                assert fast is not None, (seed, blank)
+                assert columns_of(fast.document.workload) is not None
+
+
+def test_integer_lines_with_a_token_arrow_reads_but_the_exact_path_may_not_defer():
+    """Arrow's integers accept ``-0``, ``-01``, leading zeros and any ``-digits``; a text
+    field keeps what it is given: each of these lines defers or agrees."""
+    line = ("1000 5 -1 10 4 -1 -1 8 60 2048 1 7 2" + " -1" * 5).split(" ")
+    good = integer_trace(2, 30)
+    for column, token in ((1, "-0"), (2, "-01"), (2, "-00"), (4, "-2"), (11, "-0"),
+                          (11, "1-2"), (11, "-"), (11, "--1"), (12, "-11"), (11, ""),
+                          (0, "12345678901234567890"), (0, "9" * 16), (3, "0" * 20 + "5"),
+                          (11, "0" * 16 + "7"), (16, "-1-"), (5, "1-")):
+        tokens = list(line)
+        tokens[column] = token
+        for text in (good + " ".join(tokens) + "\n", " ".join(tokens) + "\n" + good):
+            agree(text.encode(), 1 << 20)
+    assert agree((good + " ".join(line) + "\n").encode(), 1 << 20) is not None
+    missing_and_doubled = " ".join(line[:11]) + "  " + " ".join(line[12:-1]) + "\n"
+    assert swf.read_fast((good + missing_and_doubled).encode()) is None
+    agree((good + missing_and_doubled).encode(), 1 << 20)

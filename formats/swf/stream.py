@@ -125,10 +125,12 @@ class _Stream:
         preceding = found.numbers["PrecedingJobNumber"]
         follows = np.flatnonzero(preceding != -1)
         raw = np.frombuffer(body, dtype=np.uint8)
-        first_bytes = np.concatenate((raw[:1], raw[1:][raw[:-1] == 10]))
-        # a blank opens a line: JobNumber is not at column 1 (only digits, '.', '-', blanks
-        # and newlines get here, and only blanks and newlines sort below '-')
-        leading = bool(np.any((first_bytes < 45) & (first_bytes != 10)))
+        leading = False
+        if not found.flush_left:
+            first_bytes = np.concatenate((raw[:1], raw[1:][raw[:-1] == 10]))
+            # a blank opens a line: JobNumber is not at column 1 (only digits, '.', '-',
+            # blanks and newlines get here, and only blanks and newlines sort below '-')
+            leading = bool(np.any((first_bytes < 45) & (first_bytes != 10)))
         job_columns, columns = None, np.zeros(0, dtype=np.int64)
         if leading or len(follows):
             starts, line_starts = _token_starts(raw, lines - first_line, np)
