@@ -1,0 +1,90 @@
+"""A Parquet trace validated a row group at a time, in this process and as partitions on a
+Dask cluster, beside the whole-file read measured in the same run: a 1,000,000-job SWF
+(``generate_swf.py --blocks``) converted to Parquet by ``dcx convert`` (a row group per
+chunk), then
+
+1. ``dcx validate t.parquet`` read whole (the in-memory path; what every Parquet input took
+   before row groups);
+2. ``dcx validate t.parquet`` a row group at a time in this process (what it now does from
+   16 MB);
+3. ``dcx validate t.parquet --workers 2``: the row groups as partitions on a LocalCluster of
+   two worker processes, start-up included (the cluster's workers are not this command's
+   children: the peak RSS is the client's).
+
+Each run's diagnostics are compared (``--output json``) before any figure is printed.
+``DCX_BENCH_JOBS`` changes the trace's size.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from child import Usage, run_child
+from generate_swf import write_blocks
+
+JOBS = int(os.environ.get("DCX_BENCH_JOBS", "1000000"))
+
+DCX = """
+import sys
+from dcx.converters import streaming
+from dcx.converters.cli import main
+if sys.argv[1] == "whole":
+    streaming.STREAM_BYTES = float("inf")  # every input read whole: the baseline
+elif sys.argv[1] == "parts":
+    streaming.STREAM_BYTES = 0  # every Parquet file by row groups, whatever its size
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def dcx(mode: str, *args: str) -> Usage:
+    return run_child([sys.executable, "-c", DCX, mode, *args], f"dcx {' '.join(args)}")
+
+
+def said(mode: str, *args: str) -> str:
+    """What ``dcx validate --output json`` prints for the file."""
+    done = subprocess.run([sys.executable, "-c", DCX, mode, "validate", "--output", "json",
+                           *args], capture_output=True, text=True, check=False)
+    return done.stdout
+
+
+def row(label: str, usage: Usage) -> None:
+    print(f"  {label:<44}{usage.wall_s:>8.2f}{usage.cpu_s:>8.2f}{usage.peak_rss_mb:>8.0f}")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        trace = Path(folder) / "trace.swf"
+        with trace.open("wb") as out:
+            write_blocks(JOBS, out.write)
+        parquet = Path(folder) / "t.parquet"
+        dcx("default", "convert", "--quiet", str(trace), str(parquet))
+        trace.unlink()
+        import pyarrow.parquet as pq
+
+        groups = pq.ParquetFile(parquet).metadata.num_row_groups
+        answers = {said(mode, str(parquet), *extra) for mode, extra in (
+            ("whole", ()), ("parts", ()), ("default", ("--workers", "2")))}
+        if len(answers) != 1:
+            raise SystemExit(f"bench_parquet_parts: the three paths disagree: {answers}")
+        print(f"bench_parquet_parts: {JOBS:,}-job Parquet, {parquet.stat().st_size / 1e6:.0f} "
+              f"MB in {groups} row groups; wall s, CPU s, peak RSS MB")
+        print(f"  {'':<44}{'wall':>8}{'cpu':>8}{'MB':>8}")
+        whole = dcx("whole", "validate", "--quiet", str(parquet))
+        parts = dcx("parts", "validate", "--quiet", str(parquet))
+        cluster = dcx("default", "validate", "--quiet", str(parquet), "--workers", "2")
+        row("dcx validate, read whole (before)", whole)
+        row("dcx validate, by row groups in process", parts)
+        row("dcx validate --workers 2 (LocalCluster)", cluster)
+    print(f"  by row groups: peak RSS {parts.peak_rss_mb / whole.peak_rss_mb:.2f}x the whole "
+          f"read's, wall {parts.wall_s / whole.wall_s:.2f}x; on the cluster: wall "
+          f"{cluster.wall_s / whole.wall_s:.2f}x (cluster start-up included)")
+
+
+if __name__ == "__main__":
+    main()
