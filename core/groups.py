@@ -368,12 +368,21 @@ def _groupable(previous: Machine, machine: Machine, shared_parts: bool = False) 
 
 def group_of(machines: Sequence[Machine]) -> MachineGroup:
     """One group holding ``machines`` (equal but for member fields, set on all or none)."""
-    columns: dict[str, Sequence[Any] | None] = {}
-    for name in MEMBER_FIELDS:
-        values = [getattr(machine, name) for machine in machines]
-        columns[name] = None if values[0] is None else _compact_values(values)
-    return MachineGroup(replace(machines[0], **_UNSET), len(machines), ids=columns["id"],
-                        names=columns["name"], ranks=columns["rank"])
+    columns = [None if getattr(machines[0], name) is None
+               else [getattr(machine, name) for machine in machines] for name in MEMBER_FIELDS]
+    return run_group(machines[0], len(machines), *columns)
+
+
+def run_group(first: Machine, count: int, ids: list[Id] | None = None,
+              names: list[str] | None = None, ranks: list[int] | None = None) -> MachineGroup:
+    """The group of ``count`` machines a reader found equal but for member fields: ``first``
+    as read, with every member's ids, names and ranks (``None`` where ``first`` has none),
+    held compactly (``range`` for consecutive integers). The reader builds ``first`` alone
+    and only reads the member values of the others."""
+    return MachineGroup(replace(first, **_UNSET), count,
+                        ids=None if ids is None else _compact_values(ids),
+                        names=None if names is None else tuple(names),
+                        ranks=None if ranks is None else _compact_values(ranks))
 
 
 def _compact_values(values: list[Any]) -> Sequence[Any]:

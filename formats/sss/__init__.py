@@ -11,6 +11,11 @@ Model mapping
 -------------
 
 The nodes become the machines of one datacenter / room / rack, in document order.
+Consecutive node objects that differ only in the text of ``Id`` and ``Name`` (and have
+nothing to report) are read as one machine group (``dcx.core.groups``): the first is read in
+full, the others only for their id and name, so a large file of one node type converts to
+formats that hold groups (environment JSON, Slurm, Flux R) without making a machine per
+node; writers that list machines expand the group as they write.
 
 ==========================================  ==================================================
 SSS                                         model

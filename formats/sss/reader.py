@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dcx.core.diagnostics import Diagnostic, InputError, ReadResult, error, has_errors, warning
+from dcx.core.groups import MachineGroup, run_group, slots_of
 from dcx.core.ids import id_from_text
 from dcx.core.located import ElementPlaces, line_only
 from dcx.core.model import (
@@ -147,8 +148,11 @@ class _NodeReader:
                                      pointer=_xpath(element, attribute), hint=hint))
 
     def read_root(self, root: etree._Element) -> Environment:
+        from lxml import etree
+
         nodes = [root] if root.tag == "Node" else list(root)
-        machines: list[Machine] = []
+        parts: list[Machine | MachineGroup] = []
+        run: _Run | None = None
         references: list[dict[str, Any]] = []
         seen_ids: dict[str, int] = {}
         for node in nodes:
@@ -159,18 +163,33 @@ class _NodeReader:
                 if reference is not None:
                     references.append(reference.to_extras())
                 continue
-            machine = self.read_node(node)
-            if machine is None:
-                continue
-            machine_id = str(machine.id)
+            shape = _shape(etree.tostring(node, with_tail=False))
+            member = run.member(node) if run is not None and shape == run.shape else None
+            if member is not None and run is not None:
+                identity = member
+            else:
+                if run is not None:
+                    parts.append(run.part())
+                    run = None
+                found = len(self.diagnostics)
+                machine = self.read_node(node)
+                if machine is None:
+                    continue
+                if len(self.diagnostics) == found:
+                    run = _Run.starting(node, machine, shape)
+                else:  # a node with findings is read on its own, never as a run's member
+                    parts.append(machine)
+                identity = machine.id
+            machine_id = str(identity)
             if machine_id in seen_ids:
                 self.problem(node, "sss.id.duplicate",
                              f"node id {machine_id!r} already used by node "
                              f"{seen_ids[machine_id]}")
-            seen_ids.setdefault(machine_id, len(machines) + 1)
-            machines.append(machine)
+            seen_ids.setdefault(machine_id, len(self.machine_lines) + 1)
             self.machine_lines.append(getattr(node, "sourceline", None))
-        rack = Rack(slots=tuple(machines))
+        if run is not None:
+            parts.append(run.part())
+        rack = Rack(slots=slots_of(parts))
         extras: dict[str, Any] = {"sss:references": references} if references else {}
         return Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),),
                            extras=extras)
@@ -428,6 +447,56 @@ class _NodeReader:
             resources=tuple(_named_resource(element) for element in category.resources),
             extras={"sss:attributes": attributes} if attributes else {},
         )
+
+
+_MEMBER_TEXT = re.compile(rb"<(Id|Name)>[^<]*</\1>")
+
+
+def _shape(serialised: bytes) -> bytes:
+    """A node object's serialisation without the texts of its ``Id`` and ``Name``
+    elements: two nodes of one shape read as the same machine but for id and name, with
+    the same findings (an empty ``Id`` aside, which ``_Run.member`` leaves to the exact
+    path)."""
+    return _MEMBER_TEXT.sub(rb"<\1/>", serialised)
+
+
+@dataclass
+class _Run:
+    """Node objects of one shape read one after another: the first read in full (without
+    findings), the others only for their id and name (their elements sit where the first
+    one's do)."""
+
+    shape: bytes
+    first: Machine
+    id_at: int
+    name_at: int | None
+    ids: list[Any]
+    names: list[str] | None
+
+    @staticmethod
+    def starting(node: etree._Element, machine: Machine, shape: bytes) -> _Run:
+        children = list(node)
+        id_at = next(i for i, child in enumerate(children) if child.tag == "Id")
+        name_at = next((i for i, child in enumerate(children) if child.tag == "Name"), None)
+        return _Run(shape, machine, id_at, name_at, [machine.id],
+                    None if name_at is None else [machine.name or ""])
+
+    def member(self, node: etree._Element) -> Any:
+        """The id of ``node`` (of this run's shape), its name noted; ``None`` when its
+        ``Id`` is blank, which the exact path reports."""
+        text = node[self.id_at].text or ""
+        if not text.strip():
+            return None
+        identity = id_from_text(text)
+        self.ids.append(identity)
+        if self.names is not None and self.name_at is not None:
+            self.names.append(node[self.name_at].text or "")
+        return identity
+
+    def part(self) -> Machine | MachineGroup:
+        if len(self.ids) == 1:
+            return self.first
+        return run_group(self.first, len(self.ids), self.ids, self.names)
 
 
 def _is_reference(node: etree._Element) -> bool:

@@ -1,0 +1,166 @@
+"""Readers of formats that list machines one by one (SSS, OpenDC setup.json, JGF) read a run
+of identical machines (equal but for id, name or rank) as one machine group: the same
+document, diagnostics and source places as reading machine by machine, and every writable
+format gets the same bytes, findings and losses (with their first places) from the group
+as from its machines one by one."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dcx.converters.convert import convert_document
+from dcx.converters.registry import FORMATS
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import ReadResult
+from dcx.core.groups import MachineGroup, machine_count, machine_parts
+from dcx.core.model import Document, Environment
+from dcx.formats import sss
+from dcx.formats.sss import reader as sss_reader
+
+WRITABLE = [declaration for declaration in FORMATS if declaration.write is not None]
+
+
+def _expanded(document: Document) -> Document:
+    """``document`` with every group expanded into single machines."""
+    environment = document.environment
+    assert environment is not None
+    datacenters = tuple(replace(datacenter, rooms=tuple(replace(room, racks=tuple(
+        replace(rack, slots=tuple(rack.slots)) for rack in room.racks))
+        for room in datacenter.rooms)) for datacenter in environment.datacenters)
+    return replace(document, environment=replace(environment, datacenters=datacenters))
+
+
+def _groups(document: Document | None) -> list[MachineGroup]:
+    assert document is not None and document.environment is not None
+    return [part for part in machine_parts(document.environment)
+            if isinstance(part, MachineGroup)]
+
+
+def _slot_pointers(environment: Environment) -> list[str]:
+    pointers = []
+    for d, datacenter in enumerate(environment.datacenters):
+        for r, room in enumerate(datacenter.rooms):
+            for k, rack in enumerate(room.racks):
+                at_rack = f"/environment/datacenters/{d}/rooms/{r}/racks/{k}"
+                pointers += [at_rack] + [f"{at_rack}/slots/{slot}"
+                                         for slot in range(len(rack.slots) + 1)]
+    return pointers
+
+
+def _agree(runs: ReadResult, single: ReadResult, source: FormatDeclaration) -> None:
+    """The two reads give the same document, diagnostics, places and written bytes."""
+    assert runs.document == single.document
+    assert [repr(d) for d in runs.diagnostics] == [repr(d) for d in single.diagnostics]
+    if runs.document is None or single.document is None:
+        return
+    assert runs.document.environment is not None
+    for pointer in _slot_pointers(runs.document.environment):
+        assert runs.locate(pointer) == single.locate(pointer), pointer
+    assert source.write is not None
+    assert source.write(runs.document).data == source.write(single.document).data
+
+
+def _converts_as_its_machines(result: ReadResult, source: FormatDeclaration,
+                              target: FormatDeclaration) -> None:
+    assert result.ok and result.document is not None and _groups(result.document)
+    expanded = _expanded(result.document)
+    assert expanded == result.document
+    grouped_output = convert_document(result.document, source, target, read=result)
+    expanded_output = convert_document(expanded, source, target, read=result)
+    assert grouped_output.data == expanded_output.data
+    assert grouped_output.diagnostics == expanded_output.diagnostics
+    assert grouped_output.losses == expanded_output.losses  # with their first pointers
+    assert [loss.first_place(result, source.name) for loss in grouped_output.losses] == [
+        loss.first_place(result, source.name) for loss in expanded_output.losses]
+
+
+# ------------------------------------------------------------------------------ SSS
+
+_SSS_NODES: tuple[Any, ...] = (
+    lambda n: f"<Id>{n}</Id><Name>n{n}</Name><Configured><Processors>4</Processors>"
+              "</Configured>",
+    lambda n: f"<Id>x{n}</Id><Configured><Processors>4</Processors></Configured>",
+    lambda n: f"<Id>{n}</Id><Name>n{n}</Name><State>Floating</State>",  # a warning
+    lambda n: "<Id> </Id><Name>n</Name><Configured><Processors>4</Processors></Configured>",
+    lambda n: "<Id>0</Id><Name>d</Name><Configured><Processors>4</Processors></Configured>",
+    lambda n: f"<Id>{n}</Id><Name>n{n}</Name><Configured><Processors>8</Processors>"
+              "</Configured>",
+    lambda n: None,  # a node reference between node objects
+    lambda n: f"<Id>{n}</Id><Name/><Configured><Processors>4</Processors></Configured>",
+    lambda n: f"<Id>0{n}</Id><Name>a&amp;{n}</Name><Configured><Processors>4</Processors>"
+              "</Configured>",
+    lambda n: f"<Id>{n}</Id><Name>n{n}</Name><!-- c --><Configured><Processors>4"
+              "</Processors></Configured>",
+    lambda n: f"<Id>{n}</Id><Name>n{n}</Name><Feature>a,,b</Feature>",  # a warning
+)
+
+
+def _sss_document(choices: list[int]) -> bytes:
+    nodes = []
+    for index, choice in enumerate(choices):
+        body = _SSS_NODES[choice](index + 1)
+        nodes.append("<Node>n[1-2]</Node>" if body is None else f"<Node>{body}</Node>")
+    return ("<Data>\n" + "\n".join(nodes) + "\n</Data>\n").encode()
+
+
+def _sss_read_node_by_node(data: bytes, monkeypatch: pytest.MonkeyPatch) -> ReadResult:
+    with monkeypatch.context() as patch:
+        patch.setattr(sss_reader._Run, "member", lambda self, node: None)
+        return sss.read(data)
+
+
+def test_sss_nodes_of_one_shape_are_one_group_read_as_node_by_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _sss_document([0] * 5 + [6] + [0] * 2 + [5] * 3 + [1, 1, 7, 7, 8, 8, 9, 9])
+    runs = sss.read(data)
+    _agree(runs, _sss_read_node_by_node(data, monkeypatch), sss.FORMAT)
+    groups = _groups(runs.document)
+    # an empty <Name/>, text ids and comments (dropped by the parser) keep a node's shape
+    assert [group.count for group in groups] == [7, 3, 2, 6]
+    assert groups[0].ids == (1, 2, 3, 4, 5, 7, 8) and groups[0].names == tuple(
+        f"n{n}" for n in (1, 2, 3, 4, 5, 7, 8))  # across the node reference
+    assert groups[1].ids == range(9, 12)
+    assert groups[2].ids == ("x12", "x13") and groups[2].names is None
+    assert groups[3].ids == (14, 15, "016", "017", 18, 19)
+    assert groups[3].names == ("", "", "a&16", "a&17", "n18", "n19")
+    assert runs.locate("/environment/datacenters/0/rooms/0/racks/0/slots/6") == (9, None)
+
+
+def test_sss_findings_blank_and_repeated_ids_are_read_node_by_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for choices in ([0, 0, 2, 2, 0], [0, 0, 3, 0, 0], [0, 4, 0, 0], [10, 10, 0]):
+        data = _sss_document(choices)
+        _agree(sss.read(data), _sss_read_node_by_node(data, monkeypatch), sss.FORMAT)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), size=st.integers(1, 30))
+def test_generated_sss_files_read_as_node_by_node(seed: int, size: int) -> None:
+    rng = random.Random(seed)
+    weights = [8, 3, 1, 1, 1, 3, 1, 2, 2, 2, 1]
+    choices: list[int] = []
+    while len(choices) < size:
+        choices += rng.choices(range(len(_SSS_NODES)), weights)[:1] * rng.choice((1, 2, 5))
+    data = _sss_document(choices[:size])
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _agree(sss.read(data), _sss_read_node_by_node(data, monkeypatch), sss.FORMAT)
+
+
+@pytest.mark.parametrize("target", WRITABLE, ids=lambda declaration: declaration.name)
+def test_an_sss_group_converts_in_every_target_as_its_machines_do(
+        target: FormatDeclaration) -> None:
+    body = ("<Name>n{n}</Name><State>Drained</State><Opsys>linux</Opsys><Feature>ib</Feature>"
+            "<Configured><Processors>8</Processors><Memory units=\"GB\">16</Memory>"
+            "<Resource name=\"GPU\" type=\"a100\">2</Resource></Configured>")
+    nodes = [f"<Node><Id>{n}</Id>{body.format(n=n)}</Node>" for n in range(1, 41)]
+    nodes.append("<Node><Id>x1</Id><Configured><Processors>2</Processors></Configured></Node>")
+    result = sss.read(("<Data>\n" + "\n".join(nodes) + "\n</Data>\n").encode())
+    assert result.document is not None and result.document.environment is not None
+    assert machine_count(result.document.environment) == 41
+    _converts_as_its_machines(result, sss.FORMAT, target)
