@@ -46,10 +46,9 @@ def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDec
     ``cluster`` (a ``partitions.Cluster``) is given, on that cluster."""
     from dcx.converters import cli
 
-    if path != "-" and os.path.isfile(path) and (cluster is not None or not _read_whole(path)):
-        parted = _in_parts(path, format_name, scope, cluster)
-        if parted is not None:
-            return b"", None, parted
+    parted = read_in_parts(path, format_name, scope, cluster)
+    if parted is not None:
+        return b"", None, parted
     if _read_whole(path):
         return (*cli.read_input(path), None)
     regular = path != "-" and os.path.isfile(path)
@@ -78,11 +77,15 @@ def _streamable(head: bytes, path: str, format_name: str | None,
     return spec if spec is not None and spec.read_chunks is not None else None
 
 
-def _in_parts(path: str, format_name: str | None, scope: Sequence[FormatDeclaration],
-              cluster: Any) -> Streamed | None:
+def read_in_parts(path: str, format_name: str | None, scope: Sequence[FormatDeclaration],
+                  cluster: Any = None) -> Streamed | None:
     """What a format read in parts found in the file at ``path``, on ``cluster``'s workers
-    when given; ``None`` when its format is not read in parts."""
+    when given; ``None`` when ``path`` is not a regular file, is below ``STREAM_BYTES``
+    without a cluster, or its format is not read in parts."""
     from dcx.converters import cli
+
+    if path == "-" or not os.path.isfile(path) or (cluster is None and _read_whole(path)):
+        return None
     from dcx.converters.partitions import read_parts
     from dcx.converters.registry import detect, get
 

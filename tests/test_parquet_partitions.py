@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.cli import main
+from dcx.converters.cli import main, parted_summary, workload_summary
 from dcx.converters.partitions import read_parts
 from dcx.core.declaration import ChunkedRead
 from dcx.formats import parquet
@@ -124,6 +124,8 @@ def agree(found: ChunkedRead, data: bytes) -> None:
     if exact.ok:
         assert exact.document is not None and exact.document.workload is not None
         assert found.jobs == len(exact.document.workload.jobs)
+        assert parted_summary(found, parquet.FORMAT) == workload_summary(
+            exact.document.workload)
 
 
 @settings(max_examples=300, deadline=None)
@@ -247,3 +249,28 @@ def test_a_large_parquet_file_is_validated_a_row_group_at_a_time(tmp_path, capsy
         assert _validate(path, capsys=capsys) == whole
         monkeypatch.undo()
     assert len(seen) == 3
+
+
+@pytest.mark.enable_socket
+def test_dcx_info_by_row_groups_and_on_a_cluster_says_what_the_whole_file_read_says(
+        tmp_path, capsys, monkeypatch):
+    from dcx.converters import partitions, streaming
+
+    real = partitions.local_client
+    monkeypatch.setattr(partitions, "local_client",
+                        lambda workers, processes=True: real(workers, processes=False))
+    files = []
+    for seed in (2, 4, 9, 13):
+        path = tmp_path / f"t{seed}.parquet"
+        path.write_bytes(written(trace_table(seed, 30), 4))
+        files.append(str(path))
+    for output in ("text", "json"):
+        whole = main(["info", *files, "--output", output]), capsys.readouterr()
+        assert main(["info", *files, "--output", output, "--workers", "2"]) == whole[0]
+        assert capsys.readouterr() == whole[1]
+        with monkeypatch.context() as large:
+            large.setattr(streaming, "STREAM_BYTES", 1)
+            assert main(["info", *files, "--output", output]) == whole[0]
+            assert capsys.readouterr() == whole[1]
+    assert '"tasks": 30' in whole[1].out
+

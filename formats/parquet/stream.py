@@ -335,7 +335,8 @@ def finish(parts: Parts, findings: Sequence[PartFindings], reread: Reread) -> Ch
     if null_feature is not None:
         return ChunkedRead((error("features has a null feature name", "parquet.null",
                                   pointer=f"/rows/{null_feature}/features"),))
-    return ChunkedRead((), starts)
+    return ChunkedRead((), starts, tasks=sum(f.rows for f in findings),
+                       dependencies=sum(f.dependencies for f in findings))
 
 
 def _null_problems(parts: Parts, findings: Sequence[PartFindings]) -> list[Diagnostic]:
