@@ -6,22 +6,27 @@ as from its machines one by one."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dcx.converters.convert import convert_document
+from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import FORMATS
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import ReadResult
-from dcx.core.groups import MachineGroup, machine_count, machine_parts
-from dcx.core.model import Document, Environment
-from dcx.formats import sss
+from dcx.core.groups import MachineGroup, compact, machine_count, machine_parts
+from dcx.core.model import Document, Environment, Machine
+from dcx.formats import opendc_setup, sss
+from dcx.formats.opendc_setup import codec as opendc_codec
 from dcx.formats.sss import reader as sss_reader
+from tests.strategies_traces import setup_environments
+from tests.test_groups import documents_with_runs
 
 WRITABLE = [declaration for declaration in FORMATS if declaration.write is not None]
 
@@ -164,3 +169,57 @@ def test_an_sss_group_converts_in_every_target_as_its_machines_do(
     assert result.document is not None and result.document.environment is not None
     assert machine_count(result.document.environment) == 41
     _converts_as_its_machines(result, sss.FORMAT, target)
+
+
+# ------------------------------------------------------------------------------ OpenDC setup
+
+
+def _setup_document(racks: list[list[list[int]]]) -> bytes:
+    return json.dumps({"name": "s", "rooms": [{"type": "SERVER", "objects": [
+        {"type": "RACK", "machines": [{"cpus": cpus} for cpus in rack]} for rack in racks]}]},
+        indent=2).encode()
+
+
+def _setup_read_machine_by_machine(data: bytes, monkeypatch: pytest.MonkeyPatch) -> ReadResult:
+    def single(machines: list[dict[str, Any]], kinds: object) -> tuple[Machine, ...]:
+        return tuple(Machine(cpus=tuple(opendc_codec.CPU_TYPES[cpu] for cpu in machine["cpus"]))
+                     for machine in machines)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(opendc_codec, "_slots", single)
+        return opendc_setup.read(data)
+
+
+def test_setup_machines_with_the_same_cpus_are_one_group_read_as_machine_by_machine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _setup_document([[[1, 1]] * 4 + [[2]] + [[1, 1]] * 2 + [[]] * 3, [], [[2]]])
+    runs = opendc_setup.read(data)
+    _agree(runs, _setup_read_machine_by_machine(data, monkeypatch), opendc_setup.FORMAT)
+    assert [(group.count, len(group.template.cpus)) for group in _groups(runs.document)] == [
+        (4, 2), (2, 2), (3, 0)]
+    assert runs.locate("/environment/datacenters/0/rooms/0/racks/0/slots/2") != runs.locate(
+        "/environment/datacenters/0/rooms/0/racks/0/slots/1")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents_with_runs() | setup_environments().map(
+    lambda environment: Document(environment=environment)))
+def test_setup_normalises_and_writes_groups_as_their_machines(document: Document) -> None:
+    if document.environment is None:
+        return
+    grouped = replace(document, environment=compact(document.environment))
+    assert grouped == document
+    normal = opendc_setup.normal_form(grouped)
+    assert normal == opendc_setup.normal_form(document)
+    assert opendc_setup.normal_form_losses(grouped) == opendc_setup.normal_form_losses(document)
+    assert opendc_setup.leaves_out(grouped) == opendc_setup.leaves_out(document)
+    assert opendc_setup.write(grouped).data == opendc_setup.write(document).data
+    assert conversion_losses(grouped, opendc_setup.FORMAT) == conversion_losses(
+        document, opendc_setup.FORMAT)
+
+
+@pytest.mark.parametrize("target", WRITABLE, ids=lambda declaration: declaration.name)
+def test_a_setup_group_converts_in_every_target_as_its_machines_do(
+        target: FormatDeclaration) -> None:
+    result = opendc_setup.read(_setup_document([[[1, 1]] * 30 + [[2]], [[2, 2]] * 5]))
+    _converts_as_its_machines(result, opendc_setup.FORMAT, target)

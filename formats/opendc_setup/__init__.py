@@ -19,7 +19,9 @@ Model mapping: one :class:`Datacenter` without id or name; each room a :class:`R
 ``type``; each rack object a :class:`Rack`; each machine a :class:`Machine` with no id (the
 file has none; its position is its identity) whose CPUs are the table's entries with
 ``id`` set to the type id. The file's ``name`` is ``Environment.name`` (``""`` stands for
-no name, since the SC18 parser needs the key).
+no name, since the SC18 parser needs the key). Consecutive machines of a rack with the same
+CPU type ids are identical, and are read as one machine group (``dcx.core.groups``); the
+normal form keeps a group whole and the writer writes its members from it.
 
 The writer maps each model CPU to a type id by its cores and clock rate (4 cores at 4.1 GHz →
 1, 2 cores at 3.5 GHz → 2). A machine with any other CPU cannot be written: it is left out

@@ -4,10 +4,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from itertools import groupby
+from typing import Any
 
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, warning
+from dcx.core.groups import (
+    MachineGroup,
+    Slots,
+    machine_parts,
+    part_count,
+    part_template,
+    slot_parts,
+    slots_of,
+)
 from dcx.core.located import Place
 from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
 from dcx.parsing.jsonio import dumps_canonical, load_json, model_locator
@@ -35,27 +46,35 @@ def read(data: bytes) -> ReadResult:
     if found:
         return ReadResult(None, tuple(found))
     root = loaded.value
+    kinds: dict[tuple[int, ...], Machine] = {}
     rooms = tuple(
-        Room(
-            type=room["type"],
-            racks=tuple(
-                Rack(slots=tuple(
-                    Machine(cpus=tuple(CPU_TYPES[cpu] for cpu in machine["cpus"]))
-                    for machine in rack["machines"]
-                ))
-                for rack in room["objects"]
-            ),
-        )
+        Room(type=room["type"],
+             racks=tuple(Rack(slots=_slots(rack["machines"], kinds)) for rack in room["objects"]))
         for room in root["rooms"]
     )
     diagnostics: list[Diagnostic] = []
     # SC18 needs a name; dcx writes "" for a model without one and reads "" back as none.
     environment = Environment(datacenters=(Datacenter(rooms=rooms),), name=root["name"] or None)
-    if not any(True for _ in environment.machines()):
+    if next(machine_parts(environment), None) is None:
         diagnostics.append(warning("the setup has no machines", "opendc-setup.no-machines",
                                    line=1, column=1))
     return ReadResult(Document(environment=environment), tuple(diagnostics),
                       locator=model_locator(loaded.locator, _source))
+
+
+def _slots(machines: list[dict[str, Any]],
+           kinds: dict[tuple[int, ...], Machine]) -> tuple[Machine | None, ...] | Slots:
+    """A rack's machines: consecutive machines with the same CPU type ids are identical (the
+    file gives a machine nothing else), so each run of them is one machine group; one
+    ``Machine`` per list of ids serves every machine and group template that has it."""
+    parts: list[Machine | MachineGroup] = []
+    for cpus, run in groupby(tuple(machine["cpus"]) for machine in machines):
+        machine = kinds.get(cpus)
+        if machine is None:
+            machine = kinds[cpus] = Machine(cpus=tuple(CPU_TYPES[cpu] for cpu in cpus))
+        count = sum(1 for _ in run)
+        parts.append(machine if count == 1 else MachineGroup(machine, count))
+    return slots_of(parts)
 
 
 _SOURCE_KEYS = {"rooms": "/rooms", "racks": "/objects", "slots": "/machines"}
@@ -103,15 +122,17 @@ def normal_form(document: Document) -> Document:
 
 def leaves_out(document: Document) -> str:
     """Why a setup file cannot hold machines of ``document``, in one line."""
-    machines = list(document.environment.machines()) if document.environment else []
-    left_out = [machine for machine in machines if not _writable(machine)]
+    parts = list(machine_parts(document.environment)) if document.environment else []
+    # a group's members share their CPUs: judged once, counted with the group
+    left_out = [part for part in parts if not _writable(part_template(part))]
     if not left_out:
         return ""
     types = "; ".join(f"{known.cores} cores at {known.clock_rate_hz / 1e9:g} GHz"
                       for known in CPU_TYPES.values())
-    first = left_out[0].name or left_out[0].id or "the first"
-    return (f"the SC18 simulator knows two CPU types ({types}); {len(left_out)} of "
-            f"{len(machines)} machines have other CPUs (first: {first})")
+    first = left_out[0].member(0) if isinstance(left_out[0], MachineGroup) else left_out[0]
+    return (f"the SC18 simulator knows two CPU types ({types}); "
+            f"{sum(map(part_count, left_out))} of {sum(map(part_count, parts))} machines "
+            f"have other CPUs (first: {first.name or first.id or 'the first'})")
 
 
 def _writable(machine: Machine) -> bool:
@@ -120,26 +141,30 @@ def _writable(machine: Machine) -> bool:
 
 def _emptied(rack: Rack) -> bool:
     """Whether leaving out machines leaves ``rack`` without any."""
-    machines = rack.machines
-    return bool(machines) and not any(map(_writable, machines))
+    templates = [part_template(part) for part in slot_parts(rack.slots) if part is not None]
+    return bool(templates) and not any(map(_writable, templates))
 
 
-def _writable_slots(slots: tuple[Machine | None, ...]) -> tuple[Machine | None, ...]:
-    written: list[Machine | None] = []
-    for slot in slots:
-        if slot is None:
+def _writable_slots(slots: Sequence[Machine | None]) -> tuple[Machine | None, ...] | Slots:
+    """``slots`` without the machines left out, a group kept whole (its template
+    normalised once)."""
+    written: list[Machine | MachineGroup | None] = []
+    for part in slot_parts(slots):
+        if part is None:
             written.append(None)
-        elif _writable(slot):
-            written.append(replace(slot, cpus=tuple(CPU_TYPES[cpu_type_of(cpu) or 0]
-                                                    for cpu in slot.cpus)))
-    return tuple(written)
+        elif _writable(template := part_template(part)):
+            normal = replace(template, cpus=tuple(CPU_TYPES[cpu_type_of(cpu) or 0]
+                                                  for cpu in template.cpus))
+            written.append(replace(part, template=normal) if isinstance(part, MachineGroup)
+                           else normal)
+    return slots_of(written)
 
 
 def normal_form_losses(document: Document) -> frozenset[str]:
     """The held field paths ``normal_form`` changes in ``document``."""
     changed: set[str] = set()
     if document.environment is not None:
-        for machine in document.environment.machines():
+        for machine in map(part_template, machine_parts(document.environment)):
             if not _writable(machine):
                 changed.add("machine.cpus")
                 continue
@@ -166,9 +191,18 @@ def write(document: Document) -> WriteResult:
     """Serialise the normal form: one setup, the rooms of every datacenter in order."""
     environment = normal_form(document).environment or Environment()
     rooms = [{"type": room.type, "objects": [
-        {"type": "RACK", "machines": [{"cpus": [cpu_type_of(cpu) for cpu in machine.cpus]}
-                                      for machine in rack.machines]}
-        for rack in room.racks]}
+        {"type": "RACK", "machines": _written_machines(rack)} for rack in room.racks]}
         for datacenter in environment.datacenters for room in datacenter.rooms]
     setup = {"name": environment.name if environment.name is not None else "", "rooms": rooms}
     return WriteResult(dumps_canonical(setup))
+
+
+def _written_machines(rack: Rack) -> list[dict[str, list[int | None]]]:
+    """A rack's machines as the file lists them; a group's members are one object repeated
+    (they differ in nothing the file holds)."""
+    written: list[dict[str, list[int | None]]] = []
+    for part in slot_parts(rack.slots):
+        if part is not None:
+            entry = {"cpus": [cpu_type_of(cpu) for cpu in part_template(part).cpus]}
+            written.extend([entry] * part_count(part))
+    return written
