@@ -48,13 +48,11 @@ def read(data: bytes) -> ReadResult:
     import pyarrow.parquet as pq
 
     if not data.startswith(MAGIC) or not data.endswith(MAGIC):
-        return ReadResult(None, (error("not a Parquet file (it does not begin and end with "
-                                       "PAR1)", "parquet.unreadable", line=1, column=1),))
+        return ReadResult(None, (not_parquet_error(),))
     try:
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError, ValueError) as exc:  # a damaged file is bad input
-        return ReadResult(None, (error(f"cannot read the Parquet file: {exc}",
-                                       "parquet.unreadable"),))
+        return ReadResult(None, (unreadable_error(exc),))
     problems = _schema_problems(table.schema)
     if problems:
         return ReadResult(None, tuple(problems))
@@ -137,16 +135,13 @@ def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
             row = _first(column.is_null() if name != "dependencies" or column.null_count
                          else pc.list_parent_indices(column).filter(
                              pc.list_flatten(column).is_null()))
-            problems.append(error(f"{name} has {nulls:,} null value(s); it needs one on every "
-                                  "row", "parquet.null", pointer=f"/rows/{row}/{name}"))
+            problems.append(null_error(name, nulls, row))
     for name in (*_NUMBERS, *(n for n in table.column_names if n.startswith(EXTRAS_PREFIX)
                               and pa.types.is_floating(table.column(n).type))):
         column = table.column(name)
         nan = pc.is_nan(column)
         if pc.any(nan).as_py():
-            problems.append(error(f"{name} has NaN; a value or null is expected",
-                                  "parquet.not-a-number",
-                                  pointer=f"/rows/{_first(nan)}/{name}"))
+            problems.append(nan_error(name, _first(nan)))
     if problems:
         return None, problems
     ids = _ids(table.column("task_id"))
@@ -171,8 +166,7 @@ def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
             texts = _strings(table.column(name))
             bad = next((text for text in texts.values if not _json_text(text)), None)
             if bad is not None:
-                return None, [error(f"{name} has {bad[:60]!r}, which is not JSON",
-                                    "parquet.extras-json", pointer=f"/columns/{name}")]
+                return None, [extras_json_error(name, bad)]
             extras[name[len(JSON_EXTRAS_PREFIX):]] = ExtraColumn.of_texts(texts, json=True)
         elif name.startswith(EXTRAS_PREFIX):
             column = table.column(name)
@@ -227,8 +221,7 @@ def _requirements(table: Any) -> tuple[dict[str, Any], list[Diagnostic]]:
     names = pc.list_flatten(column)
     if names.null_count:
         row = _first(pc.list_parent_indices(column).filter(names.is_null()))
-        return found, [error("features has a null feature name", "parquet.null",
-                             pointer=f"/rows/{row}/features")]
+        return found, [null_feature_error(row)]
     if len(names):
         lists = column.chunk(0) if column.num_chunks else pa.array([], column.type)
         offsets = lists.offsets.to_numpy().astype(np.int64)
@@ -243,6 +236,49 @@ def _json_text(text: str) -> bool:
 
     decoded, _ = load_json(text.encode())
     return decoded is not None
+
+
+# The diagnostics of the file and row checks, worded once: the whole-file read and the row-group
+# read (``stream.py``) both report through these.
+
+
+def not_parquet_error() -> Diagnostic:
+    return error("not a Parquet file (it does not begin and end with PAR1)",
+                 "parquet.unreadable", line=1, column=1)
+
+
+def unreadable_error(exc: Exception) -> Diagnostic:
+    return error(f"cannot read the Parquet file: {exc}", "parquet.unreadable")
+
+
+def null_error(name: str, nulls: int, row: int) -> Diagnostic:
+    return error(f"{name} has {nulls:,} null value(s); it needs one on every row",
+                 "parquet.null", pointer=f"/rows/{row}/{name}")
+
+
+def nan_error(name: str, row: int) -> Diagnostic:
+    return error(f"{name} has NaN; a value or null is expected", "parquet.not-a-number",
+                 pointer=f"/rows/{row}/{name}")
+
+
+def split_job_error(key: Any, row: int) -> Diagnostic:
+    return error(f"the rows of job {key!r} are not consecutive", "parquet.split-job",
+                 pointer=f"/rows/{row}/job_id")
+
+
+def job_fields_error(name: str, row: int) -> Diagnostic:
+    return error(f"{name} differs between rows of one job", "parquet.job-fields",
+                 pointer=f"/rows/{row}/{name}")
+
+
+def extras_json_error(name: str, text: str) -> Diagnostic:
+    return error(f"{name} has {text[:60]!r}, which is not JSON", "parquet.extras-json",
+                 pointer=f"/columns/{name}")
+
+
+def null_feature_error(row: int) -> Diagnostic:
+    return error("features has a null feature name", "parquet.null",
+                 pointer=f"/rows/{row}/features")
 
 
 def _first(mask: Any) -> int:
@@ -298,9 +334,7 @@ def _job_problems(job_keys: Any, starts: Any, job_offsets: Any, names: Strings,
         seen: set[Any] = set()
         for index, key in enumerate(keys.tolist()):
             if key in seen:
-                problems.append(error(f"the rows of job {key!r} are not consecutive",
-                                      "parquet.split-job",
-                                      pointer=f"/rows/{int(starts[index])}/job_id"))
+                problems.append(split_job_error(key, int(starts[index])))
                 break
             seen.add(key)
     sizes = np.diff(job_offsets)
@@ -308,9 +342,7 @@ def _job_problems(job_keys: Any, starts: Any, job_offsets: Any, names: Strings,
         first = np.repeat(strings.codes[starts], sizes)
         differ = np.flatnonzero(first != strings.codes)
         if len(differ):
-            problems.append(error(f"{name} differs between rows of one job",
-                                  "parquet.job-fields",
-                                  pointer=f"/rows/{int(differ[0])}/{name}"))
+            problems.append(job_fields_error(name, int(differ[0])))
     return problems
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from dcx.core.declaration import ChunkedRead
-from dcx.core.diagnostics import Diagnostic, error
+from dcx.core.diagnostics import Diagnostic
 from dcx.formats.parquet import MAGIC
 from dcx.formats.parquet.codec import (
     _NUMBERS,
@@ -45,6 +45,14 @@ from dcx.formats.parquet.codec import (
     _metadata,
     _schema_problems,
     _strings,
+    extras_json_error,
+    job_fields_error,
+    nan_error,
+    not_parquet_error,
+    null_error,
+    null_feature_error,
+    split_job_error,
+    unreadable_error,
 )
 
 Value = Any
@@ -127,13 +135,12 @@ def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
     source.seek(max(size - len(MAGIC), 0))
     tail = source.read(len(MAGIC))
     if head != MAGIC or tail != MAGIC:
-        return None, (error("not a Parquet file (it does not begin and end with PAR1)",
-                            "parquet.unreadable", line=1, column=1),)
+        return None, (not_parquet_error(),)
     try:
         parquet = pq.ParquetFile(source)
         schema = parquet.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as exc:
-        return None, (_unreadable(exc),)
+        return None, (unreadable_error(exc),)
     problems = _schema_problems(schema)
     if problems:
         return None, tuple(problems)
@@ -147,10 +154,6 @@ def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
                  tuple(schema.names), float_extras), ()
 
 
-def _unreadable(exc: Exception) -> Diagnostic:
-    return error(f"cannot read the Parquet file: {exc}", "parquet.unreadable")
-
-
 # --------------------------------------------------------------------------- one row group
 
 
@@ -162,7 +165,7 @@ def check_part(source: BinaryIO, parts: Parts, index: int) -> PartFindings | Dia
     try:
         table = pq.ParquetFile(source).read_row_group(index).combine_chunks()
     except (pa.ArrowException, OSError, ValueError) as exc:
-        return _unreadable(exc)
+        return unreadable_error(exc)
     found = PartFindings(parts.first_rows[index], table.num_rows)
     if not table.num_rows:
         return found
@@ -329,12 +332,10 @@ def finish(parts: Parts, findings: Sequence[PartFindings], reread: Reread) -> Ch
             bad = [f.extras_json[name] for f in findings if name in f.extras_json]
             if bad:
                 text = min(bad)[1]
-                return ChunkedRead((error(f"{name} has {text[:60]!r}, which is not JSON",
-                                          "parquet.extras-json", pointer=f"/columns/{name}"),))
+                return ChunkedRead((extras_json_error(name, text),))
     null_feature = next((f.null_feature for f in findings if f.null_feature is not None), None)
     if null_feature is not None:
-        return ChunkedRead((error("features has a null feature name", "parquet.null",
-                                  pointer=f"/rows/{null_feature}/features"),))
+        return ChunkedRead((null_feature_error(null_feature),))
     return ChunkedRead((), starts, tasks=sum(f.rows for f in findings),
                        dependencies=sum(f.dependencies for f in findings))
 
@@ -347,13 +348,11 @@ def _null_problems(parts: Parts, findings: Sequence[PartFindings]) -> list[Diagn
             held = [f.null_dependencies for f in findings if f.null_dependencies is not None]
         if held:
             nulls = sum(count for count, _ in held)
-            problems.append(error(f"{name} has {nulls:,} null value(s); it needs one on every "
-                                  "row", "parquet.null", pointer=f"/rows/{held[0][1]}/{name}"))
+            problems.append(null_error(name, nulls, held[0][1]))
     for name in (*_NUMBERS, *parts.float_extras):
         rows = [f.nan[name] for f in findings if name in f.nan]
         if rows:
-            problems.append(error(f"{name} has NaN; a value or null is expected",
-                                  "parquet.not-a-number", pointer=f"/rows/{rows[0]}/{name}"))
+            problems.append(nan_error(name, rows[0]))
     return problems
 
 
@@ -372,7 +371,8 @@ def _job_problems(findings: Sequence[PartFindings]) -> tuple[int, list[Diagnosti
             continue  # no rows
         continues = previous is not _NONE and previous == leading.key
         if not continues:
-            keys.append(np.array([leading.key], dtype=_dtype(leading.key)))
+            keys.append(range(leading.key, leading.key + 1) if isinstance(leading.key, int)
+                        else np.array([leading.key], dtype=object))
             rows.append(range(found.first_row, found.first_row + 1))
         for name in _JOB_FIELDS:
             values = leading.values[name]
@@ -389,30 +389,23 @@ def _job_problems(findings: Sequence[PartFindings]) -> tuple[int, list[Diagnosti
         keys.append(found.start_keys)
         rows.append(found.start_rows)
         previous = found.last_key
-    all_keys = _joined(keys)
     problems: list[Diagnostic] = []
-    if not _distinct(keys, all_keys):
+    if not _distinct(keys, None):
+        all_keys = _joined(keys)
         seen: set[Any] = set()
         for index, key in enumerate(all_keys.tolist()):
             if key in seen:
                 row = int(_joined(rows)[index])
-                problems.append(error(f"the rows of job {key!r} are not consecutive",
-                                      "parquet.split-job", pointer=f"/rows/{row}/job_id"))
+                problems.append(split_job_error(key, row))
                 break
             seen.add(key)
     for name in _JOB_FIELDS:
         if differ[name]:
-            problems.append(error(f"{name} differs between rows of one job",
-                                  "parquet.job-fields",
-                                  pointer=f"/rows/{min(differ[name])}/{name}"))
-    return len(all_keys), problems
+            problems.append(job_fields_error(name, min(differ[name])))
+    return sum(len(part) for part in keys), problems
 
 
 _NONE = object()
-
-
-def _dtype(value: Any) -> Any:
-    return "int64" if isinstance(value, int) else object
 
 
 def _joined(parts: Sequence[Ids]) -> Any:
@@ -452,15 +445,34 @@ def _dependency_problems(findings: Sequence[PartFindings], reread: Reread
     distinct = _distinct(held, None)
     if distinct and not any(f.dependencies for f in findings):
         return []
-    ids = _joined(held)
     if distinct and all(f.outside is not None or not f.dependencies for f in findings):
         rows = np.concatenate([np.asarray(f.outside[0], np.int64) for f in findings
                                if f.outside is not None] or [np.zeros(0, np.int64)])
+        if not len(rows):
+            return []  # every dependency names an earlier row of its own group
         wanted = _joined([f.outside[2] for f in findings if f.outside is not None])
-        targets, present = _rows_of(ids, wanted) if len(wanted) else (rows, rows >= 0)
+        targets, present = _rows_in_ranges(findings, wanted) or _rows_of(_joined(held), wanted)
         if targets is not None and bool(np.all(present)) and bool(np.all(targets < rows)):
             return []
-    return _concerned_problems(findings, ids, reread)
+    return _concerned_problems(findings, _joined(held), reread)
+
+
+def _rows_in_ranges(findings: Sequence[PartFindings], wanted: Any) -> tuple[Any, Any] | None:
+    """Each wanted id's row and whether it is there, when every group's ids are a ``range``
+    (and the ranges are disjoint): without an array of every id. ``None`` otherwise."""
+    import numpy as np
+
+    held = sorted(((f.ids, f.first_row) for f in findings if len(f.ids)),
+                  key=lambda pair: pair[0].start if isinstance(pair[0], range) else 0)
+    if not held or not all(isinstance(ids, range) for ids, _ in held) or \
+            wanted.dtype.kind == "O":
+        return None
+    starts = np.array([ids.start for ids, _ in held], dtype=np.int64)
+    stops = np.array([ids.stop for ids, _ in held], dtype=np.int64)
+    firsts = np.array([first for _, first in held], dtype=np.int64)
+    at = np.maximum(np.searchsorted(starts, wanted, side="right") - 1, 0)
+    present = (wanted >= starts[at]) & (wanted < stops[at])
+    return np.where(present, firsts[at] + (wanted - starts[at]), -1), present
 
 
 def _concerned_problems(findings: Sequence[PartFindings], ids: Any, reread: Reread
