@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +22,21 @@ from dcx.converters.registry import FORMATS
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import ReadResult
 from dcx.core.groups import MachineGroup, compact, machine_count, machine_parts
-from dcx.core.model import Document, Environment, Machine
-from dcx.formats import opendc_setup, sss
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+from dcx.formats import jgf, opendc_setup, sss
+from dcx.formats.jgf import codec as jgf_codec
 from dcx.formats.opendc_setup import codec as opendc_codec
 from dcx.formats.sss import reader as sss_reader
+from tests.strategies_flux import jgf_environments
 from tests.strategies_traces import setup_environments
 from tests.test_groups import documents_with_runs
 
@@ -223,3 +235,98 @@ def test_a_setup_group_converts_in_every_target_as_its_machines_do(
         target: FormatDeclaration) -> None:
     result = opendc_setup.read(_setup_document([[[1, 1]] * 30 + [[2]], [[2, 2]] * 5]))
     _converts_as_its_machines(result, opendc_setup.FORMAT, target)
+
+
+# ------------------------------------------------------------------------------ JGF
+
+
+def _jgf_read_node_by_node(data: bytes, monkeypatch: pytest.MonkeyPatch) -> ReadResult:
+    with monkeypatch.context() as patch:
+        patch.setattr(jgf_codec._Run, "admits", lambda self, node, graph: False)
+        return jgf.read(data)
+
+
+def _copied(environment: Environment, times: list[int]) -> Environment:
+    """Each machine followed by copies that differ in name, id and rank (``times``, cycled)."""
+    serial = iter(range(10**6))
+    counts = iter(times * 100)
+
+    def copies(machine: Machine) -> list[Machine]:
+        return [replace(machine, name=f"{machine.name}c{copy}",
+                        id=None if machine.id is None else 20_000 + next(serial),
+                        rank=None if machine.rank is None else machine.rank + 2000 * copy)
+                for copy in range(next(counts))]
+
+    return replace(environment, datacenters=tuple(replace(dc, rooms=tuple(replace(
+        room, racks=tuple(replace(rack, slots=tuple(
+            copy for machine in rack.slots if machine is not None for copy in copies(machine)))
+            for rack in room.racks)) for room in dc.rooms)) for dc in environment.datacenters))
+
+
+_NODE_CHANGES: tuple[Any, ...] = (
+    lambda metadata: metadata.update(status=1),
+    lambda metadata: metadata.update(properties={"x": ""}),
+    lambda metadata: metadata.update(exclusive=True),
+    lambda metadata: metadata.update(colour="red"),
+    lambda metadata: metadata.update(rank=-1),
+    lambda metadata: metadata.update(id=-1),
+    lambda metadata: metadata.update(basename="other"),
+    lambda metadata: metadata.update(size=2),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jgf_environments(), st.lists(st.integers(1, 4), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 400), st.integers(0, len(_NODE_CHANGES) - 1)),
+                max_size=4))
+def test_generated_jgf_graphs_read_as_node_by_node(
+        environment: Environment, times: list[int], changes: list[tuple[int, int]]) -> None:
+    written = jgf.write(Document(environment=_copied(environment, times)))
+    assert written.ok
+    value = json.loads(written.data)
+    vertices = value["graph"]["nodes"]
+    nodes = [vertex for vertex in vertices if vertex["metadata"]["type"] == "node"]
+    for position, change in changes:
+        if position < len(vertices):
+            # a node's own metadata, or a vertex's below one (its subtree no longer plain)
+            target = nodes[position % len(nodes)] if nodes and change % 2 else vertices[position]
+            _NODE_CHANGES[change](target["metadata"])
+    data = json.dumps(value).encode()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _agree(jgf.read(data), _jgf_read_node_by_node(data, monkeypatch), jgf.FORMAT)
+
+
+@pytest.mark.corpus
+def test_fluxion_graphs_read_as_node_by_node(corpus_dir: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    graphs = sorted((corpus_dir / "flux/flux-sched/t/data/resource/jgfs").rglob("*.json"))
+    assert graphs
+    grouped = 0
+    for path in graphs:
+        data = path.read_bytes()
+        runs = jgf.read(data)
+        _agree(runs, _jgf_read_node_by_node(data, monkeypatch), jgf.FORMAT)
+        grouped += runs.document is not None and bool(_groups(runs.document))
+    assert grouped  # Fluxion's own graphs have runs of identical nodes
+
+
+def _jgf_cluster() -> bytes:
+    template = Machine(cpus=(ProcessingUnit(cores=4, id=0), ProcessingUnit(cores=4, id=1)),
+                       gpus=(ProcessingUnit(cores=1, id=0),),
+                       memory=(StorageUnit(capacity_mb=16384.0),), features=("ib",))
+    racks = tuple(Rack(id=r, name=f"rack{r}", slots=tuple(
+        replace(template, id=n, name=f"node{n}", rank=n) for n in range(20 * r, 20 * r + 20)))
+        for r in range(2))
+    odd = Machine(id=99, name="login", cpus=(ProcessingUnit(cores=2, id=0),))
+    racks += (Rack(id=2, name="rack2", slots=(odd,)),)
+    document = Document(environment=Environment(datacenters=(Datacenter(
+        id=0, name="c0", rooms=(Room(racks=racks),)),)))
+    return jgf.write(document).data
+
+
+@pytest.mark.parametrize("target", WRITABLE, ids=lambda declaration: declaration.name)
+def test_a_jgf_group_converts_in_every_target_as_its_machines_do(
+        target: FormatDeclaration) -> None:
+    result = jgf.read(_jgf_cluster())
+    assert [group.count for group in _groups(result.document)] == [20, 20]
+    _converts_as_its_machines(result, jgf.FORMAT, target)

@@ -19,7 +19,11 @@ Mapping (containment subsystem):
 * below a node: ``socket`` → one CPU per socket with its ``core`` descendants counted; cores
   outside sockets form one CPU with no id; ``gpu`` → a GPU (id = vertex id); ``memory`` → a
   memory module (size and unit converted to MB, binary multiples); any other type → a
-  ``NamedResource`` (name, size, type, unit).
+  ``NamedResource`` (name, size, type, unit);
+* consecutive nodes of one grouping that differ only in name, id and rank, whose subtrees
+  are the one the writer builds for the first (nothing kept in ``jgf:`` extras), are one
+  machine group (``dcx.core.groups``): the first node's subtree is read into a machine, the
+  others' only compared with it. Their vertices are still parsed and checked one by one.
 
 Fidelity
 --------

@@ -12,7 +12,15 @@ from operator import attrgetter
 from typing import Any
 
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error
-from dcx.core.groups import machine_parts, part_count, part_template
+from dcx.core.groups import (
+    MachineGroup,
+    Slots,
+    machine_parts,
+    part_count,
+    part_template,
+    run_group,
+    slots_of,
+)
 from dcx.core.limits import paused_gc
 from dcx.core.located import Place
 from dcx.core.model import (
@@ -272,7 +280,7 @@ def graph_to_environment(graph: Graph) -> Environment:
     top, groupings = _groupings(graph, root)
     builder = _RackBuilder(graph, root_path)
     racks = [builder.rack(grouping) if grouping is not top else Rack(
-        slots=tuple(map(builder.machine, top.nodes)), extras={"jgf:implicit": True})
+        slots=builder.slots(top.nodes), extras={"jgf:implicit": True})
         for grouping in groupings]
     datacenter_extras: dict[str, Any] = {} if root.type == "cluster" else {"jgf:type": root.type}
     if residual:
@@ -314,7 +322,7 @@ class _RackBuilder:
 
     def rack(self, grouping: _Grouping) -> Rack:
         vertex = grouping.vertex
-        machines = tuple(map(self.machine, grouping.nodes))
+        machines = self.slots(grouping.nodes)
         extras: dict[str, Any] = {} if vertex.type == "rack" else {"jgf:type": vertex.type}
         if grouping.parent_path != self.root_path:
             extras["jgf:parent"] = grouping.parent_path[len(self.root_path) + 1:]
@@ -325,6 +333,25 @@ class _RackBuilder:
         if leftovers:
             extras[VERTICES] = leftovers
         return Rack(id=vertex.id, name=vertex.name, slots=machines, extras=extras)
+
+    def slots(self, nodes: list[Vertex]) -> tuple[Machine | None, ...] | Slots:
+        """The machines of ``nodes``; consecutive nodes whose subtrees are the one the writer
+        builds for the first's machine, with nothing stored beside it, and whose own
+        metadata differs only in name, id and rank are one group (``_Run``)."""
+        parts: list[Machine | MachineGroup] = []
+        run: _Run | None = None
+        for node in nodes:
+            if run is not None and run.admits(node, self.graph):
+                continue
+            if run is not None:
+                parts.append(run.part())
+            machine = self.machine(node)
+            run = _Run.starting(machine, self.subtrees) if not machine.extras else None
+            if run is None:
+                parts.append(machine)
+        if run is not None:
+            parts.append(run.part())
+        return slots_of(parts)
 
     def machine(self, node: Vertex) -> Machine:
         graph = self.graph
@@ -343,6 +370,58 @@ class _RackBuilder:
             extras[VERTICES] = [_entry(vertex, vertex.paths[CONTAINMENT][base:], rank)
                                 for vertex in below]
         return replace(machine, extras=extras) if extras else machine
+
+
+@dataclass
+class _Run:
+    """Node vertices read one after another as one machine group: the first read in full
+    (``_RackBuilder.machine``, with nothing stored in extras), the others checked against
+    it and read only for their name, id and rank."""
+
+    first: Machine
+    canonical: _Plain
+    """The subtree the writer builds for ``first``, which its own subtree is."""
+    ids: list[Any] | None
+    names: list[str]
+    ranks: list[int] | None
+
+    @staticmethod
+    def starting(machine: Machine, subtrees: ShapeMemo[_Plain]) -> _Run | None:
+        if machine.name is None:
+            return None
+        canonical = subtrees.get(machine.cpus, machine.gpus, machine.memory, machine.resources)
+        return _Run(machine, canonical, None if machine.id is None else [machine.id],
+                    [machine.name], None if machine.rank is None else [machine.rank])
+
+    def admits(self, node: Vertex, graph: Graph) -> bool:
+        """Whether ``node`` reads as ``first`` but for name, id and rank: its subtree is
+        ``canonical`` (so ``_machine_from`` would build the same parts), its features and
+        state are the same, and it has no metadata to store. Noted if so."""
+        first, ranks, ids = self.first, self.ranks, self.ids
+        if (node.id >= 0) != (ids is not None) or (node.rank >= 0) != (ranks is not None):
+            return False
+        if (node.status == 1) != (first.state is MachineState.FAILURE) or not isinstance(
+                node.name, str):
+            return False
+        features = tuple(name if value == "" else f"{name}={value}"
+                         for name, value in node.properties.items())
+        if features != first.features or _residual(node, model_holds_state=True):
+            return False
+        node_path = node.paths[CONTAINMENT]
+        if not _is_plain_subtree(descendants(graph, node_path), self.canonical,
+                                 len(node_path) + 1, node.rank):
+            return False
+        self.names.append(node.name)
+        if ids is not None:
+            ids.append(node.id)
+        if ranks is not None:
+            ranks.append(node.rank)
+        return True
+
+    def part(self) -> Machine | MachineGroup:
+        if len(self.names) == 1:
+            return self.first
+        return run_group(self.first, len(self.names), self.ids, self.names, self.ranks)
 
 
 _Plain = tuple[tuple[tuple[str, str, int, str, str, int, bool, int], ...], tuple[str, ...]]
