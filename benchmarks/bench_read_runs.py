@@ -1,0 +1,154 @@
+"""Runs of identical machines read as machine groups by the formats that list machines one
+by one: SSS Node Object XML, OpenDC SC18 setup.json and Fluxion JGF.
+
+For each format a file of ``--nodes`` machines of one kind (100,000 by default; JGF with
+two four-core sockets and a memory vertex below each node) is generated with dcx's own
+writer, then ``dcx validate FILE`` and ``dcx convert FILE out.json --to environment`` (with
+``--fill clock-rate=2.4GHz`` where the format gives no clock rate) each run in a child
+process of their own (wall, CPU, peak RSS): as read (runs are groups) and, as the baseline
+measured in the same run, with the reader's run detection switched off, so that every
+machine is read on its own (what the readers did before). Both ways must print the same
+verdict and write the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from collections.abc import Callable
+
+from child import run_code
+
+from dcx.core.groups import MachineGroup, Slots
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+
+# In the child: switch a reader's run detection off for the baseline, then run the command.
+CHILD = """
+import contextlib, hashlib, io, sys
+fmt, path, way, step, out = sys.argv[1:]
+if way == "baseline":
+    if fmt == "sss":
+        from dcx.formats.sss import reader
+        reader._Run.member = lambda self, node: None
+    elif fmt == "opendc-setup":
+        from dcx.core.model import Machine
+        from dcx.formats.opendc_setup import codec
+        codec._slots = lambda machines, kinds: tuple(
+            Machine(cpus=tuple(codec.CPU_TYPES[cpu] for cpu in machine["cpus"]))
+            for machine in machines)
+    else:
+        from dcx.formats.jgf import codec
+        codec._Run.admits = lambda self, node, graph: False
+from dcx.converters.cli import main
+argv = ["validate", path] if step == "validate" else [
+    "convert", path, out + ".json", "--to", "environment"]
+if step == "convert" and fmt != "opendc-setup":
+    argv += ["--fill", "clock-rate=2.4GHz"]
+said = io.StringIO()
+with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+    code = main(argv)
+assert code == 0, said.getvalue()
+digest = hashlib.sha256(said.getvalue().replace(out, "OUT").encode())
+if step == "convert":
+    with open(out + ".json", "rb") as handle:
+        digest.update(handle.read())
+with open(out, "w") as handle:
+    handle.write(digest.hexdigest())
+"""
+
+
+def _document(template: Machine, racks: int, per_rack: int, named: bool) -> Document:
+    """``racks`` racks of ``per_rack`` copies of ``template`` (ids and names numbered when
+    ``named``), built as groups so that generating costs little."""
+    built = []
+    for index in range(racks):
+        first = index * per_rack
+        group = MachineGroup(template, per_rack,
+                             ids=range(first, first + per_rack) if named else None,
+                             names=tuple(f"node{n}" for n in range(first, first + per_rack))
+                             if named else None)
+        built.append(Rack(id=index, name=f"rack{index}", slots=Slots((group,))))
+    return Document(environment=Environment(name="big", datacenters=(
+        Datacenter(id=0, name="big0", rooms=(Room(racks=tuple(built)),)),)))
+
+
+def sss_file(nodes: int) -> bytes:
+    from dcx.formats import sss
+
+    template = Machine(cpus=(ProcessingUnit(cores=64),), os="linux", arch="x86_64",
+                       memory=(StorageUnit(capacity_mb=262144.0),))
+    return sss.write(_document(template, 1, nodes, named=True)).data
+
+
+def setup_file(nodes: int) -> bytes:
+    from dcx.formats import opendc_setup
+
+    template = Machine(cpus=(opendc_setup.CPU_TYPES[1],) * 2)
+    return opendc_setup.write(_document(template, max(nodes // 100, 1), min(nodes, 100),
+                                        named=False)).data
+
+
+def jgf_file(nodes: int) -> bytes:
+    from dcx.formats import jgf
+
+    template = Machine(cpus=(ProcessingUnit(cores=4, id=0), ProcessingUnit(cores=4, id=1)),
+                       memory=(StorageUnit(capacity_mb=65536.0),))
+    return jgf.write(_document(template, max(nodes // 100, 1), min(nodes, 100),
+                               named=True)).data
+
+
+FILES: dict[str, tuple[str, Callable[[int], bytes]]] = {
+    "sss": ("nodes.xml", sss_file), "opendc-setup": ("setup.json", setup_file),
+    "jgf": ("graph.json", jgf_file)}
+
+
+def measure(name: str, nodes: int, folder: str) -> None:
+    file_name, generate = FILES[name]
+    path = os.path.join(folder, file_name)
+    data = generate(nodes)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    print(f"{name}: {nodes:,} machines of one kind, {len(data) / 2**20:,.1f} MB "
+          "(child processes)")
+    for step in ("validate", "convert"):
+        figures: dict[str, tuple[float, float, float]] = {}
+        digests: dict[str, str] = {}
+        for way in ("baseline", "grouped"):
+            out = os.path.join(folder, f"{name}.{step}.{way}")
+            figures[way] = run_code(CHILD, name, path, way, step, out,
+                                    what=f"{name} {step} ({way})")
+            with open(out) as handle:
+                digests[way] = handle.read()
+        assert digests["grouped"] == digests["baseline"], f"{name} {step}: the ways differ"
+        base_wall, base_cpu, _ = figures["baseline"]
+        label = "dcx validate" if step == "validate" else "-> environment JSON"
+        for way, what in (("baseline", "baseline: machine by machine"),
+                          ("grouped", "as read: runs as groups")):
+            wall, cpu, rss = figures[way]
+            print(f"  {label:<20} {what:<30} wall {wall:7.2f} s  CPU {cpu:7.2f} s  "
+                  f"peak RSS {rss:6.0f} MB  ({base_wall / wall:5.1f}x / "
+                  f"{base_cpu / cpu:5.1f}x faster than baseline)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=100_000)
+    parser.add_argument("--formats", nargs="*", default=list(FILES), choices=list(FILES))
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        for name in options.formats:
+            measure(name, options.nodes, folder)
+
+
+if __name__ == "__main__":
+    main()
