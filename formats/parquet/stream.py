@@ -256,8 +256,6 @@ def _dependencies(table: Any, found: PartFindings) -> None:
     if not len(items):
         found.outside = (np.zeros(0, np.int64), np.zeros(0, np.int64), ids[:0])
         return
-    if found.null_dependencies is not None:
-        return  # reported before any dependency is resolved
     wanted = _ids(items)
     parents = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
     offsets = np.concatenate(([0], np.cumsum(np.bincount(parents, minlength=len(ids)))))
