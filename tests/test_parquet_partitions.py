@@ -274,3 +274,22 @@ def test_dcx_info_by_row_groups_and_on_a_cluster_says_what_the_whole_file_read_s
             assert capsys.readouterr() == whole[1]
     assert '"tasks": 30' in whole[1].out
 
+
+
+@pytest.mark.enable_socket
+def test_dcx_validate_on_an_existing_cluster_reaches_it_by_its_address(tmp_path, capsys):
+    from dcx.converters.partitions import local_client
+
+    path = tmp_path / "t.parquet"
+    path.write_bytes(written(trace_table(7, 40), 6))
+    whole = _validate(path, capsys=capsys)
+    cluster, client = local_client(2, processes=False)  # its own: no task ran there yet
+    try:
+        address = client.scheduler.address  # inproc://…: a cluster of this process
+        assert _validate(path, "--scheduler-address", address, capsys=capsys) == whole
+        assert client.status == "running"  # the command closed its own client only
+        assert client.run_on_scheduler(
+            lambda dask_scheduler: "check_part" in dask_scheduler.task_prefixes)
+    finally:
+        client.close()
+        cluster.close()
