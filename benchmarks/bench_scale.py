@@ -116,15 +116,21 @@ def main() -> None:
               "wall s, CPU s, peak RSS MB; baseline = the exact path building objects")
         print(f"{'':<34}{'wall':>8}{'cpu':>8}{'MB':>8}{'base wall':>10}{'cpu':>8}{'MB':>8}"
               f"{'ratio':>9}")
-        row("dcx validate (SWF)", measured(VALIDATE, str(trace)),
-            measured(VALIDATE_EXACT, str(trace)))
-        row("dcx convert SWF -> Parquet", measured(CONVERT, str(trace), str(output)),
+        validated = measured(VALIDATE, str(trace))
+        row("dcx validate (SWF)", validated, measured(VALIDATE_EXACT, str(trace)))
+        converted = measured(CONVERT, str(trace), str(output))
+        row("dcx convert SWF -> Parquet", converted,
             measured(CONVERT_OBJECTS, str(trace), str(baseline_output)))
         print(f"Parquet: {output.stat().st_size / 1e6:.1f} MB")
         measured(ROUND_TRIP, str(trace), str(output))
         row("schedule read + compile", measured(SCHEDULE_READ, str(trace)),
             measured(SCHEDULE_READ_EXACT, str(trace)))
         print("targets (issue 18): validate <= 2 s and <= 400 MB, SWF -> Parquet <= 3 s")
+        for what, usage, seconds, megabytes in (("validate", validated, 2.0, 400.0),
+                                                ("SWF -> Parquet", converted, 3.0, None)):
+            met = usage[1] <= seconds and (megabytes is None or usage[2] <= megabytes)
+            print(f"  {what}: {usage[1]:.2f} CPU s, {usage[2]:.0f} MB: "
+                  f"{'met' if met else 'NOT met'}")
 
 
 if __name__ == "__main__":

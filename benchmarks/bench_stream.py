@@ -5,8 +5,9 @@ run on a 1,000,000-job trace of the same model:
 1. ``dcx validate`` of the 1M trace read whole (the in-memory path, what every input took
    before chunked reading) and read in chunks (what ``dcx validate`` now does from 16 MB);
 2. ``dcx convert`` of the 1M trace to Parquet read whole (the in-memory path) and in chunks
-   (what ``dcx convert`` now does from 16 MB: the file read twice, to check it and fix the
-   schema, then to write);
+   (what ``dcx convert`` now does from 16 MB: each chunk parsed once, checked and written
+   while the file is first read; a second reading only when a later chunk changes the
+   Parquet schema);
 3. the 20M pipe: ``dcx validate -``'s wall time, CPU time and peak RSS, and the generator's
    CPU time (the pipe runs no faster than the generator writes);
 4. the 20M pipe into ``dcx convert - out.parquet --from swf`` (written, read back a row

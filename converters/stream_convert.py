@@ -5,13 +5,18 @@ streams); this module converts.
 
 Per chunk: SWF's chunked reader (``FormatDeclaration.read_chunks``'s ``_Stream``) checks it,
 so the diagnostics are the whole-file reader's, byte for byte; the same chunk read by the
-whole-file reader is the chunk's document, which the target's normal form and writer turn
-into one part: a Parquet row group (``dcx.formats.parquet.codec.rows_of``) or SWF job lines.
-Its losses are ``conversion_losses`` of that document, summed over the chunks (pointers and
-lines counted from the start of the file).
+whole-file reader is the chunk's document (``codec.read_rows``: from the rows the chunked
+reader's vectorised path read, so a chunk is parsed once), which the target's normal form and
+writer turn into one part: a Parquet row group (``dcx.formats.parquet.codec.rows_of``) or SWF
+job lines. Its losses are ``conversion_losses`` of that document, summed over the chunks
+(pointers and lines counted from the start of the file).
 
-A file is read twice: first to check it and find what is written first (Parquet's schema,
-SWF's header), then to write, so its output is the whole-file path's. Parquet's schema is
+A file is read to check it and find what is written first (Parquet's schema, SWF's header),
+so its output is the whole-file path's. Parquet to a regular file is written during that
+reading, with the schema the first part gives, and kept when the whole file's schema turns
+out the same (no later chunk adds a column or widens one, no preceding job is met before its
+line); otherwise, and for SWF, standard output and devices, the file is read again to write
+it. Parquet's schema is
 the columns any chunk has, in the order they first appear (as the whole-file writer orders
 the extras of jobs read line by line); an extras column integer in one chunk and not in
 another is a double, as the whole-file writer makes it. A pipe is read once: its Parquet
@@ -143,14 +148,18 @@ def _chunk_reads(chunks: Iterable[bytes], checked: Any) -> Iterator[_Chunk]:
 
     line, jobs, broken = 1, 0, False
     for chunk in chunks:
+        rows = None
         if checked is not None:
             checked.add(chunk)
             if checked.encoding is not None:
                 return
-        first_line, line = line, line + chunk.count(b"\n")
-        if broken or not chunk.strip():
+            rows = checked.chunk_rows
+        # (the chunked reader has counted the chunk's lines)
+        first_line, line = line, (checked.next_line if checked is not None
+                                  else line + chunk.count(b"\n"))
+        if broken or chunk.isspace():
             continue
-        read = codec.read(chunk)
+        read = codec.read_rows(chunk, rows, first_line - 1)  # (each chunk parsed once)
         if read.document is None or has_errors(read.diagnostics):
             broken = True  # the chunked reader says why
             continue
@@ -215,22 +224,35 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
     try:
         if reopenable:  # the first reading checks the file and finds what to write first
             unstreamable: NotStreamable | None = None
-            for piece in _chunk_reads(chunks(), checked):
-                if unstreamable is None:  # on to the end: an invalid input says why first
-                    try:
-                        unknown = len(later)
-                        part = part_of(piece, measure=True, make=target.observes)
-                        if target.observes:
-                            target.observe(part, later[unknown:])
-                    except NotStreamable as exc:
-                        unstreamable = exc
-            verdict = target.verdict = _verdict(checked)
-            if not verdict.ok:
-                return StreamedConversion(verdict.diagnostics)
-            if unstreamable is not None:
-                raise unstreamable
-            target.resolved(lambda number: any(_holds(held, number) for held in checked.ids))
-            header = at_end()
+            with _early_output(output, target) as early:
+                try:
+                    for piece in _chunk_reads(chunks(), checked):
+                        if unstreamable is None:  # on to the end: an invalid input says why
+                            try:
+                                unknown = len(later)
+                                part = part_of(piece, measure=True, make=target.observes)
+                                if target.observes:
+                                    target.observe(part, later[unknown:])
+                                if early is not None:
+                                    target.write_early(part, len(later) > unknown)
+                            except NotStreamable as exc:
+                                unstreamable = exc
+                    verdict = target.verdict = _verdict(checked)
+                    if not verdict.ok:
+                        return StreamedConversion(verdict.diagnostics)
+                    if unstreamable is not None:
+                        raise unstreamable
+                    target.resolved(lambda number: any(_holds(held, number)
+                                                       for held in checked.ids))
+                    header = at_end()
+                    if early is not None and target.finish_early(header):
+                        problem = target.read_back(early.path)
+                        if problem is not None:
+                            raise _Refused(StreamedConversion(verdict.diagnostics, (problem,)))
+                        early.keep = True
+                        return conversion(verdict, target.early_rows)
+                finally:
+                    target.close_early()
             written = _write(output, target, parts(_chunk_reads(chunks(), None), False),
                              lambda: header, lambda: header)
             return conversion(verdict, written)
@@ -463,6 +485,26 @@ class _Target:
         """Why the output at ``path`` is not accepted, if it is not."""
         raise NotImplementedError
 
+    writes_early: bool = False
+    """The first reading of a file may write its parts to ``start_early``'s path, so that
+    the file is read only once when what is written first turns out right at the end."""
+    early_rows: int = 0
+
+    def start_early(self, path: str) -> None:
+        raise NotImplementedError
+
+    def write_early(self, part: Any, unknown: bool) -> None:
+        """A part of the first reading (after ``observe``); ``unknown``: its chunk names a
+        preceding job it did not know (yet), which the second reading may know."""
+        raise NotImplementedError
+
+    def finish_early(self, header: Workload) -> bool:
+        """Whether what was written early is the output (then it is complete)."""
+        raise NotImplementedError
+
+    def close_early(self) -> None:
+        """Let go of what was written early, if it is still open."""
+
 
 class _ParquetTarget(_Target):
     def __init__(self, reopenable: bool) -> None:
@@ -518,15 +560,15 @@ class _ParquetTarget(_Target):
             for table in parts:
                 if writer is None:
                     schema = self.plan.schema(table)
-                    writer = pq.ParquetWriter(sink, schema, compression="zstd",
-                                              store_schema=False)
+                    writer = pq.ParquetWriter(sink, schema, store_schema=False,
+                                              **parquet.codec.writer_options(schema))
                 writer.write_table(_conformed(table, schema), row_group_size=table.num_rows)
                 rows += table.num_rows
             workload = at_end()
             if writer is None:
-                writer = pq.ParquetWriter(
-                    sink, self.plan.schema(parquet.codec.rows_of(Workload())),
-                    compression="zstd", store_schema=False)
+                schema = self.plan.schema(parquet.codec.rows_of(Workload()))
+                writer = pq.ParquetWriter(sink, schema, store_schema=False,
+                                          **parquet.codec.writer_options(schema))
             # the metadata is known at the end; without a stored Arrow schema (whose own
             # copy of the metadata would be the one at the start) readers take the footer's
             writer.add_key_value_metadata(parquet.codec.header_metadata(workload))
@@ -534,6 +576,51 @@ class _ParquetTarget(_Target):
             if writer is not None:
                 writer.close()
         return rows
+
+    writes_early = True
+
+    def start_early(self, path: str) -> None:
+        self.early_path: str | None = path
+        self.early_writer: Any = None
+        self.early_schema: Any = None
+
+    def write_early(self, part: Any, unknown: bool) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from dcx.formats import parquet
+
+        if self.early_path is None or not part.num_rows:
+            return
+        schema = pa.schema(list(self.plan.types.items()))
+        if unknown or (self.early_schema is not None and not schema.equals(self.early_schema)) \
+                or not set(part.column_names) <= set(schema.names):
+            self.close_early()  # the schema changes, or may: the second reading writes
+            self.early_path = None
+            return
+        if self.early_writer is None:
+            self.early_schema = schema
+            self.early_writer = pq.ParquetWriter(self.early_path, schema, store_schema=False,
+                                                 **parquet.codec.writer_options(schema))
+        self.early_writer.write_table(_conformed(part, schema), row_group_size=part.num_rows)
+        self.early_rows += part.num_rows
+
+    def finish_early(self, header: Workload) -> bool:
+        import pyarrow as pa
+
+        from dcx.formats import parquet
+
+        if self.early_writer is None or self.early_path is None or \
+                not pa.schema(list(self.plan.types.items())).equals(self.early_schema):
+            return False
+        self.early_writer.add_key_value_metadata(parquet.codec.header_metadata(header))
+        self.close_early()
+        return True
+
+    def close_early(self) -> None:
+        writer, self.early_writer = getattr(self, "early_writer", None), None
+        if writer is not None:
+            writer.close()
 
     def read_back(self, path: str) -> Diagnostic | None:
         from dcx.formats import parquet
@@ -605,6 +692,37 @@ class _SwfTarget(_Target):
                             for d in found.diagnostics if d.code not in inherited)
         refused = [d for d in self.warned if d.is_error]
         return refused[0] if refused else None
+
+
+@dataclass
+class _Early:
+    """A temporary file beside OUTPUT, renamed over it only when ``keep`` is set."""
+
+    path: str
+    keep: bool = False
+
+
+class _Discarded(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _early_output(output: str, target: _Target) -> Iterator[_Early | None]:
+    """Where ``target`` writes during the first reading: a temporary file beside a regular
+    OUTPUT (``None`` for standard output, devices, or a target that does not write early),
+    removed at the end unless it is kept."""
+    from dcx.converters.atomic import STDOUT, is_special, open_descriptor, temporary_beside
+
+    if not target.writes_early or output == STDOUT or open_descriptor(output) is not None \
+            or is_special(output):
+        yield None
+        return
+    with contextlib.suppress(_Discarded), temporary_beside(output) as temporary:
+        early = _Early(temporary)
+        target.start_early(temporary)
+        yield early
+        if not early.keep:
+            raise _Discarded
 
 
 @contextlib.contextmanager

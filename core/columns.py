@@ -761,8 +761,14 @@ def all_distinct(values: Array) -> bool:
     if values.dtype.kind == "O":
         listed = values.tolist()
         return len(set(listed)) == len(listed)
+    if _increasing(values, np):
+        return True  # (traces number their jobs in order: no sort)
     ordered = np.sort(values)
     return not bool(np.any(ordered[1:] == ordered[:-1]))
+
+
+def _increasing(values: Array, np: Any) -> bool:
+    return len(values) < 2 or bool(np.all(values[1:] > values[:-1]))
 
 
 def all_found(wanted: Array, values: Array) -> bool:
@@ -773,6 +779,6 @@ def all_found(wanted: Array, values: Array) -> bool:
         return True
     if not len(values):
         return False
-    ordered = np.sort(values)
+    ordered = values if _increasing(values, np) else np.sort(values)
     at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
     return bool(np.all(ordered[at] == wanted))

@@ -172,3 +172,48 @@ def test_a_pipe_stops_at_a_preceding_job_later_in_the_trace():
         assert code == 1
         assert "a job whose preceding job comes later in the trace" in said
         assert os.listdir(folder) == []
+
+
+def test_a_file_is_parsed_once_when_its_first_part_fixes_the_schema(monkeypatch):
+    """Every chunk large enough for the vectorised path: the chunked reader's rows are each
+    chunk's document (one parse per chunk) and the Parquet file is written while the trace
+    is first read. A column only a later chunk has, or a preceding job the first reading
+    meets before its line, makes a second reading write it; the table is the whole file's
+    either way."""
+    from dcx.converters import stream_convert
+    from dcx.formats.swf import codec as swf_codec
+    from dcx.formats.swf import stream as swf_stream
+    from dcx.parsing import traces
+    from tests.test_swf_fast import integer_trace
+
+    monkeypatch.setattr(swf_codec, "FAST_READ_BYTES", 0)
+    readings, parses = [], []
+    chunk_reads, numeric_columns = stream_convert._chunk_reads, traces.numeric_columns
+    monkeypatch.setattr(stream_convert, "_chunk_reads",
+                        lambda *args: readings.append(1) or chunk_reads(*args))
+    counted = lambda *args: parses.append(1) or numeric_columns(*args)  # noqa: E731
+    monkeypatch.setattr(traces, "numeric_columns", counted)
+    monkeypatch.setattr(swf_stream, "numeric_columns", counted)
+    plain = "".join(f"{n} {n} -1 10 1 -1 -1 1 60 -1 -1 1 1 -1 -1 -1 -1 -1\n"
+                    for n in range(1, 301))
+    later_column = plain + "301 5 -1 10 1 -1 -1 1 60 -1 7 1 1 -1 -1 -1 -1 -1\n"
+    forward = ("1 0 -1 10 0 -1 -1 2 60 -1 -1 1 1 -1 -1 -1 300 -1\n"
+               "2 2 -1 10 1 -1 -1 3 60 -1 -1 1 1 -1 -1 -1 -1 -1\n" + plain.split("\n", 2)[2])
+    for text, once in ((integer_trace(4, 300), True), (plain, True), (later_column, False),
+                       (forward, False)):
+        data = text.encode()
+        pieces = len(list(chunks.line_chunks(io.BytesIO(data).read, b"", 2000)))
+        with tempfile.TemporaryDirectory() as folder:
+            source, whole, streamed = (Path(folder) / name
+                                       for name in ("in.swf", "whole.parquet", "s.parquet"))
+            source.write_bytes(data)
+            assert run(["convert", str(source), str(whole)], stream=False)[0] == 0
+            readings.clear()
+            parses.clear()
+            assert run(["convert", str(source), str(streamed)], stream=True,
+                       chunk_bytes=2000)[0] == 0
+            assert pq.read_table(streamed).equals(pq.read_table(whole))
+            assert pq.read_table(streamed).schema.equals(pq.read_table(whole).schema,
+                                                         check_metadata=True)
+            assert sorted(os.listdir(folder)) == ["in.swf", "s.parquet", "whole.parquet"]
+        assert (len(readings), len(parses)) == ((1, pieces) if once else (2, 2 * pieces))

@@ -40,6 +40,7 @@ from dcx.parsing.traces import (
     ColumnsBuilder,
     ErrorBudget,
     FieldKinds,
+    NumericColumns,
     decode_text,
     dependency_diagnostics,
     format_number,
@@ -148,6 +149,36 @@ def read_fast(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> ReadResult | None:
     as ``_read``, as columns."""
     if len(data) > LIMITS.max_input_bytes:
         return None
+    head = _header_lines(data)
+    if head is None:
+        return None
+    header, data, position, line_number = head
+    records = numeric_records(data, position, line_number, FAST_KINDS, chunk_bytes)
+    return None if records is None else _fast_result(header, records)
+
+
+def read_rows(data: bytes, rows: NumericColumns | None, lines_before: int) -> ReadResult:
+    """``read(data)`` for a chunk of whole lines whose job lines the chunked reader has
+    already read as ``rows`` (``numeric_columns``, line ``lines_before + 1`` of the file the
+    chunk's first): they are not read again when every line before them is a header line
+    or blank, as ``read_fast`` would read the chunk."""
+    if rows is None or len(data) < FAST_READ_BYTES or len(data) > LIMITS.max_input_bytes:
+        return read(data)
+    with paused_gc():
+        head = _header_lines(data)
+        if head is None or data.find(b";", head[2]) >= 0:
+            return _read(data)  # a comment among the jobs: read_fast would not answer
+        records = ColumnsBuilder(FAST_KINDS, len(rows.lines))
+        records.add(rows)
+        records.lines[:records.rows] -= lines_before
+        fast = _fast_result(head[0], records)
+        return _read(data) if fast is None else fast
+
+
+def _header_lines(data: bytes) -> tuple[_Header, bytes, int, int] | None:
+    """The header lines before the first job line, what follows a byte order mark, and
+    where the first job line starts and its number; ``None`` when the exact path would say
+    something of a header line."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     header = _Header()
@@ -165,11 +196,10 @@ def read_fast(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> ReadResult | None:
         if stripped:
             header.add(stripped, line_number, budget)
         position, line_number = end + 1, line_number + 1
-    if budget.diagnostics:
-        return None
-    records = numeric_records(data, position, line_number, FAST_KINDS, chunk_bytes)
-    if records is None:
-        return None
+    return None if budget.diagnostics else (header, data, position, line_number)
+
+
+def _fast_result(header: _Header, records: ColumnsBuilder) -> ReadResult | None:
     built = _columns_of_records(records)
     if built is None:
         return None

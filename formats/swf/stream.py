@@ -31,7 +31,7 @@ from dcx.formats.swf.codec import (
     cross_file_diagnostics,
 )
 from dcx.parsing.trace_codes import MAX_ERRORS
-from dcx.parsing.traces import numeric_columns
+from dcx.parsing.traces import NumericColumns, numeric_columns
 
 _BOM = b"\xef\xbb\xbf"
 _PRECEDING_FIELD = COLUMNS.index("PrecedingJobNumber")
@@ -79,10 +79,15 @@ class _Stream:
         self.preceding_rows: list[Any] = []
         self.preceding: list[Any] = []
         self.preceding_columns: list[Any] = []
+        self.chunk_rows: NumericColumns | None = None
+        """The last chunk's job lines as the vectorised path read them, when it read them
+        all (a converter makes the chunk's document of them: ``codec.read_rows``)."""
+        self.chunk_start = 0
 
     # ----------------------------------------------------------------------- chunks
 
     def add(self, chunk: bytes) -> None:
+        self.chunk_rows, self.chunk_start = None, self.rows
         first_line = self.next_line
         self.next_line += chunk.count(b"\n")
         first, self.first = self.first, False
@@ -122,6 +127,8 @@ class _Stream:
         rows = len(lines)
         if not rows:
             return
+        if self.rows == self.chunk_start:  # no job line among the chunk's header lines
+            self.chunk_rows = found
         preceding = found.numbers["PrecedingJobNumber"]
         follows = np.flatnonzero(preceding != -1)
         raw = np.frombuffer(body, dtype=np.uint8)
