@@ -37,8 +37,10 @@ def read_parts(path: str, spec: FormatDeclaration, client: Any = None) -> Chunke
                 findings.append(found)
         else:
             where = os.path.abspath(path)
+            # the footer goes to the workers once, not with each of its row groups
+            shared = client.scatter(parts, broadcast=True, hash=False)
             futures = client.map(check_part, [where] * count, [spec.name] * count,
-                                 [parts] * count, range(count), pure=False)
+                                 [shared] * count, range(count), pure=False)
             findings = client.gather(futures)
             unreadable = next((f for f in findings if isinstance(f, Diagnostic)), None)
             if unreadable is not None:
