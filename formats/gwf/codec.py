@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from dcx.core.columns import columns_of
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -605,7 +606,24 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
         if own_document_keys:
             document = replace(document, extras=_without_own_keys(document.extras))
         return document, frozenset(), "workflow"
+    columns = columns_of(workload)
+    if columns is not None:
+        from dcx.formats.gwf.columnar import normal_variant
+
+        variant = normal_variant(columns)
+        if variant is not None:  # already in normal form: no task is built
+            lost: set[str] = set()
+            return _without_own_workload_keys(document, workload, lost, own_document_keys), \
+                frozenset(lost), variant
     variant = variant_of(workload)
+    new_workload, lost = _normal_jobs(workload, variant)
+    return _without_own_workload_keys(document, new_workload, lost, own_document_keys), \
+        frozenset(lost), variant
+
+
+def _normal_jobs(workload: Workload, variant: Variant) -> tuple[Workload, set[str]]:
+    """The workload with its jobs and tasks in ``variant``'s normal form, built task by
+    task, and the held field paths that changes."""
     archive = variant == "archive"
     normalizer = _Normalizer([task for job in workload.jobs for task in job.tasks], archive)
     lost = normalizer.lost
@@ -641,14 +659,20 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
             else:
                 jobs.append(replace(job, id=job_id, tasks=tasks))
     jobs = [_without_own_job_keys(job, lost) for job in jobs]
-    new_workload = replace(workload, jobs=tuple(jobs))
+    return replace(workload, jobs=tuple(jobs)), lost
+
+
+def _without_own_workload_keys(document: Document, workload: Workload, lost: set[str],
+                               own_document_keys: bool) -> Document:
+    """``document`` with ``workload``, the format's own keys left out of the workload's and
+    the document's extras and attributes (they have no place in a GWF file)."""
     for path, values in (("workload.extras", workload.extras),
                          ("workload.attributes", workload.attributes)):
         if any(key.startswith(EXTRA_PREFIX) for key in values):
-            lost.add(path)  # the format's own keys there have no place in a GWF file
-            new_workload = replace(new_workload, **{path.split(".")[1]: _without_own_keys(values)})
+            lost.add(path)
+            workload = replace(workload, **{path.split(".")[1]: _without_own_keys(values)})
     extras = _without_own_keys(document.extras) if own_document_keys else document.extras
-    return replace(document, workload=new_workload, extras=extras), frozenset(lost), variant
+    return replace(document, workload=workload, extras=extras)
 
 
 def _without_own_job_keys(job: Job, lost: set[str]) -> Job:
@@ -736,7 +760,20 @@ def _write_archive(workload: Workload) -> bytes:
 
 def write(document: Document) -> WriteResult:
     """GWF bytes for ``normal_form(document)``: the variant ``variant_of`` chooses (a
-    document without a workload writes an empty workflow file)."""
+    document without a workload writes an empty workflow file). A workload held as columns
+    is written a column at a time (``columnar.py``) unless it needs the row writer."""
+    columns = columns_of(document.workload)
+    if columns is not None:
+        from dcx.formats.gwf.columnar import written_columns
+
+        written = written_columns(columns)
+        if written is not None:
+            return WriteResult(written)
+    return write_rows(document)
+
+
+def write_rows(document: Document) -> WriteResult:
+    """``write`` task by task, on the normal form's objects."""
     normal, _, variant = _normalized(document)
     workload = normal.workload or Workload()
     if variant == "archive":

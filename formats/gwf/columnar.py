@@ -1,0 +1,383 @@
+"""GWF's writer a column at a time, for a workload held as columns (``dcx.core.columns``):
+the bytes ``codec.write`` writes task by task, without building a task.
+
+The variant is ``codec.variant_of``'s choice computed on the arrays, and each column is its
+normal form's values (``codec._Normalizer``: whole cores, known times, memory that reads
+back, ``_user``, the ``gwf:`` extras each variant keeps), written as the row writer spells
+them. A workload this path would have to renumber (ids or workflow ids that are not unique
+integers >= 0), whose dependencies name tasks outside it, or whose extras it does not read
+as plain numbers or text, is left to the row writer: ``written_columns`` says ``None``.
+``tests/test_gwf_write.py`` holds the two to the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dcx.core.columns import ExtraColumn, Strings, WorkloadColumns, all_distinct, all_found
+from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS
+from dcx.formats.gwf.codec import (
+    _ARCHIVE_EXTRA_KEYS,
+    _FIELD_WIDTH,
+    _NPROCS_KEY,
+    _REQNPROCS_KEY,
+    _USER_TEXT,
+    EXTRA_PREFIX,
+    Variant,
+    _pad,
+)
+from dcx.formats.gwf.rules import ARCHIVE_CODES, ARCHIVE_TOKENS
+from dcx.parsing.column_text import joined_lines, known_texts, number_texts
+
+_LARGEST_WRITTEN = 2 ** 53
+"""Values whose text the row writer spells from a Python ``int`` beyond float range are
+left to it (the arrays hold them as float64)."""
+
+
+def written_columns(columns: WorkloadColumns) -> bytes | None:
+    """What ``codec.write`` writes for a workload of ``columns``, or ``None`` where the
+    row writer must do it (see the module docstring)."""
+    import numpy as np
+
+    if not _plain_ids(columns.ids, np):
+        return None
+    extras = _Extras.of(columns, np)
+    if extras is None:
+        return None
+    if _archive(columns, extras, np):
+        return _archive_file(columns, extras, np)
+    if len(columns.dependency_ids) and (not _plain_ids(columns.dependency_ids, np, False)
+                                        or not all_found(columns.dependency_ids, columns.ids)):
+        return None  # dependencies on tasks outside the workload are dropped
+    sizes = np.diff(columns.job_offsets)
+    if not _plain_ids(columns.job_ids[sizes > 0], np):
+        return None  # workflows renumbered
+    return _workflow_file(columns, extras, sizes, np)
+
+
+def normal_variant(columns: WorkloadColumns) -> Variant | None:
+    """The variant ``codec.variant_of`` chooses when ``codec.normal_form`` would leave every
+    job and task of ``columns`` as it is (checked column by column); ``None`` otherwise (the
+    normal form is then built task by task)."""
+    import numpy as np
+
+    if not _plain_ids(columns.ids, np):
+        return None
+    extras = _Extras.of(columns, np)
+    if extras is None:
+        return None
+    archive = _archive(columns, extras, np)
+    cores = columns.cores
+    if not (bool(np.all(whole_cores(cores, np) == cores))
+            and bool(np.all(_known_submits(columns.submit_time_s, np)
+                            == columns.submit_time_s))
+            and _known_or_none(columns.runtime_s, np)
+            and _gwf_extras_kept(columns, extras, archive, np)):
+        return None
+    sizes = np.diff(columns.job_offsets)
+    if archive:
+        firsts = columns.ids[columns.job_offsets[:-1][sizes > 0]]
+        single = bool(np.all(sizes <= 1)) and bool(np.all(np.asarray(
+            firsts == columns.job_ids[sizes > 0], dtype=bool)))
+        memory = columns.memory_mb
+        known_memory = ~np.isnan(memory)
+        return "archive" if (
+            single and not len(columns.dependency_ids)
+            and _known_or_none(columns.requested_time_s, np)
+            and bool(np.all(memories(memory, cores, np)[known_memory] == memory[known_memory]))
+            and all(bool(np.all(_names(names, np)[1][names.codes >= 0]))
+                    for names in (columns.user, columns.group))) else None
+    nothing_else = (bool(np.all(np.isnan(columns.requested_time_s)))
+                    and bool(np.all(np.isnan(columns.memory_mb)))
+                    and not bool(np.any(columns.user.codes >= 0))
+                    and not bool(np.any(columns.group.codes >= 0)))
+    if not nothing_else or not _plain_ids(columns.job_ids[sizes > 0], np):
+        return None
+    if len(columns.dependency_ids) and (not _plain_ids(columns.dependency_ids, np, False)
+                                        or not all_found(columns.dependency_ids, columns.ids)):
+        return None
+    return "workflow"
+
+
+def _known_or_none(values: Any, np: Any) -> bool:
+    """Every value is unknown (``NaN``) or a time ``known_time`` keeps."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isnan(values) | (np.isfinite(values) & (values >= 0))))
+
+
+def _gwf_extras_kept(columns: WorkloadColumns, extras: _Extras, archive: bool,
+                     np: Any) -> bool:
+    """``codec._gwf_extras`` keeps every ``gwf:`` key of every task as it is."""
+    for key, column in columns.extras.items():
+        if not key.startswith(EXTRA_PREFIX) or not column.present.any():
+            continue
+        present = column.present
+        if key == _NPROCS_KEY:
+            kept = extras.unknown_nprocs
+        elif key == _REQNPROCS_KEY:
+            kept = extras.requested_kept
+        elif archive and key in _ARCHIVE_EXTRA_KEYS:
+            kept = extras.archive[key[len(EXTRA_PREFIX):]][1]
+        else:
+            return False  # dropped by this variant
+        if not bool(np.all(kept[present])):
+            return False
+    return True
+
+
+def _plain_ids(ids: Any, np: Any, distinct: bool = True) -> bool:
+    """Integers >= 0 (and unique): ids ``written_ids`` keeps as they are."""
+    if ids.dtype.kind != "i":
+        return False
+    return not len(ids) or (int(ids.min()) >= 0 and (not distinct or all_distinct(ids)))
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class _Extras:
+    """The ``gwf:`` extras as the normal form keeps them, per row."""
+
+    unknown_nprocs: Any
+    """NProcs ``-1`` (the cores came from ReqNProcs)."""
+    requested: Any
+    """ReqNProcs as integers, written where ``requested_kept`` (it differs from the cores)."""
+    requested_kept: Any
+    archive: dict[str, tuple[Any, Any]]
+    """Archive column name → (its texts, the rows where the archive variant keeps it)."""
+
+    @staticmethod
+    def of(columns: WorkloadColumns, np: Any) -> _Extras | None:
+        count = len(columns)
+        cores = whole_cores(columns.cores, np)
+        none = np.zeros(count, dtype=bool)
+        unknown = none
+        requested, requested_kept = np.zeros(count, dtype=np.int64), none
+        archive: dict[str, tuple[Any, Any]] = {}
+        extras = columns.extras
+        for key, column in extras.items():
+            if not key.startswith(EXTRA_PREFIX):
+                continue  # not GWF's: nothing of it is written
+            if column.json or column.values.dtype.kind not in "if":
+                return None
+            if key == _NPROCS_KEY:
+                values, integers = _integers(column, np)
+                if values is None:
+                    return None
+                unknown = column.present & integers & (values == -1)
+            elif key in _ARCHIVE_EXTRA_KEYS:
+                found = _archive_extra(key[len(EXTRA_PREFIX):], column, np)
+                if found is None:
+                    return None
+                archive[key[len(EXTRA_PREFIX):]] = found
+        column = extras.get(_REQNPROCS_KEY)
+        if column is not None:
+            values, integers = _integers(column, np)
+            if values is None:
+                return None
+            requested_kept = (column.present & integers & ~unknown
+                              & ((values >= 1) | (values == -1)) & (values != cores))
+            requested = values
+        return _Extras(unknown, requested, requested_kept, archive)
+
+
+def _integers(column: ExtraColumn, np: Any) -> tuple[Any, Any]:
+    """A numeric column's values as ``int64`` and where they are Python ``int`` s; ``None``
+    values for one the arrays cannot hold exactly."""
+    if column.texts is not None:
+        return np.zeros(len(column.present), dtype=np.int64), np.zeros(len(column.present),
+                                                                       dtype=bool)
+    values = column.values
+    if values.dtype.kind == "i":
+        return values, np.ones(len(values), dtype=bool)
+    integral = (np.zeros(len(values), dtype=bool) if column.integral is None
+                else column.integral & column.present)
+    if np.any(np.abs(values[integral]) >= _LARGEST_WRITTEN):
+        return None, None
+    return np.where(integral, values, 0).astype(np.int64), integral
+
+
+def _archive_extra(name: str, column: ExtraColumn, np: Any) -> tuple[Any, Any] | None:
+    """``codec._archive_column`` on each row: the column's texts and where it is kept."""
+    import pyarrow as pa
+
+    present = column.present
+    if name in ARCHIVE_TOKENS:
+        texts = column.texts
+        if texts is None:  # numbers in a token column: never written
+            return pa.nulls(len(present), pa.string()), np.zeros(len(present), dtype=bool)
+        single = np.array([value.split() == [value] and value != "-1" for value in texts.values]
+                          + [False], dtype=bool)
+        return (pa.array([*texts.values, None], pa.string()).take(
+            pa.array(np.where(texts.codes < 0, len(texts.values), texts.codes))),
+            present & single[np.where(texts.codes < 0, len(texts.values), texts.codes)])
+    values, integers = _integers(column, np)
+    if values is None:
+        return None
+    if column.texts is not None:  # text in a numeric column: never written
+        return pa.nulls(len(present), pa.string()), np.zeros(len(present), dtype=bool)
+    if name in ARCHIVE_CODES:
+        return number_texts(values), present & integers & (values >= 0)
+    numbers = column.values.astype(np.float64)
+    kept = present & np.isfinite(numbers) & (numbers >= 0)
+    if column.values.dtype.kind == "i":
+        return number_texts(values), kept
+    # an ``int`` is written as ``str``, a float by ``format_number``: the same text below 1e16
+    return number_texts(np.where(kept, numbers, 0.0)), kept
+
+
+def whole_cores(cores: Any, np: Any) -> Any:
+    """``codec._whole_cores`` of each value."""
+    with np.errstate(invalid="ignore"):
+        return np.where(~np.isfinite(cores) | (cores <= 1), 1.0, np.ceil(cores))
+
+
+def known_times(values: Any, np: Any) -> Any:
+    """``known_time`` of each value (``NaN``: unknown)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(values) & (values >= 0), values, np.nan)
+
+
+def memories(memory_mb: Any, cores: Any, np: Any) -> Any:
+    """``codec._memory`` of each value (``NaN``: ``None``), in the same float operations."""
+    result = np.full(len(memory_mb), np.nan)
+    with np.errstate(invalid="ignore", over="ignore"):
+        active = memory_mb >= 0
+        current = memory_mb.copy()
+        for _ in range(4):
+            per_processor_kb = current * 1024 / cores
+            active &= np.isfinite(per_processor_kb)
+            read_back = per_processor_kb * cores / 1024
+            settled = active & (read_back == current)
+            result[settled] = current[settled]
+            active &= ~settled
+            current = np.where(active, read_back, current)
+    result[active] = current[active]
+    return result
+
+
+def _names(names: Strings, np: Any) -> tuple[Any, Any]:
+    """``codec._user`` of each row: its text and whether it is kept."""
+    import pyarrow as pa
+
+    kept = np.array([bool(_USER_TEXT.fullmatch(value)) for value in names.values] + [False],
+                    dtype=bool)
+    codes = np.where(names.codes < 0, len(names.values), names.codes)
+    return pa.array([*names.values, "-1"], pa.string()).take(pa.array(codes)), kept[codes]
+
+
+# --------------------------------------------------------------------------- variant
+
+
+def _archive(columns: WorkloadColumns, extras: _Extras, np: Any) -> bool:
+    """``codec.variant_of`` is ``archive``: the field paths only it writes outnumber those
+    only the workflow variant writes."""
+    sizes = np.diff(columns.job_offsets)
+    filled = sizes > 0
+    firsts = columns.ids[columns.job_offsets[:-1][filled]]
+    regrouped = bool(np.any(sizes[filled] != 1)) or bool(
+        np.any(np.asarray(firsts != columns.job_ids[filled], dtype=bool)))
+    dependencies = np.diff(columns.dependency_offsets)
+    only_workflow = regrouped + bool(np.any(dependencies > 0)) + bool(np.any(dependencies > 1))
+    cores = whole_cores(columns.cores, np)
+    only_archive = (
+        bool(np.any(~np.isnan(known_times(columns.requested_time_s, np))))
+        + bool(np.any(~np.isnan(memories(columns.memory_mb, cores, np))))
+        + bool(np.any(_names(columns.user, np)[1]))
+        + bool(np.any(_names(columns.group, np)[1]))
+        + any(bool(np.any(kept)) for _, kept in extras.archive.values()))
+    return only_archive > only_workflow
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _processor_texts(columns: WorkloadColumns, extras: _Extras, cores: Any) -> tuple[Any, Any]:
+    """NProcs and ReqNProcs (``codec._processor_columns``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    core_texts = _whole_texts(cores)
+    nprocs = pc.if_else(pa.array(extras.unknown_nprocs), pa.scalar("-1"), core_texts)
+    requested = pc.if_else(pa.array(extras.requested_kept), number_texts(extras.requested),
+                           core_texts)
+    return nprocs, requested
+
+
+def _whole_texts(values: Any) -> Any:
+    """``str(int(value))`` of whole floats (the cores): past 64 bits in Python."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    large = values >= _LARGEST_WRITTEN
+    texts = pc.cast(pa.array(np.where(large, 0, values).astype(np.int64)), pa.string())
+    if large.any():
+        texts = pc.replace_with_mask(texts, pa.array(large),
+                                     pa.array([str(int(value)) for value in values[large]],
+                                              pa.string()))
+    return texts
+
+
+def _workflow_file(columns: WorkloadColumns, extras: _Extras, sizes: Any, np: Any) -> bytes:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    head = (_pad(WORKFLOW_COLUMNS) + "\n").encode()
+    if not len(columns):
+        return head
+    cores = whole_cores(columns.cores, np)
+    nprocs, requested = _processor_texts(columns, extras, cores)
+    dependencies = pc.binary_join(pa.LargeListArray.from_arrays(
+        pa.array(columns.dependency_offsets, pa.int64()),
+        number_texts(columns.dependency_ids.astype(np.int64))), " ")
+    fields = [
+        number_texts(np.repeat(columns.job_ids, sizes)),
+        number_texts(columns.ids),
+        number_texts(_known_submits(columns.submit_time_s, np)),
+        known_texts(known_times(columns.runtime_s, np)),
+        nprocs, requested, dependencies.cast(pa.string()),
+    ]
+    padded = [pc.utf8_rpad(field, width=_FIELD_WIDTH, padding=" ") for field in fields]
+    return head + joined_lines(pc.binary_join_element_wise(*padded, ", "))
+
+
+def _archive_file(columns: WorkloadColumns, extras: _Extras, np: Any) -> bytes:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    head = ("# " + " ".join(ARCHIVE_COLUMNS) + "\n").encode()
+    count = len(columns)
+    if not count:
+        return head
+    cores = whole_cores(columns.cores, np)
+    unknown = pa.array(["-1"] * count, pa.string())
+    nprocs, requested = _processor_texts(columns, extras, cores)
+    memory = memories(columns.memory_mb, cores, np)
+    users, kept_users = _names(columns.user, np)
+    groups, kept_groups = _names(columns.group, np)
+    with np.errstate(invalid="ignore"):
+        per_processor_kb = memory * 1024 / cores
+    fields: dict[str, Any] = {
+        "JobID": number_texts(columns.ids),
+        "SubmitTime": number_texts(_known_submits(columns.submit_time_s, np)),
+        "RunTime": known_texts(known_times(columns.runtime_s, np)),
+        "ReqTime": known_texts(known_times(columns.requested_time_s, np)),
+        "NProcs": nprocs,
+        "ReqNProcs": requested,
+        "ReqMemory": known_texts(per_processor_kb),
+        "UserID": pc.if_else(pa.array(kept_users), users, unknown),
+        "GroupID": pc.if_else(pa.array(kept_groups), groups, unknown),
+    }
+    for name, (texts, kept) in extras.archive.items():
+        fields[name] = pc.if_else(pa.array(kept), texts, unknown)
+    row = [fields.get(name, unknown) for name in ARCHIVE_COLUMNS]
+    return head + joined_lines(pc.binary_join_element_wise(*row, " "))
+
+
+def _known_submits(values: Any, np: Any) -> Any:
+    """``known_submit`` of each value: unknown is 0."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(values) & (values >= 0), values, 0.0)
