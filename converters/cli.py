@@ -108,9 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Validate each FILE ('-' for stdin): its format is sniffed from its "
         "content (--format overrides), then it is checked against dcx's JSON Schema or XSD "
         "and the rules a schema cannot express. Says what it checked on stderr unless -q. "
-        "An SWF input from 16 MB (a file, or stdin that outgrows it) is checked in chunks as "
-        "it is read, in bounded memory and without the input size limit; a Parquet file from "
-        "16 MB is checked a row group at a time, with the same diagnostics, and with "
+        "An SWF or GWF input from 16 MB (a file, or stdin that outgrows it) is checked in "
+        "chunks as it is read, in bounded memory and without the input size limit; a Parquet "
+        "file from 16 MB is checked a row group at a time, with the same diagnostics, and with "
         "--workers or --scheduler-address its row groups are checked as partitions on a Dask "
         "cluster.")
     validate.add_argument("files", nargs="+", metavar="FILE")

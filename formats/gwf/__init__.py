@@ -56,6 +56,10 @@ derived losses report it. The writer serialises ``normal_form(document)`` and no
   (or that the variant has no column for) are dropped; dependencies on tasks outside the
   workload are dropped.
 
+A workload held as columns (what the accept path below reads) is written a column at a time
+(``columnar.py``), with the same bytes, and its normal form is checked column by column;
+one that needs renumbering or dropping is written task by task.
+
 Each parsed line is a *record* described by ``schemas/gwf.schema.json``. Records are checked
 field by field in Python with the column rules of ``rules.py``; a line that fails is validated
 against the schema for the detailed message. Diagnostics point at
