@@ -68,17 +68,11 @@ class Parts:
     """A Parquet file's footer: what every row group's check needs."""
 
     row_counts: tuple[int, ...]
+    first_rows: tuple[int, ...]
+    """Each row group's first row in the file."""
     column_names: tuple[str, ...]
     float_extras: tuple[str, ...]
     """``extras.`` columns of a floating-point type (checked for NaN), in column order."""
-
-    @property
-    def first_rows(self) -> tuple[int, ...]:
-        rows, first = [], 0
-        for count in self.row_counts:
-            rows.append(first)
-            first += count
-        return tuple(rows)
 
 
 @dataclass(frozen=True)
@@ -150,8 +144,9 @@ def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
     metadata = parquet.metadata
     float_extras = tuple(f.name for f in schema if f.name.startswith(EXTRAS_PREFIX)
                          and pa.types.is_floating(f.type))
-    return Parts(tuple(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)),
-                 tuple(schema.names), float_extras), ()
+    counts = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    firsts = list(itertools.accumulate(counts, initial=0))[:-1]
+    return Parts(tuple(counts), tuple(firsts), tuple(schema.names), float_extras), ()
 
 
 # --------------------------------------------------------------------------- one row group
