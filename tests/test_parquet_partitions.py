@@ -165,6 +165,15 @@ def test_not_parquet_and_a_bad_schema_end_at_the_footer():
     agree(stream.read_parts(io.BytesIO(data)), data)
 
 
+def test_a_damaged_row_group_is_unreadable_as_in_the_whole_read():
+    data = written(trace_table(5, 400), 50)
+    for at in (200, 1000, 3000, len(data) // 2):
+        damaged = data[:at] + b"\0" * 64 + data[at + 64:]
+        found = stream.read_parts(io.BytesIO(damaged))
+        assert [d.code for d in found.diagnostics] == ["parquet.unreadable"]
+        agree(found, damaged)
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """A Dask cluster of two worker threads in this process (``processes=False``): the
