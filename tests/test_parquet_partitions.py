@@ -128,7 +128,7 @@ def agree(found: ChunkedRead, data: bytes) -> None:
             exact.document.workload)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2 ** 32), st.integers(0, 40), st.integers(1, 12))
 @example(seed=0, rows=0, group_rows=1)
 def test_row_groups_give_the_whole_reads_diagnostics(seed: int, rows: int, group_rows: int):
