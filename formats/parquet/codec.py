@@ -529,13 +529,19 @@ def write(document: Document) -> WriteResult:
 
 
 def writer_options(schema: Any) -> dict[str, Any]:
-    """How dcx writes Parquet: zstd, and dictionary pages for text columns only (numbers
-    compress better and faster without them)."""
+    """How dcx writes Parquet: zstd, dictionary pages for text columns only, and integer
+    columns delta-encoded (``DELTA_BINARY_PACKED``, a standard Parquet encoding): ids and
+    counts written and read back in less time, and smaller, than plain or dictionary
+    pages."""
     import pyarrow as pa
 
     texts = [field.name for field in schema
              if pa.types.is_string(field.type) or pa.types.is_large_string(field.type)]
-    return {"compression": "zstd", "use_dictionary": texts}
+    integers = [field.name for field in schema if pa.types.is_integer(field.type)]
+    options: dict[str, Any] = {"compression": "zstd", "use_dictionary": texts}
+    if integers:
+        options["column_encoding"] = dict.fromkeys(integers, "DELTA_BINARY_PACKED")
+    return options
 
 
 def rows_of(workload: Workload) -> Any:
@@ -656,10 +662,13 @@ def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
     import pyarrow as pa
 
     sizes = np.diff(columns.job_offsets)
-    rows = np.repeat(np.arange(columns.job_count), sizes)
+    one_each = len(sizes) == len(columns) and bool(np.all(sizes == 1))  # (SWF: no take)
+    rows = np.arange(len(columns)) if one_each else np.repeat(np.arange(columns.job_count),
+                                                                sizes)
     ids = _id_array(columns.ids)
+    job_ids = _id_array(columns.job_ids)
     arrays: dict[str, Any] = {
-        "job_id": _id_array(columns.job_ids).take(pa.array(rows)),
+        "job_id": job_ids if one_each else job_ids.take(pa.array(rows)),
         "job_name": _string_array(columns.job_names, rows),
         "job_user": _string_array(columns.job_users, rows),
         "task_id": ids,
