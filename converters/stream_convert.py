@@ -717,7 +717,13 @@ def _early_output(output: str, target: _Target) -> Iterator[_Early | None]:
             or is_special(output):
         yield None
         return
-    with contextlib.suppress(_Discarded), temporary_beside(output) as temporary:
+    stack = contextlib.ExitStack()
+    try:
+        temporary = stack.enter_context(temporary_beside(output))
+    except OSError:  # said when the output is written, after the input's diagnostics
+        yield None
+        return
+    with contextlib.suppress(_Discarded), stack:
         early = _Early(temporary)
         target.start_early(temporary)
         yield early
