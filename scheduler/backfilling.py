@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -140,9 +141,14 @@ class _Shadow:
 class EasyBackfilling:
     """The head holds a reservation; later tasks start only if they do not delay it."""
 
+    shadow: _Shadow | None
+    expected_on_one: list[float] | None
+    """Each task's requested time on the one scheduling machine, made at the first pass."""
+
     def __init__(self, select: MachineSelection) -> None:
         self.select = select
-        self.shadow: _Shadow | None = None
+        self.shadow = None
+        self.expected_on_one = None
 
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         queue = state.queue
@@ -158,59 +164,77 @@ class EasyBackfilling:
         if replan or freed or self.shadow is None or head != head_before:
             self.shadow = (self._reserve_on_one(state, head) if single
                            else self._reserve(state, head))
-        elif not arrived:
-            return  # nothing freed and nothing new: nothing else can start
-        # Without a finish since the last pass no queued task fits better than it did then,
-        # but the pass still scans the whole queue: it stays short when the machines keep
-        # up, and the rule stays in one place.
-        if single:
-            self._backfill_on_one(state, self.shadow)
+            behind = queue[1:]
+        elif arrived:
+            # Nothing finished and the head is the same: since the last pass the free
+            # cores have not grown, nor the extra, and the clock is later. Every task
+            # queued then failed both rules then and fails them now; only the tasks queued
+            # since may start: those still waiting (one the order put ahead of the head
+            # may have started from the front), none of them the head, which waited then.
+            placed_on = state.placed_on
+            behind = sorted(entry for entry in state.enqueued if not placed_on[entry[1]])
         else:
-            self._backfill(state, self.shadow)
+            return  # nothing freed and nothing new: nothing else can start
+        if single:
+            self._backfill_on_one(state, self.shadow, behind)
+        else:
+            self._backfill(state, self.shadow, behind)
 
     # One scheduling machine (a pooled cluster): the same rules on plain numbers, since the
     # scan over the queue is what a large trace spends its time on.
 
     def _reserve_on_one(self, state: ReservingState, head: int) -> _Shadow:
-        projected = state.free[0]
-        wanted = state.need[head]
-        need, running = state.need, state.running
-        index, count = 0, len(running)
-        while index < count and state.usable[0]:
-            moment = running[index][0]
-            while index < count and running[index][0] == moment:
-                projected += need[running[index][1]]
-                index += 1
-            if projected >= wanted:
-                self._promise(state, head, moment, [0])
-                return _Shadow(head, moment, [projected - wanted])
-        return _Shadow(head, _INF, [projected])
+        free, wanted = state.free[0], state.need[head]
+        running = state.running
+        if not state.usable[0] or not running:
+            return _Shadow(head, _INF, [free])
+        # Once every running task has ended, the machine is whole again: free plus the
+        # running tasks' cores is its capacity.
+        capacity = state.capacity[0]
+        if capacity < wanted:
+            return _Shadow(head, _INF, [capacity])
+        # Walk from whichever end passes fewer cores: the head's missing cores from the
+        # front, the cores that may stay busy from the back. Both find the same moment.
+        if wanted - free <= capacity - wanted:
+            moment, projected = _shadow_from_front(running, state.need, free, wanted)
+        else:
+            moment, projected = _shadow_from_back(running, state.need, capacity, wanted)
+        self._promise(state, head, moment, [0])
+        return _Shadow(head, moment, [projected - wanted])
 
-    def _backfill_on_one(self, state: ReservingState, shadow: _Shadow) -> None:
-        queue, need = state.queue, state.need
-        now, limit = state.now, shadow.time_s
-        extra = shadow.extra[0]
+    def _backfill_on_one(self, state: ReservingState, shadow: _Shadow,
+                         behind: list[tuple[Key, int]]) -> None:
+        """Start the tasks of ``behind`` (queue entries, in queue order) that meet a rule."""
         if not state.usable[0]:
             return
         free = state.free[0]
-        started: list[int] = []
-        for position in range(1, len(queue)):
-            if free <= 0:
-                break
-            task = queue[position][1]
+        if free <= 0:
+            return
+        expected = self.expected_on_one
+        if expected is None:
+            duration = state.expected_duration
+            expected = self.expected_on_one = [
+                duration(task, 0) for task in range(len(state.need))]
+        need = state.need
+        now, limit = state.now, shadow.time_s
+        extra = shadow.extra[0]
+        started: list[tuple[Key, int]] = []
+        for entry in behind:
+            task = entry[1]
             width = need[task]
             if width > free:
                 continue
-            if now + state.expected_duration(task, 0) > limit:
+            if now + expected[task] > limit:
                 if width > extra:
                     continue
                 extra -= width
             state.start(task, (0,))
+            started.append(entry)
             free -= width
-            started.append(position)
+            if free <= 0:
+                break
         shadow.extra[0] = extra
-        for position in reversed(started):
-            del queue[position]
+        _dequeue(state.queue, started)
 
     def on_machines_changed(self) -> None:
         """The shadow is recomputed at the next pass (the engine says ``replan``)."""
@@ -240,24 +264,30 @@ class EasyBackfilling:
 
     @staticmethod
     def _promise(state: ReservingState, head: int, moment: float, chosen: list[int]) -> None:
+        held = state.reservations.get(head)
+        if held is not None and held.start_s == moment and held.machines == tuple(chosen):
+            return  # the same promise again (it ends at the same time)
         state.reservations[head] = Reservation(
             moment, tuple(chosen), moment + state.expected_length(head, chosen))
         if math.isnan(state.first_reservation_s[head]):
             state.first_reservation_s[head] = moment
 
-    def _backfill(self, state: ReservingState, shadow: _Shadow) -> None:
-        queue, free, extra = state.queue, state.free, shadow.extra
+    def _backfill(self, state: ReservingState, shadow: _Shadow,
+                  behind: list[tuple[Key, int]]) -> None:
+        """Start the tasks of ``behind`` (queue entries, in queue order) that meet a rule."""
+        if not behind:
+            return
+        free, extra = state.free, shadow.extra
         now, limit = state.now, shadow.time_s
-        smallest = min(state.need[task] for _, task in queue)
-        position = 1
-        while position < len(queue):
+        smallest = min(state.need[task] for _, task in behind)
+        started: list[tuple[Key, int]] = []
+        for entry in behind:
             if max(free) < smallest:
-                return
-            task = queue[position][1]
+                break
+            task = entry[1]
             need, nodes = state.need[task], state.nodes[task]
             candidates = state.fitting(task)
             if len(candidates) < nodes:
-                position += 1
                 continue
             in_time = [m for m in candidates if now + state.expected_duration(task, m) <= limit]
             if len(in_time) >= nodes:
@@ -265,16 +295,58 @@ class EasyBackfilling:
             else:
                 spare = [m for m in candidates if extra[m] >= need]
                 if len(spare) < nodes:
-                    position += 1
                     continue
                 chosen = self.select(need, nodes, spare, free)
                 for machine in chosen:
                     extra[machine] -= need
                 state.start(task, chosen)
-            del queue[position]
+            started.append(entry)
+        _dequeue(state.queue, started)
 
     def next_wakeup(self, state: ReservingState) -> float:
         return _INF
+
+
+def _shadow_from_front(running: list[tuple[float, int]], need: list[int], free: int,
+                       wanted: int) -> tuple[float, int]:
+    """The first expected end at which ``free`` plus the cores of the running tasks ended
+    by then reaches ``wanted`` (every task ending then counted), and those cores. The
+    caller knows it is reached by the last expected end."""
+    projected = free
+    index, count = 0, len(running)
+    while True:
+        moment = running[index][0]
+        while index < count and running[index][0] == moment:
+            projected += need[running[index][1]]
+            index += 1
+        if projected >= wanted:
+            return moment, projected
+
+
+def _shadow_from_back(running: list[tuple[float, int]], need: list[int], capacity: int,
+                      wanted: int) -> tuple[float, int]:
+    """``_shadow_from_front`` walking back from the last expected end, at which all
+    ``capacity`` is free: an earlier end is the shadow as long as the cores still busy
+    after it leave ``wanted`` free."""
+    spare = capacity - wanted
+    busy_after = 0  # cores of the running tasks ending after ``moment``
+    index = len(running)
+    while True:
+        moment = running[index - 1][0]
+        first, ending = index - 1, need[running[index - 1][1]]
+        while first > 0 and running[first - 1][0] == moment:
+            first -= 1
+            ending += need[running[first][1]]
+        if first == 0 or busy_after + ending > spare:
+            return moment, capacity - busy_after
+        busy_after += ending
+        index = first
+
+
+def _dequeue(queue: list[tuple[Key, int]], entries: list[tuple[Key, int]]) -> None:
+    """Take ``entries`` (started tasks) out of the sorted queue."""
+    for entry in entries:
+        del queue[bisect.bisect_left(queue, entry)]
 
 
 class _Profile:
@@ -308,8 +380,6 @@ class _Profile:
         """The earliest slice start at which enough machines have the task's cores free for
         its whole requested time, the machines R5 picks there, and the end."""
         need, nodes = state.need[task], state.nodes[task]
-        if len(state.capacity) == 1 and state.allowed is None:
-            return self._earliest_on_one(state, task, need)
         usable = state.open_machines if state.allowed is None else state.open_for(task)
         if not usable:
             return None
@@ -338,29 +408,17 @@ class _Profile:
                 return begin, chosen, begin + max(length[m] for m in chosen)
         return None
 
-    def _earliest_on_one(self, state: ReservingState, task: int, need: int,
-                         ) -> tuple[float, list[int], float] | None:
-        """``earliest`` for one scheduling machine. A window that fails at slice ``k``
-        fails for every start up to ``k`` too (each of them still covers slice ``k``), so
-        the search goes on after it: one pass over the slices."""
-        if not state.usable[0]:
-            return None
-        length = state.expected_duration(task, 0)
-        times, free = self.times, self.free
-        slices = len(times)
-        index = 0
-        while index < slices:
-            if free[index][0] < need:
-                index += 1
-                continue
-            end = times[index] + length
-            later = index + 1
-            while later < slices and times[later] < end and free[later][0] >= need:
-                later += 1
-            if later == slices or times[later] >= end:
-                return times[index], [0], end
-            index = later + 1
-        return None
+    def move_earlier(self, state: ReservingState, task: int, held: Reservation,
+                     select: MachineSelection) -> Reservation | None:
+        """Re-insert ``task``, reserved as ``held``, at its earliest fit with its own slot
+        free (so no later than it was); its new reservation (``None``: unchanged)."""
+        cores = state.need[task]
+        self.reserve(held.start_s, held.end_s, list(held.machines), -cores)
+        found = self.earliest(state, task, select)
+        assert found is not None and found[0] <= held.start_s, "its own slot is free"
+        begin, chosen, end = found
+        self.reserve(begin, end, chosen, cores)
+        return Reservation(begin, tuple(chosen), end)
 
     def room_before(self, moment: float, cores: int) -> bool:
         """Whether some machine has ``cores`` free in a slice starting before ``moment``:
@@ -390,21 +448,135 @@ class _Profile:
         self.times[0] = now
 
 
+class _ProfileOnOne:
+    """``_Profile`` for one scheduling machine (a pooled cluster): its free cores over time
+    as plain numbers, so that a reservation changes a run of slices in one step."""
+
+    def __init__(self, state: ReservingState, reservations: dict[int, Reservation]) -> None:
+        """The running tasks by expected end, then ``reservations``: every change of the
+        free cores summed per instant, then added up in time order."""
+        now, need = state.now, state.need
+        change: dict[float, int] = {now: 0}
+        for expected_end, task in state.running:
+            moment = max(expected_end, now)
+            change[moment] = change.get(moment, 0) + need[task]
+        for held_by, held in reservations.items():
+            cores = need[held_by]
+            begin = max(held.start_s, now)
+            change[begin] = change.get(begin, 0) - cores
+            change[held.end_s] = change.get(held.end_s, 0) + cores
+        self.times = sorted(change)
+        self.free = list(itertools.accumulate(
+            (change[moment] for moment in self.times), initial=state.free[0]))[1:]
+
+    def _split(self, moment: float) -> int:
+        """The index of the slice starting at ``moment``, made if needed."""
+        index = bisect.bisect_left(self.times, moment)
+        if index < len(self.times) and self.times[index] == moment:
+            return index
+        self.times.insert(index, moment)
+        self.free.insert(index, self.free[index - 1])
+        return index
+
+    def earliest(self, state: ReservingState, task: int, select: MachineSelection,
+                 ) -> tuple[float, list[int], float] | None:
+        """``_Profile.earliest``. A window that fails at slice ``k`` fails for every start
+        up to ``k`` too (each of them still covers slice ``k``), so the search goes on
+        after it: one pass over the slices."""
+        if not state.usable[0]:
+            return None
+        need, length = state.need[task], state.expected_duration(task, 0)
+        times, free = self.times, self.free
+        slices = len(times)
+        index = 0
+        while index < slices:
+            if free[index] < need:
+                index += 1
+                continue
+            end = times[index] + length
+            later = index + 1
+            while later < slices and times[later] < end and free[later] >= need:
+                later += 1
+            if later == slices or times[later] >= end:
+                return times[index], [0], end
+            index = later + 1
+        return None
+
+    def move_earlier(self, state: ReservingState, task: int, held: Reservation,
+                     select: MachineSelection) -> Reservation | None:
+        """``_Profile.move_earlier``, looking only at starts before ``held`` with the task's
+        own cores counted free over its slot, and changing nothing when none fits: its
+        own slot is then its earliest fit."""
+        cores, length = state.need[task], state.expected_duration(task, 0)
+        own_begin, own_end = held.start_s, held.end_s
+        times, free = self.times, self.free
+        slices = len(times)
+        index = 0
+        while index < slices and times[index] < own_begin:
+            if free[index] < cores:
+                index += 1
+                continue
+            end = times[index] + length
+            later = index + 1
+            # a window starting before the task's slot ends before the slot does
+            while later < slices and times[later] < end and (
+                    free[later] + cores if times[later] >= own_begin else free[later]) >= cores:
+                later += 1
+            if later == slices or times[later] >= end:
+                begin = times[index]
+                self.reserve(own_begin, own_end, [0], -cores)
+                self.reserve(begin, end, [0], cores)
+                return Reservation(begin, (0,), end)
+            index = later + 1
+        return None
+
+    def room_before(self, moment: float, cores: int) -> bool:
+        """``_Profile.room_before``."""
+        before = bisect.bisect_left(self.times, moment)
+        return before > 0 and max(self.free[:before]) >= cores
+
+    def reserve(self, begin: float, end: float, machines: list[int], cores: int) -> None:
+        """``cores`` fewer free over [begin, end) (more when negative)."""
+        first = self._split(max(begin, self.times[0]))
+        last = self._split(end)
+        self.free[first:last] = [free - cores for free in self.free[first:last]]
+
+    def advance(self, now: float) -> None:
+        """Drop the slices that ended before ``now``."""
+        index = bisect.bisect_right(self.times, now) - 1
+        if index > 0:
+            del self.times[:index]
+            del self.free[:index]
+        self.times[0] = now
+
+
 class ConservativeBackfilling:
     """Every waiting task holds a reservation; a task starts early only if it delays
     none."""
 
     def __init__(self, select: MachineSelection) -> None:
         self.select = select
-        self.profile: _Profile | None = None
+        self.profile: _Profile | _ProfileOnOne | None = None
         self.machines_changed = False
+
+    @staticmethod
+    def _planned(state: ReservingState, reservations: dict[int, Reservation],
+                 ) -> _Profile | _ProfileOnOne:
+        """A profile of the running tasks and ``reservations``."""
+        if len(state.capacity) == 1 and state.allowed is None:
+            return _ProfileOnOne(state, reservations)
+        profile = _Profile(state)
+        for held_by, held in reservations.items():
+            profile.reserve(held.start_s, held.end_s, list(held.machines),
+                            state.need[held_by])
+        return profile
 
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         if self.profile is None or self.machines_changed:
             # a machine failed or came back: every reservation is planned afresh (one on a
             # failed machine may move later)
-            self.profile = _Profile(state)
             state.reservations.clear()
+            self.profile = self._planned(state, state.reservations)
             self.machines_changed = False
         elif replan:
             self._compress(state)
@@ -427,8 +599,9 @@ class ConservativeBackfilling:
             if math.isnan(state.first_reservation_s[task]):
                 state.first_reservation_s[task] = begin
         now = state.now
+        reservations = state.reservations
         due = [(key, task) for key, task in state.queue
-               if state.reservations.get(task, Reservation(_INF, (), _INF)).start_s <= now]
+               if (held := reservations.get(task)) is not None and held.start_s <= now]
         for entry in due:
             task = entry[1]
             machines = state.reservations[task].machines
@@ -454,24 +627,17 @@ class ConservativeBackfilling:
         reservations (a fresh profile has no slices left over from moved reservations),
         then move each waiting task that could start earlier, in queue order, to its
         earliest fit. Its own slot is free while it looks, so no reservation moves later."""
-        profile = self.profile = _Profile(state)
         reservations = state.reservations
-        for held_by, reservation in reservations.items():
-            profile.reserve(reservation.start_s, reservation.end_s, list(reservation.machines),
-                            state.need[held_by])
+        profile = self.profile = self._planned(state, reservations)
         for _, task in state.queue:
             held = reservations.get(task)
             if held is None:
                 continue
-            cores = state.need[task]
-            if not profile.room_before(held.start_s, cores):
+            if not profile.room_before(held.start_s, state.need[task]):
                 continue  # no slice before its start has its cores free: it cannot move
-            profile.reserve(held.start_s, held.end_s, list(held.machines), -cores)
-            found = profile.earliest(state, task, self.select)
-            assert found is not None and found[0] <= held.start_s, "its own slot is free"
-            begin, chosen, end = found
-            profile.reserve(begin, end, chosen, cores)
-            reservations[task] = Reservation(begin, tuple(chosen), end)
+            moved = profile.move_earlier(state, task, held, self.select)
+            if moved is not None:
+                reservations[task] = moved
 
     def next_wakeup(self, state: ReservingState) -> float:
         return min((r.start_s for r in state.reservations.values()), default=_INF)
@@ -631,6 +797,7 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
 
         if state.queue:
             component.plan(state, replan, freed, arrived)
+        state.enqueued.clear()
         for task in state.started:
             if math.isnan(first_start[task]):
                 first_start[task] = now

@@ -149,6 +149,9 @@ class ReservingState(SchedulerState):
     time)."""
     queue: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
     """Waiting eligible tasks as ``(policy key, task)``, in policy order."""
+    enqueued: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
+    """The queue entries added since the component's last pass (the engine empties it after
+    each pass): what EASY scans when nothing else changed."""
     running: list[tuple[float, int]] = field(default_factory=list)
     """Running tasks as ``(expected end, task)``, earliest expected end first."""
     reservations: dict[int, Reservation] = field(default_factory=dict)
@@ -169,7 +172,9 @@ class ReservingState(SchedulerState):
         del running[bisect.bisect_left(running, (self.expected_end_s[task], task))]
 
     def enqueue(self, key: tuple[float, ...], task: int) -> None:
-        bisect.insort(self.queue, (key, task))
+        entry = (key, task)
+        bisect.insort(self.queue, entry)
+        self.enqueued.append(entry)
 
     def expected_length(self, task: int, machines: tuple[int, ...] | list[int]) -> float:
         return max(self.expected_duration(task, machine) for machine in machines)
@@ -178,12 +183,20 @@ class ReservingState(SchedulerState):
         """Place ``task`` on ``machines`` now (the caller has checked that it fits)."""
         chosen = tuple(machines)
         need = self.need[task]
-        for machine in chosen:
-            self.free[machine] -= need
         now = self.now
+        if len(chosen) == 1:  # most tasks: no max over one machine
+            machine = chosen[0]
+            self.free[machine] -= need
+            expected = self.expected_duration(task, machine)
+            real = self.real_duration(task, machine)
+        else:
+            for machine in chosen:
+                self.free[machine] -= need
+            expected = self.expected_length(task, chosen)
+            real = max(self.real_duration(task, m) for m in chosen)
         self.start_s[task] = now
-        self.expected_end_s[task] = now + self.expected_length(task, chosen)
-        self.finish_s[task] = now + max(self.real_duration(task, m) for m in chosen)
+        self.expected_end_s[task] = now + expected
+        self.finish_s[task] = now + real
         self.placed_on[task] = chosen
         self.add_running(task)
         self.reservations.pop(task, None)
