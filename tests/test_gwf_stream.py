@@ -139,6 +139,26 @@ def test_too_many_errors_stop_as_the_whole_file_reader_does():
     agree(("\n".join(many) + "\n").encode(), 4096)
 
 
+def test_problems_after_a_long_clean_start():
+    """Chunks of clean tasks (ids going up, dependencies on earlier lines: not kept) and
+    then tasks that repeat an early id, depend on early tasks, on missing ones and on later
+    ones, and close cycles through early ones' ids."""
+    rng = random.Random(5)
+    earlier = [sorted(rng.sample(range(1, task), min(task - 1, 2))) for task in range(1, 600)]
+    lines = [HEADER] + [", ".join(f"{value:<10}" for value in (
+        task // 7, task, 0, 10, 4, 4, " ".join(map(str, earlier[task - 1]))))
+        for task in range(1, 600)]
+    lines += [workflow_task(5, "3"),                      # an early id again
+              workflow_task(700, "2 701 9999", lead=" "),  # ahead and missing
+              workflow_task(701, "700 12"),                # a cycle with 700
+              workflow_task(702, "")]
+    data = ("\n".join(lines) + "\n").encode()
+    for chunk_bytes in (97, 4096, 1 << 20):
+        assert not agree(data, chunk_bytes).ok
+    for tail in lines[-4:]:  # each problem alone after the clean start
+        agree(("\n".join([*lines[:600], tail]) + "\n").encode(), 4096)
+
+
 def test_a_long_dependency_ring_across_many_chunks():
     tasks = 3000
     lines = [HEADER] + [workflow_task(task, str(task % tasks + 1), workflow=task // 50)

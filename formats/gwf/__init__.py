@@ -73,9 +73,9 @@ Traces larger than memory are checked in chunks (``read_chunks``, ``stream.py``)
 validate`` does so for a file of 16 MB or more and a pipe that outgrows 16 MB. Each chunk's
 task lines take the same accept path, or the line-by-line reader where it gives up; the
 checks across lines (repeated ids, dependencies on tasks not in the file, cycles, the
-workflows each task joins) run once at the end on compact numbers kept per task (its id,
-line and JobID column, each dependency's id and column), with the whole-file reader's
-diagnostics, byte for byte.
+workflows each task joins) run once at the end on compact numbers kept per task, with the
+whole-file reader's diagnostics, byte for byte. A file whose ids go up and whose tasks
+depend only on earlier lines keeps nothing per task when its ids count up by one.
 
 Divergences
 -----------

@@ -7,11 +7,14 @@ it is the header), as in the whole-file reader. Each chunk's task lines then fir
 vectorised accept path (``fast.workflow_rows``, ``fast.archive_rows``: the same rules); a
 chunk where it gives up is read by the exact line-by-line reader, its line numbers offset to
 the chunk's place in the file. What the checks across lines need is kept between chunks: the
-error budget, each task's id (a 64-bit integer, or a Python value for text ids), line and
-JobID column, each dependency's id and column, and the distinct workflow ids (the job
-count). At the end ``column_dependency_diagnostics`` (repeated ids, dependencies on tasks not
-in the file, cycles) runs once on all of them, in file order, as the whole-file reader runs
-it, and the closing warnings follow as there.
+error budget, the distinct workflow ids (the job count), each task's id (a ``range`` for a
+chunk numbered n, n + 1, …, else a 64-bit integer or a Python value each), line (runs of
+consecutive lines) and JobID column (one per chunk when they agree), and, once the file is
+no longer *clean* (ids going up, dependencies on tasks of earlier lines: what dcx and the
+archives write), each dependency's id and column. A clean file's checks across lines can
+find nothing and are skipped; otherwise ``column_dependency_diagnostics`` (repeated ids,
+dependencies on tasks not in the file, cycles) runs once on every task, in file order, as
+the whole-file reader runs it, and the closing warnings follow as there.
 """
 
 from __future__ import annotations
@@ -55,15 +58,26 @@ class _Part:
 
     first_row: int
     ids: Any
-    """``int64``, or ``object`` holding Python values (text ids, numbers past 64 bits)."""
+    """``int64``, or ``object`` holding Python values (text ids, numbers past 64 bits), or
+    a ``range`` when they count up by one (nothing kept per task)."""
     first_line: int
     lines: Any
     """Each task's line, or ``None`` when they are the lines from ``first_line`` on."""
     id_columns: Any
     """Each task's JobID column (``int64``), or an ``int`` they all share."""
     dependency_offsets: Any
+    """``None`` when the part's tasks are all clean (see ``_Stream.clean``): their
+    dependencies are not kept."""
     dependency_ids: Any
     dependency_columns: Any
+
+    def id_array(self, np: Any) -> Any:
+        ids = self.ids
+        return np.arange(ids.start, ids.stop, dtype=np.int64) if isinstance(ids, range) \
+            else ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 class _Stream:
@@ -89,6 +103,15 @@ class _Stream:
         self.other_workflows: set[Id] = set()
         """Workflow ids that are text or past 64 bits."""
         self.text_ids = False
+        self.clean = True
+        """Every task so far has an integer id above the one before and depends only on
+        tasks of earlier lines: the checks across lines cannot report anything about
+        these tasks (a later repeat of one of their ids is reported at the later line), so
+        their dependencies are not kept, and when the whole file is clean the checks are
+        skipped."""
+        self.last_id = -1
+        self.first_ids: list[int] = []
+        """The first id of each part while the file is clean (they only go up)."""
 
     # ----------------------------------------------------------------------- chunks
 
@@ -96,6 +119,9 @@ class _Stream:
         first_line = self.next_line
         self.next_line += chunk.count(b"\n")
         first, self.first = self.first, False
+        if self.variant is not None and not self.reader.stopped and not first \
+                and self.vectorised(chunk, first_line):
+            return  # accepted, so plain ASCII: nothing to decode
         try:
             text = chunk.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -106,9 +132,8 @@ class _Stream:
             return
         if self.reader.stopped:  # the whole file must still be UTF-8
             return
-        body: bytes | None = chunk
         if first and text.startswith(_BOM):
-            text, body = text[1:], None
+            text = text[1:]
         if self.blank and text.strip():
             self.blank = False
         lines = text.split("\n")
@@ -123,10 +148,10 @@ class _Stream:
             self.reader.lines, self.reader.first_line = lines, first_line
             start = (workflow_start(self.reader, found) if self.variant == "workflow"
                      else found)
-            body = None
-        if body is None:
-            body = "\n".join(lines[start:]).encode()
-        if not self.vectorised(body, first_line + start):
+        elif not first:
+            self.exact(lines, start, first_line)  # the accept path gave up above
+            return
+        if not self.vectorised("\n".join(lines[start:]).encode(), first_line + start):
             self.exact(lines, start, first_line)
 
     def vectorised(self, body: bytes, first_line: int) -> bool:
@@ -187,11 +212,58 @@ class _Stream:
             self.text_ids = self.text_ids or any(isinstance(value, str) for value in ids)
         contiguous = int(lines[-1]) - int(lines[0]) == len(lines) - 1
         shared = int(id_columns[0]) if bool(np.all(id_columns == id_columns[0])) else None
-        self.parts.append(_Part(self.rows, ids, int(lines[0]), None if contiguous else lines,
+        held: Any = ids
+        if ids.dtype.kind == "i" and int(ids[-1]) - int(ids[0]) == len(ids) - 1 \
+                and bool(np.all(np.diff(ids) == 1)):
+            held = range(int(ids[0]), int(ids[-1]) + 1)
+        if self.still_clean(ids, held, dependency_offsets, dependency_ids):
+            dependency_offsets = dependency_ids = dependency_columns = None
+        self.parts.append(_Part(self.rows, held, int(lines[0]), None if contiguous else lines,
                                 id_columns if shared is None else shared,
                                 dependency_offsets, dependency_ids, dependency_columns))
         self.part_starts.append(self.rows)
         self.rows += len(ids)
+
+    def still_clean(self, ids: Any, held: Any, offsets: Any, dependencies: Any) -> bool:
+        """Whether the file is still clean (see ``clean``) with this part's tasks."""
+        np = self.np
+        if not self.clean:
+            return False
+        if ids.dtype.kind != "i" or int(ids[0]) <= self.last_id or (
+                not isinstance(held, range) and not bool(np.all(np.diff(ids) > 0))):
+            self.clean = False
+            return False
+        if len(dependencies):
+            if dependencies.dtype.kind != "i":
+                self.clean = False
+                return False
+            own = np.repeat(ids, np.diff(offsets))
+            if not (bool(np.all(dependencies < own))
+                    and self.all_known(dependencies, ids, held, np)):
+                self.clean = False
+                return False
+        self.first_ids.append(int(ids[0]))
+        self.last_id = int(ids[-1])
+        return True
+
+    def all_known(self, wanted: Any, ids: Any, held: Any, np: Any) -> bool:
+        """Whether each of ``wanted`` is the id of a task so far (this part's ``ids``
+        included), all parts clean (their ids only go up)."""
+        parts = [*self.parts, _Part(self.rows, held, 0, None, 1, None, None, None)]
+        first_ids = np.array([*self.first_ids, int(ids[0])], dtype=np.int64)
+        holder = np.searchsorted(first_ids, wanted, side="right") - 1
+        if np.any(holder < 0):
+            return False
+        for index in np.unique(holder).tolist():
+            mine = wanted[holder == index]
+            kept = parts[index].ids
+            if isinstance(kept, range):
+                if np.any(mine >= kept.stop):
+                    return False
+            elif not bool(np.all(kept[np.minimum(np.searchsorted(kept, mine),
+                                                 len(kept) - 1)] == mine)):
+                return False
+        return True
 
     def add_workflows(self, workflows: Any) -> None:
         np = self.np
@@ -235,19 +307,22 @@ class _Stream:
 
     def across_lines(self) -> None:
         """``column_dependency_diagnostics`` on every task, as the whole-file reader runs
-        it (which skips it, in one vectorised test, when it can find nothing)."""
-        if not self.rows:
+        it, unless the file is clean (then it can find nothing); clean tasks' dependencies,
+        not kept, cannot change what it finds (they are on no cycle and name known ids)."""
+        if not self.rows or self.clean:
             return
         np = self.np
         parts = self.parts
-        ids = _joined([part.ids for part in parts], np)
-        dependency_ids = _joined([part.dependency_ids for part in parts], np)
-        offsets = np.concatenate(
-            [np.zeros(1, dtype=np.int64)]
-            + [part.dependency_offsets[1:] + base for part, base in
-               zip(parts, np.cumsum([0] + [int(part.dependency_offsets[-1])
-                                           for part in parts[:-1]]), strict=True)])
-        dependency_columns = np.concatenate([part.dependency_columns for part in parts])
+        ids = _joined([part.id_array(np) for part in parts], np)
+        nothing = np.zeros(0, dtype=np.int64)
+        dependency_ids = _joined([nothing if part.dependency_ids is None
+                                  else part.dependency_ids for part in parts], np)
+        counts = np.concatenate([np.zeros(len(part), dtype=np.int64)
+                                 if part.dependency_offsets is None
+                                 else np.diff(part.dependency_offsets) for part in parts])
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        dependency_columns = np.concatenate([nothing if part.dependency_columns is None
+                                             else part.dependency_columns for part in parts])
 
         def locate(index: int, dependency: int | None) -> dict[str, Any]:
             line = self.line_of(index)
