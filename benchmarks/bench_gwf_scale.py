@@ -1,5 +1,6 @@
 """GWF at archive scale: a seeded 1,000,000-task file of each variant, ``dcx validate`` (the
-vectorised accept path, ``dcx.formats.gwf.fast``) beside the exact line-by-line path
+vectorised accept path, ``dcx.formats.gwf.fast``; from 16 MB a chunk at a time,
+``bench_gwf_stream`` compares that with the whole file) beside the exact line-by-line path
 building one object per task (what ``validate`` did before), on the same file in the same
 run.
 
