@@ -112,13 +112,22 @@ FILES: dict[str, tuple[str, Callable[[int], bytes]]] = {
     "jgf": ("graph.json", jgf_file)}
 
 
+# Generated in a child too: a child's peak RSS counts the parent's at the fork (Linux keeps
+# the larger of the two across exec), so the parent must stay small.
+GENERATE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from bench_read_runs import FILES
+with open(sys.argv[4], "wb") as handle:
+    handle.write(FILES[sys.argv[2]][1](int(sys.argv[3])))
+"""
+
+
 def measure(name: str, nodes: int, folder: str) -> None:
-    file_name, generate = FILES[name]
-    path = os.path.join(folder, file_name)
-    data = generate(nodes)
-    with open(path, "wb") as handle:
-        handle.write(data)
-    print(f"{name}: {nodes:,} machines of one kind, {len(data) / 2**20:,.1f} MB "
+    path = os.path.join(folder, FILES[name][0])
+    run_code(GENERATE, os.path.dirname(os.path.abspath(__file__)), name, str(nodes), path,
+             what=f"generating the {name} file")
+    print(f"{name}: {nodes:,} machines of one kind, {os.path.getsize(path) / 2**20:,.1f} MB "
           "(child processes)")
     for step in ("validate", "convert"):
         figures: dict[str, tuple[float, float, float]] = {}
