@@ -47,6 +47,12 @@ Identical machines holding whole-machine tasks (an SWF trace on its own ``MaxPro
 single-core machines) are interchangeable, so the engine plans them as one pooled machine
 of all their cores and picks concrete machines when a task starts: the same schedule at a
 fraction of the cost. Not when static filters allow tasks some machines only.
+
+Shortcuts that change no schedule (``tests/test_scheduler_backfilling_differential.py``
+holds them to the plain rules): on one scheduling machine EASY walks to the shadow from
+whichever end of the running tasks passes fewer cores, and conservative keeps its profile
+as plain numbers and moves a reservation only when an earlier start fits; a pass after
+arrivals alone (nothing finished, the same head) has EASY look at the new tasks only.
 """
 
 from __future__ import annotations
@@ -122,6 +128,16 @@ class StrictQueue:
 
 def start_from_front(state: ReservingState, select: MachineSelection) -> None:
     queue = state.queue
+    if len(state.capacity) == 1 and state.allowed is None:
+        # one scheduling machine: the front task fits when its cores are free there
+        need, nodes, free, usable = state.need, state.nodes, state.free, state.usable
+        while queue and usable[0]:
+            task = queue[0][1]
+            if free[0] < need[task] or nodes[task] > 1:
+                return
+            state.start(task, (0,))
+            del queue[0]
+        return
     while queue:
         task = queue[0][1]
         candidates = state.fitting(task)
@@ -172,7 +188,8 @@ class EasyBackfilling:
             # since may start: those still waiting (one the order put ahead of the head
             # may have started from the front), none of them the head, which waited then.
             placed_on = state.placed_on
-            behind = sorted(entry for entry in state.enqueued if not placed_on[entry[1]])
+            behind = [entry for entry in state.enqueued if not placed_on[entry[1]]]
+            behind.sort()
         else:
             return  # nothing freed and nothing new: nothing else can start
         if single:
@@ -732,6 +749,11 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
     lost_core_s = 0.0
     cycles = 0
     enqueue = state.enqueue
+    # bound once: the loop below runs once per event time
+    plan, release, next_wakeup = component.plan, state.release, component.next_wakeup
+    finish_s, expected_end_s, children = state.finish_s, state.expected_end_s, tasks.children
+    started, enqueued = state.started, state.enqueued
+    heappop, heappush = heapq.heappop, heapq.heappush
 
     def queue_task(task: int) -> None:
         nonlocal position
@@ -749,16 +771,16 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
         state.now = now
         replan = freed = arrived = False
         while finishes and finishes[0][0] <= now:
-            _, task, attempt = heapq.heappop(finishes)
+            _, task, attempt = heappop(finishes)
             if attempt != attempts[task]:
                 continue
             freed = True
-            if state.finish_s[task] < state.expected_end_s[task]:
+            if finish_s[task] < expected_end_s[task]:
                 replan = True  # ended early: the plan assumed it would run longer
-            state.release(task)
+            release(task)
             if pooled:
                 idle_machines.extend(concrete[task])
-            for child in tasks.children[task]:
+            for child in children[task]:
                 unfinished_parents[child] -= 1
                 if unfinished_parents[child] == 0 and arrived_flag[child]:
                     queue_task(child)
@@ -796,9 +818,9 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
                 arrived = True
 
         if state.queue:
-            component.plan(state, replan, freed, arrived)
-        state.enqueued.clear()
-        for task in state.started:
+            plan(state, replan, freed, arrived)
+        enqueued.clear()
+        for task in started:
             if math.isnan(first_start[task]):
                 first_start[task] = now
             if pooled:
@@ -807,17 +829,16 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
                 del idle_machines[-taken:]
             else:
                 concrete[task] = state.placed_on[task]
-            heapq.heappush(finishes, (state.finish_s[task], task, attempts[task]))
-        state.started.clear()
+            heappush(finishes, (finish_s[task], task, attempts[task]))
+        started.clear()
 
-        following = [component.next_wakeup(state)]
-        if finishes:
-            following.append(finishes[0][0])
-        if next_arrival < count:
-            following.append(release_s[by_release[next_arrival]])
-        if next_change < len(changes):
-            following.append(changes[next_change].time_s)
-        upcoming_s = min(following)
+        upcoming_s = next_wakeup(state)
+        if finishes and finishes[0][0] < upcoming_s:
+            upcoming_s = finishes[0][0]
+        if next_arrival < count and release_s[by_release[next_arrival]] < upcoming_s:
+            upcoming_s = release_s[by_release[next_arrival]]
+        if next_change < len(changes) and changes[next_change].time_s < upcoming_s:
+            upcoming_s = changes[next_change].time_s
         if upcoming_s == _INF:
             break
         now = max(upcoming_s, now)
