@@ -275,16 +275,21 @@ _NODE_CHANGES: tuple[Any, ...] = (
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jgf_environments(), st.lists(st.integers(1, 4), min_size=1, max_size=4),
        st.lists(st.tuples(st.integers(0, 400), st.integers(0, len(_NODE_CHANGES) - 1)),
-                max_size=4))
+                max_size=4), st.sampled_from([None, -1, 0, 7]))
 def test_generated_jgf_graphs_read_as_node_by_node(
-        environment: Environment, times: list[int], changes: list[tuple[int, int]]) -> None:
+        environment: Environment, times: list[int], changes: list[tuple[int, int]],
+        rank_below: int | None) -> None:
     written = jgf.write(Document(environment=_copied(environment, times)))
     assert written.ok
     value = json.loads(written.data)
     vertices = value["graph"]["nodes"]
+    if rank_below is not None:  # every node's subtree stored, as in Fluxion's tiny.json
+        for vertex in vertices:
+            if vertex["metadata"]["type"] not in ("cluster", "rack", "node"):
+                vertex["metadata"]["rank"] = rank_below
     nodes = [vertex for vertex in vertices if vertex["metadata"]["type"] == "node"]
     for position, change in changes:
         if position < len(vertices):

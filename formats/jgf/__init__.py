@@ -21,9 +21,12 @@ Mapping (containment subsystem):
   memory module (size and unit converted to MB, binary multiples); any other type → a
   ``NamedResource`` (name, size, type, unit);
 * consecutive nodes of one grouping that differ only in name, id and rank, whose subtrees
-  are the one the writer builds for the first (nothing kept in ``jgf:`` extras), are one
-  machine group (``dcx.core.groups``): the first node's subtree is read into a machine, the
-  others' only compared with it. Their vertices are still parsed and checked one by one.
+  are the first's (the one the writer builds for its machine, or the same vertices kept in
+  ``jgf:vertices``, as when the vertices below Fluxion's nodes have rank -1) and whose own
+  metadata has nothing to keep, are one machine group (``dcx.core.groups``): the first
+  node's subtree is read into a machine, the others' only compared with it. Their vertices
+  are still parsed and checked one by one. Nodes with paths in other subsystems (a
+  ``power`` tree) are read one by one.
 
 Fidelity
 --------

@@ -335,9 +335,9 @@ class _RackBuilder:
         return Rack(id=vertex.id, name=vertex.name, slots=machines, extras=extras)
 
     def slots(self, nodes: list[Vertex]) -> tuple[Machine | None, ...] | Slots:
-        """The machines of ``nodes``; consecutive nodes whose subtrees are the one the writer
-        builds for the first's machine, with nothing stored beside it, and whose own
-        metadata differs only in name, id and rank are one group (``_Run``)."""
+        """The machines of ``nodes``; consecutive nodes whose subtrees are the first's (the
+        one the writer builds for its machine, or one stored in the same ``jgf:vertices``)
+        and whose own metadata differs only in name, id and rank are one group (``_Run``)."""
         parts: list[Machine | MachineGroup] = []
         run: _Run | None = None
         for node in nodes:
@@ -346,7 +346,7 @@ class _RackBuilder:
             if run is not None:
                 parts.append(run.part())
             machine = self.machine(node)
-            run = _Run.starting(machine, self.subtrees) if not machine.extras else None
+            run = _Run.starting(node, machine, self.subtrees, self.graph)
             if run is None:
                 parts.append(machine)
         if run is not None:
@@ -375,28 +375,38 @@ class _RackBuilder:
 @dataclass
 class _Run:
     """Node vertices read one after another as one machine group: the first read in full
-    (``_RackBuilder.machine``, with nothing stored in extras), the others checked against
+    (``_RackBuilder.machine``, with no ``jgf:vertex`` residual), the others checked against
     it and read only for their name, id and rank."""
 
     first: Machine
     canonical: _Plain
-    """The subtree the writer builds for ``first``, which its own subtree is."""
+    """The subtree the writer builds for ``first``: its own subtree when ``stored`` is
+    ``None``."""
+    stored: _StoredSubtree | None
+    """``first``'s own subtree, when kept in ``jgf:vertices``."""
     ids: list[Any] | None
     names: list[str]
     ranks: list[int] | None
 
     @staticmethod
-    def starting(machine: Machine, subtrees: ShapeMemo[_Plain]) -> _Run | None:
-        if machine.name is None:
+    def starting(node: Vertex, machine: Machine, subtrees: ShapeMemo[_Plain],
+                 graph: Graph) -> _Run | None:
+        if machine.name is None or not machine.extras.keys() <= {VERTICES}:
             return None
+        stored = None
+        if machine.extras:
+            stored = _StoredSubtree.of(node, graph)
+            if stored is None:
+                return None
         canonical = subtrees.get(machine.cpus, machine.gpus, machine.memory, machine.resources)
-        return _Run(machine, canonical, None if machine.id is None else [machine.id],
+        return _Run(machine, canonical, stored, None if machine.id is None else [machine.id],
                     [machine.name], None if machine.rank is None else [machine.rank])
 
     def admits(self, node: Vertex, graph: Graph) -> bool:
         """Whether ``node`` reads as ``first`` but for name, id and rank: its subtree is
-        ``canonical`` (so ``_machine_from`` would build the same parts), its features and
-        state are the same, and it has no metadata to store. Noted if so."""
+        ``first``'s (so ``_machine_from`` builds the same parts, and the same vertices are
+        stored), its features and state are the same, and it has no metadata of its own to
+        store. Noted if so."""
         first, ranks, ids = self.first, self.ranks, self.ids
         if (node.id >= 0) != (ids is not None) or (node.rank >= 0) != (ranks is not None):
             return False
@@ -408,8 +418,11 @@ class _Run:
         if features != first.features or _residual(node, model_holds_state=True):
             return False
         node_path = node.paths[CONTAINMENT]
-        if not _is_plain_subtree(descendants(graph, node_path), self.canonical,
-                                 len(node_path) + 1, node.rank):
+        below = descendants(graph, node_path)
+        if self.stored is None:
+            if not _is_plain_subtree(below, self.canonical, len(node_path) + 1, node.rank):
+                return False
+        elif not self.stored.matches(below, len(node_path) + 1, node.rank):
             return False
         self.names.append(node.name)
         if ids is not None:
@@ -422,6 +435,57 @@ class _Run:
         if len(self.names) == 1:
             return self.first
         return run_group(self.first, len(self.names), self.ids, self.names, self.ranks)
+
+
+_PROPERTIES = attrgetter("properties")
+_RANK = attrgetter("rank")
+_METADATA = attrgetter("metadata")
+
+
+@dataclass
+class _StoredSubtree:
+    """A node's subtree as ``_entry`` stores it, to compare other nodes' with: equal
+    fields, relative paths, properties and ranks give equal stored vertices (each vertex's
+    rank is stored when it differs from its node's, so no vertex may have either node's
+    rank unless the two nodes' ranks are equal). Only containment paths and metadata
+    Fluxion reads."""
+
+    fields: list[Any]
+    paths: list[str]
+    properties: list[dict[str, str]]
+    ranks: list[int]
+    node_rank: int
+
+    @staticmethod
+    def of(node: Vertex, graph: Graph) -> _StoredSubtree | None:
+        node_path = node.paths[CONTAINMENT]
+        below = descendants(graph, node_path)
+        all_paths = list(map(_PATHS, below))
+        if any(len(vertex_paths) != 1 for vertex_paths in all_paths) or not all(
+                map(KNOWN_METADATA.issuperset, map(_METADATA, below))):
+            return None
+        base = len(node_path) + 1
+        return _StoredSubtree(list(map(_FIELDS, below)),
+                              [vertex_paths[CONTAINMENT][base:] for vertex_paths in all_paths],
+                              list(map(_PROPERTIES, below)), list(map(_RANK, below)),
+                              node.rank)
+
+    def matches(self, below: list[Vertex], base: int, rank: int) -> bool:
+        if len(below) != len(self.fields) or list(map(_FIELDS, below)) != self.fields:
+            return False
+        ranks = list(map(_RANK, below))
+        if ranks != self.ranks or (rank != self.node_rank and (
+                rank in ranks or self.node_rank in ranks)):
+            return False
+        if list(map(_PROPERTIES, below)) != self.properties:
+            return False
+        all_paths = list(map(_PATHS, below))
+        if any(len(vertex_paths) != 1 for vertex_paths in all_paths):
+            return False
+        if [vertex_paths.get(CONTAINMENT, "")[base:] for vertex_paths in all_paths] != \
+                self.paths:
+            return False
+        return all(map(KNOWN_METADATA.issuperset, map(_METADATA, below)))
 
 
 _Plain = tuple[tuple[tuple[str, str, int, str, str, int, bool, int], ...], tuple[str, ...]]
