@@ -1,5 +1,6 @@
 """GWF at archive scale, read in chunks and written a column at a time: seeded
-1,000,000-task files of each variant (``bench_gwf_scale``'s), in the same run:
+1,000,000-task files of each variant (``bench_gwf_scale``'s, made in a child process), in
+the same run:
 
 1. ``dcx validate`` read whole (the in-memory path: the vectorised accept path on the whole
    file, what every GWF input took before chunked reading) beside read in chunks (what
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_gwf_scale import archive_trace, workflow_trace
+from bench_gwf_scale import make_trace
 
 TASKS = int(os.environ.get("DCX_BENCH_TASKS", "1000000"))
 
@@ -44,6 +45,7 @@ import hashlib, resource, sys, time
 from pathlib import Path
 from dcx.core.columns import columns_of
 from dcx.formats.gwf import codec
+codec.FAST_READ_BYTES = 0  # read as columns whatever the size
 document = codec.read(Path(sys.argv[2]).read_bytes()).document
 assert columns_of(document.workload) is not None, "not read as columns"
 write = codec.write if sys.argv[1] == "columns" else codec.write_rows
@@ -83,8 +85,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         traces = {"workflow": Path(folder) / "workflow.gwf",
                   "archive": Path(folder) / "archive.gwf"}
-        traces["workflow"].write_text(workflow_trace(TASKS))
-        traces["archive"].write_text(archive_trace(TASKS))
+        for variant, trace in traces.items():
+            make_trace(variant, trace, TASKS)
         print(f"bench_gwf_stream: {TASKS:,}-task GWF; wall s, CPU s, peak RSS MB; "
               "ratios: baseline / now, CPU and RSS")
         print(f"  {'':<26}{'wall':>8}{'cpu':>8}{'MB':>8}{'base wall':>10}{'cpu':>8}{'MB':>8}"
