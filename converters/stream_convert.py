@@ -32,7 +32,7 @@ that mix integers and text (the whole file renumbers them), and, in a pipe, a pr
 that comes later in the trace.
 
 The output is written to a temporary file beside OUTPUT, read back under the target's reader
-rules (Parquet a row group at a time, ``read_row_groups``; SWF through its chunked reader),
+rules (Parquet a row group at a time, ``read_parts``; SWF through its chunked reader),
 and renamed over OUTPUT only when the input was valid, the conversion refused nothing and
 the output reads back accepted. Standard output and devices get the parts as they are
 written.
@@ -623,9 +623,10 @@ class _ParquetTarget(_Target):
             writer.close()
 
     def read_back(self, path: str) -> Diagnostic | None:
-        from dcx.formats import parquet
+        from dcx.converters.partitions import read_parts
 
-        problems, _ = parquet.codec.read_row_groups(path)
+        # the reader dcx validate runs on a large Parquet file, its row groups in turn
+        problems = read_parts(path, self.spec).diagnostics
         return _invalid_output("parquet", problems) if problems else None
 
 

@@ -217,3 +217,30 @@ def test_a_file_is_parsed_once_when_its_first_part_fixes_the_schema(monkeypatch)
                                                          check_metadata=True)
             assert sorted(os.listdir(folder)) == ["in.swf", "s.parquet", "whole.parquet"]
         assert (len(readings), len(parses)) == ((1, pieces) if once else (2, 2 * pieces))
+
+
+def test_a_parquet_output_that_does_not_read_back_is_not_kept(monkeypatch):
+    """The output is read back by the reader dcx validate runs on a large Parquet file
+    before it replaces OUTPUT: a row group it refuses (a job without a submit time) leaves
+    OUTPUT as it was and says convert.invalid-output."""
+    import pyarrow as pa
+
+    from dcx.converters import stream_convert
+
+    part = stream_convert._ParquetTarget.part
+
+    def unsubmitted(self, document, earlier):
+        table = part(self, document, earlier)
+        column = table.schema.get_field_index("submit_time_s")
+        return table.set_column(column, table.schema.field(column),
+                                pa.nulls(table.num_rows, pa.float64()))
+
+    monkeypatch.setattr(stream_convert._ParquetTarget, "part", unsubmitted)
+    with tempfile.TemporaryDirectory() as folder:
+        source, out = Path(folder) / "in.swf", Path(folder) / "out.parquet"
+        source.write_bytes(plain_trace(2, 40).encode())
+        out.write_bytes(b"before")
+        code, said = run(["convert", str(source), str(out)], stream=True, chunk_bytes=500)
+        assert code == 2 and "dcx wrote parquet output that parquet does not accept" in said
+        assert out.read_bytes() == b"before"
+        assert sorted(os.listdir(folder)) == ["in.swf", "out.parquet"]
