@@ -169,7 +169,11 @@ class EasyBackfilling:
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         queue = state.queue
         head_before = self.shadow.head if self.shadow else None
+        waiting = len(queue)
         start_from_front(state, self.select)
+        # a task the order put ahead of the head (SJF) that started takes cores the
+        # head's shadow counted on: take the shadow again
+        started_from_front = len(queue) != waiting
         if not queue:
             self.shadow = None
             return
@@ -177,7 +181,7 @@ class EasyBackfilling:
         if head_before is not None and head != head_before:
             state.reservations.pop(head_before, None)  # overtaken (SJF): no longer the head
         single = len(state.capacity) == 1 and state.allowed is None
-        if replan or freed or self.shadow is None or head != head_before:
+        if replan or freed or started_from_front or self.shadow is None or head != head_before:
             self.shadow = (self._reserve_on_one(state, head) if single
                            else self._reserve(state, head))
             behind = queue[1:]
@@ -185,8 +189,7 @@ class EasyBackfilling:
             # Nothing finished and the head is the same: since the last pass the free
             # cores have not grown, nor the extra, and the clock is later. Every task
             # queued then failed both rules then and fails them now; only the tasks queued
-            # since may start: those still waiting (one the order put ahead of the head
-            # may have started from the front), none of them the head, which waited then.
+            # since, none of them the head, which waited then, may start.
             placed_on = state.placed_on
             behind = [entry for entry in state.enqueued if not placed_on[entry[1]]]
             behind.sort()

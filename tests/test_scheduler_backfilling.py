@@ -135,6 +135,17 @@ def test_easy_and_conservative_differ_where_easy_lets_a_job_overtake() -> None:
     assert (conservative[3], conservative[4]) == (5, 13)  # J4 keeps its reservation
 
 
+def test_sjf_easy_reserves_again_when_an_arrival_overtakes_the_head_and_starts(
+        planning: str) -> None:
+    """J3 is shorter than the waiting head J2, so SJF puts it first; it fits and starts,
+    holding a core past J2's shadow (10). J2 still starts at 10 only if its shadow is taken
+    again then: with J3's core gone there is no extra, so J4 (long, behind J2) must wait."""
+    jobs = [(0, 10, 10, 2), (1, 5, 5, 3), (8, 4, 4, 1), (9, 6, 6, 1)]
+    schedule = simulate_reserving(_problem(jobs, 4), parse_policy("SJF-EASY"))
+    assert schedule.start_s == [0, 10, 8, 12]
+    assert schedule.reserved_s[1] == 10
+
+
 def test_a_job_reaching_its_requested_time_is_cut_there() -> None:
     problem = _problem([(0, 50, 20, 1)], machines=1)
     schedule = simulate_reserving(problem, parse_policy("FCFS-EASY"))

@@ -62,6 +62,7 @@ class PlainEasy(EasyBackfilling):
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         queue = state.queue
         head_before = self.shadow.head if self.shadow else None
+        waiting = len(queue)
         start_from_front(state, self.select)
         if not queue:
             self.shadow = None
@@ -69,7 +70,8 @@ class PlainEasy(EasyBackfilling):
         head = queue[0][1]
         if head_before is not None and head != head_before:
             state.reservations.pop(head_before, None)
-        if replan or freed or self.shadow is None or head != head_before:
+        if (replan or freed or len(queue) != waiting or self.shadow is None
+                or head != head_before):
             self.shadow = self._plain_reserve(state, head)
         elif not arrived:
             return
