@@ -1,12 +1,17 @@
 """One way to measure a benchmark step: in a child process of its own, so that its peak
-resident memory (``os.wait4``) and CPU time are that step's alone, not the benchmark's."""
+resident memory and CPU time are that step's alone, not the benchmark's.
+
+The step is started by a small launcher process that waits for it (``os.wait4``) and
+reports its usage. Started straight from the benchmark, a child's peak RSS would count the
+benchmark's own: Linux keeps the larger of the pages a child had before ``exec`` (the
+benchmark's, shared at the fork) and after, so a benchmark that had built a large input
+made every step look that large."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,16 +24,35 @@ class Usage:
     peak_rss_mb: float
 
 
+_LAUNCHER = """
+import os, subprocess, sys, time
+report = int(sys.argv[1])
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+wall = time.perf_counter() - started
+os.write(report, f"{wall} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}".encode())
+sys.exit(0 if os.waitstatus_to_exitcode(status) == 0 else 1)
+"""
+
+
 def run_child(argv: Sequence[str], what: str, quiet: bool = False) -> Usage:
     """Run ``argv``; a failure stops the benchmark with ``what`` named."""
-    started = time.perf_counter()
     output = subprocess.DEVNULL if quiet else None
-    child = subprocess.Popen(list(argv), stdout=output, stderr=output)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
+    readable, writable = os.pipe()
+    try:
+        launcher = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(writable), *argv],
+                                    stdout=output, stderr=output, pass_fds=(writable,))
+        os.close(writable)
+        with os.fdopen(readable, "rb") as report:
+            measured = report.read().split()
+    except BaseException:
+        os.close(readable)
+        raise
+    if launcher.wait() != 0 or len(measured) != 3:
         raise SystemExit(f"{what} failed")
-    return Usage(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+    wall, cpu, peak_kb = (float(value) for value in measured)
+    return Usage(wall, cpu, peak_kb / 1024)
 
 
 def run_code(code: str, *args: str, what: str) -> tuple[float, float, float]:
