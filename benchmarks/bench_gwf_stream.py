@@ -20,12 +20,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_gwf_scale import make_trace
+from child import run_child
 
 TASKS = int(os.environ.get("DCX_BENCH_TASKS", "1000000"))
 
@@ -58,12 +58,9 @@ print(wall, cpu, peak, hashlib.sha256(data).hexdigest())
 
 
 def validated(mode: str, path: Path) -> Usage:
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", VALIDATE, mode, str(path)])
-    _, status, usage = os.wait4(child.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"bench_gwf_stream: validate ({mode}) {path.name} failed")
-    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    usage = run_child([sys.executable, "-c", VALIDATE, mode, str(path)],
+                      f"bench_gwf_stream: validate ({mode}) {path.name}")
+    return usage.wall_s, usage.cpu_s, usage.peak_rss_mb
 
 
 def written(mode: str, path: Path) -> tuple[Usage, str]:
