@@ -20,7 +20,7 @@ the whole-file reader runs it, and the closing warnings follow as there.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +64,8 @@ class _Part:
     lines: Any
     """Each task's line, or ``None`` when they are the lines from ``first_line`` on."""
     id_columns: Any
-    """Each task's JobID column (``int64``), or an ``int`` they all share."""
+    """Each task's JobID column (``int64``), or an ``int`` they all share (or that no
+    diagnostic will ask for: the part is clean)."""
     dependency_offsets: Any
     """``None`` when the part's tasks are all clean (see ``_Stream.clean``): their
     dependencies are not kept."""
@@ -148,8 +149,8 @@ class _Stream:
             self.reader.lines, self.reader.first_line = lines, first_line
             start = (workflow_start(self.reader, found) if self.variant == "workflow"
                      else found)
-        elif not first:
-            self.exact(lines, start, first_line)  # the accept path gave up above
+        else:  # the variant was known: the accept path gave up above
+            self.exact(lines, start, first_line)
             return
         if not self.vectorised("\n".join(lines[start:]).encode(), first_line + start):
             self.exact(lines, start, first_line)
@@ -163,9 +164,8 @@ class _Stream:
             rows = workflow_rows(body, first_line)
             if rows is None:
                 return False
-            id_columns, dependency_columns = _workflow_places(rows, self.np)
-            self.keep(rows.values["JobID"], rows.lines, id_columns, rows.offsets,
-                      rows.dependency_ids, dependency_columns)
+            self.keep(rows.values["JobID"], rows.lines, lambda: _workflow_places(rows, self.np),
+                      rows.offsets, rows.dependency_ids)
             self.add_workflows(rows.values["WorkflowID"])
             return True
         found = archive_rows(body, first_line)
@@ -175,8 +175,9 @@ class _Stream:
         if len(ids):
             np = self.np
             nothing = np.zeros(0, dtype=np.int64)
-            self.keep(ids, found.lines, _archive_id_columns(body, found.lines - first_line, np),
-                      np.zeros(len(ids) + 1, dtype=np.int64), nothing, nothing)
+            self.keep(ids, found.lines, lambda: (
+                _archive_id_columns(body, found.lines - first_line, np), nothing),
+                np.zeros(len(ids) + 1, dtype=np.int64), nothing)
         return True
 
     def exact(self, lines: list[str], start: int, first_line: int) -> None:
@@ -191,36 +192,45 @@ class _Stream:
         if not tasks:
             return
         locate = reader.locate
-        dependency_columns = [locate(line, "Dependencies", position)["column"]
+
+        def places() -> tuple[Any, Any]:  # while reader.lines are this chunk's
+            return (np.array([locate(line, "JobID")["column"] for line, _ in tasks],
+                             dtype=np.int64),
+                    np.array([locate(line, "Dependencies", position)["column"]
                               for line, task in tasks
-                              for position in range(len(task.dependencies))]
+                              for position in range(len(task.dependencies))], dtype=np.int64))
+
         sizes = [len(task.dependencies) for _, task in tasks]
         self.keep(_ids([task.id for _, task in tasks], np),
-                  np.array([line for line, _ in tasks], dtype=np.int64),
-                  np.array([locate(line, "JobID")["column"] for line, _ in tasks],
-                           dtype=np.int64),
+                  np.array([line for line, _ in tasks], dtype=np.int64), places,
                   np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
-                  _ids([needed for _, task in tasks for needed in task.dependencies], np),
-                  np.array(dependency_columns, dtype=np.int64))
+                  _ids([needed for _, task in tasks for needed in task.dependencies], np))
         if self.variant == "workflow":
             self.add_workflows(_ids(list(placement), np))
 
-    def keep(self, ids: Any, lines: Any, id_columns: Any, dependency_offsets: Any,
-             dependency_ids: Any, dependency_columns: Any) -> None:
+    def keep(self, ids: Any, lines: Any, places: Callable[[], tuple[Any, Any]],
+             dependency_offsets: Any, dependency_ids: Any) -> None:
+        """A chunk's valid tasks; ``places`` gives their JobID columns and their
+        dependencies' columns, asked only when the checks across lines may need them."""
         np = self.np
         if ids.dtype.kind == "O":
             self.text_ids = self.text_ids or any(isinstance(value, str) for value in ids)
         contiguous = int(lines[-1]) - int(lines[0]) == len(lines) - 1
-        shared = int(id_columns[0]) if bool(np.all(id_columns == id_columns[0])) else None
         held: Any = ids
         if ids.dtype.kind == "i" and int(ids[-1]) - int(ids[0]) == len(ids) - 1 \
                 and bool(np.all(np.diff(ids) == 1)):
             held = range(int(ids[0]), int(ids[-1]) + 1)
         if self.still_clean(ids, held, dependency_offsets, dependency_ids):
+            # nothing is reported at a clean task (a repeat of its id is, at the repeat)
+            id_columns: Any = 1
             dependency_offsets = dependency_ids = dependency_columns = None
+        else:
+            id_columns, dependency_columns = places()
+            if bool(np.all(id_columns == id_columns[0])):
+                id_columns = int(id_columns[0])
         self.parts.append(_Part(self.rows, held, int(lines[0]), None if contiguous else lines,
-                                id_columns if shared is None else shared,
-                                dependency_offsets, dependency_ids, dependency_columns))
+                                id_columns, dependency_offsets, dependency_ids,
+                                dependency_columns))
         self.part_starts.append(self.rows)
         self.rows += len(ids)
 
