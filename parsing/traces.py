@@ -435,13 +435,15 @@ def numeric_records(data: bytes, position: int, first_line: int, kinds: FieldKin
     return records
 
 
-def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds) -> NumericColumns | None:
+def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds,
+                    newlines: int | None = None) -> NumericColumns | None:
     """The job lines of ``body`` (whole lines; line ``first_line`` first) as columns, or
     ``None`` when anything in it is not plainly a job line the exact path would accept
     field by field: a byte other than digits, ``.``, ``-`` and blanks, a line with another
     number of fields, ``-`` other than in ``-1`` where a field allows it, a decimal point
     where only digits are allowed, two in one token or a token of ``.`` alone, a token
-    longer than ``MAX_FAST_DIGITS``. It never reports: the caller runs the exact path."""
+    longer than ``MAX_FAST_DIGITS``. It never reports: the caller runs the exact path.
+    ``newlines``: the number of newlines in ``body``, when the caller has counted them."""
     import numpy as np
 
     if body.translate(None, _TOKEN_BYTES + _BLANK_BYTES):
@@ -449,7 +451,7 @@ def numeric_columns(body: bytes, first_line: int, kinds: FieldKinds) -> NumericC
     width = len(kinds.names)
     raw = np.frombuffer(body, dtype=np.uint8)
     if b"." not in body:
-        return _integer_grid(raw, body, first_line, kinds, np)
+        return _integer_grid(raw, body, first_line, kinds, np, newlines)
     if not _whole_minus_ones(raw, np):
         return None
     token = (raw >= 45).view(np.int8)  # only blanks sort below '-' among the allowed bytes
@@ -504,7 +506,7 @@ def _whole_minus_ones(raw: Any, np: Any) -> bool:
 
 
 def _integer_grid(raw: Any, body: bytes, first_line: int, kinds: FieldKinds,
-                  np: Any) -> NumericColumns | None:
+                  np: Any, newlines: int | None = None) -> NumericColumns | None:
     """``numeric_columns`` of a chunk of digits, ``-`` and blanks: Arrow's CSV reader
     converts each field as a 64-bit integer (text fields as written) once its blanks are
     one space each, and the values say the rest. Arrow reads a ``-`` only before digits;
@@ -523,7 +525,9 @@ def _integer_grid(raw: Any, body: bytes, first_line: int, kinds: FieldKinds,
             return None  # a line with another number of fields, or a field Arrow refused
     direct = table is not None
     if direct:
-        lines = _filled_lines(raw, body, table.num_rows, first_line, np)
+        if newlines is None:
+            newlines = body.count(b"\n")
+        lines = _filled_lines(raw, body, table.num_rows, first_line, np, newlines)
     else:
         compact = _squeezed(raw, np)
         lines = _filled_lines(compact, None, -1, first_line, np)
@@ -572,11 +576,12 @@ def _first_line_single_spaced(body: bytes) -> bool:
     return not (line.startswith(b" ") or line.endswith(b" ") or b"  " in line)
 
 
-def _filled_lines(raw: Any, body: bytes | None, rows: int, first_line: int, np: Any) -> Any:
-    """The numbers of the lines of ``raw`` that are not empty. ``body``: the same bytes,
-    read into ``rows`` rows by Arrow, which leaves out empty lines only: as many rows as
-    lines, and they follow one another."""
-    if body is not None and rows == body.count(b"\n") + (not body.endswith(b"\n")):
+def _filled_lines(raw: Any, body: bytes | None, rows: int, first_line: int, np: Any,
+                  newlines: int = 0) -> Any:
+    """The numbers of the lines of ``raw`` that are not empty. ``body``: the same bytes, with
+    ``newlines`` newlines, read into ``rows`` rows by Arrow, which leaves out empty lines
+    only: as many rows as lines, and they follow one another."""
+    if body is not None and rows == newlines + (not body.endswith(b"\n")):
         return np.arange(first_line, first_line + rows, dtype=np.int64)
     line_ends = np.flatnonzero(raw == 10)
     if not len(line_ends) or line_ends[-1] != len(raw) - 1:

@@ -89,7 +89,8 @@ class _Stream:
     def add(self, chunk: bytes) -> None:
         self.chunk_rows, self.chunk_start = None, self.rows
         first_line = self.next_line
-        self.next_line += chunk.count(b"\n")
+        newlines = chunk.count(b"\n")
+        self.next_line += newlines
         first, self.first = self.first, False
         self.content_bytes += len(chunk) - (3 if first and chunk.startswith(_BOM) else 0)
         if self.reader.stopped:  # the whole file must still be UTF-8
@@ -109,12 +110,13 @@ class _Stream:
                 return
         body = chunk[cut:]
         if body:
-            self.jobs(body, first_line + chunk.count(b"\n", 0, cut), first and not cut)
+            above = chunk.count(b"\n", 0, cut)
+            self.jobs(body, first_line + above, first and not cut, newlines - above)
 
-    def jobs(self, body: bytes, first_line: int, first: bool) -> None:
+    def jobs(self, body: bytes, first_line: int, first: bool, newlines: int) -> None:
         """Job lines: the vectorised accept path, or line by line where it gives up."""
         np = self.np
-        found = numeric_columns(body, first_line, FAST_KINDS)
+        found = numeric_columns(body, first_line, FAST_KINDS, newlines)
         if found is not None:
             allocated = found.numbers["AllocatedProcessors"]
             requested = found.numbers["RequestedProcessors"]
