@@ -34,6 +34,7 @@ from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.located import task_lines
 from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
 from dcx.formats.swf import COLUMNS
+from dcx.parsing.column_text import joined_lines, known_texts, number_texts
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
     MAX_ERRORS,
@@ -857,74 +858,32 @@ def _column_lines(columns: WorkloadColumns) -> bytes:
         column = extras.get(key)
         if column is None:
             return fallback
-        return pc.if_else(pa.array(column.present), _number_texts(column.values), fallback)
+        return pc.if_else(pa.array(column.present), number_texts(column.values), fallback)
 
-    nodes = _number_texts(columns.nodes)
+    nodes = number_texts(columns.nodes)
     dependencies = np.diff(columns.dependency_offsets) > 0
     first_dependency = columns.dependency_ids[
         np.minimum(columns.dependency_offsets[:-1], max(len(columns.dependency_ids) - 1, 0))] \
         if len(columns.dependency_ids) else np.zeros(count, dtype=np.int64)
     fields: dict[str, Any] = {
-        "JobNumber": _number_texts(columns.ids),
-        "SubmitTime": _number_texts(columns.submit_time_s),
-        "RunTime": _known_texts(columns.runtime_s),
+        "JobNumber": number_texts(columns.ids),
+        "SubmitTime": number_texts(columns.submit_time_s),
+        "RunTime": known_texts(columns.runtime_s),
         "AllocatedProcessors": extra(_ALLOCATED_KEY, nodes),
         "RequestedProcessors": extra(_REQUESTED_KEY, nodes),
-        "RequestedTime": _known_texts(columns.requested_time_s),
-        "RequestedMemory": _known_texts(columns.memory_mb * 1024),
+        "RequestedTime": known_texts(columns.requested_time_s),
+        "RequestedMemory": known_texts(columns.memory_mb * 1024),
         "UserID": _name_texts(columns.user),
         "GroupID": _name_texts(columns.group),
         "PrecedingJobNumber": pc.if_else(pa.array(dependencies),
-                                         _number_texts(first_dependency),
+                                         number_texts(first_dependency),
                                          extra(_PRECEDING_KEY, unknown)),
     }
     for name in _EXTRA_COLUMNS:
         fields[name] = extra("swf:" + name, unknown)
     row = [fields[name] if not isinstance(fields[name], pa.Scalar)
            else pa.array(["-1"] * count, pa.string()) for name in COLUMNS]
-    return _joined_lines(pc.binary_join_element_wise(*row, " "))
-
-
-def _joined_lines(lines: Any) -> bytes:
-    """The lines of an Arrow string array, each ending in a newline, as one buffer."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    ended = pc.binary_join_element_wise(lines.cast(pa.large_string()),
-                                        pa.scalar("", pa.large_string()),
-                                        pa.scalar("\n", pa.large_string()))
-    _, offsets, data = ended.buffers()
-    bounds = np.frombuffer(offsets, dtype=np.int64)[ended.offset:ended.offset + len(ended) + 1]
-    return data.to_pybytes()[int(bounds[0]):int(bounds[-1])] if data is not None else b""
-
-
-def _number_texts(values: Any) -> Any:
-    """``format_number`` of each value: integers without a decimal point, other floats as
-    their shortest repr (those few in Python)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if values.dtype.kind in "iu":
-        return pc.cast(pa.array(values.astype(np.int64, copy=False)), pa.string())
-    whole = (np.floor(values) == values) & (np.abs(values) < 1e16)
-    texts = pc.cast(pa.array(np.where(whole, values, 0).astype(np.int64)), pa.string())
-    if not whole.all():
-        other = [repr(float(value)) for value in values[~whole]]
-        texts = pc.replace_with_mask(texts, pa.array(~whole), pa.array(other, pa.string()))
-    return texts
-
-
-def _known_texts(values: Any) -> Any:
-    """``_number_texts`` where known, ``-1`` where NaN (unknown)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    missing = np.isnan(values)
-    return pc.if_else(pa.array(missing), pa.scalar("-1"),
-                      _number_texts(np.where(missing, 0.0, values)))
+    return joined_lines(pc.binary_join_element_wise(*row, " "))
 
 
 def _name_texts(names: Strings) -> Any:
