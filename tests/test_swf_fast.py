@@ -9,7 +9,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcx.core.columns import columns_of
+from dcx.core.columns import WorkloadColumns, columns_of
 from dcx.core.diagnostics import ReadResult
 from dcx.formats import swf
 from dcx.formats.swf import codec as swf_codec
@@ -57,6 +57,12 @@ def agree(data: bytes, chunk_bytes: int) -> ReadResult | None:
         assert exact.document is not None and fast.document is not None
         assert fast.document.workload.jobs == exact.document.workload.jobs  # the rows
         assert dict(fast.source_map) == exact.source_map
+        # the same extras columns as the rows give: a writer of columns (Parquet) writes
+        # the same schema whichever path read the file
+        built = WorkloadColumns.from_jobs(exact.document.workload.jobs)
+        fast_columns = columns_of(fast.document.workload)
+        assert built is not None and fast_columns is not None
+        assert sorted(fast_columns.extras) == sorted(built.extras)
     assert swf.read(data) == exact or (
         swf.read(data).document == exact.document
         and swf.read(data).diagnostics == exact.diagnostics)
@@ -166,3 +172,13 @@ def test_integer_lines_with_a_token_arrow_reads_but_the_exact_path_may_not_defer
     missing_and_doubled = " ".join(line[:11]) + "  " + " ".join(line[12:-1]) + "\n"
     assert swf.read_fast((good + missing_and_doubled).encode()) is None
     agree((good + missing_and_doubled).encode(), 1 << 20)
+
+
+def test_a_trace_holding_no_processor_extras_has_no_columns_for_them():
+    data = (b"; MaxProcs: 4\n1 0 -1 10 2 -1 -1 2 20 -1 1 1 1 -1 1 1 -1 -1\n"
+            b"2 5 -1 10 1 -1 -1 1 20 -1 1 1 1 -1 1 1 -1 -1\n")
+    fast = agree(data, 1 << 20)
+    assert fast is not None
+    columns = columns_of(fast.document.workload)
+    assert columns is not None
+    assert sorted(columns.extras) == ["swf:PartitionNumber", "swf:QueueNumber", "swf:Status"]

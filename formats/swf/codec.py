@@ -258,10 +258,12 @@ def _columns_of_records(records: ColumnsBuilder) -> tuple[WorkloadColumns, Any] 
         values[values == -1] = unknown  # in place: the builder's array is ours
         return values
 
+    # a key no row holds has no column, as a workload read row by row has no such key
     extras: dict[str, ExtraColumn] = {
-        _ALLOCATED_KEY: ExtraColumn(allocated, allocated <= 0),
-        _REQUESTED_KEY: ExtraColumn(requested, (allocated > 0) & (requested != allocated)),
-    }
+        key: ExtraColumn(values, present) for key, values, present in (
+            (_ALLOCATED_KEY, allocated, allocated <= 0),
+            (_REQUESTED_KEY, requested, (allocated > 0) & (requested != allocated)))
+        if present.any()}
     for name in _EXTRA_COLUMNS:
         if not records.known(name):
             continue  # no row has the key: no column for it
