@@ -4,13 +4,39 @@ this module only calls the ``read`` function it is given."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
+
+from dcx.core.declaration import ChunkedRead
+from dcx.core.diagnostics import Diagnostic
 
 CHUNK_BYTES = 4 << 20
 """Bytes read at a time: a chunk holds about this much, cut after its last newline."""
 
 MAX_LINE_BYTES = 64 << 20
 """The longest line a chunk may hold: what bounds memory when a line never ends."""
+
+
+class ChunkChecker(Protocol):
+    """A format's checks across the chunks of one stream (its ``read_chunks``)."""
+
+    encoding: Diagnostic | None
+    """Set when a chunk is not text: nothing after it is read."""
+
+    def add(self, chunk: bytes) -> None: ...
+
+    def finish(self) -> ChunkedRead: ...
+
+
+def checked(checker: ChunkChecker, chunks: Iterable[bytes]) -> ChunkedRead:
+    """What ``checker`` found in ``chunks`` (each ends with a newline but the last): the
+    diagnostics the format's whole-file ``read`` gives for their bytes, and the count of
+    jobs."""
+    for chunk in chunks:
+        checker.add(chunk)
+        if checker.encoding is not None:
+            return ChunkedRead((checker.encoding,))
+    return checker.finish()
 
 
 class LineTooLong(Exception):

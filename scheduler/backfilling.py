@@ -63,6 +63,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from dcx.core.codes import Code
 from dcx.core.model import MachineState
@@ -369,7 +370,23 @@ def _dequeue(queue: list[tuple[Key, int]], entries: list[tuple[Key, int]]) -> No
         del queue[bisect.bisect_left(queue, entry)]
 
 
-class _Profile:
+class _Slices:
+    """Both profiles' time line: slice ``i`` starts at ``times[i]`` with ``free[i]`` free
+    cores (a list per machine, or one number for one scheduling machine)."""
+
+    times: list[float]
+    free: list[Any]
+
+    def advance(self, now: float) -> None:
+        """Drop the slices that ended before ``now``."""
+        index = bisect.bisect_right(self.times, now) - 1
+        if index > 0:
+            del self.times[:index]
+            del self.free[:index]
+        self.times[0] = now
+
+
+class _Profile(_Slices):
     """Free cores per machine over time: slice ``i`` holds from ``times[i]`` to
     ``times[i + 1]`` (the last one for ever)."""
 
@@ -459,16 +476,8 @@ class _Profile:
             for machine in machines:
                 row[machine] -= cores
 
-    def advance(self, now: float) -> None:
-        """Drop the slices that ended before ``now``."""
-        index = bisect.bisect_right(self.times, now) - 1
-        if index > 0:
-            del self.times[:index]
-            del self.free[:index]
-        self.times[0] = now
 
-
-class _ProfileOnOne:
+class _ProfileOnOne(_Slices):
     """``_Profile`` for one scheduling machine (a pooled cluster): its free cores over time
     as plain numbers, so that a reservation changes a run of slices in one step."""
 
@@ -560,14 +569,6 @@ class _ProfileOnOne:
         first = self._split(max(begin, self.times[0]))
         last = self._split(end)
         self.free[first:last] = [free - cores for free in self.free[first:last]]
-
-    def advance(self, now: float) -> None:
-        """Drop the slices that ended before ``now``."""
-        index = bisect.bisect_right(self.times, now) - 1
-        if index > 0:
-            del self.times[:index]
-            del self.free[:index]
-        self.times[0] = now
 
 
 class ConservativeBackfilling:

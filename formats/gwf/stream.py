@@ -35,6 +35,7 @@ from dcx.formats.gwf.codec import (
     workflow_start,
 )
 from dcx.formats.gwf.fast import WorkflowRows, archive_rows, workflow_rows
+from dcx.parsing.chunks import checked
 from dcx.parsing.trace_codes import MAX_ERRORS
 from dcx.parsing.traces import column_dependency_diagnostics
 
@@ -44,12 +45,7 @@ _BOM = "\ufeff"
 def read_chunks(chunks: Iterable[bytes]) -> ChunkedRead:
     """The diagnostics ``read`` gives for the concatenated ``chunks`` (each ends with a
     newline but the last), and the number of jobs."""
-    stream = _Stream()
-    for chunk in chunks:
-        stream.add(chunk)
-        if stream.encoding is not None:
-            return ChunkedRead((stream.encoding,))
-    return stream.finish()
+    return checked(_Stream(), chunks)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from dcx.formats.swf.codec import (
     _Reader,
     cross_file_diagnostics,
 )
+from dcx.parsing.chunks import checked
 from dcx.parsing.trace_codes import MAX_ERRORS
 from dcx.parsing.traces import NumericColumns, numeric_columns
 
@@ -40,12 +41,7 @@ _PRECEDING_FIELD = COLUMNS.index("PrecedingJobNumber")
 def read_chunks(chunks: Iterable[bytes]) -> ChunkedRead:
     """The diagnostics ``read`` gives for the concatenated ``chunks`` (each ends with a
     newline but the last), and the number of jobs."""
-    stream = _Stream()
-    for chunk in chunks:
-        stream.add(chunk)
-        if stream.encoding is not None:
-            return ChunkedRead((stream.encoding,))
-    return stream.finish()
+    return checked(_Stream(), chunks)
 
 
 class _Stream:
