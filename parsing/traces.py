@@ -34,18 +34,25 @@ def decode_text(data: bytes, prefix: str) -> tuple[str | None, Diagnostic | None
             f"file is {len(data):,} bytes; the limit is {LIMITS.max_input_bytes:,}",
             "input.too-large",
         )
+    text, problem = decoded_lines(data, prefix)
+    if text is not None and text.startswith("\ufeff"):
+        text = text[1:]
+    return text, problem
+
+
+def decoded_lines(data: bytes, prefix: str, first_line: int = 1
+                  ) -> tuple[str | None, Diagnostic | None]:
+    """UTF-8 text of whole lines, the first of them line ``first_line`` of the file (a
+    chunk's), or the located reason why not; a byte order mark is left to the caller."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + first_line
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         return None, error(
             f"invalid UTF-8 byte 0x{data[exc.start]:02x}", f"{prefix}.encoding",
             line=line, column=column,
         )
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text, None
 
 
 class ErrorBudget:

@@ -37,7 +37,7 @@ from dcx.formats.gwf.codec import (
 from dcx.formats.gwf.fast import WorkflowRows, archive_rows, workflow_rows
 from dcx.parsing.chunks import checked
 from dcx.parsing.trace_codes import MAX_ERRORS
-from dcx.parsing.traces import column_dependency_diagnostics
+from dcx.parsing.traces import column_dependency_diagnostics, decoded_lines
 
 _BOM = "\ufeff"
 
@@ -119,13 +119,8 @@ class _Stream:
         if self.variant is not None and not self.reader.stopped and not first \
                 and self.vectorised(chunk, first_line):
             return  # accepted, so plain ASCII: nothing to decode
-        try:
-            text = chunk.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = chunk.count(b"\n", 0, exc.start) + 1
-            column = exc.start - (chunk.rfind(b"\n", 0, exc.start) + 1) + 1
-            self.encoding = error(f"invalid UTF-8 byte 0x{chunk[exc.start]:02x}",
-                                  "gwf.encoding", line=first_line + line - 1, column=column)
+        text, self.encoding = decoded_lines(chunk, "gwf", first_line)
+        if text is None:
             return
         if self.reader.stopped:  # the whole file must still be UTF-8
             return

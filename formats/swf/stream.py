@@ -32,7 +32,7 @@ from dcx.formats.swf.codec import (
 )
 from dcx.parsing.chunks import checked
 from dcx.parsing.trace_codes import MAX_ERRORS
-from dcx.parsing.traces import NumericColumns, numeric_columns
+from dcx.parsing.traces import NumericColumns, decoded_lines, numeric_columns
 
 _BOM = b"\xef\xbb\xbf"
 _PRECEDING_FIELD = COLUMNS.index("PrecedingJobNumber")
@@ -149,13 +149,8 @@ class _Stream:
 
     def exact(self, segment: bytes, first_line: int, first: bool, read: bool = True) -> None:
         """The line-by-line reader on ``segment`` (whole lines; line ``first_line`` first)."""
-        try:
-            text = segment.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = segment.count(b"\n", 0, exc.start) + 1
-            column = exc.start - (segment.rfind(b"\n", 0, exc.start) + 1) + 1
-            self.encoding = error(f"invalid UTF-8 byte 0x{segment[exc.start]:02x}",
-                                  "swf.encoding", line=first_line + line - 1, column=column)
+        text, self.encoding = decoded_lines(segment, "swf", first_line)
+        if text is None:
             return
         if not read:
             return
