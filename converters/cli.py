@@ -13,8 +13,8 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dcx import __version__
@@ -640,10 +640,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
         result = convert(data, target.name, args.input, source.name if source else None,
                          strict=args.strict, fills=fills)
         progress.advance(f"writing {label(args.output)}")
-        read_diagnostics = [d.at(name) for d in (result.read.diagnostics if result.read else ())]
-        conversion = [d.at(name) for d in result.diagnostics]
-        entries = [_file_entry(name, result.source.name if result.source else None,
-                               read_diagnostics + conversion)]
         if result.ok:
             try:
                 if target.members and args.output != "-":
@@ -656,21 +652,60 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 raise UsageError(str(exc)) from None
             except OSError as exc:
                 raise UsageError(f"{args.output}: cannot write: {exc.strerror}") from None
+        progress.advance()
+    return _report_conversion(args, target, _Converted(
+        ok=result.ok, internal_error=result.internal_error,
+        source=result.source.name if result.source else None,
+        read_diagnostics=result.read.diagnostics if result.read else (),
+        diagnostics=result.diagnostics, losses=result.losses, places=result.read,
+        filled=result.filled, fill_hint=result.fill_hint,
+        written=lambda: _counts(result.output_document, target),
+        output_diagnostics=result.output_diagnostics))
+
+
+@dataclass(frozen=True)
+class _Converted:
+    """What ``dcx convert`` reports of a conversion, whole or a chunk at a time."""
+
+    ok: bool
+    internal_error: bool
+    source: str | None
+    """The format the input was read as."""
+    read_diagnostics: Sequence[Diagnostic]
+    diagnostics: Sequence[Diagnostic]
+    losses: Sequence[Loss]
+    places: Any
+    """Where the losses' first values were read from (``_first_dropped``)."""
+    filled: Sequence[Any]
+    fill_hint: str | None
+    written: Callable[[], str]
+    """What the output holds, for the summary line (``4 machines``)."""
+    output_diagnostics: Sequence[Diagnostic]
+
+
+def _report_conversion(args: argparse.Namespace, target: FormatDeclaration,
+                       done: _Converted) -> int:
+    """The report of a conversion: a JSON object on stdout, or the diagnostics, a summary
+    line and the losses on stderr; the exit code."""
+    text = args.output_mode == "text"
+    name = label(args.input)
+    read_diagnostics = [d.at(name) for d in done.read_diagnostics]
+    conversion = [d.at(name) for d in done.diagnostics]
+    if not text:
+        entries = [_file_entry(name, done.source, read_diagnostics + conversion)]
+        if done.ok:
             entries[0]["losses"] = [
                 {"field": loss.field, "count": loss.count, "detail": loss.detail,
-                 "first": _first_dropped(loss, result.read)}
-                for loss in result.losses] if not text else []
-            if result.filled and not text:
+                 "first": _first_dropped(loss, done.places)} for loss in done.losses]
+            if done.filled:
                 entries[0]["filled"] = [
-                    {"field": done.fill.field, "value": done.fill.value,
-                     "text": done.fill.text, "machines": done.machines}
-                    for done in result.filled]
-            if result.fill_hint and not text:
-                entries[0]["fill_hint"] = result.fill_hint
+                    {"field": fill.fill.field, "value": fill.fill.value,
+                     "text": fill.fill.text, "machines": fill.machines}
+                    for fill in done.filled]
+            if done.fill_hint:
+                entries[0]["fill_hint"] = done.fill_hint
             entries.append(_file_entry(args.output, target.name,
-                                       [d.at(args.output) for d in result.output_diagnostics]))
-        progress.advance()
-    if not text:
+                                       [d.at(args.output) for d in done.output_diagnostics]))
         print(json.dumps({"files": entries}, ensure_ascii=False))
     else:
         # the losses are the summary line (and --losses), not one warning each, unless they
@@ -679,25 +714,24 @@ def cmd_convert(args: argparse.Namespace) -> int:
                   if not (d.code == "convert.loss" and not d.is_error)]
         for diagnostic in _shown(listed, args):
             _say(diagnostic.render())
-        if result.ok and not _quiet(args):
-            written = result.output_document
+        if done.ok and not _quiet(args):
             where = STDOUT_LABEL if args.output == "-" else args.output
-            lost = len(result.losses)
+            lost = len(done.losses)
             tail = ("nothing lost" if not lost else
                     f"{_plural(lost, 'field')} not held" + (
                         "" if args.losses or _verbose(args) else ", --losses lists them"))
-            if _verbose(args) and result.source is not None:
-                _say(f"{name}: read as {result.source.name}")
-            filled = "".join(f"{done.render()}; " for done in result.filled)
-            _say(f"wrote {where} ({target.name}): {_counts(written, target)}; {filled}{tail}")
-            if result.fill_hint:
-                _say(f"{name}: hint: {result.fill_hint}")
-        if result.ok and (args.losses or _verbose(args)):
-            for loss in result.losses:
-                _say(_loss_line(loss, result.read, name))
-    if result.internal_error:
+            if _verbose(args) and done.source is not None:
+                _say(f"{name}: read as {done.source}")
+            filled = "".join(f"{fill.render()}; " for fill in done.filled)
+            _say(f"wrote {where} ({target.name}): {done.written()}; {filled}{tail}")
+            if done.fill_hint:
+                _say(f"{name}: hint: {done.fill_hint}")
+        if done.ok and (args.losses or _verbose(args)):
+            for loss in done.losses:
+                _say(_loss_line(loss, done.places, name))
+    if done.internal_error:
         return EXIT_USAGE
-    return EXIT_OK if result.ok else EXIT_INVALID
+    return EXIT_OK if done.ok else EXIT_INVALID
 
 
 def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[Fill]) -> int:
@@ -707,48 +741,16 @@ def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[F
     from dcx.converters.stream_convert import convert_swf
     from dcx.core.model import Document, Workload
 
-    text = args.output_mode == "text"
-    name = label(args.input)
     target = _target_for(args, streamed.spec)
     result = convert_swf(streamed.chunks, streamed.reopenable, args.output, target.name,
                          args.strict)
-    read_diagnostics = [d.at(name) for d in result.read_diagnostics]
-    conversion = [d.at(name) for d in result.diagnostics]
     # a trace has no machines: what each --fill says it filled (none), as the whole path says
     filled = apply_fills(Document(workload=Workload()), fills)[1] if result.ok else ()
-    entries = [_file_entry(name, streamed.spec.name, read_diagnostics + conversion)]
-    if result.ok and not text:
-        entries[0]["losses"] = [
-            {"field": loss.field, "count": loss.count, "detail": loss.detail,
-             "first": _first_dropped(loss, result.places)} for loss in result.losses]
-        if filled:
-            entries[0]["filled"] = [
-                {"field": done.fill.field, "value": done.fill.value, "text": done.fill.text,
-                 "machines": done.machines} for done in filled]
-        entries.append(_file_entry(args.output, target.name, []))
-    if not text:
-        print(json.dumps({"files": entries}, ensure_ascii=False))
-    else:
-        listed = [d for d in read_diagnostics + conversion
-                  if not (d.code == "convert.loss" and not d.is_error)]
-        for diagnostic in _shown(listed, args):
-            _say(diagnostic.render())
-        if result.ok and not _quiet(args):
-            where = STDOUT_LABEL if args.output == "-" else args.output
-            lost = len(result.losses)
-            tail = ("nothing lost" if not lost else
-                    f"{_plural(lost, 'field')} not held" + (
-                        "" if args.losses or _verbose(args) else ", --losses lists them"))
-            if _verbose(args):
-                _say(f"{name}: read as {streamed.spec.name}")
-            said = "".join(f"{done.render()}; " for done in filled)
-            _say(f"wrote {where} ({target.name}): {_plural(result.jobs, 'job')}; {said}{tail}")
-        if result.ok and (args.losses or _verbose(args)):
-            for loss in result.losses:
-                _say(_loss_line(loss, result.places, name))
-    if result.internal_error:
-        return EXIT_USAGE
-    return EXIT_OK if result.ok else EXIT_INVALID
+    return _report_conversion(args, target, _Converted(
+        ok=result.ok, internal_error=result.internal_error, source=streamed.spec.name,
+        read_diagnostics=result.read_diagnostics, diagnostics=result.diagnostics,
+        losses=result.losses, places=result.places, filled=filled, fill_hint=None,
+        written=lambda: _plural(result.jobs, "job"), output_diagnostics=()))
 
 
 def _fills(given: Sequence[str]) -> list[Fill]:
