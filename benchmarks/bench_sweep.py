@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dcx.experiments.execute import compile_pairs, local_client, plan, run_dask, run_inline
+from dcx.converters.partitions import local_client
+from dcx.experiments.execute import compile_pairs, plan, run_dask, run_inline
 from dcx.experiments.spec import load_experiment
 from dcx.experiments.store import ResultStore
 

@@ -154,7 +154,7 @@ def _where(args: argparse.Namespace, to_run: int) -> str:
         return f" on {args.scheduler_address}"
     if args.workers == 0:
         return " in this process"
-    from dcx.experiments.execute import default_workers
+    from dcx.converters.partitions import default_workers
 
     return f" on a local cluster of {args.workers or default_workers()} worker(s)"
 
@@ -166,14 +166,9 @@ class _NoCluster(Exception):
 def _execute(found: Plan, problems: dict[Any, Any], store: Any, args: argparse.Namespace,
              to_run: int) -> list[str]:
     """Run the pending cells, storing each row as it comes; the failures, as lines."""
+    from dcx.converters.partitions import default_workers, local_client, remote_client
     from dcx.converters.progress import Progress
-    from dcx.experiments.execute import (
-        default_workers,
-        local_client,
-        remote_client,
-        run_dask,
-        run_inline,
-    )
+    from dcx.experiments.execute import run_dask, run_inline
 
     failures: list[str] = []
     with Progress(to_run, "running cells") as progress:

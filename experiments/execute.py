@@ -24,10 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# one way to reach a cluster, shared with dcx validate (re-exported for the CLI and benchmarks)
-from dcx.converters.partitions import default_workers as default_workers
-from dcx.converters.partitions import local_client as local_client
-from dcx.converters.partitions import remote_client as remote_client
 from dcx.core.diagnostics import Diagnostic
 from dcx.experiments.cells import (
     CellResult,
