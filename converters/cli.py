@@ -738,12 +738,12 @@ def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[F
     """``cmd_convert`` of an input converted a chunk at a time (``stream_convert``): the
     same report, from what the chunks added up to."""
     from dcx.converters.fill import apply_fills
-    from dcx.converters.stream_convert import convert_swf
+    from dcx.converters.stream_convert import convert_chunks
     from dcx.core.model import Document, Workload
 
     target = _target_for(args, streamed.spec)
-    result = convert_swf(streamed.chunks, streamed.reopenable, args.output, target.name,
-                         args.strict)
+    result = convert_chunks(streamed.spec.name, streamed.chunks, streamed.reopenable,
+                            args.output, target.name, args.strict)
     # a trace has no machines: what each --fill says it filled (none), as the whole path says
     filled = apply_fills(Document(workload=Workload()), fills)[1] if result.ok else ()
     return _report_conversion(args, target, _Converted(

@@ -65,7 +65,7 @@ STREAM_PAIRS = frozenset({("swf", "parquet"), ("swf", "swf")})
 """Source and target formats ``dcx convert`` converts a chunk at a time."""
 
 _PRECEDING_KEY = "swf:PrecedingJobNumber"
-_JOB_POINTER = re.compile(r"/workload/jobs/(\d+)")
+_JOB_POINTER = re.compile(r"/workload/jobs/(\d+)(?:/tasks/(\d+))?")
 _FIELD_ORDER = {path: index for index, path in enumerate(FIELDS)}
 
 Chunks = Callable[[], Iterable[bytes]]
@@ -106,8 +106,7 @@ class _Losses:
     firsts: dict[str, str | None] = field(default_factory=dict)
     places: dict[str, tuple[int, int | None]] = field(default_factory=dict)
 
-    def add(self, losses: Sequence[Loss], read: ReadResult, jobs_before: int,
-            lines_before: int) -> None:
+    def add(self, losses: Sequence[Loss], piece: _Chunk) -> None:
         for loss in losses:
             if loss.field not in self.counts:
                 self.counts[loss.field] = loss.count
@@ -118,13 +117,12 @@ class _Losses:
             else:
                 self.counts[loss.field] = None
             if self.firsts[loss.field] is None and loss.first is not None:
-                first = _JOB_POINTER.sub(
-                    lambda match: f"/workload/jobs/{int(match.group(1)) + jobs_before}",
-                    loss.first, count=1)
+                first = _JOB_POINTER.sub(lambda match: piece.file_pointer(match), loss.first,
+                                         count=1)
                 self.firsts[loss.field] = first
-                line, column = read.locate(loss.first)
+                line, column = piece.read.locate(loss.first)
                 if line is not None:
-                    self.places[first] = (line + lines_before, column)
+                    self.places[first] = (line + piece.first_line - 1, column)
 
     def losses(self) -> tuple[Loss, ...]:
         return tuple(Loss(path, self.counts[path], self.details[path], self.firsts[path])
@@ -138,12 +136,147 @@ class _Chunk:
     read: ReadResult
     first_line: int
     jobs_before: int
+    """Jobs of earlier chunks, its first job not counted when it began there."""
+    tasks_before: int = 0
+    """Tasks its first job has in earlier chunks (a job cut between two chunks)."""
+
+    def file_pointer(self, match: re.Match[str]) -> str:
+        """A job's (or its task's) model pointer in the chunk as the whole file's."""
+        job = int(match.group(1))
+        pointer = f"/workload/jobs/{job + self.jobs_before}"
+        if match.group(2) is not None:
+            task = int(match.group(2)) + (self.tasks_before if job == 0 else 0)
+            pointer += f"/tasks/{task}"
+        return pointer
+
+
+class _Source:
+    """What the engine reads, per source format: its chunked checker (``read_chunks``'s
+    ``_Stream``), each chunk's document, what the chunks say of one another, and what the
+    output writes first."""
+
+    spec: FormatDeclaration
+    checked: Any
+    """The chunked checker the first reading feeds."""
+    later_in_pipe = "a dependency that comes later in the trace"
+    """Why a pipe cannot be converted when a chunk names what only a later one holds."""
+
+    def reads(self, chunks: Iterable[bytes], check: bool) -> Iterator[_Chunk]:
+        """Each chunk with content, read by the whole-file reader, after the checker (when
+        ``check``) has checked it. After a chunk that cannot be read (an invalid input) the
+        rest is only checked, so that every diagnostic is found."""
+        raise NotImplementedError
+
+    def cross_chunk(self, document: Document, later: list[Any]
+                    ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+        """The chunk's document without its dependencies on tasks of other chunks, and
+        those by row (each at its place in the row's list: ``_with_dependencies``); what a
+        later chunk must hold goes to ``later``."""
+        return document, {}
+
+    def in_file(self, number: Any) -> bool:
+        """Whether the input read so far holds job (task) ``number``."""
+        return False
+
+    def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
+        """What stops converting this chunk's document on its own, if anything."""
+        if "task.id" in _normal_form_losses(target, document):
+            return "job numbers that mix integers and text"
+        return None
+
+    def header(self, spec: FormatDeclaration) -> Workload:
+        """The workload's header read so far, in ``spec``'s normal form."""
+        return Workload()
+
+    def verdict(self) -> Any:
+        """What the chunked checker found (``read_chunks``'s answer)."""
+        from dcx.core.declaration import ChunkedRead
+
+        checked = self.checked
+        return ChunkedRead((checked.encoding,)) if checked.encoding is not None \
+            else checked.finish()
+
+    def jobs(self, verdict: Any, rows: int) -> int:
+        """The jobs the output holds, for the summary line."""
+        return rows
+
+    def pipe_extras(self) -> tuple[tuple[str, Any], ...]:
+        """Every task extras column a pipe's Parquet schema has (key, Arrow type)."""
+        return ()
+
+
+class _SwfSource(_Source):
+    later_in_pipe = "a job whose preceding job comes later in the trace"
+
+    def __init__(self) -> None:
+        from dcx.formats import swf
+        from dcx.formats.swf import stream as swf_stream
+
+        self.spec = swf.FORMAT
+        self.checked = swf_stream._Stream()
+
+    def reads(self, chunks: Iterable[bytes], check: bool) -> Iterator[_Chunk]:
+        return _chunk_reads(chunks, self.checked if check else None)
+
+    def cross_chunk(self, document: Document, later: list[Any]
+                    ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+        """A preceding job that the checker has seen (in another chunk) is the dependency
+        the whole file makes of it, where the chunk alone keeps an extras value (it does
+        not know the job); the preceding jobs not seen are added to ``later``: a pipe's
+        conversion stops if one of them comes later in the trace after all."""
+        from dataclasses import replace
+
+        from dcx.core.columns import columns_of
+
+        workload = document.workload
+        if workload is None or columns_of(workload) is not None or not any(
+                _PRECEDING_KEY in task.extras for job in workload.jobs for task in job.tasks):
+            return document, {}  # (columns hold only dependencies inside the chunk)
+        earlier: dict[int, list[tuple[int, Any]]] = {}
+        jobs = []
+        row = 0
+        for job in workload.jobs:
+            tasks = []
+            for task in job.tasks:
+                number = task.extras.get(_PRECEDING_KEY)
+                if number is not None and self.in_file(number):
+                    # (a task with a preceding job extras value has no dependency)
+                    earlier[row] = [(len(task.dependencies), number)]
+                    task = replace(task, extras={key: value for key, value
+                                                 in task.extras.items()
+                                                 if key != _PRECEDING_KEY})
+                elif number is not None:
+                    later.append(number)
+                tasks.append(task)
+                row += 1
+            jobs.append(replace(job, tasks=tuple(tasks)))
+        if not earlier:
+            return document, {}
+        return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
+
+    def in_file(self, number: Any) -> bool:
+        return any(_holds(held, number) for held in self.checked.ids)
+
+    def header(self, spec: FormatDeclaration) -> Workload:
+        """The workload's header (name, origin, attributes, comments) that the SWF header
+        lines read so far give, in ``spec``'s normal form."""
+        document = Document(workload=self.checked.header.workload(()))
+        if spec.normal_form is not None:
+            document = spec.normal_form(document)
+        return document.workload or Workload()
+
+    def pipe_extras(self) -> tuple[tuple[str, Any], ...]:
+        import pyarrow as pa
+
+        from dcx.formats.swf import codec as swf_codec
+
+        return tuple((key, pa.int64() if key.removeprefix("swf:") in swf_codec._INTEGERS
+                      else pa.float64()) for key in _swf_extras_keys())
 
 
 def _chunk_reads(chunks: Iterable[bytes], checked: Any) -> Iterator[_Chunk]:
-    """Each chunk with jobs or header lines, read by the whole-file reader, after the chunked
-    reader ``checked`` (when given) has checked it. After a chunk that cannot be read (an
-    invalid input) the rest is only checked, so that every diagnostic is found."""
+    """``_SwfSource.reads``: each SWF chunk with jobs or header lines, read by the whole-file
+    reader after the chunked reader ``checked`` (when given) has checked it."""
     from dcx.formats.swf import codec
 
     line, jobs, broken = 1, 0, False
@@ -168,31 +301,33 @@ def _chunk_reads(chunks: Iterable[bytes], checked: Any) -> Iterator[_Chunk]:
         jobs += len(workload.jobs) if workload is not None else 0
 
 
-def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
-                strict: bool = False) -> StreamedConversion:
-    """Convert the SWF trace ``chunks`` gives to ``target_name`` (``STREAM_PAIRS``) at
-    ``output`` (``-``: stdout). ``reopenable``: ``chunks`` may be called twice (a file), so
-    the output's schema and header are the file's own before anything is written."""
+_SOURCES: dict[str, Callable[[], _Source]] = {"swf": _SwfSource}
+
+
+def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: str,
+                   target_name: str, strict: bool = False) -> StreamedConversion:
+    """Convert the ``source_name`` trace ``chunks`` gives to ``target_name``
+    (``STREAM_PAIRS``) at ``output`` (``-``: stdout). ``reopenable``: ``chunks`` may be called
+    twice (a file), so what the output writes first is the file's own before anything is
+    written."""
     from dcx.converters.losses import conversion_losses
-    from dcx.formats.swf import stream as swf_stream
     from dcx.parsing.chunks import LineTooLong
 
-    target: _Target = _ParquetTarget(reopenable) if target_name == "parquet" \
-        else _SwfTarget()
+    source = _SOURCES[source_name]()
+    target = _TARGETS[target_name](source, reopenable)
     target.strict = strict
     later: list[Any] = []
-    checked = swf_stream._Stream()
     summed = _Losses()
 
     def part_of(piece: _Chunk, measure: bool, make: bool = True) -> Any:
         assert piece.read.document is not None
-        document, earlier = (_cross_chunk(piece.read.document, checked, later)
+        document, earlier = (source.cross_chunk(piece.read.document, later)
                              if target.dependencies_across else (piece.read.document, {}))
         if measure:
-            summed.add(conversion_losses(document, target.spec), piece.read,
-                       piece.jobs_before, piece.first_line - 1)
-        if "task.id" in _normal_form_losses(target.spec, document):
-            raise NotStreamable("job numbers that mix integers and text")
+            summed.add(conversion_losses(document, target.spec), piece)
+        problem = source.unstreamable(document, target.spec)
+        if problem is not None:
+            raise NotStreamable(problem)
         return target.part(document, earlier) if make else None
 
     def parts(pieces: Iterable[_Chunk], measure: bool) -> Iterator[Any]:
@@ -204,29 +339,29 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
     def conversion(verdict: Any, written: int) -> StreamedConversion:
         return StreamedConversion(
             verdict.diagnostics, _loss_warnings(summed, strict, target.spec) + target.warned,
-            summed.losses(), ReadResult(None, source_map=summed.places), written, True)
+            summed.losses(), ReadResult(None, source_map=summed.places),
+            source.jobs(verdict, written), True)
 
     def at_end() -> Workload:
         """The input's verdict and header, once it is all read."""
-        verdict = target.verdict or _verdict(checked)  # (finish() runs once)
+        verdict = target.verdict or source.verdict()  # (finish() runs once)
         target.verdict = verdict
         if not verdict.ok:
             raise _Refused(StreamedConversion(verdict.diagnostics))
-        if not reopenable and any(_holds(held, number) for number in later
-                                  for held in checked.ids):
-            raise NotStreamable("a job whose preceding job comes later in the trace")
-        refused = _refused(summed, verdict.jobs or 0, strict, target.spec)
+        if not reopenable and any(map(source.in_file, later)):
+            raise NotStreamable(source.later_in_pipe)
+        refused = _refused(summed, verdict.jobs or 0, strict, source.spec, target.spec)
         if refused is not None:
             raise _Refused(StreamedConversion(verdict.diagnostics, refused, summed.losses(),
                                               ReadResult(None, source_map=summed.places)))
-        return _header(checked, target.spec)
+        return target.header(source)
 
     try:
         if reopenable:  # the first reading checks the file and finds what to write first
             unstreamable: NotStreamable | None = None
             with _early_output(output, target) as early:
                 try:
-                    for piece in _chunk_reads(chunks(), checked):
+                    for piece in source.reads(chunks(), check=True):
                         if unstreamable is None:  # on to the end: an invalid input says why
                             try:
                                 unknown = len(later)
@@ -237,13 +372,12 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
                                     target.write_early(part, len(later) > unknown)
                             except NotStreamable as exc:
                                 unstreamable = exc
-                    verdict = target.verdict = _verdict(checked)
+                    verdict = target.verdict = source.verdict()
                     if not verdict.ok:
                         return StreamedConversion(verdict.diagnostics)
                     if unstreamable is not None:
                         raise unstreamable
-                    target.resolved(lambda number: any(_holds(held, number)
-                                                       for held in checked.ids))
+                    target.resolved(source.in_file)
                     header = at_end()
                     if early is not None and target.finish_early(header):
                         problem = target.read_back(early.path)
@@ -253,11 +387,11 @@ def convert_swf(chunks: Chunks, reopenable: bool, output: str, target_name: str,
                         return conversion(verdict, target.early_rows)
                 finally:
                     target.close_early()
-            written = _write(output, target, parts(_chunk_reads(chunks(), None), False),
+            written = _write(output, target, parts(source.reads(chunks(), check=False), False),
                              lambda: header, lambda: header)
             return conversion(verdict, written)
-        written = _write(output, target, parts(_chunk_reads(chunks(), checked), True),
-                         lambda: _header(checked, target.spec), at_end)
+        written = _write(output, target, parts(source.reads(chunks(), check=True), True),
+                         lambda: target.header(source), at_end)
         return conversion(target.verdict, written)
     except NotStreamable as exc:
         return StreamedConversion(
@@ -283,23 +417,6 @@ def _normal_form_losses(spec: FormatDeclaration, document: Document) -> frozense
     return spec.normal_form_losses(document) if spec.normal_form_losses else frozenset()
 
 
-def _verdict(checked: Any) -> Any:
-    """What the chunked reader found (``read_chunks``'s answer)."""
-    from dcx.core.declaration import ChunkedRead
-
-    return ChunkedRead((checked.encoding,)) if checked.encoding is not None \
-        else checked.finish()
-
-
-def _header(checked: Any, spec: FormatDeclaration) -> Workload:
-    """The workload's header (name, origin, attributes, comments) that the SWF header lines
-    read so far give, in ``spec``'s normal form."""
-    document = Document(workload=checked.header.workload(()))
-    if spec.normal_form is not None:
-        document = spec.normal_form(document)
-    return document.workload or Workload()
-
-
 def _loss_warnings(summed: _Losses, strict: bool, target: FormatDeclaration
                    ) -> tuple[Diagnostic, ...]:
     severity = error if strict else warning
@@ -307,70 +424,44 @@ def _loss_warnings(summed: _Losses, strict: bool, target: FormatDeclaration
                  for loss in summed.losses())
 
 
-def _refused(summed: _Losses, jobs: int, strict: bool,
+def _refused(summed: _Losses, jobs: int, strict: bool, source: FormatDeclaration,
              target: FormatDeclaration) -> tuple[Diagnostic, ...] | None:
     """Why the whole-file path would refuse: no jobs to convert, or a loss with --strict."""
     from dcx.converters.convert import refusal
 
     if not jobs:
         document = Document(workload=Workload())
-        problem = refusal(document, document, "swf", target)
+        problem = refusal(document, document, source.name, target)
         if problem is not None:
             return (problem,)
     problems = _loss_warnings(summed, strict, target)
     return problems if has_errors(problems) else None
 
 
-def _cross_chunk(document: Document, checked: Any, later: list[Any]
-                 ) -> tuple[Document, dict[int, Any]]:
-    """The chunk's document without the preceding jobs that ``checked`` has seen (in another
-    chunk), and those job numbers by row: the whole file makes each a dependency, a chunk
-    alone an extras value (it does not know the job), so the rows get them as dependencies
-    after the normal form. The preceding jobs not seen are added to ``later``: a pipe's
-    conversion stops if one of them comes later in the trace after all."""
-    from dataclasses import replace
-
-    from dcx.core.columns import columns_of
-
-    workload = document.workload
-    if workload is None or columns_of(workload) is not None or not any(
-            _PRECEDING_KEY in task.extras for job in workload.jobs for task in job.tasks):
-        return document, {}  # (columns hold only dependencies inside the chunk)
-    earlier: dict[int, Any] = {}
-    jobs = []
-    row = 0
-    for job in workload.jobs:
-        tasks = []
-        for task in job.tasks:
-            number = task.extras.get(_PRECEDING_KEY)
-            if number is not None and any(_holds(held, number) for held in checked.ids):
-                earlier[row] = number
-                task = replace(task, extras={key: value for key, value in task.extras.items()
-                                             if key != _PRECEDING_KEY})
-            elif number is not None:
-                later.append(number)
-            tasks.append(task)
-            row += 1
-        jobs.append(replace(job, tasks=tuple(tasks)))
-    if not earlier:
-        return document, {}
-    return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
-
-
-def _with_dependencies(table: Any, earlier: dict[int, Any]) -> Any:
-    """``table`` whose rows in ``earlier`` depend on the job numbers given there."""
+def _with_dependencies(table: Any, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
+    """``table`` whose rows in ``earlier`` also depend on the tasks given there, each put
+    back at its place in the row's list."""
     import pyarrow as pa
 
     position = table.schema.get_field_index("dependencies")
     kind = table.schema.field(position).type
     lists = table.column(position).to_pylist()
-    for row, number in earlier.items():
-        lists[row] = [*lists[row], number]
+    for row, insertions in earlier.items():
+        lists[row] = _inserted(lists[row], insertions)
     try:
         column = pa.array(lists, kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        raise NotStreamable("a preceding job's number is not of its chunk's kind") from None
+        raise NotStreamable("a dependency's id is not of its chunk's kind") from None
     return table.set_column(position, table.schema.field(position), column)
+
+
+def _inserted(values: Sequence[Any], insertions: Sequence[tuple[int, Any]]) -> list[Any]:
+    """``values`` with each ``(place, value)`` of ``insertions`` (places going up) put at
+    that place of the list it makes."""
+    result = list(values)
+    for place, value in insertions:
+        result.insert(place, value)
+    return result
 
 
 def _holds(held: Any, number: Any) -> bool:
@@ -382,8 +473,9 @@ def _holds(held: Any, number: Any) -> bool:
 class _Schema:
     """The one Arrow schema of every row group (see the module docstring)."""
 
-    def __init__(self, fixed: bool) -> None:
+    def __init__(self, fixed: bool, pipe_extras: tuple[tuple[str, Any], ...]) -> None:
         self.fixed = fixed
+        self.pipe_extras = pipe_extras
         self.types: dict[str, Any] = {}
 
     def add(self, table: Any) -> None:
@@ -403,14 +495,10 @@ class _Schema:
         """The schema, given the first table to write (a pipe's schema starts from it)."""
         import pyarrow as pa
 
-        from dcx.formats.swf import codec as swf_codec
-
         if self.fixed and not self.types:
             self.add(first)
-            for key in _swf_extras_keys():
+            for key, wanted in self.pipe_extras:
                 name = "extras." + key
-                integer = key.removeprefix("swf:") in swf_codec._INTEGERS
-                wanted = pa.int64() if integer else pa.float64()
                 known = self.types.get(name)
                 self.types[name] = wanted if known is None or known == pa.int64() else known
         return pa.schema(list(self.types.items()))
@@ -463,8 +551,12 @@ class _Target:
     """A preceding job of an earlier chunk becomes a dependency in the part (``_cross_chunk``)
     rather than staying the extras value a chunk's document keeps (SWF writes both alike)."""
 
-    def part(self, document: Document, earlier: dict[int, Any]) -> Any:
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         raise NotImplementedError
+
+    def header(self, source: _Source) -> Workload:
+        """What the output writes first: the input's header read so far."""
+        return source.header(self.spec)
 
     def rows(self, part: Any) -> int:
         raise NotImplementedError
@@ -507,17 +599,17 @@ class _Target:
 
 
 class _ParquetTarget(_Target):
-    def __init__(self, reopenable: bool) -> None:
+    def __init__(self, source: _Source, reopenable: bool) -> None:
         from dcx.formats import parquet
 
         self.spec = parquet.FORMAT
         self.dependencies_across = True
         self.observes = True
-        self.plan = _Schema(fixed=not reopenable)
+        self.plan = _Schema(not reopenable, source.pipe_extras())
         self.preceding: list[tuple[int, list[Any], Any]] = []
         """Where the preceding-job extras column would go, per part that has it."""
 
-    def part(self, document: Document, earlier: dict[int, Any]) -> Any:
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.formats import parquet
 
         table = parquet.codec.rows_of(parquet.normal_form(document).workload or Workload())
@@ -634,12 +726,12 @@ class _SwfTarget(_Target):
     """SWF lines: the header first (a pipe's: what its first chunk holds; a header line in a
     later chunk, which the whole file would write at the top, stops the conversion)."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: _Source, reopenable: bool) -> None:
         from dcx.formats import swf
 
         self.spec = swf.FORMAT
 
-    def part(self, document: Document, earlier: dict[int, Any]) -> Any:
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dataclasses import replace
 
         from dcx.formats.swf import codec
@@ -693,6 +785,10 @@ class _SwfTarget(_Target):
                             for d in found.diagnostics if d.code not in inherited)
         refused = [d for d in self.warned if d.is_error]
         return refused[0] if refused else None
+
+
+_TARGETS: dict[str, Callable[[_Source, bool], _Target]] = {
+    "parquet": _ParquetTarget, "swf": _SwfTarget}
 
 
 @dataclass
