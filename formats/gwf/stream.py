@@ -44,7 +44,7 @@ _BOM = "\ufeff"
 
 def read_chunks(chunks: Iterable[bytes]) -> ChunkedRead:
     """The diagnostics ``read`` gives for the concatenated ``chunks`` (each ends with a
-    newline but the last), and the number of jobs."""
+    newline but the last), and the numbers of jobs, tasks and dependencies."""
     return checked(_Stream(), chunks)
 
 
@@ -95,6 +95,8 @@ class _Stream:
         self.parts: list[_Part] = []
         self.part_starts: list[int] = []
         self.rows = 0
+        self.dependencies = 0
+        """Every valid task's dependencies, as the whole-file reader keeps them."""
         self.workflows = np.zeros(0, dtype=np.int64)
         """The distinct integer workflow ids so far (sorted)."""
         self.other_workflows: set[Id] = set()
@@ -204,6 +206,7 @@ class _Stream:
         """A chunk's valid tasks; ``places`` gives their JobID columns and their
         dependencies' columns, asked only when the checks across lines may need them."""
         np = self.np
+        self.dependencies += int(dependency_offsets[-1])
         if ids.dtype.kind == "O":
             self.text_ids = self.text_ids or any(isinstance(value, str) for value in ids)
         contiguous = int(lines[-1]) - int(lines[0]) == len(lines) - 1
@@ -286,7 +289,8 @@ class _Stream:
         if self.variant is None:
             if self.blank:
                 return ChunkedRead((error("file is empty", "gwf.empty", line=1, column=1),))
-            return ChunkedRead((warning("file has no task lines", "gwf.no-tasks"),))
+            return ChunkedRead((warning("file has no task lines", "gwf.no-tasks"),),
+                               tasks=0, dependencies=0)
         if not reader.stopped:
             self.across_lines()
         if reader.stopped:
@@ -299,7 +303,8 @@ class _Stream:
         if self.text_ids:
             reader.report(warning("some ids are text: dcx reads them, the SC18 simulator (which "
                                   "parses integers) does not", "gwf.text-ids"))
-        return ChunkedRead(tuple(reader.diagnostics), self.jobs())
+        return ChunkedRead(tuple(reader.diagnostics), self.jobs(), tasks=self.rows,
+                           dependencies=self.dependencies)
 
     def jobs(self) -> int:
         if self.variant == "archive":

@@ -11,6 +11,10 @@ a 64-bit integer each), where the jobs' lines and fields are (per chunk, unless 
 irregular), and the jobs that name a preceding job. At the end, when job numbers repeat or
 a preceding job is not an earlier line, ``codec.cross_file_diagnostics`` runs on the jobs
 those checks concern, in file order, which reports what it reports for the whole file.
+
+What ``dcx info`` says of a valid file is counted on the way: each job is one task, and a
+dependency is a preceding job number that names a job in the file (the whole-file reader
+keeps any other in extras, with ``swf.preceding-job-missing``).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ _PRECEDING_FIELD = COLUMNS.index("PrecedingJobNumber")
 
 def read_chunks(chunks: Iterable[bytes]) -> ChunkedRead:
     """The diagnostics ``read`` gives for the concatenated ``chunks`` (each ends with a
-    newline but the last), and the number of jobs."""
+    newline but the last), and the numbers of jobs, tasks and dependencies."""
     return checked(_Stream(), chunks)
 
 
@@ -79,6 +83,8 @@ class _Stream:
         """The last chunk's job lines as the vectorised path read them, when it read them
         all (a converter makes the chunk's document of them: ``codec.read_rows``)."""
         self.chunk_start = 0
+        self.dependencies = 0
+        """Jobs whose preceding job is in the file (set by ``across_lines``)."""
 
     # ----------------------------------------------------------------------- chunks
 
@@ -252,10 +258,12 @@ class _Stream:
             return ChunkedRead(tuple(reader.diagnostics))
         if not self.rows:
             reader.report(warning("file has no job lines", "swf.no-jobs"))
-        return ChunkedRead(tuple(reader.diagnostics), self.rows)
+        return ChunkedRead(tuple(reader.diagnostics), self.rows, tasks=self.rows,
+                           dependencies=self.dependencies)
 
     def across_lines(self) -> None:
-        """``cross_file_diagnostics`` on the jobs it can concern, when any may be."""
+        """``cross_file_diagnostics`` on the jobs it can concern, when any may be; counts
+        the jobs whose preceding job is in the file."""
         np = self.np
         if not self.rows or self.reader.stopped:
             return  # stopped: the whole-file reader skips them too
@@ -263,6 +271,7 @@ class _Stream:
                 else np.zeros(0, dtype=np.int64))
         preceding = (np.concatenate(self.preceding) if self.preceding
                      else np.zeros(0, dtype=np.int64))
+        self.dependencies = len(preceding)
         if self.increasing and preceding.dtype.kind == "i" and self.preceded_in_order(
                 rows, preceding):
             return  # the archives' case: nothing to report, without all the job numbers
@@ -270,11 +279,12 @@ class _Stream:
         if ids.dtype.kind == "i" and preceding.dtype.kind == "i":
             if _unique_and_preceded(ids, rows, preceding, np):
                 return
-            involved, known = _involved(ids, rows, preceding, np)
+            involved, known, self.dependencies = _involved(ids, rows, preceding, np)
         else:  # text job numbers: a few lines, checked as Python values
             involved = np.arange(len(ids))
             everything = set(ids.tolist())
-            known = {value for value in preceding.tolist() if value in everything}
+            found = [value for value in preceding.tolist() if value in everything]
+            known, self.dependencies = set(found), len(found)
         chosen = involved.tolist()
         at = np.minimum(np.searchsorted(rows, involved), max(len(rows) - 1, 0))
         follows = (rows[at] == involved) if len(rows) else np.zeros(len(involved), dtype=bool)
@@ -359,10 +369,10 @@ def _unique_and_preceded(ids: Any, rows: Any, preceding: Any, np: Any) -> bool:
     return bool(np.all(ordered[at] == preceding) and np.all(target < rows))
 
 
-def _involved(ids: Any, rows: Any, preceding: Any, np: Any) -> tuple[Any, set[Id]]:
+def _involved(ids: Any, rows: Any, preceding: Any, np: Any) -> tuple[Any, set[Id], int]:
     """The rows the checks across lines can concern, in file order (every job whose number
     repeats, that names a preceding job, or that is the first job of a number named as
-    one), and the preceding job numbers that are in the file."""
+    one), the preceding job numbers that are in the file, and how many jobs name one."""
     order = np.argsort(ids, kind="stable")
     ordered = ids[order]
     same = ordered[1:] == ordered[:-1]
@@ -370,4 +380,4 @@ def _involved(ids: Any, rows: Any, preceding: Any, np: Any) -> tuple[Any, set[Id
     at = np.minimum(np.searchsorted(ordered, preceding), len(ids) - 1)
     found = ordered[at] == preceding
     involved = np.unique(np.concatenate((order[repeated], rows, order[at[found]])))
-    return involved, set(preceding[found].tolist())
+    return involved, set(preceding[found].tolist()), int(np.count_nonzero(found))
