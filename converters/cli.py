@@ -852,24 +852,23 @@ def _cluster_options(parser: argparse.ArgumentParser, what: str) -> None:
 def _info(path: str, args: argparse.Namespace, cluster: Any = None) -> int:
     from dcx.converters.convert import read_any
     from dcx.converters.partitions import ClusterUnavailable
-    from dcx.converters.streaming import read_in_parts
+    from dcx.converters.streaming import read_or_stream
 
     name = label(path)
-    try:  # a large file read in parts (Parquet's row groups), on the cluster when given
-        parted = read_in_parts(path, args.format, FORMATS, cluster)
+    try:  # a large input counted as validate checks it: in chunks, or in parts on a cluster
+        data, oversized, streamed = read_or_stream(path, args.format, FORMATS, cluster)
     except ClusterUnavailable as exc:
         raise UsageError(str(exc)) from None
-    if parted is not None:
-        spec, found = parted
+    if oversized is not None:
+        _say(oversized.render())
+        return EXIT_INVALID
+    if streamed is not None:
+        spec, found = streamed
         ok, diagnostics = found.ok, found.diagnostics
         summary: dict[str, Any] = {"path": name, "format": spec.name, "valid": ok}
         if ok:
             summary["workload"] = parted_summary(found, spec)
     else:
-        data, oversized = read_input(path)
-        if oversized is not None:
-            _say(oversized.render())
-            return EXIT_INVALID
         found_spec, result = read_any(data, path, args.format)
         spec, ok, diagnostics = found_spec, result.ok, result.diagnostics
         summary = {"path": name, "format": spec.name if spec else "unknown", "valid": ok}
@@ -898,7 +897,9 @@ def _info(path: str, args: argparse.Namespace, cluster: Any = None) -> int:
 
 
 def parted_summary(found: Any, spec: FormatDeclaration) -> dict[str, int]:
-    """``workload_summary``'s counts from what a reader of parts counted."""
+    """``workload_summary``'s counts from what a chunked reader or a reader of parts
+    counted (``ChunkedRead``); annotations are 0 where the format cannot hold any (none
+    of those readers' formats can)."""
     summary = {"jobs": found.jobs, "tasks": found.tasks, "dependencies": found.dependencies}
     if "workload.annotations" not in spec.holds:
         summary["annotations"] = 0

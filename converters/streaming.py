@@ -1,10 +1,11 @@
-"""Inputs too large to hold, checked a chunk at a time: ``dcx validate`` hands a large file,
-or a pipe that outgrows ``STREAM_BYTES``, to its format's chunked reader
+"""Inputs too large to hold, checked a chunk at a time: ``dcx validate`` and ``dcx info``
+hand a large file, or a pipe that outgrows ``STREAM_BYTES``, to its format's chunked reader
 (``FormatDeclaration.read_chunks``) when the format has one, so memory stays bounded and the
 in-memory limit (``dcx.core.limits``) does not apply; a large file whose format is read in
 parts by seeking (``FormatDeclaration.read_parts``: Parquet's row groups) is checked a part at
-a time (``dcx.converters.partitions``), on a Dask cluster when one is given. Other inputs are
-read whole, as before.
+a time (``dcx.converters.partitions``), on a Dask cluster when one is given, and such a pipe
+is first copied to a temporary file (in ``$TMPDIR``, removed after) that is read the same
+way. Other inputs are read whole, as before.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDec
     """``read_input(path)``, or, for a large input whose format (``format_name``, else
     detected among ``scope``) has a chunked reader, what that reader found. A file whose
     format is read in parts (Parquet) is checked a part at a time when it is large, or when
-    ``cluster`` (a ``partitions.Cluster``) is given, on that cluster."""
+    ``cluster`` (a ``partitions.Cluster``) is given, on that cluster; a pipe of that format
+    that outgrows ``STREAM_BYTES`` is spooled to a temporary file first."""
     from dcx.converters import cli
 
     parted = read_in_parts(path, format_name, scope, cluster)
@@ -54,10 +56,10 @@ def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDec
     regular = path != "-" and os.path.isfile(path)
     try:
         if path == "-":
-            return _from_pipe(sys.stdin.buffer, path, format_name, scope)
+            return _from_pipe(sys.stdin.buffer, path, format_name, scope, cluster)
         with open(path, "rb") as stream:
             if not regular:
-                return _from_pipe(stream, path, format_name, scope)
+                return _from_pipe(stream, path, format_name, scope, cluster)
             head = stream.read(SNIFF_BYTES)
             spec = _streamable(head, path, format_name, scope)
             if spec is not None:
@@ -71,10 +73,15 @@ def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDec
 
 def _streamable(head: bytes, path: str, format_name: str | None,
                 scope: Sequence[FormatDeclaration]) -> FormatDeclaration | None:
+    spec = _detected(head, path, format_name, scope)
+    return spec if spec is not None and spec.read_chunks is not None else None
+
+
+def _detected(head: bytes, path: str, format_name: str | None,
+              scope: Sequence[FormatDeclaration]) -> FormatDeclaration | None:
     from dcx.converters.registry import detect, get
 
-    spec = get(format_name) if format_name else detect(head[:SNIFF_BYTES], path, scope)
-    return spec if spec is not None and spec.read_chunks is not None else None
+    return get(format_name) if format_name else detect(head[:SNIFF_BYTES], path, scope)
 
 
 def read_in_parts(path: str, format_name: str | None, scope: Sequence[FormatDeclaration],
@@ -112,8 +119,8 @@ def _chunked(spec: FormatDeclaration, stream: BinaryIO, head: bytes) -> ChunkedR
 
 
 def _from_pipe(stream: BinaryIO, path: str, format_name: str | None,
-               scope: Sequence[FormatDeclaration]) -> tuple[bytes, Diagnostic | None,
-                                                            Streamed | None]:
+               scope: Sequence[FormatDeclaration], cluster: Any = None
+               ) -> tuple[bytes, Diagnostic | None, Streamed | None]:
     """Standard input, a FIFO or a device: held when it ends within ``STREAM_BYTES``."""
     from dcx.converters import cli
 
@@ -124,13 +131,52 @@ def _from_pipe(stream: BinaryIO, path: str, format_name: str | None,
         return (head, None, None) if len(head) <= limit else (
             b"", cli._too_large(len(head), path), None)
     head += more
-    spec = _streamable(head, path, format_name, scope)
-    if spec is not None:
+    spec = _detected(head, path, format_name, scope)
+    if spec is not None and spec.read_chunks is not None:
         return b"", None, (spec, _chunked(spec, stream, head))
+    if spec is not None and spec.read_parts is not None:
+        return b"", None, (spec, _spooled_parts(spec, stream, head, path, cluster))
     data = head + cli._read_up_to(stream, limit + 1 - len(head))
     if len(data) > limit:
         return b"", cli._too_large(len(data), path, at_least=True), None
     return data, None, None
+
+
+def _spooled_parts(spec: FormatDeclaration, stream: BinaryIO, head: bytes, path: str,
+                   cluster: Any) -> ChunkedRead:
+    """A pipe of a format read by seeking (Parquet), ``head`` and the rest of ``stream``,
+    copied to a temporary file in ``$TMPDIR`` (a bounded buffer at a time) and read in parts
+    as a file is; the file is removed after. A local cluster's workers open it; those of an
+    existing cluster (``--scheduler-address``) may not see this machine's files, so a pipe
+    is refused there."""
+    import shutil
+    import tempfile
+    from contextlib import ExitStack
+
+    from dcx.converters import cli
+    from dcx.converters.partitions import read_parts
+
+    if cluster is not None and cluster.address:
+        raise cli.UsageError(
+            f"{cli.label(path)}: a {spec.name} pipe is read from a temporary file on this "
+            "machine, which the workers of --scheduler-address may not see; give a file "
+            "path they share")
+
+    def failed(exc: OSError) -> cli.UsageError:
+        return cli.UsageError(f"{cli.label(path)}: cannot copy the {spec.name} pipe to a "
+                              f"temporary file in {tempfile.gettempdir()} (TMPDIR): "
+                              f"{exc.strerror or exc}")
+
+    with ExitStack() as removed:
+        try:
+            spool = removed.enter_context(tempfile.NamedTemporaryFile(
+                prefix="dcx-pipe-", suffix=f".{spec.name}"))
+            spool.write(head)
+            shutil.copyfileobj(stream, spool, 1 << 20)
+            spool.flush()
+        except OSError as exc:
+            raise failed(exc) from None
+        return read_parts(spool.name, spec, None if cluster is None else cluster.client())
 
 
 @dataclass(frozen=True)
