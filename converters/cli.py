@@ -110,9 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
         "and the rules a schema cannot express. Says what it checked on stderr unless -q. "
         "An SWF or GWF input from 16 MB (a file, or stdin that outgrows it) is checked in "
         "chunks as it is read, in bounded memory and without the input size limit; a Parquet "
-        "file from 16 MB is checked a row group at a time, with the same diagnostics, and with "
-        "--workers or --scheduler-address its row groups are checked as partitions on a Dask "
-        "cluster.")
+        "file from 16 MB (or stdin that outgrows it, first copied to a temporary file in "
+        "TMPDIR, removed after) is checked a row group at a time, with the same diagnostics, "
+        "and with --workers or --scheduler-address its row groups are checked as partitions "
+        "on a Dask cluster.")
     validate.add_argument("files", nargs="+", metavar="FILE")
     _format_option(validate, "--format", "--from", dest="format",
                    help="read every FILE as this format")
@@ -178,9 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Detect each FILE's format ('-' for stdin) and print what it holds, "
         "with units; values the file does not give are shown as unknown, and only the levels "
         "(datacenters, rooms, racks) the format has are listed. With --output json, one "
-        "JSON object per FILE, a line each. A Parquet file from 16 MB is read a row group at "
-        "a time (the counts without the model), on a Dask cluster with --workers or "
-        "--scheduler-address.")
+        "JSON object per FILE, a line each. Large inputs are read as validate reads them, "
+        "and their jobs, tasks and dependencies counted without building the model: an SWF "
+        "or GWF input from 16 MB (a file, or stdin that outgrows it) in chunks as it is read, "
+        "in bounded memory and without the input size limit; a Parquet file from 16 MB (or "
+        "stdin that outgrows it, first copied to a temporary file in TMPDIR, removed after) "
+        "a row group at a time, on a Dask cluster with --workers or --scheduler-address. "
+        "Other inputs are read whole.")
     info.add_argument("files", metavar="FILE", nargs="+")
     _format_option(info, "--format", "--from", dest="format", help="read each FILE as this "
                    "format")
@@ -846,7 +851,9 @@ def _cluster_options(parser: argparse.ArgumentParser, what: str) -> None:
                         "this process)")
     parser.add_argument("--scheduler-address", metavar="ADDRESS",
                         help=f"{what} a Parquet FILE's row groups on an existing Dask cluster "
-                        "(tcp://host:8786) whose workers see FILE at the same path")
+                        "(tcp://host:8786) whose workers see FILE at the same path; a Parquet "
+                        "pipe from 16 MB, copied to a temporary file on this machine, is "
+                        "refused (exit 2)")
 
 
 def _info(path: str, args: argparse.Namespace, cluster: Any = None) -> int:
