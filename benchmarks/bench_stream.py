@@ -8,13 +8,18 @@ run on a 1,000,000-job trace of the same model:
    (what ``dcx convert`` now does from 16 MB: each chunk parsed once, checked and written
    while the file is first read; a second reading only when a later chunk changes the
    Parquet schema);
-3. the 20M pipe: ``dcx validate -``'s wall time, CPU time and peak RSS, and the generator's
+3. ``dcx info`` of the 1M trace read whole (the in-memory path: the model built, then
+   counted) and in chunks (what ``dcx info`` now does from 16 MB: the chunked reader's
+   counts);
+4. the 20M pipe: ``dcx validate -``'s wall time, CPU time and peak RSS, and the generator's
    CPU time (the pipe runs no faster than the generator writes);
-4. the 20M pipe into ``dcx convert - out.parquet --from swf`` (written, read back a row
+5. the 20M pipe into ``dcx convert - out.parquet --from swf`` (written, read back a row
    group at a time, then renamed into place), likewise.
 
 Every figure runs in a fresh subprocess; CPU seconds and peak RSS come from ``os.wait4`` (that
-child alone). ``DCX_BENCH_JOBS`` changes the piped trace's size, ``DCX_BENCH_BASE_JOBS`` the
+child alone), each dcx step started by ``child.run_child``'s launcher so that its peak RSS
+does not count this process's pages shared at the fork (about 190 MB once the 1M trace is
+drawn). ``DCX_BENCH_JOBS`` changes the piped trace's size, ``DCX_BENCH_BASE_JOBS`` the
 baseline's.
 """
 
@@ -29,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from child import run_child
 from generate_swf import write_blocks
 
 JOBS = int(os.environ.get("DCX_BENCH_JOBS", "20000000"))
@@ -58,10 +64,12 @@ def waited(child: subprocess.Popen[bytes], started: float, what: str) -> Usage:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def dcx(mode: str, *args: str) -> Usage:
-    started = time.perf_counter()
-    return waited(subprocess.Popen([sys.executable, "-c", DCX, mode, *args]), started,
-                  " ".join(args))
+def dcx(mode: str, *args: str, quiet: bool = False) -> Usage:
+    """A 1M-trace step, started by ``child.run_child``'s launcher: its peak RSS is its own,
+    not counting the benchmark's pages shared at the fork."""
+    usage = run_child([sys.executable, "-c", DCX, mode, *args],
+                      f"bench_stream: dcx {' '.join(args)}", quiet)
+    return usage.wall_s, usage.cpu_s, usage.peak_rss_mb
 
 
 def piped(jobs: int, *command: str) -> tuple[Usage, Usage]:
@@ -69,12 +77,14 @@ def piped(jobs: int, *command: str) -> tuple[Usage, Usage]:
     started = time.perf_counter()
     generator = subprocess.Popen([sys.executable, GENERATOR, str(jobs), "-", "--blocks"],
                                  stdout=subprocess.PIPE)
-    checker = subprocess.Popen([sys.executable, "-c", DCX, "default", *command],
-                               stdin=generator.stdout)
     assert generator.stdout is not None
-    generator.stdout.close()  # the checker holds the pipe's only reading end
-    checked = waited(checker, started, f"dcx {' '.join(command)}")
-    return checked, waited(generator, started, "generate_swf.py")
+    try:  # through the launcher, as dcx() steps: the checker's peak RSS is its own
+        usage = run_child([sys.executable, "-c", DCX, "default", *command],
+                          f"bench_stream: dcx {' '.join(command)}", stdin=generator.stdout)
+    finally:
+        generator.stdout.close()  # no reader left: a generator still writing stops
+    return ((usage.wall_s, usage.cpu_s, usage.peak_rss_mb),
+            waited(generator, started, "generate_swf.py"))
 
 
 def row(label: str, usage: Usage) -> None:
@@ -84,8 +94,8 @@ def row(label: str, usage: Usage) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         trace = Path(folder) / "trace.swf"
-        with trace.open("wb") as out:
-            write_blocks(BASE_JOBS, out.write)
+        with trace.open("wb") as sink:
+            write_blocks(BASE_JOBS, sink.write)
         print(f"bench_stream: baseline {BASE_JOBS:,}-job SWF, "
               f"{trace.stat().st_size / 1e6:.0f} MB; wall s, CPU s, peak RSS MB")
         print(f"  {'':<40}{'wall':>8}{'cpu':>8}{'MB':>8}")
@@ -98,6 +108,10 @@ def main() -> None:
         chunks_convert = dcx("chunks", "convert", "--quiet", str(trace), str(converted))
         row("dcx convert SWF -> Parquet, read whole", whole_convert)
         row("dcx convert SWF -> Parquet, in chunks", chunks_convert)
+        whole_info = dcx("whole", "info", str(trace), quiet=True)  # the summary on stdout
+        chunks_info = dcx("chunks", "info", str(trace), quiet=True)
+        row("dcx info, read whole (before)", whole_info)
+        row("dcx info, in chunks (now)", chunks_info)
         checked, generated = piped(JOBS, "validate", "--quiet", "-")
         print(f"{JOBS:,} jobs drawn on the fly | dcx (never stored):")
         row("dcx validate -", checked)
@@ -113,6 +127,8 @@ def main() -> None:
     print(f"  convert: peak RSS {piped_convert[2] / whole_convert[2]:.2f}x the {BASE_JOBS:,}-job "
           f"whole-file conversion's for {JOBS / BASE_JOBS:.0f}x the jobs; CPU "
           f"{piped_convert[1] / whole_convert[1]:.1f}x")
+    print(f"  info: read whole / in chunks: CPU {whole_info[1] / chunks_info[1]:.1f}x, "
+          f"peak RSS {whole_info[2] / chunks_info[2]:.1f}x")
     print("targets (issue 18): 20M piped <= 1 GB peak RSS (validate and convert); 1M validate "
           "<= 2 s and <= 400 MB; 1M SWF -> Parquet <= 3 s")
 

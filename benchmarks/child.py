@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,16 @@ sys.exit(0 if os.waitstatus_to_exitcode(status) == 0 else 1)
 """
 
 
-def run_child(argv: Sequence[str], what: str, quiet: bool = False) -> Usage:
-    """Run ``argv``; a failure stops the benchmark with ``what`` named."""
+def run_child(argv: Sequence[str], what: str, quiet: bool = False,
+              stdin: Any = None) -> Usage:
+    """Run ``argv`` (reading ``stdin`` when given: a pipe's reading end); a failure stops
+    the benchmark with ``what`` named."""
     output = subprocess.DEVNULL if quiet else None
     readable, writable = os.pipe()
     try:
         launcher = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(writable), *argv],
-                                    stdout=output, stderr=output, pass_fds=(writable,))
+                                    stdin=stdin, stdout=output, stderr=output,
+                                    pass_fds=(writable,))
         os.close(writable)
         with os.fdopen(readable, "rb") as report:
             measured = report.read().split()
