@@ -211,6 +211,15 @@ def json_type(value: Any) -> str:
             type(None): "null"}.get(type(value), "number")
 
 
+def skim(text: str, pos: int) -> tuple[Any, int]:
+    """The value that starts at ``pos`` and where it ends, decoded without ``load_json``'s
+    checks (repeated keys, non-finite numbers): for a fast path that only finds its way
+    through text whose accepted parts the checked path reads again. ``ValueError`` when
+    there is no JSON value there."""
+    value, end = _SKIPPER.raw_decode(text, pos)
+    return value, end
+
+
 def _skip_ws(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in " \t\n\r":
         pos += 1

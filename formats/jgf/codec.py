@@ -181,6 +181,16 @@ def _valid_tree(entries: Any) -> list[Entry] | None:
 
 
 def read(data: bytes) -> ReadResult:
+    from dcx.formats.jgf import text_runs
+
+    fast = text_runs.read(data)
+    if fast is not None:
+        return fast
+    return read_checked(data)
+
+
+def read_checked(data: bytes) -> ReadResult:
+    """``read`` vertex by vertex: every file the fast path (``text_runs``) does not accept."""
     loaded, problems = loaded_against(SCHEMA, data, "a JGF document", "jgf.not-object")
     if loaded is None:
         return ReadResult(None, tuple(problems))
@@ -265,7 +275,16 @@ class _Sources:
         return graph.root, _groupings(graph, graph.root)[1]
 
 
-def graph_to_environment(graph: Graph) -> Environment:
+Members = tuple[list[str], list[Any] | None, list[int] | None]
+"""Names, ids and ranks of nodes that join a node's group right after it (``text_runs``)."""
+
+
+def graph_to_environment(graph: Graph, members: dict[str, Members] | None = None
+                         ) -> Environment:
+    """The environment ``graph`` describes. ``members``: node vertex id → the nodes that
+    follow it, equal to it but for name, id and rank, and are not in ``graph`` (the fast
+    path's runs); each entry is removed once its node is read as the first, or a later
+    member, of a group of its subtree's shape (``_Run``), so entries left were not."""
     root = graph.root
     outside = [_entry(vertex, None, -1) for vertex in graph.vertices
                if CONTAINMENT not in vertex.paths]
@@ -278,7 +297,7 @@ def graph_to_environment(graph: Graph) -> Environment:
             and not outside and not graph.children.get(root_path)):
         return Environment(datacenters=(Datacenter(rooms=(Room(),)),))
     top, groupings = _groupings(graph, root)
-    builder = _RackBuilder(graph, root_path)
+    builder = _RackBuilder(graph, root_path, members or {})
     racks = [builder.rack(grouping) if grouping is not top else Rack(
         slots=builder.slots(top.nodes), extras={"jgf:implicit": True})
         for grouping in groupings]
@@ -315,9 +334,10 @@ def _leftovers(graph: Graph, grouping: _Grouping) -> list[Entry]:
 class _RackBuilder:
     """Builds the racks and machines of the groupings below the root."""
 
-    def __init__(self, graph: Graph, root_path: str) -> None:
+    def __init__(self, graph: Graph, root_path: str, members: dict[str, Members]) -> None:
         self.graph = graph
         self.root_path = root_path
+        self.members = members
         self.subtrees: ShapeMemo[tuple[_Plain, ...]] = ShapeMemo(_plain_subtree)
 
     def rack(self, grouping: _Grouping) -> Rack:
@@ -340,8 +360,11 @@ class _RackBuilder:
         and whose own metadata differs only in name, id and rank are one group (``_Run``)."""
         parts: list[Machine | MachineGroup] = []
         run: _Run | None = None
+        members = self.members
         for node in nodes:
             if run is not None and run.admits(node, self.graph):
+                if members and node.key in members and run.join(members[node.key]):
+                    del members[node.key]
                 continue
             if run is not None:
                 parts.append(run.part())
@@ -349,6 +372,8 @@ class _RackBuilder:
             run = _Run.starting(node, machine, self.subtrees, self.graph)
             if run is None:
                 parts.append(machine)
+            elif members and node.key in members and run.join(members[node.key]):
+                del members[node.key]
         if run is not None:
             parts.append(run.part())
         return slots_of(parts)
@@ -429,6 +454,21 @@ class _Run:
             ids.append(node.id)
         if ranks is not None:
             ranks.append(node.rank)
+        return True
+
+    def join(self, members: Members) -> bool:
+        """Add nodes that ``admits`` would admit after the last one (the fast path's
+        members), when this group compares subtrees with the plain shape (whose test the
+        fast path has made on its arrays); whether it did."""
+        names, ids, ranks = members
+        if self.stored is not None or (ids is None) != (self.ids is None) or (
+                ranks is None) != (self.ranks is None):
+            return False
+        self.names.extend(names)
+        if self.ids is not None and ids is not None:
+            self.ids.extend(ids)
+        if self.ranks is not None and ranks is not None:
+            self.ranks.extend(ranks)
         return True
 
     def part(self) -> Machine | MachineGroup:

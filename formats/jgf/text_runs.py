@@ -1,0 +1,672 @@
+"""JGF's fast path: runs of identical node subtrees found in the text and read once.
+
+A large graph lists one node vertex after another, each followed by the vertices below it,
+and identical machines give texts that differ only in digits: vertex ids, uniq_ids, the
+node's name, id and rank, and the node's name inside the paths below it. This path reads
+the text as its *skeleton* (every digit one 0xFF byte, which ASCII text lacks) and the
+values of its digit runs, with numpy over the bytes:
+
+- The vertices are walked in order. A node vertex and the vertices under its path that
+  follow it form a *block*; the blocks after it with the same skeleton (compared in C,
+  ``bytes.startswith``; so with digit runs of the same lengths) are its run, read as rows
+  of one strided array. Everything else, and each run's first block, is *kept*.
+- What each digit run of a block is, is found once per skeleton by decoding the block with
+  every digit run replaced by a distinct marker number (``_probe``). A digit run may vary
+  along a run only where varying changes nothing but the node's name, id and rank: vertex
+  ids, uniq_ids beside an ``id``, the node's name (its trailing digits), id and rank, the
+  name where it appears in the paths and a rank equal to the node's. Every other digit run
+  must have the same text in each block of the run; a varying one has no leading zero.
+  These rules are checked on the digit values as arrays; the run ends at the first block
+  that breaks one.
+- The kept vertices are read by the checked path (``codec.read_checked``'s schema check,
+  ``check_graph`` and model builder), and the runs' other members join the group of their first
+  (``graph_to_environment``'s ``members``), as ``_Run.admits`` would have admitted them.
+- What the checked path would check across the dropped vertices is checked on arrays:
+  vertex ids unique (ids made of digits only, as integers), paths unique, every edge (each
+  the first edge's text with other digits: containment, no legacy form) joining a vertex
+  to its parent.
+
+The path only accepts: any diagnostic, any text it does not recognise (other layouts,
+other top-level keys, non-ASCII bytes, backslashes in a block), and any check that fails
+gives ``None``, and ``codec.read`` reads the file the checked way. ``tests/test_jgf_runs.py``
+holds the two to the same documents, diagnostics and places.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dcx.core.diagnostics import ReadResult
+from dcx.core.limits import LIMITS, paused_gc
+from dcx.core.model import Document
+from dcx.parsing.fluxion import CONTAINMENT, SCHEMA, Graph, check_graph, descendants
+from dcx.parsing.jsonio import JsonLocator, model_locator, skim
+from dcx.parsing.schemas import loaded_against
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MIN_BYTES = 1 << 20
+"""Smaller files are read the checked way: the arrays would cost more than they save."""
+
+_MARK = 10**15
+"""Digit run ``j`` of a probed block becomes ``_MARK + j`` (16 digits)."""
+
+_WS = b" \t\n\r"
+_HEAD = re.compile(rb'\{[ \t\n\r]*"graph"[ \t\n\r]*:[ \t\n\r]*\{[ \t\n\r]*"nodes"[ \t\n\r]*:'
+                   rb'[ \t\n\r]*\[[ \t\n\r]*')
+_EDGES_OPEN = re.compile(rb'[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*')
+_TRAILING = re.compile(r"(.*[^0-9])([0-9]+)", re.DOTALL)
+_MAX_DIGITS = 18
+
+
+class _Declined(Exception):
+    """The text is not one the fast path accepts: the checked path reads it."""
+
+
+_DIGITS = b"0123456789"
+_MARKED_DIGITS = bytes.maketrans(_DIGITS, b"\xff" * 10)
+
+
+@dataclass
+class _Digits:
+    """Every run of digits in part of the text: where it starts, its length, value and
+    whether it has a leading zero."""
+
+    starts: np.ndarray
+    lengths: np.ndarray
+    values: np.ndarray
+    leading_zero: np.ndarray
+
+
+def _digits(codes: np.ndarray, offset: int) -> _Digits:
+    """The digit runs of ``codes`` (bytes that start and end with no digit), placed from
+    text ``offset``."""
+    import numpy as np
+
+    is_digit = (codes - np.uint8(48)) < 10
+    bounds = np.flatnonzero(is_digit[1:] != is_digit[:-1]) + 1
+    del is_digit
+    starts, ends = bounds[0::2], bounds[1::2]
+    lengths = ends - starts
+    if lengths.size and int(lengths.max()) > _MAX_DIGITS:
+        raise _Declined
+    first_digits = codes[starts]
+    values = first_digits.astype(np.int64) - 48
+    leading_zero = (lengths > 1) & (first_digits == 48)
+    longer = np.flatnonzero(lengths > 1)
+    place = 1
+    while longer.size:
+        values[longer] = values[longer] * 10 + (codes[starts[longer] + place] - 48)
+        place += 1
+        longer = longer[lengths[longer] > place]
+    return _Digits(starts + offset, lengths, values, leading_zero)
+
+
+@dataclass
+class _Blocks:
+    """The blocks that follow a run's first block with the same text but for digits:
+    their bytes as rows (a strided view, one row per block, the first block's row
+    first) and the values of their digit runs (the first block's positions)."""
+
+    rows: np.ndarray
+    columns: _Columns
+
+
+@dataclass
+class _Columns:
+    """The digit runs of a block: where each starts in it, and its length."""
+
+    starts: np.ndarray
+    lengths: np.ndarray
+    positions: np.ndarray
+    """Every digit's place in the block."""
+    weights: np.ndarray
+    """The power of ten each digit is worth in its run."""
+
+    @staticmethod
+    def of(block: np.ndarray) -> _Columns:
+        import numpy as np
+
+        is_digit = np.zeros(block.size + 2, bool)
+        is_digit[1:-1] = (block - np.uint8(48)) < 10
+        bounds = np.flatnonzero(is_digit[1:] != is_digit[:-1])
+        starts, ends = bounds[0::2], bounds[1::2]
+        lengths = ends - starts
+        positions = np.flatnonzero(is_digit[1:-1])
+        tail = np.repeat(ends, lengths) - positions - 1
+        return _Columns(starts, lengths, positions, np.power(10, tail, dtype=np.int64))
+
+    def values(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's digit run values and leading zeros (rows × runs)."""
+        import numpy as np
+
+        digits = rows[:, self.positions].astype(np.int64) - 48
+        if not self.starts.size:
+            empty = np.zeros((rows.shape[0], 0), np.int64)
+            return empty, empty.astype(bool)
+        at = np.concatenate(([0], np.cumsum(self.lengths)[:-1]))
+        values = np.add.reduceat(digits * self.weights, at, axis=1)
+        leading_zero = (digits[:, at] == 0) & (self.lengths > 1)
+        return values, leading_zero
+
+
+@dataclass
+class _Shape:
+    """What the digit runs of one block skeleton are (``_probe``)."""
+
+    columns: int
+    keys: list[int]
+    """The digit run of each vertex's id (vertex ids of digits only)."""
+    parents: list[int]
+    """Each vertex's parent within the block (-1 for the node)."""
+    prefix: str
+    """The node's name: ``prefix`` and the digit run ``name``."""
+    name: int
+    node_id: int | None
+    rank: int | None
+    equal_name: list[int]
+    equal_rank: list[int]
+    varying: list[int]
+    """Runs that may take any value without a leading zero (ids, uniq_ids, name, rank)."""
+    constant: np.ndarray
+    """Mask of the runs that must keep their text."""
+
+
+def _marker(value: Any, columns: int) -> int | None:
+    """The digit run a probe marker stands for (an int, or a string of digits only)."""
+    if isinstance(value, str):
+        if not (len(value) == 16 and value.isascii() and value.isdigit()):
+            return None
+        value = int(value)
+    if type(value) is not int:
+        return None
+    column = value - _MARK
+    return column if 0 <= column < columns else None
+
+
+def _probe(block: str, starts: Sequence[int], lengths: Sequence[int],
+           vertices: list[dict[str, Any]]) -> _Shape | None:
+    """The shape of a block (``vertices`` as decoded), or ``None`` when some digit run
+    that would have to vary means more than this path reads."""
+    import numpy as np
+
+    columns = len(starts)
+    pieces: list[str] = []
+    at = 0
+    for column, (start, length) in enumerate(zip(starts, lengths, strict=True)):
+        pieces += [block[at:start], str(_MARK + column)]
+        at = start + length
+    pieces.append(block[at:])
+    try:
+        probed, _ = skim("[" + "".join(pieces) + "]", 0)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(probed, list) or len(probed) != len(vertices):
+        return None
+    if not all(isinstance(vertex, dict) for vertex in probed):
+        return None
+    node_meta = probed[0]["metadata"]
+    name = node_meta.get("name")
+    named = _TRAILING.fullmatch(name) if isinstance(name, str) else None
+    if named is None or _marker(named.group(2), columns) is None:
+        return None
+    prefix, name_column = named.group(1), _marker(named.group(2), columns)
+    assert name_column is not None
+    real_meta = vertices[0]["metadata"]
+    if "id" not in real_meta:
+        return None
+    node_id, rank = _marker(node_meta["id"], columns), _marker(node_meta.get("rank"), columns)
+    node_segments = node_meta["paths"][CONTAINMENT].split("/")
+    if len(node_segments) < 3:
+        return None  # a root: a second one would be an error
+    depth = len(node_segments) - 1
+    # The name's segment in each path: the prefix's own digit runs are other runs there,
+    # which keep their text along a run as the name's do.
+    in_segment = re.compile(re.sub("[0-9]{16}", "[0-9]{16}", re.escape(prefix))
+                            + "([0-9]{16})")
+    keys: list[int] = []
+    parents: list[int] = []
+    equal_name: list[int] = []
+    equal_rank: list[int] = []
+    varying = [name_column, *(c for c in (node_id, rank) if c is not None)]
+    index_of = {vertices[0]["metadata"]["paths"][CONTAINMENT]: 0}
+    for index, (vertex, real) in enumerate(zip(probed, vertices, strict=True)):
+        meta, real_meta = vertex["metadata"], real["metadata"]
+        key = _marker(vertex.get("id"), columns)
+        if key is None or real_meta["paths"].keys() != {CONTAINMENT}:
+            return None
+        keys.append(key)
+        uniq = _marker(meta.get("uniq_id"), columns)
+        if uniq is not None and "id" in real_meta:
+            varying.append(uniq)
+        segments = meta["paths"][CONTAINMENT].split("/")
+        in_path = in_segment.fullmatch(segments[depth]) if len(segments) > depth else None
+        if in_path is None or _marker(in_path.group(1), columns) is None:
+            return None
+        equal_name.append(int(in_path.group(1)) - _MARK)
+        real_path = real_meta["paths"][CONTAINMENT]
+        index_of[real_path] = index
+        if index:
+            parent = index_of.get(real_path.rpartition("/")[0])
+            vertex_rank = _marker(meta.get("rank"), columns)
+            if parent is None or (rank is not None and vertex_rank is None):
+                return None
+            parents.append(parent)
+            if vertex_rank is not None:
+                if rank is None:
+                    return None
+                equal_rank.append(vertex_rank)
+        else:
+            parents.append(-1)
+    varying += keys
+    constant = np.ones(columns, bool)
+    constant[varying + equal_name + equal_rank] = False
+    return _Shape(columns, keys, parents, prefix, name_column, node_id, rank, equal_name,
+                  equal_rank, varying, constant)
+
+
+def _admitted(shape: _Shape, values: np.ndarray, lengths: np.ndarray,
+              leading_zero: np.ndarray) -> int:
+    """How many of the blocks (rows after the first, each with the first's text but for
+    digits, so with its digit runs' ``lengths``) read as the first but for the node's
+    name, id and rank; -1 when the first itself breaks a rule (a leading zero, a vertex
+    whose rank is not its node's: it is no plain first of a group)."""
+    import numpy as np
+
+    constant = shape.constant
+    good = (values[:, constant] == values[0, constant]).all(axis=1)
+    good &= ~leading_zero[:, shape.varying].any(axis=1)
+    for columns, source in ((shape.equal_name, shape.name), (shape.equal_rank, shape.rank)):
+        if columns:
+            assert source is not None
+            if (lengths[columns] != lengths[source]).any():
+                return -1
+            good &= (values[:, columns] == values[:, [source]]).all(axis=1)
+    bad = np.flatnonzero(~good)
+    return int(bad[0]) - 1 if bad.size else values.shape[0] - 1
+
+
+@dataclass
+class _Run:
+    """A run's first node vertex (kept) and its other members' digit runs (rows)."""
+
+    key: str
+    parent_path: str
+    prefix: str
+    """The node names' text before their trailing digits (the first node's)."""
+    node_id: int
+    rank: int
+    """The first node's id and rank (for a run where they do not vary)."""
+    shape: _Shape
+    values: np.ndarray
+    """One row per member after the first."""
+
+
+@dataclass
+class _Walk:
+    """The vertices kept (text spans) and the runs found."""
+
+    kept: list[tuple[int, int]] = field(default_factory=list)
+    runs: list[_Run] = field(default_factory=list)
+
+
+def read(data: bytes, min_bytes: int = MIN_BYTES) -> ReadResult | None:
+    """``codec.read``'s result for ``data``, or ``None`` when this path does not accept
+    it (then the checked path reads it)."""
+    if len(data) < min_bytes or len(data) > LIMITS.max_input_bytes:
+        return None
+    try:
+        with paused_gc():
+            return _read(data)
+    except _Declined:
+        return None
+
+
+def _read(data: bytes) -> ReadResult:
+    import numpy as np
+
+    codes = np.frombuffer(data, np.uint8)
+    if not codes.size or int(codes.max()) >= 0x80:
+        raise _Declined
+    head = _HEAD.match(data)
+    nodes_end, edges_start, edges_end = _frame(data)
+    if head is None or head.end() >= nodes_end:
+        raise _Declined
+    text = data.decode("ascii")
+    walk = _walk(data, text, codes, head.end(), nodes_end)
+    if not walk.runs:
+        raise _Declined
+    edges = _edges(data, text, codes, edges_start, edges_end)
+    reduced = b"".join((b'{"graph":{"nodes":[', b",".join(
+        data[start:end] for start, end in walk.kept), b'],"edges":[]}}'))
+    loaded, _ = loaded_against(SCHEMA, reduced, "a JGF document", "jgf.not-object")
+    if loaded is None:
+        raise _Declined
+    graph, found = check_graph(loaded.value)
+    if graph is None or found:
+        raise _Declined
+    _check_across(graph, walk.runs, edges)
+    from dcx.formats.jgf.codec import _Sources, graph_to_environment
+
+    members = {run.key: _members(run) for run in walk.runs}
+    environment = graph_to_environment(graph, members)
+    if members:
+        raise _Declined  # a run's first was not read as the first of a plain group
+    whole: list[Any] = []
+
+    def locate(pointer: str) -> tuple[int | None, int | None]:
+        if not whole:
+            locator = JsonLocator(text)
+            whole.append(model_locator(locator, _Sources(locator)))
+        found_at: tuple[int | None, int | None] = whole[0](pointer)
+        return found_at
+
+    return ReadResult(Document(environment=environment), (), locator=locate)
+
+
+def _skip(data: bytes, offset: int, step: int) -> int:
+    """``offset`` moved past white space, forwards (``step`` 1) or backwards (-1, where
+    ``offset`` is one past the character looked at)."""
+    if step > 0:
+        while offset < len(data) and data[offset] in _WS:
+            offset += 1
+    else:
+        while offset > 0 and data[offset - 1] in _WS:
+            offset -= 1
+    return offset
+
+
+def _frame(data: bytes) -> tuple[int, int, int]:
+    """Where the nodes array's items end, and the edges array's items start and end, in
+    ``{"graph":{"nodes":[...],"edges":[...]}}`` (white space anywhere)."""
+    end = _skip(data, len(data), -1)
+    for closing in b"}}]":
+        end = _skip(data, end, -1)
+        if end == 0 or data[end - 1] != closing:
+            raise _Declined
+        end -= 1
+    edges_end = _skip(data, end, -1)
+    key = data.rfind(b'"edges"', 0, edges_end)
+    opening = _EDGES_OPEN.match(data, key + 7) if key >= 0 else None
+    if opening is None:
+        raise _Declined
+    before = _skip(data, key, -1)
+    if before == 0 or data[before - 1] != ord(","):
+        raise _Declined
+    before = _skip(data, before - 1, -1)
+    if before == 0 or data[before - 1] != ord("]"):
+        raise _Declined
+    return _skip(data, before - 1, -1), opening.end(), max(edges_end, opening.end())
+
+
+def _containment(vertex: Any) -> str | None:
+    meta = vertex.get("metadata") if isinstance(vertex, dict) else None
+    paths = meta.get("paths") if isinstance(meta, dict) else None
+    path = paths.get(CONTAINMENT) if isinstance(paths, dict) else None
+    return path if isinstance(path, str) else None
+
+
+def _walk(data: bytes, text: str, codes: np.ndarray, start: int, end: int) -> _Walk:
+    """The vertices of the nodes array (items from ``start`` to ``end``), kept or in runs;
+    blocks are compared as skeletons (the text with every digit a 0xFF byte, which ASCII
+    text lacks)."""
+    walk = _Walk()
+    shapes: dict[bytes, tuple[_Shape, _Columns] | None] = {}
+    skeleton = data.translate(_MARKED_DIGITS)
+
+    def after(offset: int) -> int | None:
+        """The start of the next item after one that ends at ``offset``."""
+        offset = _skip_text(text, offset)
+        if offset > end:
+            raise _Declined  # an item reaching past the nodes array's end
+        if offset == end:
+            return None
+        if text[offset] != ",":
+            raise _Declined
+        return _skip_text(text, offset + 1)
+
+    position: int | None = start
+    while position is not None:
+        vertex, vertex_end = _decoded(text, position)
+        path = _containment(vertex)
+        if path is None or vertex["metadata"].get("type") != "node":
+            walk.kept.append((position, vertex_end))
+            position = after(vertex_end)
+            continue
+        block = [vertex]
+        spans = [(position, vertex_end)]
+        following = after(vertex_end)
+        while following is not None:
+            below, below_end = _decoded(text, following)
+            below_path = _containment(below)
+            if below_path is None or not below_path.startswith(path + "/"):
+                break
+            block.append(below)
+            spans.append((following, below_end))
+            following = after(below_end)
+        walk.kept.extend(spans)
+        position = following
+        if following is None:
+            continue
+        block_start, block_end = spans[0][0], spans[-1][1]
+        separator = text[block_end:following]
+        if "\\" in text[block_start:block_end] or any(c.isdigit() for c in separator):
+            continue
+        block_skeleton = skeleton[block_start:block_end]
+        if block_skeleton not in shapes:
+            first = codes[block_start:block_end]
+            columns = _Columns.of(first)
+            shape = _probe(text[block_start:block_end], columns.starts.tolist(),
+                           columns.lengths.tolist(), block)
+            shapes[block_skeleton] = None if shape is None else (shape, columns)
+        known = shapes[block_skeleton]
+        if known is None:
+            continue
+        shape, columns = known
+        blocks = _repeats(codes, skeleton, block_start, block_end, following, end, columns,
+                          shape)
+        if blocks is None:
+            continue
+        values, count = blocks
+        named = _TRAILING.fullmatch(vertex["metadata"]["name"])
+        assert named is not None  # the probe found the name's trailing digits
+        walk.runs.append(_Run(vertex["id"], path.rpartition("/")[0], named.group(1),
+                              vertex["metadata"]["id"], vertex["metadata"].get("rank", -1),
+                              shape, values[1:count + 1]))
+        position = after(block_end + count * (following - block_start))
+    return walk
+
+
+def _repeats(codes: np.ndarray, skeleton: bytes, start: int, end: int, following: int,
+             limit: int, columns: _Columns, shape: _Shape) -> tuple[np.ndarray, int] | None:
+    """The digit run values of the block from ``start`` to ``end`` (row 0) and of the
+    blocks after it (the first after ``following``, each as far after the last) whose
+    text is the same but for digits (``skeleton``) and that read as the first but for the
+    node's name, id and rank, with their count (``None`` for none). Looked at in windows
+    that double while every block so far is admitted, so a run ending early costs little."""
+    from numpy.lib.stride_tricks import as_strided
+
+    unit = skeleton[end:following] + skeleton[start:end]
+    stride = len(unit)
+    alike, at, window = 0, end, 16
+    while True:
+        target = alike + window
+        while alike < target and at + stride <= limit and skeleton.startswith(unit, at):
+            at += stride
+            alike += 1
+        if not alike:
+            return None
+        rows = as_strided(codes[start:], shape=(alike + 1, end - start), strides=(stride, 1),
+                          writeable=False)
+        values, leading_zero = columns.values(rows)
+        admitted = _admitted(shape, values, columns.lengths, leading_zero)
+        if admitted < alike or alike < target:
+            return (values, admitted) if admitted > 0 else None
+        window *= 2
+
+
+def _skip_text(text: str, offset: int) -> int:
+    while offset < len(text) and text[offset] in " \t\n\r":
+        offset += 1
+    return offset
+
+
+def _decoded(text: str, offset: int) -> tuple[Any, int]:
+    if text[offset] != "{":
+        raise _Declined
+    try:
+        return skim(text, offset)
+    except (ValueError, RecursionError) as problem:
+        raise _Declined from problem
+
+
+@dataclass
+class _Edges:
+    sources: np.ndarray
+    targets: np.ndarray
+
+
+def _edges(data: bytes, text: str, codes: np.ndarray, start: int, end: int) -> _Edges:
+    """The edges (items from ``start`` to ``end``) as source and target ids, when each is
+    the first edge's text with other digits: ids of digits only, containment edges."""
+    import numpy as np
+
+    if start >= end:
+        return _Edges(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    first, first_end = _decoded(text, start)
+    if not isinstance(first, dict) or first.keys() - {"metadata"} != {"source", "target"} or (
+            "metadata" in first and first["metadata"] != {"subsystem": CONTAINMENT}):
+        raise _Declined
+    digits = _digits(codes[start - 1:end + 1], start - 1)
+    runs = digits.starts.size
+    if runs % 2 or runs < 2 or digits.starts[1] >= first_end or (
+            runs > 2 and digits.starts[2] < first_end):
+        raise _Declined
+    count = runs // 2
+    # Without their digits, the edges must be the first edge's text over and over, and
+    # each digit run must fill one of its two places between adjacent quotes: then each
+    # edge is the first with other ids (two runs per edge, each alone in a place).
+    edge = data[start:first_end].translate(None, _DIGITS)
+    if edge.count(b'""') != 2:
+        raise _Declined
+    following = _skip_text(text, first_end)
+    if count > 1:
+        if following >= end or text[following] != ",":
+            raise _Declined
+        following = _skip_text(text, following + 1)
+    separator = data[first_end:following]
+    expected = edge + (separator + edge) * (count - 1)
+    if data[start:end].translate(None, _DIGITS) != expected:
+        raise _Declined
+    starts = digits.starts
+    if digits.leading_zero.any() or not (codes[starts - 1] == 34).all() or not (
+            codes[starts + digits.lengths] == 34).all():
+        raise _Declined
+    pairs = digits.values.reshape(count, 2)
+    source_first = text.find('"source"', start, first_end) < text.find('"target"', start,
+                                                                        first_end)
+    return _Edges(pairs[:, 0 if source_first else 1], pairs[:, 1 if source_first else 0])
+
+
+def _digit_id(key: str) -> int | None:
+    """A vertex id of digits only, as the integer it spells (``None`` otherwise, or when a
+    leading zero would make two spellings one integer)."""
+    if key.isascii() and key.isdigit() and len(key) <= _MAX_DIGITS and (
+            key == "0" or key[0] != "0"):
+        return int(key)
+    return None
+
+
+def _check_across(graph: Graph, runs: list[_Run], edges: _Edges) -> None:
+    """What ``check_graph`` would find across the dropped vertices, on arrays: unique ids
+    and paths, each run's first node with exactly its block below it, every edge from a
+    vertex to its child."""
+    import numpy as np
+
+    vertex_of = {vertex.key: vertex for vertex in graph.vertices}
+    with_path = sum(CONTAINMENT in vertex.paths for vertex in graph.vertices)
+    if len(graph.by_path) != with_path:
+        raise _Declined  # two kept vertices share a path
+    kept = [(found, _parent_id(graph, vertex)) for vertex in graph.vertices
+            for found in (_digit_id(vertex.key),) if found is not None]
+    ids: list[np.ndarray] = [np.array([found for found, _ in kept], np.int64)]
+    parents: list[np.ndarray] = [np.array([parent for _, parent in kept], np.int64)]
+    names: dict[tuple[str, str], list[np.ndarray]] = {}
+    for run in runs:
+        first = vertex_of[run.key]
+        shape = run.shape
+        if len(descendants(graph, first.paths[CONTAINMENT])) != len(shape.keys) - 1:
+            raise _Declined  # vertices below the first node outside its block
+        parent = graph.by_path.get(run.parent_path)
+        parent_id = _digit_id(parent.key) if parent is not None else None
+        ids.append(run.values[:, shape.keys].ravel())
+        column_parents = np.empty((run.values.shape[0], len(shape.keys)), np.int64)
+        for index, within in enumerate(shape.parents):
+            column_parents[:, index] = (-3 if parent_id is None else parent_id) if within < 0 \
+                else run.values[:, shape.keys[within]]
+        parents.append(column_parents.ravel())
+        names.setdefault((run.parent_path, run.prefix), []).append(
+            run.values[:, shape.name])
+    all_ids = np.concatenate(ids)
+    order = np.argsort(all_ids, kind="stable")
+    sorted_ids = all_ids[order]
+    if sorted_ids.size > 1 and not (sorted_ids[1:] != sorted_ids[:-1]).all():
+        raise _Declined  # a repeated vertex id
+    dropped: dict[tuple[str, str], set[int]] = {}
+    for place, arrays in names.items():
+        joined = np.concatenate(arrays)
+        if np.unique(joined).size != joined.size:
+            raise _Declined  # a repeated path
+        dropped[place] = set(joined.tolist())
+    for path in graph.by_path:
+        cut = path.find("/", 1)
+        while cut != -1:
+            segment_end = path.find("/", cut + 1)
+            segment = path[cut + 1:] if segment_end == -1 else path[cut + 1:segment_end]
+            named = _TRAILING.fullmatch(segment)
+            if named is not None and (named.group(2) == "0" or named.group(2)[0] != "0"):
+                taken = dropped.get((path[:cut], named.group(1)))
+                if taken is not None and int(named.group(2)) in taken:
+                    raise _Declined  # a kept vertex at or below a dropped node's path
+            cut = segment_end
+    sorted_parents = np.concatenate(parents)[order]
+    for ends in (edges.sources, edges.targets):
+        found = sorted_ids.searchsorted(ends)
+        if ends.size and (found >= sorted_ids.size).any():
+            raise _Declined
+        if ends.size and (sorted_ids[found] != ends).any():
+            raise _Declined  # an edge endpoint that is no vertex
+    if edges.targets.size and (
+            sorted_parents[sorted_ids.searchsorted(edges.targets)] != edges.sources).any():
+        raise _Declined  # an edge that does not join a vertex to its child
+
+
+def _parent_id(graph: Graph, vertex: Any) -> int:
+    """The digit id of the vertex whose path is the parent of ``vertex``'s (-1 for none,
+    -2 without a containment path, -3 for a parent whose id is not digits only)."""
+    path = vertex.paths.get(CONTAINMENT)
+    if path is None:
+        return -2
+    cut = path.rfind("/")
+    parent = graph.by_path.get(path[:cut]) if cut > 0 else None
+    if parent is None:
+        return -1
+    found = _digit_id(parent.key)
+    return -3 if found is None else found
+
+
+def _members(run: _Run) -> tuple[list[str], list[int] | None, list[int] | None]:
+    """Names, ids and ranks of a run's members after its first (``None``: the model has
+    none, as for the first)."""
+    shape, values = run.shape, run.values
+    count = values.shape[0]
+    names = [run.prefix + str(number) for number in values[:, shape.name].tolist()]
+    ids = values[:, shape.node_id].tolist() if shape.node_id is not None else (
+        [run.node_id] * count if run.node_id >= 0 else None)
+    ranks = values[:, shape.rank].tolist() if shape.rank is not None else (
+        [run.rank] * count if run.rank >= 0 else None)
+    return names, ids, ranks

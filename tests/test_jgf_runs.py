@@ -1,0 +1,212 @@
+"""JGF's fast path (``dcx.formats.jgf.text_runs``: runs of node subtrees found in the text)
+only accepts: whenever it gives a result, it is the checked path's (``codec.read_checked``)
+document, diagnostics, places and written bytes. Generated graphs are written compact and
+indented, with node metadata changed, and with digits changed anywhere in the text (the
+only thing the fast path lets vary along a run); Fluxion's corpus graphs and the example
+files are held to the same."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dcx.core.diagnostics import ReadResult
+from dcx.core.groups import MachineGroup, machine_parts
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+    StorageUnit,
+)
+from dcx.formats import jgf
+from dcx.formats.jgf import codec, text_runs
+from tests.strategies_flux import jgf_environments
+from tests.test_read_runs import _NODE_CHANGES, _copied, _slot_pointers
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _fast(data: bytes) -> ReadResult | None:
+    return text_runs.read(data, min_bytes=0)
+
+
+def _agree_if_accepted(data: bytes) -> bool:
+    """The fast path's result, if it gives one, is the checked path's; whether it gave one."""
+    fast = _fast(data)
+    if fast is None:
+        return False
+    checked = codec.read_checked(data)
+    assert [repr(d) for d in fast.diagnostics] == [repr(d) for d in checked.diagnostics]
+    assert fast.document == checked.document
+    assert checked.document is not None and checked.document.environment is not None
+    for pointer in _slot_pointers(checked.document.environment):
+        assert fast.locate(pointer) == checked.locate(pointer), pointer
+    assert jgf.write(fast.document).data == jgf.write(checked.document).data
+    return True
+
+
+def _cluster(racks: int = 3, per_rack: int = 12, rank: bool = True) -> Document:
+    template = Machine(cpus=(ProcessingUnit(cores=2, id=0), ProcessingUnit(cores=2, id=1)),
+                       gpus=(ProcessingUnit(cores=1, id=0),),
+                       memory=(StorageUnit(capacity_mb=16384.0),), features=("ib",))
+    built = tuple(Rack(id=r, name=f"rack{r}", slots=tuple(
+        replace(template, id=n, name=f"node{n}", rank=n if rank else None)
+        for n in range(per_rack * r, per_rack * r + per_rack))) for r in range(racks))
+    return Document(environment=Environment(datacenters=(Datacenter(
+        id=0, name="c0", rooms=(Room(racks=built),)),)))
+
+
+def _compact(data: bytes) -> bytes:
+    return json.dumps(json.loads(data), separators=(",", ":")).encode()
+
+
+def _groups(result: ReadResult) -> list[MachineGroup]:
+    assert result.document is not None and result.document.environment is not None
+    return [part for part in machine_parts(result.document.environment)
+            if isinstance(part, MachineGroup)]
+
+
+@pytest.mark.parametrize("layout", ["indented", "compact"])
+@pytest.mark.parametrize("rank", [True, False])
+def test_a_cluster_is_read_as_groups_by_the_fast_path(layout: str, rank: bool) -> None:
+    data = jgf.write(_cluster(rank=rank)).data
+    if layout == "compact":
+        data = _compact(data)
+    assert _agree_if_accepted(data)
+    fast = _fast(data)
+    assert fast is not None
+    assert [group.count for group in _groups(fast)] == [12, 12, 12]
+
+
+def test_small_files_and_other_layouts_are_left_to_the_checked_path() -> None:
+    data = jgf.write(_cluster()).data
+    assert text_runs.read(data) is None  # below MIN_BYTES
+    value = json.loads(data)
+    for changed in ({"writer": "fluxion:jgf", **value},
+                    {"graph": {**value["graph"], "directed": True}},
+                    {"graph": {"edges": value["graph"]["edges"],
+                               "nodes": value["graph"]["nodes"]}}):
+        assert _fast(json.dumps(changed).encode()) is None
+    assert _fast(data.replace(b'"node1"', '"nöde1"'.encode())) is None  # not ASCII
+    assert _agree_if_accepted(data.replace(b'"node1"', b'"n\\u00f6de1"'))
+
+
+# Changes the fast path must see: each either breaks a run (it reads the rest as another
+# run or vertex by vertex) or makes the file one the checked path reports.
+_TEXT_CHANGES: tuple[tuple[bytes, bytes], ...] = (
+    (b'"name":"node5"', b'"name":"node05"'),          # a leading zero in a name
+    (b'"id":"60"', b'"id":"61"'),                     # a repeated vertex id
+    (b'"target":"61"', b'"target":"9999"'),           # an edge to no vertex
+    (b'"source":"48","target":"49"', b'"source":"47","target":"49"'),  # not the parent
+    (b'/node5/socket1', b'/node6/socket1'),          # a vertex below another node
+    (b'"containment":"/c0/rack0/node7"', b'"containment":"/c0/rack0/node6"'),
+    (b'"uniq_id":70,', b'"uniq_id":70,"uniq_id":71,'),  # a repeated key
+    (b'"size":16', b'"size":17'),                     # another memory size
+    (b'"rank":8,', b'"rank":9,'),                     # another rank for one vertex
+    (b'"name":"core3"', b'"name":"core33"'),          # another name below a node
+    (b'{"id":"30",', b'{"id":"030",'),                # a vertex id with a leading zero
+    (b'"subsystem":"containment"}},{', b'"subsystem":"power"}},{'),
+)
+
+
+@pytest.mark.parametrize("change", _TEXT_CHANGES, ids=lambda change: change[1].decode())
+def test_changed_text_is_read_as_the_checked_path_reads_it(change: tuple[bytes, bytes]
+                                                           ) -> None:
+    data = _compact(jgf.write(_cluster()).data)
+    old, new = change
+    assert old in data, old
+    changed = data.replace(old, new, 1)
+    _agree_if_accepted(changed)
+    _agree_if_accepted(json.dumps(json.loads(changed), indent=1).encode()
+                       if b'"uniq_id":70,"uniq_id"' not in changed else changed)
+
+
+def _digit_changes(data: bytes, picks: list[tuple[int, int, int]]) -> bytes:
+    """``data`` with digits replaced, dropped or added at the digit runs ``picks`` name."""
+    text = bytearray(data)
+    places = [index for index, byte in enumerate(text) if 48 <= byte <= 57]
+    for pick, how, digit in sorted(picks, reverse=True):
+        at = places[pick % len(places)]
+        if how == 0:
+            text[at] = 48 + digit
+        elif how == 1:
+            del text[at]
+        else:
+            text.insert(at, 48 + digit)
+    return bytes(text)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jgf_environments(), st.lists(st.integers(1, 5), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 400), st.integers(0, len(_NODE_CHANGES) - 1)),
+                max_size=3),
+       st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 2), st.integers(0, 9)),
+                max_size=3),
+       st.sampled_from([None, 0, 1]))
+def test_generated_graphs_read_as_the_checked_path_reads_them(
+        environment: Environment, times: list[int], changes: list[tuple[int, int]],
+        digit_picks: list[tuple[int, int, int]], indent: int | None) -> None:
+    written = jgf.write(Document(environment=_copied(environment, times)))
+    assert written.ok
+    value: Any = json.loads(written.data)
+    vertices = value["graph"]["nodes"]
+    nodes = [vertex for vertex in vertices if vertex["metadata"]["type"] == "node"]
+    for position, change in changes:
+        if position < len(vertices):
+            target = nodes[position % len(nodes)] if nodes and change % 2 else vertices[position]
+            _NODE_CHANGES[change](target["metadata"])
+    data = json.dumps(value, indent=indent,
+                      separators=(",", ":") if indent is None else None).encode()
+    _agree_if_accepted(data)
+    if digit_picks:
+        _agree_if_accepted(_digit_changes(data, digit_picks))
+
+
+def test_random_digit_changes_to_a_cluster() -> None:
+    """Many single and double digit changes to one file: every result the fast path gives
+    is the checked path's, and it still accepts most of them."""
+    data = _compact(jgf.write(_cluster(racks=2, per_rack=6)).data)
+    chooser = random.Random(18)
+    accepted = 0
+    for _ in range(150):
+        picks = [(chooser.randrange(10**6), chooser.randrange(3), chooser.randrange(10))
+                 for _ in range(chooser.randrange(1, 3))]
+        accepted += _agree_if_accepted(_digit_changes(data, picks))
+    assert accepted > 20
+
+
+@pytest.mark.corpus
+def test_fluxion_graphs_read_as_the_checked_path_reads_them(corpus_dir: Path) -> None:
+    graphs = sorted((corpus_dir / "flux/flux-sched/t/data/resource/jgfs").rglob("*.json"))
+    assert graphs
+    for path in graphs:
+        data = path.read_bytes()
+        _agree_if_accepted(data)
+        _agree_if_accepted(_compact(data)) if _loads(data) else None
+
+
+def _loads(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def test_example_files_read_as_the_checked_path_reads_them() -> None:
+    examples = [path for path in EXAMPLES.rglob("*.json") if jgf.FORMAT.sniff(
+        path.read_bytes()[:4096])]
+    assert examples
+    for path in examples:
+        _agree_if_accepted(path.read_bytes())
