@@ -418,10 +418,11 @@ def _offsets(sizes: list[int]) -> Array:
 def _id_array(ids: list[Id]) -> Array | None:
     import numpy as np
 
-    if all(type(value) is int for value in ids):
-        if any(abs(value) >= 2 ** 63 for value in ids):
+    numbers = [value for value in ids if type(value) is int]
+    if len(numbers) == len(ids):
+        if any(abs(value) >= 2 ** 63 for value in numbers):
             return None
-        return np.array(ids, dtype=np.int64)
+        return np.array(numbers, dtype=np.int64)
     if not all(type(value) in (int, str) for value in ids):
         return None
     array = np.empty(len(ids), dtype=object)

@@ -8,7 +8,7 @@ unwinding is simpler than threading a list through; readers catch it at their bo
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -109,7 +109,7 @@ class ReadResult:
 
     document: Document | None
     diagnostics: tuple[Diagnostic, ...] = ()
-    source_map: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    source_map: Mapping[str, tuple[int, int | None]] = field(default_factory=dict)
     """Where model objects came from, for checks made later on the model (the scheduler's
     feasibility checks): a model pointer such as ``/workload/jobs/3/tasks/0`` to the
     (line, column) of its source. Text readers fill it; others may leave it empty."""

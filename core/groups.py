@@ -343,9 +343,6 @@ def _compact_slots(slots: Sequence[Machine | None], least: int,
     return slots_of(parts)
 
 
-_UNSET = {"id": None, "name": None, "rank": None}
-
-
 def _groupable(previous: Machine, machine: Machine, shared_parts: bool = False) -> bool:
     """Equal but for member fields, each of which is set on both or on neither. With
     ``shared_parts``, tuples (CPUs, memory, features …) count as equal only when they are
@@ -379,7 +376,7 @@ def run_group(first: Machine, count: int, ids: list[Id] | None = None,
     as read, with every member's ids, names and ranks (``None`` where ``first`` has none),
     held compactly (``range`` for consecutive integers). The reader builds ``first`` alone
     and only reads the member values of the others."""
-    return MachineGroup(replace(first, **_UNSET), count,
+    return MachineGroup(replace(first, id=None, name=None, rank=None), count,
                         ids=None if ids is None else _compact_values(ids),
                         names=None if names is None else tuple(names),
                         ranks=None if ranks is None else _compact_values(ranks))

@@ -339,10 +339,11 @@ def line_only(line: int | None) -> Where:
     return line, None
 
 
-def task_lines(jobs: Sequence[Job], line_of: Callable[[Task], int]) -> dict[str, Where]:
+def task_lines(jobs: Sequence[Job], line_of: Callable[[Task], int]
+               ) -> dict[str, tuple[int, int | None]]:
     """``ReadResult.source_map`` of a reader of one task per line: each task at its line
     (column 1), each job at its first task's."""
-    found: dict[str, Where] = {}
+    found: dict[str, tuple[int, int | None]] = {}
     for j, job in enumerate(jobs):
         for t, task in enumerate(job.tasks):
             found[f"/workload/jobs/{j}/tasks/{t}"] = (line_of(task), 1)

@@ -694,12 +694,12 @@ def _task_numbers(jobs: Sequence[Job]) -> dict[Id, int]:
     return numbers
 
 
-def _numbering_changes(jobs: tuple[Job, ...]) -> int:
+def _numbering_changes(jobs: Sequence[Job]) -> int:
     """How many task ids numbering the tasks 1, 2, … changes (dependencies follow them)."""
     return sum(number != task_id for task_id, number in _task_numbers(jobs).items())
 
 
-def _renumber_tasks(jobs: tuple[Job, ...]) -> tuple[Job, ...]:
+def _renumber_tasks(jobs: Sequence[Job]) -> tuple[Job, ...]:
     numbers = _task_numbers(jobs)
     return tuple(replace(job, tasks=tuple(
         replace(task, id=numbers[task.id],

@@ -80,7 +80,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, islice, repeat
 from operator import add, eq, itemgetter, le, lt, methodcaller, ne, sub
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 from dcx.core.codes import Code
 from dcx.core.limits import LIMITS
@@ -490,7 +490,7 @@ _NUMBERED_HOST = re.compile(
 _BRACKET_BODY = re.compile(r"[0-9]++(?:-[0-9]++)?+(?:,[0-9]++(?:-[0-9]++)?+)*+")
 
 
-class Hostlist:
+class Hostlist(Sequence[str]):
     """An ordered list of host names (duplicates kept), held as bracket groups."""
 
     __slots__ = ("_groups", "_offsets")
@@ -550,7 +550,15 @@ class Hostlist:
         for group in self._groups:
             yield from group.hosts()
 
-    def __getitem__(self, position: int) -> str:
+    @overload
+    def __getitem__(self, position: int) -> str: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[str]: ...
+
+    def __getitem__(self, position: int | slice) -> str | list[str]:
+        if isinstance(position, slice):
+            return [self[index] for index in range(*position.indices(len(self)))]
         offsets = self._cumulative()
         if position < 0:
             position += offsets[-1]

@@ -145,7 +145,8 @@ def written_ids(ids: Sequence[Id], written: Callable[[object], Id | None],
     form for ids a format cannot hold (``dcx.core.restrict``, Task ids). A repeated id keeps
     its first number. ``keeps_integers``: ``written`` returns every integer >= 0 as it is,
     so unique integer ids are kept without asking it."""
-    if keeps_integers and all(type(old) is int for old in ids) and (not ids or min(ids) >= 0) \
+    integers = [old for old in ids if type(old) is int] if keeps_integers else []
+    if keeps_integers and len(integers) == len(ids) and (not ids or min(integers) >= 0) \
             and len(set(ids)) == len(ids):
         return dict(zip(ids, ids, strict=True)), False  # the common case, checked in C
     kept: dict[Id, Id] = {}

@@ -430,6 +430,12 @@ def _xpath(path: str | None) -> str:
     return path or ""
 
 
+def source_line(element: Any) -> int | None:
+    """lxml's ``sourceline`` of ``element``: its stubs leave the attribute untyped."""
+    line: int | None = element.sourceline
+    return line
+
+
 def element_xpath(element: etree._Element) -> str:
     return str(element.getroottree().getpath(element))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,7 +106,7 @@ def _read_bytes(path: Path) -> bytes:
 
 def read_located(
     path: Path, format_name: str | None = None
-) -> tuple[str | None, Document | None, list[Diagnostic], dict[str, tuple[int, int | None]]]:
+) -> tuple[str | None, Document | None, list[Diagnostic], Mapping[str, tuple[int, int | None]]]:
     """``read_document`` plus the reader's source map (model pointer to line)."""
     label = _label(path)
     try:

@@ -75,7 +75,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from typing import Literal
+from typing import Any, Literal
 
 from dcx.core.codes import Code
 from dcx.core.columns import WorkloadColumns, all_distinct, columns_of
@@ -858,7 +858,7 @@ def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskT
         return None
     count = len(columns)
     runtime, asked = columns.runtime_s, columns.requested_time_s
-    duration = np.where(np.isnan(runtime), asked, runtime)
+    duration: Any = np.where(np.isnan(runtime), asked, runtime)  # (an array, not where's tuple)
     submit, cores, nodes = columns.submit_time_s, columns.cores, columns.nodes
     memory = columns.memory_mb
     if (np.any(~np.isnan(memory) & (memory != 0)) or np.any(columns.gpus != 0)
@@ -898,7 +898,8 @@ def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskT
                         for value in np.where(np.isfinite(deadline), deadline, nan).tolist()]
     usable = np.isfinite(asked) & (asked >= 0)
     table.requested_from_runtime = int(count - np.count_nonzero(usable))
-    table.requested_s = np.where(usable, asked, duration).tolist()
+    requested: Any = np.where(usable, asked, duration)
+    table.requested_s = requested.tolist()
     if machines.partitions:
         names = columns.group.values
         table.group = [names[code] if code >= 0 else None

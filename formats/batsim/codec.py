@@ -9,7 +9,7 @@ import operator
 import re
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, warning
 from dcx.core.limits import paused_gc
@@ -76,7 +76,7 @@ def _number_json(value: float) -> str:
     return _number_text(value)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

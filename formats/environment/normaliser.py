@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from itertools import repeat
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from dcx.core.groups import MachineGroup, Slots, machine_parts, part_count, part_template, slots_of
@@ -182,11 +182,9 @@ class _Normaliser:
         scheduler = self.scheduler(event.scheduler, "environment.events.scheduler")
         return event if scheduler is event.scheduler else replace(event, scheduler=scheduler)
 
-    def scheduler(self, spec: SchedulerSpec | None, path: str) -> SchedulerSpec | None:
+    def scheduler(self, spec: SchedulerSpec, path: str) -> SchedulerSpec:
         """Options without the resolver's keywords: a ``$base`` or ``$merge`` key written into
         free-form options would be read back as a reference, not as the option."""
-        if spec is None:
-            return None
         options = _without_reference_keys(spec.options)
         if options is spec.options:
             return spec
@@ -208,7 +206,8 @@ class _Normaliser:
     def datacenter(self, datacenter: Datacenter) -> Datacenter:
         identity = self.unique("datacenter", datacenter.id)
         rooms = _same_or(datacenter.rooms, tuple(map(self.room, datacenter.rooms)))
-        scheduler = self.scheduler(datacenter.scheduler, "datacenter.scheduler")
+        scheduler = datacenter.scheduler and self.scheduler(datacenter.scheduler,
+                                                            "datacenter.scheduler")
         if identity == datacenter.id and rooms is datacenter.rooms \
                 and scheduler is datacenter.scheduler:
             return datacenter
@@ -349,6 +348,7 @@ class _Normaliser:
 
 
 _LEFT_OUT = object()
+_Parts = TypeVar("_Parts", bound=Sequence[Any])
 
 
 def _member_labels(group: MachineGroup, before: int) -> Iterator[Id | str]:
@@ -379,7 +379,7 @@ def _without_reference_keys(value: Any) -> Any:
     return value
 
 
-def _same_or(old: tuple[Any, ...], new: tuple[Any, ...]) -> tuple[Any, ...]:
+def _same_or(old: _Parts, new: tuple[Any, ...]) -> _Parts | tuple[Any, ...]:
     """``old`` when ``new`` holds the very same objects (nothing changed below)."""
     if len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True)):
         return old

@@ -232,8 +232,8 @@ def read_workload_stream(data: bytes, context: Context) -> Document | None:
             root = element if element.getparent() is None else root
             continue
         parent = element.getparent()
-        if parent is not holder:  # lxml keeps one proxy per node: identity is cheap
-            if not _is_request_holder(parent):
+        if parent is None or parent is not holder:  # lxml keeps one proxy per node
+            if parent is None or not _is_request_holder(parent):
                 continue  # misplaced: the whole-document XSD check below reports it
             holder = parent
         position += 1

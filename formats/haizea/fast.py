@@ -21,6 +21,7 @@ exception is a bug and propagates.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, TypeAlias, cast
 
@@ -132,17 +133,19 @@ class FastJobs:
         self.shapes: dict[_RawNodeSet, ResourceRequest] = {}
         self.request_objects: RequestCache = {}
 
-    def add(self, arrival_text: str | None, realduration_text: str | None, duration_text: str,
-            start_mode: StartMode, exact: str | None, deadline_text: str | None,
+    def add(self, arrival_text: str | None, realduration_text: str | None,
+            duration_text: str | None, start_mode: StartMode, exact: str | None,
+            deadline_text: str | None,
             lease: tuple[str | None, str | None, str | None, str | None, str | None],
-            image: tuple[str | None, str | None], extra_attrs: list[tuple[str, str]] | None,
+            image: tuple[str | None, str | None],
+            extra_attrs: Sequence[tuple[str | None, str | None]] | None,
             node_sets: list[_RawNodeSet]) -> None:
         """One request as a job, from its raw attribute values: ``lease`` holds the
         ``<lease>`` attributes (``scan.LEASE_ATTRIBUTES``, ``None`` where absent), ``image``
         the disk image's id and size, ``extra_attrs`` the ``<extra>`` name/value pairs,
         ``node_sets`` the raw node-sets (see ``_RawNodeSet``)."""
         self.position += 1
-        if arrival_text is None:
+        if arrival_text is None or duration_text is None:
             raise NotClean
         arrival = parse_offset(arrival_text)
         if self.arrivals.earlier_than(arrival) is not None:
@@ -160,8 +163,10 @@ class FastJobs:
 
         extras: dict[str, Any] = {}
         if extra_attrs is not None:
-            attrs, repeated = rules.attrs(extra_attrs)
-            if repeated:
+            pairs = [(name, value) for name, value in extra_attrs
+                     if name is not None and value is not None]
+            attrs, repeated = rules.attrs(pairs)
+            if repeated or len(pairs) != len(extra_attrs):
                 raise NotClean
             extras = lease_extras(attrs)
         text_id, preemptible_text, user, state, submit_time = lease

@@ -15,7 +15,7 @@ text; annotations only in a ``.lwfa``, which has no name or description.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from itertools import pairwise
 from typing import Any
@@ -360,7 +360,7 @@ def _task_normal_form(task: Task, task_id: Id, requests: dict[int, Any],
     return replace(task, **changes), lost
 
 
-def _in_arrival_order(jobs: tuple[Job, ...]) -> tuple[tuple[Job, ...], bool]:
+def _in_arrival_order(jobs: Sequence[Job]) -> tuple[Sequence[Job], bool]:
     """The jobs with their tasks in arrival order (on the 0.01 s grid, stable), and whether
     anything moved. Haizea runs leases in file order and dcx warns about a file whose
     arrivals go back (``haizea.arrival-order``), so a lease workload is in arrival order.

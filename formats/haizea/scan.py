@@ -22,7 +22,7 @@ nothing scanned until libxml2 has judged the document valid that way, or whole.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -63,7 +63,7 @@ class NodeSetTemplate:
         self.numnodes = numnodes
         self.resources: list[tuple[int, int | None, list[int]]] = []
 
-    def raw(self, values: list[str]) -> tuple[Any, ...]:
+    def raw(self, values: Sequence[str | None]) -> tuple[Any, ...]:
         """The node-set as the parser target records it: ``numnodes``, then ``(type,
         amount)`` per ``<res>``, each followed by its instance amounts."""
         shape: list[Any] = [values[self.numnodes]]
@@ -104,7 +104,7 @@ class Recipe:
         self.extras: list[tuple[int, int]] | None = None
         self.node_sets: list[NodeSetTemplate] = []
         self.nodes = slice(0, 0)
-        self.shapes: dict[tuple[str, ...], Any] = {}
+        self.shapes: dict[tuple[str | None, ...], Any] = {}
         """The caller's cache: values under ``<nodes>`` -> what it made of them."""
 
 

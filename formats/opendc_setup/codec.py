@@ -127,7 +127,7 @@ def leaves_out(document: Document) -> str:
     left_out = [part for part in parts if not _writable(part_template(part))]
     if not left_out:
         return ""
-    types = "; ".join(f"{known.cores} cores at {known.clock_rate_hz / 1e9:g} GHz"
+    types = "; ".join(f"{known.cores} cores at {(known.clock_rate_hz or 0) / 1e9:g} GHz"
                       for known in CPU_TYPES.values())
     first = left_out[0].member(0) if isinstance(left_out[0], MachineGroup) else left_out[0]
     return (f"the SC18 simulator knows two CPU types ({types}); "

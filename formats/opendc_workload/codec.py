@@ -581,9 +581,9 @@ def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], origin: int,
     deadline = None if task.deadline_s is None else _to_ms(task.deadline_s)
     if deadline is not None and round(deadline * 1000) + origin == -1:
         deadline = None  # -1 is OpenDC's "no deadline"
+    normal_runtime = runtime if runtime is not None and runtime >= 0 else 0.0
     for name, value, normal in (("submit_time_s", task.submit_time_s, submit or 0.0),
-                                ("runtime_s", task.runtime_s,
-                                 runtime if runtime is not None and runtime >= 0 else 0.0),
+                                ("runtime_s", task.runtime_s, normal_runtime),
                                 ("deadline_s", task.deadline_s, deadline)):
         if not _same(value, normal):
             changes[name] = normal
@@ -616,7 +616,7 @@ def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], origin: int,
         lost.add("task.request.gpus")
     if request_changes:
         changes["request"] = replace(request, **request_changes)
-    runtime_ms = round((changes.get("runtime_s", task.runtime_s)) * 1000)
+    runtime_ms = round(normal_runtime * 1000)
     extras = _normal_extras(task.extras, float(changes.get("request", request).cores),
                             runtime_ms)
     if extras != task.extras:

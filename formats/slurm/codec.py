@@ -894,7 +894,7 @@ def partition_of(values: Mapping[str, str],
     nodes (``ALL``: every machine; node set names resolved through ``node_sets``), its
     allow and deny lists (an allow list ``ALL``, in any case, is everyone), and its other
     keys as ``slurm:`` extras."""
-    lists: dict[str, tuple[str, ...] | None] = {}
+    lists: dict[str, Any] = {}  # deny lists are never None: only an allow list is ALL
     for key, name in PARTITION_LISTS:
         if key in values:
             value = values[key]

@@ -26,7 +26,7 @@ from dcx.core.model import (
     Room,
     StorageUnit,
 )
-from dcx.parsing.xmlio import load_xsd, parse_xml, xsd_diagnostics
+from dcx.parsing.xmlio import load_xsd, parse_xml, source_line, xsd_diagnostics
 
 if TYPE_CHECKING:  # lxml loads when a file is read or written, not when formats are sniffed
     from lxml import etree
@@ -82,7 +82,7 @@ def read(data: bytes) -> ReadResult:
     if has_errors(diagnostics):
         return ReadResult(None, diagnostics)
     return ReadResult(Document(environment=environment), diagnostics,
-                      locator=ElementPlaces(line_only, root.sourceline, (root.sourceline,),
+                      locator=ElementPlaces(line_only, source_line(root), (source_line(root),),
                                             (tuple(reader.machine_lines),)).places().locate)
 
 
@@ -424,10 +424,11 @@ class _NodeReader:
                 continue
             gpu_extras = {_EXTRA_KEYS[name]: value
                           for name, value in _kept_attributes(element, units=True).items()}
-            vendor = {name: element.get(f"{{{DCX_NAMESPACE}}}{name}")
-                      for name in GPU_VENDOR_ATTRIBUTES}
+            manufacturer, family, generation = (element.get(f"{{{DCX_NAMESPACE}}}{name}")
+                                                for name in GPU_VENDOR_ATTRIBUTES)
             gpu = ProcessingUnit(cores=1, model=element.get("type"), extras=gpu_extras,
-                                 **vendor)
+                                 manufacturer=manufacturer, family=family,
+                                 generation=generation)
             gpus.extend([gpu] * int(amount))  # equal devices: one frozen object serves all
         return tuple(gpus), tuple(resources)
 

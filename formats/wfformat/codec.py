@@ -189,8 +189,8 @@ class _Reader:
                         implied_where.setdefault(target, []).append(f"{pointer}/{j}")
         for i, found in enumerate(parents):
             for j, parent in enumerate(found):
-                target = index_of.get(parent)
-                if target is not None and ids[i] not in child_sets[target]:
+                listed_at = index_of.get(parent)
+                if listed_at is not None and ids[i] not in child_sets[listed_at]:
                     self.diagnostics.append(warning(
                         f"task {ids[i]!r} lists {parent!r} as a parent, but {parent!r} does "
                         f"not list {ids[i]!r} as a child", "wfformat.asymmetric-dependency",
