@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -266,3 +268,38 @@ def test_a_large_parquet_pipe_is_refused_with_a_remote_cluster(monkeypatch, caps
     assert err.splitlines() == ["dcx: error: <stdin>: a parquet pipe is read from a temporary "
                                 "file on this machine, which the workers of "
                                 "--scheduler-address may not see; give a file path they share"]
+
+
+def test_a_damaged_parquet_pipe_says_what_the_whole_read_says(monkeypatch, capsys):
+    data = written(trace_table(3, 60), 7)
+    # cut short, and a row group's bytes overwritten (not the footer: the two reads word
+    # pyarrow's complaint about a damaged footer differently)
+    for damaged in (data[:-40], data[:40] + b"\xff" * 64 + data[104:]):
+        _stdin(monkeypatch, damaged)
+        whole = _info(capsys, "-")
+        with monkeypatch.context() as large:
+            large.setattr(streaming, "STREAM_BYTES", 100)
+            _stdin(large, damaged)
+            assert _info(capsys, "-") == whole
+        assert whole[0] == 1 and whole[2].startswith("<stdin>:")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_large_parquet_fifo_is_named_by_its_path(tmp_path, monkeypatch, capsys):
+    data = written(trace_table(4, 60), 7)
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as writer:
+            writer.write(data)
+
+    outputs = []
+    for stream_bytes in (1 << 30, 100):
+        monkeypatch.setattr(streaming, "STREAM_BYTES", stream_bytes)
+        writer = threading.Thread(target=feed)
+        writer.start()
+        outputs.append(_info(capsys, "--output", "json", str(fifo)))
+        writer.join()
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0][1])["path"] == str(fifo)
