@@ -70,7 +70,8 @@ offsets, the workload as columns); it answers only for a file the line-by-line r
 without any diagnostic, and hands every other file to it.
 
 Traces larger than memory are checked in chunks (``read_chunks``, ``stream.py``): ``dcx
-validate`` does so for a file of 16 MB or more and a pipe that outgrows 16 MB. Each chunk's
+validate`` and ``dcx info`` (which counts the jobs, tasks and dependencies on the way) do so
+for a file of 16 MB or more and a pipe that outgrows 16 MB. Each chunk's
 task lines take the same accept path, or the line-by-line reader where it gives up; the
 checks across lines (repeated ids, dependencies on tasks not in the file, cycles, the
 workflows each task joins) run once at the end on compact numbers kept per task, with the

@@ -61,7 +61,8 @@ task ids are unique, dependencies name tasks in the file and form no cycle, and 
 the JSON object described above.
 
 Files larger than memory are checked a row group at a time (``read_parts``, ``stream.py``),
-with the same diagnostics: ``dcx validate`` and ``dcx info`` do so from 16 MB, and spread the
+with the same diagnostics: ``dcx validate`` and ``dcx info`` do so from 16 MB (a pipe of that
+size is first copied to a temporary file, as row groups are read by seeking), and spread the
 row groups over a Dask cluster with ``--workers N`` or ``--scheduler-address ADDRESS``; the
 checks across row groups (a job's rows, repeated task ids, dependencies on other row groups,
 cycles) run once on the merged findings.

@@ -51,7 +51,8 @@ reader would report, or could read differently (text ids, signs other than ``-1`
 line, which gives every diagnostic with its line. Both give the same document.
 
 Traces larger than memory are checked in chunks (``read_chunks``, ``stream.py``):
-``dcx validate`` reads an SWF input of 16 MB or more, or a pipe that outgrows 16 MB
+``dcx validate`` (and ``dcx info``, which counts the jobs, tasks and dependencies on the way)
+reads an SWF input of 16 MB or more, or a pipe that outgrows 16 MB
 (``generator | dcx validate -``), a few MB of whole lines at a time, so the input size limit
 does not apply. Each chunk takes the vectorised path, or is read line by line where it gives
 up, with its line numbers counted from the start of the file. Between chunks only the
