@@ -303,3 +303,15 @@ def test_a_large_parquet_fifo_is_named_by_its_path(tmp_path, monkeypatch, capsys
         writer.join()
     assert outputs[0] == outputs[1]
     assert json.loads(outputs[0][1])["path"] == str(fifo)
+
+
+def test_a_parquet_pipe_that_cannot_be_spooled_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    missing = tmp_path / "gone"
+    monkeypatch.setattr("tempfile.tempdir", str(missing))
+    monkeypatch.setattr(streaming, "STREAM_BYTES", 100)
+    _stdin(monkeypatch, written(trace_table(2, 50), 6))
+    code, out, err = _info(capsys, "-")
+    assert code == 2 and not out
+    assert err.splitlines() == [f"dcx: error: <stdin>: cannot copy the parquet pipe to a "
+                                f"temporary file in {missing} (TMPDIR): No such file or "
+                                "directory"]
