@@ -108,7 +108,7 @@ def test_gwf_counts_of_mutated_files(seed, tasks, edits, archive, chunk_bytes):
 @pytest.mark.parametrize(("lines", "dependencies"), [
     ([HEADER, workflow_task(1), workflow_task(2, "1 1")], 2),     # one task named twice
     ([HEADER, workflow_task(1, "2"), workflow_task(2)], 1),       # a task on a later line
-    ([HEADER, "0, 1, 0, 1, 1, 1, ", "0, 2, 0, 1, 1, 1, -1"], None),
+    ([HEADER, "0, 1, 0, 1, 1, 1, ", "0, 2, 0, 1, 1, 1, -1"], None),  # not an id: an error
     ([HEADER, workflow_task(1), workflow_task(2, "9")], None),    # not in the file: an error
     (["# only a comment"], 0),
 ])
