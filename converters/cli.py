@@ -141,9 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
         "output reads back accepted; a device, FIFO or socket is written directly. A "
         "conversion that cannot give an accepted output (the formats share no part, the "
         "target keeps none of the machines or jobs, the writer refuses) exits 1 with one "
-        "line saying why and writes nothing. An SWF input to Parquet or SWF from 16 MB (a "
-        "file, or stdin that outgrows it) is converted in chunks as it is read (a Parquet row "
-        "group each), in bounded memory and without the input size limit; a file output is "
+        "line saying why and writes nothing. An SWF input to Parquet or SWF, or a GWF input "
+        "to Parquet or GWF, from 16 MB (a file, or stdin that outgrows it) is converted in "
+        "chunks as it is read (a Parquet row group each), in bounded memory and without the "
+        "input size limit; a file output is "
         "still replaced only after it reads back accepted, while stdout gets the chunks as "
         "they are written. " + _folder_help())
     convert.add_argument("input", metavar="INPUT")

@@ -1,41 +1,51 @@
-"""``dcx convert`` of a trace too large to hold: SWF to Parquet or to SWF a chunk of whole
-lines at a time, in memory bounded by the chunk size (``dcx.parsing.chunks``), whatever the
-trace's length. ``dcx.converters.streaming`` decides when (the inputs ``dcx validate``
-streams); this module converts.
+"""``dcx convert`` of a trace too large to hold: SWF to Parquet or to SWF, GWF to Parquet or
+to GWF, a chunk of whole lines at a time, in memory bounded by the chunk size
+(``dcx.parsing.chunks``), whatever the trace's length. ``dcx.converters.streaming`` decides
+when (the inputs ``dcx validate`` streams); this module converts.
 
-Per chunk: SWF's chunked reader (``FormatDeclaration.read_chunks``'s ``_Stream``) checks it,
-so the diagnostics are the whole-file reader's, byte for byte; the same chunk read by the
-whole-file reader is the chunk's document (``codec.read_rows``: from the rows the chunked
-reader's vectorised path read, so a chunk is parsed once), which the target's normal form and
-writer turn into one part: a Parquet row group (``dcx.formats.parquet.codec.rows_of``) or SWF
-job lines. Its losses are ``conversion_losses`` of that document, summed over the chunks
-(pointers and lines counted from the start of the file).
+One engine for every source format; a ``_Source`` is what differs between them (its
+chunked checker, how a chunk is read, what the chunks say of one another, the header), a
+``_Target`` what a target makes of each chunk. Per chunk: the source format's chunked reader
+(``FormatDeclaration.read_chunks``'s ``_Stream``) checks it, so the diagnostics are the
+whole-file reader's, byte for byte; the same chunk read as the whole-file reader reads it is
+the chunk's document (SWF: ``codec.read_rows``, from the rows the chunked reader's
+vectorised path read, so a chunk is parsed once; GWF: ``codec.read_part``, without the
+checks across lines), which the target's normal form and writer turn into one part: a
+Parquet row group (``dcx.formats.parquet.codec.rows_of``), SWF job lines or GWF task lines
+(``dcx.formats.gwf.codec.write_part``). Its losses are ``conversion_losses`` of that document,
+summed over the chunks (pointers and lines counted from the start of the file; a job cut
+between chunks is one job).
 
-A file is read to check it and find what is written first (Parquet's schema, SWF's header),
-so its output is the whole-file path's. Parquet to a regular file is written during that
-reading, with the schema the first part gives, and kept when the whole file's schema turns
-out the same (no later chunk adds a column or widens one, no preceding job is met before its
-line); otherwise, and for SWF, standard output and devices, the file is read again to write
-it. Parquet's schema is
-the columns any chunk has, in the order they first appear (as the whole-file writer orders
-the extras of jobs read line by line); an extras column integer in one chunk and not in
-another is a double, as the whole-file writer makes it. A pipe is read once: its Parquet
-schema is the first chunk's plus every ``swf:`` extras column the format has (integers where
-SWF's field is an integer, doubles elsewhere), null where a chunk has none; its SWF header is
-the one its first chunk holds (a header line among later jobs, which the whole file would
-write at the top, stops it).
+A file is read to check it and find what is written first (Parquet's schema, SWF's header,
+GWF's variant), so its output is the whole-file path's. Parquet to a regular file is written
+during that reading, with the schema the first part gives, and kept when the whole file's
+schema turns out the same (no later chunk adds a column or widens one, no preceding job is
+met before its line); otherwise, and for SWF, GWF, standard output and devices, the file is
+read again to write it. Parquet's schema is the columns any chunk has, in the order they
+first appear (as the whole-file writer orders the extras of jobs read line by line); an
+extras column integer in one chunk and not in another is a double, as the whole-file writer
+makes it. A pipe is read once: its Parquet schema is the first chunk's plus every extras
+column the source format has (``swf:``: integers where SWF's field is an integer, doubles
+elsewhere; ``gwf:``: as GWF's archive columns read), null where a chunk has none; its SWF
+header is the one its first chunk holds (a header line among later jobs, which the whole
+file would write at the top, stops it); its GWF variant is its first chunk's (a later task
+that only the archive variant holds stops it).
 
-A preceding job in another chunk, which the chunk's document keeps as an extras value, is
-the dependency the whole file makes of it: in its Parquet row (SWF writes both alike). What
-cannot be cut into chunks stops the conversion (``convert.not-streamable``): job numbers
-that mix integers and text (the whole file renumbers them), and, in a pipe, a preceding job
+A dependency on a task of another chunk is the one the whole file has: an SWF chunk keeps a
+preceding job it does not hold as an extras value, a GWF chunk's normal form would drop it,
+so it is taken out of the chunk's document before the losses and the normal form and put
+back in the part (at its place in the task's list). A GWF workflow whose tasks continue in
+the next chunk is one job, as in the whole file. What cannot be cut into chunks stops the
+conversion (``convert.not-streamable``): SWF job numbers that mix integers and text and GWF
+text ids (the whole file may renumber them); a GWF workflow whose tasks are not on
+consecutive lines (the whole file writes them together); in a pipe, an SWF preceding job
 that comes later in the trace.
 
 The output is written to a temporary file beside OUTPUT, read back under the target's reader
-rules (Parquet a row group at a time, ``read_parts``; SWF through its chunked reader),
-and renamed over OUTPUT only when the input was valid, the conversion refused nothing and
-the output reads back accepted. Standard output and devices get the parts as they are
-written.
+rules (Parquet a row group at a time, ``read_parts``; SWF and GWF through their chunked
+readers), and renamed over OUTPUT only when the input was valid, the conversion refused
+nothing and the output reads back accepted. Standard output and devices get the parts as
+they are written.
 """
 
 from __future__ import annotations
@@ -56,12 +66,15 @@ from dcx.core.model import Document, Workload
 
 CODES = (
     Code("convert.not-streamable", "error",
-         "A trace read in chunks has what only the whole file can convert (job numbers that "
-         "mix integers and text; in a pipe, a preceding job later in the trace or, to SWF, "
-         "a header line among later jobs)."),
+         "A trace read in chunks has what only the whole file can convert (SWF job numbers "
+         "that mix integers and text, GWF text ids, a GWF workflow whose tasks are not on "
+         "consecutive lines; in a pipe, a preceding job later in the trace or, to SWF, a "
+         "header line among later jobs, or, to GWF, a task only the archive variant holds "
+         "after the first chunk)."),
 )
 
-STREAM_PAIRS = frozenset({("swf", "parquet"), ("swf", "swf")})
+STREAM_PAIRS = frozenset({("swf", "parquet"), ("swf", "swf"), ("gwf", "gwf"),
+                          ("gwf", "parquet")})
 """Source and target formats ``dcx convert`` converts a chunk at a time."""
 
 _PRECEDING_KEY = "swf:PrecedingJobNumber"
@@ -139,6 +152,8 @@ class _Chunk:
     """Jobs of earlier chunks, its first job not counted when it began there."""
     tasks_before: int = 0
     """Tasks its first job has in earlier chunks (a job cut between two chunks)."""
+    problem: str | None = None
+    """Why it cannot be converted on its own, if it cannot (``NotStreamable``)."""
 
     def file_pointer(self, match: re.Match[str]) -> str:
         """A job's (or its task's) model pointer in the chunk as the whole file's."""
@@ -301,7 +316,166 @@ def _chunk_reads(chunks: Iterable[bytes], checked: Any) -> Iterator[_Chunk]:
         jobs += len(workload.jobs) if workload is not None else 0
 
 
-_SOURCES: dict[str, Callable[[], _Source]] = {"swf": _SwfSource}
+class _GwfSource(_Source):
+    """GWF chunks: each chunk's tasks read as the whole file reads them (``codec.read_part``),
+    a dependency on a task of another chunk taken out before the target's normal form (a
+    chunk alone would drop it; in a valid file it names a task of the file) and put back
+    in the part. A workflow whose tasks continue in the next chunk is one job, as in the
+    whole file; one whose tasks are apart stops the conversion (the whole file writes them
+    together), as do text ids (the whole file may renumber them)."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        from dcx.formats import gwf
+        from dcx.formats.gwf import stream as gwf_stream
+
+        self.np = np
+        self.spec = gwf.FORMAT
+        self.checked = gwf_stream._Stream()
+
+    def reads(self, chunks: Iterable[bytes], check: bool) -> Iterator[_Chunk]:
+        from dcx.formats.gwf import codec
+
+        np = self.np
+        checked = self.checked if check else None
+        line, jobs, broken = 1, 0, False
+        variant: Any = None
+        last_job: Any = None
+        last_tasks = 0
+        workflows = np.zeros(0, dtype=np.int64)  # of the chunks read so far (sorted)
+        for chunk in chunks:
+            if checked is not None:
+                checked.add(chunk)
+                if checked.encoding is not None:
+                    return
+            first_line, line = line, line + chunk.count(b"\n")
+            if broken or chunk.isspace():
+                continue
+            read, variant = codec.read_part(chunk, variant)
+            if read.document is None:
+                broken = True  # the chunked reader says why
+                continue
+            workload = read.document.workload or Workload()
+            job_ids = _job_ids(workload)
+            if not len(job_ids):
+                continue
+            problem = None
+            continued = last_job is not None and job_ids[0] == last_job
+            if variant == "workflow" and job_ids.dtype.kind == "i":
+                seen = np.isin(job_ids[1:] if continued else job_ids, workflows)
+                if bool(np.any(seen)):
+                    problem = ("a workflow whose tasks are not on consecutive lines (the "
+                               "whole file writes them together)")
+                workflows = np.union1d(workflows, job_ids)
+            piece = _Chunk(read, first_line, jobs - 1 if continued else jobs,
+                           last_tasks if continued else 0, problem)
+            yield piece
+            jobs += len(job_ids) - (1 if continued else 0)
+            tasks = len(workload.jobs[-1].tasks) if _columns(workload) is None else int(
+                np.diff(_columns(workload).job_offsets)[-1])
+            last_tasks = tasks + (last_tasks if continued and len(job_ids) == 1 else 0)
+            last_job = job_ids[-1]
+
+    def cross_chunk(self, document: Document, later: list[Any]
+                    ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+        from dataclasses import replace
+
+        from dcx.core.columns import JobRows
+
+        np = self.np
+        workload = document.workload
+        if workload is None:
+            return document, {}
+        earlier: dict[int, list[tuple[int, Any]]] = {}
+        columns = _columns(workload)
+        if columns is not None:
+            offsets, needed = columns.dependency_offsets, columns.dependency_ids
+            if not len(needed) or needed.dtype.kind != "i":
+                return document, {}
+            inside = np.isin(needed, columns.ids)
+            if bool(np.all(inside)):
+                return document, {}
+            counts = np.diff(offsets)
+            row_of = np.repeat(np.arange(len(counts)), counts)
+            for index in np.flatnonzero(~inside).tolist():
+                row = int(row_of[index])
+                earlier.setdefault(row, []).append((index - int(offsets[row]),
+                                                    int(needed[index])))
+            kept = np.bincount(row_of[inside], minlength=len(counts))
+            stripped = replace(columns, dependency_ids=needed[inside],
+                               dependency_offsets=np.concatenate(([0], np.cumsum(kept))
+                                                                 ).astype(np.int64))
+            return replace(document, workload=replace(workload, jobs=JobRows(stripped))), \
+                earlier
+        own = {task.id for job in workload.jobs for task in job.tasks}
+        jobs = []
+        row = 0
+        for job in workload.jobs:
+            tasks = []
+            for task in job.tasks:
+                outside = [(place, needed) for place, needed in enumerate(task.dependencies)
+                           if needed not in own]
+                if outside:
+                    earlier[row] = outside
+                    task = replace(task, dependencies=tuple(
+                        needed for needed in task.dependencies if needed in own))
+                tasks.append(task)
+                row += 1
+            jobs.append(replace(job, tasks=tuple(tasks)))
+        if not earlier:
+            return document, {}
+        return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
+
+    def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
+        workload = document.workload or Workload()
+        if _columns(workload) is None and any(
+                type(job.id) is not int or any(type(task.id) is not int
+                                               or any(type(needed) is not int
+                                                      for needed in task.dependencies)
+                                               for task in job.tasks)
+                for job in workload.jobs):
+            return "ids that are text (the whole file may renumber them)"
+        return super().unstreamable(document, target)
+
+    def jobs(self, verdict: Any, rows: int) -> int:
+        return int(verdict.jobs or 0)
+
+    def pipe_extras(self) -> tuple[tuple[str, Any], ...]:
+        import pyarrow as pa
+
+        from dcx.formats.gwf import ARCHIVE_COLUMNS
+        from dcx.formats.gwf.rules import ARCHIVE_CODES, ARCHIVE_MEASURES, ARCHIVE_TOKENS
+
+        kinds = {name: pa.float64() for name in ARCHIVE_MEASURES}
+        kinds.update({name: pa.int64() for name in ARCHIVE_CODES})
+        kinds.update({name: pa.string() for name in ARCHIVE_TOKENS})
+        return (("gwf:NProcs", pa.int64()), ("gwf:ReqNProcs", pa.int64()),
+                *(("gwf:" + name, kinds[name]) for name in ARCHIVE_COLUMNS if name in kinds))
+
+
+def _columns(workload: Workload) -> Any:
+    from dcx.core.columns import columns_of
+
+    return columns_of(workload)
+
+
+def _job_ids(workload: Workload) -> Any:
+    """The workload's job ids, in order (``int64`` when they are all integers)."""
+    import numpy as np
+
+    columns = _columns(workload)
+    if columns is not None:
+        return columns.job_ids
+    ids = [job.id for job in workload.jobs]
+    if all(type(value) is int and -(1 << 63) <= value < (1 << 63) for value in ids):
+        return np.array(ids, dtype=np.int64)
+    held = np.empty(len(ids), dtype=object)
+    held[:] = ids
+    return held
+
+
+_SOURCES: dict[str, Callable[[], _Source]] = {"swf": _SwfSource, "gwf": _GwfSource}
 
 
 def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: str,
@@ -321,6 +495,8 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
 
     def part_of(piece: _Chunk, measure: bool, make: bool = True) -> Any:
         assert piece.read.document is not None
+        if piece.problem is not None:
+            raise NotStreamable(piece.problem)
         document, earlier = (source.cross_chunk(piece.read.document, later)
                              if target.dependencies_across else (piece.read.document, {}))
         if measure:
@@ -767,28 +943,136 @@ class _SwfTarget(_Target):
         return rows
 
     def read_back(self, path: str) -> Diagnostic | None:
-        from dcx.converters.catalogue import conformance_codes
-        from dcx.formats import swf
-        from dcx.parsing import chunks
+        return _read_back_in_chunks(self, path)
 
-        assert swf.FORMAT.read_chunks is not None
-        with open(path, "rb") as stream:
-            found = swf.FORMAT.read_chunks(chunks.line_chunks(stream.read, b"",
-                                                              chunks.CHUNK_BYTES))
-        rejected = [d for d in found.diagnostics if d.is_error or d.code in conformance_codes()]
-        if rejected:
-            return _invalid_output("swf", rejected)
-        inherited = {d.code for d in self.verdict.diagnostics} if self.verdict else set()
-        severity = error if self.strict else warning
-        self.warned = tuple(severity(f"the swf output will warn: {d.message}",
-                                     "convert.output-warning")
-                            for d in found.diagnostics if d.code not in inherited)
-        refused = [d for d in self.warned if d.is_error]
-        return refused[0] if refused else None
+
+def _read_back_in_chunks(target: _Target, path: str) -> Diagnostic | None:
+    """Why the text output at ``path`` is not accepted by its format's chunked reader, if it
+    is not; what it warns of and the input did not goes to ``target.warned``."""
+    from dcx.converters.catalogue import conformance_codes
+    from dcx.parsing import chunks
+
+    spec = target.spec
+    assert spec.read_chunks is not None
+    with open(path, "rb") as stream:
+        found = spec.read_chunks(chunks.line_chunks(stream.read, b"", chunks.CHUNK_BYTES))
+    rejected = [d for d in found.diagnostics if d.is_error or d.code in conformance_codes()]
+    if rejected:
+        return _invalid_output(spec.name, rejected)
+    inherited = {d.code for d in target.verdict.diagnostics} if target.verdict else set()
+    severity = error if target.strict else warning
+    target.warned = tuple(severity(f"the {spec.name} output will warn: {d.message}",
+                                   "convert.output-warning")
+                          for d in found.diagnostics if d.code not in inherited)
+    refused = [d for d in target.warned if d.is_error]
+    return refused[0] if refused else None
+
+
+class _GwfTarget(_Target):
+    """GWF task lines, after the header line of the file's variant (``codec.write_part``):
+    a file's is known from its first reading; a pipe's is its first chunk's, and a later
+    chunk that would make it the other stops the conversion."""
+
+    def __init__(self, source: _Source, reopenable: bool) -> None:
+        from dcx.formats import gwf
+
+        self.spec = gwf.FORMAT
+        self.dependencies_across = True
+        self.observes = True
+        self.variant: str | None = None
+        """The file's variant, once the first reading has seen every chunk."""
+        self.archive = False
+        """Some chunk's variant so far is the archive variant."""
+
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
+        from dcx.formats.gwf import codec
+
+        restored = _restored(document, earlier)
+        workload = restored.workload or Workload()
+        return restored, codec.chunk_variant(workload), sum(len(job.tasks)
+                                                            for job in workload.jobs)
+
+    def rows(self, part: Any) -> int:
+        return int(part[2])
+
+    def observe(self, part: Any, unknown: list[Any]) -> None:
+        self.archive = self.archive or part[1] == "archive"
+
+    def resolved(self, in_file: Callable[[Any], bool]) -> None:
+        self.variant = "archive" if self.archive else "workflow"
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        from dcx.formats.gwf import codec
+
+        rows = 0
+        variant = self.variant
+        with _binary(sink) as stream:
+            for document, chunk_variant, count in parts:
+                if variant is None:  # a pipe: its first chunk's
+                    variant = chunk_variant
+                if not rows:
+                    stream.write((codec.header_line(variant) + "\n").encode())
+                if chunk_variant == "archive" and variant != "archive":
+                    raise NotStreamable("a task that only the archive variant holds after "
+                                        "the first chunk (the whole file is written in "
+                                        "that variant)")
+                stream.write(codec.write_part(document, variant))
+                rows += count
+            at_end()
+            if not rows:
+                stream.write((codec.header_line(variant or "workflow") + "\n").encode())
+        return rows
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        return _read_back_in_chunks(self, path)
+
+
+def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Document:
+    """``document`` whose tasks (by row) depend again on the tasks ``earlier`` gives, each
+    at its place (what ``_Source.cross_chunk`` took out)."""
+    from dataclasses import replace
+
+    from dcx.core.columns import JobRows, columns_of
+
+    workload = document.workload
+    if not earlier or workload is None:
+        return document
+    columns = columns_of(workload)
+    if columns is not None:
+        import numpy as np
+
+        offsets, ids = columns.dependency_offsets, columns.dependency_ids
+        counts = np.diff(offsets)
+        pieces = []
+        at = 0
+        for row in sorted(earlier):
+            pieces.append(ids[offsets[at]:offsets[row]])
+            full = _inserted(ids[offsets[row]:offsets[row + 1]].tolist(), earlier[row])
+            pieces.append(np.array(full, dtype=ids.dtype))
+            counts[row] = len(full)
+            at = row + 1
+        pieces.append(ids[offsets[at]:])
+        restored = replace(columns, dependency_ids=np.concatenate(pieces),
+                           dependency_offsets=np.concatenate(([0], np.cumsum(counts))
+                                                             ).astype(np.int64))
+        return replace(document, workload=replace(workload, jobs=JobRows(restored)))
+    row = 0
+    jobs = []
+    for job in workload.jobs:
+        tasks = []
+        for task in job.tasks:
+            if row in earlier:
+                task = replace(task, dependencies=tuple(_inserted(task.dependencies,
+                                                                  earlier[row])))
+            tasks.append(task)
+            row += 1
+        jobs.append(replace(job, tasks=tuple(tasks)))
+    return replace(document, workload=replace(workload, jobs=tuple(jobs)))
 
 
 _TARGETS: dict[str, Callable[[_Source, bool], _Target]] = {
-    "parquet": _ParquetTarget, "swf": _SwfTarget}
+    "parquet": _ParquetTarget, "swf": _SwfTarget, "gwf": _GwfTarget}
 
 
 @dataclass

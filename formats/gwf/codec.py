@@ -488,8 +488,12 @@ def _without_own_keys(extras: Extras) -> Extras:
 class _Normalizer:
     """Builds the normal form and records the held field paths it changes."""
 
-    def __init__(self, tasks: list[Task], archive: bool) -> None:
+    def __init__(self, tasks: list[Task], archive: bool,
+                 dependencies_known: bool = False) -> None:
         self.archive = archive
+        self.dependencies_known = dependencies_known
+        """Every dependency names a task of the file, maybe outside ``tasks`` (a chunk's):
+        each is kept as it is (ids are not renumbered then)."""
         self.lost: set[str] = set()
         self.numbering, renumbered = written_ids([task.id for task in tasks], written_number_id,
                                                  keeps_integers=True)
@@ -528,7 +532,8 @@ class _Normalizer:
                     lost.add("task.dependencies.multiple")
         else:
             requested = memory = user = group = None
-            dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
+            dependencies = (task.dependencies if self.dependencies_known else
+                            tuple(numbering[d] for d in task.dependencies if d in numbering))
             if len(dependencies) != len(task.dependencies):
                 lost.add("task.dependencies")
         for path, before, after in (("task.requested_time_s", task.requested_time_s, requested),
@@ -566,7 +571,8 @@ class _Normalizer:
         if not (0 <= submit < math.inf) or not (runtime is None or 0 <= runtime < math.inf):
             return False
         numbering = self.numbering
-        return all(needed in numbering for needed in task.dependencies)
+        return self.dependencies_known or all(needed in numbering
+                                              for needed in task.dependencies)
 
 
 def variant_of(workload: Workload) -> Variant:
@@ -621,11 +627,14 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
         frozenset(lost), variant
 
 
-def _normal_jobs(workload: Workload, variant: Variant) -> tuple[Workload, set[str]]:
+def _normal_jobs(workload: Workload, variant: Variant, dependencies_known: bool = False
+                 ) -> tuple[Workload, set[str]]:
     """The workload with its jobs and tasks in ``variant``'s normal form, built task by
-    task, and the held field paths that changes."""
+    task, and the held field paths that changes (``dependencies_known``: see
+    ``_Normalizer``)."""
     archive = variant == "archive"
-    normalizer = _Normalizer([task for job in workload.jobs for task in job.tasks], archive)
+    normalizer = _Normalizer([task for job in workload.jobs for task in job.tasks], archive,
+                             dependencies_known)
     lost = normalizer.lost
     jobs: list[Job] = []
     if archive:
@@ -718,8 +727,17 @@ def _pad(values: Sequence[str]) -> str:
     return _ROW % tuple(values)
 
 
+def header_line(variant: Variant) -> str:
+    """The first line ``write`` writes in ``variant``."""
+    return _pad(WORKFLOW_COLUMNS) if variant == "workflow" else "# " + " ".join(ARCHIVE_COLUMNS)
+
+
 def _write_workflow(workload: Workload) -> bytes:
-    lines = [_pad(WORKFLOW_COLUMNS)]
+    return _lines([header_line("workflow"), *_workflow_rows(workload)])
+
+
+def _workflow_rows(workload: Workload) -> list[str]:
+    lines = []
     for job in workload.jobs:
         workflow = str(job.id)
         for task in job.tasks:
@@ -728,11 +746,15 @@ def _write_workflow(workload: Workload) -> bytes:
                 workflow, str(task.id), format_number(task.submit_time_s), _time(task.runtime_s),
                 nprocs, requested, " ".join(str(needed) for needed in task.dependencies),
             )))
-    return ("\n".join(lines) + "\n").encode()
+    return lines
 
 
 def _write_archive(workload: Workload) -> bytes:
-    lines = ["# " + " ".join(ARCHIVE_COLUMNS)]
+    return _lines([header_line("archive"), *_archive_rows(workload)])
+
+
+def _archive_rows(workload: Workload) -> list[str]:
+    lines = []
     for job in workload.jobs:
         for task in job.tasks:
             values: dict[str, str] = dict.fromkeys(ARCHIVE_COLUMNS, "-1")
@@ -755,7 +777,11 @@ def _write_archive(workload: Workload) -> bytes:
                     name = key[len(EXTRA_PREFIX):]
                     values[name] = value if name in _ARCHIVE_TOKENS else format_number(value)
             lines.append(" ".join(values[name] for name in ARCHIVE_COLUMNS))
-    return ("\n".join(lines) + "\n").encode()
+    return lines
+
+
+def _lines(lines: list[str]) -> bytes:
+    return "".join(line + "\n" for line in lines).encode()
 
 
 def write(document: Document) -> WriteResult:
@@ -779,3 +805,74 @@ def write_rows(document: Document) -> WriteResult:
     if variant == "archive":
         return WriteResult(_write_archive(workload))
     return WriteResult(_write_workflow(workload))
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+def chunk_variant(workload: Workload) -> Variant:
+    """``variant_of`` a chunk's workload (a file's is the archive variant when any of its
+    chunks' is, for a file dcx reads: see ``write_part``)."""
+    columns = columns_of(workload)
+    if columns is not None:
+        from dcx.formats.gwf.columnar import columns_variant
+
+        variant = columns_variant(columns)
+        if variant is not None:
+            return variant
+    return variant_of(workload)
+
+
+def write_part(document: Document, variant: Variant) -> bytes:
+    """The task lines (no header line) ``write`` writes for a chunk of a GWF file, whose
+    variant is ``variant``, every dependency naming a task of the file (maybe in another
+    chunk), so kept as it is. For a workload read from GWF, the file's variant is the
+    archive variant when any chunk's is: an archive file's tasks are jobs of their own
+    without dependencies (nothing only the workflow variant writes), a workflow file has
+    nothing only the archive variant writes."""
+    workload = document.workload or Workload()
+    columns = columns_of(workload)
+    if columns is not None:
+        from dcx.formats.gwf.columnar import written_columns
+
+        written = written_columns(columns, variant, dependencies_known=True)
+        if written is not None:
+            return written[written.index(b"\n") + 1:]
+    normal, _ = _normal_jobs(workload, variant, dependencies_known=True)
+    return _lines(_archive_rows(normal) if variant == "archive" else _workflow_rows(normal))
+
+
+def read_part(data: bytes, variant: Variant | None) -> tuple[ReadResult, Variant | None]:
+    """The tasks of a chunk of whole lines of a GWF file as ``read`` reads them, each line
+    counted from the chunk's first, without the checks across lines (a dependency may name a
+    task of another chunk); ``variant``: the file's, when an earlier chunk had its first line
+    with content (``None``: this chunk may have it, then its header line is read as there).
+    A chunk with any error gives no document (the chunked reader says why). Also the variant
+    once known."""
+    if variant is not None and len(data) >= FAST_READ_BYTES:
+        from dcx.formats.gwf.fast import read_part_fast
+
+        fast = read_part_fast(data, variant)
+        if fast is not None:
+            return fast, variant
+    text, problem = decode_text(data, "gwf")
+    if problem is not None or text is None:
+        return ReadResult(None, () if problem is None else (problem,)), variant
+    lines = text.split("\n")
+    start = 0
+    if variant is None:
+        first = next((i for i, raw in enumerate(lines)
+                      if raw.strip() and not raw.lstrip().startswith("#")), None)
+        if first is None:
+            return ReadResult(Document(workload=Workload())), None
+        variant = "archive" if _looks_archive(lines[first]) else "workflow"
+        reader = _Reader(lines, variant)
+        start = workflow_start(reader, first) if variant == "workflow" else first
+    reader = _Reader(lines, variant)
+    tasks, placement = (workflow_lines(reader, start) if variant == "workflow"
+                        else archive_lines(reader, start))
+    if reader.errors or reader.stopped:
+        return ReadResult(None, tuple(reader.diagnostics)), variant
+    workload = Workload(jobs=tuple(Job(id=job_id, tasks=tuple(members))
+                                   for job_id, members in placement.items()))
+    return ReadResult(Document(workload=workload), (), _source_map(workload, tasks)), variant

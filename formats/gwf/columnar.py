@@ -35,9 +35,12 @@ _LARGEST_WRITTEN = 2 ** 53
 left to it (the arrays hold them as float64)."""
 
 
-def written_columns(columns: WorkloadColumns) -> bytes | None:
+def written_columns(columns: WorkloadColumns, variant: Variant | None = None,
+                    dependencies_known: bool = False) -> bytes | None:
     """What ``codec.write`` writes for a workload of ``columns``, or ``None`` where the
-    row writer must do it (see the module docstring)."""
+    row writer must do it (see the module docstring). ``variant``: the one to write, else
+    ``codec.variant_of``'s choice; ``dependencies_known``: every dependency names a task of
+    the file, maybe outside ``columns`` (a chunk's: ``codec.write_part``), and is kept."""
     import numpy as np
 
     if not _plain_ids(columns.ids, np):
@@ -45,15 +48,27 @@ def written_columns(columns: WorkloadColumns) -> bytes | None:
     extras = _Extras.of(columns, np)
     if extras is None:
         return None
-    if _archive(columns, extras, np):
+    if _archive(columns, extras, np) if variant is None else variant == "archive":
         return _archive_file(columns, extras, np)
-    if len(columns.dependency_ids) and (not _plain_ids(columns.dependency_ids, np, False)
-                                        or not all_found(columns.dependency_ids, columns.ids)):
+    if len(columns.dependency_ids) and (
+            not _plain_ids(columns.dependency_ids, np, False)
+            or not (dependencies_known or all_found(columns.dependency_ids, columns.ids))):
         return None  # dependencies on tasks outside the workload are dropped
     sizes = np.diff(columns.job_offsets)
     if not _plain_ids(columns.job_ids[sizes > 0], np):
         return None  # workflows renumbered
     return _workflow_file(columns, extras, sizes, np)
+
+
+def columns_variant(columns: WorkloadColumns) -> Variant | None:
+    """``codec.variant_of`` on the arrays, or ``None`` where they hold extras this path
+    does not read (then the rows decide)."""
+    import numpy as np
+
+    extras = _Extras.of(columns, np)
+    if extras is None:
+        return None
+    return "archive" if _archive(columns, extras, np) else "workflow"
 
 
 def normal_variant(columns: WorkloadColumns) -> Variant | None:

@@ -248,12 +248,14 @@ def _dependency_ids(column: Any, np: Any) -> tuple[Any, Any] | None:
 
 
 def _workflow_result(values: dict[str, Any], offsets: Any, dependency_ids: Any, lines: Any,
-                     np: Any) -> ReadResult | None:
+                     np: Any, across_lines: bool = True) -> ReadResult | None:
     """The columns ``_read_workflow`` (exact) builds, in its order: jobs in the order of
-    their workflow's first line, each job's tasks in line order."""
+    their workflow's first line, each job's tasks in line order. ``across_lines``: ``None``
+    when the checks across lines find anything (a chunk's are its file's)."""
     ids = values["JobID"]
     nprocs, requested = values["NProcs"], values["ReqNProcs"]
-    if column_dependency_diagnostics(ids, offsets, dependency_ids, _nowhere, "gwf"):
+    if across_lines and column_dependency_diagnostics(ids, offsets, dependency_ids, _nowhere,
+                                                      "gwf"):
         return None
     workflows = values["WorkflowID"]
     distinct, first_row, job_of_distinct = np.unique(workflows, return_index=True,
@@ -303,11 +305,27 @@ def _nowhere(index: int, dependency: int | None) -> dict[str, Any]:
 def _processor_extras(nprocs: Any, requested: Any) -> dict[str, ExtraColumn]:
     """``codec._processors`` as columns: NProcs -1 kept; ReqNProcs kept where it differs."""
     unknown = nprocs == -1
-    return {_NPROCS_KEY: ExtraColumn(nprocs, unknown),
-            _REQNPROCS_KEY: ExtraColumn(requested, ~unknown & (requested != nprocs))}
+    differs = ~unknown & (requested != nprocs)
+    # no column where no row has the key, as the exact reader's tasks have none (a Parquet
+    # output would have the column otherwise)
+    return {key: ExtraColumn(values, present) for key, values, present in (
+        (_NPROCS_KEY, nprocs, unknown), (_REQNPROCS_KEY, requested, differs))
+        if bool(present.any())}
 
 
 def _result(columns: WorkloadColumns, lines: Any) -> ReadResult:
+    import dataclasses
+
+    import numpy as np
+
+    # the extras keys in the order the exact reader's tasks first have them (a Parquet
+    # output's columns are in that order)
+    keys = list(columns.extras)
+    first_rows = {key: int(np.argmax(columns.extras[key].present)) for key in keys}
+    ordered = sorted(keys, key=lambda key: (first_rows[key], keys.index(key)))
+    if ordered != keys:
+        columns = dataclasses.replace(columns, extras={key: columns.extras[key]
+                                                       for key in ordered})
     workload = Workload(jobs=JobRows(columns))
     return ReadResult(Document(workload=workload), (), RowLines(columns, lines))
 
@@ -322,6 +340,25 @@ def _read_archive(body: bytes, first_line: int, chunk_bytes: int) -> ReadResult 
     records = numeric_records(body, 0, first_line, ARCHIVE_KINDS, chunk_bytes)
     if records is None or not records.rows or not archive_rules_hold(records.column, np):
         return None
+    return _archive_result(records, np)
+
+
+def read_part_fast(data: bytes, variant: str) -> ReadResult | None:
+    """``codec.read_part`` of a chunk of task lines of a ``variant`` file (lines counted from
+    the chunk's first), or ``None`` wherever the exact reader might say something."""
+    import numpy as np
+
+    if variant == "workflow":
+        rows = workflow_rows(data, 1)
+        if rows is None:
+            return None
+        return _workflow_result(rows.values, rows.offsets, rows.dependency_ids, rows.lines, np,
+                                across_lines=False)
+    found = archive_rows(data, 1)
+    if found is None or not len(found.lines):
+        return None
+    records = ColumnsBuilder(ARCHIVE_KINDS, len(found.lines))
+    records.add(found)
     return _archive_result(records, np)
 
 
