@@ -132,6 +132,29 @@ def test_changed_text_is_read_as_the_checked_path_reads_it(change: tuple[bytes, 
                        if b'"uniq_id":70,"uniq_id"' not in changed else changed)
 
 
+_EVERY_VERTEX: tuple[Any, ...] = (
+    lambda metadata: metadata.pop("id", None),        # inferred from the vertex id
+    lambda metadata: (metadata.pop("id", None), metadata.pop("uniq_id", None)),
+    lambda metadata: metadata.pop("uniq_id", None),
+    lambda metadata: metadata.pop("rank", None),
+    lambda metadata: metadata.pop("name", None),
+    lambda metadata: metadata.pop("basename", None),
+    lambda metadata: metadata["paths"].update(power="/p" + metadata["paths"]["containment"]),
+)
+
+
+@pytest.mark.parametrize("change", range(len(_EVERY_VERTEX)))
+@pytest.mark.parametrize("kinds", [("node",), ("socket", "core", "gpu", "memory")])
+def test_metadata_left_to_defaults_is_read_as_the_checked_path_reads_it(
+        change: int, kinds: tuple[str, ...]) -> None:
+    value = json.loads(jgf.write(_cluster()).data)
+    for vertex in value["graph"]["nodes"]:
+        if vertex["metadata"]["type"] in kinds:
+            _EVERY_VERTEX[change](vertex["metadata"])
+    data = json.dumps(value, separators=(",", ":")).encode()
+    _agree_if_accepted(data)
+
+
 def _digit_changes(data: bytes, picks: list[tuple[int, int, int]]) -> bytes:
     """``data`` with digits replaced, dropped or added at the digit runs ``picks`` name."""
     text = bytearray(data)

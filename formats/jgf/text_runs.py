@@ -3,14 +3,14 @@
 A large graph lists one node vertex after another, each followed by the vertices below it,
 and identical machines give texts that differ only in digits: vertex ids, uniq_ids, the
 node's name, id and rank, and the node's name inside the paths below it. This path reads
-the text as its *skeleton* (every digit one 0xFF byte, which ASCII text lacks) and the
-values of its digit runs, with numpy over the bytes:
+those digits as numpy arrays over the bytes, without decoding the vertices they belong to:
 
 - The vertices are walked in order. A node vertex and the vertices under its path that
-  follow it form a *block*; the blocks after it with the same skeleton (compared in C,
-  ``bytes.startswith``; so with digit runs of the same lengths) are its run, read as rows
-  of one strided array. Everything else, and each run's first block, is *kept*.
-- What each digit run of a block is, is found once per skeleton by decoding the block with
+  follow it form a *block*; the blocks after it with the same bytes but for digits (so
+  with digit runs of the same lengths) are its run, compared as the rows of one strided
+  array. Everything else, and each run's first block, is *kept*.
+- What each digit run of a block is, is found once per *skeleton* (its bytes with every
+  digit a 0xFF byte, which ASCII text lacks) by decoding the block with
   every digit run replaced by a distinct marker number (``_probe``). A digit run may vary
   along a run only where varying changes nothing but the node's name, id and rank: vertex
   ids, uniq_ids beside an ``id``, the node's name (its trailing digits), id and rank, the
@@ -61,6 +61,10 @@ _HEAD = re.compile(rb'\{[ \t\n\r]*"graph"[ \t\n\r]*:[ \t\n\r]*\{[ \t\n\r]*"nodes
 _EDGES_OPEN = re.compile(rb'[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*')
 _TRAILING = re.compile(r"(.*[^0-9])([0-9]+)", re.DOTALL)
 _MAX_DIGITS = 18
+_MAX_WINDOW = 4096
+"""Blocks compared at once (bounds the arrays a comparison makes)."""
+_TRIAL_BLOCKS = 256
+"""Node blocks looked at before giving up on a file where none starts a run."""
 
 
 class _Declined(Exception):
@@ -140,18 +144,75 @@ class _Columns:
         tail = np.repeat(ends, lengths) - positions - 1
         return _Columns(starts, lengths, positions, np.power(10, tail, dtype=np.int64))
 
-    def values(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's digit run values and leading zeros (rows × runs)."""
+    def digits(self, columns: Sequence[int]) -> np.ndarray:
+        """The places in the block of the digits of ``columns``, in order."""
         import numpy as np
 
-        digits = rows[:, self.positions].astype(np.int64) - 48
-        if not self.starts.size:
-            empty = np.zeros((rows.shape[0], 0), np.int64)
-            return empty, empty.astype(bool)
-        at = np.concatenate(([0], np.cumsum(self.lengths)[:-1]))
-        values = np.add.reduceat(digits * self.weights, at, axis=1)
-        leading_zero = (digits[:, at] == 0) & (self.lengths > 1)
-        return values, leading_zero
+        if not len(columns):
+            return np.zeros(0, np.int64)
+        return np.concatenate([np.arange(self.starts[c], self.starts[c] + self.lengths[c])
+                               for c in columns])
+
+
+@dataclass
+class _Plan:
+    """A block shape's rules as byte places, and the digit runs whose values are read
+    (vertex ids, the node's name, id and rank)."""
+
+    constant: np.ndarray
+    """Places of the digits that must keep the first block's text."""
+    no_leading_zero: np.ndarray
+    """First places of varying runs longer than one digit."""
+    equal: np.ndarray
+    equal_to: np.ndarray
+    """Places of digits that must be the digits at the same place of another run."""
+    read: list[int]
+    """The runs whose values are read, in this order (``at``)."""
+    places: np.ndarray
+    weights: np.ndarray
+    offsets: np.ndarray
+    at: dict[int, int]
+
+    @staticmethod
+    def of(columns: _Columns, shape: _Shape) -> _Plan | None:
+        import numpy as np
+
+        lengths = columns.lengths
+        equal: list[int] = []
+        equal_to: list[int] = []
+        for runs, source in ((shape.equal_name, shape.name), (shape.equal_rank, shape.rank)):
+            for run in runs:
+                assert source is not None
+                if lengths[run] != lengths[source]:
+                    return None  # never the same text
+                equal.append(run)
+                equal_to.append(source)
+        read = list(dict.fromkeys([*shape.keys, shape.name, *(
+            run for run in (shape.node_id, shape.rank) if run is not None)]))
+        places = columns.digits(read)
+        ends = np.repeat(columns.starts[read] + lengths[read], lengths[read])
+        varying = [run for run in shape.varying if lengths[run] > 1]
+        return _Plan(columns.digits(np.flatnonzero(shape.constant).tolist()),
+                     columns.starts[varying], columns.digits(equal),
+                     columns.digits(equal_to), read, places,
+                     np.power(10, ends - places - 1, dtype=np.int64),
+                     np.concatenate(([0], np.cumsum(lengths[read])[:-1])),
+                     {run: index for index, run in enumerate(read)})
+
+    def accepts(self, rows: np.ndarray, first: np.ndarray) -> np.ndarray:
+        """Which blocks (rows of bytes) read as ``first`` but for the node's name, id and
+        rank."""
+        good = (rows[:, self.constant] == first[self.constant]).all(axis=1)
+        good &= (rows[:, self.no_leading_zero] != 48).all(axis=1)
+        good &= (rows[:, self.equal] == rows[:, self.equal_to]).all(axis=1)
+        return good
+
+    def values(self, rows: np.ndarray) -> np.ndarray:
+        """The values of the runs read (rows × ``read``)."""
+        import numpy as np
+
+        digits = (rows[:, self.places].astype(np.int64) - 48) * self.weights
+        return np.add.reduceat(digits, self.offsets, axis=1)
 
 
 @dataclass
@@ -237,7 +298,8 @@ def _probe(block: str, starts: Sequence[int], lengths: Sequence[int],
     for index, (vertex, real) in enumerate(zip(probed, vertices, strict=True)):
         meta, real_meta = vertex["metadata"], real["metadata"]
         key = _marker(vertex.get("id"), columns)
-        if key is None or real_meta["paths"].keys() != {CONTAINMENT}:
+        # Without an "id", a vertex's id is inferred from its vertex id, which varies.
+        if key is None or "id" not in real_meta or real_meta["paths"].keys() != {CONTAINMENT}:
             return None
         keys.append(key)
         uniq = _marker(meta.get("uniq_id"), columns)
@@ -269,27 +331,6 @@ def _probe(block: str, starts: Sequence[int], lengths: Sequence[int],
                   equal_rank, varying, constant)
 
 
-def _admitted(shape: _Shape, values: np.ndarray, lengths: np.ndarray,
-              leading_zero: np.ndarray) -> int:
-    """How many of the blocks (rows after the first, each with the first's text but for
-    digits, so with its digit runs' ``lengths``) read as the first but for the node's
-    name, id and rank; -1 when the first itself breaks a rule (a leading zero, a vertex
-    whose rank is not its node's: it is no plain first of a group)."""
-    import numpy as np
-
-    constant = shape.constant
-    good = (values[:, constant] == values[0, constant]).all(axis=1)
-    good &= ~leading_zero[:, shape.varying].any(axis=1)
-    for columns, source in ((shape.equal_name, shape.name), (shape.equal_rank, shape.rank)):
-        if columns:
-            assert source is not None
-            if (lengths[columns] != lengths[source]).any():
-                return -1
-            good &= (values[:, columns] == values[:, [source]]).all(axis=1)
-    bad = np.flatnonzero(~good)
-    return int(bad[0]) - 1 if bad.size else values.shape[0] - 1
-
-
 @dataclass
 class _Run:
     """A run's first node vertex (kept) and its other members' digit runs (rows)."""
@@ -302,8 +343,9 @@ class _Run:
     rank: int
     """The first node's id and rank (for a run where they do not vary)."""
     shape: _Shape
+    plan: _Plan
     values: np.ndarray
-    """One row per member after the first."""
+    """The runs ``plan`` reads, one row per member after the first."""
 
 
 @dataclass
@@ -336,11 +378,10 @@ def _read(data: bytes) -> ReadResult:
     nodes_end, edges_start, edges_end = _frame(data)
     if head is None or head.end() >= nodes_end:
         raise _Declined
-    text = data.decode("ascii")
-    walk = _walk(data, text, codes, head.end(), nodes_end)
+    walk = _walk(data, codes, head.end(), nodes_end)
     if not walk.runs:
         raise _Declined
-    edges = _edges(data, text, codes, edges_start, edges_end)
+    edges = _edges(data, codes, edges_start, edges_end)
     reduced = b"".join((b'{"graph":{"nodes":[', b",".join(
         data[start:end] for start, end in walk.kept), b'],"edges":[]}}'))
     loaded, _ = loaded_against(SCHEMA, reduced, "a JGF document", "jgf.not-object")
@@ -360,7 +401,7 @@ def _read(data: bytes) -> ReadResult:
 
     def locate(pointer: str) -> tuple[int | None, int | None]:
         if not whole:
-            locator = JsonLocator(text)
+            locator = JsonLocator(data.decode("ascii"))
             whole.append(model_locator(locator, _Sources(locator)))
         found_at: tuple[int | None, int | None] = whole[0](pointer)
         return found_at
@@ -410,38 +451,39 @@ def _containment(vertex: Any) -> str | None:
     return path if isinstance(path, str) else None
 
 
-def _walk(data: bytes, text: str, codes: np.ndarray, start: int, end: int) -> _Walk:
-    """The vertices of the nodes array (items from ``start`` to ``end``), kept or in runs;
-    blocks are compared as skeletons (the text with every digit a 0xFF byte, which ASCII
-    text lacks)."""
+def _walk(data: bytes, codes: np.ndarray, start: int, end: int) -> _Walk:
+    """The vertices of the nodes array (items from ``start`` to ``end``), kept or in runs."""
     walk = _Walk()
-    shapes: dict[bytes, tuple[_Shape, _Columns] | None] = {}
-    skeleton = data.translate(_MARKED_DIGITS)
+    shapes: dict[bytes, tuple[_Shape, _Plan] | None] = {}
 
     def after(offset: int) -> int | None:
         """The start of the next item after one that ends at ``offset``."""
-        offset = _skip_text(text, offset)
         if offset > end:
             raise _Declined  # an item reaching past the nodes array's end
         if offset == end:
             return None
-        if text[offset] != ",":
+        offset = _skip(data, offset, 1)
+        if offset >= end or data[offset] != 44:  # ","
             raise _Declined
-        return _skip_text(text, offset + 1)
+        return _skip(data, offset + 1, 1)
 
     position: int | None = start
+    blocks = 0
     while position is not None:
-        vertex, vertex_end = _decoded(text, position)
+        if blocks == _TRIAL_BLOCKS and not walk.runs:
+            raise _Declined  # no runs to be found: the checked path reads it alone
+        vertex, vertex_end = _decoded(data, position)
         path = _containment(vertex)
         if path is None or vertex["metadata"].get("type") != "node":
             walk.kept.append((position, vertex_end))
             position = after(vertex_end)
             continue
+        blocks += 1
         block = [vertex]
         spans = [(position, vertex_end)]
         following = after(vertex_end)
         while following is not None:
-            below, below_end = _decoded(text, following)
+            below, below_end = _decoded(data, following)
             below_path = _containment(below)
             if below_path is None or not below_path.startswith(path + "/"):
                 break
@@ -453,75 +495,93 @@ def _walk(data: bytes, text: str, codes: np.ndarray, start: int, end: int) -> _W
         if following is None:
             continue
         block_start, block_end = spans[0][0], spans[-1][1]
-        separator = text[block_end:following]
-        if "\\" in text[block_start:block_end] or any(c.isdigit() for c in separator):
+        separator = data[block_end:following]
+        if b"\\" in data[block_start:block_end] or separator.translate(None, _DIGITS) != separator:
             continue
-        block_skeleton = skeleton[block_start:block_end]
+        block_skeleton = data[block_start:block_end].translate(_MARKED_DIGITS)
         if block_skeleton not in shapes:
-            first = codes[block_start:block_end]
-            columns = _Columns.of(first)
-            shape = _probe(text[block_start:block_end], columns.starts.tolist(),
+            columns = _Columns.of(codes[block_start:block_end])
+            shape = _probe(data[block_start:block_end].decode("ascii"), columns.starts.tolist(),
                            columns.lengths.tolist(), block)
-            shapes[block_skeleton] = None if shape is None else (shape, columns)
+            plan = None if shape is None else _Plan.of(columns, shape)
+            shapes[block_skeleton] = None if shape is None or plan is None else (shape, plan)
         known = shapes[block_skeleton]
         if known is None:
             continue
-        shape, columns = known
-        blocks = _repeats(codes, skeleton, block_start, block_end, following, end, columns,
-                          shape)
-        if blocks is None:
+        shape, plan = known
+        values = _repeats(codes, block_start, block_end, following, end, plan)
+        if values is None:
             continue
-        values, count = blocks
+        count = values.shape[0]
         named = _TRAILING.fullmatch(vertex["metadata"]["name"])
         assert named is not None  # the probe found the name's trailing digits
         walk.runs.append(_Run(vertex["id"], path.rpartition("/")[0], named.group(1),
                               vertex["metadata"]["id"], vertex["metadata"].get("rank", -1),
-                              shape, values[1:count + 1]))
+                              shape, plan, values))
         position = after(block_end + count * (following - block_start))
     return walk
 
 
-def _repeats(codes: np.ndarray, skeleton: bytes, start: int, end: int, following: int,
-             limit: int, columns: _Columns, shape: _Shape) -> tuple[np.ndarray, int] | None:
-    """The digit run values of the block from ``start`` to ``end`` (row 0) and of the
-    blocks after it (the first after ``following``, each as far after the last) whose
-    text is the same but for digits (``skeleton``) and that read as the first but for the
-    node's name, id and rank, with their count (``None`` for none). Looked at in windows
-    that double while every block so far is admitted, so a run ending early costs little."""
+def _repeats(codes: np.ndarray, start: int, end: int, following: int, limit: int,
+             plan: _Plan) -> np.ndarray | None:
+    """The values ``plan`` reads of the blocks after the one from ``start`` to ``end``
+    (the first at ``following``, each as far after the last, with the same separator)
+    whose text is the first's but for digits and that read as the first but for the
+    node's name, id and rank (``None`` for none). Looked at in windows that double while
+    every block so far is admitted, so a run ending early costs little."""
+    import numpy as np
     from numpy.lib.stride_tricks import as_strided
 
-    unit = skeleton[end:following] + skeleton[start:end]
-    stride = len(unit)
-    alike, at, window = 0, end, 16
+    first = codes[start:end]
+    if not plan.accepts(first[None, :], first)[0]:
+        return None  # a leading zero, or a vertex whose rank is not its node's
+    size, stride = end - start, following - start
+    separator = codes[end:following]
+    is_digit = (first - np.uint8(48)) < 10
+    digit_places = np.flatnonzero(is_digit)
+    done, window = 0, 16
+    found: list[np.ndarray] = []
     while True:
-        target = alike + window
-        while alike < target and at + stride <= limit and skeleton.startswith(unit, at):
-            at += stride
-            alike += 1
-        if not alike:
-            return None
-        rows = as_strided(codes[start:], shape=(alike + 1, end - start), strides=(stride, 1),
+        begin = start + (done + 1) * stride
+        count = min(window, (limit - begin - size) // stride + 1 if limit >= begin + size
+                    else 0)
+        if count <= 0:
+            break
+        rows = as_strided(codes[begin:], shape=(count, size), strides=(stride, 1),
                           writeable=False)
-        values, leading_zero = columns.values(rows)
-        admitted = _admitted(shape, values, columns.lengths, leading_zero)
-        if admitted < alike or alike < target:
-            return (values, admitted) if admitted > 0 else None
-        window *= 2
+        gaps = as_strided(codes[begin - len(separator):], shape=(count, len(separator)),
+                          strides=(stride, 1), writeable=False)
+        good = ((rows == first) | is_digit).all(axis=1)
+        good &= ((rows[:, digit_places] - np.uint8(48)) < 10).all(axis=1)
+        good &= (gaps == separator).all(axis=1)
+        good &= plan.accepts(rows, first)
+        bad = np.flatnonzero(~good)
+        taken = int(bad[0]) if bad.size else count
+        if taken:
+            found.append(plan.values(rows[:taken]))
+        done += taken
+        if taken < count:
+            break
+        window = min(window * 2, _MAX_WINDOW)
+    return np.concatenate(found) if found else None
 
 
-def _skip_text(text: str, offset: int) -> int:
-    while offset < len(text) and text[offset] in " \t\n\r":
-        offset += 1
-    return offset
-
-
-def _decoded(text: str, offset: int) -> tuple[Any, int]:
-    if text[offset] != "{":
+def _decoded(data: bytes, offset: int) -> tuple[Any, int]:
+    """The JSON object at ``offset`` and where it ends, decoded from a window of the text
+    that grows until it holds the object."""
+    if data[offset] != 123:  # "{"
         raise _Declined
-    try:
-        return skim(text, offset)
-    except (ValueError, RecursionError) as problem:
-        raise _Declined from problem
+    window = 4096
+    while True:
+        piece = data[offset:offset + window].decode("ascii")
+        try:
+            value, end = skim(piece, 0)
+        except (ValueError, RecursionError) as problem:
+            if offset + window >= len(data):
+                raise _Declined from problem
+            window *= 4
+            continue
+        return value, offset + end
 
 
 @dataclass
@@ -530,14 +590,14 @@ class _Edges:
     targets: np.ndarray
 
 
-def _edges(data: bytes, text: str, codes: np.ndarray, start: int, end: int) -> _Edges:
+def _edges(data: bytes, codes: np.ndarray, start: int, end: int) -> _Edges:
     """The edges (items from ``start`` to ``end``) as source and target ids, when each is
     the first edge's text with other digits: ids of digits only, containment edges."""
     import numpy as np
 
     if start >= end:
         return _Edges(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    first, first_end = _decoded(text, start)
+    first, first_end = _decoded(data, start)
     if not isinstance(first, dict) or first.keys() - {"metadata"} != {"source", "target"} or (
             "metadata" in first and first["metadata"] != {"subsystem": CONTAINMENT}):
         raise _Declined
@@ -553,11 +613,11 @@ def _edges(data: bytes, text: str, codes: np.ndarray, start: int, end: int) -> _
     edge = data[start:first_end].translate(None, _DIGITS)
     if edge.count(b'""') != 2:
         raise _Declined
-    following = _skip_text(text, first_end)
+    following = _skip(data, first_end, 1)
     if count > 1:
-        if following >= end or text[following] != ",":
+        if following >= end or data[following] != 44:  # ","
             raise _Declined
-        following = _skip_text(text, following + 1)
+        following = _skip(data, following + 1, 1)
     separator = data[first_end:following]
     expected = edge + (separator + edge) * (count - 1)
     if data[start:end].translate(None, _DIGITS) != expected:
@@ -567,8 +627,8 @@ def _edges(data: bytes, text: str, codes: np.ndarray, start: int, end: int) -> _
             codes[starts + digits.lengths] == 34).all():
         raise _Declined
     pairs = digits.values.reshape(count, 2)
-    source_first = text.find('"source"', start, first_end) < text.find('"target"', start,
-                                                                        first_end)
+    source_first = data.find(b'"source"', start, first_end) < data.find(b'"target"', start,
+                                                                         first_end)
     return _Edges(pairs[:, 0 if source_first else 1], pairs[:, 1 if source_first else 0])
 
 
@@ -603,14 +663,16 @@ def _check_across(graph: Graph, runs: list[_Run], edges: _Edges) -> None:
             raise _Declined  # vertices below the first node outside its block
         parent = graph.by_path.get(run.parent_path)
         parent_id = _digit_id(parent.key) if parent is not None else None
-        ids.append(run.values[:, shape.keys].ravel())
+        at = run.plan.at
+        keys = [at[key] for key in shape.keys]
+        ids.append(run.values[:, keys].ravel())
         column_parents = np.empty((run.values.shape[0], len(shape.keys)), np.int64)
         for index, within in enumerate(shape.parents):
             column_parents[:, index] = (-3 if parent_id is None else parent_id) if within < 0 \
-                else run.values[:, shape.keys[within]]
+                else run.values[:, keys[within]]
         parents.append(column_parents.ravel())
         names.setdefault((run.parent_path, run.prefix), []).append(
-            run.values[:, shape.name])
+            run.values[:, at[shape.name]])
     all_ids = np.concatenate(ids)
     order = np.argsort(all_ids, kind="stable")
     sorted_ids = all_ids[order]
@@ -662,11 +724,11 @@ def _parent_id(graph: Graph, vertex: Any) -> int:
 def _members(run: _Run) -> tuple[list[str], list[int] | None, list[int] | None]:
     """Names, ids and ranks of a run's members after its first (``None``: the model has
     none, as for the first)."""
-    shape, values = run.shape, run.values
+    shape, values, at = run.shape, run.values, run.plan.at
     count = values.shape[0]
-    names = [run.prefix + str(number) for number in values[:, shape.name].tolist()]
-    ids = values[:, shape.node_id].tolist() if shape.node_id is not None else (
+    names = [run.prefix + str(number) for number in values[:, at[shape.name]].tolist()]
+    ids = values[:, at[shape.node_id]].tolist() if shape.node_id is not None else (
         [run.node_id] * count if run.node_id >= 0 else None)
-    ranks = values[:, shape.rank].tolist() if shape.rank is not None else (
+    ranks = values[:, at[shape.rank]].tolist() if shape.rank is not None else (
         [run.rank] * count if run.rank >= 0 else None)
     return names, ids, ranks
