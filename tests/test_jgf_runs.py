@@ -117,6 +117,7 @@ _TEXT_CHANGES: tuple[tuple[bytes, bytes], ...] = (
     (b'"name":"core3"', b'"name":"core33"'),          # another name below a node
     (b'{"id":"30",', b'{"id":"030",'),                # a vertex id with a leading zero
     (b'"subsystem":"containment"}},{', b'"subsystem":"power"}},{'),
+    (b'"edges":[', b'"edges":[{"source":"0","target":"1"},'),  # an edge of another form
 )
 
 
@@ -153,6 +154,13 @@ def test_metadata_left_to_defaults_is_read_as_the_checked_path_reads_it(
             _EVERY_VERTEX[change](vertex["metadata"])
     data = json.dumps(value, separators=(",", ":")).encode()
     _agree_if_accepted(data)
+
+
+def test_a_repeated_key_in_every_edge_is_reported() -> None:
+    data = _compact(jgf.write(_cluster()).data).replace(
+        b'{"subsystem":"containment"}', b'{"subsystem":"containment","subsystem":"containment"}')
+    assert _fast(data) is None
+    assert [d.code for d in codec.read_checked(data).diagnostics] == ["json.duplicate-key"]
 
 
 def _digit_changes(data: bytes, picks: list[tuple[int, int, int]]) -> bytes:

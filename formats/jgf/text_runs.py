@@ -43,7 +43,7 @@ from dcx.core.diagnostics import ReadResult
 from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.model import Document
 from dcx.parsing.fluxion import CONTAINMENT, SCHEMA, Graph, check_graph, descendants
-from dcx.parsing.jsonio import JsonLocator, model_locator, skim
+from dcx.parsing.jsonio import JsonLocator, load_json, model_locator, skim
 from dcx.parsing.schemas import loaded_against
 
 if TYPE_CHECKING:
@@ -597,7 +597,9 @@ def _edges(data: bytes, codes: np.ndarray, start: int, end: int) -> _Edges:
 
     if start >= end:
         return _Edges(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    first, first_end = _decoded(data, start)
+    _, first_end = _decoded(data, start)
+    checked, _ = load_json(data[start:first_end])  # repeated keys, as the checked path
+    first = checked.value if checked is not None else None
     if not isinstance(first, dict) or first.keys() - {"metadata"} != {"source", "target"} or (
             "metadata" in first and first["metadata"] != {"subsystem": CONTAINMENT}):
         raise _Declined
