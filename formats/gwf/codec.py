@@ -849,12 +849,12 @@ def read_part(data: bytes, variant: Variant | None) -> tuple[ReadResult, Variant
     with content (``None``: this chunk may have it, then its header line is read as there).
     A chunk with any error gives no document (the chunked reader says why). Also the variant
     once known."""
-    if variant is not None and len(data) >= FAST_READ_BYTES:
+    if len(data) >= FAST_READ_BYTES:
         from dcx.formats.gwf.fast import read_part_fast
 
         fast = read_part_fast(data, variant)
         if fast is not None:
-            return fast, variant
+            return fast
     text, problem = decode_text(data, "gwf")
     if problem is not None or text is None:
         return ReadResult(None, () if problem is None else (problem,)), variant

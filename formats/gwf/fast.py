@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dcx.core.columns import ExtraColumn, JobRows, RowLines, Strings, WorkloadColumns
 from dcx.core.diagnostics import ReadResult
@@ -36,6 +36,9 @@ from dcx.parsing.traces import (
     numeric_columns,
     numeric_records,
 )
+
+if TYPE_CHECKING:
+    from dcx.formats.gwf.codec import Variant
 
 CHUNK_BYTES = 4 << 20
 """Bytes of task lines the archive path converts at once (its working memory)."""
@@ -343,23 +346,42 @@ def _read_archive(body: bytes, first_line: int, chunk_bytes: int) -> ReadResult 
     return _archive_result(records, np)
 
 
-def read_part_fast(data: bytes, variant: str) -> ReadResult | None:
-    """``codec.read_part`` of a chunk of task lines of a ``variant`` file (lines counted from
-    the chunk's first), or ``None`` wherever the exact reader might say something."""
+def read_part_fast(data: bytes, variant: Variant | None
+                   ) -> tuple[ReadResult, Variant] | None:
+    """``codec.read_part`` of a chunk of a ``variant`` file (``None``: the chunk may hold
+    the file's first line with content, read as ``read_fast`` reads it), lines counted from
+    the chunk's first, and the variant; ``None`` wherever the exact reader might say
+    something."""
     import numpy as np
 
+    first_line = 1
+    if variant is None:
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        head = _first_line(data)
+        if head is None:
+            return None
+        start, end, line_number, first = head
+        if first.startswith("WorkflowID"):
+            variant, data, first_line = "workflow", data[end:], line_number + 1
+        elif _looks_archive(first):
+            variant, data, first_line = "archive", data[start:], line_number
+        else:
+            return None  # a workflow file without its header line: the exact path warns
     if variant == "workflow":
-        rows = workflow_rows(data, 1)
+        rows = workflow_rows(data, first_line)
         if rows is None:
             return None
-        return _workflow_result(rows.values, rows.offsets, rows.dependency_ids, rows.lines, np,
-                                across_lines=False)
-    found = archive_rows(data, 1)
-    if found is None or not len(found.lines):
+        found = _workflow_result(rows.values, rows.offsets, rows.dependency_ids, rows.lines,
+                                 np, across_lines=False)
+        return None if found is None else (found, variant)
+    columns = archive_rows(data, first_line)
+    if columns is None or not len(columns.lines):
         return None
-    records = ColumnsBuilder(ARCHIVE_KINDS, len(found.lines))
-    records.add(found)
-    return _archive_result(records, np)
+    records = ColumnsBuilder(ARCHIVE_KINDS, len(columns.lines))
+    records.add(columns)
+    found = _archive_result(records, np)
+    return None if found is None else (found, variant)
 
 
 def archive_rows(body: bytes, first_line: int) -> NumericColumns | None:
