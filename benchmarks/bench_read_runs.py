@@ -7,8 +7,10 @@ writer, then ``dcx validate FILE`` and ``dcx convert FILE out.json --to environm
 ``--fill clock-rate=2.4GHz`` where the format gives no clock rate) each run in a child
 process of their own (wall, CPU, peak RSS): as read (runs are groups) and, as the baseline
 measured in the same run, with the reader's run detection switched off, so that every
-machine is read on its own (what the readers did before). Both ways must print the same
-verdict and write the same bytes.
+machine is read on its own (what the readers did before). JGF is also read by its checked
+path alone ("vertex by vertex": every vertex decoded, runs grouped after), the baseline of
+its fast path (``formats/jgf/text_runs.py``, which finds the runs in the text). Every way
+must print the same verdict and write the same bytes.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from dcx.core.model import (
 CHILD = """
 import contextlib, hashlib, io, sys
 fmt, path, way, step, out = sys.argv[1:]
+if fmt == "jgf" and way != "grouped":
+    from dcx.formats.jgf import text_runs
+    text_runs.read = lambda data, min_bytes=0: None
 if way == "baseline":
     if fmt == "sss":
         from dcx.formats.sss import reader
@@ -123,6 +128,11 @@ with open(sys.argv[4], "wb") as handle:
 """
 
 
+WAYS = (("baseline", "baseline: machine by machine"),
+        ("checked", "vertex by vertex, runs as groups"),
+        ("grouped", "as read: runs as groups"))
+
+
 def measure(name: str, nodes: int, folder: str) -> None:
     path = os.path.join(folder, FILES[name][0])
     run_code(GENERATE, os.path.dirname(os.path.abspath(__file__)), name, str(nodes), path,
@@ -132,21 +142,25 @@ def measure(name: str, nodes: int, folder: str) -> None:
     for step in ("validate", "convert"):
         figures: dict[str, tuple[float, float, float]] = {}
         digests: dict[str, str] = {}
-        for way in ("baseline", "grouped"):
+        ways = WAYS if name == "jgf" else (WAYS[0], WAYS[-1])
+        for way, _ in ways:
             out = os.path.join(folder, f"{name}.{step}.{way}")
             figures[way] = run_code(CHILD, name, path, way, step, out,
                                     what=f"{name} {step} ({way})")
             with open(out) as handle:
                 digests[way] = handle.read()
-        assert digests["grouped"] == digests["baseline"], f"{name} {step}: the ways differ"
+        assert len(set(digests.values())) == 1, f"{name} {step}: the ways differ"
         base_wall, base_cpu, _ = figures["baseline"]
         label = "dcx validate" if step == "validate" else "-> environment JSON"
-        for way, what in (("baseline", "baseline: machine by machine"),
-                          ("grouped", "as read: runs as groups")):
+        for way, what in ways:
             wall, cpu, rss = figures[way]
-            print(f"  {label:<20} {what:<30} wall {wall:7.2f} s  CPU {cpu:7.2f} s  "
+            print(f"  {label:<20} {what:<33} wall {wall:7.2f} s  CPU {cpu:7.2f} s  "
                   f"peak RSS {rss:6.0f} MB  ({base_wall / wall:5.1f}x / "
                   f"{base_cpu / cpu:5.1f}x faster than baseline)")
+        if "checked" in figures:
+            print(f"  {label:<20} text runs against vertex by vertex: "
+                  f"{figures['checked'][0] / figures['grouped'][0]:.1f}x wall, "
+                  f"{figures['checked'][1] / figures['grouped'][1]:.1f}x CPU")
 
 
 def main() -> None:
