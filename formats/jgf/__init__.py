@@ -24,9 +24,15 @@ Mapping (containment subsystem):
   are the first's (the one the writer builds for its machine, or the same vertices kept in
   ``jgf:vertices``, as when the vertices below Fluxion's nodes have rank -1) and whose own
   metadata has nothing to keep, are one machine group (``dcx.core.groups``): the first
-  node's subtree is read into a machine, the others' only compared with it. Their vertices
-  are still parsed and checked one by one. Nodes with paths in other subsystems (a
-  ``power`` tree) are read one by one.
+  node's subtree is read into a machine, the others' only compared with it. Nodes with
+  paths in other subsystems (a ``power`` tree) are read one by one;
+* a file of 1 MB or more in ASCII, ``{"graph": {"nodes": [...], "edges": [...]}}`` (any
+  white space), is first read from its text (``text_runs``): a node and the vertices
+  below it whose text repeats but for the digits that may vary in a group (vertex ids,
+  uniq_ids, the node's name, id and rank, the name in the paths) are decoded and checked
+  once, the repeats' digits read as arrays and checked there (ids and paths unique, each
+  edge joining a vertex to its parent); a file with anything to report, or any text it
+  does not recognise, is read vertex by vertex, with the same result.
 
 Fidelity
 --------
