@@ -219,3 +219,31 @@ def test_a_gwf_pipe_converts_in_chunks():
                               check=False)
         assert done.returncode == 0, done.stderr
         assert done.stdout == codec.write(codec.read(data).document).data
+
+
+def test_a_pipe_whose_variant_a_later_chunk_changes_is_refused():
+    """An archive pipe whose first chunk has nothing only the archive variant holds is
+    written in the workflow variant; a later task with a user (which the whole file writes
+    in the archive variant) stops it, and OUTPUT is not written. A file is read first and
+    written in the archive variant, as the whole file."""
+    tasks = [f"{n} 0 -1 10 1 -1 -1 1" + " -1" * 21 for n in range(1, 400)]
+    tasks.append("400 0 -1 10 1 -1 -1 1 -1 -1 -1 3" + " -1" * 17)
+    data = ("# JobID SubmitTime\n" + "\n".join(tasks) + "\n").encode()
+    program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
+               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = 1 << 10\n"
+               "chunks.CHUNK_BYTES = 1 << 10\nsys.exit(main(sys.argv[1:]))\n")
+    with tempfile.TemporaryDirectory() as folder:
+        source, whole, streamed, piped = (
+            Path(folder) / name for name in ("in.gwf", "whole.gwf", "s.gwf", "piped.gwf"))
+        source.write_bytes(data)
+        assert run(["convert", str(source), str(whole)], stream=False)[0] == 0
+        assert whole.read_bytes().startswith(b"# JobID")  # the archive variant
+        assert run(["convert", str(source), str(streamed)], stream=True,
+                   chunk_bytes=1 << 10) == (0, f"wrote {streamed} (gwf): 400 jobs; nothing lost\n")
+        assert streamed.read_bytes() == whole.read_bytes()
+        done = subprocess.run([sys.executable, "-c", program, "convert", "-", str(piped),
+                               "--from", "gwf"], input=data, capture_output=True, check=False)
+        assert done.returncode == 1
+        assert b"cannot convert in chunks: a task that only the archive variant holds" \
+            in done.stderr
+        assert not piped.exists()
