@@ -64,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # ------------------------------------------------------------------ declared codes
 
 
-class _CodeRecorder:
+class CodeRecorder:
     """Every diagnostic dcx makes while a test runs; a code the catalogue does not declare
     fails that test. The catalogue imports every format, so it is loaded only once some
     test has made a diagnostic, and from then on a declared code costs one set lookup."""
@@ -100,7 +100,14 @@ class _CodeRecorder:
         return found
 
 
-_RECORDER = _CodeRecorder()
+_RECORDER = CodeRecorder()
+
+
+@pytest.fixture
+def code_recorder() -> CodeRecorder:
+    """The recorder the suite installs. A test takes it from here: pytest loads this file as
+    ``conftest``, and ``from tests.conftest import …`` would run it again, making another."""
+    return _RECORDER
 
 
 @pytest.hookimpl(wrapper=True)

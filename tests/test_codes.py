@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -39,6 +39,9 @@ from dcx.converters.catalogue import LAYER_MODULES, catalogue, declarations
 from dcx.converters.registry import FORMATS
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.parsing.schemas import SCHEMA_KEYWORD_CODES
+
+if TYPE_CHECKING:
+    from tests.conftest import CodeRecorder
 
 REPO = Path(__file__).resolve().parent.parent
 LAYER_FOLDERS = ("core", "parsing", "converters", "scheduler", "experiments")
@@ -404,10 +407,9 @@ def test_every_schema_keyword_that_can_fail_has_a_code() -> None:
 # ------------------------------------------------------------------------------ runtime
 
 
-def test_the_suite_fails_a_test_that_emits_an_undeclared_code() -> None:
-    from conftest import _RECORDER
-
+def test_the_suite_fails_a_test_that_emits_an_undeclared_code(
+        code_recorder: CodeRecorder) -> None:
     made_by_dcx = {"__name__": "dcx.formats.imaginary", "error": error}
     exec("error('made up', 'imaginary.code')", made_by_dcx)  # a fake dcx module
     Diagnostic(error("x", "json.syntax").severity, "made by a test", "tests.own-code")
-    assert _RECORDER.undeclared() == [("imaginary.code", "dcx.formats.imaginary")]
+    assert code_recorder.undeclared() == [("imaginary.code", "dcx.formats.imaginary")]

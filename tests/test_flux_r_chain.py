@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
-from strategies_environment import environments
 
 from dcx.converters.losses import conversion_losses
 from dcx.core.model import (
@@ -24,6 +23,7 @@ from dcx.core.model import (
 from dcx.core.restrict import normalized_for, restrict
 from dcx.formats import environment as environment_json
 from dcx.formats import flux_r, haizea, jgf
+from tests.strategies_environment import environments
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CHAIN_HOLDS = environment_json.HOLDS & flux_r.HOLDS & jgf.HOLDS

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from lxml import etree
-from strategies_haizea import (
+
+from dcx.core.model import Document
+from dcx.formats import haizea
+from dcx.parsing import xmlio
+from tests.strategies_haizea import (
     annotation_documents,
     centis,
     lease_documents,
     site_documents,
 )
-
-from dcx.core.model import Document
-from dcx.formats import haizea
-from dcx.parsing import xmlio
 
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

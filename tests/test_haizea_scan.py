@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_haizea_clean_path import SITE, assert_contract, lease, lwf, request
 
 from dcx.formats import haizea
 from dcx.formats.haizea import fast
 from dcx.formats.haizea import scan as haizea_scan
 from dcx.formats.haizea import verdict as haizea_verdict
 from dcx.formats.haizea.fast import read_clean_workload
+from tests.test_haizea_clean_path import SITE, assert_contract, lease, lwf, request
 
 KINDS = haizea_verdict.attribute_kinds()
 

@@ -7,8 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import strategies_environment
-import strategies_sss
 from hypothesis import HealthCheck, given, settings
 from lxml import etree
 
@@ -33,6 +31,7 @@ from dcx.core.model import (
 )
 from dcx.formats import sss
 from dcx.parsing.xmlio import load_xsd
+from tests import strategies_environment, strategies_sss
 
 # The spec's two examples (§1.2), typed from seed 002. The elaborate one is given as printed,
 # with U+201D around every attribute value, and normalised where a test needs it.
