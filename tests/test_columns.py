@@ -119,10 +119,11 @@ def test_columns_hold_what_requests_ask_of_machines():
     assert plain is not None and (plain.os, plain.arch, plain.feature_names) == (None,) * 3
     # an absent column and one of unknowns are the same requests
     other = WorkloadColumns.from_jobs((Job(id=1, tasks=tasks[1:2]),))
-    assert other is not None and other.same_as(WorkloadColumns.from_jobs(
-        (Job(id=1, tasks=(Task(id=2),)),))) is True
-    assert columns.same_as(WorkloadColumns.from_jobs((Job(id=1, tasks=(
-        tasks[0], tasks[1], Task(id=3, request=ResourceRequest(arch="aarch64")))),))) is False
+    unknowns = WorkloadColumns.from_jobs((Job(id=1, tasks=(Task(id=2),)),))
+    assert other is not None and unknowns is not None and other.same_as(unknowns) is True
+    no_features = WorkloadColumns.from_jobs((Job(id=1, tasks=(
+        tasks[0], tasks[1], Task(id=3, request=ResourceRequest(arch="aarch64")))),))
+    assert no_features is not None and columns.same_as(no_features) is False
 
 
 def test_job_rows_index_like_a_tuple():

@@ -9,7 +9,6 @@ from typing import Any
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
-from strategies_environment import environments
 
 from dcx.core.diagnostics import ReadResult, Severity
 from dcx.core.model import (
@@ -27,10 +26,18 @@ from dcx.core.model import (
 )
 from dcx.formats import environment
 from dcx.formats.environment.jsonref import resolve_document
+from tests.strategies_environment import environments
 
 
 def read_json(value: Any) -> ReadResult:
     return environment.read(json.dumps(value).encode())
+
+
+def environment_of(result: ReadResult) -> Environment:
+    """The environment of a read that must succeed."""
+    assert result.ok, result.diagnostics
+    assert result.document is not None and result.document.environment is not None
+    return result.document.environment
 
 
 def codes(result: Any) -> list[str]:
@@ -85,9 +92,7 @@ def test_concrete_example_fixed_pointer_validates() -> None:
         "cpus": [{"manufacturer": "Intel", "family": "Xeon", "generation": "v3",
                   "model": "E5-2630", "clock-rate": 2400000000, "cores": 8}],
         "memory": [{"capacity": 8000}]}}}
-    result = read_json(document)
-    assert result.ok, result.diagnostics
-    machine = next(result.document.environment.machines())
+    machine = next(environment_of(read_json(document)).machines())
     assert machine.core_count == 8 and machine.memory_mb == 8000
     assert machine.cpus[0].model == "E5-2630"
     broken = json.loads(json.dumps(document).replace("machines/default", "machine/default"))
@@ -102,15 +107,13 @@ def test_guide_rack_example_with_empty_cpus_is_invalid() -> None:
 
 def test_minimal_guide_document_is_valid() -> None:
     result = read_json({"environment": {"datacenters": []}, "events": [], "definitions": {}})
-    assert result.ok and result.document.environment.datacenters == ()
+    assert environment_of(result).datacenters == ()
 
 
 def test_nested_bases_resolve_and_each_target_once() -> None:
     document = minimal([{"id": i, "$base": "#/definitions/b"} for i in range(3)])
     document["definitions"] = {"a": MACHINE, "b": {"$base": "#/definitions/a", "name": "n"}}
-    result = read_json(document)
-    assert result.ok
-    machines = list(result.document.environment.machines())
+    machines = list(environment_of(read_json(document)).machines())
     assert [m.name for m in machines] == ["n", "n", "n"]
     # shared definitions are built once: the CPU tuples are the same object
     assert machines[0].cpus is machines[1].cpus
@@ -142,7 +145,7 @@ def test_reference_errors_name_the_offending_pointer(document: Any, code: str,
 
 
 def test_fan_out_bomb_is_refused() -> None:
-    definitions = {"d0": {"v": 1}}
+    definitions: dict[str, Any] = {"d0": {"v": 1}}
     for level in range(1, 40):
         below = f"#/definitions/d{level - 1}"
         definitions[f"d{level}"] = {"x": {"$base": below}, "y": {"$base": below}}
@@ -271,8 +274,7 @@ def test_the_users_definition_names_survive_a_rewrite() -> None:
                      definitions={"machines": {"compute": {**MACHINE,
                                                            "memory": [{"capacity": 512}]}}})
     first = read_json(source)
-    assert first.ok
-    machines = list(first.document.environment.machines())
+    machines = list(environment_of(first).machines())
     assert [m.extras for m in machines] == [
         {environment.DEFINITION_EXTRA: "#/definitions/machines/compute"}] * 2 + [{}]
     written = environment.write(first.document)
@@ -292,6 +294,7 @@ def test_other_targets_report_the_definition_name_as_a_loss() -> None:
 
     source = read_json(minimal([{"id": 1, "name": "n1", "$base": "#/definitions/m"}],
                                definitions={"m": MACHINE}))
+    assert source.ok and source.document is not None
     lost = [loss.field for loss in conversion_losses(source.document, get("sss"))]
     assert "machine.extras" in lost
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dcx.core.diagnostics import ReadResult
 from dcx.core.groups import MachineGroup, machine_parts
 from dcx.formats import environment
 from dcx.formats.environment import reader
@@ -43,26 +44,28 @@ def document(choices: list[int]) -> bytes:
         "definitions": DEFINITIONS}).encode()
 
 
-def read_unit_by_unit(data: bytes, monkeypatch: pytest.MonkeyPatch) -> object:
+def read_unit_by_unit(data: bytes, monkeypatch: pytest.MonkeyPatch) -> ReadResult:
     """The read with every unit built on its own (then compacted), as before runs."""
     with monkeypatch.context() as patch:
         patch.setattr(reader._UnitKind, "of", staticmethod(lambda unit, bases: None))
         return environment.read(data)
 
 
-def agree(choices: list[int], monkeypatch: pytest.MonkeyPatch) -> object:
+def agree(choices: list[int], monkeypatch: pytest.MonkeyPatch) -> ReadResult:
     data = document(choices)
     runs = environment.read(data)
     single = read_unit_by_unit(data, monkeypatch)
     assert runs.document == single.document
     assert [repr(d) for d in runs.diagnostics] == [repr(d) for d in single.diagnostics]
     if runs.document is not None:
+        assert single.document is not None
         assert environment.write(runs.document).data == environment.write(single.document).data
     return runs
 
 
 def test_a_run_of_one_definition_is_one_group_and_reads_as_before(monkeypatch):
     result = agree([0] * 5 + [6] + [2] * 3 + [5, 5] + [4, 4], monkeypatch)
+    assert result.document is not None and result.document.environment is not None
     parts = list(machine_parts(result.document.environment))
     groups = [part for part in parts if isinstance(part, MachineGroup)]
     assert [group.count for group in groups][:2] == [5, 3]
@@ -78,7 +81,7 @@ def test_repeated_names_and_unknown_keys_are_reported_as_before(monkeypatch):
 @given(seed=st.integers(0, 10_000), size=st.integers(1, 40))
 def test_generated_racks_read_as_unit_by_unit(seed, size):
     rng = random.Random(seed)
-    choices = []
+    choices: list[int] = []
     while len(choices) < size:
         choices += [rng.randrange(len(UNIT_CHOICES))] * rng.choice((1, 1, 2, 5))
     with pytest.MonkeyPatch.context() as monkeypatch:

@@ -79,6 +79,7 @@ def test_a_fill_changes_only_what_lacks_the_value():
         Room(racks=(Rack(slots=machines),)),)),)))
     filled, report = apply_fills(document, [parse_fill("clock-rate=2GHz"),
                                             parse_fill("memory=1GiB")])
+    assert filled.environment is not None
     a, b = filled.environment.machines()
     assert [cpu.clock_rate_hz for cpu in a.cpus] == [3e9, 2e9]
     assert b.cpus == (rated,) and b.memory == (StorageUnit(capacity_mb=8.0),)
@@ -92,6 +93,7 @@ def test_a_million_rank_group_is_filled_as_one_template_never_expanded():
     filled, (done,) = apply_fills(document, [parse_fill("clock-rate=2.4GHz")])
     assert done.machines == 1_048_576
     assert done.render() == "filled clock-rate=2.4 GHz into 1,048,576 machines"
+    assert filled.environment is not None
     [part] = machine_parts(filled.environment)
     assert isinstance(part, MachineGroup) and part.count == 1_048_576
     assert part.template.cpus[0].clock_rate_hz == 2.4e9
@@ -182,7 +184,7 @@ def test_machines_sharing_their_cpus_are_each_filled_and_keep_their_own_fields()
     document = Document(environment=Environment(datacenters=(Datacenter(rooms=(
         Room(racks=(Rack(slots=machines),)),)),)))
     filled, (done,) = apply_fills(document, [parse_fill("clock-rate=1GHz")])
-    assert done.machines == 4
+    assert done.machines == 4 and filled.environment is not None
     result = list(filled.environment.machines())
     assert [machine.name for machine in result] == ["a", "b", "c", "d"]
     assert all(cpu.clock_rate_hz == 1e9 for machine in result for cpu in machine.cpus)

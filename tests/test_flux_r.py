@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from strategies_flux import r_environments
 
 from dcx.converters.losses import conversion_losses
 from dcx.core.model import (
@@ -25,6 +24,7 @@ from dcx.core.model import (
 )
 from dcx.formats import flux_r
 from dcx.parsing.schemas import schema_diagnostics
+from tests.strategies_flux import r_environments
 
 SEED = Path(__file__).resolve().parent.parent.parent / "shared" / "seeds"
 
@@ -345,7 +345,7 @@ def test_examples_read_cleanly_and_rewrite_identically(name: str) -> None:
     spec = detect(data, name)
     assert spec is not None and spec.family == "flux"
     result = spec.read(data)
-    assert result.ok and result.diagnostics == ()
+    assert result.ok and result.diagnostics == () and result.document is not None
     assert spec.write is not None and spec.write(result.document).data == data
 
 

@@ -253,8 +253,9 @@ def test_a_haizea_node_set_reads_and_writes_back_as_one_group() -> None:
     group = rack.slots.parts[0]
     assert isinstance(group, MachineGroup) and group.count == 1_000_000
     assert group.template.core_count == 4 and group.template.memory_mb == 4096
-    document = haizea.FORMAT.normal_form(result.document)
-    written = haizea.FORMAT.write(document)
+    normal_form, write = haizea.FORMAT.normal_form, haizea.FORMAT.write
+    assert normal_form is not None and write is not None
+    written = write(normal_form(result.document))
     assert b'numnodes="1000000"' in written.data and b'numnodes="1"' in written.data
     assert rack.slots._expanded is None
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dcx.core.columns import columns_of
-from dcx.core.diagnostics import ReadResult
+from dcx.core.model import Workload
 from dcx.formats import gwf
 from dcx.formats.gwf import codec, fast
 from dcx.formats.gwf.rules import FAST_TOKENS, accepts, read_token
@@ -27,18 +27,21 @@ TOKENS = ("-1", "0", "1", "2", "7", "007", "12", "3600", "1.5", "0.25", "5.", ".
 BLANKS = (" ", "  ", "\t", " \t ", "\r")
 
 
-def agree(data: bytes, chunk_bytes: int = 1 << 20) -> ReadResult | None:
+def agree(data: bytes, chunk_bytes: int = 1 << 20) -> Workload | None:
     """The fast answer (if any) equals the exact one, and ``read`` with the fast path
-    tried first gives the exact diagnostics byte for byte; returns the fast answer."""
+    tried first gives the exact diagnostics byte for byte; returns the fast answer's
+    workload."""
     exact = codec._read(data)
     quick = fast.read_fast(data, chunk_bytes)
+    quick_workload: Workload | None = None
     if quick is not None:
         assert exact.diagnostics == ()
         assert quick.diagnostics == ()
         assert quick.document == exact.document
         assert exact.document is not None and quick.document is not None
         assert exact.document.workload is not None and quick.document.workload is not None
-        assert quick.document.workload.jobs == exact.document.workload.jobs
+        quick_workload = quick.document.workload
+        assert quick_workload.jobs == exact.document.workload.jobs
         assert dict(quick.source_map) == exact.source_map
     original = codec.FAST_READ_BYTES
     codec.FAST_READ_BYTES = 0
@@ -48,7 +51,7 @@ def agree(data: bytes, chunk_bytes: int = 1 << 20) -> ReadResult | None:
         codec.FAST_READ_BYTES = original
     assert read.document == exact.document
     assert [repr(d) for d in read.diagnostics] == [repr(d) for d in exact.diagnostics]
-    return quick
+    return quick_workload
 
 
 # --------------------------------------------------------------------------- rules
@@ -108,7 +111,7 @@ def test_plain_workflow_files_take_the_fast_path_and_match_the_exact_one():
     for seed in range(6):
         fast_answer = agree(workflow_text(seed, 300).encode())
         assert fast_answer is not None
-        assert columns_of(fast_answer.document.workload) is not None
+        assert columns_of(fast_answer) is not None
 
 
 def test_the_workflow_path_holds_jobs_in_first_appearance_order_and_extras():
@@ -116,7 +119,7 @@ def test_the_workflow_path_holds_jobs_in_first_appearance_order_and_extras():
             ).encode()
     answer = agree(data)
     assert answer is not None
-    jobs = answer.document.workload.jobs
+    jobs = answer.jobs
     assert [job.id for job in jobs] == [5, 2]
     assert [task.id for task in jobs[0].tasks] == [1, 3]
     first, third = jobs[0].tasks
@@ -152,7 +155,7 @@ def test_a_dependency_on_a_later_line_is_checked_and_accepted():
     data = (HEADER + "\n0, 1, 0, 1, 1, 1, 2\n0, 2, 0, 1, 1, 1, \n").encode()
     answer = agree(data)
     assert answer is not None
-    assert answer.document.workload.jobs[0].tasks[0].dependencies == (2,)
+    assert answer.jobs[0].tasks[0].dependencies == (2,)
 
 
 @settings(max_examples=150, deadline=None)
@@ -211,7 +214,7 @@ def test_plain_archive_files_take_the_fast_path_and_match_the_exact_one():
         for chunk_bytes in (100, 1 << 20):
             answer = agree(data, chunk_bytes)
             assert answer is not None
-            assert columns_of(answer.document.workload) is not None
+            assert columns_of(answer) is not None
 
 
 def test_the_archive_path_keeps_the_columns_the_model_has_no_field_for():
@@ -221,7 +224,7 @@ def test_the_archive_path_keeps_the_columns_the_model_has_no_field_for():
         for name in gwf.ARCHIVE_COLUMNS) + "\n"
     answer = agree(text.encode())
     assert answer is not None
-    task = answer.document.workload.jobs[0].tasks[0]
+    task = answer.jobs[0].tasks[0]
     assert task.user == "7" and task.request.memory_mb == 4.0
     assert task.extras == {"gwf:ReqNProcs": 8, "gwf:Status": 1, "gwf:WaitTime": 2.5,
                            "gwf:JobStructure": "007"}

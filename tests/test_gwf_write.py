@@ -42,6 +42,7 @@ def same_bytes(workload: Workload) -> bool | None:
     assert normal == replace(normal_objects, workload=replace(
         normal_objects.workload, jobs=normal.workload.jobs))
     if normal_variant(columns) is not None:
+        assert as_columns.workload is not None
         assert normal.workload.jobs is as_columns.workload.jobs  # no task was built
     return written_columns(columns) is not None
 
@@ -51,6 +52,7 @@ def same_bytes(workload: Workload) -> bool | None:
 def test_workloads_gwf_holds_are_written_a_column_at_a_time(workload):
     assert same_bytes(workload) is True
     columns = WorkloadColumns.from_jobs(workload.jobs)
+    assert columns is not None
     assert normal_variant(columns) == codec.variant_of(workload)  # already in normal form
 
 

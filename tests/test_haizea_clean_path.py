@@ -18,7 +18,6 @@ import gc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies_haizea import lease_documents
 
 from dcx.core.diagnostics import Diagnostic, InputError
 from dcx.core.model import Document, Job, Task
@@ -26,6 +25,7 @@ from dcx.formats import haizea
 from dcx.formats.haizea.checked import read_workload_stream
 from dcx.formats.haizea.context import Context
 from dcx.formats.haizea.fast import read_clean_workload
+from tests.strategies_haizea import lease_documents
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -98,7 +98,7 @@ def test_every_lease_feature_takes_the_clean_path() -> None:
         b'<attributes><attr name="k" value="v"/></attributes>',
     )
     document = assert_contract(data)
-    assert document is not None
+    assert document is not None and document.workload is not None
     first, second, third, fourth = document.workload.tasks()
     assert first.request.resources[0].instances == (100.0, 200.0)
     assert first.extras["queue"] == "fast" and len(first.extras["haizea:node-sets"]) == 2

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dcx.core.columns import WorkloadColumns, columns_of
-from dcx.core.diagnostics import ReadResult
+from dcx.core.model import Workload
 from dcx.formats import swf
 from dcx.formats.swf import codec as swf_codec
 
@@ -46,8 +46,8 @@ def plain_trace(seed: int, jobs: int, header: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def agree(data: bytes, chunk_bytes: int) -> ReadResult | None:
-    """The fast answer (if any) equals the exact one; returns the fast answer."""
+def agree(data: bytes, chunk_bytes: int) -> Workload | None:
+    """The fast answer (if any) equals the exact one; returns the fast answer's workload."""
     exact = swf_codec._read(data)
     fast = swf.read_fast(data, chunk_bytes)
     if fast is not None:
@@ -55,18 +55,20 @@ def agree(data: bytes, chunk_bytes: int) -> ReadResult | None:
         assert fast.diagnostics == exact.diagnostics
         assert fast.document == exact.document
         assert exact.document is not None and fast.document is not None
-        assert fast.document.workload.jobs == exact.document.workload.jobs  # the rows
+        exact_workload, fast_workload = exact.document.workload, fast.document.workload
+        assert exact_workload is not None and fast_workload is not None
+        assert fast_workload.jobs == exact_workload.jobs  # the rows
         assert dict(fast.source_map) == exact.source_map
         # the same extras columns as the rows give: a writer of columns (Parquet) writes
         # the same schema whichever path read the file
-        built = WorkloadColumns.from_jobs(exact.document.workload.jobs)
-        fast_columns = columns_of(fast.document.workload)
+        built = WorkloadColumns.from_jobs(exact_workload.jobs)
+        fast_columns = columns_of(fast_workload)
         assert built is not None and fast_columns is not None
         assert sorted(fast_columns.extras) == sorted(built.extras)
     assert swf.read(data) == exact or (
         swf.read(data).document == exact.document
         and swf.read(data).diagnostics == exact.diagnostics)
-    return fast
+    return None if fast is None or fast.document is None else fast.document.workload
 
 
 def test_plain_traces_take_the_fast_path_and_match_the_exact_one():
@@ -75,7 +77,7 @@ def test_plain_traces_take_the_fast_path_and_match_the_exact_one():
         for chunk_bytes in (64, 700, 1 << 20):
             fast = agree(data, chunk_bytes)
             assert fast is not None
-            assert columns_of(fast.document.workload) is not None
+            assert columns_of(fast) is not None
 
 
 def test_fast_path_rows_carry_the_exact_values():
@@ -83,7 +85,7 @@ def test_fast_path_rows_carry_the_exact_values():
             b"2\t5\t3 20 0 2.25 -1 2 -1 -1 -1 1 2 -1 -1 -1 1 -1\r\n")
     fast = agree(data, 1 << 20)
     assert fast is not None
-    first, second = (job.tasks[0] for job in fast.document.workload.jobs)
+    first, second = (job.tasks[0] for job in fast.jobs)
     assert first.user == "007" and first.request.nodes == 4
     assert first.request.memory_mb == 2.0
     assert first.extras == {"swf:RequestedProcessors": 8, "swf:Status": 1,
@@ -152,7 +154,7 @@ def test_integer_traces_take_the_fast_path_as_written_or_squeezed():
             for chunk_bytes in (64, 1 << 20):
                 fast = agree(data, chunk_bytes)
                 assert fast is not None, (seed, blank)
-                assert columns_of(fast.document.workload) is not None
+                assert columns_of(fast) is not None
 
 
 def test_integer_lines_with_a_token_arrow_reads_but_the_exact_path_may_not_defer():
@@ -179,6 +181,6 @@ def test_a_trace_holding_no_processor_extras_has_no_columns_for_them():
             b"2 5 -1 10 1 -1 -1 1 20 -1 1 1 1 -1 1 1 -1 -1\n")
     fast = agree(data, 1 << 20)
     assert fast is not None
-    columns = columns_of(fast.document.workload)
+    columns = columns_of(fast)
     assert columns is not None
     assert sorted(columns.extras) == ["swf:PartitionNumber", "swf:QueueNumber", "swf:Status"]
