@@ -194,7 +194,8 @@ def test_equal_runtimes_share_a_profile_and_clashing_names_get_a_suffix() -> Non
 
 
 def test_ids_batsim_cannot_take_are_renumbered() -> None:
-    for ids in ([2**31, 1], ["a!b", "c"], [7, "7"], ["", "x"]):
+    cases: tuple[list[int | str], ...] = ([2**31, 1], ["a!b", "c"], [7, "7"], ["", "x"])
+    for ids in cases:
         document = Document(workload=Workload(jobs=tuple(
             Job(id=i, tasks=(_task(i, 5.0),)) for i in ids)))
         assert [t.id for t in batsim.normal_form(document).workload.tasks()] == [1, 2]

@@ -145,7 +145,7 @@ def test_the_factored_verdict_never_accepts_what_the_full_verdict_rejects(
 
 
 def test_the_factored_verdict_accepts_a_factored_cluster() -> None:
-    document = {
+    document: dict[str, Any] = {
         "environment": {"datacenters": [{"rooms": [{"type": "SERVER", "objects": [
             {"type": "RACK", "units": [{"id": n, "name": f"n{n}", "$base": "#/definitions/a"}
                                        for n in range(50)] + [{"type": "EMPTY"}]}]}]}]},

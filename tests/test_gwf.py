@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dcx.converters.losses import conversion_losses
+from dcx.core.diagnostics import ReadResult
 from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import gwf
@@ -33,9 +34,8 @@ def archive_line(**columns: object) -> str:
     return " ".join(values[name] for name in gwf.ARCHIVE_COLUMNS)
 
 
-def errors(result: object) -> list[tuple[str, int | None, int | None, str]]:
-    return [(d.code, d.line, d.column, d.pointer)
-            for d in result.diagnostics if d.is_error]  # type: ignore[attr-defined]
+def errors(result: ReadResult) -> list[tuple[str, int | None, int | None, str]]:
+    return [(d.code, d.line, d.column, d.pointer) for d in result.diagnostics if d.is_error]
 
 
 # --------------------------------------------------------------------------- corpus
@@ -272,9 +272,9 @@ def test_fast_check_agrees_with_the_record_schema(values: list[str], dependencie
 # --------------------------------------------------------------------------- round trips
 
 
-def _no_warnings_but_empty(result: object) -> bool:
+def _no_warnings_but_empty(result: ReadResult) -> bool:
     """Only an empty workload warns (``gwf.no-tasks``): a written file is otherwise clean."""
-    return all(d.code == "gwf.no-tasks" for d in result.diagnostics)  # type: ignore[attr-defined]
+    return all(d.code == "gwf.no-tasks" for d in result.diagnostics)
 
 
 @given(workflow_workloads())

@@ -199,10 +199,12 @@ def _fragments(**changes: Any) -> dict[str, Any]:
 
 
 def _folder(tasks: dict[str, Any] | None = None, fragments: dict[str, Any] | None = None,
-            **members: bytes) -> bytes:
+            raw_members: dict[str, bytes] | None = None) -> bytes:
+    """The archive of a tasks and a fragments table; ``raw_members`` replaces members by
+    bytes as given."""
     files = {"tasks.parquet": _parquet(_tasks() if tasks is None else tasks),
              "fragments.parquet": _parquet(_fragments() if fragments is None else fragments)}
-    files.update(members)
+    files.update(raw_members or {})
     return pack(files, MEMBERS)
 
 
@@ -291,7 +293,7 @@ def test_bytes_that_are_no_archive_are_refused() -> None:
 
 
 def test_a_member_that_is_not_parquet_is_refused() -> None:
-    data = _folder(**{"fragments.parquet": b"id,duration\n"})
+    data = _folder(raw_members={"fragments.parquet": b"id,duration\n"})
     assert _codes(data) == [("opendc-workload.unreadable", "/fragments.parquet")]
 
 

@@ -47,7 +47,7 @@ def environment(*machines: Machine, events: tuple[MachineStateChange, ...] = ())
 
 
 def task(task_id: int, submit: float = 0.0, runtime: float = 10.0, cores: float = 1,
-         deps: tuple[int, ...] = (), nodes: int = 1) -> Task:
+         deps: tuple[int | str, ...] = (), nodes: int = 1) -> Task:
     return Task(task_id, submit, runtime, request=ResourceRequest(nodes=nodes, cores=cores),
                 dependencies=deps)
 
@@ -320,7 +320,7 @@ def scenarios(draw: st.DrawFn) -> tuple[Workload, Environment]:
     jobs = []
     next_id = 0
     for job_index in range(draw(st.integers(1, 5))):
-        tasks = []
+        tasks: list[Task] = []
         for _ in range(draw(st.integers(1, 6))):
             earlier = [t.id for t in tasks]
             deps = draw(st.lists(st.sampled_from(earlier), unique=True, max_size=2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -42,7 +42,7 @@ def _environment(count: int, cores: int) -> Environment:
     return Environment((Datacenter(rooms=(Room(racks=(Rack(slots=machines),)),)),))
 
 
-def _problem(jobs: list[JobSpec], machines: int, cores: int = 1,
+def _problem(jobs: Sequence[JobSpec], machines: int, cores: int = 1,
              width_is_cores: bool = False) -> Problem:
     """Jobs of ``width`` single-core nodes (an SWF job), or of ``width`` cores on one
     machine (``width_is_cores``)."""

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pytest
 from hypothesis import given, settings
@@ -63,12 +64,30 @@ def site(*machines: Machine, events: tuple[MachineStateChange, ...] = ()) -> Env
     return Environment((Datacenter(rooms=(Room(racks=(rack,)),)),), events=events)
 
 
+class LeaseRequest(TypedDict, total=False):
+    """``lease``'s request parameters, for one request given to several leases."""
+
+    cores: float
+    nodes: int
+    memory_mb: float | None
+    gpus: int
+    resources: tuple[NamedResource, ...]
+
+
+class LeaseTimes(TypedDict, total=False):
+    """The task's fields that ``lease`` passes on as given."""
+
+    deadline_s: float | None
+    start_mode: StartMode
+    start_time_s: float | None
+
+
 def lease(task_id: int, submit: float = 0.0, runtime: float = 10.0, cores: float = 1.0,
           nodes: int = 1, memory_mb: float | None = None, gpus: int = 0,
-          resources: tuple[NamedResource, ...] = (), **fields: object) -> Task:
+          resources: tuple[NamedResource, ...] = (), **times: Unpack[LeaseTimes]) -> Task:
     request = ResourceRequest(nodes=nodes, cores=cores, memory_mb=memory_mb, gpus=gpus,
                               resources=resources)
-    return Task(task_id, submit, runtime, request=request, **fields)  # type: ignore[arg-type]
+    return Task(task_id, submit, runtime, request=request, **times)
 
 
 def one_job_each(*tasks: Task) -> Workload:
@@ -201,10 +220,11 @@ def test_best_and_worst_fit_still_rank_by_free_cores() -> None:
 def test_failure_gives_every_dimension_back() -> None:
     events = (MachineStateChange("a", MachineState.FAILURE, time_s=4.0),
               MachineStateChange("a", MachineState.ACTIVE, time_s=5.0))
-    whole = dict(cores=2.0, memory_mb=1024.0, gpus=1, resources=(disk(100),))
+    whole: LeaseRequest = {"cores": 2.0, "memory_mb": 1024.0, "gpus": 1,
+                           "resources": (disk(100),)}
     env = site(node("a", cores=2, memory_mb=1024, gpus=1, resources=(disk(100),)),
                events=events)
-    work = one_job_each(lease(1, **whole), lease(2, submit=1, **whole))  # type: ignore[arg-type]
+    work = one_job_each(lease(1, **whole), lease(2, submit=1, **whole))
     problem = compiled(work, env)
     assert len(problem.machines.dimensions) == 3
     run = run_policy(problem, FIFO_FIRSTFIT, "event")
@@ -219,8 +239,10 @@ def test_failure_gives_every_dimension_back() -> None:
 # --------------------------------------------------------------------------- AR and deadlines
 
 
-def advance_reservation(task_id: int, start: float, **fields: object) -> Task:
-    return lease(task_id, start_mode=StartMode.EXACT, start_time_s=start, **fields)
+def advance_reservation(task_id: int, start: float, submit: float = 0.0, runtime: float = 10.0,
+                        deadline_s: float | None = None) -> Task:
+    return lease(task_id, submit, runtime, start_mode=StartMode.EXACT, start_time_s=start,
+                 deadline_s=deadline_s)
 
 
 def test_an_ar_lease_does_not_start_before_its_start_time() -> None:
@@ -341,7 +363,7 @@ def test_cores_that_do_not_fit_keep_their_own_code() -> None:
 @pytest.mark.parametrize("request_fields", [dict(memory_mb=-1.0), dict(gpus=-1),
                                             dict(resources=(disk(-5),)),
                                             dict(memory_mb=float("nan"))])
-def test_negative_or_non_finite_amounts_are_bad_requests(request_fields: dict) -> None:
+def test_negative_or_non_finite_amounts_are_bad_requests(request_fields: LeaseRequest) -> None:
     result = compile_problem(one_job_each(lease(1, **request_fields)),
                              site(node("a", memory_mb=1024)))
     assert [code for code, _, _ in errors(result)] == ["schedule.bad-request"]
