@@ -111,25 +111,11 @@ def _digits(codes: np.ndarray, offset: int) -> _Digits:
 
 
 @dataclass
-class _Blocks:
-    """The blocks that follow a run's first block with the same text but for digits:
-    their bytes as rows (a strided view, one row per block, the first block's row
-    first) and the values of their digit runs (the first block's positions)."""
-
-    rows: np.ndarray
-    columns: _Columns
-
-
-@dataclass
 class _Columns:
     """The digit runs of a block: where each starts in it, and its length."""
 
     starts: np.ndarray
     lengths: np.ndarray
-    positions: np.ndarray
-    """Every digit's place in the block."""
-    weights: np.ndarray
-    """The power of ten each digit is worth in its run."""
 
     @staticmethod
     def of(block: np.ndarray) -> _Columns:
@@ -139,10 +125,7 @@ class _Columns:
         is_digit[1:-1] = (block - np.uint8(48)) < 10
         bounds = np.flatnonzero(is_digit[1:] != is_digit[:-1])
         starts, ends = bounds[0::2], bounds[1::2]
-        lengths = ends - starts
-        positions = np.flatnonzero(is_digit[1:-1])
-        tail = np.repeat(ends, lengths) - positions - 1
-        return _Columns(starts, lengths, positions, np.power(10, tail, dtype=np.int64))
+        return _Columns(starts, ends - starts)
 
     def digits(self, columns: Sequence[int]) -> np.ndarray:
         """The places in the block of the digits of ``columns``, in order."""
