@@ -989,8 +989,10 @@ class _GwfTarget(_Target):
 
         restored = _restored(document, earlier)
         workload = restored.workload or Workload()
-        return restored, codec.chunk_variant(workload), sum(len(job.tasks)
-                                                            for job in workload.jobs)
+        columns = _columns(workload)
+        tasks = len(columns) if columns is not None else sum(len(job.tasks)
+                                                             for job in workload.jobs)
+        return restored, codec.chunk_variant(workload), tasks
 
     def rows(self, part: Any) -> int:
         return int(part[2])
