@@ -9,7 +9,11 @@ the same run:
 2. ``write`` of the workload read from the file (held as columns): the columnar writer
    (``dcx.formats.gwf.columnar``, what ``write`` now does) beside the row writer
    (``codec.write_rows``, what it did before), timed inside the child around the write alone,
-   with the child's peak RSS; the two outputs are checked to be the same bytes.
+   with the child's peak RSS; the two outputs are checked to be the same bytes;
+3. ``dcx convert`` to Parquet and to GWF in chunks (what ``dcx convert`` now does from
+   16 MB: ``dcx.converters.stream_convert``) beside the whole-file conversion (the file read
+   whole, what it did before); the outputs are checked to be the same table (Parquet) or
+   bytes (GWF).
 
 ``DCX_BENCH_TASKS`` changes the size.
 """
@@ -57,6 +61,31 @@ print(wall, cpu, peak, hashlib.sha256(data).hexdigest())
 """
 
 
+CONVERT = """
+import sys
+from dcx.converters import streaming
+from dcx.converters.cli import main
+streaming.STREAM_BYTES = float("inf") if sys.argv[1] == "whole" else 0
+sys.exit(main(["convert", "--quiet", sys.argv[2], sys.argv[3]]))
+"""
+
+
+def converted(mode: str, path: Path, output: Path) -> Usage:
+    usage = run_child([sys.executable, "-c", CONVERT, mode, str(path), str(output)],
+                      f"bench_gwf_stream: convert ({mode}) {path.name} to {output.name}")
+    return usage.wall_s, usage.cpu_s, usage.peak_rss_mb
+
+
+def same_output(first: Path, second: Path) -> bool:
+    if first.suffix != ".parquet":
+        return first.read_bytes() == second.read_bytes()
+    import pyarrow.parquet as pq
+
+    found, expected = pq.read_table(first), pq.read_table(second)
+    return found.equals(expected) and found.schema.equals(expected.schema,
+                                                          check_metadata=True)
+
+
 def validated(mode: str, path: Path) -> Usage:
     usage = run_child([sys.executable, "-c", VALIDATE, mode, str(path)],
                       f"bench_gwf_stream: validate ({mode}) {path.name}")
@@ -100,6 +129,18 @@ def main() -> None:
                 raise SystemExit(f"bench_gwf_stream: the two writers differ on {variant}")
             row(variant, columns, rows)
         print("  (write MB: the child's peak, reading the file included)")
+        print("  dcx convert: in chunks (now) | the file read whole (baseline)")
+        for variant, trace in traces.items():
+            for suffix in (".parquet", ".gwf"):
+                chunked = Path(folder) / f"chunks{suffix}"
+                whole = Path(folder) / f"whole{suffix}"
+                now = converted("chunks", trace, chunked)
+                baseline = converted("whole", trace, whole)
+                if not same_output(chunked, whole):
+                    raise SystemExit(f"bench_gwf_stream: {variant} to {suffix} differs")
+                row(f"{variant} to {suffix[1:]}", now, baseline)
+                chunked.unlink()
+                whole.unlink()
 
 
 if __name__ == "__main__":
