@@ -47,7 +47,7 @@ def host_kinds(draw: st.DrawFn, gpu_memory: str) -> Machine:
     extras: dict[str, Any] = {}
     if draw(st.booleans()):
         extras[opendc_topology.PREFIX + "cpuPowerModel"] = draw(power_models)
-    if gpus and draw(st.booleans()):
+    if bool(gpus) and draw(st.booleans()):
         extras[opendc_topology.GPU_MEMBERS] = {gpu_memory: "40 GiB"}
     return Machine(cpus=(unit,) * draw(st.integers(1, 2)), gpus=gpus,
                    memory=() if memory is None else (StorageUnit(memory),),

@@ -57,7 +57,7 @@ def wfformat_tasks(draw: st.DrawFn, files: list[str]) -> list[Task]:
         name = draw(st.none() | texts)
         if name is not None and name != str(task_id):
             extras[wfformat.TASK_NAME] = name
-        if files and draw(st.booleans()):
+        if bool(files) and draw(st.booleans()):
             extras[wfformat.TASK_MEMBERS] = {
                 "inputFiles": draw(st.lists(st.sampled_from(files), max_size=2)),
                 "outputFiles": draw(st.lists(st.sampled_from(files), max_size=2))}

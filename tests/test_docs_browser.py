@@ -143,11 +143,17 @@ class PageWatch:
                 self.failures.append(f"request left 127.0.0.1: {route_.request.url}")
                 route_.abort()
 
+        def response(response_: Any) -> None:
+            if response_.status >= 400:
+                self.failures.append(f"HTTP {response_.status}: {response_.url}")
+
+        def console(message: Any) -> None:
+            if message.type == "error":
+                self.failures.append(f"console error on {page.url}: {message.text}")
+
         context.route("**/*", route)
-        page.on("response", lambda response: response.status >= 400 and self.failures.append(
-            f"HTTP {response.status}: {response.url}"))
-        page.on("console", lambda message: message.type == "error" and self.failures.append(
-            f"console error on {page.url}: {message.text}"))
+        page.on("response", response)
+        page.on("console", console)
         page.on("pageerror", lambda error: self.failures.append(f"page error on {page.url}: "
                                                                 f"{error}"))
 

@@ -6,6 +6,7 @@ them directly and check that the pages say what the code and the schemas say.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -118,10 +119,14 @@ def _xsd_declared_names(name: str, seen: set[str] | None = None) -> set[str]:
         return set()
     seen.add(name)
     root = etree.fromstring(resources.files("dcx.xsd").joinpath(name).read_bytes())
-    names = {node.get("name") for node in root.iter(f"{XS}element") if node.get("name")}
-    names |= {f"@{node.get('name')}" for node in root.iter(f"{XS}attribute") if node.get("name")}
+    names = {element for node in root.iter(f"{XS}element")
+             if (element := node.get("name"))}
+    names |= {f"@{attribute}" for node in root.iter(f"{XS}attribute")
+              if (attribute := node.get("name"))}
     for include in root.iter(f"{XS}include"):
-        names |= _xsd_declared_names(include.get("schemaLocation"), seen)
+        location = include.get("schemaLocation")
+        assert location is not None, f"{name}: an xs:include without a schemaLocation"
+        names |= _xsd_declared_names(location, seen)
     return names
 
 
@@ -207,8 +212,11 @@ def test_cli_reference_covers_every_command_and_option() -> None:
     rendered = cli_ref.render(parser)
     for name in cli_ref.command_names(parser):
         assert f"## `dcx {name}`" in rendered
-    for action in parser._subparsers._group_actions[0].choices.values():  # type: ignore[union-attr]
-        for option in action._actions:
+    commands = [action for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction)]
+    assert len(commands) == 1
+    for command in commands[0].choices.values():
+        for option in command._actions:
             for option_string in option.option_strings:
                 if option_string not in ("-h", "--help"):
                     assert option_string in rendered
@@ -393,7 +401,9 @@ def test_a_broken_anchor_fails_the_strict_build(tmp_path: Path) -> None:
 
 
 def _python_blocks(markdown: str) -> list[str]:
-    blocks, inside, current = [], False, []
+    blocks: list[str] = []
+    current: list[str] = []
+    inside = False
     for line in markdown.splitlines():
         if line.strip() == "```python":
             inside, current = True, []

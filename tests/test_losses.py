@@ -249,8 +249,9 @@ def _own_strategy(spec: FormatDeclaration) -> st.SearchStrategy[Document]:
     if spec.name in specific:
         module_name, function, wrap = specific[spec.name]
         try:
-            strategy = getattr(importlib.import_module(module_name), function)()
-            return strategy.map(wrap)  # type: ignore[no-any-return]
+            strategy: st.SearchStrategy[Any] = getattr(importlib.import_module(module_name),
+                                                       function)()
+            return strategy.map(wrap)
         except (ImportError, AttributeError):
             pass
     return documents(Domain(holds=spec.holds, own_prefix=spec.name))

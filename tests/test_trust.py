@@ -14,6 +14,7 @@ from dcx.converters.convert import convert
 from dcx.converters.folders import folder_format, member_of, read_folder
 from dcx.converters.losses import loss_matrix
 from dcx.converters.registry import FORMATS, detect
+from dcx.core.declaration import FormatDeclaration
 from dcx.core.restrict import prefixed_extras_paths
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,11 +41,11 @@ def _bytes(path: Path) -> bytes:
 @pytest.mark.parametrize("target", TARGETS, ids=lambda spec: spec.name)
 @pytest.mark.parametrize("example", EXAMPLES, ids=_name)
 def test_an_exit_0_conversion_writes_what_validate_strict_accepts(
-        example: Path, target: object, tmp_path: Path,
+        example: Path, target: FormatDeclaration, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    name = target.name  # type: ignore[attr-defined]
-    members = target.members  # type: ignore[attr-defined]
-    suffix = "" if members else target.extensions[0]  # type: ignore[attr-defined]
+    name = target.name
+    members = target.members
+    suffix = "" if members else target.extensions[0]
     output = tmp_path / f"out{suffix}"
     code = main(["convert", str(example), str(output), "--to", name])
     printed = capsys.readouterr()

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -176,7 +177,8 @@ def _huge_integer(_: Context) -> bytes:
 def _base_fan_out(_: Context) -> bytes:
     # Each level lists the previous one twice: 2^40 values once expanded, a few hundred
     # bytes on disk. A resolver that copies instead of sharing never finishes.
-    levels = {"l0": {"type": "MACHINE", "cpus": [{"cores": 1, "clock-rate": 1e9}]}}
+    levels: dict[str, Any] = {
+        "l0": {"type": "MACHINE", "cpus": [{"cores": 1, "clock-rate": 1e9}]}}
     for level in range(1, 41):
         previous = f"#/definitions/l{level - 1}"
         levels[f"l{level}"] = {"type": "MACHINE", "a": {"$base": previous},
@@ -190,7 +192,8 @@ def _base_chain(_: Context) -> bytes:
     # 5,000 objects each inheriting from the next: deep resolution without a cycle must not
     # exhaust the Python stack.
     count = 5_000
-    chain = {f"m{n}": {"$base": f"#/definitions/m{n + 1}"} for n in range(count)}
+    chain: dict[str, Any] = {f"m{n}": {"$base": f"#/definitions/m{n + 1}"}
+                             for n in range(count)}
     chain[f"m{count}"] = {"type": "MACHINE", "cpus": [{"cores": 1, "clock-rate": 1e9}]}
     document = json.loads(_environment('{"$base": "#/definitions/m0", "id": 1, '
                                        '"cpus": "not-an-array"}'))
