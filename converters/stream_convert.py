@@ -9,10 +9,10 @@ chunked checker, how a chunk is read, what the chunks say of one another, the he
 (``FormatDeclaration.read_chunks``'s ``_Stream``) checks it, so the diagnostics are the
 whole-file reader's, byte for byte; the same chunk read as the whole-file reader reads it is
 the chunk's document (SWF: ``codec.read_rows``, from the rows the chunked reader's
-vectorised path read, so a chunk is parsed once; GWF: ``codec.read_part``, without the
-checks across lines), which the target's normal form and writer turn into one part: a
-Parquet row group (``dcx.formats.parquet.codec.rows_of``), SWF job lines or GWF task lines
-(``dcx.formats.gwf.codec.write_part``). Its losses are ``conversion_losses`` of that document,
+vectorised path read, so a chunk is parsed once; GWF: ``codec.read_part``, the same way,
+without the checks across lines), which the target's normal form and writer turn into one
+part: a Parquet row group (``dcx.formats.parquet.codec.rows_of``), SWF job lines or GWF task
+lines (``dcx.formats.gwf.codec.write_part``). Its losses are ``conversion_losses`` of that document,
 summed over the chunks (pointers and lines counted from the start of the file; a job cut
 between chunks is one job).
 
@@ -352,7 +352,8 @@ class _GwfSource(_Source):
             first_line, line = line, line + chunk.count(b"\n")
             if broken or chunk.isspace():
                 continue
-            read, variant = codec.read_part(chunk, variant)
+            rows = checked.chunk_rows if checked is not None else None
+            read, variant = codec.read_part(chunk, variant, rows, first_line - 1)
             if read.document is None:
                 broken = True  # the chunked reader says why
                 continue

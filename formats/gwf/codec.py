@@ -842,13 +842,22 @@ def write_part(document: Document, variant: Variant) -> bytes:
     return _lines(_archive_rows(normal) if variant == "archive" else _workflow_rows(normal))
 
 
-def read_part(data: bytes, variant: Variant | None) -> tuple[ReadResult, Variant | None]:
+def read_part(data: bytes, variant: Variant | None, rows: Any = None, lines_before: int = 0
+              ) -> tuple[ReadResult, Variant | None]:
     """The tasks of a chunk of whole lines of a GWF file as ``read`` reads them, each line
     counted from the chunk's first, without the checks across lines (a dependency may name a
     task of another chunk); ``variant``: the file's, when an earlier chunk had its first line
     with content (``None``: this chunk may have it, then its header line is read as there).
     A chunk with any error gives no document (the chunked reader says why). Also the variant
-    once known."""
+    once known. ``rows``: the chunk's task lines as the chunked reader's accept path read
+    them (``stream._Stream.chunk_rows``, line ``lines_before + 1`` of the file the chunk's
+    first), so that the chunk is not parsed again."""
+    if rows is not None and variant is not None:
+        from dcx.formats.gwf.fast import part_of_rows
+
+        found = part_of_rows(rows, variant, lines_before)
+        if found is not None:
+            return found, variant
     if len(data) >= FAST_READ_BYTES:
         from dcx.formats.gwf.fast import read_part_fast
 

@@ -384,6 +384,24 @@ def read_part_fast(data: bytes, variant: Variant | None
     return None if found is None else (found, variant)
 
 
+def part_of_rows(rows: WorkflowRows | NumericColumns, variant: Variant, lines_before: int
+                 ) -> ReadResult | None:
+    """``read_part_fast`` of a chunk whose task lines are ``rows`` (``workflow_rows``'s or
+    ``archive_rows``'s answer for the whole chunk, lines counted in the file, line
+    ``lines_before + 1`` the chunk's first)."""
+    import numpy as np
+
+    if isinstance(rows, WorkflowRows):
+        return _workflow_result(rows.values, rows.offsets, rows.dependency_ids,
+                                rows.lines - lines_before, np, across_lines=False)
+    if not len(rows.lines):
+        return None
+    records = ColumnsBuilder(ARCHIVE_KINDS, len(rows.lines))
+    records.add(rows)
+    records.lines[:records.rows] -= lines_before
+    return _archive_result(records, np)
+
+
 def archive_rows(body: bytes, first_line: int) -> NumericColumns | None:
     """The task lines of ``body`` (whole lines, line ``first_line`` first) as columns, or
     ``None`` wherever the exact reader might say something of one of them (a repeated

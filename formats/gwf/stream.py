@@ -37,7 +37,7 @@ from dcx.formats.gwf.codec import (
 from dcx.formats.gwf.fast import WorkflowRows, archive_rows, workflow_rows
 from dcx.parsing.chunks import checked
 from dcx.parsing.trace_codes import MAX_ERRORS
-from dcx.parsing.traces import column_dependency_diagnostics, decoded_lines
+from dcx.parsing.traces import NumericColumns, column_dependency_diagnostics, decoded_lines
 
 _BOM = "\ufeff"
 
@@ -92,6 +92,10 @@ class _Stream:
         self.blank = True
         """Every chunk so far is whitespace only (the file is empty when it stays so)."""
         self.encoding: Diagnostic | None = None
+        self.chunk_rows: WorkflowRows | NumericColumns | None = None
+        """The last chunk's task lines as the accept path read them, when it read the whole
+        chunk (a converter makes the chunk's document of them: ``codec.read_part``)."""
+        self.read_rows: WorkflowRows | NumericColumns | None = None
         self.parts: list[_Part] = []
         self.part_starts: list[int] = []
         self.rows = 0
@@ -118,8 +122,10 @@ class _Stream:
         first_line = self.next_line
         self.next_line += chunk.count(b"\n")
         first, self.first = self.first, False
+        self.chunk_rows = None
         if self.variant is not None and not self.reader.stopped and not first \
                 and self.vectorised(chunk, first_line):
+            self.chunk_rows = self.read_rows
             return  # accepted, so plain ASCII: nothing to decode
         text, self.encoding = decoded_lines(chunk, "gwf", first_line)
         if text is None:
@@ -151,17 +157,18 @@ class _Stream:
     def vectorised(self, body: bytes, first_line: int) -> bool:
         """The chunk's task lines (``body``, line ``first_line`` first) through the accept
         path; ``False`` where it gives up."""
+        self.read_rows = None
         if not body.strip():
             return True  # nothing but blank lines: nothing to read or say
         if self.variant == "workflow":
-            rows = workflow_rows(body, first_line)
+            rows = self.read_rows = workflow_rows(body, first_line)
             if rows is None:
                 return False
             self.keep(rows.values["JobID"], rows.lines, lambda: _workflow_places(rows, self.np),
                       rows.offsets, rows.dependency_ids)
             self.add_workflows(rows.values["WorkflowID"])
             return True
-        found = archive_rows(body, first_line)
+        found = self.read_rows = archive_rows(body, first_line)
         if found is None:
             return False
         ids = found.numbers["JobID"]
