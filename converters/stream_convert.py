@@ -17,11 +17,12 @@ summed over the chunks (pointers and lines counted from the start of the file; a
 between chunks is one job).
 
 A file is read to check it and find what is written first (Parquet's schema, SWF's header,
-GWF's variant), so its output is the whole-file path's. Parquet to a regular file is written
-during that reading, with the schema the first part gives, and kept when the whole file's
-schema turns out the same (no later chunk adds a column or widens one, no preceding job is
-met before its line); otherwise, and for SWF, GWF, standard output and devices, the file is
-read again to write it. Parquet's schema is the columns any chunk has, in the order they
+GWF's variant), so its output is the whole-file path's. Parquet and GWF to a regular file
+are written during that reading, with the schema (the variant) the first part gives, and
+kept when the whole file's turns out the same (no later chunk adds a column or widens one,
+no preceding job is met before its line; no later chunk has what only GWF's archive variant
+holds); otherwise, and for SWF, standard output and devices, the file is read again to
+write it. Parquet's schema is the columns any chunk has, in the order they
 first appear (as the whole-file writer orders the extras of jobs read line by line); an
 extras column integer in one chunk and not in another is a double, as the whole-file writer
 makes it. A pipe is read once: its Parquet schema is the first chunk's plus every extras
@@ -971,8 +972,10 @@ def _read_back_in_chunks(target: _Target, path: str) -> Diagnostic | None:
 
 class _GwfTarget(_Target):
     """GWF task lines, after the header line of the file's variant (``codec.write_part``):
-    a file's is known from its first reading; a pipe's is its first chunk's, and a later
-    chunk that would make it the other stops the conversion."""
+    a file's is known from its first reading, which writes in its first chunk's variant and
+    is kept when no later chunk makes it the other (else the file is read again); a pipe's
+    is its first chunk's, and a later chunk that would make it the other stops the
+    conversion."""
 
     def __init__(self, source: _Source, reopenable: bool) -> None:
         from dcx.formats import gwf
@@ -1029,6 +1032,42 @@ class _GwfTarget(_Target):
 
     def read_back(self, path: str) -> Diagnostic | None:
         return _read_back_in_chunks(self, path)
+
+    writes_early = True
+
+    def start_early(self, path: str) -> None:
+        self.early_path: str | None = path
+        self.early_stream: Any = None
+        self.early_variant: str | None = None
+
+    def write_early(self, part: Any, unknown: bool) -> None:
+        from dcx.formats.gwf import codec
+
+        document, chunk_variant, count = part
+        if self.early_path is None or not count:
+            return
+        if self.early_variant is None:
+            self.early_variant = chunk_variant
+            self.early_stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
+            self.early_stream.write((codec.header_line(chunk_variant) + "\n").encode())
+        elif chunk_variant == "archive" != self.early_variant:  # the file's, after all
+            self.close_early()
+            self.early_path = None
+            return
+        self.early_stream.write(codec.write_part(document, self.early_variant))
+        self.early_rows += count
+
+    def finish_early(self, header: Workload) -> bool:
+        if self.early_path is None or self.early_stream is None \
+                or self.early_variant != self.variant:
+            return False
+        self.close_early()
+        return True
+
+    def close_early(self) -> None:
+        stream, self.early_stream = getattr(self, "early_stream", None), None
+        if stream is not None:
+            stream.close()
 
 
 def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Document:

@@ -247,3 +247,23 @@ def test_a_pipe_whose_variant_a_later_chunk_changes_is_refused():
         assert b"cannot convert in chunks: a task that only the archive variant holds" \
             in done.stderr
         assert not piped.exists()
+
+
+def test_a_file_is_read_once_when_its_first_chunk_gives_its_variant(monkeypatch):
+    """GWF output is written while the file is first read, in its first chunk's variant,
+    and kept when no later chunk makes the file the archive variant; otherwise the file is
+    read again to write it. The bytes are the whole file's either way."""
+    from dcx.converters import stream_convert
+
+    readings: list[bool] = []
+    reads = stream_convert._GwfSource.reads
+    monkeypatch.setattr(stream_convert._GwfSource, "reads",
+                        lambda self, pieces, check: readings.append(check)
+                        or reads(self, pieces, check))
+    tasks = [f"{n} 0 -1 10 1 -1 -1 1" + " -1" * 21 for n in range(1, 400)]
+    later_user = "\n".join([*tasks, "400 0 -1 10 1 -1 -1 1 -1 -1 -1 3" + " -1" * 17])
+    for text, once in ((grouped_workflow(2, 300), True), (archive_text(2, 300), True),
+                       ("\n".join(tasks), True), (later_user, False)):
+        readings.clear()
+        assert both((text + "\n").encode(), 1000) == "converted"
+        assert readings == ([True] if once else [True, False])
