@@ -257,9 +257,12 @@ def test_a_file_is_read_once_when_its_first_chunk_gives_its_variant(monkeypatch)
 
     readings: list[bool] = []
     reads = stream_convert._GwfSource.reads
-    monkeypatch.setattr(stream_convert._GwfSource, "reads",
-                        lambda self, pieces, check: readings.append(check)
-                        or reads(self, pieces, check))
+
+    def counted(self, pieces, check):
+        readings.append(check)
+        return reads(self, pieces, check)
+
+    monkeypatch.setattr(stream_convert._GwfSource, "reads", counted)
     tasks = [f"{n} 0 -1 10 1 -1 -1 1" + " -1" * 21 for n in range(1, 400)]
     later_user = "\n".join([*tasks, "400 0 -1 10 1 -1 -1 1 -1 -1 -1 3" + " -1" * 17])
     for text, once in ((grouped_workflow(2, 300), True), (archive_text(2, 300), True),
