@@ -521,6 +521,7 @@ def _validate(args: argparse.Namespace, cluster: Any) -> int:
                 continue
             malformed = _malformed(data, content_kind(data)) if spec is None else []
             counts = None
+            document: Any  # the document read, or what the chunked reader found
             if malformed:  # say where JSON or XML breaks, not only "not recognised"
                 found_spec, diagnostics = None, [d.at(name) for d in malformed]
                 document = None
@@ -791,7 +792,7 @@ def cmd_formats(args: argparse.Namespace) -> int:
     from dcx.core.fields import FIELDS
     from dcx.core.restrict import with_parts
 
-    rows = [{"name": spec.name, "title": spec.title, "family": spec.family,
+    rows: list[dict[str, Any]] = [{"name": spec.name, "title": spec.title, "family": spec.family,
              "kind": spec.kind, "extensions": list(spec.extensions),
              "members": list(spec.members),
              "schema": spec.schema, "reads": True, "writes": spec.writable,
@@ -870,6 +871,7 @@ def _info(path: str, args: argparse.Namespace, cluster: Any = None) -> int:
     if oversized is not None:
         _say(oversized.render())
         return EXIT_INVALID
+    spec: FormatDeclaration | None
     if streamed is not None:
         spec, found = streamed
         ok, diagnostics = found.ok, found.diagnostics

@@ -57,13 +57,16 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error, has_errors, warning
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Workload
+
+if TYPE_CHECKING:
+    from dcx.formats.gwf.codec import Variant
 
 CODES = (
     Code("convert.not-streamable", "error",
@@ -983,7 +986,7 @@ class _GwfTarget(_Target):
         self.spec = gwf.FORMAT
         self.dependencies_across = True
         self.observes = True
-        self.variant: str | None = None
+        self.variant: Variant | None = None
         """The file's variant, once the first reading has seen every chunk."""
         self.archive = False
         """Some chunk's variant so far is the archive variant."""
@@ -1012,7 +1015,7 @@ class _GwfTarget(_Target):
         from dcx.formats.gwf import codec
 
         rows = 0
-        variant = self.variant
+        variant: Variant | None = self.variant
         with _binary(sink) as stream:
             for document, chunk_variant, count in parts:
                 if variant is None:  # a pipe: its first chunk's
@@ -1038,7 +1041,7 @@ class _GwfTarget(_Target):
     def start_early(self, path: str) -> None:
         self.early_path: str | None = path
         self.early_stream: Any = None
-        self.early_variant: str | None = None
+        self.early_variant: Variant | None = None
 
     def write_early(self, part: Any, unknown: bool) -> None:
         from dcx.formats.gwf import codec

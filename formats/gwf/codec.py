@@ -679,7 +679,9 @@ def _without_own_workload_keys(document: Document, workload: Workload, lost: set
                          ("workload.attributes", workload.attributes)):
         if any(key.startswith(EXTRA_PREFIX) for key in values):
             lost.add(path)
-            workload = replace(workload, **{path.split(".")[1]: _without_own_keys(values)})
+            kept = _without_own_keys(values)
+            workload = (replace(workload, extras=kept) if path == "workload.extras"
+                        else replace(workload, attributes=kept))
     extras = _without_own_keys(document.extras) if own_document_keys else document.extras
     return replace(document, workload=workload, extras=extras)
 

@@ -187,12 +187,12 @@ class _Extras:
                 if found is None:
                     return None
                 archive[key[len(EXTRA_PREFIX):]] = found
-        column = extras.get(_REQNPROCS_KEY)
-        if column is not None:
-            values, integers = _integers(column, np)
+        asked = extras.get(_REQNPROCS_KEY)
+        if asked is not None:
+            values, integers = _integers(asked, np)
             if values is None:
                 return None
-            requested_kept = (column.present & integers & ~unknown
+            requested_kept = (asked.present & integers & ~unknown
                               & ((values >= 1) | (values == -1)) & (values != cores))
             requested = values
         return _Extras(unknown, requested, requested_kept, archive)

@@ -176,7 +176,7 @@ class _Stream:
         self.keep(_ids([task.id for _, task, _ in tasks], np), lines,
                   None if np.all(job_columns == 1) else job_columns,
                   np.array(follows, dtype=np.int64),
-                  _ids([tasks[row][2] for row in follows], np),
+                  _ids([number for _, _, number in tasks if number is not None], np),
                   np.array([reader.locate(tasks[row][0], "PrecedingJobNumber")["column"]
                             for row in follows], dtype=np.int64))
 
