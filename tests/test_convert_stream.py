@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -187,11 +188,19 @@ def test_a_file_is_parsed_once_when_its_first_part_fixes_the_schema(monkeypatch)
     from tests.test_swf_fast import integer_trace
 
     monkeypatch.setattr(swf_codec, "FAST_READ_BYTES", 0)
-    readings, parses = [], []
+    readings: list[int] = []
+    parses: list[int] = []
     chunk_reads, numeric_columns = stream_convert._chunk_reads, traces.numeric_columns
-    monkeypatch.setattr(stream_convert, "_chunk_reads",
-                        lambda *args: readings.append(1) or chunk_reads(*args))
-    counted = lambda *args: parses.append(1) or numeric_columns(*args)  # noqa: E731
+
+    def read_and_count(*args: Any) -> Any:
+        readings.append(1)
+        return chunk_reads(*args)
+
+    def counted(*args: Any) -> Any:
+        parses.append(1)
+        return numeric_columns(*args)
+
+    monkeypatch.setattr(stream_convert, "_chunk_reads", read_and_count)
     monkeypatch.setattr(traces, "numeric_columns", counted)
     monkeypatch.setattr(swf_stream, "numeric_columns", counted)
     plain = "".join(f"{n} {n} -1 10 1 -1 -1 1 60 -1 -1 1 1 -1 -1 -1 -1 -1\n"

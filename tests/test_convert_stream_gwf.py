@@ -32,13 +32,15 @@ from tests.test_gwf_stream import mutated, tangled_workflow
 
 def run(args: list[str], stream: bool, chunk_bytes: int = chunks.CHUNK_BYTES
         ) -> tuple[int, str]:
-    """``dcx ARGS`` in this process, every input streamed (or none); exit code, stderr."""
-    err = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err):
+    """``dcx ARGS`` in this process, every input streamed (or none); exit code, and stderr
+    followed by stdout (where ``--output json`` reports)."""
+    err, out = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(out):
         patch.setattr(streaming, "STREAM_BYTES", 0 if stream else float("inf"))
         patch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
         code = main(args)
-    return code, err.getvalue()
+    return code, err.getvalue() + out.getvalue()
 
 
 def grouped_workflow(seed: int, tasks: int) -> str:
@@ -218,7 +220,9 @@ def test_a_gwf_pipe_converts_in_chunks():
                                "gwf", "--to", "gwf"], input=data, capture_output=True,
                               check=False)
         assert done.returncode == 0, done.stderr
-        assert done.stdout == codec.write(codec.read(data).document).data
+        read_whole = codec.read(data).document
+        assert read_whole is not None
+        assert done.stdout == codec.write(read_whole).data
 
 
 def test_a_pipe_whose_variant_a_later_chunk_changes_is_refused():

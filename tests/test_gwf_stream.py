@@ -184,7 +184,9 @@ def test_validate_streams_a_pipe_and_a_file_larger_than_the_in_memory_limit(tmp_
     assert len(good) > limit
     done = subprocess.run([sys.executable, "-c", code, "-"], input=good, capture_output=True)
     assert done.returncode == 0, done.stderr.decode()
-    jobs = len(codec._read(good).document.workload.jobs)
+    whole = codec._read(good).document
+    assert whole is not None and whole.workload is not None
+    jobs = len(whole.workload.jobs)
     assert f"<stdin>: valid gwf ({jobs:,} jobs".encode() in done.stderr
     bad = good + b"0, 6001, x, 1, 1, 1, \n"
     expected = codec._read(bad).diagnostics[0]

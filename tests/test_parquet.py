@@ -74,6 +74,7 @@ def test_values_the_columns_cannot_hold_are_value_restrictions():
         "task.id", "task.runtime_s", "task.extras", "task.dependencies",
         "workload.attributes"})
     back = round_trip(document)
+    assert back.workload is not None
     first, second = back.workload.jobs[0].tasks
     assert (first.id, first.runtime_s, first.extras) == (1, None, {"swf:Status": 1})
     assert (second.id, second.dependencies) == (2, (1,))

@@ -46,7 +46,7 @@ def trace_table(seed: int, rows: int) -> pa.Table:
         job_ids.append(job)
     if not calm and rng.random() < 0.2 and rows > 2:
         job_ids[rng.randrange(rows)] = rng.choice(job_ids)  # perhaps a split job
-    names = []
+    names: list[str | None] = []
     for row in range(rows):
         same = row and job_ids[row] == job_ids[row - 1] and (calm or rng.random() < 0.95)
         names.append(names[-1] if same else rng.choice(NAMES))
@@ -61,7 +61,7 @@ def trace_table(seed: int, rows: int) -> pa.Table:
             needs.append([task_ids[rng.randrange(row)]] if row else [])
         else:
             needs.append([rng.choice((*task_ids, rows + 9))])  # ahead, itself, unknown
-    submit = [float(row) for row in range(rows)]
+    submit: list[float | None] = [float(row) for row in range(rows)]
     runtime: list[Any] = [rng.choice((1.0, None)) for _ in range(rows)]
     nodes: list[Any] = [1] * rows
     if not calm:

@@ -23,6 +23,7 @@ from tests.test_swf_fast import TOKENS, plain_line, plain_trace
 
 def streamed(data: bytes, chunk_bytes: int, head: int = 0) -> swf_stream.ChunkedRead:
     rest = io.BytesIO(data[head:])
+    assert swf.FORMAT.read_chunks is not None
     return swf.FORMAT.read_chunks(line_chunks(rest.read, data[:head], chunk_bytes))
 
 
@@ -33,6 +34,7 @@ def agree(data: bytes, chunk_bytes: int, head: int = 0) -> None:
     assert [d.render() for d in found.diagnostics] == [d.render() for d in exact.diagnostics]
     assert found.ok == exact.ok
     if exact.ok:
+        assert exact.document is not None and exact.document.workload is not None
         assert found.jobs == len(exact.document.workload.jobs)
 
 
