@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from strategies_flux import jgf_environments, r_environments
 
 from dcx.converters.losses import conversion_losses
 from dcx.core.model import (
@@ -27,6 +26,7 @@ from dcx.core.model import (
 from dcx.formats import flux_r, jgf
 from dcx.parsing import fluxion
 from dcx.parsing.schemas import schema_diagnostics
+from tests.strategies_flux import jgf_environments, r_environments
 
 
 def small_graph() -> dict[str, Any]:

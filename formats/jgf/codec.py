@@ -338,7 +338,7 @@ class _RackBuilder:
         self.graph = graph
         self.root_path = root_path
         self.members = members
-        self.subtrees: ShapeMemo[tuple[_Plain, ...]] = ShapeMemo(_plain_subtree)
+        self.subtrees: ShapeMemo[_Plain] = ShapeMemo(_plain_subtree)
 
     def rack(self, grouping: _Grouping) -> Rack:
         vertex = grouping.vertex
@@ -621,7 +621,7 @@ def _stored_vertices(entries: Sequence[Entry], node_path: str, rank: int) -> lis
     for index, entry in enumerate(entries):
         paths = {CONTAINMENT: f"{node_path}/{entry['path']}", **entry.get("paths", {})}
         vertices.append(Vertex(
-            "", entry["type"], entry.get("basename", entry["type"]), entry["name"],
+            "", entry["type"], str(entry.get("basename", entry["type"])), entry["name"],
             entry["id"], entry.get("rank", rank), entry.get("status", 0),
             entry.get("exclusive", False), entry.get("size", 1), entry.get("unit", ""),
             entry.get("properties", {}), paths, index, {}))
