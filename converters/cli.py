@@ -902,11 +902,11 @@ def _info(path: str, args: argparse.Namespace, cluster: Any = None) -> int:
         for key, value in summary.get("topology", {}).items():
             print(f"  {INFO_LABELS.get(key, key)}: {_with_unit(key, value)}")
         for key, value in summary.get("workload", {}).items():
-            print(f"  {key}: {value:,}")
+            print(f"  {key}: {'unknown' if value is None else f'{value:,}'}")
     return EXIT_OK if ok else EXIT_INVALID
 
 
-def parted_summary(found: Any, spec: FormatDeclaration) -> dict[str, int]:
+def parted_summary(found: Any, spec: FormatDeclaration) -> dict[str, int | None]:
     """``workload_summary``'s counts from what a chunked reader or a reader of parts
     counted (``ChunkedRead``); annotations are 0 where the format cannot hold any (none
     of those readers' formats can)."""

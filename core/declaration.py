@@ -28,8 +28,8 @@ Content = Literal["json", "xml", "text", "binary"]
 class ChunkedRead:
     """What a format's chunked reader (``FormatDeclaration.read_chunks``) found in a stream:
     the diagnostics its whole-file ``read`` gives for the same bytes, and the count of jobs
-    (what a summary line says of a valid file); a reader that counts them also gives the
-    tasks and dependencies (what ``dcx info`` says)."""
+    (what a summary line says of a valid file), tasks and dependencies (what ``dcx info``
+    says; ``None``, shown as unknown, from a reader that does not count them)."""
 
     diagnostics: tuple[Diagnostic, ...]
     jobs: int = 0

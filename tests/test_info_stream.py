@@ -187,6 +187,19 @@ def test_info_on_a_large_file_says_what_the_whole_file_read_says(tmp_path, monke
         assert not summaries[3]["valid"] and "workload" not in summaries[3]
 
 
+def test_counts_a_chunked_reader_does_not_give_are_unknown(tmp_path, monkeypatch, capsys):
+    trace = tmp_path / "t.swf"
+    trace.write_bytes(plain_trace(4, 50).encode())
+    monkeypatch.setattr(streaming, "STREAM_BYTES", 0)
+    monkeypatch.setattr(streaming, "_chunked", lambda spec, stream, head: ChunkedRead((), 50))
+    code, out, err = _info(capsys, str(trace))
+    assert (code, err) == (0, "")
+    assert "  jobs: 50\n  tasks: unknown\n  dependencies: unknown\n" in out
+    code, out, _ = _info(capsys, "--output", "json", str(trace))
+    assert json.loads(out)["workload"] == {"jobs": 50, "tasks": None, "dependencies": None,
+                                           "annotations": 0}
+
+
 def test_info_on_a_large_pipe_says_what_the_whole_read_says(tmp_path, monkeypatch, capsys):
     for path in _traces(tmp_path):
         data = path.read_bytes()
