@@ -10,7 +10,9 @@ chunk), then
 3. ``dcx validate t.parquet --workers 2``: the row groups as partitions on a LocalCluster of
    two worker processes, start-up included (the cluster's workers are not this command's
    children: the peak RSS is the client's), beside the same command on a one-job Parquet
-   file: what starting the cluster costs.
+   file: what starting the cluster costs;
+4. ``dcx convert t.parquet t.swf`` read whole, beside the same a row group at a time (what
+   it now does from 16 MB); the two SWF outputs are compared byte for byte.
 
 Each run's diagnostics are compared (``--output json``) before any figure is printed.
 ``DCX_BENCH_JOBS`` changes the trace's size.
@@ -83,14 +85,25 @@ def main() -> None:
         first = pq.ParquetFile(parquet)
         pq.write_table(first.read_row_group(0).slice(0, 1), tiny)
         start_up = dcx("default", "validate", "--quiet", str(tiny), "--workers", "2")
+        whole_swf, parts_swf = Path(folder) / "whole.swf", Path(folder) / "parts.swf"
+        convert_whole = dcx("whole", "convert", "--quiet", str(parquet), str(whole_swf))
+        convert_parts = dcx("parts", "convert", "--quiet", str(parquet), str(parts_swf))
+        equal = whole_swf.read_bytes() == parts_swf.read_bytes()
+        if not equal:
+            raise SystemExit("bench_parquet_parts: the SWF outputs differ")
         row("dcx validate, read whole (before)", whole)
         row("dcx validate, by row groups in process", parts)
         row("dcx validate --workers 2 (LocalCluster)", cluster)
         row("  the same on a one-job file (start-up)", start_up)
+        row("dcx convert to SWF, read whole (before)", convert_whole)
+        row("dcx convert to SWF, by row groups (equal)", convert_parts)
     print(f"  by row groups: peak RSS {parts.peak_rss_mb / whole.peak_rss_mb:.2f}x the whole "
           f"read's, wall {parts.wall_s / whole.wall_s:.2f}x; on the cluster: wall "
           f"{cluster.wall_s / whole.wall_s:.2f}x with start-up, "
           f"{(cluster.wall_s - start_up.wall_s) / whole.wall_s:.2f}x without")
+    print(f"  convert to SWF by row groups: CPU {convert_parts.cpu_s / convert_whole.cpu_s:.2f}x"
+          f", peak RSS {convert_parts.peak_rss_mb / convert_whole.peak_rss_mb:.2f}x the "
+          "whole read's; outputs equal")
 
 
 if __name__ == "__main__":

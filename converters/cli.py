@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         "line saying why and writes nothing. An SWF input to Parquet or SWF, or a GWF input "
         "to Parquet or GWF, from 16 MB (a file, or stdin that outgrows it) is converted in "
         "chunks as it is read (a Parquet row group each), in bounded memory and without the "
-        "input size limit; a file output is "
+        "input size limit, as is a Parquet file (not a pipe) from 16 MB to Parquet, SWF or "
+        "GWF, a row group at a time; a file output is "
         "still replaced only after it reads back accepted, while stdout gets the chunks as "
         "they are written. " + _folder_help())
     convert.add_argument("input", metavar="INPUT")

@@ -1,6 +1,8 @@
 """``dcx convert`` of a trace too large to hold: SWF to Parquet or to SWF, GWF to Parquet or
 to GWF, a chunk of whole lines at a time, in memory bounded by the chunk size
-(``dcx.parsing.chunks``), whatever the trace's length. ``dcx.converters.streaming`` decides
+(``dcx.parsing.chunks``), whatever the trace's length; a Parquet file (not a pipe: row groups
+are read by seeking) to Parquet, SWF or GWF a row group at a time (its jobs whole: the rows of
+a job that continues in the next row group are read with it). ``dcx.converters.streaming`` decides
 when (the inputs ``dcx validate`` streams); this module converts.
 
 One engine for every source format; a ``_Source`` is what differs between them (its
@@ -10,7 +12,9 @@ chunked checker, how a chunk is read, what the chunks say of one another, the he
 whole-file reader's, byte for byte; the same chunk read as the whole-file reader reads it is
 the chunk's document (SWF: ``codec.read_rows``, from the rows the chunked reader's
 vectorised path read, so a chunk is parsed once; GWF: ``codec.read_part``, the same way,
-without the checks across lines), which the target's normal form and writer turn into one
+without the checks across lines; Parquet: ``formats.parquet.stream``'s ``check_part`` and
+``finish``, the checks ``dcx validate`` runs a row group at a time, and ``read_part``), which
+the target's normal form and writer turn into one
 part: a Parquet row group (``dcx.formats.parquet.codec.rows_of``), SWF job lines or GWF task
 lines (``dcx.formats.gwf.codec.write_part``). Its losses are ``conversion_losses`` of that document,
 summed over the chunks (pointers and lines counted from the start of the file; a job cut
@@ -37,10 +41,11 @@ preceding job it does not hold as an extras value, a GWF chunk's normal form wou
 so it is taken out of the chunk's document before the losses and the normal form and put
 back in the part (at its place in the task's list). A GWF workflow whose tasks continue in
 the next chunk is one job, as in the whole file. What cannot be cut into chunks stops the
-conversion (``convert.not-streamable``): SWF job numbers that mix integers and text and GWF
-text ids (the whole file may renumber them); a GWF workflow whose tasks are not on
-consecutive lines (the whole file writes them together); in a pipe, an SWF preceding job
-that comes later in the trace.
+conversion (``convert.not-streamable``): SWF job numbers that mix integers and text, GWF
+text ids and Parquet ids the target renumbers (the whole file may number them otherwise);
+to SWF, a Parquet task with several dependencies, one on a task of another row group (SWF
+holds one); a GWF workflow whose tasks are not on consecutive lines (the whole file writes
+them together); in a pipe, an SWF preceding job that comes later in the trace.
 
 The output is written to a temporary file beside OUTPUT, read back under the target's reader
 rules (Parquet a row group at a time, ``read_parts``; SWF and GWF through their chunked
@@ -72,21 +77,24 @@ CODES = (
     Code("convert.not-streamable", "error",
          "A trace read in chunks has what only the whole file can convert (SWF job numbers "
          "that mix integers and text, GWF text ids, a GWF workflow whose tasks are not on "
-         "consecutive lines; in a pipe, a preceding job later in the trace or, to SWF, a "
-         "header line among later jobs, or, to GWF, a task only the archive variant holds "
-         "after the first chunk)."),
+         "consecutive lines, Parquet ids the target renumbers, to SWF a Parquet task with "
+         "several dependencies, one in another row group; in a pipe, a preceding job later "
+         "in the trace or, to SWF, a header line among later jobs, or, to GWF, a task only "
+         "the archive variant holds after the first chunk)."),
 )
 
 STREAM_PAIRS = frozenset({("swf", "parquet"), ("swf", "swf"), ("gwf", "gwf"),
-                          ("gwf", "parquet")})
+                          ("gwf", "parquet"), ("parquet", "parquet"), ("parquet", "swf"),
+                          ("parquet", "gwf")})
 """Source and target formats ``dcx convert`` converts a chunk at a time."""
 
 _PRECEDING_KEY = "swf:PrecedingJobNumber"
 _JOB_POINTER = re.compile(r"/workload/jobs/(\d+)(?:/tasks/(\d+))?")
 _FIELD_ORDER = {path: index for index, path in enumerate(FIELDS)}
 
-Chunks = Callable[[], Iterable[bytes]]
-"""Opens the input (again) as chunks of whole lines; a pipe can be opened only once."""
+Chunks = Callable[[], Iterable[Any]]
+"""Opens the input (again) as chunks of whole lines (Parquet: gives the open file once); a
+pipe can be opened only once."""
 
 
 class NotStreamable(Exception):
@@ -122,18 +130,27 @@ class _Losses:
     details: dict[str, str] = field(default_factory=dict)
     firsts: dict[str, str | None] = field(default_factory=dict)
     places: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    uncounted: set[str] = field(default_factory=set)
+    """Losses whose first pointer is from a chunk that counted none of their values: the
+    first chunk that counts some has the whole file's."""
 
     def add(self, losses: Sequence[Loss], piece: _Chunk) -> None:
         for loss in losses:
+            # a count is None where a value restriction changes what no value counts
+            # (``dropped_values``): none in this chunk, so the whole file's is the sum, or None
             if loss.field not in self.counts:
                 self.counts[loss.field] = loss.count
                 self.details[loss.field] = loss.detail
                 self.firsts[loss.field] = None
-            elif self.counts[loss.field] is not None and loss.count is not None:
-                self.counts[loss.field] = (self.counts[loss.field] or 0) + loss.count
             else:
-                self.counts[loss.field] = None
-            if self.firsts[loss.field] is None and loss.first is not None:
+                self.counts[loss.field] = ((self.counts[loss.field] or 0)
+                                           + (loss.count or 0)) or None
+            if loss.first is not None and (self.firsts[loss.field] is None or (
+                    loss.field in self.uncounted and loss.count)):
+                if loss.count:
+                    self.uncounted.discard(loss.field)
+                else:
+                    self.uncounted.add(loss.field)
                 first = _JOB_POINTER.sub(lambda match: piece.file_pointer(match), loss.first,
                                          count=1)
                 self.firsts[loss.field] = first
@@ -192,6 +209,11 @@ class _Source:
         those by row (each at its place in the row's list: ``_with_dependencies``); what a
         later chunk must hold goes to ``later``."""
         return document, {}
+
+    def own_chunk(self, document: Document) -> Document:
+        """The chunk's document for a target that does not take dependencies across chunks
+        (SWF), before the losses and the normal form."""
+        return document
 
     def in_file(self, number: Any) -> bool:
         """Whether the input read so far holds job (task) ``number``."""
@@ -480,7 +502,173 @@ def _job_ids(workload: Workload) -> Any:
     return held
 
 
-_SOURCES: dict[str, Callable[[], _Source]] = {"swf": _SwfSource, "gwf": _GwfSource}
+class _ParquetSource(_Source):
+    """A Parquet file's row groups (``chunks`` gives the open file, once per reading): each
+    checked by ``formats.parquet.stream.check_part`` and merged by its ``finish`` (the
+    diagnostics of ``dcx validate``'s part reader, which are the whole reader's), and read
+    into its document by ``read_part`` (the workload's header in the first one's), its
+    dependencies on tasks of other row groups kept. Those are taken out and put back as
+    GWF's are; to SWF, which holds one preceding job per task, such a dependency is the
+    preceding job's extras value the writer writes as it writes a dependency, and a task
+    with more than one dependency, one of them in another row group, stops the conversion.
+    A job whose rows continue in the next row group is read with it (each document holds
+    whole jobs)."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        from dcx.formats import parquet
+
+        self.np = np
+        self.spec = parquet.FORMAT
+        self.checked = None
+        self.found: Any = None
+        self.header_read = Workload()
+
+    def reads(self, chunks: Iterable[Any], check: bool) -> Iterator[_Chunk]:
+        for opened in chunks:
+            yield from self._groups(opened, check)
+
+    def _groups(self, opened: Any, check: bool) -> Iterator[_Chunk]:
+        from dcx.core.declaration import ChunkedRead
+        from dcx.formats.parquet import stream
+
+        parts, problems = stream.open_parts(opened)
+        if parts is None:
+            self.found = ChunkedRead(problems)
+            return
+        findings: list[Any] = []
+        jobs, broken, carried = 0, False, None
+        groups = len(parts.row_counts)
+        for index in range(groups):
+            if check:
+                found = stream.check_part(opened, parts, index)
+                if isinstance(found, Diagnostic):
+                    self.found = ChunkedRead((found,))
+                    return
+                findings.append(found)
+                broken = broken or bool(found.nulls or found.null_dependencies or found.nan
+                                        or found.extras_json or found.null_feature is not None)
+            if broken:
+                continue  # an invalid file: finish says why
+            # the header goes with the first document that has jobs (its losses once)
+            read, carried = stream.read_part(opened, index, not jobs, carried,
+                                             last=index == groups - 1)
+            if read.document is None:
+                broken = True
+                continue
+            workload = read.document.workload or Workload()
+            count = len(_columns(workload).job_ids)
+            if count and not jobs:
+                from dataclasses import replace
+
+                self.header_read = replace(workload, jobs=())
+            if count:
+                yield _Chunk(read, 1, jobs)
+                jobs += count
+        if check:
+            self.found = stream.finish(parts, findings,
+                                       lambda index: stream.reread_dependencies(opened, index))
+
+    def verdict(self) -> Any:
+        return self.found
+
+    def jobs(self, verdict: Any, rows: int) -> int:
+        return int(verdict.jobs or 0)
+
+    def _outside(self, columns: Any) -> Any:
+        """Whether each dependency names a task of another row group."""
+        np = self.np
+        needed = columns.dependency_ids
+        if needed.dtype.kind == "O" or columns.ids.dtype.kind == "O":
+            own = set(columns.ids.tolist())
+            return np.array([value not in own for value in needed.tolist()], dtype=bool)
+        return ~np.isin(needed, columns.ids)
+
+    def cross_chunk(self, document: Document, later: list[Any]
+                    ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+        from dataclasses import replace
+
+        from dcx.core.columns import JobRows
+
+        np = self.np
+        workload = document.workload
+        columns = _columns(workload) if workload is not None else None
+        if workload is None or columns is None or not len(columns.dependency_ids):
+            return document, {}
+        outside = self._outside(columns)
+        if not bool(np.any(outside)):
+            return document, {}
+        offsets, needed = columns.dependency_offsets, columns.dependency_ids
+        counts = np.diff(offsets)
+        row_of = np.repeat(np.arange(len(counts)), counts)
+        earlier: dict[int, list[tuple[int, Any]]] = {}
+        for index in np.flatnonzero(outside).tolist():
+            row = int(row_of[index])
+            value = needed[index]
+            earlier.setdefault(row, []).append((index - int(offsets[row]),
+                                                value.item() if hasattr(value, "item")
+                                                else value))
+        kept = np.bincount(row_of[~outside], minlength=len(counts))
+        stripped = replace(columns, dependency_ids=needed[~outside],
+                           dependency_offsets=np.concatenate(([0], np.cumsum(kept))
+                                                             ).astype(np.int64))
+        return replace(document, workload=replace(workload, jobs=JobRows(stripped))), earlier
+
+    def own_chunk(self, document: Document) -> Document:
+        """To SWF: each dependency on a task of another row group as the preceding job's
+        extras value (see the class docstring)."""
+        from dataclasses import replace
+
+        from dcx.core.columns import ExtraColumn, JobRows
+
+        np = self.np
+        workload = document.workload
+        columns = _columns(workload) if workload is not None else None
+        if workload is None or columns is None or not len(columns.dependency_ids):
+            return document
+        outside = self._outside(columns)
+        if not bool(np.any(outside)):
+            return document
+        offsets, needed = columns.dependency_offsets, columns.dependency_ids
+        counts = np.diff(offsets)
+        row_of = np.repeat(np.arange(len(counts)), counts)
+        rows = row_of[outside]
+        if bool(np.any(counts[rows] > 1)):
+            raise NotStreamable("a task with several dependencies, one of them on a task of "
+                                "another row group (SWF holds one)")
+        if needed.dtype.kind != "i" or _PRECEDING_KEY in columns.extras:
+            raise NotStreamable("a dependency on a task of another row group that SWF cannot "
+                                "write as its preceding job")
+        values = np.zeros(len(counts), dtype=np.int64)
+        values[rows] = needed[outside]
+        present = np.zeros(len(counts), dtype=bool)
+        present[rows] = True
+        kept = np.bincount(row_of[~outside], minlength=len(counts))
+        stripped = replace(columns, dependency_ids=needed[~outside],
+                           dependency_offsets=np.concatenate(([0], np.cumsum(kept))
+                                                             ).astype(np.int64),
+                           extras={**columns.extras,
+                                   _PRECEDING_KEY: ExtraColumn(values, present)})
+        return replace(document, workload=replace(workload, jobs=JobRows(stripped)))
+
+    def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
+        lost = _normal_form_losses(target, document)
+        if "task.id" in lost or "job" in lost:
+            return (f"ids that {target.name} renumbers (the whole file numbers them all "
+                    "together)")
+        return None
+
+    def header(self, spec: FormatDeclaration) -> Workload:
+        """The workload's header (the file's metadata), in ``spec``'s normal form."""
+        document = Document(workload=self.header_read)
+        if spec.normal_form is not None:
+            document = spec.normal_form(document)
+        return document.workload or Workload()
+
+
+_SOURCES: dict[str, Callable[[], _Source]] = {"swf": _SwfSource, "gwf": _GwfSource,
+                                              "parquet": _ParquetSource}
 
 
 def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: str,
@@ -503,7 +691,8 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
         if piece.problem is not None:
             raise NotStreamable(piece.problem)
         document, earlier = (source.cross_chunk(piece.read.document, later)
-                             if target.dependencies_across else (piece.read.document, {}))
+                             if target.dependencies_across
+                             else (source.own_chunk(piece.read.document), {}))
         if measure:
             summed.add(conversion_losses(document, target.spec), piece)
         problem = source.unstreamable(document, target.spec)
@@ -521,7 +710,7 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
         return StreamedConversion(
             verdict.diagnostics, _loss_warnings(summed, strict, target.spec) + target.warned,
             summed.losses(), ReadResult(None, source_map=summed.places),
-            source.jobs(verdict, written), True)
+            written if target.jobs_are_rows else source.jobs(verdict, written), True)
 
     def at_end() -> Workload:
         """The input's verdict and header, once it is all read."""
@@ -651,6 +840,10 @@ def _holds(held: Any, number: Any) -> bool:
     return bool((held == number).any())
 
 
+_REQUESTS = ("os", "arch", "features")
+"""The columns the Parquet writer adds after the model's own where some task asks one."""
+
+
 class _Schema:
     """The one Arrow schema of every row group (see the module docstring)."""
 
@@ -671,6 +864,12 @@ class _Schema:
             else:
                 raise NotStreamable(f"column {name} is {known} in one chunk and {kind} in "
                                     "another")
+        # the writer's order: the model's columns (os, arch, features where some task asks
+        # one), then the extras columns in the order they first appear
+        order = {name: index for index, name in enumerate(self.types)}
+        self.types = dict(sorted(self.types.items(), key=lambda item: (
+            2 if item[0].startswith("extras") else 1 if item[0] in _REQUESTS else 0,
+            _REQUESTS.index(item[0]) if item[0] in _REQUESTS else order[item[0]])))
 
     def schema(self, first: Any) -> Any:
         """The schema, given the first table to write (a pipe's schema starts from it)."""
@@ -694,7 +893,8 @@ def _swf_extras_keys() -> tuple[str, ...]:
 
 
 def _conformed(table: Any, schema: Any) -> Any:
-    """``table`` with ``schema``'s columns: absent ones null, integers widened to doubles."""
+    """``table`` with ``schema``'s columns: absent ones null (features: empty), integers
+    widened to doubles."""
     import pyarrow as pa
 
     columns = []
@@ -708,6 +908,8 @@ def _conformed(table: Any, schema: Any) -> Any:
                     raise NotStreamable(f"column {column_field.name} is {column.type} in one "
                                         f"chunk and {column_field.type} in another") from None
             columns.append(column)
+        elif column_field.name == "features":  # a task that asks none: an empty list
+            columns.append(pa.array([[]] * table.num_rows, column_field.type))
         else:
             columns.append(pa.nulls(table.num_rows, column_field.type))
     extra = set(table.column_names) - set(schema.names)
@@ -728,6 +930,8 @@ class _Target:
     strict: bool = False
     observes: bool = False
     """The first reading of a file makes each part for ``observe`` (Parquet's schema)."""
+    jobs_are_rows: bool = False
+    """Each row the target writes is a job (an SWF line)."""
     dependencies_across: bool = False
     """A preceding job of an earlier chunk becomes a dependency in the part (``_cross_chunk``)
     rather than staying the extras value a chunk's document keeps (SWF writes both alike)."""
@@ -787,6 +991,8 @@ class _ParquetTarget(_Target):
         self.dependencies_across = True
         self.observes = True
         self.plan = _Schema(not reopenable, source.pipe_extras())
+        self.preceding_unknown = isinstance(source, _SwfSource)
+        """A chunk's preceding-job extras column may be a dependency in the whole file."""
         self.preceding: list[tuple[int, list[Any], Any]] = []
         """Where the preceding-job extras column would go, per part that has it."""
 
@@ -805,7 +1011,7 @@ class _ParquetTarget(_Target):
         # the preceding-job extras column is the whole file's only where a job it names is
         # not in the file, known at the end: where it would go is kept until then
         name = "extras." + _PRECEDING_KEY
-        if name not in part.column_names:
+        if name not in part.column_names or not self.preceding_unknown:
             self.plan.add(part)
             return
         new = [column for column in part.column_names if column not in self.plan.types]
@@ -911,6 +1117,7 @@ class _SwfTarget(_Target):
         from dcx.formats import swf
 
         self.spec = swf.FORMAT
+        self.jobs_are_rows = True
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dataclasses import replace

@@ -5,7 +5,9 @@ in-memory limit (``dcx.core.limits``) does not apply; a large file whose format 
 parts by seeking (``FormatDeclaration.read_parts``: Parquet's row groups) is checked a part at
 a time (``dcx.converters.partitions``), on a Dask cluster when one is given, and such a pipe
 is first copied to a temporary file (in ``$TMPDIR``, removed after) that is read the same
-way. Other inputs are read whole, as before.
+way. ``dcx convert`` hands such inputs to ``dcx.converters.stream_convert`` where it converts
+their pair of formats (a Parquet file as the open file, read a row group at a time; a
+Parquet pipe is read whole). Other inputs are read whole, as before.
 """
 
 from __future__ import annotations
@@ -184,8 +186,9 @@ class StreamSource:
     """An input ``dcx convert`` converts a chunk at a time (``dcx.converters.stream_convert``)."""
 
     spec: FormatDeclaration
-    chunks: Callable[[], Iterable[bytes]]
-    """The input as chunks of whole lines; each call reads it again from the start."""
+    chunks: Callable[[], Iterable[Any]]
+    """The input as chunks of whole lines (a format read in parts: the open file, once);
+    each call reads it again from the start."""
     reopenable: bool
     """``chunks`` may be called more than once (a file, not a pipe)."""
 
@@ -208,14 +211,25 @@ def convert_input(path: str, format_name: str | None,
             # a FIFO or device: open while it is converted, closed when dcx exits
             return _pipe_to_convert(open(path, "rb"), path, format_name, streams)
         with open(path, "rb") as stream:
-            spec = _streamable(stream.read(SNIFF_BYTES), path, format_name, FORMATS)
+            head = stream.read(SNIFF_BYTES)
+        spec = _streamable(head, path, format_name, FORMATS)
     except FileNotFoundError:
         raise cli.UsageError(f"{path}: no such file") from None
     except PermissionError:
         raise cli.UsageError(f"{path}: permission denied") from None
     if spec is not None and streams(spec):
         return b"", None, StreamSource(spec, lambda: _file_chunks(path), True)
+    spec = _detected(head, path, format_name, FORMATS)
+    if spec is not None and spec.read_parts is not None and streams(spec):
+        # read by seeking, a row group at a time: a file only (a pipe is read whole)
+        return b"", None, StreamSource(spec, lambda: _opened(path), True)
     return (*cli.read_input(path), None)
+
+
+def _opened(path: str) -> Iterator[BinaryIO]:
+    """The file at ``path``, open while the one item given is used (a Parquet reading)."""
+    with open(path, "rb") as stream:
+        yield stream
 
 
 def _file_chunks(path: str) -> Iterator[bytes]:

@@ -65,7 +65,8 @@ with the same diagnostics: ``dcx validate`` and ``dcx info`` do so from 16 MB (a
 size is first copied to a temporary file, as row groups are read by seeking), and spread the
 row groups over a Dask cluster with ``--workers N`` or ``--scheduler-address ADDRESS``; the
 checks across row groups (a job's rows, repeated task ids, dependencies on other row groups,
-cycles) run once on the merged findings.
+cycles) run once on the merged findings. ``dcx convert`` of such a file (not a pipe) to
+Parquet, SWF or GWF checks it so and converts it a row group at a time (``stream.read_part``).
 """
 
 from __future__ import annotations

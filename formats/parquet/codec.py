@@ -118,7 +118,9 @@ def _metadata(metadata: dict[bytes, bytes]) -> tuple[dict[str, Any] | None, list
     return header, []
 
 
-def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
+def _columns(table: Any, whole: bool = True) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
+    """The table's columns, or what ``read`` reports of them. Not ``whole`` (one row group of
+    a file): a dependency may name a task of another row group, which is not checked here."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -157,7 +159,8 @@ def _columns(table: Any) -> tuple[WorkloadColumns | None, list[Diagnostic]]:
     names = _strings(table.column("job_name"))
     users = _strings(table.column("job_user"))
     problems = _job_problems(job_keys, starts, job_offsets, names, users)
-    problems += _dependency_problems(ids, offsets, dependency_ids)
+    if whole:
+        problems += _dependency_problems(ids, offsets, dependency_ids)
     if problems:
         return None, problems
     extras = {}

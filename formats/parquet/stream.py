@@ -21,6 +21,9 @@ merged in one place:
   dependencies, those depended on, those whose id repeats), whose dependency lists ``reread``
   reads again a row group at a time.
 
+``read_part(source, index, header, carried, last)`` reads one row group into a document of
+whole jobs (``dcx convert`` of a large file), its dependencies on other row groups kept.
+
 The source is a seekable binary file object its caller opened (a format does no file I/O).
 """
 
@@ -32,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from dcx.core.declaration import ChunkedRead
-from dcx.core.diagnostics import Diagnostic
+from dcx.core.diagnostics import Diagnostic, ReadResult
 from dcx.formats.parquet import MAGIC
 from dcx.formats.parquet.codec import (
     _NUMBERS,
@@ -508,6 +511,50 @@ def reread_dependencies(source: BinaryIO, index: int) -> tuple[Any, list[list[An
     table = pq.ParquetFile(source).read_row_group(index, columns=["task_id", "dependencies"])
     return _ids(table.column("task_id").combine_chunks()), \
         table.column("dependencies").to_pylist()
+
+
+# --------------------------------------------------------------------------- a row group read
+
+
+def read_part(source: BinaryIO, index: int, header: bool, carried: Any = None,
+              last: bool = True) -> tuple[ReadResult, Any]:
+    """Row group ``index`` as ``read`` reads a whole file, except that a dependency may name a
+    task of another row group (``dcx convert`` of a large file, a row group at a time); with
+    ``header``, the workload's header from the file's metadata too. ``carried`` (rows of the
+    previous row group) come first; unless ``last``, the rows of the last job are held back
+    for the next call (a job may continue there), so each document holds whole jobs: the
+    document and the rows held back. Only what ``check_part`` has checked is read: the
+    diagnostics are ``finish``'s."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dcx.core.columns import JobRows
+    from dcx.core.model import Document, Workload
+    from dcx.formats.parquet.codec import _columns
+
+    try:
+        parquet = pq.ParquetFile(source)
+        table = parquet.read_row_group(index)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return ReadResult(None, (unreadable_error(exc),)), None
+    if carried is not None:
+        table = pa.concat_tables([carried, table])
+    held = None
+    if not last and table.num_rows:
+        keys = _ids(table.column("job_id").combine_chunks())
+        changes = np.flatnonzero(keys[1:] != keys[:-1])
+        start = int(changes[-1]) + 1 if len(changes) else 0
+        table, held = table.slice(0, start), table.slice(start)
+    read_header, problems = _metadata(parquet.schema_arrow.metadata or {}) if header \
+        else ({}, [])
+    if read_header is None:
+        return ReadResult(None, tuple(problems)), None
+    columns, problems = _columns(table, whole=False)
+    if columns is None:
+        return ReadResult(None, tuple(problems)), None
+    return ReadResult(Document(workload=Workload(jobs=JobRows(columns), **read_header)), ()), \
+        held
 
 
 # --------------------------------------------------------------------------- in this process
