@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "conversion that cannot give an accepted output (the formats share no part, the "
         "target keeps none of the machines or jobs, the writer refuses) exits 1 with one "
         "line saying why and writes nothing. An SWF input to Parquet or SWF, or a GWF input "
-        "to Parquet or GWF, from 16 MB (a file, or stdin that outgrows it) is converted in "
+        "to Parquet, GWF or SWF, from 16 MB (a file, or stdin that outgrows it) is converted in "
         "chunks as it is read (a Parquet row group each), in bounded memory and without the "
         "input size limit, as is a Parquet file (not a pipe) from 16 MB to Parquet, SWF or "
         "GWF, a row group at a time; a file output is "

@@ -1,5 +1,5 @@
-"""``dcx convert`` of a trace too large to hold: SWF to Parquet or to SWF, GWF to Parquet or
-to GWF, a chunk of whole lines at a time, in memory bounded by the chunk size
+"""``dcx convert`` of a trace too large to hold: SWF to Parquet or to SWF, GWF to Parquet, to
+GWF or to SWF, a chunk of whole lines at a time, in memory bounded by the chunk size
 (``dcx.parsing.chunks``), whatever the trace's length; a Parquet file (not a pipe: row groups
 are read by seeking) to Parquet, SWF or GWF a row group at a time (its jobs whole: the rows of
 a job that continues in the next row group are read with it). ``dcx.converters.streaming`` decides
@@ -18,7 +18,7 @@ the target's normal form and writer turn into one
 part: a Parquet row group (``dcx.formats.parquet.codec.rows_of``), SWF job lines or GWF task
 lines (``dcx.formats.gwf.codec.write_part``). Its losses are ``conversion_losses`` of that document,
 summed over the chunks (pointers and lines counted from the start of the file; a job cut
-between chunks is one job).
+between chunks is one job, its ``job`` loss, to SWF, counted once).
 
 A file is read to check it and find what is written first (Parquet's schema, SWF's header,
 GWF's variant), so its output is the whole-file path's. Parquet and GWF to a regular file
@@ -39,13 +39,16 @@ that only the archive variant holds stops it).
 A dependency on a task of another chunk is the one the whole file has: an SWF chunk keeps a
 preceding job it does not hold as an extras value, a GWF chunk's normal form would drop it,
 so it is taken out of the chunk's document before the losses and the normal form and put
-back in the part (at its place in the task's list). A GWF workflow whose tasks continue in
+back in the part (at its place in the task's list); to SWF, which holds one preceding job,
+a GWF or Parquet dependency on a task of another chunk is the preceding job's extras value
+the SWF writer writes as it writes a dependency. A GWF workflow whose tasks continue in
 the next chunk is one job, as in the whole file. What cannot be cut into chunks stops the
 conversion (``convert.not-streamable``): SWF job numbers that mix integers and text, GWF
 text ids and Parquet ids the target renumbers (the whole file may number them otherwise);
-to SWF, a Parquet task with several dependencies, one on a task of another row group (SWF
-holds one); a GWF workflow whose tasks are not on consecutive lines (the whole file writes
-them together); in a pipe, an SWF preceding job that comes later in the trace.
+to SWF, a GWF or Parquet task with several dependencies, one on a task of another chunk
+or row group (SWF holds one); a GWF workflow whose tasks are not on consecutive lines (the
+whole file writes them together); in a pipe, an SWF preceding job that comes later in the
+trace.
 
 The output is written to a temporary file beside OUTPUT, read back under the target's reader
 rules (Parquet a row group at a time, ``read_parts``; SWF and GWF through their chunked
@@ -77,15 +80,15 @@ CODES = (
     Code("convert.not-streamable", "error",
          "A trace read in chunks has what only the whole file can convert (SWF job numbers "
          "that mix integers and text, GWF text ids, a GWF workflow whose tasks are not on "
-         "consecutive lines, Parquet ids the target renumbers, to SWF a Parquet task with "
-         "several dependencies, one in another row group; in a pipe, a preceding job later "
-         "in the trace or, to SWF, a header line among later jobs, or, to GWF, a task only "
-         "the archive variant holds after the first chunk)."),
+         "consecutive lines, Parquet ids the target renumbers, to SWF a GWF or Parquet task "
+         "with several dependencies, one in another chunk or row group; in a pipe, a "
+         "preceding job later in the trace or, to SWF, a header line among later jobs, or, "
+         "to GWF, a task only the archive variant holds after the first chunk)."),
 )
 
 STREAM_PAIRS = frozenset({("swf", "parquet"), ("swf", "swf"), ("gwf", "gwf"),
                           ("gwf", "parquet"), ("parquet", "parquet"), ("parquet", "swf"),
-                          ("parquet", "gwf")})
+                          ("parquet", "gwf"), ("gwf", "swf")})
 """Source and target formats ``dcx convert`` converts a chunk at a time."""
 
 _PRECEDING_KEY = "swf:PrecedingJobNumber"
@@ -157,6 +160,22 @@ class _Losses:
                 line, column = piece.read.locate(loss.first)
                 if line is not None:
                     self.places[first] = (line + piece.first_line - 1, column)
+
+    cut_job_counted: bool = False
+    """The last job of the chunks so far counted a ``job`` loss (one cut between chunks is
+    one job: counted once)."""
+
+    def join_cut_job(self, piece: _Chunk, document: Document, counted: bool) -> None:
+        """After ``add`` of a chunk (``counted``: it counted ``job`` losses): its first job,
+        when it began in an earlier chunk that counted it already, is not counted again (a
+        job whose every piece is one task with the job's id is one task with its id)."""
+        first, last, jobs = _regrouped_ends(document)
+        first, last = first and counted, last and counted
+        if piece.tasks_before and first and self.cut_job_counted:
+            count = self.counts["job"]
+            self.counts["job"] = count - 1 if count else count
+        continued = jobs <= 1 and bool(piece.tasks_before) and self.cut_job_counted
+        self.cut_job_counted = last or continued
 
     def losses(self) -> tuple[Loss, ...]:
         return tuple(Loss(path, self.counts[path], self.details[path], self.firsts[path])
@@ -454,6 +473,13 @@ class _GwfSource(_Source):
             return document, {}
         return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
 
+    def own_chunk(self, document: Document) -> Document:
+        """To SWF: a dependency on a task of another chunk as the preceding job's extras
+        value, as ``_ParquetSource.own_chunk``."""
+        np = self.np
+        return _as_preceding(document, lambda columns: ~np.isin(columns.dependency_ids,
+                                                                columns.ids), "chunk")
+
     def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
         workload = document.workload or Workload()
         if _columns(workload) is None and any(
@@ -479,6 +505,25 @@ class _GwfSource(_Source):
         kinds.update({name: pa.string() for name in ARCHIVE_TOKENS})
         return (("gwf:NProcs", pa.int64()), ("gwf:ReqNProcs", pa.int64()),
                 *(("gwf:" + name, kinds[name]) for name in ARCHIVE_COLUMNS if name in kinds))
+
+
+def _regrouped_ends(document: Document) -> tuple[bool, bool, int]:
+    """Whether the first and the last job of ``document`` count a ``job`` loss (they are
+    not a job of one task with its id), and its number of jobs."""
+    from dcx.core.columns import _regrouped_jobs
+    from dcx.core.restrict import _regrouped
+
+    workload = document.workload or Workload()
+    columns = _columns(workload)
+    if columns is not None:
+        import numpy as np
+
+        lost = _regrouped_jobs(np, columns)
+        return (bool(lost[0]), bool(lost[-1]), len(lost)) if len(lost) else (False, False, 0)
+    jobs = workload.jobs
+    if not len(jobs):
+        return False, False, 0
+    return _regrouped(jobs[0]), _regrouped(jobs[-1]), len(jobs)
 
 
 def _columns(workload: Workload) -> Any:
@@ -618,39 +663,7 @@ class _ParquetSource(_Source):
     def own_chunk(self, document: Document) -> Document:
         """To SWF: each dependency on a task of another row group as the preceding job's
         extras value (see the class docstring)."""
-        from dataclasses import replace
-
-        from dcx.core.columns import ExtraColumn, JobRows
-
-        np = self.np
-        workload = document.workload
-        columns = _columns(workload) if workload is not None else None
-        if workload is None or columns is None or not len(columns.dependency_ids):
-            return document
-        outside = self._outside(columns)
-        if not bool(np.any(outside)):
-            return document
-        offsets, needed = columns.dependency_offsets, columns.dependency_ids
-        counts = np.diff(offsets)
-        row_of = np.repeat(np.arange(len(counts)), counts)
-        rows = row_of[outside]
-        if bool(np.any(counts[rows] > 1)):
-            raise NotStreamable("a task with several dependencies, one of them on a task of "
-                                "another row group (SWF holds one)")
-        if needed.dtype.kind != "i" or _PRECEDING_KEY in columns.extras:
-            raise NotStreamable("a dependency on a task of another row group that SWF cannot "
-                                "write as its preceding job")
-        values = np.zeros(len(counts), dtype=np.int64)
-        values[rows] = needed[outside]
-        present = np.zeros(len(counts), dtype=bool)
-        present[rows] = True
-        kept = np.bincount(row_of[~outside], minlength=len(counts))
-        stripped = replace(columns, dependency_ids=needed[~outside],
-                           dependency_offsets=np.concatenate(([0], np.cumsum(kept))
-                                                             ).astype(np.int64),
-                           extras={**columns.extras,
-                                   _PRECEDING_KEY: ExtraColumn(values, present)})
-        return replace(document, workload=replace(workload, jobs=JobRows(stripped)))
+        return _as_preceding(document, self._outside, "row group")
 
     def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
         lost = _normal_form_losses(target, document)
@@ -665,6 +678,80 @@ class _ParquetSource(_Source):
         if spec.normal_form is not None:
             document = spec.normal_form(document)
         return document.workload or Workload()
+
+
+def _as_preceding(document: Document, outside_of: Callable[[Any], Any], place: str
+                  ) -> Document:
+    """``document`` whose dependencies on tasks of another ``place`` (as columns: where
+    ``outside_of`` is true; as objects: not a task of the document) are the preceding job's
+    extras value that the SWF writer writes as it writes a dependency; a task with several
+    dependencies, one of them outside, stops the conversion (SWF holds one)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from dcx.core.columns import ExtraColumn, JobRows
+
+    workload = document.workload
+    if workload is None:
+        return document
+    columns = _columns(workload)
+    if columns is None:
+        return _objects_as_preceding(document, place)
+    if not len(columns.dependency_ids):
+        return document
+    outside = outside_of(columns)
+    if not bool(np.any(outside)):
+        return document
+    offsets, needed = columns.dependency_offsets, columns.dependency_ids
+    counts = np.diff(offsets)
+    row_of = np.repeat(np.arange(len(counts)), counts)
+    rows = row_of[outside]
+    if bool(np.any(counts[rows] > 1)):
+        raise NotStreamable("a task with several dependencies, one of them on a task of "
+                            f"another {place} (SWF holds one)")
+    if needed.dtype.kind != "i" or _PRECEDING_KEY in columns.extras:
+        raise NotStreamable(f"a dependency on a task of another {place} that SWF cannot "
+                            "write as its preceding job")
+    values = np.zeros(len(counts), dtype=np.int64)
+    values[rows] = needed[outside]
+    present = np.zeros(len(counts), dtype=bool)
+    present[rows] = True
+    kept = np.bincount(row_of[~outside], minlength=len(counts))
+    stripped = replace(columns, dependency_ids=needed[~outside],
+                       dependency_offsets=np.concatenate(([0], np.cumsum(kept))
+                                                         ).astype(np.int64),
+                       extras={**columns.extras,
+                               _PRECEDING_KEY: ExtraColumn(values, present)})
+    return replace(document, workload=replace(workload, jobs=JobRows(stripped)))
+
+
+def _objects_as_preceding(document: Document, place: str) -> Document:
+    """``_as_preceding`` of a workload held as objects."""
+    from dataclasses import replace
+
+    workload = document.workload
+    assert workload is not None
+    own = {task.id for job in workload.jobs for task in job.tasks}
+    changed = False
+    jobs = []
+    for job in workload.jobs:
+        tasks = []
+        for task in job.tasks:
+            if any(needed not in own for needed in task.dependencies):
+                if len(task.dependencies) > 1:
+                    raise NotStreamable("a task with several dependencies, one of them on a "
+                                        f"task of another {place} (SWF holds one)")
+                if type(task.dependencies[0]) is not int or _PRECEDING_KEY in task.extras:
+                    raise NotStreamable(f"a dependency on a task of another {place} that SWF "
+                                        "cannot write as its preceding job")
+                task = replace(task, dependencies=(), extras={
+                    **task.extras, _PRECEDING_KEY: task.dependencies[0]})
+                changed = True
+            tasks.append(task)
+        jobs.append(replace(job, tasks=tuple(tasks)))
+    return replace(document, workload=replace(workload, jobs=tuple(jobs))) if changed \
+        else document
 
 
 _SOURCES: dict[str, Callable[[], _Source]] = {"swf": _SwfSource, "gwf": _GwfSource,
@@ -694,7 +781,9 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
                              if target.dependencies_across
                              else (source.own_chunk(piece.read.document), {}))
         if measure:
-            summed.add(conversion_losses(document, target.spec), piece)
+            losses = conversion_losses(document, target.spec)
+            summed.add(losses, piece)
+            summed.join_cut_job(piece, document, any(loss.field == "job" for loss in losses))
         problem = source.unstreamable(document, target.spec)
         if problem is not None:
             raise NotStreamable(problem)

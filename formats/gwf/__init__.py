@@ -77,7 +77,7 @@ checks across lines (repeated ids, dependencies on tasks not in the file, cycles
 workflows each task joins) run once at the end on compact numbers kept per task, with the
 whole-file reader's diagnostics, byte for byte. A file whose ids go up and whose tasks
 depend only on earlier lines keeps nothing per task when its ids count up by one. ``dcx
-convert`` to Parquet or GWF converts the same inputs in chunks
+convert`` to Parquet, GWF or SWF converts the same inputs in chunks
 (``dcx.converters.stream_convert``): each chunk, checked as above, is read as the whole file
 reads it (``codec.read_part``) and written as one part (a row group, or task lines in the
 file's variant: ``codec.write_part``), with the whole-file conversion's bytes; a dependency
