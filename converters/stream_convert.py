@@ -169,8 +169,11 @@ class _Losses:
         """After ``add`` of a chunk (``counted``: it counted ``job`` losses): its first job,
         when it began in an earlier chunk that counted it already, is not counted again (a
         job whose every piece is one task with the job's id is one task with its id)."""
-        first, last, jobs = _regrouped_ends(document)
-        first, last = first and counted, last and counted
+        if counted:
+            first, last, jobs = _regrouped_ends(document)
+        else:  # (a target that holds jobs, or none of this chunk's is lost)
+            workload = document.workload
+            first, last, jobs = False, False, len(workload.jobs) if workload is not None else 0
         if piece.tasks_before and first and self.cut_job_counted:
             count = self.counts["job"]
             self.counts["job"] = count - 1 if count else count
