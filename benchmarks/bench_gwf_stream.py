@@ -10,10 +10,11 @@ the same run:
    (``dcx.formats.gwf.columnar``, what ``write`` now does) beside the row writer
    (``codec.write_rows``, what it did before), timed inside the child around the write alone,
    with the child's peak RSS; the two outputs are checked to be the same bytes;
-3. ``dcx convert`` to Parquet and to GWF in chunks (what ``dcx convert`` now does from
-   16 MB: ``dcx.converters.stream_convert``) beside the whole-file conversion (the file read
-   whole, what it did before); the outputs are checked to be the same table (Parquet) or
-   bytes (GWF).
+3. ``dcx convert`` to Parquet and to GWF, and the archive file to SWF, in chunks (what
+   ``dcx convert`` now does from 16 MB: ``dcx.converters.stream_convert``) beside the
+   whole-file conversion (the file read whole, what it did before); the outputs are checked
+   to be the same table (Parquet) or bytes (GWF, SWF). (The workflow file to SWF is refused
+   in chunks: its tasks with several dependencies, one in another chunk.)
 
 ``DCX_BENCH_TASKS`` changes the size.
 """
@@ -131,7 +132,7 @@ def main() -> None:
         print("  (write MB: the child's peak, reading the file included)")
         print("  dcx convert: in chunks (now) | the file read whole (baseline)")
         for variant, trace in traces.items():
-            for suffix in (".parquet", ".gwf"):
+            for suffix in (".parquet", ".gwf", *((".swf",) if variant == "archive" else ())):
                 chunked = Path(folder) / f"chunks{suffix}"
                 whole = Path(folder) / f"whole{suffix}"
                 now = converted("chunks", trace, chunked)
