@@ -71,7 +71,7 @@ from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error, has_errors, warning
 from dcx.core.fields import FIELDS
-from dcx.core.model import Document, Workload
+from dcx.core.model import Document, Task, Workload
 
 if TYPE_CHECKING:
     from dcx.formats.gwf.codec import Variant
@@ -295,27 +295,19 @@ class _SwfSource(_Source):
         if workload is None or columns_of(workload) is not None or not any(
                 _PRECEDING_KEY in task.extras for job in workload.jobs for task in job.tasks):
             return document, {}  # (columns hold only dependencies inside the chunk)
-        earlier: dict[int, list[tuple[int, Any]]] = {}
-        jobs = []
-        row = 0
-        for job in workload.jobs:
-            tasks = []
-            for task in job.tasks:
-                number = task.extras.get(_PRECEDING_KEY)
-                if number is not None and self.in_file(number):
-                    # (a task with a preceding job extras value has no dependency)
-                    earlier[row] = [(len(task.dependencies), number)]
-                    task = replace(task, extras={key: value for key, value
-                                                 in task.extras.items()
-                                                 if key != _PRECEDING_KEY})
-                elif number is not None:
-                    later.append(number)
-                tasks.append(task)
-                row += 1
-            jobs.append(replace(job, tasks=tuple(tasks)))
-        if not earlier:
-            return document, {}
-        return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
+
+        def taken_out(task: Task) -> tuple[Task, list[tuple[int, Any]] | None]:
+            number = task.extras.get(_PRECEDING_KEY)
+            if number is not None and self.in_file(number):
+                # (a task with a preceding job extras value has no dependency)
+                return replace(task, extras={key: value for key, value in task.extras.items()
+                                             if key != _PRECEDING_KEY}), \
+                    [(len(task.dependencies), number)]
+            if number is not None:
+                later.append(number)
+            return task, None
+
+        return _tasks_taken_out(document, workload, taken_out)
 
     def in_file(self, number: Any) -> bool:
         return any(_holds(held, number) for held in self.checked.ids)
@@ -430,51 +422,29 @@ class _GwfSource(_Source):
                     ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
         from dataclasses import replace
 
-        from dcx.core.columns import JobRows
 
         np = self.np
         workload = document.workload
         if workload is None:
             return document, {}
-        earlier: dict[int, list[tuple[int, Any]]] = {}
         columns = _columns(workload)
         if columns is not None:
-            offsets, needed = columns.dependency_offsets, columns.dependency_ids
+            needed = columns.dependency_ids
             if not len(needed) or needed.dtype.kind != "i":
                 return document, {}
-            inside = np.isin(needed, columns.ids)
-            if bool(np.all(inside)):
-                return document, {}
-            counts = np.diff(offsets)
-            row_of = np.repeat(np.arange(len(counts)), counts)
-            for index in np.flatnonzero(~inside).tolist():
-                row = int(row_of[index])
-                earlier.setdefault(row, []).append((index - int(offsets[row]),
-                                                    int(needed[index])))
-            kept = np.bincount(row_of[inside], minlength=len(counts))
-            stripped = replace(columns, dependency_ids=needed[inside],
-                               dependency_offsets=np.concatenate(([0], np.cumsum(kept))
-                                                                 ).astype(np.int64))
-            return replace(document, workload=replace(workload, jobs=JobRows(stripped))), \
-                earlier
+            return _columns_taken_out(document, workload, columns,
+                                      ~np.isin(needed, columns.ids), np)
         own = {task.id for job in workload.jobs for task in job.tasks}
-        jobs = []
-        row = 0
-        for job in workload.jobs:
-            tasks = []
-            for task in job.tasks:
-                outside = [(place, needed) for place, needed in enumerate(task.dependencies)
-                           if needed not in own]
-                if outside:
-                    earlier[row] = outside
-                    task = replace(task, dependencies=tuple(
-                        needed for needed in task.dependencies if needed in own))
-                tasks.append(task)
-                row += 1
-            jobs.append(replace(job, tasks=tuple(tasks)))
-        if not earlier:
-            return document, {}
-        return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
+
+        def taken_out(task: Task) -> tuple[Task, list[tuple[int, Any]] | None]:
+            outside = [(place, needed) for place, needed in enumerate(task.dependencies)
+                       if needed not in own]
+            if not outside:
+                return task, None
+            return replace(task, dependencies=tuple(
+                needed for needed in task.dependencies if needed in own)), outside
+
+        return _tasks_taken_out(document, workload, taken_out)
 
     def own_chunk(self, document: Document) -> Document:
         """To SWF: a dependency on a task of another chunk as the preceding job's extras
@@ -635,33 +605,14 @@ class _ParquetSource(_Source):
 
     def cross_chunk(self, document: Document, later: list[Any]
                     ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
-        from dataclasses import replace
 
-        from dcx.core.columns import JobRows
 
         np = self.np
         workload = document.workload
         columns = _columns(workload) if workload is not None else None
         if workload is None or columns is None or not len(columns.dependency_ids):
             return document, {}
-        outside = self._outside(columns)
-        if not bool(np.any(outside)):
-            return document, {}
-        offsets, needed = columns.dependency_offsets, columns.dependency_ids
-        counts = np.diff(offsets)
-        row_of = np.repeat(np.arange(len(counts)), counts)
-        earlier: dict[int, list[tuple[int, Any]]] = {}
-        for index in np.flatnonzero(outside).tolist():
-            row = int(row_of[index])
-            value = needed[index]
-            earlier.setdefault(row, []).append((index - int(offsets[row]),
-                                                value.item() if hasattr(value, "item")
-                                                else value))
-        kept = np.bincount(row_of[~outside], minlength=len(counts))
-        stripped = replace(columns, dependency_ids=needed[~outside],
-                           dependency_offsets=np.concatenate(([0], np.cumsum(kept))
-                                                             ).astype(np.int64))
-        return replace(document, workload=replace(workload, jobs=JobRows(stripped))), earlier
+        return _columns_taken_out(document, workload, columns, self._outside(columns), np)
 
     def own_chunk(self, document: Document) -> Document:
         """To SWF: each dependency on a task of another row group as the preceding job's
@@ -924,6 +875,57 @@ def _inserted(values: Sequence[Any], insertions: Sequence[tuple[int, Any]]) -> l
     for place, value in insertions:
         result.insert(place, value)
     return result
+
+
+def _tasks_taken_out(document: Document, workload: Workload,
+                     take_out: Callable[[Task], tuple[Task, list[tuple[int, Any]] | None]]
+                     ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+    """``document`` with each task as ``take_out`` leaves it, and by row what it took out
+    of the tasks it changed (what goes back into the part after the normal form); the
+    document unchanged when it took out nothing."""
+    from dataclasses import replace
+
+    earlier: dict[int, list[tuple[int, Any]]] = {}
+    jobs = []
+    row = 0
+    for job in workload.jobs:
+        tasks = []
+        for task in job.tasks:
+            kept, taken = take_out(task)
+            if taken is not None:
+                earlier[row] = taken
+            tasks.append(kept)
+            row += 1
+        jobs.append(replace(job, tasks=tuple(tasks)))
+    if not earlier:
+        return document, {}
+    return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
+
+
+def _columns_taken_out(document: Document, workload: Workload, columns: Any, outside: Any,
+                       np: Any) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+    """``_tasks_taken_out`` of a workload held as columns: the dependencies ``outside``
+    marks (a boolean per dependency) taken out, by row with their places in its list."""
+    from dataclasses import replace
+
+    from dcx.core.columns import JobRows
+
+    if not bool(np.any(outside)):
+        return document, {}
+    offsets, needed = columns.dependency_offsets, columns.dependency_ids
+    counts = np.diff(offsets)
+    row_of = np.repeat(np.arange(len(counts)), counts)
+    earlier: dict[int, list[tuple[int, Any]]] = {}
+    for index in np.flatnonzero(outside).tolist():
+        row = int(row_of[index])
+        value = needed[index]
+        earlier.setdefault(row, []).append((index - int(offsets[row]),
+                                            value.item() if hasattr(value, "item") else value))
+    kept = np.bincount(row_of[~outside], minlength=len(counts))
+    stripped = replace(columns, dependency_ids=needed[~outside],
+                       dependency_offsets=np.concatenate(([0], np.cumsum(kept))
+                                                         ).astype(np.int64))
+    return replace(document, workload=replace(workload, jobs=JobRows(stripped))), earlier
 
 
 def _holds(held: Any, number: Any) -> bool:
