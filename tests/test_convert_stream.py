@@ -181,7 +181,7 @@ def test_a_file_is_parsed_once_when_its_first_part_fixes_the_schema(monkeypatch)
     is first read. A column only a later chunk has, or a preceding job the first reading
     meets before its line, makes a second reading write it; the table is the whole file's
     either way."""
-    from dcx.converters import stream_convert
+    from dcx.converters import stream_sources
     from dcx.formats.swf import codec as swf_codec
     from dcx.formats.swf import stream as swf_stream
     from dcx.parsing import traces
@@ -190,7 +190,7 @@ def test_a_file_is_parsed_once_when_its_first_part_fixes_the_schema(monkeypatch)
     monkeypatch.setattr(swf_codec, "FAST_READ_BYTES", 0)
     readings: list[int] = []
     parses: list[int] = []
-    chunk_reads, numeric_columns = stream_convert._chunk_reads, traces.numeric_columns
+    chunk_reads, numeric_columns = stream_sources._chunk_reads, traces.numeric_columns
 
     def read_and_count(*args: Any) -> Any:
         readings.append(1)
@@ -200,7 +200,7 @@ def test_a_file_is_parsed_once_when_its_first_part_fixes_the_schema(monkeypatch)
         parses.append(1)
         return numeric_columns(*args)
 
-    monkeypatch.setattr(stream_convert, "_chunk_reads", read_and_count)
+    monkeypatch.setattr(stream_sources, "_chunk_reads", read_and_count)
     monkeypatch.setattr(traces, "numeric_columns", counted)
     monkeypatch.setattr(swf_stream, "numeric_columns", counted)
     plain = "".join(f"{n} {n} -1 10 1 -1 -1 1 60 -1 -1 1 1 -1 -1 -1 -1 -1\n"
@@ -234,9 +234,9 @@ def test_a_parquet_output_that_does_not_read_back_is_not_kept(monkeypatch):
     OUTPUT as it was and says convert.invalid-output."""
     import pyarrow as pa
 
-    from dcx.converters import stream_convert
+    from dcx.converters import stream_targets
 
-    part = stream_convert._ParquetTarget.part
+    part = stream_targets.ParquetTarget.part
 
     def unsubmitted(self, document, earlier):
         table = part(self, document, earlier)
@@ -244,7 +244,7 @@ def test_a_parquet_output_that_does_not_read_back_is_not_kept(monkeypatch):
         return table.set_column(column, table.schema.field(column),
                                 pa.nulls(table.num_rows, pa.float64()))
 
-    monkeypatch.setattr(stream_convert._ParquetTarget, "part", unsubmitted)
+    monkeypatch.setattr(stream_targets.ParquetTarget, "part", unsubmitted)
     with tempfile.TemporaryDirectory() as folder:
         source, out = Path(folder) / "in.swf", Path(folder) / "out.parquet"
         source.write_bytes(plain_trace(2, 40).encode())

@@ -1,0 +1,539 @@
+"""The targets of ``dcx.converters.stream_convert``: what a target format makes of each chunk's
+document (a Parquet row group, SWF job lines, GWF task lines), what it writes first, how it
+writes during the first reading of a file, and how its output is read back. See the engine's
+module docstring."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from dcx.converters.stream_sources import PRECEDING_KEY, NotStreamable, Source, SwfSource
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.model import Document, Workload
+
+if TYPE_CHECKING:
+    from dcx.formats.gwf.codec import Variant
+
+def _with_dependencies(table: Any, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
+    """``table`` whose rows in ``earlier`` also depend on the tasks given there, each put
+    back at its place in the row's list."""
+    import pyarrow as pa
+
+    position = table.schema.get_field_index("dependencies")
+    kind = table.schema.field(position).type
+    lists = table.column(position).to_pylist()
+    for row, insertions in earlier.items():
+        lists[row] = _inserted(lists[row], insertions)
+    try:
+        column = pa.array(lists, kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise NotStreamable("a dependency's id is not of its chunk's kind") from None
+    return table.set_column(position, table.schema.field(position), column)
+
+
+def _inserted(values: Sequence[Any], insertions: Sequence[tuple[int, Any]]) -> list[Any]:
+    """``values`` with each ``(place, value)`` of ``insertions`` (places going up) put at
+    that place of the list it makes."""
+    result = list(values)
+    for place, value in insertions:
+        result.insert(place, value)
+    return result
+
+
+_REQUESTS = ("os", "arch", "features")
+"""The columns the Parquet writer adds after the model's own where some task asks one."""
+
+
+class _Schema:
+    """The one Arrow schema of every row group (see the module docstring)."""
+
+    def __init__(self, fixed: bool, pipe_extras: tuple[tuple[str, Any], ...]) -> None:
+        self.fixed = fixed
+        self.pipe_extras = pipe_extras
+        self.types: dict[str, Any] = {}
+
+    def add(self, table: Any) -> None:
+        import pyarrow as pa
+
+        for name, kind in zip(table.column_names, table.schema.types, strict=True):
+            known = self.types.get(name)
+            if known is None or known == kind:
+                self.types.setdefault(name, kind)
+            elif {known, kind} == {pa.int64(), pa.float64()}:
+                self.types[name] = pa.float64()
+            else:
+                raise NotStreamable(f"column {name} is {known} in one chunk and {kind} in "
+                                    "another")
+        # the writer's order: the model's columns (os, arch, features where some task asks
+        # one), then the extras columns in the order they first appear
+        order = {name: index for index, name in enumerate(self.types)}
+        self.types = dict(sorted(self.types.items(), key=lambda item: (
+            2 if item[0].startswith("extras") else 1 if item[0] in _REQUESTS else 0,
+            _REQUESTS.index(item[0]) if item[0] in _REQUESTS else order[item[0]])))
+
+    def schema(self, first: Any) -> Any:
+        """The schema, given the first table to write (a pipe's schema starts from it)."""
+        import pyarrow as pa
+
+        if self.fixed and not self.types:
+            self.add(first)
+            for key, wanted in self.pipe_extras:
+                name = "extras." + key
+                known = self.types.get(name)
+                self.types[name] = wanted if known is None or known == pa.int64() else known
+        return pa.schema(list(self.types.items()))
+
+
+def _conformed(table: Any, schema: Any) -> Any:
+    """``table`` with ``schema``'s columns: absent ones null (features: empty), integers
+    widened to doubles."""
+    import pyarrow as pa
+
+    columns = []
+    for column_field in schema:
+        if column_field.name in table.column_names:
+            column = table.column(column_field.name)
+            if column.type != column_field.type:
+                try:
+                    column = column.cast(column_field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    raise NotStreamable(f"column {column_field.name} is {column.type} in one "
+                                        f"chunk and {column_field.type} in another") from None
+            columns.append(column)
+        elif column_field.name == "features":  # a task that asks none: an empty list
+            columns.append(pa.array([[]] * table.num_rows, column_field.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, column_field.type))
+    extra = set(table.column_names) - set(schema.names)
+    if extra:
+        raise NotStreamable(f"column {sorted(extra)[0]} is in a later chunk only")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+class Target:
+    """What a target does with the chunks' documents: one part each (a Parquet row group,
+    SWF lines), written after what comes first (a header) and read back afterwards."""
+
+    spec: FormatDeclaration
+    verdict: Any = None
+    """The input's ``ChunkedRead``, once it is all read."""
+    warned: tuple[Diagnostic, ...] = ()
+    """``convert.output-warning``: what the output warns of and the input did not."""
+    strict: bool = False
+    observes: bool = False
+    """The first reading of a file makes each part for ``observe`` (Parquet's schema)."""
+    jobs_are_rows: bool = False
+    """Each row the target writes is a job (an SWF line)."""
+    dependencies_across: bool = False
+    """A preceding job of an earlier chunk becomes a dependency in the part (``Source.cross_chunk``)
+    rather than staying the extras value a chunk's document keeps (SWF writes both alike)."""
+
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
+        raise NotImplementedError
+
+    def header(self, source: Source) -> Workload:
+        """What the output writes first: the input's header read so far."""
+        return source.header(self.spec)
+
+    def rows(self, part: Any) -> int:
+        raise NotImplementedError
+
+    def observe(self, part: Any, unknown: list[Any]) -> None:
+        """A part of the first reading of a file (nothing is written then), and the
+        preceding jobs its chunk did not know (yet)."""
+
+    def resolved(self, in_file: Callable[[Any], bool]) -> None:
+        """After the first reading of a file: which job numbers are in it (a preceding job
+        a chunk did not know stays an extras value only when it is not)."""
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        raise NotImplementedError
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        """Why the output at ``path`` is not accepted, if it is not."""
+        raise NotImplementedError
+
+    writes_early: bool = False
+    """The first reading of a file may write its parts to ``start_early``'s path, so that
+    the file is read only once when what is written first turns out right at the end."""
+    early_rows: int = 0
+
+    def start_early(self, path: str) -> None:
+        raise NotImplementedError
+
+    def write_early(self, part: Any, unknown: bool) -> None:
+        """A part of the first reading (after ``observe``); ``unknown``: its chunk names a
+        preceding job it did not know (yet), which the second reading may know."""
+        raise NotImplementedError
+
+    def finish_early(self, header: Workload) -> bool:
+        """Whether what was written early is the output (then it is complete)."""
+        raise NotImplementedError
+
+    def close_early(self) -> None:
+        """Let go of what was written early, if it is still open."""
+
+
+class ParquetTarget(Target):
+    def __init__(self, source: Source, reopenable: bool) -> None:
+        from dcx.formats import parquet
+
+        self.spec = parquet.FORMAT
+        self.dependencies_across = True
+        self.observes = True
+        self.plan = _Schema(not reopenable, source.pipe_extras())
+        self.preceding_unknown = isinstance(source, SwfSource)
+        """A chunk's preceding-job extras column may be a dependency in the whole file."""
+        self.preceding: list[tuple[int, list[Any], Any]] = []
+        """Where the preceding-job extras column would go, per part that has it."""
+
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
+        from dcx.formats import parquet
+
+        table = parquet.codec.rows_of(parquet.normal_form(document).workload or Workload())
+        if table is None:
+            raise NotStreamable("the Parquet writer cannot write a chunk's rows")
+        return _with_dependencies(table, earlier) if earlier else table
+
+    def rows(self, part: Any) -> int:
+        return int(part.num_rows)
+
+    def observe(self, part: Any, unknown: list[Any]) -> None:
+        # the preceding-job extras column is the whole file's only where a job it names is
+        # not in the file, known at the end: where it would go is kept until then
+        name = "extras." + PRECEDING_KEY
+        if name not in part.column_names or not self.preceding_unknown:
+            self.plan.add(part)
+            return
+        new = [column for column in part.column_names if column not in self.plan.types]
+        self.preceding.append((len(self.plan.types) + new.index(name), unknown,
+                               part.schema.field(name).type))
+        self.plan.add(part.drop_columns([name]))
+
+    def resolved(self, in_file: Callable[[Any], bool]) -> None:
+        for position, unknown, kind in self.preceding:
+            if not all(map(in_file, unknown)):
+                names = list(self.plan.types)
+                names.insert(position, "extras." + PRECEDING_KEY)
+                self.plan.types = {name: self.plan.types.get(name, kind) for name in names}
+                return
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        import pyarrow.parquet as pq
+
+        from dcx.formats import parquet
+
+        writer = None
+        rows = 0
+        try:
+            for table in parts:
+                if writer is None:
+                    schema = self.plan.schema(table)
+                    writer = pq.ParquetWriter(sink, schema, store_schema=False,
+                                              **parquet.codec.writer_options(schema))
+                writer.write_table(_conformed(table, schema), row_group_size=table.num_rows)
+                rows += table.num_rows
+            workload = at_end()
+            if writer is None:
+                schema = self.plan.schema(parquet.codec.rows_of(Workload()))
+                writer = pq.ParquetWriter(sink, schema, store_schema=False,
+                                          **parquet.codec.writer_options(schema))
+            # the metadata is known at the end; without a stored Arrow schema (whose own
+            # copy of the metadata would be the one at the start) readers take the footer's
+            writer.add_key_value_metadata(parquet.codec.header_metadata(workload))
+        finally:
+            if writer is not None:
+                writer.close()
+        return rows
+
+    writes_early = True
+
+    def start_early(self, path: str) -> None:
+        self.early_path: str | None = path
+        self.early_writer: Any = None
+        self.early_schema: Any = None
+
+    def write_early(self, part: Any, unknown: bool) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from dcx.formats import parquet
+
+        if self.early_path is None or not part.num_rows:
+            return
+        schema = pa.schema(list(self.plan.types.items()))
+        if unknown or (self.early_schema is not None and not schema.equals(self.early_schema)) \
+                or not set(part.column_names) <= set(schema.names):
+            self.close_early()  # the schema changes, or may: the second reading writes
+            self.early_path = None
+            return
+        if self.early_writer is None:
+            self.early_schema = schema
+            self.early_writer = pq.ParquetWriter(self.early_path, schema, store_schema=False,
+                                                 **parquet.codec.writer_options(schema))
+        self.early_writer.write_table(_conformed(part, schema), row_group_size=part.num_rows)
+        self.early_rows += part.num_rows
+
+    def finish_early(self, header: Workload) -> bool:
+        import pyarrow as pa
+
+        from dcx.formats import parquet
+
+        if self.early_writer is None or self.early_path is None or \
+                not pa.schema(list(self.plan.types.items())).equals(self.early_schema):
+            return False
+        self.early_writer.add_key_value_metadata(parquet.codec.header_metadata(header))
+        self.close_early()
+        return True
+
+    def close_early(self) -> None:
+        writer, self.early_writer = getattr(self, "early_writer", None), None
+        if writer is not None:
+            writer.close()
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        from dcx.converters.partitions import read_parts
+
+        # the reader dcx validate runs on a large Parquet file, its row groups in turn
+        problems = read_parts(path, self.spec).diagnostics
+        return invalid_output("parquet", problems) if problems else None
+
+
+class SwfTarget(Target):
+    """SWF lines: the header first (a pipe's: what its first chunk holds; a header line in a
+    later chunk, which the whole file would write at the top, stops the conversion)."""
+
+    def __init__(self, source: Source, reopenable: bool) -> None:
+        from dcx.formats import swf
+
+        self.spec = swf.FORMAT
+        self.jobs_are_rows = True
+
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
+        from dataclasses import replace
+
+        from dcx.formats.swf import codec
+
+        # a preceding job of an earlier chunk is written from extras as from a dependency
+        workload = codec.normal_form(document).workload or Workload()
+        if not len(workload.jobs):
+            return b""
+        jobs_only = Workload(jobs=workload.jobs)
+        return codec.write(replace(document, workload=jobs_only)).data
+
+    def rows(self, part: Any) -> int:
+        return int(part.count(b"\n"))
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        from dcx.formats.swf import codec
+
+        rows = 0
+        written: list[str] | None = None
+        with binary(sink) as stream:
+            for data in parts:
+                if written is None:
+                    written = codec._header(header())
+                    stream.write("".join(line + "\n" for line in written).encode())
+                stream.write(data)
+                rows += data.count(b"\n")
+            lines = codec._header(at_end())
+            if written is None:
+                stream.write("".join(line + "\n" for line in lines).encode())
+            elif lines != written:
+                raise NotStreamable("a header line after the first chunk")
+        return rows
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        return _read_back_in_chunks(self, path)
+
+
+def _read_back_in_chunks(target: Target, path: str) -> Diagnostic | None:
+    """Why the text output at ``path`` is not accepted by its format's chunked reader, if it
+    is not; what it warns of and the input did not goes to ``target.warned``."""
+    from dcx.converters.catalogue import conformance_codes
+    from dcx.parsing import chunks
+
+    spec = target.spec
+    assert spec.read_chunks is not None
+    with open(path, "rb") as stream:
+        found = spec.read_chunks(chunks.line_chunks(stream.read, b"", chunks.CHUNK_BYTES))
+    rejected = [d for d in found.diagnostics if d.is_error or d.code in conformance_codes()]
+    if rejected:
+        return invalid_output(spec.name, rejected)
+    inherited = {d.code for d in target.verdict.diagnostics} if target.verdict else set()
+    severity = error if target.strict else warning
+    target.warned = tuple(severity(f"the {spec.name} output will warn: {d.message}",
+                                   "convert.output-warning")
+                          for d in found.diagnostics if d.code not in inherited)
+    refused = [d for d in target.warned if d.is_error]
+    return refused[0] if refused else None
+
+
+class GwfTarget(Target):
+    """GWF task lines, after the header line of the file's variant (``codec.write_part``):
+    a file's is known from its first reading, which writes in its first chunk's variant and
+    is kept when no later chunk makes it the other (else the file is read again); a pipe's
+    is its first chunk's, and a later chunk that would make it the other stops the
+    conversion."""
+
+    def __init__(self, source: Source, reopenable: bool) -> None:
+        from dcx.formats import gwf
+
+        self.spec = gwf.FORMAT
+        self.dependencies_across = True
+        self.observes = True
+        self.variant: Variant | None = None
+        """The file's variant, once the first reading has seen every chunk."""
+        self.archive = False
+        """Some chunk's variant so far is the archive variant."""
+
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
+        from dcx.core.columns import columns_of
+        from dcx.formats.gwf import codec
+
+        restored = _restored(document, earlier)
+        workload = restored.workload or Workload()
+        columns = columns_of(workload)
+        tasks = len(columns) if columns is not None else sum(len(job.tasks)
+                                                             for job in workload.jobs)
+        return restored, codec.chunk_variant(workload), tasks
+
+    def rows(self, part: Any) -> int:
+        return int(part[2])
+
+    def observe(self, part: Any, unknown: list[Any]) -> None:
+        self.archive = self.archive or part[1] == "archive"
+
+    def resolved(self, in_file: Callable[[Any], bool]) -> None:
+        self.variant = "archive" if self.archive else "workflow"
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        from dcx.formats.gwf import codec
+
+        rows = 0
+        variant: Variant | None = self.variant
+        with binary(sink) as stream:
+            for document, chunk_variant, count in parts:
+                if variant is None:  # a pipe: its first chunk's
+                    variant = chunk_variant
+                if not rows:
+                    stream.write((codec.header_line(variant) + "\n").encode())
+                if chunk_variant == "archive" and variant != "archive":
+                    raise NotStreamable("a task that only the archive variant holds after "
+                                        "the first chunk (the whole file is written in "
+                                        "that variant)")
+                stream.write(codec.write_part(document, variant))
+                rows += count
+            at_end()
+            if not rows:
+                stream.write((codec.header_line(variant or "workflow") + "\n").encode())
+        return rows
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        return _read_back_in_chunks(self, path)
+
+    writes_early = True
+
+    def start_early(self, path: str) -> None:
+        self.early_path: str | None = path
+        self.early_stream: Any = None
+        self.early_variant: Variant | None = None
+
+    def write_early(self, part: Any, unknown: bool) -> None:
+        from dcx.formats.gwf import codec
+
+        document, chunk_variant, count = part
+        if self.early_path is None or not count:
+            return
+        if self.early_variant is None:
+            self.early_variant = chunk_variant
+            self.early_stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
+            self.early_stream.write((codec.header_line(chunk_variant) + "\n").encode())
+        elif chunk_variant == "archive" != self.early_variant:  # the file's, after all
+            self.close_early()
+            self.early_path = None
+            return
+        self.early_stream.write(codec.write_part(document, self.early_variant))
+        self.early_rows += count
+
+    def finish_early(self, header: Workload) -> bool:
+        if self.early_path is None or self.early_stream is None \
+                or self.early_variant != self.variant:
+            return False
+        self.close_early()
+        return True
+
+    def close_early(self) -> None:
+        stream, self.early_stream = getattr(self, "early_stream", None), None
+        if stream is not None:
+            stream.close()
+
+
+def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Document:
+    """``document`` whose tasks (by row) depend again on the tasks ``earlier`` gives, each
+    at its place (what ``Source.cross_chunk`` took out)."""
+    from dataclasses import replace
+
+    from dcx.core.columns import JobRows, columns_of
+
+    workload = document.workload
+    if not earlier or workload is None:
+        return document
+    columns = columns_of(workload)
+    if columns is not None:
+        import numpy as np
+
+        offsets, ids = columns.dependency_offsets, columns.dependency_ids
+        counts = np.diff(offsets)
+        pieces = []
+        at = 0
+        for row in sorted(earlier):
+            pieces.append(ids[offsets[at]:offsets[row]])
+            full = _inserted(ids[offsets[row]:offsets[row + 1]].tolist(), earlier[row])
+            pieces.append(np.array(full, dtype=ids.dtype))
+            counts[row] = len(full)
+            at = row + 1
+        pieces.append(ids[offsets[at]:])
+        restored = replace(columns, dependency_ids=np.concatenate(pieces),
+                           dependency_offsets=np.concatenate(([0], np.cumsum(counts))
+                                                             ).astype(np.int64))
+        return replace(document, workload=replace(workload, jobs=JobRows(restored)))
+    row = 0
+    jobs = []
+    for job in workload.jobs:
+        tasks = []
+        for task in job.tasks:
+            if row in earlier:
+                task = replace(task, dependencies=tuple(_inserted(task.dependencies,
+                                                                  earlier[row])))
+            tasks.append(task)
+            row += 1
+        jobs.append(replace(job, tasks=tuple(tasks)))
+    return replace(document, workload=replace(workload, jobs=tuple(jobs)))
+
+
+TARGETS: dict[str, Callable[[Source, bool], Target]] = {
+    "parquet": ParquetTarget, "swf": SwfTarget, "gwf": GwfTarget}
+
+
+@contextlib.contextmanager
+def binary(sink: Any) -> Iterator[Any]:
+    """``sink`` (a path or an open binary stream) as an open binary stream."""
+    if isinstance(sink, str):
+        with open(sink, "wb") as stream:
+            yield stream
+    else:
+        yield sink
+
+
+def invalid_output(name: str, problems: Sequence[Diagnostic]) -> Diagnostic:
+    reason = problems[0].render() if problems else "it does not read back"
+    return error(f"internal error: dcx wrote {name} output that {name} does not accept "
+                 f"({reason})", "convert.invalid-output")
