@@ -86,9 +86,8 @@ CODES = (
          "to GWF, a task only the archive variant holds after the first chunk)."),
 )
 
-STREAM_PAIRS = frozenset({("swf", "parquet"), ("swf", "swf"), ("gwf", "gwf"),
-                          ("gwf", "parquet"), ("parquet", "parquet"), ("parquet", "swf"),
-                          ("parquet", "gwf"), ("gwf", "swf")})
+STREAM_PAIRS = frozenset((source, name) for name, target in TARGETS.items()
+                          for source in target.sources)
 """Source and target formats ``dcx convert`` converts a chunk at a time."""
 
 PRECEDING_KEY = "swf:PrecedingJobNumber"

@@ -118,6 +118,8 @@ class Target:
     SWF lines), written after what comes first (a header) and read back afterwards."""
 
     spec: FormatDeclaration
+    sources: frozenset[str] = frozenset()
+    """The source formats converted to this target a chunk at a time (``STREAM_PAIRS``)."""
     verdict: Any = None
     """The input's ``ChunkedRead``, once it is all read."""
     warned: tuple[Diagnostic, ...] = ()
@@ -130,6 +132,10 @@ class Target:
     dependencies_across: bool = False
     """A preceding job of an earlier chunk becomes a dependency in the part (``Source.cross_chunk``)
     rather than staying the extras value a chunk's document keeps (SWF writes both alike)."""
+
+    def __init__(self, source: Source, reopenable: bool) -> None:
+        """A target for ``source``'s chunks; ``reopenable``: the input is a file, read
+        twice when the first reading cannot write the output."""
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         raise NotImplementedError
@@ -179,6 +185,8 @@ class Target:
 
 
 class ParquetTarget(Target):
+    sources = frozenset({"swf", "gwf", "parquet"})
+
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import parquet
 
@@ -308,6 +316,8 @@ class SwfTarget(Target):
     """SWF lines: the header first (a pipe's: what its first chunk holds; a header line in a
     later chunk, which the whole file would write at the top, stops the conversion)."""
 
+    sources = frozenset({"swf", "gwf", "parquet"})
+
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import swf
 
@@ -381,6 +391,8 @@ class GwfTarget(Target):
     is kept when no later chunk makes it the other (else the file is read again); a pipe's
     is its first chunk's, and a later chunk that would make it the other stops the
     conversion."""
+
+    sources = frozenset({"gwf", "parquet"})
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import gwf
@@ -519,7 +531,7 @@ def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> 
     return replace(document, workload=replace(workload, jobs=tuple(jobs)))
 
 
-TARGETS: dict[str, Callable[[Source, bool], Target]] = {
+TARGETS: dict[str, type[Target]] = {
     "parquet": ParquetTarget, "swf": SwfTarget, "gwf": GwfTarget}
 
 
