@@ -217,6 +217,125 @@ def test_random_digit_changes_to_a_cluster() -> None:
     assert accepted > 20
 
 
+# ------------------------------------------------ runs across a change of digit count
+
+
+def _numbered(first: int, per_rack: int, racks: int, rank: bool, sockets: int) -> Document:
+    """Racks of nodes numbered from ``first`` (name, id and rank ``n``), ``sockets`` per
+    node: a run's names, ids and ranks gain a digit where they cross 10, 100, 1000."""
+    template = Machine(cpus=tuple(ProcessingUnit(cores=2, id=n) for n in range(sockets)),
+                       memory=(StorageUnit(capacity_mb=4096.0),))
+    built = tuple(Rack(id=r, name=f"rack{r}", slots=tuple(
+        replace(template, id=n, name=f"node{n}", rank=n if rank else None)
+        for n in range(first + per_rack * r, first + per_rack * (r + 1))))
+        for r in range(racks))
+    return Document(environment=Environment(datacenters=(Datacenter(
+        id=0, name="c0", rooms=(Room(racks=built),)),)))
+
+
+def _shifted(value: Any, shift: int) -> Any:
+    """The graph with every vertex id and uniq_id ``shift`` higher (they too cross 100 or
+    1000 inside a run)."""
+    for vertex in value["graph"]["nodes"]:
+        vertex["id"] = str(int(vertex["id"]) + shift)
+        vertex["metadata"]["uniq_id"] += shift
+    for edge in value["graph"]["edges"]:
+        edge["source"], edge["target"] = (str(int(edge[end]) + shift)
+                                          for end in ("source", "target"))
+    return value
+
+
+def _text(value: Any, indent: int | None) -> bytes:
+    return json.dumps(value, indent=indent,
+                      separators=(",", ":") if indent is None else None).encode()
+
+
+def _walked(data: bytes) -> text_runs._Walk:
+    """The fast path's walk of ``data``: the vertices it keeps and the runs it finds."""
+    import numpy as np
+
+    head = text_runs._HEAD.match(data)
+    assert head is not None
+    nodes_end, _, _ = text_runs._frame(data)
+    return text_runs._walk(data, np.frombuffer(data, np.uint8), head.end(), nodes_end)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([1, 5, 93, 994, 9995]), st.integers(0, 6), st.integers(2, 14),
+       st.integers(1, 2), st.booleans(), st.integers(1, 2),
+       st.sampled_from([0, 85, 980, 9985]), st.integers(0, 12), st.sampled_from([None, 1]))
+def test_a_run_continues_where_its_numbers_gain_a_digit(
+        near: int, past: int, per_rack: int, racks: int, rank: bool, sockets: int,
+        shift: int, shift_past: int, indent: int | None) -> None:
+    """Node names, ids, ranks, vertex ids and uniq_ids that cross 10, 100, 1000 or 10000
+    inside a rack: the rack's nodes are one run (the first node's block kept, every other
+    node in the run), read as the checked path reads them."""
+    written = jgf.write(_numbered(near + past, per_rack, racks, rank, sockets))
+    data = _text(_shifted(json.loads(written.data), shift + shift_past), indent)
+    assert _agree_if_accepted(data)
+    walk = _walked(data)
+    assert [run.values.shape[0] for run in walk.runs] == [per_rack - 1] * racks
+    block = 1 + sockets * 3 + 1  # node, sockets with two cores each, memory
+    assert len(walk.kept) == 1 + racks * (1 + block)
+
+
+def _node_block(value: Any, name: str) -> list[Any]:
+    """The vertices of node ``name`` and those below it."""
+    vertices = value["graph"]["nodes"]
+    node = next(vertex for vertex in vertices if vertex["metadata"]["name"] == name)
+    path = node["metadata"]["paths"]["containment"]
+    return [vertex for vertex in vertices
+            if (vertex["metadata"]["paths"]["containment"] + "/").startswith(path + "/")]
+
+
+def _renamed_to_leading_zero(block: list[Any]) -> None:
+    for vertex in block:
+        metadata = vertex["metadata"]
+        metadata["paths"]["containment"] = metadata["paths"]["containment"].replace(
+            "/node10", "/node010")
+    block[0]["metadata"]["name"] = "node010"
+
+
+def _dropped(value: Any, block: list[Any]) -> None:
+    ids = {vertex["id"] for vertex in block}
+    value["graph"]["nodes"] = [vertex for vertex in value["graph"]["nodes"]
+                               if vertex["id"] not in ids]
+    value["graph"]["edges"] = [edge for edge in value["graph"]["edges"]
+                               if edge["target"] not in ids]
+
+
+# Edits to node10's block, the first whose name has two digits.
+_AT_THE_BOUNDARY: dict[str, Any] = {
+    "another basename": lambda value, block: block[0]["metadata"].update(basename="nodx"),
+    "another core name": lambda value, block: block[2]["metadata"].update(name="corf0"),
+    "name node010": lambda value, block: block[0]["metadata"].update(name="node010"),
+    "node010 in name and paths": lambda value, block: _renamed_to_leading_zero(block),
+    "id 010": lambda value, block: block[0]["metadata"].update(id="010"),
+    "a gap (no node10)": _dropped,
+    "rank 9": lambda value, block: block[0]["metadata"].update(rank=9),
+}
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("edit", list(_AT_THE_BOUNDARY))
+def test_edits_where_the_numbers_gain_a_digit_read_as_the_checked_path_reads_them(
+        edit: str, indent: int | None) -> None:
+    value = json.loads(jgf.write(_numbered(3, 14, 1, True, 2)).data)
+    _AT_THE_BOUNDARY[edit](value, _node_block(value, "node10"))
+    data = _text(value, indent)
+    if edit == "a gap (no node10)":
+        assert _agree_if_accepted(data)
+        assert [run.values.shape[0] for run in _walked(data).runs] == [12]
+    else:
+        _agree_if_accepted(data)
+        assert len(_walked(data).runs) != 1  # node10 is not a member of node3's run
+
+
+def test_an_unedited_rack_crossing_ten_is_one_run() -> None:
+    data = _text(json.loads(jgf.write(_numbered(3, 14, 1, True, 2)).data), None)
+    assert [run.values.shape[0] for run in _walked(data).runs] == [13]
+
+
 @pytest.mark.corpus
 def test_fluxion_graphs_read_as_the_checked_path_reads_them(corpus_dir: Path) -> None:
     graphs = sorted((corpus_dir / "flux/flux-sched/t/data/resource/jgfs").rglob("*.json"))

@@ -6,9 +6,12 @@ node's name, id and rank, and the node's name inside the paths below it. This pa
 those digits as numpy arrays over the bytes, without decoding the vertices they belong to:
 
 - The vertices are walked in order. A node vertex and the vertices under its path that
-  follow it form a *block*; the blocks after it with the same bytes but for digits (so
-  with digit runs of the same lengths) are its run, compared as the rows of one strided
-  array. Everything else, and each run's first block, is *kept*.
+  follow it form a *block*; the blocks after it with the same bytes but for digits are
+  its run. Blocks whose digit runs have the same lengths (a *segment*) are compared as
+  the rows of one strided array; where a number gains a digit (node99, node100) the
+  segment ends, and the next block, if it is the first's text with digit runs of other
+  lengths (matched by a pattern made of the first's text), starts the run's next
+  segment. Everything else, and each run's first block, is *kept*.
 - What each digit run of a block is, is found once per *skeleton* (its bytes with every
   digit a 0xFF byte, which ASCII text lacks) by decoding the block with
   every digit run replaced by a distinct marker number (``_probe``). A digit run may vary
@@ -144,6 +147,8 @@ class _Plan:
 
     constant: np.ndarray
     """Places of the digits that must keep the first block's text."""
+    constant_lengths: np.ndarray
+    """The lengths of the runs that keep their text, in order."""
     no_leading_zero: np.ndarray
     """First places of varying runs longer than one digit."""
     equal: np.ndarray
@@ -175,9 +180,9 @@ class _Plan:
         places = columns.digits(read)
         ends = np.repeat(columns.starts[read] + lengths[read], lengths[read])
         varying = [run for run in shape.varying if lengths[run] > 1]
-        return _Plan(columns.digits(np.flatnonzero(shape.constant).tolist()),
-                     columns.starts[varying], columns.digits(equal),
-                     columns.digits(equal_to), read, places,
+        constant = np.flatnonzero(shape.constant).tolist()
+        return _Plan(columns.digits(constant), lengths[constant], columns.starts[varying],
+                     columns.digits(equal), columns.digits(equal_to), read, places,
                      np.power(10, ends - places - 1, dtype=np.int64),
                      np.concatenate(([0], np.cumsum(lengths[read])[:-1])),
                      {run: index for index, run in enumerate(read)})
@@ -329,6 +334,36 @@ class _Run:
     plan: _Plan
     values: np.ndarray
     """The runs ``plan`` reads, one row per member after the first."""
+    segments: list[_Segment]
+    """Where the members after the first are in the text."""
+
+
+@dataclass
+class _Segment:
+    """Members of a run whose digit runs have the same lengths: ``count`` blocks, the first
+    at ``start``, each ``stride`` bytes after the one before."""
+
+    start: int
+    stride: int
+    count: int
+
+
+@dataclass
+class _Known:
+    """A block skeleton's shape, its plan and the pattern of the blocks that differ from it
+    only in digits (digit runs of any length), compiled when first needed."""
+
+    shape: _Shape
+    plan: _Plan
+    block: bytes
+    template: re.Pattern[bytes] | None = None
+
+    def pattern(self) -> re.Pattern[bytes]:
+        if self.template is None:
+            digits = b"[0-9]{1,%d}" % _MAX_DIGITS
+            self.template = re.compile(digits.join(
+                re.escape(text) for text in re.split(rb"[0-9]+", self.block)))
+        return self.template
 
 
 @dataclass
@@ -437,7 +472,8 @@ def _containment(vertex: Any) -> str | None:
 def _walk(data: bytes, codes: np.ndarray, start: int, end: int) -> _Walk:
     """The vertices of the nodes array (items from ``start`` to ``end``), kept or in runs."""
     walk = _Walk()
-    shapes: dict[bytes, tuple[_Shape, _Plan] | None] = {}
+    shapes: dict[bytes, _Known | None] = {}
+    plans: dict[bytes, _Plan | None] = {}
 
     def after(offset: int) -> int | None:
         """The start of the next item after one that ends at ``offset``."""
@@ -487,22 +523,80 @@ def _walk(data: bytes, codes: np.ndarray, start: int, end: int) -> _Walk:
             shape = _probe(data[block_start:block_end].decode("ascii"), columns.starts.tolist(),
                            columns.lengths.tolist(), block)
             plan = None if shape is None else _Plan.of(columns, shape)
-            shapes[block_skeleton] = None if shape is None or plan is None else (shape, plan)
+            shapes[block_skeleton] = None if shape is None or plan is None else _Known(
+                shape, plan, data[block_start:block_end])
         known = shapes[block_skeleton]
         if known is None:
             continue
-        shape, plan = known
-        values = _repeats(codes, block_start, block_end, following, end, plan)
-        if values is None:
+        found = _run_members(data, codes, block_start, following, end, known, plans)
+        if found is None:
             continue
-        count = values.shape[0]
+        values, segments = found
         named = _TRAILING.fullmatch(vertex["metadata"]["name"])
         assert named is not None  # the probe found the name's trailing digits
         walk.runs.append(_Run(vertex["id"], path.rpartition("/")[0], named.group(1),
                               vertex["metadata"]["id"], vertex["metadata"].get("rank", -1),
-                              shape, plan, values))
-        position = after(block_end + count * (following - block_start))
+                              known.shape, known.plan, values, segments))
+        last = segments[-1]
+        position = after(last.start + last.count * last.stride - len(separator))
     return walk
+
+
+def _run_members(data: bytes, codes: np.ndarray, start: int, following: int, limit: int,
+             known: _Known, plans: dict[bytes, _Plan | None]
+             ) -> tuple[np.ndarray, list[_Segment]] | None:
+    """The values the plan reads of the members of the run that starts with the block at
+    ``start`` (known's), and where they are (``None`` for none). The members are the
+    blocks that follow it, each after the same separator, that read as it but for the
+    node's name, id and rank: a segment of blocks whose digit runs have the lengths of
+    the one before them is found by ``_repeats``, and where it ends (a number that
+    gains a digit, node99 to node100), the next block that is the first's text with digit
+    runs of other lengths starts another, if its plan admits it (the runs that keep their
+    text keep it: the same lengths and digits)."""
+    import numpy as np
+
+    shape, plan = known.shape, known.plan
+    end = start + len(known.block)
+    first = codes[start:end]
+    if not plan.accepts(first[None, :], first)[0]:
+        return None  # a leading zero, or a vertex whose rank is not its node's
+    separator = data[end:following]
+    constant = first[plan.constant]
+    found: list[np.ndarray] = []
+    segments: list[_Segment] = []
+    segment_start, segment_end, segment_plan = start, end, plan
+    while True:
+        stride = segment_end - segment_start + len(separator)
+        repeated = _repeats(codes, segment_start, segment_end, segment_end + len(separator),
+                            limit, segment_plan)
+        count = 0 if repeated is None else repeated.shape[0]
+        if repeated is not None:
+            found.append(repeated)
+        if segment_start != start:
+            segments.append(_Segment(segment_start, stride, count + 1))
+        elif count:
+            segments.append(_Segment(start + stride, stride, count))
+        next_start = segment_end + count * stride + len(separator)
+        if not data.startswith(separator, next_start - len(separator)):
+            break
+        matched = known.pattern().match(data, next_start, limit)
+        if matched is None:
+            break
+        block = codes[next_start:matched.end()]
+        skeleton = data[next_start:matched.end()].translate(_MARKED_DIGITS)
+        if skeleton not in plans:
+            plans[skeleton] = _Plan.of(_Columns.of(block), shape)
+        next_plan = plans[skeleton]
+        if next_plan is None or not np.array_equal(next_plan.constant_lengths,
+                                                   plan.constant_lengths) or not (
+                np.array_equal(block[next_plan.constant], constant)
+                and next_plan.accepts(block[None, :], block)[0]):
+            break
+        found.append(next_plan.values(block[None, :]))
+        segment_start, segment_end, segment_plan = next_start, matched.end(), next_plan
+    if not found:
+        return None
+    return np.concatenate(found), segments
 
 
 def _repeats(codes: np.ndarray, start: int, end: int, following: int, limit: int,
