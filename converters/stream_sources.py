@@ -33,6 +33,9 @@ class Chunk:
     """Tasks its first job has in earlier chunks (a job cut between two chunks)."""
     problem: str | None = None
     """Why it cannot be converted on its own, if it cannot (``NotStreamable``)."""
+    work: Any = None
+    """Its ``stream_convert.ChunkWork`` when it was converted elsewhere (a Dask worker): its
+    ``read`` then holds no document."""
 
     def file_pointer(self, match: re.Match[str]) -> str:
         """A job's (or its task's) model pointer in the chunk as the whole file's."""
@@ -319,20 +322,20 @@ class GwfSource(Source):
 def regrouped_ends(document: Document) -> tuple[bool, bool, int]:
     """Whether the first and the last job of ``document`` count a ``job`` loss (they are
     not a job of one task with its id), and its number of jobs."""
-    from dcx.core.columns import _regrouped_jobs
-    from dcx.core.restrict import _regrouped
+    from dcx.core.columns import regrouped_jobs
+    from dcx.core.restrict import regrouped
 
     workload = document.workload or Workload()
     columns = _columns(workload)
     if columns is not None:
         import numpy as np
 
-        lost = _regrouped_jobs(np, columns)
+        lost = regrouped_jobs(np, columns)
         return (bool(lost[0]), bool(lost[-1]), len(lost)) if len(lost) else (False, False, 0)
     jobs = workload.jobs
     if not len(jobs):
         return False, False, 0
-    return _regrouped(jobs[0]), _regrouped(jobs[-1]), len(jobs)
+    return regrouped(jobs[0]), regrouped(jobs[-1]), len(jobs)
 
 
 def _columns(workload: Workload) -> Any:

@@ -630,7 +630,7 @@ def used_paths(columns: WorkloadColumns, own_prefix: str | None) -> tuple[dict[s
     return used, foreign
 
 
-def _regrouped_jobs(np: Any, columns: WorkloadColumns) -> Array:
+def regrouped_jobs(np: Any, columns: WorkloadColumns) -> Array:
     """Per job: whether it is not what a format without jobs makes of its task (one task,
     its id, no name, no user)."""
     single = np.diff(columns.job_offsets) == 1
@@ -643,7 +643,7 @@ def _known(np: Any, columns: WorkloadColumns, strings: Strings | None) -> Array:
 
 
 _MASKS: dict[str, Callable[[Any, WorkloadColumns], Array]] = {
-    "job": _regrouped_jobs,
+    "job": regrouped_jobs,
     "job.empty": lambda np, c: np.diff(c.job_offsets) == 0,
     "job.name": lambda np, c: c.job_names.codes >= 0,
     "job.user": lambda np, c: c.job_users.codes >= 0,

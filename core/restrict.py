@@ -603,7 +603,7 @@ def _workload(workload: Workload, held: _Held) -> Workload:
     if not held.has("task.id", lambda: _numbering_changes(jobs),
                     lambda: _first_renumbered(jobs)):
         jobs = _renumber_tasks(jobs)
-    if not held.has("job", lambda: sum(_regrouped(job) for job in jobs),
+    if not held.has("job", lambda: sum(regrouped(job) for job in jobs),
                     lambda: _first_regrouped(jobs)):
         jobs = tuple(Job(id=task.id, tasks=(task,)) for job in jobs for task in job.tasks)
     elif not held.has("job.empty", lambda: sum(not job.tasks for job in jobs),
@@ -628,7 +628,7 @@ def _annotation(annotation: Annotation, held: _Held) -> Annotation:
     return replace(annotation, extras=held.extras("workload.annotations", annotation.extras))
 
 
-def _regrouped(job: Job) -> bool:
+def regrouped(job: Job) -> bool:
     """Whether a job is not what a format without jobs makes of its tasks (a job of one task
     with that task's id and nothing else)."""
     return len(job.tasks) != 1 or job != Job(id=job.tasks[0].id, tasks=job.tasks)
@@ -636,7 +636,7 @@ def _regrouped(job: Job) -> bool:
 
 def _first_regrouped(jobs: Sequence[Job]) -> str:
     """The first job leaving jobs out changes."""
-    return next(f"/workload/jobs/{j}" for j, job in enumerate(jobs) if _regrouped(job))
+    return next(f"/workload/jobs/{j}" for j, job in enumerate(jobs) if regrouped(job))
 
 
 def _first_renumbered(jobs: Sequence[Job]) -> str:
