@@ -174,6 +174,22 @@ def test_a_damaged_row_group_is_unreadable_as_in_the_whole_read():
         agree(found, damaged)
 
 
+def test_a_damaged_footer_is_worded_as_in_the_whole_read():
+    """Arrow words a damaged footer after what it was opened from (the whole read's buffer,
+    the row-group read's file) and may end with the stray byte it met: the message is the
+    same, and printable, either way."""
+    data = written(trace_table(5, 400), 50)
+    for at in range(len(data) - 120, len(data) - 8, 8):
+        damaged = data[:at] + bytes([14, 15, 255, 0, 10, 13, 27, 7]) + data[at + 8:]
+        found = stream.read_parts(io.BytesIO(damaged))
+        if found.ok:
+            continue
+        agree(found, damaged)
+        for diagnostic in found.diagnostics:
+            assert diagnostic.render().isprintable(), diagnostic.render()
+            assert "Parquet input source" not in diagnostic.message
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """A Dask cluster of two worker threads in this process (``processes=False``): the

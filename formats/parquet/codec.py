@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -251,7 +252,12 @@ def not_parquet_error() -> Diagnostic:
 
 
 def unreadable_error(exc: Exception) -> Diagnostic:
-    return error(f"cannot read the Parquet file: {exc}", "parquet.unreadable")
+    # Arrow names the buffer it was given ("Could not open Parquet input source '<Buffer>'")
+    # when the whole file is read from memory and not when a file is opened for its row
+    # groups; a damaged footer's message may end in the stray byte it met
+    reason = re.sub(r"^Could not open Parquet input source '[^']*': ", "", str(exc)).strip()
+    reason = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in reason)
+    return error(f"cannot read the Parquet file: {reason}", "parquet.unreadable")
 
 
 def null_error(name: str, nulls: int, row: int) -> Diagnostic:
