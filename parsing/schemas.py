@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -116,15 +117,20 @@ def schema_verdict(name: str, instance: Any) -> bool:
         return False
 
 
-def loaded_against(name: str, data: bytes, what: str, code: str
+def loaded_against(name: str, data: bytes, what: str, code: str,
+                   reworded: Callable[[Diagnostic, Any], Diagnostic] | None = None
                    ) -> tuple[JsonText | None, list[Diagnostic]]:
     """A reader's JSON object document, decoded (``load_json_object``: ``what`` names the
     document, ``code`` is the format's code for a root of another type) and valid against
-    ``schemas/<name>``; otherwise ``None`` and the located diagnostics that refuse it."""
+    ``schemas/<name>``; otherwise ``None`` and the located diagnostics that refuse it, each as
+    ``reworded`` says it given the decoded root (a format's own words for a schema error it
+    can explain better), a repeated one once."""
     loaded, problems = load_json_object(data, what, code)
     if loaded is None:
         return None, problems
     found = schema_diagnostics(name, loaded.value, loaded.locator)
+    if reworded is not None:
+        found = list(dict.fromkeys(reworded(d, loaded.value) for d in found))
     return (None, found) if found else (loaded, [])
 
 

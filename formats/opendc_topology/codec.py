@@ -42,8 +42,8 @@ from dcx.core.model import (
     StorageUnit,
 )
 from dcx.formats.opendc_topology import SCHEMA
-from dcx.parsing.jsonio import JsonLocator, load_json_object, model_locator
-from dcx.parsing.schemas import schema_diagnostics, serialised_against
+from dcx.parsing.jsonio import JsonLocator, model_locator
+from dcx.parsing.schemas import loaded_against, serialised_against
 
 PREFIX = "opendc-topology:"
 DEFAULT_HOST_NAME = "Host"
@@ -462,14 +462,11 @@ def _escape(key: str) -> str:
 
 
 def read(data: bytes) -> ReadResult:
-    decoded, problems = load_json_object(data, "an OpenDC topology", "opendc-topology.root")
+    # (an imported host lacks both cpu and memory: said once)
+    decoded, problems = loaded_against(SCHEMA, data, "an OpenDC topology",
+                                       "opendc-topology.root", _imported)
     if decoded is None:
         return ReadResult(None, tuple(problems))
-    structural = list(dict.fromkeys(  # an imported host lacks cpu and memory: said once
-        _imported(d, decoded.value)
-        for d in schema_diagnostics(SCHEMA, decoded.value, decoded.locator)))
-    if structural:
-        return ReadResult(None, tuple(structural))
     reader = _Reader(dialect_of(decoded.value))
     document = reader.document(decoded.value)
     diagnostics = decoded.locator.place(reader.diagnostics)

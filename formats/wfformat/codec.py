@@ -37,8 +37,8 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.formats.wfformat import SCHEMA
-from dcx.parsing.jsonio import load_json_object, model_locator
-from dcx.parsing.schemas import schema_diagnostics, serialised_against
+from dcx.parsing.jsonio import model_locator
+from dcx.parsing.schemas import loaded_against, serialised_against
 from dcx.parsing.traces import dependency_diagnostics, written_ids
 
 PREFIX = "wfformat:"
@@ -77,13 +77,11 @@ _PEGASUS_TIME = re.compile(r"(\d\d)-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)Z")
 
 
 def read(data: bytes) -> ReadResult:
-    decoded, problems = load_json_object(data, "a WfFormat instance", "wfformat.root")
+    decoded, problems = loaded_against(SCHEMA, data, "a WfFormat instance", "wfformat.root",
+                                       _version)
     if decoded is None:
         return ReadResult(None, tuple(problems))
     root = decoded.value
-    structural = [_version(d, root) for d in schema_diagnostics(SCHEMA, root, decoded.locator)]
-    if structural:
-        return ReadResult(None, tuple(structural))
     reader = _Reader()
     with paused_gc():
         document = reader.document(root)
