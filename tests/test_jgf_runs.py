@@ -31,6 +31,7 @@ from dcx.core.model import (
 )
 from dcx.formats import jgf
 from dcx.formats.jgf import codec, text_runs
+from dcx.parsing.jsonio import JsonLocator
 from tests.strategies_flux import jgf_environments
 from tests.test_read_runs import _NODE_CHANGES, _copied, _slot_pointers
 
@@ -50,10 +51,20 @@ def _agree_if_accepted(data: bytes) -> bool:
     assert [repr(d) for d in fast.diagnostics] == [repr(d) for d in checked.diagnostics]
     assert fast.document == checked.document
     assert checked.document is not None and checked.document.environment is not None
-    for pointer in _slot_pointers(checked.document.environment):
+    pointers = _pointers(checked.document.environment)
+    # Asked out of order first: each line is counted from the nearest place asked before.
+    for pointer in random.Random(len(data)).sample(pointers, len(pointers)) + pointers:
         assert fast.locate(pointer) == checked.locate(pointer), pointer
     assert jgf.write(fast.document).data == jgf.write(checked.document).data
     return True
+
+
+def _pointers(environment: Environment) -> list[str]:
+    """Every rack and slot (and one past the last of each), and places that are not one."""
+    return [*_slot_pointers(environment), "/environment", "/environment/datacenters/0",
+            "/environment/datacenters/0/rooms/0", "/environment/datacenters/0/rooms/0/racks/99",
+            "/environment/datacenters/0/rooms/0/racks/0/slots/9999", "/workload",
+            "/workload/jobs/0", "/environment/datacenters/0/rooms/0/racks/x", ""]
 
 
 def _cluster(racks: int = 3, per_rack: int = 12, rank: bool = True) -> Document:
@@ -334,6 +345,44 @@ def test_edits_where_the_numbers_gain_a_digit_read_as_the_checked_path_reads_the
 def test_an_unedited_rack_crossing_ten_is_one_run() -> None:
     data = _text(json.loads(jgf.write(_numbered(3, 14, 1, True, 2)).data), None)
     assert [run.values.shape[0] for run in _walked(data).runs] == [13]
+
+
+# ------------------------------------------------------------------- places
+
+
+@given(st.text(alphabet="ab\n", max_size=80), st.lists(st.integers(0, 80), max_size=12))
+def test_lines_and_columns_are_the_json_locators(text: str, offsets: list[int]) -> None:
+    lines = text_runs._Lines(text.encode())
+    locator = JsonLocator(text)
+    for offset in offsets:
+        assert lines.line_col(min(offset, len(text))) == locator.line_col(
+            min(offset, len(text)))
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+def test_losses_are_listed_with_the_checked_paths_places(
+        indent: int | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``dcx convert --losses`` of a file the fast path reads (its runs cross 10 and 100)
+    prints what it prints when the checked path reads the file."""
+    from dcx.converters.cli import main
+
+    value = json.loads(jgf.write(_numbered(7, 250, 2, True, 2)).data)
+    source = tmp_path / "graph.json"
+    source.write_bytes(_text(value, indent))
+    assert source.stat().st_size >= text_runs.MIN_BYTES
+    assert text_runs.read(source.read_bytes()) is not None
+    printed = []
+    for way in ("fast", "checked"):
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            if way == "checked":
+                monkeypatch.setattr(text_runs, "read", lambda data, min_bytes=0: None)
+            target = tmp_path / f"{way}.xml"
+            assert main(["convert", str(source), str(target), "--to", "sss", "--losses",
+                         "--fill", "clock-rate=2.4GHz"]) == 0
+        said = capsys.readouterr()
+        printed.append((said.out, said.err.replace(target.name, "OUT"), target.read_bytes()))
+    assert printed[0] == printed[1]
+    assert "graph.json:" in printed[0][1]
 
 
 @pytest.mark.corpus

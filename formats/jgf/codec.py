@@ -4,12 +4,12 @@ the format's reference text."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import chain, repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error
 from dcx.core.groups import (
@@ -238,41 +238,63 @@ def _groupings(graph: Graph, root: Vertex) -> tuple[_Grouping, list[_Grouping]]:
     return top, [top, *racks] if top.nodes else racks
 
 
+Layout = tuple[Vertex, list[_Grouping]]
+"""A graph's root vertex and the groupings of the model's racks, in order."""
+
+_Node = TypeVar("_Node")
+
+
+def layout_of(graph: Graph) -> Layout | None:
+    if graph.root is None:
+        return None
+    return graph.root, _groupings(graph, graph.root)[1]
+
+
+def source_of(place: Place, layout: Callable[[], Layout | None],
+              node: Callable[[_Grouping, int], _Node | None]) -> Vertex | _Node | str | None:
+    """What the model object at ``place`` was read from: the document (``""``) for the
+    environment, the root vertex for a datacenter or its room, a rack's vertex (the root's
+    for the implicit rack), and for a machine what ``node`` gives for its grouping and slot
+    (the reader knows which node vertex that is); ``None`` for none. ``layout`` is asked
+    only for a place inside the environment."""
+    if place.part != "environment" or place.kind == "events":
+        return None
+    if not place.levels:
+        return ""
+    found = layout()
+    if found is None:
+        return None
+    root, racks = found
+    rack, slot = place.index("racks"), place.index("slots")
+    if rack is None:
+        return root
+    if rack >= len(racks):
+        return None
+    grouping = racks[rack]
+    return grouping.vertex if slot is None else node(grouping, slot)
+
+
+def _listed_node(grouping: _Grouping, slot: int) -> Vertex | None:
+    return grouping.nodes[slot] if slot < len(grouping.nodes) else None
+
+
 @dataclass
 class _Sources:
-    """The JSON Pointer a model object was read from: a machine is its node vertex, a rack
-    its rack vertex (the implicit rack, the datacenter and its room the root vertex), the
-    environment the document. The graph is decoded and walked again on the first
+    """The JSON Pointer a model object was read from (``source_of``): a vertex's place in
+    the nodes array, or the document. The graph is decoded and walked again on the first
     question, from the text."""
 
     locator: JsonLocator
 
     def __call__(self, place: Place) -> str | None:
-        if place.part != "environment" or place.kind == "events":
-            return None
-        if not place.levels:
-            return ""
-        layout = self._layout
-        if layout is None:
-            return None
-        root, racks = layout
-        rack, slot = place.index("racks"), place.index("slots")
-        if rack is None:
-            return f"/graph/nodes/{root.index}"
-        if rack >= len(racks):
-            return None
-        grouping = racks[rack]
-        if slot is None:
-            return f"/graph/nodes/{grouping.vertex.index}"
-        return f"/graph/nodes/{grouping.nodes[slot].index}" if slot < len(
-            grouping.nodes) else None
+        found = source_of(place, lambda: self._layout, _listed_node)
+        return found if found is None or isinstance(found, str) else (
+            f"/graph/nodes/{found.index}")
 
     @cached_property
-    def _layout(self) -> tuple[Vertex, list[_Grouping]] | None:
+    def _layout(self) -> Layout | None:
         graph, _ = check_graph(self.locator.decoded())
-        if graph is None or graph.root is None:
-            return None
-        return graph.root, _groupings(graph, graph.root)[1]
+        return None if graph is None else layout_of(graph)
 
 
 Members = tuple[list[str], list[Any] | None, list[int] | None]

@@ -29,6 +29,11 @@ those digits as numpy arrays over the bytes, without decoding the vertices they 
   the first edge's text with other digits: containment, no legacy form) joining a vertex
   to its parent.
 
+A model object's place (``ReadResult.locator``, asked by ``--losses``) is the checked
+path's (``codec.source_of``): the vertex it names starts where the walk found it, a kept
+vertex's span or a member's block in its run's segment, and its line is counted from
+the offset, so a place costs the text before it is counted, once, not a decode of it.
+
 The path only accepts: any diagnostic, any text it does not recognise (other layouts,
 other top-level keys, non-ASCII bytes, backslashes in a block), and any check that fails
 gives ``None``, and ``codec.read`` reads the file the checked way. ``tests/test_jgf_runs.py``
@@ -38,19 +43,24 @@ holds the two to the same documents, diagnostics and places.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from dcx.core.diagnostics import ReadResult
 from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.model import Document
 from dcx.parsing.fluxion import CONTAINMENT, SCHEMA, Graph, check_graph, descendants
-from dcx.parsing.jsonio import JsonLocator, load_json, model_locator, skim
+from dcx.parsing.jsonio import load_json, skim
 from dcx.parsing.schemas import loaded_against
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from dcx.formats.jgf.codec import Layout, _Grouping
 
 MIN_BYTES = 1 << 20
 """Smaller files are read the checked way: the arrays would cost more than they save."""
@@ -409,22 +419,99 @@ def _read(data: bytes) -> ReadResult:
     if graph is None or found:
         raise _Declined
     _check_across(graph, walk.runs, edges)
-    from dcx.formats.jgf.codec import _Sources, graph_to_environment
+    from dcx.formats.jgf.codec import graph_to_environment
 
     members = {run.key: _members(run) for run in walk.runs}
     environment = graph_to_environment(graph, members)
     if members:
         raise _Declined  # a run's first was not read as the first of a plain group
-    whole: list[Any] = []
+    return ReadResult(Document(environment=environment), (),
+                      locator=_Places(data, graph, walk).locate)
 
-    def locate(pointer: str) -> tuple[int | None, int | None]:
-        if not whole:
-            locator = JsonLocator(data.decode("ascii"))
-            whole.append(model_locator(locator, _Sources(locator)))
-        found_at: tuple[int | None, int | None] = whole[0](pointer)
-        return found_at
 
-    return ReadResult(Document(environment=environment), (), locator=locate)
+class _Places:
+    """``ReadResult.locator``: where a model object was read from (``codec.source_of``, the
+    checked path's rule), found from what the walk knows: a kept vertex's place in the
+    text is its span's, a run member's its segment's; line and column counted from the
+    offset (``JsonLocator.line_col``'s, on bytes: the text is ASCII)."""
+
+    def __init__(self, data: bytes, graph: Graph, walk: _Walk) -> None:
+        self.data = data
+        self.graph = graph
+        self.kept = walk.kept
+        self.runs = {run.key: run for run in walk.runs}
+        self.lines = _Lines(data)
+        self.slot_starts: dict[int, list[int]] = {}
+        """A grouping's id → the slot of each of its kept nodes, then its slot count."""
+
+    def locate(self, pointer: str) -> tuple[int | None, int | None]:
+        from dcx.core.located import place_of
+        from dcx.formats.jgf.codec import source_of
+
+        place = place_of(pointer)
+        found = None if place is None else source_of(
+            place, lambda: self.layout, self._node_offset)
+        if found is None:
+            return None, None
+        if isinstance(found, str):
+            offset = _skip(self.data, 0, 1)  # the document
+        elif isinstance(found, int):
+            offset = found
+        else:
+            offset = self.kept[found.index][0]
+        return self.lines.line_col(offset)
+
+    @cached_property
+    def layout(self) -> Layout | None:
+        from dcx.formats.jgf.codec import layout_of
+
+        return layout_of(self.graph)
+
+    def _node_offset(self, grouping: _Grouping, slot: int) -> int | None:
+        """Where the node of ``slot`` in ``grouping`` starts: a kept node, or a member of
+        the run a kept node starts (its grouping's nodes are the kept ones)."""
+        nodes = grouping.nodes
+        starts = self.slot_starts.get(id(grouping))
+        if starts is None:
+            starts = self.slot_starts[id(grouping)] = [0, *accumulate(
+                1 + (self.runs[node.key].values.shape[0] if node.key in self.runs else 0)
+                for node in nodes)]
+        if slot >= starts[-1]:
+            return None
+        at = bisect_right(starts, slot) - 1
+        member = slot - starts[at]
+        if not member:
+            return self.kept[nodes[at].index][0]
+        member -= 1
+        for segment in self.runs[nodes[at].key].segments:
+            if member < segment.count:
+                return segment.start + member * segment.stride
+            member -= segment.count
+        raise AssertionError("a run's segments hold its members")
+
+
+class _Lines:
+    """Lines and columns of offsets in a text, each counted from the nearest offset
+    counted before (so places asked in order read the text once, and a one-line file
+    is not searched back to its start for each)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.offsets = [0]
+        self.lines = [1]
+        self.line_starts = [0]
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        at = bisect_right(self.offsets, offset) - 1
+        counted_from = self.offsets[at]
+        line = self.lines[at] + self.data.count(b"\n", counted_from, offset)
+        newline = self.data.rfind(b"\n", counted_from, offset)
+        line_start = self.line_starts[at] if newline < 0 else newline + 1
+        if counted_from != offset:
+            self.offsets.insert(at + 1, offset)
+            self.lines.insert(at + 1, line)
+            self.line_starts.insert(at + 1, line_start)
+        return line, offset - line_start + 1
 
 
 def _skip(data: bytes, offset: int, step: int) -> int:
