@@ -165,6 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
                          "without one), gpu-clock-rate=1.4GHz (each GPU without one), "
                          "memory=64GiB (MiB, GiB, TiB; each machine without memory); the "
                          "summary says how many machines it filled")
+    convert.add_argument("--workers", type=int, metavar="N",
+                         help="convert a Parquet INPUT file from 16 MB with its row groups "
+                         "checked, read and converted on a Dask LocalCluster of N worker "
+                         "processes, this process writing OUTPUT in order (the same output "
+                         "and report; 0, the default: all in this process); other inputs "
+                         "are converted as without it")
+    convert.add_argument("--scheduler-address", metavar="ADDRESS",
+                         help="the same on an existing Dask cluster (tcp://host:8786) whose "
+                         "workers see INPUT at the same path; a Parquet pipe from 16 MB, "
+                         "which is converted whole in this process, is refused (exit 2)")
     _output_option(convert)
     _verbosity_options(convert)
 
@@ -629,11 +639,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
                          "with the converted data (write OUTPUT to a file)")
     fills = _fills(args.fill)
     name = label(args.input)
-    data, oversized, streamed = convert_input(
-        args.input, args.source,
-        lambda spec: (spec.name, _target_for(args, spec).name) in STREAM_PAIRS)
-    if streamed is not None:
-        return _convert_streamed(args, streamed, fills)
+    cluster = _cluster(args)  # started only for a Parquet file converted by row groups
+    try:
+        data, oversized, streamed = convert_input(
+            args.input, args.source,
+            lambda spec: (spec.name, _target_for(args, spec).name) in STREAM_PAIRS, cluster)
+        if streamed is not None:
+            return _convert_streamed(args, streamed, fills, cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
     if oversized is not None:
         if text:
             _say(oversized.render())
@@ -742,16 +757,25 @@ def _report_conversion(args: argparse.Namespace, target: FormatDeclaration,
     return EXIT_OK if done.ok else EXIT_INVALID
 
 
-def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[Fill]) -> int:
+def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[Fill],
+                      cluster: Any = None) -> int:
     """``cmd_convert`` of an input converted a chunk at a time (``stream_convert``): the
-    same report, from what the chunks added up to."""
+    same report, from what the chunks added up to. A file read in parts (Parquet) is
+    converted on ``cluster`` when one is given."""
     from dcx.converters.fill import apply_fills
+    from dcx.converters.partitions import ClusterUnavailable
     from dcx.converters.stream_convert import convert_chunks
     from dcx.core.model import Document, Workload
 
     target = _target_for(args, streamed.spec)
+    client = None
+    if cluster is not None and streamed.spec.read_parts is not None and streamed.reopenable:
+        try:
+            client = cluster.client()
+        except ClusterUnavailable as exc:
+            raise UsageError(str(exc)) from None
     result = convert_chunks(streamed.spec.name, streamed.chunks, streamed.reopenable,
-                            args.output, target.name, args.strict)
+                            args.output, target.name, args.strict, client, args.input)
     # a trace has no machines: what each --fill says it filled (none), as the whole path says
     filled = apply_fills(Document(workload=Workload()), fills)[1] if result.ok else ()
     return _report_conversion(args, target, _Converted(

@@ -68,7 +68,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcx.converters.stream_sources import SOURCES, Chunk, NotStreamable, regrouped_ends
+from dcx.converters.stream_sources import (
+    SOURCES,
+    Chunk,
+    NotStreamable,
+    Source,
+    regrouped_ends,
+)
 from dcx.converters.stream_targets import TARGETS, Target
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
@@ -160,15 +166,11 @@ class _Losses:
     """The last job of the chunks so far counted a ``job`` loss (one cut between chunks is
     one job: counted once)."""
 
-    def join_cut_job(self, piece: Chunk, document: Document, counted: bool) -> None:
-        """After ``add`` of a chunk (``counted``: it counted ``job`` losses): its first job,
-        when it began in an earlier chunk that counted it already, is not counted again (a
-        job whose every piece is one task with the job's id is one task with its id)."""
-        if counted:
-            first, last, jobs = regrouped_ends(document)
-        else:  # (a target that holds jobs, or none of this chunk's is lost)
-            workload = document.workload
-            first, last, jobs = False, False, len(workload.jobs) if workload is not None else 0
+    def join_cut_job(self, piece: Chunk, ends: tuple[bool, bool, int]) -> None:
+        """After ``add`` of a chunk (``ends``: its ``cut_ends``): its first job, when it
+        began in an earlier chunk that counted it already, is not counted again (a job
+        whose every piece is one task with the job's id is one task with its id)."""
+        first, last, jobs = ends
         if piece.tasks_before and first and self.cut_job_counted:
             count = self.counts["job"]
             self.counts["job"] = count - 1 if count else count
@@ -181,35 +183,44 @@ class _Losses:
 
 
 def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: str,
-                   target_name: str, strict: bool = False) -> StreamedConversion:
+                   target_name: str, strict: bool = False, client: Any = None,
+                   path: str | None = None) -> StreamedConversion:
     """Convert the ``source_name`` trace ``chunks`` gives to ``target_name``
     (``STREAM_PAIRS``) at ``output`` (``-``: stdout). ``reopenable``: ``chunks`` may be called
     twice (a file), so what the output writes first is the file's own before anything is
-    written."""
-    from dcx.converters.losses import conversion_losses
+    written. With a Dask ``client``, a Parquet file (at ``path``) has its row groups checked
+    and converted on the cluster's workers (``stream_dask``), with the same outcome."""
     from dcx.parsing.chunks import LineTooLong
 
-    source = SOURCES[source_name]()
+    if client is not None:
+        from dcx.converters.stream_dask import DaskParquetSource
+
+        assert path is not None and reopenable and source_name == "parquet"
+        source: Source = DaskParquetSource(client, path, target_name)
+    else:
+        source = SOURCES[source_name]()
     target = TARGETS[target_name](source, reopenable)
     target.strict = strict
     later: list[Any] = []
     summed = _Losses()
 
     def part_of(piece: Chunk, measure: bool, make: bool = True) -> Any:
-        assert piece.read.document is not None
-        if piece.problem is not None:
-            raise NotStreamable(piece.problem)
-        document, earlier = (source.cross_chunk(piece.read.document, later)
-                             if target.dependencies_across
-                             else (source.own_chunk(piece.read.document), {}))
-        if measure:
-            losses = conversion_losses(document, target.spec)
-            summed.add(losses, piece)
-            summed.join_cut_job(piece, document, any(loss.field == "job" for loss in losses))
-        problem = source.unstreamable(document, target.spec)
-        if problem is not None:
-            raise NotStreamable(problem)
-        return target.part(document, earlier) if make else None
+        # a chunk converted on a worker (``stream_dask``) comes with its work done
+        work = piece.work if piece.work is not None else chunk_work(
+            source, target, piece.read.document, piece.problem, later, measure, make)
+        assert work.measured >= measure and work.made >= make, "a reading not announced"
+        if work.losses is not None:
+            summed.add(work.losses, piece)
+            summed.join_cut_job(piece, work.ends)
+        if work.problem is not None:
+            raise NotStreamable(work.problem)
+        return work.part
+
+    def reading(check: bool, measure: bool, make: bool) -> Iterable[Chunk]:
+        """The input's chunks, for ``part_of(piece, measure, make)`` (a source that converts
+        them elsewhere is told what to do there)."""
+        source.asks(measure, make)
+        return source.reads(chunks(), check)
 
     def parts(pieces: Iterable[Chunk], measure: bool) -> Iterator[Any]:
         for piece in pieces:
@@ -242,7 +253,7 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
             unstreamable: NotStreamable | None = None
             with _early_output(output, target) as early:
                 try:
-                    for piece in source.reads(chunks(), check=True):
+                    for piece in reading(check=True, measure=True, make=target.observes):
                         if unstreamable is None:  # on to the end: an invalid input says why
                             try:
                                 unknown = len(later)
@@ -268,10 +279,10 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
                         return conversion(verdict, target.early_rows)
                 finally:
                     target.close_early()
-            written = _write(output, target, parts(source.reads(chunks(), check=False), False),
+            written = _write(output, target, parts(reading(False, False, True), False),
                              lambda: header, lambda: header)
             return conversion(verdict, written)
-        written = _write(output, target, parts(source.reads(chunks(), check=True), True),
+        written = _write(output, target, parts(reading(True, True, True), True),
                          lambda: target.header(source), at_end)
         return conversion(target.verdict, written)
     except NotStreamable as exc:
@@ -283,6 +294,61 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
     except LineTooLong as exc:  # what would bound memory is a line that never ends
         return StreamedConversion((error(f"{exc}; a large input is read a line at a time",
                                          "input.too-large", line=exc.line, column=1),))
+
+
+@dataclass
+class ChunkWork:
+    """What one chunk's document becomes (``chunk_work``): in this process, or on a Dask
+    worker, whence it goes back to the engine, which sums the losses in chunk order."""
+
+    losses: tuple[Loss, ...] | None = None
+    """Its ``conversion_losses`` (pointers in the chunk), when measured."""
+    ends: tuple[bool, bool, int] = (False, False, 0)
+    """Its ``cut_ends``, when measured."""
+    part: Any = None
+    """The target's part, when made."""
+    problem: str | None = None
+    """Why it cannot be converted on its own (``NotStreamable``), if it cannot."""
+    measured: bool = False
+    made: bool = False
+    """What it was asked for (``chunk_work``'s ``measure`` and ``make``)."""
+
+
+def chunk_work(source: Source, target: Target, document: Document | None,
+               problem: str | None, later: list[Any], measure: bool, make: bool) -> ChunkWork:
+    """The chunk's document without what the source takes out of it (dependencies on tasks
+    of other chunks), its losses (``measure``) and the target's part (``make``); stopped at
+    the first step that finds it cannot be converted on its own."""
+    from dcx.converters.losses import conversion_losses
+
+    work = ChunkWork(measured=measure, made=make)
+    try:
+        if problem is not None:
+            raise NotStreamable(problem)
+        assert document is not None
+        document, earlier = (source.cross_chunk(document, later)
+                             if target.dependencies_across
+                             else (source.own_chunk(document), {}))
+        if measure:
+            work.losses = tuple(conversion_losses(document, target.spec))
+            work.ends = cut_ends(document, any(loss.field == "job" for loss in work.losses))
+        unstreamable = source.unstreamable(document, target.spec)
+        if unstreamable is not None:
+            raise NotStreamable(unstreamable)
+        if make:
+            work.part = target.part(document, earlier)
+    except NotStreamable as exc:
+        work.problem = str(exc)
+    return work
+
+
+def cut_ends(document: Document, counted: bool) -> tuple[bool, bool, int]:
+    """Whether the first and the last job of the chunk's ``document`` count a ``job`` loss,
+    and its number of jobs (``counted``: the chunk counted ``job`` losses; else none does)."""
+    if counted:
+        return regrouped_ends(document)
+    workload = document.workload  # (a target that holds jobs, or none of this chunk's is lost)
+    return False, False, len(workload.jobs) if workload is not None else 0
 
 
 class _Refused(Exception):

@@ -64,6 +64,11 @@ class Source:
         rest is only checked, so that every diagnostic is found."""
         raise NotImplementedError
 
+    def asks(self, measure: bool, make: bool) -> None:
+        """What the engine's next reading asks of each chunk: its losses (``measure``), the
+        target's part (``make``); a source whose chunks are converted elsewhere (on a Dask
+        cluster) has that much done there."""
+
     def cross_chunk(self, document: Document, later: list[Any]
                     ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
         """The chunk's document without its dependencies on tasks of other chunks, and

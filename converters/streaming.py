@@ -194,10 +194,12 @@ class StreamSource:
 
 
 def convert_input(path: str, format_name: str | None,
-                  streams: Callable[[FormatDeclaration], bool]
+                  streams: Callable[[FormatDeclaration], bool], cluster: Any = None
                   ) -> tuple[bytes, Diagnostic | None, StreamSource | None]:
     """``read_input(path)``, or, for an input ``dcx validate`` would stream whose format
-    (``format_name``, else detected) ``streams`` accepts, that input as chunks."""
+    (``format_name``, else detected) ``streams`` accepts, that input as chunks. A pipe of a
+    format read in parts (Parquet) is read whole, which an existing ``cluster``
+    (``--scheduler-address``) refuses from ``STREAM_BYTES``, as ``dcx validate`` does."""
     from dcx.converters import cli
     from dcx.converters.registry import FORMATS
 
@@ -206,10 +208,10 @@ def convert_input(path: str, format_name: str | None,
     regular = path != "-" and os.path.isfile(path)
     try:
         if path == "-":
-            return _pipe_to_convert(sys.stdin.buffer, path, format_name, streams)
+            return _pipe_to_convert(sys.stdin.buffer, path, format_name, streams, cluster)
         if not regular:
             # a FIFO or device: open while it is converted, closed when dcx exits
-            return _pipe_to_convert(open(path, "rb"), path, format_name, streams)
+            return _pipe_to_convert(open(path, "rb"), path, format_name, streams, cluster)
         with open(path, "rb") as stream:
             head = stream.read(SNIFF_BYTES)
         spec = _streamable(head, path, format_name, FORMATS)
@@ -240,7 +242,7 @@ def _file_chunks(path: str) -> Iterator[bytes]:
 
 
 def _pipe_to_convert(stream: BinaryIO, path: str, format_name: str | None,
-                     streams: Callable[[FormatDeclaration], bool]
+                     streams: Callable[[FormatDeclaration], bool], cluster: Any = None
                      ) -> tuple[bytes, Diagnostic | None, StreamSource | None]:
     """``_from_pipe`` for ``dcx convert``: a pipe that outgrows ``STREAM_BYTES`` is handed
     over as chunks (read once) when its format streams."""
@@ -259,6 +261,12 @@ def _pipe_to_convert(stream: BinaryIO, path: str, format_name: str | None,
     if spec is not None and streams(spec):
         return b"", None, StreamSource(
             spec, lambda: chunks.line_chunks(stream.read, head, chunks.CHUNK_BYTES), False)
+    if cluster is not None and cluster.address:
+        parted = _detected(head, path, format_name, FORMATS)
+        if parted is not None and parted.read_parts is not None:
+            raise cli.UsageError(
+                f"{cli.label(path)}: a {parted.name} pipe is converted whole in this process, "
+                "not on the workers of --scheduler-address; give a file path they share")
     data = head + cli._read_up_to(stream, limit + 1 - len(head))
     if len(data) > limit:
         return b"", cli._too_large(len(data), path, at_least=True), None

@@ -1,0 +1,230 @@
+"""``dcx convert`` of a large Parquet file on a Dask cluster (``--workers N``,
+``--scheduler-address``): the per-row-group work of ``dcx.converters.stream_convert`` done by
+the workers, with the in-process conversion's outcome.
+
+Each row group is two tasks, each opening the file by its path: ``check_group`` (the findings
+``formats.parquet.stream.check_part`` gives, as ``dcx validate`` checks partitions) and
+``convert_group`` (the chunk ``ParquetSource`` would read with that row group, its document's
+losses and the target's part: ``stream_convert.chunk_work``). The chunk of row group ``i`` is
+the one the in-process reading gives: its rows from the start of the last job begun before
+it (that job's rows in earlier row groups, found from their job column) up to the start of its
+own last job (that job goes with the next row group), or to the end of the file for the last
+group; the header goes with the first chunk that has jobs.
+
+The driver (``DaskParquetSource``, the engine's source) keeps what must be in order: it takes
+the results in row group order, sums the losses with their file pointers, stops where the
+in-process reading stops (an unreadable row group, a chunk that cannot be converted on its
+own), merges the findings into the verdict (``stream.finish``), and writes. The tasks are
+submitted as the results are taken, a bounded window ahead (``WINDOW_PER_THREAD`` per worker
+thread), so that the parts held at once are bounded by the window, not the file. A reading
+that makes no parts (the first reading to SWF: its losses only) asks the workers for the
+losses alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from dcx.converters.stream_sources import Chunk, ParquetSource
+from dcx.core.diagnostics import Diagnostic, ReadResult
+from dcx.core.model import Workload
+
+WINDOW_PER_THREAD = 2
+"""Row groups in flight per worker thread: one running, one waiting for the driver."""
+
+
+@dataclass
+class GroupConversion:
+    """What a worker made of one row group's chunk (``convert_group``)."""
+
+    jobs: int = 0
+    """Jobs in the chunk (none: the row group holds only the rest of a job that goes on)."""
+    unreadable: bool = False
+    """The chunk could not be read (the in-process reading stops converting there)."""
+    header: Workload | None = None
+    """The workload's header without its jobs, for the first chunk with jobs."""
+    work: Any = None
+    """Its ``stream_convert.ChunkWork``."""
+
+
+def check_group(path: str, parts: Any, index: int) -> Any:
+    """Row group ``index``'s ``PartFindings`` (or the ``Diagnostic`` that it is unreadable)."""
+    from dcx.formats.parquet import stream
+
+    with open(path, "rb") as opened:
+        return stream.check_part(opened, parts, index)
+
+
+def convert_group(path: str, parts: Any, index: int, target_name: str, measure: bool,
+                  make: bool) -> GroupConversion:
+    """Row group ``index``'s chunk read as ``ParquetSource`` reads it in this process, and
+    ``chunk_work`` done on it (its losses when ``measure``, the target's part when
+    ``make``)."""
+    from dataclasses import replace
+
+    from dcx.converters.stream_convert import chunk_work
+    from dcx.converters.stream_targets import TARGETS
+    from dcx.core.columns import columns_of
+    from dcx.formats.parquet import stream
+
+    with open(path, "rb") as opened:
+        carried, first = _carried(opened, parts, index)
+        if carried is False:
+            return GroupConversion(unreadable=True)
+        read, _ = stream.read_part(opened, index, first, carried,
+                                   last=index == len(parts.row_counts) - 1)
+    if read.document is None:
+        return GroupConversion(unreadable=True)
+    workload = read.document.workload or Workload()
+    columns = columns_of(workload)
+    jobs = len(columns.job_ids) if columns is not None else len(workload.jobs)
+    if not jobs:
+        return GroupConversion()
+    source = ParquetSource()
+    target = TARGETS[target_name](source, True)
+    work = chunk_work(source, target, read.document, None, [], measure, make)
+    return GroupConversion(jobs, header=replace(workload, jobs=()) if first else None,
+                           work=work)
+
+
+def _carried(opened: BinaryIO, parts: Any, index: int) -> tuple[Any, bool]:
+    """The rows of earlier row groups that the chunk read with row group ``index`` begins
+    with (those of the last job begun before it; ``None``: none), and whether no job begins
+    before them (the chunk is the first with jobs, which holds the header). ``False`` for
+    the rows when a row group they are in cannot be read."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dcx.formats.parquet.codec import _ids
+
+    start = parts.first_rows[index]
+    group = index - 1
+    run_key: Any = None
+    try:
+        file = pq.ParquetFile(opened)
+        while group >= 0:  # back to the group where the job of the row before begins
+            keys = _ids(file.read_row_group(group, columns=["job_id"]).column("job_id")
+                        .combine_chunks())
+            if len(keys):
+                if run_key is not None and keys[-1] != run_key:
+                    break  # that job begins at the first row of the group after
+                run_key = keys[-1]
+                changes = np.flatnonzero(keys[1:] != keys[:-1])
+                start = parts.first_rows[group] + (int(changes[-1]) + 1 if len(changes) else 0)
+                if len(changes):
+                    break
+            group -= 1
+        if start == parts.first_rows[index]:
+            return None, start == 0
+        first_group = int(np.searchsorted(parts.first_rows, start, side="right")) - 1
+        tables = [file.read_row_group(g) for g in range(first_group, index)]
+    except (pa.ArrowException, OSError, ValueError):
+        return False, False
+    carried = pa.concat_tables(tables).slice(start - parts.first_rows[first_group])
+    return carried, start == 0
+
+
+class DaskParquetSource(ParquetSource):
+    """``ParquetSource`` whose row groups are checked and converted on a Dask cluster (see
+    the module docstring): its chunks come with their ``ChunkWork`` done."""
+
+    def __init__(self, client: Any, path: str, target_name: str) -> None:
+        super().__init__()
+        self.client = client
+        self.path = os.path.abspath(path)
+        self.target_name = target_name
+        self.asked = (True, True)
+        """What the next reading asks of each chunk (``asks``): its losses, its part."""
+
+    def asks(self, measure: bool, make: bool) -> None:
+        self.asked = (measure, make)
+
+    def reads(self, chunks: Iterable[Any], check: bool) -> Iterator[Chunk]:
+        for opened in chunks:
+            yield from self._remote_groups(opened, check)
+
+    def _window(self) -> int:
+        threads = sum(self.client.nthreads().values())
+        return max(2, WINDOW_PER_THREAD * threads)
+
+    def _remote_groups(self, opened: Any, check: bool) -> Iterator[Chunk]:
+        """``ParquetSource._groups`` with the work per row group on the workers (its
+        findings when ``check``, what ``asks`` asked of its chunk)."""
+        from dcx.core.declaration import ChunkedRead
+        from dcx.formats.parquet import stream
+
+        parts, problems = stream.open_parts(opened)
+        if parts is None:
+            self.found = ChunkedRead(problems)
+            return
+        client = self.client
+        groups = len(parts.row_counts)
+        measure, make = self.asked
+        # the footer goes to the workers once, not with each of its row groups
+        shared = client.scatter(parts, broadcast=True, hash=False)
+        in_flight: deque[tuple[Any, Any]] = deque()
+        submitted = 0
+        converting = True
+
+        def submit_up_to(count: int) -> None:
+            nonlocal submitted
+            while submitted < min(count, groups):
+                checked = client.submit(check_group, self.path, shared, submitted,
+                                        pure=False) if check else None
+                converted = client.submit(convert_group, self.path, shared, submitted,
+                                          self.target_name, measure, make,
+                                          pure=False) if converting else None
+                in_flight.append((checked, converted))
+                submitted += 1
+
+        findings: list[Any] = []
+        jobs = 0
+        window = self._window()
+        try:
+            submit_up_to(window)
+            for _ in range(groups):
+                checked, converted = in_flight.popleft()
+                if check:
+                    found = checked.result()
+                    if isinstance(found, Diagnostic):
+                        self.found = ChunkedRead((found,))
+                        return
+                    findings.append(found)
+                    if converting and (found.nulls or found.null_dependencies or found.nan
+                                       or found.extras_json
+                                       or found.null_feature is not None):
+                        converting = False  # an invalid file: finish says why
+                if converting:
+                    done: GroupConversion = converted.result()
+                    if done.unreadable:
+                        converting = False
+                    elif done.jobs:
+                        if not jobs:
+                            self.header_read = done.header or Workload()
+                        yield Chunk(ReadResult(None), 1, jobs, work=done.work)
+                        jobs += done.jobs
+                if not converting:
+                    _cancel(client, in_flight)
+                    if not check:
+                        return
+                submit_up_to(submitted + 1 if converting else groups)
+        finally:  # (left early: what is still in flight is not wanted)
+            client.cancel([future for pair in in_flight for future in pair
+                           if future is not None])
+        if check:
+            self.found = stream.finish(parts, findings,
+                                       lambda index: stream.reread_dependencies(opened, index))
+
+
+def _cancel(client: Any, in_flight: deque[tuple[Any, Any]]) -> None:
+    """Cancel the conversions still in flight (their checks are still taken)."""
+    pending = [converted for _, converted in in_flight if converted is not None]
+    if pending:
+        client.cancel(pending)
+    for position, (checked, _) in enumerate(in_flight):
+        in_flight[position] = (checked, None)
