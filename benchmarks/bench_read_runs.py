@@ -11,6 +11,11 @@ machine is read on its own (what the readers did before). JGF is also read by it
 path alone ("vertex by vertex": every vertex decoded, runs grouped after), the baseline of
 its fast path (``formats/jgf/text_runs.py``, which finds the runs in the text). Every way
 must print the same verdict and write the same bytes.
+
+JGF is also converted to SSS with ``--losses`` (it loses the sockets, clock rates and CPU
+ids, each listed with the place of its first value): places found from what the fast
+path's walk knows, against the baseline of a locator over the whole text (what the fast
+path did before: the text decoded and walked again on the first place asked).
 """
 
 from __future__ import annotations
@@ -34,11 +39,21 @@ from dcx.core.model import (
     StorageUnit,
 )
 
-# In the child: switch a reader's run detection off for the baseline, then run the command.
+# In the child: switch a reader's run detection off for the baseline (or the JGF fast path's
+# places from its walk, for the whole-text locator), then run the command.
 CHILD = """
 import contextlib, hashlib, io, sys
 fmt, path, way, step, out = sys.argv[1:]
-if fmt == "jgf" and way != "grouped":
+if way == "whole-text":
+    from dcx.formats.jgf import codec, text_runs
+    from dcx.parsing.jsonio import JsonLocator, model_locator
+    def locate_in_whole_text(self, pointer):
+        if not hasattr(self, "whole"):
+            locator = JsonLocator(self.data.decode("ascii"))
+            self.whole = model_locator(locator, codec._Sources(locator))
+        return self.whole(pointer)
+    text_runs._Places.locate = locate_in_whole_text
+elif fmt == "jgf" and way != "grouped":
     from dcx.formats.jgf import text_runs
     text_runs.read = lambda data, min_bytes=0: None
 if way == "baseline":
@@ -56,15 +71,17 @@ if way == "baseline":
         codec._Run.admits = lambda self, node, graph: False
 from dcx.converters.cli import main
 argv = ["validate", path] if step == "validate" else [
-    "convert", path, out + ".json", "--to", "environment"]
-if step == "convert" and fmt != "opendc-setup":
+    "convert", path, out + ".json", "--to", "environment" if step == "convert" else "sss"]
+if step == "losses":
+    argv.append("--losses")
+if step != "validate" and fmt != "opendc-setup":
     argv += ["--fill", "clock-rate=2.4GHz"]
 said = io.StringIO()
 with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
     code = main(argv)
 assert code == 0, said.getvalue()
 digest = hashlib.sha256(said.getvalue().replace(out, "OUT").encode())
-if step == "convert":
+if step != "validate":
     with open(out + ".json", "rb") as handle:
         digest.update(handle.read())
 with open(out, "w") as handle:
@@ -131,6 +148,10 @@ with open(sys.argv[4], "wb") as handle:
 WAYS = (("baseline", "baseline: machine by machine"),
         ("checked", "vertex by vertex, runs as groups"),
         ("grouped", "as read: runs as groups"))
+LOSSES_WAYS = (("whole-text", "baseline: whole-text locator"),
+               ("grouped", "as read: places from the walk"))
+LABELS = {"validate": "dcx validate", "convert": "-> environment JSON",
+          "losses": "-> sss --losses"}
 
 
 def measure(name: str, nodes: int, folder: str) -> None:
@@ -139,10 +160,11 @@ def measure(name: str, nodes: int, folder: str) -> None:
              what=f"generating the {name} file")
     print(f"{name}: {nodes:,} machines of one kind, {os.path.getsize(path) / 2**20:,.1f} MB "
           "(child processes)")
-    for step in ("validate", "convert"):
+    for step in ("validate", "convert", "losses") if name == "jgf" else ("validate", "convert"):
         figures: dict[str, tuple[float, float, float]] = {}
         digests: dict[str, str] = {}
-        ways = WAYS if name == "jgf" else (WAYS[0], WAYS[-1])
+        ways = LOSSES_WAYS if step == "losses" else WAYS if name == "jgf" else (
+            WAYS[0], WAYS[-1])
         for way, _ in ways:
             out = os.path.join(folder, f"{name}.{step}.{way}")
             figures[way] = run_code(CHILD, name, path, way, step, out,
@@ -150,8 +172,8 @@ def measure(name: str, nodes: int, folder: str) -> None:
             with open(out) as handle:
                 digests[way] = handle.read()
         assert len(set(digests.values())) == 1, f"{name} {step}: the ways differ"
-        base_wall, base_cpu, _ = figures["baseline"]
-        label = "dcx validate" if step == "validate" else "-> environment JSON"
+        base_wall, base_cpu, _ = figures[ways[0][0]]
+        label = LABELS[step]
         for way, what in ways:
             wall, cpu, rss = figures[way]
             print(f"  {label:<20} {what:<33} wall {wall:7.2f} s  CPU {cpu:7.2f} s  "
