@@ -13,6 +13,11 @@ chunk), then
    file: what starting the cluster costs;
 4. ``dcx convert t.parquet t.swf`` read whole, beside the same a row group at a time (what
    it now does from 16 MB); the two SWF outputs are compared byte for byte.
+5. ``dcx convert t.parquet`` to SWF and to Parquet a row group at a time in this process,
+   beside the same with ``--workers 2`` (the per-row-group work on a LocalCluster of two
+   worker processes, start-up included); the outputs are compared (bytes; table, schema
+   and row groups). Its figures are the CPU time of the ``dcx`` process (the driver) and of
+   its workers (its children, counted when they end), and the driver's own peak RSS.
 
 Each run's diagnostics are compared (``--output json``) before any figure is printed.
 ``DCX_BENCH_JOBS`` changes the trace's size.
@@ -24,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,6 +49,39 @@ elif sys.argv[1] == "parts":
     streaming.STREAM_BYTES = 0  # every Parquet file by row groups, whatever its size
 sys.exit(main(sys.argv[2:]))
 """
+
+
+DRIVER = """
+import resource, sys
+from dcx.converters import streaming
+from dcx.converters.cli import main
+streaming.STREAM_BYTES = 0  # every Parquet file by row groups, whatever its size
+code = main(sys.argv[2:])
+own = resource.getrusage(resource.RUSAGE_SELF)
+workers = resource.getrusage(resource.RUSAGE_CHILDREN)  # (ended and waited for)
+with open(sys.argv[1], "w") as report:
+    report.write(f"{own.ru_utime + own.ru_stime} {own.ru_maxrss} "
+                 f"{workers.ru_utime + workers.ru_stime}")
+sys.exit(code)
+"""
+
+
+@dataclass(frozen=True)
+class Driven:
+    """A ``dcx`` command whose CPU time is split between its own process and its workers."""
+
+    wall_s: float
+    driver_cpu_s: float
+    workers_cpu_s: float
+    driver_peak_mb: float
+
+
+def driven(folder: Path, *args: str) -> Driven:
+    report = folder / "usage.txt"
+    usage = run_child([sys.executable, "-c", DRIVER, str(report), *args],
+                      f"dcx {' '.join(args)}")
+    own_cpu, own_kb, workers_cpu = (float(value) for value in report.read_text().split())
+    return Driven(usage.wall_s, own_cpu, workers_cpu, own_kb / 1024)
 
 
 def dcx(mode: str, *args: str) -> Usage:
@@ -97,6 +136,7 @@ def main() -> None:
         row("  the same on a one-job file (start-up)", start_up)
         row("dcx convert to SWF, read whole (before)", convert_whole)
         row("dcx convert to SWF, by row groups (equal)", convert_parts)
+        on_cluster = cluster_conversions(Path(folder), parquet)
     print(f"  by row groups: peak RSS {parts.peak_rss_mb / whole.peak_rss_mb:.2f}x the whole "
           f"read's, wall {parts.wall_s / whole.wall_s:.2f}x; on the cluster: wall "
           f"{cluster.wall_s / whole.wall_s:.2f}x with start-up, "
@@ -104,6 +144,40 @@ def main() -> None:
     print(f"  convert to SWF by row groups: CPU {convert_parts.cpu_s / convert_whole.cpu_s:.2f}x"
           f", peak RSS {convert_parts.peak_rss_mb / convert_whole.peak_rss_mb:.2f}x the "
           "whole read's; outputs equal")
+    print("  dcx convert by row groups, in process | --workers 2 (LocalCluster): wall s, "
+          "CPU s of the driver + its workers, the driver's peak RSS MB")
+    for to, here, there in on_cluster:
+        wall = there.wall_s / here.wall_s
+        cpu = (there.driver_cpu_s + there.workers_cpu_s) / here.driver_cpu_s
+        print(f"  to {to:<8} wall {here.wall_s:6.2f} | {there.wall_s:6.2f} ({wall:.2f}x)   CPU "
+              f"{here.driver_cpu_s:6.2f} | {there.driver_cpu_s:6.2f} + "
+              f"{there.workers_cpu_s:6.2f} ({cpu:.2f}x)   MB {here.driver_peak_mb:5.0f} | "
+              f"{there.driver_peak_mb:5.0f}; outputs equal")
+
+
+def cluster_conversions(folder: Path, parquet: Path) -> list[tuple[str, Driven, Driven]]:
+    """Step 5: each target in this process and on two workers, the outputs compared."""
+    import pyarrow.parquet as pq
+
+    measured = []
+    for to in ("swf", "parquet"):
+        here_out, there_out = folder / f"here.{to}", folder / f"there.{to}"
+        here = driven(folder, "convert", "--quiet", str(parquet), str(here_out))
+        there = driven(folder, "convert", "--quiet", str(parquet), str(there_out),
+                       "--workers", "2")
+        if to == "swf":
+            equal = here_out.read_bytes() == there_out.read_bytes()
+        else:
+            expected, found = pq.ParquetFile(here_out), pq.ParquetFile(there_out)
+            equal = found.read().equals(expected.read()) and found.schema_arrow.equals(
+                expected.schema_arrow, check_metadata=True) and \
+                found.metadata.num_row_groups == expected.metadata.num_row_groups
+        if not equal:
+            raise SystemExit(f"bench_parquet_parts: the {to} outputs differ on the cluster")
+        here_out.unlink()
+        there_out.unlink()
+        measured.append((to, here, there))
+    return measured
 
 
 if __name__ == "__main__":
