@@ -278,3 +278,21 @@ def test_cluster_options_that_cannot_be_used_are_usage_errors(tmp_path, monkeypa
         "dcx: error: <stdin>: a parquet pipe is converted whole in this process, not on the "
         "workers of --scheduler-address; give a file path they share"]
     assert not os.path.exists(out)
+
+
+def test_worker_processes_send_the_same_parts(monkeypatch):
+    """Worker processes (the parts, losses and findings pickled between processes, as
+    ``--workers N`` runs them), for the targets whose parts are objects: an Arrow table,
+    GWF's document of columns."""
+    from distributed import Client
+
+    cluster, client = partitions.local_client(2, processes=True)
+    client.close()
+    try:
+        monkeypatch.setattr(partitions, "local_client",
+                            lambda workers, processes=True: (None, Client(cluster)))
+        data = written(valid_table(60), 4)
+        for to in ("parquet", "gwf"):
+            assert on_cluster_and_here(data, to, "--losses")[0] == 0
+    finally:
+        cluster.close()
