@@ -195,9 +195,7 @@ class DaskParquetSource(ParquetSource):
                         self.found = ChunkedRead((found,))
                         return
                     findings.append(found)
-                    if converting and (found.nulls or found.null_dependencies or found.nan
-                                       or found.extras_json
-                                       or found.null_feature is not None):
+                    if converting and self.stops_reading(found):
                         converting = False  # an invalid file: finish says why
                 if converting:
                     done: GroupConversion = converted.result()

@@ -409,8 +409,7 @@ class ParquetSource(Source):
                     self.found = ChunkedRead((found,))
                     return
                 findings.append(found)
-                broken = broken or bool(found.nulls or found.null_dependencies or found.nan
-                                        or found.extras_json or found.null_feature is not None)
+                broken = broken or self.stops_reading(found)
             if broken:
                 continue  # an invalid file: finish says why
             # the header goes with the first document that has jobs (its losses once)
@@ -431,6 +430,13 @@ class ParquetSource(Source):
         if check:
             self.found = stream.finish(parts, findings,
                                        lambda index: stream.reread_dependencies(opened, index))
+
+    @staticmethod
+    def stops_reading(found: Any) -> bool:
+        """Whether a row group's findings make the file invalid where its rows are read (a
+        null, NaN, text that is not JSON): the row groups from there on are only checked."""
+        return bool(found.nulls or found.null_dependencies or found.nan or found.extras_json
+                    or found.null_feature is not None)
 
     def verdict(self) -> Any:
         return self.found
