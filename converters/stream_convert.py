@@ -56,6 +56,12 @@ rules (Parquet a row group at a time, ``read_parts``; SWF and GWF through their 
 readers), and renamed over OUTPUT only when the input was valid, the conversion refused
 nothing and the output reads back accepted. Standard output and devices get the parts as
 they are written.
+
+With a Dask cluster (``dcx convert --workers N`` / ``--scheduler-address``), a Parquet file's
+chunks are checked, read and made into parts on the workers (``stream_dask``): each chunk's
+work is ``chunk_work``, the function this process runs per chunk, and the engine, told what
+each reading asks of a chunk (``Source.asks``), takes the results in order as it takes a
+chunk here; what it sums, writes and reads back is the same.
 """
 
 from __future__ import annotations
