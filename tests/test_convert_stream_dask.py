@@ -180,14 +180,16 @@ def test_invalid_and_damaged_files_say_the_same(started):
             assert on_cluster_and_here(broken, to)[0] == 1
 
 
-def test_an_existing_cluster_by_its_address(shared):
+def test_an_existing_cluster_by_its_address(shared, converted_on_workers):
     from distributed import Client
 
     with Client(shared) as client:
         address = client.scheduler.address  # inproc://…: the cluster of this process
     data = written(valid_table(40, 7), 3)
     for to in ("parquet", "swf", "gwf"):
+        del converted_on_workers[:]
         on_cluster_and_here(data, to, cluster=("--scheduler-address", address))
+        assert converted_on_workers  # its workers converted the row groups
 
 
 def test_standard_output_gets_the_same_bytes(started, capfd):
