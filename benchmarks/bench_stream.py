@@ -8,12 +8,15 @@ run on a 1,000,000-job trace of the same model:
    (what ``dcx convert`` now does from 16 MB: each chunk parsed once, checked and written
    while the file is first read; a second reading only when a later chunk changes the
    Parquet schema);
-3. ``dcx info`` of the 1M trace read whole (the in-memory path: the model built, then
+3. ``dcx convert`` of the 1M trace to GWF read whole and in chunks (the archive variant its
+   fields choose; each chunk's losses measured in both variants until the file's is
+   known), the two outputs compared byte for byte;
+4. ``dcx info`` of the 1M trace read whole (the in-memory path: the model built, then
    counted) and in chunks (what ``dcx info`` now does from 16 MB: the chunked reader's
    counts);
-4. the 20M pipe: ``dcx validate -``'s wall time, CPU time and peak RSS, and the generator's
+5. the 20M pipe: ``dcx validate -``'s wall time, CPU time and peak RSS, and the generator's
    CPU time (the pipe runs no faster than the generator writes);
-5. the 20M pipe into ``dcx convert - out.parquet --from swf`` (written, read back a row
+6. the 20M pipe into ``dcx convert - out.parquet --from swf`` (written, read back a row
    group at a time, then renamed into place), likewise.
 
 Every figure runs in a fresh subprocess; CPU seconds and peak RSS come from ``os.wait4`` (that
@@ -87,6 +90,16 @@ def piped(jobs: int, *command: str) -> tuple[Usage, Usage]:
             waited(generator, started, "generate_swf.py"))
 
 
+def same_bytes(first: Path, second: Path) -> bool:
+    with first.open("rb") as one, second.open("rb") as other:
+        while True:
+            block = one.read(1 << 20)
+            if block != other.read(1 << 20):
+                return False
+            if not block:
+                return True
+
+
 def row(label: str, usage: Usage) -> None:
     print(f"  {label:<40}{usage[0]:>8.2f}{usage[1]:>8.2f}{usage[2]:>8.0f}")
 
@@ -108,6 +121,15 @@ def main() -> None:
         chunks_convert = dcx("chunks", "convert", "--quiet", str(trace), str(converted))
         row("dcx convert SWF -> Parquet, read whole", whole_convert)
         row("dcx convert SWF -> Parquet, in chunks", chunks_convert)
+        whole_gwf, chunks_gwf = Path(folder) / "whole.gwf", Path(folder) / "chunks.gwf"
+        whole_to_gwf = dcx("whole", "convert", "--quiet", str(trace), str(whole_gwf))
+        chunks_to_gwf = dcx("chunks", "convert", "--quiet", str(trace), str(chunks_gwf))
+        if not same_bytes(whole_gwf, chunks_gwf):
+            raise SystemExit("bench_stream: SWF -> GWF in chunks differs from whole")
+        whole_gwf.unlink()
+        chunks_gwf.unlink()
+        row("dcx convert SWF -> GWF, read whole", whole_to_gwf)
+        row("dcx convert SWF -> GWF, in chunks", chunks_to_gwf)
         whole_info = dcx("whole", "info", str(trace), quiet=True)  # the summary on stdout
         chunks_info = dcx("chunks", "info", str(trace), quiet=True)
         row("dcx info, read whole (before)", whole_info)
@@ -127,6 +149,9 @@ def main() -> None:
     print(f"  convert: peak RSS {piped_convert[2] / whole_convert[2]:.2f}x the {BASE_JOBS:,}-job "
           f"whole-file conversion's for {JOBS / BASE_JOBS:.0f}x the jobs; CPU "
           f"{piped_convert[1] / whole_convert[1]:.1f}x")
+    print(f"  convert SWF -> GWF: in chunks / read whole: CPU "
+          f"{chunks_to_gwf[1] / whole_to_gwf[1]:.1f}x, peak RSS "
+          f"{chunks_to_gwf[2] / whole_to_gwf[2]:.2f}x (outputs identical)")
     print(f"  info: read whole / in chunks: CPU {whole_info[1] / chunks_info[1]:.1f}x, "
           f"peak RSS {whole_info[2] / chunks_info[2]:.1f}x")
     print("targets (issue 18): 20M piped <= 1 GB peak RSS (validate and convert); 1M validate "

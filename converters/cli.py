@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         "output reads back accepted; a device, FIFO or socket is written directly. A "
         "conversion that cannot give an accepted output (the formats share no part, the "
         "target keeps none of the machines or jobs, the writer refuses) exits 1 with one "
-        "line saying why and writes nothing. An SWF input to Parquet or SWF, or a GWF input "
+        "line saying why and writes nothing. An SWF input to Parquet, SWF or GWF, or a GWF input "
         "to Parquet, GWF or SWF, from 16 MB (a file, or stdin that outgrows it) is converted in "
         "chunks as it is read (a Parquet row group each), in bounded memory and without the "
         "input size limit, as is a Parquet file (not a pipe) from 16 MB to Parquet, SWF or "

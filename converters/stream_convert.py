@@ -1,5 +1,5 @@
-"""``dcx convert`` of a trace too large to hold: SWF to Parquet or to SWF, GWF to Parquet, to
-GWF or to SWF, a chunk of whole lines at a time, in memory bounded by the chunk size
+"""``dcx convert`` of a trace too large to hold: SWF to Parquet, to SWF or to GWF, GWF to
+Parquet, to GWF or to SWF, a chunk of whole lines at a time, in memory bounded by the chunk size
 (``dcx.parsing.chunks``), whatever the trace's length; a Parquet file (not a pipe: row groups
 are read by seeking) to Parquet, SWF or GWF a row group at a time (its jobs whole: the rows of
 a job that continues in the next row group are read with it). ``dcx.converters.streaming`` decides
@@ -19,23 +19,29 @@ the target's normal form and writer turn into one
 part: a Parquet row group (``dcx.formats.parquet.codec.rows_of``), SWF job lines or GWF task
 lines (``dcx.formats.gwf.codec.write_part``). Its losses are ``conversion_losses`` of that document,
 summed over the chunks (pointers and lines counted from the start of the file; a job cut
-between chunks is one job, its ``job`` loss, to SWF, counted once).
+between chunks is one job, its ``job`` loss, to SWF, counted once). A target whose losses
+depend on what only the whole input decides (GWF's variant) measures each chunk in every
+form it may take (``Target.losses``) and reports the sum of the one it takes
+(``Target.reported``: GWF's workload fields as the whole header loses them, a value path
+counted only where the file's normal form changes some value of it); when the first
+reading of a file cannot measure them (an SWF preceding job met before its line, a
+dependency to GWF), a second reading measures them before the output is written.
 
 A file is read to check it and find what is written first (Parquet's schema, SWF's header,
 GWF's variant), so its output is the whole-file path's. Parquet and GWF to a regular file
 are written during that reading, with the schema (the variant) the first part gives, and
 kept when the whole file's turns out the same (no later chunk adds a column or widens one,
-no preceding job is met before its line; no later chunk has what only GWF's archive variant
-holds); otherwise, and for SWF, standard output and devices, the file is read again to
-write it. Parquet's schema is the columns any chunk has, in the order they
+no preceding job is met before its line; the chunks' fields make the whole file the GWF
+variant its first chunk's make it); otherwise, and for SWF, standard output and devices,
+the file is read again to write it. Parquet's schema is the columns any chunk has, in the order they
 first appear (as the whole-file writer orders the extras of jobs read line by line); an
 extras column integer in one chunk and not in another is a double, as the whole-file writer
 makes it. A pipe is read once: its Parquet schema is the first chunk's plus every extras
 column the source format has (``swf:``: integers where SWF's field is an integer, doubles
 elsewhere; ``gwf:``: as GWF's archive columns read), null where a chunk has none; its SWF
 header is the one its first chunk holds (a header line among later jobs, which the whole
-file would write at the top, stops it); its GWF variant is its first chunk's (a later task
-that only the archive variant holds stops it).
+file would write at the top, stops it); its GWF variant is its first chunk's (a later chunk
+that makes the whole trace the other variant stops it).
 
 A dependency on a task of another chunk is the one the whole file has: an SWF chunk keeps a
 preceding job it does not hold as an extras value, a GWF chunk's normal form would drop it,
@@ -71,7 +77,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dcx.converters.stream_sources import (
@@ -95,7 +101,7 @@ CODES = (
          "consecutive lines, Parquet ids the target renumbers, to SWF a GWF or Parquet task "
          "with several dependencies, one in another chunk or row group; in a pipe, a "
          "preceding job later in the trace or, to SWF, a header line among later jobs, or, "
-         "to GWF, a task only the archive variant holds after the first chunk)."),
+         "to GWF, a later chunk that makes the trace the other variant than its first)."),
 )
 
 STREAM_PAIRS = frozenset((source, name) for name, target in TARGETS.items()
@@ -183,6 +189,14 @@ class _Losses:
         continued = jobs <= 1 and bool(piece.tasks_before) and self.cut_job_counted
         self.cut_job_counted = last or continued
 
+    def reported(self, losses: tuple[Loss, ...]) -> _Losses:
+        """These losses as ``losses`` gives them (``Target.reported``)."""
+        if losses == self.losses():
+            return self
+        return replace(self, counts={loss.field: loss.count for loss in losses},
+                       details={**self.details, **{loss.field: loss.detail for loss in losses}},
+                       firsts={**self.firsts, **{loss.field: loss.first for loss in losses}})
+
     def losses(self) -> tuple[Loss, ...]:
         return tuple(Loss(path, self.counts[path], self.details[path], self.firsts[path])
                      for path in sorted(self.counts, key=_FIELD_ORDER.__getitem__))
@@ -208,7 +222,13 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
     target = TARGETS[target_name](source, reopenable)
     target.strict = strict
     later: list[Any] = []
-    summed = _Losses()
+    sums: dict[Any, _Losses] = {}
+    """The losses summed over chunks, per form the output may take (``Target.losses``)."""
+
+    def summed() -> _Losses:
+        found = sums.get(target.measured_as(), _Losses())
+        return found.reported(target.reported(
+            found.losses(), lambda form: sums[form].counts.keys() if form in sums else ()))
 
     def part_of(piece: Chunk, measure: bool, make: bool = True) -> Any:
         # a chunk converted on a worker (``stream_dask``) comes with its work done
@@ -216,8 +236,9 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
             source, target, piece.read.document, piece.problem, later, measure, make)
         assert work.measured >= measure and work.made >= make, "a reading not announced"
         if work.losses is not None:
-            summed.add(work.losses, piece)
-            summed.join_cut_job(piece, work.ends)
+            for form, losses in work.losses.items():
+                sums.setdefault(form, _Losses()).add(losses, piece)
+                sums[form].join_cut_job(piece, work.ends[form])
         if work.problem is not None:
             raise NotStreamable(work.problem)
         return work.part
@@ -236,8 +257,8 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
 
     def conversion(verdict: Any, written: int) -> StreamedConversion:
         return StreamedConversion(
-            verdict.diagnostics, _loss_warnings(summed, strict, target.spec) + target.warned,
-            summed.losses(), ReadResult(None, source_map=summed.places),
+            verdict.diagnostics, _loss_warnings(summed(), strict, target.spec) + target.warned,
+            summed().losses(), ReadResult(None, source_map=summed().places),
             written if target.jobs_are_rows else source.jobs(verdict, written), True)
 
     def at_end() -> Workload:
@@ -248,10 +269,10 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
             raise _Refused(StreamedConversion(verdict.diagnostics))
         if not reopenable and any(map(source.in_file, later)):
             raise NotStreamable(source.later_in_pipe)
-        refused = _refused(summed, verdict.jobs or 0, strict, source.spec, target.spec)
+        refused = _refused(summed(), verdict.jobs or 0, strict, source.spec, target.spec)
         if refused is not None:
-            raise _Refused(StreamedConversion(verdict.diagnostics, refused, summed.losses(),
-                                              ReadResult(None, source_map=summed.places)))
+            raise _Refused(StreamedConversion(verdict.diagnostics, refused, summed().losses(),
+                                              ReadResult(None, source_map=summed().places)))
         return target.header(source)
 
     try:
@@ -276,6 +297,10 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
                     if unstreamable is not None:
                         raise unstreamable
                     target.resolved(source.in_file)
+                    if target.measures_again():
+                        sums.clear()
+                        for piece in source.reads(chunks(), check=False):
+                            part_of(piece, measure=True, make=False)
                     header = at_end()
                     if early is not None and target.finish_early(header):
                         problem = target.read_back(early.path)
@@ -307,10 +332,11 @@ class ChunkWork:
     """What one chunk's document becomes (``chunk_work``): in this process, or on a Dask
     worker, whence it goes back to the engine, which sums the losses in chunk order."""
 
-    losses: tuple[Loss, ...] | None = None
-    """Its ``conversion_losses`` (pointers in the chunk), when measured."""
-    ends: tuple[bool, bool, int] = (False, False, 0)
-    """Its ``cut_ends``, when measured."""
+    losses: dict[Any, tuple[Loss, ...]] | None = None
+    """Its losses (pointers in the chunk) in each form the output may take
+    (``Target.losses``), when measured."""
+    ends: dict[Any, tuple[bool, bool, int]] = field(default_factory=dict)
+    """Its ``cut_ends`` in each of those forms, when measured."""
     part: Any = None
     """The target's part, when made."""
     problem: str | None = None
@@ -325,8 +351,6 @@ def chunk_work(source: Source, target: Target, document: Document | None,
     """The chunk's document without what the source takes out of it (dependencies on tasks
     of other chunks), its losses (``measure``) and the target's part (``make``); stopped at
     the first step that finds it cannot be converted on its own."""
-    from dcx.converters.losses import conversion_losses
-
     work = ChunkWork(measured=measure, made=make)
     try:
         if problem is not None:
@@ -336,8 +360,9 @@ def chunk_work(source: Source, target: Target, document: Document | None,
                              if target.dependencies_across
                              else (source.own_chunk(document), {}))
         if measure:
-            work.losses = tuple(conversion_losses(document, target.spec))
-            work.ends = cut_ends(document, any(loss.field == "job" for loss in work.losses))
+            work.losses = target.losses(document, earlier)
+            work.ends = {form: cut_ends(document, any(loss.field == "job" for loss in losses))
+                         for form, losses in work.losses.items()}
         unstreamable = source.unstreamable(document, target.spec)
         if unstreamable is not None:
             raise NotStreamable(unstreamable)

@@ -6,12 +6,13 @@ module docstring."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dcx.converters.stream_sources import PRECEDING_KEY, NotStreamable, Source, SwfSource
 from dcx.core.declaration import FormatDeclaration
-from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.diagnostics import Diagnostic, Loss, error, warning
+from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Workload
 
 if TYPE_CHECKING:
@@ -146,6 +147,30 @@ class Target:
 
     def rows(self, part: Any) -> int:
         raise NotImplementedError
+
+    def losses(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]
+               ) -> dict[Any, tuple[Loss, ...]]:
+        """A chunk's losses in each form the output may take, until the input says which
+        (``measured_as``; GWF's variant): here the one the target's normal form gives."""
+        from dcx.converters.losses import conversion_losses
+
+        return {None: conversion_losses(document, self.spec)}
+
+    def measured_as(self) -> Any:
+        """Which of ``losses``' forms the output takes, once the input is read."""
+        return None
+
+    def measures_again(self) -> bool:
+        """After ``resolved``: the first reading's losses are not the whole file's, so a
+        second reading measures them before the output is written."""
+        return False
+
+    def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
+                 ) -> tuple[Loss, ...]:
+        """The losses of the conversion, given ``losses``, those the chunks' losses in the
+        output's form sum to, once the input is read (``counted``: the paths the chunks
+        counted in a form)."""
+        return losses
 
     def observe(self, part: Any, unknown: list[Any]) -> None:
         """A part of the first reading of a file (nothing is written then), and the
@@ -387,23 +412,34 @@ def _read_back_in_chunks(target: Target, path: str) -> Diagnostic | None:
 
 class GwfTarget(Target):
     """GWF task lines, after the header line of the file's variant (``codec.write_part``):
-    a file's is known from its first reading, which writes in its first chunk's variant and
-    is kept when no later chunk makes it the other (else the file is read again); a pipe's
-    is its first chunk's, and a later chunk that would make it the other stops the
-    conversion."""
+    the variant ``codec.variant_for`` the unions of the chunks' ``codec.variant_fields``
+    (a dependency on a task of another chunk counted with its chunk, as the whole file
+    counts it), as the whole file's are one set. A file's is known from its first reading,
+    which writes in its first chunk's variant and is kept when the whole file's turns out
+    the same (else the file is read again); a pipe's is its first chunk's, and a later
+    chunk that makes the file the other stops the conversion. A chunk's losses are measured
+    in both variants until the file's is known (``losses``), with its dependencies on tasks
+    of other chunks; a preceding job (SWF) the first reading did not know, which turns out
+    to be a job of the file, is a dependency its chunk's losses did not have: a second
+    reading measures them again (``measures_again``)."""
 
-    sources = frozenset({"gwf", "parquet"})
+    sources = frozenset({"swf", "gwf", "parquet"})
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import gwf
 
         self.spec = gwf.FORMAT
+        self.source = source
         self.dependencies_across = True
         self.observes = True
         self.variant: Variant | None = None
         """The file's variant, once the first reading has seen every chunk."""
-        self.archive = False
-        """Some chunk's variant so far is the archive variant."""
+        self.only_archive: frozenset[str] = frozenset()
+        self.only_workflow: frozenset[str] = frozenset()
+        """The unions of the chunks' ``codec.variant_fields`` so far."""
+        self.unknown: list[Any] = []
+        """The preceding jobs the first reading's chunks did not know."""
+        self.unknown_in_file = False
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.core.columns import columns_of
@@ -414,16 +450,82 @@ class GwfTarget(Target):
         columns = columns_of(workload)
         tasks = len(columns) if columns is not None else sum(len(job.tasks)
                                                              for job in workload.jobs)
-        return restored, codec.chunk_variant(workload), tasks
+        return restored, codec.variant_fields(workload), tasks
 
     def rows(self, part: Any) -> int:
         return int(part[2])
 
+    def losses(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]
+               ) -> dict[Any, tuple[Loss, ...]]:
+        from dataclasses import replace
+
+        from dcx.converters.losses import conversion_losses
+        from dcx.core.restrict import _recorded_use
+        from dcx.formats.gwf import codec
+
+        restored = _restored(document, earlier)
+        use = _recorded_use(restored, self.spec.name)
+        used = {path for path in _VALUE_PATHS if path in use.used or path in use.foreign}
+        found: dict[Any, tuple[Loss, ...]] = {}
+        for variant in (self.variant,) if self.variant is not None else ("workflow", "archive"):
+            normal, lost = codec.part_normal_form(restored, variant)
+            # a path whose values the file's normal form changes counts every value of it,
+            # changed or not (``dropped_values``): each chunk counts its own, and says which
+            # it changes (the form ``(_CHANGED, variant)``); those the file's normal form
+            # changes nowhere are left out at the end (``not_lost``)
+            claimed = lost | used
+            spec = replace(self.spec, normal_form_losses=_changing(claimed))
+            found[variant] = conversion_losses(restored, spec, normal)
+            found[_CHANGED, variant] = tuple(Loss(path, 1, "", None)
+                                             for path in sorted(lost & _VALUE_PATHS))
+        return found
+
+    def measured_as(self) -> Any:
+        return self.variant
+
+    def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
+                 ) -> tuple[Loss, ...]:
+        """Without the value paths the file's normal form changes nowhere, and with the
+        workload's own fields as the header the whole input gives loses them (each chunk
+        has the header lines it holds; the whole file one workload of them all)."""
+        from dataclasses import replace
+
+        from dcx.converters.losses import conversion_losses
+
+        not_lost = _VALUE_PATHS - frozenset(counted((_CHANGED, self.variant)))
+        header = self.source.header(replace(self.spec, normal_form=None))
+        of_header = conversion_losses(Document(workload=replace(header, jobs=())), self.spec)
+        kept = [loss for loss in losses if loss.field not in not_lost
+                and not loss.field.startswith("workload.")]
+        order = {path: index for index, path in enumerate(FIELDS)}
+        return tuple(sorted((*kept, *(loss for loss in of_header
+                                      if loss.field.startswith("workload."))),
+                            key=lambda loss: order[loss.field]))
+
+    def measures_again(self) -> bool:
+        return self.unknown_in_file
+
+    def _add(self, fields: tuple[frozenset[str], frozenset[str]]) -> Variant:
+        """The variant of the chunks so far, with one more chunk's ``fields``."""
+        from dcx.formats.gwf import codec
+
+        self.only_archive |= fields[0]
+        self.only_workflow |= fields[1]
+        return codec.variant_for(self.only_archive, self.only_workflow)
+
     def observe(self, part: Any, unknown: list[Any]) -> None:
-        self.archive = self.archive or part[1] == "archive"
+        self._add(part[1])
+        self.unknown.extend(unknown)
 
     def resolved(self, in_file: Callable[[Any], bool]) -> None:
-        self.variant = "archive" if self.archive else "workflow"
+        from dcx.formats.gwf import codec
+
+        # a preceding job the first reading did not know, a job of the file after all, is a
+        # dependency (what only the workflow variant holds)
+        self.unknown_in_file = any(map(in_file, self.unknown))
+        if self.unknown_in_file:
+            self.only_workflow |= {"task.dependencies"}
+        self.variant = codec.variant_for(self.only_archive, self.only_workflow)
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:
@@ -431,21 +533,29 @@ class GwfTarget(Target):
 
         rows = 0
         variant: Variant | None = self.variant
+        piped = variant is None
         with binary(sink) as stream:
-            for document, chunk_variant, count in parts:
-                if variant is None:  # a pipe: its first chunk's
-                    variant = chunk_variant
+            for document, fields, count in parts:
+                if piped:  # a pipe: written in its first chunk's variant
+                    so_far = self._add(fields)
+                    variant = so_far if variant is None else variant
+                assert variant is not None
                 if not rows:
                     stream.write((codec.header_line(variant) + "\n").encode())
-                if chunk_variant == "archive" and variant != "archive":
-                    raise NotStreamable("a task that only the archive variant holds after "
-                                        "the first chunk (the whole file is written in "
-                                        "that variant)")
                 stream.write(codec.write_part(document, variant))
                 rows += count
+            if piped:
+                self.variant = codec.variant_for(self.only_archive, self.only_workflow)
+                if variant is not None and self.variant != variant:
+                    raise NotStreamable(
+                        "a task that only the archive variant holds after the first chunk "
+                        "(the whole file is written in that variant)" if variant == "workflow"
+                        else "a dependency or a workflow of several tasks after the first "
+                        "chunk, which make the file the workflow variant (the whole file "
+                        "is written in that variant)")
             at_end()
             if not rows:
-                stream.write((codec.header_line(variant or "workflow") + "\n").encode())
+                stream.write((codec.header_line(self.variant or "workflow") + "\n").encode())
         return rows
 
     def read_back(self, path: str) -> Diagnostic | None:
@@ -461,23 +571,20 @@ class GwfTarget(Target):
     def write_early(self, part: Any, unknown: bool) -> None:
         from dcx.formats.gwf import codec
 
-        document, chunk_variant, count = part
+        document, _, count = part
         if self.early_path is None or not count:
             return
-        if self.early_variant is None:
-            self.early_variant = chunk_variant
+        if self.early_variant is None:  # the variant of the chunks so far (observed)
+            self.early_variant = codec.variant_for(self.only_archive, self.only_workflow)
             self.early_stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
-            self.early_stream.write((codec.header_line(chunk_variant) + "\n").encode())
-        elif chunk_variant == "archive" != self.early_variant:  # the file's, after all
-            self.close_early()
-            self.early_path = None
-            return
+            self.early_stream.write((codec.header_line(self.early_variant) + "\n").encode())
         self.early_stream.write(codec.write_part(document, self.early_variant))
         self.early_rows += count
 
     def finish_early(self, header: Workload) -> bool:
+        # (a preceding job met before its line is a dependency the early lines lack)
         if self.early_path is None or self.early_stream is None \
-                or self.early_variant != self.variant:
+                or self.early_variant != self.variant or self.unknown_in_file:
             return False
         self.close_early()
         return True
@@ -486,6 +593,23 @@ class GwfTarget(Target):
         stream, self.early_stream = getattr(self, "early_stream", None), None
         if stream is not None:
             stream.close()
+
+
+_CHANGED = "changed"
+"""``GwfTarget.losses``' forms ``(_CHANGED, variant)``: the value paths a chunk's normal
+form in that variant changes."""
+
+_VALUE_PATHS = frozenset({
+    "task.submit_time_s", "task.runtime_s", "task.requested_time_s", "task.request.cores",
+    "task.request.memory_mb", "task.user", "task.group", "task.dependencies",
+    "task.dependencies.multiple"})
+"""The held task fields whose values GWF's normal form may change (``codec._Normalizer``),
+which a chunk's losses count for the file (``GwfTarget.losses``)."""
+
+
+def _changing(paths: frozenset[str]) -> Callable[[Document], frozenset[str]]:
+    """A ``normal_form_losses`` by which the normal form changes ``paths`` of any document."""
+    return lambda _: paths
 
 
 def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Document:

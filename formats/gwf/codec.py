@@ -578,6 +578,17 @@ class _Normalizer:
 def variant_of(workload: Workload) -> Variant:
     """The variant ``write`` writes (see What dcx writes): the archive when the field paths
     only it keeps outnumber those only the workflow variant keeps."""
+    return variant_for(*_variant_fields_of_rows(workload))
+
+
+def variant_for(only_archive: frozenset[str], only_workflow: frozenset[str]) -> Variant:
+    """``variant_of`` a workload whose field paths only the archive variant keeps are
+    ``only_archive`` and those only the workflow variant keeps ``only_workflow``."""
+    return "archive" if len(only_archive) > len(only_workflow) else "workflow"
+
+
+def _variant_fields_of_rows(workload: Workload) -> tuple[frozenset[str], frozenset[str]]:
+    """``variant_fields`` task by task."""
     only_archive: set[str] = set()
     only_workflow: set[str] = set()
     for job in workload.jobs:
@@ -601,7 +612,7 @@ def variant_of(workload: Workload) -> Variant:
             if task.extras and any(key in _ARCHIVE_EXTRA_KEYS and _archive_column(key, value)
                                    for key, value in task.extras.items()):
                 only_archive.add("task.extras")
-    return "archive" if len(only_archive) > len(only_workflow) else "workflow"
+    return frozenset(only_archive), frozenset(only_workflow)
 
 
 def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
@@ -812,26 +823,50 @@ def write_rows(document: Document) -> WriteResult:
 # --------------------------------------------------------------------------- chunks
 
 
-def chunk_variant(workload: Workload) -> Variant:
-    """``variant_of`` a chunk's workload (a file's is the archive variant when any of its
-    chunks' is, for a file dcx reads: see ``write_part``)."""
+def variant_fields(workload: Workload) -> tuple[frozenset[str], frozenset[str]]:
+    """The field paths of ``workload`` that only the archive variant keeps and those only the
+    workflow variant keeps: ``variant_of`` compares their numbers, a file written a chunk at
+    a time the numbers of their unions over its chunks (``variant_for``)."""
     columns = columns_of(workload)
     if columns is not None:
-        from dcx.formats.gwf.columnar import columns_variant
+        from dcx.formats.gwf.columnar import columns_variant_fields
 
-        variant = columns_variant(columns)
-        if variant is not None:
-            return variant
-    return variant_of(workload)
+        fields = columns_variant_fields(columns)
+        if fields is not None:
+            return fields
+    return _variant_fields_of_rows(workload)
+
+
+def part_normal_form(document: Document, variant: Variant) -> tuple[Document, frozenset[str]]:
+    """``normal_form`` of a chunk of a file written in ``variant``, every dependency naming
+    a task of the file (``write_part``'s), and the held field paths it changes: what a
+    chunk's losses are measured against."""
+    workload = document.workload
+    own_document_keys = any(key.startswith(EXTRA_PREFIX) for key in document.extras)
+    if workload is None:
+        return normal_form(document), frozenset()
+    columns = columns_of(workload)
+    found = None
+    if columns is not None:
+        from dcx.core.columns import JobRows
+        from dcx.formats.gwf.columnar import part_columns
+
+        found = part_columns(columns, variant)
+    if found is not None:
+        lost = set(found[1])
+        new_workload = workload if found[0] is columns else replace(workload,
+                                                                    jobs=JobRows(found[0]))
+    else:
+        new_workload, lost = _normal_jobs(workload, variant, dependencies_known=True)
+    return _without_own_workload_keys(document, new_workload, lost, own_document_keys), \
+        frozenset(lost)
 
 
 def write_part(document: Document, variant: Variant) -> bytes:
     """The task lines (no header line) ``write`` writes for a chunk of a GWF file, whose
-    variant is ``variant``, every dependency naming a task of the file (maybe in another
-    chunk), so kept as it is. For a workload read from GWF, the file's variant is the
-    archive variant when any chunk's is: an archive file's tasks are jobs of their own
-    without dependencies (nothing only the workflow variant writes), a workflow file has
-    nothing only the archive variant writes."""
+    variant is ``variant`` (``variant_for`` the unions of its chunks' ``variant_fields``),
+    every dependency naming a task of the file (maybe in another chunk), so kept as it
+    is."""
     workload = document.workload or Workload()
     columns = columns_of(workload)
     if columns is not None:

@@ -12,7 +12,7 @@ as plain numbers or text, is left to the row writer: ``written_columns`` says ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dcx.core.columns import ExtraColumn, Strings, WorkloadColumns, all_distinct, all_found
@@ -60,15 +60,16 @@ def written_columns(columns: WorkloadColumns, variant: Variant | None = None,
     return _workflow_file(columns, extras, sizes, np)
 
 
-def columns_variant(columns: WorkloadColumns) -> Variant | None:
-    """``codec.variant_of`` on the arrays, or ``None`` where they hold extras this path
+def columns_variant_fields(columns: WorkloadColumns
+                           ) -> tuple[frozenset[str], frozenset[str]] | None:
+    """``codec.variant_fields`` on the arrays, or ``None`` where they hold extras this path
     does not read (then the rows decide)."""
     import numpy as np
 
     extras = _Extras.of(columns, np)
     if extras is None:
         return None
-    return "archive" if _archive(columns, extras, np) else "workflow"
+    return _variant_fields(columns, extras, np)
 
 
 def normal_variant(columns: WorkloadColumns) -> Variant | None:
@@ -113,6 +114,62 @@ def normal_variant(columns: WorkloadColumns) -> Variant | None:
                                         or not all_found(columns.dependency_ids, columns.ids)):
         return None
     return "workflow"
+
+
+def part_columns(columns: WorkloadColumns, variant: Variant
+                 ) -> tuple[WorkloadColumns, frozenset[str]] | None:
+    """``codec.part_normal_form``'s workload of ``columns`` written in ``variant`` (every
+    dependency naming a task of the file), column by column, and the held field paths it
+    changes: only what the variant has no column for (the archive variant's dependencies,
+    the workflow variant's requested time, memory, user and group) is changed. ``None``
+    where the normal form changes more (ids, values): the rows build it then."""
+    import numpy as np
+
+    if not _plain_ids(columns.ids, np):
+        return None
+    extras = _Extras.of(columns, np)
+    archive = variant == "archive"
+    cores = columns.cores
+    if extras is None or not (
+            bool(np.all(whole_cores(cores, np) == cores))
+            and bool(np.all(_known_submits(columns.submit_time_s, np) == columns.submit_time_s))
+            and _known_or_none(columns.runtime_s, np)
+            and _gwf_extras_kept(columns, extras, archive, np)):
+        return None
+    sizes = np.diff(columns.job_offsets)
+    if archive:
+        firsts = columns.ids[columns.job_offsets[:-1][sizes > 0]]
+        memory = columns.memory_mb
+        known_memory = ~np.isnan(memory)
+        if not (bool(np.all(sizes <= 1))
+                and bool(np.all(np.asarray(firsts == columns.job_ids[sizes > 0], dtype=bool)))
+                and _known_or_none(columns.requested_time_s, np)
+                and bool(np.all(memories(memory, cores, np)[known_memory]
+                                == memory[known_memory]))
+                and all(bool(np.all(_names(names, np)[1][names.codes >= 0]))
+                        for names in (columns.user, columns.group))):
+            return None
+        if not len(columns.dependency_ids):
+            return columns, frozenset()
+        several = bool(np.any(np.diff(columns.dependency_offsets) > 1))
+        return replace(columns, dependency_ids=columns.dependency_ids[:0],
+                       dependency_offsets=np.zeros_like(columns.dependency_offsets)), \
+            frozenset({"task.dependencies", *(("task.dependencies.multiple",) if several
+                                              else ())})
+    if not _plain_ids(columns.job_ids[sizes > 0], np) or (
+            len(columns.dependency_ids) and not _plain_ids(columns.dependency_ids, np, False)):
+        return None
+    lost = {path for path, known in (
+        ("task.requested_time_s", np.any(~np.isnan(columns.requested_time_s))),
+        ("task.request.memory_mb", np.any(~np.isnan(columns.memory_mb))),
+        ("task.user", np.any(columns.user.codes >= 0)),
+        ("task.group", np.any(columns.group.codes >= 0))) if bool(known)}
+    if not lost:
+        return columns, frozenset()
+    unknown = np.full(len(columns), np.nan)
+    nobody = Strings(np.full(len(columns), -1, dtype=np.int32), ())
+    return replace(columns, requested_time_s=unknown, memory_mb=unknown, user=nobody,
+                   group=nobody), frozenset(lost)
 
 
 def _known_or_none(values: Any, np: Any) -> bool:
@@ -289,21 +346,32 @@ def _names(names: Strings, np: Any) -> tuple[Any, Any]:
 def _archive(columns: WorkloadColumns, extras: _Extras, np: Any) -> bool:
     """``codec.variant_of`` is ``archive``: the field paths only it writes outnumber those
     only the workflow variant writes."""
+    only_archive, only_workflow = _variant_fields(columns, extras, np)
+    return len(only_archive) > len(only_workflow)
+
+
+def _variant_fields(columns: WorkloadColumns, extras: _Extras, np: Any
+                    ) -> tuple[frozenset[str], frozenset[str]]:
+    """The field paths only the archive variant writes and those only the workflow variant
+    writes (``codec.variant_fields``)."""
     sizes = np.diff(columns.job_offsets)
     filled = sizes > 0
     firsts = columns.ids[columns.job_offsets[:-1][filled]]
     regrouped = bool(np.any(sizes[filled] != 1)) or bool(
         np.any(np.asarray(firsts != columns.job_ids[filled], dtype=bool)))
     dependencies = np.diff(columns.dependency_offsets)
-    only_workflow = regrouped + bool(np.any(dependencies > 0)) + bool(np.any(dependencies > 1))
     cores = whole_cores(columns.cores, np)
-    only_archive = (
-        bool(np.any(~np.isnan(known_times(columns.requested_time_s, np))))
-        + bool(np.any(~np.isnan(memories(columns.memory_mb, cores, np))))
-        + bool(np.any(_names(columns.user, np)[1]))
-        + bool(np.any(_names(columns.group, np)[1]))
-        + any(bool(np.any(kept)) for _, kept in extras.archive.values()))
-    return only_archive > only_workflow
+    only_workflow = {path for path, used in (
+        ("job", regrouped), ("task.dependencies", bool(np.any(dependencies > 0))),
+        ("task.dependencies.multiple", bool(np.any(dependencies > 1)))) if used}
+    only_archive = {path for path, used in (
+        ("task.requested_time_s", np.any(~np.isnan(known_times(columns.requested_time_s, np)))),
+        ("task.request.memory_mb", np.any(~np.isnan(memories(columns.memory_mb, cores, np)))),
+        ("task.user", np.any(_names(columns.user, np)[1])),
+        ("task.group", np.any(_names(columns.group, np)[1])),
+        ("task.extras", any(bool(np.any(kept)) for _, kept in extras.archive.values())),
+    ) if bool(used)}
+    return frozenset(only_archive), frozenset(only_workflow)
 
 
 # --------------------------------------------------------------------------- files

@@ -59,11 +59,13 @@ up, with its line numbers counted from the start of the file. Between chunks onl
 header, the error count, the job numbers (as ranges while they count up by one, as the
 archives number jobs; otherwise 8 bytes each) and the jobs that name a preceding job are
 kept, so memory does not grow with the trace. The diagnostics are the line-by-line reader's,
-in its order, byte for byte. ``dcx convert`` to Parquet or SWF converts the same inputs in chunks
-(``dcx.converters.stream_convert``): each chunk, checked as above and read by the whole-file
-reader, becomes one Parquet row group or its SWF lines, so the trace's length does not bound
-it either; a job whose preceding job is another chunk's keeps it as its dependency, and job
-numbers that mix integers and text (which the whole file would renumber) stop it
+in its order, byte for byte. ``dcx convert`` to Parquet, SWF or GWF converts the same inputs in
+chunks (``dcx.converters.stream_convert``): each chunk, checked as above and read by the
+whole-file reader, becomes one Parquet row group or its SWF or GWF lines, so the trace's
+length does not bound it either; a job whose preceding job is another chunk's keeps it as
+its dependency, GWF's variant is the one the whole trace's fields choose (a file is read
+again when its first chunk's choose the other; a pipe stops), and job numbers that mix
+integers and text (which the whole file would renumber) stop it
 (``convert.not-streamable``). Other targets and ``dcx info`` still read the whole input (up
 to the input size limit).
 
