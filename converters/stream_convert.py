@@ -2,8 +2,9 @@
 Parquet, to GWF or to SWF, a chunk of whole lines at a time, in memory bounded by the chunk size
 (``dcx.parsing.chunks``), whatever the trace's length; a Parquet file (not a pipe: row groups
 are read by seeking) to Parquet, SWF or GWF a row group at a time (its jobs whole: the rows of
-a job that continues in the next row group are read with it). ``dcx.converters.streaming`` decides
-when (the inputs ``dcx validate`` streams); this module converts.
+a job that continues in the next row group are read with it). Those inputs convert to a Batsim
+workload the same way (``stream_targets_json``). ``dcx.converters.streaming``
+decides when (the inputs ``dcx validate`` streams); this module converts.
 
 One engine for every source format (this module); a ``Source`` is what differs between them
 (``stream_sources``: its chunked checker, how a chunk is read, what the chunks say of one
@@ -269,6 +270,9 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
             raise _Refused(StreamedConversion(verdict.diagnostics))
         if not reopenable and any(map(source.in_file, later)):
             raise NotStreamable(source.later_in_pipe)
+        held = target.refusal(source.spec, verdict) if verdict.jobs else None
+        if held is not None:
+            raise _Refused(StreamedConversion(verdict.diagnostics, (held,)))
         refused = _refused(summed(), verdict.jobs or 0, strict, source.spec, target.spec)
         if refused is not None:
             raise _Refused(StreamedConversion(verdict.diagnostics, refused, summed().losses(),
@@ -361,7 +365,8 @@ def chunk_work(source: Source, target: Target, document: Document | None,
                              else (source.own_chunk(document), {}))
         if measure:
             work.losses = target.losses(document, earlier)
-            work.ends = {form: cut_ends(document, any(loss.field == "job" for loss in losses))
+            work.ends = {form: target.cut_ends(document, any(loss.field == "job"
+                                                             for loss in losses))
                          for form, losses in work.losses.items()}
         unstreamable = source.unstreamable(document, target.spec)
         if unstreamable is not None:

@@ -145,6 +145,19 @@ class Target:
         """What the output writes first: the input's header read so far."""
         return source.header(self.spec)
 
+    def cut_ends(self, document: Document, counted: bool) -> tuple[bool, bool, int]:
+        """Whether the first and the last job of a chunk's ``document`` count a ``job``
+        loss, and its number of jobs (``counted``: the chunk counted ``job`` losses), once
+        its ``losses`` are measured: ``stream_convert.cut_ends``, in the document as given."""
+        from dcx.converters.stream_convert import cut_ends
+
+        return cut_ends(document, counted)
+
+    def refusal(self, source: FormatDeclaration, verdict: Any) -> Diagnostic | None:
+        """Why the whole-file path would refuse the input (``verdict``, all read, with jobs)
+        for what the target made of it, if it would (``convert.nothing-held``)."""
+        return None
+
     def rows(self, part: Any) -> int:
         raise NotImplementedError
 
@@ -391,21 +404,31 @@ class SwfTarget(Target):
 def _read_back_in_chunks(target: Target, path: str) -> Diagnostic | None:
     """Why the text output at ``path`` is not accepted by its format's chunked reader, if it
     is not; what it warns of and the input did not goes to ``target.warned``."""
-    from dcx.converters.catalogue import conformance_codes
     from dcx.parsing import chunks
 
     spec = target.spec
     assert spec.read_chunks is not None
     with open(path, "rb") as stream:
         found = spec.read_chunks(chunks.line_chunks(stream.read, b"", chunks.CHUNK_BYTES))
-    rejected = [d for d in found.diagnostics if d.is_error or d.code in conformance_codes()]
-    if rejected:
+    return judged(target, found.diagnostics)
+
+
+def judged(target: Target, diagnostics: Sequence[Diagnostic], unread: bool = False
+           ) -> Diagnostic | None:
+    """Why an output whose reading back gave ``diagnostics`` (``unread``: and no document)
+    is not accepted, if it is not; what it warns of and the input did not goes to
+    ``target.warned``."""
+    from dcx.converters.catalogue import conformance_codes
+
+    spec = target.spec
+    rejected = [d for d in diagnostics if d.is_error or d.code in conformance_codes()]
+    if rejected or unread:
         return invalid_output(spec.name, rejected)
     inherited = {d.code for d in target.verdict.diagnostics} if target.verdict else set()
     severity = error if target.strict else warning
     target.warned = tuple(severity(f"the {spec.name} output will warn: {d.message}",
                                    "convert.output-warning")
-                          for d in found.diagnostics if d.code not in inherited)
+                          for d in diagnostics if d.code not in inherited)
     refused = [d for d in target.warned if d.is_error]
     return refused[0] if refused else None
 
@@ -655,8 +678,30 @@ def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> 
     return replace(document, workload=replace(workload, jobs=tuple(jobs)))
 
 
-TARGETS: dict[str, type[Target]] = {
-    "parquet": ParquetTarget, "swf": SwfTarget, "gwf": GwfTarget}
+class _Elsewhere:
+    """A target of a module that imports this one (``stream_targets_json``), imported when
+    first used."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def loaded(self) -> type[Target]:
+        import importlib
+
+        kind: type[Target] = getattr(importlib.import_module(self.module), self.name)
+        return kind
+
+    @property
+    def sources(self) -> frozenset[str]:
+        return self.loaded().sources
+
+    def __call__(self, source: Source, reopenable: bool) -> Target:
+        return self.loaded()(source, reopenable)
+
+
+TARGETS: dict[str, type[Target] | _Elsewhere] = {
+    "parquet": ParquetTarget, "swf": SwfTarget, "gwf": GwfTarget,
+    "batsim": _Elsewhere("dcx.converters.stream_targets_json", "BatsimTarget")}
 
 
 @contextlib.contextmanager

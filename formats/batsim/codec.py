@@ -7,7 +7,7 @@ import json
 import math
 import operator
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, TypeGuard
 
@@ -602,9 +602,15 @@ def leaves_out(document: Document) -> str:
     tasks = [task for task in document.workload.tasks()] if document.workload else []
     kept = normal_form(document).workload
     left_out = len(tasks) - (sum(1 for _ in kept.tasks()) if kept is not None else 0)
+    return left_out_reason(left_out, len(tasks))
+
+
+def left_out_reason(left_out: int, tasks: int) -> str:
+    """``leaves_out``'s line for ``left_out`` of ``tasks`` tasks left out (also for a trace
+    converted a chunk at a time, which counts them over its chunks)."""
     if not left_out:
         return ""
-    return (f"Batsim runs a job through a profile, and {left_out} of {len(tasks)} tasks have "
+    return (f"Batsim runs a job through a profile, and {left_out} of {tasks} tasks have "
             "no positive runtime for a delay profile and no compute profile")
 
 
@@ -617,7 +623,15 @@ def write(document: Document) -> WriteResult:
     tasks = list(workload.tasks())
     version = 5 if workload.extras.get(VERSION_KEY) == 5 else 4
     profiles: dict[str, Any] = dict(workload.extras.get(PROFILES_KEY, {}))
-    text = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+    jobs = _job_texts(tasks, profiles, version)
+    nb_res = workload.extras.get(NB_RES_KEY, _derived_nb_res(tasks))
+    return WriteResult(_dumps(head_root(nb_res, workload), jobs, profiles))
+
+
+def _job_texts(tasks: list[Task], profiles: dict[str, Any], version: int) -> list[str]:
+    """Each task's job object as one line of JSON text; the delay profiles they name that
+    ``profiles`` lacks are added to it, in the order the jobs first name them."""
+    text = _TEXT
     jobs = []
     for task in tasks:
         name = task.extras.get(PROFILE_KEY)
@@ -636,29 +650,106 @@ def write(document: Document) -> WriteResult:
                        for key, value in task.extras.items()
                        if key.startswith(PREFIX) and key != PROFILE_KEY)
         jobs.append(", ".join(members) + "}")
-    nb_res = workload.extras.get(NB_RES_KEY, _derived_nb_res(tasks))
+    return jobs
+
+
+_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def head_root(nb_res: Any, workload: Workload) -> dict[str, Any]:
+    """The top-level members written before ``jobs``: ``nb_res``, then the workload's
+    attributes."""
     root: dict[str, Any] = {"nb_res": nb_res}
     root.update({key: value for key, value in workload.attributes.items() if ":" not in key})
-    return WriteResult(_dumps(root, jobs, profiles))
+    return root
+
+
+# Batsim's own layout: one line per job and per profile (a trace of 100,000 jobs stays
+# 100,000 lines). The jobs go between JOBS_OPEN and JOBS_CLOSE, JOB_SEPARATOR between two.
+JOBS_OPEN = '  "jobs": [\n    '
+JOB_SEPARATOR = ",\n    "
+JOBS_CLOSE = "\n  ],\n"
+NO_JOBS = '  "jobs": [],\n'
+
+
+def head_text(root: dict[str, Any]) -> str:
+    """The text before the ``jobs`` member."""
+    return "{\n" + "".join(f"  {_TEXT(key)}: {_TEXT(value)},\n" for key, value in root.items())
+
+
+def profiles_text(profiles: dict[str, Any]) -> str:
+    """The text from the ``profiles`` member to the end."""
+    if not profiles:
+        return '  "profiles": {}\n}\n'
+    return ('  "profiles": {\n    '
+            + ",\n    ".join(f"{_TEXT(name)}: {_TEXT(definition)}"
+                              for name, definition in profiles.items())
+            + "\n  }\n}\n")
 
 
 def _dumps(root: dict[str, Any], jobs: list[str], profiles: dict[str, Any]) -> bytes:
-    """Batsim's own layout: one line per job and per profile (a trace of 100,000 jobs stays
-    100,000 lines)."""
-    text = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+    jobs_text = JOBS_OPEN + JOB_SEPARATOR.join(jobs) + JOBS_CLOSE if jobs else NO_JOBS
+    return (head_text(root) + jobs_text + profiles_text(profiles)).encode()
 
-    lines = ["{"]
-    lines += [f"  {text(key)}: {text(value)}," for key, value in root.items()]
-    lines.append('  "jobs": [' if jobs else '  "jobs": [],')
-    lines += [f"    {job}{',' if index < len(jobs) - 1 else ''}"
-              for index, job in enumerate(jobs)]
-    if jobs:
-        lines.append("  ],")
-    lines.append('  "profiles": {' if profiles else '  "profiles": {}')
-    names = list(profiles)
-    lines += [f"    {text(name)}: {text(profiles[name])}{',' if index < len(names) - 1 else ''}"
-              for index, name in enumerate(names)]
-    if profiles:
-        lines.append("  }")
-    lines.append("}")
-    return ("\n".join(lines) + "\n").encode()
+
+@dataclass(frozen=True)
+class Part:
+    """A part of a workload written a chunk of jobs at a time (``write_part``)."""
+
+    jobs: list[str]
+    """Each written job's object, one line of JSON text each."""
+    profiles: dict[str, Any]
+    """The delay profiles the jobs name, in the order they first name them."""
+    nb_res: int
+    """The largest ``res`` of its jobs (0 for none)."""
+
+
+def part_normal_form(document: Document) -> tuple[Document, frozenset[str]]:
+    """``normal_form`` of a chunk's document and the held field paths it changes."""
+    return _normalized(document)
+
+
+def write_part(normal: Document) -> Part:
+    """The jobs ``write`` writes for a chunk of a workload, given its normal form
+    (``part_normal_form``), when ``part_problem`` finds nothing: the whole workload's
+    ``write`` is ``head_text`` of its header, the parts' jobs in order, then
+    ``profiles_text`` of their profiles merged in order."""
+    workload = normal.workload or Workload()
+    tasks = list(workload.tasks())
+    profiles: dict[str, Any] = {}
+    jobs = _job_texts(tasks, profiles, 4)
+    return Part(jobs, profiles, max((task.request.nodes for task in tasks), default=0))
+
+
+def part_problem(document: Document) -> str | None:
+    """Why ``write_part`` of this chunk's document could differ from what ``write`` of the
+    whole workload writes for its jobs, if it could: ids Batsim cannot take (the whole
+    workload numbers all its tasks 1, 2, … together), ``batsim:`` data kept in the tasks
+    (profile names, named against every profile of the workload) or in the workload (its
+    ``nb_res``, profiles and version are the whole workload's)."""
+    from dcx.core.columns import columns_of
+
+    workload = document.workload
+    if workload is None:
+        return None
+    if any(key.startswith(PREFIX) for key in workload.extras):
+        return "Batsim's nb_res, profiles or version kept in the workload"
+    columns = columns_of(workload)
+    if columns is not None:
+        kept = any(key.startswith(PREFIX) and bool(column.present.any())
+                   for key, column in columns.extras.items())
+        ids = columns.ids
+        if ids.dtype.kind in "iu":
+            writable = not len(ids) or bool((ids >= INT32_MIN).all() and (ids <= INT32_MAX).all())
+        else:
+            writable = all(map(_writable_id, ids.tolist()))
+    else:
+        tasks = [task for job in workload.jobs for task in job.tasks]
+        kept = any(key.startswith(PREFIX) for task in tasks for key in task.extras)
+        writable = all(_writable_id(task.id) for task in tasks)
+    if kept:
+        return "Batsim data kept in the tasks (profile names, job members)"
+    if not writable:
+        return ("job ids Batsim cannot take (32-bit integers, or text without '!' or a "
+                "workload name such as w0): the whole file numbers them all 1, 2, … together")
+    return None
