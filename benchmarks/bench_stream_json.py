@@ -1,9 +1,10 @@
 """Large traces to JSON workloads: ``dcx convert`` of a 1,000,000-job SWF trace
 (``generate_swf.py --blocks``) to a Batsim workload read whole (the in-memory path, what every
 input took before) and in chunks (``stream_targets_json``: the jobs spooled beside OUTPUT
-while the file is read once, the output assembled at the end and read back), and the same
-trace piped into ``dcx convert - out.json --from swf --to batsim``. The outputs are checked
-equal, byte for byte.
+while the file is read once, the output assembled at the end and read back), the same
+trace piped into ``dcx convert - out.json --from swf --to batsim``, and the trace to
+osp-workload read whole and in chunks (the workflows written as they come). The outputs are
+checked equal, byte for byte.
 
 Every figure runs in a fresh subprocess started by ``child.run_child``'s launcher: CPU
 seconds and peak RSS are that step's alone. The read-back of the output (the Batsim reader,
@@ -75,7 +76,17 @@ def main() -> None:
                 and filecmp.cmp(whole_out, piped_out, shallow=False)):
             raise SystemExit("bench_stream_json: the Batsim outputs differ")
         print(f"  output {whole_out.stat().st_size / 1e6:.0f} MB, the same bytes each way")
-    for name, read_whole, in_chunks in (("Batsim", whole, chunks),):
+        osp_whole = dcx("whole", "convert", "--quiet", str(trace), str(whole_out), "--to",
+                        "osp-workload")
+        osp_chunks = dcx("chunks", "convert", "--quiet", str(trace), str(chunks_out), "--to",
+                         "osp-workload")
+        row("SWF -> osp-workload, read whole", osp_whole)
+        row("SWF -> osp-workload, in chunks", osp_chunks)
+        if not filecmp.cmp(whole_out, chunks_out, shallow=False):
+            raise SystemExit("bench_stream_json: the osp-workload outputs differ")
+        print(f"  output {whole_out.stat().st_size / 1e6:.0f} MB, the same bytes each way")
+    for name, read_whole, in_chunks in (("Batsim", whole, chunks),
+                                        ("osp-workload", osp_whole, osp_chunks)):
         print(f"  {name}: in chunks / whole: CPU {in_chunks.cpu_s / read_whole.cpu_s:.2f}x, "
               f"peak RSS {in_chunks.peak_rss_mb / read_whole.peak_rss_mb:.2f}x")
 

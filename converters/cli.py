@@ -147,10 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         "input size limit, as is a Parquet file (not a pipe) from 16 MB to Parquet, SWF or "
         "GWF, a row group at a time; a file output is "
         "still replaced only after it reads back accepted, while stdout gets the chunks as "
-        "they are written. Such SWF, GWF and Parquet inputs also convert to Batsim JSON in "
-        "chunks (the jobs wait in a temporary file beside OUTPUT, or in TMPDIR for stdout, "
-        "until nb_res, written first, is known); that output is read back whole when it is "
-        "within the input size limit, and not read back beyond it. "
+        "they are written. Such SWF, GWF and Parquet inputs also convert to Batsim or "
+        "osp-workload JSON in chunks (Batsim's jobs wait in a temporary file beside OUTPUT, "
+        "or in TMPDIR for stdout, until nb_res, written first, is known); that output is read "
+        "back whole when it is within the input size limit, and not read back beyond it. "
         + _folder_help())
     convert.add_argument("input", metavar="INPUT")
     convert.add_argument("output", metavar="OUTPUT")

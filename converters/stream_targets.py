@@ -701,7 +701,8 @@ class _Elsewhere:
 
 TARGETS: dict[str, type[Target] | _Elsewhere] = {
     "parquet": ParquetTarget, "swf": SwfTarget, "gwf": GwfTarget,
-    "batsim": _Elsewhere("dcx.converters.stream_targets_json", "BatsimTarget")}
+    "batsim": _Elsewhere("dcx.converters.stream_targets_json", "BatsimTarget"),
+    "osp-workload": _Elsewhere("dcx.converters.stream_targets_json", "OspWorkloadTarget")}
 
 
 @contextlib.contextmanager

@@ -28,7 +28,7 @@ from dcx.converters import streaming
 from dcx.converters.cli import main
 from dcx.converters.stream_convert import STREAM_PAIRS
 from dcx.core import limits
-from dcx.formats import batsim, gwf, parquet, swf
+from dcx.formats import batsim, gwf, osp_workload, parquet, swf
 from dcx.formats.gwf import codec as gwf_codec
 from dcx.parsing import chunks
 from tests.test_convert_stream_gwf import interleaved, sample, text_ids
@@ -38,7 +38,7 @@ from tests.test_swf_fast import plain_trace
 from tests.test_swf_stream import bad_trace
 
 READERS = {"swf": swf.read, "gwf": gwf.read, "parquet": parquet.read}
-TARGETS = {"batsim": batsim.FORMAT}
+TARGETS = {"batsim": batsim.FORMAT, "osp-workload": osp_workload.FORMAT}
 
 
 def run(args: list[str], stream: bool, chunk_bytes: int = chunks.CHUNK_BYTES
@@ -64,6 +64,9 @@ def reason_holds(said: str, source: str, data: bytes, to: str) -> bool:
         lost = TARGETS[to].normal_form_losses
         assert lost is not None
         return source == "swf" and "task.id" in lost(read.document)
+    if "task or workflow keys osp-workload cannot write" in said:
+        return to == "osp-workload" and bool({"task.extras", "job.extras"} & set(
+            osp_workload.normal_form_losses(read.document)))
     if "workflow whose tasks are not on consecutive lines" in said:
         return source == "gwf" and interleaved(data)
     if "ids that are text" in said:
@@ -133,7 +136,7 @@ def both(source: str, data: bytes, chunk_bytes: int, *options: str, to: str = "b
 
 
 OPTIONS = st.sampled_from(((), ("--losses",), ("--strict",), ("-v",), ("--output", "json")))
-TO = st.sampled_from(("batsim",))
+TO = st.sampled_from(("batsim", "osp-workload"))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -306,5 +309,67 @@ def test_a_pipe_whose_preceding_job_comes_later_is_refused():
 
 
 def test_the_pairs_are_listed():
-    assert {(source, "batsim") for source in ("swf", "gwf", "parquet")} <= STREAM_PAIRS
+    assert {(source, target) for source in ("swf", "gwf", "parquet")
+            for target in ("batsim", "osp-workload")} <= STREAM_PAIRS
 
+
+def test_osp_workload_keeps_a_workflow_cut_between_chunks_one_workflow():
+    """GWF workflows cut between chunks, dependencies on tasks of earlier and later chunks:
+    one workflow each, the whole file's bytes and report, read line by line or as columns."""
+    from tests.test_convert_stream_gwf import grouped_workflow
+
+    data = grouped_workflow(5, 200).encode()
+    for fast in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            if fast:
+                patch.setattr(gwf_codec, "FAST_READ_BYTES", 0)
+            for chunk_bytes in (1, 700):
+                assert both("gwf", data, chunk_bytes, "--losses",
+                            to="osp-workload") == "converted"
+
+
+def test_osp_workload_times_count_from_the_headers_origin():
+    """Every chunk's ts_submit counts from the UnixStartTime of the first chunk's header;
+    a preceding job later in the file is a dependency (the file is read again)."""
+    data = ("; UnixStartTime: 1000000000\n; TimeZoneString: UTC\n"
+            + "\n".join([job(1, preceding=3), job(2), job(3), job(4, preceding=1)])
+            + "\n").encode()
+    for chunk_bytes in (1, 100):
+        assert both("swf", data, chunk_bytes, "--losses", to="osp-workload") == "converted"
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "in.swf").write_bytes(data)
+        out = Path(folder) / "out.json"
+        assert run(["convert", str(Path(folder) / "in.swf"), str(out), "--to",
+                    "osp-workload"], stream=True, chunk_bytes=1)[0] == 0
+        text = out.read_text()
+    assert '"date_start": "2001-09-09T01:46:40Z"' in text
+    assert '"ts_submit": "2001-09-09T01:47:20+00:00"' in text  # job 4, in its own chunk
+    assert '"depends_on": [\n            "3"\n          ]' in text
+
+
+def test_a_header_line_after_the_first_chunk():
+    """A file whose later chunk holds a header line is read again (the whole file's
+    bytes); a pipe stops at it, in one line, writing nothing."""
+    lines = [job(number) for number in range(1, 60)]
+    lines.insert(40, "; UnixStartTime: 1000000000")  # date_start, and every ts_submit
+    data = swf_lines(*lines)
+    assert both("swf", data, 512, to="osp-workload") == "converted"
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "out.json"
+        done = pipe(data, "convert", "-", str(out), "--from", "swf", "--to", "osp-workload")
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.count(b"\n") == 1
+        assert b"cannot convert in chunks: a header line after the first chunk" in done.stderr
+        assert os.listdir(folder) == []
+
+
+def test_an_osp_workload_pipe_converts_in_chunks():
+    data = plain_trace(6, 300).encode()
+    with tempfile.TemporaryDirectory() as folder:
+        source, whole = Path(folder) / "in.swf", Path(folder) / "whole.json"
+        source.write_bytes(data)
+        assert run(["convert", str(source), str(whole), "--to", "osp-workload"],
+                   stream=False)[0] == 0
+        done = pipe(data, "convert", "-", "-", "--from", "swf", "--to", "osp-workload")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == whole.read_bytes()

@@ -82,7 +82,9 @@ convert`` to Parquet, GWF or SWF converts the same inputs in chunks
 reads it (``codec.read_part``) and written as one part (a row group, or task lines in the
 file's variant: ``codec.write_part``), with the whole-file conversion's bytes; a dependency
 on another chunk's task is kept, a workflow continued in the next chunk stays one job, and a
-workflow whose tasks are apart, or text ids, stop it (``convert.not-streamable``).
+workflow whose tasks are apart, or text ids, stop it (``convert.not-streamable``). To
+Batsim and osp-workload JSON it converts them in chunks too
+(``dcx.converters.stream_targets_json``).
 
 Divergences
 -----------

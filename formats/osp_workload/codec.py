@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -482,3 +482,110 @@ def _task_object(task: Task, origin: datetime) -> dict[str, Any]:
     if task.dependencies:
         written["depends_on"] = list(task.dependencies)
     return written
+
+
+# --------------------------------------------------------------------------- write in parts
+#
+# A workload too large to hold is written a chunk of workflows at a time, with the text
+# ``write`` gives: the root's members before ``workflows`` (``head_text``), each workflow's
+# members before its tasks (``WorkflowPart.head``), its tasks, then what closes them. A
+# workflow whose tasks continue in the next chunk is one workflow: its tasks go on in the
+# same list.
+
+_TEXT_INDENT = 2
+
+
+def _text(value: Any, margin: str) -> str:
+    """``value`` as ``write`` lays it out (``dumps_canonical``) at ``margin``."""
+    import json
+
+    text = json.dumps(value, indent=_TEXT_INDENT, ensure_ascii=False, allow_nan=False)
+    return margin + text.replace("\n", "\n" + margin)
+
+
+def _before_list(value: dict[str, Any], key: str, margin: str) -> str:
+    """The text of ``value`` (whose last member is ``key``, an empty list) up to that list."""
+    text = _text(value, margin)
+    closing = "[]\n" + margin + "}"
+    assert text.endswith(closing)
+    return text[:-len(closing)]
+
+
+WORKFLOWS_CLOSE = "\n  ]\n}\n"
+NO_WORKFLOWS = "[]\n}\n"
+WORKFLOW_SEPARATOR = ",\n"
+TASKS_OPEN = "[\n"
+TASKS_CLOSE = "\n      ]\n    }"
+NO_TASKS = "[]\n    }"
+
+
+def head_text(workload: Workload) -> str:
+    """The root's text up to its ``workflows`` list, for the header ``workload`` (in normal
+    form); the list's items follow ``"[\\n"``, then ``WORKFLOWS_CLOSE`` (no item:
+    ``NO_WORKFLOWS``)."""
+    return _before_list(_root(workload), "workflows", "")
+
+
+def _root(workload: Workload) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    if workload.name is not None:
+        root["name"] = workload.name
+    if workload.description is not None:
+        root["description"] = workload.description
+    root.update(_own_keys(workload.extras))
+    if workload.time_origin is not None:
+        root["date_start"] = workload.time_origin
+    root["workflows"] = []
+    return root
+
+
+@dataclass(frozen=True)
+class WorkflowPart:
+    """A workflow (or the part of it a chunk holds) as text: ``head`` up to its tasks list,
+    then its tasks, each an item of that list (``TASKS_OPEN`` before the first, ``",\\n"``
+    between two, ``TASKS_CLOSE`` after the last; no task: ``NO_TASKS``)."""
+
+    id: Id
+    head: str
+    tasks: list[str]
+
+
+def part_normal_form(document: Document, time_origin: str | None
+                     ) -> tuple[Document, frozenset[str]]:
+    """``normal_form`` of a chunk's document whose times count from the whole workload's
+    ``time_origin``, and the held field paths it changes."""
+    workload = document.workload
+    if workload is not None and workload.time_origin != time_origin:
+        document = replace(document, workload=replace(workload, time_origin=time_origin))
+    return _normalized(document)
+
+
+def write_part(normal: Document, outside: dict[int, list[tuple[int, Any]]]
+               ) -> list[WorkflowPart] | str:
+    """The workflows ``write`` writes for a chunk, given its normal form
+    (``part_normal_form``), each task (by row) also depending on the tasks of other chunks
+    ``outside`` gives, at its place in its list (as ``write`` writes an id); or why the
+    format's schema refuses them."""
+    workload = normal.workload or Workload()
+    origin = _origin_instant(workload.time_origin) or UNIX_EPOCH
+    row = 0
+    parts = []
+    written = []
+    for job in workload.jobs:
+        tasks = []
+        for task in job.tasks:
+            if row in outside:
+                needed = list(task.dependencies)
+                for place, value in outside[row]:
+                    needed.insert(place, str(value))  # (as _text_id writes an id)
+                task = replace(task, dependencies=tuple(needed))
+            tasks.append(_task_object(task, origin))
+            row += 1
+        workflow = _workflow(replace(job, tasks=()), origin)
+        written.append({**workflow, "tasks": tasks})
+        parts.append(WorkflowPart(job.id, _before_list(workflow, "tasks", "    "),
+                                  [_text(task, "        ") for task in tasks]))
+    if not schema_verdict(SCHEMA, {"workflows": written}):
+        found = schema_diagnostics(SCHEMA, {"workflows": written})
+        return found[0].render() if found else "the schema refuses it"
+    return parts
