@@ -136,9 +136,13 @@ class SwfSource(Source):
         from dcx.core.columns import columns_of
 
         workload = document.workload
-        if workload is None or columns_of(workload) is not None or not any(
-                PRECEDING_KEY in task.extras for job in workload.jobs for task in job.tasks):
-            return document, {}  # (columns hold only dependencies inside the chunk)
+        if workload is None:
+            return document, {}
+        columns = columns_of(workload)
+        if columns is not None:
+            return self._columns_cross_chunk(document, workload, columns, later)
+        if not any(PRECEDING_KEY in task.extras for job in workload.jobs for task in job.tasks):
+            return document, {}
 
         def taken_out(task: Task) -> tuple[Task, list[tuple[int, Any]] | None]:
             number = task.extras.get(PRECEDING_KEY)
@@ -152,6 +156,39 @@ class SwfSource(Source):
             return task, None
 
         return _tasks_taken_out(document, workload, taken_out)
+
+    def _columns_cross_chunk(self, document: Document, workload: Workload, columns: Any,
+                             later: list[Any]
+                             ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+        """``cross_chunk`` of a chunk read as columns, whose preceding jobs outside it are
+        an extras column (``codec.read_rows``)."""
+        from dataclasses import replace
+
+        import numpy as np
+
+        from dcx.core.columns import ExtraColumn, JobRows
+
+        column = columns.extras.get(PRECEDING_KEY)
+        if column is None:
+            return document, {}
+        rows = np.flatnonzero(column.present)
+        numbers = column.values[rows].tolist()
+        known = [self.in_file(number) for number in numbers]
+        later.extend(number for number, found in zip(numbers, known, strict=True) if not found)
+        if not any(known):
+            return document, {}
+        # (a row with a preceding job extras value has no dependency: it goes first)
+        earlier = {int(row): [(0, number)] for row, number, found
+                   in zip(rows.tolist(), numbers, known, strict=True) if found}
+        present = column.present.copy()
+        present[list(earlier)] = False
+        extras = dict(columns.extras)
+        if present.any():
+            extras[PRECEDING_KEY] = ExtraColumn(column.values, present, column.integral)
+        else:
+            del extras[PRECEDING_KEY]
+        stripped = replace(columns, extras=extras)
+        return replace(document, workload=replace(workload, jobs=JobRows(stripped))), earlier
 
     def in_file(self, number: Any) -> bool:
         return any(_holds(held, number) for held in self.checked.ids)

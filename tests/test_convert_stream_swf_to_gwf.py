@@ -10,6 +10,7 @@ line and writes nothing; and a pipe, which stops at a preceding job later in the
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import subprocess
@@ -336,3 +337,36 @@ def test_the_archive_variant_drops_dependencies_column_by_column():
     by_rows = gwf_codec.part_normal_form(Document(workload=rows), "archive")
     assert by_rows[1] == found[1] and by_rows[0].workload is not None
     assert by_rows[0].workload.jobs == tuple(found[0].job(index) for index in range(3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 80), st.sampled_from((1, 200, 1000)))
+def test_a_chunk_read_from_its_rows_is_the_chunk_read_line_by_line(seed, jobs, chunk_bytes):
+    """``swf.codec.read_rows`` of each chunk (as columns, a preceding job of another chunk
+    an extras column) holds the jobs the line-by-line reader reads in the chunk."""
+    from dcx.core.columns import columns_of
+    from dcx.formats.swf import stream as swf_stream
+    from dcx.parsing import chunks
+
+    data = sample(seed, jobs)
+    checker = swf_stream._Stream()
+    line = 1
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(swf_codec, "FAST_READ_BYTES", 0)
+        for chunk in chunks.line_chunks(io.BytesIO(data).read, b"", chunk_bytes):
+            checker.add(chunk)
+            if checker.encoding is not None:
+                return
+            exact = swf_codec._read(chunk)
+            read = swf_codec.read_rows(chunk, checker.chunk_rows, line - 1)
+            line = checker.next_line
+            if exact.document is None or any(d.is_error for d in exact.diagnostics):
+                continue
+            assert read.document is not None and read.document.workload is not None
+            assert exact.document.workload is not None
+            assert read.document.workload.jobs == exact.document.workload.jobs
+            columns = columns_of(read.document.workload)
+            if columns is not None:  # the same extras keys: no column no row has
+                assert sorted(columns.extras) == sorted(
+                    {key for job in exact.document.workload.jobs for task in job.tasks
+                     for key in task.extras})

@@ -287,7 +287,13 @@ class _Stream:
                                         if not (type(value) is int
                                                 and -(1 << 63) <= value < (1 << 63)))
             workflows = np.array(small, dtype=np.int64)
-        self.workflows = np.union1d(self.workflows, workflows)
+        new = np.unique(workflows)
+        if len(new) and (not len(self.workflows) or new[0] > self.workflows[-1]):
+            # ids counting up chunk after chunk: appended, not merged (a merge sorts them
+            # all again, each chunk: quadratic in a trace of one-task workflows)
+            self.workflows = np.concatenate((self.workflows, new))
+        else:
+            self.workflows = np.union1d(self.workflows, new)
 
     # ----------------------------------------------------------------------- the end
 

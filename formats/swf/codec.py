@@ -162,7 +162,9 @@ def read_rows(data: bytes, rows: NumericColumns | None, lines_before: int) -> Re
     """``read(data)`` for a chunk of whole lines whose job lines the chunked reader has
     already read as ``rows`` (``numeric_columns``, line ``lines_before + 1`` of the file the
     chunk's first): they are not read again when every line before them is a header line
-    or blank, as ``read_fast`` would read the chunk."""
+    or blank, as ``read_fast`` would read the chunk. A preceding job that is not in the
+    chunk is the extras value ``read`` keeps, without its warning (the chunked reader says
+    of the file whether it is in it)."""
     if rows is None or len(data) < FAST_READ_BYTES or len(data) > LIMITS.max_input_bytes:
         return read(data)
     with paused_gc():
@@ -172,7 +174,7 @@ def read_rows(data: bytes, rows: NumericColumns | None, lines_before: int) -> Re
         records = ColumnsBuilder(FAST_KINDS, len(rows.lines))
         records.add(rows)
         records.lines[:records.rows] -= lines_before
-        fast = _fast_result(head[0], records)
+        fast = _fast_result(head[0], records, chunk=True)
         return _read(data) if fast is None else fast
 
 
@@ -200,8 +202,9 @@ def _header_lines(data: bytes) -> tuple[_Header, bytes, int, int] | None:
     return None if budget.diagnostics else (header, data, position, line_number)
 
 
-def _fast_result(header: _Header, records: ColumnsBuilder) -> ReadResult | None:
-    built = _columns_of_records(records)
+def _fast_result(header: _Header, records: ColumnsBuilder, chunk: bool = False
+                 ) -> ReadResult | None:
+    built = _columns_of_records(records, chunk)
     if built is None:
         return None
     columns, lines = built
@@ -232,10 +235,13 @@ def _memory_column(memory: Any, np: Any) -> Any:
     return memory
 
 
-def _columns_of_records(records: ColumnsBuilder) -> tuple[WorkloadColumns, Any] | None:
+def _columns_of_records(records: ColumnsBuilder, chunk: bool = False
+                        ) -> tuple[WorkloadColumns, Any] | None:
     """The columns ``_task`` and ``_link_preceding_jobs`` would build from these records,
     or ``None`` where they would report: a job without processors, a repeated job number,
-    a preceding job that is not in the file or not before the job (a cycle's only way)."""
+    a preceding job that is not in the file or not before the job (a cycle's only way).
+    ``chunk``: the records are a chunk's, whose preceding jobs outside it are extras values
+    (``read_rows``)."""
     import numpy as np
 
     if not records.rows:
@@ -248,6 +254,13 @@ def _columns_of_records(records: ColumnsBuilder) -> tuple[WorkloadColumns, Any] 
     if np.any((allocated <= 0) & (requested <= 0)):
         return None
     preceding = column("PrecedingJobNumber")
+    outside = None
+    if chunk:
+        outside = (preceding != -1) & ~np.isin(preceding, ids)
+        if outside.any():
+            outside_values, preceding = preceding, np.where(outside, -1, preceding)
+        else:
+            outside = None
     if not _unique_and_preceded(ids, preceding, np):
         return None
     follows = preceding != -1
@@ -271,6 +284,8 @@ def _columns_of_records(records: ColumnsBuilder) -> tuple[WorkloadColumns, Any] 
         present = values != -1
         integral = None if name in _INTEGERS else records.integral[name][:records.rows]
         extras["swf:" + name] = ExtraColumn(values, present, integral)
+    if outside is not None:  # (after the others, as _link_preceding_jobs adds it)
+        extras[_PRECEDING_KEY] = ExtraColumn(outside_values, outside)
     memory = column("RequestedMemory")
     nothing = Strings(np.full(count, -1, dtype=np.int32), ())
     columns = WorkloadColumns(
