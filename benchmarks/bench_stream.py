@@ -10,7 +10,9 @@ run on a 1,000,000-job trace of the same model:
    Parquet schema);
 3. ``dcx convert`` of the 1M trace to GWF read whole and in chunks (the archive variant its
    fields choose; each chunk's losses measured in both variants until the file's is
-   known), the two outputs compared byte for byte;
+   known), then of the same trace with every tenth job following the job three before it
+   and no requested time, memory, user or group (the workflow variant, dependencies
+   across chunks), the two outputs compared byte for byte;
 4. ``dcx info`` of the 1M trace read whole (the in-memory path: the model built, then
    counted) and in chunks (what ``dcx info`` now does from 16 MB: the chunked reader's
    counts);
@@ -90,6 +92,23 @@ def piped(jobs: int, *command: str) -> tuple[Usage, Usage]:
             waited(generator, started, "generate_swf.py"))
 
 
+def workflow_trace(trace: Path, out: Path) -> None:
+    """``trace`` with every tenth job following the job three before it, and requested
+    time, memory, user and group unknown: what GWF writes in its workflow variant."""
+    with trace.open("rb") as source, out.open("wb") as sink:
+        for line in source:
+            if line.startswith(b";"):
+                sink.write(line)
+                continue
+            fields = line.split()
+            for column in (8, 9, 11, 12):
+                fields[column] = b"-1"
+            number = int(fields[0])
+            if number % 10 == 0:
+                fields[16] = str(number - 3).encode()
+            sink.write(b" ".join(fields) + b"\n")
+
+
 def same_bytes(first: Path, second: Path) -> bool:
     with first.open("rb") as one, second.open("rb") as other:
         while True:
@@ -130,6 +149,16 @@ def main() -> None:
         chunks_gwf.unlink()
         row("dcx convert SWF -> GWF, read whole", whole_to_gwf)
         row("dcx convert SWF -> GWF, in chunks", chunks_to_gwf)
+        following = Path(folder) / "following.swf"
+        workflow_trace(trace, following)
+        workflow_whole = dcx("whole", "convert", "--quiet", str(following), str(whole_gwf))
+        workflow_chunks = dcx("chunks", "convert", "--quiet", str(following), str(chunks_gwf))
+        if not same_bytes(whole_gwf, chunks_gwf):
+            raise SystemExit("bench_stream: SWF -> GWF (workflow) in chunks differs from whole")
+        for done in (following, whole_gwf, chunks_gwf):
+            done.unlink()
+        row("  ... workflow variant, read whole", workflow_whole)
+        row("  ... workflow variant, in chunks", workflow_chunks)
         whole_info = dcx("whole", "info", str(trace), quiet=True)  # the summary on stdout
         chunks_info = dcx("chunks", "info", str(trace), quiet=True)
         row("dcx info, read whole (before)", whole_info)
@@ -151,7 +180,9 @@ def main() -> None:
           f"{piped_convert[1] / whole_convert[1]:.1f}x")
     print(f"  convert SWF -> GWF: in chunks / read whole: CPU "
           f"{chunks_to_gwf[1] / whole_to_gwf[1]:.1f}x, peak RSS "
-          f"{chunks_to_gwf[2] / whole_to_gwf[2]:.2f}x (outputs identical)")
+          f"{chunks_to_gwf[2] / whole_to_gwf[2]:.2f}x; workflow variant: CPU "
+          f"{workflow_chunks[1] / workflow_whole[1]:.1f}x, peak RSS "
+          f"{workflow_chunks[2] / workflow_whole[2]:.2f}x (outputs identical)")
     print(f"  info: read whole / in chunks: CPU {whole_info[1] / chunks_info[1]:.1f}x, "
           f"peak RSS {whole_info[2] / chunks_info[2]:.1f}x")
     print("targets (issue 18): 20M piped <= 1 GB peak RSS (validate and convert); 1M validate "

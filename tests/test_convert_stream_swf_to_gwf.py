@@ -370,3 +370,27 @@ def test_a_chunk_read_from_its_rows_is_the_chunk_read_line_by_line(seed, jobs, c
                 assert sorted(columns.extras) == sorted(
                     {key for job in exact.document.workload.jobs for task in job.tasks
                      for key in task.extras})
+
+
+def test_a_file_converts_to_standard_output_as_whole():
+    """``dcx convert big.swf - --to gwf``: no early output (the file is read again to write
+    stdout), the whole file's bytes and report, in either variant, with a preceding job
+    later in the file (read a third time, to measure)."""
+    program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
+               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = "
+               "float(sys.argv[1])\nchunks.CHUNK_BYTES = 1 << 10\nsys.exit(main(sys.argv[2:]))\n")
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "in.swf"
+        lines = [job_line(n) for n in range(1, 120)]
+        lines[2] = job_line(3, preceding=110)
+        for data in (plain_trace(6, 200).encode(), sparse_trace(7, 300).encode(),
+                     trace(lines)):
+            source.write_bytes(data)
+            whole, streamed = (subprocess.run(
+                [sys.executable, "-c", program, threshold, "convert", str(source), "-",
+                 "--to", "gwf", "--losses"], capture_output=True, check=False)
+                for threshold in ("inf", "0"))
+            assert whole.returncode == streamed.returncode == 0
+            assert (streamed.stdout, streamed.stderr) == (whole.stdout, whole.stderr)
+            assert whole.stdout.count(b"\n") > 100
+            assert os.listdir(folder) == ["in.swf"]
