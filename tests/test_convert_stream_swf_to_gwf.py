@@ -394,3 +394,24 @@ def test_a_file_converts_to_standard_output_as_whole():
             assert (streamed.stdout, streamed.stderr) == (whole.stdout, whole.stderr)
             assert whole.stdout.count(b"\n") > 100
             assert os.listdir(folder) == ["in.swf"]
+
+
+def test_a_parquet_file_whose_row_groups_disagree_on_the_variant():
+    """The variant and the losses of the whole file for a Parquet source too: a trace of
+    sparse fields written as Parquet in chunks (a row group each), converted to GWF a row
+    group at a time, as whole."""
+    import pyarrow.parquet as pq
+
+    for seed in range(8):
+        with tempfile.TemporaryDirectory() as folder:
+            source, table = Path(folder) / "in.swf", Path(folder) / "in.parquet"
+            source.write_bytes(sparse_trace(seed, 120).encode())
+            assert run(["convert", str(source), str(table)], stream=True,
+                       chunk_bytes=600)[0] == 0
+            assert pq.ParquetFile(table).num_row_groups > 5
+            whole_out, streamed_out = Path(folder) / "whole.gwf", Path(folder) / "s.gwf"
+            whole = run(["convert", str(table), str(whole_out), "--losses"], stream=False)
+            streamed = run(["convert", str(table), str(streamed_out), "--losses"],
+                           stream=True)
+            assert streamed == (whole[0], whole[1].replace(whole_out.name, streamed_out.name))
+            assert whole[0] == 0 and streamed_out.read_bytes() == whole_out.read_bytes()
