@@ -495,7 +495,7 @@ class GwfTarget(Target):
             # a path whose values the file's normal form changes counts every value of it,
             # changed or not (``dropped_values``): each chunk counts its own, and says which
             # it changes (the form ``(_CHANGED, variant)``); those the file's normal form
-            # changes nowhere are left out at the end (``not_lost``)
+            # changes nowhere are left out at the end (``reported``)
             claimed = lost | used
             spec = replace(self.spec, normal_form_losses=_changing(claimed))
             found[variant] = conversion_losses(restored, spec, normal)
