@@ -32,12 +32,14 @@ from tests.test_parquet_partitions import trace_table, written
 pytestmark = pytest.mark.enable_socket
 
 OPTIONS = ((), ("--losses",), ("--strict",), ("--output", "json"))
+LOCAL_CLIENT = partitions.local_client
+"""The real one (the ``started`` fixture stands in for it while the module runs)."""
 
 
 @pytest.fixture(scope="module")
 def shared() -> Iterator[Any]:
     """One LocalCluster of two worker threads; each command gets a client of it."""
-    cluster, client = partitions.local_client(2, processes=False)
+    cluster, client = LOCAL_CLIENT(2, processes=False)
     client.close()
     yield cluster
     cluster.close()
@@ -288,7 +290,7 @@ def test_worker_processes_send_the_same_parts(monkeypatch):
     GWF's document of columns."""
     from distributed import Client
 
-    cluster, client = partitions.local_client(2, processes=True)
+    cluster, client = LOCAL_CLIENT(2, processes=True)
     client.close()
     try:
         monkeypatch.setattr(partitions, "local_client",
