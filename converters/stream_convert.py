@@ -303,7 +303,7 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
                     target.resolved(source.in_file)
                     if target.measures_again():
                         sums.clear()
-                        for piece in source.reads(chunks(), check=False):
+                        for piece in reading(check=False, measure=True, make=False):
                             part_of(piece, measure=True, make=False)
                     header = at_end()
                     if early is not None and target.finish_early(header):
