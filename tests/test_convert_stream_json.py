@@ -31,11 +31,15 @@ from dcx.core import limits
 from dcx.formats import batsim, gwf, osp_workload, parquet, swf
 from dcx.formats.gwf import codec as gwf_codec
 from dcx.parsing import chunks
+from tests.test_convert_stream_dask import on_cluster_and_here, shared, started
+from tests.test_convert_stream_dask import run as dask_run
 from tests.test_convert_stream_gwf import interleaved, sample, text_ids
 from tests.test_convert_stream_parquet import valid_table
 from tests.test_parquet_partitions import trace_table, written
 from tests.test_swf_fast import plain_trace
 from tests.test_swf_stream import bad_trace
+
+__all__ = ["shared", "started"]  # (the Dask tests' cluster fixtures, used here)
 
 READERS = {"swf": swf.read, "gwf": gwf.read, "parquet": parquet.read}
 TARGETS = {"batsim": batsim.FORMAT, "osp-workload": osp_workload.FORMAT}
@@ -373,3 +377,33 @@ def test_an_osp_workload_pipe_converts_in_chunks():
         done = pipe(data, "convert", "-", "-", "--from", "swf", "--to", "osp-workload")
         assert done.returncode == 0, done.stderr
         assert done.stdout == whole.read_bytes()
+
+
+@pytest.mark.enable_socket
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(1, 30), st.integers(1, 7),
+       st.sampled_from(((), ("--losses",), ("--output", "json"))), TO)
+def test_a_parquet_trace_on_a_dask_cluster_converts_as_here(started, seed, rows, group_rows,
+                                                           options, to):
+    """``--workers``: the row groups converted on the workers (``stream_dask``) give what
+    this process gives."""
+    on_cluster_and_here(written(valid_table(rows, seed), group_rows), to, *options)
+
+
+@pytest.mark.enable_socket
+def test_a_time_origin_on_a_dask_cluster_is_refused_to_osp_workload(started):
+    """The workers see only the first row group's header: osp-workload's times, counted
+    from the time origin, cannot be made there; one line, nothing written."""
+    table = valid_table(20).replace_schema_metadata(
+        {b"dcx:workload": b'{"name": "w", "time_origin": "2020-01-01T00:00:00"}'})
+    data = written(table, 3)
+    assert both("parquet", data, 1, to="osp-workload") == "converted"  # in this process
+    assert on_cluster_and_here(data, "batsim")[0] == 0  # (Batsim holds no time origin)
+    with tempfile.TemporaryDirectory() as folder:
+        source, out = Path(folder) / "in.parquet", Path(folder) / "out.json"
+        source.write_bytes(data)
+        code, said = dask_run(["convert", str(source), str(out), "--to", "osp-workload",
+                               "--workers", "2"])
+        assert code == 1 and said.count("\n") == 1, said
+        assert "cannot convert in chunks: a chunk whose times count from another origin" in said
+        assert os.listdir(folder) == ["in.parquet"]
