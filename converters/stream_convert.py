@@ -29,20 +29,21 @@ reading of a file cannot measure them (an SWF preceding job met before its line,
 dependency to GWF), a second reading measures them before the output is written.
 
 A file is read to check it and find what is written first (Parquet's schema, SWF's header,
-GWF's variant), so its output is the whole-file path's. Parquet and GWF to a regular file
-are written during that reading, with the schema (the variant) the first part gives, and
-kept when the whole file's turns out the same (no later chunk adds a column or widens one,
-no preceding job is met before its line; the chunks' fields make the whole file the GWF
-variant its first chunk's make it); otherwise, and for SWF, standard output and devices,
-the file is read again to write it. Parquet's schema is the columns any chunk has, in the order they
-first appear (as the whole-file writer orders the extras of jobs read line by line); an
-extras column integer in one chunk and not in another is a double, as the whole-file writer
-makes it. A pipe is read once: its Parquet schema is the first chunk's plus every extras
-column the source format has (``swf:``: integers where SWF's field is an integer, doubles
-elsewhere; ``gwf:``: as GWF's archive columns read), null where a chunk has none; its SWF
-header is the one its first chunk holds (a header line among later jobs, which the whole
-file would write at the top, stops it); its GWF variant is its first chunk's (a later chunk
-that makes the whole trace the other variant stops it).
+GWF's variant), so its output is the whole-file path's. A regular file is written during
+that reading, with the schema (the header, the variant) the first part gives, and kept when
+the whole file's turns out the same (no later chunk adds a column or widens one, no
+preceding job is met before its line; no SWF header line comes after the first chunk; the
+chunks' fields make the whole file the GWF variant its first chunk's make it); otherwise,
+and for standard output and devices, the file is read again to write it. Parquet's schema is
+the columns any chunk has, in the order they first appear (as the whole-file writer orders
+the extras of jobs read line by line); an extras column integer in one chunk and not in
+another is a double, as the whole-file writer makes it. A pipe is read once: its Parquet
+schema is the first chunk's plus every extras column the source format has (``swf:``:
+integers where SWF's field is an integer, doubles elsewhere; ``gwf:``: as GWF's archive
+columns read), null where a chunk has none; its SWF header is the one its first chunk holds
+(a header line among later jobs, which the whole file would write at the top, stops it); its
+GWF variant is its first chunk's (a later chunk that makes the whole trace the other variant
+stops it).
 
 A dependency on a task of another chunk is the one the whole file has: an SWF chunk keeps a
 preceding job it does not hold as an extras value, a GWF chunk's normal form would drop it,
@@ -284,11 +285,12 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
             unstreamable: NotStreamable | None = None
             with _early_output(output, target) as early:
                 try:
-                    for piece in reading(check=True, measure=True, make=target.observes):
+                    make = target.observes or early is not None
+                    for piece in reading(check=True, measure=True, make=make):
                         if unstreamable is None:  # on to the end: an invalid input says why
                             try:
                                 unknown = len(later)
-                                part = part_of(piece, measure=True, make=target.observes)
+                                part = part_of(piece, measure=True, make=make)
                                 if target.observes:
                                     target.observe(part, later[unknown:])
                                 if early is not None:

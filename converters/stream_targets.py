@@ -352,7 +352,9 @@ class ParquetTarget(Target):
 
 class SwfTarget(Target):
     """SWF lines: the header first (a pipe's: what its first chunk holds; a header line in a
-    later chunk, which the whole file would write at the top, stops the conversion)."""
+    later chunk, which the whole file would write at the top, stops the conversion). A
+    file's first reading writes them after the header its first chunk gives, kept when the
+    whole file's header is the same (else the file is read again)."""
 
     sources = frozenset({"swf", "gwf", "parquet"})
 
@@ -360,6 +362,7 @@ class SwfTarget(Target):
         from dcx.formats import swf
 
         self.spec = swf.FORMAT
+        self.source = source
         self.jobs_are_rows = True
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
@@ -399,6 +402,40 @@ class SwfTarget(Target):
 
     def read_back(self, path: str) -> Diagnostic | None:
         return _read_back_in_chunks(self, path)
+
+    writes_early = True
+
+    def start_early(self, path: str) -> None:
+        self.early_path = path
+        self.early_stream: Any = None
+        self.early_header: list[str] = []
+
+    def write_early(self, part: Any, unknown: bool) -> None:
+        # (a preceding job a chunk did not know is written alike as extras or dependency)
+        from dcx.formats.swf import codec
+
+        if not part:
+            return
+        if self.early_stream is None:
+            self.early_header = codec._header(self.source.header(self.spec))
+            self.early_stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
+            self.early_stream.write("".join(line + "\n" for line in self.early_header)
+                                    .encode())
+        self.early_stream.write(part)
+        self.early_rows += part.count(b"\n")
+
+    def finish_early(self, header: Workload) -> bool:
+        from dcx.formats.swf import codec
+
+        if self.early_stream is None or codec._header(header) != self.early_header:
+            return False
+        self.close_early()
+        return True
+
+    def close_early(self) -> None:
+        stream, self.early_stream = getattr(self, "early_stream", None), None
+        if stream is not None:
+            stream.close()
 
 
 def _read_back_in_chunks(target: Target, path: str) -> Diagnostic | None:

@@ -253,3 +253,40 @@ def test_a_parquet_output_that_does_not_read_back_is_not_kept(monkeypatch):
         assert code == 2 and "dcx wrote parquet output that parquet does not accept" in said
         assert out.read_bytes() == b"before"
         assert sorted(os.listdir(folder)) == ["in.swf", "out.parquet"]
+
+
+def test_swf_is_written_while_the_file_is_first_read(monkeypatch):
+    """SWF output is written while the trace is first read, after the header its first
+    chunk gives, and kept when the whole file's header is the same; a header line among
+    later jobs (written at the top by the whole file) makes a second reading write it. The
+    bytes are the whole file's either way, as is the stdout of a run that is not a file."""
+    from dcx.converters import stream_sources
+
+    readings: list[int] = []
+    chunk_reads = stream_sources._chunk_reads
+
+    def read_and_count(*args: Any) -> Any:
+        readings.append(1)
+        return chunk_reads(*args)
+
+    monkeypatch.setattr(stream_sources, "_chunk_reads", read_and_count)
+    jobs = "".join(f"{n} {n} -1 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   for n in range(1, 301))
+    header = "; Version: 2.2\n; Computer: test\n"
+    late_header = jobs + "; Note: after the jobs\n" + jobs.replace("1 1 1 -1", "1 2 1 -1")
+    late_header = "\n".join(f"{n} " + line.split(" ", 1)[1] if line[:1].isdigit() else line
+                            for n, line in enumerate(late_header.splitlines(), 1)) + "\n"
+    for text, once in ((header + jobs, True), (jobs, True), (late_header, False)):
+        with tempfile.TemporaryDirectory() as folder:
+            source, whole, streamed = (Path(folder) / name
+                                       for name in ("in.swf", "whole.swf", "s.swf"))
+            source.write_text(text)
+            whole_run = run(["convert", str(source), str(whole)], stream=False)
+            readings.clear()
+            streamed_run = run(["convert", str(source), str(streamed)], stream=True,
+                               chunk_bytes=2000)
+            assert whole_run[0] == 0
+            assert streamed_run == (0, whole_run[1].replace("whole.swf", "s.swf"))
+            assert streamed.read_bytes() == whole.read_bytes()
+            assert sorted(os.listdir(folder)) == ["in.swf", "s.swf", "whole.swf"]
+        assert len(readings) == (1 if once else 2)
