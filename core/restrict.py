@@ -92,6 +92,7 @@ from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
 from dcx.core.located import (
     first_changed,
     first_difference,
+    located_at,
     located_kind,
     located_objects,
     pointers_of,
@@ -876,13 +877,35 @@ def _pointers(places: dict[str, tuple[Place, Document]],
             moved = {pointer for path, pointer in pointers.items() if path in mine}
             theirs, ours = _kinds_at(original, moved), _kinds_at(in_document, moved)
             elsewhere = [path for path in mine if path in pointers
-                         and theirs.get(pointers[path]) is not ours[pointers[path]]]
+                         and not _same_object(theirs.get(pointers[path]), ours[pointers[path]])]
+            # where the object is not found in the original, one of its kind at the same
+            # place is the best answer there is (a normal form that renumbers ids)
+            same_kind = {path: pointers.pop(path) for path in elsewhere
+                         if _same_kind(theirs.get(pointers[path]), ours[pointers[path]])}
             for path in elsewhere:
-                del pointers[path]
+                pointers.pop(path, None)
             pointers.update(_unchanged_objects(original, {
                 path: mine[path] for path in elsewhere
                 if not isinstance(mine[path], (str, _InColumns))}))
+            for path, pointer in same_kind.items():
+                pointers.setdefault(path, pointer)
     return pointers
+
+
+_Kind = tuple[type, Any]
+"""A located object's type and its id (``None``: it has none, or is a group's member)."""
+
+
+def _same_kind(theirs: _Kind | None, ours: _Kind) -> bool:
+    return theirs is not None and theirs[0] is ours[0]
+
+
+def _same_object(theirs: _Kind | None, ours: _Kind) -> bool:
+    """Whether the original's object at a pointer is the normalized document's there: of
+    its kind and with its id (a normal form that leaves out a task moves the next ones to
+    its place, objects of the same kind with other ids)."""
+    return _same_kind(theirs, ours) and (theirs is None or theirs[1] is None
+                                         or ours[1] is None or theirs[1] == ours[1])
 
 
 def _unchanged_objects(original: Document, places: dict[str, Place]) -> dict[str, str]:
@@ -906,13 +929,16 @@ def _unchanged_objects(original: Document, places: dict[str, Place]) -> dict[str
     return pointers
 
 
-def _kinds_at(document: Document, pointers: set[str]) -> dict[str, type]:
-    """The type of the located object of ``document`` at each of ``pointers`` it has."""
-    kinds: dict[str, type] = {}
+def _kinds_at(document: Document, pointers: set[str]) -> dict[str, _Kind]:
+    """The type and id of the located object of ``document`` at each of ``pointers`` it
+    has (no id for a slot a group's member fills: its id is made from the group's)."""
+    kinds: dict[str, _Kind] = {}
     for pointer in pointers:
         kind = located_kind(document, pointer)
         if kind is not None:
-            kinds[pointer] = kind
+            found = located_at(document, pointer)
+            kinds[pointer] = (kind, None if isinstance(found, MachineGroup) or found is None
+                              else getattr(found, "id", None))
     return kinds
 
 

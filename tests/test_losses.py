@@ -392,3 +392,17 @@ def test_columns_find_the_first_dropped_values_the_object_walk_finds(
     columnar = Document(workload=as_columns(workload))
     assert dropped_values(columnar, holds, own_prefix) == dropped_values(
         objects, holds, own_prefix)
+
+
+def test_a_first_place_after_a_task_the_normal_form_leaves_out_is_the_tasks_own() -> None:
+    """Batsim leaves out a task whose runtime is not positive: a loss counted in its normal
+    form, which has the next tasks a place earlier, is found at the task itself, not at
+    the one that place names in the input."""
+    batsim = next(spec for spec in FORMATS if spec.name == "batsim")
+    jobs = (Job(id=1, tasks=(Task(id=1, runtime_s=0.0, user="ann"),)),
+            Job(id=2, tasks=(Task(id=2, runtime_s=10.0, user="bob"),)),
+            Job(id=3, tasks=(Task(id=3, runtime_s=10.0, dependencies=(2,)),)))
+    firsts = {loss.field: loss.first
+              for loss in conversion_losses(Document(workload=Workload(jobs=jobs)), batsim)}
+    assert firsts["task.dependencies"] == "/workload/jobs/2/tasks/0"
+    assert firsts["task.user"] == "/workload/jobs/1/tasks/0"
