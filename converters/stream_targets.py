@@ -520,11 +520,11 @@ class GwfTarget(Target):
         from dataclasses import replace
 
         from dcx.converters.losses import conversion_losses
-        from dcx.core.restrict import _recorded_use
+        from dcx.core.restrict import recorded_use
         from dcx.formats.gwf import codec
 
         restored = _restored(document, earlier)
-        use = _recorded_use(restored, self.spec.name)
+        use = recorded_use(restored, self.spec.name)
         used = {path for path in _VALUE_PATHS if path in use.used or path in use.foreign}
         found: dict[Any, tuple[Loss, ...]] = {}
         for variant in (self.variant,) if self.variant is not None else ("workflow", "archive"):

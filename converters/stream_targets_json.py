@@ -133,7 +133,7 @@ class BatsimTarget(_JsonTarget):
         from dataclasses import replace
 
         from dcx.converters.losses import conversion_losses
-        from dcx.core.restrict import _recorded_use
+        from dcx.core.restrict import recorded_use
         from dcx.formats.batsim import codec
 
         problem = codec.part_problem(document)
@@ -142,7 +142,7 @@ class BatsimTarget(_JsonTarget):
         restored = _restored(document, earlier)
         normal, lost = codec.part_normal_form(restored)
         self.normal = (document, normal)
-        use = _recorded_use(restored, self.spec.name)
+        use = recorded_use(restored, self.spec.name)
         claimed = lost | {path for path in _VALUE_PATHS if path in use.used}
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
         # the value paths this chunk's normal form changes, as the form _CHANGED
@@ -288,7 +288,7 @@ class OspWorkloadTarget(_JsonTarget):
         from dataclasses import replace
 
         from dcx.converters.losses import conversion_losses
-        from dcx.core.restrict import _recorded_use
+        from dcx.core.restrict import recorded_use
         from dcx.formats.osp_workload import codec
 
         normal, lost = codec.part_normal_form(document, self.origin())
@@ -296,7 +296,7 @@ class OspWorkloadTarget(_JsonTarget):
             raise NotStreamable("task or workflow keys osp-workload cannot write as they are "
                                 "(the whole file's losses count them all)")
         self.normal = (document, normal)
-        use = _recorded_use(document, self.spec.name)
+        use = recorded_use(document, self.spec.name)
         claimed = lost | {path for path in _OSP_VALUE_PATHS if path in use.used}
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
         return {None: conversion_losses(document, spec, normal),

@@ -606,7 +606,7 @@ def concat_strings(parts: Sequence[Strings], unknown: str | None = None) -> Stri
 
 def used_paths(columns: WorkloadColumns, own_prefix: str | None) -> tuple[dict[str, int],
                                                                            dict[str, int]]:
-    """What walking the jobs and tasks with ``dcx.core.restrict``'s ``_RecordingUse``
+    """What walking the jobs and tasks with ``dcx.core.restrict``'s ``RecordingUse``
     counts, column by column: field path → how many values leaving it out would change
     (``used``), and → how many other formats' prefixed extras keys sit at it
     (``foreign``). Paths with a count of 0 are left out, as the walk leaves them."""

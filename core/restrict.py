@@ -151,7 +151,7 @@ class _Held:
             where: Callable[[], str] | None = None) -> bool:
         """Whether ``path`` is held where leaving it out would change the document only when
         ``matters``: a flag, or for a costly test a callable counting the values that would
-        change. ``_RecordingUse`` records it, at ``where()`` (the model pointer of the first
+        change. ``RecordingUse`` records it, at ``where()`` (the model pointer of the first
         located object that would change) when the object being walked is not that one."""
         return path in self.paths
 
@@ -170,7 +170,7 @@ class _Held:
     @contextmanager
     def scaled(self, count: int) -> Iterator[None]:
         """What is walked inside stands for ``count`` equal values (a machine group's
-        template); ``_RecordingUse`` counts it that many times."""
+        template); ``RecordingUse`` counts it that many times."""
         yield
 
     def build(self, cls: type[T], original: T, **fields: Any) -> T:
@@ -191,7 +191,7 @@ class _Held:
 
 
 @dataclass(frozen=True)
-class _RecordingUse(_Held):
+class RecordingUse(_Held):
     """Holds everything and records which field paths the document uses: a path is ``used``
     when leaving it out would change the document, and ``foreign`` when other formats'
     prefixed extras sit at it. One walk of ``_restrict`` finds what restricting once per
@@ -591,7 +591,7 @@ def _event(event: MachineStateChange | DatacenterSchedulerChange,
 
 def _workload(workload: Workload, held: _Held) -> Workload:
     jobs = workload.jobs
-    if isinstance(held, _RecordingUse) and columns_of(workload) is not None:
+    if isinstance(held, RecordingUse) and columns_of(workload) is not None:
         return _recorded_columns(workload, held)
     held.at(workload)
     own = dict(
@@ -649,7 +649,7 @@ def _first_renumbered(jobs: Sequence[Job]) -> str:
                 or any(numbers.get(dep, dep) != dep for dep in task.dependencies))
 
 
-def _recorded_columns(workload: Workload, use: _RecordingUse) -> Workload:
+def _recorded_columns(workload: Workload, use: RecordingUse) -> Workload:
     """``_workload`` for a workload held as columns while recording use: the jobs and tasks
     are counted column by column (``dcx.core.columns.used_paths``); nothing is built, and a
     path's first row is found only when asked for (``_InColumns``)."""
@@ -805,7 +805,7 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     ``target`` (a format declaration) adds its value restrictions (see Value restrictions);
     ``normalized``, when the caller has it, is ``document`` after the target's normal form.
     One walk of the document finds every used path and where it is first used
-    (``_RecordingUse``); the first dropped value is the first located object whose own
+    (``RecordingUse``); the first dropped value is the first located object whose own
     values leaving the path out changes (``first_dropped_by_restriction``).
     """
     held = with_parts(target_holds)
@@ -813,9 +813,9 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     restricted_values = set(normal_form_losses(document)) if normal_form_losses else set()
     original = document
     document = normalized if normalized is not None else normalized_for(document, target)
-    use = _recorded_use(document, own_prefix)
+    use = recorded_use(document, own_prefix)
     # what a value restriction changes is counted in the document as given
-    before = _recorded_use(original, own_prefix) if restricted_values else use
+    before = recorded_use(original, own_prefix) if restricted_values else use
     counts: dict[str, int | None] = {}
     places: dict[str, tuple[Place, Document]] = {}
     for path in FIELDS:
@@ -888,8 +888,36 @@ def _pointers(places: dict[str, tuple[Place, Document]],
                 path: mine[path] for path in elsewhere
                 if not isinstance(mine[path], (str, _InColumns))}))
             for path, pointer in same_kind.items():
+                if path not in pointers:  # (a place given as a pointer or a row)
+                    pointer = _with_id(original, ours[pointer]) or pointer
                 pointers.setdefault(path, pointer)
     return pointers
+
+
+def _with_id(original: Document, kind: _Kind) -> str | None:
+    """The pointer of the original's first job or task of ``kind``'s type and id (one the
+    normal form moved), if it has one."""
+    if kind[1] is None or kind[0] not in (Job, Task):
+        return None
+    workload = original.workload
+    columns = columns_of(workload) if workload is not None else None
+    if columns is None:
+        return next((pointer for pointer, obj in located_objects(original)
+                     if type(obj) is kind[0] and obj.id == kind[1]), None)
+    import numpy as np
+
+    ids = columns.job_ids if kind[0] is Job else columns.ids
+    try:
+        rows = np.flatnonzero(ids == kind[1])
+    except (TypeError, ValueError):
+        return None
+    if not len(rows):
+        return None
+    row = int(rows[0])
+    if kind[0] is Job:
+        return f"/workload/jobs/{row}"
+    job = int(np.searchsorted(columns.job_offsets, row, side="right")) - 1
+    return f"/workload/jobs/{job}/tasks/{row - int(columns.job_offsets[job])}"
 
 
 _Kind = tuple[type, Any]
@@ -948,8 +976,10 @@ def _first_container(document: Document, level: str) -> str:
                 if type(obj).__name__ == level.capitalize())
 
 
-def _recorded_use(document: Document, own_prefix: str | None) -> _RecordingUse:
-    use = _RecordingUse(frozenset(FIELDS), own_prefix, keep_foreign=True)
+def recorded_use(document: Document, own_prefix: str | None) -> RecordingUse:
+    """Which field paths ``document`` uses and how many values each (``RecordingUse``), in
+    one walk; ``own_prefix``: the target's extras prefix, whose keys are not foreign."""
+    use = RecordingUse(frozenset(FIELDS), own_prefix, keep_foreign=True)
     _restrict(document, use)
     return use
 

@@ -401,8 +401,11 @@ def test_a_first_place_after_a_task_the_normal_form_leaves_out_is_the_tasks_own(
     batsim = next(spec for spec in FORMATS if spec.name == "batsim")
     jobs = (Job(id=1, tasks=(Task(id=1, runtime_s=0.0, user="ann"),)),
             Job(id=2, tasks=(Task(id=2, runtime_s=10.0, user="bob"),)),
-            Job(id=3, tasks=(Task(id=3, runtime_s=10.0, dependencies=(2,)),)))
-    firsts = {loss.field: loss.first
-              for loss in conversion_losses(Document(workload=Workload(jobs=jobs)), batsim)}
-    assert firsts["task.dependencies"] == "/workload/jobs/2/tasks/0"
-    assert firsts["task.user"] == "/workload/jobs/1/tasks/0"
+            Job(id=3, tasks=(Task(id=3, runtime_s=10.0, dependencies=(2,)),)),
+            Job(id=4, user="cy", tasks=(Task(id=4, runtime_s=10.0),)))
+    for workload in (Workload(jobs=jobs), as_columns(Workload(jobs=jobs))):
+        firsts = {loss.field: loss.first
+                  for loss in conversion_losses(Document(workload=workload), batsim)}
+        assert firsts["task.dependencies"] == "/workload/jobs/2/tasks/0"
+        assert firsts["task.user"] == "/workload/jobs/1/tasks/0"
+        assert firsts["job"] == firsts["job.user"] == "/workload/jobs/3"
