@@ -350,7 +350,35 @@ class ParquetTarget(Target):
         return invalid_output("parquet", problems) if problems else None
 
 
-class SwfTarget(Target):
+class _LinesTarget(Target):
+    """A text target written early as lines: what goes first once the first part gives it
+    (``begin_early``), then each part's lines; nothing is written for a file that has
+    no parts."""
+
+    writes_early = True
+
+    def start_early(self, path: str) -> None:
+        self.early_path = path
+        self.early_stream: Any = None
+
+    def early_begun(self) -> bool:
+        return getattr(self, "early_stream", None) is not None
+
+    def begin_early(self, head: str) -> None:
+        self.early_stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
+        self.early_stream.write(head.encode())
+
+    def write_early_lines(self, data: bytes, rows: int) -> None:
+        self.early_stream.write(data)
+        self.early_rows += rows
+
+    def close_early(self) -> None:
+        stream, self.early_stream = getattr(self, "early_stream", None), None
+        if stream is not None:
+            stream.close()
+
+
+class SwfTarget(_LinesTarget):
     """SWF lines: the header first (a pipe's: what its first chunk holds; a header line in a
     later chunk, which the whole file would write at the top, stops the conversion). A
     file's first reading writes them after the header its first chunk gives, kept when the
@@ -364,6 +392,8 @@ class SwfTarget(Target):
         self.spec = swf.FORMAT
         self.source = source
         self.jobs_are_rows = True
+        self.early_header: list[str] = []
+        """The header lines written early (the first chunk's)."""
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dataclasses import replace
@@ -403,39 +433,24 @@ class SwfTarget(Target):
     def read_back(self, path: str) -> Diagnostic | None:
         return _read_back_in_chunks(self, path)
 
-    writes_early = True
-
-    def start_early(self, path: str) -> None:
-        self.early_path = path
-        self.early_stream: Any = None
-        self.early_header: list[str] = []
-
     def write_early(self, part: Any, unknown: bool) -> None:
         # (a preceding job a chunk did not know is written alike as extras or dependency)
         from dcx.formats.swf import codec
 
         if not part:
             return
-        if self.early_stream is None:
+        if not self.early_begun():
             self.early_header = codec._header(self.source.header(self.spec))
-            self.early_stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
-            self.early_stream.write("".join(line + "\n" for line in self.early_header)
-                                    .encode())
-        self.early_stream.write(part)
-        self.early_rows += part.count(b"\n")
+            self.begin_early("".join(line + "\n" for line in self.early_header))
+        self.write_early_lines(part, part.count(b"\n"))
 
     def finish_early(self, header: Workload) -> bool:
         from dcx.formats.swf import codec
 
-        if self.early_stream is None or codec._header(header) != self.early_header:
+        if not self.early_begun() or codec._header(header) != self.early_header:
             return False
         self.close_early()
         return True
-
-    def close_early(self) -> None:
-        stream, self.early_stream = getattr(self, "early_stream", None), None
-        if stream is not None:
-            stream.close()
 
 
 def _read_back_in_chunks(target: Target, path: str) -> Diagnostic | None:
@@ -470,7 +485,7 @@ def judged(target: Target, diagnostics: Sequence[Diagnostic], unread: bool = Fal
     return refused[0] if refused else None
 
 
-class GwfTarget(Target):
+class GwfTarget(_LinesTarget):
     """GWF task lines, after the header line of the file's variant (``codec.write_part``):
     the variant ``codec.variant_for`` the unions of the chunks' ``codec.variant_fields``
     (a dependency on a task of another chunk counted with its chunk, as the whole file
@@ -621,38 +636,27 @@ class GwfTarget(Target):
     def read_back(self, path: str) -> Diagnostic | None:
         return _read_back_in_chunks(self, path)
 
-    writes_early = True
-
-    def start_early(self, path: str) -> None:
-        self.early_path: str | None = path
-        self.early_stream: Any = None
-        self.early_variant: Variant | None = None
+    early_variant: Variant | None = None
 
     def write_early(self, part: Any, unknown: bool) -> None:
         from dcx.formats.gwf import codec
 
         document, _, count = part
-        if self.early_path is None or not count:
+        if not count:
             return
-        if self.early_variant is None:  # the variant of the chunks so far (observed)
+        if not self.early_begun():  # the variant of the chunks so far (observed)
             self.early_variant = codec.variant_for(self.only_archive, self.only_workflow)
-            self.early_stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
-            self.early_stream.write((codec.header_line(self.early_variant) + "\n").encode())
-        self.early_stream.write(codec.write_part(document, self.early_variant))
-        self.early_rows += count
+            self.begin_early(codec.header_line(self.early_variant) + "\n")
+        assert self.early_variant is not None
+        self.write_early_lines(codec.write_part(document, self.early_variant), count)
 
     def finish_early(self, header: Workload) -> bool:
         # (a preceding job met before its line is a dependency the early lines lack)
-        if self.early_path is None or self.early_stream is None \
-                or self.early_variant != self.variant or self.unknown_in_file:
+        if not self.early_begun() or self.early_variant != self.variant \
+                or self.unknown_in_file:
             return False
         self.close_early()
         return True
-
-    def close_early(self) -> None:
-        stream, self.early_stream = getattr(self, "early_stream", None), None
-        if stream is not None:
-            stream.close()
 
 
 _CHANGED = "changed"
