@@ -172,9 +172,12 @@ class _Losses:
                 first = _JOB_POINTER.sub(lambda match: piece.file_pointer(match), loss.first,
                                          count=1)
                 self.firsts[loss.field] = first
-                line, column = piece.read.locate(loss.first)
-                if line is not None:
-                    self.places[first] = (line + piece.first_line - 1, column)
+                if loss.first == "/workload/jobs/0" and piece.cut_job_place is not None:
+                    self.places[first] = piece.cut_job_place  # (a job begun in an earlier chunk)
+                else:
+                    line, column = piece.read.locate(loss.first)
+                    if line is not None:
+                        self.places[first] = (line + piece.first_line - 1, column)
 
     cut_job_counted: bool = False
     """The last job of the chunks so far counted a ``job`` loss (one cut between chunks is

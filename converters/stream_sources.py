@@ -36,6 +36,9 @@ class Chunk:
     work: Any = None
     """Its ``stream_convert.ChunkWork`` when it was converted elsewhere (a Dask worker): its
     ``read`` then holds no document."""
+    cut_job_place: tuple[int, int | None] | None = None
+    """Where its first job begins in the file, when it began in an earlier chunk (the line
+    and column its place is in the whole file)."""
 
     def file_pointer(self, match: re.Match[str]) -> str:
         """A job's (or its task's) model pointer in the chunk as the whole file's."""
@@ -264,6 +267,8 @@ class GwfSource(Source):
         variant: Any = None
         last_job: Any = None
         last_tasks = 0
+        last_place: tuple[int, int | None] | None = None
+        """Where the last job read so far begins in the file."""
         workflows = np.zeros(0, dtype=np.int64)  # of the chunks read so far (sorted)
         for chunk in chunks:
             if checked is not None:
@@ -285,19 +290,29 @@ class GwfSource(Source):
             problem = None
             continued = last_job is not None and job_ids[0] == last_job
             if variant == "workflow" and job_ids.dtype.kind == "i":
-                seen = np.isin(job_ids[1:] if continued else job_ids, workflows)
-                if bool(np.any(seen)):
-                    problem = ("a workflow whose tasks are not on consecutive lines (the "
-                               "whole file writes them together)")
-                workflows = np.union1d(workflows, job_ids)
+                new = np.unique(job_ids[1:] if continued else job_ids)
+                if not len(new) or not len(workflows) or new[0] > workflows[-1]:
+                    # ids counting up chunk after chunk: none seen before, appended (a
+                    # merge sorts them all again, each chunk: quadratic in the chunks)
+                    workflows = np.concatenate((workflows, new))
+                else:
+                    if bool(np.any(np.isin(new, workflows))):
+                        problem = ("a workflow whose tasks are not on consecutive lines "
+                                   "(the whole file writes them together)")
+                    workflows = np.union1d(workflows, new)
             piece = Chunk(read, first_line, jobs - 1 if continued else jobs,
-                           last_tasks if continued else 0, problem)
+                          last_tasks if continued else 0, problem,
+                          cut_job_place=last_place if continued else None)
             yield piece
             jobs += len(job_ids) - (1 if continued else 0)
             tasks = len(workload.jobs[-1].tasks) if _columns(workload) is None else int(
                 np.diff(_columns(workload).job_offsets)[-1])
-            last_tasks = tasks + (last_tasks if continued and len(job_ids) == 1 else 0)
+            still = continued and len(job_ids) == 1
+            last_tasks = tasks + (last_tasks if still else 0)
             last_job = job_ids[-1]
+            if not still:
+                begins, column = read.locate(f"/workload/jobs/{len(job_ids) - 1}")
+                last_place = (begins + first_line - 1, column) if begins is not None else None
 
     def cross_chunk(self, document: Document, later: list[Any]
                     ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:

@@ -134,6 +134,9 @@ def test_swf_in_chunks_is_the_whole_file_conversion(seed, jobs, chunk_bytes, opt
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.integers(0, 60), st.sampled_from((1, 60, 300, 2000)),
        OPTIONS, st.booleans(), TO)
+# a workflow cut between chunks whose first task Batsim leaves out: its job loss is placed
+# where the workflow begins, in the earlier chunk
+@example(seed=4, tasks=2, chunk_bytes=1, options=("--losses",), fast=False, to="batsim")
 def test_gwf_in_chunks_is_the_whole_file_conversion(seed, tasks, chunk_bytes, options, fast,
                                                     to):
     with pytest.MonkeyPatch.context() as patch:
