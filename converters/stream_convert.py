@@ -52,7 +52,7 @@ back in the part (at its place in the task's list); to SWF, which holds one prec
 a GWF or Parquet dependency on a task of another chunk is the preceding job's extras value
 the SWF writer writes as it writes a dependency. A GWF workflow whose tasks continue in
 the next chunk is one job, as in the whole file. What cannot be cut into chunks stops the
-conversion (``convert.not-streamable``): SWF job numbers that mix integers and text, GWF
+conversion (``convert.not-streamable``): SWF job numbers that are not all integers, GWF
 text ids and Parquet ids the target renumbers (the whole file may number them otherwise);
 to SWF, a GWF or Parquet task with several dependencies, one on a task of another chunk
 or row group (SWF holds one); a GWF workflow whose tasks are not on consecutive lines (the
@@ -99,7 +99,7 @@ from dcx.core.model import Document, Workload
 CODES = (
     Code("convert.not-streamable", "error",
          "A trace read in chunks has what only the whole file can convert (SWF job numbers "
-         "that mix integers and text, GWF text ids, a GWF workflow whose tasks are not on "
+         "that are not all integers, GWF text ids, a GWF workflow whose tasks are not on "
          "consecutive lines, Parquet ids the target renumbers, to SWF a GWF or Parquet task "
          "with several dependencies, one in another chunk or row group; in a pipe, a "
          "preceding job later in the trace or, to SWF, a header line among later jobs, or, "

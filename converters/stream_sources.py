@@ -91,7 +91,8 @@ class Source:
     def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
         """What stops converting this chunk's document on its own, if anything."""
         if "task.id" in _normal_form_losses(target, document):
-            return "job numbers that mix integers and text"
+            return (f"job numbers that are not all integers, which {target.name} renumbers (the "
+                    "whole file numbers them all together)")
         return None
 
     def header(self, spec: FormatDeclaration) -> Workload:

@@ -63,7 +63,7 @@ def reason_holds(said: str, source: str, data: bytes, to: str) -> bool:
     assert read.document is not None
     if "job ids Batsim cannot take" in said:
         return to == "batsim" and "task.id" in batsim.normal_form_losses(read.document)
-    if "job numbers that mix integers and text" in said:
+    if "job numbers that are not all integers" in said:
         lost = TARGETS[to].normal_form_losses
         assert lost is not None
         return source == "swf" and "task.id" in lost(read.document)

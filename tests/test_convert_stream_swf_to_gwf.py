@@ -92,7 +92,7 @@ def both(data: bytes, chunk_bytes: int, *options: str) -> str:
         if "cannot convert in chunks" in streamed[1]:
             assert streamed[0] == 1 and not streamed_out.exists()
             assert streamed[1].count("\n") == 1
-            assert "job numbers that mix integers and text" in streamed[1]
+            assert "job numbers that are not all integers, which gwf renumbers" in streamed[1]
             assert text_job_numbers(data)
             assert sorted(os.listdir(folder)) == ["in.swf", *([whole_out.name]
                                                               if whole[0] == 0 else [])]
@@ -253,8 +253,9 @@ def test_text_job_numbers_are_refused_and_nothing_is_written():
         out.write_bytes(b"before")
         code, said = run(["convert", str(source), str(out)], stream=True, chunk_bytes=1 << 9)
         assert code == 1
-        assert said == (f"{source}: error: /: cannot convert in chunks: job numbers that mix "
-                        "integers and text; convert a file under the input size limit\n")
+        assert said == (f"{source}: error: /: cannot convert in chunks: job numbers that are "
+                        "not all integers, which gwf renumbers (the whole file numbers them "
+                        "all together); convert a file under the input size limit\n")
         assert out.read_bytes() == b"before"
         assert sorted(os.listdir(folder)) == ["in.swf", "out.gwf"]
         assert run(["convert", str(source), str(out)], stream=False)[0] == 0
