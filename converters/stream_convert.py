@@ -305,6 +305,7 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
                         return StreamedConversion(verdict.diagnostics)
                     if unstreamable is not None:
                         raise unstreamable
+                    target.unknown_in_file = any(map(source.in_file, later))
                     target.resolved(source.in_file)
                     if target.measures_again():
                         sums.clear()

@@ -173,10 +173,17 @@ class Target:
         """Which of ``losses``' forms the output takes, once the input is read."""
         return None
 
+    unknown_in_file: bool = False
+    """After the first reading of a file: a preceding job some chunk did not know (no
+    earlier chunk held it) is a job of the file after all (set by the engine)."""
+    loses_unknown_otherwise: bool = False
+    """Such a job is a dependency whose loss differs from that of the extras value its chunk
+    kept (GWF, Batsim, osp-workload; Parquet and SWF hold both alike)."""
+
     def measures_again(self) -> bool:
         """After ``resolved``: the first reading's losses are not the whole file's, so a
         second reading measures them before the output is written."""
-        return False
+        return self.loses_unknown_otherwise and self.unknown_in_file
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
@@ -499,6 +506,7 @@ class GwfTarget(_LinesTarget):
     reading measures them again (``measures_again``)."""
 
     sources = frozenset({"swf", "gwf", "parquet"})
+    loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import gwf
@@ -512,9 +520,6 @@ class GwfTarget(_LinesTarget):
         self.only_archive: frozenset[str] = frozenset()
         self.only_workflow: frozenset[str] = frozenset()
         """The unions of the chunks' ``codec.variant_fields`` so far."""
-        self.unknown: list[Any] = []
-        """The preceding jobs the first reading's chunks did not know."""
-        self.unknown_in_file = False
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.core.columns import columns_of
@@ -577,9 +582,6 @@ class GwfTarget(_LinesTarget):
                                       if loss.field.startswith("workload."))),
                             key=lambda loss: order[loss.field]))
 
-    def measures_again(self) -> bool:
-        return self.unknown_in_file
-
     def _add(self, fields: tuple[frozenset[str], frozenset[str]]) -> Variant:
         """The variant of the chunks so far, with one more chunk's ``fields``."""
         from dcx.formats.gwf import codec
@@ -590,14 +592,12 @@ class GwfTarget(_LinesTarget):
 
     def observe(self, part: Any, unknown: list[Any]) -> None:
         self._add(part[1])
-        self.unknown.extend(unknown)
 
     def resolved(self, in_file: Callable[[Any], bool]) -> None:
         from dcx.formats.gwf import codec
 
         # a preceding job the first reading did not know, a job of the file after all, is a
         # dependency (what only the workflow variant holds)
-        self.unknown_in_file = any(map(in_file, self.unknown))
         if self.unknown_in_file:
             self.only_workflow |= {"task.dependencies"}
         self.variant = codec.variant_for(self.only_archive, self.only_workflow)

@@ -104,6 +104,7 @@ class BatsimTarget(_JsonTarget):
     docstring)."""
 
     sources = frozenset({"swf", "gwf", "parquet"})
+    loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import batsim
@@ -114,9 +115,6 @@ class BatsimTarget(_JsonTarget):
         self.observes = True
         self.jobs_are_rows = True
         self.reopenable = reopenable
-        self.unknown: list[Any] = []
-        """Preceding jobs a chunk of a file did not know (an earlier chunk did not hold)."""
-        self.unknown_in_file = False
         self.written = 0
         """Jobs written by the parts of the first reading (the whole input's)."""
         self.spool: _Spool | None = None
@@ -183,17 +181,7 @@ class BatsimTarget(_JsonTarget):
         return len(part.jobs)
 
     def observe(self, part: Any, unknown: list[Any]) -> None:
-        self.unknown.extend(unknown)
         self.written += len(part.jobs)
-
-    def resolved(self, in_file: Callable[[Any], bool]) -> None:
-        self.unknown_in_file = any(map(in_file, self.unknown))
-
-    def measures_again(self) -> bool:
-        """A preceding job that turned out to come later in the file is a lost dependency
-        where its chunk counted a lost extras value: the losses are measured again (the
-        jobs written are the same)."""
-        return self.unknown_in_file
 
     def refusal(self, source: FormatDeclaration, verdict: Any) -> Diagnostic | None:
         """The whole-file path's ``convert.nothing-held``: no task has a positive runtime."""
@@ -256,6 +244,7 @@ class OspWorkloadTarget(_JsonTarget):
     header's, known from the first chunk; see the module docstring)."""
 
     sources = frozenset({"swf", "gwf", "parquet"})
+    loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.converters.stream_sources import GwfSource
@@ -268,9 +257,6 @@ class OspWorkloadTarget(_JsonTarget):
         self.stitches = isinstance(source, GwfSource)
         """A chunk's first workflow with the id of the last one written continues it (GWF:
         a workflow cut between chunks; others hold whole jobs, SWF one task each)."""
-        self.unknown: list[Any] = []
-        """Preceding jobs a chunk of a file did not know (an earlier chunk did not hold)."""
-        self.unknown_in_file = False
         self.normal: tuple[Document | None, Document] = (None, Document())
         """The last chunk's document whose losses were measured, and its normal form."""
         self.early: _Workflows | None = None
@@ -326,17 +312,6 @@ class OspWorkloadTarget(_JsonTarget):
     def rows(self, part: Any) -> int:
         return int(part[1])
 
-    def observe(self, part: Any, unknown: list[Any]) -> None:
-        self.unknown.extend(unknown)
-
-    def resolved(self, in_file: Callable[[Any], bool]) -> None:
-        self.unknown_in_file = any(map(in_file, self.unknown))
-
-    def measures_again(self) -> bool:
-        """A preceding job that turned out to come later in the file is a dependency where
-        its chunk kept an extras value: the losses are measured again, and the file read
-        again to write it (``finish_early``)."""
-        return self.unknown_in_file
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:
