@@ -426,14 +426,7 @@ def write(document: Document) -> WriteResult:
     """osp-workload JSON for ``normal_form(document)``."""
     workload = normal_form(document).workload or Workload()
     origin = _origin_instant(workload.time_origin) or UNIX_EPOCH
-    root: dict[str, Any] = {}
-    if workload.name is not None:
-        root["name"] = workload.name
-    if workload.description is not None:
-        root["description"] = workload.description
-    root.update(_own_keys(workload.extras))
-    if workload.time_origin is not None:
-        root["date_start"] = workload.time_origin
+    root = _root(workload)
     root["workflows"] = [_workflow(job, origin) for job in workload.jobs]
     data, problem = serialised_against(SCHEMA, root)
     return _unwritable(problem) if problem is not None else WriteResult(data)
@@ -527,6 +520,7 @@ def head_text(workload: Workload) -> str:
 
 
 def _root(workload: Workload) -> dict[str, Any]:
+    """The root's members, in the order written, its workflows empty."""
     root: dict[str, Any] = {}
     if workload.name is not None:
         root["name"] = workload.name
