@@ -29,6 +29,7 @@ import os
 import re
 import select
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -338,6 +339,27 @@ def test_the_guards_themselves_work(sandbox: Sandbox, tmp_path: Path) -> None:
         assert select.select([probe_listener], [], [], 5)[0]
     finally:
         probe_listener.close()
+
+
+def test_the_memory_budget_measures_the_command_not_the_test_process(tmp_path: Path) -> None:
+    """A forked child's peak resident memory starts at its parent's, so measured from a large
+    pytest process every case would report pytest's size. From a process holding 600 MB, an
+    empty command must still measure small, and a command that fills 200 MB must measure it."""
+    script = (
+        "import os, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from hostile import runner\n"
+        "held = b'x' * (600 << 20)\n"
+        "small = runner.run_limited([sys.executable, '-c', 'pass'], dict(os.environ), '.')\n"
+        "fill = 'held = b\"x\" * (200 << 20)'\n"
+        "large = runner.run_limited([sys.executable, '-c', fill], dict(os.environ), '.')\n"
+        "print(small.peak_rss_mb, large.peak_rss_mb)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(HOSTILE_DIR.parent)],
+                          capture_output=True, text=True, cwd=tmp_path, check=True)
+    small, large = map(float, done.stdout.split())
+    assert small < 100, done.stdout
+    assert 200 <= large < 300, done.stdout
 
 
 def test_manifest_is_consistent() -> None:

@@ -1,17 +1,19 @@
 """Run one command the way a user would, under the hostile-input budgets.
 
 Each run gets a hard address-space cap (``RLIMIT_AS``), a wall-clock timeout, and its peak
-resident memory read from the kernel (``wait4``), so a case that blows any budget is a test
-failure with numbers rather than a stuck or swapping machine. Output goes to files, not
+resident memory read from the kernel (``wait4``, in the small launcher ``launch.py``), so a
+case that blows any budget is a test failure with numbers rather than a stuck or swapping
+machine. Output goes to files, not
 pipes, so a chatty child can never block on a full pipe.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import resource
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SANDBOX_DIR = Path(__file__).resolve().parent / "sandbox"
+LAUNCHER = Path(__file__).resolve().parent / "launch.py"
 
 CPU_BUDGET_S = 5.0
 """The issue's budget for one case, 5 s, checked as CPU time (user + system) so that a busy
@@ -60,12 +63,6 @@ class Outcome:
                 f"stdout: {self.stdout[:2000]!r}\nstderr: {self.stderr[-2000:]!r}")
 
 
-def _limit_address_space(megabytes: int) -> None:
-    cap = megabytes * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
 def sandbox_environment(log_file: Path, canary_dir: Path,
                         base: Mapping[str, str] | None = None) -> dict[str, str]:
     """Environment for a child: the audit-hook guard on ``PYTHONPATH``, no debug tracebacks,
@@ -84,30 +81,30 @@ def sandbox_environment(log_file: Path, canary_dir: Path,
 def run_limited(command: Sequence[str], environment: Mapping[str, str], cwd: Path,
                 address_space_mb: int = ADDRESS_SPACE_CAP_MB,
                 timeout_s: float = HARD_TIMEOUT_S) -> Outcome:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "usage.json"
         started = time.monotonic()
-        child = subprocess.Popen(
-            list(command), stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd,
-            env=dict(environment), preexec_fn=lambda: _limit_address_space(address_space_mb),
-            start_new_session=True)
-        timed_out = False
-        status, usage = 0, None
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - started > timeout_s:
-                timed_out = True
-                os.killpg(child.pid, signal.SIGKILL)
-                _, status, usage = os.wait4(child.pid, 0)
-                break
-            time.sleep(0.01)
+        launcher = subprocess.Popen(
+            [sys.executable, str(LAUNCHER), str(report), str(address_space_mb), "--",
+             *command],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd,
+            env=dict(environment), start_new_session=True)
+        try:
+            launcher.wait(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
         seconds = time.monotonic() - started
-        child.returncode = os.waitstatus_to_exitcode(status)  # already reaped: tell Popen
+        usage = json.loads(report.read_text()) if report.exists() else None
+        returncode = (os.waitstatus_to_exitcode(usage["status"]) if usage
+                      else launcher.returncode)
         out.seek(0)
         err.seek(0)
-        return Outcome(tuple(command), child.returncode,
+        return Outcome(tuple(command), returncode,
                        out.read().decode("utf-8", "replace"),
                        err.read().decode("utf-8", "replace"), seconds,
-                       usage.ru_utime + usage.ru_stime if usage else 0.0,
-                       usage.ru_maxrss / 1024 if usage else 0.0, timed_out)
+                       usage["cpu_seconds"] if usage else 0.0,
+                       usage["peak_rss_kb"] / 1024 if usage else 0.0, timed_out)
