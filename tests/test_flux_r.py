@@ -323,6 +323,26 @@ def test_cpus_without_cores_read_back_as_no_cpu_and_are_reported() -> None:
     assert [m.cpus for m in read.document.environment.machines()] == [(), ()]
 
 
+def test_machines_out_of_rank_order_after_an_empty_datacenter_are_put_in_rank_order() -> None:
+    """R lists machines by rank: the normal form reorders them into the one rack the
+    restriction keeps, wherever the first room and rack are (here not in the first
+    datacenter, which has none)."""
+    machines = (Machine(name="n1", rank=1), Machine(name="n0", rank=0))
+    document = Document(environment=Environment(datacenters=(
+        Datacenter(name="empty"), Datacenter(rooms=(Room(), Room(racks=(
+            Rack(name="r", slots=machines),)))))))
+    normal = flux_r.normal_form(document).environment
+    assert normal is not None
+    assert [machine.name for machine in normal.machines()] == ["n0", "n1"]
+    assert normal.datacenters[0].name == "empty"
+    lost = {loss.field for loss in conversion_losses(document, flux_r.FORMAT)}
+    assert "machine.rank" not in lost and "rack.name" in lost
+    read = flux_r.read(flux_r.write(document).data)
+    assert read.document is not None and read.document.environment is not None
+    assert [(m.name, m.rank) for m in read.document.environment.machines()] == [
+        ("n0", 0), ("n1", 1)]
+
+
 @settings(max_examples=150, deadline=None)
 @given(r_environments())
 def test_model_to_r_to_model_is_identity(environment: Environment) -> None:

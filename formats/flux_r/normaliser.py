@@ -82,8 +82,9 @@ def _ranks_ascend(parts: list[Machine | MachineGroup]) -> bool:
 
 
 def _in_rank_order(environment: Environment) -> Environment:
-    """The machines in rank order, as R reads them back, in the first rack (R holds no
-    racks, rooms or datacenters: leaving them out is the restriction's loss, not this)."""
+    """The machines in rank order, as R reads them back, in one rack: the first datacenter,
+    room and rack of the whole environment, the containers the restriction keeps (R holds
+    no racks, rooms or datacenters: leaving them out is the restriction's loss, not this)."""
     parts: list[Machine | MachineGroup] = []
     for part in machine_parts(environment):
         if isinstance(part, MachineGroup) and not (
@@ -92,11 +93,11 @@ def _in_rank_order(environment: Environment) -> Environment:
         else:
             parts.append(part)
     parts.sort(key=_first_rank)
-    datacenter = environment.datacenters[0]
-    room = datacenter.rooms[0]
-    rack = replace(room.racks[0], slots=slots_of(parts))
-    return replace(environment, datacenters=(replace(datacenter, rooms=(replace(
-        room, racks=(rack,)),)),))
+    rooms = [room for datacenter in environment.datacenters for room in datacenter.rooms]
+    racks = [rack for room in rooms for rack in room.racks]
+    rack = replace(racks[0], slots=slots_of(parts))
+    return replace(environment, datacenters=(replace(environment.datacenters[0], rooms=(
+        replace(rooms[0], racks=(rack,)),)),))
 
 
 def normal_form_losses(document: Document) -> frozenset[str]:
