@@ -27,7 +27,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 from dcx.converters.stream_sources import Chunk, ParquetSource
 from dcx.core.diagnostics import Diagnostic, ReadResult
@@ -72,7 +72,7 @@ def convert_group(path: str, parts: Any, index: int, target_name: str, measure: 
     from dcx.formats.parquet import stream
 
     with open(path, "rb") as opened:
-        carried, first = _carried(opened, parts, index)
+        carried, first = stream.rows_carried_into(opened, parts, index)
         if carried is False:
             return GroupConversion(unreadable=True)
         read, _ = stream.read_part(opened, index, first, carried,
@@ -89,44 +89,6 @@ def convert_group(path: str, parts: Any, index: int, target_name: str, measure: 
     work = chunk_work(source, target, read.document, None, [], measure, make)
     return GroupConversion(jobs, header=replace(workload, jobs=()) if first else None,
                            work=work)
-
-
-def _carried(opened: BinaryIO, parts: Any, index: int) -> tuple[Any, bool]:
-    """The rows of earlier row groups that the chunk read with row group ``index`` begins
-    with (those of the last job begun before it; ``None``: none), and whether no job begins
-    before them (the chunk is the first with jobs, which holds the header). ``False`` for
-    the rows when a row group they are in cannot be read."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from dcx.formats.parquet.codec import _ids
-
-    start = parts.first_rows[index]
-    group = index - 1
-    run_key: Any = None
-    try:
-        file = pq.ParquetFile(opened)
-        while group >= 0:  # back to the group where the job of the row before begins
-            keys = _ids(file.read_row_group(group, columns=["job_id"]).column("job_id")
-                        .combine_chunks())
-            if len(keys):
-                if run_key is not None and keys[-1] != run_key:
-                    break  # that job begins at the first row of the group after
-                run_key = keys[-1]
-                changes = np.flatnonzero(keys[1:] != keys[:-1])
-                start = parts.first_rows[group] + (int(changes[-1]) + 1 if len(changes) else 0)
-                if len(changes):
-                    break
-            group -= 1
-        if start == parts.first_rows[index]:
-            return None, start == 0
-        first_group = int(np.searchsorted(parts.first_rows, start, side="right")) - 1
-        tables = [file.read_row_group(g) for g in range(first_group, index)]
-    except (pa.ArrowException, OSError, ValueError):
-        return False, False
-    carried = pa.concat_tables(tables).slice(start - parts.first_rows[first_group])
-    return carried, start == 0
 
 
 class DaskParquetSource(ParquetSource):

@@ -22,7 +22,10 @@ merged in one place:
   reads again a row group at a time.
 
 ``read_part(source, index, header, carried, last)`` reads one row group into a document of
-whole jobs (``dcx convert`` of a large file), its dependencies on other row groups kept.
+whole jobs (``dcx convert`` of a large file), its dependencies on other row groups kept;
+``carried`` is the rows of a job begun in earlier row groups, which the caller reading row
+groups in order keeps from the previous ``read_part``, and one reading a row group on its
+own finds with ``rows_carried_into``.
 
 The source is a seekable binary file object its caller opened (a format does no file I/O).
 """
@@ -514,6 +517,42 @@ def reread_dependencies(source: BinaryIO, index: int) -> tuple[Any, list[list[An
 
 
 # --------------------------------------------------------------------------- a row group read
+
+
+def rows_carried_into(source: BinaryIO, parts: Parts, index: int) -> tuple[Any, bool]:
+    """The rows of earlier row groups that ``read_part`` of row group ``index`` begins with
+    when row groups are read apart (those of the last job begun before it; ``None``: none),
+    and whether no job begins before them (that part is the first with jobs, which holds the
+    header). ``False`` for the rows when a row group they are in cannot be read."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    start = parts.first_rows[index]
+    group = index - 1
+    run_key: Any = None
+    try:
+        file = pq.ParquetFile(source)
+        while group >= 0:  # back to the group where the job of the row before begins
+            keys = _ids(file.read_row_group(group, columns=["job_id"]).column("job_id")
+                        .combine_chunks())
+            if len(keys):
+                if run_key is not None and keys[-1] != run_key:
+                    break  # that job begins at the first row of the group after
+                run_key = keys[-1]
+                changes = np.flatnonzero(keys[1:] != keys[:-1])
+                start = parts.first_rows[group] + (int(changes[-1]) + 1 if len(changes) else 0)
+                if len(changes):
+                    break
+            group -= 1
+        if start == parts.first_rows[index]:
+            return None, start == 0
+        first_group = int(np.searchsorted(parts.first_rows, start, side="right")) - 1
+        tables = [file.read_row_group(g) for g in range(first_group, index)]
+    except (pa.ArrowException, OSError, ValueError):
+        return False, False
+    carried = pa.concat_tables(tables).slice(start - parts.first_rows[first_group])
+    return carried, start == 0
 
 
 def read_part(source: BinaryIO, index: int, header: bool, carried: Any = None,
