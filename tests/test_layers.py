@@ -66,6 +66,21 @@ def source_tree(root: Path) -> Path:
     return root
 
 
+def test_pyproject_lists_every_package_so_a_wheel_holds_it() -> None:
+    """setuptools cannot find packages mapped from several top-level folders, so pyproject
+    names them; a subpackage left out works in the editable checkout and is missing from an
+    installed dcx."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))[
+        "tool"]["setuptools"]
+    found = set()
+    for package, folder in setuptools["package-dir"].items():
+        root = REPO / folder
+        found |= {".".join((package, *init.parent.relative_to(root).parts))
+                  for init in root.rglob("__init__.py")}
+    assert sorted(found - set(setuptools["packages"])) == []
+    assert sorted(set(setuptools["packages"]) - found) == []
+
+
 def test_the_layer_contracts_hold(tmp_path: Path) -> None:
     config = tmp_path / "contracts.ini"
     config.write_text(contracts(), encoding="utf-8")
