@@ -809,8 +809,9 @@ def _first_dropped(loss: Loss, read: ReadResult | None) -> dict[str, Any] | None
 
 
 def _loss_line(loss: Loss, read: ReadResult | None, name: str) -> str:
-    """``  machine.os: 4 values (first: in.json:12:7, /environment/…/slots/3): meaning``."""
-    said = [] if loss.count is None else [_plural(loss.count, "value")]
+    """``  machine.os: 4 values (first: in.json:12:7, /environment/…/slots/3): meaning``;
+    ``values changed`` where the target changes values without a count (its normal form)."""
+    said = ["values changed" if loss.count is None else _plural(loss.count, "value")]
     place = loss.first_place(read, name)
     if place is not None:
         said.append(f"(first: {place})")

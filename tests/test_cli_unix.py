@@ -257,6 +257,15 @@ def test_losses_name_the_first_value_dropped_at_its_line_in_the_source(tmp_path:
     assert source_line.startswith("NodeName=gpu[01-02] ")  # the first node line with GPUs
 
 
+def test_a_loss_without_a_count_says_the_values_change(tmp_path: Path) -> None:
+    """OpenDC folds an SWF job's processors (nodes of one core) into one task's cores: the
+    target changes values its normal form gives no count for."""
+    done = dcx("convert", SWF, tmp_path / "out", "--to", "opendc-workload", "--losses")
+    assert done.returncode == 0, text(done)
+    assert f"  task.request.cores: values changed (first: {SWF}:16:1, " \
+        "/workload/jobs/0/tasks/0): cores per node" in done.stderr.decode().splitlines()
+
+
 def test_convert_json_report_lists_the_losses(tmp_path: Path) -> None:
     done = dcx("convert", CLUSTER, tmp_path / "out.xml", "--to", "sss", "--output", "json")
     assert done.returncode == 0 and done.stderr == b""
