@@ -767,6 +767,7 @@ def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[F
     same report, from what the chunks added up to. A file read in parts (Parquet) is
     converted on ``cluster`` when one is given."""
     from dcx.converters.fill import apply_fills
+    from dcx.converters.folders import FolderError
     from dcx.converters.partitions import ClusterUnavailable
     from dcx.converters.stream_convert import convert_chunks
     from dcx.core.model import Document, Workload
@@ -778,8 +779,11 @@ def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[F
             client = cluster.client()
         except ClusterUnavailable as exc:
             raise UsageError(str(exc)) from None
-    result = convert_chunks(streamed.spec.name, streamed.chunks, streamed.reopenable,
-                            args.output, target.name, args.strict, client, args.input)
+    try:
+        result = convert_chunks(streamed.spec.name, streamed.chunks, streamed.reopenable,
+                                args.output, target.name, args.strict, client, args.input)
+    except FolderError as exc:  # not a folder dcx may replace
+        raise UsageError(str(exc)) from None
     # a trace has no machines: what each --fill says it filled (none), as the whole path says
     filled = apply_fills(Document(workload=Workload()), fills)[1] if result.ok else ()
     return _report_conversion(args, target, _Converted(

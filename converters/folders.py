@@ -15,6 +15,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from dcx.converters.registry import FORMATS
@@ -74,6 +75,19 @@ def write_folder(path: str, data: bytes, spec: FormatDeclaration) -> None:
     members, why = unpack(data, spec.members)
     if members is None:
         raise FolderError(f"{path}: {why}")
+    with folder_beside(path, spec) as temporary:
+        for name in spec.members:
+            with open(os.path.join(temporary, name), "wb") as stream:
+                stream.write(members.get(name, b""))
+
+
+@contextlib.contextmanager
+def folder_beside(path: str, spec: FormatDeclaration) -> Iterator[str]:
+    """A temporary folder beside the folder ``path`` for the caller to write ``spec``'s
+    members into (by name; anything else it puts there it removes itself): when the
+    ``with`` block ends without an exception, the members are synced and the folder
+    replaces ``path`` (see the module docstring); otherwise it is removed. A ``path`` dcx
+    may not replace is a ``FolderError`` before anything is written."""
     target = Path(os.path.realpath(path))
     if target.exists():
         if not target.is_dir():
@@ -89,10 +103,9 @@ def write_folder(path: str, data: bytes, spec: FormatDeclaration) -> None:
     temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp",
                                       dir=target.parent))
     try:
+        yield str(temporary)
         for name in spec.members:
-            with open(temporary / name, "wb") as stream:
-                stream.write(members.get(name, b""))
-                stream.flush()
+            with open(temporary / name, "rb+") as stream:
                 os.fsync(stream.fileno())
         os.chmod(temporary, 0o777 & ~_umask())
         _replace(temporary, target)

@@ -462,8 +462,9 @@ def _early_output(output: str, target: Target) -> Iterator[_Early | None]:
 
 def _write(output: str, target: Target, parts: Iterator[Any],
            header: Callable[[], Workload], at_end: Callable[[], Workload]) -> int:
-    """Write the parts to ``output`` (through a temporary file for a regular file, renamed
-    into place once it reads back accepted); the number of rows."""
+    """Write the parts to ``output`` (through a temporary file for a regular file, or a
+    temporary folder for a format stored as one, renamed into place once it reads back
+    accepted); the number of rows."""
     from dcx.converters.atomic import STDOUT, is_special, open_descriptor, temporary_beside
 
     descriptor = 1 if output == STDOUT else open_descriptor(output)
@@ -474,7 +475,13 @@ def _write(output: str, target: Target, parts: Iterator[Any],
     if is_special(output):
         with open(output, "wb") as stream:
             return target.write(stream, parts, header, at_end)
-    with temporary_beside(output) as temporary:
+    if target.spec.members:  # a format stored as a folder: written into one beside OUTPUT
+        from dcx.converters.folders import folder_beside
+
+        beside = folder_beside(output, target.spec)
+    else:
+        beside = temporary_beside(output)
+    with beside as temporary:
         rows = target.write(temporary, parts, header, at_end)
         problem = target.read_back(temporary)
         if problem is not None:

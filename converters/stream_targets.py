@@ -743,7 +743,9 @@ class _Elsewhere:
 TARGETS: dict[str, type[Target] | _Elsewhere] = {
     "parquet": ParquetTarget, "swf": SwfTarget, "gwf": GwfTarget,
     "batsim": _Elsewhere("dcx.converters.stream_targets_json", "BatsimTarget"),
-    "osp-workload": _Elsewhere("dcx.converters.stream_targets_json", "OspWorkloadTarget")}
+    "osp-workload": _Elsewhere("dcx.converters.stream_targets_json", "OspWorkloadTarget"),
+    "opendc-workload": _Elsewhere("dcx.converters.stream_targets_opendc",
+                                  "OpendcWorkloadTarget")}
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ format's declaration, and through it this module.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import BinaryIO
 
 _BLOCK = 512
 _MAGIC_AT = 257
@@ -25,20 +26,30 @@ _MAGIC_AT = 257
 def pack(members: Mapping[str, bytes], order: Sequence[str]) -> bytes:
     """The tar bytes of ``members`` (name → content), in ``order``."""
     import io
-    import tarfile
 
     sink = io.BytesIO()
-    with tarfile.open(fileobj=sink, mode="w", format=tarfile.USTAR_FORMAT) as archive:
+    pack_streams(sink, {name: (len(content), io.BytesIO(content))
+                        for name, content in members.items()}, order)
+    return sink.getvalue()
+
+
+def pack_streams(sink: BinaryIO, members: Mapping[str, tuple[int, BinaryIO]],
+                 order: Sequence[str]) -> None:
+    """Write to ``sink`` the tar bytes ``pack`` gives for ``members`` (name → size and an
+    open stream of that many bytes), copying each stream a buffer at a time: members too
+    large to hold go out as they are read."""
+    import tarfile
+
+    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.USTAR_FORMAT) as archive:
         for name in order:
             if name not in members:
                 continue
-            content = members[name]
+            size, content = members[name]
             info = tarfile.TarInfo(name)
-            info.size = len(content)
+            info.size = size
             info.mode = 0o644
             info.mtime = 0
-            archive.addfile(info, io.BytesIO(content))
-    return sink.getvalue()
+            archive.addfile(info, content)
 
 
 def unpack(data: bytes, names: Sequence[str]) -> tuple[dict[str, bytes] | None, str]:

@@ -685,6 +685,39 @@ def write(document: Document) -> WriteResult:
     return WriteResult(pack({TASKS: _parquet(tasks), FRAGMENTS: _parquet(fragments)}, MEMBERS))
 
 
+def part_normal_form(document: Document, time_origin: str | None
+                     ) -> tuple[Document, frozenset[str]]:
+    """The normal form of a part of a workload (a chunk of a trace converted a part at a
+    time) whose times count from ``time_origin`` (the whole workload's, in normal form), and
+    what it loses."""
+    workload = document.workload
+    if workload is not None and workload.time_origin != time_origin:
+        document = replace(document, workload=replace(workload, time_origin=time_origin))
+    return _normalized(document)
+
+
+def write_part(normal: Document) -> tuple[Any, Any] | str:
+    """The rows ``write`` gives the tasks and the fragments of ``normal`` (a part's
+    ``part_normal_form``, its dependencies on tasks of other parts put back) as two tables,
+    the tasks' ``children`` empty: a task's children may be in any part, so whoever joins
+    the parts fills them in (``children``); or why they cannot be written."""
+    import numpy as np
+
+    workload = normal.workload or Workload()
+    columns = columns_of(workload) or WorkloadColumns.from_jobs(
+        tuple(_held_only(job) for job in workload.jobs))
+    if columns is None or (len(columns.ids) and columns.ids.dtype.kind != "i") or (
+            len(columns.dependency_ids) and columns.dependency_ids.dtype.kind != "i"):
+        return "the normal form has a value no OpenDC column holds"
+    ids = columns.ids.astype(np.int32)
+    arrays, duration, capacity = _task_arrays(columns, origin_ms(workload.time_origin) or 0,
+                                              ids)
+    arrays["children"] = list_column(np.zeros(len(ids) + 1, dtype=np.int64),
+                                     np.zeros(0, dtype=np.int32))
+    tasks = _table(arrays, tasks_schema(workload.time_origin))
+    return tasks, _fragments(columns, ids, duration, capacity)
+
+
 def _held_only(job: Job) -> Job:
     """A job with only what this format holds (writers leave the rest out)."""
     from dcx.core.model import ResourceRequest, StartMode
@@ -710,10 +743,92 @@ def _parquet(table: Any) -> bytes:
 
 def _tables(columns: WorkloadColumns, origin: int, time_origin: str | None) -> tuple[Any, Any]:
     import numpy as np
+
+    ids = columns.ids.astype(np.int32)
+    child_offsets, child_ids = children(ids, columns.dependency_offsets,
+                                        columns.dependency_ids)
+    arrays, duration, capacity = _task_arrays(columns, origin, ids)
+    arrays["children"] = list_column(child_offsets, child_ids)
+    tasks = _table(arrays, tasks_schema(time_origin))
+    return tasks, _fragments(columns, ids, duration, capacity)
+
+
+TASK_COLUMNS = ("id", "name", "submission_time", "duration", "cpu_count", "cpu_capacity",
+                "mem_capacity", "gpu_count", "gpu_capacity", "parents", "children",
+                "deferrable", "deadline")
+"""tasks.parquet's columns, in the order dcx writes them."""
+
+
+def tasks_schema(time_origin: str | None) -> Any:
+    """The Arrow schema of every tasks.parquet dcx writes: the columns' types, the required
+    ones not nullable, the time origin in the key-value metadata."""
+    import pyarrow as pa
+
+    ids = pa.list_(pa.int32())
+    types = {"id": pa.int32(), "name": pa.string(),
+             "submission_time": pa.timestamp("ms", tz="UTC"), "duration": pa.int64(),
+             "cpu_count": pa.int32(), "cpu_capacity": pa.float64(),
+             "mem_capacity": pa.int64(), "gpu_count": pa.int32(),
+             "gpu_capacity": pa.float64(), "parents": ids, "children": ids,
+             "deferrable": pa.bool_(), "deadline": pa.int64()}
+    return pa.schema([pa.field(column, types[column], nullable=column not in REQUIRED[TASKS])
+                      for column in TASK_COLUMNS],
+                     metadata={TIME_ORIGIN_KEY: (time_origin or "").encode()})
+
+
+def fragments_schema(gpu: bool) -> Any:
+    """The Arrow schema of fragments.parquet, with ``gpu_usage`` when some fragment has one."""
+    import pyarrow as pa
+
+    columns = [pa.field("id", pa.int32(), nullable=False),
+               pa.field("duration", pa.int64(), nullable=False),
+               pa.field("cpu_usage", pa.float64(), nullable=False)]
+    if gpu:
+        columns.append(pa.field("gpu_usage", pa.float64()))
+    return pa.schema(columns)
+
+
+def children(ids: Any, offsets: Any, dependency_ids: Any) -> tuple[Any, Any]:
+    """The inverse of the tasks' dependency lists (``offsets`` and ``dependency_ids``, each
+    naming a task of ``ids``): each task's children as offsets (``len(ids) + 1``) and the
+    children's ids, a task's in row order."""
+    import numpy as np
+
+    count = len(ids)
+    if not len(dependency_ids):
+        return np.zeros(count + 1, dtype=np.int64), np.zeros(0, dtype=ids.dtype)
+    order = np.argsort(ids, kind="stable")
+    parent_rows = order[np.searchsorted(ids[order], dependency_ids)]
+    child_ids = np.repeat(ids, np.diff(offsets))
+    by_parent = np.argsort(parent_rows, kind="stable")
+    child_offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent_rows, minlength=count)[:count], out=child_offsets[1:])
+    return child_offsets, child_ids[by_parent]
+
+
+def list_column(offsets: Any, values: Any) -> Any:
+    """A ``list<int32>`` column (``parents``, ``children``) from offsets and values."""
+    import numpy as np
+    import pyarrow as pa
+
+    return pa.ListArray.from_arrays(pa.array(np.asarray(offsets).astype(np.int32)),
+                                    pa.array(np.asarray(values).astype(np.int32), pa.int32()))
+
+
+def _table(arrays: dict[str, Any], schema: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.Table.from_arrays([arrays[column] for column in schema.names], schema=schema)
+
+
+def _task_arrays(columns: WorkloadColumns, origin: int, ids: Any
+                 ) -> tuple[dict[str, Any], Any, Any]:
+    """Every tasks.parquet column but ``children``, and the tasks' durations (ms) and CPU
+    capacities (what their one fragment is when they have no profile)."""
+    import numpy as np
     import pyarrow as pa
 
     count = len(columns)
-    ids = columns.ids.astype(np.int32)
     cores = columns.cores.astype(np.int32)
     duration = np.round(columns.runtime_s * 1000).astype(np.int64)
     capacity = cores * MHZ_PER_CORE
@@ -724,15 +839,6 @@ def _tables(columns: WorkloadColumns, origin: int, time_origin: str | None) -> t
     memory = np.nan_to_num(columns.memory_mb, nan=0.0)
     deadline = np.where(np.isnan(columns.deadline_s), -1,
                         np.round(np.nan_to_num(columns.deadline_s) * 1000) + origin)
-    offsets = columns.dependency_offsets
-    parents = columns.dependency_ids.astype(np.int32)
-    order = np.argsort(columns.ids, kind="stable")
-    parent_rows = order[np.searchsorted(columns.ids[order], columns.dependency_ids)] \
-        if len(parents) else np.zeros(0, dtype=np.int64)
-    child_ids = np.repeat(ids, np.diff(offsets))
-    by_parent = np.argsort(parent_rows, kind="stable")
-    child_offsets = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(parent_rows, minlength=count)[:count], out=child_offsets[1:])
     gpu_capacity = extras.get(GPU_CAPACITY)
     deferrable = extras.get(DEFERRABLE)
     name = extras.get(NAME)
@@ -751,19 +857,12 @@ def _tables(columns: WorkloadColumns, origin: int, time_origin: str | None) -> t
         "gpu_capacity": (pa.array(gpu_capacity.values.astype(np.float64),
                                   mask=~gpu_capacity.present)
                          if gpu_capacity is not None else pa.nulls(count, pa.float64())),
-        "parents": pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)),
-                                            pa.array(parents, pa.int32())),
-        "children": pa.ListArray.from_arrays(pa.array(child_offsets.astype(np.int32)),
-                                             pa.array(child_ids[by_parent], pa.int32())),
+        "parents": list_column(columns.dependency_offsets, columns.dependency_ids),
         "deferrable": pa.array(deferrable.present if deferrable is not None
                                else np.zeros(count, dtype=bool), pa.bool_()),
         "deadline": pa.array(deadline.astype(np.int64), pa.int64()),
     }
-    schema = pa.schema([pa.field(column, array.type, nullable=column not in REQUIRED[TASKS])
-                        for column, array in arrays.items()],
-                       metadata={TIME_ORIGIN_KEY: (time_origin or "").encode()})
-    tasks = pa.Table.from_arrays(list(arrays.values()), schema=schema)
-    return tasks, _fragments(columns, ids, duration, capacity)
+    return arrays, duration, capacity
 
 
 def _texts(strings: Strings) -> Any:
@@ -804,6 +903,4 @@ def _fragments(columns: WorkloadColumns, ids: Any, duration: Any, capacity: Any)
               "cpu_usage": pa.array(usage, pa.float64())}
     if not np.all(np.isnan(gpu)):
         arrays["gpu_usage"] = pa.array(gpu, mask=np.isnan(gpu))
-    schema = pa.schema([pa.field(column, array.type, nullable=column == "gpu_usage")
-                        for column, array in arrays.items()])
-    return pa.Table.from_arrays(list(arrays.values()), schema=schema)
+    return _table(arrays, fragments_schema("gpu_usage" in arrays))

@@ -1,0 +1,349 @@
+"""The OpenDC workload target of ``dcx.converters.stream_convert``: a folder of
+``tasks.parquet`` and ``fragments.parquet`` written a chunk of tasks at a time (see the
+engine's module docstring for what every target shares), whose tables are the whole-file
+conversion's (the schemas with their nullability and key-value metadata, every value; the
+row groups are the chunks').
+
+Each chunk's tasks and fragments are the whole-file writer's rows (``codec.write_part`` of
+``codec.part_normal_form``, its times counted from the header's time origin, its
+dependencies on tasks of other chunks put back), written with a ``ParquetWriter`` as they
+come: the fragments to ``fragments.parquet``, the tasks to a spool file in the same folder.
+What only the whole trace decides is settled at the end:
+
+- ``children``, the inverse of ``parents``: a task's children may be in any later chunk.
+  When no task has a parent the spool, whose ``children`` are empty, is ``tasks.parquet``
+  as it is (renamed). Otherwise its ``id`` and ``parents`` columns are read back (a few
+  bytes a task and a dependency), the child lists computed from them at once
+  (``codec.children``, the whole writer's rule), and ``tasks.parquet`` written from the
+  spool a row group at a time with its slice of them.
+- ``gpu_usage``, which fragments.parquet has only when some fragment has one: the first
+  chunk that has one makes the fragments written so far be copied, a row group at a time,
+  with the column (null) added.
+- the time origin (``dcx:time_origin``) is the header's: a file's is known from its first
+  reading (which checks it and measures the losses; the second writes), a pipe's from its
+  first chunk, and a later one that changes it stops the conversion.
+
+The folder is written whole or not at all (``folders.folder_beside``: a temporary folder
+beside OUTPUT renamed into place once it reads back accepted); to standard output, a pipe
+or a device, the two members are written in a temporary folder in ``$TMPDIR`` and then sent
+as the tar archive the whole path writes (``core.members.pack_streams``).
+
+Losses are counted on each chunk's document as the whole file has them: a held path whose
+values the normal form of some chunk changes (milliseconds, whole cores, memory to 1/1000
+MB) is counted in every chunk, as the whole file counts every value of it, and left out at
+the end when no chunk changes one; the workload's fields are the header's. What a chunk
+cannot decide alone stops the conversion (``convert.not-streamable``): ids the whole file
+would renumber (not unique 32-bit integers), ``opendc-workload:`` data a Parquet trace kept
+that the normal form changes (the whole file counts it with every other task's extras), in
+a pipe a preceding job that comes later in the trace. In a file, such a job is a dependency
+where its chunk kept an extras value: the file is read again to measure the losses.
+
+The output is read back under the format's reader, whole, as ``dcx validate`` reads a
+folder, when its members are within the input size limit; a larger output is written
+without that check (each part is the whole writer's rows, which the differential tests hold
+to it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from dcx.converters.stream_sources import NotStreamable, Source
+from dcx.converters.stream_targets import _restored, judged
+from dcx.converters.stream_targets_json import _JsonTarget, _reported
+from dcx.core.diagnostics import Diagnostic, Loss
+from dcx.core.model import Document, Workload
+
+_SPOOL = ".tasks.spool.parquet"
+"""The tasks written so far, without their children, in the output's folder."""
+_FRAGMENTS_BEFORE = ".fragments.before.parquet"
+"""The fragments written before the first ``gpu_usage``, while they are copied with it."""
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A chunk's rows: its tasks (``children`` empty) and fragments, and the time origin
+    its times count from."""
+
+    tasks: Any
+    fragments: Any
+    origin: str | None
+
+
+class OpendcWorkloadTarget(_JsonTarget):
+    """tasks.parquet and fragments.parquet written a chunk at a time (see the module
+    docstring); the header's time origin is found as the JSON targets find theirs."""
+
+    sources = frozenset({"swf", "gwf", "parquet"})
+    loses_unknown_otherwise = True
+
+    def __init__(self, source: Source, reopenable: bool) -> None:
+        from dcx.formats import opendc_workload
+
+        self.spec = opendc_workload.FORMAT
+        self.source = source
+        self.dependencies_across = True
+        self.jobs_are_rows = True  # (OpenDC has no jobs: each task is one)
+        self.normal: tuple[Document | None, str | None, Document] = (None, None, Document())
+        """The last chunk's document whose losses were measured, the origin they counted
+        from, and its normal form."""
+
+    def origin(self) -> str | None:
+        """The time origin of the header read so far (in normal form), which every chunk's
+        times count from."""
+        return self.header(self.source).time_origin
+
+    def losses(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]
+               ) -> dict[Any, tuple[Loss, ...]]:
+        """The chunk's losses without its dependencies on tasks of other chunks (OpenDC
+        holds them: none is lost). A held path whose values the normal form of some chunk
+        changes counts every value of it in the whole file (``dropped_values``): each chunk
+        counts its own; those no chunk changes are left out at the end (``reported``)."""
+        from dataclasses import replace
+
+        from dcx.converters.losses import conversion_losses
+        from dcx.formats.opendc_workload import codec
+
+        origin = self.origin()
+        normal, lost = codec.part_normal_form(document, origin)
+        if "task.extras" in lost:
+            raise NotStreamable("opendc-workload data in the tasks that OpenDC's columns "
+                                "cannot carry as they are (the whole file's losses count it "
+                                "with every task's extras)")
+        self.normal = (document, origin, normal)
+        # every one, used or not: a path the file's normal form changes and no value counts
+        # (cores per node times nodes) is first where the first task changes, in any chunk
+        claimed = lost | _VALUE_PATHS
+        spec = replace(self.spec, normal_form_losses=lambda _: claimed)
+        return {None: conversion_losses(document, spec, normal),
+                _CHANGED: tuple(Loss(path, 1, "", None) for path in sorted(lost & _VALUE_PATHS))}
+
+    def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
+                 ) -> tuple[Loss, ...]:
+        return _reported(self, losses, _VALUE_PATHS - frozenset(counted(_CHANGED)))
+
+    def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
+        from dcx.formats.opendc_workload import codec
+
+        origin = self.origin()
+        made, measured_from, normal = self.normal
+        if made is not document or measured_from != origin:
+            normal = codec.part_normal_form(document, origin)[0]
+        tables = codec.write_part(_restored(normal, earlier))
+        if isinstance(tables, str):
+            raise NotStreamable(f"the opendc-workload writer refuses a chunk's tasks: {tables}")
+        # (the origin its times count from: a worker that converts a Parquet row group on
+        # Dask has no header but the first row group's)
+        return _Part(tables[0], tables[1], origin)
+
+    def rows(self, part: Any) -> int:
+        return int(part.tasks.num_rows)
+
+    def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
+              at_end: Callable[[], Workload]) -> int:
+        """The members into the folder ``sink`` (a path), or as a tar archive to ``sink``
+        (an open binary stream), written in a temporary folder in ``$TMPDIR`` first."""
+        from dcx.core.members import pack_streams
+        from dcx.formats.opendc_workload import MEMBERS
+
+        with contextlib.ExitStack() as stack:
+            if isinstance(sink, str):
+                folder = sink
+            else:
+                folder = tempfile.mkdtemp(prefix="dcx-opendc-workload-")
+                stack.callback(shutil.rmtree, folder, True)
+            members: _Members | None = None
+            for part in parts:
+                if members is None:
+                    members = stack.enter_context(_Members(folder, header().time_origin))
+                if part.origin != members.origin:
+                    raise NotStreamable(_HEADER_AFTER if self.origin() != members.origin
+                                        else _ANOTHER_ORIGIN)
+                members.add(part)
+            origin = at_end().time_origin
+            if members is None:
+                members = stack.enter_context(_Members(folder, origin))
+            elif origin != members.origin:
+                raise NotStreamable(_HEADER_AFTER)
+            members.finish()
+            if not isinstance(sink, str):
+                paths = {name: os.path.join(folder, name) for name in MEMBERS}
+                streams = {name: (os.path.getsize(path), stack.enter_context(open(path, "rb")))
+                           for name, path in paths.items()}
+                pack_streams(sink, streams, MEMBERS)
+            return members.rows
+
+    def read_back(self, path: str) -> Diagnostic | None:
+        """Why the folder at ``path`` is not accepted by the format's reader, read whole,
+        if it is not; a folder over the input size limit is not read (see the module
+        docstring)."""
+        from dcx.converters.folders import read_folder
+        from dcx.core.limits import LIMITS
+
+        size = sum(os.path.getsize(os.path.join(path, name)) for name in self.spec.members)
+        if size > LIMITS.max_input_bytes:
+            return None
+        found = self.spec.read(read_folder(path, self.spec))
+        return judged(self, found.diagnostics, found.document is None)
+
+
+class _Members:
+    """tasks.parquet and fragments.parquet written into ``folder`` a part at a time (see
+    the module docstring); the writers are closed when the ``with`` block ends."""
+
+    def __init__(self, folder: str, origin: str | None) -> None:
+        import pyarrow.parquet as pq
+
+        from dcx.formats.opendc_workload import FRAGMENTS, TASKS, codec
+
+        self.folder, self.origin = folder, origin
+        self.tasks_path = os.path.join(folder, TASKS)
+        self.fragments_path = os.path.join(folder, FRAGMENTS)
+        self.spool_path = os.path.join(folder, _SPOOL)
+        self.schema = codec.tasks_schema(origin)
+        self.tasks: Any = pq.ParquetWriter(self.spool_path, self.schema, compression="snappy")
+        self.fragments: Any = None
+        self.gpu = False
+        """fragments.parquet has ``gpu_usage``."""
+        self.rows = 0
+        self.dependencies = 0
+
+    def __enter__(self) -> _Members:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.spool_path)
+
+    def add(self, part: _Part) -> None:
+        import pyarrow.compute as pc
+
+        self.tasks.write_table(part.tasks)
+        self.rows += part.tasks.num_rows
+        parents = part.tasks.column("parents")
+        self.dependencies += int(pc.sum(pc.list_value_length(parents)).as_py() or 0)
+        self._add_fragments(part.fragments)
+
+    def _add_fragments(self, fragments: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from dcx.formats.opendc_workload import codec
+
+        gpu = "gpu_usage" in fragments.column_names
+        if self.fragments is None:
+            self.gpu = gpu
+            self.fragments = pq.ParquetWriter(self.fragments_path,
+                                              codec.fragments_schema(gpu), compression="snappy")
+        elif gpu and not self.gpu:
+            self._with_gpu_usage()
+        if self.gpu and not gpu:
+            fragments = fragments.append_column(codec.fragments_schema(True).field("gpu_usage"),
+                                                pa.nulls(fragments.num_rows, pa.float64()))
+        self.fragments.write_table(fragments)
+
+    def _with_gpu_usage(self) -> None:
+        """fragments.parquet written so far again, with a ``gpu_usage`` column (null)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from dcx.formats.opendc_workload import codec
+
+        self.fragments.close()
+        before = os.path.join(self.folder, _FRAGMENTS_BEFORE)
+        os.replace(self.fragments_path, before)
+        schema = codec.fragments_schema(True)
+        self.fragments = pq.ParquetWriter(self.fragments_path, schema, compression="snappy")
+        self.gpu = True
+        try:
+            written = pq.ParquetFile(before)
+            for index in range(written.num_row_groups):
+                group = written.read_row_group(index)
+                self.fragments.write_table(group.append_column(
+                    schema.field("gpu_usage"), pa.nulls(group.num_rows, pa.float64())))
+            written.close()
+        finally:
+            os.unlink(before)
+
+    def finish(self) -> None:
+        """Both members complete: fragments.parquet closed, tasks.parquet the spool with
+        every task's children."""
+        import pyarrow.parquet as pq
+
+        from dcx.formats.opendc_workload import codec
+
+        if self.fragments is None:
+            self.fragments = pq.ParquetWriter(self.fragments_path, codec.fragments_schema(False),
+                                              compression="snappy")
+        self.close()
+        if not self.dependencies:  # every task's children are the spool's empty lists
+            os.replace(self.spool_path, self.tasks_path)
+            return
+        self._with_children()
+        os.unlink(self.spool_path)
+
+    def _with_children(self) -> None:
+        """tasks.parquet from the spool, a row group at a time, with each task's children
+        (from every task's id and parents, read back as columns)."""
+        import numpy as np
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from dcx.formats.opendc_workload import codec
+
+        spool = pq.ParquetFile(self.spool_path)
+        read = spool.read(columns=["id", "parents"])
+        ids = np.asarray(read.column("id").to_numpy(), dtype=np.int32)
+        parents = read.column("parents")
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(np.asarray(pc.fill_null(pc.list_value_length(parents), 0).to_numpy()),
+                  out=offsets[1:])
+        parent_ids = np.asarray(pc.list_flatten(parents).to_numpy(), dtype=np.int32)
+        del read, parents
+        child_offsets, child_ids = codec.children(ids, offsets, parent_ids)
+        del ids, offsets, parent_ids
+        position = self.schema.get_field_index("children")
+        column_field = self.schema.field(position)
+        with pq.ParquetWriter(self.tasks_path, self.schema, compression="snappy") as writer:
+            at = 0
+            for index in range(spool.num_row_groups):
+                group = spool.read_row_group(index)
+                end = at + group.num_rows
+                first, last = int(child_offsets[at]), int(child_offsets[end])
+                column = codec.list_column(child_offsets[at:end + 1] - first,
+                                           child_ids[first:last])
+                writer.write_table(group.set_column(position, column_field, column))
+                at = end
+        spool.close()
+
+    def close(self) -> None:
+        for writer in (self.tasks, self.fragments):
+            if writer is not None and writer.is_open:
+                writer.close()
+
+
+_HEADER_AFTER = ("a header line after the first chunk that changes the time origin (the "
+                 "whole file's submission times count from it)")
+
+_ANOTHER_ORIGIN = ("a chunk whose times count from another origin than the header's (a "
+                   "Parquet trace with a time origin converted on Dask workers, which see "
+                   "only its first row group's header: convert it without --workers)")
+
+_CHANGED = "changed"
+"""``OpendcWorkloadTarget.losses``' form holding the value paths a chunk's normal form
+changes."""
+
+_VALUE_PATHS = frozenset({
+    "task.submit_time_s", "task.runtime_s", "task.deadline_s", "task.request.cores",
+    "task.request.memory_mb", "task.request.gpus"})
+"""The held task fields whose values OpenDC's normal form may change in a chunk it converts
+(``codec._normal_columns``, ``codec._normal_task``; ids it would renumber and its own extras
+it would change are refused), which a chunk's losses count for the file
+(``OpendcWorkloadTarget.losses``)."""
