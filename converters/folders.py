@@ -47,6 +47,14 @@ def member_of(path: str) -> FormatDeclaration | None:
     return next((spec for spec in folder_formats() if name in spec.members), None)
 
 
+def members_size(path: str, spec: FormatDeclaration) -> int:
+    """The bytes of the members the folder ``path`` holds: a folder of a format read in
+    parts (``FormatDeclaration.read_parts``) from ``streaming.STREAM_BYTES`` is read a part
+    at a time, not packed whole."""
+    return sum(os.path.getsize(os.path.join(path, name)) for name in spec.members
+               if os.path.isfile(os.path.join(path, name)))
+
+
 def read_folder(path: str, spec: FormatDeclaration) -> bytes:
     """The format's bytes for the folder ``path``: the members it has (one it lacks is left
     out, for the reader to report)."""

@@ -1,8 +1,8 @@
 """A file whose format reads it a part at a time by seeking (``FormatDeclaration.read_parts``:
-Parquet's row groups) checked part by part: in this process one after the other, or as
-partitions on a Dask cluster, each worker opening the file by its path and checking one
-part, the client merging the findings in part order into the diagnostics the whole-file
-reader gives.
+Parquet's row groups; those of an OpenDC workload folder's two files) checked part by part:
+in this process one after the other, or as partitions on a Dask cluster, each worker opening
+the file (the folder's files) by its path and checking one part, the client merging the
+findings in part order into the diagnostics the whole-file reader gives.
 
 The cluster is a ``LocalCluster`` of single-threaded worker processes on loopback, or an
 existing one reached by its scheduler's address (``tcp://host:8786``), as ``dcx experiment``
@@ -12,7 +12,9 @@ system). Dask is imported inside the functions that use it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from dcx.core.declaration import ChunkedRead, FormatDeclaration, PartReader
@@ -20,10 +22,11 @@ from dcx.core.diagnostics import Diagnostic
 
 
 def read_parts(path: str, spec: FormatDeclaration, client: Any = None) -> ChunkedRead:
-    """``spec``'s diagnostics for the file at ``path`` and its job count, its parts checked
-    in this process (``client`` ``None``) or on the Dask cluster behind ``client``."""
+    """``spec``'s diagnostics for the file (a folder format's folder) at ``path`` and its job
+    count, its parts checked in this process (``client`` ``None``) or on the Dask cluster
+    behind ``client``."""
     reader = _reader(spec)
-    with open(path, "rb") as source:
+    with opened(path, spec) as source:
         parts, problems = reader.open(source)
         if parts is None:
             return ChunkedRead(problems)
@@ -54,8 +57,21 @@ def check_part(path: str, format_name: str, parts: Any, index: int) -> Any:
 
     spec = get(format_name)
     assert spec is not None
-    with open(path, "rb") as source:
+    with opened(path, spec) as source:
         return _reader(spec).check(source, parts, index)
+
+
+@contextlib.contextmanager
+def opened(path: str, spec: FormatDeclaration) -> Iterator[Any]:
+    """What ``spec``'s part reader reads: the file at ``path`` open, or for a format stored
+    as a folder, its members present in the folder ``path``, by name, each open."""
+    if not spec.members:
+        with open(path, "rb") as source:
+            yield source
+        return
+    with contextlib.ExitStack() as files:
+        yield {name: files.enter_context(open(os.path.join(path, name), "rb"))
+               for name in spec.members if os.path.isfile(os.path.join(path, name))}
 
 
 def _reader(spec: FormatDeclaration) -> PartReader:

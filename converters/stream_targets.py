@@ -230,7 +230,7 @@ class Target:
 
 
 class ParquetTarget(Target):
-    sources = frozenset({"swf", "gwf", "parquet"})
+    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import parquet
@@ -391,7 +391,7 @@ class SwfTarget(_LinesTarget):
     file's first reading writes them after the header its first chunk gives, kept when the
     whole file's header is the same (else the file is read again)."""
 
-    sources = frozenset({"swf", "gwf", "parquet"})
+    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import swf
@@ -505,7 +505,7 @@ class GwfTarget(_LinesTarget):
     to be a job of the file, is a dependency its chunk's losses did not have: a second
     reading measures them again (``measures_again``)."""
 
-    sources = frozenset({"swf", "gwf", "parquet"})
+    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
     loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:

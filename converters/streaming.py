@@ -5,9 +5,11 @@ in-memory limit (``dcx.core.limits``) does not apply; a large file whose format 
 parts by seeking (``FormatDeclaration.read_parts``: Parquet's row groups) is checked a part at
 a time (``dcx.converters.partitions``), on a Dask cluster when one is given, and such a pipe
 is first copied to a temporary file (in ``$TMPDIR``, removed after) that is read the same
-way. ``dcx convert`` hands such inputs to ``dcx.converters.stream_convert`` where it converts
-their pair of formats (a Parquet file as the open file, read a row group at a time; a
-Parquet pipe is read whole). Other inputs are read whole, as before.
+way. A folder of a format stored as one and read in parts (an OpenDC workload) whose files
+total ``STREAM_BYTES`` or more is read as such a file. ``dcx convert`` hands such inputs to
+``dcx.converters.stream_convert`` where it converts their pair of formats (a Parquet file as
+the open file, a folder as its open files, read a row group at a time; a Parquet pipe is
+read whole). Other inputs are read whole, as before.
 """
 
 from __future__ import annotations
@@ -92,10 +94,14 @@ def read_in_parts(path: str, format_name: str | None, scope: Sequence[FormatDecl
     when given; ``None`` when ``path`` is not a regular file, is below ``STREAM_BYTES``
     without a cluster, or its format is not read in parts."""
     from dcx.converters import cli
+    from dcx.converters.partitions import read_parts
 
+    folder = parted_folder(path, format_name)
+    if folder is not None:
+        return (folder, read_parts(path, folder, None if cluster is None else cluster.client())) \
+            if cluster is not None or _large_folder(path, folder) else None
     if path == "-" or not os.path.isfile(path) or (cluster is None and _read_whole(path)):
         return None
-    from dcx.converters.partitions import read_parts
     from dcx.converters.registry import detect, get
 
     try:
@@ -107,6 +113,27 @@ def read_in_parts(path: str, format_name: str | None, scope: Sequence[FormatDecl
     if spec is None or spec.read_parts is None:
         return None
     return spec, read_parts(path, spec, None if cluster is None else cluster.client())
+
+
+def parted_folder(path: str, format_name: str | None) -> FormatDeclaration | None:
+    """The format, read in parts, stored as the folder ``path`` (``format_name``, when
+    given, names it); ``None`` for anything else."""
+    from dcx.converters.folders import folder_format
+
+    if path == "-" or not os.path.isdir(path):
+        return None
+    spec = folder_format(path)
+    if spec is None or spec.read_parts is None or format_name not in (None, spec.name):
+        return None
+    return spec
+
+
+def _large_folder(path: str, spec: FormatDeclaration) -> bool:
+    """Whether the folder's members total ``STREAM_BYTES`` or more (it is then read in parts
+    as a large Parquet file is; below, whole)."""
+    from dcx.converters.folders import members_size
+
+    return members_size(path, spec) >= STREAM_BYTES
 
 
 def _chunked(spec: FormatDeclaration, stream: BinaryIO, head: bytes) -> ChunkedRead:
@@ -203,6 +230,10 @@ def convert_input(path: str, format_name: str | None,
     from dcx.converters import cli
     from dcx.converters.registry import FORMATS
 
+    folder = parted_folder(path, format_name)
+    if folder is not None and _large_folder(path, folder) and streams(folder):
+        # its files read by seeking, a row group at a time, as a Parquet file is
+        return b"", None, StreamSource(folder, lambda: _opened(path, folder), True)
     if _read_whole(path):
         return (*cli.read_input(path), None)
     regular = path != "-" and os.path.isfile(path)
@@ -224,14 +255,17 @@ def convert_input(path: str, format_name: str | None,
     spec = _detected(head, path, format_name, FORMATS)
     if spec is not None and spec.read_parts is not None and streams(spec):
         # read by seeking, a row group at a time: a file only (a pipe is read whole)
-        return b"", None, StreamSource(spec, lambda: _opened(path), True)
+        return b"", None, StreamSource(spec, lambda: _opened(path, spec), True)
     return (*cli.read_input(path), None)
 
 
-def _opened(path: str) -> Iterator[BinaryIO]:
-    """The file at ``path``, open while the one item given is used (a Parquet reading)."""
-    with open(path, "rb") as stream:
-        yield stream
+def _opened(path: str, spec: FormatDeclaration) -> Iterator[Any]:
+    """The file at ``path`` (a folder format's files, by name), open while the one item given
+    is used (a reading of a format read in parts)."""
+    from dcx.converters.partitions import opened
+
+    with opened(path, spec) as source:
+        yield source
 
 
 def _file_chunks(path: str) -> Iterator[bytes]:

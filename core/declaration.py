@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # the hook sniffs without building a model: keep it unloaded
 
 Kind = Literal["topology", "workload", "both"]
 Content = Literal["json", "xml", "text", "binary"]
+PartSource = BinaryIO | Mapping[str, BinaryIO]
+"""What a part reader reads: a seekable file, or a folder format's members by name."""
 
 
 @dataclass(frozen=True)
@@ -46,17 +48,18 @@ class PartReader:
     """How a format whose files are read by seeking (Parquet: the footer, then its row groups)
     is checked a part at a time: in this process one part after the other, or each part on a
     Dask worker (``dcx.converters.partitions``), the findings merged in one place. Each
-    function takes a seekable binary file its caller opened."""
+    function takes a seekable binary file its caller opened (for a format stored as a
+    folder, ``members``: its members present, by name, each such a file)."""
 
-    open: Callable[[BinaryIO], tuple[Any, tuple[Diagnostic, ...]]]
+    open: Callable[[PartSource], tuple[Any, tuple[Diagnostic, ...]]]
     """The footer: what every part's check needs (its ``row_counts``, one per part) and no
     diagnostics, or ``None`` and the diagnostics that end the read."""
-    check: Callable[[BinaryIO, Any, int], Any]
+    check: Callable[[PartSource, Any, int], Any]
     """One part's findings (picklable, compact), or a ``Diagnostic`` when it is unreadable."""
     finish: Callable[[Any, Sequence[Any], Callable[[int], Any]], ChunkedRead]
     """Every part's findings, in order, into ``read``'s diagnostics; the callable reads a
     part's dependency columns again (``reread``) when the checks across parts need them."""
-    reread: Callable[[BinaryIO, int], Any]
+    reread: Callable[[PartSource, int], Any]
 
 
 @dataclass(frozen=True)

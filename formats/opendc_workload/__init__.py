@@ -69,12 +69,21 @@ present (``schema.*`` at ``/<member>/columns/<column>``), no null in a required 
 negative duration, count, capacity or memory (at ``/<member>/rows/<row>/<column>``), task ids
 are unique and dependencies name tasks in the file without a cycle; a task without fragments
 and fragments of no task are reported (OpenDC drops the first and ignores the second).
+
+A folder whose two files total 16 MB or more is read a row group at a time (``stream.py``),
+without the input size limit: ``dcx validate`` and ``dcx info`` give the whole reader's
+diagnostics and counts, holding the whole file's task ids and dependencies as arrays (16 MB
+per million tasks, 8 MB per million dependencies) and each fragments row group's distinct
+task ids; ``dcx convert`` to Parquet, SWF or GWF reads the tasks a slice at a time, each
+with its fragments in file order wherever they are in fragments.parquet (rows apart or out
+of the tasks' order only cost reading more row groups), and writes the whole conversion's
+output with its report.
 """
 
 from __future__ import annotations
 
 from dcx.core.codes import Code
-from dcx.core.declaration import FormatDeclaration, deferred
+from dcx.core.declaration import FormatDeclaration, PartReader, deferred
 from dcx.parsing.trace_codes import dependency_codes
 
 SCHEMA = "opendc-workload.schema.json"
@@ -107,6 +116,14 @@ normal_form = deferred("dcx.formats.opendc_workload.codec", "normal_form")
 
 
 normal_form_losses = deferred("dcx.formats.opendc_workload.codec", "normal_form_losses")
+
+
+PARTS = PartReader(
+    open=deferred("dcx.formats.opendc_workload.stream", "open_parts"),
+    check=deferred("dcx.formats.opendc_workload.stream", "check_part"),
+    finish=deferred("dcx.formats.opendc_workload.stream", "finish"),
+    reread=deferred("dcx.formats.opendc_workload.stream", "reread_dependencies"),
+)
 
 
 CODES = (
@@ -151,4 +168,5 @@ FORMAT = FormatDeclaration(
     own_extras=frozenset({"task.extras"}),
     codes=CODES,
     members=MEMBERS,
+    read_parts=PARTS,
 )

@@ -119,9 +119,7 @@ def read(data: bytes) -> ReadResult:
         return ReadResult(None, (error(why, "opendc-workload.archive"),))
     missing = [name for name in MEMBERS if name not in members]
     if missing:
-        return ReadResult(None, tuple(
-            error(f"the workload folder has no {name}", "opendc-workload.missing-member",
-                  pointer=f"/{name}") for name in missing))
+        return ReadResult(None, tuple(missing_member_error(name) for name in missing))
     tables: dict[str, _Member] = {}
     problems: list[Diagnostic] = []
     for name in MEMBERS:
@@ -145,27 +143,46 @@ def _member(name: str, data: bytes) -> tuple[_Member | None, list[Diagnostic]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    where = f"/{name}"
     if not data.startswith(b"PAR1") or not data.endswith(b"PAR1"):
-        return None, [error(f"{name} is not a Parquet file (it does not begin and end with "
-                            "PAR1)", "opendc-workload.unreadable", pointer=where)]
+        return None, [not_parquet_error(name)]
     try:
         table = pq.read_table(pa.BufferReader(data)).combine_chunks()
     except (pa.ArrowException, OSError, ValueError) as exc:  # a damaged file is bad input
-        return None, [error(f"cannot read {name}: {exc}", "opendc-workload.unreadable",
-                            pointer=where)]
+        return None, [unreadable_error(name, exc)]
+    columns, problems = canonical_columns(name, table.column_names)
+    return _Member(name, table, columns), problems
+
+
+def not_parquet_error(name: str) -> Diagnostic:
+    return error(f"{name} is not a Parquet file (it does not begin and end with PAR1)",
+                 "opendc-workload.unreadable", pointer=f"/{name}")
+
+
+def unreadable_error(name: str, exc: Exception) -> Diagnostic:
+    return error(f"cannot read {name}: {exc}", "opendc-workload.unreadable", pointer=f"/{name}")
+
+
+def missing_member_error(name: str) -> Diagnostic:
+    return error(f"the workload folder has no {name}", "opendc-workload.missing-member",
+                 pointer=f"/{name}")
+
+
+def canonical_columns(name: str, column_names: list[str]) -> tuple[dict[str, str],
+                                                                    list[Diagnostic]]:
+    """A member's columns by their canonical names (OpenDC's aliases resolved) → the file's
+    own names, and a column given twice."""
     aliases = ALIASES[name]
     columns: dict[str, str] = {}
     problems: list[Diagnostic] = []
-    for column in table.column_names:
+    for column in column_names:
         canonical = aliases.get(column, column)
         if canonical in columns:
             problems.append(error(f"{name} has {canonical} twice (as {columns[canonical]} "
                                   f"and {column})", "opendc-workload.duplicate-column",
-                                  pointer=f"{where}/columns/{column}"))
+                                  pointer=f"/{name}/columns/{column}"))
             continue
         columns[canonical] = column
-    return _Member(name, table, columns), problems
+    return columns, problems
 
 
 def arrow_type_name(arrow_type: Any) -> str:
@@ -181,11 +198,18 @@ def arrow_type_name(arrow_type: Any) -> str:
 
 
 def _schema_problems(tables: dict[str, _Member]) -> list[Diagnostic]:
+    return schema_problems({name: (member.table.schema, member.columns)
+                            for name, member in tables.items()})
+
+
+def schema_problems(schemas: dict[str, tuple[Any, dict[str, str]]]) -> list[Diagnostic]:
+    """The members' columns (member → its Arrow schema and canonical column → own name)
+    checked against the format's schema."""
     from dcx.parsing.schemas import schema_diagnostics
 
-    described = {name: {"columns": {canonical: arrow_type_name(member.table.schema.field(
-        own).type) for canonical, own in member.columns.items()}}
-        for name, member in tables.items()}
+    described = {name: {"columns": {canonical: arrow_type_name(schema.field(own).type)
+                                    for canonical, own in columns.items()}}
+                 for name, (schema, columns) in schemas.items()}
     return schema_diagnostics(SCHEMA, described)
 
 
@@ -196,27 +220,40 @@ def _value_problems(member: _Member) -> list[Diagnostic]:
     for name in REQUIRED[member.name]:
         column = member.column(name)
         if column.null_count:
-            problems.append(error(
-                f"{member.name} {name} has {column.null_count:,} null value(s); OpenDC needs "
-                "one on every row", "opendc-workload.null",
-                pointer=f"/{member.name}/rows/{_first(column.is_null())}/{name}"))
-    for name in ("parents", "children"):
+            problems.append(null_error(member.name, name, column.null_count,
+                                       _first(column.is_null())))
+    for name in LISTS:
         if member.name == TASKS and member.has(name):
             flat = pc.list_flatten(member.column(name))
             if flat.null_count:
                 row = pc.list_parent_indices(member.column(name)).filter(flat.is_null())
-                problems.append(error(f"{name} has a null task id", "opendc-workload.null",
-                                      pointer=f"/{member.name}/rows/{int(row[0].as_py())}/"
-                                      f"{name}"))
+                problems.append(null_item_error(name, int(row[0].as_py())))
     for name in NOT_NEGATIVE[member.name]:
         if not member.has(name):
             continue
         negative = pc.fill_null(pc.less(member.column(name), 0), False)
         if pc.any(negative).as_py():
-            problems.append(error(f"{member.name} {name} is negative",
-                                  "opendc-workload.negative",
-                                  pointer=f"/{member.name}/rows/{_first(negative)}/{name}"))
+            problems.append(negative_error(member.name, name, _first(negative)))
     return problems
+
+
+LISTS = ("parents", "children")
+"""tasks.parquet's columns of task ids."""
+
+
+def null_error(member: str, name: str, count: int, row: int) -> Diagnostic:
+    return error(f"{member} {name} has {count:,} null value(s); OpenDC needs one on every row",
+                 "opendc-workload.null", pointer=f"/{member}/rows/{row}/{name}")
+
+
+def null_item_error(name: str, row: int) -> Diagnostic:
+    return error(f"{name} has a null task id", "opendc-workload.null",
+                 pointer=f"/{TASKS}/rows/{row}/{name}")
+
+
+def negative_error(member: str, name: str, row: int) -> Diagnostic:
+    return error(f"{member} {name} is negative", "opendc-workload.negative",
+                 pointer=f"/{member}/rows/{row}/{name}")
 
 
 def _first(mask: Any) -> int:
@@ -243,20 +280,49 @@ def _float64(column: Any, fill: float = math.nan) -> Any:
 
 
 def _workload(tasks: _Member, fragments: _Member) -> ReadResult:
-    import numpy as np
-
     count = tasks.table.num_rows
     ids = _int64(tasks.column("id"))
     submitted = _int64(tasks.column("submission_time"))
-    metadata = tasks.table.schema.metadata or {}
+    time_origin, origin = time_origin_of(tasks.table.schema.metadata or {},
+                                         int(submitted.min()) if count else None)
+    offsets, dependency_ids = _dependencies(tasks, ids)
+    problems = dependency_problems(ids, offsets, dependency_ids)
+    if any(problem.is_error for problem in problems):
+        return ReadResult(None, tuple(problems))
+    duration = _int64(tasks.column("duration"))
+    capacity = _float64(tasks.column("cpu_capacity"))
+    fragment_ids, spans, usage, gpu_usage = fragment_columns(fragments)
+    problems += _fragment_problems(ids, fragment_ids)
+    profiles = profile_texts(ids, duration, capacity, fragment_ids, spans, usage, gpu_usage)
+    columns = task_columns(tasks, ids, origin, offsets, dependency_ids, profiles)
+    workload = Workload(jobs=JobRows(columns), time_origin=time_origin)
+    return ReadResult(Document(workload=workload), tuple(problems))
+
+
+def time_origin_of(metadata: dict[bytes, bytes], first_submission: int | None
+                   ) -> tuple[str | None, int]:
+    """The workload's time origin and its epoch milliseconds: the one tasks.parquet's
+    metadata states, else (a file dcx did not write) its first submission (``None``: no
+    task), which is then t = 0."""
     stated = metadata.get(TIME_ORIGIN_KEY)
-    time_origin: str | None
     if stated is not None and origin_ms(stated.decode("utf-8", "replace") or None) is not None:
         time_origin = stated.decode() or None
-        origin = origin_ms(time_origin) or 0
-    else:  # a file dcx did not write: its first submission is t = 0
-        origin = int(submitted.min()) if count else 0
-        time_origin = iso_ms(origin) if count else None
+        return time_origin, origin_ms(time_origin) or 0
+    if first_submission is None:
+        return None, 0
+    return iso_ms(first_submission), first_submission
+
+
+def task_columns(tasks: _Member, ids: Any, origin: int, offsets: Any, dependency_ids: Any,
+                 profiles: Strings | None, always: frozenset[str] = frozenset()
+                 ) -> WorkloadColumns:
+    """The tasks' columns (each task its own job), their dependencies and profiles given;
+    an own extras key is there when some task has a value for it, or when it is in
+    ``always`` (a part of a file that has it elsewhere)."""
+    import numpy as np
+
+    count = tasks.table.num_rows
+    submitted = _int64(tasks.column("submission_time"))
     duration = _int64(tasks.column("duration"))
     cores = tasks.column("cpu_count").to_numpy().astype(np.float64)
     capacity = _float64(tasks.column("cpu_capacity"))
@@ -267,36 +333,33 @@ def _workload(tasks: _Member, fragments: _Member) -> ReadResult:
     deadline = (_int64_filled(tasks.column("deadline"), -1) if tasks.has("deadline")
                 else np.full(count, -1, dtype=np.int64))
     deadline_s = np.where(deadline == -1, math.nan, (deadline - origin) / 1000.0)
-    offsets, dependency_ids = _dependencies(tasks, ids)
-    problems = _dependency_problems(ids, offsets, dependency_ids)
-    if any(problem.is_error for problem in problems):
-        return ReadResult(None, tuple(problems))
-    profiles, found = _profiles(ids, duration, capacity, fragments)
-    problems += found
     extras: dict[str, ExtraColumn] = {}
+    absent = np.zeros(count, dtype=bool)
     if tasks.has("name"):
         names = strings_from_arrow(tasks.column("name"))
-        if names.count_known():
+        if names.count_known() or NAME in always:
             extras[NAME] = ExtraColumn.of_texts(names)
     custom = capacity != cores * MHZ_PER_CORE
-    if custom.any():
-        extras[CPU_CAPACITY] = ExtraColumn(capacity, custom, np.zeros(count, dtype=bool))
+    if custom.any() or CPU_CAPACITY in always:
+        extras[CPU_CAPACITY] = ExtraColumn(capacity, custom, absent)
     if tasks.has("gpu_capacity"):
         gpu_capacity = _float64(tasks.column("gpu_capacity"))
         given = ~np.isnan(gpu_capacity)
-        if given.any():
+        if given.any() or GPU_CAPACITY in always:
             extras[GPU_CAPACITY] = ExtraColumn(np.where(given, gpu_capacity, 0.0), given,
-                                               np.zeros(count, dtype=bool))
+                                               absent)
     if tasks.has("deferrable"):
         deferrable = np.asarray(tasks.column("deferrable").fill_null(False).to_numpy(
             zero_copy_only=False), dtype=bool)
-        if deferrable.any():
+        if deferrable.any() or DEFERRABLE in always:
             extras[DEFERRABLE] = ExtraColumn.of_texts(Strings(
                 np.where(deferrable, 0, -1).astype(np.int32), ("true",)), json=True)
+    if profiles is None and PROFILE in always:
+        profiles = Strings(np.full(count, -1, dtype=np.int32), ())
     if profiles is not None:
         extras[PROFILE] = ExtraColumn.of_texts(profiles, json=True)
     nothing = Strings(np.full(count, -1, dtype=np.int32), ())
-    columns = WorkloadColumns(
+    return WorkloadColumns(
         ids=ids,
         submit_time_s=(submitted - origin) / 1000.0,
         runtime_s=duration / 1000.0,
@@ -313,8 +376,25 @@ def _workload(tasks: _Member, fragments: _Member) -> ReadResult:
         job_ids=ids.copy(),
         job_offsets=np.arange(count + 1, dtype=np.int64),
         job_names=nothing, job_users=nothing)
-    workload = Workload(jobs=JobRows(columns), time_origin=time_origin)
-    return ReadResult(Document(workload=workload), tuple(problems))
+
+
+def own_extras_present(tasks: _Member) -> frozenset[str]:
+    """The own extras keys ``task_columns`` makes of these tasks for a value (all but the
+    profile, which their fragments decide)."""
+    import numpy as np
+
+    keys = set()
+    if tasks.has("name") and strings_from_arrow(tasks.column("name")).count_known():
+        keys.add(NAME)
+    cores = tasks.column("cpu_count").to_numpy().astype(np.float64)
+    if np.any(_float64(tasks.column("cpu_capacity")) != cores * MHZ_PER_CORE):
+        keys.add(CPU_CAPACITY)
+    if tasks.has("gpu_capacity") and np.any(~np.isnan(_float64(tasks.column("gpu_capacity")))):
+        keys.add(GPU_CAPACITY)
+    if tasks.has("deferrable") and np.any(np.asarray(tasks.column("deferrable").fill_null(
+            False).to_numpy(zero_copy_only=False), dtype=bool)):
+        keys.add(DEFERRABLE)
+    return frozenset(keys)
 
 
 def _int64_filled(column: Any, fill: int = 0) -> Any:
@@ -325,20 +405,40 @@ def _int64_filled(column: Any, fill: int = 0) -> Any:
                       dtype=np.int64)
 
 
+def dependency_column(tasks: _Member) -> str | None:
+    """The column the tasks' dependencies are read from: ``parents``, else ``children``
+    (inverted), else none."""
+    return "parents" if tasks.has("parents") else "children" if tasks.has("children") else None
+
+
+def list_lengths_and_values(column: Any) -> tuple[Any, Any]:
+    """A list column's lengths (0 for a null list) and its items, as ``int64`` arrays."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    lengths = np.asarray(pc.fill_null(pc.list_value_length(column), 0).to_numpy(
+        zero_copy_only=False), dtype=np.int64)
+    values = np.asarray(pc.list_flatten(column).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return lengths, values
+
+
 def _dependencies(tasks: _Member, ids: Any) -> tuple[Any, Any]:
     """Offsets and ids of each task's parents; from ``children`` (inverted) when the file
     gives no ``parents``."""
     import numpy as np
-    import pyarrow.compute as pc
+
+    name = dependency_column(tasks)
+    if name is None:
+        return np.zeros(len(ids) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return dependency_lists(name, ids, *list_lengths_and_values(tasks.column(name)))
+
+
+def dependency_lists(name: str, ids: Any, lengths: Any, values: Any) -> tuple[Any, Any]:
+    """Offsets and ids of each task's parents, from the ``name`` column's lengths and items
+    (``children``: inverted, a child that is no task left out)."""
+    import numpy as np
 
     count = len(ids)
-    name = "parents" if tasks.has("parents") else "children" if tasks.has("children") else None
-    if name is None:
-        return np.zeros(count + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    column = tasks.column(name)
-    lengths = np.asarray(pc.fill_null(pc.list_value_length(column), 0).to_numpy(
-        zero_copy_only=False), dtype=np.int64)
-    values = np.asarray(pc.list_flatten(column).to_numpy(zero_copy_only=False), dtype=np.int64)
     if name == "parents":
         offsets = np.zeros(count + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -356,7 +456,8 @@ def _dependencies(tasks: _Member, ids: Any) -> tuple[Any, Any]:
     return offsets, parents[by_child][:int(offsets[-1])]
 
 
-def _dependency_problems(ids: Any, offsets: Any, dependency_ids: Any) -> list[Diagnostic]:
+def dependency_problems(ids: Any, offsets: Any, dependency_ids: Any) -> list[Diagnostic]:
+    """Task ids used again, parents that are no task, cycles, at their rows of tasks.parquet."""
     from dcx.parsing.traces import column_dependency_diagnostics
 
     def locate(row: int, dependency: int | None) -> dict[str, Any]:
@@ -366,41 +467,62 @@ def _dependency_problems(ids: Any, offsets: Any, dependency_ids: Any) -> list[Di
     return column_dependency_diagnostics(ids, offsets, dependency_ids, locate, "opendc-workload")
 
 
-def _profiles(ids: Any, duration: Any, capacity: Any,
-              fragments: _Member) -> tuple[Strings | None, list[Diagnostic]]:
-    """Each task's fragments as a JSON profile where they are more than one fragment of the
-    task's duration at its capacity; tasks without fragments and fragments of no task."""
+def fragment_columns(fragments: _Member) -> tuple[Any, Any, Any, Any]:
+    """fragments.parquet's ids, durations, CPU usages and GPU usages (NaN: none)."""
+    import numpy as np
+
+    fragment_ids = _int64(fragments.column("id"))
+    return (fragment_ids, _int64(fragments.column("duration")),
+            _float64(fragments.column("cpu_usage")),
+            _float64(fragments.column("gpu_usage")) if fragments.has("gpu_usage")
+            else np.full(len(fragment_ids), math.nan))
+
+
+def _fragment_problems(ids: Any, fragment_ids: Any) -> list[Diagnostic]:
+    """Tasks without fragments and fragments of no task."""
     import numpy as np
 
     count = len(ids)
-    fragment_ids = _int64(fragments.column("id"))
-    spans = _int64(fragments.column("duration"))
-    usage = _float64(fragments.column("cpu_usage"))
-    gpu_usage = (_float64(fragments.column("gpu_usage")) if fragments.has("gpu_usage")
-                 else np.full(len(fragment_ids), math.nan))
-    order = np.argsort(fragment_ids, kind="stable")
-    ordered = fragment_ids[order]
-    first = np.searchsorted(ordered, ids, side="left")
-    last = np.searchsorted(ordered, ids, side="right")
-    sizes = last - first
     problems: list[Diagnostic] = []
-    empty = np.flatnonzero(sizes == 0)
+    has = np.isin(ids, fragment_ids)
+    empty = np.flatnonzero(~has)
     if len(empty):
-        problems.append(warning(
-            f"{len(empty):,} task(s) have no row in {FRAGMENTS}, starting with task "
-            f"{int(ids[empty[0]])}; OpenDC silently drops them", "opendc-workload.no-fragments",
-            pointer=f"/{TASKS}/rows/{int(empty[0])}/id"))
+        problems.append(no_fragments_warning(len(empty), int(ids[empty[0]]), int(empty[0])))
     if len(fragment_ids):
         known = np.sort(ids)
         at = np.minimum(np.searchsorted(known, fragment_ids), max(count - 1, 0))
         stray = np.flatnonzero(known[at] != fragment_ids) if count else np.arange(
             len(fragment_ids))
         if len(stray):
-            problems.append(warning(
-                f"{len(stray):,} fragment(s) belong to no task, starting with id "
-                f"{int(fragment_ids[stray[0]])}; OpenDC ignores them",
-                "opendc-workload.unknown-fragment",
-                pointer=f"/{FRAGMENTS}/rows/{int(stray[0])}/id"))
+            problems.append(unknown_fragment_warning(
+                len(stray), int(fragment_ids[stray[0]]), int(stray[0])))
+    return problems
+
+
+def no_fragments_warning(count: int, task_id: int, row: int) -> Diagnostic:
+    return warning(f"{count:,} task(s) have no row in {FRAGMENTS}, starting with task "
+                   f"{task_id}; OpenDC silently drops them", "opendc-workload.no-fragments",
+                   pointer=f"/{TASKS}/rows/{row}/id")
+
+
+def unknown_fragment_warning(count: int, fragment_id: int, row: int) -> Diagnostic:
+    return warning(f"{count:,} fragment(s) belong to no task, starting with id {fragment_id}; "
+                   "OpenDC ignores them", "opendc-workload.unknown-fragment",
+                   pointer=f"/{FRAGMENTS}/rows/{row}/id")
+
+
+def profile_texts(ids: Any, duration: Any, capacity: Any, fragment_ids: Any, spans: Any,
+                  usage: Any, gpu_usage: Any) -> Strings | None:
+    """Each task's fragments (in file order) as a JSON profile where they are more than one
+    fragment of the task's duration at its capacity; ``None`` when no task has one."""
+    import numpy as np
+
+    count = len(ids)
+    order = np.argsort(fragment_ids, kind="stable")
+    ordered = fragment_ids[order]
+    first = np.searchsorted(ordered, ids, side="left")
+    last = np.searchsorted(ordered, ids, side="right")
+    sizes = last - first
     single = sizes == 1
     head = order[np.minimum(first, max(len(order) - 1, 0))] if len(order) else first
     trivial = single.copy()
@@ -409,7 +531,7 @@ def _profiles(ids: Any, duration: Any, capacity: Any,
             gpu_usage[head])
     profiled = np.flatnonzero(~trivial & (sizes > 0))
     if not len(profiled):
-        return None, problems
+        return None
     texts: dict[str, int] = {}
     codes = np.full(count, -1, dtype=np.int32)
     for row in profiled.tolist():
@@ -417,7 +539,7 @@ def _profiles(ids: Any, duration: Any, capacity: Any,
         profile = [[int(spans[r]), float(usage[r])] if math.isnan(gpu_usage[r])
                    else [int(spans[r]), float(usage[r]), float(gpu_usage[r])] for r in rows]
         codes[row] = texts.setdefault(json.dumps(profile), len(texts))
-    return Strings(codes, tuple(texts)), problems
+    return Strings(codes, tuple(texts))
 
 
 # --------------------------------------------------------------------------- normal form

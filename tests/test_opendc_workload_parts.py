@@ -1,0 +1,360 @@
+"""A large OpenDC workload folder read a row group at a time (``formats/opendc_workload/
+stream.py``, ``stream_sources.OpendcWorkloadSource``) against the whole-folder reader: for
+generated folders, valid or not, both files cut into row groups of a few rows (a task's
+fragments cut between row groups, on rows apart, out of the tasks' order), ``dcx validate``
+and ``dcx info`` say what they say of the folder read whole, and ``dcx convert`` to Parquet,
+SWF, GWF, Batsim and osp-workload gives the same exit status, report and table or bytes."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dcx.converters import streaming
+from dcx.converters.cli import main
+from dcx.converters.folders import folder_format
+from dcx.converters.partitions import read_parts
+from dcx.converters.stream_convert import STREAM_PAIRS
+from dcx.converters.stream_sources import OpendcWorkloadSource
+from dcx.formats import opendc_workload as odc
+from dcx.formats.opendc_workload import FORMAT
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = Path(os.environ.get("DCX_CORPUS", REPO.parent / "shared" / "corpus"))
+TARGETS = tuple(sorted(to for source, to in STREAM_PAIRS if source == FORMAT.name
+                       and to != FORMAT.name))
+SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+def run(args: list[str], parts: bool, slice_tasks: int = 3) -> tuple[int, str]:
+    """``dcx ARGS`` in this process, the folder read in parts (slices of ``slice_tasks``
+    tasks) or whole; exit code, and stderr followed by stdout."""
+    err, out = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(out):
+        patch.setattr(streaming, "STREAM_BYTES", 0 if parts else float("inf"))
+        patch.setattr(OpendcWorkloadSource, "SLICE_TASKS", slice_tasks)
+        code = main(args)
+    return code, err.getvalue() + out.getvalue()
+
+
+# ------------------------------------------------------------------------------ folders
+
+
+def folder_tables(seed: int, tasks: int, broken: bool) -> dict[str, pa.Table]:
+    """A tasks and a fragments table: ids counting up or not, optional columns (names, GPU
+    capacities, deferrable, deadlines, parents or children, OpenDC's aliases), fragments of
+    one to three rows per task, in the tasks' order or not; ``broken``: one of the faults
+    the reader reports (a null, a negative amount, an id used again, a parent that is no
+    task, a cycle, a task without fragments, fragments of no task, a wrong type)."""
+    rng = random.Random(seed)
+    ids = rng.sample(range(-50, 200), tasks) if rng.random() < 0.3 else list(range(1, tasks + 1))
+    columns: dict[str, Any] = {
+        "id": pa.array(ids, pa.int32()),
+        rng.choice(("submission_time", "submissionTime")): pa.array(
+            [1_700_000_000_000 + rng.randrange(0, 10 ** 7) for _ in ids],
+            pa.timestamp("ms", tz="UTC")),
+        "duration": pa.array([rng.choice((0, 1_000, 60_000)) for _ in ids], pa.int64()),
+        rng.choice(("cpu_count", "maxCores")): pa.array([rng.randint(1, 4) for _ in ids],
+                                                        pa.int32()),
+        "cpu_capacity": pa.array([rng.choice((1000.0, 2000.0, 2500.0)) for _ in ids],
+                                 pa.float64()),
+        "mem_capacity": pa.array([rng.choice((0, 1_024_000)) for _ in ids], pa.int64()),
+    }
+    if rng.random() < 0.5:
+        columns["name"] = pa.array([rng.choice(("a", None)) for _ in ids], pa.string())
+    if rng.random() < 0.3:
+        columns["gpu_count"] = pa.array([rng.choice((0, 1, None)) for _ in ids], pa.int32())
+        columns["gpu_capacity"] = pa.array([rng.choice((None, 500.0)) for _ in ids],
+                                          pa.float64())
+    if rng.random() < 0.3:
+        columns["deferrable"] = pa.array([rng.random() < 0.2 for _ in ids])
+    if rng.random() < 0.3:
+        columns["deadline"] = pa.array([rng.choice((-1, 1_800_000_000_000)) for _ in ids],
+                                       pa.int64())
+    lists = [sorted(rng.sample(ids[:row], min(row, rng.choice((0, 0, 1, 2)))))
+             for row in range(tasks)]
+    if rng.random() < 0.3:  # the same dependencies, each task naming its children
+        children: dict[int, list[int]] = {task: [] for task in ids}
+        for row, parents in enumerate(lists):
+            for parent in parents:
+                children[parent].append(ids[row])
+        columns["children"] = pa.array([children[task] for task in ids], pa.list_(pa.int32()))
+    elif rng.random() < 0.9:
+        columns["parents"] = pa.array(lists, pa.list_(pa.int32()))
+    fragment_ids = [task for task in ids for _ in range(rng.randint(1, 3))]
+    if rng.random() < 0.4:
+        rng.shuffle(fragment_ids)  # a task's fragments apart and out of the tasks' order
+    fragments: dict[str, Any] = {
+        "id": pa.array(fragment_ids, pa.int32()),
+        "duration": pa.array([rng.choice((1_000, 60_000)) for _ in fragment_ids], pa.int64()),
+        rng.choice(("cpu_usage", "cpuUsage")): pa.array(
+            [rng.choice((1000.0, 2000.0, 1234.5)) for _ in fragment_ids], pa.float64()),
+    }
+    if rng.random() < 0.2:
+        fragments["gpu_usage"] = pa.array([rng.choice((None, 10.0)) for _ in fragment_ids],
+                                          pa.float64())
+    tables = {"tasks": columns, "fragments": fragments}
+    if broken:
+        _break(rng, tables, ids)
+    metadata = ({b"dcx:time_origin": b"2023-11-14T22:13:20Z"} if rng.random() < 0.3
+                else None)
+    tasks_table = pa.table(tables["tasks"])
+    if metadata is not None:
+        tasks_table = tasks_table.replace_schema_metadata(metadata)
+    return {"tasks.parquet": tasks_table, "fragments.parquet": pa.table(tables["fragments"])}
+
+
+def _break(rng: random.Random, tables: dict[str, dict[str, Any]], ids: list[int]) -> None:
+    member = rng.choice(("tasks", "fragments"))
+    columns = tables[member]
+    rows = len(columns["id"])
+    fault = rng.choice(("null", "negative", "again", "unknown", "cycle", "no-fragments",
+                        "stray", "type"))
+    if not rows and fault not in ("stray", "type"):
+        fault = "stray"
+    at = rng.randrange(rows) if rows else 0
+    if fault in ("null", "negative"):
+        name = rng.choice([name for name in columns if name not in ("name", "parents",
+                                                                    "children", "deferrable")])
+        values = columns[name].to_pylist()
+        if fault == "negative" and values[at] is not None and name not in (
+                "id", "submission_time", "submissionTime", "deadline"):
+            values[at] = -values[at] - 1
+        else:
+            values[at] = None
+        columns[name] = pa.array(values, columns[name].type)
+    elif fault == "again" and rows > 1 and member == "tasks":
+        values = columns["id"].to_pylist()
+        values[at] = values[(at + 1) % rows]
+        columns["id"] = pa.array(values, pa.int32())
+    elif fault in ("unknown", "cycle") and "parents" in tables["tasks"]:
+        parents = tables["tasks"]["parents"].to_pylist()
+        wanted = 10_000 if fault == "unknown" else ids[-1]
+        parents[rng.randrange(len(ids))] = [wanted]
+        tables["tasks"]["parents"] = pa.array(parents, pa.list_(pa.int32()))
+    elif fault == "no-fragments" and ids:
+        kept = [row for row, task in enumerate(tables["fragments"]["id"].to_pylist())
+                if task != rng.choice(ids)]
+        tables["fragments"] = {name: column.take(kept)
+                               for name, column in tables["fragments"].items()}
+    elif fault == "type":
+        columns["duration"] = columns["duration"].cast(pa.float64())
+    else:  # fragments of no task
+        fragments = tables["fragments"]
+        extra = {name: pa.array([column.to_pylist()[0] if len(column) else 1], column.type)
+                 for name, column in fragments.items()}
+        extra["id"] = pa.array([9_999], pa.int32())
+        tables["fragments"] = {name: pa.concat_arrays([fragments[name], extra[name]])
+                               for name in fragments}
+
+
+def write_folder(folder: Path, tables: dict[str, pa.Table], task_rows: int,
+                 fragment_rows: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        pq.write_table(table, folder / name,
+                       row_group_size=task_rows if name == "tasks.parquet" else fragment_rows)
+    return folder
+
+
+# ------------------------------------------------------------------------------ validate
+
+
+def validated(folder: Path, *options: str, slice_tasks: int = 3) -> tuple[int, str]:
+    """What ``dcx validate`` says of the folder read whole, held to what it says read in
+    parts."""
+    whole = run(["validate", str(folder), *options], parts=False)
+    parted = run(["validate", str(folder), *options], parts=True, slice_tasks=slice_tasks)
+    assert parted == whole
+    return whole
+
+
+@SETTINGS
+@given(st.integers(0, 10_000), st.integers(0, 12), st.booleans(), st.integers(1, 5),
+       st.integers(1, 7), st.sampled_from(((), ("--output", "json"), ("--strict",))))
+def test_validate_in_parts_says_what_the_whole_folder_read_says(
+        tmp_path_factory, seed, tasks, broken, task_rows, fragment_rows, options):
+    folder = write_folder(tmp_path_factory.mktemp("w") / "w",
+                          folder_tables(seed, tasks, broken), task_rows, fragment_rows)
+    validated(folder, *options)
+    whole = run(["info", str(folder)], parts=False)
+    assert run(["info", str(folder)], parts=True) == whole
+
+
+def test_the_part_reader_gives_the_whole_readers_diagnostics_and_counts(tmp_path):
+    """``read_parts`` of the folder against ``read`` of its archive, for each fault."""
+    from dcx.converters.cli import workload_summary
+    from dcx.converters.folders import read_folder
+
+    for seed in range(40):
+        folder = write_folder(tmp_path / str(seed), folder_tables(seed, 9, seed % 2 == 1),
+                              2, 3)
+        whole = odc.read(read_folder(str(folder), FORMAT))
+        parted = read_parts(str(folder), FORMAT)
+        assert parted.diagnostics == whole.diagnostics, seed
+        if whole.document is not None:
+            summary = workload_summary(whole.document.workload)
+            assert (parted.jobs, parted.tasks, parted.dependencies) == (
+                summary["jobs"], summary["tasks"], summary["dependencies"])
+
+
+@pytest.mark.parametrize("member", ["tasks.parquet", "fragments.parquet"])
+def test_a_missing_or_damaged_member_is_reported_as_read_reports_it(tmp_path, member):
+    folder = write_folder(tmp_path / "w", folder_tables(1, 5, False), 2, 2)
+    (folder / member).unlink()
+    assert validated(folder)[0] == 1
+    (folder / member).write_bytes(b"PAR1 not a parquet file")
+    assert validated(folder)[0] == 1
+    (folder / member).write_bytes(b"PAR1")
+    assert validated(folder)[0] == 1
+
+
+def test_a_folder_below_the_threshold_is_read_whole(tmp_path, monkeypatch):
+    """Below ``STREAM_BYTES`` the folder is packed whole, as before; from it, in parts."""
+    folder = write_folder(tmp_path / "w", folder_tables(2, 6, False), 2, 2)
+    size = sum(path.stat().st_size for path in folder.iterdir())
+    monkeypatch.setattr(streaming, "STREAM_BYTES", size + 1)
+    assert streaming.read_in_parts(str(folder), None, [FORMAT]) is None
+    monkeypatch.setattr(streaming, "STREAM_BYTES", size)
+    found = streaming.read_in_parts(str(folder), None, [FORMAT])
+    assert found is not None and found[0] is FORMAT
+    assert streaming.read_in_parts(str(folder), "parquet", [FORMAT]) is None
+
+
+# ------------------------------------------------------------------------------ convert
+
+
+def converted(tables: dict[str, pa.Table], to: str, *options: str, task_rows: int = 2,
+              fragment_rows: int = 3, slice_tasks: int = 3) -> str:
+    """The whole-folder and the parted conversion of the folder to ``to`` agree, or the
+    parted one refuses (``convert.not-streamable``) in one line and writes nothing; what
+    happened."""
+    with tempfile.TemporaryDirectory() as where:
+        folder = write_folder(Path(where) / "in", tables, task_rows, fragment_rows)
+        whole_out, parted_out = Path(where) / f"whole.{to}", Path(where) / f"parts.{to}"
+        arguments = ["--to", to, *options]
+        whole = run(["convert", str(folder), str(whole_out), *arguments], parts=False)
+        parted = run(["convert", str(folder), str(parted_out), *arguments], parts=True,
+                     slice_tasks=slice_tasks)
+        if "cannot convert in chunks" in parted[1]:
+            assert parted[0] == 1 and not parted_out.exists()
+            assert parted[1].count("\n") == 1
+            return "refused"
+        assert parted == (whole[0], whole[1].replace(whole_out.name, parted_out.name))
+        assert whole_out.exists() == parted_out.exists() == (whole[0] == 0)
+        if whole[0] == 0 and to == "parquet":
+            expected, found = pq.read_table(whole_out), pq.read_table(parted_out)
+            assert found.equals(expected)
+            assert found.schema.equals(expected.schema, check_metadata=True)
+        elif whole[0] == 0:
+            assert parted_out.read_bytes() == whole_out.read_bytes()
+        return "converted" if whole[0] == 0 else "invalid"
+
+
+@SETTINGS
+@given(st.integers(0, 10_000), st.integers(0, 12), st.booleans(), st.integers(1, 5),
+       st.integers(1, 7), st.integers(1, 6),
+       st.sampled_from(((), ("--losses",), ("--strict",), ("--output", "json"))),
+       st.sampled_from(TARGETS))
+def test_conversion_in_parts_is_the_whole_folders_conversion(
+        seed, tasks, broken, task_rows, fragment_rows, slice_tasks, options, to):
+    converted(folder_tables(seed, tasks, broken), to, *options, task_rows=task_rows,
+              fragment_rows=fragment_rows, slice_tasks=slice_tasks)
+
+
+def _profiled(fragment_ids: list[int]) -> dict[str, pa.Table]:
+    """Three tasks, each with a profile of several fragments, whose rows are as given."""
+    tables = folder_tables(3, 3, False)
+    tasks = tables["tasks.parquet"]
+    tasks = tasks.set_column(0, "id", pa.array([1, 2, 3], pa.int32()))
+    tasks = tasks.drop_columns([name for name in ("parents", "children")
+                                if name in tasks.column_names])
+    count = len(fragment_ids)
+    fragments = pa.table({"id": pa.array(fragment_ids, pa.int32()),
+                          "duration": pa.array([10 * (row + 1) for row in range(count)],
+                                               pa.int64()),
+                          "cpu_usage": pa.array([float(row) for row in range(count)])})
+    return {"tasks.parquet": tasks, "fragments.parquet": fragments}
+
+
+@pytest.mark.parametrize("order", [
+    [1, 1, 2, 2, 2, 3, 3],  # in the tasks' order, contiguous
+    [1, 2, 1, 3, 2, 3, 2],  # a task's fragments on rows apart
+    [3, 3, 2, 2, 1, 1, 1],  # contiguous, against the tasks' order
+])
+def test_fragments_apart_or_out_of_order_are_joined_as_the_whole_reader_joins_them(order):
+    """Each task's profile is its fragments in file order, wherever they are: the table and
+    bytes of the whole folder, whatever the row groups and slices."""
+    from dcx.formats.opendc_workload.codec import PROFILE
+
+    tables = _profiled(order)
+    for to in ("parquet", "swf"):
+        for fragment_rows in (1, 2, 7):
+            assert converted(tables, to, "--losses", task_rows=1, fragment_rows=fragment_rows,
+                             slice_tasks=1) == "converted"
+    with tempfile.TemporaryDirectory() as where:
+        folder = write_folder(Path(where) / "in", tables, 1, 2)
+        out = Path(where) / "out.parquet"
+        assert run(["convert", str(folder), str(out)], parts=True, slice_tasks=1)[0] == 0
+        profiles = pq.read_table(out).column(f"extras_json.{PROFILE}").to_pylist()
+        expected = [[[10 * (row + 1), float(row)] for row, task in enumerate(order)
+                     if task == wanted] for wanted in (1, 2, 3)]
+        import json
+        assert [json.loads(text) for text in profiles] == expected
+
+
+def test_dependencies_across_slices_and_children_convert(tmp_path):
+    """Every task depending on the one before (the previous slice's, often), given as
+    parents and as children: the whole folder's bytes and tables."""
+    tables = folder_tables(5, 30, False)
+    tasks = tables["tasks.parquet"].drop_columns(
+        [name for name in ("parents", "children") if name in tables["tasks.parquet"].column_names])
+    ids = tasks.column("id").to_pylist()
+    with_parents = tasks.append_column("parents", pa.array(
+        [[ids[row - 1]] if row else [] for row in range(len(ids))], pa.list_(pa.int32())))
+    with_children = tasks.append_column("children", pa.array(
+        [[ids[row + 1]] if row + 1 < len(ids) else [] for row in range(len(ids))],
+        pa.list_(pa.int32())))
+    for table in (with_parents, with_children):
+        for to in TARGETS:
+            result = converted({**tables, "tasks.parquet": table}, to, "--losses",
+                               task_rows=4, slice_tasks=3)
+            assert result in ("converted", "refused"), to
+        assert converted({**tables, "tasks.parquet": table}, "parquet") == "converted"
+
+
+def test_an_empty_folder_and_an_invalid_one_are_refused_as_whole(tmp_path):
+    assert converted(folder_tables(1, 0, False), "swf") == "invalid"
+    for seed in range(10):
+        assert converted(folder_tables(seed, 6, True), "parquet") in ("invalid", "converted")
+
+
+# ------------------------------------------------------------------------------ the corpus
+
+
+def _corpus_folders() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted({path.parent for path in CORPUS.rglob("tasks.parquet")
+                   if folder_format(str(path.parent)) is FORMAT})
+
+
+def test_corpus_folders_read_in_parts_say_what_they_say_whole():
+    folders = _corpus_folders()
+    if not folders:
+        pytest.skip(f"no OpenDC workload folder (tasks.parquet) under {CORPUS}: set DCX_CORPUS")
+    for folder in folders:
+        validated(folder, "--output", "json", slice_tasks=1 << 16)
