@@ -103,7 +103,7 @@ class BatsimTarget(_JsonTarget):
     """Batsim job lines spooled a chunk at a time and assembled at the end (see the module
     docstring)."""
 
-    sources = frozenset({"swf", "gwf", "parquet"})
+    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
     loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
@@ -243,7 +243,7 @@ class OspWorkloadTarget(_JsonTarget):
     """osp-workload workflows written a chunk at a time after the root's members (the
     header's, known from the first chunk; see the module docstring)."""
 
-    sources = frozenset({"swf", "gwf", "parquet"})
+    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
     loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
