@@ -149,8 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
         "still replaced only after it reads back accepted, while stdout gets the chunks as "
         "they are written. Such SWF, GWF and Parquet inputs also convert to Batsim or "
         "osp-workload JSON in chunks (Batsim's jobs wait in a temporary file beside OUTPUT, "
-        "or in TMPDIR for stdout, until nb_res, written first, is known); that output is read "
-        "back whole when it is within the input size limit, and not read back beyond it. "
+        "or in TMPDIR for stdout, until nb_res, written first, is known), and to an OpenDC "
+        "workload folder (opendc-workload: both files written a chunk at a time, the tasks' "
+        "children filled in at the end; to stdout the tar archive, its files first made in "
+        "TMPDIR); that output is read back whole when it is within the input size limit, "
+        "beyond it an OpenDC folder a part at a time and JSON not at all. "
         + _folder_help())
     convert.add_argument("input", metavar="INPUT")
     convert.add_argument("output", metavar="OUTPUT")

@@ -3,8 +3,11 @@ Parquet, to GWF or to SWF, a chunk of whole lines at a time, in memory bounded b
 (``dcx.parsing.chunks``), whatever the trace's length; a Parquet file (not a pipe: row groups
 are read by seeking) to Parquet, SWF or GWF a row group at a time (its jobs whole: the rows of
 a job that continues in the next row group are read with it). Those inputs convert to Batsim
-and osp-workload JSON the same way (``stream_targets_json``). ``dcx.converters.streaming``
-decides when (the inputs ``dcx validate`` streams); this module converts.
+and osp-workload JSON the same way (``stream_targets_json``), and to an OpenDC workload
+folder (``stream_targets_opendc``: written into a temporary folder beside OUTPUT,
+``folders.folder_beside``, renamed into place once it reads back accepted).
+``dcx.converters.streaming`` decides when (the inputs ``dcx validate`` streams); this module
+converts.
 
 One engine for every source format (this module); a ``Source`` is what differs between them
 (``stream_sources``: its chunked checker, how a chunk is read, what the chunks say of one

@@ -38,10 +38,11 @@ that the normal form changes (the whole file counts it with every other task's e
 a pipe a preceding job that comes later in the trace. In a file, such a job is a dependency
 where its chunk kept an extras value: the file is read again to measure the losses.
 
-The output is read back under the format's reader, whole, as ``dcx validate`` reads a
-folder, when its members are within the input size limit; a larger output is written
-without that check (each part is the whole writer's rows, which the differential tests hold
-to it).
+The output is read back under the format's reader before it is renamed into place: whole,
+as ``dcx validate`` reads a small folder, when its members are within the input size limit;
+beyond it a part at a time, as ``dcx validate`` reads a large one, where the format has a
+part reader (``FormatDeclaration.read_parts``), and otherwise not at all (each part is the
+whole writer's rows, which the differential tests hold to it).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from dcx.converters.stream_sources import NotStreamable, Source
 from dcx.converters.stream_targets import _restored, judged
 from dcx.converters.stream_targets_json import _JsonTarget, _reported
 from dcx.core.diagnostics import Diagnostic, Loss
+from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Workload
 
 _SPOOL = ".tasks.spool.parquet"
@@ -104,10 +106,15 @@ class OpendcWorkloadTarget(_JsonTarget):
         """The chunk's losses without its dependencies on tasks of other chunks (OpenDC
         holds them: none is lost). A held path whose values the normal form of some chunk
         changes counts every value of it in the whole file (``dropped_values``): each chunk
-        counts its own; those no chunk changes are left out at the end (``reported``)."""
+        counts its own; those no chunk changes are left out at the end (``reported``). One
+        that no value counts (cores per node of single-core nodes, which become the
+        task's cores) is first where the file's first changed task is: the chunks that
+        change a task say where theirs is until one has (column by column, where the
+        objects would be built to compare them)."""
         from dataclasses import replace
 
         from dcx.converters.losses import conversion_losses
+        from dcx.core.restrict import recorded_use
         from dcx.formats.opendc_workload import codec
 
         origin = self.origin()
@@ -117,12 +124,29 @@ class OpendcWorkloadTarget(_JsonTarget):
                                 "cannot carry as they are (the whole file's losses count it "
                                 "with every task's extras)")
         self.normal = (document, origin, normal)
-        # every one, used or not: a path the file's normal form changes and no value counts
-        # (cores per node times nodes) is first where the first task changes, in any chunk
-        claimed = lost | _VALUE_PATHS
+        used = recorded_use(document, self.spec.name).used
+        unused = _VALUE_PATHS.difference(used)
+        changing = lost | (_VALUE_PATHS if _tasks_changed(document, normal) else frozenset())
+        to_place = changing & (unused - self.placed)
+        claimed = (lost - unused) | (_VALUE_PATHS - unused)
+        first = _first_changed_task(document, normal) if to_place else None
+        if first is False:  # the objects tell: ``dropped_values`` finds it
+            claimed |= to_place
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
-        return {None: conversion_losses(document, spec, normal),
+        found = conversion_losses(document, spec, normal)
+        if isinstance(first, str) or first is None:
+            found += tuple(Loss(path, None, FIELDS[path], first) for path in sorted(to_place))
+        self.placed |= {loss.field for loss in found
+                        if loss.field in unused and loss.first is not None}
+        return {None: found,
                 _CHANGED: tuple(Loss(path, 1, "", None) for path in sorted(lost & _VALUE_PATHS))}
+
+    placed: frozenset[str] = frozenset()
+    """The value paths no value counts whose first place a chunk of this reading has given
+    (``losses``)."""
+
+    def resolved(self, in_file: Callable[[Any], bool]) -> None:
+        self.placed = frozenset()  # (a reading that measures again starts over)
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
@@ -180,15 +204,19 @@ class OpendcWorkloadTarget(_JsonTarget):
             return members.rows
 
     def read_back(self, path: str) -> Diagnostic | None:
-        """Why the folder at ``path`` is not accepted by the format's reader, read whole,
-        if it is not; a folder over the input size limit is not read (see the module
-        docstring)."""
+        """Why the folder at ``path`` is not accepted by the format's reader, if it is not:
+        read whole within the input size limit, a part at a time beyond it where the format
+        has a part reader (``read_parts``), else not read (see the module docstring)."""
         from dcx.converters.folders import read_folder
         from dcx.core.limits import LIMITS
 
         size = sum(os.path.getsize(os.path.join(path, name)) for name in self.spec.members)
         if size > LIMITS.max_input_bytes:
-            return None
+            if self.spec.read_parts is None:
+                return None
+            from dcx.converters.partitions import read_parts
+
+            return judged(self, read_parts(path, self.spec).diagnostics)
         found = self.spec.read(read_folder(path, self.spec))
         return judged(self, found.diagnostics, found.document is None)
 
@@ -327,6 +355,53 @@ class _Members:
         for writer in (self.tasks, self.fragments):
             if writer is not None and writer.is_open:
                 writer.close()
+
+
+def _first_changed_task(document: Document, normal: Document) -> str | bool | None:
+    """The pointer of the first task of ``document`` that its ``normal`` form changes
+    (``core.located.first_changed``), ``None`` if none, found column by column; ``False``
+    when a column the normal form changed is not one compared here (then the objects
+    tell)."""
+    import dataclasses
+
+    import numpy as np
+
+    from dcx.core.columns import WorkloadColumns, columns_of
+
+    before = columns_of(document.workload) if document.workload is not None else None
+    after = columns_of(normal.workload) if normal.workload is not None else None
+    if before is None or after is None or len(before) != len(after):
+        return False
+    changed = np.zeros(len(before), dtype=bool)
+    for column in dataclasses.fields(WorkloadColumns):
+        mine, theirs = getattr(before, column.name), getattr(after, column.name)
+        if mine is theirs:
+            continue
+        if column.name in _OPTIONAL:  # (NaN is the task's None)
+            changed |= ~((mine == theirs) | (np.isnan(mine) & np.isnan(theirs)))
+        elif column.name in _VALUES:  # (a NaN differs from itself, as a float does)
+            changed |= mine != theirs
+        else:
+            return False
+    rows = np.flatnonzero(changed)
+    if not len(rows):
+        return None
+    row = int(rows[0])
+    job = int(np.searchsorted(before.job_offsets, row, side="right")) - 1
+    return f"/workload/jobs/{job}/tasks/{row - int(before.job_offsets[job])}"
+
+
+_OPTIONAL = frozenset({"runtime_s", "requested_time_s", "memory_mb", "deadline_s"})
+"""Task columns whose NaN is ``None`` in the task (``WorkloadColumns.task``)."""
+_VALUES = frozenset({"submit_time_s", "nodes", "cores", "gpus"})
+"""Task columns whose value is the task's as it is."""
+
+
+def _tasks_changed(document: Document, normal: Document) -> bool:
+    """Whether the normal form changes some task of ``document`` (a normal form done
+    column by column keeps the rows it does not change as they are)."""
+    before, after = document.workload, normal.workload
+    return before is None or after is None or after.jobs is not before.jobs
 
 
 _HEADER_AFTER = ("a header line after the first chunk that changes the time origin (the "

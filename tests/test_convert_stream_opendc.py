@@ -31,12 +31,16 @@ from dcx.core import limits
 from dcx.formats import gwf, opendc_workload, parquet, swf
 from dcx.formats.gwf import codec as gwf_codec
 from dcx.formats.opendc_workload import MEMBERS
+from tests.test_convert_stream_dask import run as dask_run
+from tests.test_convert_stream_dask import shared, started
 from tests.test_convert_stream_gwf import grouped_workflow, interleaved, sample, text_ids
 from tests.test_convert_stream_json import job, pipe, run, swf_lines
 from tests.test_convert_stream_parquet import valid_table
 from tests.test_parquet_partitions import trace_table, written
 from tests.test_swf_fast import plain_trace
 from tests.test_swf_stream import bad_trace
+
+__all__ = ["shared", "started"]  # (the Dask tests' cluster fixtures, used here)
 
 READERS = {"swf": swf.read, "gwf": gwf.read, "parquet": parquet.read}
 TO = "opendc-workload"
@@ -278,20 +282,27 @@ def test_a_folder_holding_other_files_is_not_replaced():
         assert sorted(os.listdir(folder)) == ["in.swf", "out"]
 
 
-def test_an_output_over_the_input_limit_is_written_without_reading_it_back():
-    """What ``dcx validate`` would refuse to read whole is not read back; the tables are
-    the same."""
+def test_an_output_over_the_input_limit_is_read_back_in_parts_or_not_at_all():
+    """What ``dcx validate`` would not read whole is read back a part at a time, as it reads
+    a large folder, where the format has a part reader, and is not read back otherwise; the
+    tables are the same."""
+    from dcx.converters import partitions
+
     data = swf_lines(*(job(number) for number in range(1, 50)))
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "in.swf"
         source.write_bytes(data)
         whole, streamed = Path(folder) / "whole", Path(folder) / "s"
         assert run(["convert", str(source), str(whole), "--to", TO], stream=False)[0] == 0
+        read_in_parts, reader = [], partitions.read_parts
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(limits, "LIMITS", replace(limits.LIMITS, max_input_bytes=100))
+            patch.setattr(partitions, "read_parts", lambda path, spec, client=None: (
+                read_in_parts.append(path), reader(path, spec, client))[1])
             code, said = run(["convert", str(source), str(streamed), "--to", TO],
                              stream=True, chunk_bytes=200)
         assert code == 0, said
+        assert len(read_in_parts) == (opendc_workload.FORMAT.read_parts is not None)
         same_tables(tables(streamed), tables(whole))
 
 
@@ -351,3 +362,30 @@ def test_standard_output_gets_the_whole_paths_archive():
 
 def test_the_pairs_are_listed():
     assert {(source, TO) for source in ("swf", "gwf", "parquet")} <= STREAM_PAIRS
+
+
+@pytest.mark.enable_socket
+def test_a_parquet_trace_on_a_dask_cluster_converts_as_here(started):
+    """``--workers``: the row groups converted on the workers give the tables and report
+    this process gives; with a time origin, which the workers do not see past the first row
+    group's header, refused in one line, nothing written."""
+    for table, converts in ((valid_table(20, 4), True), (valid_table(20).replace_schema_metadata(
+            {b"dcx:workload": b'{"name": "w", "time_origin": "2020-01-01T00:00:00"}'}), False)):
+        with tempfile.TemporaryDirectory() as folder:
+            source, here, there = (Path(folder) / "in.parquet", Path(folder) / "here",
+                                   Path(folder) / "there")
+            source.write_bytes(written(table, 3))
+            before = len(started)
+            expected = dask_run(["convert", str(source), str(here), "--to", TO, "--losses"])
+            found = dask_run(["convert", str(source), str(there), "--to", TO, "--losses",
+                              "--workers", "2"])
+            assert len(started) == before + 1  # the file went to the cluster
+            assert expected[0] == 0, expected
+            if converts:
+                assert found == (0, expected[1].replace(str(here), str(there)))
+                same_tables(tables(there), tables(here))
+            else:
+                assert found[0] == 1 and found[1].count("\n") == 1, found
+                assert "cannot convert in chunks: a chunk whose times count from another " \
+                    "origin" in found[1]
+                assert sorted(os.listdir(folder)) == ["here", "in.parquet"]

@@ -84,7 +84,8 @@ file's variant: ``codec.write_part``), with the whole-file conversion's bytes; a
 on another chunk's task is kept, a workflow continued in the next chunk stays one job, and a
 workflow whose tasks are apart, or text ids, stop it (``convert.not-streamable``). To
 Batsim and osp-workload JSON it converts them in chunks too
-(``dcx.converters.stream_targets_json``).
+(``dcx.converters.stream_targets_json``), and to an OpenDC workload folder
+(``dcx.converters.stream_targets_opendc``).
 
 Divergences
 -----------

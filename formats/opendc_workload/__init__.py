@@ -78,6 +78,11 @@ task ids; ``dcx convert`` to Parquet, SWF or GWF reads the tasks a slice at a ti
 with its fragments in file order wherever they are in fragments.parquet (rows apart or out
 of the tasks' order only cost reading more row groups), and writes the whole conversion's
 output with its report.
+
+A large SWF, GWF or Parquet trace (16 MB or more) converts to a workload folder a chunk at a
+time (``dcx.converters.stream_targets_opendc``, with ``codec.part_normal_form`` and
+``codec.write_part``): the whole conversion's tables, without the input size limit and
+without holding the trace; the tasks' ``children`` are filled in at the end.
 """
 
 from __future__ import annotations

@@ -66,8 +66,8 @@ size is first copied to a temporary file, as row groups are read by seeking), an
 row groups over a Dask cluster with ``--workers N`` or ``--scheduler-address ADDRESS``; the
 checks across row groups (a job's rows, repeated task ids, dependencies on other row groups,
 cycles) run once on the merged findings. ``dcx convert`` of such a file (not a pipe) to
-Parquet, SWF, GWF, Batsim or osp-workload checks it so and converts it a row group at a time
-(``stream.read_part``).
+Parquet, SWF, GWF, Batsim, osp-workload or an OpenDC workload folder checks it so and
+converts it a row group at a time (``stream.read_part``).
 """
 
 from __future__ import annotations

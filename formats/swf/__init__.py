@@ -67,7 +67,8 @@ its dependency, GWF's variant is the one the whole trace's fields choose (a file
 again when its first chunk's choose the other; a pipe stops), and job numbers that mix
 integers and text (which the whole file would renumber) stop it
 (``convert.not-streamable``). To Batsim and osp-workload JSON it converts them in chunks
-too (``dcx.converters.stream_targets_json``); other targets still read the whole input (up
+too (``dcx.converters.stream_targets_json``), and to an OpenDC workload folder
+(``dcx.converters.stream_targets_opendc``); other targets still read the whole input (up
 to the input size limit).
 
 Checks: 18 numeric fields per line (located at the field, pointer
