@@ -399,6 +399,9 @@ class SwfTarget(_LinesTarget):
         self.spec = swf.FORMAT
         self.source = source
         self.jobs_are_rows = True
+        self.value_paths = _VALUE_PATHS & self.spec.holds
+        """The value paths SWF's normal form may change (the others it does not hold: its
+        restriction drops every value of them, chunk by chunk as in the whole file)."""
         self.early_header: list[str] = []
         """The header lines written early (the first chunk's)."""
 
@@ -416,6 +419,31 @@ class SwfTarget(_LinesTarget):
 
     def rows(self, part: Any) -> int:
         return int(part.count(b"\n"))
+
+    def losses(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]
+               ) -> dict[Any, tuple[Loss, ...]]:
+        """As GWF's: a value path the file's normal form changes somewhere counts every
+        value of the file (``dropped_values``), so each chunk counts all of its own and says
+        which it changes (the form ``_CHANGED``); ``reported`` leaves out those no chunk
+        changes. (A chunk alone would count a path's values only where it changes one.)"""
+        from dataclasses import replace
+
+        from dcx.converters.losses import conversion_losses
+        from dcx.core.restrict import recorded_use
+        from dcx.formats.swf import codec
+
+        normal, lost = codec._normalized(document)
+        use = recorded_use(document, self.spec.name)
+        claimed = lost | {path for path in self.value_paths if path in use.used}
+        spec = replace(self.spec, normal_form_losses=_changing(claimed))
+        return {None: conversion_losses(document, spec, normal),
+                _CHANGED: tuple(Loss(path, 1, "", None)
+                                for path in sorted(lost & self.value_paths))}
+
+    def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
+                 ) -> tuple[Loss, ...]:
+        not_lost = self.value_paths - frozenset(counted(_CHANGED))
+        return tuple(loss for loss in losses if loss.field not in not_lost)
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:
@@ -660,15 +688,16 @@ class GwfTarget(_LinesTarget):
 
 
 _CHANGED = "changed"
-"""``GwfTarget.losses``' forms ``(_CHANGED, variant)``: the value paths a chunk's normal
-form in that variant changes."""
+"""``GwfTarget.losses``' forms ``(_CHANGED, variant)`` (``SwfTarget.losses``': the form
+itself): the value paths a chunk's normal form (in that variant) changes."""
 
 _VALUE_PATHS = frozenset({
     "task.submit_time_s", "task.runtime_s", "task.requested_time_s", "task.request.cores",
     "task.request.memory_mb", "task.user", "task.group", "task.dependencies",
     "task.dependencies.multiple"})
-"""The held task fields whose values GWF's normal form may change (``codec._Normalizer``),
-which a chunk's losses count for the file (``GwfTarget.losses``)."""
+"""The held task fields whose values GWF's (and SWF's) normal form may change
+(``codec._Normalizer``), which a chunk's losses count for the file (``GwfTarget.losses``,
+``SwfTarget.losses``)."""
 
 
 def _changing(paths: frozenset[str]) -> Callable[[Document], frozenset[str]]:

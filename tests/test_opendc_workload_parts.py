@@ -12,6 +12,7 @@ import io
 import os
 import random
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,9 @@ def folder_tables(seed: int, tasks: int, broken: bool) -> dict[str, pa.Table]:
     the reader reports (a null, a negative amount, an id used again, a parent that is no
     task, a cycle, a task without fragments, fragments of no task, a wrong type)."""
     rng = random.Random(seed)
-    ids = rng.sample(range(-50, 200), tasks) if rng.random() < 0.3 else list(range(1, tasks + 1))
+    ids = (rng.sample(range(-50, 200), tasks) if rng.random() < 0.1
+           else rng.sample(range(1, 200), tasks) if rng.random() < 0.3
+           else list(range(1, tasks + 1)))
     columns: dict[str, Any] = {
         "id": pa.array(ids, pa.int32()),
         rng.choice(("submission_time", "submissionTime")): pa.array(
@@ -84,7 +87,8 @@ def folder_tables(seed: int, tasks: int, broken: bool) -> dict[str, pa.Table]:
     if rng.random() < 0.3:
         columns["deadline"] = pa.array([rng.choice((-1, 1_800_000_000_000)) for _ in ids],
                                        pa.int64())
-    lists = [sorted(rng.sample(ids[:row], min(row, rng.choice((0, 0, 1, 2)))))
+    many = rng.choice((1, 2))  # (SWF holds one dependency per task)
+    lists = [sorted(rng.sample(ids[:row], min(row, rng.choice((0, 0, 1, many)))))
              for row in range(tasks)]
     if rng.random() < 0.3:  # the same dependencies, each task naming its children
         children: dict[int, list[int]] = {task: [] for task in ids}
@@ -209,6 +213,29 @@ def test_the_part_reader_gives_the_whole_readers_diagnostics_and_counts(tmp_path
             summary = workload_summary(whole.document.workload)
             assert (parted.jobs, parted.tasks, parted.dependencies) == (
                 summary["jobs"], summary["tasks"], summary["dependencies"])
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A Dask cluster of two worker threads in this process: the partition path as it runs
+    on workers, each opening the folder's files by their paths."""
+    pytest.importorskip("distributed", reason="dask[distributed] is in the test extra")
+    from dcx.converters.partitions import local_client
+
+    cluster, client = local_client(2, processes=False)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.mark.enable_socket
+def test_row_groups_checked_on_a_cluster_give_the_whole_readers_diagnostics(client, tmp_path):
+    for seed in range(8):
+        folder = write_folder(tmp_path / str(seed), folder_tables(seed, 7, seed % 2 == 1),
+                              2, 3)
+        assert read_parts(str(folder), FORMAT, client) == read_parts(str(folder), FORMAT)
 
 
 @pytest.mark.parametrize("member", ["tasks.parquet", "fragments.parquet"])
@@ -358,3 +385,19 @@ def test_corpus_folders_read_in_parts_say_what_they_say_whole():
         pytest.skip(f"no OpenDC workload folder (tasks.parquet) under {CORPUS}: set DCX_CORPUS")
     for folder in folders:
         validated(folder, "--output", "json", slice_tasks=1 << 16)
+
+
+def test_a_value_path_changed_in_one_slice_counts_every_value_of_the_folder():
+    """To SWF, memory per node changes only for the task with two cores (the second slice),
+    yet the whole conversion counts every memory value of the folder, and its first place
+    is the first task's: so does the conversion in slices (SWF's target counts a value path
+    in every chunk and leaves it out when no chunk changes one)."""
+    tables = folder_tables(4, 3, False)
+    tasks = tables["tasks.parquet"]
+    cores = "cpu_count" if "cpu_count" in tasks.column_names else "maxCores"
+    tasks = tasks.set_column(tasks.schema.get_field_index(cores), cores,
+                             pa.array([1, 2, 1], pa.int32()))
+    tasks = tasks.set_column(tasks.schema.get_field_index("mem_capacity"), "mem_capacity",
+                             pa.array([1_024_000] * 3, pa.int64()))
+    assert converted({**tables, "tasks.parquet": tasks}, "swf", "--losses", task_rows=1,
+                     slice_tasks=1) == "converted"
