@@ -112,8 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
         "chunks as it is read, in bounded memory and without the input size limit; a Parquet "
         "file from 16 MB (or stdin that outgrows it, first copied to a temporary file in "
         "TMPDIR, removed after) is checked a row group at a time, with the same diagnostics, "
-        "and with --workers or --scheduler-address its row groups are checked as partitions "
-        "on a Dask cluster.")
+        "as is a folder of a format stored as one (opendc-workload) whose files total 16 MB "
+        "or more, and with --workers or --scheduler-address their row groups are checked as "
+        "partitions on a Dask cluster.")
     validate.add_argument("files", nargs="+", metavar="FILE")
     _format_option(validate, "--format", "--from", dest="format",
                    help="read every FILE as this format")
@@ -227,11 +228,17 @@ def _folder_help() -> str:
     if not folders:
         return ""
     names = ", ".join(f"{spec.name} ({' and '.join(spec.members)})" for spec in folders)
+    parted = ", ".join(spec.name for spec in folders if spec.read_parts is not None)
     return (f"Formats stored as a folder ({names}): an INPUT folder holding their files is "
             "read as that format; OUTPUT is written as a folder, its files first in a "
             "temporary folder beside it that is then renamed into place, and an existing "
             "OUTPUT folder is replaced only when it holds nothing but those files; an "
-            "OUTPUT of '-' gets them as a tar archive.")
+            "OUTPUT of '-' gets them as a tar archive."
+            + (f" An INPUT folder ({parted}) whose files total 16 MB or more is read a row "
+               "group at a time, as a large Parquet file is, without the input size limit, "
+               "and converted in slices of tasks to the formats a large Parquet file "
+               "converts to in chunks (in this process, also with --workers)."
+               if parted else ""))
 
 
 def _output_option(parser: argparse.ArgumentParser) -> None:
@@ -887,12 +894,13 @@ def _cluster(args: argparse.Namespace) -> Any:
 
 def _cluster_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--workers", type=int, metavar="N",
-                        help=f"{what} a Parquet FILE's row groups as partitions on a Dask "
-                        "LocalCluster of N worker processes (any size; 0, the default: in "
-                        "this process)")
+                        help=f"{what} a Parquet FILE's (an OpenDC workload folder's) row "
+                        "groups as partitions on a Dask LocalCluster of N worker processes "
+                        "(any size; 0, the default: in this process)")
     parser.add_argument("--scheduler-address", metavar="ADDRESS",
-                        help=f"{what} a Parquet FILE's row groups on an existing Dask cluster "
-                        "(tcp://host:8786) whose workers see FILE at the same path; a Parquet "
+                        help=f"{what} a Parquet FILE's (an OpenDC workload folder's) row groups "
+                        "on an existing Dask cluster (tcp://host:8786) whose workers see FILE "
+                        "at the same path; a Parquet "
                         "pipe from 16 MB, copied to a temporary file on this machine, is "
                         "refused (exit 2)")
 
