@@ -74,10 +74,11 @@ A folder whose two files total 16 MB or more is read a row group at a time (``st
 without the input size limit: ``dcx validate`` and ``dcx info`` give the whole reader's
 diagnostics and counts, holding the whole file's task ids and dependencies as arrays (16 MB
 per million tasks, 8 MB per million dependencies) and each fragments row group's distinct
-task ids; ``dcx convert`` to Parquet, SWF or GWF reads the tasks a slice at a time, each
-with its fragments in file order wherever they are in fragments.parquet (rows apart or out
-of the tasks' order only cost reading more row groups), and writes the whole conversion's
-output with its report.
+task ids; ``dcx convert`` to Parquet, SWF, GWF, Batsim or osp-workload reads the tasks a
+slice at a time, each with its fragments in file order wherever they are in
+fragments.parquet (rows apart or out of the tasks' order cost reading more row groups, and
+holding more distinct ids per row group), and writes the whole conversion's output with its
+report.
 
 A large SWF, GWF or Parquet trace (16 MB or more) converts to a workload folder a chunk at a
 time (``dcx.converters.stream_targets_opendc``, with ``codec.part_normal_form`` and
