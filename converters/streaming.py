@@ -110,9 +110,15 @@ def read_in_parts(path: str, format_name: str | None, scope: Sequence[FormatDecl
     except PermissionError:
         raise cli.UsageError(f"{path}: permission denied") from None
     spec = get(format_name) if format_name else detect(head, path, scope)
-    if spec is None or spec.read_parts is None:
+    if spec is None or not _parted_file(spec):
         return None
     return spec, read_parts(path, spec, None if cluster is None else cluster.client())
+
+
+def _parted_file(spec: FormatDeclaration) -> bool:
+    """Whether a file (or pipe) of format ``spec`` is read in parts: not the tar archive of a
+    format stored as a folder (its folder is, ``parted_folder``), which is read whole."""
+    return spec.read_parts is not None and not spec.members
 
 
 def parted_folder(path: str, format_name: str | None) -> FormatDeclaration | None:
@@ -163,7 +169,7 @@ def _from_pipe(stream: BinaryIO, path: str, format_name: str | None,
     spec = _detected(head, path, format_name, scope)
     if spec is not None and spec.read_chunks is not None:
         return b"", None, (spec, _chunked(spec, stream, head))
-    if spec is not None and spec.read_parts is not None:
+    if spec is not None and _parted_file(spec):
         return b"", None, (spec, _spooled_parts(spec, stream, head, path, cluster))
     data = head + cli._read_up_to(stream, limit + 1 - len(head))
     if len(data) > limit:
@@ -253,7 +259,7 @@ def convert_input(path: str, format_name: str | None,
     if spec is not None and streams(spec):
         return b"", None, StreamSource(spec, lambda: _file_chunks(path), True)
     spec = _detected(head, path, format_name, FORMATS)
-    if spec is not None and spec.read_parts is not None and streams(spec):
+    if spec is not None and _parted_file(spec) and streams(spec):
         # read by seeking, a row group at a time: a file only (a pipe is read whole)
         return b"", None, StreamSource(spec, lambda: _opened(path, spec), True)
     return (*cli.read_input(path), None)
@@ -297,7 +303,7 @@ def _pipe_to_convert(stream: BinaryIO, path: str, format_name: str | None,
             spec, lambda: chunks.line_chunks(stream.read, head, chunks.CHUNK_BYTES), False)
     if cluster is not None and cluster.address:
         parted = _detected(head, path, format_name, FORMATS)
-        if parted is not None and parted.read_parts is not None:
+        if parted is not None and _parted_file(parted):
             raise cli.UsageError(
                 f"{cli.label(path)}: a {parted.name} pipe is converted whole in this process, "
                 "not on the workers of --scheduler-address; give a file path they share")

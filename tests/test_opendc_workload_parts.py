@@ -261,6 +261,26 @@ def test_a_folder_below_the_threshold_is_read_whole(tmp_path, monkeypatch):
     assert streaming.read_in_parts(str(folder), "parquet", [FORMAT]) is None
 
 
+def test_the_folders_archive_above_the_threshold_is_read_whole(tmp_path, monkeypatch):
+    """A tar archive of the folder's files (what a pipe carries) is no folder to read in
+    parts: a file or a pipe of it above ``STREAM_BYTES`` is read whole, as before."""
+    from dcx.converters.folders import read_folder
+
+    folder = write_folder(tmp_path / "w", folder_tables(3, 6, False), 2, 2)
+    archive = tmp_path / "w.tar"
+    archive.write_bytes(read_folder(str(folder), FORMAT))
+    monkeypatch.setattr(streaming, "STREAM_BYTES", 100)
+    assert streaming.read_in_parts(str(archive), None, [FORMAT]) is None
+    data, problem, streamed = streaming.read_or_stream(str(archive), None, [FORMAT])
+    assert (data, problem, streamed) == (archive.read_bytes(), None, None)
+    with archive.open("rb") as stream:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(stream))
+        data, problem, streamed = streaming.read_or_stream("-", None, [FORMAT])
+    assert (data, problem, streamed) == (archive.read_bytes(), None, None)
+    data, problem, source = streaming.convert_input(str(archive), None, lambda spec: True)
+    assert (data, problem, source) == (archive.read_bytes(), None, None)
+
+
 # ------------------------------------------------------------------------------ convert
 
 
