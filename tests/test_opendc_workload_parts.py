@@ -152,7 +152,7 @@ def _break(rng: random.Random, tables: dict[str, dict[str, Any]], ids: list[int]
     elif fault == "no-fragments" and ids:
         kept = [row for row, task in enumerate(tables["fragments"]["id"].to_pylist())
                 if task != rng.choice(ids)]
-        tables["fragments"] = {name: column.take(kept)
+        tables["fragments"] = {name: column.take(pa.array(kept, pa.int64()))
                                for name, column in tables["fragments"].items()}
     elif fault == "type":
         columns["duration"] = columns["duration"].cast(pa.float64())

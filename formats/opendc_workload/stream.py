@@ -431,6 +431,8 @@ class _FragmentJoin:
         """Whether some task so far has a profile (then every later slice has the key)."""
 
     def fragments_of(self, ids: Any, named: dict[str, str]) -> tuple[Any, Any, Any, Any]:
+        """The fragments of the tasks ``ids`` (``codec.fragment_columns``), in file order;
+        ``named``: fragments.parquet's canonical column → own name."""
         import numpy as np
 
         pieces = []
@@ -446,7 +448,9 @@ class _FragmentJoin:
         if not pieces:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, np.zeros(0), np.zeros(0)
-        return tuple(np.concatenate(arrays) for arrays in zip(*pieces, strict=True))  # type: ignore[return-value]
+        fragment_ids, spans, usage, gpu_usage = (
+            np.concatenate([piece[column] for piece in pieces]) for column in range(4))
+        return fragment_ids, spans, usage, gpu_usage
 
     def _decoded(self, group: int, named: dict[str, str]) -> tuple[Any, Any, Any, Any]:
         found = self.decoded.get(group)
