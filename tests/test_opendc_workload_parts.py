@@ -421,3 +421,14 @@ def test_a_value_path_changed_in_one_slice_counts_every_value_of_the_folder():
                              pa.array([1_024_000] * 3, pa.int64()))
     assert converted({**tables, "tasks.parquet": tasks}, "swf", "--losses", task_rows=1,
                      slice_tasks=1) == "converted"
+
+
+def test_workers_convert_a_folder_in_this_process(tmp_path):
+    """``--workers`` converts a Parquet file's row groups on Dask; a folder's slices convert
+    in this process, no cluster started (sockets are blocked here), with the same output."""
+    folder = write_folder(tmp_path / "w", folder_tables(8, 9, False), 2, 3)
+    alone, with_workers = tmp_path / "a.gwf", tmp_path / "b.gwf"
+    first = run(["convert", str(folder), str(alone)], parts=True)
+    second = run(["convert", str(folder), str(with_workers), "--workers", "2"], parts=True)
+    assert first[0] == 0 and second == (0, first[1].replace("a.gwf", "b.gwf"))
+    assert alone.read_bytes() == with_workers.read_bytes()
