@@ -271,6 +271,56 @@ class WorkloadColumns:
             if asked_features else None,
             feature_names=Strings.encode(asked_features) if asked_features else None)
 
+    def rows_kept(self, keep: Array) -> WorkloadColumns:
+        """The columns of the task rows ``keep`` (a boolean array) marks; a job whose every
+        task is left out goes with them, a job that had none stays. The text tables are
+        kept whole (codes of rows left out may have been their only use)."""
+        import numpy as np
+
+        if bool(keep.all()):
+            return self
+        before = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(keep, out=before[1:])
+        per_job = before[self.job_offsets[1:]] - before[self.job_offsets[:-1]]
+        jobs = (per_job > 0) | (np.diff(self.job_offsets) == 0)
+        job_offsets = np.zeros(int(jobs.sum()) + 1, dtype=np.int64)
+        np.cumsum(per_job[jobs], out=job_offsets[1:])
+
+        def strings(texts: Strings, rows: Array) -> Strings:
+            return Strings(texts.codes[rows], texts.values)
+
+        def nested(offsets: Array) -> tuple[Array, Array]:
+            """The kept rows' offsets into a nested list, and which of its items they keep."""
+            sizes = np.diff(offsets)
+            items = np.repeat(keep, sizes)
+            kept_offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+            np.cumsum(sizes[keep], out=kept_offsets[1:])
+            return kept_offsets, items
+
+        dependency_offsets, dependencies = nested(self.dependency_offsets)
+        extras = {key: ExtraColumn(
+            column.values[keep], column.present[keep],
+            None if column.integral is None else column.integral[keep],
+            None if column.texts is None else strings(column.texts, keep), column.json)
+            for key, column in self.extras.items()}
+        feature_offsets, feature_names = self.feature_offsets, self.feature_names
+        if feature_offsets is not None and feature_names is not None:
+            feature_offsets, features = nested(feature_offsets)
+            feature_names = strings(feature_names, features)
+        return WorkloadColumns(
+            ids=self.ids[keep], submit_time_s=self.submit_time_s[keep],
+            runtime_s=self.runtime_s[keep], requested_time_s=self.requested_time_s[keep],
+            nodes=self.nodes[keep], cores=self.cores[keep], memory_mb=self.memory_mb[keep],
+            gpus=self.gpus[keep], deadline_s=self.deadline_s[keep],
+            user=strings(self.user, keep), group=strings(self.group, keep),
+            dependency_offsets=dependency_offsets,
+            dependency_ids=self.dependency_ids[dependencies], extras=extras,
+            job_ids=self.job_ids[jobs], job_offsets=job_offsets,
+            job_names=strings(self.job_names, jobs), job_users=strings(self.job_users, jobs),
+            os=None if self.os is None else strings(self.os, keep),
+            arch=None if self.arch is None else strings(self.arch, keep),
+            feature_offsets=feature_offsets, feature_names=feature_names)
+
     def same_as(self, other: WorkloadColumns) -> bool | None:
         """Whether both hold the same jobs, compared column by column; ``None`` when their
         layouts differ (an id column of another dtype, other extras keys) and only the rows

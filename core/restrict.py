@@ -882,11 +882,20 @@ def _pointers(places: dict[str, tuple[Place, Document]],
             # place is the best answer there is (a normal form that renumbers ids)
             same_kind = {path: pointers.pop(path) for path in elsewhere
                          if _same_kind(theirs.get(pointers[path]), ours[pointers[path]])}
+            kinds = {path: ours[pointers[path]] for path in elsewhere if path in pointers}
             for path in elsewhere:
                 pointers.pop(path, None)
             pointers.update(_unchanged_objects(original, {
                 path: mine[path] for path in elsewhere
                 if not isinstance(mine[path], (str, _InColumns))}))
+            # where the original has no object of its kind at the place (a normal form that
+            # leaves objects out moved it), the original's first one of its kind and id: a
+            # row of columns, or a value of an object that has no id (a task's request)
+            for path in elsewhere:
+                if path not in pointers and path not in same_kind and path in kinds:
+                    with_id = _with_id(original, kinds[path])
+                    if with_id is not None:
+                        pointers[path] = with_id
             for path, pointer in same_kind.items():
                 if path not in pointers:  # (a place given as a pointer or a row)
                     pointer = _with_id(original, ours[pointer]) or pointer
