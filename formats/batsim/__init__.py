@@ -55,6 +55,12 @@ losses: ids that are neither 32-bit integers nor strings free of ``!`` and of wo
 that are not 32-bit counts, top-level members Batsim reserves, ``batsim:`` extras that do not
 fit (a profile name that names another profile, a kept profile Batsim would refuse).
 
+A workload held as columns (a large trace read whole, or a chunk of one) is put in normal form
+and written column by column, each of the rules above asked once per distinct value, with the
+bytes and losses of the task-by-task path (which workloads of objects take, and columnar ones
+whose tasks keep ``batsim:`` data); a file whose jobs no check has anything to say about
+(integer ids, delay profiles of dcx's names, no other member) is read into columns.
+
 Time: Batsim has no wall clock, so ``Workload.time_origin`` is not held; submit times are
 written as they are (seconds on the workload's own axis), not shifted to start at 0.
 

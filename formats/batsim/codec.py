@@ -7,13 +7,23 @@ import json
 import math
 import operator
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, TypeGuard
 
+from dcx.core.columns import (
+    JobRows,
+    Strings,
+    WorkloadColumns,
+    all_distinct,
+    columnar,
+    columns_of,
+)
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, warning
 from dcx.core.limits import paused_gc
 from dcx.core.located import Place
+from dcx.core.memo import last_result
 from dcx.core.model import (
     Document,
     Extras,
@@ -130,8 +140,11 @@ def _read(data: bytes) -> ReadResult:
     profiles: dict[str, Any] = root["profiles"]
     version = _check_profiles(profiles, checks)
     uses = _profile_uses(profiles)
-    tasks = [_job_task(index, job, uses, checks) for index, job in enumerate(root["jobs"])]
-    _check_ids(root["jobs"], checks)
+    columns = _plain_job_columns(root["jobs"], uses)
+    tasks: list[Task | None] = []
+    if columns is None:
+        tasks = [_job_task(index, job, uses, checks) for index, job in enumerate(root["jobs"])]
+        _check_ids(root["jobs"], checks)
     attributes: dict[str, Any] = {}
     for key, value in root.items():
         if key in TOP_FIELDS:
@@ -149,7 +162,9 @@ def _read(data: bytes) -> ReadResult:
     kept = _kept_in_file(profiles, root["jobs"])
     if kept:
         extras[PROFILES_KEY] = kept
-    if root["nb_res"] != _derived_nb_res(built):
+    nodes = (task.request.nodes for task in built) if columns is None else (
+        [int(columns.nodes.max())] if len(columns) else [])
+    if root["nb_res"] != _derived_nb_res(nodes):
         extras[NB_RES_KEY] = root["nb_res"]
     if version == 5:
         extras[VERSION_KEY] = 5
@@ -157,6 +172,8 @@ def _read(data: bytes) -> ReadResult:
                                              "user": None, "extras": {}})
                                    for task in built),
                         attributes=attributes, extras=extras)
+    if columns is not None:
+        workload = columnar(workload, columns)
     return ReadResult(Document(workload=workload), tuple(checks.found),
                       locator=model_locator(loaded.locator, _source))
 
@@ -287,6 +304,50 @@ def _job_task(index: int, job: dict[str, Any], profiles: dict[str, _Profile],
         "image_size_mb": None, "extras": extras})
 
 
+def _plain_job_columns(jobs: list[dict[str, Any]], uses: dict[str, _Profile]
+                       ) -> WorkloadColumns | None:
+    """The tasks ``_job_task`` builds, as columns, when no check of a job can say anything
+    (integer ids, all distinct; integer ``res``; finite times; walltimes above 0; delay
+    profiles of the name dcx gives them, no other member): a fast path that only accepts,
+    anything else is read job by job."""
+    import numpy as np
+
+    if any(len(job) != 4 and (len(job) != 5 or "walltime" not in job) for job in jobs):
+        return None
+    ids, res = [job["id"] for job in jobs], [job["res"] for job in jobs]
+    if not all(type(value) is int for value in ids) \
+            or not all(type(value) is int for value in res):
+        return None
+    runtime_of: dict[str, float] = {}
+    for name in {job["profile"] for job in jobs}:
+        use = uses.get(name)
+        if use is None or use[0] is None or use[1] or use[2] is not None:
+            return None
+        runtime_of[name] = use[0]
+    try:
+        id_column = np.array(ids, dtype=np.int64)
+        nodes = np.array(res, dtype=np.int64)
+        submit = np.array([job["subtime"] for job in jobs], dtype=np.float64)
+        walltime = np.array([job.get("walltime", math.nan) for job in jobs], dtype=np.float64)
+    except OverflowError:
+        return None
+    given = ~np.isnan(walltime)
+    if not (bool(np.isfinite(submit).all()) and bool(np.isfinite(walltime[given]).all())
+            and bool((walltime[given] > 0).all()) and all_distinct(id_column)):
+        return None
+    count = len(jobs)
+    none = Strings(np.full(count, -1, dtype=np.int32), ())
+    return WorkloadColumns(
+        ids=id_column, submit_time_s=submit,
+        runtime_s=np.array([runtime_of[job["profile"]] for job in jobs], dtype=np.float64),
+        requested_time_s=walltime, nodes=nodes, cores=np.ones(count),
+        memory_mb=np.full(count, math.nan), gpus=np.zeros(count, dtype=np.int64),
+        deadline_s=np.full(count, math.nan), user=none, group=none,
+        dependency_offsets=np.zeros(count + 1, dtype=np.int64),
+        dependency_ids=np.zeros(0, dtype=np.int64), extras={}, job_ids=id_column,
+        job_offsets=np.arange(count + 1, dtype=np.int64), job_names=none, job_users=none)
+
+
 # A 100,000-job workload builds its tasks here; every call passes every field, in order.
 _new_task = direct_constructor(Task, (
     "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
@@ -346,17 +407,21 @@ def _kept_in_file(profiles: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[
                     and name in used and name not in in_sequences)}
 
 
-def _still_kept(profiles: dict[str, Any], tasks: list[Task]) -> dict[str, Any]:
-    """``_kept_in_file`` for a normal form: a plain delay a written task names is written
-    from the task, as the reader reads it."""
-    used = {task.extras.get(PROFILE_KEY) or delay_profile_name(task.runtime_s or 0.0)
-            for task in tasks}
+def _still_kept(profiles: dict[str, Any], used: set[str]) -> dict[str, Any]:
+    """``_kept_in_file`` for a normal form whose written tasks name the profiles ``used``: a
+    plain delay a written task names is written from the task, as the reader reads it."""
     jobs = [{"profile": name} for name in used]
     return _kept_in_file(profiles, jobs)
 
 
-def _derived_nb_res(tasks: list[Task]) -> int:
-    return max([1, *(task.request.nodes for task in tasks)])
+def _names_used(tasks: list[Task]) -> set[str]:
+    return {task.extras.get(PROFILE_KEY) or delay_profile_name(task.runtime_s or 0.0)
+            for task in tasks}
+
+
+def _derived_nb_res(nodes: Iterable[int]) -> int:
+    """``nb_res`` of jobs asking for ``nodes`` hosts: the most any asks for, at least 1."""
+    return max([1, *nodes])
 
 
 # --------------------------------------------------------------------------- normal form
@@ -522,18 +587,35 @@ def _writable_id(value: Id) -> bool:
         and not _names_a_workload(value)
 
 
-def _task_ids(tasks: list[Task]) -> dict[int, Id]:
-    """Task position → written id: the ids as they are when Batsim takes every one and they
-    stay unique as text, otherwise 1, 2, … in order (the model's normal form for ids)."""
-    ids = [task.id for task in tasks]
+def _keeps_ids(ids: list[Id]) -> bool:
+    """Whether the written ids are the ids as they are: Batsim takes every one and they stay
+    unique as text; otherwise the tasks are numbered 1, 2, … in order (the model's normal
+    form for ids)."""
     texts = {str(task_id) for task_id in ids}
-    if len(texts) == len(ids) and all(map(_writable_id, ids)):
-        return dict(enumerate(ids))
-    return {position: position + 1 for position in range(len(ids))}
+    return len(texts) == len(ids) and all(map(_writable_id, ids))
 
 
+def _keeps_id_column(np: Any, ids: Any) -> bool:
+    """``_keeps_ids`` of an id column (integers: unique as numbers is unique as text, and
+    ``_writable_id`` asked once per distinct value)."""
+    if ids.dtype.kind != "i":
+        return _keeps_ids(ids.tolist())
+    return all_distinct(ids) and bool(_per_value(np, ids, _writable_id, bool).all())
+
+
+def _per_value(np: Any, column: Any, rule: Callable[[Any], Any], dtype: Any) -> Any:
+    """``rule`` (the task-by-task path's) applied to each row of ``column``, asked once per
+    distinct value (NaN, a column's ``None``, is one value)."""
+    if not len(column):
+        return np.zeros(0, dtype=dtype)
+    values, inverse = np.unique(column, return_inverse=True)
+    return np.array([rule(value) for value in values.tolist()], dtype=dtype)[inverse]
+
+
+@last_result
 def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
-    """``normal_form`` and the held field paths it changes, in one pass."""
+    """``normal_form`` and the held field paths it changes, in one pass (once per document:
+    a conversion asks for it for its refusal, its losses and its writer)."""
     if any(key.startswith(PREFIX) for key in document.extras):
         document = replace(document, extras={key: value for key, value in
                                              document.extras.items()
@@ -542,23 +624,20 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if workload is None:
         return document, frozenset()
     normalizer = _Normalizer(workload)
-    tasks = [task for job in workload.jobs for task in job.tasks]
-    ids = _task_ids(tasks)
-    position = 0
-    jobs = []
-    written: list[Task] = []
-    for job in workload.jobs:
-        kept = []
-        for task in job.tasks:
-            new = normalizer.task(task, ids[position])
-            position += 1
-            if new is not None:
-                kept.append(new)
-        written.extend(kept)
-        if len(kept) == len(job.tasks) and all(map(operator.is_, kept, job.tasks)):
-            jobs.append(job)  # already in normal form: no copy per job
-        elif kept or not job.tasks:  # a job whose every task is left out goes with them
-            jobs.append(replace(job, tasks=tuple(kept)))
+    columns = columns_of(workload)
+    normal_columns = None if columns is None else _normal_columns(columns, normalizer)
+    jobs: Sequence[Job]
+    if normal_columns is not None:
+        jobs = workload.jobs if normal_columns is columns else JobRows(normal_columns)
+        runtimes = normal_columns.runtime_s
+        used: Callable[[], set[str]] = lambda: {  # noqa: E731
+            delay_profile_name(runtime) for runtime in _distinct(runtimes)}
+        nodes = normal_columns.nodes
+        nb_res = _derived_nb_res([int(nodes.max())] if len(nodes) else [])
+    else:
+        jobs, written = _normal_jobs(workload.jobs, normalizer)
+        used = lambda: _names_used(written)  # noqa: E731
+        nb_res = _derived_nb_res(task.request.nodes for task in written)
     lost = normalizer.lost
     attributes = {key: value for key, value in workload.attributes.items()
                   if (":" in key and not key.startswith(PREFIX))  # restrict decides
@@ -570,19 +649,105 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if any(key not in (PROFILES_KEY, NB_RES_KEY, VERSION_KEY)
            for key in workload.extras if key.startswith(PREFIX)):
         lost.add("workload.extras")
-    profiles = _still_kept(normalizer.profiles, written) if normalizer.profiles else {}
+    profiles = _still_kept(normalizer.profiles, used()) if normalizer.profiles else {}
     if profiles:
         extras[PROFILES_KEY] = profiles
-    nb_res = workload.extras.get(NB_RES_KEY)
-    if nb_res is not None:
-        if not (_is_int(nb_res) and 1 <= nb_res <= INT32_MAX):
+    given_nb_res = workload.extras.get(NB_RES_KEY)
+    if given_nb_res is not None:
+        if not (_is_int(given_nb_res) and 1 <= given_nb_res <= INT32_MAX):
             lost.add("workload.extras")
-        elif nb_res != _derived_nb_res(written):
-            extras[NB_RES_KEY] = nb_res
+        elif given_nb_res != nb_res:
+            extras[NB_RES_KEY] = given_nb_res
     if normalizer.version == 5:
         extras[VERSION_KEY] = 5
-    normal = replace(workload, jobs=tuple(jobs), attributes=attributes, extras=extras)
+    normal = replace(workload, jobs=jobs, attributes=attributes, extras=extras)
     return replace(document, workload=normal), frozenset(lost)
+
+
+def _normal_jobs(jobs: Sequence[Job], normalizer: _Normalizer
+                 ) -> tuple[tuple[Job, ...], list[Task]]:
+    """The normal form of a workload of objects, task by task, and the tasks it writes."""
+    tasks = [task for job in jobs for task in job.tasks]
+    keeps_ids = _keeps_ids([task.id for task in tasks])
+    position = 0
+    normal = []
+    written: list[Task] = []
+    for job in jobs:
+        kept = []
+        for task in job.tasks:
+            position += 1
+            new = normalizer.task(task, task.id if keeps_ids else position)
+            if new is not None:
+                kept.append(new)
+        written.extend(kept)
+        if len(kept) == len(job.tasks) and all(map(operator.is_, kept, job.tasks)):
+            normal.append(job)  # already in normal form: no copy per job
+        elif kept or not job.tasks:  # a job whose every task is left out goes with them
+            normal.append(replace(job, tasks=tuple(kept)))
+    return tuple(normal), written
+
+
+def _normal_columns(columns: WorkloadColumns, normalizer: _Normalizer
+                    ) -> WorkloadColumns | None:
+    """``_Normalizer.task`` done column by column, each of its rules asked once per distinct
+    value; ``None`` where only the task-by-task path can do it (``batsim:`` data kept in the
+    tasks, a delay profile named other than ``delay<seconds>``, tasks left out among ids
+    renumbered or jobs of the same id)."""
+    import numpy as np
+
+    if any(key.startswith(PREFIX) and bool(column.present.any())
+           for key, column in columns.extras.items()):
+        return None
+    keep = _per_value(np, columns.runtime_s, _positive, bool)
+    runtimes = _distinct(columns.runtime_s[keep])
+    if any(normalizer._delay_name(runtime, None) != delay_profile_name(runtime)
+           for runtime in runtimes):
+        return None  # a kept profile has the name: the task names another
+    every = bool(keep.all())
+    ids = columns.ids
+    renumbered = not _keeps_id_column(np, ids)
+    if not every and (renumbered or not all_distinct(columns.job_ids)):
+        # tasks left out, and ids that do not tell each task or job of the original: where
+        # a loss is first found there can only be told object by object (by the object
+        # itself when unchanged)
+        return None
+    lost = normalizer.lost
+    if not every:
+        lost.add("task.runtime_s")  # no profile to run: left out
+    if renumbered:
+        numbers = np.arange(1, len(ids) + 1, dtype=np.int64)
+        if bool((ids != numbers).any()):
+            lost.add("task.id")
+        ids = numbers
+    else:
+        ids = ids[keep]
+    kept = columns.rows_kept(keep)
+    submit = kept.submit_time_s
+    finite = _per_value(np, submit, math.isfinite, bool)
+    requested = kept.requested_time_s
+    positive = _per_value(np, requested, _positive, bool)
+    nodes = _per_value(np, kept.nodes, _node_count, np.int64)
+    changes: dict[str, Any] = {"ids": ids}
+    if not finite.all():
+        lost.add("task.submit_time_s")
+        changes["submit_time_s"] = np.where(finite, submit, 0.0)
+    if bool((~positive & ~np.isnan(requested)).any()):
+        lost.add("task.requested_time_s")
+        changes["requested_time_s"] = np.where(positive, requested, math.nan)
+    if not np.array_equal(nodes, kept.nodes):
+        lost.add("task.request.nodes")
+        changes["nodes"] = nodes
+    if kept is columns and ids is columns.ids and len(changes) == 1:
+        return columns
+    return replace(kept, **changes)
+
+
+def _distinct(values: Any) -> list[float]:
+    """The distinct values of a float column, in the order they first appear."""
+    import numpy as np
+
+    distinct, first = np.unique(values, return_index=True)
+    return [float(value) for value in distinct[np.argsort(first, kind="stable")].tolist()]
 
 
 def normal_form(document: Document) -> Document:
@@ -599,10 +764,15 @@ def normal_form_losses(document: Document) -> frozenset[str]:
 
 def leaves_out(document: Document) -> str:
     """Why a Batsim workload cannot hold tasks of ``document``, in one line."""
-    tasks = [task for task in document.workload.tasks()] if document.workload else []
-    kept = normal_form(document).workload
-    left_out = len(tasks) - (sum(1 for _ in kept.tasks()) if kept is not None else 0)
-    return left_out_reason(left_out, len(tasks))
+    return left_out_reason(_task_count(document.workload) - _task_count(
+        normal_form(document).workload), _task_count(document.workload))
+
+
+def _task_count(workload: Workload | None) -> int:
+    if workload is None:
+        return 0
+    columns = columns_of(workload)
+    return len(columns) if columns is not None else sum(1 for _ in workload.tasks())
 
 
 def left_out_reason(left_out: int, tasks: int) -> str:
@@ -620,12 +790,48 @@ def left_out_reason(left_out: int, tasks: int) -> str:
 def write(document: Document) -> WriteResult:
     """Batsim JSON for ``normal_form(document)`` (an empty workload when there is none)."""
     workload = normal_form(document).workload or Workload()
-    tasks = list(workload.tasks())
     version = 5 if workload.extras.get(VERSION_KEY) == 5 else 4
     profiles: dict[str, Any] = dict(workload.extras.get(PROFILES_KEY, {}))
-    jobs = _job_texts(tasks, profiles, version)
-    nb_res = workload.extras.get(NB_RES_KEY, _derived_nb_res(tasks))
+    jobs, most_nodes = _written_jobs(workload, profiles, version)
+    nb_res = workload.extras.get(NB_RES_KEY, _derived_nb_res([most_nodes]))
     return WriteResult(_dumps(head_root(nb_res, workload), jobs, profiles))
+
+
+def _written_jobs(workload: Workload, profiles: dict[str, Any], version: int
+                  ) -> tuple[list[str], int]:
+    """The job lines of a workload in normal form (``_job_texts``, from its columns when it
+    has them) and the most hosts a job asks for (0 for none)."""
+    columns = columns_of(workload)
+    if columns is not None and _columns_writable(columns):
+        jobs = _column_job_texts(columns, profiles, version)
+        return jobs, int(columns.nodes.max()) if len(columns) else 0
+    tasks = list(workload.tasks())
+    return (_job_texts(tasks, profiles, version),
+            max((task.request.nodes for task in tasks), default=0))
+
+
+def _columns_writable(columns: WorkloadColumns) -> bool:
+    """Whether ``_column_job_texts`` writes these columns: a normal form made column by
+    column (every task a delay profile's runtime, no ``batsim:`` data in the tasks)."""
+    import numpy as np
+
+    return not bool(np.isnan(columns.runtime_s).any()) and not any(
+        key.startswith(PREFIX) and bool(column.present.any())
+        for key, column in columns.extras.items())
+
+
+def _job_line(job_id: str, subtime: str, walltime: str | None, res: int, profile: str,
+              members: str = "") -> str:
+    """One job object as one line of JSON text, from its members' JSON texts (a dict and an
+    encoder call per job cost more than the rest of the writer)."""
+    walltime_member = "" if walltime is None else f', "walltime": {walltime}'
+    return (f'{{"id": {job_id}, "subtime": {subtime}{walltime_member}, "res": {res}, '
+            f'"profile": {profile}{members}}}')
+
+
+def _add_delay(profiles: dict[str, Any], name: str, runtime: float, version: int) -> None:
+    if name not in profiles:
+        profiles[name] = {"type": DELAY_TYPE[version], "delay": _json_number(runtime)}
 
 
 def _job_texts(tasks: list[Task], profiles: dict[str, Any], version: int) -> list[str]:
@@ -637,20 +843,37 @@ def _job_texts(tasks: list[Task], profiles: dict[str, Any], version: int) -> lis
         name = task.extras.get(PROFILE_KEY)
         if task.runtime_s is not None:
             name = name if name is not None else delay_profile_name(task.runtime_s)
-            if name not in profiles:
-                profiles[name] = {"type": DELAY_TYPE[version],
-                                  "delay": _json_number(task.runtime_s)}
-        # one line per job, written member by member (a dict and an encoder call per job
-        # cost more than the rest of the writer)
-        members = [f'{{"id": {text(task.id)}, "subtime": {_number_json(task.submit_time_s)}']
-        if task.requested_time_s is not None:
-            members.append(f'"walltime": {_number_json(task.requested_time_s)}')
-        members.append(f'"res": {task.request.nodes}, "profile": {text(name)}')
-        members.extend(f"{text(key[len(PREFIX):])}: {text(value)}"
-                       for key, value in task.extras.items()
-                       if key.startswith(PREFIX) and key != PROFILE_KEY)
-        jobs.append(", ".join(members) + "}")
+            _add_delay(profiles, name, task.runtime_s, version)
+        requested = task.requested_time_s
+        jobs.append(_job_line(
+            text(task.id), _number_json(task.submit_time_s),
+            None if requested is None else _number_json(requested), task.request.nodes,
+            text(name), "".join(f", {text(key[len(PREFIX):])}: {text(value)}"
+                                for key, value in task.extras.items()
+                                if key.startswith(PREFIX) and key != PROFILE_KEY)))
     return jobs
+
+
+def _column_job_texts(columns: WorkloadColumns, profiles: dict[str, Any],
+                      version: int) -> list[str]:
+    """``_job_texts`` of the tasks of ``columns`` (``_columns_writable``): each distinct
+    runtime's profile named and written once, in the order the jobs first name them."""
+    import numpy as np
+
+    runtimes, first, inverse = np.unique(columns.runtime_s, return_index=True,
+                                         return_inverse=True)
+    names = [delay_profile_name(runtime) for runtime in runtimes.tolist()]
+    for position in np.argsort(first, kind="stable").tolist():
+        _add_delay(profiles, names[position], float(runtimes[position]), version)
+    name_texts = [_TEXT(name) for name in names]
+    ids = columns.ids.tolist()
+    id_texts = list(map(str, ids)) if columns.ids.dtype.kind == "i" else list(map(_TEXT, ids))
+    return [_job_line(job_id, _number_text(submit),
+                      None if requested != requested else _number_text(requested),
+                      res, name_texts[profile])
+            for job_id, submit, requested, res, profile in zip(
+                id_texts, columns.submit_time_s.tolist(), columns.requested_time_s.tolist(),
+                columns.nodes.tolist(), inverse.tolist(), strict=True)]
 
 
 _TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
@@ -714,11 +937,9 @@ def write_part(normal: Document) -> Part:
     (``part_normal_form``), when ``part_problem`` finds nothing: the whole workload's
     ``write`` is ``head_text`` of its header, the parts' jobs in order, then
     ``profiles_text`` of their profiles merged in order."""
-    workload = normal.workload or Workload()
-    tasks = list(workload.tasks())
     profiles: dict[str, Any] = {}
-    jobs = _job_texts(tasks, profiles, 4)
-    return Part(jobs, profiles, max((task.request.nodes for task in tasks), default=0))
+    jobs, most_nodes = _written_jobs(normal.workload or Workload(), profiles, 4)
+    return Part(jobs, profiles, most_nodes)
 
 
 def part_problem(document: Document) -> str | None:

@@ -35,6 +35,11 @@ The writer serialises ``normal_form(document)`` and nothing else: what the forma
 an extras value the format's schema refuses for its key, a key dcx writes from a model field)
 is a value restriction of the normal form, reported by the derived losses.
 
+A workload held as columns is put in normal form and written column by column, each rule
+asked once per distinct value, with the bytes and losses of the task-by-task path; a file of
+plain workflows and tasks (the members dcx reads into the model, ids used once, dependencies
+on earlier tasks, nothing any check reports) is read into columns.
+
 The writer writes ``date_start`` from ``time_origin`` and every task's ``ts_submit``; a workload
 without a time origin (or with one that is not ISO 8601, a ``workload.time_origin`` loss) is
 written without ``date_start``, its timestamps counted from the Unix epoch in UTC, so that it

@@ -4,12 +4,23 @@ first use."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from dcx.core.columns import (
+    ExtraColumn,
+    JobRows,
+    Strings,
+    WorkloadColumns,
+    all_distinct,
+    columnar,
+    columns_of,
+)
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -18,6 +29,7 @@ from dcx.core.diagnostics import (
     has_errors,
     warning,
 )
+from dcx.core.memo import last_result
 from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
 from dcx.parsing.jsonio import load_json_object
 from dcx.parsing.schemas import schema_diagnostics, schema_verdict, serialised_against
@@ -103,19 +115,100 @@ def read(data: bytes) -> ReadResult:
 def _workload(root: dict[str, Any], reader: _Reader) -> Workload | None:
     workflows: list[dict[str, Any]] = root.get("workflows", [])
     origin_text, origin = _origin(root, reader)
-    jobs: list[Job] = []
-    for index, workflow in enumerate(workflows):
-        jobs.append(_job(workflow, f"/workflows/{index}", index, origin, reader))
-    jobs = _link(jobs, workflows, reader)
+    columns = None if reader.diagnostics else _plain_columns(workflows, origin, reader.aware)
+    jobs: Sequence[Job] = ()
+    if columns is None:
+        jobs = [_job(workflow, f"/workflows/{index}", index, origin, reader)
+                for index, workflow in enumerate(workflows)]
+        jobs = _link(jobs, workflows, reader)
     if has_errors(reader.diagnostics):
         return None
-    return Workload(
+    workload = Workload(
         jobs=tuple(jobs),
         name=root.get("name"),
         description=root.get("description"),
         time_origin=origin_text,
         extras={key: value for key, value in root.items() if key not in _ROOT_MAPPED},
     )
+    return workload if columns is None else columnar(workload, columns)
+
+
+_PLAIN_WORKFLOW = frozenset({"id", "application_name", "tasks"})
+_PLAIN_TASK = frozenset({"id", "ts_submit", "runtime", "core_count", "memory_usage",
+                         "depends_on"})
+
+
+def _plain_columns(workflows: list[dict[str, Any]], origin: datetime | None,
+                   aware: bool | None) -> WorkloadColumns | None:
+    """The jobs ``_job`` and ``_link`` build, as columns, when no check can say anything:
+    workflows with ids, tasks with ids and timestamps of one kind (with a time zone or
+    without, as ``aware``, the time origin's, says when it is known) and nothing but the
+    members dcx reads into the model, sizes with a unit, no negative runtime, positive core
+    counts, ids used once, dependencies on earlier tasks. A fast path that only accepts:
+    anything else is read task by task."""
+    import numpy as np
+
+    if any(not _PLAIN_WORKFLOW.issuperset(workflow) or "id" not in workflow
+           for workflow in workflows):
+        return None
+    tasks = [task for workflow in workflows for task in workflow.get("tasks", ())]
+    if any(not _PLAIN_TASK.issuperset(task) or "id" not in task or "ts_submit" not in task
+           for task in tasks):
+        return None
+    submit_of: dict[str, float] = {}
+    for text in {task["ts_submit"] for task in tasks}:
+        try:
+            instant = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        if aware is None:
+            aware = instant.tzinfo is not None
+        if (instant.tzinfo is not None) != aware:
+            return None
+        submit_of[text] = _seconds(instant, origin) or 0.0
+    memory_of: dict[str, float] = {}
+    for text in {task["memory_usage"] for task in tasks if "memory_usage" in task}:
+        amount = parse_size_mb(text)
+        if amount is None:
+            return None
+        memory_of[text] = amount
+    ids = [task["id"] for task in tasks]
+    row_of = {task_id: row for row, task_id in enumerate(ids)}
+    if len(row_of) != len(ids):
+        return None
+    needs = [task.get("depends_on", ()) for task in tasks]
+    if not all(row_of.get(needed, row) < row for row, needed_ids in enumerate(needs)
+               for needed in needed_ids):
+        return None
+    try:
+        runtime = np.array([task.get("runtime", math.nan) for task in tasks],
+                           dtype=np.float64)
+        cores = np.array([task.get("core_count", 1.0) for task in tasks], dtype=np.float64)
+    except OverflowError:
+        return None
+    if bool((runtime < 0).any()) or not bool((cores > 0).all()):
+        return None
+    count = len(tasks)
+    none = Strings(np.full(count, -1, dtype=np.int32), ())
+    sizes = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum([len(needed_ids) for needed_ids in needs], out=sizes[1:])
+    job_offsets = np.zeros(len(workflows) + 1, dtype=np.int64)
+    np.cumsum([len(workflow.get("tasks", ())) for workflow in workflows], out=job_offsets[1:])
+    return WorkloadColumns(
+        ids=_texts_of(np, ids),
+        submit_time_s=np.array([submit_of[task["ts_submit"]] for task in tasks],
+                               dtype=np.float64),
+        runtime_s=runtime, requested_time_s=np.full(count, math.nan),
+        nodes=np.ones(count, dtype=np.int64), cores=cores,
+        memory_mb=np.array([memory_of[task["memory_usage"]] if "memory_usage" in task
+                            else math.nan for task in tasks], dtype=np.float64),
+        gpus=np.zeros(count, dtype=np.int64), deadline_s=np.full(count, math.nan),
+        user=none, group=none, dependency_offsets=sizes,
+        dependency_ids=_texts_of(np, [needed for needed_ids in needs for needed in needed_ids]),
+        extras={}, job_ids=_texts_of(np, [workflow["id"] for workflow in workflows]),
+        job_offsets=job_offsets,
+        job_names=Strings.encode([workflow.get("application_name") for workflow in workflows]),
+        job_users=Strings(np.full(len(workflows), -1, dtype=np.int32), ()))
 
 
 def _origin(root: dict[str, Any], reader: _Reader) -> tuple[str | None, datetime | None]:
@@ -334,8 +427,10 @@ def _free_keys(extras: Extras, mapped: frozenset[str], level: str) -> tuple[Extr
     return (extras, False) if kept == extras else (kept, dropped)
 
 
+@last_result
 def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
-    """``normal_form`` and the held field paths it changes, in one pass."""
+    """``normal_form`` and the held field paths it changes, in one pass (once per document:
+    a conversion asks for it for its refusal, its losses and its writer)."""
     workload = document.workload
     if workload is None:
         return document, frozenset()
@@ -345,14 +440,31 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if time_origin is not None and origin is None:
         lost.add("workload.time_origin")
         time_origin = None
-    tasks = [task for job in workload.jobs for task in job.tasks]
+    columns = columns_of(workload)
+    normal_columns = None if columns is None else _normal_columns(
+        columns, origin or UNIX_EPOCH, lost)
+    jobs: Sequence[Job]
+    if normal_columns is not None:
+        jobs = JobRows(normal_columns)
+    else:
+        jobs = _normal_jobs(workload.jobs, origin or UNIX_EPOCH, lost)
+    extras, dropped = _free_keys(workload.extras, _ROOT_MAPPED, "workload")
+    if dropped:
+        lost.add("workload.extras")
+    return replace(document, workload=replace(workload, jobs=jobs, time_origin=time_origin,
+                                              extras=extras)), frozenset(lost)
+
+
+def _normal_jobs(jobs: Sequence[Job], origin: datetime, lost: set[str]) -> tuple[Job, ...]:
+    """The normal form of a workload of objects, task by task."""
+    tasks = [task for job in jobs for task in job.tasks]
     numbering, renumbered = written_ids([task.id for task in tasks], _text_id)
     if renumbered:
         lost.add("task.id")
         numbering = {old: str(new) for old, new in numbering.items()}
-    normal = _TaskNormalizer(numbering, origin or UNIX_EPOCH, lost)
-    jobs = []
-    for job in workload.jobs:
+    normal = _TaskNormalizer(numbering, origin, lost)
+    normal_jobs = []
+    for job in jobs:
         extras, dropped = _free_keys(job.extras, _JOB_MAPPED, "job")
         if dropped:
             lost.add("job.extras")
@@ -360,14 +472,122 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
         job_id = str(job.id)
         if job_id == job.id and extras is job.extras and all(
                 a is b for a, b in zip(new_tasks, job.tasks, strict=True)):
-            jobs.append(job)
+            normal_jobs.append(job)
         else:
-            jobs.append(replace(job, id=job_id, tasks=new_tasks, extras=extras))
-    extras, dropped = _free_keys(workload.extras, _ROOT_MAPPED, "workload")
-    if dropped:
-        lost.add("workload.extras")
-    return replace(document, workload=replace(workload, jobs=tuple(jobs), time_origin=time_origin,
-                                              extras=extras)), frozenset(lost)
+            normal_jobs.append(replace(job, id=job_id, tasks=new_tasks, extras=extras))
+    return tuple(normal_jobs)
+
+
+def _per_value(np: Any, column: Any, rule: Callable[[Any], Any], dtype: Any) -> Any:
+    """``rule`` (the task-by-task path's) applied to each row of ``column``, asked once per
+    distinct value (NaN, a column's ``None``, is one value; ``None`` back is NaN)."""
+    if not len(column):
+        return np.zeros(0, dtype=dtype)
+    values, inverse = np.unique(column, return_inverse=True)
+    results = [rule(value) for value in values.tolist()]
+    return np.array([math.nan if result is None else result for result in results],
+                    dtype=dtype)[inverse]
+
+
+def _texts_of(np: Any, values: Sequence[object]) -> Any:
+    """An ``object`` array of ``values`` (text ids), as a column holds them."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _normal_columns(columns: WorkloadColumns, origin: datetime,
+                    lost: set[str]) -> WorkloadColumns | None:
+    """``_TaskNormalizer.task`` (and the jobs' text ids) done column by column, each of its
+    rules asked once per distinct value; ``None`` where only the task-by-task path can do it
+    (``osp-workload:`` keys to name again)."""
+    import numpy as np
+
+    if any(key.startswith(PREFIX) and bool(column.present.any())
+           for key, column in columns.extras.items()):
+        return None
+    changes: dict[str, Any] = {}
+    ids = columns.ids
+    numbering: dict[Id, Id] | None = None
+    if ids.dtype.kind == "i" and all_distinct(ids):
+        texts = _texts_of(np, list(map(str, ids.tolist())))  # _text_id of each
+    else:
+        numbering, renumbered = written_ids(ids.tolist(), _text_id)
+        if renumbered:
+            lost.add("task.id")
+            numbering = {old: str(new) for old, new in numbering.items()}
+        texts = _texts_of(np, [numbering[old] for old in ids.tolist()])
+    changes["ids"] = texts
+    changes.update(_normal_dependencies(np, columns, numbering, lost))
+    for field, path, rule in (
+            ("submit_time_s", "task.submit_time_s", lambda value: _submit(value, origin)),
+            ("runtime_s", "task.runtime_s", _at_least_zero),
+            ("cores", "task.request.cores", _cores),
+            ("memory_mb", "task.request.memory_mb", _at_least_zero)):
+        given = getattr(columns, field)
+        normal = _per_value(np, given, rule, np.float64)
+        if not np.array_equal(given, normal, equal_nan=True):
+            changes[field] = normal
+            lost.add(path)
+    extras = _normal_extra_columns(columns.extras, lost)
+    if extras is not columns.extras:
+        changes["extras"] = extras
+    changes["job_ids"] = _texts_of(np, list(map(str, columns.job_ids.tolist())))
+    return replace(columns, **changes)
+
+
+def _normal_dependencies(np: Any, columns: WorkloadColumns, numbering: dict[Id, Id] | None,
+                         lost: set[str]) -> dict[str, Any]:
+    """The dependency columns with each id as written (``numbering``; ``None``: every id
+    as its text), those on no task left out."""
+    dependencies = columns.dependency_ids
+    if not len(dependencies):
+        return {}
+    if numbering is None:
+        numbering = {old: str(old) for old in columns.ids.tolist()}
+    written = [numbering.get(old) for old in dependencies.tolist()]
+    known = np.fromiter((text is not None for text in written), bool, len(written))
+    if known.all():
+        return {"dependency_ids": _texts_of(np, written)}
+    lost.add("task.dependencies")
+    offsets = np.zeros(len(columns) + 1, dtype=np.int64)
+    counted = np.concatenate(([0], np.cumsum(known)))
+    offsets[:] = counted[columns.dependency_offsets]
+    return {"dependency_ids": _texts_of(np, [text for text in written if text is not None]),
+            "dependency_offsets": offsets}
+
+
+def _normal_extra_columns(extras: dict[str, ExtraColumn], lost: set[str]
+                          ) -> dict[str, ExtraColumn]:
+    """``_free_keys`` of every task's extras, a column at a time: a key of its own (no
+    ``:``) dcx writes from a model field goes, and so does a value the schema refuses
+    there, asked once per distinct value."""
+    import numpy as np
+
+    kept = dict(extras)
+    for key, column in extras.items():
+        if ":" in key or not bool(column.present.any()):
+            continue
+        if key in _TASK_MAPPED:
+            del kept[key]
+            lost.add("task.extras")
+            continue
+        rows = np.flatnonzero(column.present).tolist()
+        verdicts: dict[str, bool] = {}
+        accepted = np.zeros(len(column.present), dtype=bool)
+        for row in rows:
+            value = column.at(row)
+            seen = json.dumps(value, sort_keys=True) + type(value).__name__
+            if seen not in verdicts:
+                verdicts[seen] = schema_verdict(SCHEMA, _LEVEL_WRAPPERS["task"](key, value))
+            accepted[row] = verdicts[seen]
+        if not np.array_equal(accepted, column.present):
+            lost.add("task.extras")
+            if accepted.any():
+                kept[key] = replace(column, present=accepted)
+            else:
+                del kept[key]
+    return extras if kept == extras else kept
 
 
 class _TaskNormalizer:
@@ -427,6 +647,18 @@ def write(document: Document) -> WriteResult:
     workload = normal_form(document).workload or Workload()
     origin = _origin_instant(workload.time_origin) or UNIX_EPOCH
     root = _root(workload)
+    columns = columns_of(workload)
+    if columns is not None and _columns_writable(columns):
+        if not schema_verdict(SCHEMA, root):
+            data, problem = serialised_against(SCHEMA, root)
+            return _unwritable(problem or "the schema refuses the root's members")
+        workflows = [workflow.head + (TASKS_OPEN + ",\n".join(workflow.tasks) + TASKS_CLOSE
+                                      if workflow.tasks else NO_TASKS)
+                     for workflow in _column_workflows(columns, origin)]
+        text = _before_list(root, "workflows", "") + (
+            "[\n" + WORKFLOW_SEPARATOR.join(workflows) + WORKFLOWS_CLOSE
+            if workflows else NO_WORKFLOWS)
+        return WriteResult(text.encode())
     root["workflows"] = [_workflow(job, origin) for job in workload.jobs]
     data, problem = serialised_against(SCHEMA, root)
     return _unwritable(problem) if problem is not None else WriteResult(data)
@@ -462,10 +694,7 @@ def _task_object(task: Task, origin: datetime) -> dict[str, Any]:
     request = task.request
     written: dict[str, Any] = {"id": task.id}
     written.update(_own_keys(task.extras))
-    try:
-        written["ts_submit"] = (origin + timedelta(seconds=task.submit_time_s)).isoformat()
-    except OverflowError:  # the normal form made it 0
-        written["ts_submit"] = origin.isoformat()
+    written["ts_submit"] = _timestamp(task.submit_time_s, origin)
     if task.runtime_s is not None:
         written["runtime"] = _json_number(task.runtime_s)
     if request.cores != 1.0:
@@ -562,6 +791,9 @@ def write_part(normal: Document, outside: dict[int, list[tuple[int, Any]]]
     format's schema refuses them."""
     workload = normal.workload or Workload()
     origin = _origin_instant(workload.time_origin) or UNIX_EPOCH
+    columns = columns_of(workload)
+    if columns is not None and _columns_writable(columns):
+        return _column_workflows(columns, origin, outside)
     row = 0
     parts = []
     written = []
@@ -583,3 +815,106 @@ def write_part(normal: Document, outside: dict[int, list[tuple[int, Any]]]
         found = schema_diagnostics(SCHEMA, {"workflows": written})
         return found[0].render() if found else "the schema refuses it"
     return parts
+
+
+# --------------------------------------------------------------------------- write from columns
+#
+# A workload in normal form held as columns is written as text, task by task from templates,
+# each value's text made once per distinct value with the functions ``_task_object`` uses;
+# the text is what ``write`` of the same workload as objects gives (the differential tests
+# hold them together). What the schema could refuse was left out by the normal form: ids and
+# names are text, numbers numbers, extras values it accepts.
+
+_TASK_MARGIN = " " * 8
+_MEMBER_MARGIN = _TASK_MARGIN + " " * _TEXT_INDENT
+
+
+def _columns_writable(columns: WorkloadColumns) -> bool:
+    """Whether ``_column_workflows`` writes these columns: a normal form made column by
+    column (ids and dependencies as text)."""
+    return all(column.dtype.kind == "O" and all(type(value) is str for value in column[:1])
+               for column in (columns.ids, columns.job_ids, columns.dependency_ids)
+               if len(column))
+
+
+def _value_texts(np: Any, column: Any, text: Callable[[float], str | None]) -> list[str | None]:
+    """``text`` of each row's value, asked once per distinct value (NaN: ``None``, no
+    text)."""
+    if not len(column):
+        return []
+    values, inverse = np.unique(column, return_inverse=True)
+    texts = [None if value != value else text(value) for value in values.tolist()]
+    return [texts[index] for index in inverse.tolist()]
+
+
+def _member(key: str, value: Any) -> str:
+    """``"key": value`` as ``_text`` lays it out inside a task."""
+    return f"{_TEXT(key)}: {_text(value, '')}".replace("\n", "\n" + _MEMBER_MARGIN)
+
+
+def _column_workflows(columns: WorkloadColumns, origin: datetime,
+                      outside: dict[int, list[tuple[int, Any]]] | None = None
+                      ) -> list[WorkflowPart]:
+    """Each job of ``columns`` as ``write`` lays out its workflow, each task (by row) also
+    depending on the tasks ``outside`` gives (``write_part``)."""
+    import numpy as np
+
+    count = len(columns)
+    submit = _value_texts(np, columns.submit_time_s, lambda seconds: _TEXT(
+        _timestamp(seconds, origin)))
+    runtime = _value_texts(np, columns.runtime_s, lambda seconds: _TEXT(_json_number(seconds)))
+    cores = _value_texts(np, columns.cores, lambda cores: None if cores == 1.0 else _TEXT(
+        _json_number(cores)))
+    memory = _value_texts(np, columns.memory_mb, lambda mb: _TEXT(format_size_mb(mb)))
+    own = [(key, column) for key, column in columns.extras.items() if ":" not in key]
+    extras: list[list[str]] = [[] for _ in range(count)]
+    for key, column in own:
+        for row in np.flatnonzero(column.present).tolist():
+            extras[row].append(_member(key, column.at(row)))
+    ids = [_TEXT(value) for value in columns.ids.tolist()]
+    dependencies = [_TEXT(value) for value in columns.dependency_ids.tolist()]
+    offsets = columns.dependency_offsets.tolist()
+    margin, inner = _MEMBER_MARGIN, _MEMBER_MARGIN + " " * _TEXT_INDENT
+    separator = ",\n" + margin
+    tasks = []
+    for row in range(count):
+        members = [f'"id": {ids[row]}', *extras[row], f'"ts_submit": {submit[row]}']
+        if runtime[row] is not None:
+            members.append(f'"runtime": {runtime[row]}')
+        if cores[row] is not None:
+            members.append(f'"core_count": {cores[row]}')
+        if memory[row] is not None:
+            members.append(f'"memory_usage": {memory[row]}')
+        needed = dependencies[offsets[row]:offsets[row + 1]]
+        if outside and row in outside:
+            for place, value in outside[row]:
+                needed.insert(place, _TEXT(str(value)))  # (as _text_id writes an id)
+        if needed:
+            members.append('"depends_on": [\n' + inner + (",\n" + inner).join(needed)
+                           + "\n" + margin + "]")
+        tasks.append(_TASK_MARGIN + "{\n" + margin + separator.join(members) + "\n"
+                     + _TASK_MARGIN + "}")
+    job_offsets = columns.job_offsets.tolist()
+    # by name code + 1 (code -1: no name)
+    names = ["", *(f'\n      "application_name": {_TEXT(name)},'
+                   for name in columns.job_names.values)]
+    workflows = []
+    for job, (job_id, name) in enumerate(zip(columns.job_ids.tolist(),
+                                             columns.job_names.codes.tolist(), strict=True)):
+        # (_before_list of the workflow's id, name and tasks: a template, not an encoder
+        # call per workflow)
+        head = f'    {{\n      "id": {_TEXT(job_id)},{names[name + 1]}\n      "tasks": '
+        workflows.append(WorkflowPart(job_id, head,
+                                      tasks[job_offsets[job]:job_offsets[job + 1]]))
+    return workflows
+
+
+def _timestamp(seconds: float, origin: datetime) -> str:
+    """``ts_submit`` of a task submitted ``seconds`` after ``origin``."""
+    try:
+        return (origin + timedelta(seconds=seconds)).isoformat()
+    except OverflowError:  # the normal form made it 0
+        return origin.isoformat()
+
+
+_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
