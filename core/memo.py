@@ -9,7 +9,6 @@ document.
 
 from __future__ import annotations
 
-import contextlib
 import weakref
 from collections.abc import Callable
 from functools import wraps
@@ -20,23 +19,28 @@ _Result = TypeVar("_Result")
 
 
 def last_result(function: Callable[[_Key], _Result]) -> Callable[[_Key], _Result]:
-    """``function`` remembering its result for the last argument (compared by identity)."""
-    entry: list[Any] = []  # [weak reference to the argument, result] or empty
+    """``function`` remembering its result for the last argument (compared by identity).
+    The entry is one tuple, read and replaced whole: threads calling it at once (chunks
+    converted on a threads cluster) each get their own argument's result."""
+    slot: list[tuple[weakref.ref[Any], Any] | None] = [None]
 
-    def forget(reference: object) -> None:
-        if entry and entry[0] is reference:  # (not a later argument's entry)
-            entry.clear()
+    def forget(reference: weakref.ref[Any]) -> None:
+        held = slot[0]
+        if held is not None and held[0] is reference:  # (not a later argument's entry)
+            slot[0] = None
 
     @wraps(function)
     def remembering(argument: _Key) -> _Result:
-        if entry and entry[0]() is argument:
-            result: _Result = entry[1]
+        held = slot[0]
+        if held is not None and held[0]() is argument:
+            result: _Result = held[1]
             return result
         result = function(argument)
-        entry.clear()
-        # an argument that takes no weak reference is not remembered
-        with contextlib.suppress(TypeError):
-            entry.extend((weakref.ref(argument, forget), result))
+        try:
+            reference = weakref.ref(argument, forget)
+        except TypeError:  # an argument that takes no weak reference is not remembered
+            return result
+        slot[0] = (reference, result)
         return result
 
     return remembering

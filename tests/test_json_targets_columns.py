@@ -317,3 +317,49 @@ _TASK = '{"id": "a", "ts_submit": "2020-01-01T00:00:05"}'
                                         '"date_start": "later", '])
 def test_reading_osp_as_columns_keeps_every_diagnostic(workflows: str, date_start: str) -> None:
     assert_same_osp_read(f'{{{date_start}"workflows": [{workflows}]}}'.encode())
+
+
+# ------------------------------------------------------------------------------ once per document
+
+
+def test_last_result_computes_once_per_object_and_keeps_nothing_after_it() -> None:
+    import gc
+    import weakref
+
+    from dcx.core.memo import last_result
+
+    class Result:
+        pass
+
+    calls: list[object] = []
+
+    @last_result
+    def normal(document: Document) -> Result:
+        calls.append(document)
+        return Result()
+
+    first, second = Document(), Document()
+    kept = normal(first)
+    assert normal(first) is kept and calls == [first]
+    assert normal(second) is not kept and normal(first) is not kept  # one entry, the last
+    assert len(calls) == 3
+    gone = weakref.ref(normal(second))
+    del second, calls[:]
+    gc.collect()
+    assert gone() is None  # the result went with its document
+
+
+def test_last_result_gives_each_thread_its_own_arguments_result() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dcx.core.memo import last_result
+
+    @last_result
+    def echo(document: Document) -> Document:
+        return document
+
+    documents = [Document(extras={"n": number}) for number in range(200)]
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(20):
+            assert all(got is sent for got, sent in zip(
+                pool.map(echo, documents), documents, strict=True))
