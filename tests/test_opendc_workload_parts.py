@@ -432,3 +432,52 @@ def test_workers_convert_a_folder_in_this_process(tmp_path):
     second = run(["convert", str(folder), str(with_workers), "--workers", "2"], parts=True)
     assert first[0] == 0 and second == (0, first[1].replace("a.gwf", "b.gwf"))
     assert alone.read_bytes() == with_workers.read_bytes()
+
+
+def _profiles_one_by_one(ids, duration, capacity, fragment_ids, spans, usage, gpu_usage):
+    """``codec.profile_texts`` by its definition, a task at a time."""
+    import json
+    import math
+
+    import numpy as np
+
+    texts: dict[str, int] = {}
+    codes = []
+    for task, runtime, cores_capacity in zip(ids.tolist(), duration.tolist(),
+                                            capacity.tolist(), strict=True):
+        rows = np.flatnonzero(fragment_ids == task).tolist()
+        pieces = [[int(spans[r]), float(usage[r])] if math.isnan(gpu_usage[r])
+                  else [int(spans[r]), float(usage[r]), float(gpu_usage[r])] for r in rows]
+        trivial = not rows or pieces == [[runtime, cores_capacity]]
+        codes.append(-1 if trivial else texts.setdefault(json.dumps(pieces), len(texts)))
+    return (codes, tuple(texts)) if texts else None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_profile_texts_are_each_tasks_fragments_in_file_order(data):
+    """The profiles built a batch of tasks at a time (from Python numbers taken at once) are
+    those built task by task, whatever the batch size."""
+    import numpy as np
+
+    from dcx.formats.opendc_workload import codec
+
+    ids = np.array(data.draw(st.lists(st.integers(-5, 20), max_size=12, unique=True)),
+                   dtype=np.int64)
+    rows = data.draw(st.integers(0, 40))
+    pick = st.sampled_from([*ids.tolist(), 99])
+    fragment_ids = np.array([data.draw(pick) for _ in range(rows)], dtype=np.int64)
+    amounts = st.sampled_from((0.0, 1000.0, 0.1 + 0.2, 1e300, float("inf"), float("nan")))
+    spans = np.array([data.draw(st.sampled_from((0, 5))) for _ in range(rows)], dtype=np.int64)
+    usage = np.array([data.draw(amounts) for _ in range(rows)])
+    gpu_usage = np.array([data.draw(st.sampled_from((float("nan"), 3.5))) for _ in range(rows)])
+    duration = np.array([data.draw(st.sampled_from((0, 5))) for _ in ids], dtype=np.int64)
+    capacity = np.array([data.draw(st.sampled_from((0.0, 1000.0))) for _ in ids])
+    expected = _profiles_one_by_one(ids, duration, capacity, fragment_ids, spans, usage,
+                                    gpu_usage)
+    for batch in (1, 3, 1 << 14):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(codec, "_PROFILES_AT_ONCE", batch)
+            found = codec.profile_texts(ids, duration, capacity, fragment_ids, spans, usage,
+                                        gpu_usage)
+        assert (None if found is None else (found.codes.tolist(), found.values)) == expected

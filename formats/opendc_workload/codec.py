@@ -534,12 +534,34 @@ def profile_texts(ids: Any, duration: Any, capacity: Any, fragment_ids: Any, spa
         return None
     texts: dict[str, int] = {}
     codes = np.full(count, -1, dtype=np.int32)
-    for row in profiled.tolist():
-        rows = order[first[row]:last[row]]
-        profile = [[int(spans[r]), float(usage[r])] if math.isnan(gpu_usage[r])
-                   else [int(spans[r]), float(usage[r]), float(gpu_usage[r])] for r in rows]
-        codes[row] = texts.setdefault(json.dumps(profile), len(texts))
+    for at in range(0, len(profiled), _PROFILES_AT_ONCE):
+        rows = profiled[at:at + _PROFILES_AT_ONCE]
+        # the batch's fragments in task order, as Python numbers at once (not per value)
+        sizes_of = sizes[rows]
+        ends = np.cumsum(sizes_of)
+        taken = order[np.repeat(first[rows] - (ends - sizes_of), sizes_of)
+                      + np.arange(int(ends[-1]))]
+        cpu, gpu = usage[taken], gpu_usage[taken]
+        batch = zip(spans[taken].tolist(), cpu.tolist(), gpu.tolist(), strict=True)
+        start = 0
+        if np.isfinite(cpu).all() and (np.isfinite(gpu) | np.isnan(gpu)).all():
+            # json.dumps' own text (a float as its repr), written without building lists
+            pieces = [f"[{span}, {cpu!r}]" if gpu != gpu else f"[{span}, {cpu!r}, {gpu!r}]"
+                      for span, cpu, gpu in batch]  # (gpu != gpu: NaN, no GPU usage)
+            for row, end in zip(rows.tolist(), ends.tolist(), strict=True):
+                text = "[" + ", ".join(pieces[start:end]) + "]"
+                codes[row] = texts.setdefault(text, len(texts))
+                start = end
+            continue
+        lists = [[span, cpu] if gpu != gpu else [span, cpu, gpu] for span, cpu, gpu in batch]
+        for row, end in zip(rows.tolist(), ends.tolist(), strict=True):
+            codes[row] = texts.setdefault(json.dumps(lists[start:end]), len(texts))
+            start = end
     return Strings(codes, tuple(texts))
+
+
+_PROFILES_AT_ONCE = 1 << 14
+"""Tasks whose fragments ``profile_texts`` turns into Python numbers at once."""
 
 
 # --------------------------------------------------------------------------- normal form
