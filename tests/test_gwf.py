@@ -380,7 +380,8 @@ def test_losses_name_what_gwf_cannot_hold():
     reread = gwf.read(gwf.write(document).data)
     assert reread.ok
     first, second = reread.document.workload.tasks()
-    assert first.id == 1 and first.request.cores == 2 and second.dependencies == (1,)
+    # 2 nodes of 1.5 cores: the 3 cores of one node
+    assert first.id == 1 and first.request.cores == 3 and second.dependencies == (1,)
     assert second.runtime_s is None
 
 

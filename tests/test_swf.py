@@ -176,7 +176,7 @@ def test_a_job_without_tasks_is_a_job_empty_loss():
 
 
 def test_writer_reports_what_swf_cannot_hold():
-    tasks = (Task(id="a", request=ResourceRequest(nodes=2, cores=4.0)),
+    tasks = (Task(id="a", request=ResourceRequest(nodes=2, cores=4.0, memory_mb=1024.0)),
              Task(id="b", dependencies=("a", "c"), image="img", user="alice"),
              Task(id="c"))
     workload = Workload(jobs=(Job(id="j", tasks=tasks, name="n"),),
@@ -187,7 +187,9 @@ def test_writer_reports_what_swf_cannot_hold():
     reread = swf.read(swf.write(Document(workload=workload)).data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
-    assert first.request == ResourceRequest(nodes=2) and second.dependencies == ("a",)
+    # 2 nodes of 4 cores are 8 processors, the 2 GB of the job 256 MB per processor
+    assert first.request == ResourceRequest(nodes=8, memory_mb=256.0)
+    assert second.dependencies == ("a",)
     assert second.user == "alice" and reread.document.workload.attributes == {"n": 3}
 
 

@@ -28,8 +28,10 @@ Mapping details shared by both variants:
   that cannot be mistaken for numbers (``t1``, ``task-7``: starting with an ASCII letter or
   ``_``, without whitespace, commas or semicolons), with a ``gwf.text-ids`` warning because
   SC18 cannot read them; it never writes them.
-* Nodes are not held: a task runs on one node, so a multi-node request keeps only its per-node
-  cores (the model's normal form, see ``dcx.core.restrict``), reported as a loss.
+* Nodes are not held: a task runs on one node, so a multi-node request is written as the
+  cores of one node, ``nodes x cores`` (rounded up), with that node's memory the job's total
+  (``dcx.core.shapes``): a 64-processor SWF job is a 64-core GWF task. The node count is lost
+  (reported as ``task.request.nodes``, with the cores and memory values it changes).
 * Plain (free-form) extras keys have no column, so ``task.extras`` is not held; ``gwf:`` keys
   are the format's own and survive.
 

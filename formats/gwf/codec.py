@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from dcx.core.columns import columns_of
+from dcx.core.columns import JobRows, columns_of
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -29,6 +29,7 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+from dcx.core.shapes import one_node
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS, _looks_archive
 from dcx.formats.gwf.rules import (
     ARCHIVE_CODES,
@@ -508,8 +509,14 @@ class _Normalizer:
             return task
         lost = self.lost
         request = task.request
-        cores = _whole_cores(request.cores)
-        if cores != request.cores:
+        total_cores, node_memory = one_node(request.nodes, request.cores, request.memory_mb)
+        # The node count is what is lost when nodes become one node's cores; the cores and
+        # the memory then carry the same totals, so they count as changed only for what
+        # they cannot hold themselves.
+        if request.nodes != 1:
+            lost.add("task.request.nodes")
+        cores = _whole_cores(total_cores)
+        if _whole_cores(request.cores) != request.cores:
             lost.add("task.request.cores")
         submit = known_submit(task.submit_time_s)
         if submit != task.submit_time_s:
@@ -523,7 +530,7 @@ class _Normalizer:
         numbering = self.numbering
         if self.archive:
             requested = known_time(task.requested_time_s)
-            memory = _memory(request.memory_mb, cores)
+            memory = _memory(node_memory, cores)
             user, group = _user(task.user), _user(task.group)
             dependencies: tuple[Id, ...] = ()
             if task.dependencies:
@@ -536,8 +543,10 @@ class _Normalizer:
                             tuple(numbering[d] for d in task.dependencies if d in numbering))
             if len(dependencies) != len(task.dependencies):
                 lost.add("task.dependencies")
+        held_memory = memory if memory is None or request.nodes == 1 else _memory(
+            request.memory_mb, _whole_cores(request.cores))
         for path, before, after in (("task.requested_time_s", task.requested_time_s, requested),
-                                    ("task.request.memory_mb", request.memory_mb, memory),
+                                    ("task.request.memory_mb", request.memory_mb, held_memory),
                                     ("task.user", task.user, user),
                                     ("task.group", task.group, group)):
             if before != after:
@@ -545,12 +554,12 @@ class _Normalizer:
         task_id = numbering[task.id]
         if (task_id == task.id and dependencies == task.dependencies
                 and submit is task.submit_time_s and runtime is task.runtime_s
-                and requested is task.requested_time_s
+                and requested is task.requested_time_s and request.nodes == 1
                 and cores == request.cores and memory is request.memory_mb
                 and user is task.user and group is task.group and extras is task.extras):
             return task  # already in normal form: no copy per task
-        if cores != request.cores or memory is not request.memory_mb:
-            request = replace(request, cores=cores, memory_mb=memory)
+        if cores != request.cores or memory is not request.memory_mb or request.nodes != 1:
+            request = replace(request, nodes=1, cores=cores, memory_mb=memory)
         return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
                        "submit_time_s": submit, "runtime_s": runtime,
                        "requested_time_s": requested, "request": request, "user": user,
@@ -565,7 +574,7 @@ class _Normalizer:
             return False
         request = task.request
         cores, submit, runtime = request.cores, task.submit_time_s, task.runtime_s
-        if request.memory_mb is not None or not (
+        if request.memory_mb is not None or request.nodes != 1 or not (
                 type(cores) is float and cores.is_integer() and cores >= 1):
             return False
         if not (0 <= submit < math.inf) or not (runtime is None or 0 <= runtime < math.inf):
@@ -602,9 +611,11 @@ def _variant_fields_of_rows(workload: Workload) -> tuple[frozenset[str], frozens
             # Cheap None tests first: most traces have none of these.
             if task.requested_time_s is not None and known_time(task.requested_time_s) is not None:
                 only_archive.add("task.requested_time_s")
-            memory = task.request.memory_mb
-            if memory is not None and _memory(memory, _whole_cores(task.request.cores)) is not None:
-                only_archive.add("task.request.memory_mb")
+            request = task.request
+            if request.memory_mb is not None:
+                cores, memory = one_node(request.nodes, request.cores, request.memory_mb)
+                if _memory(memory, _whole_cores(cores)) is not None:
+                    only_archive.add("task.request.memory_mb")
             if task.user is not None and _user(task.user) is not None:
                 only_archive.add("task.user")
             if task.group is not None and _user(task.group) is not None:
@@ -625,11 +636,14 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
         return document, frozenset(), "workflow"
     columns = columns_of(workload)
     if columns is not None:
-        from dcx.formats.gwf.columnar import normal_variant
+        from dcx.formats.gwf.columnar import normal_variant, on_one_node
 
-        variant = normal_variant(columns)
-        if variant is not None:  # already in normal form: no task is built
-            lost: set[str] = set()
+        lost: set[str] = set()
+        on_node = on_one_node(columns, lost)
+        variant = None if on_node is None else normal_variant(on_node)
+        if on_node is not None and variant is not None:  # nothing else to change
+            if on_node is not columns:
+                workload = replace(workload, jobs=JobRows(on_node))
             return _without_own_workload_keys(document, workload, lost, own_document_keys), \
                 frozenset(lost), variant
     variant = variant_of(workload)
@@ -829,9 +843,9 @@ def variant_fields(workload: Workload) -> tuple[frozenset[str], frozenset[str]]:
     a time the numbers of their unions over its chunks (``variant_for``)."""
     columns = columns_of(workload)
     if columns is not None:
-        from dcx.formats.gwf.columnar import columns_variant_fields
+        from dcx.formats.gwf.columnar import columns_variant_fields, one_node_columns_of
 
-        fields = columns_variant_fields(columns)
+        fields = columns_variant_fields(one_node_columns_of(columns))
         if fields is not None:
             return fields
     return _variant_fields_of_rows(workload)
@@ -847,13 +861,14 @@ def part_normal_form(document: Document, variant: Variant) -> tuple[Document, fr
         return normal_form(document), frozenset()
     columns = columns_of(workload)
     found = None
+    folded: set[str] = set()
     if columns is not None:
-        from dcx.core.columns import JobRows
-        from dcx.formats.gwf.columnar import part_columns
+        from dcx.formats.gwf.columnar import on_one_node, part_columns
 
-        found = part_columns(columns, variant)
+        on_node = on_one_node(columns, folded)
+        found = None if on_node is None else part_columns(on_node, variant)
     if found is not None:
-        lost = set(found[1])
+        lost = folded | found[1]
         new_workload = workload if found[0] is columns else replace(workload,
                                                                     jobs=JobRows(found[0]))
     else:

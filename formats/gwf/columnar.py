@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dcx.core.columns import ExtraColumn, Strings, WorkloadColumns, all_distinct, all_found
+from dcx.core.shapes import one_node_columns
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS
 from dcx.formats.gwf.codec import (
     _ARCHIVE_EXTRA_KEYS,
@@ -48,6 +49,7 @@ def written_columns(columns: WorkloadColumns, variant: Variant | None = None,
     extras = _Extras.of(columns, np)
     if extras is None:
         return None
+    columns = one_node_columns_of(columns)
     if _archive(columns, extras, np) if variant is None else variant == "archive":
         return _archive_file(columns, extras, np)
     if len(columns.dependency_ids) and (
@@ -70,6 +72,39 @@ def columns_variant_fields(columns: WorkloadColumns
     if extras is None:
         return None
     return _variant_fields(columns, extras, np)
+
+
+def one_node_columns_of(columns: WorkloadColumns) -> WorkloadColumns:
+    """``columns`` with each task's nodes as the cores and memory of one node, as
+    ``codec._Normalizer.task`` writes them; ``columns`` itself when every task asks for one
+    node."""
+    import numpy as np
+
+    nodes = columns.nodes
+    if not bool(np.any(nodes != 1)):
+        return columns
+    cores, memory = one_node_columns(nodes, columns.cores, columns.memory_mb)
+    return replace(columns, nodes=np.ones(len(columns), dtype=np.int64), cores=cores,
+                   memory_mb=memory)
+
+
+def on_one_node(columns: WorkloadColumns, lost: set[str]) -> WorkloadColumns | None:
+    """``one_node_columns_of(columns)`` for the normal form, adding the node count it loses
+    to ``lost``; ``None`` where ``codec._Normalizer.task`` also reports the cores or the
+    memory of a task it folds (what they cannot hold themselves: the rows build it then)."""
+    import numpy as np
+
+    folded = one_node_columns_of(columns)
+    if folded is columns:
+        return columns
+    several = columns.nodes != 1
+    cores, memory = columns.cores[several], columns.memory_mb[several]
+    known = ~np.isnan(memory)
+    if not (bool(np.all(columns.nodes >= 1)) and bool(np.all(whole_cores(cores, np) == cores))
+            and bool(np.all(memories(memory[known], cores[known], np) == memory[known]))):
+        return None
+    lost.add("task.request.nodes")  # (cores and memory carry the totals: see _Normalizer)
+    return folded
 
 
 def normal_variant(columns: WorkloadColumns) -> Variant | None:

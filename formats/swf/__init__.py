@@ -19,8 +19,11 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   names that cannot be mistaken for numbers (an ASCII letter or ``_`` first, no whitespace),
   which the archive's tools do not. User and group ids → ``Task.user`` / ``Task.group`` as
   written (``007`` stays ``007``).
-* **Cores.** Not held: an SWF processor is one single-core node, so a request's per-node cores
-  drop to 1 (the model's normal form, reported as a loss).
+* **Cores.** An SWF processor is one single-core node, so a request for several cores per
+  node is written as its total cores: ``nodes x cores`` processors (rounded up), with the
+  memory per processor that keeps the job's total memory (``dcx.core.shapes``). A 64-core GWF
+  task is a 64-processor SWF job. The cores per node are lost (reported as
+  ``task.request.cores``, with the processor count and memory values it changes).
 * **Dependencies.** Preceding job number (field 17) → ``dependencies`` when that job is in the
   file; think time (field 18) → ``swf:ThinkTime``. A preceding job outside the file (a trace
   excerpt) is kept as ``swf:PrecedingJobNumber`` with a warning instead of failing the file.

@@ -33,6 +33,7 @@ from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.located import task_lines
 from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
+from dcx.core.shapes import single_core_node_columns, single_core_nodes, whole_count
 from dcx.formats.swf import COLUMNS
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
 from dcx.parsing.schemas import load_schema, schema_diagnostics
@@ -553,13 +554,6 @@ def _name(value: str | None) -> str | None:
     return value if value is None or _writable_name(value) else None
 
 
-def _whole_nodes(nodes: int) -> int:
-    """Processor counts are whole numbers >= 1 (rounded up)."""
-    if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes >= 1:
-        return nodes
-    return math.ceil(nodes) if math.isfinite(nodes) and nodes > 1 else 1
-
-
 def _memory(memory_mb: float | None) -> float | None:
     """RequestedMemory is KB; times 1024 is exact in binary unless it overflows."""
     if memory_mb is None or not memory_mb >= 0 or not math.isfinite(memory_mb * 1024):
@@ -622,14 +616,20 @@ class _Normalizer:
         runtime = known_time(task.runtime_s)
         requested = known_time(task.requested_time_s)
         request = task.request
-        nodes = _whole_nodes(request.nodes)
-        memory = _memory(request.memory_mb)
+        nodes, memory_mb = single_core_nodes(request.nodes, request.cores, request.memory_mb)
+        memory = _memory(memory_mb)
         user, group = _name(task.user), _name(task.group)
+        # Cores per node are what is lost when they become processors; the processor count
+        # and the memory then carry the same totals, so they count as changed only for
+        # what they cannot hold themselves.
         for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
                                     ("task.runtime_s", task.runtime_s, runtime),
                                     ("task.requested_time_s", task.requested_time_s, requested),
-                                    ("task.request.nodes", request.nodes, nodes),
-                                    ("task.request.memory_mb", request.memory_mb, memory),
+                                    ("task.request.cores", request.cores, 1.0),
+                                    ("task.request.nodes", request.nodes,
+                                     whole_count(request.nodes)),
+                                    ("task.request.memory_mb", request.memory_mb,
+                                     _memory(request.memory_mb)),
                                     ("task.user", task.user, user),
                                     ("task.group", task.group, group)):
             if before is not after and before != after:
@@ -639,13 +639,13 @@ class _Normalizer:
         if (task_id == task.id and dependencies == task.dependencies
                 and submit is task.submit_time_s and runtime is task.runtime_s
                 and requested is task.requested_time_s and nodes == request.nodes
-                and memory is request.memory_mb and user is task.user and group is task.group
-                and extras is task.extras):
+                and request.cores == 1 and memory is request.memory_mb and user is task.user
+                and group is task.group and extras is task.extras):
             return task  # already in normal form: no copy per task
         return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
                        "submit_time_s": submit, "runtime_s": runtime,
                        "requested_time_s": requested,
-                       "request": replace(request, nodes=nodes, memory_mb=memory),
+                       "request": replace(request, nodes=nodes, cores=1.0, memory_mb=memory),
                        "user": user, "group": group, "extras": extras})
 
     def extras(self, extras: Extras, nodes: int, has_dependency: bool) -> Extras:
@@ -699,6 +699,23 @@ def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
         else:
             jobs.append(replace(job_holding(job, tasks), extras=extras))
     return lost, tuple(jobs)
+
+
+def _on_single_core_nodes(columns: WorkloadColumns, lost: set[str]) -> WorkloadColumns | None:
+    """``columns`` with each task's cores as single-core nodes (``_Normalizer.task`` column
+    by column), adding the path that loses to ``lost`` (``_columns_in_normal_form`` then
+    checks the rest); ``columns`` itself when every task asks for one core per node; ``None``
+    where the rows must build it."""
+    import numpy as np
+
+    if bool(np.all(columns.cores == 1)):
+        return columns
+    if not bool(np.all(columns.nodes >= 1)):
+        return None  # (the rows report the node count too)
+    nodes, memory = single_core_node_columns(columns.nodes, columns.cores, columns.memory_mb)
+    lost.add("task.request.cores")  # (nodes and memory carry the totals: see _Normalizer)
+    return replace(columns, nodes=nodes, cores=np.ones(len(columns), dtype=np.float64),
+                   memory_mb=memory)
 
 
 def _columns_in_normal_form(columns: WorkloadColumns) -> bool:
@@ -783,9 +800,11 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
         return document, frozenset()
     columns = columns_of(workload)
     jobs: Sequence[Job]
-    if columns is not None and _columns_in_normal_form(columns):
-        lost: set[str] = set()
-        jobs = workload.jobs  # nothing to change: no task is built
+    lost: set[str] = set()
+    on_nodes = None if columns is None else _on_single_core_nodes(columns, lost)
+    if on_nodes is not None and _columns_in_normal_form(on_nodes):
+        # nothing else to change: no task is built
+        jobs = workload.jobs if on_nodes is columns else JobRows(on_nodes)
     else:
         lost, jobs = _normal_jobs(workload.jobs)
     time_origin = workload.time_origin

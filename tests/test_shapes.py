@@ -1,0 +1,82 @@
+"""A request's total cores and memory survive formats that count processors one way only."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
+from dcx.core.shapes import (
+    one_node,
+    one_node_columns,
+    single_core_node_columns,
+    single_core_nodes,
+    whole_count,
+    whole_counts,
+)
+from dcx.formats import gwf, swf
+
+requests = st.tuples(st.integers(0, 4096),
+                     st.floats(0, 512, allow_nan=False) | st.sampled_from([1.0, 0.5, 2.0]),
+                     st.none() | st.floats(0, 1e7, allow_nan=False))
+
+
+@settings(max_examples=300)
+@given(st.lists(requests, min_size=1, max_size=20))
+def test_columns_give_the_numbers_of_one_request_float_for_float(rows: list[
+        tuple[int, float, float | None]]) -> None:
+    nodes = np.array([row[0] for row in rows], dtype=np.int64)
+    cores = np.array([row[1] for row in rows], dtype=np.float64)
+    memory = np.array([math.nan if row[2] is None else row[2] for row in rows])
+    processors, per_processor = single_core_node_columns(nodes, cores, memory)
+    total, per_node = one_node_columns(nodes, cores, memory)
+    for index, (count, per_node_cores, memory_mb) in enumerate(rows):
+        assert (processors[index], _nan(per_processor[index])) == single_core_nodes(
+            count, per_node_cores, memory_mb)
+        assert (total[index], _nan(per_node[index])) == one_node(count, per_node_cores,
+                                                                 memory_mb)
+    assert whole_counts(nodes * cores).tolist() == [whole_count(count * per_node_cores)
+                                                    for count, per_node_cores, _ in rows]
+
+
+def _nan(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def test_a_job_keeps_its_total_cores_and_memory_through_swf_and_gwf() -> None:
+    """2 nodes of 4 cores and 1 GB each: 8 SWF processors of 256 MB, one 8-core GWF node
+    of 2 GB; and back."""
+    task = Task(id=1, submit_time_s=0.0, runtime_s=60.0, requested_time_s=120.0,
+                request=ResourceRequest(nodes=2, cores=4.0, memory_mb=1024.0))
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),)))
+    as_swf = swf.read(swf.write(document).data).document
+    assert as_swf is not None and as_swf.workload is not None
+    (read,) = as_swf.workload.tasks()
+    assert read.request == ResourceRequest(nodes=8, cores=1.0, memory_mb=256.0)
+    as_gwf = gwf.read(gwf.write(as_swf).data).document
+    assert as_gwf is not None and as_gwf.workload is not None
+    (read,) = as_gwf.workload.tasks()
+    assert read.request == ResourceRequest(nodes=1, cores=8.0, memory_mb=2048.0)
+    back = swf.read(swf.write(as_gwf).data).document
+    assert back is not None and back.workload is not None
+    (read,) = back.workload.tasks()
+    assert read.request == ResourceRequest(nodes=8, cores=1.0, memory_mb=256.0)
+
+
+def test_the_lost_shape_is_one_loss_counted_where_it_is_used() -> None:
+    from dcx.converters.losses import conversion_losses
+
+    tasks = (Task(id=1, request=ResourceRequest(nodes=1, cores=1.0)),
+             Task(id=2, request=ResourceRequest(nodes=1, cores=16.0, memory_mb=64.0)))
+    document = Document(workload=Workload(jobs=tuple(Job(id=t.id, tasks=(t,)) for t in tasks)))
+    lost = {loss.field: loss for loss in conversion_losses(document, swf.FORMAT)}
+    assert set(lost) == {"task.request.cores"}
+    assert (lost["task.request.cores"].count,
+            lost["task.request.cores"].first) == (1, "/workload/jobs/1/tasks/0")
+    many = Document(workload=Workload(jobs=(Job(id=1, tasks=(Task(
+        id=1, request=ResourceRequest(nodes=64)),)),)))
+    assert {loss.field for loss in conversion_losses(many, gwf.FORMAT)} == {
+        "task.request.nodes"}
