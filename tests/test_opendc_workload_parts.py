@@ -194,8 +194,9 @@ def test_validate_in_parts_says_what_the_whole_folder_read_says(
     folder = write_folder(tmp_path_factory.mktemp("w") / "w",
                           folder_tables(seed, tasks, broken), task_rows, fragment_rows)
     validated(folder, *options)
-    whole = run(["info", str(folder)], parts=False)
-    assert run(["info", str(folder)], parts=True) == whole
+    for shown in ((), ("--output", "json")):
+        whole = run(["info", str(folder), *shown], parts=False)
+        assert run(["info", str(folder), *shown], parts=True) == whole
 
 
 def test_the_part_reader_gives_the_whole_readers_diagnostics_and_counts(tmp_path):
