@@ -441,9 +441,11 @@ class _Discarded(Exception):
 @contextlib.contextmanager
 def _early_output(output: str, target: Target) -> Iterator[_Early | None]:
     """Where ``target`` writes during the first reading: a temporary file beside a regular
-    OUTPUT (``None`` for standard output, devices, or a target that does not write early),
-    removed at the end unless it is kept."""
+    OUTPUT, a temporary folder for a format stored as one (``None`` for standard output,
+    devices, or a target that does not write early), removed at the end unless it is
+    kept."""
     from dcx.converters.atomic import STDOUT, is_special, open_descriptor, temporary_beside
+    from dcx.converters.folders import FolderError, folder_beside
 
     if not target.writes_early or output == STDOUT or open_descriptor(output) is not None \
             or is_special(output):
@@ -451,9 +453,10 @@ def _early_output(output: str, target: Target) -> Iterator[_Early | None]:
         return
     stack = contextlib.ExitStack()
     try:
-        temporary = stack.enter_context(temporary_beside(output))
-    except OSError:  # said when the output is written, after the input's diagnostics
-        yield None
+        temporary = stack.enter_context(folder_beside(output, target.spec)
+                                        if target.spec.members else temporary_beside(output))
+    except (OSError, FolderError):  # said when the output is written, after the input's
+        yield None                  # diagnostics
         return
     with contextlib.suppress(_Discarded), stack:
         early = _Early(temporary)

@@ -19,11 +19,13 @@ What only the whole trace decides is settled at the end:
 - ``gpu_usage``, which fragments.parquet has only when some fragment has one: the first
   chunk that has one makes the fragments written so far be copied, a row group at a time,
   with the column (null) added.
-- the time origin (``dcx:time_origin``) is the header's: a file's is known from its first
-  reading (which checks it and measures the losses; the second writes), a pipe's from its
-  first chunk, and a later one that changes it stops the conversion.
+- the time origin (``dcx:time_origin``) is the header's: the first chunk's, and a later one
+  that changes it makes a file be read again (a pipe stops).
 
-The folder is written whole or not at all (``folders.folder_beside``: a temporary folder
+A file is read once when the time origin its first chunk gives is the whole header's and
+no preceding job comes after its job's line (its parts are written while it is checked, into
+the folder that becomes OUTPUT), else twice (to check it, then to write). The folder is
+written whole or not at all (``folders.folder_beside``: a temporary folder
 beside OUTPUT renamed into place once it reads back accepted); to standard output, a pipe
 or a device, the two members are written in a temporary folder in ``$TMPDIR`` and then sent
 as the tar archive the whole path writes (``core.members.pack_streams``).
@@ -38,11 +40,11 @@ that the normal form changes (the whole file counts it with every other task's e
 a pipe a preceding job that comes later in the trace. In a file, such a job is a dependency
 where its chunk kept an extras value: the file is read again to measure the losses.
 
-The output is read back under the format's reader before it is renamed into place: whole,
-as ``dcx validate`` reads a small folder, when its members are within the input size limit;
-beyond it a part at a time, as ``dcx validate`` reads a large one, where the format has a
-part reader (``FormatDeclaration.read_parts``), and otherwise not at all (each part is the
-whole writer's rows, which the differential tests hold to it).
+The output is read back under the format's reader before it is renamed into place, as
+``dcx validate`` reads a folder: a part at a time from 16 MB (``FormatDeclaration.read_parts``,
+whose memory is bounded by the largest row group and a few numbers a task), whole below;
+were the format to have no part reader, whole within the input size limit and not at all
+beyond it (each part is the whole writer's rows, which the differential tests hold to it).
 """
 
 from __future__ import annotations
@@ -203,20 +205,58 @@ class OpendcWorkloadTarget(_JsonTarget):
                 pack_streams(sink, streams, MEMBERS)
             return members.rows
 
+    writes_early = True
+    early: _Members | None = None
+    early_path: str | None = None
+
+    def start_early(self, path: str) -> None:
+        self.early_path = path
+
+    def write_early(self, part: Any, unknown: bool) -> None:
+        # (a preceding job a chunk did not know is settled at the end: ``finish_early``)
+        if self.early_path is None or not part.tasks.num_rows:
+            return
+        if self.early is None:
+            self.early = _Members(self.early_path, self.header(self.source).time_origin)
+        if part.origin != self.early.origin:  # the second reading writes (or says why not)
+            self.close_early()
+            self.early_path = None
+            return
+        self.early.add(part)
+        self.early_rows += part.tasks.num_rows
+
+    def finish_early(self, header: Workload) -> bool:
+        # (a preceding job met before its line is a dependency the early parts lack; a
+        # header line after the first chunk may change the time origin)
+        early = self.early
+        if early is None or self.unknown_in_file or early.origin != header.time_origin:
+            return False
+        early.finish()
+        self.early = None
+        return True
+
+    def close_early(self) -> None:
+        early, self.early = self.early, None
+        if early is not None:
+            early.__exit__(None, None, None)
+
     def read_back(self, path: str) -> Diagnostic | None:
-        """Why the folder at ``path`` is not accepted by the format's reader, if it is not:
-        read whole within the input size limit, a part at a time beyond it where the format
-        has a part reader (``read_parts``), else not read (see the module docstring)."""
-        from dcx.converters.folders import read_folder
+        """Why the folder at ``path`` is not accepted by the format's reader, if it is not,
+        read as ``dcx validate`` reads it (``streaming.read_in_parts``): a part at a time
+        from ``STREAM_BYTES`` where the format has a part reader (``read_parts``), else
+        whole within the input size limit, and beyond it not at all (see the module
+        docstring)."""
+        from dcx.converters import streaming
+        from dcx.converters.folders import members_size, read_folder
         from dcx.core.limits import LIMITS
 
-        size = sum(os.path.getsize(os.path.join(path, name)) for name in self.spec.members)
-        if size > LIMITS.max_input_bytes:
-            if self.spec.read_parts is None:
-                return None
+        size = members_size(path, self.spec)
+        if self.spec.read_parts is not None and size >= streaming.STREAM_BYTES:
             from dcx.converters.partitions import read_parts
 
             return judged(self, read_parts(path, self.spec).diagnostics)
+        if size > LIMITS.max_input_bytes:
+            return None
         found = self.spec.read(read_folder(path, self.spec))
         return judged(self, found.diagnostics, found.document is None)
 

@@ -217,6 +217,31 @@ def test_the_time_origin_is_the_headers():
         assert os.listdir(folder) == []
 
 
+def test_a_file_is_read_once_unless_its_first_chunks_cannot_be_kept(monkeypatch):
+    """The folder is written while the file is first read, and kept; a header line that
+    changes the time origin after the first chunk, or a preceding job met before its line,
+    makes the file be read again to write it. The tables are the whole file's either way."""
+    from dcx.converters import stream_sources
+
+    readings: list[bool] = []
+    reads = stream_sources.SwfSource.reads
+
+    def counted(self, pieces, check):
+        readings.append(check)
+        return reads(self, pieces, check)
+
+    monkeypatch.setattr(stream_sources.SwfSource, "reads", counted)
+    jobs = [job(number, preceding=number - 3 if number % 10 == 0 else -1)
+            for number in range(1, 60)]
+    late_origin = [*jobs[:40], "; UnixStartTime: 1000000000", *jobs[40:]]
+    later = [job(1, preceding=50), *jobs[1:]]
+    for lines, readings_expected in ((jobs, [True]), (late_origin, [True, False]),
+                                     (later, [True, False, False])):
+        readings.clear()
+        assert both("swf", swf_lines(*lines), 512, "--losses") == "converted"
+        assert readings == readings_expected
+
+
 def opendc_table(rows: int, profiles: dict[int, str]) -> pa.Table:
     """A valid Parquet trace whose tasks in ``profiles`` carry an OpenDC usage profile
     (the ``opendc-workload:fragments`` extra, as JSON text)."""
@@ -282,28 +307,59 @@ def test_a_folder_holding_other_files_is_not_replaced():
         assert sorted(os.listdir(folder)) == ["in.swf", "out"]
 
 
-def test_an_output_over_the_input_limit_is_read_back_in_parts_or_not_at_all():
-    """What ``dcx validate`` would not read whole is read back a part at a time, as it reads
-    a large folder, where the format has a part reader, and is not read back otherwise; the
-    tables are the same."""
-    from dcx.converters import partitions
+@pytest.mark.parametrize(("stream_bytes", "limit", "parts", "how"), [
+    (1, 1 << 40, True, "parts"),  # from STREAM_BYTES: a part at a time, as validate
+    (1 << 40, 1 << 40, True, "whole"),  # below it: whole
+    (1, 1 << 40, False, "whole"),  # no part reader: whole within the input limit
+    (1, 100, False, "not read"),  # and not at all beyond it
+])
+def test_the_output_is_read_back_as_validate_reads_it(stream_bytes, limit, parts, how):
+    """The written folder is read back as ``dcx validate`` reads a folder; an output the
+    reader rejects is refused (convert.invalid-output)."""
+    from dcx.converters import partitions, streaming
+    from dcx.converters.stream_sources import SwfSource
+    from dcx.converters.stream_targets_opendc import OpendcWorkloadTarget
 
-    data = swf_lines(*(job(number) for number in range(1, 50)))
     with tempfile.TemporaryDirectory() as folder:
-        source = Path(folder) / "in.swf"
-        source.write_bytes(data)
-        whole, streamed = Path(folder) / "whole", Path(folder) / "s"
-        assert run(["convert", str(source), str(whole), "--to", TO], stream=False)[0] == 0
-        read_in_parts, reader = [], partitions.read_parts
+        source, out = Path(folder) / "in.swf", Path(folder) / "out"
+        source.write_bytes(swf_lines(*(job(number) for number in range(1, 50))))
+        assert run(["convert", str(source), str(out), "--to", TO], stream=False)[0] == 0
+        target = OpendcWorkloadTarget(SwfSource(), True)
+        spec = opendc_workload.FORMAT if parts else replace(opendc_workload.FORMAT,
+                                                             read_parts=None)
+        target.spec = spec
+        calls: list[str] = []
+        reader, whole = partitions.read_parts, spec.read
+
+        def in_parts(path, spec, client=None):
+            calls.append("parts")
+            return reader(path, spec, client)
+
+        def read_whole(data):
+            calls.append("whole")
+            return whole(data)
+
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(limits, "LIMITS", replace(limits.LIMITS, max_input_bytes=100))
-            patch.setattr(partitions, "read_parts", lambda path, spec, client=None: (
-                read_in_parts.append(path), reader(path, spec, client))[1])
-            code, said = run(["convert", str(source), str(streamed), "--to", TO],
-                             stream=True, chunk_bytes=200)
-        assert code == 0, said
-        assert len(read_in_parts) == (opendc_workload.FORMAT.read_parts is not None)
-        same_tables(tables(streamed), tables(whole))
+            patch.setattr(streaming, "STREAM_BYTES", stream_bytes)
+            patch.setattr(limits, "LIMITS", replace(limits.LIMITS, max_input_bytes=limit))
+            patch.setattr(partitions, "read_parts", in_parts)
+            patch.setattr(target, "spec", replace(spec, read=read_whole))
+            assert target.read_back(str(out)) is None
+            assert calls == ([] if how == "not read" else [how])
+            (out / opendc_workload.FRAGMENTS).write_bytes(pq_bytes(
+                pq.read_table(out / opendc_workload.FRAGMENTS).slice(1)))
+            problem = target.read_back(str(out))
+        if how == "not read":
+            assert problem is None
+        else:
+            assert problem is not None and problem.code == "convert.invalid-output"
+            assert "have no row in fragments.parquet" in problem.message, problem.message
+
+
+def pq_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
 
 
 def test_a_pipe_converts_in_chunks_to_a_folder_and_to_standard_output():
