@@ -13,7 +13,9 @@ with pyarrow (row groups of pyarrow's default size), then
    whole or in slices); the outputs compared byte for byte;
 4. ``dcx validate`` in parts of the same folder with its fragments shuffled (each task's
    rows apart, in no order): what holding every row group's distinct task ids costs when
-   each row group holds nearly every task.
+   each row group holds nearly every task; then its conversion to Parquet, whole and in
+   parts (every slice of tasks then joins fragments from every row group), the tables
+   compared.
 
 Each step runs in a child of its own (``child.run_child``), so its CPU seconds and peak RSS
 are its own. ``DCX_BENCH_TASKS`` and ``DCX_BENCH_FRAGMENTS_PER_TASK`` change the folder's
@@ -140,6 +142,12 @@ def main() -> None:
         usage = dcx("parts", "validate", str(shuffled))
         print(f"validate in parts, fragments shuffled: {usage.cpu_s:.1f} CPU s / "
               f"{usage.peak_rss_mb:.0f} MB")
+        outputs = {mode: root / f"shuffled-{mode}.parquet" for mode in ("whole", "parts")}
+        usages = {mode: dcx(mode, "convert", str(shuffled), str(outputs[mode]))
+                  for mode in outputs}
+        if not pq.read_table(outputs["parts"]).equals(pq.read_table(outputs["whole"])):
+            raise SystemExit("bench_opendc_parts: the shuffled folder's outputs differ")
+        report("convert to Parquet, fragments shuffled", usages["whole"], usages["parts"])
 
 
 if __name__ == "__main__":
