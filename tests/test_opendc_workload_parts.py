@@ -482,3 +482,33 @@ def test_profile_texts_are_each_tasks_fragments_in_file_order(data):
             found = codec.profile_texts(ids, duration, capacity, fragment_ids, spans, usage,
                                         gpu_usage)
         assert (None if found is None else (found.codes.tolist(), found.values)) == expected
+
+
+def test_a_profile_first_met_in_a_later_slice_is_written_in_one_reading(tmp_path):
+    """The tasks of the first slices have one fragment of their runtime at their capacity
+    (no profile), a later task several: the Parquet output's profile column is known from
+    the fragments' counts before the first slice, so the folder's tasks are read once (the
+    output written while it is checked), and the table is the whole conversion's."""
+    from dcx.formats.opendc_workload import stream
+
+    tables = _profiled([1, 2, 3, 3])
+    tasks = tables["tasks.parquet"]
+    tasks = tasks.set_column(tasks.schema.get_field_index("duration"), "duration",
+                             pa.array([10, 20, 60], pa.int64()))
+    fragments = tables["fragments.parquet"]
+    capacity = tasks.column("cpu_capacity").to_pylist()
+    fragments = fragments.set_column(2, "cpu_usage",
+                                     pa.array([capacity[0], capacity[1], 1.0, 2.0]))
+    tables = {"tasks.parquet": tasks, "fragments.parquet": fragments}
+    readings = []
+    slices = stream.task_slices
+
+    def counted(*args, **kwargs):
+        readings.append(1)
+        return slices(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stream, "task_slices", counted)
+        assert converted(tables, "parquet", task_rows=1, fragment_rows=1,
+                         slice_tasks=1) == "converted"
+    assert len(readings) == 1

@@ -132,7 +132,8 @@ class Whole:
     time_origin: str | None
     origin: int
     own_extras: frozenset[str]
-    """The own extras keys some task has (a slice has them all, as the whole file does)."""
+    """The own extras keys some task has (a slice has them all, as the whole file does; the
+    profile's when a task has several fragments, else from the first slice with one on)."""
     fragment_groups: tuple[Any, ...]
     """Each fragments row group's distinct task ids, sorted."""
 
@@ -312,11 +313,28 @@ def finish_whole(parts: Parts, findings: Sequence[PartFindings], reread: Reread
                    if found.first_submission is not None]
     time_origin, origin = time_origin_of(parts.metadata,
                                          min(submissions) if submissions else None)
-    whole = Whole(ids, offsets, dependency_ids, time_origin, origin,
-                  frozenset().union(*(found.own_extras for found in tasks)),
+    own_extras = frozenset().union(*(found.own_extras for found in tasks))
+    if _a_task_has_several_fragments(ids, fragments):
+        own_extras |= {PROFILE}  # (a task of several fragments has a profile)
+    whole = Whole(ids, offsets, dependency_ids, time_origin, origin, own_extras,
                   tuple(found.ids for found in fragments))
     return ChunkedRead(tuple(problems), count, tasks=count,
                        dependencies=len(dependency_ids)), whole
+
+
+def _a_task_has_several_fragments(ids: Any, fragments: Sequence[PartFindings]) -> bool:
+    """Whether some task has more than one row in fragments.parquet, from the fragments row
+    groups' distinct ids and counts."""
+    import numpy as np
+
+    if not fragments:
+        return False
+    distinct = np.concatenate([found.ids for found in fragments])
+    counts = np.concatenate([found.fragment_counts for found in fragments])
+    held = np.isin(distinct, ids)
+    each, where = np.unique(distinct[held], return_inverse=True)
+    return bool(len(each)) and bool(
+        np.any(np.bincount(where, weights=counts[held], minlength=len(each)) > 1))
 
 
 def _value_problems(findings: Sequence[PartFindings]) -> list[Diagnostic]:
