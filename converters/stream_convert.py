@@ -5,9 +5,11 @@ are read by seeking) to Parquet, SWF or GWF a row group at a time (its jobs whol
 a job that continues in the next row group are read with it). Those inputs convert to Batsim
 and osp-workload JSON the same way (``stream_targets_json``), and to an OpenDC workload
 folder (``stream_targets_opendc``: written into a temporary folder beside OUTPUT,
-``folders.folder_beside``, renamed into place once it reads back accepted).
-``dcx.converters.streaming`` decides when (the inputs ``dcx validate`` streams); this module
-converts.
+``folders.folder_beside``, renamed into place once it reads back accepted). An OpenDC
+workload folder is a source too, its files read by row groups and its tasks a slice at a
+time, each with its fragments (``stream_sources.OpendcWorkloadSource``), to every target but
+itself. ``dcx.converters.streaming`` decides when (the inputs ``dcx validate`` streams); this
+module converts.
 
 One engine for every source format (this module); a ``Source`` is what differs between them
 (``stream_sources``: its chunked checker, how a chunk is read, what the chunks say of one
