@@ -36,6 +36,7 @@ if sys.argv[1] == "objects":  # the baseline: every columnar function declines
     batsim._normal_columns = lambda *_: None
     batsim._plain_job_columns = lambda *_: None
     osp._normal_columns = lambda *_: None
+    osp._plain_columns = lambda *_: None
 sys.exit(main(sys.argv[2:]))
 """
 

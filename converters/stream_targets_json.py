@@ -387,6 +387,9 @@ class _Workflows:
     the root's head first, a workflow continued in the next chunk kept open."""
 
     def __init__(self, stream: Any, head: str, stitches: bool, origin: str | None) -> None:
+        from dcx.formats.osp_workload import codec
+
+        self.codec = codec  # (imported once, not once per workflow)
         self.stream, self.head, self.stitches = stream, head, stitches
         self.origin = origin
         """The time origin of the head (``date_start``), which every part's times count
@@ -399,37 +402,39 @@ class _Workflows:
         """That workflow has tasks written."""
 
     def add(self, workflows: list[Any]) -> None:
-        from dcx.formats.osp_workload import codec
-
-        write = self.stream.write
+        codec = self.codec
+        pieces: list[str] = []  # (one write per chunk, not a few per workflow)
+        emit = pieces.append
         for index, workflow in enumerate(workflows):
             if index == 0 and self.stitches and self.count and workflow.id == self.open:
                 if workflow.tasks:
-                    write(((",\n" if self.tasks else codec.TASKS_OPEN)
-                           + ",\n".join(workflow.tasks)).encode())
+                    emit((",\n" if self.tasks else codec.TASKS_OPEN)
+                         + ",\n".join(workflow.tasks))
                     self.tasks = True
                 continue
-            self.close()
-            write(((codec.WORKFLOW_SEPARATOR if self.count else "[\n")
-                   + workflow.head).encode())
+            emit(self._closing())
+            emit((codec.WORKFLOW_SEPARATOR if self.count else "[\n") + workflow.head)
             self.count += 1
             self.open, self.tasks = workflow.id, bool(workflow.tasks)
             if workflow.tasks:
-                write((codec.TASKS_OPEN + ",\n".join(workflow.tasks)).encode())
+                emit(codec.TASKS_OPEN + ",\n".join(workflow.tasks))
+        self.stream.write("".join(pieces).encode())
+
+    def _closing(self) -> str:
+        """The text that closes the workflow last written while its tasks list is open
+        (then closed), else nothing."""
+        if self.count and self.open is not _CLOSED:
+            self.open = _CLOSED
+            return self.codec.TASKS_CLOSE if self.tasks else self.codec.NO_TASKS
+        return ""
 
     def close(self) -> None:
-        from dcx.formats.osp_workload import codec
-
-        if self.count and self.open is not _CLOSED:
-            self.stream.write((codec.TASKS_CLOSE if self.tasks else codec.NO_TASKS).encode())
-            self.open = _CLOSED
+        self.stream.write(self._closing().encode())
 
     def finish(self) -> None:
-        from dcx.formats.osp_workload import codec
-
         self.close()
-        self.stream.write((codec.WORKFLOWS_CLOSE if self.count else codec.NO_WORKFLOWS
-                           ).encode())
+        self.stream.write((self.codec.WORKFLOWS_CLOSE if self.count
+                           else self.codec.NO_WORKFLOWS).encode())
 
 
 _HEADER_AFTER = "a header line after the first chunk (the whole file writes it at the top)"

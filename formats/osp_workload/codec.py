@@ -652,12 +652,9 @@ def write(document: Document) -> WriteResult:
         if not schema_verdict(SCHEMA, root):
             data, problem = serialised_against(SCHEMA, root)
             return _unwritable(problem or "the schema refuses the root's members")
-        workflows = [workflow.head + (TASKS_OPEN + ",\n".join(workflow.tasks) + TASKS_CLOSE
-                                      if workflow.tasks else NO_TASKS)
-                     for workflow in _column_workflows(columns, origin)]
         text = _before_list(root, "workflows", "") + (
-            "[\n" + WORKFLOW_SEPARATOR.join(workflows) + WORKFLOWS_CLOSE
-            if workflows else NO_WORKFLOWS)
+            "[\n" + _column_text(columns, origin) + WORKFLOWS_CLOSE
+            if columns.job_count else NO_WORKFLOWS)
         return WriteResult(text.encode())
     root["workflows"] = [_workflow(job, origin) for job in workload.jobs]
     data, problem = serialised_against(SCHEMA, root)
@@ -837,14 +834,23 @@ def _columns_writable(columns: WorkloadColumns) -> bool:
                if len(column))
 
 
-def _value_texts(np: Any, column: Any, text: Callable[[float], str | None]) -> list[str | None]:
-    """``text`` of each row's value, asked once per distinct value (NaN: ``None``, no
-    text)."""
+def _value_texts(np: Any, column: Any, text: Callable[[float], str],
+                 many: Callable[[Any], tuple[Any, list[str]]] | None = None) -> list[str]:
+    """``text`` of each row's value, asked once per distinct value (NaN, no value: ``""``);
+    ``many`` gives the texts of the distinct values it accepts (a mask, their texts) at
+    once, ``text`` the others'."""
     if not len(column):
         return []
     values, inverse = np.unique(column, return_inverse=True)
-    texts = [None if value != value else text(value) for value in values.tolist()]
-    return [texts[index] for index in inverse.tolist()]
+    texts = np.empty(len(values), dtype=object)
+    rest = np.ones(len(values), dtype=bool)
+    if many is not None:
+        accepted, made = many(values)
+        texts[accepted] = made
+        rest = ~accepted
+    texts[rest] = [text(value) if value == value else "" for value in values[rest].tolist()]
+    result: list[str] = texts[inverse].tolist()
+    return result
 
 
 def _member(key: str, value: Any) -> str:
@@ -857,56 +863,121 @@ def _column_workflows(columns: WorkloadColumns, origin: datetime,
                       ) -> list[WorkflowPart]:
     """Each job of ``columns`` as ``write`` lays out its workflow, each task (by row) also
     depending on the tasks ``outside`` gives (``write_part``)."""
-    import numpy as np
+    tasks = _column_tasks(columns, origin, outside)
+    offsets = columns.job_offsets.tolist()
+    return [WorkflowPart(job_id, head, tasks[offsets[job]:offsets[job + 1]])
+            for job, (job_id, head) in enumerate(zip(columns.job_ids.tolist(),
+                                                     _column_heads(columns), strict=True))]
 
-    count = len(columns)
-    submit = _value_texts(np, columns.submit_time_s, lambda seconds: _TEXT(
-        _timestamp(seconds, origin)))
-    runtime = _value_texts(np, columns.runtime_s, lambda seconds: _TEXT(_json_number(seconds)))
-    cores = _value_texts(np, columns.cores, lambda cores: None if cores == 1.0 else _TEXT(
-        _json_number(cores)))
-    memory = _value_texts(np, columns.memory_mb, lambda mb: _TEXT(format_size_mb(mb)))
-    own = [(key, column) for key, column in columns.extras.items() if ":" not in key]
-    extras: list[list[str]] = [[] for _ in range(count)]
-    for key, column in own:
-        for row in np.flatnonzero(column.present).tolist():
-            extras[row].append(_member(key, column.at(row)))
-    ids = [_TEXT(value) for value in columns.ids.tolist()]
-    dependencies = [_TEXT(value) for value in columns.dependency_ids.tolist()]
-    offsets = columns.dependency_offsets.tolist()
-    margin, inner = _MEMBER_MARGIN, _MEMBER_MARGIN + " " * _TEXT_INDENT
-    separator = ",\n" + margin
-    tasks = []
-    for row in range(count):
-        members = [f'"id": {ids[row]}', *extras[row], f'"ts_submit": {submit[row]}']
-        if runtime[row] is not None:
-            members.append(f'"runtime": {runtime[row]}')
-        if cores[row] is not None:
-            members.append(f'"core_count": {cores[row]}')
-        if memory[row] is not None:
-            members.append(f'"memory_usage": {memory[row]}')
-        needed = dependencies[offsets[row]:offsets[row + 1]]
-        if outside and row in outside:
-            for place, value in outside[row]:
-                needed.insert(place, _TEXT(str(value)))  # (as _text_id writes an id)
-        if needed:
-            members.append('"depends_on": [\n' + inner + (",\n" + inner).join(needed)
-                           + "\n" + margin + "]")
-        tasks.append(_TASK_MARGIN + "{\n" + margin + separator.join(members) + "\n"
-                     + _TASK_MARGIN + "}")
-    job_offsets = columns.job_offsets.tolist()
+
+def _column_text(columns: WorkloadColumns, origin: datetime) -> str:
+    """The workflows of ``columns`` as ``write`` lays out the root's ``workflows`` list's
+    items (what ``_column_workflows`` gives, joined)."""
+    tasks = _column_tasks(columns, origin)
+    heads = _column_heads(columns)
+    sizes = _run_sizes(columns.job_offsets)
+    if all(size == 1 for size in sizes):  # a trace: one task per job
+        items = [head + TASKS_OPEN + task + TASKS_CLOSE
+                 for head, task in zip(heads, tasks, strict=True)]
+    else:
+        offsets = columns.job_offsets.tolist()
+        items = [head + (TASKS_OPEN + ",\n".join(tasks[offsets[job]:offsets[job + 1]])
+                         + TASKS_CLOSE if size else NO_TASKS)
+                 for job, (head, size) in enumerate(zip(heads, sizes, strict=True))]
+    return WORKFLOW_SEPARATOR.join(items)
+
+
+def _run_sizes(offsets: Any) -> list[int]:
+    """The sizes of the runs ``offsets`` marks."""
+    sizes: list[int] = (offsets[1:] - offsets[:-1]).tolist()
+    return sizes
+
+
+def _column_heads(columns: WorkloadColumns) -> list[str]:
+    """Each workflow's text up to its tasks list (``_before_list`` of its id, name and
+    tasks: a template, not an encoder call per workflow)."""
     # by name code + 1 (code -1: no name)
     names = ["", *(f'\n      "application_name": {_TEXT(name)},'
                    for name in columns.job_names.values)]
-    workflows = []
-    for job, (job_id, name) in enumerate(zip(columns.job_ids.tolist(),
-                                             columns.job_names.codes.tolist(), strict=True)):
-        # (_before_list of the workflow's id, name and tasks: a template, not an encoder
-        # call per workflow)
-        head = f'    {{\n      "id": {_TEXT(job_id)},{names[name + 1]}\n      "tasks": '
-        workflows.append(WorkflowPart(job_id, head,
-                                      tasks[job_offsets[job]:job_offsets[job + 1]]))
-    return workflows
+    return [f'    {{\n      "id": {job_id},{names[name + 1]}\n      "tasks": '
+            for job_id, name in zip(map(_TEXT, columns.job_ids.tolist()),
+                                    columns.job_names.codes.tolist(), strict=True)]
+
+
+def _column_tasks(columns: WorkloadColumns, origin: datetime,
+                  outside: dict[int, list[tuple[int, Any]]] | None = None) -> list[str]:
+    """Each task of ``columns`` as ``_text`` lays out ``_task_object`` in a workflow."""
+    import numpy as np
+
+    count = len(columns)
+    margin, inner = _MEMBER_MARGIN, _MEMBER_MARGIN + " " * _TEXT_INDENT
+    separator = ",\n" + margin
+
+    def member(name: str, value: Callable[[float], str | None]) -> Callable[[float], str]:
+        """A member's text with the separator before it (``""``: not written)."""
+        def text(number: float) -> str:
+            written = value(number)
+            return "" if written is None else f'{separator}"{name}": {written}'
+        return text
+
+    # each task's members in the order _task_object writes them, each text made once per
+    # distinct value and with the separator before it, then joined row by row
+    submit = _value_texts(np, columns.submit_time_s, member(
+        "ts_submit", lambda seconds: _TEXT(_timestamp(seconds, origin))),
+        lambda seconds: _whole_timestamps(np, seconds, origin, f'{separator}"ts_submit": "'))
+    runtime = _value_texts(np, columns.runtime_s, member(
+        "runtime", lambda seconds: _TEXT(_json_number(seconds))))
+    cores = _value_texts(np, columns.cores, member(
+        "core_count", lambda cores: None if cores == 1.0 else _TEXT(_json_number(cores))))
+    memory = _value_texts(np, columns.memory_mb, member(
+        "memory_usage", lambda mb: _TEXT(format_size_mb(mb))))
+    extras = [""] * count
+    for key, column in columns.extras.items():
+        if ":" not in key:
+            for row in np.flatnonzero(column.present).tolist():
+                extras[row] += separator + _member(key, column.at(row))
+    dependencies = [""] * count
+    texts = [_TEXT(value) for value in columns.dependency_ids.tolist()]
+    offsets = columns.dependency_offsets.tolist()
+    needing = np.flatnonzero(np.diff(columns.dependency_offsets)).tolist()
+    for row in sorted({*needing, *(outside or ())}):
+        needed = texts[offsets[row]:offsets[row + 1]]
+        for place, value in (outside or {}).get(row, ()):
+            needed.insert(place, _TEXT(str(value)))  # (as _text_id writes an id)
+        if needed:
+            dependencies[row] = (f'{separator}"depends_on": [\n{inner}'
+                                 + f",\n{inner}".join(needed) + f"\n{margin}]")
+    opening = _TASK_MARGIN + "{\n" + margin + '"id": '
+    closing = "\n" + _TASK_MARGIN + "}"
+    return [opening + task_id + more + at + ran + on + uses + needs + closing
+            for task_id, more, at, ran, on, uses, needs in zip(
+                map(_TEXT, columns.ids.tolist()), extras, submit, runtime, cores, memory,
+                dependencies, strict=True)]
+
+
+# 0001-01-01T00:00:00 and 9999-12-31T23:59:59 in seconds from the Unix epoch: the instants
+# a datetime holds to the second
+_FIRST_SECOND, _LAST_SECOND = -62135596800, 253402300799
+
+
+def _whole_timestamps(np: Any, seconds: Any, origin: datetime, before: str
+                      ) -> tuple[Any, list[str]]:
+    """``_timestamp`` of the whole ``seconds`` whose instant is in the years 1 to 9999 (as
+    JSON text after ``before``), when ``origin`` is a whole second: numpy's datetimes write
+    them as ``isoformat`` does; which of ``seconds`` they are (a mask), and their texts.
+    A fast path that only accepts: ``_timestamp`` writes the others."""
+    if origin.microsecond:
+        return np.zeros(len(seconds), dtype=bool), []
+    naive = origin.replace(tzinfo=None)
+    suffix = origin.isoformat()[len(naive.isoformat()):]  # the origin's offset, if any
+    start = (naive - datetime(1970, 1, 1)).total_seconds()
+    with np.errstate(invalid="ignore"):
+        instants = start + seconds
+        accepted = (np.floor(seconds) == seconds) & (np.abs(seconds) < 2.0 ** 52) \
+            & (instants >= _FIRST_SECOND) & (instants <= _LAST_SECOND)
+    written = np.datetime_as_string(instants[accepted].astype(np.int64).astype(
+        "datetime64[s]"), unit="s").tolist()
+    return accepted, [f'{before}{text}{suffix}"' for text in written]
 
 
 def _timestamp(seconds: float, origin: datetime) -> str:
