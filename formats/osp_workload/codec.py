@@ -8,9 +8,9 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from dcx.core.columns import (
     ExtraColumn,
@@ -759,11 +759,11 @@ def _root(workload: Workload) -> dict[str, Any]:
     return root
 
 
-@dataclass(frozen=True)
-class WorkflowPart:
+class WorkflowPart(NamedTuple):
     """A workflow (or the part of it a chunk holds) as text: ``head`` up to its tasks list,
     then its tasks, each an item of that list (``TASKS_OPEN`` before the first, ``",\\n"``
-    between two, ``TASKS_CLOSE`` after the last; no task: ``NO_TASKS``)."""
+    between two, ``TASKS_CLOSE`` after the last; no task: ``NO_TASKS``). A tuple: a chunk
+    of a trace makes one per job."""
 
     id: Id
     head: str
