@@ -1,11 +1,11 @@
 """A task's request re-expressed for formats that count its processors one way only.
 
-The model asks for ``nodes`` nodes of ``cores`` cores and ``memory_mb`` each. SWF counts
-processors (``nodes x cores`` single-core nodes, memory per processor); GWF and OpenDC count
-the cores of one node (memory for the whole node). Either way the job keeps its total cores
-and its total memory: a 64-processor SWF job is a 64-core GWF task, not a 1-core one. These
-functions are the rules, once, for one request and for columns of them (``numpy`` arrays);
-both give the same numbers, float for float.
+The model asks for ``nodes`` nodes of ``cores`` cores and ``memory_mb`` each. SWF and Batsim
+count processors (``nodes x cores`` single-core nodes, memory per processor); GWF,
+osp-workload and OpenDC count the cores of one node (memory for the whole node). Either way
+the job keeps its total cores and its total memory: a 64-processor SWF job is a 64-core GWF
+task, not a 1-core one. These functions are the rules, once, for one request and for columns
+of them (``numpy`` arrays); both give the same numbers, float for float.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def whole_counts(total: Any) -> Any:
     import numpy as np
 
     whole = np.ones(len(total), dtype=np.int64)
-    large = np.isfinite(total) & (total > 1)
+    with np.errstate(invalid="ignore"):
+        large = np.isfinite(total) & (total > 1)
     whole[large] = np.ceil(total[large])
     return whole
 
@@ -47,8 +48,9 @@ def single_core_node_columns(nodes: Any, cores: Any, memory_mb: Any) -> tuple[An
     import numpy as np
 
     folded = cores != 1
-    processors = whole_counts(np.where(folded, nodes * cores, nodes))
-    return processors, np.where(folded, memory_mb * nodes / processors, memory_mb)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf stay what they are
+        processors = whole_counts(np.where(folded, nodes * cores, nodes))
+        return processors, np.where(folded, memory_mb * nodes / processors, memory_mb)
 
 
 def one_node(nodes: int, cores: float, memory_mb: float | None
@@ -65,5 +67,6 @@ def one_node_columns(nodes: Any, cores: Any, memory_mb: Any) -> tuple[Any, Any]:
     import numpy as np
 
     single = nodes == 1
-    return (np.where(single, cores, nodes * cores),
-            np.where(single, memory_mb, memory_mb * nodes))
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf stay what they are
+        return (np.where(single, cores, nodes * cores),
+                np.where(single, memory_mb, memory_mb * nodes))

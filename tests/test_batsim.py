@@ -176,7 +176,9 @@ def test_tasks_without_runtime_or_profile_are_left_out_and_explained() -> None:
         Job(id=1, tasks=(_task(1, 60.0), _task(2, None), _task(3, 0.0))),)))
     normal = batsim.normal_form(document)
     assert [t.id for t in normal.workload.tasks()] == [1]
-    assert batsim.normal_form_losses(document) == {"task.runtime_s"}
+    # (2 nodes of 8 cores are 16 hosts: the cores per node are lost)
+    assert [t.request.nodes for t in normal.workload.tasks()] == [16]
+    assert batsim.normal_form_losses(document) == {"task.runtime_s", "task.request.cores"}
     assert "2 of 3 tasks" in batsim.leaves_out(document)
     alone = Document(workload=Workload(jobs=(Job(id=1, tasks=(_task(1, None),)),)))
     assert batsim.normal_form(alone).workload.jobs == ()
@@ -190,7 +192,7 @@ def test_equal_runtimes_share_a_profile_and_clashing_names_get_a_suffix() -> Non
     assert written["profiles"] == {"delay60": {"type": "delay", "delay": 60},
                                    "delay30": {"type": "delay", "delay": 30}}
     assert [j["profile"] for j in written["jobs"]] == ["delay60", "delay60", "delay30", "delay60"]
-    assert batsim.normal_form_losses(document) == {"task.extras"}
+    assert batsim.normal_form_losses(document) == {"task.extras", "task.request.cores"}
 
 
 def test_ids_batsim_cannot_take_are_renumbered() -> None:

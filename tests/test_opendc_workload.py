@@ -147,8 +147,10 @@ def test_swf_through_the_folder_and_back_keeps_times_cores_memory_and_dependenci
         assert after.id == before.id
         assert after.submit_time_s == before.submit_time_s
         assert after.runtime_s == (before.runtime_s or 0.0)
+        # the task asks for all of the job's processors and all of their memory
         assert after.request.cores == before.request.cores * before.request.nodes
-        assert after.request.memory_mb == before.request.memory_mb
+        assert after.request.memory_mb == (None if before.request.memory_mb is None else
+                                           before.request.memory_mb * before.request.nodes)
         assert after.dependencies == before.dependencies
 
 

@@ -17,7 +17,7 @@ from dcx.core.shapes import (
     whole_count,
     whole_counts,
 )
-from dcx.formats import gwf, swf
+from dcx.formats import gwf, opendc_workload, swf
 
 requests = st.tuples(st.integers(0, 4096),
                      st.floats(0, 512, allow_nan=False) | st.sampled_from([1.0, 0.5, 2.0]),
@@ -48,7 +48,7 @@ def _nan(value: float) -> float | None:
 
 def test_a_job_keeps_its_total_cores_and_memory_through_swf_and_gwf() -> None:
     """2 nodes of 4 cores and 1 GB each: 8 SWF processors of 256 MB, one 8-core GWF node
-    of 2 GB; and back."""
+    of 2 GB, and back; one 8-core OpenDC task of 2 GB."""
     task = Task(id=1, submit_time_s=0.0, runtime_s=60.0, requested_time_s=120.0,
                 request=ResourceRequest(nodes=2, cores=4.0, memory_mb=1024.0))
     document = Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),)))
@@ -64,6 +64,10 @@ def test_a_job_keeps_its_total_cores_and_memory_through_swf_and_gwf() -> None:
     assert back is not None and back.workload is not None
     (read,) = back.workload.tasks()
     assert read.request == ResourceRequest(nodes=8, cores=1.0, memory_mb=256.0)
+    as_opendc = opendc_workload.read(opendc_workload.write(document).data).document
+    assert as_opendc is not None and as_opendc.workload is not None
+    (read,) = as_opendc.workload.tasks()
+    assert read.request == ResourceRequest(nodes=1, cores=8.0, memory_mb=2048.0)
 
 
 def test_the_lost_shape_is_one_loss_counted_where_it_is_used() -> None:

@@ -16,8 +16,11 @@ Batsim                   model
 ``id``                   ``Task.id``: a JSON integer stays an ``int``, a string a ``str``
 ``subtime``              ``submit_time_s`` (seconds after the simulation starts)
 ``walltime``             ``requested_time_s``; absent (or 4.x's ``-1``) is ``None``
-``res``                  ``request.nodes``: a Batsim resource is a host, so cores per node are
-                         not held (they become 1, a ``task.request.cores`` loss)
+``res``                  ``request.nodes``: a Batsim resource is a host, and a workload's hosts
+                         are processors (Batsim's SWF converters write the job's processors),
+                         so several cores per node are that many hosts each: ``nodes x
+                         cores`` (rounded up; the cores per node are a ``task.request.cores``
+                         loss)
 ``profile``              a ``delay`` profile is the runtime (``runtime_s`` = ``delay``); its
                          name is kept in ``extras["batsim:profile"]`` unless it is the name dcx
                          gives a delay (``delay<seconds>``, as ``delay120`` or ``delay20.25``).

@@ -35,6 +35,7 @@ from dcx.core.model import (
     Workload,
     direct_constructor,
 )
+from dcx.core.shapes import single_core_node_columns, single_core_nodes
 from dcx.formats.batsim import SCHEMA
 
 PREFIX = "batsim:"
@@ -471,7 +472,9 @@ class _Normalizer:
         lost = self.lost
         runtime = task.runtime_s if _positive(task.runtime_s) else None
         request = task.request
-        nodes = _node_count(request.nodes)
+        if request.cores != 1:
+            lost.add("task.request.cores")  # (also of a task left out, as its other values)
+        nodes = _node_count(_hosts(request))
         extras = task.extras
         name = extras.get(PROFILE_KEY)
         if name is not None and not self._writable_name(name):
@@ -493,7 +496,8 @@ class _Normalizer:
         requested = task.requested_time_s if _positive(task.requested_time_s) else None
         for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
                                     ("task.requested_time_s", task.requested_time_s, requested),
-                                    ("task.request.nodes", request.nodes, nodes),
+                                    ("task.request.nodes", request.nodes,
+                                     _node_count(request.nodes)),
                                     ("task.id", task.id, task_id)):
             if before is not after and before != after:
                 lost.add(path)
@@ -501,10 +505,10 @@ class _Normalizer:
                                 and name == delay_profile_name(runtime) else name)
         if (task_id is task.id and submit is task.submit_time_s and runtime is task.runtime_s
                 and requested is task.requested_time_s and nodes == request.nodes
-                and kept is extras):
+                and request.cores == 1 and kept is extras):
             return task  # already in normal form: no copy per task
-        if nodes != request.nodes:
-            request = replace(request, nodes=nodes)
+        if nodes != request.nodes or request.cores != 1:
+            request = replace(request, nodes=nodes, cores=1.0)
         return Task(**{**task.__dict__, "id": task_id, "submit_time_s": submit,
                        "runtime_s": runtime, "requested_time_s": requested,
                        "request": request, "extras": kept})
@@ -556,6 +560,18 @@ class _Normalizer:
 
 def _positive(value: float | None) -> bool:
     return value is not None and value > 0 and math.isfinite(value)
+
+
+def _hosts(request: ResourceRequest) -> Any:
+    """The hosts a request takes: a Batsim resource is a host, and a workload's hosts are
+    processors (Batsim's SWF converters make ``res`` the SWF job's processors), so several
+    cores per node are that many hosts each (``core.shapes``). The cores per node are what
+    is lost; the host count carries the total, so it counts as changed only for what it
+    cannot hold itself."""
+    nodes, cores = request.nodes, request.cores
+    if cores == 1 or type(nodes) is not int or type(cores) not in (int, float):
+        return nodes
+    return single_core_nodes(nodes, cores, None)[0]
 
 
 def _node_count(nodes: Any) -> int:
@@ -726,7 +742,7 @@ def _normal_columns(columns: WorkloadColumns, normalizer: _Normalizer
     finite = _per_value(np, submit, math.isfinite, bool)
     requested = kept.requested_time_s
     positive = _per_value(np, requested, _positive, bool)
-    nodes = _per_value(np, kept.nodes, _node_count, np.int64)
+    nodes = _per_value(np, _host_column(kept), _node_count, np.int64)
     changes: dict[str, Any] = {"ids": ids}
     if not finite.all():
         lost.add("task.submit_time_s")
@@ -735,11 +751,28 @@ def _normal_columns(columns: WorkloadColumns, normalizer: _Normalizer
         lost.add("task.requested_time_s")
         changes["requested_time_s"] = np.where(positive, requested, math.nan)
     if not np.array_equal(nodes, kept.nodes):
-        lost.add("task.request.nodes")
         changes["nodes"] = nodes
+    if not np.array_equal(_per_value(np, kept.nodes, _node_count, np.int64), kept.nodes):
+        lost.add("task.request.nodes")
+    if bool((kept.cores != 1).any()):
+        changes["cores"] = np.ones(len(kept), dtype=np.float64)
+    if bool((columns.cores != 1).any()):
+        lost.add("task.request.cores")  # (also of a task left out, as _Normalizer.task)
     if kept is columns and ids is columns.ids and len(changes) == 1:
         return columns
     return replace(kept, **changes)
+
+
+def _host_column(columns: WorkloadColumns) -> Any:
+    """``_hosts`` of each task row."""
+    import numpy as np
+
+    several = columns.cores != 1
+    if not bool(several.any()):
+        return columns.nodes
+    hosts, _ = single_core_node_columns(columns.nodes, columns.cores,
+                                        np.full(len(columns), math.nan))
+    return np.where(several, hosts, columns.nodes)
 
 
 def _distinct(values: Any) -> list[float]:

@@ -113,8 +113,8 @@ def normal_variant(columns: WorkloadColumns) -> Variant | None:
     normal form is then built task by task)."""
     import numpy as np
 
-    if not _plain_ids(columns.ids, np):
-        return None
+    if not _plain_ids(columns.ids, np) or bool(np.any(columns.nodes != 1)):
+        return None  # (tasks over several nodes: see on_one_node)
     extras = _Extras.of(columns, np)
     if extras is None:
         return None

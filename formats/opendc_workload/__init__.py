@@ -57,8 +57,10 @@ asked for".
 What dcx writes: ``normal_form(document)``: ids that are not unique 32-bit integers are
 renumbered 1..n in workload order (dependencies follow, a ``task.id`` loss); times are
 rounded to the millisecond, an unknown or negative runtime is 0, a time origin that is not
-ISO 8601 to the millisecond is dropped; cores are whole (rounded up) and fit INT32, memory is
-rounded to 1/1000 MB; ``opendc-workload:`` extras that OpenDC's columns cannot carry are
+ISO 8601 to the millisecond is dropped; a task over several nodes asks for all their cores
+and all their memory (``nodes x cores``, ``nodes x memory``: the node count is the
+``task.request.nodes`` loss, ``dcx.core.shapes``); cores are whole (rounded up) and fit INT32,
+memory is rounded to 1/1000 MB; ``opendc-workload:`` extras that OpenDC's columns cannot carry are
 dropped. Every task gets at least one fragment (its runtime at its capacity), since OpenDC
 silently drops a task without one, and ``cpu_capacity`` is 1000 MHz per core when the model
 does not say. Required columns are written non-nullable with exactly the types above.

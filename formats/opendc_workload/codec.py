@@ -24,6 +24,7 @@ from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, war
 from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS
 from dcx.core.model import Document, Id, Job, Task, Workload
+from dcx.core.shapes import one_node, one_node_columns
 from dcx.formats.opendc_workload import FRAGMENTS, MEMBERS, OWN, SCHEMA, TASKS
 
 TIME_ORIGIN_KEY = b"dcx:time_origin"
@@ -631,22 +632,28 @@ def _normal_columns(columns: WorkloadColumns, origin: int,
     runtime[runtime < 0] = 0.0
     deadline = _ms_column(np, columns.deadline_s, math.nan)
     deadline[np.round(deadline * 1000) + origin == -1] = math.nan
-    total = columns.cores * columns.nodes
-    cores = np.where(np.isfinite(total) & (total >= 0), np.minimum(np.ceil(total), _INT32 - 1),
-                     1.0)
-    memory = np.round(columns.memory_mb * MEMORY_FACTOR) / MEMORY_FACTOR
-    memory[~(memory > 0) | ~(memory * MEMORY_FACTOR < _EXACT)] = math.nan
+    total, node_memory = one_node_columns(columns.nodes, columns.cores, columns.memory_mb)
+    cores, memory = _whole_cpu_column(np, total), _held_memory_column(np, node_memory)
     for field, path, normal in (("submit_time_s", "task.submit_time_s", submit),
                                 ("runtime_s", "task.runtime_s", runtime),
-                                ("deadline_s", "task.deadline_s", deadline),
-                                ("cores", "task.request.cores", cores),
-                                ("memory_mb", "task.request.memory_mb", memory)):
+                                ("deadline_s", "task.deadline_s", deadline)):
         given = getattr(columns, field)
         if not np.array_equal(given, normal, equal_nan=True):
             changes[field] = normal
             lost.add(path)
+    # (as _normal_task: cores and memory count as changed for their own rounding only)
+    for field, path, normal, own in (
+            ("cores", "task.request.cores", cores, _whole_cpu_column(np, columns.cores)),
+            ("memory_mb", "task.request.memory_mb", memory,
+             _held_memory_column(np, columns.memory_mb))):
+        given = getattr(columns, field)
+        if not np.array_equal(given, normal, equal_nan=True):
+            changes[field] = normal
+        if not np.array_equal(given, own, equal_nan=True):
+            lost.add(path)
     if np.any(columns.nodes != 1):
         changes["nodes"] = np.ones(len(ids), dtype=np.int64)
+        lost.add("task.request.nodes")
     capacity = columns.extras.get(CPU_CAPACITY)
     if capacity is not None:
         if capacity.texts is not None:
@@ -662,6 +669,20 @@ def _normal_columns(columns: WorkloadColumns, origin: int,
             changes["extras"] = extras
             lost.add("task.extras")
     return replace(columns, **changes) if changes else columns
+
+
+def _whole_cpu_column(np: Any, cores: Any) -> Any:
+    """``_whole_cpus`` of each value."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(cores) & (cores >= 0),
+                        np.minimum(np.ceil(cores), _INT32 - 1), 1.0)
+
+
+def _held_memory_column(np: Any, memory_mb: Any) -> Any:
+    """``_held_memory`` of each value (``NaN``: ``None``)."""
+    memory = np.round(memory_mb * MEMORY_FACTOR) / MEMORY_FACTOR
+    memory[~(memory > 0) | ~(memory * MEMORY_FACTOR < _EXACT)] = math.nan
+    return memory
 
 
 def _ms_column(np: Any, seconds: Any, unknown: float) -> Any:
@@ -734,25 +755,25 @@ def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], origin: int,
             lost.add(f"task.{name}")
     request = task.request
     request_changes: dict[str, Any] = {}
-    cores = request.cores
-    if type(request.nodes) is int and type(cores) in (int, float):
-        cores = cores * request.nodes
-    normal_cores = (float(min(math.ceil(cores), _INT32 - 1))
-                    if isinstance(cores, int | float) and not isinstance(cores, bool)
-                    and math.isfinite(cores) and cores >= 0 else 1.0)
+    # OpenDC has no nodes: cpu_count is every core the task asks for, mem_capacity all its
+    # memory (core.shapes). The node count is what is lost; cores and memory carry the
+    # totals, so they count as changed only for what they cannot hold themselves.
+    cores, memory = request.cores, request.memory_mb
+    if type(request.nodes) is int and type(cores) in (int, float) and (
+            memory is None or type(memory) in (int, float)):
+        cores, memory = one_node(request.nodes, cores, memory)
+    if request.nodes != 1:
+        request_changes["nodes"] = 1
+        lost.add("task.request.nodes")
+    normal_cores = _whole_cpus(cores)
     if not _same(request.cores, normal_cores):
         request_changes["cores"] = normal_cores
+    if not _same(request.cores, _whole_cpus(request.cores)):
         lost.add("task.request.cores")
-    if request.nodes != 1:  # OpenDC has no nodes: cpu_count is every core the task asks for
-        request_changes["nodes"] = 1
-    memory = request.memory_mb
-    normal_memory: float | None = None
-    if isinstance(memory, int | float) and not isinstance(memory, bool) \
-            and math.isfinite(memory) and memory > 0:
-        thousandths = round(memory * MEMORY_FACTOR)
-        normal_memory = thousandths / MEMORY_FACTOR if 0 < thousandths < _EXACT else None
-    if not _same(memory, normal_memory):
+    normal_memory = _held_memory(memory)
+    if not _same(request.memory_mb, normal_memory):
         request_changes["memory_mb"] = normal_memory
+    if not _same(request.memory_mb, _held_memory(request.memory_mb)):
         lost.add("task.request.memory_mb")
     gpus = request.gpus
     if type(gpus) is not int or not 0 <= gpus < _INT32:
@@ -767,6 +788,23 @@ def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], origin: int,
         changes["extras"] = extras
         lost.add("task.extras")
     return replace(task, **changes) if changes else task
+
+
+def _whole_cpus(cores: Any) -> float:
+    """cpu_count: a whole number of cores (rounded up) that fits INT32."""
+    return (float(min(math.ceil(cores), _INT32 - 1))
+            if isinstance(cores, int | float) and not isinstance(cores, bool)
+            and math.isfinite(cores) and cores >= 0 else 1.0)
+
+
+def _held_memory(memory: Any) -> float | None:
+    """mem_capacity: memory to 1/1000 MB; ``None`` (0, none asked for) where it is not a
+    positive amount that holds."""
+    if isinstance(memory, int | float) and not isinstance(memory, bool) \
+            and math.isfinite(memory) and memory > 0:
+        thousandths = round(memory * MEMORY_FACTOR)
+        return thousandths / MEMORY_FACTOR if 0 < thousandths < _EXACT else None
+    return None
 
 
 def _same(value: Any, normal: Any) -> bool:

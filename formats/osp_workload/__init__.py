@@ -20,8 +20,11 @@ Mapping:
   ``runtime`` → ``runtime_s`` (the format gives no unit; dcx reads seconds); without
   ``runtime``, the span from the first ``time_assigned`` to the last ``time_released`` of
   ``resources_used`` is the runtime; ``core_count`` → ``request.cores``; ``memory_usage``
-  ("200MB") → ``request.memory_mb``; every other key (``user_id``, ``disk_space_usage``,
-  ``resources_used``, …) → ``Task.extras`` under its own name. Size strings in
+  ("200MB") → ``request.memory_mb``; a task runs on one node, so a request over several nodes
+  is written as all their cores and memory (``nodes x cores``, ``nodes x memory``; the node
+  count is a ``task.request.nodes`` loss, ``dcx.core.shapes``); every other key
+  (``user_id``, ``disk_space_usage``, ``resources_used``, …) → ``Task.extras`` under its own
+  name. Size strings in
   ``disk_space_usage``/``network_usage`` are checked but kept as written: the model has no
   task field for them.
 * **Sizes** are a number and a unit: B, KB, MB, GB, TB, PB (and KiB…PiB), powers of 1,024 as

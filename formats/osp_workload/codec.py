@@ -31,6 +31,7 @@ from dcx.core.diagnostics import (
 )
 from dcx.core.memo import last_result
 from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
+from dcx.core.shapes import one_node, one_node_columns
 from dcx.parsing.jsonio import load_json_object
 from dcx.parsing.schemas import schema_diagnostics, schema_verdict, serialised_against
 from dcx.parsing.traces import dependency_diagnostics, format_number, written_ids
@@ -519,16 +520,24 @@ def _normal_columns(columns: WorkloadColumns, origin: datetime,
         texts = _texts_of(np, [numbering[old] for old in ids.tolist()])
     changes["ids"] = texts
     changes.update(_normal_dependencies(np, columns, numbering, lost))
-    for field, path, rule in (
-            ("submit_time_s", "task.submit_time_s", lambda value: _submit(value, origin)),
-            ("runtime_s", "task.runtime_s", _at_least_zero),
-            ("cores", "task.request.cores", _cores),
-            ("memory_mb", "task.request.memory_mb", _at_least_zero)):
+    # (as _Normalizer.task: a task's nodes as the cores and memory of one node)
+    total, node_memory = one_node_columns(columns.nodes, columns.cores, columns.memory_mb)
+    for field, path, rule, wanted in (
+            ("submit_time_s", "task.submit_time_s", lambda value: _submit(value, origin),
+             columns.submit_time_s),
+            ("runtime_s", "task.runtime_s", _at_least_zero, columns.runtime_s),
+            ("cores", "task.request.cores", _cores, total),
+            ("memory_mb", "task.request.memory_mb", _at_least_zero, node_memory)):
         given = getattr(columns, field)
-        normal = _per_value(np, given, rule, np.float64)
+        normal = _per_value(np, wanted, rule, np.float64)
         if not np.array_equal(given, normal, equal_nan=True):
             changes[field] = normal
+        own = normal if wanted is given else _per_value(np, given, rule, np.float64)
+        if not np.array_equal(given, own, equal_nan=True):
             lost.add(path)
+    if bool((columns.nodes != 1).any()):
+        changes["nodes"] = np.ones(len(columns), dtype=np.int64)
+        lost.add("task.request.nodes")
     extras = _normal_extra_columns(columns.extras, lost)
     if extras is not columns.extras:
         changes["extras"] = extras
@@ -604,12 +613,22 @@ class _TaskNormalizer:
         request = task.request
         submit = _submit(task.submit_time_s, self.origin)
         runtime = _at_least_zero(task.runtime_s)
-        cores = _cores(request.cores)
-        memory = _at_least_zero(request.memory_mb)
+        # A task runs on one node: its nodes become that node's cores and memory
+        # (core.shapes). The node count is what is lost; cores and memory carry the
+        # totals, so they count as changed only for what they cannot hold themselves.
+        total, node_memory = request.cores, request.memory_mb
+        if request.nodes != 1:
+            lost.add("task.request.nodes")
+            if type(request.nodes) is int:
+                total, node_memory = one_node(request.nodes, total, node_memory)
+        cores = _cores(total)
+        memory = _at_least_zero(node_memory)
         for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
                                     ("task.runtime_s", task.runtime_s, runtime),
-                                    ("task.request.cores", request.cores, cores),
-                                    ("task.request.memory_mb", request.memory_mb, memory)):
+                                    ("task.request.cores", request.cores,
+                                     _cores(request.cores)),
+                                    ("task.request.memory_mb", request.memory_mb,
+                                     _at_least_zero(request.memory_mb))):
             if before is not after and before != after:
                 lost.add(path)
         extras, dropped = _free_keys(task.extras, _TASK_MAPPED, "task")
@@ -619,11 +638,11 @@ class _TaskNormalizer:
         if (task_id == task.id and dependencies == task.dependencies
                 and submit == task.submit_time_s and runtime is task.runtime_s
                 and cores == request.cores and memory is request.memory_mb
-                and extras is task.extras):
+                and request.nodes == 1 and extras is task.extras):
             return task
         return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
                        "submit_time_s": submit, "runtime_s": runtime,
-                       "request": replace(request, cores=cores, memory_mb=memory),
+                       "request": replace(request, nodes=1, cores=cores, memory_mb=memory),
                        "extras": extras})
 
 
