@@ -258,12 +258,13 @@ def test_losses_name_the_first_value_dropped_at_its_line_in_the_source(tmp_path:
 
 
 def test_a_loss_without_a_count_says_the_values_change(tmp_path: Path) -> None:
-    """OpenDC folds an SWF job's processors (nodes of one core) into one task's cores: the
-    target changes values its normal form gives no count for."""
-    done = dcx("convert", SWF, tmp_path / "out", "--to", "opendc-workload", "--losses")
+    """GWF regroups a WfFormat workflow's tasks into its own jobs: the target changes values
+    its normal form gives no count for."""
+    workflow = EXAMPLES / "wfformat" / "blast-chameleon.json"
+    done = dcx("convert", workflow, tmp_path / "out.gwf", "--losses")
     assert done.returncode == 0, text(done)
-    assert f"  task.request.cores: values changed (first: {SWF}:16:1, " \
-        "/workload/jobs/0/tasks/0): cores per node" in done.stderr.decode().splitlines()
+    assert f"  job: values changed (first: {workflow}:11:9, /workload/jobs/0): grouping of " \
+        "tasks into jobs/workflows" in done.stderr.decode().splitlines()
 
 
 def test_convert_json_report_lists_the_losses(tmp_path: Path) -> None:
