@@ -61,8 +61,9 @@ conversion (``convert.not-streamable``): SWF job numbers that are not all intege
 text ids and Parquet ids the target renumbers (the whole file may number them otherwise);
 to SWF, a GWF or Parquet task with several dependencies, one on a task of another chunk
 or row group (SWF holds one); a GWF workflow whose tasks are not on consecutive lines (the
-whole file writes them together); in a pipe, an SWF preceding job that comes later in the
-trace.
+whole file writes them together); to an OpenDC workload, opendc-workload data its columns
+cannot carry as they are; in a pipe, an SWF preceding job that comes later in the trace, or
+a header line after the first chunk that changes an OpenDC workload's time origin.
 
 The output is written to a temporary file beside OUTPUT, read back under the target's reader
 rules (Parquet a row group at a time, ``read_parts``; SWF and GWF through their chunked
@@ -108,7 +109,9 @@ CODES = (
          "consecutive lines, Parquet ids the target renumbers, to SWF a GWF or Parquet task "
          "with several dependencies, one in another chunk or row group; in a pipe, a "
          "preceding job later in the trace or, to SWF, a header line among later jobs, or, "
-         "to GWF, a later chunk that makes the trace the other variant than its first)."),
+         "to GWF, a later chunk that makes the trace the other variant than its first; to "
+         "an OpenDC workload, opendc-workload data its columns cannot carry as they are or, "
+         "in a pipe, a header line after the first chunk that changes the time origin)."),
 )
 
 STREAM_PAIRS = frozenset((source, name) for name, target in TARGETS.items()
