@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
@@ -52,22 +53,27 @@ def test_a_job_keeps_its_total_cores_and_memory_through_swf_and_gwf() -> None:
     task = Task(id=1, submit_time_s=0.0, runtime_s=60.0, requested_time_s=120.0,
                 request=ResourceRequest(nodes=2, cores=4.0, memory_mb=1024.0))
     document = Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),)))
-    as_swf = swf.read(swf.write(document).data).document
-    assert as_swf is not None and as_swf.workload is not None
-    (read,) = as_swf.workload.tasks()
-    assert read.request == ResourceRequest(nodes=8, cores=1.0, memory_mb=256.0)
-    as_gwf = gwf.read(gwf.write(as_swf).data).document
-    assert as_gwf is not None and as_gwf.workload is not None
-    (read,) = as_gwf.workload.tasks()
-    assert read.request == ResourceRequest(nodes=1, cores=8.0, memory_mb=2048.0)
-    back = swf.read(swf.write(as_gwf).data).document
-    assert back is not None and back.workload is not None
-    (read,) = back.workload.tasks()
-    assert read.request == ResourceRequest(nodes=8, cores=1.0, memory_mb=256.0)
-    as_opendc = opendc_workload.read(opendc_workload.write(document).data).document
-    assert as_opendc is not None and as_opendc.workload is not None
-    (read,) = as_opendc.workload.tasks()
-    assert read.request == ResourceRequest(nodes=1, cores=8.0, memory_mb=2048.0)
+    as_swf = _through(swf, document)
+    assert _request(as_swf) == ResourceRequest(nodes=8, cores=1.0, memory_mb=256.0)
+    as_gwf = _through(gwf, as_swf)
+    assert _request(as_gwf) == ResourceRequest(nodes=1, cores=8.0, memory_mb=2048.0)
+    assert _request(_through(swf, as_gwf)) == ResourceRequest(nodes=8, cores=1.0,
+                                                              memory_mb=256.0)
+    assert _request(_through(opendc_workload, document)) == ResourceRequest(
+        nodes=1, cores=8.0, memory_mb=2048.0)
+
+
+def _through(module: Any, document: Document) -> Document:
+    """``document`` written by ``module`` and read back."""
+    read = module.read(module.write(document).data).document
+    assert read is not None and read.workload is not None
+    return read
+
+
+def _request(document: Document) -> ResourceRequest:
+    assert document.workload is not None
+    (task,) = document.workload.tasks()
+    return task.request
 
 
 def test_the_lost_shape_is_one_loss_counted_where_it_is_used() -> None:
