@@ -119,6 +119,8 @@ class Target:
     SWF lines), written after what comes first (a header) and read back afterwards."""
 
     spec: FormatDeclaration
+    source: Source
+    """The input whose chunks it converts (set by each target's ``__init__``)."""
     sources: frozenset[str] = frozenset()
     """The source formats converted to this target a chunk at a time (``STREAM_PAIRS``)."""
     verdict: Any = None
@@ -596,19 +598,8 @@ class GwfTarget(_LinesTarget):
         """Without the value paths the file's normal form changes nowhere, and with the
         workload's own fields as the header the whole input gives loses them (each chunk
         has the header lines it holds; the whole file one workload of them all)."""
-        from dataclasses import replace
-
-        from dcx.converters.losses import conversion_losses
-
-        not_lost = _VALUE_PATHS - frozenset(counted((_CHANGED, self.variant)))
-        header = self.source.header(replace(self.spec, normal_form=None))
-        of_header = conversion_losses(Document(workload=replace(header, jobs=())), self.spec)
-        kept = [loss for loss in losses if loss.field not in not_lost
-                and not loss.field.startswith("workload.")]
-        order = {path: index for index, path in enumerate(FIELDS)}
-        return tuple(sorted((*kept, *(loss for loss in of_header
-                                      if loss.field.startswith("workload."))),
-                            key=lambda loss: order[loss.field]))
+        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(
+            counted((_CHANGED, self.variant))))
 
     def _add(self, fields: tuple[frozenset[str], frozenset[str]]) -> Variant:
         """The variant of the chunks so far, with one more chunk's ``fields``."""
@@ -775,6 +766,27 @@ TARGETS: dict[str, type[Target] | _Elsewhere] = {
     "osp-workload": _Elsewhere("dcx.converters.stream_targets_json", "OspWorkloadTarget"),
     "opendc-workload": _Elsewhere("dcx.converters.stream_targets_opendc",
                                   "OpendcWorkloadTarget")}
+
+
+def with_header_losses(target: Target, losses: tuple[Loss, ...], not_lost: frozenset[str]
+                       ) -> tuple[Loss, ...]:
+    """``Target.reported`` of a target whose chunks count value paths in every chunk:
+    ``losses`` without the value paths ``not_lost`` (no chunk's normal form changes a value
+    of them), and with the workload's own fields as the header the whole input gives loses
+    them (each chunk has the header lines it holds; the whole file one workload of them
+    all)."""
+    from dataclasses import replace
+
+    from dcx.converters.losses import conversion_losses
+
+    header = target.source.header(replace(target.spec, normal_form=None))
+    of_header = conversion_losses(Document(workload=replace(header, jobs=())), target.spec)
+    kept = [loss for loss in losses if loss.field not in not_lost
+            and not loss.field.startswith("workload.")]
+    order = {path: index for index, path in enumerate(FIELDS)}
+    return tuple(sorted((*kept, *(loss for loss in of_header
+                                  if loss.field.startswith("workload."))),
+                        key=lambda loss: order[loss.field]))
 
 
 @contextlib.contextmanager

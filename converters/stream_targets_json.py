@@ -40,7 +40,13 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from dcx.converters.stream_sources import NotStreamable, Source
-from dcx.converters.stream_targets import Target, _restored, binary, judged
+from dcx.converters.stream_targets import (
+    Target,
+    _restored,
+    binary,
+    judged,
+    with_header_losses,
+)
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss
 from dcx.core.model import Document, Workload
@@ -165,7 +171,7 @@ class BatsimTarget(_JsonTarget):
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
-        return _reported(self, losses, _VALUE_PATHS - frozenset(counted(_CHANGED)))
+        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(counted(_CHANGED)))
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.formats.batsim import codec
@@ -291,7 +297,7 @@ class OspWorkloadTarget(_JsonTarget):
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
-        return _reported(self, losses, _OSP_VALUE_PATHS - frozenset(counted(_CHANGED)))
+        return with_header_losses(self, losses, _OSP_VALUE_PATHS - frozenset(counted(_CHANGED)))
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.formats.osp_workload import codec
@@ -445,27 +451,6 @@ _ANOTHER_ORIGIN = ("a chunk whose times count from another origin than the heade
 
 _CLOSED = object()
 """``_Workflows.open`` once the last workflow written is closed."""
-
-
-def _reported(target: _JsonTarget, losses: tuple[Loss, ...], not_lost: frozenset[str]
-              ) -> tuple[Loss, ...]:
-    """``Target.reported``: ``losses`` without the value paths ``not_lost`` (no chunk's
-    normal form changes a value of them), and with the workload's own fields as the header
-    the whole input gives loses them (each chunk has the header lines it holds; the whole
-    file one workload of them all)."""
-    from dataclasses import replace
-
-    from dcx.converters.losses import conversion_losses
-    from dcx.core.fields import FIELDS
-
-    header = target.source.header(replace(target.spec, normal_form=None))
-    of_header = conversion_losses(Document(workload=replace(header, jobs=())), target.spec)
-    kept = [loss for loss in losses if loss.field not in not_lost
-            and not loss.field.startswith("workload.")]
-    order = {path: index for index, path in enumerate(FIELDS)}
-    return tuple(sorted((*kept, *(loss for loss in of_header
-                                  if loss.field.startswith("workload."))),
-                        key=lambda loss: order[loss.field]))
 
 
 def _read_back_whole(target: Target, path: str) -> Diagnostic | None:

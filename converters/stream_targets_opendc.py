@@ -58,8 +58,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dcx.converters.stream_sources import NotStreamable, Source
-from dcx.converters.stream_targets import _restored, judged
-from dcx.converters.stream_targets_json import _JsonTarget, _reported
+from dcx.converters.stream_targets import _restored, judged, with_header_losses
+from dcx.converters.stream_targets_json import _JsonTarget
 from dcx.core.diagnostics import Diagnostic, Loss
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Workload
@@ -152,7 +152,7 @@ class OpendcWorkloadTarget(_JsonTarget):
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
-        return _reported(self, losses, _VALUE_PATHS - frozenset(counted(_CHANGED)))
+        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(counted(_CHANGED)))
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.formats.opendc_workload import codec
