@@ -313,9 +313,23 @@ class StartMode(enum.Enum):
     """Advance reservation at ``Task.start_time_s`` (``<exact>``)."""
 
 
+class Placement(enum.Enum):
+    """How a request's ``nodes x cores`` may be laid onto machines."""
+
+    NODES = "nodes"
+    """Whole nodes: ``nodes`` distinct machines with ``cores`` cores and ``memory_mb`` each
+    (Slurm ``--nodes``/``--ntasks-per-node``, Batsim hosts, jsspp-osp tasks, Haizea nodes)."""
+    CORES = "cores"
+    """Cores anywhere: ``nodes x cores`` cores in all, packed onto any machines, several on one
+    machine or spread over many, each core bringing ``memory_mb x nodes / (nodes x cores)``
+    of the request's total memory (SWF and GWF processors, as PWA-based simulators read
+    them)."""
+
+
 @dataclass(frozen=True)
 class ResourceRequest:
-    """What one task asks for: ``nodes`` nodes, each with the per-node amounts below."""
+    """What one task asks for: ``nodes`` nodes, each with the per-node amounts below
+    (``placement`` says whether they must be whole nodes or may be cores anywhere)."""
 
     nodes: int = 1
     cores: float = 1.0
@@ -330,6 +344,8 @@ class ResourceRequest:
     """The architecture every node must have (``Machine.arch``; compared without case)."""
     features: tuple[str, ...] = ()
     """Features every node must have, all of them (``Machine.features``; exact names)."""
+    placement: Placement = Placement.NODES
+    """Whole nodes, or the same total cores and memory anywhere (``Placement``)."""
 
     @property
     def total_cores(self) -> float:
