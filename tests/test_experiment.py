@@ -140,7 +140,8 @@ def test_exclusions_and_reserving_schedulers_under_sc18(tmp_path: Path) -> None:
 def test_seeds_and_repeat_exclude_each_other_and_an_empty_product_is_an_error(
         tmp_path: Path) -> None:
     both = write(tmp_path, "both.yaml", experiment_text(seeds="[1]", repeat="2"))
-    assert [d.code for d in load_experiment(both)[1]] == ["schema.not"]
+    assert [(d.code, d.pointer, d.line) for d in load_experiment(both)[1]] == [
+        ("experiment.seeds-and-repeat", "/repeat", 5)]
     empty = write(tmp_path, "empty.yaml", experiment_text() + "exclude: [{time_model: event}]\n")
     experiment, diagnostics = load_experiment(empty)
     assert experiment is None
@@ -237,7 +238,7 @@ def test_an_inline_run_then_report_renders_the_same_summary(
     table = pq.read_table(out / "results.parquet")
     assert table.num_rows == 20 and len(set(table.column("cell_key").to_pylist())) == 20
     for column in ("workload", "environment", "scheduler", "time_model", "seed", "jms_s",
-                   "wait_p99", "wall_s", "dcx_version", "workload_sha256"):
+                   "wait_p99_s", "utilization", "wall_s", "dcx_version", "workload_sha256"):
         assert column in table.column_names, column
     jobs = pq.read_table(out / "jobs.parquet")
     assert set(jobs.column("cell_key").to_pylist()) <= set(table.column("cell_key").to_pylist())
@@ -264,7 +265,8 @@ def test_usage_errors_exit_2_and_invalid_files_exit_1(
         str(GWF), str(tmp_path / "nope.gwf")))
     assert main(["experiment", str(missing), "--out", str(tmp_path / "o"),
                  "--workers", "0"]) == 1
-    assert "nope.gwf: error: /: cannot read file" in capsys.readouterr().err
+    assert (f"{missing}:1:13: error: /workloads/0: cannot read {tmp_path / 'nope.gwf'}: No "
+            "such file or directory; its 2 cell(s) are not run") in capsys.readouterr().err
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     pq.write_table(pa.table({"x": [1]}), foreign / "results.parquet")
@@ -277,7 +279,7 @@ def test_usage_errors_exit_2_and_invalid_files_exit_1(
 def test_an_interrupted_sweep_keeps_its_finished_rows_and_the_rerun_does_the_rest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from dcx.experiments import execute
+    from dcx.experiments import cells as execute
     from dcx.experiments.cells import CellResult, CellTask
     from dcx.scheduler.problem import Problem
 
@@ -294,7 +296,7 @@ def test_an_interrupted_sweep_keeps_its_finished_rows_and_the_rerun_does_the_res
     monkeypatch.setattr(execute, "run_cell", interrupted_after_seven)
     out = tmp_path / "out"
     assert main(["experiment", str(EXAMPLE), "--out", str(out), "--workers", "0",
-                 "--no-plots"]) == 2
+                 "--no-plots"]) == 130
     assert "interrupted; 7 finished row(s) kept" in capsys.readouterr().err
     kept = pq.read_table(out / "results.parquet").column("cell_key").to_pylist()
     assert kept == done
