@@ -25,7 +25,7 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dcx.core.limits import paused_gc
@@ -72,7 +72,7 @@ def _plain(value: Any) -> Any:
 def cell_key(cell: Cell, workload_sha256: str, environment_sha256: str,
              options: Options) -> str:
     """What decides a row, hashed: a stored row with this key is that cell's result."""
-    identity = {
+    identity: dict[str, Any] = {
         "workload": [cell.workload.name, workload_sha256],
         "environment": [cell.environment.name, environment_sha256],
         "scheduler": [cell.scheduler.name, scheduler_stages(cell.scheduler.policy)],
@@ -100,7 +100,7 @@ class CellTask:
     per_job: bool
     transforms: tuple[tuple[str, Any], ...] = ()
     """The workload transforms' parameter values (scheduler options are in ``policy``)."""
-    limits: Limits = Limits()
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,8 @@ def run_batch(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
     for task in tasks:
         began = time.perf_counter()
         try:
-            outcomes.append(run_limited(lambda task=task: run_cell(problem, task), task.limits))
+            outcomes.append(run_limited(functools.partial(run_cell, problem, task),
+                                        task.limits))
         except LimitExceeded as exc:
             outcomes.append(CellFailure(task.key, exc.kind, str(exc), task.columns,
                                         time.perf_counter() - began))

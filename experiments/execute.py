@@ -103,7 +103,7 @@ def _unreadable(item: Input, cells: int, experiment: Experiment) -> Diagnostic:
                  column=item.column).at(str(experiment.path))
 
 
-def plan(experiment: Experiment, stored: set[str], failed: set[str] = frozenset(),
+def plan(experiment: Experiment, stored: set[str], failed: frozenset[str] | set[str] = frozenset(),
          retry_failed: bool = False) -> Plan:
     """Every cell's key, and the cells to run: those not stored, nor failed before (unless
     ``retry_failed``)."""

@@ -244,7 +244,7 @@ def _curve_markdown(members: list[Group], name: str) -> list[str]:
     values, lines = curve(members, name)
     column, label = CURVE_METRIC
     out = [f"{label.capitalize()} by {name}:", "",
-           f"| scheduler | " + " | ".join(f"{name} {value:g}" for value in values) + " |",
+           "| scheduler | " + " | ".join(f"{name} {value:g}" for value in values) + " |",
            "|---|" + "---|" * len(values)]
     for line, groups in lines.items():
         by_value = {float(group.parameter(name) or 0): group for group in groups}

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dcx.scheduler.policies import Policy
-from dcx.scheduler.problem import CORE_UNITS, Problem, TaskTable
+from dcx.scheduler.problem import Problem, TaskTable
 
 TRACE = "trace"
 """``requested_accuracy: trace``: the requested times the trace gives."""
@@ -215,13 +215,12 @@ def load_scaling(problem: Problem, values: Mapping[str, Any]) -> Problem:
     return _rescale_submits(problem, own / float(values["load"]))
 
 
-_POSITIVE_INT = {"integer": True, "minimum": 1, "exclusive_minimum": False}
-
 TRANSFORMS: tuple[Transform, ...] = (
     Transform("job_window", (
         Parameter("window_first_job", "position of the first job (submit order, from 0)",
                   integer=True, minimum=0, exclusive_minimum=False),
-        Parameter("window_jobs", "how many jobs from there", **_POSITIVE_INT)), job_window),
+        Parameter("window_jobs", "how many jobs from there", integer=True, minimum=1,
+                  exclusive_minimum=False)), job_window),
     Transform("time_window", (
         Parameter("window_start_s", "start, seconds after the first submit", minimum=0,
                   exclusive_minimum=False),

@@ -321,3 +321,24 @@ def test_a_reserving_scheduler_on_memory_requests_is_left_out_once_and_the_rest_
     assert "2 cell(s), 0 already stored, 1 to run" in err
     table = pq.read_table(tmp_path / "o" / "results.parquet")
     assert table.column("scheduler").to_pylist() == ["SRTF-BESTFIT"]
+
+
+def test_one_vocabulary_for_dcx_schedule_and_the_results_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every metric ``dcx schedule --output json`` prints is a column of the results table
+    under the same name, with the same value, for the same run (utilization a fraction)."""
+    path = write(tmp_path, "x.yaml", experiment_text().replace(", RANDOM-FIRSTFIT", ""))
+    out = tmp_path / "out"
+    assert main(["experiment", str(path), "--out", str(out), "--workers", "0",
+                 "--no-plots"]) == 0
+    [row] = pq.read_table(out / "results.parquet").to_pylist()
+    capsys.readouterr()
+    assert main(["schedule", str(GWF), "--env", str(ENVIRONMENT), "--policy", "SRTF-BESTFIT",
+                 "--output", "json"]) == 0
+    [run] = json.loads(capsys.readouterr().out)["runs"]
+    assert run["metrics"]["utilization"] < 1
+    for name, value in run["metrics"].items():
+        assert name in row, name
+        assert row[name] == pytest.approx(value), name
+    summary = (out / "summary.md").read_text()
+    assert f"| {run['metrics']['utilization'] * 100:.1f} |" in summary  # as dcx schedule: %
