@@ -109,12 +109,15 @@ class SweepProgress:
     def workers(self, before: int, now: int) -> None:
         """The cluster lost its last worker (``now`` 0) or has one again."""
         left = self.total - self.done
-        if now == 0:
+        if now == 0 and before < 0:
+            self.say(f"{self.label}: the cluster has no workers yet; waiting for one ({left} "
+                     "cell(s) to run)")
+        elif now == 0:
             self.say(f"{self.label}: the cluster has no workers; waiting for one ({left} "
                      "cell(s) left; cells that were running will run again)")
         else:
-            self.say(f"{self.label}: {now} worker(s) on the cluster again; going on "
-                     f"({left} cell(s) left)")
+            self.say(f"{self.label}: {now} worker(s) on the cluster; going on ({left} "
+                     "cell(s) left)")
 
     def say(self, line: str) -> None:
         if self._bar is not None:

@@ -270,3 +270,27 @@ def test_a_bad_or_unreachable_scheduler_address_fails_fast_in_one_line(
     err = capsys.readouterr().err
     assert words in err and "internal error" not in err
     assert "summary in" not in err  # no summary.md was written, none is named
+
+
+def test_off_a_terminal_progress_is_a_line_every_few_seconds() -> None:
+    import io
+
+    from dcx.experiments.progress import SweepProgress
+
+    stream = io.StringIO()
+    with SweepProgress(4, "experiment x", every_s=0.0, stream=stream) as progress:
+        progress.advance()
+        progress.advance(failed=True)
+        progress.workers(2, 0)
+        progress.workers(0, 3)
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("experiment x: 1/4 cell(s) done, ")
+    assert "ETA" in lines[0] and "failed" not in lines[0]
+    assert lines[1].startswith("experiment x: 2/4 cell(s) done, 1 failed, ")
+    assert lines[2] == ("experiment x: the cluster has no workers; waiting for one (2 cell(s) "
+                        "left; cells that were running will run again)")
+    assert lines[3] == "experiment x: 3 worker(s) on the cluster; going on (2 cell(s) left)"
+    quiet = io.StringIO()
+    with SweepProgress(4, "experiment x", every_s=3600.0, stream=quiet) as progress:
+        progress.advance()
+    assert quiet.getvalue() == ""
