@@ -286,7 +286,7 @@ class _Batcher:
     def size(self, threads: int) -> int:
         fair = max(1, self.left // max(1, threads * BATCHES_PER_THREAD))
         if not self.walls:
-            return min(fair, 4)
+            return min(fair, 4, MAX_BATCH)
         mean = max(sum(self.walls[-64:]) / len(self.walls[-64:]), 1e-4)
         return max(1, min(MAX_BATCH, fair, int(BATCH_TARGET_S / mean)))
 
