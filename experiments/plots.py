@@ -5,6 +5,7 @@ reruns a scheduler."""
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,9 @@ def _svg(figure: Any, caption: str) -> str:
     plt.rcParams["svg.hashsalt"] = "dcx"
     plt.rcParams["svg.fonttype"] = "none"
     figure.text(0.01, 0.01, caption, fontsize=8, ha="left", va="bottom", wrap=True)
-    figure.tight_layout(rect=(0, 0.07, 1, 1))
+    with warnings.catch_warnings():  # long labels (a scheduler with its parameters) may not
+        warnings.simplefilter("ignore", UserWarning)  # fit: the figure is drawn as it is
+        figure.tight_layout(rect=(0, 0.07, 1, 1))
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})
     plt.close(figure)

@@ -45,6 +45,7 @@ class SweepProgress:
         self._bar_wanted = _is_terminal(self.stream) if bar is None else bar
         self._bar: Any = None
         self._task: Any = None
+        self._first_at: float | None = None
 
     def __enter__(self) -> SweepProgress:
         if self._bar_wanted and self.total:
@@ -74,10 +75,14 @@ class SweepProgress:
             self._bar = None
 
     def eta_s(self) -> float | None:
+        """The time left at the rate since the first cell came back (the cluster's start
+        is not a cell's cost); from the start while only one has."""
         if not self.done:
             return None
-        elapsed = time.monotonic() - self.began
-        return elapsed / self.done * (self.total - self.done)
+        now = time.monotonic()
+        if self.done >= 2 and self._first_at is not None and now > self._first_at:
+            return (now - self._first_at) / (self.done - 1) * (self.total - self.done)
+        return (now - self.began) / self.done * (self.total - self.done)
 
     def line(self) -> str:
         eta = self.eta_s()
@@ -89,6 +94,8 @@ class SweepProgress:
         return text
 
     def advance(self, failed: bool = False) -> None:
+        if not self.done:
+            self._first_at = time.monotonic()
         self.done += 1
         self.failed += failed
         if self._bar is not None:

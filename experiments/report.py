@@ -177,8 +177,10 @@ def settings(found: list[Group]) -> dict[tuple[str, str, str], list[Group]]:
 
 
 def difference_sentence(members: list[Group]) -> str:
-    """How far the schedulers of one setting (and one set of parameters) differ, or why
-    they do not: the sentence under each table."""
+    """How far the schedulers of one setting differ, or why they do not: the sentence under
+    each table (over a swept parameter, which scheduler leads and trails at its values)."""
+    if swept(members):
+        return _ranking_sentence(members)
     sentences = []
     for parameters in dict.fromkeys(group.parameters for group in members):
         same = [group for group in members if group.parameters == parameters]
@@ -206,6 +208,40 @@ def difference_sentence(members: list[Group]) -> str:
                              "but every policy started them in the same order on machines "
                              "of the same speed.")
     return " ".join(sentences)
+
+
+def _ranking_sentence(members: list[Group]) -> str:
+    """Which scheduler has the lowest and the highest bounded slowdown at each set of
+    parameters, said once when it is the same one at every set."""
+    column, label = CURVE_METRIC
+    lowest: dict[str, list[float]] = {}
+    highest: dict[str, list[float]] = {}
+    sets = 0
+    for parameters in dict.fromkeys(group.parameters for group in members):
+        means = [(group.mean(column), group.scheduler) for group in members
+                 if group.parameters == parameters and not math.isnan(group.mean(column))]
+        if len({name for _, name in means}) < 2:
+            continue
+        sets += 1
+        (low, best), (high, worst) = min(means), max(means)
+        if high - low > 1e-9 * max(1.0, abs(high)):
+            lowest.setdefault(best, []).append(low)
+            highest.setdefault(worst, []).append(high)
+    if not sets:
+        return ""
+    if not lowest:
+        return f"Every scheduler gives the same {label} at every parameter value."
+
+    def ranked(found: dict[str, list[float]], which: str) -> str:
+        parts = []
+        for name, values in sorted(found.items(), key=lambda item: -len(item[1])):
+            span = (f"{min(values):,.2f}" if len(values) == 1
+                    else f"{min(values):,.2f} to {max(values):,.2f}")
+            parts.append(f"{name} at {len(values)} of {sets} ({span})")
+        return f"the {which} {label}: " + ", ".join(parts)
+
+    return ("Over the parameter values, " + ranked(lowest, "lowest") + "; "
+            + ranked(highest, "highest") + ".")
 
 
 def swept(members: list[Group]) -> list[str]:
