@@ -83,10 +83,25 @@ def _hash_of(item: Input, hashes: dict[Path, str | None]) -> str | None:
         return "own"
     if item.path not in hashes:
         try:
-            hashes[item.path] = file_sha256(item.path.read_bytes())
+            hashes[item.path] = _content_sha256(item.path)
         except OSError:
             hashes[item.path] = None
     return hashes[item.path]
+
+
+def _content_sha256(path: Path) -> str:
+    """A file's SHA-256; for a format stored as a folder (an OpenDC workload), that of its
+    files' relative names and contents, in name order."""
+    if not path.is_dir():
+        return file_sha256(path.read_bytes())
+    import hashlib
+
+    digest = hashlib.sha256()
+    for member in sorted(p for p in path.rglob("*") if p.is_file()):
+        name = member.relative_to(path).as_posix().encode()
+        digest.update(len(name).to_bytes(8, "big") + name)
+        digest.update(bytes.fromhex(file_sha256(member.read_bytes())))
+    return digest.hexdigest()
 
 
 def _unreadable(item: Input, cells: int, experiment: Experiment) -> Diagnostic:
@@ -94,7 +109,7 @@ def _unreadable(item: Input, cells: int, experiment: Experiment) -> Diagnostic:
 
     assert item.path is not None
     try:
-        item.path.read_bytes()
+        _content_sha256(item.path)
         reason = "it changed while the sweep was planned"
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__

@@ -294,3 +294,23 @@ def test_off_a_terminal_progress_is_a_line_every_few_seconds() -> None:
     with SweepProgress(4, "experiment x", every_s=3600.0, stream=quiet) as progress:
         progress.advance()
     assert quiet.getvalue() == ""
+
+
+def test_a_workload_stored_as_a_folder_is_hashed_by_its_files(tmp_path: Path) -> None:
+    """An OpenDC workload is a folder: its cells' keys follow its files' contents."""
+    import shutil
+
+    from dcx.experiments.execute import plan
+
+    folder = tmp_path / "workload"
+    shutil.copytree(REPO / "examples" / "opendc-workload" / "montage-workflow", folder)
+    path = write(tmp_path, "x.yaml", f"workloads: [workload]\nenvironments: "
+                 f"[{REPO / 'examples' / 'environment' / 'small-cluster.json'}]\n"
+                 "schedulers: [SRTF-BESTFIT]\n")
+    experiment, diagnostics = load_experiment(path)
+    assert experiment is not None, [d.render() for d in diagnostics]
+    first = plan(experiment, set())
+    assert not first.unreadable and len(first.keys) == 1
+    tasks = folder / "tasks.parquet"
+    tasks.write_bytes(tasks.read_bytes() + b"\0")
+    assert plan(experiment, set()).keys != first.keys
