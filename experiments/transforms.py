@@ -28,7 +28,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from dcx.scheduler.policies import Policy
 from dcx.scheduler.problem import Problem, TaskTable
@@ -255,7 +255,10 @@ def apply_transforms(problem: Problem, values: Mapping[str, Any]) -> Problem:
     return problem
 
 
-def with_options(policy: Policy, values: Mapping[str, Any]) -> Policy:
+SomePolicy = TypeVar("SomePolicy", bound=Policy)
+
+
+def with_options(policy: SomePolicy, values: Mapping[str, Any]) -> SomePolicy:
     """``policy`` with the cell's scheduler options set."""
     options = scheduler_options(type(policy))
     changes = {name: options[name](value) for name, value in values.items() if name in options}
