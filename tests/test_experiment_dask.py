@@ -200,3 +200,19 @@ def test_cluster_slurm_starts_jobs_waits_for_workers_and_says_so(
     assert "the cluster has no workers yet; waiting for one (8 cell(s) to run)" in err
     assert "worker(s) on the cluster; going on" in err
     assert pq.read_table(tmp_path / "out" / "results.parquet").num_rows == 8
+
+
+def test_a_cell_past_its_timeout_on_a_worker_is_a_failure_row(
+        cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Limits hold on the workers too: the cell runs in a child of the worker, stopped at
+    the timeout (far below what conservative backfilling of 300 jobs takes)."""
+    trace = REPO / "examples" / "experiments" / "synthetic-64.swf"
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"workloads: [{trace}]\nschedulers: [FCFS-CONSERVATIVE]\n"
+                    "parameters: {load: [0.9, 1.0]}\ntimeout: 0.001\n")
+    out = tmp_path / "out"
+    assert run(path, out, "--scheduler-address", cluster.scheduler_address) == 1
+    assert "ran 0 cell(s), 2 failed" in capsys.readouterr().err
+    failures = pq.read_table(out / "failures.parquet").to_pylist()
+    assert [row["error_kind"] for row in failures] == ["timeout", "timeout"]
+    assert {row["load"] for row in failures} == {0.9, 1.0}
