@@ -314,3 +314,36 @@ def test_a_workload_stored_as_a_folder_is_hashed_by_its_files(tmp_path: Path) ->
     tasks = folder / "tasks.parquet"
     tasks.write_bytes(tasks.read_bytes() + b"\0")
     assert plan(experiment, set()).keys != first.keys
+
+
+def test_on_a_terminal_a_bar_with_failures_and_eta(tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "dcx"
+    command = [str(script)] if script.exists() else [sys.executable, "-m",
+                                                     "dcx.converters.cli"]
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [*command, "experiment", str(LOAD_EXAMPLE), "--out", str(tmp_path / "o"),
+             "--workers", "0", "--no-plots"],
+            stdout=subprocess.DEVNULL, stderr=follower, stdin=subprocess.DEVNULL)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert process.wait(timeout=300) == 0
+    finally:
+        os.close(leader)
+    terminal = b"".join(chunks)
+    assert b"\x1b[" in terminal and b"experiment load" in terminal and b"ETA" in terminal
+    assert b"cell(s) done" not in terminal  # the bar, not the log lines
