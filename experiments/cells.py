@@ -161,9 +161,26 @@ def metric_columns(summary: Any) -> dict[str, Any]:
     return columns
 
 
+BATCH_SWITCH_INTERVAL_S = 0.05
+"""The interpreter's switch interval while a batch runs: a Dask worker's event-loop thread
+asks for the GIL every 5 ms (the default) while a cell holds it, and each hand-over costs
+the cell; its heartbeats need it about once a second."""
+
+
 def run_batch(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
     """Run a batch of cells of one problem (on a worker, or inline), each alone: one that
     fails or runs past its limits is a ``CellFailure``; the others still run."""
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(max(interval, BATCH_SWITCH_INTERVAL_S))
+    try:
+        return _run_each(problem, tasks)
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def _run_each(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for task in tasks:
         began = time.perf_counter()

@@ -371,6 +371,7 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
             for pair, tasks in by_pair.items():
                 submit(pair, tasks)
 
+    quiet_workers(client)
     top_up()
     while running or not sent_all:
         if not running:  # no worker yet: wait for one
@@ -404,6 +405,24 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
                 deliver(outcome, on_result, on_failure)
         watch.on_tick()
         top_up()
+
+
+def quiet_workers(client: Any) -> None:
+    """Stop the statistical profiler of every worker of the cluster, now and as workers
+    join: it samples the running cell's stack every 10 ms, taking the GIL from it, and a
+    simulation is nothing but Python frames (its cells cost a third more CPU with it)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class QuietWorker(WorkerPlugin):
+        name = "dcx-quiet-worker"
+
+        def setup(self, worker: Any) -> None:
+            for callback in ("profile", "profile-cycle"):
+                found = worker.periodic_callbacks.get(callback)
+                if found is not None:
+                    found.stop()
+
+    client.register_plugin(QuietWorker())
 
 
 def _scatter(client: Any, problem: Problem, attempts: int = 20) -> Any:
