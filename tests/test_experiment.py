@@ -48,11 +48,11 @@ def test_the_example_experiment_loads_and_names_its_cells() -> None:
     cells = list(experiment.cells())
     # 2 workflows x 3 SC18 schedulers (RANDOM x 4 seeds) + the trace x 5 (RANDOM x 4)
     assert len(cells) == 2 * (2 + 4) + (4 + 4)
-    assert {c.environment.name for c in cells if c.workload.name == "swf-small"} == {"own"}
+    assert {c.environment.name for c in cells if c.workload.name == "swf-synthetic"} == {"own"}
     assert {c.scheduler.name for c in cells} == {
         "SRTF-BESTFIT", "FIFO-FIRSTFIT", "RANDOM-BESTFIT", "FCFS-EASY", "SJF-EASY"}
     random_seeds = [c.seed for c in cells if c.scheduler.name == "RANDOM-BESTFIT"
-                    and c.workload.name == "swf-small"]
+                    and c.workload.name == "swf-synthetic"]
     assert len(random_seeds) == 4
     assert sorted(seed for seed in random_seeds if seed is not None) == [0, 1, 2, 3]
     assert all(c.seed is None for c in cells if not c.scheduler.policy.is_random)
@@ -245,8 +245,8 @@ def test_an_inline_run_then_report_renders_the_same_summary(
     summary = (out / "summary.md").read_text()
     assert printed.out == summary
     assert "| RANDOM-BESTFIT | 4 |" in summary
-    assert (out / "plots" / "swf-small--own--event" / "metrics.svg").is_file()
-    assert (out / "plots" / "swf-small--own--event" / "jms.svg").is_file()
+    assert (out / "plots" / "swf-synthetic--own--event" / "metrics.svg").is_file()
+    assert (out / "plots" / "swf-synthetic--own--event" / "jms.svg").is_file()
 
     (out / "summary.md").unlink()
     assert main(["experiment", "--report", str(out / "results.parquet"), "--no-plots"]) == 0
