@@ -104,6 +104,9 @@ def run_limited(work: Callable[[], Result], limits: Limits) -> Result:
     """``work()`` under ``limits``: in place without any, else in a forked child."""
     if not limits.any:
         return work()
+    if not hasattr(os, "fork"):
+        raise ChildFailed("per-cell limits need fork(), which this system does not have; "
+                          "leave out timeout and memory")
     read_end, write_end = os.pipe()
     began = time.monotonic()
     child = os.fork()
