@@ -147,6 +147,28 @@ def groups(table: pa.Table) -> list[Group]:
             in collected.items()]
 
 
+LEGACY_COLUMNS = {"utilisation": "utilization",
+                  **{f"{name}_{stat}": f"{name}_{stat}_s" for name in ("wait", "response")
+                     for stat in ("mean", "p50", "p90", "p99", "max")}}
+"""Columns of tables written before the metric names were those of ``dcx schedule``."""
+
+
+def current_names(table: pa.Table) -> pa.Table:
+    """A stored table with its metric columns under today's names; where a table holds both
+    (rows of an earlier version beside newer ones), each row's value from either."""
+    import pyarrow.compute as pc
+
+    for old, new in LEGACY_COLUMNS.items():
+        if old not in table.column_names:
+            continue
+        values = table.column(old)
+        if new in table.column_names:
+            values = pc.coalesce(table.column(new), values)
+            table = table.drop_columns([new])
+        table = table.drop_columns([old]).append_column(new, values)
+    return table
+
+
 def numeric_columns(table: pa.Table) -> list[str]:
     import pyarrow.types as types
 
@@ -375,6 +397,7 @@ def write_report(folder: Path, table: pa.Table, jobs: pa.Table | None, title: st
     user (figures that could not be drawn, and why)."""
     from dcx.converters.atomic import write_atomic
 
+    table = current_names(table)
     found = groups(table)
     markdown = summary_markdown(found, title)
     paper_text, paper_rows = paper_tables(found)

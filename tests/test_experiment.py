@@ -342,3 +342,15 @@ def test_one_vocabulary_for_dcx_schedule_and_the_results_table(
         assert row[name] == pytest.approx(value), name
     summary = (out / "summary.md").read_text()
     assert f"| {run['metrics']['utilization'] * 100:.1f} |" in summary  # as dcx schedule: %
+
+
+def test_a_table_written_with_the_old_metric_names_reports_under_the_new_ones() -> None:
+    from dcx.experiments.report import current_names
+
+    old = pa.table({"cell_key": ["a", "b"], "utilisation": [0.5, None],
+                    "wait_mean": [3.0, None], "utilization": [None, 0.25],
+                    "wait_mean_s": [None, 4.0]})
+    table = current_names(old)
+    assert "utilisation" not in table.column_names and "wait_mean" not in table.column_names
+    assert table.column("utilization").to_pylist() == [0.5, 0.25]
+    assert table.column("wait_mean_s").to_pylist() == [3.0, 4.0]
