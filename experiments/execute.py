@@ -383,6 +383,8 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
             done, _ = wait(list(running), timeout=WATCH_S, return_when="FIRST_COMPLETED")
         except TimeoutError:
             done = set()
+        except CancelledError:  # some lost their problem with a worker: handled below
+            done = {future for future in running if future.done()}
         for future in done:
             running.discard(future)
             pair, tasks, again = submitted.pop(str(future.key))
