@@ -33,9 +33,12 @@ def convert(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (hypothesis round trips, corpus verdicts, CLI, hook, hostile input)."""
+    """The test suite (hypothesis round trips, corpus verdicts, CLI, hook, hostile input), on
+    every core, each property test on the lean example budget (``DCX_HYPOTHESIS=full`` or
+    ``thorough`` for more); the ten slowest tests are printed at the end."""
     session.install(TEST_EXTRAS)
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadgroup",
+                *session.posargs)
 
 
 @nox.session
@@ -103,7 +106,12 @@ def _mypy(session: nox.Session, *args: str) -> None:
 
 @nox.session
 def fuzz(session: nox.Session) -> None:
-    """Run every reader on mutated corpus files for a bounded time; any traceback fails."""
+    """Run every reader on mutated corpus files for a bounded time (any traceback fails), then
+    every property test on the thorough example budget."""
     session.install(TEST_EXTRAS)
     seconds = session.posargs[0] if session.posargs else "60"
     session.run("python", "tests/hostile/fuzz.py", "--seconds", seconds)
+    # Every property test on four times the examples it asks for (the default run takes a
+    # quarter: tests/conftest.py).
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadgroup", "-m",
+                "hypothesis", env={"DCX_HYPOTHESIS": "thorough"})

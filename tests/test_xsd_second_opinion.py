@@ -5,6 +5,7 @@ construct that libxml2 reads differently from the standard would otherwise go un
 
 from __future__ import annotations
 
+import importlib.util
 from functools import cache
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 
 from dcx.parsing.xmlio import load_xsd, make_parser
 
-xmlschema = pytest.importorskip("xmlschema", reason="xmlschema is in the test extra")
+if importlib.util.find_spec("xmlschema") is None:
+    pytest.skip("xmlschema is in the test extra", allow_module_level=True)
 
 REPO = Path(__file__).resolve().parent.parent
 XSDS = sorted(path.name for path in (REPO / "xsd").glob("*.xsd"))
@@ -20,6 +22,8 @@ XSDS = sorted(path.name for path in (REPO / "xsd").glob("*.xsd"))
 
 @cache
 def second_opinion(name: str) -> object:
+    import xmlschema  # a second's import: loaded when a test first needs it
+
     return xmlschema.XMLSchema10(str(REPO / "xsd" / name))
 
 
