@@ -53,6 +53,7 @@ def first_losses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    load_hypothesis_profile()  # before the test modules' decorators read the default
     diagnostics.on_diagnostic = _RECORDER
     # No test may touch the network; the few that serve on loopback re-enable it.
     try:
@@ -70,6 +71,17 @@ default) run: ``lean`` by default, so the suite runs before every commit with ev
 still tried; ``thorough`` in ``nox -s fuzz``. Chosen with ``DCX_HYPOTHESIS=lean|full|thorough``."""
 LEAN_FLOOR = 10
 """No property runs on fewer examples than this (or than it asks for, if fewer)."""
+
+
+def load_hypothesis_profile() -> None:
+    """The lean default run is derandomized: the same examples each run, so a commit's
+    verdict does not depend on luck; ``full`` and ``thorough`` (``nox -s fuzz``) explore."""
+    from hypothesis import settings
+
+    settings.register_profile("dcx-lean", derandomize=True)
+    settings.register_profile("dcx-explore", derandomize=False)
+    name, _ = example_budget()
+    settings.load_profile("dcx-lean" if name == "lean" else "dcx-explore")
 
 
 def example_budget() -> tuple[str, float]:
