@@ -88,14 +88,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dcx.converters.stream_sources import (
-    SOURCES,
-    Chunk,
-    NotStreamable,
-    Source,
-    regrouped_ends,
-)
-from dcx.converters.stream_targets import TARGETS, Target
+from dcx.converters.stream_sources import SOURCES, Chunk, NotStreamable, Source
+from dcx.converters.stream_targets import TARGETS, Target, chunk_work
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error, has_errors, warning
@@ -384,62 +378,6 @@ class _ChunkedConversion:
             raise _Refused(StreamedConversion(verdict.diagnostics, refused, summed.losses(),
                                               ReadResult(None, source_map=summed.places)))
         return target.header(source)
-
-
-@dataclass
-class ChunkWork:
-    """What one chunk's document becomes (``chunk_work``): in this process, or on a Dask
-    worker, whence it goes back to the engine, which sums the losses in chunk order."""
-
-    losses: dict[Any, tuple[Loss, ...]] | None = None
-    """Its losses (pointers in the chunk) in each form the output may take
-    (``Target.losses``), when measured."""
-    ends: dict[Any, tuple[bool, bool, int]] = field(default_factory=dict)
-    """Its ``cut_ends`` in each of those forms, when measured."""
-    part: Any = None
-    """The target's part, when made."""
-    problem: str | None = None
-    """Why it cannot be converted on its own (``NotStreamable``), if it cannot."""
-    measured: bool = False
-    made: bool = False
-    """What it was asked for (``chunk_work``'s ``measure`` and ``make``)."""
-
-
-def chunk_work(source: Source, target: Target, document: Document | None,
-               problem: str | None, later: list[Any], measure: bool, make: bool) -> ChunkWork:
-    """The chunk's document without what the source takes out of it (dependencies on tasks
-    of other chunks), its losses (``measure``) and the target's part (``make``); stopped at
-    the first step that finds it cannot be converted on its own."""
-    work = ChunkWork(measured=measure, made=make)
-    try:
-        if problem is not None:
-            raise NotStreamable(problem)
-        assert document is not None
-        document, earlier = (source.cross_chunk(document, later)
-                             if target.dependencies_across
-                             else (source.own_chunk(document), {}))
-        if measure:
-            work.losses = target.losses(document, earlier)
-            work.ends = {form: target.cut_ends(document, any(loss.field == "job"
-                                                             for loss in losses))
-                         for form, losses in work.losses.items()}
-        unstreamable = source.unstreamable(document, target.spec)
-        if unstreamable is not None:
-            raise NotStreamable(unstreamable)
-        if make:
-            work.part = target.part(document, earlier)
-    except NotStreamable as exc:
-        work.problem = str(exc)
-    return work
-
-
-def cut_ends(document: Document, counted: bool) -> tuple[bool, bool, int]:
-    """Whether the first and the last job of the chunk's ``document`` count a ``job`` loss,
-    and its number of jobs (``counted``: the chunk counted ``job`` losses; else none does)."""
-    if counted:
-        return regrouped_ends(document)
-    workload = document.workload  # (a target that holds jobs, or none of this chunk's is lost)
-    return False, False, len(workload.jobs) if workload is not None else 0
 
 
 class _Refused(Exception):
