@@ -85,7 +85,7 @@ def accasim_jobs(path: str) -> tuple[dict[str, SwfJob], list[dict[str, Any]], st
     last character), their parsed fields, and the first job line it cannot read."""
     parser = _accasim_import().DefaultWorkloadParser()
     jobs: dict[str, SwfJob] = {}
-    parsed = []
+    parsed: list[dict[str, Any]] = []
     with open(path, encoding="utf-8") as stream:
         for number, line in enumerate(stream, 1):
             text = line[:-1]
@@ -101,7 +101,8 @@ def accasim_jobs(path: str) -> tuple[dict[str, SwfJob], list[dict[str, Any]], st
     return jobs, parsed, None
 
 
-def simulate(path: str, parsed: list[dict[str, Any]], folder: Path) -> list[list[int | str]]:
+def simulate(path: str, parsed: list[dict[str, Any]],
+             folder: Path) -> list[tuple[str, int, int, int, int]]:
     """AccaSim's FIFO dispatcher over the file: ``[job id, queued, start, end, cores]`` for
     each job it ran."""
     _accasim_import()
@@ -131,8 +132,16 @@ def simulate(path: str, parsed: list[dict[str, Any]], folder: Path) -> list[list
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     plan = Path(outputs["sched-"]).read_text(encoding="utf-8").splitlines()
-    return [[int(v) if v.lstrip("-").isdigit() else v for v in line.split(";")]
-            for line in plan if line]
+    return [_planned(line) for line in plan if line]
+
+
+def _planned(line: str) -> tuple[str, int, int, int, int]:
+    job_id, *times = line.split(";")
+    try:
+        queued, start, end, cores = (int(value) for value in times)
+    except ValueError:
+        raise ValueError(f"AccaSim's dispatching plan has {line!r}") from None
+    return job_id, queued, start, end, cores
 
 
 def check(path: str) -> str | None:
@@ -148,7 +157,7 @@ def check(path: str) -> str | None:
             return f"job {job_id}: dcx reads {mine}, AccaSim {theirs[job_id]}"
     with tempfile.TemporaryDirectory() as scratch:
         plan = simulate(path, parsed, Path(scratch))
-    ran = {str(row[0]): row for row in plan}
+    ran = {row[0]: row for row in plan}
     if set(ran) != set(ours):
         return (f"AccaSim's FIFO dispatcher ran {len(ran)} of {len(ours)} jobs; not run: "
                 f"{_few(set(ours) - set(ran))}")
