@@ -56,8 +56,8 @@ def install() -> str | None:
                        timeout=APT_TIMEOUT_S, check=False)
     missing = _missing_libraries()
     if missing:
-        return (f"{', '.join(missing)} not installable here: no apt package {APT_PACKAGE!r} "
-                f"in this machine's lists, and the {REQUIREMENT} wheel ships only the bindings")
+        return (f"{', '.join(missing)}: no {APT_PACKAGE} apt package here, and the "
+                f"flux-python wheel does not ship them")
     reason = pip_install((REQUIREMENT,))
     if reason is None and version() is None:
         reason = "flux-python is installed but its bindings do not load libflux"

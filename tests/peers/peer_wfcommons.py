@@ -12,6 +12,7 @@ but the package registries. Usage: see ``peerlib.py``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -127,9 +128,8 @@ def _shown(value: Any) -> str:
 
 
 def version() -> str | None:
-    try:
-        import wfcommons  # noqa: F401
-    except ImportError:
+    # from its metadata: importing WfCommons takes seconds (it loads its recipe catalogue)
+    if importlib.util.find_spec("wfcommons") is None:
         return None
     return installed_version("wfcommons")
 

@@ -108,7 +108,7 @@ def main(peer: Peer, argv: Sequence[str] | None = None) -> int:
         if reason is None and peer.install is not None:
             reason = peer.install()
         if reason is not None:
-            print(f"{peer.name}: cannot install: {reason}")
+            print(f"cannot install: {reason}")
             return EXIT_UNAVAILABLE
         print(f"{peer.name}: installed ({peer.name} {peer.version()})")
         return EXIT_ACCEPTED
@@ -116,7 +116,7 @@ def main(peer: Peer, argv: Sequence[str] | None = None) -> int:
         print(f"usage: peer_{peer.name}.py --install | FILE...", file=sys.stderr)
         return 2
     if peer.version() is None:
-        print(f"{peer.name}: unavailable: not installed (run with --install first)")
+        print("unavailable: not installed (run with --install first)")
         return EXIT_UNAVAILABLE
     failures = check_files(peer, args)
     for failure in failures:

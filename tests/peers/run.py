@@ -114,6 +114,11 @@ def _run(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]
         return f"took more than {timeout:.0f} s"
 
 
+def _reason(peer: PeerRun, output: str) -> str:
+    """A script's one line of why, without the peer's name in front (the summary has it)."""
+    return _last_line(output).removeprefix(f"{peer.name}: ") or "unavailable"
+
+
 def _last_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
@@ -143,14 +148,14 @@ def _install_and_check(peer: PeerRun, script: Path, timeout: float, python: str)
                                       f"{_last_line(installed.stderr or installed.stdout)}")
         return
     if installed.returncode == EXIT_UNAVAILABLE:
-        peer.reason = _last_line(installed.stdout) or "unavailable"
+        peer.reason = _reason(peer, installed.stdout)
         return
     checked = _run([python, str(script), *peer.files], timeout)
     if isinstance(checked, str):
         peer.status, peer.reason = "error", checked
         return
     if checked.returncode == EXIT_UNAVAILABLE:
-        peer.reason = _last_line(checked.stdout) or "unavailable"
+        peer.reason = _reason(peer, checked.stdout)
         return
     try:
         verdict = json.loads(_last_line(checked.stdout))
