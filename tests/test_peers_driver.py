@@ -1,15 +1,21 @@
 """The ``nox -s peers`` driver (``tests/peers/run.py``) on fake peer scripts: which files each
 peer gets, the summary line, a skip on exit 3, failure when a peer disagrees or breaks the
-contract."""
+contract; and the docs pages that show the last run's report."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import textwrap
 from pathlib import Path
 
 from tests.peers import run as driver
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "site" / "hooks"))
+
+from dcxdocs import peers as dcx_peers  # noqa: E402
 
 REPORT = {"inputs": [
     {"path": "examples/swf/a.swf", "format": "swf", "valid": True, "conversions": [
@@ -173,3 +179,50 @@ def test_main_summarises_writes_reports_and_fails_on_disagreement(tmp_path, monk
     assert "| AccaSim | swf | 9.9 | 0/1 | DISAGREES |" in markdown
     assert f"- accasim: `{bad}`: says bad" in markdown
     assert driver.main([*argv, "--only", "simgrid", "flux"]) == 0
+
+
+# ------------------------------------------------------------------ the docs showing the report
+
+
+def _docs_checkout(tmp_path: Path, report: dict[str, object] | None) -> Path:
+    """A checkout holding the driver and, when given, a last run's report."""
+    (tmp_path / "tests" / "peers").mkdir(parents=True)
+    (tmp_path / "tests" / "peers" / "run.py").write_text(
+        (REPO / "tests" / "peers" / "run.py").read_text())
+    if report is not None:
+        (tmp_path / "build" / "peers").mkdir(parents=True)
+        (tmp_path / "build" / "peers" / "report.json").write_text(json.dumps(report))
+    return tmp_path
+
+
+def test_docs_say_clearly_when_no_peer_run_is_recorded(tmp_path):
+    root = _docs_checkout(tmp_path, None)
+    page = dcx_peers.peers_page(root)
+    assert "No peer run recorded in this build" in page
+    assert "| AccaSim | `swf` | `tests/peers/peer_accasim.py` |" in page
+    section = dcx_peers.format_section("swf", root)
+    assert section.startswith("## Accepted by")
+    assert "`nox -s peers` gives AccaSim every `swf` file dcx writes" in section
+    assert "No peer run is recorded in this build." in section
+    assert dcx_peers.format_section("haizea", root) == ""
+    assert "Debian 12 has no flux-core package" in dcx_peers.format_section("flux-r", root)
+    assert "Debian 12 has no flux-core package" in page
+
+
+def test_docs_show_the_last_runs_table_and_each_formats_peer_version(tmp_path):
+    runs = [driver.PeerRun("accasim", "AccaSim", ("swf",), ["a.swf", "b.swf"], "disagreed",
+                           version="1.1.3", accepted=1,
+                           failures=[{"path": "b.swf", "reason": "line 2: skips it"}]),
+            driver.PeerRun("wfcommons", "WfCommons", ("wfformat",), ["w.json"], "accepted",
+                           version="1.6", accepted=1),
+            driver.PeerRun("flux", "flux-core", ("flux-r",), ["r.json"], "skipped",
+                           reason="cannot install: no libflux")]
+    root = _docs_checkout(tmp_path, driver.report_json(runs))
+    page = dcx_peers.peers_page(root)
+    assert "| AccaSim | `swf` | 1.1.3 | **disagrees**: 1 of 2 files |" in page
+    assert "| WfCommons | `wfformat` | 1.6 | accepted: 1 of 1 files |" in page
+    assert "| flux-core | `flux-r` |  | skipped: cannot install: no libflux |" in page
+    assert "| accasim | `b.swf` | line 2: skips it |" in page
+    assert "WfCommons 1.6 accepted all 1 files." in dcx_peers.format_section("wfformat", root)
+    assert "**disagrees**: 1 of 2 files" in dcx_peers.format_section("swf", root)
+
