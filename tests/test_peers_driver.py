@@ -1,14 +1,19 @@
 """The ``nox -s peers`` driver (``tests/peers/run.py``) on fake peer scripts: which files each
 peer gets, the summary line, a skip on exit 3, failure when a peer disagrees or breaks the
-contract; and the docs pages that show the last run's report."""
+contract; the docs pages that show the last run's report; and, where a peer's software is
+installed, that it fails deliberately broken outputs."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.peers import run as driver
 
@@ -226,3 +231,57 @@ def test_docs_show_the_last_runs_table_and_each_formats_peer_version(tmp_path):
     assert "WfCommons 1.6 accepted all 1 files." in dcx_peers.format_section("wfformat", root)
     assert "**disagrees**: 1 of 2 files" in dcx_peers.format_section("swf", root)
 
+
+# ------------------------------------------------------------------ broken outputs, real peers
+
+SWF_LINE = "{job} {submit} -1 {runtime} {processors} -1 -1 {processors} 200" + " -1" * 9 + "\n"
+
+
+def _peer(name: str, module: str, *files: Path) -> tuple[int, dict[str, Any]]:
+    """``peer_NAME.py FILE...`` run by this interpreter, where the peer's software is
+    installed (``python tests/peers/peer_NAME.py --install`` installs it; ``nox -s peers``
+    does so in its own environment, the test suite does not)."""
+    pytest.importorskip(module, reason=f"{name}'s software is not installed in this "
+                                       f"environment (python tests/peers/peer_{name}.py "
+                                       f"--install)")
+    done = subprocess.run([sys.executable, str(REPO / "tests" / "peers" / f"peer_{name}.py"),
+                           *map(str, files)], capture_output=True, text=True, timeout=600,
+                          check=False)
+    return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_accasim_fails_a_job_of_0_processors_and_a_decimal_runtime(tmp_path):
+    good = tmp_path / "good.swf"
+    good.write_text(SWF_LINE.format(job=1, submit=0, runtime=100, processors=4)
+                    + SWF_LINE.format(job=2, submit=5, runtime=50, processors=2))
+    no_processors = tmp_path / "no-processors.swf"
+    no_processors.write_text(SWF_LINE.format(job=1, submit=0, runtime=100, processors=0))
+    decimal = tmp_path / "decimal.swf"
+    decimal.write_text(SWF_LINE.format(job=1, submit=0, runtime=3.2, processors=1))
+    status, verdict = _peer("accasim", "accasim", good, no_processors, decimal)
+    assert status == 1
+    assert (verdict["checked"], verdict["accepted"]) == (3, 1)
+    reasons = {Path(f["path"]).name: f["reason"] for f in verdict["failures"]}
+    assert set(reasons) == {"no-processors.swf", "decimal.swf"}
+    assert "processor" in reasons["no-processors.swf"]
+    assert "AccaSim's SWF parser skips" in reasons["decimal.swf"]
+
+
+def test_wfcommons_fails_an_instance_missing_a_tasks_parent(tmp_path):
+    def instance(tasks: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"name": "w", "schemaVersion": "1.5", "workflow": {
+            "specification": {"tasks": tasks, "files": []},
+            "execution": {"makespanInSeconds": 3, "executedAt": "2024-01-01T00:00:00Z",
+                          "tasks": [{"id": t["id"], "runtimeInSeconds": 1} for t in tasks]}}}
+
+    first: dict[str, Any] = {"name": "a", "id": "a", "parents": [], "children": ["b"]}
+    second: dict[str, Any] = {"name": "b", "id": "b", "parents": ["a"], "children": []}
+    good, orphan = tmp_path / "good.json", tmp_path / "orphan.json"
+    good.write_text(json.dumps(instance([first, second])))
+    orphan.write_text(json.dumps(instance([second])))
+    status, verdict = _peer("wfcommons", "wfcommons", good, orphan)
+    assert status == 1
+    assert verdict["accepted"] == 1
+    [failure] = verdict["failures"]
+    assert failure["path"] == str(orphan)
+    assert 'Parent task "a" is not declared' in failure["reason"]
