@@ -1,4 +1,4 @@
-"""Sessions: convert (the main job), tests, schedule, bench, docs, lint, fuzz.
+"""Sessions: convert (the main job), tests, peers, schedule, bench, docs, lint, fuzz.
 
 Bootstrap on a machine with only Python and pip: ``python -m pip install nox``.
 """
@@ -39,6 +39,17 @@ def tests(session: nox.Session) -> None:
     session.install(TEST_EXTRAS)
     session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadgroup",
                 *session.posargs)
+
+
+@nox.session
+def peers(session: nox.Session) -> None:
+    """dcx's outputs fed to the software their users feed them to (SimGrid, slurmctld,
+    WfCommons, AccaSim, flux-core): converts examples/ unless build/converted is fresh,
+    installs each peer (apt or pip; one that cannot be installed is skipped with its reason)
+    and fails when an installed peer rejects a file or reads it otherwise than dcx.
+    ``nox -s peers -- --only accasim`` runs one. Report: build/peers/report.{md,json}."""
+    session.install(".")
+    session.run("python", "tests/peers/run.py", *session.posargs)
 
 
 @nox.session
