@@ -5,8 +5,16 @@ A row holds every parameter of the cell, every metric of the scheduler's ``Summa
 (flattened: a distribution ``wait`` becomes ``wait_count``, ``wait_mean``, …, so a metric
 added to ``Summary`` becomes a column without a change here), the wall time of the run, the
 dcx version and the content hashes of the inputs. ``cell_key`` hashes what decides the
-result: the inputs' contents and names, the scheduler's stages, the time model, the seed
-and the options.
+result: the inputs' contents and names, the scheduler's stages, the time model, the seed,
+the options and the cell's parameters.
+
+Cells travel in batches (``run_batch``): a batch answers one outcome per cell, a row or a
+``CellFailure`` (a cell that raises, or runs past its limits, fails alone).
+
+Metric columns are named as ``dcx schedule --output json`` names them (``Summary.headline``):
+a distribution of seconds has ``_s`` after each statistic (``wait_mean_s``, ``wait_p99_s``),
+and the utilization is ``utilization``, a fraction of 1. ``test_experiment`` holds the two
+vocabularies together.
 """
 
 from __future__ import annotations
@@ -17,16 +25,21 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dcx.core.limits import paused_gc
+from dcx.experiments.limits import ChildFailed, LimitExceeded, Limits, run_limited
 from dcx.experiments.spec import Cell, Options
 from dcx.scheduler.policies import Policy
 from dcx.scheduler.problem import Problem
 
 SKIPPED_SUMMARY_FIELDS = frozenset({"policy", "time_model", "seed"})
 """Summary fields that repeat a cell parameter."""
+RENAMED_SUMMARY_FIELDS = {"utilisation": "utilization"}
+"""Summary fields whose column takes the name ``dcx schedule --output json`` gives them."""
+SECONDS_DISTRIBUTIONS = frozenset({"wait", "response"})
+"""Distributions measured in seconds: their statistics' columns end in ``_s``."""
 
 
 @functools.cache
@@ -59,7 +72,7 @@ def _plain(value: Any) -> Any:
 def cell_key(cell: Cell, workload_sha256: str, environment_sha256: str,
              options: Options) -> str:
     """What decides a row, hashed: a stored row with this key is that cell's result."""
-    identity = {
+    identity: dict[str, Any] = {
         "workload": [cell.workload.name, workload_sha256],
         "environment": [cell.environment.name, environment_sha256],
         "scheduler": [cell.scheduler.name, scheduler_stages(cell.scheduler.policy)],
@@ -67,6 +80,8 @@ def cell_key(cell: Cell, workload_sha256: str, environment_sha256: str,
         "seed": cell.seed,
         "options": options.as_dict(),
     }
+    if cell.parameters:  # absent otherwise: the keys of sweeps without parameters stay put
+        identity["parameters"] = [[name, value] for name, value in cell.parameters]
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -83,6 +98,9 @@ class CellTask:
     seed: int | None
     measure_stages: bool
     per_job: bool
+    transforms: tuple[tuple[str, Any], ...] = ()
+    """The workload transforms' parameter values (scheduler options are in ``policy``)."""
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,29 @@ class CellResult:
     key: str
     row: dict[str, Any]
     jobs: list[dict[str, Any]] | None
+
+
+@dataclass(frozen=True)
+class CellFailure:
+    """A cell that did not give a row: ``kind`` is ``error`` (it raised), ``timeout`` or
+    ``memory`` (past its limits) or ``lost`` (its worker died, again and again)."""
+
+    key: str
+    kind: str
+    message: str
+    columns: dict[str, Any]
+    wall_s: float = math.nan
+
+    def row(self) -> dict[str, Any]:
+        """Its row of ``failures.parquet``."""
+        from datetime import UTC, datetime
+
+        return {**self.columns, "error_kind": self.kind, "error": self.message,
+                "wall_s": _number(self.wall_s), "dcx_version": dcx_version(),
+                "finished_at": datetime.now(UTC)}
+
+
+Outcome = CellResult | CellFailure
 
 
 def _number(value: Any) -> Any:
@@ -100,34 +141,79 @@ def _number(value: Any) -> Any:
 
 
 def metric_columns(summary: Any) -> dict[str, Any]:
-    """Every field of ``Summary``, nested dataclasses flattened with ``_``."""
+    """Every field of ``Summary``, nested dataclasses flattened with ``_`` (``count`` is a
+    count, not seconds)."""
     columns: dict[str, Any] = {}
     for item in dataclasses.fields(summary):
         if item.name in SKIPPED_SUMMARY_FIELDS:
             continue
         value = getattr(summary, item.name)
         if dataclasses.is_dataclass(value):
+            unit = "_s" if item.name in SECONDS_DISTRIBUTIONS else ""
             for inner in dataclasses.fields(value):
-                columns[f"{item.name}_{inner.name}"] = _number(getattr(value, inner.name))
+                suffix = "" if inner.name == "count" else unit
+                columns[f"{item.name}_{inner.name}{suffix}"] = _number(
+                    getattr(value, inner.name))
         elif value is None:
             continue  # a distribution the run did not measure: its columns stay absent
         else:
-            columns[item.name] = _number(value)
+            columns[RENAMED_SUMMARY_FIELDS.get(item.name, item.name)] = _number(value)
     return columns
 
 
+BATCH_SWITCH_INTERVAL_S = 0.05
+"""The interpreter's switch interval while a batch runs: a Dask worker's event-loop thread
+asks for the GIL every 5 ms (the default) while a cell holds it, and each hand-over costs
+the cell; its heartbeats need it about once a second."""
+
+
+def run_batch(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
+    """Run a batch of cells of one problem (on a worker, or inline), each alone: one that
+    fails or runs past its limits is a ``CellFailure``; the others still run."""
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(max(interval, BATCH_SWITCH_INTERVAL_S))
+    try:
+        return _run_each(problem, tasks)
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def _run_each(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    for task in tasks:
+        began = time.perf_counter()
+        try:
+            outcomes.append(run_limited(functools.partial(run_cell, problem, task),
+                                        task.limits))
+        except LimitExceeded as exc:
+            outcomes.append(CellFailure(task.key, exc.kind, str(exc), task.columns,
+                                        time.perf_counter() - began))
+        except ChildFailed as exc:
+            outcomes.append(CellFailure(task.key, "error", str(exc), task.columns,
+                                        time.perf_counter() - began))
+        except Exception as exc:  # the cell's own error: the sweep goes on and keeps it
+            outcomes.append(CellFailure(task.key, "error", f"{type(exc).__name__}: {exc}",
+                                        task.columns, time.perf_counter() - began))
+    return outcomes
+
+
 def run_cell(problem: Problem, task: CellTask) -> CellResult:
-    """Run one cell (on a worker, or inline) and measure it."""
+    """Run one cell and measure it: its workload transforms, then the scheduler."""
     from datetime import UTC, datetime
 
+    from dcx.experiments.transforms import OFFERED_LOAD, apply_transforms, offered_load
     from dcx.scheduler.report import stage_totals
     from dcx.scheduler.runs import run_policy
 
     began = time.perf_counter()
+    problem = apply_transforms(problem, dict(task.transforms))
     with paused_gc():  # a run makes no cycles; a worker's heap is large to rescan
         run = run_policy(problem, task.policy, task.time_model, task.seed, task.measure_stages)
     wall_s = time.perf_counter() - began
-    row = {**task.columns, **metric_columns(run.metrics.summary)}
+    row = {**task.columns, OFFERED_LOAD: _number(offered_load(problem)),
+           **metric_columns(run.metrics.summary)}
     if task.measure_stages:
         for stage, nanoseconds in stage_totals(run.schedule).items():
             row[f"stage_{stage}_s"] = nanoseconds / 1e9

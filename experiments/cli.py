@@ -1,15 +1,18 @@
-"""``dcx experiment FILE [--out DIR] [--workers N | --scheduler-address ADDRESS]`` and
-``dcx experiment --report DIR``.
+"""``dcx experiment FILE [--out DIR] [--workers N | --scheduler-address ADDRESS | --cluster
+slurm|pbs]`` and ``dcx experiment --report DIR``.
 
 Exit codes: 0 every cell ran or was already stored; 1 the experiment file is not valid, an
-input cannot be scheduled or a cell failed (the other cells still run and are kept); 2
-usage (no FILE, Dask missing, a cluster that cannot be reached, an output folder that
-cannot be written). Diagnostics and progress go to stderr, the summary table to stdout.
+input cannot be read or scheduled, a stored table cannot be read, or a cell failed (now or
+in an earlier run, not retried; the other cells still run and are kept); 2 usage (no FILE,
+Dask missing, a scheduler address that is not one or cannot be reached, an output folder
+that cannot be written); 130 interrupted (Ctrl-C). Diagnostics and progress go to stderr,
+the summary table to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,34 +23,69 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from dcx.experiments.execute import Plan
+    from dcx.experiments.progress import SweepProgress
+    from dcx.experiments.store import ResultStore
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = Path("build") / "experiments"
+CONNECT_TIMEOUT_S = 5.0
+"""How long reaching a scheduler may take before the sweep gives up."""
+SHOWN_FAILURES = 20
+"""Failed cells printed one per line; the rest are counted (all are in failures.parquet)."""
+CLUSTERS = ("slurm", "pbs")
 
 
 def add_parser(subparsers: Any) -> None:
     """Add the ``experiment`` subcommand to an argparse subparsers object."""
     parser = subparsers.add_parser(
         "experiment",
-        help="run a sweep of workloads x environments x schedulers x seeds on Dask",
+        help="run a sweep of workloads x environments x parameters x schedulers x seeds on "
+        "Dask",
         description="Run every cell of an experiment file (YAML or JSON, "
         "schemas/experiment.schema.json): the Cartesian product of its workloads, "
-        "environments, schedulers, time models and seeds, less its exclusions. Cells run "
-        "on a Dask LocalCluster of one single-threaded worker process per core, or on an "
-        "existing Dask cluster (--scheduler-address). Results go to DIR/results.parquet, "
-        "one row per run; cells already in it are not run again, so an interrupted sweep "
-        "resumes where it stopped. Writes DIR/summary.md (also printed), summary.json and "
-        "plots.",
-    )
+        "environments, parameters (workload transforms such as load and requested-time "
+        "accuracy, and scheduler options), schedulers, time models and seeds, less its "
+        "exclusions. Cells run on a Dask LocalCluster of one single-threaded worker process "
+        "per core, on an existing Dask cluster (--scheduler-address) or on one started on "
+        "Slurm or PBS (--cluster). Results go to DIR/results.parquet, one row per run, and "
+        "failed cells to DIR/failures.parquet; cells already stored are not run again (nor "
+        "failed ones, without --retry-failed), so an interrupted sweep resumes where it "
+        "stopped. Writes DIR/summary.md (also printed), summary.json and plots.",
+        epilog="Exit codes: 0 every cell ran or was stored; 1 invalid experiment file, an "
+        "input that cannot be read or scheduled, or a failed cell; 2 usage; 130 interrupted.")
     parser.add_argument("file", nargs="?", metavar="FILE", help="the experiment file")
     parser.add_argument("--out", metavar="DIR", help="results folder (default: "
                         "build/experiments/NAME, NAME the experiment's name)")
     parser.add_argument("--workers", type=int, metavar="N", help="worker processes of the "
                         "local cluster (default: one per core); 0 runs every cell in this "
-                        "process, without Dask")
+                        "process, without Dask; with --cluster, the batch jobs to keep up "
+                        "(default 1), each one single-threaded worker")
     parser.add_argument("--scheduler-address", metavar="ADDRESS", help="run on an existing "
-                        "Dask cluster (tcp://host:8786), e.g. one dask-jobqueue started on "
-                        "Slurm or PBS")
+                        "Dask cluster (tcp://host:8786)")
+    parser.add_argument("--cluster", choices=CLUSTERS, help="start a Dask cluster of batch "
+                        "jobs with dask-jobqueue (pip install dask-jobqueue) and run on it")
+    parser.add_argument("--walltime", metavar="HH:MM:SS", default="01:00:00", help="with "
+                        "--cluster: each job's walltime (default 01:00:00); its worker "
+                        "leaves a few minutes before, and a new job takes its place")
+    parser.add_argument("--activate", metavar="COMMAND", help="with --cluster: a shell line "
+                        "each job runs first so that its worker finds dcx (source "
+                        "~/venv/bin/activate, module load …)")
+    parser.add_argument("--queue", metavar="NAME", help="with --cluster: the partition or "
+                        "queue")
+    parser.add_argument("--account", metavar="NAME", help="with --cluster: the account "
+                        "charged")
+    parser.add_argument("--worker-memory", metavar="SIZE", default="4GiB", help="with "
+                        "--cluster: memory of each job (default 4GiB)")
+    parser.add_argument("--timeout", metavar="DURATION", help="stop a cell that runs longer "
+                        "(90, 90s, 5min, 2h) and record it in DIR/failures.parquet; overrides "
+                        "the file's timeout")
+    parser.add_argument("--memory", metavar="SIZE", help="stop a cell that needs more memory "
+                        "(512MiB, 2GiB; a number is MiB) and record it in "
+                        "DIR/failures.parquet; overrides the file's memory")
+    parser.add_argument("--retry-failed", action="store_true", help="run again the cells "
+                        "DIR/failures.parquet holds (otherwise they are skipped)")
+    parser.add_argument("--progress-every", type=float, metavar="SECONDS", default=10.0,
+                        help="off a terminal, a progress line this often (default 10)")
     parser.add_argument("--report", metavar="DIR", help="without FILE: write the summary and "
                         "plots of DIR/results.parquet again (DIR may also name that file), "
                         "running nothing")
@@ -61,35 +99,79 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def run(args: argparse.Namespace) -> int:
+def _usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with the command line, or ``None``."""
     if args.file is None:
-        if args.report is None:
-            _say("dcx experiment: error: give an experiment FILE, or --report DIR")
-            return EXIT_USAGE
-        return report_only(Path(args.report), args.plots)
+        return None if args.report is not None else "give an experiment FILE, or --report DIR"
     if args.report is not None:
-        _say("dcx experiment: error: --report renders a stored table; leave out FILE")
-        return EXIT_USAGE
+        return "--report renders a stored table; leave out FILE"
     if args.workers is not None and args.workers < 0:
-        _say("dcx experiment: error: --workers must be 0 or more")
+        return "--workers must be 0 or more"
+    if args.scheduler_address and (args.workers is not None or args.cluster):
+        return ("an existing cluster (--scheduler-address) has its own workers: leave out "
+                "--workers and --cluster")
+    if args.cluster and args.workers == 0:
+        return "--cluster needs at least one worker (--workers N)"
+    if args.progress_every <= 0:
+        return "--progress-every must be above 0"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = _usage(args)
+    if problem is not None:
+        _say(f"dcx experiment: error: {problem}")
         return EXIT_USAGE
-    if args.workers is not None and args.scheduler_address:
-        _say("dcx experiment: error: --workers sizes the local cluster; an existing cluster "
-             "(--scheduler-address) has its own workers")
-        return EXIT_USAGE
+    try:
+        if args.file is None:
+            return report_only(Path(args.report), args.plots)
+        return _run_file(args)
+    except KeyboardInterrupt:
+        _say("dcx experiment: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _run_file(args: argparse.Namespace) -> int:
+    from dcx.experiments.limits import Limits, parse_duration, parse_size
     from dcx.experiments.spec import load_experiment
 
+    try:
+        limits = Limits(None if args.timeout is None else parse_duration(args.timeout),
+                        None if args.memory is None else parse_size(args.memory))
+    except ValueError as exc:
+        _say(f"dcx experiment: error: {exc}")
+        return EXIT_USAGE
     experiment, diagnostics = load_experiment(Path(args.file))
     for diagnostic in diagnostics:
         _say(diagnostic.render())
     if experiment is None:
         return EXIT_INVALID
+    experiment = dataclasses.replace(experiment, limits=Limits(
+        limits.timeout_s if limits.timeout_s is not None else experiment.limits.timeout_s,
+        limits.memory_bytes if limits.memory_bytes is not None
+        else experiment.limits.memory_bytes))
     out = Path(args.out) if args.out else DEFAULT_OUT / experiment.name
+    from dcx.experiments.store import StoreError
+
     try:
         return _sweep(experiment, out, args)
+    except StoreError as exc:
+        _say(f"dcx experiment: error: {exc}")
+        return EXIT_INVALID
     except OSError as exc:
         _say(f"dcx experiment: error: cannot write to {out}: {exc.strerror or exc}")
         return EXIT_USAGE
+
+
+def _counts(found: Plan, stored: int, to_run: int, where: str) -> str:
+    text = f"experiment {found.experiment.name}: {found.total} cell(s)"
+    if found.unreadable_cells:
+        text += f", {found.unreadable_cells} with an input that cannot be read"
+    text += f", {stored} already stored"
+    if found.failed_before:
+        text += (f", {found.failed_before} failed before (in failures.parquet; "
+                 "--retry-failed runs them again)")
+    return text + f", {to_run} to run{where}"
 
 
 def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
@@ -100,15 +182,17 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
     store = ResultStore(out)
     store.results.compact()  # rows an interrupted run left in parts/
     store.jobs.compact()
-    found = plan(experiment, store.stored_keys())
+    store.failures.compact()
+    found = plan(experiment, store.stored_keys(), store.failed_keys(), args.retry_failed)
     status = EXIT_OK
     for diagnostic in found.unreadable:
         _say(diagnostic.render())
         status = EXIT_INVALID
-    stored = len(found.keys) - found.pending_count
+    stored = len(found.keys) - found.pending_count - found.failed_before
+    if found.failed_before:
+        status = EXIT_INVALID
     if args.dry_run:
-        _say(f"experiment {experiment.name}: {len(found.keys)} cell(s), {stored} stored, "
-             f"{found.pending_count} to run")
+        _say(_counts(found, stored, found.pending_count, ""))
         return status
 
     with Progress(len(found.pending), "reading inputs") as progress:
@@ -117,13 +201,12 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
     if failed:
         status = EXIT_INVALID
     to_run = sum(len(cells) for pair, cells in found.pending.items() if pair in problems)
-    where = _where(args, to_run)
-    _say(f"experiment {experiment.name}: {len(found.keys)} cell(s), {stored} already stored, "
-         f"{to_run} to run{where}")
-    failures: list[str] = []
+    _say(_counts(found, stored, to_run, _where(args, to_run)))
+    if experiment.limits.any and to_run:
+        _say(f"experiment {experiment.name}: each cell limited to {experiment.limits.text()}")
     if to_run:
         try:
-            failures = _execute(found, problems, store, args, to_run)
+            _execute(found, problems, store, args, to_run)
         except _NoCluster as exc:
             _say(f"dcx experiment: error: {exc}")
             store.close()
@@ -132,18 +215,19 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
             _say(f"dcx experiment: interrupted; {store.written} finished row(s) kept in "
                  f"{out / 'results.parquet'}: run the same command again to go on")
             raise
-    if failures:
+    if store.failed:
         status = EXIT_INVALID
-        for line in failures[:20]:
-            _say(line)
-        if len(failures) > 20:
-            _say(f"… and {len(failures) - 20} more failed cell(s)")
     table = store.results.read()
-    _render(out, table, store.jobs.read(), experiment.name, set(found.keys), args.plots)
+    written = _render(out, table, store.jobs.read(), experiment.name, set(found.keys),
+                      args.plots)
     kept = 0 if table is None else table.num_rows
-    _say(f"experiment {experiment.name}: ran {store.written} cell(s)"
-         + (f", {len(failures)} failed" if failures else "")
-         + f"; {out / 'results.parquet'} holds {kept} row(s); summary in {out / 'summary.md'}")
+    line = f"experiment {experiment.name}: ran {store.written} cell(s)"
+    if store.failed:
+        line += f", {store.failed} failed ({out / 'failures.parquet'})"
+    line += f"; {out / 'results.parquet'} holds {kept} row(s)"
+    if written:
+        line += f"; summary in {out / 'summary.md'}"
+    _say(line)
     return status
 
 
@@ -152,6 +236,8 @@ def _where(args: argparse.Namespace, to_run: int) -> str:
         return ""
     if args.scheduler_address:
         return f" on {args.scheduler_address}"
+    if args.cluster:
+        return f" on {args.workers or 1} {args.cluster} job(s)"
     if args.workers == 0:
         return " in this process"
     from dcx.converters.partitions import default_workers
@@ -163,75 +249,189 @@ class _NoCluster(Exception):
     pass
 
 
-def _execute(found: Plan, problems: dict[Any, Any], store: Any, args: argparse.Namespace,
-             to_run: int) -> list[str]:
-    """Run the pending cells, storing each row as it comes; the failures, as lines."""
-    from dcx.converters.partitions import default_workers, local_client, remote_client
-    from dcx.converters.progress import Progress
-    from dcx.experiments.execute import run_dask, run_inline
+def check_address(address: str) -> None:
+    """A scheduler address that is one and answers, within ``CONNECT_TIMEOUT_S``;
+    ``_NoCluster`` saying why not (Dask's own client would take 30 s to time out, and says
+    "internal error"-like things about a bad scheme)."""
+    import socket
 
-    failures: list[str] = []
-    with Progress(to_run, "running cells") as progress:
+    from distributed.comm.addressing import get_address_host_port, parse_address
+    from distributed.comm.registry import backends
+
+    try:
+        scheme, _ = parse_address(address, strict=True)
+        if scheme not in backends:
+            raise ValueError(f"unknown address scheme {scheme!r} (known: "
+                             f"{', '.join(sorted(backends))})")
+        if scheme not in ("tcp", "tls", "ws", "wss"):
+            return  # inproc, ucx: nothing to probe with a socket
+        host, port = get_address_host_port(address)
+    except (ValueError, TypeError) as exc:
+        raise _NoCluster(f"--scheduler-address {address}: {exc} (a Dask scheduler's address "
+                         "is tcp://HOST:PORT)") from None
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise _NoCluster(f"cannot reach the Dask scheduler at {address}: {reason}") from None
+
+
+def jobqueue_cluster(args: argparse.Namespace) -> Any:
+    """A dask-jobqueue cluster of single-worker batch jobs, kept at ``--workers`` jobs: a
+    worker leaves five minutes before its walltime (``--lifetime``), and the adaptive
+    cluster submits a new job in its place; cells that were running on it run again."""
+    try:
+        import dask_jobqueue
+    except ImportError as exc:
+        raise _NoCluster("--cluster needs dask-jobqueue (pip install dask-jobqueue)") from exc
+    walltime_s = _walltime_s(args.walltime)
+    lifetime_s = max(60.0, walltime_s - 300.0)
+    kind = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[args.cluster]
+    options: dict[str, Any] = {
+        "cores": 1, "processes": 1, "memory": _jobqueue_memory(args.worker_memory),
+        "walltime": args.walltime,
+        "worker_extra_args": ["--lifetime", f"{int(lifetime_s)}s", "--lifetime-stagger",
+                              "60s"],
+        "job_script_prologue": [args.activate] if args.activate else [],
+    }
+    if args.queue:
+        options["queue"] = args.queue
+    if args.account:
+        options["account"] = args.account
+    cluster = kind(**options)
+    jobs = args.workers or 1
+    cluster.adapt(minimum_jobs=jobs, maximum_jobs=jobs)
+    return cluster
+
+
+def _walltime_s(text: str) -> float:
+    parts = text.split(":")
+    try:
+        numbers = [float(part) for part in parts]
+    except ValueError:
+        numbers = []
+    if not 1 <= len(numbers) <= 3 or any(number < 0 for number in numbers):
+        raise _NoCluster(f"--walltime {text}: give it as HH:MM:SS, MM:SS or minutes")
+    if len(numbers) == 1:
+        return numbers[0] * 60
+    seconds = 0.0
+    for number in numbers:
+        seconds = seconds * 60 + number
+    return seconds
+
+
+def _jobqueue_memory(text: str) -> str:
+    from dcx.experiments.limits import parse_size
+
+    try:
+        return f"{parse_size(text) // 2**20}MiB"
+    except ValueError as exc:
+        raise _NoCluster(f"--worker-memory: {exc}") from None
+
+
+def _client(args: argparse.Namespace) -> tuple[Any, Any]:
+    """``(cluster to close or None, client)`` for the cluster the command names."""
+    from dcx.converters.partitions import default_workers, local_client
+
+    try:
+        import distributed
+    except ImportError as exc:
+        raise _NoCluster("Dask is not installed (pip install 'dcx[experiments]'); "
+                         "--workers 0 runs the cells in this process") from exc
+    if args.scheduler_address:
+        check_address(args.scheduler_address)
+        try:
+            return None, distributed.Client(args.scheduler_address, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise _NoCluster(f"cannot reach the Dask scheduler at {args.scheduler_address}: "
+                             f"{exc}") from exc
+    if args.cluster:
+        cluster = jobqueue_cluster(args)
+        return cluster, distributed.Client(cluster)
+    try:
+        return local_client(args.workers or default_workers())
+    except (OSError, TimeoutError) as exc:
+        raise _NoCluster(f"cannot start a local Dask cluster: {exc}") from exc
+
+
+def _execute(found: Plan, problems: dict[Any, Any], store: ResultStore,
+             args: argparse.Namespace, to_run: int) -> None:
+    """Run the pending cells, storing each row (or failure) as it comes."""
+    from dcx.experiments.execute import Watch, run_dask, run_inline
+    from dcx.experiments.progress import SweepProgress
+
+    with SweepProgress(to_run, f"experiment {found.experiment.name}",
+                       every_s=args.progress_every) as progress:
         def keep(result: Any) -> None:
             store.add(result.row, result.jobs)
             progress.advance()
 
         def fail(failure: Any) -> None:
-            failures.append(f"dcx experiment: error: cell {failure.key[:12]} failed: "
-                            f"{failure.message}")
-            progress.advance()
+            store.add_failure(failure.row())
+            if store.failed <= SHOWN_FAILURES:
+                progress.say(f"dcx experiment: error: cell {failure.key[:12]} "
+                             f"({_cell_label(failure.columns)}) failed: {failure.kind}: "
+                             f"{failure.message}")
+            progress.advance(failed=True)
 
         try:
-            if args.workers == 0 and not args.scheduler_address:
+            if args.workers == 0 and not args.scheduler_address and not args.cluster:
                 run_inline(found, problems, keep, fail)
-                return failures
+                return
+            cluster, client = _client(args)
             try:
-                import distributed  # noqa: F401
-            except ImportError as exc:
-                raise _NoCluster("Dask is not installed (pip install 'dcx[experiments]'); "
-                                 "--workers 0 runs the cells in this process") from exc
-            cluster = None
-            try:
-                if args.scheduler_address:
-                    client = remote_client(args.scheduler_address)
-                else:
-                    cluster, client = local_client(args.workers or default_workers())
-            except (OSError, TimeoutError) as exc:
-                raise _NoCluster(f"cannot reach the Dask scheduler: {exc}") from exc
-            try:
-                run_dask(found, problems, client, keep, fail)
+                run_dask(found, problems, client, keep, fail,
+                         Watch(progress.workers, progress.tick))
             finally:
                 client.close()
                 if cluster is not None:
                     cluster.close()
         finally:
             store.close()  # flushed and compacted, even when interrupted
-    return failures
+            _more_failures(store, progress)
+
+
+def _more_failures(store: ResultStore, progress: SweepProgress) -> None:
+    if store.failed > SHOWN_FAILURES:
+        progress.say(f"… and {store.failed - SHOWN_FAILURES} more failed cell(s): every one "
+                     f"is in {store.failures.file}")
+
+
+def _cell_label(columns: dict[str, Any]) -> str:
+    parts = [str(columns.get(key)) for key in ("workload", "environment", "scheduler",
+                                                "time_model")]
+    if columns.get("seed") is not None:
+        parts.append(f"seed {columns['seed']}")
+    return ", ".join(parts)
 
 
 def _render(out: Path, table: pa.Table | None, jobs: pa.Table | None, title: str,
-            keys: set[str] | None, plots: bool) -> None:
+            keys: set[str] | None, plots: bool) -> bool:
     """summary.md (printed too), summary.json and plots, over the rows of ``keys`` (all
-    rows when ``None``)."""
+    rows when ``None``); whether they were written."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from dcx.experiments.report import write_report
 
-    if table is None or table.num_rows == 0:
-        _say("dcx experiment: no rows to report")
-        return
-    if keys is not None:
+    if table is not None and keys is not None:
         wanted = pa.array(sorted(keys), pa.string())
         table = table.filter(pc.is_in(table.column("cell_key"), value_set=wanted))
         if jobs is not None:
             jobs = jobs.filter(pc.is_in(jobs.column("cell_key"), value_set=wanted))
-    write_report(out, table, jobs, f"Experiment {title}", plots)
+    if table is None or table.num_rows == 0:
+        _say("dcx experiment: no rows to report: no summary written")
+        return False
+    notes = write_report(out, table, jobs, f"Experiment {title}", plots)
+    for note in notes:
+        _say(f"dcx experiment: {note}")
     print((out / "summary.md").read_text(encoding="utf-8"), end="")
+    return True
 
 
 def report_only(target: Path, plots: bool) -> int:
-    from dcx.experiments.store import ResultStore
+    from dcx.experiments.store import ResultStore, StoreError
 
     folder = target.parent if target.suffix == ".parquet" else target
     if not (folder / "results.parquet").is_file() and not (folder / "parts").is_dir():
@@ -241,13 +441,12 @@ def report_only(target: Path, plots: bool) -> int:
     try:
         table = store.results.compact()
         jobs = store.jobs.compact()
+    except StoreError as exc:
+        _say(f"dcx experiment: error: {exc}")
+        return EXIT_INVALID
     except OSError as exc:
         _say(f"dcx experiment: error: cannot read {folder}: {exc.strerror or exc}")
         return EXIT_USAGE
-    except Exception as exc:  # pyarrow's ArrowInvalid: not a Parquet file
-        _say(f"dcx experiment: error: {folder / 'results.parquet'} is not a results table: "
-             f"{exc}")
-        return EXIT_INVALID
     missing = [column for column in ("cell_key", "experiment", "workload", "scheduler")
                if table is not None and column not in table.column_names]
     if missing:

@@ -1,23 +1,24 @@
 """Plan a sweep and run it: inline (one process) or on a Dask cluster.
 
 Planning reads every input file once to hash it, builds each cell's key and leaves out the
-cells whose key is already stored. Only the (workload, environment) pairs that still have
-cells to run are read and compiled, once each, in this process.
+cells whose key is already stored (and those that failed before, unless they are to be
+retried). A cell whose input cannot be read is counted and reported once per input, at the
+line of the experiment file that names it. Only the (workload, environment) pairs that
+still have cells to run are read and compiled, once each, in this process.
 
-On Dask, each compiled problem is scattered to the workers once (``broadcast``) and cells
-refer to it; a cell's seed is in its arguments and its key is its own (``cell_key``), so
-two cells that look alike are never merged. Cells are submitted in a bounded window (a few
-per worker thread, topped up as results come back), so a sweep of 100,000 cells never has
-more than a few hundred tasks on the scheduler. A cell whose worker dies is rerun by the
-scheduler elsewhere (``distributed.scheduler.allowed-failures``); a cell that raises is
-retried ``RETRIES`` times before it counts as failed.
+On Dask, each compiled problem is scattered to the workers once (``broadcast``) and cells go
+out in batches of one problem (``run_batch``), sized from the cells' measured wall time so
+that a batch takes about ``BATCH_TARGET_S``: short cells then cost one task per batch, not
+one each. Batches are submitted in a bounded window (a few per worker thread, topped up as
+results come back), so a sweep of 100,000 cells never has more than a few hundred tasks on
+the scheduler. A batch whose worker dies is rerun by the scheduler elsewhere
+(``distributed.scheduler.allowed-failures``); a cell that raises fails alone, in its batch.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,21 +27,28 @@ from typing import Any
 
 from dcx.core.diagnostics import Diagnostic
 from dcx.experiments.cells import (
+    CellFailure,
     CellResult,
     CellTask,
+    Outcome,
     cell_key,
     file_sha256,
-    run_cell,
+    run_batch,
     scheduler_stages,
 )
 from dcx.experiments.spec import Cell, Experiment, Input
+from dcx.experiments.transforms import WORKLOAD_PARAMETERS, with_options
 from dcx.scheduler.problem import Problem
 
-RETRIES = 2
 RESUBMISSIONS = 3
-TASKS_PER_THREAD = 8
-"""The submission window: this many cells in flight per worker thread."""
-MIN_WINDOW = 16
+BATCHES_PER_THREAD = 4
+"""The submission window: this many batches in flight per worker thread."""
+MIN_WINDOW = 8
+BATCH_TARGET_S = 0.5
+"""The wall time a batch aims at, once the cells' own wall time is known."""
+MAX_BATCH = 256
+WATCH_S = 1.0
+"""How often the loop wakes without a result: to check the workers and report progress."""
 
 Pair = tuple[str, str]
 """(workload name, environment name)."""
@@ -52,65 +60,123 @@ class Plan:
 
     experiment: Experiment
     keys: list[str] = field(default_factory=list)
-    """Every cell's key, in cell order."""
+    """Every cell's key, in cell order (cells of unreadable inputs have none)."""
     pending: dict[Pair, list[tuple[Cell, CellTask]]] = field(default_factory=dict)
     unreadable: list[Diagnostic] = field(default_factory=list)
+    unreadable_cells: int = 0
+    """Cells not run because an input cannot be read."""
+    failed_before: int = 0
+    """Cells that failed in an earlier run and are not retried."""
 
     @property
     def pending_count(self) -> int:
         return sum(len(cells) for cells in self.pending.values())
 
+    @property
+    def total(self) -> int:
+        return len(self.keys) + self.unreadable_cells
 
-def _hash_of(item: Input, hashes: dict[Path, str | None],
-             problems: list[Diagnostic]) -> str | None:
-    """The file's SHA-256 (read once per path); ``None`` and one diagnostic per unreadable
-    file, however many cells name it."""
-    from dcx.core.diagnostics import error
 
+def _hash_of(item: Input, hashes: dict[Path, str | None]) -> str | None:
+    """The file's SHA-256, read once per path; ``None`` when it cannot be read."""
     if item.path is None:
         return "own"
     if item.path not in hashes:
         try:
-            hashes[item.path] = file_sha256(item.path.read_bytes())
-        except OSError as exc:
+            hashes[item.path] = _content_sha256(item.path)
+        except OSError:
             hashes[item.path] = None
-            problems.append(error(f"cannot read file: {exc.strerror or type(exc).__name__}",
-                                  "schedule.unreadable").at(str(item.path)))
     return hashes[item.path]
 
 
-def plan(experiment: Experiment, stored: set[str]) -> Plan:
+def _content_sha256(path: Path) -> str:
+    """A file's SHA-256; for a format stored as a folder (an OpenDC workload), that of its
+    files' relative names and contents, in name order."""
+    if not path.is_dir():
+        return file_sha256(path.read_bytes())
+    import hashlib
+
+    digest = hashlib.sha256()
+    for member in sorted(p for p in path.rglob("*") if p.is_file()):
+        name = member.relative_to(path).as_posix().encode()
+        digest.update(len(name).to_bytes(8, "big") + name)
+        digest.update(bytes.fromhex(file_sha256(member.read_bytes())))
+    return digest.hexdigest()
+
+
+def _unreadable(item: Input, cells: int, experiment: Experiment) -> Diagnostic:
+    from dcx.core.diagnostics import error
+
+    assert item.path is not None
+    try:
+        _content_sha256(item.path)
+        reason = "it changed while the sweep was planned"
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    return error(f"cannot read {item.path}: {reason}; its {cells} cell(s) are not run",
+                 "experiment.input-unreadable", pointer=item.pointer, line=item.line,
+                 column=item.column).at(str(experiment.path))
+
+
+def plan(experiment: Experiment, stored: set[str], failed: frozenset[str] | set[str] = frozenset(),
+         retry_failed: bool = False) -> Plan:
+    """Every cell's key, and the cells to run: those not stored, nor failed before (unless
+    ``retry_failed``)."""
     found = Plan(experiment)
     hashes: dict[Path, str | None] = {}
+    blocked: dict[str, tuple[Input, int]] = {}
     options = experiment.options.as_dict()
     for index, cell in enumerate(experiment.cells()):
-        workload_sha = _hash_of(cell.workload, hashes, found.unreadable)
-        environment_sha = _hash_of(cell.environment, hashes, found.unreadable)
+        workload_sha = _hash_of(cell.workload, hashes)
+        environment_sha = _hash_of(cell.environment, hashes)
         if workload_sha is None or environment_sha is None:
+            found.unreadable_cells += 1
+            for item, sha in ((cell.workload, workload_sha), (cell.environment, environment_sha)):
+                if sha is None:
+                    counted = blocked.get(item.pointer, (item, 0))[1]
+                    blocked[item.pointer] = (item, counted + 1)
             continue
         if environment_sha == "own":
             environment_sha = workload_sha
+        parameters = dict(cell.parameters)
+        policy = with_options(cell.scheduler.policy, parameters)
         key = cell_key(cell, workload_sha, environment_sha, experiment.options)
         found.keys.append(key)
         if key in stored:
+            continue
+        if key in failed and not retry_failed:
+            found.failed_before += 1
             continue
         columns = {
             "cell_key": key, "experiment": experiment.name,
             "workload": cell.workload.name, "environment": cell.environment.name,
             "scheduler": cell.scheduler.name, "time_model": cell.time_model,
             "seed": cell.seed, "repetition": cell.repetition, "cell_index": index,
+            "parameters": ",".join(f"{name}={value}" for name, value in cell.parameters),
+            **{name: _column_value(value) for name, value in cell.parameters},
             "workload_path": str(cell.workload.path),
             "environment_path": str(cell.environment.path or cell.workload.path),
             "workload_sha256": workload_sha, "environment_sha256": environment_sha,
-            "scheduler_stages": scheduler_stages(cell.scheduler.policy),
+            "scheduler_stages": scheduler_stages(policy),
             "options": ",".join(f"{name}={str(value).lower()}"
                                 for name, value in sorted(options.items())),
         }
-        task = CellTask(key, columns, cell.scheduler.policy, cell.time_model, cell.seed,
-                        experiment.options.measure_stages, experiment.options.per_job)
+        transforms = tuple((name, value) for name, value in cell.parameters
+                           if name in WORKLOAD_PARAMETERS)
+        task = CellTask(key, columns, policy, cell.time_model, cell.seed,
+                        experiment.options.measure_stages, experiment.options.per_job,
+                        transforms, experiment.limits)
         pair = (cell.workload.name, cell.environment.name)
         found.pending.setdefault(pair, []).append((cell, task))
+    found.unreadable = [_unreadable(item, cells, experiment)
+                        for item, cells in blocked.values()]
     return found
+
+
+def _column_value(value: Any) -> Any:
+    """A parameter's column: numbers as floats (one type per column), a word (``trace``)
+    as null."""
+    return float(value) if isinstance(value, int | float) else None
 
 
 def compile_pairs(found: Plan, report: Callable[[Diagnostic], None],
@@ -151,7 +217,9 @@ def _runnable(found: Plan, pair: Pair, problem: Problem, workload: Path,
     policies = {task.policy for _, task in cells}
     readers = [p for p in policies if p.reserves or p.task_order in ("SJF", "LJF")]
     missing = problem.tasks.requested_from_runtime
-    if readers and missing:
+    if readers and missing and not all(
+            dict(task.transforms).get("requested_accuracy", "trace") != "trace"
+            for _, task in cells):
         report(warning(
             f"{missing} of {len(problem.tasks)} task(s) have no requested time; their "
             "runtime stands in (an exact estimate)", "schedule.runtime-as-requested",
@@ -187,10 +255,15 @@ def tasks_of(found: Plan, problems: dict[Pair, Problem]) -> Iterator[tuple[Pair,
 # ------------------------------------------------------------------------------ running
 
 
-@dataclass
-class CellFailure:
-    key: str
-    message: str
+Handler = Callable[[Outcome], None]
+
+
+def deliver(outcome: Outcome, on_result: Callable[[CellResult], None],
+            on_failure: Callable[[CellFailure], None]) -> None:
+    if isinstance(outcome, CellResult):
+        on_result(outcome)
+    else:
+        on_failure(outcome)
 
 
 def run_inline(found: Plan, problems: dict[Pair, Problem],
@@ -198,35 +271,64 @@ def run_inline(found: Plan, problems: dict[Pair, Problem],
                on_failure: Callable[[CellFailure], None]) -> None:
     """Every cell in this process, one after the other."""
     for pair, task in tasks_of(found, problems):
-        try:
-            result = run_cell(problems[pair], task)
-        except Exception as exc:  # a bug in a cell: the sweep goes on, the cell is reported
-            on_failure(CellFailure(task.key, f"{type(exc).__name__}: {exc}"))
-        else:
-            on_result(result)
+        for outcome in run_batch(problems[pair], [task]):
+            deliver(outcome, on_result, on_failure)
+
+
+@dataclass
+class Watch:
+    """What the Dask loop reports while it waits: the worker count as it changes, and a
+    tick for the progress display."""
+
+    on_workers: Callable[[int, int], None] = lambda before, now: None
+    """``(workers before, workers now)`` whenever the count changes to or from zero."""
+    on_tick: Callable[[], None] = lambda: None
+
+
+class _Batcher:
+    """Batch sizes from the cells' measured wall time: one cell per batch until a cell has
+    come back, then as many as take ``BATCH_TARGET_S``, never more than a fair share of
+    what is left (so the last batches do not leave workers idle)."""
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+        self.walls: list[float] = []
+
+    def record(self, wall_s: float) -> None:
+        if not math.isnan(wall_s):
+            self.walls.append(wall_s)
+
+    def size(self, threads: int) -> int:
+        fair = max(1, self.left // max(1, threads * BATCHES_PER_THREAD))
+        if not self.walls:
+            return min(fair, 4, MAX_BATCH)
+        mean = max(sum(self.walls[-64:]) / len(self.walls[-64:]), 1e-4)
+        return max(1, min(MAX_BATCH, fair, int(BATCH_TARGET_S / mean)))
 
 
 def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
              on_result: Callable[[CellResult], None],
-             on_failure: Callable[[CellFailure], None]) -> None:
-    """Every cell on the cluster behind ``client``, results handed over as they finish.
+             on_failure: Callable[[CellFailure], None], watch: Watch | None = None) -> None:
+    """Every cell on the cluster behind ``client``, outcomes handed over as they finish.
 
-    Cells go out in batches (one ``client.map`` per problem) whenever half of the window
-    has come back. A scattered problem can be lost with the worker holding its last copy
-    (the scheduler keeps fewer copies than ``broadcast`` made once no task waits on them);
-    the cells that needed it are cancelled, the problem is scattered again and they are
-    resubmitted, up to ``RESUBMISSIONS`` times each."""
+    A scattered problem can be lost with the worker holding its last copy (the scheduler
+    keeps fewer copies than ``broadcast`` made once no task waits on them); the batches that
+    needed it are cancelled, the problem is scattered again and they are resubmitted, up to
+    ``RESUBMISSIONS`` times each."""
     from concurrent.futures import CancelledError
 
-    from distributed import as_completed
+    from distributed import wait
 
+    watch = watch or Watch()
     shipped: dict[Pair, Any] = {}
-    submitted: dict[str, tuple[Pair, CellTask]] = {}
-    resubmitted: dict[str, int] = {}
+    submitted: dict[str, tuple[Pair, list[CellTask], int]] = {}
+    running: set[Any] = set()
     todo = tasks_of(found, problems)
+    batcher = _Batcher(sum(1 for _ in tasks_of(found, problems)))
     sized_at = -math.inf
-    window = MIN_WINDOW
-    running = as_completed()
+    threads = 1
+    workers = -1
+    serial = itertools.count()
 
     def ship(pair: Pair) -> Any:
         future = shipped.get(pair)
@@ -234,58 +336,99 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
             shipped[pair] = _scatter(client, problems[pair])
         return shipped[pair]
 
-    def submit(batch: list[tuple[Pair, CellTask]]) -> None:
-        by_pair: dict[Pair, tuple[list[CellTask], list[str]]] = {}
-        for pair, task in batch:
-            again = resubmitted.get(task.key, 0)  # a fresh key: a cancelled one may linger
-            key = f"dcx-cell-{task.key}" + (f"-{again}" if again else "")
-            submitted[key] = (pair, task)
-            tasks, keys = by_pair.setdefault(pair, ([], []))
-            tasks.append(task)
-            keys.append(key)
-        for pair, (tasks, keys) in by_pair.items():
-            running.update(client.map(run_cell, [ship(pair)] * len(tasks), tasks, key=keys,
-                                      pure=False, retries=RETRIES))
+    def submit(pair: Pair, tasks: list[CellTask], again: int = 0) -> None:
+        key = f"dcx-batch-{tasks[0].key[:16]}-{next(serial)}"  # never merged, never reused
+        submitted[key] = (pair, tasks, again)
+        running.add(client.submit(run_batch, ship(pair), tasks, key=key, pure=False))
+
+    sent_all = False
 
     def top_up() -> None:
-        """Refill the window once half of it came back; the window follows the cluster's
-        threads (a dask-jobqueue cluster grows while the sweep runs), asked at most once a
-        second."""
-        nonlocal sized_at, window
-        if time.monotonic() - sized_at >= 1.0:
-            threads = sum(client.nthreads().values())
-            window = max(threads * TASKS_PER_THREAD, MIN_WINDOW)
+        """Keep the window full; it follows the cluster's threads (a dask-jobqueue cluster
+        grows while the sweep runs), asked at most once a second. Nothing is sent while
+        the cluster has no worker."""
+        nonlocal sized_at, threads, workers, sent_all
+        if time.monotonic() - sized_at >= WATCH_S:
+            counts = client.nthreads()
+            now = len(counts)
+            if (now == 0) != (workers == 0) and not (workers < 0 and now > 0):
+                watch.on_workers(workers, now)
+            workers, threads = now, max(1, sum(counts.values()))
             sized_at = time.monotonic()
-        if running.count() > window // 2:
+        if workers == 0 or sent_all:
             return
-        submit(list(itertools.islice(todo, window - running.count())))
+        window = max(threads * BATCHES_PER_THREAD, MIN_WINDOW)
+        while len(running) < window:
+            size = batcher.size(threads)
+            batch = list(itertools.islice(todo, size))
+            if not batch:
+                sent_all = True
+                return
+            batcher.left -= len(batch)
+            by_pair: dict[Pair, list[CellTask]] = {}
+            for pair, task in batch:
+                by_pair.setdefault(pair, []).append(task)
+            for pair, tasks in by_pair.items():
+                submit(pair, tasks)
 
+    quiet_workers(client)
     top_up()
-    for future in running:
-        pair, task = submitted.pop(str(future.key))
+    while running or not sent_all:
+        if not running:  # no worker yet: wait for one
+            time.sleep(WATCH_S)
+            watch.on_tick()
+            top_up()
+            continue
         try:
-            result = future.result()
-        except CancelledError as exc:  # its problem was lost with a worker
-            if resubmitted.get(task.key, 0) < RESUBMISSIONS:
-                resubmitted[task.key] = resubmitted.get(task.key, 0) + 1
+            done, _ = wait(list(running), timeout=WATCH_S, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        for future in done:
+            running.discard(future)
+            pair, tasks, again = submitted.pop(str(future.key))
+            try:
+                outcomes = future.result()
+            except CancelledError as exc:  # its problem was lost with a worker
                 future.release()
-                submit([(pair, task)])
-                continue
-            on_failure(CellFailure(task.key, f"cancelled: {exc}"))
-        except Exception as exc:  # a bug in a cell, or a cell that killed its workers
-            on_failure(CellFailure(task.key, f"{type(exc).__name__}: {exc}"))
-        else:
-            on_result(result)
-        future.release()
+                if again < RESUBMISSIONS:
+                    submit(pair, tasks, again + 1)
+                    continue
+                outcomes = [CellFailure(task.key, "lost", f"cancelled: {exc}", task.columns)
+                            for task in tasks]
+            except Exception as exc:  # the batch killed its workers, again and again
+                outcomes = [CellFailure(task.key, "lost", f"{type(exc).__name__}: {exc}",
+                                        task.columns) for task in tasks]
+            future.release()
+            for outcome in outcomes:
+                batcher.record(outcome.row["wall_s"] if isinstance(outcome, CellResult)
+                               else outcome.wall_s)
+                deliver(outcome, on_result, on_failure)
+        watch.on_tick()
         top_up()
+
+
+def quiet_workers(client: Any) -> None:
+    """Stop the statistical profiler of every worker of the cluster, now and as workers
+    join: it samples the running cell's stack every 10 ms, taking the GIL from it, and a
+    simulation is nothing but Python frames (its cells cost a third more CPU with it)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class QuietWorker(WorkerPlugin):
+        name = "dcx-quiet-worker"
+
+        def setup(self, worker: Any) -> None:
+            for callback in ("profile", "profile-cycle"):
+                found = worker.periodic_callbacks.get(callback)
+                if found is not None:
+                    found.stop()
+
+    client.register_plugin(QuietWorker())
 
 
 def _scatter(client: Any, problem: Problem, attempts: int = 20) -> Any:
     """Send a problem to every worker; while a dead worker is still listed (the scheduler
     learns of a death a moment later), send it to one worker again and again, the others
     fetching it when a cell needs it."""
-    import time
-
     for attempt in range(attempts):
         try:
             return client.scatter(problem, broadcast=attempt == 0, hash=False)
@@ -294,7 +437,3 @@ def _scatter(client: Any, problem: Problem, attempts: int = 20) -> Any:
                 raise
             time.sleep(0.5)
     raise AssertionError("unreachable")
-
-
-def say(message: str) -> None:
-    print(message, file=sys.stderr)

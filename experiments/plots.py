@@ -5,6 +5,7 @@ reruns a scheduler."""
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from dcx.experiments.report import Group
 
 PANELS = (("jms_s", "JMS [s]"), ("jwt_s", "JWT [s]"), ("njsl", "NJSL"), ("trt_s", "TRT [s]"),
-          ("bounded_slowdown_mean", "bounded slowdown"), ("utilisation", "utilisation"))
+          ("bounded_slowdown_mean", "bounded slowdown"), ("utilization", "utilization"))
 STAGES = ("T1", "T2", "R4", "R5", "rest")
 
 
@@ -24,7 +25,9 @@ def _svg(figure: Any, caption: str) -> str:
     plt.rcParams["svg.hashsalt"] = "dcx"
     plt.rcParams["svg.fonttype"] = "none"
     figure.text(0.01, 0.01, caption, fontsize=8, ha="left", va="bottom", wrap=True)
-    figure.tight_layout(rect=(0, 0.07, 1, 1))
+    with warnings.catch_warnings():  # long labels (a scheduler with its parameters) may not
+        warnings.simplefilter("ignore", UserWarning)  # fit: the figure is drawn as it is
+        figure.tight_layout(rect=(0, 0.07, 1, 1))
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})
     plt.close(figure)
@@ -40,7 +43,7 @@ def means_svg(title: str, members: Sequence[Group], caption: str) -> str:
     import matplotlib.pyplot as plt
 
     figure, grid = plt.subplots(2, 3, figsize=(10, 5.8))
-    labels = [group.scheduler for group in members]
+    labels = [group.label for group in members]
     for axes, (column, label) in zip(grid.flat, PANELS, strict=True):
         means, errors = [], []
         for group in members:
@@ -57,6 +60,36 @@ def means_svg(title: str, members: Sequence[Group], caption: str) -> str:
     return _svg(figure, caption)
 
 
+def curve_svg(name: str, members: Sequence[Group], caption: str) -> str:
+    """The bounded slowdown against a swept parameter: one line per scheduler."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dcx.experiments.report import CURVE_METRIC, curve
+
+    column, label = CURVE_METRIC
+    _, lines = curve(list(members), name)
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for line, groups in lines.items():
+        xs, ys, errors = [], [], []
+        for group in groups:
+            estimate = group.estimate(column)
+            if estimate is None:
+                continue
+            xs.append(float(group.parameter(name) or 0))
+            ys.append(estimate.mean)
+            errors.append(estimate.high - estimate.mean if estimate.high is not None else 0.0)
+        axes.errorbar(xs, ys, yerr=errors, marker="o", capsize=3, label=line)
+    axes.set_xlabel(name)
+    axes.set_ylabel(label)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.suptitle(f"{label.capitalize()} by {name}", fontsize=11)
+    return _svg(figure, caption)
+
+
 def setting_figures(workload: str, environment: str, model: str, members: Sequence[Group],
                     jobs: dict[str, dict[str, list[float]]]) -> dict[str, str]:
     where = f"{workload} on {environment}, {model} time model"
@@ -65,9 +98,15 @@ def setting_figures(workload: str, environment: str, model: str, members: Sequen
         f"Mean per scheduler ({where})", members,
         f"Mean over each scheduler's runs ({runs} in all); error bars: 95 % confidence "
         f"interval over seeds (Student's t), where the runs differ.")}
+    from dcx.experiments.report import swept
+
+    for name in swept(list(members)):
+        figures[f"{name}.svg"] = curve_svg(
+            name, members, f"Mean over each scheduler's runs at each {name}; error bars: 95 % "
+            f"confidence interval over seeds, where the runs differ ({where}).")
     for column, name, label in (("makespan_s", "jms.svg", "Job makespan (JMS) [s]"),
                                 ("waiting_s", "jwt.svg", "Job waiting time (JWT) [s]")):
-        series = [(group.scheduler,
+        series = [(group.label,
                    [value for row in group.rows
                     for value in jobs.get(str(row["cell_key"]), {}).get(column, [])])
                   for group in members]
@@ -80,7 +119,7 @@ def setting_figures(workload: str, environment: str, model: str, members: Sequen
     for group in members:
         totals = {stage: group.estimate(f"stage_{stage}_s") for stage in STAGES}
         if any(totals.values()):
-            stages.append((group.scheduler, {stage: estimate.mean * 1e3
+            stages.append((group.label, {stage: estimate.mean * 1e3
                                              for stage, estimate in totals.items()
                                              if estimate is not None}))
     if stages:

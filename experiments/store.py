@@ -1,5 +1,7 @@
 """The results table on disk: ``DIR/results.parquet``, plus ``DIR/parts/`` while a sweep
-runs (and ``DIR/jobs.parquet`` with ``DIR/jobs-parts/`` for per-job rows).
+runs (and ``DIR/jobs.parquet`` with ``DIR/jobs-parts/`` for per-job rows, and
+``DIR/failures.parquet`` with ``DIR/failures-parts/`` for the cells that failed: the latest
+failure of each cell, dropped once the cell has a row).
 
 Finished rows are written as small Parquet files under ``parts/`` as they arrive, each
 written to a temporary name and renamed into place, so a part is either whole or absent.
@@ -25,7 +27,23 @@ if TYPE_CHECKING:
 
 RESULTS = "results.parquet"
 JOBS = "jobs.parquet"
+FAILURES = "failures.parquet"
 KEY = "cell_key"
+
+
+class StoreError(Exception):
+    """A stored table cannot be read (a truncated or foreign file); the message names it."""
+
+
+def _readable(path: Path, columns: list[str] | None = None) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise StoreError(f"{path} cannot be read as a Parquet table ({exc}); move it away "
+                         "to start that table afresh") from exc
 
 
 def _write_atomic(table: pa.Table, target: Path) -> None:
@@ -44,33 +62,37 @@ def _write_atomic(table: pa.Table, target: Path) -> None:
 
 def _read(paths: Sequence[Path]) -> pa.Table | None:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    tables = [pq.read_table(path) for path in paths]
+    tables = [_readable(path) for path in paths]
     if not tables:
         return None
     return pa.concat_tables(tables, promote_options="permissive")
 
 
-def _first_per_key(table: pa.Table, keys: str | Sequence[str]) -> pa.Table:
-    """The first row of each key (the table order: stored rows before new parts)."""
+def _first_per_key(table: pa.Table, keys: str | Sequence[str],
+                   last: bool = False) -> pa.Table:
+    """The first (or ``last``) row of each key (the table order: stored rows before new
+    parts)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names = [keys] if isinstance(keys, str) else list(keys)
+    which = "max" if last else "min"
     indexed = table.append_column("_row", pa.array(range(table.num_rows), pa.int64()))
-    first = indexed.group_by(names, use_threads=False).aggregate([("_row", "min")])
-    keep = pc.sort_indices(first.column("_row_min"))
-    return table.take(pc.take(first.column("_row_min"), keep))
+    first = indexed.group_by(names, use_threads=False).aggregate([("_row", which)])
+    keep = pc.sort_indices(first.column(f"_row_{which}"))
+    return table.take(pc.take(first.column(f"_row_{which}"), keep))
 
 
 class TableFiles:
     """One table (results or jobs) as its compacted file and its parts folder."""
 
-    def __init__(self, folder: Path, name: str, parts: str, keys: str | Sequence[str]) -> None:
+    def __init__(self, folder: Path, name: str, parts: str, keys: str | Sequence[str],
+                 keep_last: bool = False) -> None:
         self.file = folder / name
         self.parts = folder / parts
         self.keys = keys
+        self.keep_last = keep_last
 
     def part_files(self) -> list[Path]:
         if not self.parts.is_dir():
@@ -89,13 +111,31 @@ class TableFiles:
         """Everything stored, each key once (without compacting)."""
         sources = ([self.file] if self.file.is_file() else []) + self.part_files()
         table = _read(sources)
-        return None if table is None else _first_per_key(table, self.keys)
+        return None if table is None else _first_per_key(table, self.keys, self.keep_last)
 
-    def compact(self) -> pa.Table | None:
+    def keys_of(self) -> set[str]:
+        """The ``cell_key`` of every stored row."""
+        keys: set[str] = set()
+        sources = ([self.file] if self.file.is_file() else [])
+        for path in sources + self.part_files():
+            keys.update(_readable(path, columns=[KEY]).column(KEY).to_pylist())
+        return keys
+
+    def compact(self, without: set[str] | None = None) -> pa.Table | None:
+        """Parts folded into the file; rows whose key is in ``without`` dropped."""
         parts = self.part_files()
-        if not parts:
+        if not parts and not without:
             return _read([self.file]) if self.file.is_file() else None
         table = self.read()
+        if table is not None and without:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            gone = pc.is_in(table.column(KEY), value_set=pa.array(sorted(without), pa.string()))
+            table = table.filter(pc.invert(gone))
+            if table.num_rows == 0:  # every failed cell has a row now
+                self.file.unlink(missing_ok=True)
+                table = None
         if table is not None:
             _write_atomic(table, self.file)
         for part in parts:
@@ -113,21 +153,28 @@ class ResultStore:
         self.folder = folder
         self.results = TableFiles(folder, RESULTS, "parts", KEY)
         self.jobs = TableFiles(folder, JOBS, "jobs-parts", (KEY, "job_id"))
+        self.failures = TableFiles(folder, FAILURES, "failures-parts", KEY, keep_last=True)
         self.flush_rows = flush_rows
         self.flush_s = flush_s
         self._rows: list[dict[str, Any]] = []
         self._job_rows: list[dict[str, Any]] = []
+        self._failure_rows: list[dict[str, Any]] = []
         self._last_flush = _now()
         self.written = 0
+        self.failed = 0
 
     def stored_keys(self) -> set[str]:
-        import pyarrow.parquet as pq
+        return self.results.keys_of()
 
-        keys: set[str] = set()
-        sources = ([self.results.file] if self.results.file.is_file() else [])
-        for path in sources + self.results.part_files():
-            keys.update(pq.read_table(path, columns=[KEY]).column(KEY).to_pylist())
-        return keys
+    def failed_keys(self) -> set[str]:
+        """Cells whose latest run failed and that have no row."""
+        return self.failures.keys_of() - self.results.keys_of()
+
+    def add_failure(self, row: dict[str, Any]) -> None:
+        self._failure_rows.append(row)
+        self.failed += 1
+        self.failures.write_part(self._failure_rows)  # a failure is rare: kept at once
+        self._failure_rows = []
 
     def add(self, row: dict[str, Any], jobs: Iterable[dict[str, Any]] | None = None) -> None:
         self._rows.append(row)
@@ -148,7 +195,10 @@ class ResultStore:
         """Flush and compact; the whole results table."""
         self.flush()
         self.jobs.compact()
-        return self.results.compact()
+        table = self.results.compact()
+        if self.failures.file.is_file() or self.failures.part_files():
+            self.failures.compact(without=self.stored_keys())
+        return table
 
 
 def _now() -> float:

@@ -5,7 +5,7 @@ Exit codes: 0 the runs completed, 1 the input cannot be scheduled (diagnostics s
 schedule on). Diagnostics go to stderr. ``--output json`` prints exactly one object::
 
     {"runs": [{"policy", "time_model", "seed", "tasks", "jobs",
-               "metrics": {"TRT", "JMS", "NJSL", "JWT", "makespan_s", "wait_mean_s",
+               "metrics": {"trt_s", "jms_s", "njsl", "jwt_s", "makespan_s", "wait_mean_s",
                            "response_mean_s", "slowdown_mean", "bounded_slowdown_mean",
                            "utilization"}}]}
 """

@@ -108,9 +108,10 @@ class Summary:
     """Tasks cut at their requested time."""
 
     def headline(self) -> dict[str, float]:
-        """The four table metrics under their paper names, then the batch-scheduling ones
-        (``--output json``'s ``metrics``)."""
-        return {"TRT": self.trt_s, "JMS": self.jms_s, "NJSL": self.njsl, "JWT": self.jwt_s,
+        """The paper's four metrics, then the batch-scheduling ones (``--output json``'s
+        ``metrics``), named as the experiments' results table names them."""
+        return {"trt_s": self.trt_s, "jms_s": self.jms_s, "njsl": self.njsl,
+                "jwt_s": self.jwt_s,
                 "makespan_s": self.makespan_s,
                 "wait_mean_s": _mean_of(self.wait),
                 "response_mean_s": _mean_of(self.response),

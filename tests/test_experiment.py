@@ -48,11 +48,11 @@ def test_the_example_experiment_loads_and_names_its_cells() -> None:
     cells = list(experiment.cells())
     # 2 workflows x 3 SC18 schedulers (RANDOM x 4 seeds) + the trace x 5 (RANDOM x 4)
     assert len(cells) == 2 * (2 + 4) + (4 + 4)
-    assert {c.environment.name for c in cells if c.workload.name == "swf-small"} == {"own"}
+    assert {c.environment.name for c in cells if c.workload.name == "swf-synthetic"} == {"own"}
     assert {c.scheduler.name for c in cells} == {
         "SRTF-BESTFIT", "FIFO-FIRSTFIT", "RANDOM-BESTFIT", "FCFS-EASY", "SJF-EASY"}
     random_seeds = [c.seed for c in cells if c.scheduler.name == "RANDOM-BESTFIT"
-                    and c.workload.name == "swf-small"]
+                    and c.workload.name == "swf-synthetic"]
     assert len(random_seeds) == 4
     assert sorted(seed for seed in random_seeds if seed is not None) == [0, 1, 2, 3]
     assert all(c.seed is None for c in cells if not c.scheduler.policy.is_random)
@@ -140,7 +140,8 @@ def test_exclusions_and_reserving_schedulers_under_sc18(tmp_path: Path) -> None:
 def test_seeds_and_repeat_exclude_each_other_and_an_empty_product_is_an_error(
         tmp_path: Path) -> None:
     both = write(tmp_path, "both.yaml", experiment_text(seeds="[1]", repeat="2"))
-    assert [d.code for d in load_experiment(both)[1]] == ["schema.not"]
+    assert [(d.code, d.pointer, d.line) for d in load_experiment(both)[1]] == [
+        ("experiment.seeds-and-repeat", "/repeat", 5)]
     empty = write(tmp_path, "empty.yaml", experiment_text() + "exclude: [{time_model: event}]\n")
     experiment, diagnostics = load_experiment(empty)
     assert experiment is None
@@ -237,15 +238,15 @@ def test_an_inline_run_then_report_renders_the_same_summary(
     table = pq.read_table(out / "results.parquet")
     assert table.num_rows == 20 and len(set(table.column("cell_key").to_pylist())) == 20
     for column in ("workload", "environment", "scheduler", "time_model", "seed", "jms_s",
-                   "wait_p99", "wall_s", "dcx_version", "workload_sha256"):
+                   "wait_p99_s", "utilization", "wall_s", "dcx_version", "workload_sha256"):
         assert column in table.column_names, column
     jobs = pq.read_table(out / "jobs.parquet")
     assert set(jobs.column("cell_key").to_pylist()) <= set(table.column("cell_key").to_pylist())
     summary = (out / "summary.md").read_text()
     assert printed.out == summary
     assert "| RANDOM-BESTFIT | 4 |" in summary
-    assert (out / "plots" / "swf-small--own--event" / "metrics.svg").is_file()
-    assert (out / "plots" / "swf-small--own--event" / "jms.svg").is_file()
+    assert (out / "plots" / "swf-synthetic--own--event" / "metrics.svg").is_file()
+    assert (out / "plots" / "swf-synthetic--own--event" / "jms.svg").is_file()
 
     (out / "summary.md").unlink()
     assert main(["experiment", "--report", str(out / "results.parquet"), "--no-plots"]) == 0
@@ -264,7 +265,8 @@ def test_usage_errors_exit_2_and_invalid_files_exit_1(
         str(GWF), str(tmp_path / "nope.gwf")))
     assert main(["experiment", str(missing), "--out", str(tmp_path / "o"),
                  "--workers", "0"]) == 1
-    assert "nope.gwf: error: /: cannot read file" in capsys.readouterr().err
+    assert (f"{missing}:1:13: error: /workloads/0: cannot read {tmp_path / 'nope.gwf'}: No "
+            "such file or directory; its 2 cell(s) are not run") in capsys.readouterr().err
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     pq.write_table(pa.table({"x": [1]}), foreign / "results.parquet")
@@ -277,7 +279,7 @@ def test_usage_errors_exit_2_and_invalid_files_exit_1(
 def test_an_interrupted_sweep_keeps_its_finished_rows_and_the_rerun_does_the_rest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    from dcx.experiments import execute
+    from dcx.experiments import cells as execute
     from dcx.experiments.cells import CellResult, CellTask
     from dcx.scheduler.problem import Problem
 
@@ -294,7 +296,7 @@ def test_an_interrupted_sweep_keeps_its_finished_rows_and_the_rerun_does_the_res
     monkeypatch.setattr(execute, "run_cell", interrupted_after_seven)
     out = tmp_path / "out"
     assert main(["experiment", str(EXAMPLE), "--out", str(out), "--workers", "0",
-                 "--no-plots"]) == 2
+                 "--no-plots"]) == 130
     assert "interrupted; 7 finished row(s) kept" in capsys.readouterr().err
     kept = pq.read_table(out / "results.parquet").column("cell_key").to_pylist()
     assert kept == done
@@ -319,3 +321,36 @@ def test_a_reserving_scheduler_on_memory_requests_is_left_out_once_and_the_rest_
     assert "2 cell(s), 0 already stored, 1 to run" in err
     table = pq.read_table(tmp_path / "o" / "results.parquet")
     assert table.column("scheduler").to_pylist() == ["SRTF-BESTFIT"]
+
+
+def test_one_vocabulary_for_dcx_schedule_and_the_results_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every metric ``dcx schedule --output json`` prints is a column of the results table
+    under the same name, with the same value, for the same run (utilization a fraction)."""
+    path = write(tmp_path, "x.yaml", experiment_text().replace(", RANDOM-FIRSTFIT", ""))
+    out = tmp_path / "out"
+    assert main(["experiment", str(path), "--out", str(out), "--workers", "0",
+                 "--no-plots"]) == 0
+    [row] = pq.read_table(out / "results.parquet").to_pylist()
+    capsys.readouterr()
+    assert main(["schedule", str(GWF), "--env", str(ENVIRONMENT), "--policy", "SRTF-BESTFIT",
+                 "--output", "json"]) == 0
+    [run] = json.loads(capsys.readouterr().out)["runs"]
+    assert run["metrics"]["utilization"] < 1
+    for name, value in run["metrics"].items():
+        assert name in row, name
+        assert row[name] == pytest.approx(value), name
+    summary = (out / "summary.md").read_text()
+    assert f"| {run['metrics']['utilization'] * 100:.1f} |" in summary  # as dcx schedule: %
+
+
+def test_a_table_written_with_the_old_metric_names_reports_under_the_new_ones() -> None:
+    from dcx.experiments.report import current_names
+
+    old = pa.table({"cell_key": ["a", "b"], "utilisation": [0.5, None],
+                    "wait_mean": [3.0, None], "utilization": [None, 0.25],
+                    "wait_mean_s": [None, 4.0]})
+    table = current_names(old)
+    assert "utilisation" not in table.column_names and "wait_mean" not in table.column_names
+    assert table.column("utilization").to_pylist() == [0.5, 0.25]
+    assert table.column("wait_mean_s").to_pylist() == [3.0, 4.0]

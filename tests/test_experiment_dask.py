@@ -10,7 +10,7 @@ import random
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -55,13 +55,13 @@ def swf_trace(path: Path, jobs: int, seed: int) -> Path:
     return path
 
 
-def experiment(folder: Path, jobs: int = 300, seeds: int = 3) -> Path:
+def experiment(folder: Path, jobs: int = 300, seeds: int = 3, extra: str = "") -> Path:
     swf_trace(folder / "a.swf", jobs, 1)
     swf_trace(folder / "b.swf", jobs, 2)
     path = folder / "sweep.yaml"
     path.write_text("workloads: [a.swf, b.swf]\n"
                     "schedulers: [FCFS-EASY, SRTF-FIRSTFIT, RANDOM-BESTFIT]\n"
-                    f"repeat: {seeds}\noptions: {{per_job: true}}\n")
+                    f"repeat: {seeds}\noptions: {{per_job: true}}\n{extra}")
     return path
 
 
@@ -77,12 +77,13 @@ def run(path: Path, out: Path, *options: str) -> int:
 
 def test_a_sweep_on_the_cluster_gives_the_rows_of_an_inline_run(
         cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = experiment(tmp_path, jobs=60)
+    path = experiment(tmp_path, jobs=60,
+                      extra="parameters: {load: [0.6, 0.9], requested_accuracy: [trace, 2]}\n")
     assert run(path, tmp_path / "dask", "--scheduler-address", cluster.scheduler_address) == 0
-    assert f"10 to run on {cluster.scheduler_address}" in capsys.readouterr().err
+    assert f"40 to run on {cluster.scheduler_address}" in capsys.readouterr().err
     assert run(path, tmp_path / "inline", "--workers", "0") == 0
     on_dask, inline = rows(tmp_path / "dask"), rows(tmp_path / "inline")
-    assert len(on_dask) == 2 * (1 + 1 + 3)
+    assert len(on_dask) == 2 * 4 * (1 + 1 + 3)
     assert on_dask == inline
     jobs_dask = pq.read_table(tmp_path / "dask" / "jobs.parquet").sort_by(
         [("cell_key", "ascending"), ("job_id", "ascending")])
@@ -146,3 +147,72 @@ def test_a_rerun_runs_nothing_and_a_changed_input_reruns_only_its_cells(
     assert len({row["cell_key"] for row in after}) == len(after)
     summary = (out / "summary.md").read_text()
     assert summary.count("| RANDOM-BESTFIT | 3 |") == 2  # the report: current cells only
+
+
+class StandInSlurmCluster:
+    """What ``dask_jobqueue.SLURMCluster`` is to dcx, on loopback: it records its options,
+    and its adaptive jobs are local workers that come up a moment after ``adapt`` (as batch
+    jobs wait in the queue)."""
+
+    made: ClassVar[list[dict[str, Any]]] = []
+
+    def __init__(self, **options: Any) -> None:
+        from distributed import LocalCluster
+
+        StandInSlurmCluster.made.append(options)
+        self._local = LocalCluster(n_workers=0, threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None, silence_logs=40,
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+        self.scheduler_address = self._local.scheduler_address
+
+    def adapt(self, minimum_jobs: int, maximum_jobs: int) -> None:
+        import threading
+
+        threading.Timer(2.5, self._local.scale, args=(maximum_jobs,)).start()
+
+    def __getattr__(self, name: str) -> Any:  # what distributed.Client(cluster) asks
+        return getattr(self._local, name)
+
+    def close(self) -> None:
+        self._local.close()
+
+
+def test_cluster_slurm_starts_jobs_waits_for_workers_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+    import types
+
+    stand_in = types.ModuleType("dask_jobqueue")
+    stand_in.SLURMCluster = StandInSlurmCluster  # type: ignore[attr-defined]
+    stand_in.PBSCluster = StandInSlurmCluster  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", stand_in)
+    path = experiment(tmp_path, jobs=30, seeds=2)
+    assert run(path, tmp_path / "out", "--cluster", "slurm", "--workers", "2", "--walltime",
+               "00:30:00", "--activate", "source ~/venv/bin/activate",
+               "--progress-every", "0.5") == 0
+    [options] = StandInSlurmCluster.made
+    assert options["walltime"] == "00:30:00" and options["cores"] == 1
+    assert options["job_script_prologue"] == ["source ~/venv/bin/activate"]
+    assert options["worker_extra_args"][:2] == ["--lifetime", "1500s"]
+    err = capsys.readouterr().err
+    assert "8 to run on 2 slurm job(s)" in err
+    assert "the cluster has no workers yet; waiting for one (8 cell(s) to run)" in err
+    assert "worker(s) on the cluster; going on" in err
+    assert pq.read_table(tmp_path / "out" / "results.parquet").num_rows == 8
+
+
+def test_a_cell_past_its_timeout_on_a_worker_is_a_failure_row(
+        cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Limits hold on the workers too: the cell runs in a child of the worker, stopped at
+    the timeout (far below what conservative backfilling of 300 jobs takes)."""
+    trace = REPO / "examples" / "experiments" / "synthetic-64.swf"
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"workloads: [{trace}]\nschedulers: [FCFS-CONSERVATIVE]\n"
+                    "parameters: {load: [0.9, 1.0]}\ntimeout: 0.001\n")
+    out = tmp_path / "out"
+    assert run(path, out, "--scheduler-address", cluster.scheduler_address) == 1
+    assert "ran 0 cell(s), 2 failed" in capsys.readouterr().err
+    failures = pq.read_table(out / "failures.parquet").to_pylist()
+    assert [row["error_kind"] for row in failures] == ["timeout", "timeout"]
+    assert {row["load"] for row in failures} == {0.9, 1.0}

@@ -45,7 +45,7 @@ def test_json_output_is_exactly_one_object(files: tuple[Path, Path],
     assert set(first) == {"policy", "time_model", "seed", "tasks", "jobs", "metrics"}
     assert (first["policy"], first["time_model"], first["seed"]) == ("SRTF-BESTFIT", "sc18", None)
     assert (first["tasks"], first["jobs"]) == (3, 2)
-    assert set(first["metrics"]) == {"TRT", "JMS", "NJSL", "JWT", *BATCH_METRICS}
+    assert set(first["metrics"]) == {"trt_s", "jms_s", "njsl", "jwt_s", *BATCH_METRICS}
     assert all(isinstance(v, float) for v in first["metrics"].values())
     assert second["seed"] == 4
 
@@ -140,7 +140,7 @@ def test_an_swf_trace_runs_on_its_own_header_machine(tmp_path: Path,
     easy, conservative = json.loads(captured.out)["runs"]
     assert easy["metrics"]["wait_mean_s"] == 3.4 and easy["metrics"]["makespan_s"] == 15
     assert conservative["metrics"]["wait_mean_s"] == 3.6
-    assert set(easy["metrics"]) == {"TRT", "JMS", "NJSL", "JWT", *BATCH_METRICS}
+    assert set(easy["metrics"]) == {"trt_s", "jms_s", "njsl", "jwt_s", *BATCH_METRICS}
     # said once each, on stderr: the header machine and the missing requested time
     assert captured.err.count("4 single-core machine(s) from its MaxProcs header") == 1
     assert captured.err.count("runtime stands in") == 1

@@ -459,7 +459,7 @@ def test_haizea_lwf_scheduled_through_dcx_schedule_with_a_haizea_site(
     assert list(document) == ["runs"]
     for run in document["runs"]:
         assert set(run) == {"policy", "time_model", "seed", "tasks", "jobs", "metrics"}
-        assert set(run["metrics"]) >= {"TRT", "JMS", "NJSL", "JWT", "makespan_s"}
+        assert set(run["metrics"]) >= {"trt_s", "jms_s", "njsl", "jwt_s", "makespan_s"}
     run_folder = out / "FIFO-FIRSTFIT-event"
     tasks = list(csv.DictReader(io.StringIO((run_folder / "tasks.csv").read_text())))
     assert [(row["start_s"], row["finish_s"], row["deadline_missed"]) for row in tasks] == [
