@@ -1,4 +1,4 @@
-"""Sessions: convert (the main job), tests, schedule, bench, docs, lint, fuzz.
+"""Sessions: convert (the main job), tests, peers, schedule, bench, docs, lint, fuzz.
 
 Bootstrap on a machine with only Python and pip: ``python -m pip install nox``.
 """
@@ -15,7 +15,9 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 
 TEST_EXTRAS = ".[test,docs,browser]"
-PACKAGES = ("core", "parsing", "formats", "converters", "scheduler", "experiments", "src")
+# src/dcx's subpackages are links to these folders: ruff reads each once, from here.
+PACKAGES = ("core", "parsing", "formats", "converters", "scheduler", "experiments",
+            "src/dcx/__init__.py")
 
 
 @nox.session
@@ -31,9 +33,23 @@ def convert(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (hypothesis round trips, corpus verdicts, CLI, hook, hostile input)."""
+    """The test suite (hypothesis round trips, corpus verdicts, CLI, hook, hostile input), on
+    every core, each property test on the lean example budget (``DCX_HYPOTHESIS=full`` or
+    ``thorough`` for more); the ten slowest tests are printed at the end."""
     session.install(TEST_EXTRAS)
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadgroup",
+                *session.posargs)
+
+
+@nox.session
+def peers(session: nox.Session) -> None:
+    """dcx's outputs fed to the software their users feed them to (SimGrid, slurmctld,
+    WfCommons, AccaSim, flux-core): converts examples/ unless build/converted is fresh,
+    installs each peer (apt or pip; one that cannot be installed is skipped with its reason)
+    and fails when an installed peer rejects a file or reads it otherwise than dcx.
+    ``nox -s peers -- --only accasim`` runs one. Report: build/peers/report.{md,json}."""
+    session.install(".")
+    session.run("python", "tests/peers/run.py", *session.posargs)
 
 
 @nox.session
@@ -79,57 +95,34 @@ def lint(session: nox.Session) -> None:
     """ruff over everything; mypy over the package as ``dcx``, the tests and the docs hooks."""
     session.install(".[lint,test,docs]")
     session.run("ruff", "check", *PACKAGES, "tests", "benchmarks", "site/hooks", "noxfile.py")
-    tree = _package_tree(session.create_tmp())
-    session.env["MYPYPATH"] = tree
+    # mypy reads the package from src/dcx (its subpackages are links to the top-level folders).
     config = os.path.abspath("pyproject.toml")
-    _mypy(session, tree, "--config-file", config, "-p", "dcx")
+    _mypy(session, "--config-file", config, "-p", "dcx")
     # Test functions need no annotations; their bodies are checked all the same. The tests
     # import each other as tests.<module>.
-    _mypy(session, tree, "--config-file", config, "--allow-untyped-defs",
+    _mypy(session, "--config-file", config, "--allow-untyped-defs",
           "--explicit-package-bases", *sorted(glob.glob("tests/**/*.py", recursive=True)))
     # The docs hooks import their helpers from their own folder, as MkDocs loads them.
     with session.chdir(os.path.join("site", "hooks")):
-        _mypy(session, tree, "--config-file", config,
-              *sorted(glob.glob("*.py")), *sorted(glob.glob("*/")))
+        _mypy(session, "--config-file", config, *sorted(glob.glob("*.py")),
+              *sorted(glob.glob("*/")))
 
 
-def _package_tree(scratch: str) -> str:
-    """A folder holding the ``dcx`` package as it is installed, its subpackages linked to
-    the project's top-level folders (``pyproject.toml``'s ``package-dir``). mypy resolves
-    ``import dcx.core`` against it: neither the project layout nor an editable install (an
-    import hook) shows mypy the package, and it would take every ``dcx`` import as ``Any``."""
-    import shutil
-    import tomllib
-
-    with open("pyproject.toml", "rb") as stream:
-        folders = tomllib.load(stream)["tool"]["setuptools"]["package-dir"]
-    tree = os.path.join(os.path.abspath(scratch), "typecheck")
-    shutil.rmtree(tree, ignore_errors=True)
-    root = os.path.join(tree, "dcx")
-    os.makedirs(root)
-    links = {name: os.path.abspath(os.path.join(folders["dcx"], name))
-             for name in os.listdir(folders["dcx"]) if name.endswith((".py", ".typed"))}
-    links.update({package.removeprefix("dcx."): os.path.abspath(folder)
-                  for package, folder in folders.items() if package.count(".") == 1})
-    for name, target in links.items():
-        os.symlink(target, os.path.join(root, name))
-    return tree
-
-
-def _mypy(session: nox.Session, tree: str, *args: str) -> None:
-    """mypy, with the paths it reports in the package tree shown as the project's files."""
+def _mypy(session: nox.Session, *args: str) -> None:
     output = session.run("mypy", *args, silent=True, success_codes=[0, 1])
-    text = str(output)
-    for shown in (tree, os.path.relpath(tree)):  # (mypy shows paths below here relative)
-        text = text.replace(os.path.join(shown, "dcx", ""), "")
-    print(text, end="")
-    if "Success:" not in text:
+    print(output, end="")
+    if "Success:" not in str(output):
         session.error("mypy found problems")
 
 
 @nox.session
 def fuzz(session: nox.Session) -> None:
-    """Run every reader on mutated corpus files for a bounded time; any traceback fails."""
+    """Run every reader on mutated corpus files for a bounded time (any traceback fails), then
+    every property test on the thorough example budget."""
     session.install(TEST_EXTRAS)
     seconds = session.posargs[0] if session.posargs else "60"
     session.run("python", "tests/hostile/fuzz.py", "--seconds", seconds)
+    # Every property test on four times the examples it asks for (the default run takes a
+    # quarter: tests/conftest.py).
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadgroup", "-m",
+                "hypothesis", env={"DCX_HYPOTHESIS": "thorough"})

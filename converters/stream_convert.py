@@ -88,14 +88,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dcx.converters.stream_sources import (
-    SOURCES,
-    Chunk,
-    NotStreamable,
-    Source,
-    regrouped_ends,
-)
-from dcx.converters.stream_targets import TARGETS, Target
+from dcx.converters.stream_sources import SOURCES, Chunk, NotStreamable, Source
+from dcx.converters.stream_targets import TARGETS, Target, chunk_work
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error, has_errors, warning
@@ -234,106 +228,9 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
         source = SOURCES[source_name]()
     target = TARGETS[target_name](source, reopenable)
     target.strict = strict
-    later: list[Any] = []
-    sums: dict[Any, _Losses] = {}
-    """The losses summed over chunks, per form the output may take (``Target.losses``)."""
-
-    def summed() -> _Losses:
-        found = sums.get(target.measured_as(), _Losses())
-        return found.reported(target.reported(
-            found.losses(), lambda form: sums[form].counts.keys() if form in sums else ()))
-
-    def part_of(piece: Chunk, measure: bool, make: bool = True) -> Any:
-        # a chunk converted on a worker (``stream_dask``) comes with its work done
-        work = piece.work if piece.work is not None else chunk_work(
-            source, target, piece.read.document, piece.problem, later, measure, make)
-        assert work.measured >= measure and work.made >= make, "a reading not announced"
-        if work.losses is not None:
-            for form, losses in work.losses.items():
-                sums.setdefault(form, _Losses()).add(losses, piece)
-                sums[form].join_cut_job(piece, work.ends[form])
-        if work.problem is not None:
-            raise NotStreamable(work.problem)
-        return work.part
-
-    def reading(check: bool, measure: bool, make: bool) -> Iterable[Chunk]:
-        """The input's chunks, for ``part_of(piece, measure, make)`` (a source that converts
-        them elsewhere is told what to do there)."""
-        source.asks(measure, make)
-        return source.reads(chunks(), check)
-
-    def parts(pieces: Iterable[Chunk], measure: bool) -> Iterator[Any]:
-        for piece in pieces:
-            part = part_of(piece, measure)
-            if target.rows(part):
-                yield part
-
-    def conversion(verdict: Any, written: int) -> StreamedConversion:
-        return StreamedConversion(
-            verdict.diagnostics, _loss_warnings(summed(), strict, target.spec) + target.warned,
-            summed().losses(), ReadResult(None, source_map=summed().places),
-            written if target.jobs_are_rows else source.jobs(verdict, written), True)
-
-    def at_end() -> Workload:
-        """The input's verdict and header, once it is all read."""
-        verdict = target.verdict or source.verdict()  # (finish() runs once)
-        target.verdict = verdict
-        if not verdict.ok:
-            raise _Refused(StreamedConversion(verdict.diagnostics))
-        if not reopenable and any(map(source.in_file, later)):
-            raise NotStreamable(source.later_in_pipe)
-        held = target.refusal(source.spec, verdict) if verdict.jobs else None
-        if held is not None:
-            raise _Refused(StreamedConversion(verdict.diagnostics, (held,)))
-        refused = _refused(summed(), verdict.jobs or 0, strict, source.spec, target.spec)
-        if refused is not None:
-            raise _Refused(StreamedConversion(verdict.diagnostics, refused, summed().losses(),
-                                              ReadResult(None, source_map=summed().places)))
-        return target.header(source)
-
+    run = _ChunkedConversion(source, target, chunks, reopenable, strict)
     try:
-        if reopenable:  # the first reading checks the file and finds what to write first
-            unstreamable: NotStreamable | None = None
-            with _early_output(output, target) as early:
-                try:
-                    make = target.observes or early is not None
-                    for piece in reading(check=True, measure=True, make=make):
-                        if unstreamable is None:  # on to the end: an invalid input says why
-                            try:
-                                unknown = len(later)
-                                part = part_of(piece, measure=True, make=make)
-                                if target.observes:
-                                    target.observe(part, later[unknown:])
-                                if early is not None:
-                                    target.write_early(part, len(later) > unknown)
-                            except NotStreamable as exc:
-                                unstreamable = exc
-                    verdict = target.verdict = source.verdict()
-                    if not verdict.ok:
-                        return StreamedConversion(verdict.diagnostics)
-                    if unstreamable is not None:
-                        raise unstreamable
-                    target.unknown_in_file = any(map(source.in_file, later))
-                    target.resolved(source.in_file)
-                    if target.measures_again():
-                        sums.clear()
-                        for piece in reading(check=False, measure=True, make=False):
-                            part_of(piece, measure=True, make=False)
-                    header = at_end()
-                    if early is not None and target.finish_early(header):
-                        problem = target.read_back(early.path)
-                        if problem is not None:
-                            raise _Refused(StreamedConversion(verdict.diagnostics, (problem,)))
-                        early.keep = True
-                        return conversion(verdict, target.early_rows)
-                finally:
-                    target.close_early()
-            written = _write(output, target, parts(reading(False, False, True), False),
-                             lambda: header, lambda: header)
-            return conversion(verdict, written)
-        written = _write(output, target, parts(reading(True, True, True), True),
-                         lambda: target.header(source), at_end)
-        return conversion(target.verdict, written)
+        return run.read_twice(output) if reopenable else run.read_once(output)
     except NotStreamable as exc:
         return StreamedConversion(
             (), (error(f"cannot convert in chunks: {exc}; convert a file under the input "
@@ -345,60 +242,142 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
                                          "input.too-large", line=exc.line, column=1),))
 
 
-@dataclass
-class ChunkWork:
-    """What one chunk's document becomes (``chunk_work``): in this process, or on a Dask
-    worker, whence it goes back to the engine, which sums the losses in chunk order."""
+class _ChunkedConversion:
+    """One ``convert_chunks``: its source and target, the tasks that name a task of a later
+    chunk, and the losses summed over chunks per form the output may take
+    (``Target.losses``)."""
 
-    losses: dict[Any, tuple[Loss, ...]] | None = None
-    """Its losses (pointers in the chunk) in each form the output may take
-    (``Target.losses``), when measured."""
-    ends: dict[Any, tuple[bool, bool, int]] = field(default_factory=dict)
-    """Its ``cut_ends`` in each of those forms, when measured."""
-    part: Any = None
-    """The target's part, when made."""
-    problem: str | None = None
-    """Why it cannot be converted on its own (``NotStreamable``), if it cannot."""
-    measured: bool = False
-    made: bool = False
-    """What it was asked for (``chunk_work``'s ``measure`` and ``make``)."""
+    def __init__(self, source: Source, target: Target, chunks: Chunks, reopenable: bool,
+                 strict: bool) -> None:
+        self.source, self.target, self.chunks = source, target, chunks
+        self.reopenable, self.strict = reopenable, strict
+        self.later: list[Any] = []
+        self.sums: dict[Any, _Losses] = {}
 
+    def read_once(self, output: str) -> StreamedConversion:
+        """A pipe: each chunk is checked, measured and written as it comes."""
+        target = self.target
+        written = _write(output, target, self.parts(self.reading(True, True, True), True),
+                         lambda: target.header(self.source), self.at_end)
+        return self.conversion(target.verdict, written)
 
-def chunk_work(source: Source, target: Target, document: Document | None,
-               problem: str | None, later: list[Any], measure: bool, make: bool) -> ChunkWork:
-    """The chunk's document without what the source takes out of it (dependencies on tasks
-    of other chunks), its losses (``measure``) and the target's part (``make``); stopped at
-    the first step that finds it cannot be converted on its own."""
-    work = ChunkWork(measured=measure, made=make)
-    try:
-        if problem is not None:
-            raise NotStreamable(problem)
-        assert document is not None
-        document, earlier = (source.cross_chunk(document, later)
-                             if target.dependencies_across
-                             else (source.own_chunk(document), {}))
-        if measure:
-            work.losses = target.losses(document, earlier)
-            work.ends = {form: target.cut_ends(document, any(loss.field == "job"
-                                                             for loss in losses))
-                         for form, losses in work.losses.items()}
-        unstreamable = source.unstreamable(document, target.spec)
-        if unstreamable is not None:
-            raise NotStreamable(unstreamable)
-        if make:
-            work.part = target.part(document, earlier)
-    except NotStreamable as exc:
-        work.problem = str(exc)
-    return work
+    def read_twice(self, output: str) -> StreamedConversion:
+        """A file: the first reading checks it and finds what to write first (or writes it
+        early, when the target can keep what it wrote); the second writes."""
+        target = self.target
+        with _early_output(output, target) as early:
+            try:
+                verdict = self.first_reading(early)
+                if not verdict.ok:
+                    return StreamedConversion(verdict.diagnostics)
+                header = self.settled_header()
+                if early is not None and target.finish_early(header):
+                    problem = target.read_back(early.path)
+                    if problem is not None:
+                        raise _Refused(StreamedConversion(verdict.diagnostics, (problem,)))
+                    early.keep = True
+                    return self.conversion(verdict, target.early_rows)
+            finally:
+                target.close_early()
+        written = _write(output, target, self.parts(self.reading(False, False, True), False),
+                         lambda: header, lambda: header)
+        return self.conversion(verdict, written)
 
+    def first_reading(self, early: Any) -> Any:
+        """Every chunk read, measured, and observed or written early as the target asks; on
+        to the end after a chunk that cannot be converted alone, since an invalid input
+        says why. The input's verdict."""
+        make = self.target.observes or early is not None
+        unstreamable: NotStreamable | None = None
+        for piece in self.reading(check=True, measure=True, make=make):
+            if unstreamable is None:
+                try:
+                    self.first_part(piece, make, early)
+                except NotStreamable as exc:
+                    unstreamable = exc
+        verdict = self.target.verdict = self.source.verdict()
+        if verdict.ok and unstreamable is not None:
+            raise unstreamable
+        return verdict
 
-def cut_ends(document: Document, counted: bool) -> tuple[bool, bool, int]:
-    """Whether the first and the last job of the chunk's ``document`` count a ``job`` loss,
-    and its number of jobs (``counted``: the chunk counted ``job`` losses; else none does)."""
-    if counted:
-        return regrouped_ends(document)
-    workload = document.workload  # (a target that holds jobs, or none of this chunk's is lost)
-    return False, False, len(workload.jobs) if workload is not None else 0
+    def first_part(self, piece: Chunk, make: bool, early: Any) -> None:
+        unknown = len(self.later)
+        part = self.part_of(piece, measure=True, make=make)
+        if self.target.observes:
+            self.target.observe(part, self.later[unknown:])
+        if early is not None:
+            self.target.write_early(part, len(self.later) > unknown)
+
+    def settled_header(self) -> Workload:
+        """After the first reading: what the whole file settles (tasks named before they
+        come), measured again where the target asks, and the header."""
+        target, source = self.target, self.source
+        target.unknown_in_file = any(map(source.in_file, self.later))
+        target.resolved(source.in_file)
+        if target.measures_again():
+            self.sums.clear()
+            for piece in self.reading(check=False, measure=True, make=False):
+                self.part_of(piece, measure=True, make=False)
+        return self.at_end()
+
+    def summed(self) -> _Losses:
+        target, sums = self.target, self.sums
+        found = sums.get(target.measured_as(), _Losses())
+        return found.reported(target.reported(
+            found.losses(), lambda form: sums[form].counts.keys() if form in sums else ()))
+
+    def part_of(self, piece: Chunk, measure: bool, make: bool = True) -> Any:
+        # a chunk converted on a worker (``stream_dask``) comes with its work done
+        work = piece.work if piece.work is not None else chunk_work(
+            self.source, self.target, piece.read.document, piece.problem, self.later,
+            measure, make)
+        assert work.measured >= measure and work.made >= make, "a reading not announced"
+        if work.losses is not None:
+            for form, losses in work.losses.items():
+                self.sums.setdefault(form, _Losses()).add(losses, piece)
+                self.sums[form].join_cut_job(piece, work.ends[form])
+        if work.problem is not None:
+            raise NotStreamable(work.problem)
+        return work.part
+
+    def reading(self, check: bool, measure: bool, make: bool) -> Iterable[Chunk]:
+        """The input's chunks, for ``part_of(piece, measure, make)`` (a source that converts
+        them elsewhere is told what to do there)."""
+        self.source.asks(measure, make)
+        return self.source.reads(self.chunks(), check)
+
+    def parts(self, pieces: Iterable[Chunk], measure: bool) -> Iterator[Any]:
+        for piece in pieces:
+            part = self.part_of(piece, measure)
+            if self.target.rows(part):
+                yield part
+
+    def conversion(self, verdict: Any, written: int) -> StreamedConversion:
+        summed, target = self.summed(), self.target
+        return StreamedConversion(
+            verdict.diagnostics,
+            _loss_warnings(summed, self.strict, target.spec) + target.warned,
+            summed.losses(), ReadResult(None, source_map=summed.places),
+            written if target.jobs_are_rows else self.source.jobs(verdict, written), True)
+
+    def at_end(self) -> Workload:
+        """The input's verdict and header, once it is all read."""
+        target, source = self.target, self.source
+        verdict = target.verdict or source.verdict()  # (finish() runs once)
+        target.verdict = verdict
+        if not verdict.ok:
+            raise _Refused(StreamedConversion(verdict.diagnostics))
+        if not self.reopenable and any(map(source.in_file, self.later)):
+            raise NotStreamable(source.later_in_pipe)
+        held = target.refusal(source.spec, verdict) if verdict.jobs else None
+        if held is not None:
+            raise _Refused(StreamedConversion(verdict.diagnostics, (held,)))
+        summed = self.summed()
+        refused = _refused(summed, verdict.jobs or 0, self.strict, source.spec, target.spec)
+        if refused is not None:
+            raise _Refused(StreamedConversion(verdict.diagnostics, refused, summed.losses(),
+                                              ReadResult(None, source_map=summed.places)))
+        return target.header(source)
 
 
 class _Refused(Exception):

@@ -5,7 +5,7 @@ the workers, with the in-process conversion's outcome.
 Each row group is two tasks, each opening the file by its path: ``check_group`` (the findings
 ``formats.parquet.stream.check_part`` gives, as ``dcx validate`` checks partitions) and
 ``convert_group`` (the chunk ``ParquetSource`` would read with that row group, its document's
-losses and the target's part: ``stream_convert.chunk_work``). The chunk of row group ``i`` is
+losses and the target's part: ``stream_targets.chunk_work``). The chunk of row group ``i`` is
 the one the in-process reading gives: its rows from the start of the last job begun before
 it (that job's rows in earlier row groups, found from their job column) up to the start of its
 own last job (that job goes with the next row group), or to the end of the file for the last
@@ -48,7 +48,7 @@ class GroupConversion:
     header: Workload | None = None
     """The workload's header without its jobs, for the first chunk with jobs."""
     work: Any = None
-    """Its ``stream_convert.ChunkWork``."""
+    """Its ``stream_targets.ChunkWork``."""
 
 
 def check_group(path: str, parts: Any, index: int) -> Any:
@@ -66,8 +66,7 @@ def convert_group(path: str, parts: Any, index: int, target_name: str, measure: 
     ``make``)."""
     from dataclasses import replace
 
-    from dcx.converters.stream_convert import chunk_work
-    from dcx.converters.stream_targets import TARGETS
+    from dcx.converters.stream_targets import TARGETS, chunk_work
     from dcx.core.columns import columns_of
     from dcx.formats.parquet import stream
 

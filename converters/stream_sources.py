@@ -34,7 +34,7 @@ class Chunk:
     problem: str | None = None
     """Why it cannot be converted on its own, if it cannot (``NotStreamable``)."""
     work: Any = None
-    """Its ``stream_convert.ChunkWork`` when it was converted elsewhere (a Dask worker): its
+    """Its ``stream_targets.ChunkWork`` when it was converted elsewhere (a Dask worker): its
     ``read`` then holds no document."""
     cut_job_place: tuple[int, int | None] | None = None
     """Where its first job begins in the file, when it began in an earlier chunk (the line
@@ -394,6 +394,15 @@ def regrouped_ends(document: Document) -> tuple[bool, bool, int]:
     if not len(jobs):
         return False, False, 0
     return regrouped(jobs[0]), regrouped(jobs[-1]), len(jobs)
+
+
+def cut_ends(document: Document, counted: bool) -> tuple[bool, bool, int]:
+    """Whether the first and the last job of the chunk's ``document`` count a ``job`` loss,
+    and its number of jobs (``counted``: the chunk counted ``job`` losses; else none does)."""
+    if counted:
+        return regrouped_ends(document)
+    workload = document.workload  # (a target that holds jobs, or none of this chunk's is lost)
+    return False, False, len(workload.jobs) if workload is not None else 0
 
 
 def _columns(workload: Workload) -> Any:

@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dcx.converters.stream_sources import PRECEDING_KEY, NotStreamable, Source, SwfSource
+from dcx.converters.stream_sources import (
+    PRECEDING_KEY,
+    NotStreamable,
+    Source,
+    SwfSource,
+    cut_ends,
+)
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, error, warning
 from dcx.core.fields import FIELDS
@@ -150,9 +157,7 @@ class Target:
     def cut_ends(self, document: Document, counted: bool) -> tuple[bool, bool, int]:
         """Whether the first and the last job of a chunk's ``document`` count a ``job``
         loss, and its number of jobs (``counted``: the chunk counted ``job`` losses), once
-        its ``losses`` are measured: ``stream_convert.cut_ends``, in the document as given."""
-        from dcx.converters.stream_convert import cut_ends
-
+        its ``losses`` are measured: ``stream_sources.cut_ends``, in the document as given."""
         return cut_ends(document, counted)
 
     def refusal(self, source: FormatDeclaration, verdict: Any) -> Diagnostic | None:
@@ -803,3 +808,50 @@ def invalid_output(name: str, problems: Sequence[Diagnostic]) -> Diagnostic:
     reason = problems[0].render() if problems else "it does not read back"
     return error(f"internal error: dcx wrote {name} output that {name} does not accept "
                  f"({reason})", "convert.invalid-output")
+
+
+@dataclass
+class ChunkWork:
+    """What one chunk's document becomes (``chunk_work``): in this process, or on a Dask
+    worker, whence it goes back to the engine, which sums the losses in chunk order."""
+
+    losses: dict[Any, tuple[Loss, ...]] | None = None
+    """Its losses (pointers in the chunk) in each form the output may take
+    (``Target.losses``), when measured."""
+    ends: dict[Any, tuple[bool, bool, int]] = field(default_factory=dict)
+    """Its ``cut_ends`` in each of those forms, when measured."""
+    part: Any = None
+    """The target's part, when made."""
+    problem: str | None = None
+    """Why it cannot be converted on its own (``NotStreamable``), if it cannot."""
+    measured: bool = False
+    made: bool = False
+    """What it was asked for (``chunk_work``'s ``measure`` and ``make``)."""
+
+
+def chunk_work(source: Source, target: Target, document: Document | None,
+               problem: str | None, later: list[Any], measure: bool, make: bool) -> ChunkWork:
+    """The chunk's document without what the source takes out of it (dependencies on tasks
+    of other chunks), its losses (``measure``) and the target's part (``make``); stopped at
+    the first step that finds it cannot be converted on its own."""
+    work = ChunkWork(measured=measure, made=make)
+    try:
+        if problem is not None:
+            raise NotStreamable(problem)
+        assert document is not None
+        document, earlier = (source.cross_chunk(document, later)
+                             if target.dependencies_across
+                             else (source.own_chunk(document), {}))
+        if measure:
+            work.losses = target.losses(document, earlier)
+            work.ends = {form: target.cut_ends(document, any(loss.field == "job"
+                                                             for loss in losses))
+                         for form, losses in work.losses.items()}
+        unstreamable = source.unstreamable(document, target.spec)
+        if unstreamable is not None:
+            raise NotStreamable(unstreamable)
+        if make:
+            work.part = target.part(document, earlier)
+    except NotStreamable as exc:
+        work.problem = str(exc)
+    return work

@@ -1,9 +1,10 @@
 """Shared fixtures: the shared corpus (skipped when absent), ``dcx convert --losses`` on a
-small file, a socket-free suite, and every diagnostic code a test makes checked against the
-declared catalogue."""
+small file, a socket-free suite, every diagnostic code a test makes checked against the
+declared catalogue, and the hypothesis example budget (``DCX_HYPOTHESIS``)."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -52,6 +53,7 @@ def first_losses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    load_hypothesis_profile()  # before the test modules' decorators read the default
     diagnostics.on_diagnostic = _RECORDER
     # No test may touch the network; the few that serve on loopback re-enable it.
     try:
@@ -59,6 +61,87 @@ def pytest_configure(config: pytest.Config) -> None:
     except ImportError:  # pragma: no cover - the test extra installs it
         return
     disable_socket(allow_unix_socket=True)
+
+
+# ------------------------------------------------------------------ hypothesis budget
+
+EXAMPLE_SCALES = {"lean": 0.25, "full": 1.0, "thorough": 4.0}
+"""How many of the examples a property test asks for (its ``max_examples``, or hypothesis's
+default) run: ``lean`` by default, so the suite runs before every commit with every property
+still tried; ``thorough`` in ``nox -s fuzz``. Chosen with ``DCX_HYPOTHESIS=lean|full|thorough``."""
+LEAN_FLOOR = 10
+"""No property runs on fewer examples than this (or than it asks for, if fewer)."""
+
+
+def load_hypothesis_profile() -> None:
+    """The lean default run is derandomized: the same examples each run, so a commit's
+    verdict does not depend on luck; ``full`` and ``thorough`` (``nox -s fuzz``) explore."""
+    from hypothesis import settings
+
+    settings.register_profile("dcx-lean", derandomize=True)
+    settings.register_profile("dcx-explore", derandomize=False)
+    name, _ = example_budget()
+    settings.load_profile("dcx-lean" if name == "lean" else "dcx-explore")
+
+
+def example_budget() -> tuple[str, float]:
+    name = os.environ.get("DCX_HYPOTHESIS", "lean")
+    if name not in EXAMPLE_SCALES:
+        raise pytest.UsageError(f"DCX_HYPOTHESIS={name!r}: choose one of "
+                                f"{', '.join(EXAMPLE_SCALES)}")
+    return name, EXAMPLE_SCALES[name]
+
+
+def scaled_examples(asked: int, scale: float) -> int:
+    return max(min(asked, LEAN_FLOOR), math.ceil(asked * scale))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        keep_shared_fixture_on_one_worker(item)
+    scale_property_examples(items)
+
+
+def keep_shared_fixture_on_one_worker(item: pytest.Item) -> None:
+    """A test using a module- or session-scoped fixture of its own file (a Dask cluster, a
+    built docs site, the hostile runs) joins that file's ``xdist_group``: ``nox -s tests``
+    runs with ``--dist loadgroup``, and two workers would each build the fixture."""
+    module = getattr(item, "module", None)
+    info = getattr(item, "_fixtureinfo", None)
+    if module is None or info is None:
+        return
+    home = item.nodeid.split("::")[0]
+    for definitions in info.name2fixturedefs.values():
+        if any(definition.scope != "function" and definition.baseid == home
+               for definition in definitions):
+            item.add_marker(pytest.mark.xdist_group(module.__name__))
+            return
+
+
+def scale_property_examples(items: list[pytest.Item]) -> None:
+    """Scales each property test's ``max_examples``. Hypothesis reads a test's settings from
+    the wrapper's ``_hypothesis_internal_use_settings`` when it runs (so that ``@settings``
+    may come above or below ``@given``), and a profile cannot change a count the test states;
+    ``test_the_example_budget_reaches_hypothesis`` fails if that ever stops holding."""
+    _, scale = example_budget()
+    if scale == 1.0:
+        return
+    from hypothesis import settings
+
+    for item in items:
+        test = getattr(item, "obj", None)
+        if not getattr(test, "is_hypothesis_test", False) or hasattr(test, "dcx_examples_asked"):
+            continue  # not a property, or one already scaled (a parametrized test's twin)
+        current = test._hypothesis_internal_use_settings  # type: ignore[union-attr]
+        test.dcx_examples_asked = current.max_examples  # type: ignore[union-attr]
+        test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+            current, max_examples=scaled_examples(current.max_examples, scale))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    name, scale = example_budget()
+    return f"dcx: hypothesis examples {name} (x{scale:g} of what each property asks)"
 
 
 # ------------------------------------------------------------------ declared codes

@@ -1,6 +1,8 @@
-"""Adding a format is four places: its module, its schema, its example, its tests. This test
-scaffolds a toy format in a temporary copy of the project (module, schema and example only)
-and finds it in ``dcx formats``, the loss matrix, the hook manifest and the docs plan."""
+"""Adding a format is four places: its package, its schema, its example, its tests. This test
+scaffolds a toy format package as DEVELOPING.md prescribes (a light front with the
+declaration, a codec loaded on first use) in a temporary copy of the project (package, schema
+and example only: no package list, no registry line) and finds it in ``dcx formats``, the loss
+matrix, the hook manifest and the docs plan."""
 
 from __future__ import annotations
 
@@ -9,25 +11,44 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-TOY_MODULE = '''"""Toy hosts: one ``hostname cores`` line per machine (made up by a test)."""
+TOY_FRONT = '''"""Toy hosts: one ``hostname cores`` line per machine (made up by a test)."""
 
 from __future__ import annotations
 
-from dcx.core.declaration import FormatDeclaration
-from dcx.core.diagnostics import ReadResult, WriteResult, error
-from dcx.core.model import (Datacenter, Document, Environment, Machine, ProcessingUnit, Rack,
-                            Room)
+from dcx.core.declaration import FormatDeclaration, deferred
 
 
 def sniff(data: bytes) -> bool:
     return data.startswith(b"#toy")
+
+
+read = deferred("dcx.formats.toy.codec", "read")
+
+
+write = deferred("dcx.formats.toy.codec", "write")
+
+
+FORMAT = FormatDeclaration(
+    name="toy", title="Toy hosts", family="toy", kind="topology", extensions=(".toy",),
+    content=frozenset({"text"}), schema="toy.schema.json",
+    description="One hostname and core count per line.",
+    holds=frozenset({"machine.name", "machine.cpus"}),
+    sniff=sniff, read=read, write=write)
+'''
+
+TOY_CODEC = '''"""The toy format's reader and writer, loaded on first use."""
+
+from __future__ import annotations
+
+from dcx.core.diagnostics import ReadResult, WriteResult, error
+from dcx.core.model import (Datacenter, Document, Environment, Machine, ProcessingUnit, Rack,
+                            Room)
 
 
 def read(data: bytes) -> ReadResult:
@@ -47,14 +68,6 @@ def write(document: Document) -> WriteResult:
     environment = document.environment or Environment()
     lines = ["#toy"] + [f"{m.name} {m.core_count}" for m in environment.machines()]
     return WriteResult(("\\n".join(lines) + "\\n").encode())
-
-
-FORMAT = FormatDeclaration(
-    name="toy", title="Toy hosts", family="toy", kind="topology", extensions=(".toy",),
-    content=frozenset({"text"}), schema="toy.schema.json",
-    description="One hostname and core count per line.",
-    holds=frozenset({"machine.name", "machine.cpus"}),
-    sniff=sniff, read=read, write=write)
 '''
 
 
@@ -64,23 +77,10 @@ def _copy_project(destination: Path) -> Path:
     return destination
 
 
-def _package_tree(project: Path, root: Path) -> Path:
-    """The copy's ``dcx`` package as one folder of links (pyproject's ``package-dir``)."""
-    config = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
-    for package, folder in sorted(config["tool"]["setuptools"]["package-dir"].items()):
-        target = root.joinpath(*package.split("."))
-        if package == "dcx":
-            target.mkdir(parents=True)
-            for item in (project / folder).iterdir():
-                (target / item.name).symlink_to(item)
-        else:
-            target.symlink_to(project / folder)
-    return root
-
-
-def _run(tree: Path, project: Path, code: str) -> str:
+def _run(project: Path, code: str) -> str:
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    environment["PYTHONPATH"] = os.pathsep.join([str(tree), str(project / "site" / "hooks")])
+    environment["PYTHONPATH"] = os.pathsep.join([str(project / "src"),
+                                                 str(project / "site" / "hooks")])
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=project, env=environment, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -90,29 +90,36 @@ def _run(tree: Path, project: Path, code: str) -> str:
 @pytest.mark.slow
 def test_a_toy_format_in_four_places_appears_everywhere(tmp_path: Path) -> None:
     project = _copy_project(tmp_path / "project")
-    (project / "formats" / "toy.py").write_text(TOY_MODULE, encoding="utf-8")
+    package = project / "formats" / "toy"
+    package.mkdir()
+    (package / "__init__.py").write_text(TOY_FRONT, encoding="utf-8")
+    (package / "codec.py").write_text(TOY_CODEC, encoding="utf-8")
     (project / "schemas" / "toy.schema.json").write_text(json.dumps(
         {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Toy hosts"}))
     (project / "examples" / "toy").mkdir()
     (project / "examples" / "toy" / "two.toy").write_text("#toy\na 4\nb 8\n")
-    tree = _package_tree(project, tmp_path / "tree")
+    where = _run(project, "import dcx.converters.registry as r; print(r.__file__)")
+    assert where.startswith(str(project)), f"the copy's dcx was not the one imported: {where}"
+    front = _run(project, "import sys, dcx.formats.toy; print('dcx.core.model' in sys.modules)")
+    assert front.strip() == "False", "the toy's front loaded its codec at import"
 
-    where = _run(tree, project, "import dcx.converters.registry as r; print(r.__file__)")
-    assert where.startswith(str(tree)), f"the copy's dcx was not the one imported: {where}"
+    converted = _run(project, "from dcx.converters.cli import main; raise SystemExit(main("
+                     "['convert', 'examples/toy/two.toy', '-', '--to', 'toy', '-q']))")
+    assert converted == "#toy\na 4\nb 8\n"
 
-    listing = _run(tree, project, "from dcx.converters.cli import main; main(['formats'])")
+    listing = _run(project, "from dcx.converters.cli import main; main(['formats'])")
     assert "toy" in listing and "Toy hosts" in listing
 
-    matrix = _run(tree, project,
+    matrix = _run(project,
                   "from dcx.converters.cli import main; main(['formats', '--matrix'])")
     assert "toy -> environment:" in matrix and "sss -> toy:" in matrix
     assert "gwf -> toy: impossible" in matrix
 
-    manifest = _run(tree, project,
+    manifest = _run(project,
                     "from dcx.converters.hooks import manifest; print(manifest())")
     assert "id: dcx-validate-toy" in manifest and "toy" in manifest.split("files:")[1]
 
-    pages = _run(tree, project, (
+    pages = _run(project, (
         "from pathlib import Path; from dcxdocs.plan import build_plan; "
         "plan = build_plan(Path('.')); print('\\n'.join(sorted(plan.pages))); "
         "print(any(e.source == 'toy' for e in plan.examples))"))

@@ -4,6 +4,7 @@ no output file at all; the loss matrix and each conversion's losses agree."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from dcx.converters.cli import main
 from dcx.converters.convert import convert
 from dcx.converters.folders import folder_format, member_of, read_folder
-from dcx.converters.losses import loss_matrix
+from dcx.converters.losses import matrix_cell
 from dcx.converters.registry import FORMATS, detect
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.restrict import prefixed_extras_paths
@@ -25,7 +26,10 @@ EXAMPLES = sorted({path.parent if member_of(str(path)) else path
                    if path.is_file() and not path.name.startswith(".")
                    and "experiments" not in path.relative_to(REPO / "examples").parts[:1]})
 TARGETS = [spec for spec in FORMATS if spec.writable]
-MATRIX = {(cell.source, cell.target): cell for cell in loss_matrix()}
+
+# A matrix cell is made when a test first asks for it, not at collection (every xdist worker
+# collects the whole suite).
+cell_of = functools.cache(matrix_cell)
 
 
 def _name(path: Path) -> str:
@@ -72,7 +76,7 @@ def test_the_matrix_names_every_loss_a_conversion_reports(example: Path) -> None
         if target.name == source.name:
             continue
         conversion = convert(data, target.name, str(example))
-        cell = MATRIX[source.name, target.name]
+        cell = cell_of(source, target)
         refused_for_nothing_in_common = any(
             d.code == "convert.nothing-in-common" for d in conversion.diagnostics)
         if cell.status == "impossible":

@@ -110,32 +110,8 @@ def _read_lease(lease: Any, context: Context, requests: Requests, *, position: i
         elif tag == "extra":
             extras.update(lease_extras(read_attrs(child, context, "extra")))
 
-    text_id = lease.get("id")
-    if text_id is None:
-        lease_id = position
-        extras[ID_ASSIGNED_KEY] = True
-    else:
-        lease_id = int(text_id)
-        if lease_id in requests.ids:
-            first_line = requests.ids[lease_id]
-            if first_line == xmlio.SATURATED_LINE and lease_id in requests.id_positions:
-                first_line = context.tag_line("lease", requests.id_positions[lease_id])
-            context.error(code="haizea.duplicate-lease-id",
-                          message=rules.duplicate_id_message(lease_id, first_line),
-                          element=lease, attribute="id")
-        else:
-            requests.ids[lease_id] = lease.sourceline
-            if lease.sourceline == xmlio.SATURATED_LINE:  # its real line is found if needed
-                requests.id_positions[lease_id] = position
-    state = lease.get("state")
-    if state is not None:
-        extras[STATE_KEY] = int(state)
-    submit_time = lease.get("submit-time")
-    if submit_time is not None:
-        extras[SUBMIT_TIME_KEY] = submit_time
-    preemptible, finding = rules.preemptible(lease.get("preemptible"))
-    if finding is not None:
-        context.finding(finding, lease)
+    lease_id = _lease_id(lease, position, context, requests, extras)
+    preemptible = _lease_attributes(lease, context, extras)
     for finding in rules.lease_time_findings(duration, realduration, start_mode, start_time_s,
                                              deadline):
         context.finding(finding, {"lease": lease, "duration": duration_element,
@@ -166,6 +142,43 @@ def _read_lease(lease: Any, context: Context, requests: Requests, *, position: i
         "image_size_mb": image_size_mb,
         "extras": extras,
     })
+
+
+def _lease_id(lease: Any, position: int, context: Context, requests: Requests,
+              extras: dict[str, Any]) -> int:
+    """The lease's id (its position when it has none, marked in ``extras``); a duplicate is
+    reported where the first use of the id is."""
+    text_id = lease.get("id")
+    if text_id is None:
+        extras[ID_ASSIGNED_KEY] = True
+        return position
+    lease_id = int(text_id)
+    if lease_id in requests.ids:
+        first_line = requests.ids[lease_id]
+        if first_line == xmlio.SATURATED_LINE and lease_id in requests.id_positions:
+            first_line = context.tag_line("lease", requests.id_positions[lease_id])
+        context.error(code="haizea.duplicate-lease-id",
+                      message=rules.duplicate_id_message(lease_id, first_line),
+                      element=lease, attribute="id")
+    else:
+        requests.ids[lease_id] = lease.sourceline
+        if lease.sourceline == xmlio.SATURATED_LINE:  # its real line is found if needed
+            requests.id_positions[lease_id] = position
+    return lease_id
+
+
+def _lease_attributes(lease: Any, context: Context, extras: dict[str, Any]) -> bool | None:
+    """The lease's ``state`` and ``submit-time`` kept in ``extras``; its ``preemptible``."""
+    state = lease.get("state")
+    if state is not None:
+        extras[STATE_KEY] = int(state)
+    submit_time = lease.get("submit-time")
+    if submit_time is not None:
+        extras[SUBMIT_TIME_KEY] = submit_time
+    preemptible, finding = rules.preemptible(lease.get("preemptible"))
+    if finding is not None:
+        context.finding(finding, lease)
+    return preemptible
 
 
 def note_types(names: list[str], lease: Any, context: Context, requests: Requests) -> None:

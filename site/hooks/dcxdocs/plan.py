@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dcx.converters.registry import FORMATS
-from dcxdocs import codes, conversions, formats_pages, reference_pages
+from dcxdocs import codes, conversions, formats_pages, peers, reference_pages
 
 
 @dataclass
@@ -26,7 +26,9 @@ def build_plan(repo_root: Path) -> SitePlan:
     plan = SitePlan(repo_root)
 
     for spec in FORMATS:
-        plan.pages[formats_pages.spec_page_path(spec)] = formats_pages.spec_page(spec)
+        plan.pages[formats_pages.spec_page_path(spec)] = "\n".join(
+            part for part in (formats_pages.spec_page(spec),
+                              peers.format_section(spec.name, repo_root)) if part)
     plan.pages["formats/index.md"] = formats_pages.overview_page()
 
     plan.examples = conversions.run_examples(repo_root)
@@ -37,6 +39,7 @@ def build_plan(repo_root: Path) -> SitePlan:
     plan.pages["reference/loss-matrix.md"] = formats_pages.loss_matrix_page()
     plan.pages["reference/cli.md"] = reference_pages.cli_page(build_parser())
     plan.pages["reference/error-codes.md"] = codes.error_codes_page(codes.catalogue_rows())
+    plan.pages[peers.PAGE] = peers.peers_page(repo_root)
 
     _, svgs, _ = reference_pages.schedule_outputs(repo_root)
     for svg in svgs:
@@ -53,7 +56,8 @@ def build_plan(repo_root: Path) -> SitePlan:
         {"Reference": [{"Loss matrix": "reference/loss-matrix.md"},
                        {"CLI": "reference/cli.md"},
                        {"Error codes": "reference/error-codes.md"},
-                       {"Security": "reference/security.md"}]},
+                       {"Security": "reference/security.md"},
+                       {"Peers": peers.PAGE}]},
         {"Guides": [{"pre-commit hook": "guides/pre-commit.md"},
                     {"Python API": "api.md"}]},
         {"Scheduler": "scheduler.md"},
