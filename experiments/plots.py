@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dcx.scheduler import plots as scheduler_plots
 
 if TYPE_CHECKING:
-    from dcx.experiments.report import Group
+    from dcx.experiments.groups import Group
 
 PANELS = (("jms_s", "JMS [s]"), ("jwt_s", "JWT [s]"), ("njsl", "NJSL"), ("trt_s", "TRT [s]"),
           ("bounded_slowdown_mean", "bounded slowdown"), ("utilization", "utilization"))
@@ -67,7 +67,7 @@ def curve_svg(name: str, members: Sequence[Group], caption: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dcx.experiments.report import CURVE_METRIC, curve
+    from dcx.experiments.groups import CURVE_METRIC, curve
 
     column, label = CURVE_METRIC
     _, lines = curve(list(members), name)
@@ -98,7 +98,7 @@ def setting_figures(workload: str, environment: str, model: str, members: Sequen
         f"Mean per scheduler ({where})", members,
         f"Mean over each scheduler's runs ({runs} in all); error bars: 95 % confidence "
         f"interval over seeds (Student's t), where the runs differ.")}
-    from dcx.experiments.report import swept
+    from dcx.experiments.groups import swept
 
     for name in swept(list(members)):
         figures[f"{name}.svg"] = curve_svg(
