@@ -235,9 +235,9 @@ def _inputs(values: list[Any], folder: Path, base: str, found: list[Diagnostic],
 
 
 def _position(where: Any, pointer: str) -> tuple[int | None, int | None]:
-    """Where ``pointer`` is in the experiment file."""
-    [placed] = where.place([error("", "experiment.unreadable", pointer=pointer)])
-    return placed.line, placed.column
+    """Where ``pointer`` is in the experiment file (``YamlText`` or ``JsonLocator``)."""
+    line, column = where.locate(pointer)
+    return line, column
 
 
 def _unique(named: list[tuple[str, str]], what: str, found: list[Diagnostic]) -> None:

@@ -35,6 +35,12 @@ class YamlText:
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     """JSON Pointer → (line, column), 1-based; for a member, where its key starts."""
 
+    def locate(self, pointer: str) -> tuple[int | None, int | None]:
+        """Where the value at ``pointer`` (or its nearest located ancestor) starts."""
+        while pointer and pointer not in self.positions:
+            pointer = pointer.rsplit("/", 1)[0]
+        return self.positions.get(pointer, (1, 1))
+
     def place(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """Fill in line and column from the nearest located ancestor of each pointer."""
         placed = []
