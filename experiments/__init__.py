@@ -1,2 +1,3 @@
-"""Experiments: Cartesian sweeps of workloads × environments × schedulers × seeds, run on
-Dask, with results in one Parquet table (``dcx experiment``)."""
+"""Experiments: Cartesian sweeps of workloads × environments × parameters (workload
+transforms, scheduler options) × schedulers × seeds, run on Dask, with results in one
+Parquet table and failures in another (``dcx experiment``)."""
