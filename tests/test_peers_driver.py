@@ -76,7 +76,7 @@ ACCEPTING = """
     sys.exit(1 if bad else 0)
 """
 UNINSTALLABLE = """
-    print("cannot install: libfoo is in no package this machine can reach")
+    print(NAME + ": cannot install: libfoo is in no package this machine can reach")
     sys.exit(3)
 """
 NO_VERDICT = """
@@ -131,7 +131,7 @@ def test_a_peer_rejecting_a_file_fails_the_run(tmp_path):
     assert driver.summary_line([run]) == "peers: picky 1/2"
 
 
-def test_exit_3_on_install_skips_the_peer_with_its_line(tmp_path):
+def test_exit_3_on_install_skips_the_peer_with_its_line_named_once(tmp_path):
     _fake(tmp_path / "scripts", "absent", UNINSTALLABLE)
     run = driver.run_peer(_spec("absent"), _files(tmp_path, "ok"), tmp_path / "scripts")
     assert run.status == "skipped" and not run.failed

@@ -29,7 +29,8 @@ from dcx.core.model import Document
 
 REQUIREMENT = "accasim==1.1.3"
 SIMULATION_TIMEOUT_S = 30
-"""For a few thousand jobs; one more second per hundred jobs."""
+JOBS_PER_EXTRA_SECOND = 20
+"""AccaSim simulates a few hundred jobs a second; a large trace gets time in proportion."""
 SCHEDULE = {
     "format": "{job_id};{queue_time};{start_time};{end_time};{total_cpu}",
     "attributes": {"job_id": ("id", "str"), "queue_time": ("queued_time", "int"),
@@ -69,8 +70,9 @@ def dcx_jobs(document: Document) -> dict[str, SwfJob]:
     assert document.workload is not None
     jobs = {}
     for task in document.workload.tasks():
-        processors = task.extras.get("swf:RequestedProcessors",
-                                     math.ceil(task.request.total_cores))
+        processors = task.extras.get("swf:RequestedProcessors", -1)
+        if processors == -1:  # unknown: AccaSim takes the allocated count, dcx's request
+            processors = math.ceil(task.request.total_cores)
         jobs[str(task.id)] = SwfJob(task.submit_time_s, _unknown(task.runtime_s),
                                     int(processors), _unknown(task.requested_time_s))
     return jobs
@@ -119,13 +121,13 @@ def simulate(path: str, parsed: list[dict[str, Any]],
     simulator = Simulator(path, str(config), FirstInFirstOut(FirstFit()),
                           RESULTS_FOLDER_PATH=str(folder / "results"), SCHEDULE_OUTPUT=SCHEDULE,
                           statistics_output=False, show_statistics=False)
+    limit = SIMULATION_TIMEOUT_S + len(parsed) // JOBS_PER_EXTRA_SECOND
     previous = signal.signal(signal.SIGALRM, _time_out)
-    signal.alarm(SIMULATION_TIMEOUT_S + len(parsed) // 100)
+    signal.alarm(limit)
     try:
         outputs = simulator.start_simulation()
     except SimulationTimeout:
-        raise SimulationTimeout(f"AccaSim's simulation did not finish in "
-                                f"{SIMULATION_TIMEOUT_S + len(parsed) // 100} s") from None
+        raise SimulationTimeout(f"AccaSim's simulation did not finish in {limit} s") from None
     except Exception as exc:  # AccaSim's own refusal, whatever its class
         raise RuntimeError(f"AccaSim's simulation stops: {type(exc).__name__}: {exc}") from None
     finally:
