@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,78 @@ def test_validate_json_output_has_the_stable_shape(
 
 def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     assert cli.main(["validate", str(tmp_path / "nowhere.json")]) == cli.EXIT_USAGE
+
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def test_a_directory_is_validated_file_by_file_by_format_recursively(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every file under it that a dcx format claims, a format folder as that format; files
+    no format claims are not looked at, someone else's JSON is skipped, bad files fail."""
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "deep" / "er" / "trace.swf").write_bytes(
+        (EXAMPLES / "swf" / "small-cluster.swf").read_bytes())
+    (tmp_path / "notes.txt").write_text("not a dcx format\n")
+    (tmp_path / "deep" / "package.json").write_text('{"name": "someone-elses"}\n')
+    workload = tmp_path / "workload"
+    workload.mkdir()
+    for member in (EXAMPLES / "opendc-workload" / "small-cluster").iterdir():
+        (workload / member.name).write_bytes(member.read_bytes())
+    assert cli.main(["validate", str(tmp_path)]) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'deep' / 'er' / 'trace.swf'}: valid swf (5 jobs)" in err
+    assert f"{workload}: valid opendc-workload" in err
+    assert "notes.txt" not in err and "is a directory" not in err
+    assert err.splitlines()[-1] == "2 files valid, 1 skipped (no dcx format)"
+    (tmp_path / "deep" / "broken.gwf").write_text("not a trace\n")
+    assert cli.main(["validate", str(tmp_path)]) == cli.EXIT_INVALID
+    assert f"{tmp_path / 'deep' / 'broken.gwf'}: error:" in capsys.readouterr().err
+
+
+def test_the_examples_folder_validates(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["validate", "-q", str(EXAMPLES)]) == cli.EXIT_OK
+    assert capsys.readouterr().err == ""
+
+
+def test_a_directory_without_format_files_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "notes.txt").write_text("x\n")
+    assert cli.main(["validate", str(tmp_path)]) == cli.EXIT_USAGE
+    assert "holding no file a dcx format claims" in capsys.readouterr().err
+
+
+def test_a_misspelt_policy_gets_a_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["schedule", str(EXAMPLES / "gwf" / "grid-archive.gwf"),
+                     "--policy", "FCFS-EASYY"]) == cli.EXIT_USAGE
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("dcx schedule: error: unknown policy 'FCFS-EASYY' "
+                           "(did you mean FCFS-EASY?): use T2-R5")
+
+
+def test_convert_creates_no_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    output = tmp_path / "nonexistent" / "dir" / "x.xml"
+    assert cli.main(["convert", str(EXAMPLES / "sss" / "cluster.xml"), str(output)]) \
+        == cli.EXIT_USAGE
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"dcx: error: {output}: cannot write: no such folder {output.parent} "
+                    "(dcx creates no folders)")
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_schedule_out_without_matplotlib_says_so_first_and_writes_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    out = tmp_path / "out"
+    assert cli.main(["schedule", str(EXAMPLES / "gwf" / "grid-archive.gwf"), "--env",
+                     str(EXAMPLES / "environment" / "small-cluster.json"),
+                     "--out", str(out)]) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"dcx schedule: note: {out}: no plots: they need matplotlib, "
+                                "the plots extra (pip install 'dcx[plots]'); the other files "
+                                "are written"]
+    assert list(out.rglob("*.csv")) and not list(out.rglob("*.svg"))
