@@ -303,7 +303,8 @@ def test_experiments_list_a_workload_without_jobs_instead_of_nan_rows(tmp_path: 
                                "--env", str(REPO / "examples" / "environment" /
                                             "small-cluster.json")])
     tables = (tmp_path / "out" / "tables.md").read_text()
-    assert status == 0 and "### Workloads without jobs" in tables and "no-jobs.swf" in tables
+    # (exit 1: nothing was scheduled, which nox -s schedule must not pass over)
+    assert status == 1 and "### Workloads without jobs" in tables and "no-jobs.swf" in tables
     assert "nan" not in tables.lower().split() and "| nan |" not in tables
     assert not (tmp_path / "out" / "workloads").exists()
 
