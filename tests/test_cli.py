@@ -122,3 +122,19 @@ def test_schedule_out_without_matplotlib_says_so_first_and_writes_the_rest(
                                 "the plots extra (pip install 'dcx[plots]'); the other files "
                                 "are written"]
     assert list(out.rglob("*.csv")) and not list(out.rglob("*.svg"))
+
+
+def test_truncated_json_says_where_and_what_is_still_open(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    cut = tmp_path / "trunc.json"
+    cut.write_bytes((EXAMPLES / "environment" / "small-cluster.json").read_bytes()[:300])
+    assert cli.main(["validate", str(cut)]) == cli.EXIT_INVALID
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"{cut}:7:5: error: /: a string starts here and is never closed; the file "
+                    "ends inside 2 objects: it looks cut short")
+    cut.write_text('{"a": [1, 2')
+    assert cli.main(["validate", str(cut)]) == cli.EXIT_INVALID
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.endswith("; the file ends inside 1 object and 1 array: it looks cut short")
+    assert line.startswith(f"{cut}:1:12: error: /: expected ',' or a closing bracket")
