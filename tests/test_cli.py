@@ -138,3 +138,19 @@ def test_truncated_json_says_where_and_what_is_still_open(
     [line] = capsys.readouterr().err.splitlines()
     assert line.endswith("; the file ends inside 1 object and 1 array: it looks cut short")
     assert line.startswith(f"{cut}:1:12: error: /: expected ',' or a closing bracket")
+
+
+def test_a_misspelt_element_over_several_lines_has_its_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """libxml2 gives a start tag written over two lines the line after it; the diagnostic
+    names the line and column where ``<clustr`` starts."""
+    platform = (EXAMPLES / "simgrid" / "two-clusters.xml").read_text()
+    misspelt = tmp_path / "platform.xml"
+    misspelt.write_text(platform.replace("<cluster ", "<clustr ", 1)
+                        .replace("</cluster>", "</clustr>", 1))
+    line = platform.splitlines().index(next(text for text in platform.splitlines()
+                                            if "<cluster " in text)) + 1
+    assert cli.main(["validate", str(misspelt)]) == cli.EXIT_INVALID
+    [said] = capsys.readouterr().err.splitlines()
+    assert said.startswith(f"{misspelt}:{line}:5: error: /platform/zone/clustr: ")
