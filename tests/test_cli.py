@@ -154,3 +154,19 @@ def test_a_misspelt_element_over_several_lines_has_its_column(
     assert cli.main(["validate", str(misspelt)]) == cli.EXIT_INVALID
     [said] = capsys.readouterr().err.splitlines()
     assert said.startswith(f"{misspelt}:{line}:5: error: /platform/zone/clustr: ")
+
+
+@pytest.mark.parametrize("bad", ["abc", "1805 8 -1"], ids=["bad-field", "extra-fields"])
+def test_a_bad_swf_line_is_one_error_without_a_false_missing_job_warning(
+    bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Job 3 follows job 2, whose line does not read: job 2 is in the file all the same."""
+    trace = (EXAMPLES / "swf" / "small-cluster.swf").read_text()
+    job_2 = next(line for line in trace.splitlines() if line.startswith("2 120 "))
+    assert "3 200 3380 95 1 -1 -1 1 600 -1 1 2 1 -1 2 -1 2 80" in trace  # follows job 2
+    broken = tmp_path / "broken.swf"
+    broken.write_text(trace.replace(job_2, job_2.replace(" 1805 ", f" {bad} ", 1)))
+    assert cli.main(["validate", str(broken)]) == cli.EXIT_INVALID
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and ": error: " in said[0], said
+    assert "not in the file" not in said[0]
