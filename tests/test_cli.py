@@ -170,3 +170,19 @@ def test_a_bad_swf_line_is_one_error_without_a_false_missing_job_warning(
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and ": error: " in said[0], said
     assert "not in the file" not in said[0]
+
+
+def test_a_bad_gwf_line_is_not_also_a_missing_dependency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    workflow = (EXAMPLES / "gwf" / "montage-workflow.gwf").read_text().splitlines()
+    task_5 = next(index for index, line in enumerate(workflow)
+                  if line.split(",")[1].strip() == "5")
+    fields = workflow[task_5].split(",")
+    fields[3] = " x" + fields[3][2:]  # RunTime
+    workflow[task_5] = ",".join(fields)
+    broken = tmp_path / "broken.gwf"
+    broken.write_text("\n".join(workflow) + "\n")
+    assert cli.main(["validate", str(broken)]) == cli.EXIT_INVALID
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and "RunTime is 'x'" in said[0], said
