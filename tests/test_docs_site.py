@@ -341,6 +341,41 @@ def test_built_pages_load_nothing_from_other_hosts(built_site: Path) -> None:
                 assert not url.startswith(("http:", "https:", "//")), f"{page}: {url}"
 
 
+def site_url_path() -> str:
+    """The path of the site's default ``site_url`` (``/dcx/``), where a project site lives."""
+    import re
+    from urllib.parse import urlsplit
+
+    config = (REPO / "site" / "mkdocs.yml").read_text()
+    found = re.search(r'^site_url: !ENV \[DCX_SITE_URL, "([^"]+)"\]$', config, re.M)
+    assert found is not None, "site/mkdocs.yml sets no site_url (404.html would load /assets)"
+    return urlsplit(found.group(1)).path
+
+
+def test_404_loads_its_assets_from_the_sites_own_path(built_site: Path) -> None:
+    """A project site is served from a sub-path (/dcx/); 404.html, served for any missing
+    page, must not load /assets/… from the host's root."""
+    path = site_url_path()
+    assert path.startswith("/") and path.endswith("/") and path != "/"
+    page = html.parse(str(built_site / "404.html")).getroot()
+    local = [link for link in page.xpath("//link/@href | //script/@src")
+             if not link.startswith(("http:", "https:", "data:"))]
+    assets = [link for link in local if "assets/" in link]
+    assert assets and all(link.startswith(path + "assets/") for link in assets), local
+
+
+def test_no_table_has_an_empty_header_row(built_site: Path) -> None:
+    empty = sorted({str(page.relative_to(built_site)) for page in built_site.rglob("*.html")
+                    for head in html.parse(str(page)).getroot().iter("thead")
+                    if not head.text_content().strip()})
+    assert empty == []
+
+
+def test_a_format_description_naming_elements_shows_them(built_site: Path) -> None:
+    text = html.parse(str(built_site / "formats" / "sss" / "index.html")).getroot()
+    assert "One <Node> or many inside an SSSRMAP <Data> element" in text.text_content()
+
+
 def test_conversion_pages_equal_a_fresh_converter_run(built_site: Path) -> None:
     from dcx.converters.convert import convert
 
