@@ -215,16 +215,15 @@ def _schedule_one(workload: Path, default_environment: Path | None, args: argpar
     environment = default_environment if args.env or not carries_machines else None
     loaded = load_problem(workload, environment)
     if loaded.problem is None:
-        errors = [d for d in loaded.diagnostics if d.is_error] or [None]
-        first = errors[0]
-        reason = first.message if first is not None else "cannot be scheduled"
+        errors = [d for d in loaded.diagnostics if d.is_error]
+        reason = errors[0].message if errors else "cannot be scheduled"
         if len(errors) > 1:
             reason += f" (and {len(errors) - 1} more)"
         # readable, but not runnable here (a task larger than any machine, …)
-        runnable_elsewhere = all(d is not None and d.code.startswith("schedule.")
-                                 for d in errors)
+        runnable_elsewhere = bool(errors) and all(d.code.startswith("schedule.")
+                                                  for d in errors)
         return Outcome(workload, reason=reason, unreadable=not runnable_elsewhere,
-                       no_environment=any(d is not None and d.code == "schedule.no-environment"
+                       no_environment=any(d.code == "schedule.no-environment"
                                           for d in errors))
     if not loaded.problem.tasks.ids:
         return Outcome(workload, reason=NO_JOBS)  # no metric is defined on no jobs

@@ -150,9 +150,8 @@ def test_only_files_a_format_claims_are_inputs_and_a_format_folder_is_one(tmp_pa
 
 
 @pytest.fixture(scope="module")
-def examples_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    """``nox -s convert`` on examples/ as README describes it: the last stderr line, the
-    output folder."""
+def examples_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    """``nox -s convert`` on examples/: the JSON report and the output folder."""
     out = tmp_path_factory.mktemp("converted")
     stream = io.StringIO()
     code, report = run([str(REPO / "examples")], out, stream=stream)
