@@ -139,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     convert = commands.add_parser(
         "convert", help="convert a file to another format through the dcx model",
-        description="Convert INPUT to OUTPUT ('-' for stdin or stdout). The input format is "
+        description="Convert INPUT to OUTPUT ('-' for stdin or stdout; OUTPUT's folder must "
+        "exist: dcx creates no folders). The input format is "
         "sniffed (--from overrides); the output format comes from --to or OUTPUT's "
         "extension. One summary line on stderr says what was written and how many fields "
         "the target cannot hold (--losses lists them); --strict makes any loss an error and "
