@@ -57,7 +57,9 @@ def schedule(session: nox.Session) -> None:
     """Tables XI and XII as an experiment (examples/experiments/sc18-tables.yaml: the nine
     SC18 schedulers on the Askalon and Chronos traces, RANDOM x 32, on a Dask LocalCluster),
     then the nine over every workload `convert` wrote (build/converted/report.json says which
-    outputs hold workloads). Tables and plots in build/schedule/, which the docs site shows."""
+    outputs hold workloads; `convert` runs first when it has not). Tables and plots in
+    build/schedule/, which the docs site shows. Prints one line per workload run or skipped
+    (and why); fails when none could be scheduled."""
     session.install(".[experiments]")
     corpus = os.environ.get("DCX_CORPUS", os.path.join("..", "shared", "corpus"))
     if os.path.isfile(os.path.join(corpus, "gwf", "askalon_workload_ee.gwf")):
@@ -66,8 +68,11 @@ def schedule(session: nox.Session) -> None:
     else:
         session.log(f"SC18 traces not found in {corpus}/gwf (set DCX_CORPUS): Tables XI and "
                     "XII are not reproduced")
+    converted = os.path.join("build", "converted")
+    if not os.path.isfile(os.path.join(converted, "report.json")):
+        session.run("python", "-m", "dcx.converters.pipeline", "--out", converted, "examples")
     session.run("python", "-m", "dcx.scheduler.experiments",
-                "--out", "build/schedule", "--converted", "build/converted")
+                "--out", os.path.join("build", "schedule"), "--converted", converted)
 
 
 @nox.session

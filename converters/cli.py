@@ -108,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Validate each FILE ('-' for stdin): its format is sniffed from its "
         "content (--format overrides), then it is checked against dcx's JSON Schema or XSD "
         "and the rules a schema cannot express. Says what it checked on stderr unless -q. "
+        "A FILE that is a folder is validated as the format it holds when it is one (an "
+        "OpenDC workload folder), and otherwise stands for every file under it, recursively, "
+        "whose extension a dcx format claims, and every such format folder (hidden ones "
+        "left out); of those, files that are clearly someone else's (valid JSON or XML no "
+        "dcx format recognises, such as package.json) are skipped as with --hook. "
         "An SWF or GWF input from 16 MB (a file, or stdin that outgrows it) is checked in "
         "chunks as it is read, in bounded memory and without the input size limit; a Parquet "
         "file from 16 MB (or stdin that outgrows it, first copied to a temporary file in "
@@ -134,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     convert = commands.add_parser(
         "convert", help="convert a file to another format through the dcx model",
-        description="Convert INPUT to OUTPUT ('-' for stdin or stdout). The input format is "
+        description="Convert INPUT to OUTPUT ('-' for stdin or stdout; OUTPUT's folder must "
+        "exist: dcx creates no folders). The input format is "
         "sniffed (--from overrides); the output format comes from --to or OUTPUT's "
         "extension. One summary line on stderr says what was written and how many fields "
         "the target cannot hold (--losses lists them); --strict makes any loss an error and "
@@ -518,7 +524,8 @@ def _validate(args: argparse.Namespace, cluster: Any) -> int:
     entries: list[dict[str, Any]] = []
     valid = skipped = 0
     failed = False
-    inputs = _validation_inputs(args.files, args.format)  # a folder format's files: one input
+    # a folder format's files: one input; another folder: the files under it
+    inputs, walked = _validation_inputs(args.files, args.format)
     long_run = len(inputs) > 1 or _size(inputs[0]) >= LARGE_INPUT_BYTES
     with Progress(len(inputs), "validating", enabled=long_run and text
                   and not _quiet(args)) as progress:
@@ -540,7 +547,7 @@ def _validate(args: argparse.Namespace, cluster: Any) -> int:
                 skipped += 1  # a dcx format of another family: --family skips it
                 progress.advance()
                 continue
-            if spec is None and args.hook and hook_skips(data, path, scope):
+            if spec is None and (args.hook or path in walked) and hook_skips(data, path, scope):
                 skipped += 1
                 progress.advance()
                 continue
@@ -577,25 +584,40 @@ def _validate(args: argparse.Namespace, cluster: Any) -> int:
             progress.advance()
     if not text:
         print(json.dumps({"files": entries}, ensure_ascii=False))
-    elif tell_success and len(args.files) > 1:
+    elif tell_success and len(inputs) > 1:
         invalid = len(entries) - valid
         _say(f"{_plural(valid, 'file')} valid" + (f", {invalid:,} invalid" if invalid else "")
              + (f", {skipped:,} skipped (no dcx format)" if skipped else ""))
     return EXIT_INVALID if failed else EXIT_OK
 
 
-def _validation_inputs(paths: Sequence[str], format_name: str | None) -> list[str]:
+def _validation_inputs(paths: Sequence[str], format_name: str | None) -> tuple[list[str],
+                                                                             set[str]]:
     """``paths`` with each member of a format stored as a folder (``w/tasks.parquet``,
-    which pre-commit passes) replaced by its folder, once: the folder is what is valid."""
-    from dcx.converters.folders import member_of
+    which pre-commit passes) replaced by its folder, once: the folder is what is valid; and
+    each folder that is no such format replaced by the files under it that a dcx format
+    claims, recursively (``pipeline.format_files``). Also which inputs were found in a folder
+    rather than named: those are skipped, as in hook mode, when clearly someone else's."""
+    from dcx.converters.folders import folder_format, member_of
 
     inputs: dict[str, None] = {}
+    found: set[str] = set()
     for path in paths:
+        if path != "-" and os.path.isdir(path) and folder_format(path) is None:
+            from dcx.converters.pipeline import format_files
+
+            under = format_files(path)
+            if not under:
+                raise UsageError(f"{path}: is a directory holding no file a dcx format "
+                                 "claims (by extension) and no format folder")
+            found.update(under)
+            inputs.update(dict.fromkeys(under))
+            continue
         spec = member_of(path) if path != "-" else None
         if spec is not None and format_name in (None, spec.name):
             path = os.path.dirname(path) or "."
         inputs.setdefault(path, None)
-    return list(inputs)
+    return list(inputs), found - set(paths)
 
 
 def _checked_line(name: str, spec: FormatDeclaration, document: Any,
@@ -652,6 +674,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise UsageError("--output json prints the report on stdout; it cannot share stdout "
                          "with the converted data (write OUTPUT to a file)")
     fills = _fills(args.fill)
+    _output_folder_exists(args.output)
     name = label(args.input)
     cluster = _cluster(args)  # started only for a Parquet file converted by row groups
     try:
@@ -698,6 +721,18 @@ def cmd_convert(args: argparse.Namespace) -> int:
         filled=result.filled, fill_hint=result.fill_hint,
         written=lambda: _counts(result.output_document, target),
         output_diagnostics=result.output_diagnostics))
+
+
+def _output_folder_exists(output: str) -> None:
+    """OUTPUT's folder must exist: dcx creates no folders (a mistyped path would otherwise
+    leave a new tree behind); a usage error, said before anything is read."""
+    if output == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        shown = os.path.dirname(output.rstrip(os.sep)) or folder
+        raise UsageError(f"{output}: cannot write: no such folder {shown} (dcx creates no "
+                         "folders)")
 
 
 @dataclass(frozen=True)

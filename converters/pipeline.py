@@ -2,16 +2,18 @@
 
 ``python -m dcx.converters.pipeline --out build/converted examples [PATH...]``
 
-Each input (files under the given folders, recursively, plus files given directly) is read
-once in the format its content shows; the document is written in every installed, writable
+Each input (the files a dcx format claims under the given folders, recursively, and the
+folders of a format stored as one, plus files given directly) is read once in the format its
+content shows; the document is written in every installed, writable
 format that holds a part of it (its topology, its workload); every output is read back by the
 target's reader, which validates it against our schema. Outputs go to
 ``<out>/<input>/<format><ext>`` (a folder ``<out>/<input>/<format>`` for a format stored as
 one); ``<out>/report.md`` and ``<out>/report.json`` hold the
-input × target matrix (ok, lossy with the lost fields, impossible) and the validation verdict
-of every file. Exit status: 0 when every output is valid, 1 when any is not (or a writer
-failed), 2 for usage errors. Inputs that are no dcx format are listed and skipped; inputs that
-do not read are listed with their diagnostics.
+input × target matrix (ok, lossy with how many fields are lost, impossible; the fields are
+listed below it) and the validation verdict of every file. Exit status: 0 when every output
+is valid, 1 when any is not (or a writer failed), 2 for usage errors. Inputs whose content no
+dcx format recognises are listed and skipped; inputs that do not read are listed with their
+diagnostics.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +30,9 @@ from typing import Any, Literal, TextIO
 
 from dcx.converters.atomic import write_atomic
 from dcx.converters.convert import convert_document
-from dcx.converters.folders import FolderError, folder_format, member_of, read_folder, write_folder
+from dcx.converters.folders import FolderError, folder_format, read_folder, write_folder
 from dcx.converters.progress import Progress
-from dcx.converters.registry import FORMATS, detect
+from dcx.converters.registry import FORMATS, claims, detect
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, error, has_errors
@@ -100,12 +103,31 @@ def _diagnostic_json(diagnostic: Diagnostic) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ inputs
 
 
+def format_files(folder: str) -> list[str]:
+    """The inputs under ``folder``, recursively, in a stable order: every file whose extension
+    a dcx format claims, and every folder of a format stored as one (an OpenDC workload
+    folder: one input, its members not looked at again). Hidden files and folders
+    (``.git``, editor swap files) and files no format claims (``notes.txt``, an experiment's
+    YAML) are not inputs."""
+    found: list[str] = []
+    for parent, folders, files in os.walk(folder):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in list(folders):
+            if folder_format(os.path.join(parent, name)) is not None:
+                folders.remove(name)  # one input, the folder
+                found.append(os.path.join(parent, name))
+        found += [os.path.join(parent, name) for name in files
+                  if not name.startswith(".") and claims(name)]
+    return sorted(found, key=lambda path: Path(path).parts)
+
+
 def collect_inputs(paths: Sequence[str]) -> list[tuple[str, str]]:
-    """``(path, output folder name)`` for every file under ``paths``, in a stable order.
+    """``(path, output folder name)`` for every input under ``paths`` (``format_files``) and
+    every file given directly, in a stable order.
 
     A file inside a folder argument is named by its path below that folder with ``/`` turned
     into ``__`` (``sss__cluster.xml``); a file argument by its base name. Clashes get ``~2``…
-    The files of a format stored as a folder (``w/tasks.parquet``) are one input, the folder.
+    A format stored as a folder (``w/tasks.parquet``) is one input, the folder.
     """
     found: list[tuple[str, str]] = []
     for given in paths:
@@ -113,15 +135,8 @@ def collect_inputs(paths: Sequence[str]) -> list[tuple[str, str]]:
         if root.is_dir() and folder_format(str(root)) is not None:
             found.append((str(root), root.name))
         elif root.is_dir():
-            for file in sorted(p for p in root.rglob("*") if p.is_file()):
-                relative = file.relative_to(root)
-                if any(part.startswith(".") for part in relative.parts):
-                    continue  # editor swap files, .gitignore
-                if member_of(str(file)) is not None:
-                    file, relative = file.parent, relative.parent
-                    if (str(file), "__".join(relative.parts)) in found:
-                        continue
-                found.append((str(file), "__".join(relative.parts)))
+            found += [(path, "__".join(Path(path).relative_to(root).parts))
+                      for path in format_files(str(root))]
         elif root.is_file():
             found.append((str(root), root.name))
         else:
@@ -207,8 +222,9 @@ def _read_bytes(path: str) -> bytes | None:
 # ------------------------------------------------------------------------------ reports
 
 
-_MARK = {"ok": "ok", "lossy": "lossy", "impossible": "impossible", "refused": "refused",
+_MARK = {"ok": "ok", "lossy": "lossy", "impossible": "–", "refused": "refused",
          "failed": "FAILED"}
+"""How the matrix shows each status (impossible pairs, the most, as a dash)."""
 
 
 def report_json(results: Sequence[InputResult],
@@ -230,6 +246,9 @@ def report_json(results: Sequence[InputResult],
 
 
 def report_markdown(results: Sequence[InputResult], targets: Sequence[FormatDeclaration]) -> str:
+    """The report a person reads: the verdict, a matrix of short cells (``lossy (31)``)
+    that fits a screen, then the fields each lossy conversion drops and every file's
+    validation verdict, as lists below it."""
     writable = [t.name for t in targets if t.writable]
     lines = ["# dcx conversion report", ""]
     summary = report_json(results, targets)["summary"]
@@ -239,15 +258,22 @@ def report_markdown(results: Sequence[InputResult], targets: Sequence[FormatDecl
     missing = [t.name for t in targets if not t.writable]
     if missing:
         lines += ["", f"Formats dcx reads but does not write: {', '.join(missing)}."]
-    lines += ["", "## Matrix", "", "Rows are inputs (with their format), columns target formats.",
+    lines += ["", "## Matrix", "",
+              textwrap.fill("Rows are inputs (with their format), columns target formats: "
+                            "`ok` (nothing lost), `lossy (N)` (N model fields the target "
+                            "cannot hold, listed below), "
+                            f"`{_MARK['impossible']}` (the pair shares no part: nothing to "
+                            "write), `refused` (nothing written, for the reason given "
+                            "below), `FAILED` (dcx wrote what it does not accept: a bug).",
+                            width=100),
               "", "| input | format | " + " | ".join(writable) + " |",
               "| --- | --- | " + " | ".join("---" for _ in writable) + " |"]
-    for result in results:
-        if not result.readable:
-            continue
+    readable = [result for result in results if result.readable]
+    for result in readable:
         by_target = {cell.target: cell for cell in result.cells}
         row = [_cell_text(by_target.get(name)) for name in writable]
         lines.append(f"| `{result.path}` | {result.format} | " + " | ".join(row) + " |")
+    lines += _lost_fields(readable)
     lines += ["", "## Validation of every file", ""]
     for result in results:
         verdict = ("not a dcx format (skipped)" if result.format is None
@@ -271,13 +297,28 @@ def report_markdown(results: Sequence[InputResult], targets: Sequence[FormatDecl
     return "\n".join(lines) + "\n"
 
 
+def _lost_fields(results: Sequence[InputResult]) -> list[str]:
+    """Below the matrix: per input, the model fields each conversion cannot hold (named as
+    on the loss matrix page)."""
+    lines = ["", "## Fields each conversion cannot hold", ""]
+    for result in results:
+        lossy = [cell for cell in result.cells if cell.lost]
+        if not lossy:
+            continue
+        lines.append(f"- `{result.path}` ({result.format})")
+        lines += [textwrap.fill(f"{cell.target} ({len(cell.lost)}): "
+                                + ", ".join(loss.field for loss in cell.lost),
+                                width=100, initial_indent="    - ", subsequent_indent=" " * 6,
+                                break_on_hyphens=False)
+                  for cell in lossy]
+    return lines
+
+
 def _cell_text(cell: Cell | None) -> str:
     if cell is None:
         return ""
     text = _MARK[cell.status]
-    if cell.lost:
-        text += ": " + ", ".join(loss.field for loss in cell.lost)
-    return text
+    return f"{text} ({len(cell.lost)})" if cell.lost else text
 
 
 # ------------------------------------------------------------------------------ entry point

@@ -29,8 +29,8 @@ CODES = (
          "forbids it)."),
     Code("json.encoding", "error", "The JSON file is not UTF-8: UTF-16/UTF-32, or an invalid "
          "UTF-8 byte (located)."),
-    Code("json.syntax", "error", "The text is not JSON (or is empty); the message is the "
-         "decoder's."),
+    Code("json.syntax", "error", "The text is not JSON (or is empty): what was expected where "
+         "it breaks, and what is still open when the file ends there (cut short)."),
     Code("json.trailing-data", "error", "Something other than white space follows the JSON "
          "document."),
     Code("json.duplicate-key", "error", "An object has the same key twice; JSON readers "
@@ -167,9 +167,7 @@ def load_json(data: bytes, mark: tuple[str, ...] = ()) -> tuple[JsonText | None,
     try:
         value, end = decoder.raw_decode(text, _skip_ws(text, 0))
     except json.JSONDecodeError as exc:
-        message = exc.msg
-        if not text.strip():
-            message = "file is empty"
+        message = syntax_message(exc, text) if text.strip() else "file is empty"
         return None, [error(message, "json.syntax", line=exc.lineno, column=exc.colno)]
     except _DuplicateKey as exc:
         return None, [locator.duplicate_key_diagnostic(exc.key)]
@@ -190,6 +188,54 @@ def load_json(data: bytes, mark: tuple[str, ...] = ()) -> tuple[JsonText | None,
         if surrogate is not None:
             return None, [surrogate]
     return JsonText(value, text, locator, marked), []
+
+
+_SYNTAX = {
+    "Expecting value": "expected a JSON value here (an object, array, string, number, true, "
+    "false or null; JSON has no comments)",
+    "Expecting property name enclosed in double quotes": "expected a property name in "
+    "double quotes (JSON allows no comma before '}')",
+    "Expecting ':' delimiter": "expected ':' after the property name",
+    "Expecting ',' delimiter": "expected ',' or a closing bracket after the value before here",
+    "Unterminated string starting at": "a string starts here and is never closed",
+    "Invalid control character at": "a control character (a raw tab or line break) inside a "
+    "string; JSON needs it escaped (\\t, \\n)",
+    "Invalid \\escape": "an invalid escape in a string (JSON has \\\" \\\\ \\/ \\b \\f "
+    "\\n \\r \\t and \\uXXXX)",
+    "Invalid \\uXXXX escape": "an invalid \\uXXXX escape (it needs four hexadecimal digits)",
+}
+"""The decoder's terse messages, said in full (its own words where it has none here)."""
+
+
+def syntax_message(exc: json.JSONDecodeError, text: str) -> str:
+    """Why ``text`` is not JSON, in full; when the text ends where the error is (a file cut
+    short), also what is still open there."""
+    message = _SYNTAX.get(exc.msg, exc.msg)
+    if text[exc.pos:].strip() and not exc.msg.startswith("Unterminated string"):
+        return message
+    unclosed = _unclosed(text[:exc.pos])
+    if not unclosed:
+        return f"{message}; the file ends here"
+    return f"{message}; the file ends inside {unclosed}: it looks cut short"
+
+
+def _unclosed(text: str) -> str:
+    """``2 objects and 1 array``: the brackets ``text`` opens and does not close."""
+    opened: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            escaped = not escaped and char == "\\"
+            in_string = escaped or char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            opened.append(char)
+        elif char in "}]" and opened:
+            opened.pop()
+    counts = [(opened.count("{"), "object"), (opened.count("["), "array")]
+    return " and ".join(f"{count} {noun}{'s' if count != 1 else ''}"
+                        for count, noun in counts if count)
 
 
 def load_json_object(data: bytes, what: str, code: str, mark: tuple[str, ...] = ()

@@ -320,6 +320,9 @@ SATURATED_LINE = 65_535
 stores 16 bits and recovers bigger lines from neighbouring text nodes, which a streaming
 reader has deleted)."""
 
+START_TAG_LINES = 20
+"""Lines before the one libxml2 names that are searched for the start tag of the element."""
+
 NEAR_LINE_SPAN = 1_000
 """Lines searched after a ``near_line`` hint for the element an error names."""
 
@@ -362,8 +365,9 @@ def _tag_position(data: bytes, line: int, path: str, attribute: str | None,
     if not name or name == "*":
         return None
     if candidates is None:
-        candidates = [line] if line <= SATURATED_LINE else [line, line - 1, line + 1,
-                                                             line - 2, line + 2]
+        # libxml2 gives a start tag over several lines the line where it ends (or the next)
+        candidates = (range(line, max(0, line - START_TAG_LINES), -1) if line <= SATURATED_LINE
+                      else [line, line - 1, line + 1, line - 2, line + 2])
     return locate_tag(data, name, attribute, candidates)
 
 

@@ -13,6 +13,7 @@ schedule on). Diagnostics go to stderr. ``--output json`` prints exactly one obj
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import sys
@@ -72,7 +73,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, help="seed of the RANDOM policy (default: a "
                         "fresh seed, reported in the output)")
     parser.add_argument("--out", metavar="DIR", help="write per-task/per-job/per-stage CSV, "
-                        "summary JSON and SVG plots here")
+                        "summary JSON and SVG plots here (plots need matplotlib, the plots extra: "
+                        "pip install 'dcx[plots]'; without it a note says so first and "
+                        "the other files are written)")
     parser.add_argument("--output", dest="output_mode", choices=["text", "json"],
                         default="text", help="text: a table; json: one JSON object")
     return parser
@@ -103,14 +106,31 @@ def _named_policy(name: str, parse: Callable[[str], Policy]) -> Policy:
     declares it (``FCFS-EASY-MATCH``); the policy name's error when neither."""
     try:
         return parse(name)
-    except ValueError:
+    except ValueError as unknown:
         from dcx.scheduler.declaration import shipped_declarations
 
         shipped = {key.upper(): policy for key, policy in shipped_declarations().items()}
         found = shipped.get(name.strip().upper())
         if found is None:
-            raise
+            close = difflib.get_close_matches(name.strip().upper(),
+                                              [*_policy_names(), *shipped], n=1)
+            if not close:
+                raise
+            known = str(unknown).split(": ", 1)[-1]  # what the names are made of
+            raise ValueError(f"unknown policy {name!r} (did you mean {close[0]}?): "
+                             f"{known}") from None
         return found
+
+
+def _policy_names() -> list[str]:
+    """The policy names without stage suffixes, for did-you-mean."""
+    from dcx.scheduler.policies import BACKFILLING, MACHINE_SELECTIONS, TASK_ORDERS
+
+    reserving = [f"{order}-{fill}" for order in TASK_ORDERS if order != "RANDOM"
+                 for fill in BACKFILLING[2:]]
+    return [*TASK_ORDERS, *reserving,
+            *(f"{base}-{select}" for base in [*TASK_ORDERS, *reserving]
+              for select in MACHINE_SELECTIONS)]
 
 
 def _run_json(run: Run) -> dict[str, Any]:
@@ -158,12 +178,9 @@ def write_plots(folder: Path, runs: list[Run], title: str) -> None:
     matplotlib (the ``plots`` extra): without it a note on stderr says what was skipped."""
     from dcx.converters.atomic import write_atomic
 
-    try:
-        from dcx.scheduler import plots
-    except ImportError:  # pragma: no cover - the test extra installs matplotlib
-        print("dcx schedule: note: matplotlib is not installed (pip install 'dcx[plots]'); "
-              "no plots written", file=sys.stderr)
+    if not plots_available():  # said once before anything was written (PLOTS_MISSING)
         return
+    from dcx.scheduler import plots
     from dcx.scheduler.engine import STAGES
     from dcx.scheduler.metrics import BOUNDED_SLOWDOWN_TAU_S
     from dcx.scheduler.problem import CORE_UNITS
@@ -256,6 +273,19 @@ def gantt_for(run: Run, title: str) -> str | None:
         f"Each bar is a task on one machine from its start to its finish (a task over "
         f"several machines has a bar on each); colours tell jobs apart. {summary.tasks} "
         f"tasks, {summary.time_model} time model.")
+
+
+PLOTS_MISSING = ("no plots: they need matplotlib, the plots extra (pip install "
+                 "'dcx[plots]'); the other files are written")
+
+
+def plots_available() -> bool:
+    """Whether matplotlib, which draws the plots (the optional ``plots`` extra), imports."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
@@ -356,6 +386,8 @@ def run(args: argparse.Namespace) -> int:
     if refused is not None:
         return refused
 
+    if args.out and not plots_available():
+        print(f"dcx schedule: note: {args.out}: {PLOTS_MISSING}", file=sys.stderr)
     runs = _run_all(loaded.problem, policies, args, quiet)
     if args.out:
         try:

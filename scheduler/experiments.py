@@ -13,7 +13,9 @@ The paper's Tables XI and XII are an experiment, not this script: ``nox -s sched
 ``dcx experiment examples/experiments/sc18-tables.yaml``, whose summary sets them beside
 the paper's values with ``paper.verdict``.
 
-Exit status: 0, or 1 when an input could not be read (the others are still written).
+On stderr, one line per workload: run (on which machines), or skipped and why (those
+skipped for want of any environment in one line). Exit status: 0; 1 when an input could not
+be read (the others are still written) or when no workload could be scheduled.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dcx.converters.atomic import write_atomic
-from dcx.scheduler.cli import write_plots
+from dcx.scheduler.cli import PLOTS_MISSING, plots_available, write_plots
 from dcx.scheduler.loading import load_problem, read_document
 from dcx.scheduler.paper import SETUP_FILE_NAME
 from dcx.scheduler.policies import Policy, all_policies
@@ -135,51 +137,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--env", type=Path, help="environment for the extra workloads")
     args = parser.parse_args(argv)
 
-    status = 0
     markdown = ["# Converted workloads, all nine SC18 schedulers", ""]
     report: dict[str, Any] = {"workloads": {}}
     setup = args.corpus / SETUP_FILE_NAME
     default_environment = args.env or (setup if setup.is_file() else None)
-    unscheduled: list[tuple[Path, str, int]] = []
     workloads = list(args.workloads)
     if args.converted is not None:
         workloads += converted_workloads(args.converted)
-    without_workload: list[Path] = []
-    without_jobs: list[Path] = []
-    for workload in workloads:
-        _, document, _ = read_document(workload)
-        if document is not None and document.workload is None:
-            without_workload.append(workload)
-            continue
-        carries_machines = document is not None and document.environment is not None and \
-            any(True for _ in document.environment.machines())
-        # a Haizea LWF with a <site> runs on its own machines unless --env says otherwise
-        environment = default_environment if args.env or not carries_machines else None
-        loaded = load_problem(workload, environment)
-        for diagnostic in loaded.diagnostics:
-            print(diagnostic.render(), file=sys.stderr)
-        if loaded.problem is None:
-            errors = [d for d in loaded.diagnostics if d.is_error]
-            if errors and all(d.code.startswith("schedule.") for d in errors):
-                # readable, but not runnable here (a task larger than any machine, …)
-                unscheduled.append((workload, errors[0].message, len(errors)))
-            else:
-                status = 1
-            continue
-        if not loaded.problem.tasks.ids:
-            without_jobs.append(workload)  # no metric is defined on no jobs: no rows, no plots
-            continue
-        results = run_all(loaded.problem, "event", 1)
-        slug = _slug(workload)
-        text, rows = workload_table(str(workload), results)
-        markdown.append(text)
-        report["workloads"][str(workload)] = {"rows": rows}
-        write_plots(args.out / "workloads" / slug, _first_runs(results), workload.name)
-
+    if args.out and workloads and not plots_available():
+        print(f"experiments: note: {args.out}: {PLOTS_MISSING}", file=sys.stderr)
+    outcomes = [_schedule_one(workload, default_environment, args, markdown, report)
+                for workload in workloads]
+    _say_skipped([outcome for outcome in outcomes if outcome.skipped],
+                 default_environment, args.corpus)
+    unreadable = [outcome for outcome in outcomes if outcome.unreadable]
+    without_workload = [o.workload for o in outcomes if o.reason == NO_WORKLOAD]
+    without_jobs = [o.workload for o in outcomes if o.reason == NO_JOBS]
+    unscheduled = [o for o in outcomes if o.skipped and not o.unreadable
+                   and o.reason not in (NO_WORKLOAD, NO_JOBS)]
     if without_workload:
-        names = ", ".join(str(path) for path in without_workload)
-        print(f"experiments: skipped {len(without_workload)} file(s) that hold no workload: "
-              f"{names}", file=sys.stderr)
+        report["without_workload"] = [str(path) for path in without_workload]
     if without_jobs:
         markdown += ["### Workloads without jobs", "",
                      "Read without error, but they hold no job to schedule:", ""]
@@ -189,14 +166,96 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unscheduled:
         markdown += ["### Workloads not scheduled", "",
                      "Read without error, but they cannot run on the environment given:", ""]
-        markdown += [f"- `{path}`: {message}" + (f" (and {count - 1} more)" if count > 1 else "")
-                     for path, message, count in unscheduled]
+        markdown += [f"- `{o.workload}`: {o.reason}" for o in unscheduled]
         markdown.append("")
-        report["unscheduled"] = {str(path): message for path, message, _ in unscheduled}
+        report["unscheduled"] = {str(o.workload): o.reason for o in unscheduled}
     write_atomic(args.out / "tables.md", "\n".join(markdown).encode())
     write_atomic(args.out / "tables.json", (json.dumps(report, indent=2) + "\n").encode())
-    print(f"experiments: wrote {args.out}/tables.md, tables.json and SVG plots", file=sys.stderr)
-    return status
+    ran = sum(outcome.ran for outcome in outcomes)
+    if not ran:
+        print(f"experiments: error: none of {_plural(len(workloads), 'workload')} could be "
+              f"scheduled (above, why); wrote {args.out}/tables.md", file=sys.stderr)
+        return 1
+    print(f"experiments: scheduled {_plural(ran, 'workload')} of {len(workloads):,} with the "
+          f"nine SC18 policies; wrote {args.out}/tables.md and tables.json"
+          + (" and SVG plots" if plots_available() else ""), file=sys.stderr)
+    return 1 if unreadable else 0
+
+
+NO_WORKLOAD = "holds no workload"
+NO_JOBS = "holds no job to schedule"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one workload: run, or skipped for ``reason``."""
+
+    workload: Path
+    ran: bool = False
+    reason: str = ""
+    unreadable: bool = False
+    """It did not read (a bad input, not a workload this environment cannot run)."""
+    no_environment: bool = False
+
+    @property
+    def skipped(self) -> bool:
+        return not self.ran
+
+
+def _schedule_one(workload: Path, default_environment: Path | None, args: argparse.Namespace,
+                  markdown: list[str], report: dict[str, Any]) -> Outcome:
+    """Run the nine policies over one workload (its table into ``markdown`` and ``report``,
+    its plots under ``args.out``), or say why not; one line on stderr when it runs."""
+    _, document, _ = read_document(workload)
+    if document is not None and document.workload is None:
+        return Outcome(workload, reason=NO_WORKLOAD)
+    carries_machines = document is not None and document.environment is not None and \
+        any(True for _ in document.environment.machines())
+    # a Haizea LWF with a <site> runs on its own machines unless --env says otherwise
+    environment = default_environment if args.env or not carries_machines else None
+    loaded = load_problem(workload, environment)
+    if loaded.problem is None:
+        errors = [d for d in loaded.diagnostics if d.is_error]
+        reason = errors[0].message if errors else "cannot be scheduled"
+        if len(errors) > 1:
+            reason += f" (and {len(errors) - 1} more)"
+        # readable, but not runnable here (a task larger than any machine, …)
+        runnable_elsewhere = bool(errors) and all(d.code.startswith("schedule.")
+                                                  for d in errors)
+        return Outcome(workload, reason=reason, unreadable=not runnable_elsewhere,
+                       no_environment=any(d.code == "schedule.no-environment"
+                                          for d in errors))
+    if not loaded.problem.tasks.ids:
+        return Outcome(workload, reason=NO_JOBS)  # no metric is defined on no jobs
+    results = run_all(loaded.problem, "event", 1)
+    text, rows = workload_table(str(workload), results)
+    markdown.append(text)
+    report["workloads"][str(workload)] = {"rows": rows}
+    write_plots(args.out / "workloads" / _slug(workload), _first_runs(results), workload.name)
+    where = "its own machines" if environment is None else str(environment)
+    print(f"experiments: ran {workload} ({_plural(len(loaded.problem.tasks.ids), 'task')}, "
+          f"on {where})", file=sys.stderr)
+    return Outcome(workload, ran=True)
+
+
+def _say_skipped(skipped: Sequence[Outcome], environment: Path | None, corpus: Path) -> None:
+    """One line per workload skipped, and why; the workloads skipped for want of an
+    environment (no ``--env``, no corpus ``setup.json``) in one line, as they share the
+    reason and the remedy."""
+    without_environment = [outcome for outcome in skipped if outcome.no_environment]
+    for outcome in skipped:
+        if not outcome.no_environment:
+            label = "error" if outcome.unreadable else "skipped"
+            print(f"experiments: {label}: {outcome.workload}: {outcome.reason}", file=sys.stderr)
+    if without_environment:
+        print(f"experiments: skipped {_plural(len(without_environment), 'workload')} without "
+              f"machines of their own: no environment to run them on (give --env, or set "
+              f"DCX_CORPUS: {corpus / SETUP_FILE_NAME} not found); tables.md lists them",
+              file=sys.stderr)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,3 +210,22 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         pytest.fail(f"diagnostic codes not in the catalogue (dcx.converters.catalogue): "
                     f"{listed}", pytrace=False)
     return result
+
+
+# ------------------------------------------------------------------ corpus skips
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """How many tests skipped for want of the shared corpus, counted from this run (README
+    points here rather than quoting a number that goes stale)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    absent = sum("corpus" in _skip_reason(report).lower() for report in skipped)
+    if absent:
+        terminalreporter.write_line(
+            f"{absent} skipped for want of the shared corpus at {CORPUS} (set DCX_CORPUS; "
+            "pytest -ra lists them)")
+
+
+def _skip_reason(report: Any) -> str:
+    longrepr = getattr(report, "longrepr", None)
+    return str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""

@@ -1,9 +1,13 @@
 """The built documentation site in a real browser: Debian's chromium, headless, through
 playwright, against the site served on 127.0.0.1.
 
+The site is served from the sub-path of its ``site_url`` (``/dcx/``), as GitHub Pages serves a
+project site, with its 404.html for missing paths.
+
 Checks: every page reachable from the home page loads with no 4xx/5xx, no console error and
 no request leaving 127.0.0.1; every same-site #fragment exists on its target page; search,
-typed with real keystrokes, finds a format element's spec page; a conversion example's
+typed with real keystrokes, finds a format element's spec page; a missing page gets the
+styled 404 page (its assets found under the sub-path); a conversion example's
 output tab holds exactly what the converter produces in this test; the scheduler page, built
 from scheduler outputs this test produces (example workloads, one without jobs, one that
 cannot run), shows no NaN, stays under a height bound and shows its plots whole.
@@ -27,6 +31,8 @@ from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
+
+from tests.test_docs_site import site_url_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -90,7 +96,13 @@ def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("playwright.sync_api",
                         reason="playwright is not installed (install the browser extra)")
     schedule = scheduler_outputs(tmp_path_factory.mktemp("schedule"))
-    return build_site(tmp_path_factory.mktemp("site"), schedule)
+    # built where the server puts it: under the sub-path of site_url, as a project site is
+    root = tmp_path_factory.mktemp("served")
+    return build_site(root.joinpath(*SITE_PATH.strip("/").split("/")), schedule)
+
+
+SITE_PATH = site_url_path()
+"""The sub-path the site is served from (``/dcx/``), as GitHub Pages serves a project site."""
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -98,18 +110,41 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def _pages_handler(not_found: bytes) -> type[_QuietHandler]:
+    """A handler that answers a missing path with the site's 404.html, as GitHub Pages
+    does for a project site."""
+
+    class PagesHandler(_QuietHandler):
+        def send_error(self, code: int, message: str | None = None,
+                       explain: str | None = None) -> None:
+            if code != 404:
+                super().send_error(code, message, explain)
+                return
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(not_found)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(not_found)
+
+    return PagesHandler
+
+
 @pytest.fixture(scope="module")
 def base_url(site_dir: Path) -> Iterator[str]:
-    """The site on an ephemeral 127.0.0.1 port; sockets re-enabled for this module only."""
+    """The site on an ephemeral 127.0.0.1 port under ``SITE_PATH``; sockets re-enabled for
+    this module only."""
     from pytest_socket import disable_socket, enable_socket
 
     enable_socket()
-    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    root = site_dir.parents[SITE_PATH.strip("/").count("/")]
+    handler = functools.partial(_pages_handler((site_dir / "404.html").read_bytes()),
+                                directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield f"http://127.0.0.1:{server.server_address[1]}{SITE_PATH}"
     finally:
         server.shutdown()
         server.server_close()
@@ -209,6 +244,22 @@ def test_every_page_loads_offline_without_errors(site_dir: Path, base_url: str,
     dead = sorted(f"{target}#{fragment}" for target, wanted in fragments.items()
                   for fragment in wanted - ids_on.get(target, set()))
     assert dead == [], f"links to missing anchors: {dead}"
+
+
+def test_a_missing_page_under_the_sub_path_gets_the_styled_404(
+        base_url: str, watched_page: tuple[Any, PageWatch]) -> None:
+    """Without site_url, 404.html loads /assets/… from the host's root and shows a bare
+    page when the site lives under a sub-path."""
+    page, watch = watched_page
+    missing = base_url + "no/such/page/"
+    response = page.goto(missing, wait_until="networkidle")
+    assert response is not None and response.status == 404
+    # the page's own 404 is expected (the browser logs it too); nothing else may fail
+    assert [failure for failure in watch.failures if failure != f"HTTP 404: {missing}"
+            and "status of 404" not in failure] == []
+    assert page.evaluate("getComputedStyle(document.querySelector('.md-header')).position") \
+        == "sticky", "the theme's stylesheet did not load"
+    assert page.eval_on_selector("a.md-logo", "a => a.href") == base_url
 
 
 @pytest.mark.parametrize(("term", "format_name"), SEARCH_TERMS)

@@ -303,7 +303,8 @@ def test_experiments_list_a_workload_without_jobs_instead_of_nan_rows(tmp_path: 
                                "--env", str(REPO / "examples" / "environment" /
                                             "small-cluster.json")])
     tables = (tmp_path / "out" / "tables.md").read_text()
-    assert status == 0 and "### Workloads without jobs" in tables and "no-jobs.swf" in tables
+    # (exit 1: nothing was scheduled, which nox -s schedule must not pass over)
+    assert status == 1 and "### Workloads without jobs" in tables and "no-jobs.swf" in tables
     assert "nan" not in tables.lower().split() and "| nan |" not in tables
     assert not (tmp_path / "out" / "workloads").exists()
 
@@ -335,9 +336,46 @@ def test_built_pages_load_nothing_from_other_hosts(built_site: Path) -> None:
     for page in built_site.rglob("*.html"):
         tree = html.parse(str(page))
         for element in tree.getroot().iter("script", "link", "img", "iframe"):
+            if element.get("rel") == "canonical":
+                continue  # the published address (site_url): named, never loaded
             url = element.get("src") or (element.get("href") if element.tag == "link" else None)
             if url:
                 assert not url.startswith(("http:", "https:", "//")), f"{page}: {url}"
+
+
+def site_url_path() -> str:
+    """The path of the site's default ``site_url`` (``/dcx/``), where a project site lives."""
+    import re
+    from urllib.parse import urlsplit
+
+    config = (REPO / "site" / "mkdocs.yml").read_text()
+    found = re.search(r'^site_url: !ENV \[DCX_SITE_URL, "([^"]+)"\]$', config, re.M)
+    assert found is not None, "site/mkdocs.yml sets no site_url (404.html would load /assets)"
+    return urlsplit(found.group(1)).path
+
+
+def test_404_loads_its_assets_from_the_sites_own_path(built_site: Path) -> None:
+    """A project site is served from a sub-path (/dcx/); 404.html, served for any missing
+    page, must not load /assets/… from the host's root."""
+    path = site_url_path()
+    assert path.startswith("/") and path.endswith("/") and path != "/"
+    page = html.parse(str(built_site / "404.html")).getroot()
+    local = [link for link in page.xpath("//link/@href | //script/@src")
+             if not link.startswith(("http:", "https:", "data:"))]
+    assets = [link for link in local if "assets/" in link]
+    assert assets and all(link.startswith(path + "assets/") for link in assets), local
+
+
+def test_no_table_has_an_empty_header_row(built_site: Path) -> None:
+    empty = sorted({str(page.relative_to(built_site)) for page in built_site.rglob("*.html")
+                    for head in html.parse(str(page)).getroot().iter("thead")
+                    if not head.text_content().strip()})
+    assert empty == []
+
+
+def test_a_format_description_naming_elements_shows_them(built_site: Path) -> None:
+    text = html.parse(str(built_site / "formats" / "sss" / "index.html")).getroot()
+    assert "One <Node> or many inside an SSSRMAP <Data> element" in text.text_content()
 
 
 def test_conversion_pages_equal_a_fresh_converter_run(built_site: Path) -> None:
@@ -383,9 +421,10 @@ def test_tour_shows_real_command_output(built_site: Path) -> None:
 def test_a_broken_anchor_fails_the_strict_build(tmp_path: Path) -> None:
     copy = tmp_path / "site"
     shutil.copytree(REPO / "site", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    from ruamel.yaml import YAML
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (install the docs extra)")
+    from mkdocs.utils import yaml_load  # MkDocs' own reading: site_url is an !ENV tag
 
-    config = YAML(typ="safe").load((REPO / "site" / "mkdocs.yml").read_text(encoding="utf-8"))
+    config = yaml_load((REPO / "site" / "mkdocs.yml").read_text(encoding="utf-8"))
     for watched in config["watch"]:  # the copied config watches these siblings
         if watched.startswith("../"):
             (tmp_path / watched[3:]).mkdir()

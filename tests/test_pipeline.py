@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from dcx.converters.pipeline import collect_inputs, convert_cell, main, run
+from dcx.converters.pipeline import collect_inputs, convert_cell, format_files, main, run
 from dcx.converters.registry import get
 from dcx.core.diagnostics import WriteResult
 from dcx.core.model import Document, Job, Task, Workload
@@ -26,7 +27,9 @@ def inputs(tmp_path: Path) -> Path:
     (folder / "environment").mkdir(parents=True)
     for example in sorted(ENVIRONMENT_EXAMPLES.glob("*.json")):
         shutil.copy(example, folder / "environment" / example.name)
-    (folder / "notes.txt").write_text("no dcx format\n")
+    (folder / "notes.txt").write_text("no dcx format\n")  # no format claims .txt: no input
+    (folder / "experiment.yaml").write_text("schedulers: [FCFS-EASY]\n")
+    (folder / "package.json").write_text('{"name": "someone-elses"}\n')  # .json is claimed
     (folder / "broken.json").write_text('{"environment": {"datacenters": 5}}\n')
     return folder
 
@@ -59,7 +62,9 @@ def test_unrecognised_and_unreadable_inputs_are_listed_not_converted(inputs: Pat
                                                                      tmp_path: Path) -> None:
     _, report = run([str(inputs)], tmp_path / "out", stream=io.StringIO())
     by_name = {entry["name"]: entry for entry in report["inputs"]}
-    assert by_name["notes.txt"]["format"] is None and by_name["notes.txt"]["conversions"] == []
+    assert "notes.txt" not in by_name and "experiment.yaml" not in by_name
+    assert by_name["package.json"]["format"] is None
+    assert by_name["package.json"]["conversions"] == []
     broken = by_name["broken.json"]
     assert broken["format"] == "environment" and not broken["valid"]
     assert broken["conversions"] == [] and broken["diagnostics"][0]["line"] == 1
@@ -73,7 +78,8 @@ def test_reports_are_written_and_agree(inputs: Path, tmp_path: Path) -> None:
     markdown = (out / "report.md").read_text()
     assert "| input | format |" in markdown
     assert f"`{inputs / 'environment' / 'two-sites.json'}` | environment |" in markdown
-    assert f"`{inputs / 'notes.txt'}` (unknown): not a dcx format (skipped)" in markdown
+    assert f"`{inputs / 'package.json'}` (unknown): not a dcx format (skipped)" in markdown
+    assert "notes.txt" not in markdown
 
 
 def test_a_workload_to_a_topology_format_is_impossible_and_a_partial_fit_lossy(
@@ -127,3 +133,68 @@ def test_names_of_outputs_are_unique(tmp_path: Path) -> None:
 
 def test_missing_input_is_a_usage_error(tmp_path: Path) -> None:
     assert main(["--out", str(tmp_path / "out"), str(tmp_path / "nope")]) == 2
+
+
+def test_only_files_a_format_claims_are_inputs_and_a_format_folder_is_one(tmp_path: Path) -> None:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "sweep.yaml").write_text("workloads: []\n")
+    (tmp_path / "README.md").write_text("# notes\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.json").write_text("{}")
+    (tmp_path / "a" / "w").mkdir(parents=True)
+    (tmp_path / "a" / "w" / "tasks.parquet").write_bytes(b"PAR1")
+    (tmp_path / "a" / "w" / "notes.json").write_text("{}")  # inside the folder: not looked at
+    (tmp_path / "a" / "trace.swf").write_text("1 0 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n")
+    assert format_files(str(tmp_path)) == [str(tmp_path / "a" / "trace.swf"),
+                                           str(tmp_path / "a" / "w")]
+
+
+@pytest.fixture(scope="module")
+def examples_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    """``nox -s convert`` on examples/: the JSON report and the output folder."""
+    out = tmp_path_factory.mktemp("converted")
+    stream = io.StringIO()
+    code, report = run([str(REPO / "examples")], out, stream=stream)
+    assert code == 0, stream.getvalue()
+    return report, out
+
+
+def test_the_report_fits_a_screen_counts_in_cells_fields_below(
+        examples_run: tuple[dict, Path]) -> None:
+    report, out = examples_run
+    markdown = (out / "report.md").read_text()
+    table = [line for line in markdown.splitlines() if line.startswith("| `")]
+    assert table, markdown
+    cells = [cell.strip() for line in table for cell in line.strip("|").split("|")[2:]]
+    assert all(re.fullmatch(r"ok|lossy \(\d+\)|–|refused( \(\d+\))?|FAILED", cell)
+               for cell in cells), sorted(set(cells))
+    assert max(map(len, table)) < 300
+    prose = [line for line in markdown.splitlines() if not line.startswith("|")]
+    assert max(map(len, prose)) <= 200
+    lost = markdown.split("## Fields each conversion cannot hold")[1]
+    entry = next(e for e in report["inputs"] if e["path"].endswith("swf/small-cluster.swf"))
+    cell = next(c for c in entry["conversions"] if c["target"] == "batsim")
+    assert cell["status"] == "lossy"
+    listed = " ".join(lost.split(f"`{entry['path']}` (swf)")[1].split("\n- ")[0].split())
+    assert f"batsim ({len(cell['lost'])}): " + ", ".join(
+        loss["field"] for loss in cell["lost"]) in listed
+
+
+def test_the_example_experiments_are_not_inputs(examples_run: tuple[dict, Path]) -> None:
+    report, _ = examples_run
+    assert not [entry["path"] for entry in report["inputs"] if not entry["valid"]]
+    assert not any("experiments" in entry["path"] for entry in report["inputs"])
+
+
+def test_the_readme_sample_summary_is_what_a_run_on_examples_prints(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """README quotes the last line ``nox -s convert`` prints on examples/: the same line."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    assert main(["--out", "build/converted", "examples"]) == 0
+    printed = capsys.readouterr().err.strip().splitlines()[-1]
+    readme = " ".join((REPO / "README.md").read_text().split())
+    quoted = re.search(r"The last line on stderr sums it up \(`([^`]*)`", readme)
+    assert quoted is not None, "README no longer quotes the summary line"
+    assert quoted.group(1) == printed

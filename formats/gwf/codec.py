@@ -196,10 +196,12 @@ def _read(data: bytes) -> ReadResult:
                 return reader.locate(lines_of[index], "JobID")
             return reader.locate(lines_of[index], "Dependencies", dependency)
 
+        line_failed = reader.errors > 0  # a line that did not read may be the task named
         for diagnostic in dependency_diagnostics(
             ids, [task.dependencies for _, task in tasks], locate, "gwf"
         ):
-            reader.report(diagnostic)
+            if not (line_failed and diagnostic.code == "gwf.unknown-dependency"):
+                reader.report(diagnostic)
     if reader.stopped:
         reader.diagnostics.append(error(
             f"more than {MAX_ERRORS} errors; reading stopped", "gwf.too-many-errors"))

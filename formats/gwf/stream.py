@@ -352,9 +352,11 @@ class _Stream:
                     "column": int(dependency_columns[int(offsets[index]) + dependency]),
                     "pointer": f"/lines/{line}/Dependencies/{dependency}"}
 
+        line_failed = self.reader.errors > 0  # as the whole-file reader: see codec.read
         for diagnostic in column_dependency_diagnostics(ids, offsets, dependency_ids, locate,
                                                         "gwf"):
-            self.reader.report(diagnostic)
+            if not (line_failed and diagnostic.code == "gwf.unknown-dependency"):
+                self.reader.report(diagnostic)
 
     def part(self, row: int) -> _Part:
         return self.parts[bisect.bisect_right(self.part_starts, row) - 1]

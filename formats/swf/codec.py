@@ -523,9 +523,10 @@ def cross_file_diagnostics(ids: Sequence[Id], preceding: Sequence[Id | None],
     """The checks across the lines of a file, reported in order: preceding jobs that are not
     in it (``known``: the file's job numbers), then repeated job numbers and cycles through
     preceding jobs. ``locate(index, field)`` places the ``index``-th job's field. The
-    chunked reader passes only the jobs these checks can concern, in file order."""
+    chunked reader passes only the jobs these checks can concern, in file order. A missing
+    preceding job is not said when a line did not read: it may be that job."""
     for index, needed in enumerate(preceding):
-        if needed is not None and needed not in known:
+        if needed is not None and needed not in known and not reader.errors:
             reader.report(warning(
                 f"job {ids[index]} follows job {needed}, which is not in the file; the "
                 "dependency is kept in extras only",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from importlib import resources
@@ -147,7 +148,8 @@ def _facts(spec: FormatDeclaration, schemas: list[str]) -> str:
         ("Schema", ", ".join(code(name) for name in schemas) or "none yet"),
         ("Status", status),
     ]
-    return table(("", ""), rows)
+    # a definition list: a table would need a header row, and these facts have none
+    return "\n".join(f"{term}\n:   {value}\n" for term, value in rows)
 
 
 def _extensions(spec: FormatDeclaration) -> str:
@@ -228,7 +230,9 @@ def _checks_section(spec: FormatDeclaration) -> str:
 
 def spec_page(spec: FormatDeclaration) -> str:
     schemas = schema_files(spec)
-    parts = [f"# {spec.title}\n", f"{spec.description}\n", _facts(spec, schemas)]
+    # (a description names elements such as <Node>: text, not HTML)
+    parts = [f"# {spec.title}\n", f"{html.escape(spec.description, quote=False)}\n",
+             _facts(spec, schemas)]
     parts.append(_holds_section(spec))
     mapping = model_mapping(spec.doc)
     if mapping:
