@@ -18,6 +18,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dcx import __version__
+from dcx.converters.inputs import (
+    UsageError,
+    label,
+    size_of,
+)
 from dcx.converters.registry import (
     BY_NAME,
     FAMILIES,
@@ -29,17 +34,12 @@ from dcx.converters.registry import (
     unknown_format_message,
 )
 from dcx.core.declaration import FormatDeclaration
-from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, Severity, error, has_errors
-from dcx.core.limits import LIMITS
+from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, Severity, has_errors
 
 if TYPE_CHECKING:
     from dcx.converters.fill import Fill
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad arguments or unusable files: exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,7 +50,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 FORMAT_NAMES = list(NAMES)
-STDIN_LABEL = "<stdin>"
 STDOUT_LABEL = "<stdout>"
 
 
@@ -312,81 +311,6 @@ def _complete(parser: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------------------ helpers
 
 
-def label(path: str) -> str:
-    """How diagnostics name an input: ``<stdin>`` for ``-``."""
-    return STDIN_LABEL if path == "-" else path
-
-
-def read_input(path: str) -> tuple[bytes, Diagnostic | None]:
-    """The bytes of ``path`` (``-``: stdin; FIFOs and devices are read to their end), or an
-    ``input.too-large`` error, located at ``path``, without reading past the limit.
-    Missing or unreadable files are usage errors."""
-    limit = LIMITS.max_input_bytes
-    try:
-        if path == "-":
-            data = _read_up_to(sys.stdin.buffer, limit + 1)
-        else:
-            if os.path.isdir(path):
-                return _folder_bytes(path)
-            size = os.stat(path).st_size
-            if size > limit:
-                return b"", _too_large(size, path)
-            with open(path, "rb") as stream:
-                # a regular file: size + 1, not the limit, so a 500 MB address-space cap
-                # holds; a FIFO or device reports size 0 and is read in chunks
-                data = (stream.read(size + 1) if os.path.isfile(path)
-                        else _read_up_to(stream, limit + 1))
-        if len(data) > limit:
-            return b"", _too_large(len(data), path, at_least=True)
-        return data, None
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except PermissionError:
-        raise UsageError(f"{path}: permission denied") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory") from None
-
-
-def _folder_bytes(path: str) -> tuple[bytes, Diagnostic | None]:
-    """A folder of a format stored as one (``tasks.parquet`` and ``fragments.parquet``) as
-    that format's bytes; any other folder is a usage error."""
-    from dcx.converters.folders import FolderError, folder_format, read_folder
-
-    spec = folder_format(path)
-    if spec is None:
-        raise UsageError(f"{path}: is a directory")
-    try:
-        return read_folder(path, spec), None
-    except FolderError as exc:
-        return b"", error(str(exc), "input.too-large").at(label(path))
-
-
-def _size(path: str) -> int:
-    """A regular file's size; 0 for stdin, FIFOs and what cannot be looked at (yet)."""
-    try:
-        return os.stat(path).st_size if path != "-" and os.path.isfile(path) else 0
-    except OSError:
-        return 0
-
-
-def _read_up_to(stream: Any, most: int) -> bytes:
-    chunks: list[bytes] = []
-    left = most
-    while left > 0:
-        chunk = stream.read(min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def _too_large(size: int, path: str, at_least: bool = False) -> Diagnostic:
-    more = "more than " if at_least else ""
-    return error(f"file is {more}{size - 1 if at_least else size:,} bytes; the limit is "
-                 f"{LIMITS.max_input_bytes:,}", "input.too-large").at(label(path))
-
-
 def _file_entry(
     path: str, spec_name: str | None, diagnostics: Sequence[Diagnostic]
 ) -> dict[str, Any]:
@@ -526,7 +450,7 @@ def _validate(args: argparse.Namespace, cluster: Any) -> int:
     failed = False
     # a folder format's files: one input; another folder: the files under it
     inputs, walked = _validation_inputs(args.files, args.format)
-    long_run = len(inputs) > 1 or _size(inputs[0]) >= LARGE_INPUT_BYTES
+    long_run = len(inputs) > 1 or size_of(inputs[0]) >= LARGE_INPUT_BYTES
     with Progress(len(inputs), "validating", enabled=long_run and text
                   and not _quiet(args)) as progress:
         for path in inputs:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from dcx.converters import inputs
 from dcx.core import limits
 from dcx.core.declaration import ChunkedRead, FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, error
@@ -36,11 +37,10 @@ Streamed = tuple[FormatDeclaration, ChunkedRead]
 def _read_whole(path: str) -> bool:
     """Whether ``path`` is read whole, never in chunks: a folder, or a regular file below
     the streaming size."""
-    from dcx.converters import cli
 
     if path == "-":
         return False
-    return os.path.isdir(path) or (os.path.isfile(path) and cli._size(path) < STREAM_BYTES)
+    return os.path.isdir(path) or (os.path.isfile(path) and inputs.size_of(path) < STREAM_BYTES)
 
 
 def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDeclaration],
@@ -50,13 +50,12 @@ def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDec
     format is read in parts (Parquet) is checked a part at a time when it is large, or when
     ``cluster`` (a ``partitions.Cluster``) is given, on that cluster; a pipe of that format
     that outgrows ``STREAM_BYTES`` is spooled to a temporary file first."""
-    from dcx.converters import cli
 
     parted = read_in_parts(path, format_name, scope, cluster)
     if parted is not None:
         return b"", None, parted
     if _read_whole(path):
-        return (*cli.read_input(path), None)
+        return (*inputs.read_input(path), None)
     regular = path != "-" and os.path.isfile(path)
     try:
         if path == "-":
@@ -69,10 +68,10 @@ def read_or_stream(path: str, format_name: str | None, scope: Sequence[FormatDec
             if spec is not None:
                 return b"", None, (spec, _chunked(spec, stream, head))
     except FileNotFoundError:
-        raise cli.UsageError(f"{path}: no such file") from None
+        raise inputs.UsageError(f"{path}: no such file") from None
     except PermissionError:
-        raise cli.UsageError(f"{path}: permission denied") from None
-    return (*cli.read_input(path), None)  # read whole, within the limit
+        raise inputs.UsageError(f"{path}: permission denied") from None
+    return (*inputs.read_input(path), None)  # read whole, within the limit
 
 
 def _streamable(head: bytes, path: str, format_name: str | None,
@@ -93,7 +92,6 @@ def read_in_parts(path: str, format_name: str | None, scope: Sequence[FormatDecl
     """What a format read in parts found in the file at ``path``, on ``cluster``'s workers
     when given; ``None`` when ``path`` is not a regular file, is below ``STREAM_BYTES``
     without a cluster, or its format is not read in parts."""
-    from dcx.converters import cli
     from dcx.converters.partitions import read_parts
 
     folder = parted_folder(path, format_name)
@@ -108,7 +106,7 @@ def read_in_parts(path: str, format_name: str | None, scope: Sequence[FormatDecl
         with open(path, "rb") as stream:
             head = stream.read(SNIFF_BYTES)
     except PermissionError:
-        raise cli.UsageError(f"{path}: permission denied") from None
+        raise inputs.UsageError(f"{path}: permission denied") from None
     spec = get(format_name) if format_name else detect(head, path, scope)
     if spec is None or not _parted_file(spec):
         return None
@@ -157,23 +155,22 @@ def _from_pipe(stream: BinaryIO, path: str, format_name: str | None,
                scope: Sequence[FormatDeclaration], cluster: Any = None
                ) -> tuple[bytes, Diagnostic | None, Streamed | None]:
     """Standard input, a FIFO or a device: held when it ends within ``STREAM_BYTES``."""
-    from dcx.converters import cli
 
     limit = limits.LIMITS.max_input_bytes
-    head = cli._read_up_to(stream, STREAM_BYTES)
+    head = inputs.read_up_to(stream, STREAM_BYTES)
     more = stream.read(1) if len(head) == STREAM_BYTES else b""
     if not more:
         return (head, None, None) if len(head) <= limit else (
-            b"", cli._too_large(len(head), path), None)
+            b"", inputs.too_large(len(head), path), None)
     head += more
     spec = _detected(head, path, format_name, scope)
     if spec is not None and spec.read_chunks is not None:
         return b"", None, (spec, _chunked(spec, stream, head))
     if spec is not None and _parted_file(spec):
         return b"", None, (spec, _spooled_parts(spec, stream, head, path, cluster))
-    data = head + cli._read_up_to(stream, limit + 1 - len(head))
+    data = head + inputs.read_up_to(stream, limit + 1 - len(head))
     if len(data) > limit:
-        return b"", cli._too_large(len(data), path, at_least=True), None
+        return b"", inputs.too_large(len(data), path, at_least=True), None
     return data, None, None
 
 
@@ -188,17 +185,16 @@ def _spooled_parts(spec: FormatDeclaration, stream: BinaryIO, head: bytes, path:
     import tempfile
     from contextlib import ExitStack
 
-    from dcx.converters import cli
     from dcx.converters.partitions import read_parts
 
     if cluster is not None and cluster.address:
-        raise cli.UsageError(
-            f"{cli.label(path)}: a {spec.name} pipe is read from a temporary file on this "
+        raise inputs.UsageError(
+            f"{inputs.label(path)}: a {spec.name} pipe is read from a temporary file on this "
             "machine, which the workers of --scheduler-address may not see; give a file "
             "path they share")
 
-    def failed(exc: OSError) -> cli.UsageError:
-        return cli.UsageError(f"{cli.label(path)}: cannot copy the {spec.name} pipe to a "
+    def failed(exc: OSError) -> inputs.UsageError:
+        return inputs.UsageError(f"{inputs.label(path)}: cannot copy the {spec.name} pipe to a "
                               f"temporary file in {tempfile.gettempdir()} (TMPDIR): "
                               f"{exc.strerror or exc}")
 
@@ -233,7 +229,6 @@ def convert_input(path: str, format_name: str | None,
     (``format_name``, else detected) ``streams`` accepts, that input as chunks. A pipe of a
     format read in parts (Parquet) is read whole, which an existing ``cluster``
     (``--scheduler-address``) refuses from ``STREAM_BYTES``, as ``dcx validate`` does."""
-    from dcx.converters import cli
     from dcx.converters.registry import FORMATS
 
     folder = parted_folder(path, format_name)
@@ -241,7 +236,7 @@ def convert_input(path: str, format_name: str | None,
         # its files read by seeking, a row group at a time, as a Parquet file is
         return b"", None, StreamSource(folder, lambda: _opened(path, folder), True)
     if _read_whole(path):
-        return (*cli.read_input(path), None)
+        return (*inputs.read_input(path), None)
     regular = path != "-" and os.path.isfile(path)
     try:
         if path == "-":
@@ -253,16 +248,16 @@ def convert_input(path: str, format_name: str | None,
             head = stream.read(SNIFF_BYTES)
         spec = _streamable(head, path, format_name, FORMATS)
     except FileNotFoundError:
-        raise cli.UsageError(f"{path}: no such file") from None
+        raise inputs.UsageError(f"{path}: no such file") from None
     except PermissionError:
-        raise cli.UsageError(f"{path}: permission denied") from None
+        raise inputs.UsageError(f"{path}: permission denied") from None
     if spec is not None and streams(spec):
         return b"", None, StreamSource(spec, lambda: _file_chunks(path), True)
     spec = _detected(head, path, format_name, FORMATS)
     if spec is not None and _parted_file(spec) and streams(spec):
         # read by seeking, a row group at a time: a file only (a pipe is read whole)
         return b"", None, StreamSource(spec, lambda: _opened(path, spec), True)
-    return (*cli.read_input(path), None)
+    return (*inputs.read_input(path), None)
 
 
 def _opened(path: str, spec: FormatDeclaration) -> Iterator[Any]:
@@ -286,16 +281,15 @@ def _pipe_to_convert(stream: BinaryIO, path: str, format_name: str | None,
                      ) -> tuple[bytes, Diagnostic | None, StreamSource | None]:
     """``_from_pipe`` for ``dcx convert``: a pipe that outgrows ``STREAM_BYTES`` is handed
     over as chunks (read once) when its format streams."""
-    from dcx.converters import cli
     from dcx.converters.registry import FORMATS
     from dcx.parsing import chunks
 
     limit = limits.LIMITS.max_input_bytes
-    head = cli._read_up_to(stream, STREAM_BYTES)
+    head = inputs.read_up_to(stream, STREAM_BYTES)
     more = stream.read(1) if len(head) == STREAM_BYTES else b""
     if not more:
         return (head, None, None) if len(head) <= limit else (
-            b"", cli._too_large(len(head), path), None)
+            b"", inputs.too_large(len(head), path), None)
     head += more
     spec = _streamable(head, path, format_name, FORMATS)
     if spec is not None and streams(spec):
@@ -304,10 +298,10 @@ def _pipe_to_convert(stream: BinaryIO, path: str, format_name: str | None,
     if cluster is not None and cluster.address:
         parted = _detected(head, path, format_name, FORMATS)
         if parted is not None and _parted_file(parted):
-            raise cli.UsageError(
-                f"{cli.label(path)}: a {parted.name} pipe is converted whole in this process, "
+            raise inputs.UsageError(
+                f"{inputs.label(path)}: a {parted.name} pipe is converted whole in this process, "
                 "not on the workers of --scheduler-address; give a file path they share")
-    data = head + cli._read_up_to(stream, limit + 1 - len(head))
+    data = head + inputs.read_up_to(stream, limit + 1 - len(head))
     if len(data) > limit:
-        return b"", cli._too_large(len(data), path, at_least=True), None
+        return b"", inputs.too_large(len(data), path, at_least=True), None
     return data, None, None

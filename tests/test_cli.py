@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dcx.converters import cli
+from dcx.converters import cli, inputs
 from dcx.core.limits import Limits
 
 SMALL = b'{"environment": {"datacenters": []}}'
@@ -19,7 +19,7 @@ def test_a_file_over_the_size_limit_is_invalid_input_not_read(
     command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(cli, "LIMITS", Limits(max_input_bytes=10))
+    monkeypatch.setattr(inputs, "LIMITS", Limits(max_input_bytes=10))
     source = tmp_path / "big.json"
     source.write_bytes(SMALL)
     extra = [str(tmp_path / "out.json")] if command == ["convert"] else []

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcx.converters import cli, streaming
+from dcx.converters import inputs, streaming
 from dcx.converters.cli import main, parted_summary, workload_summary
 from dcx.core import limits
 from dcx.core.declaration import ChunkedRead, FormatDeclaration
@@ -133,7 +133,7 @@ def _lowered(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
     """An in-memory limit of ``limit`` bytes: a file above it is refused when read whole."""
     lowered = dataclasses.replace(limits.LIMITS, max_input_bytes=limit)
     monkeypatch.setattr(limits, "LIMITS", lowered)
-    monkeypatch.setattr(cli, "LIMITS", lowered)
+    monkeypatch.setattr(inputs, "LIMITS", lowered)
 
 
 def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:

@@ -139,7 +139,6 @@ def test_validate_streams_a_pipe_larger_than_the_in_memory_limit(tmp_path):
         "from dcx.core import limits\n"
         f"limits.LIMITS = dataclasses.replace(limits.LIMITS, max_input_bytes={limit})\n"
         "from dcx.converters import cli, streaming\n"
-        "cli.LIMITS = limits.LIMITS\n"
         "streaming.STREAM_BYTES = 65536\n"
         "sys.exit(cli.main(['validate', '-']))\n")
     good = plain_trace(1, 6000).encode()
@@ -161,12 +160,12 @@ def test_validate_reads_a_large_file_in_chunks(tmp_path, monkeypatch, capsys):
     import dataclasses
     import json
 
-    from dcx.converters import cli, streaming
+    from dcx.converters import cli, inputs, streaming
     from dcx.core import limits
 
     lowered = dataclasses.replace(limits.LIMITS, max_input_bytes=50_000)
     monkeypatch.setattr(limits, "LIMITS", lowered)
-    monkeypatch.setattr(cli, "LIMITS", lowered)
+    monkeypatch.setattr(inputs, "LIMITS", lowered)
     monkeypatch.setattr(streaming, "STREAM_BYTES", 4096)
     trace = tmp_path / "big.swf"
     data = plain_trace(2, 2000).encode() + b"2001 0 x\n; UnixStartTime: soon\n"
