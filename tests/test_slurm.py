@@ -33,6 +33,7 @@ from tests.strategies import Domain, documents
 
 REPO = Path(__file__).resolve().parent.parent
 _ONE = (ProcessingUnit(cores=1),)
+_DEFAULT_PARTITION_LINE = "PartitionName=all Nodes=ALL Default=YES"
 """One CPU of one core: Slurm's default, and what a node needs to be written."""
 EXAMPLE = REPO / "examples" / "slurm" / "cluster.conf"
 
@@ -200,11 +201,11 @@ def test_one_address_or_port_serves_every_node_of_the_line_as_in_node_conf() -> 
         {"slurm:ThreadsPerCore": "2", "slurm:NodeAddr": "localhost", "slurm:Port": "27001"},
         {"slurm:ThreadsPerCore": "2", "slurm:NodeAddr": "localhost", "slurm:Port": "27002"}]
     written = slurm.write(result.document).data.decode().splitlines()
-    assert written[-2:] == [
+    assert written[-3:] == [
         "NodeName=sn[1-32] NodeHostname=head NodeAddr=127.0.0.1 Port=6818 CPUs=4",
         "NodeName=tn[0-9] NodeAddr=localhost Port=[27001-27010] Sockets=2 CoresPerSocket=4 "
-        "ThreadsPerCore=2 Gres=gpu:8"]
-    assert _read("\n".join(written)).document == result.document
+        "ThreadsPerCore=2 Gres=gpu:8", _DEFAULT_PARTITION_LINE]
+    assert _read("\n".join(written)).document == slurm.normal_form(result.document)
 
 
 def test_ports_are_slurm_s_port_numbers() -> None:
@@ -261,7 +262,7 @@ def test_machines_without_a_cpu_count_are_refused_with_the_fill_hint(tmp_path: P
     assert filled.ok and filled.fill_hint is None
     assert filled.data.decode().splitlines() == [
         "NodeName=a1 Sockets=1 CoresPerSocket=8", "NodeName=a2 Sockets=1 CoresPerSocket=16 "
-        "RealMemory=512"]
+        "RealMemory=512", _DEFAULT_PARTITION_LINE]
 
 
 def test_slurm_s_own_test_configurations_read_as_slurm_reads_them(corpus_dir: Path) -> None:
@@ -366,9 +367,10 @@ def test_down_nodes_read_back_from_the_node_lines_the_writer_writes() -> None:
     assert written.splitlines()[1:] == [
         "NodeName=n1 CPUs=4 Gres=gpu:2",
         'NodeName=n[2-3] CPUs=4 Gres=gpu:2 State=DRAIN Reason="bad fan"',
-        'NodeName=n4 CPUs=4 Gres=gpu:2 State=DOWN Reason="Set in slurm.conf"']
+        'NodeName=n4 CPUs=4 Gres=gpu:2 State=DOWN Reason="Set in slurm.conf"',
+        _DEFAULT_PARTITION_LINE]
     again = _read(written)
-    assert again.diagnostics == () and again.document == result.document
+    assert again.diagnostics == () and again.document == slurm.normal_form(result.document)
 
 
 def test_partitions_name_defined_nodes_node_sets_or_all() -> None:
@@ -474,8 +476,8 @@ def test_identical_consecutive_nodes_share_one_line_and_order_is_kept() -> None:
     assert text.splitlines() == [
         "NodeName=a[1-2] Sockets=2 CoresPerSocket=4",
         "NodeName=b1 Sockets=2 CoresPerSocket=8",
-        "NodeName=a3 Sockets=2 CoresPerSocket=4"]
-    assert slurm.read(text.encode()).document == document
+        "NodeName=a3 Sockets=2 CoresPerSocket=4", _DEFAULT_PARTITION_LINE]
+    assert slurm.read(text.encode()).document == slurm.normal_form(document)
 
 
 def test_the_normal_form_names_machines_and_reports_what_it_changes() -> None:
@@ -598,8 +600,9 @@ def slurm_environments(draw: st.DrawFn) -> Environment:
             extras=extras))
     own: dict[str, object] = {}
     partitions: list[Partition] = []
-    if len(machines) > 0 and draw(st.booleans()):
-        partitions.append(Partition("all", None, extras={"slurm:Default": "YES"}))
+    if len(machines) > 0:  # slurmctld needs a partition: the writer adds one if there is none
+        if draw(st.booleans()):
+            partitions.append(slurm.DEFAULT_PARTITION)
         chosen = draw(st.lists(st.sampled_from(names), unique=True, max_size=4))
         lists = {name: draw(st.one_of(st.none(), st.lists(_WORDS, min_size=1, max_size=2)
                                       .map(tuple))) for name in ("allow_groups",
@@ -735,7 +738,7 @@ def test_addresses_may_be_ipv6() -> None:
     machines = _machines("NodeName=n[1-2] NodeAddr=fe80::1,fe80::2%eth0\n")
     assert [m.extras["slurm:NodeAddr"] for m in machines] == ["fe80::1", "fe80::2%eth0"]
     document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
-        Rack(slots=tuple(machines)),)),)),)))
+        Rack(slots=tuple(machines)),)),)),), partitions=(slurm.DEFAULT_PARTITION,)))
     assert slurm.read(slurm.write(document).data).document == document
 
 
@@ -765,3 +768,18 @@ def test_a_group_converts_and_loses_in_every_target_as_its_machines_do(
     expanded_output = convert_document(expanded, slurm.FORMAT, target, read=result)
     assert grouped_output.data == expanded_output.data
     assert grouped_output.diagnostics == expanded_output.diagnostics
+
+
+def test_nodes_in_no_partition_are_written_into_one_because_slurmctld_needs_one() -> None:
+    # found by tests/peers/peer_slurm.py: slurmctld 22.05 stops with "No PartitionName
+    # information available!" on a file with nodes and no partition
+    document = _environment(Machine(name="n1", cpus=_ONE), Machine(name="n2", cpus=_ONE))
+    written = slurm.write(document).data.decode().splitlines()
+    assert written == ["NodeName=n[1-2] CPUs=1", _DEFAULT_PARTITION_LINE]
+    assert conversion_losses(document, slurm.FORMAT) == ()
+    kept = _environment(Machine(name="n1", cpus=_ONE),
+                        partitions=(Partition("p", ("n1",)),))
+    assert slurm.write(kept).data.decode().splitlines()[-1] == "PartitionName=p Nodes=n1"
+    gone = _environment(Machine(name="n1", cpus=_ONE), partitions=(Partition("p", ("x",)),))
+    assert slurm.write(gone).data.decode().splitlines()[-1] == _DEFAULT_PARTITION_LINE
+    assert slurm.write(_environment()).data == b""

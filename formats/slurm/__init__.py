@@ -144,6 +144,11 @@ folded into its ``NodeName`` lines. Sockets of one core without threads are writ
 digits and ``._+@-``; ``ALL``; ``DEFAULT``; a name already taken) are replaced the same way
 (a ``machine.name`` loss).
 
+slurmctld starts only with a partition ("No PartitionName information available"): nodes of
+an environment without one (or whose partitions are all left out) are written into
+``DEFAULT_PARTITION``, ``PartitionName=all Nodes=ALL Default=YES``, which the model then
+holds (nothing is lost).
+
 A node needs a CPU count: a machine without one (no CPU, or CPUs without cores) is left
 out (a ``machine.cpus`` loss; a node line without CPUs would give it Slurm's default of 1
 CPU, a value the model does not state), and a conversion that would keep none is refused;
@@ -170,6 +175,17 @@ several bracket groups in one name expand as a product, the first group outermos
 bracket is an error, as in Slurm (``n[1-2].ib``; RFC 29 allows the suffix), so the writer
 spells hosts with such a suffix one by one. Zero padding follows the low bound's digits in
 both. A node name that is no valid Slurm word is refused with the character's position.
+
+Accepted by Slurm
+-----------------
+
+``tests/peers/peer_slurm.py`` starts Slurm's own controller, ``slurmctld`` 22.05 (Debian
+``slurmctld``, ``slurm-client``, ``munge``), on loopback for each file, with the controller
+lines it needs around the file's node and partition lines, and compares every node's CPUs,
+sockets, cores, threads, memory, GRES, features, state and partitions as ``scontrol show
+nodes`` prints them with what dcx reads. It accepts ``examples/slurm``, Slurm's own example
+and test configurations, and what dcx writes from every example topology. What it found:
+slurmctld refuses a file without a partition (hence ``DEFAULT_PARTITION``).
 
 Divergences
 -----------
@@ -212,8 +228,9 @@ from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import text_codes
 
 __all__ = [
-    "CODES", "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "FORMAT", "HOLDS", "MAX_GPUS",
-    "MAX_NODES", "NODE_KEYS", "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX", "REQUIRES", "SCHEMA",
+    "CODES", "CONFIG", "DEFAULT_PARTITION", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "FORMAT",
+    "HOLDS", "MAX_GPUS", "MAX_NODES", "NODE_KEYS", "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX",
+    "REQUIRES", "SCHEMA",
     "SNIFF_BYTES", "STATE_OF", "WORD_FOR",
     "encode_hostlist", "expand_hostlist", "is_node_name", "leaves_out", "normal_form",
     "normal_form_losses",
@@ -223,8 +240,8 @@ __all__ = [
 # The reader, the writer and the parsing helpers they use load on first use: the pre-commit
 # hook imports every format's declaration to sniff, and most of its files are not slurm.conf.
 _LAZY = dict.fromkeys({
-    "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "MAX_GPUS", "MAX_NODES", "NODE_KEYS",
-    "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX",
+    "CONFIG", "DEFAULT_PARTITION", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "MAX_GPUS", "MAX_NODES",
+    "NODE_KEYS", "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX",
     "STATE_OF", "WORD_FOR", "encode_hostlist", "expand_hostlist", "is_node_name",
 }, "codec")
 

@@ -86,6 +86,8 @@ _MODELLED_PARTITION_KEYS = frozenset({"PartitionName", "Nodes"} | {
     key for key, _ in PARTITION_LISTS})
 DOWN_KEYS = ("DownNodes", "Reason", "State")
 """The keys of a DownNodes line (``read_config.c`` knows no others)."""
+DEFAULT_PARTITION = Partition(name="all", machines=None, extras={PREFIX + "Default": "YES"})
+"""The partition written for nodes that belong to none: slurmctld starts only with one."""
 DOWN_DEFAULT_REASON = "Set in slurm.conf"
 """The reason slurmctld gives the nodes of a DownNodes line that names none."""
 _NODE_LOOKUP = {key.lower(): key for key in NODE_KEYS} | {"procs": "CPUs",
@@ -1323,6 +1325,10 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
         name = None
     extras = _environment_extras(environment.extras, lost)
     partitions = _normal_partitions(environment.partitions, normalizer.taken, lost)
+    if not partitions and normalizer.taken:
+        # slurmctld refuses a file without a partition ("No PartitionName information
+        # available"): every node goes into one, the default
+        partitions = (DEFAULT_PARTITION,)
     normal = replace(environment, datacenters=datacenters, name=name, extras=extras,
                      partitions=partitions)
     return replace(document, environment=normal), frozenset(lost)
