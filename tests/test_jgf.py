@@ -182,7 +182,8 @@ def test_writer_emits_full_metadata_and_containment_edges() -> None:
 
 def test_writer_lists_losses_and_renames_repeated_sibling_names() -> None:
     # SSS allows two nodes with one name; JGF paths cannot repeat, so the second is renamed
-    # to its fill-in and the name is reported lost (normal_form says the same).
+    # to its fill-in (node<N>, N its 1-based position, as in every format that needs names)
+    # and the name is reported lost (normal_form says the same).
     machines = (Machine(name="a", state=MachineState.MAINTENANCE, os="linux",
                         storage=(StorageUnit(capacity_mb=1),)), Machine(name="a"),
                 Machine(name="x/y"))
@@ -195,7 +196,7 @@ def test_writer_lists_losses_and_renames_repeated_sibling_names() -> None:
         "machine.name", "machine.state", "machine.os", "machine.storage", "rack.capacity_units"}
     back = jgf.read(written.data).document
     assert back is not None and back.environment is not None
-    assert [m.name for m in back.environment.machines()] == ["a", "node1", "node2"]
+    assert [m.name for m in back.environment.machines()] == ["a", "node2", "node3"]
     assert back == jgf.normal_form(back)
 
 
