@@ -17,6 +17,7 @@ from dcx.core.diagnostics import ReadResult, WriteResult, error, warning
 from dcx.core.groups import (
     MachineGroup,
     Slots,
+    Window,
     machine_count,
     machine_parts,
     part_count,
@@ -324,6 +325,22 @@ def encode_hostlist(hosts: Iterable[str]) -> str:
         else:
             parts.append(group.encode())
     return ",".join(parts)
+
+
+_NODE_NAME_LINES = re.compile(r"[A-Za-z0-9._+@-]+(?:\n[A-Za-z0-9._+@-]+)*")
+_RESERVED_NAME_LINE = re.compile(r"^(?:ALL|DEFAULT)$", re.IGNORECASE | re.MULTILINE)
+
+
+def _all_node_names(names: list[str]) -> bool:
+    """``all(map(is_node_name, names))``, matched as one text (a million names of a
+    hostlist are checked at the speed of one regular expression)."""
+    try:
+        joined = "\n".join(names)
+    except TypeError:  # a name that is no text
+        return False
+    return _NODE_NAME_LINES.fullmatch(joined) is not None \
+        and joined.count("\n") == len(names) - 1 \
+        and _RESERVED_NAME_LINE.search(joined) is None
 
 
 def is_node_name(name: str) -> bool:
@@ -680,7 +697,7 @@ def _node(line: _Line, values: dict[str, _Pair], reader: _Reader,
     names = _hosts(values["NodeName"], reader)
     if names is None:
         return None
-    for name in names:
+    for name in names if not _all_node_names(names) else ():
         if not is_node_name(name):
             reader.at(values["NodeName"], f"{name!r} is not a node name Slurm takes (letters, "
                       "digits and ._+@- only; not ALL or DEFAULT)", "slurm.hostlist")
@@ -1058,8 +1075,10 @@ class _Normalizer:
     def group(self, group: MachineGroup) -> list[Machine | MachineGroup]:
         """A group stays one group, its template normalised once, when its members' names
         are node names not taken yet; otherwise its members are normalised one by one."""
-        names = group.names
-        if names is None or not all(map(is_node_name, names)):
+        if group.names is None:
+            return [self.machine(member) for member in group]
+        names = list(group.names)  # once: a window of a decoded hostlist spells each name
+        if not _all_node_names(names):
             return [self.machine(member) for member in group]
         fresh = set(names)
         if len(fresh) != group.count or not fresh.isdisjoint(self.taken):
@@ -1548,10 +1567,26 @@ def _gres_text(machine: Machine) -> str:
     return ",".join(items)
 
 
+def _spelled_range(run: list[Machine | MachineGroup]) -> str | None:
+    """The hostlist of a run that is one group named by a whole decoded hostlist of one
+    range without a suffix (``n[0-1048575]``): that range, spelled without expanding it;
+    ``None`` for any other run (``encode_hostlist`` then compacts its names)."""
+    if len(run) != 1 or not isinstance(run[0], MachineGroup):
+        return None
+    names = run[0].names
+    if not isinstance(names, Window) or names.start != 0 or not isinstance(
+            names.base, Hostlist) or names.stop != len(names.base):
+        return None
+    groups = names.base.groups
+    if len(groups) != 1 or groups[0].suffix or len(groups[0].ranges) != 1:
+        return None
+    return groups[0].encode()
+
+
 def _node_line(run: list[Machine | MachineGroup], pairs: tuple[tuple[str, str], ...]) -> str:
     """One NodeName line for the machines and groups of ``run`` (their pairs are equal), its
     names, addresses and ports spelled as hostlists (one value when all nodes share it)."""
-    names = encode_hostlist(chain.from_iterable(
+    names = _spelled_range(run) or encode_hostlist(chain.from_iterable(
         part.names or () if isinstance(part, MachineGroup) else (part.name or "",)
         for part in run))
     words = [f"NodeName={names}"]
