@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import math
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -129,7 +129,7 @@ def _node_text(node: etree._Element) -> bytes:
     return text[start:len(text) - len(_DATA_CLOSE)]
 
 
-def _tree_bytes(writers: list[_SingleNode | _GroupText], references: list[NodeReference],
+def _tree_bytes(writers: Sequence[_SingleNode | _GroupText], references: list[NodeReference],
                 single: bool, namespaced: bool) -> bytes:
     """The document as one lxml tree (a single node, or attributes of ``DCX_NAMESPACE``,
     declared once at the root)."""
