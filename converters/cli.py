@@ -176,8 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "into every machine that lacks it before the target's checks "
                          "(repeatable): clock-rate=2.4GHz (Hz, kHz, MHz, GHz; each CPU "
                          "without one), gpu-clock-rate=1.4GHz (each GPU without one), "
-                         "memory=64GiB (MiB, GiB, TiB; each machine without memory); the "
-                         "summary says how many machines it filled")
+                         "memory=64GiB (MiB, GiB, TiB; each machine without memory), "
+                         "cores=32 (a whole number; each machine without a CPU gets one CPU "
+                         "of that many cores); the summary says how many machines it filled")
     convert.add_argument("--workers", type=int, metavar="N",
                          help="convert a Parquet INPUT file from 16 MB with its row groups "
                          "checked, read and converted on a Dask LocalCluster of N worker "

@@ -14,6 +14,8 @@ Fields (a small vocabulary; units are required, so a value is never read in the 
 * ``gpu-clock-rate``: each GPU without a clock rate; the same units.
 * ``memory``: each machine without memory; ``MiB``, ``GiB`` or ``TiB`` (the model's MB is
   2**20 bytes).
+* ``cores``: each machine without a CPU gets one CPU of that many cores; a whole number, no
+  unit (Slurm needs a CPU count for every node: without one, Slurm counts 1).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class FillField:
     """The machine with the value filled in, or ``None`` when it lacks nothing."""
     example: str
     """A value as a user writes it."""
+    whole: bool = False
+    """A count: a whole number, without a unit."""
 
 
 def _rated(units: tuple[ProcessingUnit, ...], hz: float) -> tuple[ProcessingUnit, ...] | None:
@@ -83,7 +87,15 @@ def _with_memory(machine: Machine, mb: float) -> Machine | None:
     return _changed(machine, memory=(StorageUnit(capacity_mb=mb),))
 
 
+def _with_cores(machine: Machine, cores: float) -> Machine | None:
+    if machine.cpus:
+        return None
+    return _changed(machine, cpus=(ProcessingUnit(cores=int(cores)),))
+
+
 FIELDS: dict[str, FillField] = {
+    # first: a CPU it adds may then lack a clock rate (a hint names both)
+    "cores": FillField("cores", {"": 1.0}, "cores", _with_cores, "32", whole=True),
     "clock-rate": FillField("clock-rate", {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9},
                             "Hz", _with_clock_rate, "2.4GHz"),
     "gpu-clock-rate": FillField("gpu-clock-rate", {"hz": 1.0, "khz": 1e3, "mhz": 1e6,
@@ -133,8 +145,11 @@ def parse_fill(text: str) -> Fill:
     spec = FIELDS.get(name)
     if spec is None:
         raise FillError(f"--fill {text!r}: unknown field {name!r}; fields are {known}")
-    units = ", ".join(_UNIT_NAMES[unit] for unit in spec.units)
+    units = ", ".join(_UNIT_NAMES.get(unit, unit) for unit in spec.units)
     match = _VALUE.fullmatch(given)
+    if spec.whole and (match is None or match.group(2) or not match.group(1).isdigit()):
+        raise FillError(f"--fill {text!r}: {name} takes a positive whole number without a "
+                        f"unit, such as {name}={spec.example}")
     if match is None or match.group(2).lower() not in spec.units:
         raise FillError(f"--fill {text!r}: {name} takes a positive number with a unit "
                         f"({units}), such as {name}={spec.example}")
@@ -144,6 +159,8 @@ def parse_fill(text: str) -> Fill:
     if not (value > 0 and math.isfinite(value)):
         raise FillError(f"--fill {text!r}: {name} must be positive and finite")
     shown = str(int(number)) if number.is_integer() and number < 1e15 else repr(number)
+    if spec.whole:
+        return Fill(name, value, shown)
     return Fill(name, value, f"{shown} {_UNIT_NAMES[unit]}")
 
 

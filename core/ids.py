@@ -4,7 +4,7 @@ requires them fills in."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from dcx.core.model import Document, Id, Job, Machine, Task
@@ -40,14 +40,24 @@ def required_ids(machines: Iterable[Machine]) -> list[Id]:
     """Each machine's id, filled in by ``required_machine_id`` where it has none; a filled-in
     id already taken (two machines of one name) becomes ``node<N>`` (``-2``, ``-3`` … while
     that is taken too), since a format that requires ids requires them unique."""
-    machines = list(machines)
-    taken = {machine.id for machine in machines if machine.id is not None}
+    return required_ids_of([(machine.id, machine.name) for machine in machines])
+
+
+def required_ids_of(keys: Sequence[tuple[Id | None, str | None]]) -> list[Id]:
+    """``required_ids`` of machines given as their ``(id, name)`` alone (a group's members
+    without making a machine of each)."""
+    names = [name for identity, name in keys if identity is None]
+    if len(names) == len(keys) and None not in names and len(set(names)) == len(names) \
+            and all(map(str.strip, names)):  # type: ignore[arg-type]  # None is not in names
+        return list(map(id_from_text, names))  # type: ignore[arg-type]  # each name is free
+    taken = {identity for identity, _ in keys if identity is not None}
     ids: list[Id] = []
-    for position, machine in enumerate(machines, 1):
-        if machine.id is not None:
-            ids.append(machine.id)
+    for position, (identity, name) in enumerate(keys, 1):
+        if identity is not None:
+            ids.append(identity)
             continue
-        wanted = required_machine_id(machine, position)
+        wanted: Id = id_from_text(name) if name is not None and name.strip() \
+            else f"node{position}"  # required_machine_id's rule
         if wanted in taken:
             wanted = _free(f"node{position}", taken)
         taken.add(wanted)

@@ -42,6 +42,13 @@ CODES: tuple[Code, ...] = (
          "A vertex has no uniq_id and its id does not start with digits to infer one from."),
     Code("jgf.duplicate-root", "error", "More than one root vertex in one subsystem."),
     Code("jgf.no-root", "error", "No root vertex (a path of the form /name) in containment."),
+    Code("jgf.partial-graph", "error",
+         "A partial graph: no root, every vertex below one path the graph does not define (the "
+         "fragment Fluxion's partial cancel and elastic updates read against the full graph "
+         "it came from); dcx reads whole graphs."),
+    Code("jgf.reverse-edge", "warning",
+         "Edges run from a vertex to its parent, the reverse of containment edges (Fluxion's "
+         "partial-cancel graphs carry both directions); they are not read."),
     Code("jgf.edge-endpoint", "error", "An edge names a vertex id that does not exist."),
     Code("jgf.edge-path", "error",
          "An edge does not join a vertex to its child in the edge's subsystem."),
@@ -188,13 +195,30 @@ def check_graph(document: dict[str, Any], base: str = "") -> tuple[Graph | None,
                                   f"(first at index {found[0].index})", "jgf.duplicate-root",
                                   pointer=f"{base}/graph/nodes/{extra.index}/metadata/paths"))
     if vertices and CONTAINMENT not in roots:
-        problems.append(error("no root vertex in the containment subsystem (no path of the "
-                              "form /name)", "jgf.no-root", pointer=f"{base}/graph/nodes"))
+        problems.append(_rootless(graph, base))
     elif CONTAINMENT in roots:
         graph.root = roots[CONTAINMENT][0]
         problems.extend(_unreachable(graph, base))
     problems.extend(_check_edges(document["graph"]["edges"], paths_of, base))
     return graph, problems
+
+
+def _rootless(graph: Graph, base: str) -> Diagnostic:
+    """Why a graph has no containment root: a fragment of a larger graph (every top vertex
+    hangs below one path the graph does not define), or a graph without its root."""
+    above = {path[:path.rfind("/")] for vertex in graph.vertices
+             if (path := vertex.paths.get(CONTAINMENT)) is not None
+             and path[:path.rfind("/")] not in graph.by_path}
+    # below a missing root alone ("/c0"), the graph only lacks its root
+    if len(above) == 1 and (parent := next(iter(above))).count("/") >= 2:
+        return error(f"no root vertex in the containment subsystem: a partial graph, its "
+                     f"{len(graph.vertices):,} vertices hang below {parent!r}, which it does "
+                     "not define (the fragment "
+                     "Fluxion's partial cancel and elastic updates read against the full "
+                     "graph it came from); dcx reads whole graphs: convert the full graph",
+                     "jgf.partial-graph", pointer=f"{base}/graph/nodes")
+    return error("no root vertex in the containment subsystem (no path of the form /name)",
+                 "jgf.no-root", pointer=f"{base}/graph/nodes")
 
 
 def _unreachable(graph: Graph, base: str) -> list[Diagnostic]:
@@ -220,7 +244,7 @@ def _unreachable(graph: Graph, base: str) -> list[Diagnostic]:
 def _check_edges(edges: list[dict[str, Any]], paths_of: dict[str, dict[str, str]],
                  base: str) -> list[Diagnostic]:
     problems: list[Diagnostic] = []
-    legacy = 0
+    legacy = reverse = 0
     for index, edge in enumerate(edges):
         source, target = edge["source"], edge["target"]
         source_paths, target_paths = paths_of.get(source), paths_of.get(target)
@@ -241,10 +265,18 @@ def _check_edges(edges: list[dict[str, Any]], paths_of: dict[str, dict[str, str]
             problems.append(error(f"edge in subsystem {subsystem!r} joins a vertex that has no "
                                   f"path in it", "jgf.edge-path",
                                   pointer=f"{base}/graph/edges/{index}"))
+        elif subsystem == CONTAINMENT and parent.rfind("/") == len(child) \
+                and parent.startswith(child):
+            reverse += 1  # child -> parent: the other half of a bidirectional pair
         elif child.rfind("/") != len(parent) or not child.startswith(parent):
             problems.append(error(f"edge {source}->{target} disagrees with the paths: {child!r} "
                                   f"is not directly under {parent!r}", "jgf.edge-path",
                                   pointer=f"{base}/graph/edges/{index}"))
+    if reverse:
+        problems.append(warning(f"{reverse} containment edge(s) run from a vertex to its "
+                                "parent, the reverse of a containment edge (Fluxion's "
+                                "partial-cancel graphs carry both directions); not read",
+                                "jgf.reverse-edge", pointer=f"{base}/graph/edges"))
     if legacy:
         problems.append(warning(f"{legacy} edge(s) use the legacy form metadata.name = "
                                 "{subsystem: relation} (flux-sched before Aug 2024)",

@@ -16,7 +16,8 @@ REASON_CODES: dict[str, tuple[str, str]] = {
     "nodelist is not an array": ("schema.type", "array"),
     "version is not 1": ("schema.const", "1"),
     "not JSON (trailing comma), with line and column": ("json.syntax", ""),
-    "no root vertex in the containment subsystem": ("jgf.no-root", "containment"),
+    # the corpus's one rootless graph is a partial-cancel fragment (SOURCE.md)
+    "no root vertex in the containment subsystem": ("jgf.partial-graph", "containment"),
     "an R_lite entry has no rank": ("schema.required", "'rank'"),
     "JSON followed by trailing text, with line and column": ("json.trailing-data", ""),
 }

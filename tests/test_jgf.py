@@ -182,7 +182,8 @@ def test_writer_emits_full_metadata_and_containment_edges() -> None:
 
 def test_writer_lists_losses_and_renames_repeated_sibling_names() -> None:
     # SSS allows two nodes with one name; JGF paths cannot repeat, so the second is renamed
-    # to its fill-in and the name is reported lost (normal_form says the same).
+    # to its fill-in (node<N>, N its 1-based position, as in every format that needs names)
+    # and the name is reported lost (normal_form says the same).
     machines = (Machine(name="a", state=MachineState.MAINTENANCE, os="linux",
                         storage=(StorageUnit(capacity_mb=1),)), Machine(name="a"),
                 Machine(name="x/y"))
@@ -195,7 +196,7 @@ def test_writer_lists_losses_and_renames_repeated_sibling_names() -> None:
         "machine.name", "machine.state", "machine.os", "machine.storage", "rack.capacity_units"}
     back = jgf.read(written.data).document
     assert back is not None and back.environment is not None
-    assert [m.name for m in back.environment.machines()] == ["a", "node1", "node2"]
+    assert [m.name for m in back.environment.machines()] == ["a", "node2", "node3"]
     assert back == jgf.normal_form(back)
 
 
@@ -433,3 +434,49 @@ def test_losses_are_located_at_the_vertex_each_model_object_came_from(
     assert firsts["rack.name"] == f"in.json:4:1, {rack}/1"
     assert firsts["machine.id"] == f"in.json:3:1, {rack}/0/slots/0"
     assert firsts["machine.features"] == f"in.json:6:1, {rack}/1/slots/1"
+
+
+def _fragment(reverse: bool) -> bytes:
+    """A Fluxion partial graph (the shape of flux-sched's partial-cancel inputs): a node and
+    its cores, below a rack and cluster the graph does not define, edges both ways."""
+    nodes = [{"id": "2", "metadata": {"type": "node", "paths": {"containment": "/t0/r0/n0"}}}]
+    edges = []
+    for core in range(2):
+        key = str(10 + core)
+        nodes.append({"id": key, "metadata": {"type": "core", "paths": {
+            "containment": f"/t0/r0/n0/core{core}"}}})
+        edges.append({"source": "2", "target": key, "metadata": {"subsystem": "containment"}})
+        if reverse:
+            edges.append({"source": key, "target": "2",
+                          "metadata": {"subsystem": "containment"}})
+    return json.dumps({"graph": {"nodes": nodes, "edges": edges}}).encode()
+
+
+def test_a_partial_graph_is_named_as_one_and_reverse_edges_are_one_warning() -> None:
+    result = jgf.read(_fragment(reverse=True))
+    assert [(d.code, d.severity.value) for d in result.diagnostics] == [
+        ("jgf.partial-graph", "error"), ("jgf.reverse-edge", "warning")]
+    assert "a partial graph, its 3 vertices hang below '/t0/r0'" in \
+        result.diagnostics[0].message
+    assert "2 containment edge(s)" in result.diagnostics[1].message
+    assert [d.code for d in jgf.read(_fragment(reverse=False)).diagnostics] == [
+        "jgf.partial-graph"]
+
+
+def test_an_r_without_nodelist_names_its_machines_alike_in_r_and_jgf() -> None:
+    from dcx.formats import flux_r
+
+    data = b'{"version": 1, "execution": {"R_lite": [{"rank": "0-3", "children": ' \
+        b'{"core": "0-7"}}]}}'
+    document = flux_r.read(data).document
+    assert document is not None
+    via_r = flux_r.read(flux_r.write(document).data).document
+    via_jgf = jgf.read(jgf.write(document).data).document
+    assert via_r is not None and via_r.environment is not None
+    assert via_jgf is not None and via_jgf.environment is not None
+    expected = ["node1", "node2", "node3", "node4"]
+    assert [m.name for m in via_r.environment.machines()] == expected
+    assert [m.name for m in via_jgf.environment.machines()] == expected
+    back = flux_r.read(flux_r.write(via_jgf).data).document
+    assert back is not None and back.environment is not None
+    assert [m.name for m in back.environment.machines()] == expected

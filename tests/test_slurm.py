@@ -32,6 +32,9 @@ from dcx.formats.slurm import codec as slurm_codec
 from tests.strategies import Domain, documents
 
 REPO = Path(__file__).resolve().parent.parent
+_ONE = (ProcessingUnit(cores=1),)
+_DEFAULT_PARTITION_LINE = "PartitionName=all Nodes=ALL Default=YES"
+"""One CPU of one core: Slurm's default, and what a node needs to be written."""
 EXAMPLE = REPO / "examples" / "slurm" / "cluster.conf"
 
 
@@ -40,7 +43,11 @@ def _read(text: str) -> slurm.ReadResult:
 
 
 def _codes(text: str) -> list[tuple[str, int | None, int | None]]:
-    return [(d.code, d.line, d.column) for d in _read(text).diagnostics]
+    """The diagnostics of reading ``text`` but Slurm's default CPU count (tests of other
+    checks leave CPUs out; ``test_a_node_without_cpus_has_slurm_s_default_of_one`` tests
+    it)."""
+    return [(d.code, d.line, d.column) for d in _read(text).diagnostics
+            if d.code != "slurm.default-cpus"]
 
 
 def _machines(text: str) -> list[Machine]:
@@ -173,8 +180,102 @@ def test_addresses_map_one_to_one_and_are_refused_on_default_lines() -> None:
     assert [m.extras for m in machines] == [
         {"slurm:NodeAddr": "10.0.0.7", "slurm:NodeHostname": "h1"},
         {"slurm:NodeAddr": "10.0.0.8", "slurm:NodeHostname": "h2"}]
-    assert _codes("NodeName=n[1-2] NodeAddr=a1\n") == [("slurm.address-count", 1, 26)]
+    assert _codes("NodeName=n[1-3] NodeAddr=a1,a2\n") == [("slurm.address-count", 1, 26)]
+    assert _codes("NodeName=n[1-2] Port=1-3\n") == [("slurm.address-count", 1, 22)]
     assert _codes("NodeName=DEFAULT NodeAddr=a1\n") == [("slurm.default-address", 1, 27)]
+
+
+def test_one_address_or_port_serves_every_node_of_the_line_as_in_node_conf() -> None:
+    # the shape of Slurm's own test configurations: every node on localhost, a port each
+    text = ("ClusterName=t\nGresTypes=gpu\n"
+            "NodeName=sn[1-32] NodeHostname=head NodeAddr=127.0.0.1 Port=6818 CPUs=4\n"
+            "Nodename=DEFAULT Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 gres=gpu:8\n"
+            "NodeName=tn[0-9] nodeaddr=localhost port=27001-27010\n")
+    result = _read(text)
+    assert result.diagnostics == (), [d.render() for d in result.diagnostics]
+    machines = _machines(text)
+    assert len(machines) == 42
+    assert {m.extras["slurm:NodeHostname"] for m in machines[:32]} == {"head"}
+    assert isinstance(_parts(result.document)[0], MachineGroup)  # names differ, nothing else
+    assert [m.extras for m in machines[32:34]] == [
+        {"slurm:ThreadsPerCore": "2", "slurm:NodeAddr": "localhost", "slurm:Port": "27001"},
+        {"slurm:ThreadsPerCore": "2", "slurm:NodeAddr": "localhost", "slurm:Port": "27002"}]
+    written = slurm.write(result.document).data.decode().splitlines()
+    assert written[-3:] == [
+        "NodeName=sn[1-32] NodeHostname=head NodeAddr=127.0.0.1 Port=6818 CPUs=4",
+        "NodeName=tn[0-9] NodeAddr=localhost Port=[27001-27010] Sockets=2 CoresPerSocket=4 "
+        "ThreadsPerCore=2 Gres=gpu:8", _DEFAULT_PARTITION_LINE]
+    assert _read("\n".join(written)).document == slurm.normal_form(result.document)
+
+
+def test_ports_are_slurm_s_port_numbers() -> None:
+    assert _codes("NodeName=n[1-2] Port=0,7\n") == [("slurm.range", 1, 22)]
+    assert _codes("NodeName=n1 Port=70000\n") == [("slurm.range", 1, 18)]
+    assert [m.extras["slurm:Port"] for m in _machines("NodeName=n[1-3] Port=[6818,7000-7001]"
+                                                       " CPUs=1\n")] == ["6818", "7000", "7001"]
+
+
+def test_a_node_without_cpus_has_slurm_s_default_of_one() -> None:
+    result = _read("NodeName=DEFAULT RealMemory=100\nNodeName=peta[10000-10399]\n"
+                   "NodeName=x1 CoresPerSocket=4\n")
+    assert [(d.code, d.line, d.column) for d in result.diagnostics] == [
+        ("slurm.default-cpus", 2, 10)]
+    assert not result.diagnostics[0].is_error
+    machines = _machines("NodeName=peta[10000-10399]\nNodeName=x1 CoresPerSocket=4\n")
+    assert machines[0].cpus == (ProcessingUnit(cores=1),) and machines[0].memory == ()
+    assert machines[-1].cpus == (ProcessingUnit(cores=4),)
+    assert slurm.write(result.document).data.decode().splitlines()[0] == \
+        "NodeName=peta[10000-10399] CPUs=1 RealMemory=100"
+
+
+def test_validate_strict_flags_a_node_without_cpus(tmp_path: Path) -> None:
+    from dcx.converters.cli import main
+
+    path = tmp_path / "slurm.conf"
+    path.write_text("ClusterName=c\nNodeName=n[1-4]\n")
+    assert main(["validate", str(path)]) == 0
+    assert main(["validate", "--strict", str(path)]) == 1
+    path.write_text("ClusterName=c\nNodeName=n[1-4] CPUs=1\n")
+    assert main(["validate", "--strict", str(path)]) == 0
+
+
+def test_machines_without_a_cpu_count_are_refused_with_the_fill_hint(tmp_path: Path) -> None:
+    from dcx.converters.convert import convert
+
+    sss = (b"<Data><Node><Id>a1</Id><Configured><Processors>8</Processors></Configured></Node>"
+           b"<Node><Id>a2</Id><Configured><Memory units='MB'>512</Memory></Configured></Node>"
+           b"</Data>")
+    partly = convert(sss, "slurm", "c.xml")
+    assert partly.ok and partly.fill_hint == "slurm keeps 1 of 2 machines; --fill cores=32 " \
+        "would keep 2"
+    assert "machine.cpus" in {loss.field for loss in partly.losses}
+    none = convert(sss.replace(b"<Processors>8</Processors>", b""), "slurm", "c.xml")
+    (refusal,) = none.diagnostics
+    assert refusal.code == "convert.nothing-held" and "2 of 2 machines lack it (first: a1)" \
+        in refusal.message and refusal.hint == "give the values it lacks, such as --fill cores=32"
+    from dcx.converters.fill import FillError, parse_fill
+
+    for wrong in ("cores=8GHz", "cores=2.5", "cores=0"):
+        with pytest.raises(FillError, match="cores"):
+            parse_fill(wrong)
+    filled = convert(sss, "slurm", "c.xml", fills=[parse_fill("cores=16")])
+    assert filled.ok and filled.fill_hint is None
+    assert filled.data.decode().splitlines() == [
+        "NodeName=a1 Sockets=1 CoresPerSocket=8", "NodeName=a2 Sockets=1 CoresPerSocket=16 "
+        "RealMemory=512", _DEFAULT_PARTITION_LINE]
+
+
+def test_slurm_s_own_test_configurations_read_as_slurm_reads_them(corpus_dir: Path) -> None:
+    counts = {"etc__slurm.conf.example.conf": 32, "man5__slurm.conf.5__EXAMPLE.conf": 26,
+              "python__tests__test_133_1_testcases__testcase1__slurm.conf": 10_000,
+              "python__tests__test_133_1_testcases__testcase5__slurm.conf": 401,
+              "giovtorres__old__slurm.conf": 2, "cc-docker__slurm.conf": 1}
+    for name, count in counts.items():
+        result = slurm.read((corpus_dir / "upstream" / "slurm" / name).read_bytes())
+        assert result.ok, (name, [d.render() for d in result.diagnostics])
+        assert result.document is not None and result.document.environment is not None
+        machines = list(result.document.environment.machines())
+        assert len(machines) == count and all(m.cpus for m in machines), name
 
 
 def test_duplicate_nodes_and_partitions_are_errors() -> None:
@@ -266,9 +367,10 @@ def test_down_nodes_read_back_from_the_node_lines_the_writer_writes() -> None:
     assert written.splitlines()[1:] == [
         "NodeName=n1 CPUs=4 Gres=gpu:2",
         'NodeName=n[2-3] CPUs=4 Gres=gpu:2 State=DRAIN Reason="bad fan"',
-        'NodeName=n4 CPUs=4 Gres=gpu:2 State=DOWN Reason="Set in slurm.conf"']
+        'NodeName=n4 CPUs=4 Gres=gpu:2 State=DOWN Reason="Set in slurm.conf"',
+        _DEFAULT_PARTITION_LINE]
     again = _read(written)
-    assert again.diagnostics == () and again.document == result.document
+    assert again.diagnostics == () and again.document == slurm.normal_form(result.document)
 
 
 def test_partitions_name_defined_nodes_node_sets_or_all() -> None:
@@ -281,7 +383,7 @@ def test_partitions_name_defined_nodes_node_sets_or_all() -> None:
 def test_other_lines_are_kept_and_include_is_not_followed() -> None:
     result = _read("ClusterName=c1\nInclude /etc/slurm/nodes.conf\nSlurmUser=slurm\n")
     assert [d.code for d in result.diagnostics] == ["slurm.syntax"]
-    result = _read("ClusterName=c1\nInclude=nodes.conf\nSlurmUser=slurm\nNodeName=n1\n")
+    result = _read("ClusterName=c1\nInclude=nodes.conf\nSlurmUser=slurm\nNodeName=n1 CPUs=1\n")
     assert [d.code for d in result.diagnostics] == ["slurm.include"]
     assert result.document is not None and result.document.environment is not None
     assert result.document.environment.extras["slurm:config"] == [
@@ -343,7 +445,7 @@ def test_a_node_set_by_feature_names_a_group_s_members() -> None:
 def test_a_group_with_names_slurm_cannot_take_is_normalised_member_by_member() -> None:
     template = Machine(cpus=(ProcessingUnit(cores=2),) * 2)
     document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
-        Rack(slots=slots_of([Machine(name="a2"), MachineGroup(template, 3, names=(
+        Rack(slots=slots_of([Machine(name="a2", cpus=_ONE), MachineGroup(template, 3, names=(
             "a1", "a2", "a3")), MachineGroup(template, 2, names=("ok1", "ok2"))])),)),)),)))
     normal = slurm.normal_form(document)
     parts = _parts(normal)
@@ -374,16 +476,16 @@ def test_identical_consecutive_nodes_share_one_line_and_order_is_kept() -> None:
     assert text.splitlines() == [
         "NodeName=a[1-2] Sockets=2 CoresPerSocket=4",
         "NodeName=b1 Sockets=2 CoresPerSocket=8",
-        "NodeName=a3 Sockets=2 CoresPerSocket=4"]
-    assert slurm.read(text.encode()).document == document
+        "NodeName=a3 Sockets=2 CoresPerSocket=4", _DEFAULT_PARTITION_LINE]
+    assert slurm.read(text.encode()).document == slurm.normal_form(document)
 
 
 def test_the_normal_form_names_machines_and_reports_what_it_changes() -> None:
     document = _environment(
         Machine(id=7, cpus=(ProcessingUnit(cores=2), ProcessingUnit(cores=6))),
-        Machine(name="has space", memory=(StorageUnit(capacity_mb=1.5),),
+        Machine(name="has space", memory=(StorageUnit(capacity_mb=1.5),), cpus=_ONE,
                 gpus=(ProcessingUnit(cores=1, manufacturer="NVIDIA", model="V100"),)),
-        Machine(name="7", features=("ok", "not ok")),
+        Machine(name="7", features=("ok", "not ok"), cpus=_ONE),
     )
     normal = slurm.normal_form(document)
     assert normal.environment is not None
@@ -400,7 +502,7 @@ def test_the_normal_form_names_machines_and_reports_what_it_changes() -> None:
 
 def test_partitions_naming_nodes_that_are_gone_are_left_out() -> None:
     document = _environment(
-        Machine(name="n1"),
+        Machine(name="n1", cpus=_ONE),
         partitions=(Partition("p", ("n1", "n2")),
                     Partition("q", ("n1",), extras={"slurm:State": "UP"})))
     normal = slurm.normal_form(document)
@@ -411,7 +513,8 @@ def test_partitions_naming_nodes_that_are_gone_are_left_out() -> None:
 
 
 def test_partition_lists_read_as_who_may_use_it_and_write_back() -> None:
-    text = ("NodeSet=fat Feature=bigmem\nNodeName=n[1-2] Features=bigmem\nNodeName=n3\n"
+    text = ("NodeSet=fat Feature=bigmem\nNodeName=n[1-2] CPUs=1 Features=bigmem\n"
+            "NodeName=n3 CPUs=1\n"
             "PartitionName=DEFAULT AllowGroups=staff\n"
             "PartitionName=a Nodes=ALL AllowGroups=all DenyAccounts=guest,lab2 MaxTime=60\n"
             "PartitionName=b Nodes=fat,n3,n1 AllowAccounts=phys AllowQos=high DenyQos=low\n")
@@ -439,7 +542,7 @@ def test_partition_lists_read_as_who_may_use_it_and_write_back() -> None:
     Partition("p q", ("n1",)), Partition("p", ("n1",), extras={"slurm:Nodes": "n1"})])
 def test_partitions_that_would_not_read_back_as_themselves_are_normalised_or_dropped(
         partition: Partition) -> None:
-    document = _environment(Machine(name="n1"), partitions=(partition,))
+    document = _environment(Machine(name="n1", cpus=_ONE), partitions=(partition,))
     assert "environment.partitions" in slurm.normal_form_losses(document)
     normal = slurm.normal_form(document)
     result = slurm.read(slurm.write(document).data)
@@ -463,7 +566,7 @@ def slurm_environments(draw: st.DrawFn) -> Environment:
     machines: list[Machine] = []
     for name in names:
         shape = draw(st.sampled_from(shapes))
-        sockets = draw(st.integers(0, 4)) if shape else 0
+        sockets = draw(st.integers(1, 4)) if shape else 1
         cores = draw(st.integers(1, 64))
         types: list[str | None] = draw(st.sampled_from([[None], ["a100"], ["a100", "v100"]]))
         gpus = tuple(ProcessingUnit(cores=1, model=kind) for kind in types
@@ -476,8 +579,11 @@ def slurm_environments(draw: st.DrawFn) -> Environment:
             extras["slurm:ThreadsPerCore"] = "2"
         if draw(st.booleans()):
             extras["slurm:Weight"] = str(draw(st.integers(0, 100)))
+        if draw(st.booleans()):  # its own address, or one it shares with other nodes
+            extras["slurm:NodeAddr"] = draw(st.sampled_from([
+                f"10.0.{draw(st.integers(0, 9))}.{len(machines)}", "localhost"]))
         if draw(st.booleans()):
-            extras["slurm:NodeAddr"] = f"10.0.{draw(st.integers(0, 9))}.{len(machines)}"
+            extras["slurm:Port"] = str(draw(st.sampled_from([6818, 7000 + len(machines)])))
         if draw(st.booleans()):
             extras["slurm:Reason"] = draw(st.sampled_from(["bad fan", "x#y", "a\\b"]))
         machines.append(Machine(
@@ -494,8 +600,9 @@ def slurm_environments(draw: st.DrawFn) -> Environment:
             extras=extras))
     own: dict[str, object] = {}
     partitions: list[Partition] = []
-    if len(machines) > 0 and draw(st.booleans()):
-        partitions.append(Partition("all", None, extras={"slurm:Default": "YES"}))
+    if len(machines) > 0:  # slurmctld needs a partition: the writer adds one if there is none
+        if draw(st.booleans()):
+            partitions.append(slurm.DEFAULT_PARTITION)
         chosen = draw(st.lists(st.sampled_from(names), unique=True, max_size=4))
         lists = {name: draw(st.one_of(st.none(), st.lists(_WORDS, min_size=1, max_size=2)
                                       .map(tuple))) for name in ("allow_groups",
@@ -631,7 +738,7 @@ def test_addresses_may_be_ipv6() -> None:
     machines = _machines("NodeName=n[1-2] NodeAddr=fe80::1,fe80::2%eth0\n")
     assert [m.extras["slurm:NodeAddr"] for m in machines] == ["fe80::1", "fe80::2%eth0"]
     document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
-        Rack(slots=tuple(machines)),)),)),)))
+        Rack(slots=tuple(machines)),)),)),), partitions=(slurm.DEFAULT_PARTITION,)))
     assert slurm.read(slurm.write(document).data).document == document
 
 
@@ -661,3 +768,18 @@ def test_a_group_converts_and_loses_in_every_target_as_its_machines_do(
     expanded_output = convert_document(expanded, slurm.FORMAT, target, read=result)
     assert grouped_output.data == expanded_output.data
     assert grouped_output.diagnostics == expanded_output.diagnostics
+
+
+def test_nodes_in_no_partition_are_written_into_one_because_slurmctld_needs_one() -> None:
+    # found by tests/peers/peer_slurm.py: slurmctld 22.05 stops with "No PartitionName
+    # information available!" on a file with nodes and no partition
+    document = _environment(Machine(name="n1", cpus=_ONE), Machine(name="n2", cpus=_ONE))
+    written = slurm.write(document).data.decode().splitlines()
+    assert written == ["NodeName=n[1-2] CPUs=1", _DEFAULT_PARTITION_LINE]
+    assert conversion_losses(document, slurm.FORMAT) == ()
+    kept = _environment(Machine(name="n1", cpus=_ONE),
+                        partitions=(Partition("p", ("n1",)),))
+    assert slurm.write(kept).data.decode().splitlines()[-1] == "PartitionName=p Nodes=n1"
+    gone = _environment(Machine(name="n1", cpus=_ONE), partitions=(Partition("p", ("x",)),))
+    assert slurm.write(gone).data.decode().splitlines()[-1] == _DEFAULT_PARTITION_LINE
+    assert slurm.write(_environment()).data == b""

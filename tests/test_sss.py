@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from lxml import etree
 
 from dcx.converters.losses import conversion_losses
@@ -678,3 +679,59 @@ def test_schema_errors_are_capped_per_document() -> None:
     result = sss.read(f"<Node {attributes}/>".encode())
     assert len(result.diagnostics) == xmlio.MAX_XSD_ERRORS + 1
     assert result.diagnostics[-1].code == "xsd.more-errors"
+
+
+# ------------------------------------------------------------------------------ groups
+
+_MEMBER_NAMES = st.text(alphabet="ab1&<>\r\n é", min_size=1, max_size=5).filter(str.strip)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(template=strategies_sss.machines("x"),
+       names=st.lists(_MEMBER_NAMES, unique=True, min_size=1, max_size=4),
+       with_ids=st.booleans(), named_template=st.booleans())
+def test_a_group_writes_the_bytes_of_its_members_one_by_one(
+        template: Machine, names: list[str], with_ids: bool, named_template: bool) -> None:
+    """The writer serialises a group's node once and puts each member's id and name into its
+    text; the bytes are those of one element per member (the whole tree through lxml)."""
+    from dcx.core.groups import MachineGroup, Slots
+
+    template = replace(template, id=None, name="shared" if named_template else None)
+    ids = tuple(f"id{index}&" for index in range(len(names))) if with_ids else None
+    group = MachineGroup(template, len(names), ids=ids,
+                         names=None if named_template else tuple(names))
+    first = Machine(id="first", cpus=(ProcessingUnit(cores=2),))
+
+    def document(slots: object) -> Document:
+        rack = Rack(slots=slots)  # type: ignore[arg-type]
+        return Document(environment=Environment(
+            datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),)))
+
+    grouped = document(Slots([first, group]))
+    expanded = document((first, *group))
+    written = sss.write(grouped)
+    assert written == sss.write(expanded)
+    if not written.ok:  # one name for every member: their ids repeat, which SSS refuses
+        assert named_template and not with_ids and len(names) > 1
+        return
+    assert sss.normal_form_losses(grouped) == sss.normal_form_losses(expanded)
+    from dcx.formats.sss import writer
+
+    members = (first, *group)
+    texts, _ = writer._node_ids(list(members), False, set())
+    nodes = [writer._SingleNode(m, t, "", set()) for m, t in zip(members, texts, strict=True)]
+    whole = writer._tree_bytes(nodes, [], False, any(node.namespaced for node in nodes))
+    assert written.data == whole
+
+
+def test_a_million_rank_allocation_is_written_as_text_not_elements() -> None:
+    from dcx.formats import flux_r
+
+    count = 200_000
+    data = (b'{"version": 1, "execution": {"R_lite": [{"rank": "0-%d", "children": '
+            b'{"core": "0-31"}}], "nodelist": ["n[0-%d]"]}}' % (count - 1, count - 1))
+    document = flux_r.read(data).document
+    assert document is not None
+    written = sss.write(document).data
+    assert written.count(b"<Node>") == count
+    assert b"<Id>n199999</Id>\n    <Name>n199999</Name>" in written

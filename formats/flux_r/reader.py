@@ -177,7 +177,9 @@ class _Reader:
             if ranks and legacy and all(legacy[rank] is not None for rank in ranks):
                 return [legacy[rank] for rank in ranks]
             if ranks:
-                self.warn("nodelist is missing (RFC 20 requires it; flux-core accepts it)",
+                self.warn("nodelist is missing (RFC 20 requires it; flux-core accepts it): "
+                          f"its {len(ranks):,} ranks have no host names (formats that need "
+                          "one, R and JGF too, name them node<N>, N the 1-based position)",
                           "flux-r.nodelist-missing", "/execution")
             return [None] * len(ranks)
         hosts = Hostlist()

@@ -70,6 +70,23 @@ all unnamed), so environment → JGF → environment keeps an empty topology emp
 name ``cluster0`` or id 0 on such a datacenter is therefore lost (``normal_form_losses``:
 ``datacenter.name``/``datacenter.id``).
 
+Machine names
+-------------
+A node vertex needs a name (its path segment). A machine without a usable one (none, a
+``/`` in it, or a name a sibling already took) is written as ``node<N>``, ``N`` its 1-based
+position among the document's machines: the rule of every format that requires names
+(``dcx.core.ids.required_machine_name``), so a Flux R without a nodelist gets the same host
+names written as R, as JGF and back (``node1`` … ``nodeN``).
+
+Partial graphs
+--------------
+Fluxion's partial cancel and elastic updates read a fragment of a graph against the full
+graph it came from: vertices below a path the fragment does not define (``/tiny0/rack0``),
+no root, and often each containment edge in both directions. dcx reads whole graphs: such a
+fragment is one error (``jgf.partial-graph``, naming the path its vertices hang below)
+rather than a missing root and an error per edge; an edge from a vertex to its parent, in
+any graph, is one warning for all of them (``jgf.reverse-edge``) and is not read.
+
 Divergences
 -----------
 * Fluxion accepts more than one root per subsystem only if paths differ; dcx requires exactly

@@ -19,6 +19,7 @@ from dcx.core.groups import (
     part_count,
     part_template,
     run_group,
+    slot_parts,
     slots_of,
 )
 from dcx.core.limits import paused_gc
@@ -683,6 +684,7 @@ def normal_form(document: Document) -> Document:
     rack_index = 0
     ids = machine_ids(environment)
     names = written_rack_names(_all_racks(environment))
+    firsts = first_positions(_all_racks(environment))
     datacenters: list[Datacenter] = []
     for datacenter in environment.datacenters:
         name = _usable(datacenter.name) or f"cluster{_int_id(datacenter.id, 0)}"
@@ -690,7 +692,8 @@ def normal_form(document: Document) -> Document:
         for room in datacenter.rooms:
             racks: list[Rack] = []
             for rack in room.racks:
-                racks.append(_normal_rack(rack, rack_index, ids, names[rack_index]))
+                racks.append(_normal_rack(rack, rack_index, ids, names[rack_index],
+                                          firsts[rack_index]))
                 rack_index += 1
             rooms.append(replace(room, racks=tuple(racks)))
         datacenters.append(replace(datacenter, name=name, id=_int_id(
@@ -758,9 +761,10 @@ def _all_racks(environment: Environment) -> list[Rack]:
     return [rack for dc in environment.datacenters for room in dc.rooms for rack in room.racks]
 
 
-def _normal_rack(rack: Rack, index: int, ids: dict[int, int], name: str | None) -> Rack:
+def _normal_rack(rack: Rack, index: int, ids: dict[int, int], name: str | None,
+                 first: int) -> Rack:
     slots: list[Machine | None] = []
-    names = iter(machine_names(rack.machines))
+    names = iter(machine_names(rack.machines, first))
     for slot in rack.slots:
         if slot is None:
             slots.append(None)
@@ -825,8 +829,10 @@ def normal_form_losses(document: Document) -> frozenset[str]:
                 if bad_name(rack.name) or (rack.name is not None
                                            and written_name != rack.name):
                     found.add("rack.name")
-    renamed = {id(machine): name for rack in environment.racks()
-               for machine, (name, _) in zip(rack.machines, machine_names(rack.machines),
+    racks = _all_racks(environment)
+    renamed = {id(machine): name for rack, first in zip(racks, first_positions(racks),
+                                                         strict=True)
+               for machine, (name, _) in zip(rack.machines, machine_names(rack.machines, first),
                                              strict=True)}
     for machine in environment.machines():
         for path, bad in (
@@ -1088,12 +1094,15 @@ def _int_id(value: Any, fallback: int) -> int:
         else fallback
 
 
-def machine_names(machines: Sequence[Machine]) -> list[tuple[str, bool]]:
+def machine_names(machines: Sequence[Machine], first: int = 1) -> list[tuple[str, bool]]:
     """Each machine's vertex name among its siblings and whether its own name was replaced.
     JGF paths need unique sibling names, but other formats allow repeats (SSS names only
     have to exist): the first use of a name keeps it, a repeat or a name that cannot be a
-    path segment is replaced by the fill-in ``node<i>`` (suffixed ``-k`` if that is taken),
-    as is a missing name (a fill-in, not a loss)."""
+    path segment is replaced by the fill-in ``node<N>`` (suffixed ``-k`` if that is taken),
+    as is a missing name (a fill-in, not a loss). ``N`` is the machine's 1-based position
+    among the document's machines (``first`` is the first of ``machines``), the rule every
+    format that requires names follows (``dcx.core.ids.required_machine_name``): a nameless
+    machine gets the same name in JGF as in R, SSS or Slurm."""
     taken: set[str] = set()
     names: list[str | None] = []
     replaced: list[bool] = []
@@ -1107,7 +1116,7 @@ def machine_names(machines: Sequence[Machine]) -> list[tuple[str, bool]]:
     result: list[tuple[str, bool]] = []
     for index, (name, was_replaced) in enumerate(zip(names, replaced, strict=True)):
         if name is None:
-            name = candidate = f"node{index}"
+            name = candidate = f"node{first + index}"
             suffix = 1
             while name in taken:
                 name = f"{candidate}-{suffix}"
@@ -1115,6 +1124,16 @@ def machine_names(machines: Sequence[Machine]) -> list[tuple[str, bool]]:
             taken.add(name)
         result.append((name, was_replaced))
     return result
+
+
+def first_positions(racks: Sequence[Rack]) -> list[int]:
+    """The 1-based document position of each rack's first machine."""
+    firsts: list[int] = []
+    position = 1
+    for rack in racks:
+        firsts.append(position)
+        position += sum(part_count(part) for part in slot_parts(rack.slots) if part is not None)
+    return firsts
 
 
 def _usable(name: str | None) -> str | None:
@@ -1128,8 +1147,10 @@ def machine_ids(environment: Environment) -> dict[int, int]:
     Valid explicit ids are kept; a missing or unusable one becomes the name's trailing
     digits when that number is free, else the smallest free number. Fill-ins by position
     alone would repeat in every rack, and readers of other formats require unique ids."""
-    machines = [(machine, name) for rack in environment.racks()
-                for machine, (name, _) in zip(rack.machines, machine_names(rack.machines),
+    racks = _all_racks(environment)
+    machines = [(machine, name) for rack, first in zip(racks, first_positions(racks),
+                                                        strict=True)
+                for machine, (name, _) in zip(rack.machines, machine_names(rack.machines, first),
                                               strict=True)]
     used = {machine.id for machine, _ in machines if _int_id(machine.id, -1) >= 0}
     assigned: dict[int, int] = {}
@@ -1209,6 +1230,7 @@ def _write(environment: Environment) -> WriteResult:
                                                          "the datacenter")))
     racks = _all_racks(environment)
     names = written_rack_names(racks)
+    firsts = first_positions(racks)
     # counted from the groups, before any of them is expanded into single machines
     vertex_count = sum(
         (m.core_count + len(m.gpus) + len(m.memory) + len(m.resources) + 1) * part_count(part)
@@ -1236,7 +1258,8 @@ def _write(environment: Environment) -> WriteResult:
             if VERTICES in rack.extras:
                 writer.below(parent, -1, _template(_stored_list(
                     rack.extras[VERTICES], True, f"rack {name!r}")))
-        for machine, (name, _) in zip(rack.machines, machine_names(rack.machines),
+        for machine, (name, _) in zip(rack.machines,
+                                      machine_names(rack.machines, firsts[rack_index]),
                                       strict=True):
             _write_machine(writer, machine, name, ids[id(machine)], parent)
     for entry in _stored_list(environment.extras.get(VERTICES, []), False, "the environment"):

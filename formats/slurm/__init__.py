@@ -21,8 +21,9 @@ Model mapping
 
 One ``Machine`` per node, in the order the ``NodeName`` lines and their hostlists name them,
 in one datacenter, room and rack (slurm.conf has no physical hierarchy). The nodes of one
-``NodeName`` line that differ in their names alone (no ``NodeAddr``, ``NodeHostname`` or
-``BcastAddr``, no ``DownNodes`` line naming one) are held as one machine group
+``NodeName`` line that differ in their names alone (no ``NodeAddr``, ``NodeHostname``,
+``BcastAddr`` or ``Port`` list with a value per node, no ``DownNodes`` line naming one) are
+held as one machine group
 (``dcx.core.groups``): the line's values once, with the names its hostlist gives; a
 100,000-node line is one group, expanded only where a writer or the scheduler needs single
 machines.
@@ -32,14 +33,18 @@ Slurm                                  model
 =====================================  ===================================================
 ``NodeName`` (hostlist)                ``Machine.name``, one machine per host
 ``Sockets`` x ``CoresPerSocket``       ``cpus``: one ``ProcessingUnit(cores=CoresPerSocket)``
-                                       per socket; no CPU key at all: no ``cpus``
+                                       per socket; no CPU key at all: Slurm's default,
+                                       one socket of one core (``slurm.default-cpus``,
+                                       a warning: ``--strict`` refuses the file)
 ``Boards``, ``SocketsPerBoard``        sockets = Boards x SocketsPerBoard; ``Boards`` above 1
                                        in ``extras["slurm:Boards"]``
 ``ThreadsPerCore``                     ``extras["slurm:ThreadsPerCore"]`` when not 1
 ``CPUs`` (``Procs``)                   derived (Sockets x Cores x Threads); kept in
                                        ``extras["slurm:CPUs"]`` when it is Sockets or
                                        Sockets x Cores (hyper-threads not scheduled)
-``RealMemory`` (MB = 2**20 bytes)      ``memory``: one ``StorageUnit``
+``RealMemory`` (MB = 2**20 bytes)      ``memory``: one ``StorageUnit``; absent: no
+                                       ``memory`` (Slurm shows its default, 1 MB, which
+                                       stands for "not configured")
 ``TmpDisk`` (MB)                       ``storage``: one ``StorageUnit``
 ``Gres`` ``gpu[:type]:n``              ``gpus``: n ``ProcessingUnit(cores=1, model=type)``
 other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, type)``
@@ -47,9 +52,12 @@ other ``Gres`` ``name[:type]:n``       ``resources``: ``NamedResource(name, n, t
 ``State``                              ``state`` and ``state_label`` (table below)
 ``DownNodes`` lines                    their nodes' ``state``, ``state_label`` and
                                        ``extras["slurm:Reason"]`` (below)
-``NodeAddr``, ``NodeHostname``,        ``extras["slurm:<Key>"]``: per node (one host of
-``BcastAddr``                          the line's hostlist each; IPv6 addresses too)
-``Weight``, ``Reason``, ``Port``, ...  ``extras["slurm:<Key>"]``: the value as written
+``NodeAddr``, ``NodeHostname``,        ``extras["slurm:<Key>"]``: per node, one host (or
+``BcastAddr``, ``Port``                port) of the line's hostlist each, or the one value
+                                       the list names for every node (IPv6 addresses too;
+                                       a port list not in brackets is bracketed, as Slurm
+                                       does: ``Port=7001-7004`` is 4 ports)
+``Weight``, ``Reason``, ...            ``extras["slurm:<Key>"]``: the value as written
 ``ClusterName``                        ``Environment.name`` (double-quoted when it has
                                        blanks; Slurm lower-cases it for accounting)
 ``PartitionName`` lines                ``Environment.partitions``, defaults applied:
@@ -105,10 +113,13 @@ reason; without ``State`` the nodes are DOWN. Without ``Reason`` they get Slurm'
 ``Set in slurm.conf``, which is what ``scontrol show node`` then shows. Nodes no ``NodeName``
 line defines are skipped with a warning (``slurm.down-node``), as Slurm does.
 
-Checks (besides the schema): hostlists (Slurm's syntax, see below), ``NodeAddr`` /
-``NodeHostname`` counts, duplicate node and partition names, ``NodeName=ALL``, CPU counts
-Slurm would reset (``slurm.cpus-mismatch``, ``slurm.cpu-topology``), numbers beyond the
-width Slurm stores them in, ``Gres`` items, generic resources missing from ``GresTypes``,
+Checks (besides the schema): hostlists (Slurm's syntax, see below), ``NodeAddr``,
+``NodeHostname``, ``BcastAddr`` and ``Port`` counts (``node_conf.c``: one per node of the
+line, or one for all of them; without ``NodeAddr`` a node's address is its ``NodeHostname``,
+and without that its name), ports from 1 to 65535, duplicate node and partition names,
+``NodeName=ALL``, CPU counts Slurm would reset (``slurm.cpus-mismatch``,
+``slurm.cpu-topology``) or default (``slurm.default-cpus``), numbers beyond the width Slurm
+stores them in, ``Gres`` items, generic resources missing from ``GresTypes``,
 partitions naming nodes no ``NodeName`` line defines (``ALL`` and ``NodeSet`` names are
 allowed), ``DownNodes`` naming undefined nodes, unknown and repeated keys.
 
@@ -117,8 +128,9 @@ Writing
 
 The writer serialises ``normal_form(document)``: ``ClusterName``, the kept global lines,
 ``GresTypes``, then one ``NodeName`` line per run of consecutive nodes that differ only in
-their names and addresses (a compact hostlist; runs keep the machines' order; a machine
-group is part of a run as a whole, never expanded), then the partitions. A machine's state
+their names, addresses and ports (a compact hostlist; an address or port every node of
+the line shares is written once; runs keep the machines' order; a machine group is part of
+a run as a whole, never expanded), then the partitions. A machine's state
 and reason are written on its ``NodeName`` line (``State=``, ``Reason=``), never as
 ``DownNodes``: ``NodeName``'s ``State`` takes every word the model keeps (CLOUD and UNKNOWN
 too), and a ``NodeName`` line without ``Reason`` gives no reason, whereas ``DownNodes``
@@ -131,6 +143,16 @@ folded into its ``NodeName`` lines. Sockets of one core without threads are writ
 (``requires``: ``machine.name``); names Slurm cannot take (characters other than letters,
 digits and ``._+@-``; ``ALL``; ``DEFAULT``; a name already taken) are replaced the same way
 (a ``machine.name`` loss).
+
+slurmctld starts only with a partition ("No PartitionName information available"): nodes of
+an environment without one (or whose partitions are all left out) are written into
+``DEFAULT_PARTITION``, ``PartitionName=all Nodes=ALL Default=YES``, which the model then
+holds (nothing is lost).
+
+A node needs a CPU count: a machine without one (no CPU, or CPUs without cores) is left
+out (a ``machine.cpus`` loss; a node line without CPUs would give it Slurm's default of 1
+CPU, a value the model does not state), and a conversion that would keep none is refused;
+both name ``--fill cores=N``, which gives each such machine one CPU of N cores.
 
 Value restrictions of the normal form, each reported by the derived losses: sockets with
 different core counts become one socket; CPUs without cores are left out; memory and disk
@@ -153,6 +175,17 @@ several bracket groups in one name expand as a product, the first group outermos
 bracket is an error, as in Slurm (``n[1-2].ib``; RFC 29 allows the suffix), so the writer
 spells hosts with such a suffix one by one. Zero padding follows the low bound's digits in
 both. A node name that is no valid Slurm word is refused with the character's position.
+
+Accepted by Slurm
+-----------------
+
+``tests/peers/peer_slurm.py`` starts Slurm's own controller, ``slurmctld`` 22.05 (Debian
+``slurmctld``, ``slurm-client``, ``munge``), on loopback for each file, with the controller
+lines it needs around the file's node and partition lines, and compares every node's CPUs,
+sockets, cores, threads, memory, GRES, features, state and partitions as ``scontrol show
+nodes`` prints them with what dcx reads. It accepts ``examples/slurm``, Slurm's own example
+and test configurations, and what dcx writes from every example topology. What it found:
+slurmctld refuses a file without a partition (hence ``DEFAULT_PARTITION``).
 
 Divergences
 -----------
@@ -195,18 +228,20 @@ from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import text_codes
 
 __all__ = [
-    "CODES", "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "FORMAT", "HOLDS", "MAX_GPUS",
-    "MAX_NODES", "NODE_KEYS", "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX", "REQUIRES", "SCHEMA",
+    "CODES", "CONFIG", "DEFAULT_PARTITION", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "FORMAT",
+    "HOLDS", "MAX_GPUS", "MAX_NODES", "NODE_KEYS", "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX",
+    "REQUIRES", "SCHEMA",
     "SNIFF_BYTES", "STATE_OF", "WORD_FOR",
-    "encode_hostlist", "expand_hostlist", "is_node_name", "normal_form", "normal_form_losses",
+    "encode_hostlist", "expand_hostlist", "is_node_name", "leaves_out", "normal_form",
+    "normal_form_losses",
     "read", "sniff", "write",
 ]
 
 # The reader, the writer and the parsing helpers they use load on first use: the pre-commit
 # hook imports every format's declaration to sniff, and most of its files are not slurm.conf.
 _LAZY = dict.fromkeys({
-    "CONFIG", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "MAX_GPUS", "MAX_NODES", "NODE_KEYS",
-    "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX",
+    "CONFIG", "DEFAULT_PARTITION", "DOWN_DEFAULT_REASON", "DOWN_KEYS", "MAX_GPUS", "MAX_NODES",
+    "NODE_KEYS", "PARTITION_KEYS", "PARTITION_LISTS", "PREFIX",
     "STATE_OF", "WORD_FOR", "encode_hostlist", "expand_hostlist", "is_node_name",
 }, "codec")
 
@@ -276,6 +311,9 @@ normal_form = deferred("dcx.formats.slurm.codec", "normal_form")
 normal_form_losses = deferred("dcx.formats.slurm.codec", "normal_form_losses")
 
 
+leaves_out = deferred("dcx.formats.slurm.codec", "leaves_out")
+
+
 CODES: tuple[Code, ...] = (
     Code("slurm.syntax", "error",
          "A line is not Key=Value pairs (a value runs to the next blank or is double-quoted)."),
@@ -291,12 +329,15 @@ CODES: tuple[Code, ...] = (
          "A hostlist is malformed, names an invalid node name or has text after its last "
          "bracket."),
     Code("slurm.address-count", "error",
-         "NodeAddr, NodeHostname or BcastAddr names a different number of hosts than the "
-         "line has nodes."),
+         "NodeAddr, NodeHostname, BcastAddr or Port names neither one value per node of the "
+         "line nor one for all of them."),
     Code("slurm.duplicate-node", "error", "A node is defined on more than one NodeName line."),
     Code("slurm.cpus-mismatch", "warning",
          "CPUs is neither Sockets, Sockets*CoresPerSocket nor "
          "Sockets*CoresPerSocket*ThreadsPerCore; Slurm resets it.", conformance=True),
+    Code("slurm.default-cpus", "warning",
+         "A node line (defaults applied) gives no CPUs, Sockets, CoresPerSocket or other CPU "
+         "key: Slurm gives its nodes its default of 1 CPU, read so; --strict refuses it."),
     Code("slurm.cpu-topology", "warning",
          "A CPU layout value Slurm resets: a zero, Sockets beside SocketsPerBoard, or fewer "
          "sockets than boards.", conformance=True),
@@ -344,5 +385,6 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    leaves_out=leaves_out,
     codes=CODES,
 )

@@ -14,7 +14,16 @@ from itertools import chain, repeat
 from typing import Any
 
 from dcx.core.diagnostics import ReadResult, WriteResult, error, warning
-from dcx.core.groups import MachineGroup, Slots, machine_parts, part_template, slots_of
+from dcx.core.groups import (
+    MachineGroup,
+    Slots,
+    Window,
+    machine_count,
+    machine_parts,
+    part_count,
+    part_template,
+    slots_of,
+)
 from dcx.core.ids import required_machine_name
 from dcx.core.limits import paused_gc
 from dcx.core.model import (
@@ -78,6 +87,8 @@ _MODELLED_PARTITION_KEYS = frozenset({"PartitionName", "Nodes"} | {
     key for key, _ in PARTITION_LISTS})
 DOWN_KEYS = ("DownNodes", "Reason", "State")
 """The keys of a DownNodes line (``read_config.c`` knows no others)."""
+DEFAULT_PARTITION = Partition(name="all", machines=None, extras={PREFIX + "Default": "YES"})
+"""The partition written for nodes that belong to none: slurmctld starts only with one."""
 DOWN_DEFAULT_REASON = "Set in slurm.conf"
 """The reason slurmctld gives the nodes of a DownNodes line that names none."""
 _NODE_LOOKUP = {key.lower(): key for key in NODE_KEYS} | {"procs": "CPUs",
@@ -99,6 +110,10 @@ _KINDS = {
 """Per kind of line: its first key, its keys by lower-case spelling, the keys whose words
 are upper-cased. The kind also names the line's record in the schema's ``$defs``."""
 _ADDRESS_KEYS = ("NodeHostname", "NodeAddr", "BcastAddr")
+_PER_NODE_KEYS = (*_ADDRESS_KEYS, "Port")
+"""Keys whose value is a list with one item per node of the line, or one item for all of
+them (``node_conf.c``'s ``expand_nodeline_info``); kept per node."""
+_MAX_PORT = 0xFFFF
 _CPU_KEYS = frozenset({"CPUs", "Boards", "SocketsPerBoard", "Sockets", "CoresPerSocket",
                        "ThreadsPerCore"})
 _MODELLED_NODE_KEYS = _CPU_KEYS | {"NodeName", "RealMemory", "TmpDisk", "Gres", "Features",
@@ -125,6 +140,8 @@ _PAIR = re.compile(r'[ \t\f\v]*([A-Za-z0-9_.]+)[ \t\f\v]*=[ \t\f\v]*(?:"([^"]*)"
                    r'(?=[ \t\f\v]|$)')
 _NODE_NAME = re.compile(r"[A-Za-z0-9._+@-]+")
 _ADDRESS = re.compile(r"[A-Za-z0-9._+@:%-]+")
+_DIGIT = re.compile(r"[0-9]")
+_ONE_CORE = ProcessingUnit(cores=1)
 """Addresses may also be IPv6 (``fe80::1``, ``fe80::1%eth0``)."""
 _WORD = re.compile(r'[^\s,"#=\\]+')
 _GRES_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -308,6 +325,22 @@ def encode_hostlist(hosts: Iterable[str]) -> str:
         else:
             parts.append(group.encode())
     return ",".join(parts)
+
+
+_NODE_NAME_LINES = re.compile(r"[A-Za-z0-9._+@-]+(?:\n[A-Za-z0-9._+@-]+)*")
+_RESERVED_NAME_LINE = re.compile(r"^(?:ALL|DEFAULT)$", re.IGNORECASE | re.MULTILINE)
+
+
+def _all_node_names(names: list[str]) -> bool:
+    """``all(map(is_node_name, names))``, matched as one text (a million names of a
+    hostlist are checked at the speed of one regular expression)."""
+    try:
+        joined = "\n".join(names)
+    except TypeError:  # a name that is no text
+        return False
+    return _NODE_NAME_LINES.fullmatch(joined) is not None \
+        and joined.count("\n") == len(names) - 1 \
+        and _RESERVED_NAME_LINE.search(joined) is None
 
 
 def is_node_name(name: str) -> bool:
@@ -640,28 +673,54 @@ def _hosts(pair: _Pair, reader: _Reader,
         return None
 
 
+def _ports(pair: _Pair, reader: _Reader) -> list[str] | None:
+    """The ports of a ``Port`` value, as Slurm reads it: a list or range not already in
+    brackets is bracketed, then expanded as a hostlist; each port is 1 to 65535."""
+    text = pair.value
+    if not text.startswith("[") and ("-" in text or "," in text):
+        text = f"[{text}]"
+    try:
+        ports = expand_hostlist(text, characters=_DIGIT)
+    except _SlurmHostlistError as problem:
+        reader.at(pair, f"invalid Port {pair.value!r}: {problem.reason}", "slurm.hostlist")
+        return None
+    for port in ports:
+        if not (port.isascii() and port.isdigit() and 0 < int(port) <= _MAX_PORT):
+            reader.at(pair, f"Port {port!r} is not a port number (1 to {_MAX_PORT})",
+                      "slurm.range")
+            return None
+    return [str(int(port)) for port in ports]
+
+
 def _node(line: _Line, values: dict[str, _Pair], reader: _Reader,
           gres_types: set[str]) -> _Node | None:
     names = _hosts(values["NodeName"], reader)
     if names is None:
         return None
-    for name in names:
+    for name in names if not _all_node_names(names) else ():
         if not is_node_name(name):
             reader.at(values["NodeName"], f"{name!r} is not a node name Slurm takes (letters, "
                       "digits and ._+@- only; not ALL or DEFAULT)", "slurm.hostlist")
             return None
     addresses: dict[str, list[str]] = {}
-    for key in _ADDRESS_KEYS:
+    extras: dict[str, Any] = {}
+    for key in _PER_NODE_KEYS:
         if key not in values:
             continue
-        hosts = _hosts(values[key], reader, _ADDRESS)
+        hosts = _ports(values[key], reader) if key == "Port" \
+            else _hosts(values[key], reader, _ADDRESS)
         if hosts is None:
             return None
-        if len(hosts) != len(names):
-            reader.at(values[key], f"{key} names {len(hosts)} hosts for {len(names)} nodes; "
-                      "one per node", "slurm.address-count")
+        if len(hosts) not in (1, len(names)):
+            noun = "ports" if key == "Port" else "hosts"
+            reader.at(values[key], f"{key} names {len(hosts)} {noun} for {len(names)} nodes; "
+                      "Slurm takes one per node, or one for all of them",
+                      "slurm.address-count")
             return None
-        addresses[key] = hosts
+        if len(hosts) == 1:  # node_conf.c gives every node of the line the one value
+            extras[PREFIX + key] = hosts[0]
+        else:
+            addresses[key] = hosts
     numbers: dict[str, int] = {}
     for key, width in _NODE_WIDTHS.items():
         if key in values:
@@ -671,7 +730,6 @@ def _node(line: _Line, values: dict[str, _Pair], reader: _Reader,
                           f"{width.bit_length()} bits (at most {width})", "slurm.range")
                 return None
             numbers[key] = number
-    extras: dict[str, Any] = {}
     cpus = _cpus(numbers, values, reader, extras)
     gres = _gres(values.get("Gres"), reader, gres_types)
     if gres is None:
@@ -685,7 +743,7 @@ def _node(line: _Line, values: dict[str, _Pair], reader: _Reader,
         state = STATE_OF[word]
         label = None if word == WORD_FOR[state] else word
     for key in _EXTRA_NODE_KEYS:
-        if key in values and key not in _ADDRESS_KEYS:
+        if key in values and key not in _PER_NODE_KEYS:
             extras[PREFIX + key] = values[key].value
     memory = (StorageUnit(capacity_mb=float(numbers["RealMemory"])),) \
         if "RealMemory" in numbers else ()
@@ -699,9 +757,12 @@ def _node(line: _Line, values: dict[str, _Pair], reader: _Reader,
 def _cpus(numbers: dict[str, int], values: dict[str, _Pair], reader: _Reader,
           extras: dict[str, Any]) -> tuple[ProcessingUnit, ...]:
     """Sockets and cores as Slurm's ``_parse_nodename`` settles them, with a warning where
-    it resets a value."""
+    it resets a value or gives its default (no CPU key at all: one CPU)."""
     if not _CPU_KEYS & values.keys():
-        return ()
+        reader.at(values["NodeName"], "no CPUs, Sockets or CoresPerSocket: Slurm gives each "
+                  "node its default of 1 CPU (one socket of one core); state CPUs= if the "
+                  "nodes have more", "slurm.default-cpus", warn=True)
+        return (_ONE_CORE,)
 
     def reset(key: str, message: str) -> None:
         reader.at(values[key], message, "slurm.cpu-topology", warn=True)
@@ -994,6 +1055,8 @@ class _Normalizer:
     lost: set[str] = field(default_factory=set)
     taken: set[str] = field(default_factory=set)
     position: int = 0
+    left_out: int = 0
+    """Machines without a CPU count, left out."""
     memo: dict[tuple[str, int], tuple[object, Any, frozenset[str]]] = field(
         default_factory=dict)
 
@@ -1012,8 +1075,10 @@ class _Normalizer:
     def group(self, group: MachineGroup) -> list[Machine | MachineGroup]:
         """A group stays one group, its template normalised once, when its members' names
         are node names not taken yet; otherwise its members are normalised one by one."""
-        names = group.names
-        if names is None or not all(map(is_node_name, names)):
+        if group.names is None:
+            return [self.machine(member) for member in group]
+        names = list(group.names)  # once: a window of a decoded hostlist spells each name
+        if not _all_node_names(names):
             return [self.machine(member) for member in group]
         fresh = set(names)
         if len(fresh) != group.count or not fresh.isdisjoint(self.taken):
@@ -1025,14 +1090,26 @@ class _Normalizer:
 
     def slots(self, slots: Sequence[Machine | None]) -> Sequence[Machine | None]:
         if not isinstance(slots, Slots):
-            return tuple(None if slot is None else self.machine(slot) for slot in slots)
+            return tuple(None if slot is None else self.machine(slot) for slot in slots
+                         if slot is None or self.has_cpus(slot, 1))
         parts: list[Machine | MachineGroup | None] = []
         for part in slots.parts:
             if isinstance(part, MachineGroup):
-                parts.extend(self.group(part))
-            else:
+                if self.has_cpus(part.template, part.count):
+                    parts.extend(self.group(part))
+            elif part is None or self.has_cpus(part, 1):
                 parts.append(None if part is None else self.machine(part))
         return slots_of(parts)
+
+    def has_cpus(self, machine: Machine, count: int) -> bool:
+        """Whether ``machine`` keeps a CPU Slurm can count; if not, it is left out (a node
+        line without one would give it Slurm's default of 1 CPU) with its ``count``
+        members."""
+        if self.cpus(machine.cpus):
+            return True
+        self.lost.add("machine.cpus")
+        self.left_out += count
+        return False
 
     def _shaped(self, machine: Machine, name: str | None) -> Machine:
         """``machine`` named ``name`` with its parts and extras in normal form."""
@@ -1169,7 +1246,7 @@ class _Normalizer:
             return extras
         kept = {key: value for key, value in extras.items() if not key.startswith(PREFIX)}
         own = tuple((key, value) for key, value in extras.items() if key.startswith(PREFIX)
-                    and key[len(PREFIX):] not in _ADDRESS_KEYS)
+                    and key[len(PREFIX):] not in _PER_NODE_KEYS)
         try:
             hit = self.memo.get(("extras", hash((own, id(cpus)))))
         except TypeError:  # an unhashable value: not a string, so it is dropped below
@@ -1182,13 +1259,23 @@ class _Normalizer:
             if all(isinstance(value, str) for _, value in own):
                 self.memo[("extras", hash((own, id(cpus))))] = ((own, cpus), written,
                                                                  frozenset())
-        for key in _ADDRESS_KEYS:
+        for key in _PER_NODE_KEYS:
             value = extras.get(PREFIX + key)
-            if isinstance(value, str) and _ADDRESS.fullmatch(value):
+            if _is_per_node_value(key, value):
                 kept[PREFIX + key] = value
         if len(kept) != len(extras):
             self.lost.add("machine.extras")
         return extras if kept == extras else kept
+
+
+def _is_per_node_value(key: str, value: object) -> bool:
+    """A node's own address or port, as the writer can spell it in a list of them."""
+    if not isinstance(value, str):
+        return False
+    if key == "Port":
+        return value.isascii() and value.isdigit() and str(int(value)) == value \
+            and 0 < int(value) <= _MAX_PORT
+    return _ADDRESS.fullmatch(value) is not None
 
 
 def _kept_node_extras(own: dict[str, Any], cpus: tuple[ProcessingUnit, ...]) -> dict[str, str]:
@@ -1200,7 +1287,7 @@ def _kept_node_extras(own: dict[str, Any], cpus: tuple[ProcessingUnit, ...]) -> 
     thread_count = 1
     for key in ("ThreadsPerCore", *_EXTRA_NODE_KEYS, "CPUs", "Boards"):
         value = own.get(PREFIX + key)
-        if value is None or key in _ADDRESS_KEYS or not _node_value_reads_back(key, value):
+        if value is None or key in _PER_NODE_KEYS or not _node_value_reads_back(key, value):
             continue
         number = int(value) if key in ("CPUs", "Boards", "ThreadsPerCore") else 0
         if key == "ThreadsPerCore":
@@ -1257,6 +1344,10 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
         name = None
     extras = _environment_extras(environment.extras, lost)
     partitions = _normal_partitions(environment.partitions, normalizer.taken, lost)
+    if not partitions and normalizer.taken:
+        # slurmctld refuses a file without a partition ("No PartitionName information
+        # available"): every node goes into one, the default
+        partitions = (DEFAULT_PARTITION,)
     normal = replace(environment, datacenters=datacenters, name=name, extras=extras,
                      partitions=partitions)
     return replace(document, environment=normal), frozenset(lost)
@@ -1351,6 +1442,23 @@ def normal_form_losses(document: Document) -> frozenset[str]:
     return _normalized(document)[1]
 
 
+def leaves_out(document: Document) -> str:
+    """Why slurm.conf leaves out machines of ``document``, in one line: those without a CPU
+    count (a node line without one gives the node Slurm's default of 1 CPU)."""
+    if document.environment is None:
+        return ""
+    normalizer = _Normalizer()
+    lacking = [part for part in machine_parts(document.environment)
+               if not normalizer.cpus(part_template(part).cpus)]
+    if not lacking:
+        return ""
+    first = lacking[0].member(0) if isinstance(lacking[0], MachineGroup) else lacking[0]
+    name = first.name or first.id or "the first"
+    every = machine_count(document.environment)
+    return (f"slurm.conf needs a CPU count for every node (without one Slurm counts 1 CPU); "
+            f"{sum(map(part_count, lacking)):,} of {every:,} machines lack it (first: {name})")
+
+
 # --------------------------------------------------------------------------- writing
 
 
@@ -1377,7 +1485,7 @@ def write(document: Document) -> WriteResult:
         key = (id(machine.cpus), id(machine.gpus), id(machine.memory), id(machine.storage),
                id(machine.features), id(machine.resources), machine.state,
                machine.state_label, tuple(
-                   (name, "" if name[len(PREFIX):] in _ADDRESS_KEYS else value)
+                   (name, "" if name[len(PREFIX):] in _PER_NODE_KEYS else value)
                    for name, value in machine.extras.items() if name.startswith(PREFIX)))
         pairs = shapes.get(key)
         if pairs is None:
@@ -1404,7 +1512,7 @@ def _quoted(value: str) -> str:
 def _node_pairs(machine: Machine) -> tuple[tuple[str, str], ...]:
     """The NodeName keys of a machine in normal form, but its name and addresses, which the
     line spells as hostlists: machines with equal pairs share a line."""
-    pairs: list[tuple[str, str]] = [(key, "") for key in _ADDRESS_KEYS
+    pairs: list[tuple[str, str]] = [(key, "") for key in _PER_NODE_KEYS
                                     if PREFIX + key in machine.extras]
     extras = machine.extras
     if machine.cpus:
@@ -1435,7 +1543,7 @@ def _node_pairs(machine: Machine) -> tuple[tuple[str, str], ...]:
         pairs.append(("Features", ",".join(machine.features)))
     word = machine.state_label or WORD_FOR[machine.state]
     for key in _EXTRA_NODE_KEYS:
-        if key == "State" or key in _ADDRESS_KEYS:
+        if key == "State" or key in _PER_NODE_KEYS:
             continue
         if key == "Reason" and word is not None:
             pairs.append(("State", word))
@@ -1459,18 +1567,36 @@ def _gres_text(machine: Machine) -> str:
     return ",".join(items)
 
 
+def _spelled_range(run: list[Machine | MachineGroup]) -> str | None:
+    """The hostlist of a run that is one group named by a whole decoded hostlist of one
+    range without a suffix (``n[0-1048575]``): that range, spelled without expanding it;
+    ``None`` for any other run (``encode_hostlist`` then compacts its names)."""
+    if len(run) != 1 or not isinstance(run[0], MachineGroup):
+        return None
+    names = run[0].names
+    if not isinstance(names, Window) or names.start != 0 or not isinstance(
+            names.base, Hostlist) or names.stop != len(names.base):
+        return None
+    groups = names.base.groups
+    if len(groups) != 1 or groups[0].suffix or len(groups[0].ranges) != 1:
+        return None
+    return groups[0].encode()
+
+
 def _node_line(run: list[Machine | MachineGroup], pairs: tuple[tuple[str, str], ...]) -> str:
     """One NodeName line for the machines and groups of ``run`` (their pairs are equal), its
-    names and addresses spelled as hostlists."""
-    names = encode_hostlist(chain.from_iterable(
+    names, addresses and ports spelled as hostlists (one value when all nodes share it)."""
+    names = _spelled_range(run) or encode_hostlist(chain.from_iterable(
         part.names or () if isinstance(part, MachineGroup) else (part.name or "",)
         for part in run))
     words = [f"NodeName={names}"]
     for key, value in pairs:
-        if key in _ADDRESS_KEYS:
-            value = encode_hostlist(chain.from_iterable(
-                repeat(part.template.extras[PREFIX + key], part.count)
-                if isinstance(part, MachineGroup) else (part.extras[PREFIX + key],)
-                for part in run))
+        if key in _PER_NODE_KEYS:
+            own = [(part.template if isinstance(part, MachineGroup) else part).extras[
+                PREFIX + key] for part in run]
+            # one value for every node when they share it, as Slurm reads one for all
+            value = own[0] if len(set(own)) == 1 else encode_hostlist(chain.from_iterable(
+                repeat(address, part.count) if isinstance(part, MachineGroup) else (address,)
+                for address, part in zip(own, run, strict=True)))
         words.append(f"{key}={_quoted(value)}")
     return " ".join(words)

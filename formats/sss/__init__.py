@@ -67,6 +67,14 @@ as another kind (the string ``"7"`` becomes the integer 7) is a ``machine.id`` l
 document without a topology writes an empty ``<Data/>``, which reads back as SSS (an empty
 topology).
 
+SSS has no compact form for identical nodes (a node reference's ``Range`` aggregation names
+nodes inside another object; it is no node object), so every machine of a machine group (a
+million-rank Flux R allocation, a hostlist of Slurm nodes) is written as a ``<Node>`` of its
+own: the group's node is built once, serialised, and each member's ``<Id>`` and ``<Name>``
+texts are put into that text, escaped as lxml escapes them; the bytes are those of one
+element per member (a differential test holds them to it). ``nox -s bench``
+(``bench_compact_writers``) prints the writer's machines per second.
+
 Units (Appendix A, powers of two): Memory, Disk and Swap accept ``B``, ``KB`` … ``YB`` and the
 appendix's ``NB`` (Nonabyte, 2^90) and ``DB`` (Doggabyte, 2^100) abbreviations (the
 abbreviation column is lost; these follow the examples' ``MB``/``GB`` pattern), the IEC forms

@@ -4,16 +4,22 @@ where missing, and the fields the writer cannot spell counted as losses.
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Iterable, Iterator
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from dcx.core.diagnostics import Diagnostic, WriteResult, error
-from dcx.core.ids import id_from_text, required_ids
+from dcx.core.groups import MachineGroup, machine_parts, part_count
+from dcx.core.ids import id_from_text, required_ids_of
 from dcx.core.model import (
     Consumables,
     Document,
     Environment,
+    Id,
     Machine,
     MachineState,
     NamedResource,
@@ -65,51 +71,120 @@ def normal_form_losses(document: Document) -> frozenset[str]:
     restrictions): a text id in decimal digits, a feature with a comma, a resource named
     GPU, an attribute SSS has no form for, an invalid node reference."""
     try:
-        _, dropped = _serialise(document)
+        _, dropped = _serialise(document, with_bytes=False)
     except _Unwritable:
         return frozenset()  # the conversion stops with the writer's error
     return frozenset(dropped)
 
 
-def _serialise(document: Document) -> tuple[bytes, set[str]]:
-    """The XML of ``document`` and the held field paths whose values it leaves out."""
+def _serialise(document: Document, with_bytes: bool = True) -> tuple[bytes, set[str]]:
+    """The XML of ``document`` (``b""`` unless ``with_bytes``) and the held field paths whose
+    values it leaves out. A machine group's node is built once and its members' ``<Id>`` and
+    ``<Name>`` texts put into its serialised text (``_GroupText``): the same bytes as one
+    element per member, without a million elements."""
     dropped: set[str] = set()
     environment = document.environment or Environment()
-    machines = list(environment.machines())
+    parts = list(machine_parts(environment))
+    count = sum(map(part_count, parts))
     references = _references(environment, dropped)
-    single = len(machines) == 1 and not references
-    pointers = ["/Node" if single else f"/Data/Node[{index}]"
-                for index in range(1, len(machines) + 1)]
-    ids = _node_ids(machines, pointers, dropped)
-    writers = [_MachineWriter(machine, node_id, pointer, dropped)
-               for machine, node_id, pointer in zip(machines, ids, pointers, strict=True)]
+    single = count == 1 and not references
+    ids, names = _node_ids(parts, single, dropped)
+    writers: list[_SingleNode | _GroupText] = []
+    position = 0
+    for part in parts:
+        pointer = "/Node" if single else f"/Data/Node[{position + 1}]"
+        if isinstance(part, MachineGroup):
+            end = position + part.count
+            writers.append(_GroupText(part, ids[position:end], names[position:end], pointer,
+                                      dropped))
+        else:
+            writers.append(_SingleNode(part, ids[position], pointer, dropped))
+        position += part_count(part)
+    namespaced = any(writer.namespaced for writer in writers)
+    if not with_bytes:
+        return b"", dropped
+    if namespaced or single or not (writers or references):  # lxml writes <Data/>
+        return _tree_bytes(writers, references, single, namespaced), dropped
+    chunks = [_DECLARATION, b"<Data>\n"]
+    for writer in writers:
+        chunks.extend(writer.texts())
+    chunks.extend(_node_text(_reference_element(reference)) for reference in references)
+    chunks.append(b"</Data>\n")
+    return b"".join(chunks), dropped
+
+
+_DECLARATION = b"<?xml version='1.0' encoding='UTF-8'?>\n"
+_DATA_OPEN = b"<Data>\n"
+_DATA_CLOSE = b"</Data>\n"
+
+
+def _node_text(node: etree._Element) -> bytes:
+    """The text lxml writes for ``node`` as a child of ``<Data>`` (pretty-printed)."""
     from lxml import etree
 
-    nodes = [writer.element() for writer in writers]
+    root = etree.Element("Data")
+    root.append(node)
+    text: bytes = etree.tostring(root, encoding="UTF-8", pretty_print=True)
+    start = text.index(_DATA_OPEN) + len(_DATA_OPEN)
+    return text[start:len(text) - len(_DATA_CLOSE)]
+
+
+def _tree_bytes(writers: Sequence[_SingleNode | _GroupText], references: list[NodeReference],
+                single: bool, namespaced: bool) -> bytes:
+    """The document as one lxml tree (a single node, or attributes of ``DCX_NAMESPACE``,
+    declared once at the root)."""
+    from lxml import etree
+
+    nodes: list[etree._Element] = []
+    for writer in writers:
+        nodes.extend(writer.elements())
     nodes.extend(_reference_element(reference) for reference in references)
     if single:
         root = nodes[0]
     else:
         root = etree.Element("Data")
         root.extend(nodes)
-    if any(writer.namespaced for writer in writers):
+    if namespaced:
         etree.cleanup_namespaces(root, top_nsmap={"dcx": DCX_NAMESPACE})
-    data = etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
-    return data, dropped
+    data: bytes = etree.tostring(root, xml_declaration=True, encoding="UTF-8",
+                                 pretty_print=True)
+    return data
 
 
 def _unwritable(message: str, code: str, pointer: str = "") -> _Unwritable:
     return _Unwritable(error(message, code, pointer=pointer))
 
 
-def _node_ids(machines: list[Machine], pointers: list[str], dropped: set[str]) -> list[str]:
-    """Each machine's ``<Id>`` text: its id, or the one ``required_ids`` gives it."""
+def _node_ids(parts: list[Machine | MachineGroup], single: bool,
+              dropped: set[str]) -> tuple[list[str], list[str | None]]:
+    """Each machine's ``<Id>`` text (its id, or the one ``required_ids`` gives it), and its
+    name."""
+    owns: list[Id | None] = []
+    names: list[str | None] = []
+    for part in parts:
+        if isinstance(part, MachineGroup):
+            template = part.template
+            owns.extend(part.ids if part.ids is not None else repeat(template.id, part.count))
+            names.extend(part.names if part.names is not None
+                         else repeat(template.name, part.count))
+        else:
+            owns.append(part.id)
+            names.append(part.name)
+    texts = list(map(str, required_ids_of(list(zip(owns, names, strict=True)))))
+    if len(set(texts)) != len(texts) or not all(map(str.strip, texts)):
+        _refuse_ids(texts, single)
+    if owns.count(None) != len(owns) and any(
+            own is not None and id_from_text(text) != own
+            for own, text in zip(owns, texts, strict=True)):
+        dropped.add("machine.id")  # a text id in decimal digits reads back as an integer
+    return texts, names
+
+
+def _refuse_ids(texts: list[str], single: bool) -> None:
+    """The first blank or repeated id, as the error that stops the write."""
     seen: set[str] = set()
-    texts = []
-    ids = required_ids(machines)
-    for position, (machine, pointer, node_id) in enumerate(
-            zip(machines, pointers, ids, strict=True), 1):
-        text = str(node_id)
+    for position, text in enumerate(texts, 1):
+        pointer = "/Node" if single else f"/Data/Node[{position}]"
         if not text.strip():
             raise _unwritable(f"machine {position} has a blank id; SSS requires a non-empty "
                               "<Id>", "sss.write.missing-id", pointer)
@@ -117,10 +192,95 @@ def _node_ids(machines: list[Machine], pointers: list[str], dropped: set[str]) -
             raise _unwritable(f"machine id {text!r} is used twice; SSS node ids are unique",
                               "sss.write.duplicate-id", pointer)
         seen.add(text)
-        if machine.id is not None and id_from_text(text) != machine.id:
-            dropped.add("machine.id")  # a text id in decimal digits reads back as an integer
-        texts.append(text)
-    return texts
+
+
+class _SingleNode:
+    """The ``<Node>`` of one machine, built at once (so that ``namespaced`` is known)."""
+
+    def __init__(self, machine: Machine, node_id: str, pointer: str,
+                 dropped: set[str]) -> None:
+        writer = _MachineWriter(machine, node_id, pointer, dropped)
+        self.node = writer.element()
+        self.namespaced = writer.namespaced
+
+    def texts(self) -> Iterator[bytes]:
+        yield _node_text(self.node)
+
+    def elements(self) -> Iterator[etree._Element]:
+        yield self.node
+
+
+class _GroupText:
+    """The ``<Node>`` of every member of a machine group: the template's node built once
+    with stand-ins for its ``<Id>`` and ``<Name>`` texts, serialised, and each member's
+    texts put in their place (escaped as lxml escapes them)."""
+
+    def __init__(self, group: MachineGroup, ids: list[str], names: list[str | None],
+                 pointer: str, dropped: set[str]) -> None:
+        self.group = group
+        self.ids = ids
+        self.member_names = names
+        self.pointer = pointer
+        marker = uuid.uuid4().hex
+        self.id_marker = f"dcx-id-{marker}"
+        self.name_marker = f"dcx-name-{marker}" if group.names is not None else None
+        template = group.template
+        if self.name_marker is not None:
+            template = replace(template, name=self.name_marker)
+        self.writer = _MachineWriter(template, self.id_marker, pointer, dropped)
+        self.node = self.writer.element()
+        self.namespaced = self.writer.namespaced
+        self.dropped = dropped
+
+    def names(self) -> list[str | None]:
+        return self.member_names
+
+    def checked(self, values: list[str], what: str) -> list[str]:
+        """``values`` escaped (checked and escaped as one text where none holds a newline);
+        the first item XML cannot hold stops the write."""
+        joined = "\n".join(values)
+        if check_xml_text(joined) is not None:  # find which one (a newline is no problem)
+            for index, value in enumerate(values):
+                problem = check_xml_text(value)
+                if problem is not None:
+                    raise _unwritable(f"{what}: {problem}", "sss.write.unwritable-text",
+                                      f"/Data/Node[{index + 1}]")
+        if joined.count("\n") != len(values) - 1:
+            return list(map(_escaped, values))
+        return _escaped(joined).split("\n")  # escaping adds no newline
+
+    def texts(self) -> Iterator[bytes]:
+        text = _node_text(self.node).decode()
+        head, rest = text.split(f">{self.id_marker}<", 1)
+        pieces = [head + ">", "<" + rest]
+        if self.name_marker is not None:
+            middle, tail = pieces[1].split(f">{self.name_marker}<", 1)
+            pieces = [pieces[0], middle + ">", "<" + tail]
+        ids = self.checked(self.ids, "<Id>")
+        if self.name_marker is None:
+            first, last = pieces
+            yield "".join([first + own + last for own in ids]).encode()
+            return
+        names = self.checked(self.names(), "<Name>")  # type: ignore[arg-type]
+        first, middle, last = pieces
+        yield "".join([first + own + middle + name + last
+                       for own, name in zip(ids, names, strict=True)]).encode()
+
+    def elements(self) -> Iterator[etree._Element]:
+        for node_id, name in zip(self.ids, self.names(), strict=True):
+            node = copy.deepcopy(self.node)
+            node.find("Id").text = node_id  # type: ignore[union-attr]
+            if name is not None:
+                node.find("Name").text = name  # type: ignore[union-attr]
+            yield node
+
+
+def _escaped(text: str) -> str:
+    """XML character data as lxml writes it."""
+    if "&" in text or "<" in text or ">" in text or "\r" in text:
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
+            .replace("\r", "&#13;")
+    return text
 
 
 def _references(environment: Environment, dropped: set[str]) -> list[NodeReference]:

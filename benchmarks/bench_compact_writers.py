@@ -1,0 +1,85 @@
+"""Writers of a million identical machines: a 126-byte Flux R of 1,048,576 ranks (one
+R_lite entry, ``n[0-1048575]``), read as one machine group, written as SSS and as Slurm.
+
+SSS has no compact form for identical nodes, so the writer must spell every ``<Node>``: it
+builds the group's node once and puts each member's ``<Id>`` and ``<Name>`` into its
+serialised text. Baseline, measured in the same run: the same group expanded into single
+machines before writing (one lxml element per machine, what the writer built for every
+machine before), on 131,072 ranks; the group path on the same ranks must write the same
+bytes, then runs on all 1,048,576. Slurm writes a uniform group as one ``NodeName`` line
+with a host range; its baseline is the expanded machines, whose names are compacted back
+into that range. Each step runs in a child process of its own (wall, CPU, peak RSS), and
+prints machines per second.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from child import run_code
+
+FULL = 1 << 20
+BASELINE = 1 << 17
+
+WRITE = """
+import hashlib, sys, time
+from dataclasses import replace
+from dcx.core.model import Rack
+from dcx.formats import flux_r, slurm, sss
+
+count, way, target, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+data = (b'{"version": 1, "execution": {"R_lite": [{"rank": "0-%d", "children": '
+        b'{"core": "0-31"}}], "nodelist": ["n[0-%d]"]}}' % (count - 1, count - 1))
+document = flux_r.read(data).document
+if way == "expanded":
+    environment = document.environment
+    datacenters = tuple(replace(datacenter, rooms=tuple(replace(room, racks=tuple(
+        Rack(slots=tuple(rack.slots)) for rack in room.racks)) for room in datacenter.rooms))
+        for datacenter in environment.datacenters)
+    document = replace(document, environment=replace(environment, datacenters=datacenters))
+writer = {"sss": sss.write, "slurm": slurm.write}[target]
+started = time.perf_counter()
+written = writer(document).data
+seconds = time.perf_counter() - started
+with open(out, "w") as handle:
+    handle.write(f"{hashlib.sha256(written).hexdigest()} {seconds} {len(written)}")
+"""
+
+
+def measure(count: int, way: str, target: str, folder: str) -> tuple[str, float, int, float,
+                                                                      float]:
+    """The written bytes' digest, the write's own seconds and size, and the child's CPU time
+    and peak RSS."""
+    out = os.path.join(folder, f"{target}-{way}-{count}.txt")
+    _, cpu, rss = run_code(WRITE, str(count), way, target, out,
+                           what=f"{target} {way} {count:,}")
+    with open(out) as handle:
+        digest, seconds, size = handle.read().split()
+    return digest, float(seconds), int(size), cpu, rss
+
+
+def report(label: str, count: int, seconds: float, size: int, cpu: float, rss: float) -> None:
+    print(f"  {label:<44} {count:>9,} machines  write {seconds:6.2f} s "
+          f"({count / seconds:>9,.0f}/s)  {size / 2**20:7.1f} MiB  process CPU {cpu:6.2f} s"
+          f"  peak RSS {rss:6.0f} MB")
+
+
+def main() -> None:
+    print(f"compact writers: a Flux R of {FULL:,} ranks (one machine group) -> SSS, Slurm "
+          "(child processes)")
+    with tempfile.TemporaryDirectory() as folder:
+        for target in ("sss", "slurm"):
+            base = measure(BASELINE, "expanded", target, folder)
+            same = measure(BASELINE, "grouped", target, folder)
+            assert base[0] == same[0], f"{target}: the two ways wrote different bytes"
+            full = measure(FULL, "grouped", target, folder)
+            report(f"{target}, baseline: expanded machines", BASELINE, *base[1:])
+            report(f"{target}, as read: one group", BASELINE, *same[1:])
+            report(f"{target}, as read: one group", FULL, *full[1:])
+            print(f"  {target}: {(BASELINE / same[1]) / (BASELINE / base[1]):.1f}x the "
+                  "baseline's machines per second")
+
+
+if __name__ == "__main__":
+    main()
