@@ -144,7 +144,7 @@ def sniff(data: bytes) -> bool:
         and not keys["1"] & {"$schema", "execution"}
 
 
-read = deferred("dcx.formats.jgf.codec", "read")
+read = deferred("dcx.formats.jgf.reader", "read")
 
 
 write = deferred("dcx.formats.jgf.codec", "write")

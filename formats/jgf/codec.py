@@ -181,15 +181,6 @@ def _valid_tree(entries: Any) -> list[Entry] | None:
 # --------------------------------------------------------------------------- reading
 
 
-def read(data: bytes) -> ReadResult:
-    from dcx.formats.jgf import text_runs
-
-    fast = text_runs.read(data)
-    if fast is not None:
-        return fast
-    return read_checked(data)
-
-
 def read_checked(data: bytes) -> ReadResult:
     """``read`` vertex by vertex: every file the fast path (``text_runs``) does not accept."""
     loaded, problems = loaded_against(SCHEMA, data, "a JGF document", "jgf.not-object")

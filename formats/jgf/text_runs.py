@@ -36,7 +36,7 @@ the offset, so a place costs the text before it is counted, once, not a decode o
 
 The path only accepts: any diagnostic, any text it does not recognise (other layouts,
 other top-level keys, non-ASCII bytes, backslashes in a block), and any check that fails
-gives ``None``, and ``codec.read`` reads the file the checked way. ``tests/test_jgf_runs.py``
+gives ``None``, and ``reader.read`` reads the file the checked way. ``tests/test_jgf_runs.py``
 holds the two to the same documents, diagnostics and places.
 """
 
@@ -385,7 +385,7 @@ class _Walk:
 
 
 def read(data: bytes, min_bytes: int = MIN_BYTES) -> ReadResult | None:
-    """``codec.read``'s result for ``data``, or ``None`` when this path does not accept
+    """``codec.read_checked``'s result for ``data``, or ``None`` when this path does not accept
     it (then the checked path reads it)."""
     if len(data) < min_bytes or len(data) > LIMITS.max_input_bytes:
         return None
