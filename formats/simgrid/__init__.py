@@ -2,7 +2,27 @@
 WRENCH, SMPI). ``<platform version="4.1">`` holds one root ``<zone>``; zones hold sub-zones and
 ``<cluster>`` elements, or ``<host>`` elements; links, routes and routers connect them. SimGrid
 ships only a DTD (``simgrid.dtd``); ``xsd/simgrid.xsd`` describes the subset dcx reads, and a
-``<!DOCTYPE platform SYSTEM "…simgrid.dtd">`` is accepted without ever being fetched.
+``<!DOCTYPE platform SYSTEM "…simgrid.dtd">`` is accepted without ever being fetched, whatever
+its URL (the old ``http://simgrid.gforge.inria.fr/simgrid/simgrid.dtd`` too).
+
+What dcx reads
+--------------
+
+The shapes of the files SimGrid and Batsim ship, read as SimGrid 3.32 reads them:
+
+* version 4.1 (SimGrid 3.16 on): ``<zone>``, ``<zoneRoute>``, ``<actor>``;
+* version 4 (SimGrid 3.13 on): the same with the older names SimGrid 4.1 still reads,
+  ``<AS>`` for ``<zone>``, ``<ASroute>``, ``<bypassASroute>``, ``<process>``;
+* version 3 (SimGrid 3.5 to 3.12): ``power`` where version 4 says ``speed``. SimGrid 3.13 and
+  later refuse it until ``simgrid_update_xml`` upgrades it; dcx reads it as the upgrade would,
+  with the warning ``simgrid.old-version``; its storage elements (removed in SimGrid 3.27) are
+  not kept;
+* hosts wherever they are declared: ``<host>``, the hosts of a ``<cluster>`` and of a
+  ``<cabinet>`` (``prefix`` + number + ``suffix`` for each number of ``radical``, one core each:
+  SimGrid's meta_cluster.xml, Batsim's cluster_locality platforms, whose cabinets share one
+  id), and ``<peer>`` (one host of one core named by its id, in Vivaldi zones);
+* whitespace or a blank line before the XML declaration (Batsim's platforms), which SimGrid's
+  parser skips and XML forbids.
 
 Model mapping
 -------------
@@ -18,7 +38,8 @@ root ``zone``               one datacenter, one room; its ``id`` is kept in
                             (unpadded); ``prefix``, ``suffix``, ``bw``, ``lat`` and the other
                             attributes are kept as ``Rack.extras["simgrid:<attribute>"]``; the
                             cluster's props go onto every machine, as SimGrid puts them
-a zone holding hosts         a :class:`Rack` whose ``id`` is the zone's (its routing, when not
+a zone holding hosts         a :class:`Rack` whose ``id`` is the zone's (hosts, cabinets' and
+                            peers' hosts, in document order) (its routing, when not
                             ``Full``, in ``Rack.extras["simgrid:routing"]``); hosts directly in
                             the root zone are one rack whose id is the root zone's
 ``host id``                 ``Machine.id`` (the integer when it is canonical decimal text) and
@@ -72,8 +93,8 @@ Divergences
    does not exist in SimGrid's code and is an error here too.
 2. SimGrid warns about a bare non-zero speed and reads it as flop/s; dcx does the same and
    always writes a unit.
-3. The deprecated ``<AS>``, ``<ASroute>`` and ``<process>`` are refused by the XSD (SimGrid
-   4.1 still reads them); ``simgrid_update_xml`` upgrades a file.
+3. SimGrid refuses version 3; dcx reads it (see What dcx reads). ``<include>`` is refused,
+   as SimGrid has refused it since 3.18.
 """
 
 from __future__ import annotations
@@ -131,7 +152,13 @@ normal_form_losses = deferred("dcx.formats.simgrid.codec", "normal_form_losses")
 
 CODES = (
     Code("simgrid.root", "error", "The root element is not <platform>."),
-    Code("simgrid.version", "error", "The platform version is not 4.0 to 4.1."),
+    Code("simgrid.version", "error", "The platform version is not 3, 4.0 or 4.1."),
+    Code("simgrid.old-version", "warning",
+         "Platform version 3: SimGrid refuses it until simgrid_update_xml upgrades it; dcx "
+         "reads it as upgraded."),
+    Code("simgrid.speed-attribute", "error",
+         "An element lacks the speed attribute of the platform's version (power in version 3, "
+         "speed from version 4)."),
     Code("simgrid.routing", "error", "A zone's routing is not one SimGrid knows (any case)."),
     Code("simgrid.root-zones", "error", "The platform has more than one root zone."),
     Code("simgrid.mixed-zone", "error",

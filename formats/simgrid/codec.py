@@ -75,6 +75,8 @@ class _Reader:
     slot_elements: list[tuple[_Element, ...]] = field(default_factory=list)
     """Per rack, the element of each slot's machine: its host, or the cluster."""
     _order: dict[str, dict[Any, int]] = field(default_factory=dict)
+    version: int = 410
+    """The platform version in hundredths (``4.1`` is 410)."""
 
     def element(self, element: Any) -> _Element:
         """An element as its name and index among the elements of that name, in document
@@ -123,7 +125,7 @@ def _read(data: bytes) -> ReadResult:
     from dcx.parsing.xmlio import load_xsd, parse_xml, xsd_diagnostics
 
     try:
-        tree = parse_xml(data, external_doctype="platform")
+        tree = parse_xml(data, external_doctype="platform", space_before_declaration=True)
     except InputError as exc:
         return ReadResult(None, (exc.diagnostic,))
     root = tree.getroot()
@@ -136,9 +138,9 @@ def _read(data: bytes) -> ReadResult:
         return ReadResult(None, tuple(problems))
     reader = _Reader(data)
     _check_version(root, reader)
-    roots = [child for child in root if child.tag in ("zone", "cluster")]
+    roots = [child for child in root if child.tag in _GROUPS]
     for child in root:
-        if child.tag not in ("zone", "cluster"):
+        if child.tag not in _GROUPS:
             reader.skip(f"<{child.tag}>", child)
     if len(roots) > 1:
         reader.found.append(error(
@@ -181,10 +183,23 @@ def _read(data: bytes) -> ReadResult:
 def _check_version(root: Any, reader: _Reader) -> None:
     text = root.get("version")
     hundredths = _rounded(text, 100)
-    if not 400 <= hundredths <= 410:
+    reader.version = hundredths
+    if 300 <= hundredths < 400:
+        reader.found.append(warning(
+            f"platform version {text!r}: SimGrid 3.13 and later refuse version 3 until "
+            "simgrid_update_xml upgrades it; dcx reads it as the upgrade would (power is "
+            "speed, AS is zone)", "simgrid.old-version", **reader.at(root, "version")))
+    elif not 400 <= hundredths <= 410:
         reader.found.append(error(
-            f"platform version {text!r}; SimGrid reads 4.0 to 4.1 (simgrid_update_xml "
-            "upgrades older files)", "simgrid.version", **reader.at(root, "version")))
+            f"platform version {text!r}; SimGrid reads 4.0 to 4.1 and dcx also 3 "
+            "(simgrid_update_xml upgrades older files)", "simgrid.version",
+            **reader.at(root, "version")))
+
+
+_GROUPS = ("zone", "AS", "cluster")
+"""What a zone of zones holds: zones (``AS`` is version 3 and 4's name) and clusters."""
+_HOSTS = ("host", "cabinet", "peer")
+"""What declares hosts in a zone of hosts (a cabinet several, a peer one)."""
 
 
 def _rounded(text: str, scale: int) -> int:
@@ -203,9 +218,10 @@ def _zone_racks(zone: Any, reader: _Reader, is_root: bool = False) -> list[Rack]
             f"zone {zone.get('id')!r} has routing {zone.get('routing')!r}; SimGrid knows Full, "
             "Floyd, Dijkstra, DijkstraCache, None, Vivaldi, Cluster, Wifi …",
             "simgrid.routing", **reader.at(zone, "routing")))
-    hosts = [child for child in zone if child.tag == "host"]
-    groups = [child for child in zone if child.tag in ("zone", "cluster")]
-    if hosts and groups:
+    hosts = [child for child in zone if child.tag in _HOSTS]
+    groups = [child for child in zone if child.tag in _GROUPS]
+    plain_hosts = [child for child in hosts if child.tag == "host"]
+    if plain_hosts and groups:
         reader.found.append(error(
             f"zone {zone.get('id')!r} holds both hosts and {groups[0].tag}s; SimGrid's zones "
             "hold one or the other", "simgrid.mixed-zone", **reader.at(groups[0])))
@@ -213,26 +229,32 @@ def _zone_racks(zone: Any, reader: _Reader, is_root: bool = False) -> list[Rack]
     for child in zone:
         if child.tag == "prop":
             reader.skip("<prop> of a zone", child)
-        elif child.tag not in ("host", "zone", "cluster"):
+        elif child.tag not in _HOSTS + _GROUPS:
             reader.skip(f"<{child.tag}>", child)
-    if not groups:
+    racks: list[Rack] = []
+    if hosts or not groups:  # a zone of hosts (maybe empty), or of cabinets beside zones
         if is_root and not hosts:
             return []  # an empty platform
         extras: Extras = {}
         if not is_root and zone.get("routing") != "Full":
             extras[ROUTING_KEY] = zone.get("routing")
-        return [reader.rack(zone, tuple(_host(host, reader) for host in hosts), extras,
-                            tuple(reader.element(host) for host in hosts))]
-    if not is_root:
+        machines: list[Machine] = []
+        elements: list[_Element] = []
+        for child in hosts:
+            found = _cabinet(child, reader) if child.tag == "cabinet" else [_host(child, reader)]
+            machines.extend(found)
+            elements.extend([reader.element(child)] * len(found))
+        racks.append(reader.rack(zone, tuple(machines), extras, tuple(elements)))
+    if groups and not is_root:
         reader.skip("a zone holding zones below the root's children", zone)
-    racks: list[Rack] = []
     for child in groups:
-        racks.extend(_zone_racks(child, reader) if child.tag == "zone"
+        racks.extend(_zone_racks(child, reader) if child.tag != "cluster"
                      else [_cluster(child, reader)])
     return racks
 
 
 def _host(host: Any, reader: _Reader) -> Machine:
+    """A ``<host>`` or a ``<peer>`` (one host of one core named by its id)."""
     name = host.get("id")
     _register(name, host, reader)
     clock = _speed(host, reader)
@@ -244,10 +266,28 @@ def _host(host: Any, reader: _Reader) -> Machine:
             reader.skip(f"<{child.tag}> of a host", child)
     for attribute in HOST_FILES:
         if host.get(attribute):
-            reader.skip(f"host {attribute}", host)
+            reader.skip(f"{host.tag} {attribute}", host)
+    if host.tag == "peer":
+        reader.skip("the links of a <peer>", host)
     return Machine(id=id_from_text(name), name=name, extras=extras,
                    cpus=(ProcessingUnit(cores=int(host.get("core", "1")),
                                         clock_rate_hz=clock),))
+
+
+def _cabinet(cabinet: Any, reader: _Reader) -> list[Machine]:
+    """The hosts of a ``<cabinet>``: one core each, named like a cluster's."""
+    numbers = _radical_of(cabinet, reader)
+    clock = _speed(cabinet, reader)
+    reader.skip("the links of a <cabinet>", cabinet)
+    cpus = (ProcessingUnit(cores=1, clock_rate_hz=clock),)
+    prefix, suffix = cabinet.get("prefix"), cabinet.get("suffix")
+    machines = []
+    for number in numbers:
+        name = f"{prefix}{number}{suffix}"
+        _register(name, cabinet, reader)
+        machines.append(build(Machine, {"id": id_from_text(name), "name": name,
+                                        "extras": {}, "cpus": cpus}))
+    return machines
 
 
 def _register(name: str, element: Any, reader: _Reader) -> None:
@@ -265,7 +305,9 @@ def _prop(prop: Any, extras: Extras) -> None:
 def _speed(element: Any, reader: _Reader) -> float | None:
     """The speed of the element's power state in flop/s (``None`` for 0)."""
     speeds: list[float] = []
-    for text in element.get("speed").split(","):
+    speed_text = _speed_attribute(element, reader)
+    attribute = "power" if reader.version < 400 else "speed"
+    for text in speed_text.split(","):
         parsed = _SPEED.fullmatch(text)
         unit = parsed.group(2) if parsed else ""
         if parsed is None or (unit and unit not in SPEED_UNITS):
@@ -274,14 +316,14 @@ def _speed(element: Any, reader: _Reader) -> float | None:
                 f"speed {text.strip()!r} has an unknown unit; SimGrid's are f, kf, Mf, Gf … "
                 "(case matters)", "simgrid.unit",
                 hint=f"did you mean {hint!r}?" if hint else None,
-                **reader.at(element, "speed")))
+                **reader.at(element, attribute)))
             return None
         value = float(parsed.group(1))
         if not unit and value != 0:
             reader.found.append(warning(
                 f"speed {text.strip()!r} has no unit; SimGrid reads flop/s and warns that "
                 "unit-less values are deprecated", "simgrid.unitless",
-                **reader.at(element, "speed")))
+                **reader.at(element, attribute)))
         speeds.append(value * SPEED_UNITS[unit or "f"])
     pstate_text = element.get("pstate", "0")
     pstate = _rounded(pstate_text, 1)
@@ -294,11 +336,27 @@ def _speed(element: Any, reader: _Reader) -> float | None:
         reader.skip("the speeds of other power states", element)
     speed = speeds[pstate]
     if not math.isfinite(speed) or speed < 0:
-        reader.found.append(error(f"speed {element.get('speed')!r} is not a finite "
+        reader.found.append(error(f"speed {speed_text!r} is not a finite "
                                   "non-negative number", "simgrid.unit",
-                                  **reader.at(element, "speed")))
+                                  **reader.at(element, attribute)))
         return None
     return speed or None
+
+
+def _speed_attribute(element: Any, reader: _Reader) -> str:
+    """The speed list of an element: ``speed``, or ``power`` in a version 3 platform (the
+    attribute's name before version 4); ``0f`` with an error when the version's is absent."""
+    wanted, other = ("power", "speed") if reader.version < 400 else ("speed", "power")
+    text = element.get(wanted)
+    if text is not None:
+        return str(text)
+    attribute = other if element.get(other) is not None else None
+    reader.found.append(error(
+        f"<{element.tag} id={element.get('id')!r}> has no {wanted} attribute"
+        + (f" ({other} is its name in platform version "
+           f"{'4 and later' if other == 'speed' else '3'})" if attribute else ""),
+        "simgrid.speed-attribute", **reader.at(element, attribute)))
+    return "0f"
 
 
 def radical_numbers(text: str) -> list[int] | str:
@@ -320,18 +378,24 @@ def radical_numbers(text: str) -> list[int] | str:
     return numbers
 
 
-def _cluster(cluster: Any, reader: _Reader) -> Rack:
-    radical = cluster.get("radical")
+def _radical_of(element: Any, reader: _Reader) -> list[int]:
+    """The numbers of a cluster's or a cabinet's radical (none when it cannot be read)."""
+    radical = element.get("radical")
     numbers = radical_numbers(radical)
     if isinstance(numbers, str):
         reader.found.append(error(f"radical {radical!r}: {numbers}", "simgrid.radical",
-                                  **reader.at(cluster, "radical")))
-        numbers = []
-    elif any(_RADICAL_PART.fullmatch(part) and _empty_range(part)
-             for part in radical.split(",")):
+                                  **reader.at(element, "radical")))
+        return []
+    if any(_RADICAL_PART.fullmatch(part) and _empty_range(part)
+           for part in radical.split(",")):
         reader.found.append(warning(f"radical {radical!r} has a range whose end is below "
                                     "its start: SimGrid makes no host of it",
-                                    "simgrid.radical-empty", **reader.at(cluster, "radical")))
+                                    "simgrid.radical-empty", **reader.at(element, "radical")))
+    return numbers
+
+
+def _cluster(cluster: Any, reader: _Reader) -> Rack:
+    numbers = _radical_of(cluster, reader)
     clock = _speed(cluster, reader)
     props: Extras = {}
     for child in cluster:
