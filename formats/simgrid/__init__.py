@@ -58,10 +58,16 @@ cycle; scale the speeds of a written platform when the application's flops per c
 A comma list gives one speed per power state; dcx keeps the one of the host's ``pstate``
 (default 0) and warns that the others are not kept.
 
-What the model cannot hold is reported when read (one warning per element name): links,
-backbones, routes, routers, traces, configuration, actors, disks, zone props, per-host
-availability and state files, and zones nested below the root's children (their hosts are
-kept, in racks of the innermost zones). A written platform has no links or routes: it is a
+Validation judges the file: what the model cannot hold is no warning of ``dcx validate``
+but a loss of ``dcx convert --losses``. The reader names it, with counts, in
+``Environment.extras["simgrid:not-kept"]`` (``"<link> (3), <route> (8)"``), which no target
+keeps: links, backbones, routes, routers, traces, configuration, actors, disks, zone props,
+the links of cabinets and peers, per-host availability and state files, and zones nested
+below the root's children (their hosts are kept, in racks of the innermost zones).
+
+A host of speed ``0f`` draws the warning ``simgrid.no-speed`` (``validate --strict`` refuses
+the file): work never finishes on it. Batsim's storage hosts (``<prop id="role"
+value="storage"/>``) are meant so and are not warned of. A written platform has no links or routes: it is a
 topology, and SimGrid needs a network added before hosts in different racks communicate
 (clusters written from SimGrid files keep their ``bw`` and ``lat``, so their own network is
 whole).
@@ -74,7 +80,9 @@ name, or ``node<N>``: the required-ids normal form), every rack one too (``rack<
 text, unique across hosts, zones and clusters (SimGrid names them in one namespace). Value
 restrictions the normal form reports as losses: ids that do not read back as themselves or
 clash (renamed ``node<N>`` / ``rack<N>``), a name other than the id, a machine without CPUs
-(one core), clock rates that are not positive, props XML cannot carry. Memory, GPUs, states
+(one core), props XML cannot carry. A machine without a positive clock rate is not written
+(SimGrid would get a host of speed ``0f``), unless its ``role`` prop says Batsim stores on it:
+when some are left out, ``dcx convert`` says which and hints at ``--fill clock-rate=…``. Memory, GPUs, states
 and the hierarchy above racks are not held.
 
 Checks: the XSD, then what it cannot say: version 4.0 to 4.1 (SimGrid rounds it to 1/100),
@@ -106,16 +114,16 @@ from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = [
     "CLUSTER_KEYS", "CLUSTER_OPTIONAL", "CLUSTER_REQUIRED", "CODES", "DEFAULT_ROOT", "DOCTYPE",
-    "FORMAT", "HOLDS", "HOST_FILES", "INT32_MAX", "PREFIX", "PROP_PREFIX",
+    "FORMAT", "HOLDS", "HOST_FILES", "INT32_MAX", "NOT_KEPT_KEY", "PREFIX", "PROP_PREFIX",
     "REQUIRES", "ROOT_KEY", "ROUTINGS", "ROUTING_KEY", "SPEED_UNITS", "XSD_NAME",
-    "normal_form", "normal_form_losses", "radical_numbers", "read", "sniff", "write",
+    "leaves_out", "normal_form", "normal_form_losses", "radical_numbers", "read", "sniff", "write",
 ]
 
 # The reader, the writer and what they import load on first use: the pre-commit hook imports
 # every format's declaration to sniff, and most of its files are not this format's.
 _LAZY = dict.fromkeys({
     "CLUSTER_KEYS", "CLUSTER_OPTIONAL", "CLUSTER_REQUIRED", "DEFAULT_ROOT", "DOCTYPE", "HOST_FILES",
-    "INT32_MAX", "PREFIX", "PROP_PREFIX", "ROOT_KEY", "ROUTINGS", "ROUTING_KEY",
+    "INT32_MAX", "NOT_KEPT_KEY", "PREFIX", "PROP_PREFIX", "ROOT_KEY", "ROUTINGS", "ROUTING_KEY",
     "SPEED_UNITS", "radical_numbers",
 }, "codec")
 
@@ -150,6 +158,9 @@ normal_form = deferred("dcx.formats.simgrid.codec", "normal_form")
 normal_form_losses = deferred("dcx.formats.simgrid.codec", "normal_form_losses")
 
 
+leaves_out = deferred("dcx.formats.simgrid.codec", "leaves_out")
+
+
 CODES = (
     Code("simgrid.root", "error", "The root element is not <platform>."),
     Code("simgrid.version", "error", "The platform version is not 3, 4.0 or 4.1."),
@@ -173,9 +184,9 @@ CODES = (
     Code("simgrid.unitless", "warning",
          "A speed has no unit (SimGrid reads flop/s and warns it is deprecated)."),
     Code("simgrid.pstate", "error", "A host's pstate is not an index into its speed list."),
-    Code("simgrid.not-held", "warning",
-         "Elements or attributes dcx's model cannot hold (links, routes, other power states …); "
-         "they are not kept."),
+    Code("simgrid.no-speed", "warning",
+         "Hosts have speed 0: work never finishes on them (Batsim storage hosts, marked "
+         "with the role prop, are not warned of); dcx writes no host without a speed."),
 )
 
 FORMAT = FormatDeclaration(
@@ -196,5 +207,6 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    leaves_out=leaves_out,
     codes=CODES,
 )

@@ -32,6 +32,13 @@ PREFIX = "simgrid:"
 PROP_PREFIX = "simgrid:prop:"
 ROOT_KEY = "simgrid:root"
 ROUTING_KEY = "simgrid:routing"
+NOT_KEPT_KEY = "simgrid:not-kept"
+"""Environment extra: what the file declares that the model does not keep (links, routes,
+zones below the root's children …), as one line; every target drops it, so ``convert
+--losses`` reports it, while validating the file says nothing of it."""
+ROLE_PROP = PROP_PREFIX + "role"
+STORAGE_ROLE = "storage"
+"""Batsim's role of a host that stores and never computes (speed ``0f``)."""
 DEFAULT_ROOT = "platform"
 CLUSTER_REQUIRED = ("prefix", "suffix", "bw", "lat")
 CLUSTER_OPTIONAL = ("sharing_policy", "topology", "topo_parameters", "bb_bw", "bb_lat",
@@ -158,12 +165,10 @@ def _read(data: bytes) -> ReadResult:
             if top.get("routing") != "Full":
                 extras[ROUTING_KEY] = top.get("routing")
             racks.extend(_zone_racks(top, reader, is_root=True))
-    for what, count in reader.not_held.items():
-        times = f" ({count} of them)" if count > 1 else ""
-        reader.found.append(warning(f"{what}: not kept{times}; dcx's model holds hosts, "
-                                    "cores and speeds, not the network or the simulation "
-                                    "setup", "simgrid.not-held",
-                                    **reader.at(reader.first_not_held[what])))
+    if reader.not_held:
+        extras[NOT_KEPT_KEY] = ", ".join(
+            f"{what} ({count:,})" if count > 1 else what
+            for what, count in reader.not_held.items())
     if reader.failed:
         return ReadResult(None, tuple(reader.found))
     environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=tuple(racks)),)),),
@@ -269,15 +274,31 @@ def _host(host: Any, reader: _Reader) -> Machine:
             reader.skip(f"{host.tag} {attribute}", host)
     if host.tag == "peer":
         reader.skip("the links of a <peer>", host)
+    if clock is None:
+        _no_speed(host, extras, reader)
     return Machine(id=id_from_text(name), name=name, extras=extras,
                    cpus=(ProcessingUnit(cores=int(host.get("core", "1")),
                                         clock_rate_hz=clock),))
+
+
+def _no_speed(element: Any, props: Extras, reader: _Reader) -> None:
+    """The warning for an element whose hosts have speed 0 (unless it failed already, or
+    Batsim's ``role`` prop makes them storage hosts)."""
+    if reader.failed or props.get(ROLE_PROP) == STORAGE_ROLE:
+        return
+    attribute = "power" if reader.version < 400 else "speed"
+    reader.found.append(warning(
+        f"<{element.tag} id={element.get('id')!r}> has speed 0: work never finishes on its "
+        "hosts (a Batsim storage host says so with <prop id=\"role\" value=\"storage\"/>)",
+        "simgrid.no-speed", **reader.at(element, attribute)))
 
 
 def _cabinet(cabinet: Any, reader: _Reader) -> list[Machine]:
     """The hosts of a ``<cabinet>``: one core each, named like a cluster's."""
     numbers = _radical_of(cabinet, reader)
     clock = _speed(cabinet, reader)
+    if clock is None:
+        _no_speed(cabinet, {}, reader)
     reader.skip("the links of a <cabinet>", cabinet)
     cpus = (ProcessingUnit(cores=1, clock_rate_hz=clock),)
     prefix, suffix = cabinet.get("prefix"), cabinet.get("suffix")
@@ -400,6 +421,8 @@ def _cluster(cluster: Any, reader: _Reader) -> Rack:
     props: Extras = {}
     for child in cluster:
         _prop(child, props)
+    if clock is None:
+        _no_speed(cluster, props, reader)
     cores = int(cluster.get("core", "1"))
     prefix, suffix = cluster.get("prefix"), cluster.get("suffix")
     cpus = (ProcessingUnit(cores=cores, clock_rate_hz=clock),)  # frozen: shared by all
@@ -456,9 +479,14 @@ class _Normalizer:
         self.taken.add(name)
         return name
 
-    def machine(self, machine: Machine, position: int) -> Machine:
+    def machine(self, machine: Machine, position: int) -> Machine | None:
+        """``machine`` in normal form, or ``None`` when SimGrid cannot run it: no speed
+        (a host of speed 0 never finishes work), unless it is a Batsim storage host."""
         lost = self.lost
         cpus = machine.cpus
+        if not _has_speed(machine):
+            lost.add("cpu.clock_rate_hz")
+            return None
         if len(cpus) != 1 or cpus[0].cores < 1 or not _valid_clock(cpus[0].clock_rate_hz):
             cores = machine.core_count
             # several CPUs merge as restrict merges sockets
@@ -488,6 +516,34 @@ class _Normalizer:
             return machine  # already in normal form: no copy per host
         return Machine(**{**machine.__dict__, "id": machine_id, "name": name, "cpus": cpus,
                           "extras": extras})
+
+
+def _has_speed(machine: Machine) -> bool:
+    """Whether SimGrid can be given a speed for ``machine``: a positive finite clock rate
+    (that of the first CPU, or of the machine's CPUs merged), or Batsim's storage role."""
+    cpus = machine.cpus
+    clock = cpus[0].clock_rate_hz if len(cpus) == 1 else machine.clock_rate_hz
+    return (clock is not None and clock > 0 and math.isfinite(clock)) \
+        or machine.extras.get(ROLE_PROP) == STORAGE_ROLE
+
+
+def leaves_out(document: Document) -> str:
+    """Why SimGrid's normal form leaves machines of ``document`` out, in one line."""
+    environment = document.environment
+    if environment is None:
+        return ""
+    every = lacking = 0
+    first: Machine | None = None
+    for machine in environment.machines():
+        every += 1
+        if not _has_speed(machine):
+            lacking += 1
+            first = first or machine
+    if first is None:
+        return ""
+    name = first.name or first.id or "the first"
+    return (f"SimGrid needs a speed (flop/s per core, dcx's clock rate) for every host; "
+            f"{lacking:,} of {every:,} machines lack it (first: {name})")
 
 
 def _shape(machine: Machine) -> tuple[int, float | None]:
@@ -564,6 +620,8 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
               if not key.startswith(PREFIX)}
     root = environment.extras.get(ROOT_KEY)
     routing = environment.extras.get(ROUTING_KEY)
+    if NOT_KEPT_KEY in environment.extras:
+        lost.add("environment.extras")  # the network the file had: a rewrite has none
     if routing is not None:
         if isinstance(routing, str) and routing.casefold() in ROUTINGS and routing != "Full":
             extras[ROUTING_KEY] = routing
@@ -579,7 +637,9 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
             if slot is None:
                 continue
             position += 1
-            machines.append(normalizer.machine(slot, position))
+            normal = normalizer.machine(slot, position)
+            if normal is not None:
+                machines.append(normal)
         new_racks.append(replace(rack, slots=tuple(machines)))
     for number, rack in enumerate(new_racks, 1):
         cluster = _cluster_numbers(rack) is not None
