@@ -67,10 +67,11 @@ below the root's children (their hosts are kept, in racks of the innermost zones
 
 A host of speed ``0f`` draws the warning ``simgrid.no-speed`` (``validate --strict`` refuses
 the file): work never finishes on it. Batsim's storage hosts (``<prop id="role"
-value="storage"/>``) are meant so and are not warned of. A written platform has no links or routes: it is a
-topology, and SimGrid needs a network added before hosts in different racks communicate
-(clusters written from SimGrid files keep their ``bw`` and ``lat``, so their own network is
-whole).
+value="storage"/>``) are meant so and are not warned of.
+
+A written platform has no links or routes: it is a topology, and SimGrid needs a network
+added before hosts in different racks communicate (clusters written from SimGrid files keep
+their ``bw`` and ``lat``, so their own network is whole).
 
 Writing: ``normal_form(document)`` and nothing else. A rack becomes a ``<cluster>`` when it
 came from one (its ``simgrid:prefix``, ``suffix``, ``bw`` and ``lat`` extras are there) and
@@ -82,8 +83,8 @@ restrictions the normal form reports as losses: ids that do not read back as the
 clash (renamed ``node<N>`` / ``rack<N>``), a name other than the id, a machine without CPUs
 (one core), props XML cannot carry. A machine without a positive clock rate is not written
 (SimGrid would get a host of speed ``0f``), unless its ``role`` prop says Batsim stores on it:
-when some are left out, ``dcx convert`` says which and hints at ``--fill clock-rate=…``. Memory, GPUs, states
-and the hierarchy above racks are not held.
+when some are left out, ``dcx convert`` says which and hints at ``--fill clock-rate=…``.
+Memory, GPUs, states and the hierarchy above racks are not held.
 
 Checks: the XSD, then what it cannot say: version 4.0 to 4.1 (SimGrid rounds it to 1/100),
 zone routings SimGrid knows (compared ignoring case, as SimGrid does), one root zone, no zone
