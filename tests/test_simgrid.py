@@ -481,3 +481,43 @@ def test_machines_without_a_clock_are_not_written_and_the_conversion_hints_at_fi
     assert main(["convert", str(source), str(tmp_path / "p.xml"), "--to", "simgrid",
                  "--fill", "clock-rate=2GHz"]) == 0
     assert (tmp_path / "p.xml").read_bytes().count(b'speed="2Gf"') == 4
+
+
+# ------------------------------------------------------------------------------ the peer
+
+
+def _peer() -> Any:
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("peer_simgrid",
+                                                  REPO / "tests/peers/peer_simgrid.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("peer_simgrid", module)  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    return sys.modules["peer_simgrid"]
+
+
+def test_the_peer_compares_hosts_speeds_cores_and_finish_times_with_what_dcx_reads() -> None:
+    """The SimGrid peer's comparison, on a report shaped like its child's (SimGrid itself
+    is not needed here: nox -s peers runs it)."""
+    peer = _peer()
+    hosts, problem, energy = peer.dcx_hosts(platform(
+        '<zone id="z" routing="Full"><host id="a" speed="2Gf" core="4"/>'
+        '<host id="b" speed="1Gf"><prop id="wattage_per_state" value="90:100"/></host>'
+        '</zone>'))
+    assert problem is None and energy and hosts == {"a": (2e9, 4), "b": (1e9, 1)}
+    agreeing = {"hosts": [{"name": "a", "speed": 2e9, "cores": 4},
+                          {"name": "b", "speed": 1e9, "cores": 1}],
+                "simulated": ["a", "b"], "finished": {"a": 0.5, "b": 1.0}, "links": 0}
+    assert peer.disagreements(hosts, agreeing) == []
+    differing = {"hosts": [{"name": "a", "speed": 2.4e9, "cores": 4},
+                           {"name": "c", "speed": 1e9, "cores": 2}],
+                 "simulated": ["a", "c"], "finished": {"a": 0.6}, "links": 0}
+    found = peer.disagreements(hosts, differing)
+    assert "hosts dcx does not read: c" in found and "hosts SimGrid does not have: b" in found
+    assert any(line.startswith("host a: SimGrid speed 2400000000.0") for line in found)
+    assert "host c: the actor never finished 1e+09 flops" in found
+    assert any("finished at 0.6 s, not work / speed" in line for line in found)
+    assert peer.dcx_hosts(b"<platform/>")[1].startswith("dcx cannot read it:")

@@ -93,6 +93,16 @@ most ``LIMITS.max_hostlist_range`` hosts, 32-bit numbers), known speed units (Si
 case-sensitive), a ``pstate`` inside the speed list. Errors carry line, column and the
 element's XPath.
 
+Peer
+----
+
+SimGrid 3.32 (Debian's ``python3-simgrid``) checks dcx's output: ``tests/peers/peer_simgrid.py``
+loads each platform with SimGrid's own loader, compares host count, names, speeds and core
+counts with what dcx reads, and runs one actor per host doing 10^9 flops, which must finish at
+work ÷ speed; platforms with energy figures load with SimGrid's energy plugin. It accepts the
+example and the SimGrid platforms dcx writes from every other example and from SimGrid's own
+platforms (including version 3 files, which dcx's rewrite upgrades to 4.1).
+
 Divergences
 -----------
 
