@@ -3,6 +3,7 @@ normal forms and hypothesis round trips model -> SimGrid -> model."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -111,11 +112,52 @@ def test_radicals_simgrid_cannot_read_or_too_large_are_refused(text: str) -> Non
     assert isinstance(simgrid.radical_numbers(text), str)
 
 
-def test_power_states_keep_the_selected_speed_with_a_warning() -> None:
+def test_power_states_are_kept_whole_with_the_selected_speed_as_clock() -> None:
     result = simgrid.read(platform('<zone id="z" routing="Full">'
                                    '<host id="h" speed="1Gf, 500Mf" pstate="1"/></zone>'))
     assert result.ok and result.diagnostics == ()
-    assert next(result.document.environment.machines()).clock_rate_hz == 5e8
+    machine = next(result.document.environment.machines())
+    assert machine.clock_rate_hz == 5e8
+    assert machine.extras == {"simgrid:speeds": "1Gf, 500Mf", "simgrid:pstate": "1"}
+    written = simgrid.write(result.document).data
+    assert b'<host id="h" speed="1Gf, 500Mf" pstate="1"/>' in written
+
+
+ENERGY_HOST = ('<zone id="z" routing="Full"><host id="h" speed="100Mf,50Mf,20Mf">'
+               '<prop id="wattage_per_state" value="95:200,93:170,90:150"/>'
+               '<prop id="wattage_off" value="10"/></host></zone>')
+
+
+def test_power_states_are_written_with_their_wattages_or_neither() -> None:
+    """SimGrid's energy plugin aborts on "Found 3 energetic profiles for 1 pstates": dcx
+    rewrote energy_boot.xml and energy_cluster.xml with one speed and three wattages."""
+    document = simgrid.read(platform(ENERGY_HOST)).document
+    assert simgrid.normal_form_losses(document) == frozenset()
+    written = simgrid.write(document).data
+    assert b'speed="100Mf,50Mf,20Mf"' in written and b'value="95:200,93:170,90:150"' in written
+    # the clock changed (or came from elsewhere): one speed, so no three wattages either
+    machine = next(document.environment.machines())
+    faster = replace(machine, cpus=(replace(machine.cpus[0], clock_rate_hz=2e8),))
+    changed = _environment(Rack(id="z", slots=(faster,)))
+    assert simgrid.normal_form_losses(changed) == {"machine.extras"}
+    written = simgrid.write(changed).data
+    assert b'speed="200Mf"' in written and b"wattage_per_state" not in written
+    assert b'<prop id="wattage_off" value="10"/>' in written
+    # a wattage list of another length than the speeds is not written either
+    one = _environment(Rack(id="z", slots=(Machine(
+        id="h", name="h", cpus=(ProcessingUnit(cores=1, clock_rate_hz=1e8),),
+        extras={"simgrid:prop:wattage_per_state": "95:200,93:170"}),)))
+    assert b"wattage_per_state" not in simgrid.write(one).data
+
+
+def test_a_cluster_keeps_its_power_states() -> None:
+    body = ('<zone id="z" routing="Full"><cluster id="c" prefix="n" suffix="" radical="1-2" '
+            'speed="100Mf,50Mf" core="4" bw="125MBps" lat="50us">'
+            '<prop id="wattage_per_state" value="100:200, 93:170"/></cluster></zone>')
+    document = simgrid.read(platform(body)).document
+    written = simgrid.write(document).data
+    assert b'radical="1-2" speed="100Mf,50Mf" core="4"' in written
+    assert simgrid.read(written).document == simgrid.normal_form(document)
 
 
 # ------------------------------------------------------------------------------ bad input

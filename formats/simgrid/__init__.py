@@ -55,8 +55,12 @@ Speed. SimGrid speeds are flop/s per core; dcx's model has clock rates. dcx maps
 cycle: a speed of ``2.4Gf`` is a 2.4 GHz clock and back. The round trip is exact, and the
 simulated time of a compute profile is flops ÷ speed as if each core retired one flop per
 cycle; scale the speeds of a written platform when the application's flops per cycle matter.
-A comma list gives one speed per power state; dcx keeps the one of the host's ``pstate``
-(default 0) and warns that the others are not kept.
+A comma list gives one speed per power state: the clock rate is the one of the host's
+``pstate`` (default 0), and the list (and ``pstate``) are kept in
+``Machine.extras["simgrid:speeds"]`` and ``["simgrid:pstate"]``. Power states are written
+whole: the list when the clock is still its state's speed, and the energy plugin's
+``wattage_per_state`` prop only with one entry per speed written (else it is a loss: SimGrid's
+energy plugin aborts on "Found 3 energetic profiles for 1 pstates").
 
 Validation judges the file: what the model cannot hold is no warning of ``dcx validate``
 but a loss of ``dcx convert --losses``. The reader names it, with counts, in

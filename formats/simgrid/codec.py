@@ -36,6 +36,13 @@ NOT_KEPT_KEY = "simgrid:not-kept"
 """Environment extra: what the file declares that the model does not keep (links, routes,
 zones below the root's children …), as one line; every target drops it, so ``convert
 --losses`` reports it, while validating the file says nothing of it."""
+SPEEDS_KEY = "simgrid:speeds"
+"""Machine extra: a host's or cluster's speed list when it has several power states (the
+attribute's text); the CPU's clock rate is the speed of the host's own state."""
+PSTATE_KEY = "simgrid:pstate"
+"""Machine extra: the ``pstate`` attribute of a host with several power states."""
+WATTAGES_PROP = PROP_PREFIX + "wattage_per_state"
+"""The energy plugin's prop: one ``idle:…:full`` entry per power state, comma-separated."""
 ROLE_PROP = PROP_PREFIX + "role"
 STORAGE_ROLE = "storage"
 """Batsim's role of a host that stores and never computes (speed ``0f``)."""
@@ -276,6 +283,8 @@ def _host(host: Any, reader: _Reader) -> Machine:
         reader.skip("the links of a <peer>", host)
     if clock is None:
         _no_speed(host, extras, reader)
+    if not reader.failed:
+        extras.update(_power_states(host, reader))
     return Machine(id=id_from_text(name), name=name, extras=extras,
                    cpus=(ProcessingUnit(cores=int(host.get("core", "1")),
                                         clock_rate_hz=clock),))
@@ -302,12 +311,13 @@ def _cabinet(cabinet: Any, reader: _Reader) -> list[Machine]:
     reader.skip("the links of a <cabinet>", cabinet)
     cpus = (ProcessingUnit(cores=1, clock_rate_hz=clock),)
     prefix, suffix = cabinet.get("prefix"), cabinet.get("suffix")
+    states = _power_states(cabinet, reader) if not reader.failed else {}
     machines = []
     for number in numbers:
         name = f"{prefix}{number}{suffix}"
         _register(name, cabinet, reader)
         machines.append(build(Machine, {"id": id_from_text(name), "name": name,
-                                        "extras": {}, "cpus": cpus}))
+                                        "extras": dict(states), "cpus": cpus}))
     return machines
 
 
@@ -353,8 +363,6 @@ def _speed(element: Any, reader: _Reader) -> float | None:
             f"pstate {pstate_text!r} is not one of the {len(speeds)} speeds",
             "simgrid.pstate", **reader.at(element, "pstate")))
         return None
-    if len(speeds) > 1:
-        reader.skip("the speeds of other power states", element)
     speed = speeds[pstate]
     if not math.isfinite(speed) or speed < 0:
         reader.found.append(error(f"speed {speed_text!r} is not a finite "
@@ -362,6 +370,18 @@ def _speed(element: Any, reader: _Reader) -> float | None:
                                   **reader.at(element, attribute)))
         return None
     return speed or None
+
+
+def _power_states(element: Any, reader: _Reader) -> Extras:
+    """The speed list (and ``pstate``) of an element with several power states, as machine
+    extras: the energy plugin needs one speed per ``wattage_per_state`` entry."""
+    text = _speed_attribute(element, reader).strip()
+    if "," not in text:
+        return {}
+    states: Extras = {SPEEDS_KEY: text}
+    if element.get("pstate") is not None:
+        states[PSTATE_KEY] = element.get("pstate")
+    return states
 
 
 def _speed_attribute(element: Any, reader: _Reader) -> str:
@@ -423,6 +443,8 @@ def _cluster(cluster: Any, reader: _Reader) -> Rack:
         _prop(child, props)
     if clock is None:
         _no_speed(cluster, props, reader)
+    if not reader.failed:
+        props.update(_power_states(cluster, reader))
     cores = int(cluster.get("core", "1"))
     prefix, suffix = cluster.get("prefix"), cluster.get("suffix")
     cpus = (ProcessingUnit(cores=cores, clock_rate_hz=clock),)  # frozen: shared by all
@@ -501,10 +523,7 @@ class _Normalizer:
             cpus = (replace(cpu, cores=cores, clock_rate_hz=clock),)
         extras = machine.extras
         if any(key.startswith(PREFIX) for key in extras):
-            extras = {key: value for key, value in extras.items()
-                      if not key.startswith(PREFIX)  # restrict decides
-                      or (key.startswith(PROP_PREFIX) and _writable_text(key)
-                          and _writable_text(value))}
+            extras = _kept_extras(extras, cpus[0].clock_rate_hz)
             if len(extras) != len(machine.extras):
                 lost.add("machine.extras")
         machine_id = self.unique(machine.id, f"node{position}", "machine.id")
@@ -516,6 +535,55 @@ class _Normalizer:
             return machine  # already in normal form: no copy per host
         return Machine(**{**machine.__dict__, "id": machine_id, "name": name, "cpus": cpus,
                           "extras": extras})
+
+
+def _kept_extras(extras: Extras, clock: float | None) -> Extras:
+    """The SimGrid extras a host can be written with: props XML can carry, and power states
+    written whole: the speed list (and pstate) when the clock is its state's speed, and a
+    ``wattage_per_state`` prop only with one entry per speed written (SimGrid's energy plugin
+    aborts on "3 energetic profiles for 1 pstates")."""
+    states = _power_state_count(extras, clock)
+    kept: Extras = {}
+    for key, value in extras.items():
+        if not key.startswith(PREFIX):
+            kept[key] = value  # not SimGrid's: restrict decides
+        elif key in (SPEEDS_KEY, PSTATE_KEY):
+            if states > 1:
+                kept[key] = value
+        elif key.startswith(PROP_PREFIX) and _writable_text(key) and _writable_text(value) \
+                and (key != WATTAGES_PROP or len(str(value).split(",")) == states):
+            kept[key] = value
+    return kept
+
+
+def _power_state_count(extras: Extras, clock: float | None) -> int:
+    """How many power states a host is written with: its speed list's length when the list
+    reads as SimGrid reads it and the clock is the speed of its pstate; else 1."""
+    text, pstate_text = extras.get(SPEEDS_KEY), extras.get(PSTATE_KEY, "0")
+    if not (isinstance(text, str) and _writable_text(text) and isinstance(pstate_text, str)
+            and _writable_text(pstate_text)):
+        return 1
+    speeds = speed_list(text)
+    pstate = _rounded(pstate_text, 1)
+    if speeds is None or len(speeds) < 2 or not 0 <= pstate < len(speeds) \
+            or speeds[pstate] != (clock or 0.0):
+        return 1
+    return len(speeds)
+
+
+def speed_list(text: str) -> list[float] | None:
+    """The speeds of a comma list in flop/s (``1Gf, 500Mf``), or ``None`` when one is not a
+    finite non-negative number with one of SimGrid's units (or none)."""
+    speeds = []
+    for part in text.split(","):
+        parsed = _SPEED.fullmatch(part)
+        if parsed is None or (parsed.group(2) and parsed.group(2) not in SPEED_UNITS):
+            return None
+        speed = float(parsed.group(1)) * SPEED_UNITS[parsed.group(2) or "f"]
+        if not math.isfinite(speed) or speed < 0:
+            return None
+        speeds.append(speed)
+    return speeds
 
 
 def _has_speed(machine: Machine) -> bool:
@@ -582,7 +650,9 @@ def _cluster_numbers(rack: Rack) -> list[int] | None:
     numbers = []
     for machine in machines:
         if _shape(machine) != shape or (machine.extras != first.extras
-                                     and _props(machine) != first_props):
+                                     and _props(machine) != first_props) \
+                or machine.extras.get(SPEEDS_KEY) != first.extras.get(SPEEDS_KEY) \
+                or PSTATE_KEY in machine.extras:  # a cluster has no pstate: its hosts are at 0
             return None
         found = number_text.fullmatch(str(machine.id))
         if found is None or int(found.group(1)) > INT32_MAX:
@@ -709,6 +779,13 @@ def _speed_text(clock: float | None) -> str:
     return f"{text}f"
 
 
+def _speeds_text(machine: Machine) -> str:
+    """A machine's ``speed`` attribute (in normal form): its speed list when it has several
+    power states, else its clock."""
+    speeds = machine.extras.get(SPEEDS_KEY)
+    return speeds if isinstance(speeds, str) else _speed_text(_clock(machine))
+
+
 def write(document: Document) -> WriteResult:
     """SimGrid platform XML 4.1 for ``normal_form(document)``."""
     from lxml import etree
@@ -739,7 +816,9 @@ def _hosts(zone: Any, rack: Rack) -> None:
     from lxml import etree
 
     for machine in rack.machines:
-        attributes = {"id": str(machine.id), "speed": _speed_text(_clock(machine))}
+        attributes = {"id": str(machine.id), "speed": _speeds_text(machine)}
+        if PSTATE_KEY in machine.extras:
+            attributes["pstate"] = machine.extras[PSTATE_KEY]
         if machine.core_count != 1:
             attributes["core"] = str(machine.core_count)
         host = etree.SubElement(zone, "host", attributes)
@@ -753,7 +832,7 @@ def _write_cluster(zone: Any, rack: Rack, numbers: list[int]) -> None:
     first = rack.machines[0]
     attributes = {"id": str(rack.id), "prefix": rack.extras[PREFIX + "prefix"],
                   "suffix": rack.extras[PREFIX + "suffix"], "radical": _radical(numbers),
-                  "speed": _speed_text(_clock(first))}
+                  "speed": _speeds_text(first)}
     if first.core_count != 1:
         attributes["core"] = str(first.core_count)
     attributes.update({name: rack.extras[PREFIX + name]
