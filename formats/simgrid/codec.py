@@ -6,13 +6,24 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 from dcx.core.diagnostics import Diagnostic, InputError, ReadResult, WriteResult, error, warning
+from dcx.core.groups import (
+    MachineGroup,
+    has_groups,
+    machine_parts,
+    part_count,
+    part_template,
+    slot_parts,
+    slots_of,
+)
 from dcx.core.ids import id_from_text, with_required_ids
 from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.located import ElementPlaces
+from dcx.core.memo import last_result
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -58,6 +69,14 @@ ROUTINGS = frozenset(name.casefold() for name in (
 """Zone routings, case-folded: SimGrid compares them ignoring case (``strcasecmp``)."""
 HOST_FILES = ("speed_file", "availability_file", "state_file", "coordinates")
 INT32_MAX = 2**31 - 1
+CLUSTER_LEAST = 1024
+"""Machines from which a rack of identical machines named prefix + number + suffix is
+written as a ``<cluster>`` of dcx's own (``DCX_BW``, ``DCX_LAT``) rather than one ``<host>``
+each: a million Flux ranks are one element, not 51 MB of hosts."""
+DCX_BW = "1.25GBps"
+DCX_LAT = "0s"
+"""The network of a cluster dcx makes of machines that came with none (10 Gbit/s, no latency):
+SimGrid requires one; a zone of hosts written instead would have none at all."""
 
 _PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y")
 _LONG_PREFIXES = ("", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta")
@@ -448,16 +467,75 @@ def _cluster(cluster: Any, reader: _Reader) -> Rack:
     cores = int(cluster.get("core", "1"))
     prefix, suffix = cluster.get("prefix"), cluster.get("suffix")
     cpus = (ProcessingUnit(cores=cores, clock_rate_hz=clock),)  # frozen: shared by all
-    machines = []
-    for number in numbers:
-        name = f"{prefix}{number}{suffix}"
+    names = AffixedNumbers(prefix, numbers, suffix)
+    for name in names:
         _register(name, cluster, reader)
-        machines.append(build(Machine, {"id": id_from_text(name), "name": name,
-                                        "extras": dict(props), "cpus": cpus}))
     extras = {PREFIX + name: cluster.get(name) for name in CLUSTER_REQUIRED + CLUSTER_OPTIONAL
               if cluster.get(name) is not None}
-    return reader.rack(cluster, tuple(machines), extras,
-                       (reader.element(cluster),) * len(machines))
+    template = build(Machine, {"extras": props, "cpus": cpus})
+    slots = slots_of([MachineGroup(template, len(names), ids=_ids_of(names), names=names)]
+                     if names else [])
+    return reader.rack(cluster, slots, extras,  # type: ignore[arg-type]  # Slots: a sequence
+                       (reader.element(cluster),) * len(names))
+
+
+class AffixedNumbers(Sequence[str]):
+    """The names of a cluster's hosts, ``prefix`` + number + ``suffix``, made when asked:
+    a million of them are two strings and a range."""
+
+    __slots__ = ("numbers", "prefix", "suffix")
+
+    def __init__(self, prefix: str, numbers: Sequence[int], suffix: str) -> None:
+        self.prefix, self.numbers, self.suffix = prefix, numbers, suffix
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        return f"{self.prefix}{self.numbers[index]}{self.suffix}"
+
+    def __iter__(self) -> Iterator[str]:
+        prefix, suffix = self.prefix, self.suffix
+        return (f"{prefix}{number}{suffix}" for number in self.numbers)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AffixedNumbers) and (other.prefix, other.suffix) == (
+                self.prefix, self.suffix):
+            return list(self.numbers) == list(other.numbers)
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to any sequence of the same names
+
+    def __repr__(self) -> str:
+        return f"AffixedNumbers({self.prefix!r}, {self.numbers!r}, {self.suffix!r})"
+
+
+def _ids_of(names: AffixedNumbers) -> Sequence[Id]:
+    """The ids of a cluster's hosts (``id_from_text`` of each name) without a million
+    calls where the affixes decide: a name with a non-digit is its own id; bare numbers are
+    integers."""
+    if not names.prefix and not names.suffix:
+        return _compact_numbers(names.numbers)
+    if not (names.prefix + names.suffix).isdigit():
+        return names
+    return tuple(id_from_text(name) for name in names)
+
+
+def _compact_numbers(numbers: Sequence[int]) -> Sequence[int]:
+    """A ``range`` for consecutive numbers, else a tuple."""
+    if numbers and list(numbers) == list(range(numbers[0], numbers[0] + len(numbers))):
+        return range(numbers[0], numbers[0] + len(numbers))
+    return tuple(numbers)
 
 
 def _empty_range(part: str) -> bool:
@@ -504,11 +582,54 @@ class _Normalizer:
     def machine(self, machine: Machine, position: int) -> Machine | None:
         """``machine`` in normal form, or ``None`` when SimGrid cannot run it: no speed
         (a host of speed 0 never finishes work), unless it is a Batsim storage host."""
+        if not _has_speed(machine):
+            self.lost.add("cpu.clock_rate_hz")
+            return None
+        cpus, extras = self.hardware(machine)
+        machine_id = self.unique(machine.id, f"node{position}", "machine.id")
+        name = str(machine_id)
+        if machine.name is not None and machine.name != name:
+            self.lost.add("machine.name")  # the host's one name is its id
+        if machine_id is machine.id and name == machine.name and cpus is machine.cpus \
+                and extras is machine.extras:
+            return machine  # already in normal form: no copy per host
+        return Machine(**{**machine.__dict__, "id": machine_id, "name": name, "cpus": cpus,
+                          "extras": extras})
+
+    def group(self, group: MachineGroup) -> MachineGroup | None:
+        """A group in normal form, its members' ids checked one by one but the machine
+        built once; ``_Expand`` when a member's id would change (the exact path renames)."""
+        template = group.template
+        if not _has_speed(template):
+            self.lost.add("cpu.clock_rate_hz")
+            return None
+        cpus, extras = self.hardware(template)
+        ids, names = group.ids, group.names
+        if ids is None:
+            if names is None:
+                raise _Expand
+            ids = names if _all_read_back(names) \
+                else tuple(id_from_text(name) for name in names)
+        taken = self.taken
+        before = len(taken)
+        taken.update(map(str, ids))
+        if len(taken) - before != len(ids) or not _all_read_back(ids):
+            raise _Expand
+        if names is None or not _same_texts(names, ids):
+            if names is not None:
+                self.lost.add("machine.name")
+            names = ids if all(type(value) is str for value in ids) \
+                else tuple(str(value) for value in ids)
+        if cpus is not template.cpus or extras is not template.extras:
+            template = Machine(**{**template.__dict__, "cpus": cpus, "extras": extras})
+        return MachineGroup(template, group.count, ids=ids, names=names,  # type: ignore[arg-type]
+                            ranks=group.ranks)
+
+    def hardware(self, machine: Machine) -> tuple[tuple[ProcessingUnit, ...], Extras]:
+        """The CPUs and extras of ``machine`` in normal form (the same objects when they are
+        already): one CPU, SimGrid extras it can write."""
         lost = self.lost
         cpus = machine.cpus
-        if not _has_speed(machine):
-            lost.add("cpu.clock_rate_hz")
-            return None
         if len(cpus) != 1 or cpus[0].cores < 1 or not _valid_clock(cpus[0].clock_rate_hz):
             cores = machine.core_count
             # several CPUs merge as restrict merges sockets
@@ -526,15 +647,41 @@ class _Normalizer:
             extras = _kept_extras(extras, cpus[0].clock_rate_hz)
             if len(extras) != len(machine.extras):
                 lost.add("machine.extras")
-        machine_id = self.unique(machine.id, f"node{position}", "machine.id")
-        name = str(machine_id)
-        if machine.name is not None and machine.name != name:
-            lost.add("machine.name")  # the host's one name is its id
-        if machine_id is machine.id and name == machine.name and cpus is machine.cpus \
-                and extras is machine.extras:
-            return machine  # already in normal form: no copy per host
-        return Machine(**{**machine.__dict__, "id": machine_id, "name": name, "cpus": cpus,
-                          "extras": extras})
+            else:
+                extras = machine.extras
+        return cpus, extras
+
+
+_CANONICAL_LINE = re.compile(r"^(?:0|[1-9][0-9]*)$", re.MULTILINE)
+
+
+def _all_read_back(ids: Sequence[Id]) -> bool:
+    """``all(map(_reads_back, ids))``, in a few passes over the whole group rather than a
+    call per member: non-negative integers, or texts none of which is empty, is canonical
+    decimal (it would read back as a number) or holds a character XML cannot carry."""
+    if isinstance(ids, range):
+        return len(ids) == 0 or min(ids[0], ids[-1]) >= 0
+    if isinstance(ids, AffixedNumbers) and not (ids.prefix + ids.suffix).isdigit():
+        return _writable_text(ids.prefix + ids.suffix)
+    texts = list(ids)
+    if not all(type(value) is str for value in texts):
+        return all(map(_reads_back, texts))
+    joined = "\n".join(texts)  # type: ignore[arg-type]  # all str, checked above
+    if any(not text or "\n" in text for text in texts):  # type: ignore[operator]
+        return all(map(_reads_back, texts))
+    return _CANONICAL_LINE.search(joined) is None and _writable_text(joined)
+
+
+class _Expand(Exception):  # a signal, not an error
+    """A group whose members' ids the normal form changes: normalized one machine at a
+    time instead."""
+
+
+def _same_texts(names: Sequence[str], ids: Sequence[Id]) -> bool:
+    if names is ids:
+        return True
+    return len(names) == len(ids) and all(
+        name == str(value) for name, value in zip(names, ids, strict=True))
 
 
 def _kept_extras(extras: Extras, clock: float | None) -> Extras:
@@ -602,11 +749,13 @@ def leaves_out(document: Document) -> str:
         return ""
     every = lacking = 0
     first: Machine | None = None
-    for machine in environment.machines():
-        every += 1
-        if not _has_speed(machine):
-            lacking += 1
-            first = first or machine
+    for part in machine_parts(environment):
+        template = part_template(part)
+        every += part_count(part)
+        if not _has_speed(template):
+            lacking += part_count(part)
+            if first is None:
+                first = part.member(0) if isinstance(part, MachineGroup) else part
     if first is None:
         return ""
     name = first.name or first.id or "the first"
@@ -640,27 +789,81 @@ def _cluster_numbers(rack: Rack) -> list[int] | None:
     if not all(isinstance(extras.get(PREFIX + name), str) and _writable_text(
             extras[PREFIX + name]) for name in CLUSTER_REQUIRED):
         return None
-    machines = rack.machines
-    if not machines:
+    return _affixed_numbers(rack, extras[PREFIX + "prefix"], extras[PREFIX + "suffix"])
+
+
+def _affixed_numbers(rack: Rack, prefix: str, suffix: str) -> list[int] | None:
+    """The numbers of a rack's machines when they are alike (cores, clock, props, power
+    states) and named ``prefix`` + number + ``suffix``, each number once; else ``None``."""
+    parts = [part for part in slot_parts(rack.slots) if part is not None]
+    if not parts:
         return None
-    first = machines[0]
+    first = parts[0].template if isinstance(parts[0], MachineGroup) else parts[0]
     shape, first_props = _shape(first), _props(first)
-    prefix, suffix = extras[PREFIX + "prefix"], extras[PREFIX + "suffix"]
-    number_text = re.compile(re.escape(prefix) + "(0|[1-9][0-9]{0,9})" + re.escape(suffix))
-    numbers = []
-    for machine in machines:
+    numbers: list[int] = []
+    for part in parts:
+        machine = part.template if isinstance(part, MachineGroup) else part
         if _shape(machine) != shape or (machine.extras != first.extras
                                      and _props(machine) != first_props) \
                 or machine.extras.get(SPEEDS_KEY) != first.extras.get(SPEEDS_KEY) \
                 or PSTATE_KEY in machine.extras:  # a cluster has no pstate: its hosts are at 0
             return None
-        found = number_text.fullmatch(str(machine.id))
-        if found is None or int(found.group(1)) > INT32_MAX:
+        names = part.ids if isinstance(part, MachineGroup) else (machine.id,)
+        if names is None:
             return None
-        numbers.append(int(found.group(1)))
+        if isinstance(names, AffixedNumbers) and (names.prefix, names.suffix) == (prefix,
+                                                                                 suffix):
+            numbers.extend(names.numbers)
+            continue
+        found = _numbers_in(names, prefix, suffix)
+        if found is None:
+            return None
+        numbers.extend(found)
     if len(set(numbers)) != len(numbers):
         return None
     return numbers
+
+
+def _numbers_in(names: Sequence[Id], prefix: str, suffix: str) -> list[int] | None:
+    """The numbers of ``names`` that are all ``prefix`` + number + ``suffix`` (32-bit,
+    unpadded), found in one pass over their text; else ``None``."""
+    texts = [str(name) for name in names]
+    joined = "\n".join(texts)
+    if "\n" in prefix + suffix or joined.count("\n") != len(texts) - 1:
+        return None
+    pattern = re.compile("^" + re.escape(prefix) + "(0|[1-9][0-9]{0,9})" + re.escape(suffix)
+                         + "$", re.MULTILINE)
+    found = pattern.findall(joined)
+    if len(found) != len(texts):
+        return None
+    numbers = list(map(int, found))
+    return None if numbers and max(numbers) > INT32_MAX else numbers
+
+
+_AFFIXED = re.compile(r"(.*?)(0|[1-9][0-9]{0,9})([^0-9]*)", re.DOTALL)
+
+
+def _as_dcx_cluster(rack: Rack) -> Rack:
+    """A rack of at least ``CLUSTER_LEAST`` alike machines named prefix + number + suffix,
+    with no SimGrid attributes of its own, as a cluster of dcx's (see ``CLUSTER_LEAST``)."""
+    if any(key.startswith(PREFIX) for key in rack.extras):
+        return rack
+    count = sum(part.count if isinstance(part, MachineGroup) else 1
+                for part in slot_parts(rack.slots) if part is not None)
+    if count < CLUSTER_LEAST:
+        return rack
+    first = next(part for part in slot_parts(rack.slots) if part is not None)
+    first_id = first.ids[0] if isinstance(first, MachineGroup) and first.ids else first.id
+    found = _AFFIXED.fullmatch(str(first_id))
+    if found is None:
+        return rack
+    prefix, suffix = found.group(1), found.group(3)
+    if not (_writable_text(prefix) and _writable_text(suffix)) \
+            or _affixed_numbers(rack, prefix, suffix) is None:
+        return rack
+    return replace(rack, extras={**rack.extras, PREFIX + "prefix": prefix,
+                                 PREFIX + "suffix": suffix, PREFIX + "bw": DCX_BW,
+                                 PREFIX + "lat": DCX_LAT})
 
 
 def _rack_extras(rack: Rack, cluster: bool, lost: set[str]) -> Extras:
@@ -677,11 +880,27 @@ def _rack_extras(rack: Rack, cluster: bool, lost: set[str]) -> Extras:
     return kept
 
 
+@last_result
 def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     environment = document.environment
     if environment is None:
         return document, frozenset()
-    document = with_required_ids(document)
+    if has_groups(environment):
+        try:
+            return _normalized_with_groups(document)
+        except _Expand:
+            pass  # the exact path, one machine at a time
+    return _normalized_machines(with_required_ids(document))
+
+
+def _normalized_with_groups(document: Document) -> tuple[Document, frozenset[str]]:
+    """``_normalized_machines`` keeping groups as groups (ids filled in from names as
+    ``with_required_ids`` does); ``_Expand`` where a group would lose that shape."""
+    return _normalized_machines(document, groups=True)
+
+
+def _normalized_machines(document: Document,
+                         groups: bool = False) -> tuple[Document, frozenset[str]]:
     environment = document.environment
     assert environment is not None
     normalizer = _Normalizer()
@@ -702,16 +921,25 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     position = 0
     new_racks: list[Rack] = []
     for rack in racks:
-        machines = []
-        for slot in rack.slots:
+        parts: list[Machine | MachineGroup] = []
+        for slot in slot_parts(rack.slots) if groups else rack.slots:
             if slot is None:
                 continue
+            if isinstance(slot, MachineGroup):
+                position += slot.count
+                normal_group = normalizer.group(slot)
+                if normal_group is not None:
+                    parts.append(normal_group)
+                continue
             position += 1
+            if groups and slot.id is None:
+                raise _Expand  # its id depends on every other machine's
             normal = normalizer.machine(slot, position)
             if normal is not None:
-                machines.append(normal)
-        new_racks.append(replace(rack, slots=tuple(machines)))
+                parts.append(normal)
+        new_racks.append(replace(rack, slots=slots_of(parts)))
     for number, rack in enumerate(new_racks, 1):
+        rack = _as_dcx_cluster(rack)
         cluster = _cluster_numbers(rack) is not None
         new_racks[number - 1] = replace(
             rack, id=normalizer.unique(rack.id, f"rack{number}", "rack.id"),
@@ -735,7 +963,8 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
 def _is_leaf_root(racks: list[Rack], root: str) -> bool:
     """Whether the platform is written as one root zone of hosts: one rack of machines named
     like the root zone, not a cluster, with no zone attributes of its own."""
-    return len(racks) == 1 and str(racks[0].id) == root and bool(racks[0].machines) \
+    return len(racks) == 1 and str(racks[0].id) == root \
+        and any(part is not None for part in slot_parts(racks[0].slots)) \
         and _cluster_numbers(racks[0]) is None \
         and not any(key.startswith(PREFIX) for key in racks[0].extras)
 
@@ -787,49 +1016,82 @@ def _speeds_text(machine: Machine) -> str:
 
 
 def write(document: Document) -> WriteResult:
-    """SimGrid platform XML 4.1 for ``normal_form(document)``."""
-    from lxml import etree
-
+    """SimGrid platform XML 4.1 for ``normal_form(document)``, written as text: a host per
+    line, the hosts of a group from its template and names without a machine object each."""
     environment = normal_form(document).environment or Environment()
     racks = list(environment.racks())
-    platform = etree.Element("platform", version="4.1")
     root_id = environment.extras.get(ROOT_KEY, DEFAULT_ROOT)
-    zone = etree.SubElement(platform, "zone", id=root_id,
-                            routing=environment.extras.get(ROUTING_KEY, "Full"))
+    lines = ["<?xml version='1.0' encoding='UTF-8'?>", DOCTYPE, '<platform version="4.1">']
+    zone = _start_tag("zone", {"id": root_id,
+                               "routing": environment.extras.get(ROUTING_KEY, "Full")})
     if _is_leaf_root(racks, root_id):
-        _hosts(zone, racks[0])
+        _element_lines(lines, "  ", zone, "zone", list(_host_lines(racks[0], "    ")))
     else:
+        children: list[str] = []
         for rack in racks:
             numbers = _cluster_numbers(rack)
             if numbers is None:
-                child = etree.SubElement(zone, "zone", id=str(rack.id),
-                                         routing=rack.extras.get(ROUTING_KEY, "Full"))
-                _hosts(child, rack)
+                child = _start_tag("zone", {"id": str(rack.id),
+                                            "routing": rack.extras.get(ROUTING_KEY, "Full")})
+                _element_lines(children, "    ", child, "zone",
+                               list(_host_lines(rack, "      ")))
             else:
-                _write_cluster(zone, rack, numbers)
-    data = etree.tostring(platform, xml_declaration=True, encoding="UTF-8", pretty_print=True,
-                          doctype=DOCTYPE)
-    return WriteResult(data)
+                children.extend(_cluster_lines(rack, numbers, "    "))
+        _element_lines(lines, "  ", zone, "zone", children)
+    lines.append("</platform>")
+    lines.append("")
+    return WriteResult("\n".join(lines).encode())
 
 
-def _hosts(zone: Any, rack: Rack) -> None:
-    from lxml import etree
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
+                          "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"})
 
-    for machine in rack.machines:
-        attributes = {"id": str(machine.id), "speed": _speeds_text(machine)}
+
+def _start_tag(tag: str, attributes: dict[str, str]) -> str:
+    """``<tag a="…" …`` (unclosed), values escaped as XML attribute values."""
+    return f"<{tag}" + "".join(f' {name}="{str(value).translate(_ESCAPES)}"'
+                               for name, value in attributes.items())
+
+
+def _element_lines(lines: list[str], indent: str, start: str, tag: str,
+                   children: list[str]) -> None:
+    if children:
+        lines.append(f"{indent}{start}>")
+        lines.extend(children)
+        lines.append(f"{indent}</{tag}>")
+    else:
+        lines.append(f"{indent}{start}/>")
+
+
+def _host_lines(rack: Rack, indent: str) -> Iterator[str]:
+    """The ``<host>`` lines of a rack; a group's hosts share every attribute but the id."""
+    for part in slot_parts(rack.slots):
+        if part is None:
+            continue
+        machine = part.template if isinstance(part, MachineGroup) else part
+        attributes = {"speed": _speeds_text(machine)}
         if PSTATE_KEY in machine.extras:
             attributes["pstate"] = machine.extras[PSTATE_KEY]
         if machine.core_count != 1:
             attributes["core"] = str(machine.core_count)
-        host = etree.SubElement(zone, "host", attributes)
-        for key, value in _props(machine).items():
-            etree.SubElement(host, "prop", id=key, value=value)
+        rest = _start_tag("", attributes)[1:]
+        props = [f"{indent}  " + _start_tag("prop", {"id": key, "value": value}) + "/>"
+                 for key, value in _props(machine).items()]
+        ids = part.ids if isinstance(part, MachineGroup) else (machine.id,)
+        assert ids is not None  # the normal form gives every machine an id
+        if props:
+            for value in ids:
+                yield f'{indent}<host id="{str(value).translate(_ESCAPES)}"{rest}>'
+                yield from props
+                yield f"{indent}</host>"
+        else:
+            for value in ids:
+                yield f'{indent}<host id="{str(value).translate(_ESCAPES)}"{rest}/>'
 
 
-def _write_cluster(zone: Any, rack: Rack, numbers: list[int]) -> None:
-    from lxml import etree
-
-    first = rack.machines[0]
+def _cluster_lines(rack: Rack, numbers: list[int], indent: str) -> list[str]:
+    part = next(part for part in slot_parts(rack.slots) if part is not None)
+    first = part.template if isinstance(part, MachineGroup) else part
     attributes = {"id": str(rack.id), "prefix": rack.extras[PREFIX + "prefix"],
                   "suffix": rack.extras[PREFIX + "suffix"], "radical": _radical(numbers),
                   "speed": _speeds_text(first)}
@@ -838,9 +1100,11 @@ def _write_cluster(zone: Any, rack: Rack, numbers: list[int]) -> None:
     attributes.update({name: rack.extras[PREFIX + name]
                        for name in CLUSTER_REQUIRED[2:] + CLUSTER_OPTIONAL
                        if PREFIX + name in rack.extras})
-    cluster = etree.SubElement(zone, "cluster", attributes)
-    for key, value in _props(first).items():
-        etree.SubElement(cluster, "prop", id=key, value=value)
+    props = [f"{indent}  " + _start_tag("prop", {"id": key, "value": value}) + "/>"
+             for key, value in _props(first).items()]
+    lines: list[str] = []
+    _element_lines(lines, indent, _start_tag("cluster", attributes), "cluster", props)
+    return lines
 
 
 def _radical(numbers: list[int]) -> str:
