@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from dcx.converters.cli import main
 from dcx.converters.registry import detect
+from dcx.core.groups import MachineGroup
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -563,3 +564,83 @@ def test_the_peer_compares_hosts_speeds_cores_and_finish_times_with_what_dcx_rea
     assert "host c: the actor never finished 1e+09 flops" in found
     assert any("finished at 0.6 s, not work / speed" in line for line in found)
     assert peer.dcx_hosts(b"<platform/>")[1].startswith("dcx cannot read it:")
+
+
+# ------------------------------------------------------------------ groups and compact forms
+
+
+def _grouped_and_expanded(*parts: Any) -> tuple[Document, Document]:
+    """A document of one rack holding ``parts`` (machines and groups), and the same with
+    every group expanded into single machines."""
+    from dcx.core.groups import slots_of
+
+    grouped = _environment(Rack(id="r", slots=slots_of(parts)))
+    single = tuple(machine for part in parts for machine in (
+        part if isinstance(part, MachineGroup) else (part,)))
+    return grouped, _environment(Rack(id="r", slots=single))
+
+
+def _cpu(clock: float | None = 2e9, cores: int = 4) -> tuple[ProcessingUnit, ...]:
+    return (ProcessingUnit(cores=cores, clock_rate_hz=clock),)
+
+
+@pytest.mark.parametrize("parts", [
+    (MachineGroup(Machine(cpus=_cpu()), 5, names=tuple(f"n{i}" for i in range(5))),),
+    (MachineGroup(Machine(cpus=_cpu()), 3, ids=range(7, 10)),),
+    (MachineGroup(Machine(cpus=_cpu()), 3, names=("7", "08", "x y")),),
+    (MachineGroup(Machine(cpus=_cpu(None)), 2, names=("a", "b")),
+     Machine(id="c", name="c", cpus=_cpu())),
+    (Machine(id="n1", name="n1", cpus=_cpu()),  # a clash: the exact path renames
+     MachineGroup(Machine(cpus=_cpu()), 2, names=("n0", "n1"))),
+    (MachineGroup(Machine(cpus=_cpu(), extras={"simgrid:prop:role": "x"}), 2,
+                  ids=("a", "b"), names=("A", "B")),),
+    (Machine(name="m", cpus=_cpu()),  # no id: filled in as with_required_ids does
+     MachineGroup(Machine(cpus=_cpu()), 2, names=("m2", "m3"))),
+])
+def test_the_group_path_of_the_normal_form_equals_the_machine_path(parts: Any) -> None:
+    """A fast path may only accept: the normal form of groups is the normal form of the
+    same machines one by one (differential test)."""
+    grouped, single = _grouped_and_expanded(*parts)
+    fast, exact = simgrid.normal_form(grouped), simgrid.normal_form(single)
+    assert list(fast.environment.machines()) == list(exact.environment.machines())
+    assert [(r.id, r.extras) for r in fast.environment.racks()] == [
+        (r.id, r.extras) for r in exact.environment.racks()]
+    assert simgrid.normal_form_losses(grouped) == simgrid.normal_form_losses(single)
+    assert simgrid.write(grouped).data == simgrid.write(single).data
+
+
+def test_a_large_uniform_rack_is_one_cluster_and_a_small_one_hosts() -> None:
+    big = MachineGroup(Machine(cpus=_cpu(2.4e9, 32)), simgrid.CLUSTER_LEAST + 6,
+                       names=tuple(f"cn{i}.x" for i in range(3, simgrid.CLUSTER_LEAST + 9)))
+    grouped, single = _grouped_and_expanded(big)
+    for document in (grouped, single):
+        written = simgrid.write(document).data
+        assert written.count(b"<cluster ") == 1 and b"<host " not in written
+        assert (f'prefix="cn" suffix=".x" radical="3-{simgrid.CLUSTER_LEAST + 8}" '
+                'speed="2.4Gf" core="32" bw="1.25GBps" lat="0s"').encode() in written
+        again = simgrid.read(written)
+        assert [m.name for m in again.document.environment.machines()] == list(big.names)
+        assert again.document == simgrid.normal_form(document)
+    small = MachineGroup(Machine(cpus=_cpu()), simgrid.CLUSTER_LEAST - 1,
+                         names=tuple(f"cn{i}" for i in range(simgrid.CLUSTER_LEAST - 1)))
+    written = simgrid.write(_grouped_and_expanded(small)[0]).data
+    assert b"<cluster " not in written and written.count(b"<host ") == small.count
+    padded = MachineGroup(Machine(cpus=_cpu()), simgrid.CLUSTER_LEAST,
+                          names=tuple(f"n{i:05d}" for i in range(simgrid.CLUSTER_LEAST)))
+    written = simgrid.write(_grouped_and_expanded(padded)[0]).data  # n00000 … n01023
+    assert b"<cluster " not in written and b'<host id="n00042"' in written
+
+
+def test_a_cluster_reads_as_one_group_of_lazily_named_hosts() -> None:
+    from dcx.core.groups import slot_parts
+
+    data = platform('<zone id="z" routing="Full"><cluster id="c" prefix="" suffix="" '
+                    'radical="0-2,5" speed="1Gf" bw="1GBps" lat="0s"/><cluster id="d" '
+                    'prefix="n-" suffix=".lab" radical="1-3" speed="1Gf" bw="1GBps" '
+                    'lat="0s"/></zone>')
+    racks = list(simgrid.read(data).document.environment.racks())
+    (numbers,) = slot_parts(racks[0].slots)
+    assert isinstance(numbers, MachineGroup) and list(numbers.ids) == [0, 1, 2, 5]
+    assert [m.id for m in racks[1].machines] == ["n-1.lab", "n-2.lab", "n-3.lab"]
+    assert simgrid.AffixedNumbers("n-", range(1, 4), ".lab") == ("n-1.lab", "n-2.lab",
+                                                                 "n-3.lab")

@@ -79,16 +79,22 @@ their ``bw`` and ``lat``, so their own network is whole).
 
 Writing: ``normal_form(document)`` and nothing else. A rack becomes a ``<cluster>`` when it
 came from one (its ``simgrid:prefix``, ``suffix``, ``bw`` and ``lat`` extras are there) and
-still fits one (identical machines named prefix + number + suffix); otherwise a
-``<zone routing="Full">`` of hosts. Every machine needs an id (a machine without one gets its
-name, or ``node<N>``: the required-ids normal form), every rack one too (``rack<N>``); ids are
-text, unique across hosts, zones and clusters (SimGrid names them in one namespace). Value
-restrictions the normal form reports as losses: ids that do not read back as themselves or
-clash (renamed ``node<N>`` / ``rack<N>``), a name other than the id, a machine without CPUs
-(one core), props XML cannot carry. A machine without a positive clock rate is not written
-(SimGrid would get a host of speed ``0f``), unless its ``role`` prop says Batsim stores on it:
-when some are left out, ``dcx convert`` says which and hints at ``--fill clock-rate=…``.
-Memory, GPUs, states and the hierarchy above racks are not held.
+still fits one (identical machines named prefix + number + suffix). A rack of at least 1,024
+such machines that came from no cluster (a Flux R of a million ranks, a Slurm host range)
+becomes one too, with a network of dcx's (``bw="1.25GBps" lat="0s"``: SimGrid requires one):
+one element instead of one ``<host>`` per machine. Otherwise a ``<zone routing="Full">`` of
+hosts, written a line per host from a machine group's template and names (no machine object
+each). A cluster reads back as one machine group whose names are made when asked.
+
+Every machine needs an id (a machine without one gets its name, or ``node<N>``: the required-ids
+normal form), every rack one too (``rack<N>``); ids are text, unique across hosts, zones and
+clusters (SimGrid names them in one namespace). Value restrictions the normal form reports as
+losses: ids that do not read back as themselves or clash (renamed ``node<N>`` / ``rack<N>``), a
+name other than the id, a machine without CPUs (one core), props XML cannot carry. A machine
+without a positive clock rate is not written (SimGrid would get a host of speed ``0f``), unless
+its ``role`` prop says Batsim stores on it: when some are left out, ``dcx convert`` says which
+and hints at ``--fill clock-rate=…``. Memory, GPUs, states and the hierarchy above racks are not
+held.
 
 Checks: the XSD, then what it cannot say: version 4.0 to 4.1 (SimGrid rounds it to 1/100),
 zone routings SimGrid knows (compared ignoring case, as SimGrid does), one root zone, no zone
@@ -128,16 +134,18 @@ from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = [
-    "CLUSTER_KEYS", "CLUSTER_OPTIONAL", "CLUSTER_REQUIRED", "CODES", "DEFAULT_ROOT", "DOCTYPE",
-    "FORMAT", "HOLDS", "HOST_FILES", "INT32_MAX", "NOT_KEPT_KEY", "PREFIX", "PROP_PREFIX",
-    "REQUIRES", "ROOT_KEY", "ROUTINGS", "ROUTING_KEY", "SPEED_UNITS", "XSD_NAME",
-    "leaves_out", "normal_form", "normal_form_losses", "radical_numbers", "read", "sniff", "write",
+    "CLUSTER_KEYS", "CLUSTER_LEAST", "CLUSTER_OPTIONAL", "CLUSTER_REQUIRED", "CODES", "DCX_BW",
+    "DCX_LAT", "DEFAULT_ROOT", "DOCTYPE", "FORMAT", "HOLDS", "HOST_FILES", "INT32_MAX",
+    "NOT_KEPT_KEY", "PREFIX", "PROP_PREFIX", "REQUIRES", "ROOT_KEY", "ROUTINGS", "ROUTING_KEY",
+    "SPEED_UNITS", "XSD_NAME", "AffixedNumbers", "leaves_out", "normal_form",
+    "normal_form_losses", "radical_numbers", "read", "sniff", "write",
 ]
 
 # The reader, the writer and what they import load on first use: the pre-commit hook imports
 # every format's declaration to sniff, and most of its files are not this format's.
 _LAZY = dict.fromkeys({
-    "CLUSTER_KEYS", "CLUSTER_OPTIONAL", "CLUSTER_REQUIRED", "DEFAULT_ROOT", "DOCTYPE", "HOST_FILES",
+    "AffixedNumbers", "CLUSTER_KEYS", "CLUSTER_LEAST", "CLUSTER_OPTIONAL", "CLUSTER_REQUIRED",
+    "DCX_BW", "DCX_LAT", "DEFAULT_ROOT", "DOCTYPE", "HOST_FILES",
     "INT32_MAX", "NOT_KEPT_KEY", "PREFIX", "PROP_PREFIX", "ROOT_KEY", "ROUTINGS", "ROUTING_KEY",
     "SPEED_UNITS", "radical_numbers",
 }, "codec")
