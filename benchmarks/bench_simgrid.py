@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from dcx.core.groups import MachineGroup, slots_of
@@ -51,6 +52,10 @@ def _peak(work: Callable[[], Any]) -> int:
     return peak
 
 
+def _written(document: Document) -> bytes:
+    return simgrid.write(document).data
+
+
 def _lxml_hosts(names: list[str]) -> bytes:
     from lxml import etree
 
@@ -78,9 +83,9 @@ def one_host_each() -> None:
     baseline, reference = _timed(lambda: _lxml_hosts(names))
     print(f"one host each, baseline lxml: {PADDED / baseline:,.0f} machines/s")
     for label, document in (("a group", group), ("single machines", single)):
-        seconds, written = _timed(lambda document=document: simgrid.write(document).data)
+        seconds, written = _timed(partial(_written, document))
         assert written.count(b"<host ") == PADDED and b"<cluster" not in written
-        peak = _peak(lambda document=document: simgrid.write(document).data)
+        peak = _peak(partial(_written, document))
         print(f"one host each, {label}: {PADDED / seconds:,.0f} machines/s "
               f"({seconds / baseline:.2f}x lxml), peak {peak / 1e6:.0f} MB traced for "
               f"{len(written) / 1e6:.0f} MB written")

@@ -515,7 +515,7 @@ def test_machines_without_a_clock_are_not_written_and_the_conversion_hints_at_fi
     assert "cpu.clock_rate_hz" in simgrid.normal_form_losses(document)
     assert b'speed="0f"' in simgrid.write(document).data  # the storage host only
     assert b'id="a"' not in simgrid.write(document).data
-    assert "1 of 3 machines lack it (first: a)" in simgrid.FORMAT.leaves_out(document)
+    assert "1 of 3 machines lack it (first: a)" in simgrid.leaves_out(document)
     source = tmp_path / "slurm.conf"
     source.write_text("NodeName=cn[1-4] CPUs=8 RealMemory=1000\n")
     capsys.readouterr()
@@ -564,6 +564,14 @@ def test_the_peer_compares_hosts_speeds_cores_and_finish_times_with_what_dcx_rea
     assert "host c: the actor never finished 1e+09 flops" in found
     assert any("finished at 0.6 s, not work / speed" in line for line in found)
     assert peer.dcx_hosts(b"<platform/>")[1].startswith("dcx cannot read it:")
+    # a host without speed (what Slurm -> SimGrid wrote) fails; a Batsim storage host not
+    hosts, _, _ = peer.dcx_hosts(platform(
+        '<zone id="z" routing="Full"><host id="a" speed="0f"/>'
+        '<host id="s" speed="0f"><prop id="role" value="storage"/></host></zone>'))
+    report = {"hosts": [{"name": "a", "speed": 0.0, "cores": 1},
+                        {"name": "s", "speed": 0.0, "cores": 1}],
+              "simulated": [], "finished": {}, "links": 0}
+    assert peer.disagreements(hosts, report) == ["host a: speed 0, work never finishes on it"]
 
 
 # ------------------------------------------------------------------ groups and compact forms
@@ -619,7 +627,7 @@ def test_a_large_uniform_rack_is_one_cluster_and_a_small_one_hosts() -> None:
         assert (f'prefix="cn" suffix=".x" radical="3-{simgrid.CLUSTER_LEAST + 8}" '
                 'speed="2.4Gf" core="32" bw="1.25GBps" lat="0s"').encode() in written
         again = simgrid.read(written)
-        assert [m.name for m in again.document.environment.machines()] == list(big.names)
+        assert [m.name for m in again.document.environment.machines()] == list(big.names or ())
         assert again.document == simgrid.normal_form(document)
     small = MachineGroup(Machine(cpus=_cpu()), simgrid.CLUSTER_LEAST - 1,
                          names=tuple(f"cn{i}" for i in range(simgrid.CLUSTER_LEAST - 1)))
@@ -640,7 +648,25 @@ def test_a_cluster_reads_as_one_group_of_lazily_named_hosts() -> None:
                     'lat="0s"/></zone>')
     racks = list(simgrid.read(data).document.environment.racks())
     (numbers,) = slot_parts(racks[0].slots)
-    assert isinstance(numbers, MachineGroup) and list(numbers.ids) == [0, 1, 2, 5]
+    assert isinstance(numbers, MachineGroup) and list(numbers.ids or ()) == [0, 1, 2, 5]
     assert [m.id for m in racks[1].machines] == ["n-1.lab", "n-2.lab", "n-3.lab"]
     assert simgrid.AffixedNumbers("n-", range(1, 4), ".lab") == ("n-1.lab", "n-2.lab",
                                                                  "n-3.lab")
+
+
+@pytest.mark.parametrize("head,line", [
+    ('<?xml version="1.0"?>\n<platform version="4.1">\n', 1),
+    ('<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "http://simgrid.gforge.inria.fr/'
+     'simgrid.dtd">\n<platform version="4.1">\n', 2),
+    ("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM 'simgrid.dtd'>\n"
+     '<platform version="4.1">\n', 2),
+])
+def test_a_doctype_simgrids_parser_refuses_is_a_warning(head: str, line: int) -> None:
+    """SimGrid 3.32 loads only the two DTD URLs it knows ("Unexpected character `<' in
+    prolog" without one, "Bad declaration" for SimGrid 3.11's gforge URL): dcx reads the
+    file and says so."""
+    result = simgrid.read(platform('<zone id="z" routing="Full"><host id="a" speed="1Gf"/>'
+                                   '</zone>', head))
+    assert result.ok
+    ((code, where),) = [(d.code, d.line) for d in result.diagnostics]
+    assert (code, where) == ("simgrid.doctype", line)

@@ -22,7 +22,11 @@ The shapes of the files SimGrid and Batsim ship, read as SimGrid 3.32 reads them
   SimGrid's meta_cluster.xml, Batsim's cluster_locality platforms, whose cabinets share one
   id), and ``<peer>`` (one host of one core named by its id, in Vivaldi zones);
 * whitespace or a blank line before the XML declaration (Batsim's platforms), which SimGrid's
-  parser skips and XML forbids.
+  parser skips and XML forbids;
+* the DOCTYPE: SimGrid's parser refuses a platform without ``<!DOCTYPE platform SYSTEM
+  "https://simgrid.org/simgrid.dtd">`` or the older ``"http://simgrid.gforge.inria.fr/simgrid/
+  simgrid.dtd"`` (SimGrid 3.11's ``…inria.fr/simgrid.dtd`` too); dcx reads such a file with
+  the warning ``simgrid.doctype``.
 
 Model mapping
 -------------
@@ -187,6 +191,9 @@ leaves_out = deferred("dcx.formats.simgrid.codec", "leaves_out")
 CODES = (
     Code("simgrid.root", "error", "The root element is not <platform>."),
     Code("simgrid.version", "error", "The platform version is not 3, 4.0 or 4.1."),
+    Code("simgrid.doctype", "warning",
+         "The DOCTYPE is missing or names a DTD SimGrid's parser refuses (it takes "
+         "https://simgrid.org/simgrid.dtd and http://simgrid.gforge.inria.fr/simgrid/simgrid.dtd)."),
     Code("simgrid.old-version", "warning",
          "Platform version 3: SimGrid refuses it until simgrid_update_xml upgrades it; dcx "
          "reads it as upgraded."),

@@ -39,6 +39,12 @@ from dcx.core.model import (
 from dcx.formats.simgrid import XSD_NAME
 
 DOCTYPE = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
+SIMGRID_DTDS = ("https://simgrid.org/simgrid.dtd",
+                "http://simgrid.gforge.inria.fr/simgrid/simgrid.dtd")
+"""The DTD system ids SimGrid's own parser (3.32) takes; it refuses a platform without one
+of them ("Unexpected character `<' in prolog", "Bad declaration")."""
+_SYSTEM_ID = re.compile(
+    rb"""<!DOCTYPE[ \t\r\n]+platform[ \t\r\n]+SYSTEM[ \t\r\n]+(?:"([^"]*)"|'([^']*)')""")
 PREFIX = "simgrid:"
 PROP_PREFIX = "simgrid:prop:"
 ROOT_KEY = "simgrid:root"
@@ -170,6 +176,7 @@ def _read(data: bytes) -> ReadResult:
     if problems:
         return ReadResult(None, tuple(problems))
     reader = _Reader(data)
+    _check_doctype(data, reader)
     _check_version(root, reader)
     roots = [child for child in root if child.tag in _GROUPS]
     for child in root:
@@ -209,6 +216,28 @@ def _read(data: bytes) -> ReadResult:
                       locator=elements.places().locate)
 
 
+
+
+def _check_doctype(data: bytes, reader: _Reader) -> None:
+    """A warning when SimGrid's parser would refuse the file's DOCTYPE (dcx never loads it)."""
+    found = _SYSTEM_ID.search(data, 0, data.find(b"<platform"))
+    system = (found.group(1) or found.group(2) or b"").decode("utf-8", "replace") \
+        if found else None
+    if system in SIMGRID_DTDS:
+        return
+    said = "has no DOCTYPE" if system is None else f"names the DTD {system!r}"
+    where = {"line": 1, "column": 1, "pointer": "/"} if found is None else dict(zip(
+        ("line", "column"), _place(data, found.start()), strict=True), pointer="/")
+    reader.found.append(warning(
+        f"the platform {said}: SimGrid loads a platform only with <!DOCTYPE platform SYSTEM "
+        f'"{SIMGRID_DTDS[0]}"> (or the older "{SIMGRID_DTDS[1]}")', "simgrid.doctype",
+        hint=f"start the file with {DOCTYPE}", **where))
+
+
+def _place(data: bytes, offset: int) -> tuple[int, int]:
+    from dcx.parsing.xmlio import text_place
+
+    return text_place(data, offset)
 
 
 def _check_version(root: Any, reader: _Reader) -> None:
@@ -615,15 +644,16 @@ class _Normalizer:
         taken.update(map(str, ids))
         if len(taken) - before != len(ids) or not _all_read_back(ids):
             raise _Expand
-        if names is None or not _same_texts(names, ids):
+        texts: Sequence[str]
+        if names is not None and _same_texts(names, ids):
+            texts = names
+        else:
             if names is not None:
                 self.lost.add("machine.name")
-            names = ids if all(type(value) is str for value in ids) \
-                else tuple(str(value) for value in ids)
+            texts = tuple(str(value) for value in ids)
         if cpus is not template.cpus or extras is not template.extras:
             template = Machine(**{**template.__dict__, "cpus": cpus, "extras": extras})
-        return MachineGroup(template, group.count, ids=ids, names=names,  # type: ignore[arg-type]
-                            ranks=group.ranks)
+        return MachineGroup(template, group.count, ids=ids, names=texts, ranks=group.ranks)
 
     def hardware(self, machine: Machine) -> tuple[tuple[ProcessingUnit, ...], Extras]:
         """The CPUs and extras of ``machine`` in normal form (the same objects when they are
@@ -808,7 +838,8 @@ def _affixed_numbers(rack: Rack, prefix: str, suffix: str) -> list[int] | None:
                 or machine.extras.get(SPEEDS_KEY) != first.extras.get(SPEEDS_KEY) \
                 or PSTATE_KEY in machine.extras:  # a cluster has no pstate: its hosts are at 0
             return None
-        names = part.ids if isinstance(part, MachineGroup) else (machine.id,)
+        names: Sequence[Id] | None = part.ids if isinstance(part, MachineGroup) else (
+            None if machine.id is None else (machine.id,))
         if names is None:
             return None
         if isinstance(names, AffixedNumbers) and (names.prefix, names.suffix) == (prefix,
@@ -853,7 +884,8 @@ def _as_dcx_cluster(rack: Rack) -> Rack:
     if count < CLUSTER_LEAST:
         return rack
     first = next(part for part in slot_parts(rack.slots) if part is not None)
-    first_id = first.ids[0] if isinstance(first, MachineGroup) and first.ids else first.id
+    first_id = (first.ids[0] if first.ids else None) if isinstance(first, MachineGroup) \
+        else first.id
     found = _AFFIXED.fullmatch(str(first_id))
     if found is None:
         return rack
@@ -956,8 +988,8 @@ def _normalized_machines(document: Document,
     if root != DEFAULT_ROOT:
         extras[ROOT_KEY] = root
     datacenters = _in_one_room(environment, new_racks)
-    normal = replace(environment, datacenters=datacenters, extras=extras)
-    return replace(document, environment=normal), frozenset(lost)
+    normal_environment = replace(environment, datacenters=datacenters, extras=extras)
+    return replace(document, environment=normal_environment), frozenset(lost)
 
 
 def _is_leaf_root(racks: list[Rack], root: str) -> bool:

@@ -115,7 +115,8 @@ def install() -> int:
 
 def dcx_hosts(data: bytes) -> tuple[dict[str, tuple[float, int]] | None, str | None, bool]:
     """What dcx reads: host name -> (speed in flop/s, 0 for none; cores), or why it cannot
-    read the file; and whether the platform has energy figures."""
+    read the file; and whether the platform has energy figures. A Batsim storage host (role
+    storage) is left out: it has speed 0 on purpose and never computes."""
     from dcx.formats import simgrid
 
     result = simgrid.read(data)
@@ -125,6 +126,8 @@ def dcx_hosts(data: bytes) -> tuple[dict[str, tuple[float, int]] | None, str | N
     hosts: dict[str, tuple[float, int]] = {}
     energy = False
     for machine in result.document.environment.machines():
+        if machine.extras.get("simgrid:prop:role") == "storage":
+            continue
         hosts[str(machine.name)] = (machine.cpus[0].clock_rate_hz or 0.0, machine.core_count)
         energy = energy or "simgrid:prop:wattage_per_state" in machine.extras
     return hosts, None, energy
@@ -155,7 +158,8 @@ def run_simgrid(path: Path, energy: bool) -> tuple[dict[str, Any] | None, str | 
 def disagreements(dcx: dict[str, tuple[float, int]], report: dict[str, Any]) -> list[str]:
     """Where SimGrid's view of the platform differs from dcx's, in words."""
     found: list[str] = []
-    theirs = {host["name"]: (host["speed"], host["cores"]) for host in report["hosts"]}
+    theirs = {host["name"]: (host["speed"], host["cores"]) for host in report["hosts"]
+              if host["speed"] > 0 or host["name"] in dcx}  # (storage hosts left out)
     if len(theirs) != len(dcx):
         found.append(f"SimGrid has {len(theirs)} hosts, dcx reads {len(dcx)}")
     only_theirs = sorted(set(theirs) - set(dcx))
@@ -166,6 +170,9 @@ def disagreements(dcx: dict[str, tuple[float, int]], report: dict[str, Any]) -> 
         found.append(f"hosts SimGrid does not have: {', '.join(only_ours[:5])}")
     for name in sorted(set(theirs) & set(dcx)):
         (speed, cores), (our_speed, our_cores) = theirs[name], dcx[name]
+        if speed <= 0:
+            found.append(f"host {name}: speed 0, work never finishes on it")
+            continue
         if not math.isclose(speed, our_speed, rel_tol=RELATIVE_TOLERANCE):
             found.append(f"host {name}: SimGrid speed {speed!r} flop/s, dcx {our_speed!r}")
         if cores != our_cores:
