@@ -634,6 +634,8 @@ class _Normalizer:
             return None
         cpus, extras = self.hardware(template)
         ids, names = group.ids, group.names
+        if names is not None and not isinstance(names, (tuple, AffixedNumbers)):
+            names = tuple(names)  # made once (a hostlist's names are made when iterated)
         if ids is None:
             if names is None:
                 raise _Expand
@@ -858,7 +860,7 @@ def _affixed_numbers(rack: Rack, prefix: str, suffix: str) -> list[int] | None:
 def _numbers_in(names: Sequence[Id], prefix: str, suffix: str) -> list[int] | None:
     """The numbers of ``names`` that are all ``prefix`` + number + ``suffix`` (32-bit,
     unpadded), found in one pass over their text; else ``None``."""
-    texts = [str(name) for name in names]
+    texts = list(map(str, names))
     joined = "\n".join(texts)
     if "\n" in prefix + suffix or joined.count("\n") != len(texts) - 1:
         return None
