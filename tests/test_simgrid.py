@@ -558,11 +558,11 @@ def test_the_peer_compares_hosts_speeds_cores_and_finish_times_with_what_dcx_rea
     assert problem is None and energy and hosts == {"a": (2e9, 4), "b": (1e9, 1)}
     agreeing = {"hosts": [{"name": "a", "speed": 2e9, "cores": 4},
                           {"name": "b", "speed": 1e9, "cores": 1}],
-                "simulated": ["a", "b"], "finished": {"a": 0.5, "b": 1.0}, "links": 0}
+                "simulated": ["a", "b"], "finished": {"a": 0.5, "b": 1.0}, "links": {}}
     assert peer.disagreements(hosts, agreeing) == []
     differing = {"hosts": [{"name": "a", "speed": 2.4e9, "cores": 4},
                            {"name": "c", "speed": 1e9, "cores": 2}],
-                 "simulated": ["a", "c"], "finished": {"a": 0.6}, "links": 0}
+                 "simulated": ["a", "c"], "finished": {"a": 0.6}, "links": {}}
     found = peer.disagreements(hosts, differing)
     assert "hosts dcx does not read: c" in found and "hosts SimGrid does not have: b" in found
     assert any(line.startswith("host a: SimGrid speed 2400000000.0") for line in found)
@@ -575,8 +575,22 @@ def test_the_peer_compares_hosts_speeds_cores_and_finish_times_with_what_dcx_rea
         '<host id="s" speed="0f"><prop id="role" value="storage"/></host></zone>'))
     report = {"hosts": [{"name": "a", "speed": 0.0, "cores": 1},
                         {"name": "s", "speed": 0.0, "cores": 1}],
-              "simulated": [], "finished": {}, "links": 0}
+              "simulated": [], "finished": {}, "links": {}}
     assert peer.disagreements(hosts, report) == ["host a: speed 0, work never finishes on it"]
+    # the links dcx writes: a flat cluster's private links, with its bw and lat
+    data = platform('<zone id="z" routing="Full"><cluster id="c" prefix="n" suffix="" '
+                    'radical="0-3" speed="1Gf" bw="10Gbps" lat="50us"/></zone>')
+    links = peer.cluster_links(data)
+    assert sorted(links) == ["c_link_0", "c_link_3"]
+    assert links["c_link_3"] == pytest.approx((1.25e9, 50e-6))
+    hosts, _, _ = peer.dcx_hosts(data)
+    link_report: dict[str, Any] = {
+        "hosts": [{"name": f"n{i}", "speed": 1e9, "cores": 1} for i in range(4)],
+        "simulated": [], "finished": {},
+        "links": {"c_link_0": [1.25e9, 50e-6], "c_link_3": [1e9, 50e-6]}}
+    (problem,) = peer.disagreements(hosts, link_report, links)
+    assert problem.startswith("link c_link_3: SimGrid 1000000000.0 B/s")
+    assert (peer.bandwidth("1GiBps"), peer.latency("2m")) == (2.0**30, 120.0)
 
 
 # ------------------------------------------------------------------ groups and compact forms

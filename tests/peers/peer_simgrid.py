@@ -4,13 +4,15 @@
     python tests/peers/peer_simgrid.py FILE...     # check each SimGrid platform file
 
 For each file a child process of Debian's ``/usr/bin/python3`` (the interpreter SimGrid's
-bindings are built for, not dcx's environment) loads the platform with ``Engine.load_platform``
-and lists its hosts; this process reads the same file with dcx's reader and compares host
-count, names, speeds (of the host's power state) and core counts. Then the child runs a small
-simulation: one actor per host (of the first ``SIMULATED_HOSTS``) executes ``WORK_FLOPS`` on
-it, and each must finish at ``WORK_FLOPS / speed`` (an actor runs on one core). A platform
-with energy figures (a ``wattage_per_state`` prop) is loaded with SimGrid's energy plugin,
-which aborts when a host's wattages do not match its power states.
+bindings are built for, not dcx's environment) loads the platform with
+``Engine.load_platform`` and lists its hosts; this process reads the same file with dcx's
+reader and compares host count, names, speeds (of the host's power state) and core counts, and
+the links dcx writes (each flat cluster's private links, ``bw`` and ``lat``: its first and
+last host's). Then the child runs a small simulation: one actor per host (of the first
+``SIMULATED_HOSTS``) executes ``WORK_FLOPS`` on it, and each must finish at ``WORK_FLOPS /
+speed`` (an actor runs on one core). A platform with energy figures (a ``wattage_per_state``
+prop) is loaded with SimGrid's energy plugin, which aborts when a host's wattages do not match
+its power states.
 
 The last line of stdout is one JSON object: ``{"peer": "simgrid", "version": "3.32.0",
 "checked": N, "accepted": M, "failures": [{"path": ..., "reason": ...}]}``. Exit codes: 0
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,15 +47,25 @@ EXIT_UNAVAILABLE = 3
 CHILD = r"""
 import json, sys
 import simgrid
-from simgrid import Actor, Engine, this_actor
+from simgrid import Actor, Engine, Link, this_actor
 
 path, work, most, energy = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+wanted = json.load(sys.stdin)
 arguments = ["peer", "--log=root.thres:critical"]
 if energy:
     arguments.append("--cfg=plugin:host_energy")
 engine = Engine(arguments)
 engine.load_platform(path)
 hosts = engine.all_hosts
+links = {}
+for name in wanted:
+    for candidate in (name, name + "_UP"):
+        try:
+            link = Link.by_name(candidate)
+        except Exception:
+            continue
+        links[name] = [link.bandwidth, link.latency]
+        break
 finished = {}
 
 def compute(name):
@@ -66,7 +79,7 @@ engine.run()
 print(json.dumps({
     "version": simgrid.simgrid_version,
     "hosts": [{"name": h.name, "speed": h.speed, "cores": h.core_count} for h in hosts],
-    "links": len(engine.all_links),
+    "links": links,
     "finished": finished,
     "simulated": [host.name for host in simulated],
 }))
@@ -133,12 +146,14 @@ def dcx_hosts(data: bytes) -> tuple[dict[str, tuple[float, int]] | None, str | N
     return hosts, None, energy
 
 
-def run_simgrid(path: Path, energy: bool) -> tuple[dict[str, Any] | None, str | None]:
-    """The child's report on ``path``, or why SimGrid refused it."""
+def run_simgrid(path: Path, energy: bool, links: dict[str, tuple[float, float]] | None = None
+                ) -> tuple[dict[str, Any] | None, str | None]:
+    """The child's report on ``path`` (with the bandwidth and latency of the ``links`` named,
+    or of their ``_UP`` half), or why SimGrid refused it."""
     try:
         done = subprocess.run(
             [DEBIAN_PYTHON, "-c", CHILD, str(path), repr(WORK_FLOPS), str(SIMULATED_HOSTS),
-             "1" if energy else "0"],
+             "1" if energy else "0"], input=json.dumps(sorted(links or {})),
             capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         return None, f"SimGrid did not finish in {CHILD_TIMEOUT_S} s"
@@ -155,9 +170,70 @@ def run_simgrid(path: Path, energy: bool) -> tuple[dict[str, Any] | None, str | 
     return report, None
 
 
-def disagreements(dcx: dict[str, tuple[float, int]], report: dict[str, Any]) -> list[str]:
+_BANDWIDTH_PREFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+                       "E": 1e18, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+                       "Pi": 2.0**50, "Ei": 2.0**60}
+_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0,
+            "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_NUMBER = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*")
+
+
+def bandwidth(text: str) -> float | None:
+    """A SimGrid bandwidth in bytes/s (``125MBps``, ``10Gbps``, ``1GiBps``)."""
+    found = _NUMBER.fullmatch(text)
+    if found is None:
+        return None
+    unit = found.group(2) or "Bps"
+    for suffix, scale in (("Bps", 1.0), ("bps", 0.125)):
+        if unit.endswith(suffix) and unit[:-3] in _BANDWIDTH_PREFIXES:
+            return float(found.group(1)) * _BANDWIDTH_PREFIXES[unit[:-3]] * scale
+    return None
+
+
+def latency(text: str) -> float | None:
+    """A SimGrid latency in seconds (``50us``; ``m`` is a minute)."""
+    found = _NUMBER.fullmatch(text)
+    unit = (found.group(2) or "s") if found else None
+    return float(found.group(1)) * _SECONDS[unit] if found and unit in _SECONDS else None
+
+
+def cluster_links(data: bytes) -> dict[str, tuple[float, float]]:
+    """The private links SimGrid makes for the first and last host of each flat cluster dcx
+    reads (``<id>_link_<N>``, with the cluster's ``bw`` and ``lat``; a torus, fat tree or
+    dragonfly names its links otherwise): the network dcx writes."""
+    from dcx.formats import simgrid
+
+    result = simgrid.read(data)
+    if result.document is None or result.document.environment is None:
+        return {}
+    links: dict[str, tuple[float, float]] = {}
+    for rack in result.document.environment.racks():
+        extras = rack.extras
+        bw, lat = extras.get("simgrid:bw"), extras.get("simgrid:lat")
+        speed, delay = bandwidth(str(bw)), latency(str(lat))
+        if bw is None or speed is None or delay is None or not rack.slots \
+                or extras.get("simgrid:topology", "FLAT") != "FLAT":
+            continue
+        prefix, suffix = extras["simgrid:prefix"], extras["simgrid:suffix"]
+        for machine in (rack.slots[0], rack.slots[-1]):
+            assert machine is not None
+            number = str(machine.name)[len(prefix):len(str(machine.name)) - len(suffix)]
+            links[f"{rack.id}_link_{number}"] = (speed, delay)
+    return links
+
+
+def disagreements(dcx: dict[str, tuple[float, int]], report: dict[str, Any],
+                  links: dict[str, tuple[float, float]] | None = None) -> list[str]:
     """Where SimGrid's view of the platform differs from dcx's, in words."""
     found: list[str] = []
+    for name, (speed, delay) in sorted((links or {}).items()):
+        theirs_link = report["links"].get(name)
+        if theirs_link is None:
+            found.append(f"SimGrid has no link {name}")
+        elif not (math.isclose(theirs_link[0], speed, rel_tol=1e-9)
+                  and math.isclose(theirs_link[1], delay, rel_tol=1e-9, abs_tol=1e-15)):
+            found.append(f"link {name}: SimGrid {theirs_link[0]!r} B/s, {theirs_link[1]!r} s; "
+                         f"dcx {speed!r} B/s, {delay!r} s")
     theirs = {host["name"]: (host["speed"], host["cores"]) for host in report["hosts"]
               if host["speed"] > 0 or host["name"] in dcx}  # (storage hosts left out)
     if len(theirs) != len(dcx):
@@ -196,10 +272,11 @@ def check(path: Path) -> Verdict:
     hosts, problem, energy = dcx_hosts(data)
     if hosts is None:
         return Verdict(str(path), problem)
-    report, problem = run_simgrid(path, energy)
+    links = cluster_links(data)
+    report, problem = run_simgrid(path, energy, links)
     if report is None:
         return Verdict(str(path), problem)
-    found = disagreements(hosts, report)
+    found = disagreements(hosts, report, links)
     return Verdict(str(path), "; ".join(found[:5]) + (f" (and {len(found) - 5} more)"
                                                       if len(found) > 5 else "") or None)
 
