@@ -183,16 +183,21 @@ def _invalid_utf8(data: bytes) -> Diagnostic | None:
 
 
 def parse_xml(data: bytes, schema: etree.XMLSchema | None = None,
-              external_doctype: str | None = None) -> etree._ElementTree:
+              external_doctype: str | None = None,
+              space_before_declaration: bool = False) -> etree._ElementTree:
     """Parse a whole document. Raises ``InputError`` with a located diagnostic.
-    ``external_doctype``: the one DOCTYPE let through (see ``precheck``)."""
+    ``external_doctype``: the one DOCTYPE let through (see ``precheck``); libxml2 never sees
+    its system identifier, so no DTD is ever fetched, whatever the URL.
+    ``space_before_declaration``: whitespace before the XML declaration is tolerated (XML
+    forbids it; SimGrid's own parser skips it)."""
     from lxml import etree
 
     problem = precheck(data, external_doctype)
     if problem is not None:
         raise InputError(problem)
+    parsed = _prolog_blanked(data, external_doctype, space_before_declaration)
     try:
-        root = etree.fromstring(data, parser=make_parser())
+        root = etree.fromstring(parsed, parser=make_parser())
     except etree.XMLSyntaxError as exc:
         raise InputError(_syntax_diagnostic(exc, data)) from None
     tree = root.getroottree()
@@ -204,6 +209,38 @@ def parse_xml(data: bytes, schema: etree.XMLSchema | None = None,
     global _LAST_PARSED
     _LAST_PARSED = (tree, data)
     return tree
+
+
+_SPACE_THEN_DECLARATION = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]+(<\?xml[ \t\r\n][^>]*\?>)")
+
+
+def _prolog_blanked(data: bytes, external_doctype: str | None,
+                    space_before_declaration: bool) -> bytes:
+    """``data`` with spaces over the external DOCTYPE that ``precheck`` let through and, when
+    tolerated, over an XML declaration that follows whitespace: what libxml2 must not see
+    (libxml2 2.14 under lxml 6 still tries to fetch an ``http:`` DTD with DTD loading off,
+    which no_network turns into an error; a late declaration is a syntax error). Line breaks
+    stay, so every line and column is where it was."""
+    spans: list[tuple[int, int]] = []
+    if space_before_declaration:
+        late = _SPACE_THEN_DECLARATION.match(data)
+        if late is not None:
+            spans.append(late.span(1))  # the encoding it declares was checked by precheck
+    if external_doctype is not None:
+        found = _first_declaration(data)
+        if found is not None and found[1] == "a DOCTYPE":
+            end = _external_doctype_end(data, found[0], external_doctype)
+            if end is not None:
+                spans.append((found[0], end))
+    if not spans:
+        return data
+    blanked = bytearray(data)
+    for start, end in spans:
+        blanked[start:end] = _NOT_LINE_BREAK.sub(b" ", data[start:end])
+    return bytes(blanked)
+
+
+_NOT_LINE_BREAK = re.compile(rb"[^\r\n]")
 
 
 def _declares_anything(dtd: Any) -> bool:

@@ -950,13 +950,13 @@ LOCATED_LWF = """<lease-workload name="located">
 
 
 def losses_listed(source: Path, target: str, tmp_path: Path,
-                  capsys: pytest.CaptureFixture[str]) -> list[str]:
-    """The loss lines of ``dcx convert SOURCE OUT --to TARGET --losses``."""
+                  capsys: pytest.CaptureFixture[str], *options: str) -> list[str]:
+    """The loss lines of ``dcx convert SOURCE OUT --to TARGET --losses [OPTIONS]``."""
     from dcx.converters.cli import main
 
     capsys.readouterr()
     assert main(["convert", str(source), str(tmp_path / f"out.{target}"), "--to", target,
-                 "--losses"]) == 0
+                 "--losses", *options]) == 0
     return [line for line in capsys.readouterr().err.splitlines() if line.startswith("  ")]
 
 
@@ -975,7 +975,8 @@ def test_losses_of_an_lwf_are_at_their_lease_and_node_set(
     assert f"  task.deadline_s: 1 value (first: {source}:21:7, /workload/jobs/1/tasks/0): " \
         "deadline" in to_swf
     assert f"  workload.name: 1 value (first: {source}:1:1, /workload): workload name" in to_swf
-    to_simgrid = losses_listed(source, "simgrid", tmp_path, capsys)
+    # (SimGrid needs a speed for every host: LWF nodes state no clock rate)
+    to_simgrid = losses_listed(source, "simgrid", tmp_path, capsys, "--fill", "clock-rate=2GHz")
     assert f"  machine.resources: 1 value (first: {source}:8:7, /environment/datacenters/0/" \
         "rooms/0/racks/0/slots/2): other named consumable resources" in to_simgrid
     located = haizea.read(source.read_bytes())
