@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,10 +152,14 @@ def run_simgrid(path: Path, energy: bool, links: dict[str, tuple[float, float]] 
     """The child's report on ``path`` (with the bandwidth and latency of the ``links`` named,
     or of their ``_UP`` half), or why SimGrid refused it."""
     try:
-        done = subprocess.run(
-            [DEBIAN_PYTHON, "-c", CHILD, str(path), repr(WORK_FLOPS), str(SIMULATED_HOSTS),
-             "1" if energy else "0"], input=json.dumps(sorted(links or {})),
-            capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
+        # in a folder of its own: a platform's <config> may turn on tracing, which SimGrid
+        # writes to its working directory
+        with tempfile.TemporaryDirectory(prefix="dcx-simgrid-") as scratch:
+            done = subprocess.run(
+                [DEBIAN_PYTHON, "-c", CHILD, str(path.resolve()), repr(WORK_FLOPS),
+                 str(SIMULATED_HOSTS), "1" if energy else "0"],
+                input=json.dumps(sorted(links or {})), capture_output=True, text=True,
+                timeout=CHILD_TIMEOUT_S, check=False, cwd=scratch)
     except subprocess.TimeoutExpired:
         return None, f"SimGrid did not finish in {CHILD_TIMEOUT_S} s"
     if done.returncode != 0:
