@@ -99,6 +99,7 @@ FIELDS: dict[str, str] = {
     "task.request.os": "operating system the nodes must run",
     "task.request.arch": "architecture the nodes must have",
     "task.request.features": "features the nodes must have",
+    "task.request.placement": "request shape: whole nodes, or cores anywhere",
     "task.dependencies": "task dependencies",
     "task.deadline_s": "deadline",
     "task.start": "start mode and exact start time",

@@ -112,6 +112,7 @@ from dcx.core.model import (
     MachineStateChange,
     NamedResource,
     Partition,
+    Placement,
     ProcessingUnit,
     Rack,
     ResourceRequest,
@@ -738,7 +739,9 @@ def _task(task: Task, held: _Held) -> Task:
                             held.value("task.request.resources", request.resources, ())),
             os=held.value("task.request.os", request.os),
             arch=held.value("task.request.arch", request.arch),
-            features=held.value("task.request.features", request.features, ())),
+            features=held.value("task.request.features", request.features, ()),
+            placement=held.value("task.request.placement", request.placement,
+                                 Placement.NODES)),
         dependencies=held.value("task.dependencies", (
             task.dependencies
             if held.has("task.dependencies.multiple", len(task.dependencies) > 1)
@@ -822,7 +825,17 @@ def dropped_values(document: Document, target_holds: Iterable[str],
         if _part(path) in counts:
             continue  # a dropped part is one loss, not one per field inside it
         if path in restricted_values:
-            counts[path] = (before.used.get(path, 0) + before.foreign.get(path, 0)) or None
+            given = before.used.get(path, 0) + before.foreign.get(path, 0)
+            made = use.used.get(path, 0)
+            counts[path] = given or None
+            if made > given:
+                # the normal form sets a value where the document has the default (SWF's
+                # placement, cores anywhere): the values it set are the ones changed
+                counts[path] = made - given
+                changed = first_changed(original, document, Task)
+                if changed is not None:
+                    places[path] = (changed, original)
+                continue
             if path in before.first:
                 places[path] = (before.first[path], original)
             elif path.partition(".")[0] in _KIND_OF_PATH:

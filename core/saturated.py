@@ -22,6 +22,7 @@ from dcx.core.model import (
     Point,
     ProcessingUnit,
     Rack,
+    Placement,
     ResourceRequest,
     Room,
     SchedulerSpec,
@@ -107,7 +108,8 @@ def _workload() -> Workload:
     jobs = (Job(id="j1", name="pipeline", user="alice", extras={"note": 1},
                 tasks=(_task(1, ()), _task(2, ("t1",)), _task(3, ("t1", "t2"), cores=2.5),
                        Task(id="t4"),
-                       Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0)))),
+                       Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0,
+                                                             placement=Placement.CORES)))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",
                     time_origin="2018-01-01T00:00:00Z", attributes={"note": 1},

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from dcx.converters.losses import conversion_losses
-from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import swf
 from tests.strategies import Domain, documents
@@ -40,7 +40,7 @@ def test_haizea_blue_excerpt_reads_and_round_trips(corpus_dir: Path):
     first = jobs[0].tasks[0]
     assert (first.id, first.submit_time_s, first.runtime_s, first.requested_time_s) == (
         13, 0.0, 43.0, 64800.0)
-    assert first.request == ResourceRequest(nodes=32, cores=1.0)
+    assert first.request == ResourceRequest(nodes=32, cores=1.0, placement=Placement.CORES)
     assert first.user == "96"
     assert first.extras == {"swf:RequestedProcessors": 4, "swf:WaitTime": 22,
                             "swf:AverageCPUTime": 0.03, "swf:Status": 1, "swf:QueueNumber": 3}
@@ -88,11 +88,12 @@ def test_processor_counts_map_onto_single_core_nodes():
     ))
     assert result.ok
     first, second, third = result.document.workload.tasks()
-    assert first.request == ResourceRequest(nodes=64, cores=1.0)
+    assert first.request == ResourceRequest(nodes=64, cores=1.0, placement=Placement.CORES)
     assert first.extras == {"swf:RequestedProcessors": 8}
     assert second.request.nodes == 16
     assert second.extras == {"swf:AllocatedProcessors": 0, "swf:Status": 5}
-    assert third.request == ResourceRequest(nodes=4, cores=1.0, memory_mb=2.0)
+    assert third.request == ResourceRequest(nodes=4, cores=1.0, memory_mb=2.0,
+                                            placement=Placement.CORES)
     assert (third.user, third.group, third.extras) == ("3", "0", {})
 
 
@@ -170,9 +171,10 @@ def _lost(document: Document) -> set[str]:
 
 def test_a_job_without_tasks_is_a_job_empty_loss():
     workload = Workload(jobs=(Job(id=1, tasks=(Task(id=1),)), Job(id=2)))
-    assert _lost(Document(workload=workload)) == {"job", "job.empty"}
+    assert _lost(Document(workload=workload)) == {"job", "job.empty", "task.request.placement"}
     reread = swf.read(swf.write(Document(workload=workload)).data).document
-    assert reread == Document(workload=Workload(jobs=(Job(id=1, tasks=(Task(id=1),)),)))
+    assert reread == Document(workload=Workload(jobs=(Job(id=1, tasks=(Task(
+        id=1, request=ResourceRequest(placement=Placement.CORES)),)),)))
 
 
 def test_writer_reports_what_swf_cannot_hold():
@@ -182,13 +184,14 @@ def test_writer_reports_what_swf_cannot_hold():
     workload = Workload(jobs=(Job(id="j", tasks=tasks, name="n"),),
                         time_origin="2018-12-11T01:02:03.5", attributes={"n": 3}, name="w")
     assert _lost(Document(workload=workload)) == {
+        "task.request.placement",
         "workload.name", "workload.time_origin", "job", "job.name", "task.request.cores",
         "task.dependencies.multiple", "task.image"}
     reread = swf.read(swf.write(Document(workload=workload)).data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
     # 2 nodes of 4 cores are 8 processors, the 2 GB of the job 256 MB per processor
-    assert first.request == ResourceRequest(nodes=8, memory_mb=256.0)
+    assert first.request == ResourceRequest(nodes=8, memory_mb=256.0, placement=Placement.CORES)
     assert second.dependencies == ("a",)
     assert second.user == "alice" and reread.document.workload.attributes == {"n": 3}
 
@@ -227,6 +230,7 @@ def test_values_swf_cannot_write_are_value_restrictions_of_the_normal_form():
                         extras={"swf:comments": ["ok", "Key: looks like a field"]})
     document = Document(workload=workload)
     assert swf.normal_form_losses(document) == {
+        "task.request.placement",
         "task.id", "task.submit_time_s", "task.runtime_s", "task.user", "task.request.nodes",
         "task.request.memory_mb", "task.extras", "task.dependencies", "workload.extras"}
     result = swf.read(swf.write(document).data)

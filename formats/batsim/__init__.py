@@ -20,7 +20,9 @@ Batsim                   model
                          are processors (Batsim's SWF converters write the job's processors),
                          so several cores per node are that many hosts each: ``nodes x
                          cores`` (rounded up; the cores per node are a ``task.request.cores``
-                         loss)
+                         loss); a job gets ``res`` whole hosts (``Placement.NODES``), so
+                         cores anywhere (SWF's, GWF's) are a ``task.request.placement``
+                         loss
 ``profile``              a ``delay`` profile is the runtime (``runtime_s`` = ``delay``); its
                          name is kept in ``extras["batsim:profile"]`` unless it is the name dcx
                          gives a delay (``delay<seconds>``, as ``delay120`` or ``delay20.25``).

@@ -7,6 +7,9 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   processors, which the machine may spread over nodes. So the request is ``nodes = P`` with
   ``cores = 1`` per node: a scheduler on multi-core machines may place the P processes on any
   machines with free cores, and a 32-processor job still fits a cluster of 4-core machines.
+  The request's placement is ``Placement.CORES`` (cores anywhere), what PWA-based
+  simulators read; a whole-node request of another format is written as its processors,
+  its placement a value restriction of the normal form (``task.request.placement``).
   P is the *allocated* count (field 5, what the job really ran on, like the runtime is the real
   runtime); when it is unknown (-1) or 0 the requested count (field 8) is used and the
   allocated value is kept as ``swf:AllocatedProcessors``. The requested count is kept as
@@ -134,7 +137,7 @@ COLUMNS: tuple[str, ...] = (
 HOLDS = frozenset({
     "workload.time_origin", "workload.attributes", "task.id", "task.submit_time_s",
     "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.memory_mb",
-    "task.dependencies", "task.user", "task.group",
+    "task.dependencies", "task.user", "task.group", "task.request.placement",
 })
 
 

@@ -32,7 +32,16 @@ from dcx.core.diagnostics import (
 from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.located import task_lines
-from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
+from dcx.core.model import (
+    Document,
+    Extras,
+    Id,
+    Job,
+    Placement,
+    ResourceRequest,
+    Task,
+    Workload,
+)
 from dcx.core.shapes import single_core_node_columns, single_core_nodes, whole_count
 from dcx.formats.swf import COLUMNS
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
@@ -308,6 +317,7 @@ def _columns_of_records(records: ColumnsBuilder, chunk: bool = False
         job_offsets=np.arange(count + 1, dtype=np.int64),
         job_names=nothing,
         job_users=nothing,
+        placement=np.ones(count, dtype=np.int8),  # PLACEMENTS: cores anywhere
     )
     return columns, lines
 
@@ -488,7 +498,8 @@ def _task(record: dict[str, Any], tokens: list[str]) -> Task:
         requested_time_s=(None if record["RequestedTime"] == -1
                           else float(record["RequestedTime"])),
         request=ResourceRequest(nodes=nodes, cores=1.0,
-                                memory_mb=None if memory == -1 else memory / 1024),
+                                memory_mb=None if memory == -1 else memory / 1024,
+                                placement=Placement.CORES),
         # The token as written, so "007" stays "007".
         user=None if record["UserID"] == -1 else tokens[_USER_COLUMN],
         group=None if record["GroupID"] == -1 else tokens[_GROUP_COLUMN],
@@ -631,7 +642,9 @@ class _Normalizer:
                                     ("task.request.memory_mb", request.memory_mb,
                                      _memory(request.memory_mb)),
                                     ("task.user", task.user, user),
-                                    ("task.group", task.group, group)):
+                                    ("task.group", task.group, group),
+                                    ("task.request.placement", request.placement,
+                                     Placement.CORES)):
             if before is not after and before != after:
                 lost.add(path)
         extras = self.extras(task.extras, nodes, bool(dependencies))
@@ -640,12 +653,14 @@ class _Normalizer:
                 and submit is task.submit_time_s and runtime is task.runtime_s
                 and requested is task.requested_time_s and nodes == request.nodes
                 and request.cores == 1 and memory is request.memory_mb and user is task.user
-                and group is task.group and extras is task.extras):
+                and group is task.group and extras is task.extras
+                and request.placement is Placement.CORES):
             return task  # already in normal form: no copy per task
         return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
                        "submit_time_s": submit, "runtime_s": runtime,
                        "requested_time_s": requested,
-                       "request": replace(request, nodes=nodes, cores=1.0, memory_mb=memory),
+                       "request": replace(request, nodes=nodes, cores=1.0, memory_mb=memory,
+                                          placement=Placement.CORES),
                        "user": user, "group": group, "extras": extras})
 
     def extras(self, extras: Extras, nodes: int, has_dependency: bool) -> Extras:
@@ -708,13 +723,16 @@ def _on_single_core_nodes(columns: WorkloadColumns, lost: set[str]) -> WorkloadC
     where the rows must build it."""
     import numpy as np
 
+    anywhere = columns.with_placement(Placement.CORES)
+    if anywhere is not columns:
+        lost.add("task.request.placement")
     if bool(np.all(columns.cores == 1)):
-        return columns
+        return anywhere
     if not bool(np.all(columns.nodes >= 1)):
         return None  # (the rows report the node count too)
     nodes, memory = single_core_node_columns(columns.nodes, columns.cores, columns.memory_mb)
     lost.add("task.request.cores")  # (nodes and memory carry the totals: see _Normalizer)
-    return replace(columns, nodes=nodes, cores=np.ones(len(columns), dtype=np.float64),
+    return replace(anywhere, nodes=nodes, cores=np.ones(len(columns), dtype=np.float64),
                    memory_mb=memory)
 
 
