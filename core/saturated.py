@@ -19,10 +19,10 @@ from dcx.core.model import (
     MachineStateChange,
     NamedResource,
     Partition,
+    Placement,
     Point,
     ProcessingUnit,
     Rack,
-    Placement,
     ResourceRequest,
     Room,
     SchedulerSpec,
@@ -98,7 +98,7 @@ def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0) -> Tas
         requested_time_s=300.0,
         request=ResourceRequest(nodes=2, cores=cores, memory_mb=2048.0, gpus=1, resources=(
             NamedResource(name="license", amount=1.0),), os="linux", arch="x86_64",
-            features=("infiniband",)),
+            features=("infiniband",), placement=Placement.CORES),
         dependencies=dependencies, deadline_s=5000.0, start_mode=StartMode.EXACT,
         start_time_s=50.0 * number, preemptible=True, user="alice", group="staff",
         image="ubuntu.img", image_size_mb=1024.0, extras={"note": 1})
@@ -108,8 +108,7 @@ def _workload() -> Workload:
     jobs = (Job(id="j1", name="pipeline", user="alice", extras={"note": 1},
                 tasks=(_task(1, ()), _task(2, ("t1",)), _task(3, ("t1", "t2"), cores=2.5),
                        Task(id="t4"),
-                       Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0,
-                                                             placement=Placement.CORES)))),
+                       Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0)))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",
                     time_origin="2018-01-01T00:00:00Z", attributes={"note": 1},

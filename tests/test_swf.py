@@ -267,3 +267,50 @@ def test_losses_and_jobs_are_located_at_their_line(tmp_path: Path,
         assert result.locate("/workload/jobs/1") == (4, 1)
         assert result.locate("/workload/jobs/0") == (2, 1)
         assert result.locate("/workload/jobs/2") == (None, None)
+
+
+# Alea's traces (Study-Alea-GridSim-SimJava data-set/*.swf) add fields after the 18th; this
+# file is written here in that shape (a header, then 21 fields per job line).
+ALEA_SHAPED = b"""; Version: 2.2
+; Computer: a cluster in Alea's 21-field shape
+; MaxNodes: 4
+; MaxProcs: 16
+1 0 10 300 4 280.5 -1 4 600 -1 1 3 1 -1 1 1 -1 -1 0 x86_64 linux
+2 5 0 120 2 -1 -1 2 300 -1 0 3 1 -1 1 1 -1 -1 1 x86_64 linux
+3 9 2 -1 8 -1 -1 8 900 -1 5 4 2 -1 1 1 -1 -1 0 ppc64 aix
+"""
+
+
+def test_trailing_fields_are_kept_with_one_warning_and_written_back():
+    assert swf.sniff(ALEA_SHAPED.split(b"\n", 4)[4])  # a headerless file of such lines
+    result = swf.read(ALEA_SHAPED)
+    assert result.ok and result.document is not None
+    (warning,) = result.diagnostics
+    assert (warning.code, warning.line) == ("swf.trailing-fields", 5)
+    assert "3 job lines" in warning.message
+    tasks = list(result.document.workload.tasks())
+    assert [task.extras[swf.codec.TRAILING_KEY] for task in tasks] == [
+        ["0", "x86_64", "linux"], ["1", "x86_64", "linux"], ["0", "ppc64", "aix"]]
+    assert tasks[0].runtime_s == 300.0 and tasks[2].request.nodes == 8
+    written = swf.write(result.document)
+    assert written.data.splitlines()[4:] == ALEA_SHAPED.splitlines()[4:]
+    assert conversion_losses(result.document, swf.FORMAT) == ()
+
+
+def test_trailing_fields_are_one_warning_in_chunks_too():
+    import io
+
+    from dcx.parsing.chunks import line_chunks
+
+    assert swf.FORMAT.read_chunks is not None
+    for chunk_bytes in (1, 64, 4096):
+        chunked = swf.FORMAT.read_chunks(line_chunks(io.BytesIO(ALEA_SHAPED).read, b"",
+                                                     chunk_bytes))
+        assert chunked.diagnostics == swf.read(ALEA_SHAPED).diagnostics
+        assert chunked.jobs == 3
+
+
+def test_fewer_than_18_fields_is_still_an_error_and_29_are_not_sniffed():
+    assert not swf.sniff(b" ".join([b"1"] * 29) + b"\n")
+    result = swf.read(swf_file("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17"))
+    assert result.diagnostics[0].code == "swf.field-count"

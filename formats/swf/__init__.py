@@ -77,6 +77,11 @@ too (``dcx.converters.stream_targets_json``), and to an OpenDC workload folder
 (``dcx.converters.stream_targets_opendc``); other targets still read the whole input (up
 to the input size limit).
 
+**Trailing fields.** A job line with more than 18 fields (Alea's traces add three) is read
+from its first 18; the fields after them are kept, as their texts, in
+``Task.extras["swf:TrailingFields"]`` and written back after the 18th, with one
+``swf.trailing-fields`` warning for the file (PWA tools read 18 fields).
+
 Checks: 18 numeric fields per line (located at the field, pointer
 ``/lines/<line number>/<field name>``; each line's record is described by
 ``schemas/swf.schema.json``), -1 as the only negative value, duplicate job numbers, and
@@ -141,6 +146,11 @@ HOLDS = frozenset({
 })
 
 
+MOST_FIELDS_SNIFFED = 21
+"""The most fields of a headerless file's first job line that sniffing takes for SWF (Alea's
+traces add three after the 18th; GWF's archive lines have 29)."""
+
+
 def sniff(data: bytes) -> bool:
     head = data[:4096].decode("utf-8", "replace")
     lines = head.split("\n")
@@ -153,7 +163,8 @@ def sniff(data: bytes) -> bool:
         if line.startswith(";"):
             return True
         tokens = line.split()
-        return len(tokens) == len(COLUMNS) and parse_int(tokens[0]) is not None
+        return len(COLUMNS) <= len(tokens) <= MOST_FIELDS_SNIFFED \
+            and parse_int(tokens[0]) is not None
     return False
 
 
@@ -184,6 +195,9 @@ CODES = (
          "A job follows a preceding job that is not in the file (a trace excerpt); the "
          "dependency is kept in extras only."),
     Code("swf.no-jobs", "warning", "The file has no job lines."),
+    Code("swf.trailing-fields", "warning",
+         "Job lines have fields after the 18th (Alea's traces); they are kept as "
+         "swf:TrailingFields and written back, once for the whole file."),
     *text_codes("swf", "SWF"),
     *dependency_codes("swf", "job"),
 )
@@ -198,7 +212,8 @@ FORMAT = FormatDeclaration(
     content=frozenset({"text"}),
     schema="swf.schema.json",
     description=("18-field job traces with ';' header comments."),
-    own_extras=frozenset({"task.extras"}),
+    # swf: keys of tasks (fields without a model field) and of the workload (header comments)
+    own_extras=frozenset({"task.extras", "workload.extras"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,

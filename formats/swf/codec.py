@@ -24,6 +24,7 @@ from dcx.core.columns import (
     concat_strings,
 )
 from dcx.core.diagnostics import (
+    Diagnostic,
     ReadResult,
     WriteResult,
     error,
@@ -80,6 +81,8 @@ _EXTRA_KEYS = frozenset("swf:" + name for name in _EXTRA_COLUMNS)
 _ALLOCATED_KEY = "swf:AllocatedProcessors"
 _REQUESTED_KEY = "swf:RequestedProcessors"
 _PRECEDING_KEY = "swf:PrecedingJobNumber"
+TRAILING_KEY = "swf:TrailingFields"
+"""The fields after the 18th of a job line (Alea's 21-field traces), as their texts."""
 COMMENTS_KEY = "swf:comments"
 START_KEY = "UnixStartTime"
 
@@ -340,6 +343,9 @@ def _read(data: bytes) -> ReadResult:
     if reader.errors:
         return ReadResult(None, tuple(reader.diagnostics))
     workload = header.workload(jobs)
+    trailing = header.trailing_warning()
+    if trailing is not None:
+        reader.report(trailing)
     if not jobs:
         reader.report(warning("file has no job lines", "swf.no-jobs"))
     # Job numbers are unique once the reader has no errors, so they key the lines.
@@ -363,11 +369,15 @@ def _read_lines(reader: _Reader, header: _Header,
             header.add(stripped, line_number, reader)
             continue
         tokens = stripped.split()
-        if len(tokens) != len(COLUMNS):
+        if len(tokens) < len(COLUMNS):
             reader.report(error(
                 f"line has {len(tokens)} whitespace-separated fields; SWF has 18",
                 "swf.field-count", line=line_number, column=1, pointer=f"/lines/{line_number}"))
             continue
+        trailing = tokens[len(COLUMNS):]
+        if trailing:
+            header.trailing(line_number)
+            tokens = tokens[:len(COLUMNS)]
         record, valid = _record(tokens)
         if not valid:
             reader.record_errors(line_number, record)
@@ -379,7 +389,10 @@ def _read_lines(reader: _Reader, header: _Header,
                 **reader.locate(line_number, "AllocatedProcessors")))
             continue
         preceding = record["PrecedingJobNumber"]
-        tasks.append((line_number, _task(record, tokens), None if preceding == -1 else preceding))
+        task = _task(record, tokens)
+        if trailing:
+            task.extras[TRAILING_KEY] = trailing
+        tasks.append((line_number, task, None if preceding == -1 else preceding))
 
 
 class _Header:
@@ -389,6 +402,27 @@ class _Header:
         self.attributes: dict[str, Any] = {}
         self.comments: list[str] = []
         self.time_origin: str | None = None
+        self.trailing_lines = 0
+        """Job lines with fields after the 18th, and the first of them."""
+        self.first_trailing_line: int | None = None
+
+    def trailing(self, line_number: int) -> None:
+        """A job line with fields after the 18th."""
+        self.trailing_lines += 1
+        if self.first_trailing_line is None:
+            self.first_trailing_line = line_number
+
+    def trailing_warning(self) -> Diagnostic | None:
+        """One warning for every job line with fields after the 18th."""
+        if not self.trailing_lines:
+            return None
+        lines = "1 job line has" if self.trailing_lines == 1 else \
+            f"{self.trailing_lines:,} job lines have"
+        return warning(f"{lines} more than 18 fields (first: line {self.first_trailing_line}); "
+                       f"the fields after the 18th are kept as {TRAILING_KEY} and written "
+                       "back, but PWA tools read 18 fields", "swf.trailing-fields",
+                       line=self.first_trailing_line, column=1,
+                       pointer=f"/lines/{self.first_trailing_line}")
 
     def add(self, stripped: str, line_number: int, reader: ErrorBudget) -> None:
         """One header line, stripped of surrounding white space (it starts with ``;``)."""
@@ -576,8 +610,21 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def trailing_texts(value: object) -> list[str] | None:
+    """The fields after the 18th of ``swf:TrailingFields``, or ``None`` when they would not
+    read back as themselves (each a token: text without white space)."""
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(text, str) and text and text.split() == [text] for text in value):
+        return None
+    return value
+
+
 def _column_text(key: str, value: object) -> str | None:
     """The field text of an ``swf:`` column extra, or ``None`` when it cannot be written."""
+    if key == TRAILING_KEY:
+        trailing = trailing_texts(value)
+        return None if trailing is None else " ".join(trailing)
     if key not in _EXTRA_KEYS or isinstance(value, bool):
         return None
     if key[4:] in _INTEGERS:
@@ -998,7 +1045,10 @@ def _line(task: Task) -> list[str]:
     elif _PRECEDING_KEY in extras:
         values["PrecedingJobNumber"] = str(extras[_PRECEDING_KEY])
     for key, value in extras.items():
-        text = _column_text(key, value)
-        if text is not None:
-            values[key[4:]] = text
-    return [values[name] for name in COLUMNS]
+        if key != TRAILING_KEY:
+            text = _column_text(key, value)
+            if text is not None:
+                values[key[4:]] = text
+    fields = [values[name] for name in COLUMNS]
+    trailing = trailing_texts(extras.get(TRAILING_KEY))
+    return fields if trailing is None else fields + trailing
