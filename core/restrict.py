@@ -353,7 +353,7 @@ def _task_ids(workload: Workload | None) -> list[Id]:
         return []
     columns = columns_of(workload)
     if columns is not None:
-        return columns.ids.tolist()  # type: ignore[no-any-return]
+        return list(columns.ids.tolist())
     return [task.id for job in workload.jobs for task in job.tasks]
 
 
@@ -364,8 +364,8 @@ def _row_pointer(workload: Workload | None, row: int) -> str:
     if columns is not None:
         import numpy as np
 
-        job = int(np.searchsorted(columns.job_offsets, row, side="right")) - 1
-        return f"/workload/jobs/{job}/tasks/{row - int(columns.job_offsets[job])}"
+        at = int(np.searchsorted(columns.job_offsets, row, side="right")) - 1
+        return f"/workload/jobs/{at}/tasks/{row - int(columns.job_offsets[at])}"
     for index, job in enumerate(workload.jobs):
         if row < len(job.tasks):
             return f"/workload/jobs/{index}/tasks/{row}"
