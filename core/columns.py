@@ -18,7 +18,9 @@ Columns (one row per task, in workload order; jobs are consecutive runs of tasks
 * dependencies: ``offsets`` (``int64``, one more than there are tasks) into an id array;
 * extras: numeric ``Task.extras`` keys, one :class:`ExtraColumn` each, in key order;
 * what a request asks of its machines: ``os``, ``arch`` (:class:`Strings`) and features
-  (``feature_offsets`` into ``feature_names``), each ``None`` when no task asks for it.
+  (``feature_offsets`` into ``feature_names``), each ``None`` when no task asks for it;
+* ``placement``: ``int8`` codes into ``PLACEMENTS`` (whole nodes, cores anywhere), ``None``
+  when every task asks for whole nodes (the model's default).
 
 A task field the columns do not hold (named resources, start modes, images, preemption,
 extras that do not read back from JSON) keeps the workload as objects
@@ -37,13 +39,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from dcx.core.model import Id, Job, ResourceRequest, Task, Workload, build
+from dcx.core.model import Id, Job, Placement, ResourceRequest, Task, Workload, build
 
 Array = Any
 """A numpy array (numpy is imported lazily, so it cannot be named at module level)."""
 
 FLOAT_EXACT = 2 ** 53
 """Integers up to this size survive a float64 column unchanged."""
+
+PLACEMENTS: tuple[Placement, ...] = (Placement.NODES, Placement.CORES)
+"""``WorkloadColumns.placement`` codes: the placement at each code's index."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +137,9 @@ class WorkloadColumns:
     """``ResourceRequest.features``: row ``t``'s are ``feature_names`` entries
     ``feature_offsets[t]`` up to ``feature_offsets[t + 1]``; ``None`` when no task asks
     for any."""
+    placement: Array | None = None
+    """``ResourceRequest.placement`` per task, codes into ``PLACEMENTS``; ``None`` when every
+    task asks for whole nodes."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -155,7 +163,9 @@ class WorkloadColumns:
             "memory_mb": None if math.isnan(memory) else memory, "gpus": int(self.gpus[row]),
             "resources": (), "os": None if self.os is None else self.os.at(row),
             "arch": None if self.arch is None else self.arch.at(row),
-            "features": self.features_of(row)})
+            "features": self.features_of(row),
+            "placement": Placement.NODES if self.placement is None
+            else PLACEMENTS[self.placement[row]]})
         extras = {key: column.at(row) for key, column in self.extras.items()
                   if column.present[row]}
         return build(Task, {
@@ -269,7 +279,23 @@ class WorkloadColumns:
                 r.arch is not None for r in requests) else None,
             feature_offsets=_offsets([len(r.features) for r in requests])
             if asked_features else None,
-            feature_names=Strings.encode(asked_features) if asked_features else None)
+            feature_names=Strings.encode(asked_features) if asked_features else None,
+            placement=placement_codes([r.placement for r in requests]))
+
+    def with_placement(self, placement: Placement) -> WorkloadColumns:
+        """The same columns with every task asking for ``placement``."""
+        import numpy as np
+        from dataclasses import replace
+
+        if not len(self):
+            return self  # (no task to ask anything)
+        if placement is Placement.NODES:
+            return self if self.placement is None else replace(self, placement=None)
+        if self.placement is not None and bool(
+                (self.placement == PLACEMENTS.index(placement)).all()):
+            return self
+        return replace(self, placement=np.full(len(self), PLACEMENTS.index(placement),
+                                               dtype=np.int8))
 
     def rows_kept(self, keep: Array) -> WorkloadColumns:
         """The columns of the task rows ``keep`` (a boolean array) marks; a job whose every
@@ -319,7 +345,8 @@ class WorkloadColumns:
             job_names=strings(self.job_names, jobs), job_users=strings(self.job_users, jobs),
             os=None if self.os is None else strings(self.os, keep),
             arch=None if self.arch is None else strings(self.arch, keep),
-            feature_offsets=feature_offsets, feature_names=feature_names)
+            feature_offsets=feature_offsets, feature_names=feature_names,
+            placement=None if self.placement is None else self.placement[keep])
 
     def same_as(self, other: WorkloadColumns) -> bool | None:
         """Whether both hold the same jobs, compared column by column; ``None`` when their
@@ -356,7 +383,8 @@ class WorkloadColumns:
                              (self.job_users, other.job_users)):
             if not _same_strings(mine, theirs):
                 return False
-        if not self._same_requirements(other):
+        if not self._same_requirements(other) or not np.array_equal(
+                placements_of(self), placements_of(other)):
             return False
         for key, column in self.extras.items():
             counterpart = other.extras[key]
@@ -390,6 +418,26 @@ class WorkloadColumns:
             return False
         return _same_strings(self.feature_names or _unknown(0),
                              other.feature_names or _unknown(0))
+
+
+def placement_codes(placements: Sequence[Placement]) -> Array | None:
+    """``WorkloadColumns.placement`` of these placements (``None`` when all are whole
+    nodes)."""
+    import numpy as np
+
+    if all(placement is Placement.NODES for placement in placements):
+        return None
+    return np.fromiter((PLACEMENTS.index(placement) for placement in placements), np.int8,
+                       len(placements))
+
+
+def placements_of(columns: WorkloadColumns) -> Array:
+    """The placement codes of every row (whole nodes where the column is ``None``)."""
+    import numpy as np
+
+    if columns.placement is None:
+        return np.zeros(len(columns), dtype=np.int8)
+    return columns.placement
 
 
 def _unknown(count: int) -> Strings:
@@ -713,6 +761,7 @@ _MASKS: dict[str, Callable[[Any, WorkloadColumns], Array]] = {
     "task.request.arch": lambda np, c: _known(np, c, c.arch),
     "task.request.features": lambda np, c: np.diff(c.feature_offsets) > 0
     if c.feature_offsets is not None else np.zeros(len(c), dtype=bool),
+    "task.request.placement": lambda np, c: placements_of(c) != 0,
 }
 """Per job (``job``…) or per task row (``task.``…): where leaving the path out changes a
 value."""

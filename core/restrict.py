@@ -112,6 +112,7 @@ from dcx.core.model import (
     MachineStateChange,
     NamedResource,
     Partition,
+    Placement,
     ProcessingUnit,
     Rack,
     ResourceRequest,
@@ -319,11 +320,57 @@ prefixed keys there (``fmt:key`` belongs to ``fmt`` alone)."""
 _WORKLOAD_ROOTS = ("workload", "job", "task")
 
 
+LEFT_OUT = "task"
+"""The field path of the tasks themselves: held by every format that holds a workload, and
+dropped where a target's normal form leaves tasks out (``tasks_left_out``)."""
+
+
 def with_parts(holds: Iterable[str]) -> frozenset[str]:
     """``holds`` plus the whole-part paths its fields imply: a format that holds any
-    workload field holds ``workload``, and any other field ``environment``."""
+    workload field holds ``workload`` (and its tasks, ``task``), and any other field
+    ``environment``."""
     paths = frozenset(holds)
-    return paths | {_part(path) for path in paths}
+    parts = {_part(path) for path in paths}
+    return paths | parts | ({LEFT_OUT} if "workload" in parts else set())
+
+
+def tasks_left_out(original: Document, normalized: Document) -> tuple[int, str | None]:
+    """How many tasks of ``original`` its normal form ``normalized`` leaves out, and the
+    model pointer of the first: the first task whose id the normal form does not keep, or
+    where it renumbers every task, the first whose place it changes."""
+    given, kept = _task_ids(original.workload), _task_ids(normalized.workload)
+    if len(kept) >= len(given):
+        return 0, None
+    kept_ids = set(kept)
+    row = next((row for row, task_id in enumerate(given) if task_id not in kept_ids), None)
+    if row is None or not kept_ids <= set(given):
+        return len(given) - len(kept), first_changed(original, normalized, Task)
+    return len(given) - len(kept), _row_pointer(original.workload, row)
+
+
+def _task_ids(workload: Workload | None) -> list[Id]:
+    if workload is None:
+        return []
+    columns = columns_of(workload)
+    if columns is not None:
+        return list(columns.ids.tolist())
+    return [task.id for job in workload.jobs for task in job.tasks]
+
+
+def _row_pointer(workload: Workload | None, row: int) -> str:
+    """The model pointer of the task of row ``row`` (in workload order)."""
+    assert workload is not None
+    columns = columns_of(workload)
+    if columns is not None:
+        import numpy as np
+
+        at = int(np.searchsorted(columns.job_offsets, row, side="right")) - 1
+        return f"/workload/jobs/{at}/tasks/{row - int(columns.job_offsets[at])}"
+    for index, job in enumerate(workload.jobs):
+        if row < len(job.tasks):
+            return f"/workload/jobs/{index}/tasks/{row}"
+        row -= len(job.tasks)
+    raise IndexError(row)
 
 
 def _part(path: str) -> str:
@@ -738,7 +785,9 @@ def _task(task: Task, held: _Held) -> Task:
                             held.value("task.request.resources", request.resources, ())),
             os=held.value("task.request.os", request.os),
             arch=held.value("task.request.arch", request.arch),
-            features=held.value("task.request.features", request.features, ())),
+            features=held.value("task.request.features", request.features, ()),
+            placement=held.value("task.request.placement", request.placement,
+                                 Placement.NODES)),
         dependencies=held.value("task.dependencies", (
             task.dependencies
             if held.has("task.dependencies.multiple", len(task.dependencies) > 1)
@@ -821,8 +870,26 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     for path in FIELDS:
         if _part(path) in counts:
             continue  # a dropped part is one loss, not one per field inside it
+        if path == LEFT_OUT:
+            if path in held and document is not original:
+                left, first = tasks_left_out(original, document)
+                if left:
+                    counts[path] = left
+                    if first is not None:
+                        places[path] = (first, original)
+            continue
         if path in restricted_values:
-            counts[path] = (before.used.get(path, 0) + before.foreign.get(path, 0)) or None
+            given = before.used.get(path, 0) + before.foreign.get(path, 0)
+            made = use.used.get(path, 0)
+            counts[path] = given or None
+            if path in _SET_BY_NORMAL_FORMS and made > given:
+                # the normal form sets its one value where the document has the default
+                # (SWF's cores anywhere): the values it set are the ones changed
+                counts[path] = made - given
+                changed = first_changed(original, document, Task)
+                if changed is not None:
+                    places[path] = (changed, original)
+                continue
             if path in before.first:
                 places[path] = (before.first[path], original)
             elif path.partition(".")[0] in _KIND_OF_PATH:
@@ -848,6 +915,10 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     pointers = _pointers(places, original)
     return {path: Dropped(count, pointers.get(path)) for path, count in counts.items()}
 
+
+_SET_BY_NORMAL_FORMS = frozenset({"task.request.placement"})
+"""Held paths whose normal forms set the one value their format has (SWF's and GWF's cores
+anywhere) where the document may have the model's default."""
 
 _KIND_OF_PATH: dict[str, type] = {"datacenter": Datacenter, "room": Room, "rack": Rack,
                                   "machine": Machine, "job": Job, "task": Task}
@@ -1010,6 +1081,7 @@ def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str
     held = with_parts(target_holds)
     normal_form_losses = getattr(target, "normal_form_losses", None)
     restricted_values = set(normal_form_losses(document)) if normal_form_losses else set()
+    original = document
     document = normalized_for(document, target)
     all_paths = frozenset(FIELDS)
     everything = _restrict(document, _Held(all_paths, own_prefix, keep_foreign=True))
@@ -1023,7 +1095,10 @@ def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str
     for path in FIELDS:
         if _part(path) in dropped:
             continue  # a dropped part is one loss, not one per field inside it
-        if path in restricted_values:
+        if path == LEFT_OUT:
+            if path in held and tasks_left_out(original, document)[0]:
+                dropped.append(path)
+        elif path in restricted_values:
             dropped.append(path)
         elif path in held:
             if path in EXTRAS_PATHS and not keeps_prefixed_extras(target) and drops(path):
@@ -1057,7 +1132,9 @@ def first_dropped_by_restriction(document: Document, target_holds: Iterable[str]
     everything = _restrict(normalized, _Held(all_paths, own_prefix, keep_foreign=True))
     firsts: dict[str, str | None] = {}
     for path in dropped_fields_by_restriction(document, target_holds, own_prefix, target):
-        if path in restricted_values:
+        if path == LEFT_OUT:
+            firsts[path] = tasks_left_out(document, normalized)[1]
+        elif path in restricted_values:
             firsts[path] = None
         elif path in ("environment", "workload"):
             firsts[path] = f"/{path}"

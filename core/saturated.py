@@ -19,6 +19,7 @@ from dcx.core.model import (
     MachineStateChange,
     NamedResource,
     Partition,
+    Placement,
     Point,
     ProcessingUnit,
     Rack,
@@ -97,7 +98,7 @@ def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0) -> Tas
         requested_time_s=300.0,
         request=ResourceRequest(nodes=2, cores=cores, memory_mb=2048.0, gpus=1, resources=(
             NamedResource(name="license", amount=1.0),), os="linux", arch="x86_64",
-            features=("infiniband",)),
+            features=("infiniband",), placement=Placement.CORES),
         dependencies=dependencies, deadline_s=5000.0, start_mode=StartMode.EXACT,
         start_time_s=50.0 * number, preemptible=True, user="alice", group="staff",
         image="ubuntu.img", image_size_mb=1024.0, extras={"note": 1})

@@ -42,6 +42,7 @@ from dcx.core.model import (
     Point,
     ProcessingUnit,
     Rack,
+    Placement,
     ResourceRequest,
     Room,
     SchedulerSpec,
@@ -276,7 +277,8 @@ def _task(draw: Any, domain: Domain, serial: Iterator[int], earlier: list[Id]) -
             memory_mb=draw(_maybe(_number(domain, 1, 10**6))), gpus=draw(st.integers(0, 8)),
             resources=_resources(draw, domain), os=draw(_maybe(_WORD)),
             arch=draw(_maybe(_WORD)),
-            features=tuple(draw(st.lists(_WORD, unique=True, max_size=2)))),
+            features=tuple(draw(st.lists(_WORD, unique=True, max_size=2))),
+            placement=draw(st.sampled_from(Placement))),
         dependencies=tuple(draw(st.lists(st.sampled_from(earlier), unique=True, max_size=2)))
         if earlier else (),
         deadline_s=draw(_maybe(_number(domain, submit + 1, submit + 10**6))),

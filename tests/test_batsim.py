@@ -178,7 +178,7 @@ def test_tasks_without_runtime_or_profile_are_left_out_and_explained() -> None:
     assert [t.id for t in normal.workload.tasks()] == [1]
     # (2 nodes of 8 cores are 16 hosts: the cores per node are lost)
     assert [t.request.nodes for t in normal.workload.tasks()] == [16]
-    assert batsim.normal_form_losses(document) == {"task.runtime_s", "task.request.cores"}
+    assert batsim.normal_form_losses(document) == {"task.request.cores"}  # (left out: "task")
     assert "2 of 3 tasks" in batsim.leaves_out(document)
     alone = Document(workload=Workload(jobs=(Job(id=1, tasks=(_task(1, None),)),)))
     assert batsim.normal_form(alone).workload.jobs == ()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dcx.converters.losses import conversion_losses
 from dcx.core.diagnostics import ReadResult
-from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import gwf
 from dcx.parsing.schemas import load_schema
@@ -105,7 +105,7 @@ def test_workflow_line_maps_onto_the_model():
     first, second = result.document.workload.jobs
     assert first.id == 7 and [t.id for t in first.tasks] == [1, 2]
     assert first.tasks[0] == Task(id=1, submit_time_s=16.0, runtime_s=11.0,
-                                  request=ResourceRequest(cores=2.0),
+                                  request=ResourceRequest(cores=2.0, placement=Placement.CORES),
                                   extras={"gwf:ReqNProcs": 4})
     assert first.tasks[1].submit_time_s == 40.5 and first.tasks[1].dependencies == (1,)
     third = second.tasks[0]
@@ -313,19 +313,24 @@ def test_what_reads_back_is_the_documents_normal_form_restricted_to_holds(docume
     assert gwf.normal_form(normal) == normal and gwf.normal_form_losses(normal) == frozenset()
 
 
+ANYWHERE = ResourceRequest(placement=Placement.CORES)
+"""One core anywhere: a request GWF holds as it is."""
+
+
 def _lost(document: Document) -> set[str]:
     return {loss.field for loss in conversion_losses(document, gwf.FORMAT)}
 
 
 def test_the_archive_variant_is_written_when_it_keeps_more():
-    task = Task(id=1, requested_time_s=60.0, user="3")
+    task = Task(id=1, requested_time_s=60.0, user="3", request=ANYWHERE)
     document = Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),)))
     assert gwf.variant_of(document.workload) == "archive"
     assert _lost(document) == set()
     assert gwf.write(document).data.startswith(b"# JobID")
     # one dependency against one user: a tie keeps the workflow variant SC18 reads
-    dependent = Workload(jobs=(Job(id=1, tasks=(Task(id=1), Task(id=2, dependencies=(1,),
-                                                                   user="3"))),))
+    dependent = Workload(jobs=(Job(id=1, tasks=(
+        Task(id=1, request=ANYWHERE),
+        Task(id=2, dependencies=(1,), user="3", request=ANYWHERE))),))
     assert gwf.variant_of(dependent) == "workflow"
     assert _lost(Document(workload=dependent)) == {"task.user"}
 
@@ -358,7 +363,8 @@ def test_text_ids_are_read_with_a_warning_and_written_as_numbers_sc18_reads():
 
 
 def test_decimal_text_ids_are_written_as_the_numbers_they_spell():
-    tasks = (Task(id="12"), Task(id="7", dependencies=("12",)))
+    tasks = (Task(id="12", request=ANYWHERE),
+             Task(id="7", dependencies=("12",), request=ANYWHERE))
     document = Document(workload=Workload(jobs=(Job(id="3", tasks=tasks),)))
     assert _lost(document) == set()
     (job,) = gwf.read(gwf.write(document).data).document.workload.jobs
@@ -374,6 +380,7 @@ def test_losses_name_what_gwf_cannot_hold():
     document = Document(workload=Workload(jobs=(Job(id="j", tasks=tasks, name="n"),),
                                           name="w"))
     assert _lost(document) == {
+        "task.request.placement",
         "workload.name", "job", "job.name", "task.id", "task.runtime_s", "task.request.nodes",
         "task.request.cores", "task.dependencies", "task.deadline_s", "task.user",
         "task.extras"}  # task.extras: the swf: key is another format's, dropped here
@@ -388,7 +395,7 @@ def test_losses_name_what_gwf_cannot_hold():
 def test_ids_that_cannot_be_written_exactly_are_renumbered():
     tasks = (Task(id="has space"), Task(id="07", dependencies=("has space",)))
     document = Document(workload=Workload(jobs=(Job(id="", tasks=tasks),)))
-    assert gwf.normal_form_losses(document) == {"task.id", "job"}
+    assert gwf.normal_form_losses(document) == {"task.id", "job", "task.request.placement"}
     first, second = gwf.read(gwf.write(document).data).document.workload.tasks()
     assert (first.id, second.id, second.dependencies) == (1, 2, (1,))
 
@@ -398,7 +405,7 @@ def test_the_archive_variant_regroups_jobs_and_drops_values_its_columns_cannot_h
                            Task(id=2, extras={"gwf:VOID": "a b", "gwf:Status": 1})))
     document = Document(workload=Workload(jobs=(job,)))
     assert gwf.variant_of(document.workload) == "archive"
-    assert gwf.normal_form_losses(document) == {"job", "task.extras"}
+    assert gwf.normal_form_losses(document) == {"job", "task.extras", "task.request.placement"}
     result = gwf.read(gwf.write(document).data)
     assert result.ok and [j.id for j in result.document.workload.jobs] == [1, 2]
     assert result.document.workload.jobs[1].tasks[0].extras == {"gwf:Status": 1}

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, Workload
 from dcx.core.shapes import (
     one_node,
     one_node_columns,
@@ -54,11 +54,14 @@ def test_a_job_keeps_its_total_cores_and_memory_through_swf_and_gwf() -> None:
                 request=ResourceRequest(nodes=2, cores=4.0, memory_mb=1024.0))
     document = Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),)))
     as_swf = _through(swf, document)
-    assert _request(as_swf) == ResourceRequest(nodes=8, cores=1.0, memory_mb=256.0)
+    assert _request(as_swf) == ResourceRequest(nodes=8, cores=1.0, memory_mb=256.0,
+                                               placement=Placement.CORES)
     as_gwf = _through(gwf, as_swf)
-    assert _request(as_gwf) == ResourceRequest(nodes=1, cores=8.0, memory_mb=2048.0)
+    assert _request(as_gwf) == ResourceRequest(nodes=1, cores=8.0, memory_mb=2048.0,
+                                               placement=Placement.CORES)
     assert _request(_through(swf, as_gwf)) == ResourceRequest(nodes=8, cores=1.0,
-                                                              memory_mb=256.0)
+                                                              memory_mb=256.0,
+                                                              placement=Placement.CORES)
     assert _request(_through(opendc_workload, document)) == ResourceRequest(
         nodes=1, cores=8.0, memory_mb=2048.0)
 
@@ -79,14 +82,33 @@ def _request(document: Document) -> ResourceRequest:
 def test_the_lost_shape_is_one_loss_counted_where_it_is_used() -> None:
     from dcx.converters.losses import conversion_losses
 
-    tasks = (Task(id=1, request=ResourceRequest(nodes=1, cores=1.0)),
-             Task(id=2, request=ResourceRequest(nodes=1, cores=16.0, memory_mb=64.0)))
+    tasks = (Task(id=1, request=ResourceRequest(nodes=1, cores=1.0, placement=Placement.CORES)),
+             Task(id=2, request=ResourceRequest(nodes=1, cores=16.0, memory_mb=64.0,
+                                                placement=Placement.CORES)))
     document = Document(workload=Workload(jobs=tuple(Job(id=t.id, tasks=(t,)) for t in tasks)))
     lost = {loss.field: loss for loss in conversion_losses(document, swf.FORMAT)}
     assert set(lost) == {"task.request.cores"}
     assert (lost["task.request.cores"].count,
             lost["task.request.cores"].first) == (1, "/workload/jobs/1/tasks/0")
     many = Document(workload=Workload(jobs=(Job(id=1, tasks=(Task(
-        id=1, request=ResourceRequest(nodes=64)),)),)))
+        id=1, request=ResourceRequest(nodes=64, placement=Placement.CORES)),)),)))
     assert {loss.field for loss in conversion_losses(many, gwf.FORMAT)} == {
         "task.request.nodes"}
+
+
+def test_whole_nodes_written_as_processors_are_one_placement_loss_counted_per_task() -> None:
+    """Whole nodes become SWF's cores anywhere: a value restriction, counted per task it
+    changes; SWF's cores anywhere become whole nodes in OpenDC (which has no other)."""
+    from dcx.converters.losses import conversion_losses
+
+    tasks = (Task(id=1, request=ResourceRequest(nodes=2)),
+             Task(id=2, request=ResourceRequest(nodes=4, placement=Placement.CORES)),
+             Task(id=3, request=ResourceRequest(nodes=1)))
+    document = Document(workload=Workload(jobs=tuple(Job(id=t.id, tasks=(t,)) for t in tasks)))
+    lost = {loss.field: loss for loss in conversion_losses(document, swf.FORMAT)}
+    assert (lost["task.request.placement"].count,
+            lost["task.request.placement"].first) == (2, "/workload/jobs/0/tasks/0")
+    read = _through(swf, document)
+    assert {task.request.placement for task in read.workload.tasks()} == {Placement.CORES}
+    lost = {loss.field: loss for loss in conversion_losses(read, opendc_workload.FORMAT)}
+    assert lost["task.request.placement"].count == 3

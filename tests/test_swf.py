@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from dcx.converters.losses import conversion_losses
-from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import swf
 from tests.strategies import Domain, documents
@@ -40,7 +40,7 @@ def test_haizea_blue_excerpt_reads_and_round_trips(corpus_dir: Path):
     first = jobs[0].tasks[0]
     assert (first.id, first.submit_time_s, first.runtime_s, first.requested_time_s) == (
         13, 0.0, 43.0, 64800.0)
-    assert first.request == ResourceRequest(nodes=32, cores=1.0)
+    assert first.request == ResourceRequest(nodes=32, cores=1.0, placement=Placement.CORES)
     assert first.user == "96"
     assert first.extras == {"swf:RequestedProcessors": 4, "swf:WaitTime": 22,
                             "swf:AverageCPUTime": 0.03, "swf:Status": 1, "swf:QueueNumber": 3}
@@ -88,11 +88,12 @@ def test_processor_counts_map_onto_single_core_nodes():
     ))
     assert result.ok
     first, second, third = result.document.workload.tasks()
-    assert first.request == ResourceRequest(nodes=64, cores=1.0)
+    assert first.request == ResourceRequest(nodes=64, cores=1.0, placement=Placement.CORES)
     assert first.extras == {"swf:RequestedProcessors": 8}
     assert second.request.nodes == 16
     assert second.extras == {"swf:AllocatedProcessors": 0, "swf:Status": 5}
-    assert third.request == ResourceRequest(nodes=4, cores=1.0, memory_mb=2.0)
+    assert third.request == ResourceRequest(nodes=4, cores=1.0, memory_mb=2.0,
+                                            placement=Placement.CORES)
     assert (third.user, third.group, third.extras) == ("3", "0", {})
 
 
@@ -170,9 +171,10 @@ def _lost(document: Document) -> set[str]:
 
 def test_a_job_without_tasks_is_a_job_empty_loss():
     workload = Workload(jobs=(Job(id=1, tasks=(Task(id=1),)), Job(id=2)))
-    assert _lost(Document(workload=workload)) == {"job", "job.empty"}
+    assert _lost(Document(workload=workload)) == {"job", "job.empty", "task.request.placement"}
     reread = swf.read(swf.write(Document(workload=workload)).data).document
-    assert reread == Document(workload=Workload(jobs=(Job(id=1, tasks=(Task(id=1),)),)))
+    assert reread == Document(workload=Workload(jobs=(Job(id=1, tasks=(Task(
+        id=1, request=ResourceRequest(placement=Placement.CORES)),)),)))
 
 
 def test_writer_reports_what_swf_cannot_hold():
@@ -182,13 +184,14 @@ def test_writer_reports_what_swf_cannot_hold():
     workload = Workload(jobs=(Job(id="j", tasks=tasks, name="n"),),
                         time_origin="2018-12-11T01:02:03.5", attributes={"n": 3}, name="w")
     assert _lost(Document(workload=workload)) == {
+        "task.request.placement",
         "workload.name", "workload.time_origin", "job", "job.name", "task.request.cores",
         "task.dependencies.multiple", "task.image"}
     reread = swf.read(swf.write(Document(workload=workload)).data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
     # 2 nodes of 4 cores are 8 processors, the 2 GB of the job 256 MB per processor
-    assert first.request == ResourceRequest(nodes=8, memory_mb=256.0)
+    assert first.request == ResourceRequest(nodes=8, memory_mb=256.0, placement=Placement.CORES)
     assert second.dependencies == ("a",)
     assert second.user == "alice" and reread.document.workload.attributes == {"n": 3}
 
@@ -227,6 +230,7 @@ def test_values_swf_cannot_write_are_value_restrictions_of_the_normal_form():
                         extras={"swf:comments": ["ok", "Key: looks like a field"]})
     document = Document(workload=workload)
     assert swf.normal_form_losses(document) == {
+        "task.request.placement",
         "task.id", "task.submit_time_s", "task.runtime_s", "task.user", "task.request.nodes",
         "task.request.memory_mb", "task.extras", "task.dependencies", "workload.extras"}
     result = swf.read(swf.write(document).data)
@@ -263,3 +267,50 @@ def test_losses_and_jobs_are_located_at_their_line(tmp_path: Path,
         assert result.locate("/workload/jobs/1") == (4, 1)
         assert result.locate("/workload/jobs/0") == (2, 1)
         assert result.locate("/workload/jobs/2") == (None, None)
+
+
+# Alea's traces (Study-Alea-GridSim-SimJava data-set/*.swf) add fields after the 18th; this
+# file is written here in that shape (a header, then 21 fields per job line).
+ALEA_SHAPED = b"""; Version: 2.2
+; Computer: a cluster in Alea's 21-field shape
+; MaxNodes: 4
+; MaxProcs: 16
+1 0 10 300 4 280.5 -1 4 600 -1 1 3 1 -1 1 1 -1 -1 0 x86_64 linux
+2 5 0 120 2 -1 -1 2 300 -1 0 3 1 -1 1 1 -1 -1 1 x86_64 linux
+3 9 2 -1 8 -1 -1 8 900 -1 5 4 2 -1 1 1 -1 -1 0 ppc64 aix
+"""
+
+
+def test_trailing_fields_are_kept_with_one_warning_and_written_back():
+    assert swf.sniff(ALEA_SHAPED.split(b"\n", 4)[4])  # a headerless file of such lines
+    result = swf.read(ALEA_SHAPED)
+    assert result.ok and result.document is not None
+    (warning,) = result.diagnostics
+    assert (warning.code, warning.line) == ("swf.trailing-fields", 5)
+    assert "3 job lines" in warning.message
+    tasks = list(result.document.workload.tasks())
+    assert [task.extras[swf.codec.TRAILING_KEY] for task in tasks] == [
+        ["0", "x86_64", "linux"], ["1", "x86_64", "linux"], ["0", "ppc64", "aix"]]
+    assert tasks[0].runtime_s == 300.0 and tasks[2].request.nodes == 8
+    written = swf.write(result.document)
+    assert written.data.splitlines()[4:] == ALEA_SHAPED.splitlines()[4:]
+    assert conversion_losses(result.document, swf.FORMAT) == ()
+
+
+def test_trailing_fields_are_one_warning_in_chunks_too():
+    import io
+
+    from dcx.parsing.chunks import line_chunks
+
+    assert swf.FORMAT.read_chunks is not None
+    for chunk_bytes in (1, 64, 4096):
+        chunked = swf.FORMAT.read_chunks(line_chunks(io.BytesIO(ALEA_SHAPED).read, b"",
+                                                     chunk_bytes))
+        assert chunked.diagnostics == swf.read(ALEA_SHAPED).diagnostics
+        assert chunked.jobs == 3
+
+
+def test_fewer_than_18_fields_is_still_an_error_and_29_are_not_sniffed():
+    assert not swf.sniff(b" ".join([b"1"] * 29) + b"\n")
+    result = swf.read(swf_file("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17"))
+    assert result.diagnostics[0].code == "swf.field-count"

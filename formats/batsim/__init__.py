@@ -20,7 +20,9 @@ Batsim                   model
                          are processors (Batsim's SWF converters write the job's processors),
                          so several cores per node are that many hosts each: ``nodes x
                          cores`` (rounded up; the cores per node are a ``task.request.cores``
-                         loss)
+                         loss); a job gets ``res`` whole hosts (``Placement.NODES``), so
+                         cores anywhere (SWF's, GWF's) are a ``task.request.placement``
+                         loss
 ``profile``              a ``delay`` profile is the runtime (``runtime_s`` = ``delay``); its
                          name is kept in ``extras["batsim:profile"]`` unless it is the name dcx
                          gives a delay (``delay<seconds>``, as ``delay120`` or ``delay20.25``).
@@ -50,8 +52,10 @@ names, which both v4 releases and Batsim's own SWF converters use.
 Writing: ``normal_form(document)`` and nothing else. A task with a runtime becomes a job with a
 delay profile of that many seconds (jobs with equal runtimes share one); a task without a
 runtime can be written only when it names a kept compute profile, and is otherwise left out (a
-``task.runtime_s`` loss: Batsim runs a job only through its profile, and dcx does not invent
-one), as is a task whose runtime is not a positive number (Batsim refuses a delay of 0).
+``task`` loss, counted, at the first task left out: Batsim runs a job only through its profile,
+and dcx does not invent one), as is a task whose runtime is not a positive number (Batsim
+refuses a delay of 0). ``leaves_out`` says why, by kind: jobs whose profile type dcx does not
+write are named by type, with their count and first ids.
 Values Batsim cannot hold are value restrictions of the normal form, reported by the derived
 losses: ids that are neither 32-bit integers nor strings free of ``!`` and of workload names
 (all tasks are then numbered 1, 2, …), a walltime that is not a positive number, node counts

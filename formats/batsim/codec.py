@@ -488,8 +488,7 @@ class _Normalizer:
                 name = None
             name = self._delay_name(runtime, name)
         elif definition is None or _is_delay(definition) or not _fits(definition, nodes):
-            lost.add("task.runtime_s")  # no profile to run: left out
-            return None
+            return None  # no profile to run: left out (the derived ``task`` loss)
         elif task.runtime_s is not None:
             lost.add("task.runtime_s")
         submit = task.submit_time_s if math.isfinite(task.submit_time_s) else 0.0
@@ -728,8 +727,6 @@ def _normal_columns(columns: WorkloadColumns, normalizer: _Normalizer
         # itself when unchanged)
         return None
     lost = normalizer.lost
-    if not every:
-        lost.add("task.runtime_s")  # no profile to run: left out
     if renumbered:
         numbers = np.arange(1, len(ids) + 1, dtype=np.int64)
         if bool((ids != numbers).any()):
@@ -796,9 +793,48 @@ def normal_form_losses(document: Document) -> frozenset[str]:
 
 
 def leaves_out(document: Document) -> str:
-    """Why a Batsim workload cannot hold tasks of ``document``, in one line."""
-    return left_out_reason(_task_count(document.workload) - _task_count(
-        normal_form(document).workload), _task_count(document.workload))
+    """Why a Batsim workload cannot hold tasks of ``document``, in one line: how many of
+    each kind and the first ids of each."""
+    workload = document.workload
+    left_out = _task_count(workload) - _task_count(normal_form(document).workload)
+    kinds = _left_out_kinds(workload) if left_out and workload is not None else None
+    return left_out_reason(left_out, _task_count(workload), kinds)
+
+
+_NAMED_IDS = 3
+"""How many ids of each kind of task left out ``leaves_out`` names."""
+
+
+_NOT_ABOVE_0 = "a runtime that is not above 0 (a delay profile must be)"
+_NO_PROFILE = "no runtime and no compute profile"
+_RUNTIME_KINDS = frozenset({_NOT_ABOVE_0, _NO_PROFILE})
+"""The kinds of tasks left out that need no profile of the file to tell."""
+
+
+def _left_out_kinds(workload: Workload) -> dict[str, list[Id]]:
+    """The ids of the tasks ``_Normalizer.task`` leaves out, by why, in workload order."""
+    normalizer = _Normalizer(workload)
+    given = workload.extras.get(PROFILES_KEY)
+    given = given if isinstance(given, dict) else {}
+    kinds: dict[str, list[Id]] = {}
+    for task in workload.tasks():
+        if _positive(task.runtime_s):
+            continue
+        name = task.extras.get(PROFILE_KEY)
+        definition = normalizer.profiles.get(name) if isinstance(name, str) else None
+        if definition is not None and not _is_delay(definition) and _fits(
+                definition, _node_count(_hosts(task.request))):
+            continue
+        if task.runtime_s is not None:
+            why = _NOT_ABOVE_0
+        elif definition is not None:
+            why = f"profile {name!r} sized for other host counts"
+        elif isinstance(name, str) and isinstance(given.get(name), dict):
+            why = f"profile type {str(given[name].get('type'))!r}, which dcx does not write"
+        else:
+            why = _NO_PROFILE
+        kinds.setdefault(why, []).append(task.id)
+    return kinds
 
 
 def _task_count(workload: Workload | None) -> int:
@@ -808,13 +844,24 @@ def _task_count(workload: Workload | None) -> int:
     return len(columns) if columns is not None else sum(1 for _ in workload.tasks())
 
 
-def left_out_reason(left_out: int, tasks: int) -> str:
-    """``leaves_out``'s line for ``left_out`` of ``tasks`` tasks left out (also for a trace
-    converted a chunk at a time, which counts them over its chunks)."""
+def left_out_reason(left_out: int, tasks: int,
+                    kinds: dict[str, list[Id]] | None = None) -> str:
+    """``leaves_out``'s line for ``left_out`` of ``tasks`` tasks left out, by kind with the
+    first ids of each when ``kinds`` says (a trace converted a chunk at a time counts them
+    over its chunks)."""
     if not left_out:
         return ""
-    return (f"Batsim runs a job through a profile, and {left_out} of {tasks} tasks have "
-            "no positive runtime for a delay profile and no compute profile")
+    head = f"Batsim runs a job through a profile, and {left_out:,} of {tasks:,} tasks"
+    if not kinds or set(kinds) <= _RUNTIME_KINDS:
+        # (what a trace converted a chunk at a time says too: its tasks have no profiles)
+        return f"{head} have no positive runtime for a delay profile and no compute profile"
+    parts = []
+    for why, ids in kinds.items():
+        named = ", ".join(str(value) for value in ids[:_NAMED_IDS])
+        more = ", …" if len(ids) > _NAMED_IDS else ""
+        parts.append(f"{len(ids):,} with {why} ({'task' if len(ids) == 1 else 'tasks'} "
+                     f"{named}{more})")
+    return f"{head} are left out: " + "; ".join(parts)
 
 
 # --------------------------------------------------------------------------- write

@@ -28,6 +28,9 @@ Mapping details shared by both variants:
   that cannot be mistaken for numbers (``t1``, ``task-7``: starting with an ASCII letter or
   ``_``, without whitespace, commas or semicolons), with a ``gwf.text-ids`` warning because
   SC18 cannot read them; it never writes them.
+* Processors are cores anywhere (``Placement.CORES``), as SC18 and the PWA-based simulators
+  read them; a whole-node request of another format is written as its cores, its placement
+  a value restriction of the normal form (``task.request.placement``).
 * Nodes are not held: a task runs on one node, so a multi-node request is written as the
   cores of one node, ``nodes x cores`` (rounded up), with that node's memory the job's total
   (``dcx.core.shapes``): a 64-processor SWF job is a 64-core GWF task. The node count is lost
@@ -145,11 +148,12 @@ ARCHIVE_COLUMNS: tuple[str, ...] = (
 # have no place in either variant, so ``task.extras`` is not held.
 HOLDS_WORKFLOW = frozenset({
     "job", "task.id", "task.submit_time_s", "task.runtime_s", "task.request.cores",
-    "task.dependencies", "task.dependencies.multiple",
+    "task.dependencies", "task.dependencies.multiple", "task.request.placement",
 })
 HOLDS_ARCHIVE = frozenset({
     "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
     "task.request.cores", "task.request.memory_mb", "task.user", "task.group",
+    "task.request.placement",
 })
 HOLDS: frozenset[str] = HOLDS_WORKFLOW | HOLDS_ARCHIVE
 """Everything a GWF file can carry; what the variant written cannot is in ``normal_form``."""

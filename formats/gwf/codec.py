@@ -25,6 +25,7 @@ from dcx.core.model import (
     Extras,
     Id,
     Job,
+    Placement,
     ResourceRequest,
     Task,
     Workload,
@@ -312,7 +313,8 @@ def workflow_lines(
         cores, extras = _processors(nprocs, requested)
         request = requests.get(cores)
         if request is None:  # immutable, so one object per distinct core count
-            request = requests[cores] = ResourceRequest(cores=float(cores))
+            request = requests[cores] = ResourceRequest(cores=float(cores),
+                                                        placement=Placement.CORES)
         task = Task(
             id=task_id,
             submit_time_s=float(submit),
@@ -402,6 +404,7 @@ def _archive_task(record: dict[str, Any]) -> Task:
         request=ResourceRequest(
             cores=float(cores),
             memory_mb=None if memory == -1 else memory * cores / 1024,
+            placement=Placement.CORES,
         ),
         user=None if record["UserID"] == -1 else str(record["UserID"]),
         group=None if record["GroupID"] == -1 else str(record["GroupID"]),
@@ -517,6 +520,8 @@ class _Normalizer:
         # they cannot hold themselves.
         if request.nodes != 1:
             lost.add("task.request.nodes")
+        if request.placement is not Placement.CORES:
+            lost.add("task.request.placement")
         cores = _whole_cores(total_cores)
         if _whole_cores(request.cores) != request.cores:
             lost.add("task.request.cores")
@@ -558,10 +563,13 @@ class _Normalizer:
                 and submit is task.submit_time_s and runtime is task.runtime_s
                 and requested is task.requested_time_s and request.nodes == 1
                 and cores == request.cores and memory is request.memory_mb
-                and user is task.user and group is task.group and extras is task.extras):
+                and user is task.user and group is task.group and extras is task.extras
+                and request.placement is Placement.CORES):
             return task  # already in normal form: no copy per task
-        if cores != request.cores or memory is not request.memory_mb or request.nodes != 1:
-            request = replace(request, nodes=1, cores=cores, memory_mb=memory)
+        if cores != request.cores or memory is not request.memory_mb or request.nodes != 1 \
+                or request.placement is not Placement.CORES:
+            request = replace(request, nodes=1, cores=cores, memory_mb=memory,
+                              placement=Placement.CORES)
         return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
                        "submit_time_s": submit, "runtime_s": runtime,
                        "requested_time_s": requested, "request": request, "user": user,
@@ -576,7 +584,8 @@ class _Normalizer:
             return False
         request = task.request
         cores, submit, runtime = request.cores, task.submit_time_s, task.runtime_s
-        if request.memory_mb is not None or request.nodes != 1 or not (
+        if request.memory_mb is not None or request.nodes != 1 \
+                or request.placement is not Placement.CORES or not (
                 type(cores) is float and cores.is_integer() and cores >= 1):
             return False
         if not (0 <= submit < math.inf) or not (runtime is None or 0 <= runtime < math.inf):

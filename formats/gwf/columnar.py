@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dcx.core.columns import ExtraColumn, Strings, WorkloadColumns, all_distinct, all_found
+from dcx.core.model import Placement
 from dcx.core.shapes import one_node_columns
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS
 from dcx.formats.gwf.codec import (
@@ -94,9 +95,12 @@ def on_one_node(columns: WorkloadColumns, lost: set[str]) -> WorkloadColumns | N
     memory of a task it folds (what they cannot hold themselves: the rows build it then)."""
     import numpy as np
 
-    folded = one_node_columns_of(columns)
-    if folded is columns:
-        return columns
+    anywhere = columns.with_placement(Placement.CORES)
+    if anywhere is not columns:
+        lost.add("task.request.placement")
+    folded = one_node_columns_of(anywhere)
+    if folded is anywhere:
+        return anywhere
     several = columns.nodes != 1
     cores, memory = columns.cores[several], columns.memory_mb[several]
     known = ~np.isnan(memory)

@@ -296,6 +296,7 @@ def _workflow_result(values: dict[str, Any], offsets: Any, dependency_ids: Any, 
         job_offsets=np.concatenate(([0], np.cumsum(np.bincount(job_of_row)))).astype(np.int64),
         job_names=Strings(np.full(len(distinct), -1, dtype=np.int32), ()),
         job_users=Strings(np.full(len(distinct), -1, dtype=np.int32), ()),
+        placement=np.ones(count, dtype=np.int8),  # PLACEMENTS: cores anywhere
     )
     return _result(columns, lines[order])
 
@@ -467,6 +468,7 @@ def _archive_result(records: ColumnsBuilder, np: Any) -> ReadResult | None:
         job_offsets=np.arange(count + 1, dtype=np.int64),
         job_names=Strings(np.full(count, -1, dtype=np.int32), ()),
         job_users=Strings(np.full(count, -1, dtype=np.int32), ()),
+        placement=np.ones(count, dtype=np.int8),  # PLACEMENTS: cores anywhere
     )
     return _result(columns, records.lines[:count])
 

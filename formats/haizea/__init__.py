@@ -21,7 +21,8 @@ Mapping to the model
   ``submit_time_s``, ``<duration>`` -> ``requested_time_s``, ``<realduration>`` ->
   ``runtime_s`` (without one a lease runs for its duration, in Haizea's simulator as in real
   mode, so ``runtime_s = requested_time_s``; the writer writes ``<realduration>`` only when
-  the two differ), the node-set -> ``request.nodes`` x per-node amounts (``cores`` = CPU/100,
+  the two differ), the node-set -> ``request.nodes`` whole nodes (``Placement.NODES``) x
+  per-node amounts (``cores`` = CPU/100,
   ``memory_mb``, other types in ``request.resources``; multi-instance CPU and Memory are kept
   there too, with their ``instances``), ``<start/>``/``<now/>``/``<exact>`` -> ``start_mode``
   (+ ``start_time_s``), ``<deadline>`` -> ``deadline_s``, ``<disk-image>`` -> ``image`` and

@@ -17,7 +17,8 @@ column              Parquet type                     required model (unit)
 ``name``            STRING                                    ``opendc-workload:name`` extra
 ``submission_time`` INT64 TIMESTAMP(MILLIS, UTC)     yes      ``task.submit_time_s`` (epoch ms)
 ``duration``        INT64                            yes      ``task.runtime_s`` (ms)
-``cpu_count``       INT32                            yes      ``task.request.cores``
+``cpu_count``       INT32                            yes      ``task.request.cores`` (on one
+                                                              host: ``Placement.NODES``)
 ``cpu_capacity``    DOUBLE                           yes      ``opendc-workload:cpu_capacity`` (MHz)
 ``mem_capacity``    INT64 (DOUBLE read)              yes      ``task.request.memory_mb`` × 1000
 ``gpu_count``       INT32                                     ``task.request.gpus``

@@ -22,7 +22,9 @@ Mapping:
   ``resources_used`` is the runtime; ``core_count`` → ``request.cores``; ``memory_usage``
   ("200MB") → ``request.memory_mb``; a task runs on one node, so a request over several nodes
   is written as all their cores and memory (``nodes x cores``, ``nodes x memory``; the node
-  count is a ``task.request.nodes`` loss, ``dcx.core.shapes``); every other key
+  count is a ``task.request.nodes`` loss, ``dcx.core.shapes``; the task's cores are on that
+  one node, ``Placement.NODES``, so cores anywhere are a ``task.request.placement`` loss);
+  every other key
   (``user_id``, ``disk_space_usage``, ``resources_used``, …) → ``Task.extras`` under its own
   name. Size strings in
   ``disk_space_usage``/``network_usage`` are checked but kept as written: the model has no

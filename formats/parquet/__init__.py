@@ -25,6 +25,9 @@ column               Arrow type          meaning (unit)
 ``dependencies``     list of task ids    tasks that must finish first (empty: none)
 ``deadline_s``       double, nullable    deadline, seconds on the workload's time axis
 ``user``, ``group``  string, nullable    the task's user and group
+``placement``        string, nullable    ``nodes`` (whole nodes, each with the amounts above) or
+                                         ``cores`` (the same total cores and memory anywhere);
+                                         optional column, null: ``nodes``
 ``os``, ``arch``     string, nullable    the operating system and architecture every node
                                          must have (optional columns; null: none asked)
 ``features``         list of strings     features every node must have (optional column;
@@ -35,7 +38,8 @@ column               Arrow type          meaning (unit)
                                          lists, mixed kinds) as JSON text
 ==================== =================== ==========================================================
 
-The ``os``, ``arch`` and ``features`` columns are written only when some task asks for one;
+The ``placement``, ``os``, ``arch`` and ``features`` columns are written only when some task
+asks for one (a placement other than whole nodes);
 a file without them asks nothing. Integer and text ids are not mixed within ``job_id`` or
 ``task_id``. The workload's name,
 description, time origin (ISO 8601), attributes and extras are JSON in the file's key-value
@@ -107,7 +111,7 @@ HOLDS = frozenset({
     "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.cores",
     "task.request.memory_mb", "task.request.gpus", "task.dependencies",
     "task.dependencies.multiple", "task.deadline_s", "task.user", "task.group", "task.extras",
-    "task.request.os", "task.request.arch", "task.request.features",
+    "task.request.os", "task.request.arch", "task.request.features", "task.request.placement",
 })
 
 
@@ -144,6 +148,8 @@ CODES = (
     Code("parquet.null", "error", "A column that needs a value on every row has a null."),
     Code("parquet.not-a-number", "error", "A time, amount or extras value is NaN."),
     Code("parquet.extras-json", "error", "An extras_json column holds text that is not JSON."),
+    Code("parquet.placement", "error",
+         "A placement value is neither nodes nor cores."),
     Code("parquet.split-job", "error", "The rows of one job are not consecutive."),
     Code("parquet.job-fields", "error",
          "Rows of one job disagree on the job's name or user."),

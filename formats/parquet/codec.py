@@ -12,6 +12,7 @@ from typing import Any
 
 from dcx.core.columns import (
     FLOAT_EXACT,
+    PLACEMENTS,
     ExtraColumn,
     JobRows,
     Strings,
@@ -219,6 +220,12 @@ def _requirements(table: Any) -> tuple[dict[str, Any], list[Diagnostic]]:
     for name in ("os", "arch"):
         if name in table.column_names and table.column(name).null_count < table.num_rows:
             found[name] = _strings(table.column(name))
+    if "placement" in table.column_names:
+        codes, problem = _placement_codes(table.column("placement"))
+        if problem is not None:
+            return found, [problem]
+        if codes is not None:
+            found["placement"] = codes
     if "features" not in table.column_names:
         return found, []
     column = table.column("features")
@@ -233,6 +240,24 @@ def _requirements(table: Any) -> tuple[dict[str, Any], list[Diagnostic]]:
         found["feature_offsets"] = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         found["feature_names"] = _strings(names)
     return found, []
+
+
+def _placement_codes(column: Any) -> tuple[Any, Diagnostic | None]:
+    """``WorkloadColumns.placement`` of the ``placement`` column (``None``: every task asks
+    for whole nodes), or the diagnostic of its first value that is no placement."""
+    import numpy as np
+
+    strings = _strings(column)
+    words = [placement.value for placement in PLACEMENTS]
+    unknown = [code for code, text in enumerate(strings.values) if text not in words]
+    if unknown:
+        row = int(np.argmax(np.isin(strings.codes, unknown)))
+        return None, error(f"placement {strings.values[unknown[0]]!r} is neither "
+                           "'nodes' nor 'cores'", "parquet.placement",
+                           pointer=f"/rows/{row}/placement")
+    remap = np.array([words.index(text) for text in strings.values] + [0], dtype=np.int8)
+    codes = remap[strings.codes]  # (code -1, null, takes the appended 0: whole nodes)
+    return (codes if bool(codes.any()) else None), None
 
 
 def _json_text(text: str) -> bool:
@@ -579,7 +604,7 @@ def _held_only(job: Job) -> Job:
     tasks = tuple(replace(task, request=ResourceRequest(
         nodes=task.request.nodes, cores=task.request.cores, memory_mb=task.request.memory_mb,
         gpus=task.request.gpus, os=task.request.os, arch=task.request.arch,
-        features=task.request.features), start_mode=StartMode.ANY, start_time_s=None,
+        features=task.request.features, placement=task.request.placement), start_mode=StartMode.ANY, start_time_s=None,
         preemptible=None, image=None, image_size_mb=None) for task in job.tasks)
     return replace(job, tasks=tasks, extras={})
 
@@ -614,6 +639,10 @@ def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
         "user": _string_array(columns.user, None),
         "group": _string_array(columns.group, None),
     }
+    if columns.placement is not None:
+        arrays["placement"] = _string_array(
+            Strings(columns.placement.astype(np.int32),
+                    tuple(placement.value for placement in PLACEMENTS)), None)
     for name, strings in (("os", columns.os), ("arch", columns.arch)):
         if strings is not None:
             arrays[name] = _string_array(strings, None)

@@ -7,6 +7,9 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   processors, which the machine may spread over nodes. So the request is ``nodes = P`` with
   ``cores = 1`` per node: a scheduler on multi-core machines may place the P processes on any
   machines with free cores, and a 32-processor job still fits a cluster of 4-core machines.
+  The request's placement is ``Placement.CORES`` (cores anywhere), what PWA-based
+  simulators read; a whole-node request of another format is written as its processors,
+  its placement a value restriction of the normal form (``task.request.placement``).
   P is the *allocated* count (field 5, what the job really ran on, like the runtime is the real
   runtime); when it is unknown (-1) or 0 the requested count (field 8) is used and the
   allocated value is kept as ``swf:AllocatedProcessors``. The requested count is kept as
@@ -74,6 +77,11 @@ too (``dcx.converters.stream_targets_json``), and to an OpenDC workload folder
 (``dcx.converters.stream_targets_opendc``); other targets still read the whole input (up
 to the input size limit).
 
+**Trailing fields.** A job line with more than 18 fields (Alea's traces add three) is read
+from its first 18; the fields after them are kept, as their texts, in
+``Task.extras["swf:TrailingFields"]`` and written back after the 18th, with one
+``swf.trailing-fields`` warning for the file (PWA tools read 18 fields).
+
 Checks: 18 numeric fields per line (located at the field, pointer
 ``/lines/<line number>/<field name>``; each line's record is described by
 ``schemas/swf.schema.json``), -1 as the only negative value, duplicate job numbers, and
@@ -134,8 +142,13 @@ COLUMNS: tuple[str, ...] = (
 HOLDS = frozenset({
     "workload.time_origin", "workload.attributes", "task.id", "task.submit_time_s",
     "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.memory_mb",
-    "task.dependencies", "task.user", "task.group",
+    "task.dependencies", "task.user", "task.group", "task.request.placement",
 })
+
+
+MOST_FIELDS_SNIFFED = 21
+"""The most fields of a headerless file's first job line that sniffing takes for SWF (Alea's
+traces add three after the 18th; GWF's archive lines have 29)."""
 
 
 def sniff(data: bytes) -> bool:
@@ -150,7 +163,8 @@ def sniff(data: bytes) -> bool:
         if line.startswith(";"):
             return True
         tokens = line.split()
-        return len(tokens) == len(COLUMNS) and parse_int(tokens[0]) is not None
+        return len(COLUMNS) <= len(tokens) <= MOST_FIELDS_SNIFFED \
+            and parse_int(tokens[0]) is not None
     return False
 
 
@@ -181,6 +195,9 @@ CODES = (
          "A job follows a preceding job that is not in the file (a trace excerpt); the "
          "dependency is kept in extras only."),
     Code("swf.no-jobs", "warning", "The file has no job lines."),
+    Code("swf.trailing-fields", "warning",
+         "Job lines have fields after the 18th (Alea's traces); they are kept as "
+         "swf:TrailingFields and written back, once for the whole file."),
     *text_codes("swf", "SWF"),
     *dependency_codes("swf", "job"),
 )
@@ -195,7 +212,8 @@ FORMAT = FormatDeclaration(
     content=frozenset({"text"}),
     schema="swf.schema.json",
     description=("18-field job traces with ';' header comments."),
-    own_extras=frozenset({"task.extras"}),
+    # swf: keys of tasks (fields without a model field) and of the workload (header comments)
+    own_extras=frozenset({"task.extras", "workload.extras"}),
     holds=HOLDS,
     sniff=sniff,
     read=read,

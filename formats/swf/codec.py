@@ -24,6 +24,7 @@ from dcx.core.columns import (
     concat_strings,
 )
 from dcx.core.diagnostics import (
+    Diagnostic,
     ReadResult,
     WriteResult,
     error,
@@ -32,7 +33,16 @@ from dcx.core.diagnostics import (
 from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.located import task_lines
-from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
+from dcx.core.model import (
+    Document,
+    Extras,
+    Id,
+    Job,
+    Placement,
+    ResourceRequest,
+    Task,
+    Workload,
+)
 from dcx.core.shapes import single_core_node_columns, single_core_nodes, whole_count
 from dcx.formats.swf import COLUMNS
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
@@ -71,6 +81,8 @@ _EXTRA_KEYS = frozenset("swf:" + name for name in _EXTRA_COLUMNS)
 _ALLOCATED_KEY = "swf:AllocatedProcessors"
 _REQUESTED_KEY = "swf:RequestedProcessors"
 _PRECEDING_KEY = "swf:PrecedingJobNumber"
+TRAILING_KEY = "swf:TrailingFields"
+"""The fields after the 18th of a job line (Alea's 21-field traces), as their texts."""
 COMMENTS_KEY = "swf:comments"
 START_KEY = "UnixStartTime"
 
@@ -308,6 +320,7 @@ def _columns_of_records(records: ColumnsBuilder, chunk: bool = False
         job_offsets=np.arange(count + 1, dtype=np.int64),
         job_names=nothing,
         job_users=nothing,
+        placement=np.ones(count, dtype=np.int8),  # PLACEMENTS: cores anywhere
     )
     return columns, lines
 
@@ -330,6 +343,9 @@ def _read(data: bytes) -> ReadResult:
     if reader.errors:
         return ReadResult(None, tuple(reader.diagnostics))
     workload = header.workload(jobs)
+    trailing = header.trailing_warning()
+    if trailing is not None:
+        reader.report(trailing)
     if not jobs:
         reader.report(warning("file has no job lines", "swf.no-jobs"))
     # Job numbers are unique once the reader has no errors, so they key the lines.
@@ -353,11 +369,15 @@ def _read_lines(reader: _Reader, header: _Header,
             header.add(stripped, line_number, reader)
             continue
         tokens = stripped.split()
-        if len(tokens) != len(COLUMNS):
+        if len(tokens) < len(COLUMNS):
             reader.report(error(
                 f"line has {len(tokens)} whitespace-separated fields; SWF has 18",
                 "swf.field-count", line=line_number, column=1, pointer=f"/lines/{line_number}"))
             continue
+        trailing = tokens[len(COLUMNS):]
+        if trailing:
+            header.trailing(line_number)
+            tokens = tokens[:len(COLUMNS)]
         record, valid = _record(tokens)
         if not valid:
             reader.record_errors(line_number, record)
@@ -369,7 +389,10 @@ def _read_lines(reader: _Reader, header: _Header,
                 **reader.locate(line_number, "AllocatedProcessors")))
             continue
         preceding = record["PrecedingJobNumber"]
-        tasks.append((line_number, _task(record, tokens), None if preceding == -1 else preceding))
+        task = _task(record, tokens)
+        if trailing:
+            task.extras[TRAILING_KEY] = trailing
+        tasks.append((line_number, task, None if preceding == -1 else preceding))
 
 
 class _Header:
@@ -379,6 +402,27 @@ class _Header:
         self.attributes: dict[str, Any] = {}
         self.comments: list[str] = []
         self.time_origin: str | None = None
+        self.trailing_lines = 0
+        """Job lines with fields after the 18th, and the first of them."""
+        self.first_trailing_line: int | None = None
+
+    def trailing(self, line_number: int) -> None:
+        """A job line with fields after the 18th."""
+        self.trailing_lines += 1
+        if self.first_trailing_line is None:
+            self.first_trailing_line = line_number
+
+    def trailing_warning(self) -> Diagnostic | None:
+        """One warning for every job line with fields after the 18th."""
+        if not self.trailing_lines:
+            return None
+        lines = "1 job line has" if self.trailing_lines == 1 else \
+            f"{self.trailing_lines:,} job lines have"
+        return warning(f"{lines} more than 18 fields (first: line {self.first_trailing_line}); "
+                       f"the fields after the 18th are kept as {TRAILING_KEY} and written "
+                       "back, but PWA tools read 18 fields", "swf.trailing-fields",
+                       line=self.first_trailing_line, column=1,
+                       pointer=f"/lines/{self.first_trailing_line}")
 
     def add(self, stripped: str, line_number: int, reader: ErrorBudget) -> None:
         """One header line, stripped of surrounding white space (it starts with ``;``)."""
@@ -488,7 +532,8 @@ def _task(record: dict[str, Any], tokens: list[str]) -> Task:
         requested_time_s=(None if record["RequestedTime"] == -1
                           else float(record["RequestedTime"])),
         request=ResourceRequest(nodes=nodes, cores=1.0,
-                                memory_mb=None if memory == -1 else memory / 1024),
+                                memory_mb=None if memory == -1 else memory / 1024,
+                                placement=Placement.CORES),
         # The token as written, so "007" stays "007".
         user=None if record["UserID"] == -1 else tokens[_USER_COLUMN],
         group=None if record["GroupID"] == -1 else tokens[_GROUP_COLUMN],
@@ -566,8 +611,21 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def trailing_texts(value: object) -> list[str] | None:
+    """The fields after the 18th of ``swf:TrailingFields``, or ``None`` when they would not
+    read back as themselves (each a token: text without white space)."""
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(text, str) and text and text.split() == [text] for text in value):
+        return None
+    return value
+
+
 def _column_text(key: str, value: object) -> str | None:
     """The field text of an ``swf:`` column extra, or ``None`` when it cannot be written."""
+    if key == TRAILING_KEY:
+        trailing = trailing_texts(value)
+        return None if trailing is None else " ".join(trailing)
     if key not in _EXTRA_KEYS or isinstance(value, bool):
         return None
     if key[4:] in _INTEGERS:
@@ -632,7 +690,9 @@ class _Normalizer:
                                     ("task.request.memory_mb", request.memory_mb,
                                      _memory(request.memory_mb)),
                                     ("task.user", task.user, user),
-                                    ("task.group", task.group, group)):
+                                    ("task.group", task.group, group),
+                                    ("task.request.placement", request.placement,
+                                     Placement.CORES)):
             if before is not after and before != after:
                 lost.add(path)
         extras = self.extras(task.extras, nodes, bool(dependencies))
@@ -641,12 +701,14 @@ class _Normalizer:
                 and submit is task.submit_time_s and runtime is task.runtime_s
                 and requested is task.requested_time_s and nodes == request.nodes
                 and request.cores == 1 and memory is request.memory_mb and user is task.user
-                and group is task.group and extras is task.extras):
+                and group is task.group and extras is task.extras
+                and request.placement is Placement.CORES):
             return task  # already in normal form: no copy per task
         return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
                        "submit_time_s": submit, "runtime_s": runtime,
                        "requested_time_s": requested,
-                       "request": replace(request, nodes=nodes, cores=1.0, memory_mb=memory),
+                       "request": replace(request, nodes=nodes, cores=1.0, memory_mb=memory,
+                                          placement=Placement.CORES),
                        "user": user, "group": group, "extras": extras})
 
     def extras(self, extras: Extras, nodes: int, has_dependency: bool) -> Extras:
@@ -709,13 +771,16 @@ def _on_single_core_nodes(columns: WorkloadColumns, lost: set[str]) -> WorkloadC
     where the rows must build it."""
     import numpy as np
 
+    anywhere = columns.with_placement(Placement.CORES)
+    if anywhere is not columns:
+        lost.add("task.request.placement")
     if bool(np.all(columns.cores == 1)):
-        return columns
+        return anywhere
     if not bool(np.all(columns.nodes >= 1)):
         return None  # (the rows report the node count too)
     nodes, memory = single_core_node_columns(columns.nodes, columns.cores, columns.memory_mb)
     lost.add("task.request.cores")  # (nodes and memory carry the totals: see _Normalizer)
-    return replace(columns, nodes=nodes, cores=np.ones(len(columns), dtype=np.float64),
+    return replace(anywhere, nodes=nodes, cores=np.ones(len(columns), dtype=np.float64),
                    memory_mb=memory)
 
 
@@ -981,7 +1046,10 @@ def _line(task: Task) -> list[str]:
     elif _PRECEDING_KEY in extras:
         values["PrecedingJobNumber"] = str(extras[_PRECEDING_KEY])
     for key, value in extras.items():
-        text = _column_text(key, value)
-        if text is not None:
-            values[key[4:]] = text
-    return [values[name] for name in COLUMNS]
+        if key != TRAILING_KEY:
+            text = _column_text(key, value)
+            if text is not None:
+                values[key[4:]] = text
+    fields = [values[name] for name in COLUMNS]
+    trailing = trailing_texts(extras.get(TRAILING_KEY))
+    return fields if trailing is None else fields + trailing

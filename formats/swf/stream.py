@@ -256,6 +256,9 @@ class _Stream:
                 f"more than {MAX_ERRORS} errors; reading stopped", "swf.too-many-errors"))
         if reader.errors:
             return ChunkedRead(tuple(reader.diagnostics))
+        trailing = self.header.trailing_warning()
+        if trailing is not None:
+            reader.report(trailing)
         if not self.rows:
             reader.report(warning("file has no job lines", "swf.no-jobs"))
         return ChunkedRead(tuple(reader.diagnostics), self.rows, tasks=self.rows,
