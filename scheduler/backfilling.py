@@ -33,7 +33,8 @@ Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
   reservations of the tasks ahead of it); tasks start when their reservation comes. When a
   task ends early (or a machine changes state) the profile is rebuilt and every waiting
   task re-inserted in queue order (compression): its old slot is still free, so no
-  reservation moves later (unless a machine failed).
+  reservation moves later (unless a machine failed). An early finish rebuilds the profile
+  even when no task waits, so the freed cores are free for every later arrival.
 * A task over several nodes on machines of different speeds is planned with its requested
   time on the slowest machine.
 
@@ -647,18 +648,25 @@ class ConservativeBackfilling:
         """A task ended early: rebuild the profile from the running tasks and the current
         reservations (a fresh profile has no slices left over from moved reservations),
         then move each waiting task that could start earlier, in queue order, to its
-        earliest fit. Its own slot is free while it looks, so no reservation moves later."""
+        earliest fit. Its own slot is free while it looks, so no reservation moves later.
+        A task that moves frees its old slot, where a task ahead of it in the queue may now
+        fit earlier: the passes repeat until none moves, so that no task waits that could
+        start now without delaying a reservation."""
         reservations = state.reservations
         profile = self.profile = self._planned(state, reservations)
-        for _, task in state.queue:
-            held = reservations.get(task)
-            if held is None:
-                continue
-            if not profile.room_before(held.start_s, state.need[task]):
-                continue  # no slice before its start has its cores free: it cannot move
-            moved = profile.move_earlier(state, task, held, self.select)
-            if moved is not None:
-                reservations[task] = moved
+        waiting = [task for _, task in state.queue if task in reservations]
+        need, select = state.need, self.select
+        moved_any = True
+        while moved_any:
+            moved_any = False
+            for task in waiting:
+                held = reservations[task]
+                if not profile.room_before(held.start_s, need[task]):
+                    continue  # no slice before its start has its cores free: it cannot move
+                moved = profile.move_earlier(state, task, held, select)
+                if moved is not None and moved != held:
+                    reservations[task] = moved
+                    moved_any = moved_any or moved.start_s < held.start_s
 
     def next_wakeup(self, state: ReservingState) -> float:
         return min((r.start_s for r in state.reservations.values()), default=_INF)
@@ -821,7 +829,9 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
                 queue_task(task)
                 arrived = True
 
-        if state.queue:
+        if state.queue or replan:
+            # an early finish changes the plan even with nobody waiting: the cores it
+            # frees are free from now for every task that arrives later
             plan(state, replan, freed, arrived)
         enqueued.clear()
         for task in started:
