@@ -211,7 +211,7 @@ def write_plots(folder: Path, runs: list[Run], title: str) -> None:
     utilisation = []
     for label, run in named:
         problem, schedule = run.metrics.problem, run.schedule
-        cores = [problem.tasks.need[t] * len(schedule.machines[t]) / CORE_UNITS
+        cores = [problem.tasks.need[t] * problem.tasks.nodes[t] / CORE_UNITS
                  for t in range(len(problem.tasks))]
         times, levels = plots.utilisation_series(
             schedule.start_s, schedule.finish_s, cores,

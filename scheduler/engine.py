@@ -54,10 +54,12 @@ from dcx.scheduler.job_stages import (
     JobGate,
     JobOrderedQueue,
 )
+from dcx.scheduler.packing import spread
 from dcx.scheduler.policies import Policy, QueueContext, ReadyQueue
-from dcx.scheduler.problem import CORE_UNITS, Problem
+from dcx.scheduler.problem import CORE_UNITS, Problem, TaskTable
 from dcx.scheduler.resource_stages import (
     MACHINE_FILTERS,
+    Allowed,
     Candidates,
     Select,
     Selection,
@@ -159,6 +161,9 @@ class Schedule:
     """Reservation engine: the first reservation each task was given (NaN: none)."""
     killed: int = 0
     """Tasks cut at their requested time (reservation engine)."""
+    shares: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """Cores-anywhere tasks spread over several machines: the core units on each of their
+    ``machines`` (a task not in it has its cores per node on each)."""
 
     @property
     def unfinished(self) -> int:
@@ -266,7 +271,7 @@ class Simulation:
         """``(seen at, finish, task, attempt)``: a finish counts only for its attempt."""
         self.lost_core_s = 0.0
         self.cycles = 0
-        self.smallest_need = min(tasks.need, default=CORE_UNITS)
+        self.smallest_need = smallest_part(tasks)
         usable = bytearray(machines.initially_active)
         rng = random.Random(seed)
         context = QueueContext(tasks, self.queue_order, rng)
@@ -283,6 +288,7 @@ class Simulation:
         state.ready = ready_queue(policy, context, state)
         self.timer = StageTimer(STAGES) if measure_stages else None
         self.stages = bind_stages(policy, state, self.timer)
+        self.allowed: Allowed | None = combine(static_filters(policy, state))
         self.gate = (JobGate(self.stages.admit, tasks)
                      if self.stages.admit is not None else None)
         self.release = self.releaser()
@@ -384,13 +390,17 @@ class Simulation:
         state = self.state
         need, placed_on, free, running = state.need, state.placed_on, state.free, state.running
         extra_free, demand = state.extra_free, state.demand
+        shares, spread_demand = state.shares, state.spread_demand
 
         def release(task: int) -> None:
             placed = placed_on[task]
-            for machine in placed:
-                free[machine] += need[task]
-            if extra_free:
-                _shift_resources(demand[task], placed, extra_free, +1)
+            if shares and task in shares:
+                _release_spread(task, placed, shares, spread_demand, free, extra_free)
+            else:
+                for machine in placed:
+                    free[machine] += need[task]
+                if extra_free:
+                    _shift_resources(demand[task], placed, extra_free, +1)
             del running[task]
 
         return release
@@ -453,20 +463,26 @@ class Simulation:
         finishes, smallest_need = self.finishes, self.smallest_need
         extra_free, demand = state.extra_free, state.demand
         heappush = heapq.heappush
+        anywhere = state.tasks.anywhere
         largest = max(map(free.__getitem__, open_list), default=0)
         skipped: list[int] = []
         while largest >= smallest_need and len(ready):
             task = take()
             task_need = need[task]
             wanted = nodes[task]
-            if task_need > largest:
+            candidates = candidates_of(task) if task_need <= largest else []
+            if len(candidates) >= wanted:
+                chosen = select(task, candidates)
+            elif anywhere and anywhere[task] and self.place_spread(task):
+                # cores anywhere, on no one machine: spread (``packing.py``), taken there
+                chosen = list(placed_on[task])
+                end = now + max(duration_on(runtime[task], clock[m]) for m in chosen)
+                largest = max(map(free.__getitem__, open_list), default=0)
+                self.started(task, now, end, chosen)
+                continue
+            else:
                 skipped.append(task)
                 continue
-            candidates = candidates_of(task)
-            if len(candidates) < wanted:
-                skipped.append(task)
-                continue
-            chosen = select(task, candidates)
 
             # T4: every node runs at its machine's speed; the task ends with the slowest
             if wanted == 1:
@@ -481,6 +497,8 @@ class Simulation:
                     free[machine] -= task_need
             if extra_free:
                 _shift_resources(demand[task], chosen, extra_free, -1)
+            if anywhere and task in state.shares:
+                del state.shares[task]  # spread before a failure, whole this time
             placed_on[task] = tuple(chosen)
             start[task] = now
             if first_start[task] != first_start[task]:  # NaN: first attempt
@@ -501,6 +519,51 @@ class Simulation:
         if timer is not None:
             timer.end_cycle(now, "rest")
 
+    def place_spread(self, task: int) -> bool:
+        """Spread a cores-anywhere task over the usable machines it may use (first fit in
+        topology order, ``packing.spread``), taking its cores and its share of every other
+        resource on each; whether it fitted."""
+        state = self.state
+        allowed = self.allowed(task) if self.allowed is not None else None
+        usable = state.usable
+        machines = state.open_list if allowed is None else [m for m in allowed if usable[m]]
+        free, need = state.free, state.need[task]
+        if sum(free[m] for m in machines) < need:
+            return False
+        found = spread(need, state.demand[task], machines, free, state.extra_free)
+        if found is None:
+            return False
+        chosen, shares, taken = found
+        for machine, cores in zip(chosen, shares, strict=True):
+            free[machine] -= cores
+        state.shares[task] = tuple(shares)
+        if taken:
+            state.spread_demand[task] = tuple(taken)
+            for machine, amounts in zip(chosen, taken, strict=True):
+                for dimension, units in amounts:
+                    state.extra_free[dimension][machine] -= units
+        state.placed_on[task] = tuple(chosen)
+        return True
+
+    def started(self, task: int, now: float, end: float, chosen: list[int]) -> None:
+        """T4's bookkeeping for a task placed on ``chosen`` now, ending at ``end``."""
+        state = self.state
+        state.start_s[task] = now
+        if self.first_start[task] != self.first_start[task]:  # NaN: first attempt
+            self.first_start[task] = now
+        state.finish_s[task] = end
+        expected = end
+        runtime, requested = state.tasks.runtime_s, state.tasks.requested_s
+        if requested[task] != runtime[task]:
+            duration_on = self.model.duration
+            expected = now + max(duration_on(requested[task], self.clock[m]) for m in chosen)
+        state.expected_end_s[task] = expected
+        state.running[task] = None
+        seen = self.model.align(end)
+        if seen < now + self.model.visible_after_placement:
+            seen = now + self.model.visible_after_placement
+        heapq.heappush(self.finishes, (seen, end, task, self.attempts[task]))
+
     def schedule(self) -> Schedule:
         state, timer = self.state, self.timer
         return Schedule(
@@ -517,6 +580,7 @@ class Simulation:
             cycles=self.cycles,
             stages=timer.records if timer is not None else [],
             cycle_cpu=timer.cycle_cpu if timer is not None else [],
+            shares=state.shares,
         )
 
 
@@ -537,6 +601,30 @@ class _NoQueue:
 
 
 _EMPTY = _NoQueue()
+
+
+def smallest_part(tasks: TaskTable) -> int:
+    """The fewest core units a machine must have free to take part of some task: a task's
+    cores, or one core of a cores-anywhere task (which may be spread)."""
+    anywhere = tasks.anywhere
+    if not anywhere:
+        return min(tasks.need, default=CORE_UNITS)
+    return min((min(need, CORE_UNITS) if anywhere[task] else need
+                for task, need in enumerate(tasks.need)), default=CORE_UNITS)
+
+
+def _release_spread(task: int, placed: tuple[int, ...], shares: dict[int, tuple[int, ...]],
+                    spread_demand: dict[int, tuple[Demand, ...]], free: list[int],
+                    extra_free: list[list[int]]) -> None:
+    """A spread task gives back the cores and the resources it took on each machine (its
+    shares stay on record for the schedule)."""
+    for machine, cores in zip(placed, shares[task], strict=True):
+        free[machine] += cores
+    taken = spread_demand.pop(task, None)
+    if taken:
+        for machine, amounts in zip(placed, taken, strict=True):
+            for dimension, units in amounts:
+                extra_free[dimension][machine] += units
 
 
 def _shift_resources(demand: Demand, machines: tuple[int, ...] | list[int],

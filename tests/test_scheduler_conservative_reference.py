@@ -200,7 +200,7 @@ def test_conservative_on_pooled_cores_is_the_reference(exact: bool, total: int,
     assert _starts(_problem(jobs, 1, total)) == expected
     as_nodes = [Spec(job.submit, job.runtime, job.requested, job.cores, 1) for job in jobs]
     assert _starts(_problem(as_nodes, total, 1)) == expected
-    # CORES-PENDING assert _starts(_problem(jobs, total, 1, Placement.CORES)) == expected
+    assert _starts(_problem(jobs, total, 1, Placement.CORES)) == expected
 
 
 @settings(max_examples=150, deadline=None)
@@ -231,7 +231,7 @@ def _intervals(state: ReservingState, leave_out: int) -> list[Interval]:
 
 
 def _checked(planner: type, check: Callable[[ReservingState], None]) -> type:
-    class Checked(planner):  # type: ignore[misc, valid-type]
+    class Checked(planner):
         def plan(self, state: ReservingState, replan: bool, freed: bool,
                  arrived: bool) -> None:
             super().plan(state, replan, freed, arrived)
