@@ -16,6 +16,13 @@ with ``StageTimer.wrap`` instead of branching in the loop.
 * ``event``: a cycle at every arrival, completion and machine state change; durations are
   runtime x reference clock / machine clock without rounding.
 
+What the two differ in beside time is written once, as options of ``TimeModel``:
+``event_order`` (finishes first, or machine state changes first, at a tick) and
+``cut_at_requested`` (a task reaching its requested time ends there, or runs on). ``sc18``
+keeps the paper's choices (state changes first, nothing cut); ``event`` applies finishes
+first and cuts, as ``notes/backfilling.md`` and resource managers do. The reservation engine
+(``backfilling.py``) runs under ``event`` only and follows the same two options.
+
 Only cycles in which something changed are run: a cycle with the same queue and the same
 free cores as the last one cannot place anything, so skipping it changes no result (sc18
 would still have run it and recorded stage times for it).
@@ -74,6 +81,11 @@ __all__ = ["STAGES", "Schedule", "StageRecord", "TimeModel", "simulate", "time_m
 TimeModelName = Literal["sc18", "event"]
 TIME_MODELS: tuple[TimeModelName, ...] = ("sc18", "event")
 
+EventOrder = Literal["finishes-first", "state-changes-first"]
+"""What a cycle applies first of what happened by its time: the finishes (their cores back,
+then machine state changes), or the machine state changes (then the finishes). Arrivals
+come last either way, and the planner runs once after all three."""
+
 SC18_FIRST_TICK_S = 1.0
 SC18_TICK_S = 10.0
 REFERENCE_CLOCK_MHZ = 4000.0
@@ -98,6 +110,12 @@ class TimeModel:
     simulator's store sorts them, instead of by (release, file order)."""
     integer_speed: bool = False
     """Machine speed is the integer mean clock (``MachineTable.integer_clock_mhz``)."""
+    event_order: EventOrder = "finishes-first"
+    """Event order at a tick (``EventOrder``)."""
+    cut_at_requested: bool = True
+    """A task reaching its requested time is cut there (as Batsim and resource managers
+    do: it ends at start + min(runtime, requested), and ``Schedule.killed`` counts it),
+    rather than left to run its whole runtime."""
 
 
 def _sc18_tick(t: float, first: float = SC18_FIRST_TICK_S, tick: float = SC18_TICK_S,
@@ -126,8 +144,13 @@ def _same_time(t: float) -> float:
 
 
 SC18 = TimeModel("sc18", _sc18_tick, _sc18_duration, SC18_TICK_S, ordered_by_id=True,
-                 integer_speed=True)
+                 integer_speed=True, event_order="state-changes-first",
+                 cut_at_requested=False)
+"""The paper's simulator: its datacenter applied machine state before seeing finishes, and
+nothing cut a task (its traces have no requested times)."""
 EVENT = TimeModel("event", _same_time, _event_duration, 0.0)
+"""Finishes first (every completion, then every state change, then every arrival, as
+``notes/backfilling.md`` asks), tasks cut at their requested time."""
 
 
 def time_model(name: str) -> TimeModel:
@@ -160,7 +183,7 @@ class Schedule:
     reserved_s: list[float] = field(default_factory=list)
     """Reservation engine: the first reservation each task was given (NaN: none)."""
     killed: int = 0
-    """Tasks cut at their requested time (reservation engine)."""
+    """Tasks cut at their requested time (``TimeModel.cut_at_requested``)."""
     shares: dict[int, tuple[int, ...]] = field(default_factory=dict)
     """Cores-anywhere tasks spread over several machines: the core units on each of their
     ``machines`` (a task not in it has its cores per node on each)."""
@@ -259,6 +282,11 @@ class Simulation:
         count = len(tasks)
         self.problem, self.policy, self.model, self.seed = problem, policy, model, seed
         self.clock = machine_speeds(problem, model)
+        self.run_for = (tasks.runtime_s if not model.cut_at_requested else
+                        [min(runtime, requested) for runtime, requested
+                         in zip(tasks.runtime_s, tasks.requested_s, strict=True)])
+        """How long each task runs at the reference speed (cut at its requested time when
+        the time model says so)."""
         self.queue_order = [0] * count
         self.enqueued = 0
         self.attempts = [0] * count
@@ -306,8 +334,12 @@ class Simulation:
             state.now = now
             if timer is not None:
                 timer.begin_cycle()
-            self.apply_state_changes(now)
-            released = self.see_finishes(now)
+            if self.model.event_order == "finishes-first":
+                released = self.see_finishes(now)
+                self.apply_state_changes(now)
+            else:
+                self.apply_state_changes(now)
+                released = self.see_finishes(now)
             released += self.admit_arrivals(now)
             if len(state.ready):
                 self.cycle(now, released)
@@ -453,7 +485,7 @@ class Simulation:
         if timer is not None:
             timer.mark("T1", released)
             timer.sizes["T2"] = len(ready)
-        need, nodes, runtime, requested = (state.need, state.nodes, state.tasks.runtime_s,
+        need, nodes, runtime, requested = (state.need, state.nodes, self.run_for,
                                            state.tasks.requested_s)
         free, open_list, running = state.free, state.open_list, state.running
         clock, duration_on = self.clock, self.model.duration
@@ -553,7 +585,7 @@ class Simulation:
             self.first_start[task] = now
         state.finish_s[task] = end
         expected = end
-        runtime, requested = state.tasks.runtime_s, state.tasks.requested_s
+        runtime, requested = self.run_for, state.tasks.requested_s
         if requested[task] != runtime[task]:
             duration_on = self.model.duration
             expected = now + max(duration_on(requested[task], self.clock[m]) for m in chosen)
@@ -581,7 +613,14 @@ class Simulation:
             stages=timer.records if timer is not None else [],
             cycle_cpu=timer.cycle_cpu if timer is not None else [],
             shares=state.shares,
+            killed=self.killed(),
         )
+
+    def killed(self) -> int:
+        """Finished tasks the time model cut at their requested time."""
+        finish, run_for = self.state.finish_s, self.run_for
+        return sum(1 for task, runtime in enumerate(self.problem.tasks.runtime_s)
+                   if run_for[task] < runtime and not math.isnan(finish[task]))
 
 
 class _NoQueue:
