@@ -81,7 +81,8 @@ CODES = (
          "Tasks have no requested time; their runtime stands in (an exact estimate)."),
     Code("schedule.reservation-resources", "error",
          "The reserving schedulers (STRICT, EASY, CONSERVATIVE) place cores only; the "
-         "workload also asks for memory, GPUs or named resources."),
+         "workload also asks for memory, GPUs or named resources, so they do not run it "
+         "(the other schedulers of the invocation still do)."),
 )
 
 _NAN = float("nan")

@@ -1,6 +1,8 @@
 """``dcx schedule WORKLOAD [--env ENVIRONMENT] [--policy NAME[,…]] [--scheduler FILE …]``.
 
-Exit codes: 0 the runs completed, 1 the input cannot be scheduled (diagnostics say where),
+Exit codes: 0 the runs completed (a scheduler that cannot run the input says so on stderr
+and the others still run), 1 the input cannot be scheduled by any of them (diagnostics say
+where),
 2 usage (unknown policy, bad option, a scheduler file that is not valid, no machines to
 schedule on). Diagnostics go to stderr. ``--output json`` prints exactly one object::
 
@@ -267,12 +269,12 @@ def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
     write_plots(folder, runs, title)
 
 
-def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> int | None:
+def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> set[str]:
     """Once per invocation: which requested times the runtime stands in for, when a policy
     reads requested times (SJF, LJF, backfilling), and what the policies' R2/R3 filters make
-    of what tasks ask of their machines. The exit status when a policy cannot run the
-    problem: a reserving one meeting resources beyond cores (usage), or one under whose
-    filters a task could never start (invalid input); ``None`` when all can run."""
+    of what tasks ask of their machines. Returns the names of the policies that cannot run
+    the problem, each said on stderr: a reserving one meeting resources beyond cores, or one
+    under whose filters a task could never start. The others still run."""
     from dcx.core.diagnostics import error, warning
     from dcx.scheduler.resource_stages import static_filter_diagnostics
 
@@ -283,17 +285,20 @@ def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> 
             f"{missing} of {len(problem.tasks)} task(s) have no requested time; their "
             "runtime stands in (an exact estimate)", "schedule.runtime-as-requested",
         ).at(workload).render(), file=sys.stderr)
-    if any(p.reserves for p in policies) and problem.machines.dimensions:
+    cores_only = sorted({p.name for p in policies if p.reserves})
+    if cores_only and problem.machines.dimensions:
         names = ", ".join(d.name for d in problem.machines.dimensions)
         print(error(
-            f"the reserving schedulers place and reserve cores only, and these tasks also "
-            f"ask for {names}; use an SC18 (T2-R5) scheduler", "schedule.reservation-resources",
+            f"{', '.join(cores_only)} place(s) and reserve(s) cores only, and these tasks "
+            f"also ask for {names}: not run; use an SC18 (T2-R5) scheduler for them",
+            "schedule.reservation-resources",
         ).at(workload).render(), file=sys.stderr)
-        return EXIT_USAGE
+    else:
+        cores_only = []
     found, blocked = static_filter_diagnostics(problem, policies)
     for diagnostic in found:
         print(diagnostic.at(workload).render(), file=sys.stderr)
-    return EXIT_INVALID if blocked else None
+    return blocked | set(cores_only)
 
 
 def display_name(path: str) -> str:
@@ -353,8 +358,9 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE  # a missing --env is a usage error, not a bad workload
         return EXIT_INVALID
     refused = _say_what_stands_in(loaded.problem, policies, args.workload)
-    if refused is not None:
-        return refused
+    policies = [policy for policy in policies if policy.name not in refused]
+    if not policies:
+        return EXIT_INVALID  # no scheduler could run it; each said why
 
     runs = _run_all(loaded.problem, policies, args, quiet)
     if args.out:

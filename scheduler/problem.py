@@ -140,6 +140,9 @@ CODES = (
          "Tasks request memory but no machine declares any: memory is not scheduled."),
     Code("schedule.missing-runtime", "error",
          "A task has neither a runtime nor a requested time."),
+    Code("schedule.runtime-from-request", "warning",
+         "Tasks have no runtime (SWF -1: cancelled before they ran, or not recorded); each "
+         "runs for its requested time instead."),
     Code("schedule.bad-runtime", "error", "A task's runtime is not finite."),
     Code("schedule.negative-runtime", "error", "A task's runtime is negative."),
     Code("schedule.bad-submit", "error", "A task's submit time is not finite."),
@@ -333,6 +336,8 @@ class TaskTable:
     where the workload gives none (``requested_from_runtime`` counts those)."""
     requested_from_runtime: int = 0
     """Tasks whose runtime stands in for a requested time the workload does not give."""
+    runtime_from_requested: int = 0
+    """Tasks of unknown runtime (SWF -1) whose requested time stands in: they run for it."""
     asks: dict[int, MachineRequirements] = field(default_factory=dict)
     """Task index → the os, arch and features it asks of its machines, for the tasks that
     ask any (the R3 policies ``MATCH`` and ``REQUIRE`` honour them); most ask nothing."""
@@ -724,6 +729,13 @@ def _task_demand(
     return tuple(demand)
 
 
+def _runtime_from_request(count: int, total: int) -> Diagnostic:
+    return warning(
+        f"{count} of {total} task(s) have no runtime (SWF -1); each runs for its requested "
+        "time instead", "schedule.runtime-from-request",
+        hint="drop them from the trace (e.g. the cancelled jobs) to leave them out")
+
+
 def _memory_not_enforced(requested: _Requested, located: list[_Located]) -> Diagnostic:
     first = located[requested.first_memory or 0]
     others = requested.memory_tasks - 1
@@ -969,6 +981,7 @@ def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskT
                         for value in np.where(np.isfinite(deadline), deadline, nan).tolist()]
     usable = np.isfinite(asked) & (asked >= 0)
     table.requested_from_runtime = int(count - np.count_nonzero(usable))
+    table.runtime_from_requested = int(np.count_nonzero(np.isnan(runtime) & np.isfinite(asked)))
     requested: Any = np.where(usable, asked, duration)
     table.requested_s = requested.tolist()
     if machines.partitions:
@@ -1042,6 +1055,9 @@ def compile_problem(workload: Workload, environment: Environment,
         table = _table_of_columns(columns, machines)
         if table is not None:
             job_ids = tuple(columns.job_ids.tolist())
+            if table.runtime_from_requested:
+                diagnostics.append(_runtime_from_request(table.runtime_from_requested,
+                                                         len(table)))
             return CompileResult(Problem(table, job_ids, machines, changes), tuple(diagnostics))
     requested = _requested_resources(workload.tasks())
     machines = _with_dimensions(machines, machine_shapes(environment), requested)
@@ -1068,6 +1084,8 @@ def compile_problem(workload: Workload, environment: Environment,
                     _task_demand(request, dimension_index, request.nodes if anywhere else 1)
                     if dimension_index else ())
             duration = _duration_of(task)
+            if task.runtime_s is None and duration is not None:
+                table.runtime_from_requested += 1
             diagnostics.extend(_check_task(task, where, machines, duration, demand, fits))
             located.append(where)
             table.ids.append(task.id)
@@ -1106,6 +1124,8 @@ def compile_problem(workload: Workload, environment: Environment,
             else:
                 table.requested_s.append(float(asked))
 
+    if table.runtime_from_requested:
+        diagnostics.append(_runtime_from_request(table.runtime_from_requested, len(table)))
     if requested.memory_tasks and not any(
             dimension.kind == "memory" for dimension in machines.dimensions):
         diagnostics.append(_memory_not_enforced(requested, located))

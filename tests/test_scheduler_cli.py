@@ -176,3 +176,44 @@ def test_backfilling_under_the_sc18_time_model_is_a_usage_error(
     trace.write_text(SWF_EXAMPLE_1)
     assert run(["schedule", str(trace), "--policy", "FCFS-EASY", "--time-model", "sc18"]) == 2
     assert "event time model" in capsys.readouterr().err
+
+
+MEMORY_SWF = ("1 0 0 10 1 -1 -1 1 10 4096 1 1 1 -1 1 -1 -1 -1\n"
+              "2 5 0 10 1 -1 -1 1 10 4096 1 1 1 -1 1 -1 -1 -1\n")
+
+
+def test_a_scheduler_that_cannot_run_the_input_says_so_and_the_others_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Memory on machines that declare it: the backfilling scheduler places cores only, so
+    it says it does not run; the SC18 one runs; exit 0. Alone, it leaves nothing: exit 1."""
+    trace = tmp_path / "memory.swf"
+    trace.write_text(MEMORY_SWF)
+    environment = Path(__file__).resolve().parents[1] / "examples" / "environment" / \
+        "small-cluster.json"
+    assert run(["schedule", str(trace), "--env", str(environment), "--policy",
+                "FCFS-EASY,FIFO-FIRSTFIT", "--output", "json"]) == 0
+    captured = capsys.readouterr()
+    assert [item["policy"] for item in json.loads(captured.out)["runs"]] == ["FIFO-FIRSTFIT"]
+    assert captured.err.count("FCFS-EASY place(s) and reserve(s) cores only") == 1
+    assert run(["schedule", str(trace), "--env", str(environment), "--policy",
+                "FCFS-EASY"]) == 1
+    assert capsys.readouterr().out == ""
+
+
+def test_unknown_runtimes_run_for_their_requested_time_and_one_warning_counts_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "cancelled.swf"
+    trace.write_text("; MaxProcs: 4\n"
+                     "1 0 -1 8 2 -1 -1 2 8 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
+                     "2 1 -1 -1 2 -1 -1 2 30 -1 5 -1 -1 -1 -1 -1 -1 -1\n"
+                     "3 2 -1 -1 1 -1 -1 1 20 -1 5 -1 -1 -1 -1 -1 -1 -1\n")
+    out = tmp_path / "out"
+    assert run(["schedule", str(trace), "--policy", "FCFS", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("2 of 3 task(s) have no runtime (SWF -1); each runs for its requested "
+                     "time instead") == 1
+    rows = (out / "FCFS-event" / "tasks.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    finish = {row.split(",")[header.index("task_id")]: row.split(",")[header.index("finish_s")]
+              for row in rows[1:]}
+    assert float(finish["2"]) == 31 and float(finish["3"]) == 28  # strict: after job 1
