@@ -551,15 +551,10 @@ class _Profile(_Slices):
         return found
 
     def room_before(self, moment: float, cores: int) -> bool:
-        """Whether some machine has ``cores`` free in a slice starting before ``moment``:
-        a reservation at ``moment`` can move earlier only then (its own slot lies after)."""
-        times = self.times
-        for index, row in enumerate(self.free):
-            if times[index] >= moment:
-                return False
-            if max(row) >= cores:
-                return True
-        return False
+        """Whether taking a reservation at ``moment`` out and putting it back could change
+        it: always on several machines, where R5 may pick other machines at the same start
+        once a slot there was left (a reservation is re-inserted as the plain rule says)."""
+        return True
 
     def reserve(self, begin: float, end: float, machines: list[int] | tuple[int, ...],
                 cores: int | Sequence[int]) -> None:
@@ -746,22 +741,38 @@ class ConservativeBackfilling:
         earliest fit. Its own slot is free while it looks, so no reservation moves later.
         A task that moves frees its old slot, where a task ahead of it in the queue may now
         fit earlier: the passes repeat until none moves, so that no task waits that could
-        start now without delaying a reservation."""
+        start now without delaying a reservation. A later pass looks again only at the
+        tasks with a slot given up before their end since they were placed (nothing else
+        could have made room for them)."""
         reservations = state.reservations
         profile = self.profile = self._planned(state, reservations)
         waiting = [task for _, task in state.queue if task in reservations]
         need, select = state.need, self.select
-        moved_any = True
-        while moved_any:
-            moved_any = False
-            for task in waiting:
+        # vacated[p]: the earliest start a task behind position p gave up in the last pass
+        vacated = [-_INF] * (len(waiting) + 1)
+        while True:
+            moves: list[tuple[int, float]] = []  # (position, the start of the slot it left)
+            earlier = False
+            given_up = _INF  # the earliest start of a slot left so far in this pass
+            for position, task in enumerate(waiting):
                 held = reservations[task]
+                if min(vacated[position + 1], given_up) >= held.end_s:
+                    continue  # no slot left before its end since it was placed
                 if held.shares is None and not profile.room_before(held.start_s, need[task]):
                     continue  # no slice before its start has its cores free: it cannot move
                 moved = profile.move_earlier(state, task, held, select)
                 if moved is not None and moved != held:
-                    reservations[task] = moved
-                    moved_any = moved_any or moved.start_s < held.start_s
+                    reservations[task] = moved  # earlier, or on other machines
+                    moves.append((position, held.start_s))
+                    given_up = min(given_up, held.start_s)
+                    earlier = earlier or moved.start_s < held.start_s
+            if not earlier:
+                return
+            vacated = [_INF] * (len(waiting) + 1)
+            for position, start in moves:
+                vacated[position] = start
+            for position in range(len(waiting) - 1, -1, -1):
+                vacated[position] = min(vacated[position], vacated[position + 1])
 
     def next_wakeup(self, state: ReservingState) -> float:
         return min((r.start_s for r in state.reservations.values()), default=_INF)
