@@ -68,7 +68,12 @@ from typing import Any
 
 from dcx.core.codes import Code
 from dcx.core.model import MachineState
-from dcx.scheduler.engine import REFERENCE_CLOCK_MHZ, Schedule, arrival_order
+from dcx.scheduler.engine import (
+    PROGRESS_CYCLES,
+    REFERENCE_CLOCK_MHZ,
+    Schedule,
+    arrival_order,
+)
 from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, JobGate
 from dcx.scheduler.packing import spread
 from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
@@ -864,7 +869,8 @@ def _scale(clock: float | None) -> float:
     return 1.0 if clock is None else REFERENCE_CLOCK_MHZ / clock
 
 
-def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
+def simulate_reserving(problem: Problem, policy: Policy,
+                       progress: Callable[[int], None] | None = None) -> Schedule:
     """Run a STRICT, EASY or CONSERVATIVE ``policy`` over ``problem`` (event time model).
     Cores only: ``ValueError`` for a problem with memory, GPU or named-resource dimensions."""
     tasks, machines = problem.tasks, problem.machines
@@ -945,6 +951,8 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
     now = min(upcoming)
     while True:
         cycles += 1
+        if progress is not None and not cycles % PROGRESS_CYCLES:
+            progress(next_arrival)
         state.now = now
         replan = freed = arrived = False
         while finishes and finishes[0][0] <= now:

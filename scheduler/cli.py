@@ -75,6 +75,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "fresh seed, reported in the output)")
     parser.add_argument("--out", metavar="DIR", help="write per-task/per-job/per-stage CSV, "
                         "summary JSON and SVG plots here")
+    parser.add_argument("--jobs-csv", metavar="FILE", help="write one CSV of every run's "
+                        "jobs (policy, time model, seed, then submit, start, end, wait and "
+                        "the machines each job ran on)")
     parser.add_argument("--output", dest="output_mode", choices=["text", "json"],
                         default="text", help="text: a table; json: one JSON object")
     return parser
@@ -306,20 +309,60 @@ def display_name(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
+class RunProgress:
+    """How far one run is: a bar on a terminal (rich, through ``converters.progress``), else
+    a line on stderr every ``LINE_EVERY_S`` seconds (a run shorter than that prints
+    nothing). The engine reports how many tasks have arrived."""
+
+    LINE_EVERY_S = 5.0
+    STEPS = 100
+
+    def __init__(self, label: str, total: int, enabled: bool,
+                 clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        from dcx.converters.progress import Progress
+
+        self.label, self.total, self.enabled = label, total, enabled and total > 0
+        self.clock = clock or time.monotonic
+        self.bar = Progress(self.STEPS, f"scheduling with {label}", enabled=self.enabled)
+        self.shown = 0
+        self.started = self.clock()
+        self.next_line = self.started + self.LINE_EVERY_S
+
+    def __enter__(self) -> RunProgress:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(None, None, None)
+
+    def __call__(self, arrived: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar.enabled:
+            steps = arrived * self.STEPS // self.total
+            while self.shown < steps:
+                self.bar.advance()
+                self.shown += 1
+            return
+        now = self.clock()
+        if now >= self.next_line:
+            self.next_line = now + self.LINE_EVERY_S
+            print(f"dcx schedule: {self.label}: {arrived:,} of {self.total:,} task(s) "
+                  f"arrived, {now - self.started:.0f} s", file=sys.stderr, flush=True)
+
+
 def _run_all(problem: Any, policies: list[Policy], args: argparse.Namespace,
              quiet: bool) -> list[Run]:
-    """Each policy over the problem, with a progress bar on a terminal when there are several."""
-    from dcx.converters.progress import Progress
+    """Each policy over the problem, with its progress (``RunProgress``) unless quiet."""
     from dcx.scheduler.runs import run_policy
 
     runs: list[Run] = []
-    with Progress(len(policies), f"scheduling with {policies[0].name}",
-                  enabled=len(policies) > 1 and not quiet and args.output_mode == "text"
-                  ) as progress:
-        for index, policy in enumerate(policies):
-            runs.append(run_policy(problem, policy, args.time_model, args.seed))
-            following = policies[index + 1].name if index + 1 < len(policies) else "done"
-            progress.advance(f"scheduling with {following}")
+    for policy in policies:
+        with RunProgress(policy.name, len(problem.tasks), not quiet) as progress:
+            runs.append(run_policy(problem, policy, args.time_model, args.seed,
+                                   progress=progress))
     return runs
 
 
@@ -363,6 +406,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INVALID  # no scheduler could run it; each said why
 
     runs = _run_all(loaded.problem, policies, args, quiet)
+    if args.jobs_csv:
+        from dcx.converters.atomic import write_atomic
+        from dcx.scheduler.report import runs_jobs_csv
+
+        try:
+            write_atomic(Path(args.jobs_csv),
+                         runs_jobs_csv([item.metrics for item in runs]).encode())
+        except OSError as exc:
+            print(f"dcx schedule: error: cannot write {args.jobs_csv}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
     if args.out:
         try:
             write_outputs(Path(args.out), runs, display_name(args.workload).strip("<>")

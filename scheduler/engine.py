@@ -92,6 +92,8 @@ REFERENCE_CLOCK_MHZ = 4000.0
 """sc18 treats trace runtimes as measured on a 4,000 MHz core."""
 
 STAGES: tuple[str, ...] = ("T1", "T2", "R4", "R5", "rest")
+PROGRESS_CYCLES = 1024
+"""How often (in cycles) a run tells its progress callback how far it is."""
 
 
 @dataclass(frozen=True)
@@ -277,10 +279,13 @@ class Simulation:
     architecture's order (T1, T2, then per task R4, R5 and T4 placing)."""
 
     def __init__(self, problem: Problem, policy: Policy, model: TimeModel,
-                 seed: int | None, measure_stages: bool) -> None:
+                 seed: int | None, measure_stages: bool,
+                 progress: Callable[[int], None] | None = None) -> None:
         tasks, machines = problem.tasks, problem.machines
         count = len(tasks)
         self.problem, self.policy, self.model, self.seed = problem, policy, model, seed
+        self.progress = progress
+        """Told every ``PROGRESS_CYCLES`` cycles how many tasks have arrived."""
         self.clock = machine_speeds(problem, model)
         self.run_for = (tasks.runtime_s if not model.cut_at_requested else
                         [min(runtime, requested) for runtime, requested
@@ -329,8 +334,11 @@ class Simulation:
         now = align(min(tasks.submit_s, default=0.0))
         if changes:
             now = min(now, align(changes[0].time_s))
+        progress = self.progress
         while True:
             self.cycles += 1
+            if progress is not None and not self.cycles % PROGRESS_CYCLES:
+                progress(self.next_arrival)
             state.now = now
             if timer is not None:
                 timer.begin_cycle()
@@ -682,6 +690,8 @@ def simulate(
     model: TimeModel = EVENT,
     seed: int | None = None,
     measure_stages: bool = True,
+    progress: Callable[[int], None] | None = None,
 ) -> Schedule:
-    """Run ``policy`` over ``problem`` until every task finished or nothing can change."""
-    return Simulation(problem, policy, model, seed, measure_stages).run()
+    """Run ``policy`` over ``problem`` until every task finished or nothing can change;
+    ``progress`` is told now and then how many tasks have arrived."""
+    return Simulation(problem, policy, model, seed, measure_stages, progress).run()
