@@ -505,6 +505,8 @@ class Simulation:
         heappush = heapq.heappush
         anywhere = state.tasks.anywhere
         largest = max(map(free.__getitem__, open_list), default=0)
+        # all free cores: a cores-anywhere task no one machine holds needs no more
+        total_free = sum(map(free.__getitem__, open_list)) if anywhere else 0
         skipped: list[int] = []
         while largest >= smallest_need and len(ready):
             task = take()
@@ -513,11 +515,13 @@ class Simulation:
             candidates = candidates_of(task) if task_need <= largest else []
             if len(candidates) >= wanted:
                 chosen = select(task, candidates)
-            elif anywhere and anywhere[task] and self.place_spread(task):
+            elif (anywhere and anywhere[task] and task_need <= total_free
+                  and self.place_spread(task)):
                 # cores anywhere, on no one machine: spread (``packing.py``), taken there
                 chosen = list(placed_on[task])
                 end = now + max(duration_on(runtime[task], clock[m]) for m in chosen)
                 largest = max(map(free.__getitem__, open_list), default=0)
+                total_free -= task_need
                 self.started(task, now, end, chosen)
                 continue
             else:
@@ -530,9 +534,11 @@ class Simulation:
                 end = now + duration_on(runtime[task], clock[machine])
                 refresh_largest = free[machine] == largest
                 free[machine] -= task_need
+                total_free -= task_need
             else:
                 end = now + max(duration_on(runtime[task], clock[m]) for m in chosen)
                 refresh_largest = True
+                total_free -= task_need * wanted
                 for machine in chosen:
                     free[machine] -= task_need
             if extra_free:
@@ -568,8 +574,6 @@ class Simulation:
         usable = state.usable
         machines = state.open_list if allowed is None else [m for m in allowed if usable[m]]
         free, need = state.free, state.need[task]
-        if sum(free[m] for m in machines) < need:
-            return False
         found = spread(need, state.demand[task], machines, free, state.extra_free)
         if found is None:
             return False
