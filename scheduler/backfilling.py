@@ -979,15 +979,14 @@ def simulate_reserving(problem: Problem, policy: Policy,
             usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
             if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
                 continue
-            for _, task in list(state.running):
-                if machine in state.placed_on[task] and state.finish_s[task] > now:
-                    lost_core_s += state.busy_core_s(task, now)
-                    state.release(task)
-                    attempts[task] += 1  # its pending finish no longer counts
-                    state.finish_s[task] = _NAN
-                    state.placed_on[task] = ()
-                    queue_task(task)
-                    arrived = True
+            for task in state.lost_with(machine, change.time_s):
+                lost_core_s += state.busy_core_s(task, change.time_s)
+                state.release(task)
+                attempts[task] += 1  # its pending finish no longer counts
+                state.finish_s[task] = _NAN
+                state.placed_on[task] = ()
+                queue_task(task)
+                arrived = True
         joined: list[int] = []
         while next_arrival < count and release_s[by_release[next_arrival]] <= now:
             task = by_release[next_arrival]

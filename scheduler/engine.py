@@ -459,9 +459,8 @@ class Simulation:
             state.usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
             if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
                 continue
-            for task in sorted(state.running_on(machine)):
-                if state.finish_s[task] > change.time_s:  # not done before the failure
-                    self.recover(task, change.time_s)
+            for task in state.lost_with(machine, change.time_s):
+                self.recover(task, change.time_s)
         if changed:
             state.open_list[:] = state.open_machines
 
@@ -469,9 +468,7 @@ class Simulation:
         """T11: a task on a machine that failed loses its work so far and goes back to
         the queue (its pending finish no longer counts)."""
         state = self.state
-        self.lost_core_s += (
-            (failed_at - state.start_s[task]) * state.need[task] * state.nodes[task]
-            / CORE_UNITS)
+        self.lost_core_s += state.busy_core_s(task, failed_at)
         self.release(task)
         self.attempts[task] += 1
         state.finish_s[task] = _NAN

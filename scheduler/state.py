@@ -119,6 +119,13 @@ class SchedulerState:
         """The tasks running on ``machine``, by expected end."""
         return [task for _, task in self.running_tasks() if machine in self.placed_on[task]]
 
+    def lost_with(self, machine: int, at: float) -> list[int]:
+        """T11: the running tasks a failure of ``machine`` at ``at`` takes down (those not
+        finished by then), in task order: the order both engines queue them again."""
+        placed_on, finish_s = self.placed_on, self.finish_s
+        return sorted(task for _, task in self.running_tasks()
+                      if machine in placed_on[task] and finish_s[task] > at)
+
     def busy_core_s(self, task: int, until: float) -> float:
         begin = self.start_s[task]
         if math.isnan(begin):
