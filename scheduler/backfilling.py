@@ -68,6 +68,7 @@ from typing import Any
 
 from dcx.core.codes import Code
 from dcx.core.model import MachineState
+from dcx.scheduler.arrivals import Arrivals
 from dcx.scheduler.engine import (
     PROGRESS_CYCLES,
     REFERENCE_CLOCK_MHZ,
@@ -918,23 +919,20 @@ def simulate_reserving(problem: Problem, policy: Policy,
         order_key = _job_first(order_key, job_keys, tasks.job)
     admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
     gate = JobGate(admit, tasks) if admit is not None else None
+    arrivals = Arrivals(tasks, arrival_order(problem, False), tasks.release_s, gate)
     concrete: list[tuple[int, ...]] = [()] * count
     first_start = [_NAN] * count
     attempts = [0] * count
-    unfinished_parents = [len(parents) for parents in tasks.parents]
-    arrived_flag = bytearray(count)
-    by_release = arrival_order(problem, False)
-    release_s = tasks.release_s
     changes = problem.state_changes
     finishes: list[tuple[float, int, int]] = []  # (finish, task, attempt)
-    next_arrival = next_change = 0
+    next_change = 0
     position = 0
     lost_core_s = 0.0
     cycles = 0
     enqueue = state.enqueue
     # bound once: the loop below runs once per event time
     plan, release, next_wakeup = component.plan, state.release, component.next_wakeup
-    finish_s, expected_end_s, children = state.finish_s, state.expected_end_s, tasks.children
+    finish_s, expected_end_s = state.finish_s, state.expected_end_s
     started, enqueued = state.started, state.enqueued
     heappop, heappush = heapq.heappop, heapq.heappush
 
@@ -943,7 +941,8 @@ def simulate_reserving(problem: Problem, policy: Policy,
         enqueue(order_key(task, position), task)
         position += 1
 
-    upcoming = [release_s[by_release[0]]] if count else []
+    first = arrivals.next_time()
+    upcoming = [first] if first is not None else []
     if changes:
         upcoming.append(changes[0].time_s)
     if not upcoming:
@@ -952,7 +951,7 @@ def simulate_reserving(problem: Problem, policy: Policy,
     while True:
         cycles += 1
         if progress is not None and not cycles % PROGRESS_CYCLES:
-            progress(next_arrival)
+            progress(arrivals.next)
         state.now = now
         replan = freed = arrived = False
         while finishes and finishes[0][0] <= now:
@@ -965,11 +964,9 @@ def simulate_reserving(problem: Problem, policy: Policy,
             release(task)
             if pool is not None:
                 pool.give_back(task, concrete[task])
-            for child in children[task]:
-                unfinished_parents[child] -= 1
-                if unfinished_parents[child] == 0 and arrived_flag[child]:
-                    queue_task(child)
-                    arrived = True
+            for child in arrivals.finished(task):
+                queue_task(child)
+                arrived = True
         while next_change < len(changes) and changes[next_change].time_s <= now:
             change = changes[next_change]
             next_change += 1
@@ -987,17 +984,9 @@ def simulate_reserving(problem: Problem, policy: Policy,
                 state.placed_on[task] = ()
                 queue_task(task)
                 arrived = True
-        joined: list[int] = []
-        while next_arrival < count and release_s[by_release[next_arrival]] <= now:
-            task = by_release[next_arrival]
-            next_arrival += 1
-            if gate is None or not gate.hold(task):
-                joined.append(task)
-        if gate is not None:
-            joined.extend(gate.admit_waiting())
-        for task in joined:
-            arrived_flag[task] = 1
-            if unfinished_parents[task] == 0:
+        unfinished = arrivals.unfinished
+        for task in arrivals.joined(now):
+            if unfinished[task] == 0:
                 queue_task(task)
                 arrived = True
 
@@ -1019,8 +1008,9 @@ def simulate_reserving(problem: Problem, policy: Policy,
         upcoming_s = next_wakeup(state)
         if finishes and finishes[0][0] < upcoming_s:
             upcoming_s = finishes[0][0]
-        if next_arrival < count and release_s[by_release[next_arrival]] < upcoming_s:
-            upcoming_s = release_s[by_release[next_arrival]]
+        arrival = arrivals.next_time()
+        if arrival is not None and arrival < upcoming_s:
+            upcoming_s = arrival
         if next_change < len(changes) and changes[next_change].time_s < upcoming_s:
             upcoming_s = changes[next_change].time_s
         if upcoming_s == _INF:

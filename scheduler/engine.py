@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from dcx.core.model import MachineState
+from dcx.scheduler.arrivals import Arrivals
 from dcx.scheduler.job_stages import (
     JOB_ELIGIBILITY,
     JOB_ORDERS,
@@ -296,9 +297,6 @@ class Simulation:
         self.enqueued = 0
         self.attempts = [0] * count
         self.first_start = [_NAN] * count
-        self.unfinished_parents = [len(parents) for parents in tasks.parents]
-        self.by_arrival = arrival_order(problem, model.ordered_by_id)
-        self.next_arrival = 0
         self.next_change = 0
         self.finishes: list[tuple[float, float, int, int]] = []
         """``(seen at, finish, task, attempt)``: a finish counts only for its attempt."""
@@ -322,8 +320,9 @@ class Simulation:
         self.timer = StageTimer(STAGES) if measure_stages else None
         self.stages = bind_stages(policy, state, self.timer)
         self.allowed: Allowed | None = combine(static_filters(policy, state))
-        self.gate = (JobGate(self.stages.admit, tasks)
-                     if self.stages.admit is not None else None)
+        gate = (JobGate(self.stages.admit, tasks) if self.stages.admit is not None else None)
+        self.arrivals = Arrivals(tasks, arrival_order(problem, model.ordered_by_id),
+                                 state.arrival_s, gate, state.arrived)
         self.release = self.releaser()
 
     # ----------------------------------------------------------------- the event loop
@@ -338,7 +337,7 @@ class Simulation:
         while True:
             self.cycles += 1
             if progress is not None and not self.cycles % PROGRESS_CYCLES:
-                progress(self.next_arrival)
+                progress(self.arrivals.next)
             state.now = now
             if timer is not None:
                 timer.begin_cycle()
@@ -363,9 +362,10 @@ class Simulation:
         upcoming: list[float] = []
         if self.finishes:
             upcoming.append(self.finishes[0][0])
-        arrivals, changes = self.by_arrival, self.problem.state_changes
-        if self.next_arrival < len(arrivals):
-            upcoming.append(self.state.arrival_s[arrivals[self.next_arrival]])
+        changes = self.problem.state_changes
+        arrival = self.arrivals.next_time()
+        if arrival is not None:
+            upcoming.append(arrival)
         if self.next_change < len(changes):
             upcoming.append(self.model.align(changes[self.next_change].time_s))
         return min(upcoming) if upcoming else None
@@ -379,8 +379,7 @@ class Simulation:
         """C1: finishes seen by ``now`` give their resources back; children whose parents
         have all finished become eligible (T1). Returns how many did."""
         finishes, attempts, state = self.finishes, self.attempts, self.state
-        children, unfinished = self.problem.tasks.children, self.unfinished_parents
-        arrived, add, release = state.arrived, state.ready.add, self.release
+        add, release, finished = state.ready.add, self.release, self.arrivals.finished
         heappop = heapq.heappop
         released = 0
         while finishes and finishes[0][0] <= now:
@@ -388,31 +387,19 @@ class Simulation:
             if attempt != attempts[task]:
                 continue
             release(task)
-            for child in children[task]:
-                unfinished[child] -= 1
-                if unfinished[child] == 0 and arrived[child]:
-                    add(child)
-                    released += 1
+            for child in finished(task):
+                add(child)
+                released += 1
         return released
 
     def admit_arrivals(self, now: float) -> int:
         """Tasks arriving by ``now`` join the queue (once J2 admits their job), and the
         ones without unfinished parents become eligible. Returns how many did."""
-        order, arrival = self.by_arrival, self.state.arrival_s
-        count, gate = len(order), self.gate
-        joined: list[int] = []
-        while self.next_arrival < count and arrival[order[self.next_arrival]] <= now:
-            task = order[self.next_arrival]
-            self.next_arrival += 1
-            if gate is None or not gate.hold(task):
-                joined.append(task)
-        if gate is not None:
-            joined.extend(gate.admit_waiting())
-        arrived, unfinished, add = self.state.arrived, self.unfinished_parents, self.state.ready.add
+        joined = self.arrivals.joined(now)
+        unfinished, add = self.arrivals.unfinished, self.state.ready.add
         queue_order, position = self.queue_order, self.enqueued
         released = 0
         for task in joined:
-            arrived[task] = 1
             queue_order[task] = position  # enqueue(task), unrolled: once per task
             position += 1
             if unfinished[task] == 0:
