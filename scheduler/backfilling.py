@@ -691,6 +691,12 @@ class ConservativeBackfilling:
         return profile
 
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
+        if not state.queue:
+            if replan:
+                # an early finish with nobody waiting: the profile is built afresh, from
+                # the running tasks alone, when the next task waits
+                self.profile = None
+            return
         if self.profile is None or self.machines_changed:
             # a machine failed or came back: every reservation is planned afresh (one on a
             # failed machine may move later)
