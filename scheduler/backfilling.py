@@ -33,7 +33,8 @@ Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
   reservations of the tasks ahead of it); tasks start when their reservation comes. When a
   task ends early (or a machine changes state) the profile is rebuilt and every waiting
   task re-inserted in queue order (compression): its old slot is still free, so no
-  reservation moves later (unless a machine failed).
+  reservation moves later (unless a machine failed). An early finish rebuilds the profile
+  even when no task waits, so the freed cores are free for every later arrival.
 * A task over several nodes on machines of different speeds is planned with its requested
   time on the slowest machine.
 
@@ -61,16 +62,23 @@ import bisect
 import heapq
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dcx.core.codes import Code
 from dcx.core.model import MachineState
-from dcx.scheduler.engine import REFERENCE_CLOCK_MHZ, Schedule, arrival_order
+from dcx.scheduler.arrivals import Arrivals
+from dcx.scheduler.engine import (
+    PROGRESS_CYCLES,
+    REFERENCE_CLOCK_MHZ,
+    Schedule,
+    arrival_order,
+)
 from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, JobGate
+from dcx.scheduler.packing import spread
 from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
-from dcx.scheduler.problem import Problem
+from dcx.scheduler.problem import CORE_UNITS, Problem
 from dcx.scheduler.resource_stages import combine, static_filters
 from dcx.scheduler.state import Reservation, ReservingState
 
@@ -79,7 +87,8 @@ CODES = (
          "Tasks have no requested time; their runtime stands in (an exact estimate)."),
     Code("schedule.reservation-resources", "error",
          "The reserving schedulers (STRICT, EASY, CONSERVATIVE) place cores only; the "
-         "workload also asks for memory, GPUs or named resources."),
+         "workload also asks for memory, GPUs or named resources, so they do not run it "
+         "(the other schedulers of the invocation still do)."),
 )
 
 _NAN = float("nan")
@@ -141,11 +150,39 @@ def start_from_front(state: ReservingState, select: MachineSelection) -> None:
         return
     while queue:
         task = queue[0][1]
-        candidates = state.fitting(task)
-        if len(candidates) < state.nodes[task]:
+        found = place(state, task, select)
+        if found is None:
             return
-        state.start(task, select(state.need[task], state.nodes[task], candidates, state.free))
+        state.start(task, *found)
         del queue[0]
+
+
+def place(state: ReservingState, task: int, select: MachineSelection,
+          view: list[int] | None = None,
+          ) -> tuple[list[int], list[int] | None] | None:
+    """R4 and R5 on ``view`` (the free cores now by default): the machines the task gets,
+    with the core units on each when it is a cores-anywhere task spread over several
+    (``packing.py``); ``None`` when it does not fit."""
+    free = state.free if view is None else view
+    candidates = state.fitting(task, free)
+    nodes = state.nodes[task]
+    if len(candidates) >= nodes:
+        return select(state.need[task], nodes, candidates, free), None
+    if not state.tasks.is_anywhere(task) or len(state.capacity) == 1:
+        return None
+    found = spread(state.need[task], (), state.open_for(task), free)
+    return None if found is None else (found[0], found[1])
+
+
+def _take(view: list[int], machines: list[int] | tuple[int, ...], shares: Sequence[int] | None,
+          need: int) -> None:
+    """``view`` less what a placement takes (``need`` on each machine, or its shares)."""
+    if shares is None:
+        for machine in machines:
+            view[machine] -= need
+    else:
+        for machine, cores in zip(machines, shares, strict=True):
+            view[machine] -= cores
 
 
 @dataclass
@@ -263,33 +300,34 @@ class EasyBackfilling:
     def _reserve(self, state: ReservingState, head: int) -> _Shadow:
         """The head's shadow time and every machine's extra cores then."""
         projected = list(state.free)
-        need, nodes = state.need[head], state.nodes[head]
-        running = state.running
+        need = state.need[head]
+        running, shares = state.running, state.shares
         index, count = 0, len(running)
         while index < count:
             moment = running[index][0]
             while index < count and running[index][0] == moment:
                 task = running[index][1]
-                released = state.need[task]
-                for machine in state.placed_on[task]:
-                    projected[machine] += released
+                _take(projected, state.placed_on[task], _negated(shares.get(task)),
+                      -state.need[task])
                 index += 1
-            candidates = state.fitting(head, projected)
-            if len(candidates) >= nodes:
-                chosen = self.select(need, nodes, candidates, projected)
-                for machine in chosen:
-                    projected[machine] -= need
-                self._promise(state, head, moment, chosen)
+            found = place(state, head, self.select, projected)
+            if found is not None:
+                chosen, taken = found
+                _take(projected, chosen, taken, need)
+                self._promise(state, head, moment, chosen, taken)
                 return _Shadow(head, moment, projected)
         return _Shadow(head, _INF, projected)
 
     @staticmethod
-    def _promise(state: ReservingState, head: int, moment: float, chosen: list[int]) -> None:
+    def _promise(state: ReservingState, head: int, moment: float, chosen: list[int],
+                 shares: list[int] | None = None) -> None:
         held = state.reservations.get(head)
-        if held is not None and held.start_s == moment and held.machines == tuple(chosen):
+        kept = None if shares is None else tuple(shares)
+        if (held is not None and held.start_s == moment and held.machines == tuple(chosen)
+                and held.shares == kept):
             return  # the same promise again (it ends at the same time)
         state.reservations[head] = Reservation(
-            moment, tuple(chosen), moment + state.expected_length(head, chosen))
+            moment, tuple(chosen), moment + state.expected_length(head, chosen), kept)
         if math.isnan(state.first_reservation_s[head]):
             state.first_reservation_s[head] = moment
 
@@ -300,7 +338,9 @@ class EasyBackfilling:
             return
         free, extra = state.free, shadow.extra
         now, limit = state.now, shadow.time_s
-        smallest = min(state.need[task] for _, task in behind)
+        anywhere = state.tasks.anywhere
+        smallest = min(min(state.need[task], CORE_UNITS) if anywhere and anywhere[task]
+                       else state.need[task] for _, task in behind)
         started: list[tuple[Key, int]] = []
         for entry in behind:
             if max(free) < smallest:
@@ -309,6 +349,8 @@ class EasyBackfilling:
             need, nodes = state.need[task], state.nodes[task]
             candidates = state.fitting(task)
             if len(candidates) < nodes:
+                if anywhere and anywhere[task] and self._backfill_spread(state, task, shadow):
+                    started.append(entry)
                 continue
             in_time = [m for m in candidates if now + state.expected_duration(task, m) <= limit]
             if len(in_time) >= nodes:
@@ -324,8 +366,31 @@ class EasyBackfilling:
             started.append(entry)
         _dequeue(state.queue, started)
 
+    @staticmethod
+    def _backfill_spread(state: ReservingState, task: int, shadow: _Shadow) -> bool:
+        """EASY's two rules for a cores-anywhere task no one machine holds: spread over the
+        machines where it ends by the shadow, or else within every machine's extra (which
+        it then uses up). Whether it started."""
+        free, extra, need = state.free, shadow.extra, state.need[task]
+        machines = state.open_for(task)
+        limit = shadow.time_s - state.now
+        in_time = [m for m in machines if state.expected_duration(task, m) <= limit]
+        found = spread(need, (), in_time, free)
+        if found is None:
+            spare = [min(free[m], extra[m]) for m in range(len(free))]
+            found = spread(need, (), machines, spare)
+            if found is None:
+                return False
+            _take(extra, found[0], found[1], need)
+        state.start(task, found[0], found[1])
+        return True
+
     def next_wakeup(self, state: ReservingState) -> float:
         return _INF
+
+
+def _negated(shares: tuple[int, ...] | None) -> list[int] | None:
+    return None if shares is None else [-cores for cores in shares]
 
 
 def _shadow_from_front(running: list[tuple[float, int]], need: list[int], free: int,
@@ -377,6 +442,20 @@ class _Slices:
     times: list[float]
     free: list[Any]
 
+    def reserve(self, begin: float, end: float, machines: list[int] | tuple[int, ...],
+                cores: int | Sequence[int]) -> None:
+        raise NotImplementedError
+
+    def hold(self, held: Reservation, need: int) -> None:
+        """The profile with ``held`` taken (its shares, or ``need`` on each machine)."""
+        self.reserve(held.start_s, held.end_s, held.machines,
+                     held.shares if held.shares is not None else need)
+
+    def release(self, held: Reservation, need: int) -> None:
+        """The profile with ``held`` given back."""
+        self.reserve(held.start_s, held.end_s, held.machines,
+                     [-cores for cores in held.shares] if held.shares is not None else -need)
+
     def advance(self, now: float) -> None:
         """Drop the slices that ended before ``now``."""
         index = bisect.bisect_right(self.times, now) - 1
@@ -393,8 +472,10 @@ class _Profile(_Slices):
     def __init__(self, state: ReservingState) -> None:
         self.times = [state.now]
         self.free = [list(state.free)]
+        shares = state.shares
         for expected_end, task in state.running:
-            self._add(expected_end, state.placed_on[task], state.need[task])
+            self._add(expected_end, state.placed_on[task],
+                      shares.get(task) or state.need[task])
 
     def _split(self, moment: float) -> int:
         """The index of the slice starting at ``moment``, made if needed."""
@@ -405,21 +486,26 @@ class _Profile(_Slices):
         self.free.insert(index, list(self.free[index - 1]))
         return index
 
-    def _add(self, moment: float, machines: tuple[int, ...], cores: int) -> None:
-        """``cores`` more free on ``machines`` from ``moment`` on."""
+    def _add(self, moment: float, machines: tuple[int, ...],
+             cores: int | Sequence[int]) -> None:
+        """``cores`` more free on ``machines`` (a number for each, or one for all) from
+        ``moment`` on."""
         first = self._split(max(moment, self.times[0]))
+        each = [cores] * len(machines) if isinstance(cores, int) else cores
         for row in self.free[first:]:
-            for machine in machines:
-                row[machine] += cores
+            for machine, more in zip(machines, each, strict=True):
+                row[machine] += more
 
     def earliest(self, state: ReservingState, task: int, select: MachineSelection,
-                 ) -> tuple[float, list[int], float] | None:
+                 ) -> Reservation | None:
         """The earliest slice start at which enough machines have the task's cores free for
-        its whole requested time, the machines R5 picks there, and the end."""
+        its whole requested time, with the machines R5 picks there (or, for a cores-anywhere
+        task no one machine holds, the machines its cores spread over)."""
         need, nodes = state.need[task], state.nodes[task]
         usable = state.open_machines if state.allowed is None else state.open_for(task)
         if not usable:
             return None
+        anywhere = state.tasks.is_anywhere(task)
         if nodes > 1:
             slowest = max(state.expected_duration(task, m) for m in usable)
             length = dict.fromkeys(usable, slowest)
@@ -442,39 +528,50 @@ class _Profile(_Slices):
                     candidates.append(machine)
             if len(candidates) >= nodes:
                 chosen = select(need, nodes, candidates, row)
-                return begin, chosen, begin + max(length[m] for m in chosen)
+                return Reservation(begin, tuple(chosen), begin + max(length[m] for m in chosen))
+            if anywhere:
+                end = begin + max(length.values())
+                found = spread(need, (), usable, self._window_free(index, end))
+                if found is not None:
+                    return Reservation(begin, tuple(found[0]), end, tuple(found[1]))
         return None
+
+    def _window_free(self, index: int, end: float) -> list[int]:
+        """Per machine, the fewest free cores from slice ``index`` until ``end``."""
+        times, free = self.times, self.free
+        lowest = list(free[index])
+        later = index + 1
+        while later < len(times) and times[later] < end:
+            lowest = [min(a, b) for a, b in zip(lowest, free[later], strict=True)]
+            later += 1
+        return lowest
 
     def move_earlier(self, state: ReservingState, task: int, held: Reservation,
                      select: MachineSelection) -> Reservation | None:
         """Re-insert ``task``, reserved as ``held``, at its earliest fit with its own slot
         free (so no later than it was); its new reservation (``None``: unchanged)."""
-        cores = state.need[task]
-        self.reserve(held.start_s, held.end_s, list(held.machines), -cores)
+        self.release(held, state.need[task])
         found = self.earliest(state, task, select)
-        assert found is not None and found[0] <= held.start_s, "its own slot is free"
-        begin, chosen, end = found
-        self.reserve(begin, end, chosen, cores)
-        return Reservation(begin, tuple(chosen), end)
+        assert found is not None and found.start_s <= held.start_s, "its own slot is free"
+        self.hold(found, state.need[task])
+        return found
 
     def room_before(self, moment: float, cores: int) -> bool:
-        """Whether some machine has ``cores`` free in a slice starting before ``moment``:
-        a reservation at ``moment`` can move earlier only then (its own slot lies after)."""
-        times = self.times
-        for index, row in enumerate(self.free):
-            if times[index] >= moment:
-                return False
-            if max(row) >= cores:
-                return True
-        return False
+        """Whether taking a reservation at ``moment`` out and putting it back could change
+        it: always on several machines, where R5 may pick other machines at the same start
+        once a slot there was left (a reservation is re-inserted as the plain rule says)."""
+        return True
 
-    def reserve(self, begin: float, end: float, machines: list[int], cores: int) -> None:
-        """``cores`` fewer free on ``machines`` over [begin, end) (more when negative)."""
+    def reserve(self, begin: float, end: float, machines: list[int] | tuple[int, ...],
+                cores: int | Sequence[int]) -> None:
+        """``cores`` fewer free on ``machines`` (a number for each, or one for all) over
+        [begin, end) (more when negative)."""
         first = self._split(max(begin, self.times[0]))
         last = self._split(end)
+        each = [cores] * len(machines) if isinstance(cores, int) else cores
         for row in self.free[first:last]:
-            for machine in machines:
-                row[machine] -= cores
+            for machine, fewer in zip(machines, each, strict=True):
+                row[machine] -= fewer
 
 
 class _ProfileOnOne(_Slices):
@@ -508,7 +605,7 @@ class _ProfileOnOne(_Slices):
         return index
 
     def earliest(self, state: ReservingState, task: int, select: MachineSelection,
-                 ) -> tuple[float, list[int], float] | None:
+                 ) -> Reservation | None:
         """``_Profile.earliest``. A window that fails at slice ``k`` fails for every start
         up to ``k`` too (each of them still covers slice ``k``), so the search goes on
         after it: one pass over the slices."""
@@ -527,7 +624,7 @@ class _ProfileOnOne(_Slices):
             while later < slices and times[later] < end and free[later] >= need:
                 later += 1
             if later == slices or times[later] >= end:
-                return times[index], [0], end
+                return Reservation(times[index], (0,), end)
             index = later + 1
         return None
 
@@ -564,8 +661,10 @@ class _ProfileOnOne(_Slices):
         before = bisect.bisect_left(self.times, moment)
         return before > 0 and max(self.free[:before]) >= cores
 
-    def reserve(self, begin: float, end: float, machines: list[int], cores: int) -> None:
+    def reserve(self, begin: float, end: float, machines: list[int] | tuple[int, ...],
+                cores: int | Sequence[int]) -> None:
         """``cores`` fewer free over [begin, end) (more when negative)."""
+        assert isinstance(cores, int), "one machine: no task is spread"
         first = self._split(max(begin, self.times[0]))
         last = self._split(end)
         self.free[first:last] = [free - cores for free in self.free[first:last]]
@@ -588,11 +687,16 @@ class ConservativeBackfilling:
             return _ProfileOnOne(state, reservations)
         profile = _Profile(state)
         for held_by, held in reservations.items():
-            profile.reserve(held.start_s, held.end_s, list(held.machines),
-                            state.need[held_by])
+            profile.hold(held, state.need[held_by])
         return profile
 
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
+        if not state.queue:
+            if replan:
+                # an early finish with nobody waiting: the profile is built afresh, from
+                # the running tasks alone, when the next task waits
+                self.profile = None
+            return
         if self.profile is None or self.machines_changed:
             # a machine failed or came back: every reservation is planned afresh (one on a
             # failed machine may move later)
@@ -614,30 +718,29 @@ class ConservativeBackfilling:
             found = profile.earliest(state, task, self.select)
             if found is None:
                 continue  # no usable machine can ever hold it: it waits for a state change
-            begin, chosen, end = found
-            profile.reserve(begin, end, chosen, state.need[task])
-            state.reservations[task] = Reservation(begin, tuple(chosen), end)
+            profile.hold(found, state.need[task])
+            state.reservations[task] = found
             if math.isnan(state.first_reservation_s[task]):
-                state.first_reservation_s[task] = begin
+                state.first_reservation_s[task] = found.start_s
         now = state.now
         reservations = state.reservations
         due = [(key, task) for key, task in state.queue
                if (held := reservations.get(task)) is not None and held.start_s <= now]
         for entry in due:
             task = entry[1]
-            machines = state.reservations[task].machines
-            if any(state.free[m] < state.need[task] for m in machines):
+            held = state.reservations[task]
+            shares = held.shares or (state.need[task],) * len(held.machines)
+            if any(state.free[m] < cores for m, cores in zip(held.machines, shares, strict=True)):
                 raise RuntimeError(f"conservative backfilling: task {task} is due at {now} "
                                    "on machines without its cores free")
-            state.start(task, machines)
+            state.start(task, held.machines, held.shares)
             state.queue.remove(entry)
         # A task of no length holds nothing over time, so it delays nobody: it starts at the
         # first instant its cores are free and is never reserved.
         for task in no_length:
-            candidates = state.fitting(task)
-            if len(candidates) >= state.nodes[task]:
-                state.start(task, self.select(state.need[task], state.nodes[task], candidates,
-                                              state.free))
+            placed = place(state, task, self.select)
+            if placed is not None:
+                state.start(task, *placed)
                 state.queue.remove(next(e for e in state.queue if e[1] == task))
 
     def on_machines_changed(self) -> None:
@@ -647,18 +750,41 @@ class ConservativeBackfilling:
         """A task ended early: rebuild the profile from the running tasks and the current
         reservations (a fresh profile has no slices left over from moved reservations),
         then move each waiting task that could start earlier, in queue order, to its
-        earliest fit. Its own slot is free while it looks, so no reservation moves later."""
+        earliest fit. Its own slot is free while it looks, so no reservation moves later.
+        A task that moves frees its old slot, where a task ahead of it in the queue may now
+        fit earlier: the passes repeat until none moves, so that no task waits that could
+        start now without delaying a reservation. A later pass looks again only at the
+        tasks with a slot given up before their end since they were placed (nothing else
+        could have made room for them)."""
         reservations = state.reservations
         profile = self.profile = self._planned(state, reservations)
-        for _, task in state.queue:
-            held = reservations.get(task)
-            if held is None:
-                continue
-            if not profile.room_before(held.start_s, state.need[task]):
-                continue  # no slice before its start has its cores free: it cannot move
-            moved = profile.move_earlier(state, task, held, self.select)
-            if moved is not None:
-                reservations[task] = moved
+        waiting = [task for _, task in state.queue if task in reservations]
+        need, select = state.need, self.select
+        # vacated[p]: the earliest start a task behind position p gave up in the last pass
+        vacated = [-_INF] * (len(waiting) + 1)
+        while True:
+            moves: list[tuple[int, float]] = []  # (position, the start of the slot it left)
+            earlier = False
+            given_up = _INF  # the earliest start of a slot left so far in this pass
+            for position, task in enumerate(waiting):
+                held = reservations[task]
+                if min(vacated[position + 1], given_up) >= held.end_s:
+                    continue  # no slot left before its end since it was placed
+                if held.shares is None and not profile.room_before(held.start_s, need[task]):
+                    continue  # no slice before its start has its cores free: it cannot move
+                moved = profile.move_earlier(state, task, held, select)
+                if moved is not None and moved != held:
+                    reservations[task] = moved  # earlier, or on other machines
+                    moves.append((position, held.start_s))
+                    given_up = min(given_up, held.start_s)
+                    earlier = earlier or moved.start_s < held.start_s
+            if not earlier:
+                return
+            vacated = [_INF] * (len(waiting) + 1)
+            for position, start in moves:
+                vacated[position] = start
+            for position in range(len(waiting) - 1, -1, -1):
+                vacated[position] = min(vacated[position], vacated[position + 1])
 
     def next_wakeup(self, state: ReservingState) -> float:
         return min((r.start_s for r in state.reservations.values()), default=_INF)
@@ -675,22 +801,83 @@ COMPONENTS: dict[str, type[StrictQueue] | type[EasyBackfilling]
 
 
 def _pooled(problem: Problem) -> bool:
-    """Identical machines, always up, each task taking whole machines: interchangeable."""
+    """Machines of one speed, always up, and tasks that any free cores can host: each takes
+    whole machines of one size, or each is cores anywhere. Their cores are then
+    interchangeable."""
     machines, tasks = problem.machines, problem.tasks
     if machines.dimensions or problem.state_changes or not all(machines.initially_active):
         return False
-    capacities, clocks = set(machines.capacity), set(machines.clock_mhz)
-    if len(capacities) != 1 or len(clocks) != 1:
+    if len(set(machines.clock_mhz)) != 1:
+        return False
+    anywhere = tasks.anywhere
+    if anywhere and all(anywhere):
+        return True
+    capacities = set(machines.capacity)
+    if anywhere or len(capacities) != 1:
         return False
     whole = next(iter(capacities))
     return all(need == whole for need in tasks.need)
+
+
+class _PoolMachines:
+    """The concrete machines of tasks planned on one pool, chosen when each starts.
+
+    Tasks of whole machines take the lowest-numbered idle ones (first fit), kept in a heap.
+    Cores-anywhere tasks are laid as ``packing.py`` says (one machine the R5 policy picks
+    when one holds them, else spread first fit in topology order); on single-core machines
+    and whole-core tasks that too is the lowest-numbered idle machines."""
+
+    def __init__(self, problem: Problem, select: MachineSelection) -> None:
+        machines, tasks = problem.machines, problem.tasks
+        self.tasks, self.select = tasks, select
+        self.anywhere = bool(tasks.anywhere)
+        self.single_cores = self.anywhere and all(
+            capacity == CORE_UNITS for capacity in machines.capacity) and all(
+            need % CORE_UNITS == 0 for need in tasks.need)
+        self.idle = list(range(len(machines)))  # a heap: lowest-numbered first
+        self.free = list(machines.capacity)
+        self.shares: dict[int, tuple[int, ...]] = {}
+
+    def take(self, task: int) -> tuple[int, ...]:
+        tasks = self.tasks
+        heappop, idle = heapq.heappop, self.idle
+        if not self.anywhere:
+            return tuple(heappop(idle) for _ in range(tasks.nodes[task]))
+        need = tasks.need[task]
+        if self.single_cores:
+            count = need // CORE_UNITS
+            if count > 1:
+                self.shares[task] = (CORE_UNITS,) * count
+            return tuple(heappop(idle) for _ in range(count))
+        free = self.free
+        whole = [machine for machine, cores in enumerate(free) if cores >= need]
+        if whole:
+            machine = self.select(need, 1, whole, free)[0]
+            free[machine] -= need
+            self.shares.pop(task, None)
+            return (machine,)
+        found = spread(need, (), range(len(free)), free)
+        assert found is not None, "the pool had the task's cores free"
+        _take(free, found[0], found[1], need)
+        self.shares[task] = tuple(found[1])
+        return tuple(found[0])
+
+    def give_back(self, task: int, machines: tuple[int, ...]) -> None:
+        if not self.anywhere or self.single_cores:
+            for machine in machines:
+                heapq.heappush(self.idle, machine)
+        else:
+            shares = self.shares.get(task)
+            _take(self.free, machines, None if shares is None else _negated(shares),
+                  -self.tasks.need[task])
 
 
 def _scale(clock: float | None) -> float:
     return 1.0 if clock is None else REFERENCE_CLOCK_MHZ / clock
 
 
-def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
+def simulate_reserving(problem: Problem, policy: Policy,
+                       progress: Callable[[int], None] | None = None) -> Schedule:
     """Run a STRICT, EASY or CONSERVATIVE ``policy`` over ``problem`` (event time model).
     Cores only: ``ValueError`` for a problem with memory, GPU or named-resource dimensions."""
     tasks, machines = problem.tasks, problem.machines
@@ -705,19 +892,18 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
     # R2/R3 allow tasks some machines only, so the machines are no longer interchangeable
     allowed = combine(static_filters(policy, problem))
     pooled = allowed is None and _pooled(problem)
+    pool = _PoolMachines(problem, select) if pooled else None
     if pooled:
-        per_machine = machines.capacity[0]
         scale = [_scale(machines.clock_mhz[0])]
-        capacity = [per_machine * len(machines)]
-        need = [per_machine * nodes for nodes in tasks.nodes]
+        capacity = [sum(machines.capacity)]
+        need = (list(tasks.need) if tasks.anywhere else
+                [machines.capacity[0] * nodes for nodes in tasks.nodes])
         nodes = [1] * count
-        idle_machines = list(range(len(machines) - 1, -1, -1))
         usable = bytearray([1])
     else:
         scale = [_scale(clock) for clock in machines.clock_mhz]
         capacity = list(machines.capacity)
         need, nodes = list(tasks.need), list(tasks.nodes)
-        idle_machines = []
         usable = bytearray(machines.initially_active)
 
     def expected_duration(task: int, machine: int) -> float:
@@ -739,23 +925,20 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
         order_key = _job_first(order_key, job_keys, tasks.job)
     admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
     gate = JobGate(admit, tasks) if admit is not None else None
+    arrivals = Arrivals(tasks, arrival_order(problem, False), tasks.release_s, gate)
     concrete: list[tuple[int, ...]] = [()] * count
     first_start = [_NAN] * count
     attempts = [0] * count
-    unfinished_parents = [len(parents) for parents in tasks.parents]
-    arrived_flag = bytearray(count)
-    by_release = arrival_order(problem, False)
-    release_s = tasks.release_s
     changes = problem.state_changes
     finishes: list[tuple[float, int, int]] = []  # (finish, task, attempt)
-    next_arrival = next_change = 0
+    next_change = 0
     position = 0
     lost_core_s = 0.0
     cycles = 0
     enqueue = state.enqueue
     # bound once: the loop below runs once per event time
     plan, release, next_wakeup = component.plan, state.release, component.next_wakeup
-    finish_s, expected_end_s, children = state.finish_s, state.expected_end_s, tasks.children
+    finish_s, expected_end_s = state.finish_s, state.expected_end_s
     started, enqueued = state.started, state.enqueued
     heappop, heappush = heapq.heappop, heapq.heappush
 
@@ -764,7 +947,8 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
         enqueue(order_key(task, position), task)
         position += 1
 
-    upcoming = [release_s[by_release[0]]] if count else []
+    first = arrivals.next_time()
+    upcoming = [first] if first is not None else []
     if changes:
         upcoming.append(changes[0].time_s)
     if not upcoming:
@@ -772,6 +956,8 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
     now = min(upcoming)
     while True:
         cycles += 1
+        if progress is not None and not cycles % PROGRESS_CYCLES:
+            progress(arrivals.next)
         state.now = now
         replan = freed = arrived = False
         while finishes and finishes[0][0] <= now:
@@ -782,13 +968,11 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
             if finish_s[task] < expected_end_s[task]:
                 replan = True  # ended early: the plan assumed it would run longer
             release(task)
-            if pooled:
-                idle_machines.extend(concrete[task])
-            for child in children[task]:
-                unfinished_parents[child] -= 1
-                if unfinished_parents[child] == 0 and arrived_flag[child]:
-                    queue_task(child)
-                    arrived = True
+            if pool is not None:
+                pool.give_back(task, concrete[task])
+            for child in arrivals.finished(task):
+                queue_task(child)
+                arrived = True
         while next_change < len(changes) and changes[next_change].time_s <= now:
             change = changes[next_change]
             next_change += 1
@@ -798,39 +982,30 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
             usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
             if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
                 continue
-            for _, task in list(state.running):
-                if machine in state.placed_on[task] and state.finish_s[task] > now:
-                    lost_core_s += state.busy_core_s(task, now)
-                    state.release(task)
-                    attempts[task] += 1  # its pending finish no longer counts
-                    state.finish_s[task] = _NAN
-                    state.placed_on[task] = ()
-                    queue_task(task)
-                    arrived = True
-        joined: list[int] = []
-        while next_arrival < count and release_s[by_release[next_arrival]] <= now:
-            task = by_release[next_arrival]
-            next_arrival += 1
-            if gate is None or not gate.hold(task):
-                joined.append(task)
-        if gate is not None:
-            joined.extend(gate.admit_waiting())
-        for task in joined:
-            arrived_flag[task] = 1
-            if unfinished_parents[task] == 0:
+            for task in state.lost_with(machine, change.time_s):
+                lost_core_s += state.busy_core_s(task, change.time_s)
+                state.release(task)
+                attempts[task] += 1  # its pending finish no longer counts
+                state.finish_s[task] = _NAN
+                state.placed_on[task] = ()
+                queue_task(task)
+                arrived = True
+        unfinished = arrivals.unfinished
+        for task in arrivals.joined(now):
+            if unfinished[task] == 0:
                 queue_task(task)
                 arrived = True
 
-        if state.queue:
+        if state.queue or replan:
+            # an early finish changes the plan even with nobody waiting: the cores it
+            # frees are free from now for every task that arrives later
             plan(state, replan, freed, arrived)
         enqueued.clear()
         for task in started:
             if math.isnan(first_start[task]):
                 first_start[task] = now
-            if pooled:
-                taken = tasks.nodes[task]
-                concrete[task] = tuple(idle_machines[-taken:])
-                del idle_machines[-taken:]
+            if pool is not None:
+                concrete[task] = pool.take(task)
             else:
                 concrete[task] = state.placed_on[task]
             heappush(finishes, (finish_s[task], task, attempts[task]))
@@ -839,15 +1014,18 @@ def simulate_reserving(problem: Problem, policy: Policy) -> Schedule:
         upcoming_s = next_wakeup(state)
         if finishes and finishes[0][0] < upcoming_s:
             upcoming_s = finishes[0][0]
-        if next_arrival < count and release_s[by_release[next_arrival]] < upcoming_s:
-            upcoming_s = release_s[by_release[next_arrival]]
+        arrival = arrivals.next_time()
+        if arrival is not None and arrival < upcoming_s:
+            upcoming_s = arrival
         if next_change < len(changes) and changes[next_change].time_s < upcoming_s:
             upcoming_s = changes[next_change].time_s
         if upcoming_s == _INF:
             break
         now = max(upcoming_s, now)
-    return _schedule(problem, policy, state, concrete, first_start, attempts, lost_core_s,
-                     cycles)
+    schedule = _schedule(problem, policy, state, concrete, first_start, attempts, lost_core_s,
+                         cycles)
+    schedule.shares = pool.shares if pool is not None else state.shares
+    return schedule
 
 
 def _schedule(problem: Problem, policy: Policy, state: ReservingState,

@@ -1,6 +1,8 @@
 """``dcx schedule WORKLOAD [--env ENVIRONMENT] [--policy NAME[,…]] [--scheduler FILE …]``.
 
-Exit codes: 0 the runs completed, 1 the input cannot be scheduled (diagnostics say where),
+Exit codes: 0 the runs completed (a scheduler that cannot run the input says so on stderr
+and the others still run), 1 the input cannot be scheduled by any of them (diagnostics say
+where),
 2 usage (unknown policy, bad option, a scheduler file that is not valid, no machines to
 schedule on). Diagnostics go to stderr. ``--output json`` prints exactly one object::
 
@@ -76,6 +78,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "summary JSON and SVG plots here (plots need matplotlib, the plots extra: "
                         "pip install 'dcx[plots]'; without it a note says so first and "
                         "the other files are written)")
+    parser.add_argument("--jobs-csv", metavar="FILE", help="write one CSV of every run's "
+                        "jobs (policy, time model, seed, then submit, start, end, wait and "
+                        "the machines each job ran on)")
     parser.add_argument("--output", dest="output_mode", choices=["text", "json"],
                         default="text", help="text: a table; json: one JSON object")
     return parser
@@ -228,7 +233,7 @@ def write_plots(folder: Path, runs: list[Run], title: str) -> None:
     utilisation = []
     for label, run in named:
         problem, schedule = run.metrics.problem, run.schedule
-        cores = [problem.tasks.need[t] * len(schedule.machines[t]) / CORE_UNITS
+        cores = [problem.tasks.need[t] * problem.tasks.nodes[t] / CORE_UNITS
                  for t in range(len(problem.tasks))]
         times, levels = plots.utilisation_series(
             schedule.start_s, schedule.finish_s, cores,
@@ -297,12 +302,12 @@ def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
     write_plots(folder, runs, title)
 
 
-def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> int | None:
+def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> set[str]:
     """Once per invocation: which requested times the runtime stands in for, when a policy
     reads requested times (SJF, LJF, backfilling), and what the policies' R2/R3 filters make
-    of what tasks ask of their machines. The exit status when a policy cannot run the
-    problem: a reserving one meeting resources beyond cores (usage), or one under whose
-    filters a task could never start (invalid input); ``None`` when all can run."""
+    of what tasks ask of their machines. Returns the names of the policies that cannot run
+    the problem, each said on stderr: a reserving one meeting resources beyond cores, or one
+    under whose filters a task could never start. The others still run."""
     from dcx.core.diagnostics import error, warning
     from dcx.scheduler.resource_stages import static_filter_diagnostics
 
@@ -313,17 +318,20 @@ def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> 
             f"{missing} of {len(problem.tasks)} task(s) have no requested time; their "
             "runtime stands in (an exact estimate)", "schedule.runtime-as-requested",
         ).at(workload).render(), file=sys.stderr)
-    if any(p.reserves for p in policies) and problem.machines.dimensions:
+    cores_only = sorted({p.name for p in policies if p.reserves})
+    if cores_only and problem.machines.dimensions:
         names = ", ".join(d.name for d in problem.machines.dimensions)
         print(error(
-            f"the reserving schedulers place and reserve cores only, and these tasks also "
-            f"ask for {names}; use an SC18 (T2-R5) scheduler", "schedule.reservation-resources",
+            f"{', '.join(cores_only)} place(s) and reserve(s) cores only, and these tasks "
+            f"also ask for {names}: not run; use an SC18 (T2-R5) scheduler for them",
+            "schedule.reservation-resources",
         ).at(workload).render(), file=sys.stderr)
-        return EXIT_USAGE
+    else:
+        cores_only = []
     found, blocked = static_filter_diagnostics(problem, policies)
     for diagnostic in found:
         print(diagnostic.at(workload).render(), file=sys.stderr)
-    return EXIT_INVALID if blocked else None
+    return blocked | set(cores_only)
 
 
 def display_name(path: str) -> str:
@@ -331,20 +339,60 @@ def display_name(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
+class RunProgress:
+    """How far one run is: a bar on a terminal (rich, through ``converters.progress``), else
+    a line on stderr every ``LINE_EVERY_S`` seconds (a run shorter than that prints
+    nothing). The engine reports how many tasks have arrived."""
+
+    LINE_EVERY_S = 5.0
+    STEPS = 100
+
+    def __init__(self, label: str, total: int, enabled: bool,
+                 clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        from dcx.converters.progress import Progress
+
+        self.label, self.total, self.enabled = label, total, enabled and total > 0
+        self.clock = clock or time.monotonic
+        self.bar = Progress(self.STEPS, f"scheduling with {label}", enabled=self.enabled)
+        self.shown = 0
+        self.started = self.clock()
+        self.next_line = self.started + self.LINE_EVERY_S
+
+    def __enter__(self) -> RunProgress:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(None, None, None)
+
+    def __call__(self, arrived: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar.enabled:
+            steps = arrived * self.STEPS // self.total
+            while self.shown < steps:
+                self.bar.advance()
+                self.shown += 1
+            return
+        now = self.clock()
+        if now >= self.next_line:
+            self.next_line = now + self.LINE_EVERY_S
+            print(f"dcx schedule: {self.label}: {arrived:,} of {self.total:,} task(s) "
+                  f"arrived, {now - self.started:.0f} s", file=sys.stderr, flush=True)
+
+
 def _run_all(problem: Any, policies: list[Policy], args: argparse.Namespace,
              quiet: bool) -> list[Run]:
-    """Each policy over the problem, with a progress bar on a terminal when there are several."""
-    from dcx.converters.progress import Progress
+    """Each policy over the problem, with its progress (``RunProgress``) unless quiet."""
     from dcx.scheduler.runs import run_policy
 
     runs: list[Run] = []
-    with Progress(len(policies), f"scheduling with {policies[0].name}",
-                  enabled=len(policies) > 1 and not quiet and args.output_mode == "text"
-                  ) as progress:
-        for index, policy in enumerate(policies):
-            runs.append(run_policy(problem, policy, args.time_model, args.seed))
-            following = policies[index + 1].name if index + 1 < len(policies) else "done"
-            progress.advance(f"scheduling with {following}")
+    for policy in policies:
+        with RunProgress(policy.name, len(problem.tasks), not quiet) as progress:
+            runs.append(run_policy(problem, policy, args.time_model, args.seed,
+                                   progress=progress))
     return runs
 
 
@@ -383,12 +431,24 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE  # a missing --env is a usage error, not a bad workload
         return EXIT_INVALID
     refused = _say_what_stands_in(loaded.problem, policies, args.workload)
-    if refused is not None:
-        return refused
+    policies = [policy for policy in policies if policy.name not in refused]
+    if not policies:
+        return EXIT_INVALID  # no scheduler could run it; each said why
 
     if args.out and not plots_available():
         print(f"dcx schedule: note: {args.out}: {PLOTS_MISSING}", file=sys.stderr)
     runs = _run_all(loaded.problem, policies, args, quiet)
+    if args.jobs_csv:
+        from dcx.converters.atomic import write_atomic
+        from dcx.scheduler.report import runs_jobs_csv
+
+        try:
+            write_atomic(Path(args.jobs_csv),
+                         runs_jobs_csv([item.metrics for item in runs]).encode())
+        except OSError as exc:
+            print(f"dcx schedule: error: cannot write {args.jobs_csv}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
     if args.out:
         try:
             write_outputs(Path(args.out), runs, display_name(args.workload).strip("<>")

@@ -16,6 +16,13 @@ with ``StageTimer.wrap`` instead of branching in the loop.
 * ``event``: a cycle at every arrival, completion and machine state change; durations are
   runtime x reference clock / machine clock without rounding.
 
+What the two differ in beside time is written once, as options of ``TimeModel``:
+``event_order`` (finishes first, or machine state changes first, at a tick) and
+``cut_at_requested`` (a task reaching its requested time ends there, or runs on). ``sc18``
+keeps the paper's choices (state changes first, nothing cut); ``event`` applies finishes
+first and cuts, as ``notes/backfilling.md`` and resource managers do. The reservation engine
+(``backfilling.py``) runs under ``event`` only and follows the same two options.
+
 Only cycles in which something changed are run: a cycle with the same queue and the same
 free cores as the last one cannot place anything, so skipping it changes no result (sc18
 would still have run it and recorded stage times for it).
@@ -47,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from dcx.core.model import MachineState
+from dcx.scheduler.arrivals import Arrivals
 from dcx.scheduler.job_stages import (
     JOB_ELIGIBILITY,
     JOB_ORDERS,
@@ -54,10 +62,12 @@ from dcx.scheduler.job_stages import (
     JobGate,
     JobOrderedQueue,
 )
+from dcx.scheduler.packing import spread
 from dcx.scheduler.policies import Policy, QueueContext, ReadyQueue
-from dcx.scheduler.problem import CORE_UNITS, Problem
+from dcx.scheduler.problem import CORE_UNITS, Problem, TaskTable
 from dcx.scheduler.resource_stages import (
     MACHINE_FILTERS,
+    Allowed,
     Candidates,
     Select,
     Selection,
@@ -72,12 +82,19 @@ __all__ = ["STAGES", "Schedule", "StageRecord", "TimeModel", "simulate", "time_m
 TimeModelName = Literal["sc18", "event"]
 TIME_MODELS: tuple[TimeModelName, ...] = ("sc18", "event")
 
+EventOrder = Literal["finishes-first", "state-changes-first"]
+"""What a cycle applies first of what happened by its time: the finishes (their cores back,
+then machine state changes), or the machine state changes (then the finishes). Arrivals
+come last either way, and the planner runs once after all three."""
+
 SC18_FIRST_TICK_S = 1.0
 SC18_TICK_S = 10.0
 REFERENCE_CLOCK_MHZ = 4000.0
 """sc18 treats trace runtimes as measured on a 4,000 MHz core."""
 
 STAGES: tuple[str, ...] = ("T1", "T2", "R4", "R5", "rest")
+PROGRESS_CYCLES = 1024
+"""How often (in cycles) a run tells its progress callback how far it is."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +113,12 @@ class TimeModel:
     simulator's store sorts them, instead of by (release, file order)."""
     integer_speed: bool = False
     """Machine speed is the integer mean clock (``MachineTable.integer_clock_mhz``)."""
+    event_order: EventOrder = "finishes-first"
+    """Event order at a tick (``EventOrder``)."""
+    cut_at_requested: bool = True
+    """A task reaching its requested time is cut there (as Batsim and resource managers
+    do: it ends at start + min(runtime, requested), and ``Schedule.killed`` counts it),
+    rather than left to run its whole runtime."""
 
 
 def _sc18_tick(t: float, first: float = SC18_FIRST_TICK_S, tick: float = SC18_TICK_S,
@@ -124,8 +147,13 @@ def _same_time(t: float) -> float:
 
 
 SC18 = TimeModel("sc18", _sc18_tick, _sc18_duration, SC18_TICK_S, ordered_by_id=True,
-                 integer_speed=True)
+                 integer_speed=True, event_order="state-changes-first",
+                 cut_at_requested=False)
+"""The paper's simulator: its datacenter applied machine state before seeing finishes, and
+nothing cut a task (its traces have no requested times)."""
 EVENT = TimeModel("event", _same_time, _event_duration, 0.0)
+"""Finishes first (every completion, then every state change, then every arrival, as
+``notes/backfilling.md`` asks), tasks cut at their requested time."""
 
 
 def time_model(name: str) -> TimeModel:
@@ -158,7 +186,10 @@ class Schedule:
     reserved_s: list[float] = field(default_factory=list)
     """Reservation engine: the first reservation each task was given (NaN: none)."""
     killed: int = 0
-    """Tasks cut at their requested time (reservation engine)."""
+    """Tasks cut at their requested time (``TimeModel.cut_at_requested``)."""
+    shares: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """Cores-anywhere tasks spread over several machines: the core units on each of their
+    ``machines`` (a task not in it has its cores per node on each)."""
 
     @property
     def unfinished(self) -> int:
@@ -249,24 +280,29 @@ class Simulation:
     architecture's order (T1, T2, then per task R4, R5 and T4 placing)."""
 
     def __init__(self, problem: Problem, policy: Policy, model: TimeModel,
-                 seed: int | None, measure_stages: bool) -> None:
+                 seed: int | None, measure_stages: bool,
+                 progress: Callable[[int], None] | None = None) -> None:
         tasks, machines = problem.tasks, problem.machines
         count = len(tasks)
         self.problem, self.policy, self.model, self.seed = problem, policy, model, seed
+        self.progress = progress
+        """Told every ``PROGRESS_CYCLES`` cycles how many tasks have arrived."""
         self.clock = machine_speeds(problem, model)
+        self.run_for = (tasks.runtime_s if not model.cut_at_requested else
+                        [min(runtime, requested) for runtime, requested
+                         in zip(tasks.runtime_s, tasks.requested_s, strict=True)])
+        """How long each task runs at the reference speed (cut at its requested time when
+        the time model says so)."""
         self.queue_order = [0] * count
         self.enqueued = 0
         self.attempts = [0] * count
         self.first_start = [_NAN] * count
-        self.unfinished_parents = [len(parents) for parents in tasks.parents]
-        self.by_arrival = arrival_order(problem, model.ordered_by_id)
-        self.next_arrival = 0
         self.next_change = 0
         self.finishes: list[tuple[float, float, int, int]] = []
         """``(seen at, finish, task, attempt)``: a finish counts only for its attempt."""
         self.lost_core_s = 0.0
         self.cycles = 0
-        self.smallest_need = min(tasks.need, default=CORE_UNITS)
+        self.smallest_need = smallest_part(tasks)
         usable = bytearray(machines.initially_active)
         rng = random.Random(seed)
         context = QueueContext(tasks, self.queue_order, rng)
@@ -283,8 +319,10 @@ class Simulation:
         state.ready = ready_queue(policy, context, state)
         self.timer = StageTimer(STAGES) if measure_stages else None
         self.stages = bind_stages(policy, state, self.timer)
-        self.gate = (JobGate(self.stages.admit, tasks)
-                     if self.stages.admit is not None else None)
+        self.allowed: Allowed | None = combine(static_filters(policy, state))
+        gate = (JobGate(self.stages.admit, tasks) if self.stages.admit is not None else None)
+        self.arrivals = Arrivals(tasks, arrival_order(problem, model.ordered_by_id),
+                                 state.arrival_s, gate, state.arrived)
         self.release = self.releaser()
 
     # ----------------------------------------------------------------- the event loop
@@ -295,13 +333,20 @@ class Simulation:
         now = align(min(tasks.submit_s, default=0.0))
         if changes:
             now = min(now, align(changes[0].time_s))
+        progress = self.progress
         while True:
             self.cycles += 1
+            if progress is not None and not self.cycles % PROGRESS_CYCLES:
+                progress(self.arrivals.next)
             state.now = now
             if timer is not None:
                 timer.begin_cycle()
-            self.apply_state_changes(now)
-            released = self.see_finishes(now)
+            if self.model.event_order == "finishes-first":
+                released = self.see_finishes(now)
+                self.apply_state_changes(now)
+            else:
+                self.apply_state_changes(now)
+                released = self.see_finishes(now)
             released += self.admit_arrivals(now)
             if len(state.ready):
                 self.cycle(now, released)
@@ -317,9 +362,10 @@ class Simulation:
         upcoming: list[float] = []
         if self.finishes:
             upcoming.append(self.finishes[0][0])
-        arrivals, changes = self.by_arrival, self.problem.state_changes
-        if self.next_arrival < len(arrivals):
-            upcoming.append(self.state.arrival_s[arrivals[self.next_arrival]])
+        changes = self.problem.state_changes
+        arrival = self.arrivals.next_time()
+        if arrival is not None:
+            upcoming.append(arrival)
         if self.next_change < len(changes):
             upcoming.append(self.model.align(changes[self.next_change].time_s))
         return min(upcoming) if upcoming else None
@@ -333,8 +379,7 @@ class Simulation:
         """C1: finishes seen by ``now`` give their resources back; children whose parents
         have all finished become eligible (T1). Returns how many did."""
         finishes, attempts, state = self.finishes, self.attempts, self.state
-        children, unfinished = self.problem.tasks.children, self.unfinished_parents
-        arrived, add, release = state.arrived, state.ready.add, self.release
+        add, release, finished = state.ready.add, self.release, self.arrivals.finished
         heappop = heapq.heappop
         released = 0
         while finishes and finishes[0][0] <= now:
@@ -342,31 +387,19 @@ class Simulation:
             if attempt != attempts[task]:
                 continue
             release(task)
-            for child in children[task]:
-                unfinished[child] -= 1
-                if unfinished[child] == 0 and arrived[child]:
-                    add(child)
-                    released += 1
+            for child in finished(task):
+                add(child)
+                released += 1
         return released
 
     def admit_arrivals(self, now: float) -> int:
         """Tasks arriving by ``now`` join the queue (once J2 admits their job), and the
         ones without unfinished parents become eligible. Returns how many did."""
-        order, arrival = self.by_arrival, self.state.arrival_s
-        count, gate = len(order), self.gate
-        joined: list[int] = []
-        while self.next_arrival < count and arrival[order[self.next_arrival]] <= now:
-            task = order[self.next_arrival]
-            self.next_arrival += 1
-            if gate is None or not gate.hold(task):
-                joined.append(task)
-        if gate is not None:
-            joined.extend(gate.admit_waiting())
-        arrived, unfinished, add = self.state.arrived, self.unfinished_parents, self.state.ready.add
+        joined = self.arrivals.joined(now)
+        unfinished, add = self.arrivals.unfinished, self.state.ready.add
         queue_order, position = self.queue_order, self.enqueued
         released = 0
         for task in joined:
-            arrived[task] = 1
             queue_order[task] = position  # enqueue(task), unrolled: once per task
             position += 1
             if unfinished[task] == 0:
@@ -384,13 +417,17 @@ class Simulation:
         state = self.state
         need, placed_on, free, running = state.need, state.placed_on, state.free, state.running
         extra_free, demand = state.extra_free, state.demand
+        shares, spread_demand = state.shares, state.spread_demand
 
         def release(task: int) -> None:
             placed = placed_on[task]
-            for machine in placed:
-                free[machine] += need[task]
-            if extra_free:
-                _shift_resources(demand[task], placed, extra_free, +1)
+            if shares and task in shares:
+                _release_spread(task, placed, shares, spread_demand, free, extra_free)
+            else:
+                for machine in placed:
+                    free[machine] += need[task]
+                if extra_free:
+                    _shift_resources(demand[task], placed, extra_free, +1)
             del running[task]
 
         return release
@@ -409,9 +446,8 @@ class Simulation:
             state.usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
             if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
                 continue
-            for task in sorted(state.running_on(machine)):
-                if state.finish_s[task] > change.time_s:  # not done before the failure
-                    self.recover(task, change.time_s)
+            for task in state.lost_with(machine, change.time_s):
+                self.recover(task, change.time_s)
         if changed:
             state.open_list[:] = state.open_machines
 
@@ -419,9 +455,7 @@ class Simulation:
         """T11: a task on a machine that failed loses its work so far and goes back to
         the queue (its pending finish no longer counts)."""
         state = self.state
-        self.lost_core_s += (
-            (failed_at - state.start_s[task]) * state.need[task] * state.nodes[task]
-            / CORE_UNITS)
+        self.lost_core_s += state.busy_core_s(task, failed_at)
         self.release(task)
         self.attempts[task] += 1
         state.finish_s[task] = _NAN
@@ -443,7 +477,7 @@ class Simulation:
         if timer is not None:
             timer.mark("T1", released)
             timer.sizes["T2"] = len(ready)
-        need, nodes, runtime, requested = (state.need, state.nodes, state.tasks.runtime_s,
+        need, nodes, runtime, requested = (state.need, state.nodes, self.run_for,
                                            state.tasks.requested_s)
         free, open_list, running = state.free, state.open_list, state.running
         clock, duration_on = self.clock, self.model.duration
@@ -453,20 +487,30 @@ class Simulation:
         finishes, smallest_need = self.finishes, self.smallest_need
         extra_free, demand = state.extra_free, state.demand
         heappush = heapq.heappush
+        anywhere = state.tasks.anywhere
         largest = max(map(free.__getitem__, open_list), default=0)
+        # all free cores: a cores-anywhere task no one machine holds needs no more
+        total_free = sum(map(free.__getitem__, open_list)) if anywhere else 0
         skipped: list[int] = []
         while largest >= smallest_need and len(ready):
             task = take()
             task_need = need[task]
             wanted = nodes[task]
-            if task_need > largest:
+            candidates = candidates_of(task) if task_need <= largest else []
+            if len(candidates) >= wanted:
+                chosen = select(task, candidates)
+            elif (anywhere and anywhere[task] and task_need <= total_free
+                  and self.place_spread(task)):
+                # cores anywhere, on no one machine: spread (``packing.py``), taken there
+                chosen = list(placed_on[task])
+                end = now + max(duration_on(runtime[task], clock[m]) for m in chosen)
+                largest = max(map(free.__getitem__, open_list), default=0)
+                total_free -= task_need
+                self.started(task, now, end, chosen)
+                continue
+            else:
                 skipped.append(task)
                 continue
-            candidates = candidates_of(task)
-            if len(candidates) < wanted:
-                skipped.append(task)
-                continue
-            chosen = select(task, candidates)
 
             # T4: every node runs at its machine's speed; the task ends with the slowest
             if wanted == 1:
@@ -474,13 +518,17 @@ class Simulation:
                 end = now + duration_on(runtime[task], clock[machine])
                 refresh_largest = free[machine] == largest
                 free[machine] -= task_need
+                total_free -= task_need
             else:
                 end = now + max(duration_on(runtime[task], clock[m]) for m in chosen)
                 refresh_largest = True
+                total_free -= task_need * wanted
                 for machine in chosen:
                     free[machine] -= task_need
             if extra_free:
                 _shift_resources(demand[task], chosen, extra_free, -1)
+            if anywhere and task in state.shares:
+                del state.shares[task]  # spread before a failure, whole this time
             placed_on[task] = tuple(chosen)
             start[task] = now
             if first_start[task] != first_start[task]:  # NaN: first attempt
@@ -501,6 +549,49 @@ class Simulation:
         if timer is not None:
             timer.end_cycle(now, "rest")
 
+    def place_spread(self, task: int) -> bool:
+        """Spread a cores-anywhere task over the usable machines it may use (first fit in
+        topology order, ``packing.spread``), taking its cores and its share of every other
+        resource on each; whether it fitted."""
+        state = self.state
+        allowed = self.allowed(task) if self.allowed is not None else None
+        usable = state.usable
+        machines = state.open_list if allowed is None else [m for m in allowed if usable[m]]
+        free, need = state.free, state.need[task]
+        found = spread(need, state.demand[task], machines, free, state.extra_free)
+        if found is None:
+            return False
+        chosen, shares, taken = found
+        for machine, cores in zip(chosen, shares, strict=True):
+            free[machine] -= cores
+        state.shares[task] = tuple(shares)
+        if taken:
+            state.spread_demand[task] = tuple(taken)
+            for machine, amounts in zip(chosen, taken, strict=True):
+                for dimension, units in amounts:
+                    state.extra_free[dimension][machine] -= units
+        state.placed_on[task] = tuple(chosen)
+        return True
+
+    def started(self, task: int, now: float, end: float, chosen: list[int]) -> None:
+        """T4's bookkeeping for a task placed on ``chosen`` now, ending at ``end``."""
+        state = self.state
+        state.start_s[task] = now
+        if self.first_start[task] != self.first_start[task]:  # NaN: first attempt
+            self.first_start[task] = now
+        state.finish_s[task] = end
+        expected = end
+        runtime, requested = self.run_for, state.tasks.requested_s
+        if requested[task] != runtime[task]:
+            duration_on = self.model.duration
+            expected = now + max(duration_on(requested[task], self.clock[m]) for m in chosen)
+        state.expected_end_s[task] = expected
+        state.running[task] = None
+        seen = self.model.align(end)
+        if seen < now + self.model.visible_after_placement:
+            seen = now + self.model.visible_after_placement
+        heapq.heappush(self.finishes, (seen, end, task, self.attempts[task]))
+
     def schedule(self) -> Schedule:
         state, timer = self.state, self.timer
         return Schedule(
@@ -517,7 +608,15 @@ class Simulation:
             cycles=self.cycles,
             stages=timer.records if timer is not None else [],
             cycle_cpu=timer.cycle_cpu if timer is not None else [],
+            shares=state.shares,
+            killed=self.killed(),
         )
+
+    def killed(self) -> int:
+        """Finished tasks the time model cut at their requested time."""
+        finish, run_for = self.state.finish_s, self.run_for
+        return sum(1 for task, runtime in enumerate(self.problem.tasks.runtime_s)
+                   if run_for[task] < runtime and not math.isnan(finish[task]))
 
 
 class _NoQueue:
@@ -539,6 +638,30 @@ class _NoQueue:
 _EMPTY = _NoQueue()
 
 
+def smallest_part(tasks: TaskTable) -> int:
+    """The fewest core units a machine must have free to take part of some task: a task's
+    cores, or one core of a cores-anywhere task (which may be spread)."""
+    anywhere = tasks.anywhere
+    if not anywhere:
+        return min(tasks.need, default=CORE_UNITS)
+    return min((min(need, CORE_UNITS) if anywhere[task] else need
+                for task, need in enumerate(tasks.need)), default=CORE_UNITS)
+
+
+def _release_spread(task: int, placed: tuple[int, ...], shares: dict[int, tuple[int, ...]],
+                    spread_demand: dict[int, tuple[Demand, ...]], free: list[int],
+                    extra_free: list[list[int]]) -> None:
+    """A spread task gives back the cores and the resources it took on each machine (its
+    shares stay on record for the schedule)."""
+    for machine, cores in zip(placed, shares[task], strict=True):
+        free[machine] += cores
+    taken = spread_demand.pop(task, None)
+    if taken:
+        for machine, amounts in zip(placed, taken, strict=True):
+            for dimension, units in amounts:
+                extra_free[dimension][machine] += units
+
+
 def _shift_resources(demand: Demand, machines: tuple[int, ...] | list[int],
                      extra_free: list[list[int]], sign: int) -> None:
     """A placement takes (``sign`` -1), a finish or failure gives back (+1), every extra
@@ -555,6 +678,8 @@ def simulate(
     model: TimeModel = EVENT,
     seed: int | None = None,
     measure_stages: bool = True,
+    progress: Callable[[int], None] | None = None,
 ) -> Schedule:
-    """Run ``policy`` over ``problem`` until every task finished or nothing can change."""
-    return Simulation(problem, policy, model, seed, measure_stages).run()
+    """Run ``policy`` over ``problem`` until every task finished or nothing can change;
+    ``progress`` is told now and then how many tasks have arrived."""
+    return Simulation(problem, policy, model, seed, measure_stages, progress).run()

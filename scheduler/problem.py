@@ -41,6 +41,16 @@ machines (counting every machine of the environment, whatever its initial state)
 error: ``schedule.too-many-cores`` when cores alone do not fit,
 ``schedule.insufficient-resource`` when another resource (or the combination) does not.
 
+Cores anywhere
+--------------
+
+A request of ``Placement.CORES`` (SWF and GWF processors) asks for ``nodes x cores`` cores
+packed onto any machines, each core bringing its share of the request's memory (and of
+any other resource). It compiles to one "node" of all its cores (``TaskTable.anywhere``);
+how the cores are laid onto machines is ``scheduler/packing.py``. It fits the environment
+when all the machines together can hold its cores with their share of every other
+resource (``schedule.too-many-cores`` otherwise).
+
 Machine requirements
 --------------------
 
@@ -72,7 +82,7 @@ metrics, which count the tasks that finish after it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
 from typing import Any, Literal
@@ -89,6 +99,7 @@ from dcx.core.model import (
     MachineStateChange,
     NamedResource,
     Partition,
+    Placement,
     ResourceRequest,
     StartMode,
     Task,
@@ -129,6 +140,9 @@ CODES = (
          "Tasks request memory but no machine declares any: memory is not scheduled."),
     Code("schedule.missing-runtime", "error",
          "A task has neither a runtime nor a requested time."),
+    Code("schedule.runtime-from-request", "warning",
+         "Tasks have no runtime (SWF -1: cancelled before they ran, or not recorded); each "
+         "runs for its requested time instead."),
     Code("schedule.bad-runtime", "error", "A task's runtime is not finite."),
     Code("schedule.negative-runtime", "error", "A task's runtime is negative."),
     Code("schedule.bad-submit", "error", "A task's submit time is not finite."),
@@ -322,15 +336,26 @@ class TaskTable:
     where the workload gives none (``requested_from_runtime`` counts those)."""
     requested_from_runtime: int = 0
     """Tasks whose runtime stands in for a requested time the workload does not give."""
+    runtime_from_requested: int = 0
+    """Tasks of unknown runtime (SWF -1) whose requested time stands in: they run for it."""
     asks: dict[int, MachineRequirements] = field(default_factory=dict)
     """Task index → the os, arch and features it asks of its machines, for the tasks that
     ask any (the R3 policies ``MATCH`` and ``REQUIRE`` honour them); most ask nothing."""
     group: list[str | None] = field(default_factory=list)
     """``Task.group`` per task, for the R2 policy ``PARTITION``; empty when the
     environment has no partitions."""
+    anywhere: bytearray = field(default_factory=bytearray)
+    """1 for a task whose cores may go on any machines (``Placement.CORES``): its ``need``
+    is then all its cores, ``nodes`` is 1 and ``demand`` its totals, spread over the
+    machines it gets in proportion to the cores each holds (``scheduler/packing.py``).
+    Empty when no task is one."""
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def is_anywhere(self, task: int) -> bool:
+        anywhere = self.anywhere
+        return bool(anywhere) and bool(anywhere[task])
 
 
 @dataclass(frozen=True)
@@ -682,25 +707,33 @@ def _dimension_index(dimensions: tuple[Dimension, ...]) -> dict[tuple[str, str],
 
 
 def _task_demand(
-    request: ResourceRequest, index: Mapping[tuple[str, str], int]
+    request: ResourceRequest, index: Mapping[tuple[str, str], int], nodes: int = 1
 ) -> tuple[tuple[int, int], ...]:
-    """``(dimension index, units)`` per node for the positive amounts the problem schedules."""
+    """``(dimension index, units)`` of ``nodes`` nodes (a whole-node task: 1, per node; a
+    cores-anywhere task: all of them) for the positive amounts the problem schedules."""
     demand: list[tuple[int, int]] = []
     memory = index.get(("memory", "memory"))
     if memory is not None and request.memory_mb and request.memory_mb > 0:
-        units = _units(request.memory_mb, MEMORY_UNITS)
+        units = _units(request.memory_mb * nodes, MEMORY_UNITS)
         if units > 0:
             demand.append((memory, units))
     gpus = index.get(("gpus", "gpus"))
     if gpus is not None and request.gpus > 0:
-        demand.append((gpus, request.gpus * GPU_UNITS))
+        demand.append((gpus, request.gpus * nodes * GPU_UNITS))
     if request.resources:
         for name, amount in _request_named(request).items():
             named = index.get(("named", name))
-            units = _units(amount, NAMED_UNITS) if math.isfinite(amount) else 0
+            units = _units(amount * nodes, NAMED_UNITS) if math.isfinite(amount) else 0
             if named is not None and units > 0:
                 demand.append((named, units))
     return tuple(demand)
+
+
+def _runtime_from_request(count: int, total: int) -> Diagnostic:
+    return warning(
+        f"{count} of {total} task(s) have no runtime (SWF -1); each runs for its requested "
+        "time instead", "schedule.runtime-from-request",
+        hint="drop them from the trace (e.g. the cancelled jobs) to leave them out")
 
 
 def _memory_not_enforced(requested: _Requested, located: list[_Located]) -> Diagnostic:
@@ -738,6 +771,34 @@ class _FitCounter:
             )
             self._cache[key] = found
         return found
+
+    def cores_anywhere(self, need: int, demand: tuple[tuple[int, int], ...]) -> int:
+        """How many core units all the machines together could give a cores-anywhere task
+        of ``need`` units asking ``demand`` in all (each core bringing its share)."""
+        key = (-need, demand)
+        found = self._cache.get(key)
+        if found is None:
+            capacity, extra = self._machines.capacity, self._machines.extra_capacity
+            found = sum(share_limit(capacity[machine], need, demand, extra, machine)
+                        for machine in range(len(capacity)))
+            self._cache[key] = found
+        return found
+
+
+def share_limit(free: int, need: int, demand: tuple[tuple[int, int], ...],
+                extra: Sequence[Sequence[int]], machine: int) -> int:
+    """The core units (whole cores, or all of ``need`` when it is less) a machine with
+    ``free`` units and ``extra[d][machine]`` free of every other dimension can give a
+    cores-anywhere task of ``need`` units asking ``demand`` in all: each core brings its
+    proportional share of every dimension, rounded up."""
+    limit = free if free >= need else free - free % CORE_UNITS
+    for dimension, units in demand:
+        available = extra[dimension][machine]
+        if units > 0:
+            # the most cores whose share, units x cores / need rounded up, fits
+            cores = available * need // units
+            limit = min(limit, cores if cores >= need else cores - cores % CORE_UNITS)
+    return max(0, limit)
 
 
 def _bad_amounts(request: ResourceRequest) -> str | None:
@@ -799,6 +860,16 @@ def _check_task(
         return diagnostics
     if not any(machines.capacity):
         return diagnostics  # reported once as schedule.no-machines
+    if request.placement is Placement.CORES:
+        total = round(request.nodes * request.cores * CORE_UNITS)
+        if fits.cores_anywhere(total, demand) < total:
+            available = fits.cores_anywhere(total, ()) / CORE_UNITS
+            report(f"needs {total / CORE_UNITS:g} core(s) anywhere, but all the machines "
+                   f"together can give it only {fits.cores_anywhere(total, demand) / CORE_UNITS:g}"
+                   f" ({available:g} cores in all)",
+                   "schedule.too-many-cores" if available < total / CORE_UNITS
+                   else "schedule.insufficient-resource")
+        return diagnostics
     need = round(request.cores * CORE_UNITS)
     if fits.count(need, demand) >= request.nodes:
         return diagnostics
@@ -867,9 +938,19 @@ def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskT
             or not np.all(np.isfinite(cores)) or np.any(cores <= 0)
             or not any(machines.capacity)):
         return None
+    anywhere = _anywhere_rows(columns)
+    if anywhere is not None:
+        nodes = np.where(anywhere, 1, nodes)
+        cores = np.where(anywhere, columns.nodes * cores, cores)
     need = np.round(cores * CORE_UNITS).astype(np.int64)
     capacity = np.sort(np.array(machines.capacity, dtype=np.int64))
     fitting = len(capacity) - np.searchsorted(capacity, need, side="left")
+    if anywhere is not None:
+        # cores anywhere fit on one machine, or in the whole cores of all of them together
+        whole = int((capacity - capacity % CORE_UNITS).sum())
+        if np.any(anywhere & (need > int(capacity.max())) & (need > whole)):
+            return None
+        fitting = np.where(anywhere, nodes, fitting)
     if np.any(fitting < nodes):
         return None
     ids = columns.ids
@@ -892,12 +973,15 @@ def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskT
             table.children[parent].append(child)
     table.release_s = submit.tolist()
     table.demand = [()] * count
+    if anywhere is not None and anywhere.any():
+        table.anywhere = bytearray(anywhere.astype(np.uint8).tobytes())
     deadline = columns.deadline_s
     nan = math.nan  # the one NaN object the loop below stores, so tables compare equal
     table.deadline_s = [value if value == value else nan
                         for value in np.where(np.isfinite(deadline), deadline, nan).tolist()]
     usable = np.isfinite(asked) & (asked >= 0)
     table.requested_from_runtime = int(count - np.count_nonzero(usable))
+    table.runtime_from_requested = int(np.count_nonzero(np.isnan(runtime) & np.isfinite(asked)))
     requested: Any = np.where(usable, asked, duration)
     table.requested_s = requested.tolist()
     if machines.partitions:
@@ -905,6 +989,23 @@ def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskT
         table.group = [names[code] if code >= 0 else None
                        for code in columns.group.codes.tolist()]
     return table
+
+
+def _anywhere_rows(columns: WorkloadColumns) -> Any:
+    """Which rows ask for cores anywhere (``Placement.CORES``), as a boolean array, from the
+    columns' placement codes when they carry them; ``None`` when every row asks for whole
+    nodes."""
+    import numpy as np
+
+    from dcx.core import columns as columns_module
+
+    codes = getattr(columns, "placement", None)
+    placements = getattr(columns_module, "PLACEMENTS", None)
+    if codes is None or placements is None:
+        return None
+    cores_code = list(placements).index(Placement.CORES)
+    rows = np.asarray(codes) == cores_code
+    return rows if rows.any() else None
 
 
 def _parents_of_columns(columns: WorkloadColumns) -> list[tuple[int, ...]] | None:
@@ -954,6 +1055,9 @@ def compile_problem(workload: Workload, environment: Environment,
         table = _table_of_columns(columns, machines)
         if table is not None:
             job_ids = tuple(columns.job_ids.tolist())
+            if table.runtime_from_requested:
+                diagnostics.append(_runtime_from_request(table.runtime_from_requested,
+                                                         len(table)))
             return CompileResult(Problem(table, job_ids, machines, changes), tuple(diagnostics))
     requested = _requested_resources(workload.tasks())
     machines = _with_dimensions(machines, machine_shapes(environment), requested)
@@ -973,11 +1077,15 @@ def compile_problem(workload: Workload, environment: Environment,
                 f"task {task.id!r} of job {job.id!r}",
             )
             request = task.request
+            anywhere = request.placement is Placement.CORES
             demand = demand_of.get(id(request))
             if demand is None:
                 demand = demand_of[id(request)] = (
-                    _task_demand(request, dimension_index) if dimension_index else ())
+                    _task_demand(request, dimension_index, request.nodes if anywhere else 1)
+                    if dimension_index else ())
             duration = _duration_of(task)
+            if task.runtime_s is None and duration is not None:
+                table.runtime_from_requested += 1
             diagnostics.extend(_check_task(task, where, machines, duration, demand, fits))
             located.append(where)
             table.ids.append(task.id)
@@ -985,8 +1093,18 @@ def compile_problem(workload: Workload, environment: Environment,
             # float(): in-memory models may carry ints, and the reports format floats
             table.submit_s.append(float(task.submit_time_s))
             table.runtime_s.append(float(duration) if duration is not None else 0.0)
-            table.need.append(max(1, round(request.cores * CORE_UNITS)))
-            table.nodes.append(max(1, request.nodes))
+            if anywhere:
+                if not table.anywhere:
+                    table.anywhere = bytearray(len(table.ids) - 1)
+                table.anywhere.append(1)
+                table.need.append(max(1, round(max(1, request.nodes) * request.cores
+                                               * CORE_UNITS)))
+                table.nodes.append(1)
+            else:
+                if table.anywhere:
+                    table.anywhere.append(0)
+                table.need.append(max(1, round(request.cores * CORE_UNITS)))
+                table.nodes.append(max(1, request.nodes))
             table.parents.append(())
             table.children.append([])
             table.release_s.append(float(_release_of(task)))
@@ -1006,6 +1124,8 @@ def compile_problem(workload: Workload, environment: Environment,
             else:
                 table.requested_s.append(float(asked))
 
+    if table.runtime_from_requested:
+        diagnostics.append(_runtime_from_request(table.runtime_from_requested, len(table)))
     if requested.memory_tasks and not any(
             dimension.kind == "memory" for dimension in machines.dimensions):
         diagnostics.append(_memory_not_enforced(requested, located))

@@ -8,7 +8,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -67,20 +67,32 @@ def job_machines(metrics: RunMetrics) -> dict[object, str]:
             for index, job_id in enumerate(problem.job_ids)}
 
 
+JOB_COLUMNS = ("job_id", "tasks", "first_arrival_s", "first_start_s", "last_finish_s",
+               "makespan_s", "waiting_s", "njsl", "critical_path_s", "deadline_missed",
+               "machines")
+
+
+def _job_rows(metrics: RunMetrics) -> Iterator[tuple[object, ...]]:
+    machines = job_machines(metrics)
+    for row in metrics.jobs:
+        yield (row.job_id, row.tasks, _number(row.first_arrival_s), _number(row.first_start_s),
+               _number(row.last_finish_s), _number(row.makespan_s), _number(row.waiting_s),
+               _number(row.njsl), _number(row.critical_path_s), _count(row.deadline_missed),
+               machines[row.job_id])
+
+
 def jobs_csv(metrics: RunMetrics) -> str:
     """One row per finished job: submit (first arrival), start, end, wait, machines."""
-    machines = job_machines(metrics)
-    return _csv(
-        ("job_id", "tasks", "first_arrival_s", "first_start_s", "last_finish_s", "makespan_s",
-         "waiting_s", "njsl", "critical_path_s", "deadline_missed", "machines"),
-        (
-            (row.job_id, row.tasks, _number(row.first_arrival_s), _number(row.first_start_s),
-             _number(row.last_finish_s), _number(row.makespan_s), _number(row.waiting_s),
-             _number(row.njsl), _number(row.critical_path_s), _count(row.deadline_missed),
-             machines[row.job_id])
-            for row in metrics.jobs
-        ),
-    )
+    return _csv(JOB_COLUMNS, _job_rows(metrics))
+
+
+def runs_jobs_csv(runs: list[RunMetrics]) -> str:
+    """``jobs.csv`` of several runs in one table, each row led by its run's policy, time
+    model and seed: what ``dcx schedule --jobs-csv`` writes."""
+    return _csv(("policy", "time_model", "seed", *JOB_COLUMNS), (
+        (metrics.summary.policy, metrics.summary.time_model, _count(metrics.summary.seed),
+         *row)
+        for metrics in runs for row in _job_rows(metrics)))
 
 
 def stages_csv(schedule: Schedule) -> str:

@@ -19,7 +19,13 @@ from typing import Protocol
 
 from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.scheduler.policies import MachineSelection, Policy, free_resources
-from dcx.scheduler.problem import MachineRequirements, MachineTable, Problem, TaskTable
+from dcx.scheduler.problem import (
+    MachineRequirements,
+    MachineTable,
+    Problem,
+    TaskTable,
+    share_limit,
+)
 from dcx.scheduler.state import CycleState
 
 Allowed = Callable[[int], Sequence[int] | None]
@@ -181,19 +187,29 @@ def never_started(problem: Problem, policy: Policy) -> list[int]:
     if allowed is None:
         return []
     tasks = problem.tasks
-    holding: dict[tuple[int, int, tuple[tuple[int, int], ...]], int] = {}
+    holding: dict[tuple[int, int, tuple[tuple[int, int], ...], bool], int] = {}
     stuck: list[int] = []
     for task in range(len(tasks)):
         machines_for = allowed(task)
         if machines_for is None:
             continue
-        key = (id(machines_for), tasks.need[task], tasks.demand[task])
+        anywhere = tasks.is_anywhere(task)
+        key = (id(machines_for), tasks.need[task], tasks.demand[task], anywhere)
         count = holding.get(key)  # filters share one list per requirement
         if count is None:
-            count = holding[key] = _holding(problem, allowed, task)
-        if count < tasks.nodes[task]:
+            count = holding[key] = (_cores_anywhere(problem, machines_for, task) if anywhere
+                                    else _holding(problem, allowed, task))
+        if count < (tasks.need[task] if anywhere else tasks.nodes[task]):
             stuck.append(task)
     return stuck
+
+
+def _cores_anywhere(problem: Problem, machines_for: Sequence[int], task: int) -> int:
+    """The core units the machines ``machines_for`` could give a cores-anywhere task."""
+    machines = problem.machines
+    need, demand = problem.tasks.need[task], problem.tasks.demand[task]
+    return sum(share_limit(machines.capacity[m], need, demand, machines.extra_capacity, m)
+               for m in machines_for)
 
 
 def _holding(problem: Problem, allowed: Allowed | None, task: int) -> int:

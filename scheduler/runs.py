@@ -4,6 +4,7 @@ the benchmark share)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dcx.scheduler.backfilling import simulate_reserving
@@ -35,13 +36,15 @@ def run_policy(
     model_name: str = "event",
     seed: int | None = None,
     measure_stages: bool = True,
+    progress: Callable[[int], None] | None = None,
 ) -> Run:
+    """``progress``, when given, is told now and then how many tasks have arrived."""
     if policy.reserves:
         if model_name != "event":
             raise ValueError(f"{policy.name} runs under the event time model only")
-        schedule = simulate_reserving(problem, policy)
+        schedule = simulate_reserving(problem, policy, progress)
     else:
         schedule = simulate(
             problem, policy, time_model(model_name), effective_seed(policy, seed),
-            measure_stages)
+            measure_stages, progress)
     return Run(schedule, compute_metrics(problem, schedule))

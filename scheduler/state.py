@@ -40,6 +40,9 @@ class Reservation:
     machines: tuple[int, ...]
     end_s: float
     """Its start plus its requested time on those machines (the slowest of them)."""
+    shares: tuple[int, ...] | None = None
+    """A cores-anywhere task spread over ``machines``: the core units on each (``None``:
+    its ``need`` on each)."""
 
 
 @dataclass(kw_only=True)
@@ -73,6 +76,12 @@ class SchedulerState:
     ``MachineTable.dimensions``); empty for a cores-only problem."""
     demand: list[Demand] = field(default_factory=list)
     """Per task, what it asks per node of each resource beside cores."""
+    shares: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """Tasks spread over several machines (cores anywhere, ``packing.py``): the core units
+    on each of their ``placed_on`` machines, kept after they end. A task not in it has its
+    ``need`` on each."""
+    spread_demand: dict[int, tuple[Demand, ...]] = field(default_factory=dict)
+    """Spread tasks asking for resources beside cores: what each of their machines gives."""
     allowed: Callable[[int], Sequence[int] | None] | None = None
     """R2/R3: ``task -> the machines it may ever use`` (``None``: every machine); ``None``
     when no static filter restricts any task. Set by an engine that reads it through
@@ -110,11 +119,25 @@ class SchedulerState:
         """The tasks running on ``machine``, by expected end."""
         return [task for _, task in self.running_tasks() if machine in self.placed_on[task]]
 
+    def lost_with(self, machine: int, at: float) -> list[int]:
+        """T11: the running tasks a failure of ``machine`` at ``at`` takes down (those not
+        finished by then), in task order: the order both engines queue them again."""
+        placed_on, finish_s = self.placed_on, self.finish_s
+        return sorted(task for _, task in self.running_tasks()
+                      if machine in placed_on[task] and finish_s[task] > at)
+
     def busy_core_s(self, task: int, until: float) -> float:
         begin = self.start_s[task]
         if math.isnan(begin):
             return 0.0
-        return (until - begin) * self.need[task] * len(self.placed_on[task]) / CORE_UNITS
+        return (until - begin) * self.cores_held(task) / CORE_UNITS
+
+    def cores_held(self, task: int) -> int:
+        """The core units the task holds over all its machines."""
+        shares = self.shares.get(task)
+        if shares is not None:
+            return sum(shares)
+        return self.need[task] * len(self.placed_on[task])
 
 
 @dataclass(kw_only=True)
@@ -179,17 +202,29 @@ class ReservingState(SchedulerState):
     def expected_length(self, task: int, machines: tuple[int, ...] | list[int]) -> float:
         return max(self.expected_duration(task, machine) for machine in machines)
 
-    def start(self, task: int, machines: tuple[int, ...] | list[int]) -> None:
-        """Place ``task`` on ``machines`` now (the caller has checked that it fits)."""
+    def start(self, task: int, machines: tuple[int, ...] | list[int],
+              shares: Sequence[int] | None = None) -> None:
+        """Place ``task`` on ``machines`` now (the caller has checked that it fits), with
+        ``shares`` core units on each when it is spread (cores anywhere)."""
         chosen = tuple(machines)
         need = self.need[task]
         now = self.now
-        if len(chosen) == 1:  # most tasks: no max over one machine
+        if shares is not None:
+            held = self.shares[task] = tuple(shares)
+            for machine, cores in zip(chosen, held, strict=True):
+                self.free[machine] -= cores
+            expected = self.expected_length(task, chosen)
+            real = max(self.real_duration(task, m) for m in chosen)
+        elif len(chosen) == 1:  # most tasks: no max over one machine
+            if self.shares:
+                self.shares.pop(task, None)  # placed whole this time
             machine = chosen[0]
             self.free[machine] -= need
             expected = self.expected_duration(task, machine)
             real = self.real_duration(task, machine)
         else:
+            if self.shares:
+                self.shares.pop(task, None)
             for machine in chosen:
                 self.free[machine] -= need
             expected = self.expected_length(task, chosen)
@@ -204,7 +239,12 @@ class ReservingState(SchedulerState):
 
     def release(self, task: int) -> None:
         """The task ended or was taken off a failed machine: its cores are free again."""
-        need = self.need[task]
-        for machine in self.placed_on[task]:
-            self.free[machine] += need
+        shares = self.shares.get(task) if self.shares else None
+        if shares is not None:
+            for machine, cores in zip(self.placed_on[task], shares, strict=True):
+                self.free[machine] += cores
+        else:
+            need = self.need[task]
+            for machine in self.placed_on[task]:
+                self.free[machine] += need
         self.remove_running(task)

@@ -117,6 +117,21 @@ def test_example_2_early_finish_compresses_the_schedule(planning: str, policy: s
         assert schedule.reserved_s[1] == 10  # the reservation J2 was given on arrival
 
 
+@pytest.mark.parametrize("policy", ["FCFS", "FCFS-EASY", "FCFS-CONSERVATIVE", "SJF-EASY",
+                                    "FIFO-FIRSTFIT"])
+@pytest.mark.parametrize("width_is_cores", [False, True])
+def test_an_early_finish_with_nobody_waiting_frees_the_cores_at_once(
+        planning: str, policy: str, width_is_cores: bool) -> None:
+    """Job 1 runs 2 s of a requested 10 s on all 4 cores; job 2 (1 s) arrives at 5 on the
+    idle machine: it starts at 5 under every policy (conservative kept a stale profile and
+    started it at 10 when the early finish came while the queue was empty)."""
+    jobs = [(0, 2, 10, 4), (5, 1, 1, 4)]
+    problem = (_problem(jobs, machines=1, cores=4, width_is_cores=True) if width_is_cores
+               else _problem(jobs, machines=4))
+    from dcx.scheduler.runs import run_policy
+    assert run_policy(problem, parse_policy(policy)).schedule.start_s == [0, 5]
+
+
 @pytest.mark.parametrize("policy", ["FCFS-EASY", "FCFS-CONSERVATIVE"])
 def test_example_3_a_backfilled_job_avoids_the_machine_the_head_is_due_on(policy: str) -> None:
     # machines A, B with 4 cores; a job must fit on one machine; FirstFit

@@ -176,3 +176,88 @@ def test_backfilling_under_the_sc18_time_model_is_a_usage_error(
     trace.write_text(SWF_EXAMPLE_1)
     assert run(["schedule", str(trace), "--policy", "FCFS-EASY", "--time-model", "sc18"]) == 2
     assert "event time model" in capsys.readouterr().err
+
+
+MEMORY_SWF = ("1 0 0 10 1 -1 -1 1 10 4096 1 1 1 -1 1 -1 -1 -1\n"
+              "2 5 0 10 1 -1 -1 1 10 4096 1 1 1 -1 1 -1 -1 -1\n")
+
+
+def test_a_scheduler_that_cannot_run_the_input_says_so_and_the_others_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Memory on machines that declare it: the backfilling scheduler places cores only, so
+    it says it does not run; the SC18 one runs; exit 0. Alone, it leaves nothing: exit 1."""
+    trace = tmp_path / "memory.swf"
+    trace.write_text(MEMORY_SWF)
+    environment = Path(__file__).resolve().parents[1] / "examples" / "environment" / \
+        "small-cluster.json"
+    assert run(["schedule", str(trace), "--env", str(environment), "--policy",
+                "FCFS-EASY,FIFO-FIRSTFIT", "--output", "json"]) == 0
+    captured = capsys.readouterr()
+    assert [item["policy"] for item in json.loads(captured.out)["runs"]] == ["FIFO-FIRSTFIT"]
+    assert captured.err.count("FCFS-EASY place(s) and reserve(s) cores only") == 1
+    assert run(["schedule", str(trace), "--env", str(environment), "--policy",
+                "FCFS-EASY"]) == 1
+    assert capsys.readouterr().out == ""
+
+
+def test_unknown_runtimes_run_for_their_requested_time_and_one_warning_counts_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "cancelled.swf"
+    trace.write_text("; MaxProcs: 4\n"
+                     "1 0 -1 8 2 -1 -1 2 8 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
+                     "2 1 -1 -1 2 -1 -1 2 30 -1 5 -1 -1 -1 -1 -1 -1 -1\n"
+                     "3 2 -1 -1 1 -1 -1 1 20 -1 5 -1 -1 -1 -1 -1 -1 -1\n")
+    out = tmp_path / "out"
+    assert run(["schedule", str(trace), "--policy", "FCFS", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("2 of 3 task(s) have no runtime (SWF -1); each runs for its requested "
+                     "time instead") == 1
+    rows = (out / "FCFS-event" / "tasks.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    finish = {row.split(",")[header.index("task_id")]: row.split(",")[header.index("finish_s")]
+              for row in rows[1:]}
+    assert float(finish["2"]) == 31 and float(finish["3"]) == 28  # strict: after job 1
+
+
+def test_jobs_csv_has_every_run_s_jobs_and_their_machines(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+
+    trace = tmp_path / "example.swf"
+    trace.write_text(SWF_EXAMPLE_1)
+    table = tmp_path / "jobs.csv"
+    assert run(["schedule", str(trace), "--policy", "FCFS-EASY,FCFS-CONSERVATIVE",
+                "--jobs-csv", str(table)]) == 0
+    rows = list(csv.DictReader(table.open()))
+    assert [row["policy"] for row in rows] == ["FCFS-EASY"] * 5 + ["FCFS-CONSERVATIVE"] * 5
+    easy = {row["job_id"]: row for row in rows if row["policy"] == "FCFS-EASY"}
+    assert easy["4"]["first_start_s"] == "13" and easy["4"]["waiting_s"] == "10"
+    assert len(easy["2"]["machines"].split()) == 4  # J2 took all four machines
+
+
+def test_a_long_run_reports_its_progress_every_few_seconds_off_a_terminal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dcx.scheduler.runs import run_policy
+
+    ticks = iter(range(0, 10_000, 3))  # a clock 3 s later at each look
+    progress = cli.RunProgress("FCFS-EASY", 5000, True, clock=lambda: float(next(ticks)))
+    heard: list[int] = []
+
+    def listen(arrived: int) -> None:
+        heard.append(arrived)
+        progress(arrived)
+
+    trace = tmp_path / "long.swf"
+    trace.write_text("; MaxProcs: 2\n" + "".join(
+        f"{n} {n} -1 5 1 -1 -1 1 5 -1 1 -1 -1 -1 -1 -1 -1 -1\n" for n in range(1, 5001)))
+    from dcx.scheduler.loading import load_problem
+    from dcx.scheduler.policies import parse_policy
+
+    problem = load_problem(trace, None).problem
+    assert problem is not None
+    with progress:
+        run_policy(problem, parse_policy("FCFS-EASY"), progress=listen)
+    assert heard and heard == sorted(heard) and heard[-1] <= 5000
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(line.startswith("dcx schedule: FCFS-EASY: ") for line in lines)
+    assert "of 5,000 task(s) arrived" in lines[0]

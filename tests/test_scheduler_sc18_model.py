@@ -71,3 +71,20 @@ def test_an_unsorted_trace_schedules_like_the_sorted_one(corpus_dir: Path,
         schedule = simulate(problem, parse_policy("FIFO-BESTFIT"), SC18)
         results.append(dict(zip(problem.tasks.ids, schedule.start_s, strict=True)))
     assert results[0] == results[1]
+
+
+def test_the_time_models_name_their_event_order_and_walltime_rule() -> None:
+    """A task asking 20 s that would run 50 s: the event model cuts it at 20 (and counts
+    it), the paper's model lets it run, as its simulator did."""
+    from dcx.scheduler.engine import EVENT
+
+    assert (SC18.event_order, SC18.cut_at_requested) == ("state-changes-first", False)
+    assert (EVENT.event_order, EVENT.cut_at_requested) == ("finishes-first", True)
+    work = Workload((Job(1, (Task(1, 0.0, 50.0, requested_time_s=20.0),)),))
+    problem = compile_problem(work, _environment(Machine(
+        id="m", cpus=(ProcessingUnit(cores=1, clock_rate_hz=4e9),)))).problem
+    assert problem is not None
+    cut = simulate(problem, parse_policy("FIFO-FIRSTFIT"), EVENT)
+    assert cut.finish_s == [20.0] and cut.killed == 1
+    ran = simulate(problem, parse_policy("FIFO-FIRSTFIT"), SC18)
+    assert ran.finish_s[0] - ran.start_s[0] == 50.0 and ran.killed == 0

@@ -1,0 +1,178 @@
+"""Every shipped scheduler on a loaded trace, FCFS-CONSERVATIVE at scale and the 18 SC18
+runs, against the engine as it was before the scheduler work of issue 29, in the same run.
+
+The baseline is the package at ``DCX_BENCH_ENGINE_BASELINE`` (a git revision; default
+a2c0529, the last commit before it), extracted with ``git archive`` into a temporary folder
+and run in a child process that imports it instead of the working tree: the same
+measurements, the same machine, the same moment. CPU seconds of the scheduling alone
+(reading and compiling apart), each run stopped after ``DCX_BENCH_CAP_S`` seconds of wall
+time (default 120) and then printed as not finished.
+
+* 10,000 jobs of a seeded synthetic SWF (``generate_swf.py``) at offered load 1.2 on its
+  1,024 single-core machines, every scheduler in ``schedulers/``; the jobs ask for cores
+  anywhere (``Placement.CORES``, what SWF processors mean). The baseline cannot: it reads
+  them as that many one-core whole nodes, as it did.
+* 100,000 jobs at offered load 0.5 under FCFS-CONSERVATIVE.
+* The nine SC18 policies on Askalon and Chronos (``sc18`` time model, stage timing on),
+  when the corpus is there (``DCX_CORPUS``).
+
+``python benchmarks/bench_scheduler_policies.py`` (``--child`` is the child's entry)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BASELINE = os.environ.get("DCX_BENCH_ENGINE_BASELINE", "a2c0529")
+CAP_S = int(os.environ.get("DCX_BENCH_CAP_S", "120"))
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _stop(*_: object) -> None:
+    raise _Stopped
+
+
+def _timed(action: Any) -> float | None:
+    """CPU seconds of ``action``, ``None`` when it ran past the wall-time cap."""
+    signal.signal(signal.SIGALRM, _stop)
+    signal.alarm(CAP_S)
+    started = time.process_time()
+    try:
+        action()
+    except _Stopped:
+        return None
+    finally:
+        signal.alarm(0)
+    return time.process_time() - started
+
+
+def _anywhere(workload: Any) -> Any:
+    """The workload with every request asking for cores anywhere, when the model has it."""
+    from dcx.core import model
+
+    placement = getattr(model, "Placement", None)
+    if placement is None:
+        return workload
+    return dataclasses.replace(workload, jobs=tuple(dataclasses.replace(job, tasks=tuple(
+        dataclasses.replace(task, request=dataclasses.replace(
+            task.request, placement=placement.CORES)) for task in job.tasks))
+        for job in workload.jobs))
+
+
+def measure() -> dict[str, float | None]:
+    """Every figure of this benchmark, with whatever ``dcx`` is importable."""
+    sys.path.insert(0, str(HERE))
+    from generate_swf import generate
+
+    from dcx.scheduler.declaration import shipped_declarations
+    from dcx.scheduler.loading import header_environment, read_document
+    from dcx.scheduler.problem import compile_problem
+    from dcx.scheduler.runs import run_policy
+
+    figures: dict[str, float | None] = {}
+    folder = Path(tempfile.mkdtemp())
+
+    def problem_of(jobs: int, load: float) -> Any:
+        trace = folder / f"synthetic-{jobs}-{load}.swf"
+        trace.write_text(generate(jobs, 1024, load, seed=1))
+        _, document, _ = read_document(trace)
+        assert document is not None and document.workload is not None
+        found = header_environment(document.workload)
+        workload = _anywhere(document.workload)
+        assert found is not None
+        compiled = compile_problem(workload, found[0]).problem
+        assert compiled is not None
+        return compiled
+
+    loaded = problem_of(10_000, 1.2)
+    for name, policy in sorted(shipped_declarations().items()):
+        figures[f"10k load 1.2 {name}"] = _timed(
+            lambda p=policy: run_policy(loaded, p, "event", 1, False))
+    large = problem_of(100_000, 0.5)
+    conservative = shipped_declarations()["FCFS-CONSERVATIVE"]
+    figures["100k load 0.5 FCFS-CONSERVATIVE"] = _timed(
+        lambda: run_policy(large, conservative, "event", None, False))
+    figures.update(_sc18())
+    return figures
+
+
+def _sc18() -> dict[str, float | None]:
+    from dcx.scheduler.loading import load_problem
+    from dcx.scheduler.paper import SETUP_FILE_NAME, TRACES
+    from dcx.scheduler.policies import all_policies
+    from dcx.scheduler.runs import run_policy
+
+    corpus = Path(os.environ.get("DCX_CORPUS", ROOT.parent / "shared" / "corpus")) / "gwf"
+    if not (corpus / SETUP_FILE_NAME).is_file():
+        return {}
+    problems = []
+    for trace in TRACES:
+        problem = load_problem(corpus / trace.file_name, corpus / SETUP_FILE_NAME).problem
+        assert problem is not None, trace.file_name
+        problems.append(problem)
+
+    def all_runs() -> None:
+        for problem in problems:
+            for policy in all_policies():
+                run_policy(problem, policy, "sc18", 0, True)
+
+    finished = [spent for spent in (_timed(all_runs) for _ in range(3)) if spent is not None]
+    return {"18 SC18 runs": min(finished) if finished else None}
+
+
+def baseline() -> dict[str, float | None] | None:
+    """``measure()`` run by the package at ``BASELINE`` in a child process."""
+    with tempfile.TemporaryDirectory() as folder:
+        package = Path(folder) / "dcx"
+        package.mkdir()
+        try:
+            archive = subprocess.run(["git", "archive", BASELINE], cwd=ROOT,
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(package)], input=archive, check=True)
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        child = subprocess.run(
+            [sys.executable, __file__, "--child"], capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": folder}, check=False)
+        if child.returncode != 0:
+            print(child.stderr, file=sys.stderr)
+            return None
+        result: dict[str, float | None] = json.loads(child.stdout.splitlines()[-1])
+        return result
+
+
+def _cell(value: float | None) -> str:
+    return f"> {CAP_S} s" if value is None else f"{value:.2f}"
+
+
+def main() -> None:
+    if "--child" in sys.argv:
+        print(json.dumps(measure()))
+        return
+    before = baseline()
+    now = measure()
+    label = f"engine at {BASELINE}" if before is not None else "no baseline (git)"
+    print(f"{'CPU s':<40}{label:>22}{'now':>10}{'ratio':>8}")
+    for key, value in now.items():
+        old = before.get(key) if before is not None else None
+        ratio = (f"{value / old:.2f}" if value is not None and old else
+                 ("faster" if value is not None and before is not None else "-"))
+        print(f"{key:<40}{_cell(old) if before is not None else '-':>22}{_cell(value):>10}"
+              f"{ratio:>8}")
+
+
+if __name__ == "__main__":
+    main()
