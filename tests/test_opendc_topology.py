@@ -341,14 +341,21 @@ def composed_folder(tmp_path: Path, imported: dict[str, str]) -> Path:
     return tmp_path / "topology.json"
 
 
+def read_composed(path: Path) -> Any:
+    """What reading the topology at ``path`` from its folder gives (imports followed)."""
+    read = convert(path.read_bytes(), "opendc-topology", str(path)).read
+    assert read is not None
+    return read
+
+
 def test_an_imported_host_is_read_from_the_topologys_folder(tmp_path: Path) -> None:
     big = {k: v for k, v in HOST.items() if k != "count"}
     path = composed_folder(tmp_path, {
         "hosts/big.json": json.dumps(big),
         "topology.json": topology({"importFrom": "hosts/big.json", "count": 2}).decode()})
-    conversion = convert(path.read_bytes(), "opendc-topology", str(path))
-    assert conversion.ok, [d.render() for d in conversion.diagnostics]
-    machines = list(conversion.read.document.environment.machines())
+    result = read_composed(path)
+    assert result.ok, [d.render() for d in result.diagnostics]
+    machines = list(result.document.environment.machines())
     assert [m.name for m in machines] == ["cn", "cn-0"] and machines[0].core_count == 32
 
 
@@ -359,9 +366,9 @@ def test_nested_imports_are_relative_to_the_importing_file(tmp_path: Path) -> No
                                        "memory": {"memorySize": "1 GiB"}}),
         "topology.json": topology({"importFrom": "parts/host.json",
                                    "memory": {"memorySize": "2 GiB"}}).decode()})
-    conversion = convert(path.read_bytes(), "opendc-topology", str(path))
-    assert conversion.ok, [d.render() for d in conversion.diagnostics]
-    (machine,) = conversion.read.document.environment.machines()
+    result = read_composed(path)
+    assert result.ok, [d.render() for d in result.diagnostics]
+    (machine,) = result.document.environment.machines()
     assert (machine.core_count, machine.memory_mb) == (8, 2048.0)  # its own memory wins
 
 
@@ -382,7 +389,7 @@ def test_an_import_that_cannot_be_followed_is_a_located_error(tmp_path: Path, na
         "topology.json": topology(HOST, {"importFrom": name}).decode()})
     (tmp_path / "outside.json").write_text(json.dumps(HOST))
     (inner / "link.json").symlink_to(tmp_path / "outside.json")
-    result = convert(path.read_bytes(), "opendc-topology", str(path)).read
+    result = read_composed(path)
     assert result.document is None
     (found,) = [d for d in result.diagnostics if d.is_error]
     assert found.code == "opendc-topology.import" and said in found.message, found.message

@@ -387,7 +387,8 @@ def test_tasks_with_the_same_fragments_share_one_profile_and_differ_where_they_d
     columns = columns_of(result.document.workload)
     assert columns is not None
     profiles = columns.extras[OWN + "fragments"].texts
-    assert len(profiles.values) == 3 and profiles.codes[0] == profiles.codes[1]
+    assert profiles is not None and len(profiles.values) == 3
+    assert profiles.codes[0] == profiles.codes[1]
     read_back = [task.extras[OWN + "fragments"] for task in result.document.workload.tasks()]
     assert read_back == [[[1_000, u] for u in row] for row in usage]
     members, _ = unpack(odc.write(result.document).data, MEMBERS)

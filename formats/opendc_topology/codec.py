@@ -574,7 +574,8 @@ class _Composer:
                               here)
         return composed if isinstance(composed, dict) else None
 
-    def refuse(self, message: str, pointer: str) -> None:
+    def refuse(self, message: str, pointer: str) -> dict[str, Any] | None:
+        """Records why an import cannot be followed; the object then has no imported keys."""
         self.problems.append(error(message, "opendc-topology.import", pointer=pointer))
         return None
 

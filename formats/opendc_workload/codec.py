@@ -785,7 +785,7 @@ def _normal_columns(columns: WorkloadColumns, origin: int,
             else:
                 del extras[CPU_CAPACITY]
             lost.add("task.extras")
-    if profile is not None:
+    if profile is not None and profile.texts is not None:
         # as _normal_extras: a profile of one fragment of the runtime at the capacity is
         # what the writer writes without one
         full = cores * MHZ_PER_CORE
