@@ -241,6 +241,17 @@ def test_opendc_aliases_and_plain_int64_times_are_read() -> None:
     assert [t.request.memory_mb for t in result.document.workload.tasks()] == [1.0, 2.0]
 
 
+def test_fragments_of_opendc_2_traces_are_read() -> None:
+    # trace v2.0's resource_state: time as a UTC timestamp, cores, cpuUsage
+    fragments = _fragments(cpu_usage=None,
+                           time=pa.array([0, 30_000, 0], pa.timestamp("ms", tz="UTC")),
+                           cores=pa.array([2, 2, 4], pa.int32()),
+                           cpuUsage=pa.array([4800.0, 1200.0, 4000.0], pa.float64()))
+    result = odc.read(_folder(fragments=fragments))
+    assert result.ok, [d.render() for d in result.diagnostics]
+    assert result.document == odc.read(_folder()).document
+
+
 def test_older_fragment_columns_are_accepted_and_not_kept() -> None:
     fragments = _fragments(timestamp=pa.array([0, 30_000, 0], pa.int64()),
                            cores=pa.array([2, 2, 4], pa.int32()),

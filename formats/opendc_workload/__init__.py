@@ -39,6 +39,24 @@ id, in file order, are the task's demand over time. The columns older traces car
 (``timestamp``/``time``, ``cpu_count``/``cores``, ``gpu_count`` and its aliases) are accepted
 and not kept.
 
+What dcx reads
+--------------
+
+* **Workload schema V2** (opendc-trace-api ``TaskSchemas.kt``/``FragmentSchemas.kt``,
+  current OpenDC): the columns of the two tables below, ``id`` INT32,
+  ``parents``/``children`` LIST<INT32>, ``deferrable`` BOOLEAN.
+* **Column names of the OpenDC 2.x traces** (opendc-trace ``ResourceReadSupport`` and
+  ``ResourceStateReadSupport`` of trace v2.0 and v2.1, which current OpenDC still maps):
+  ``submissionTime``, ``maxCores``, ``requiredMemory``; fragments with ``time`` or
+  ``timestamp``, ``cores`` or ``cpu_count``, ``cpuUsage``; and ``nature``,
+  ``num_fragments``, ``host``, accepted and not kept.
+* **Tasks without fragment rows** (as in upstream traces where some tasks have none): read
+  with a ``opendc-workload.no-fragments`` warning and written without fragments again.
+
+Not read: the OpenDC 2.x folder names ``meta.parquet`` and ``trace.parquet`` (rename them
+``tasks.parquet`` and ``fragments.parquet``), their string ids and ``start_time`` /
+``stop_time`` columns; current OpenDC does not read them either.
+
 Model mapping
 -------------
 
