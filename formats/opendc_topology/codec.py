@@ -32,6 +32,7 @@ from dcx.core.groups import (
 from dcx.core.ids import required_machine_name
 from dcx.core.limits import LIMITS
 from dcx.core.located import Place, run_holding
+from dcx.core.memo import last_result
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -681,14 +682,24 @@ class _Normalizer:
         if not _writable(machine):
             self.lost.add("machine.cpus")
             return []
-        return [self.machine(machine)]
+        return [self.machine(machine, self.hardware(machine))]
 
     def group(self, group: MachineGroup) -> list[Machine | MachineGroup]:
         """A group whose names are OpenDC's names of one entry, none taken yet, stays one
         group; any other is normalised member by member, as single machines are."""
         names = group.names
         if not (isinstance(names, HostNames) and names.base and self.taken.free(names)):
-            return [machine for member in group for machine in self.single(member)]
+            if not _writable(group.template):
+                self.position += group.count
+                self.lost.add("machine.cpus")
+                return []
+            # the members share the template's hardware: normalised once, then each named
+            hardware = self.hardware(group.template)
+            named = []
+            for member in group:
+                self.position += 1
+                named.append(self.machine(member, hardware))
+            return named
         self.position += group.count
         if not _writable(group.template):
             self.lost.add("machine.cpus")
@@ -696,7 +707,8 @@ class _Normalizer:
         self.taken.add_run(names)
         return [replace(group, template=self.hardware(group.template))]
 
-    def machine(self, machine: Machine) -> Machine:
+    def machine(self, machine: Machine, hardware: Machine) -> Machine:
+        """``machine`` named as OpenDC names it, with ``hardware``'s (normalised) units."""
         name = required_machine_name(machine, self.position, bool)
         if name in self.taken:
             suffix = 2
@@ -706,7 +718,8 @@ class _Normalizer:
         self.taken.add(name)
         if machine.name is not None:
             self.changed("machine.name", machine.name, name)
-        return replace(self.hardware(machine), name=name)
+        return replace(machine, name=name, cpus=hardware.cpus, gpus=hardware.gpus,
+                       memory=hardware.memory)
 
     def hardware(self, machine: Machine) -> Machine:
         """``machine`` with CPUs, GPUs and memory as a host entry holds them."""
@@ -739,6 +752,7 @@ class _Normalizer:
         return replace(unit, family=None, generation=None)
 
 
+@last_result
 def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if document.environment is None:
         return document, frozenset()
