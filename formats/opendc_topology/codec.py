@@ -695,7 +695,7 @@ class _Normalizer:
                 return []
             # the members share the template's hardware: normalised once, then each named
             hardware = self.hardware(group.template)
-            named = []
+            named: list[Machine | MachineGroup] = []
             for member in group:
                 self.position += 1
                 named.append(self.machine(member, hardware))
