@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from dcx.converters.fill import FIELDS, Fill, Filled, apply_fills
 from dcx.converters.registry import detect, get, unrecognised_message
 from dcx.core.codes import Code
 from dcx.core.columns import columns_of
-from dcx.core.declaration import FormatDeclaration
+from dcx.core.declaration import FormatDeclaration, ImportLoader, ImportRefused
 from dcx.core.diagnostics import (
     Diagnostic,
     Loss,
@@ -38,6 +39,7 @@ from dcx.core.diagnostics import (
     warning,
 )
 from dcx.core.groups import machine_count
+from dcx.core.limits import LIMITS
 from dcx.core.model import Document
 
 CODES = (
@@ -103,7 +105,29 @@ def read_any(
         if unreadable is not None:
             return None, ReadResult(None, (unreadable,))
         return None, ReadResult(None, (error(unrecognised_message(), "format.unrecognised"),))
+    if spec.read_with_imports is not None and path not in ("", "-"):
+        return spec, spec.read_with_imports(data, folder_loader(Path(path).parent))
     return spec, spec.read(data)
+
+
+def folder_loader(folder: Path) -> ImportLoader:
+    """An ``ImportLoader`` for the files under ``folder``: a name that leads out of it (by
+    a symbolic link too), or to no regular file, or to one over the input size limit, is
+    refused."""
+    base = folder.resolve()
+
+    def load(name: str) -> bytes:
+        target = (base / name).resolve()
+        if not target.is_relative_to(base):
+            raise ImportRefused(f"{name!r} leads out of the topology's folder ({base})")
+        if not target.is_file():
+            raise ImportRefused(f"{name!r} does not exist (looked for {target})")
+        if target.stat().st_size > LIMITS.max_input_bytes:
+            raise ImportRefused(f"{name!r} is larger than the input size limit "
+                                f"({LIMITS.max_input_bytes:,} bytes)")
+        return target.read_bytes()
+
+    return load
 
 
 def _unreadable(data: bytes) -> Diagnostic | None:

@@ -62,6 +62,17 @@ class PartReader:
     reread: Callable[[PartSource, int], Any]
 
 
+class ImportRefused(Exception):
+    """What an import loader raises for a file it will not or cannot give (outside the
+    importing file's folder, absent, too large); the message says which and why."""
+
+
+ImportLoader = Callable[[str], bytes]
+"""Gives the bytes of a file an input names (``importFrom``), by its path relative to the
+input's folder with ``/`` separators, already free of ``..`` and absolute parts; raises
+``ImportRefused``."""
+
+
 @dataclass(frozen=True)
 class FormatDeclaration:
     """One format: what it is called, what it reads and writes, and what it can hold."""
@@ -121,6 +132,11 @@ class FormatDeclaration:
     """Checks a file a part at a time by seeking (Parquet's row groups), with ``read``'s
     diagnostics: what ``dcx validate`` runs on such files too large to hold, and what it
     spreads over a Dask cluster (``--workers``, ``--scheduler-address``)."""
+
+    read_with_imports: Callable[[bytes, ImportLoader], ReadResult] | None = None
+    """``read`` for an input read from a file whose folder may hold the files it names
+    (OpenDC's ``importFrom``): the loader gives them, confined to that folder. ``read``
+    alone (stdin) refuses such names with a located error."""
 
     @property
     def writable(self) -> bool:

@@ -79,6 +79,7 @@ FIELDS: dict[str, str] = {
     "workload.name": "workload name",
     "workload.description": "workload description",
     "workload.time_origin": "what t = 0 stands for",
+    "workload.makespan_s": "measured makespan of the run",
     "workload.attributes": "workload-level attributes",
     "workload.annotations": "lease annotations",
     "workload.extras": "unknown workload keys",

@@ -418,6 +418,9 @@ class Workload:
     description: str | None = None
     time_origin: str | None = None
     """ISO 8601 instant that ``t = 0`` stands for, when the source states one."""
+    makespan_s: float | None = None
+    """Measured wall time of the whole run (WfFormat ``makespanInSeconds``), when the source
+    states one that its tasks' runtimes do not give; ``None`` otherwise."""
     attributes: Extras = field(default_factory=dict)
     """Workload-level key/values (Haizea root ``<attributes>``, SWF header fields)."""
     annotations: tuple[Annotation, ...] = ()

@@ -645,6 +645,7 @@ def _workload(workload: Workload, held: _Held) -> Workload:
         name=held.value("workload.name", workload.name),
         description=held.value("workload.description", workload.description),
         time_origin=held.value("workload.time_origin", workload.time_origin),
+        makespan_s=held.value("workload.makespan_s", workload.makespan_s),
         attributes=held.extras("workload.attributes", workload.attributes),
         extras=held.extras("workload.extras", workload.extras))
     annotations = _annotations(workload, held)
@@ -706,6 +707,7 @@ def _recorded_columns(workload: Workload, use: RecordingUse) -> Workload:
     use.value("workload.name", workload.name)
     use.value("workload.description", workload.description)
     use.value("workload.time_origin", workload.time_origin)
+    use.value("workload.makespan_s", workload.makespan_s)
     use.extras("workload.attributes", workload.attributes)
     use.extras("workload.extras", workload.extras)
     annotations = _annotations(workload, use)

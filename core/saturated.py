@@ -111,7 +111,8 @@ def _workload() -> Workload:
                        Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0)))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",
-                    time_origin="2018-01-01T00:00:00Z", attributes={"note": 1},
+                    time_origin="2018-01-01T00:00:00Z", makespan_s=5000.0,
+                    attributes={"note": 1},
                     annotations=(Annotation(target="t1", start_mode=StartMode.EXACT,
                                             start_offset_s=5.0, extras={"note": 1}),),
                     extras={"note": 1})

@@ -5,6 +5,7 @@ and whole-byte memory, and the format's own members under ``wfformat:`` keys."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -67,6 +68,9 @@ def wfformat_tasks(draw: st.DrawFn, files: list[str]) -> list[Task]:
             memory = draw(st.none() | memory_bytes)
             request = ResourceRequest(cores=draw(cores),
                                       memory_mb=None if memory is None else memory / 2**20)
+            if draw(st.booleans()):  # a file without coreCount: 1 core, written without
+                request = replace(request, cores=1.0)
+                extras[wfformat.CORES_UNSTATED] = True
             members = draw(measured_members)
             if members:
                 extras[wfformat.EXECUTION_MEMBERS] = members
@@ -109,8 +113,9 @@ def wfformat_documents(draw: st.DrawFn) -> Document:
         extras[wfformat.INSTANCE_MEMBERS] = {
             "createdAt": "2024-05-02T00:00:00+00:00",
             "author": {"name": "dcx", "email": "dcx@dcx.invalid"}}
+    makespan = None
     if executed and draw(st.booleans()):
-        extras[wfformat.MAKESPAN] = wfformat.critical_path(tasks) + draw(
+        makespan = wfformat.critical_path(tasks) + draw(
             st.floats(min_value=1, max_value=1e4, allow_nan=False))
     environment = None
     if executed and draw(st.booleans()):
@@ -121,5 +126,5 @@ def wfformat_documents(draw: st.DrawFn) -> Document:
         jobs=tuple(Job(id=task.id, tasks=(task,)) for task in tasks),
         name=draw(texts), description=draw(st.none() | texts),
         time_origin=draw(origins) if executed and draw(st.booleans()) else None,
-        extras=extras)
+        makespan_s=makespan, extras=extras)
     return Document(environment=environment, workload=workload)

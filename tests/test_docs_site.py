@@ -257,6 +257,16 @@ def test_divergences_section_is_extracted_and_stops_at_the_next_heading() -> Non
     assert "$merge" in formats_pages.divergences(get("environment").doc)
 
 
+def test_what_dcx_reads_lists_the_upstream_shapes_on_the_format_page() -> None:
+    docstring = ("Title.\n\nWhat dcx reads\n--------------\n\n* **1.4** (the 1.4 schema): flat.\n"
+                 "\nMapping\n-------\n\nnot this\n")
+    assert formats_pages.what_dcx_reads(docstring) == "* **1.4** (the 1.4 schema): flat.\n"
+    for name, shape in (("wfformat", "**1.4** (WfFormat 1.4 schema"),
+                        ("opendc-topology", "**Composed files**")):
+        page = formats_pages.spec_page(get(name))
+        assert shape in page.split("## What dcx reads", 1)[1].split("\n## ", 1)[0]
+
+
 def test_every_format_page_comes_from_its_declaration() -> None:
     for spec in FORMATS:
         page = formats_pages.spec_page(spec)

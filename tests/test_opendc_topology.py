@@ -330,3 +330,74 @@ def test_losses_are_located_at_the_cluster_and_host_entries(first_losses: Any) -
     assert firsts["rack.name"] == "in.json:2:2, /environment/datacenters/0/rooms/0/racks/0"
     assert firsts["machine.gpus"] == (
         "in.json:6:3, /environment/datacenters/0/rooms/0/racks/2/slots/2")
+
+
+# opendc-cli's composed files: a host (or any object) takes its other keys from the file
+# named by importFrom, relative to the importing file; its own keys override each key whole.
+def composed_folder(tmp_path: Path, imported: dict[str, str]) -> Path:
+    for name, text in imported.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path / "topology.json"
+
+
+def read_composed(path: Path) -> Any:
+    """What reading the topology at ``path`` from its folder gives (imports followed)."""
+    read = convert(path.read_bytes(), "opendc-topology", str(path)).read
+    assert read is not None
+    return read
+
+
+def test_an_imported_host_is_read_from_the_topologys_folder(tmp_path: Path) -> None:
+    big = {k: v for k, v in HOST.items() if k != "count"}
+    path = composed_folder(tmp_path, {
+        "hosts/big.json": json.dumps(big),
+        "topology.json": topology({"importFrom": "hosts/big.json", "count": 2}).decode()})
+    result = read_composed(path)
+    assert result.ok, [d.render() for d in result.diagnostics]
+    machines = list(result.document.environment.machines())
+    assert [m.name for m in machines] == ["cn", "cn-0"] and machines[0].core_count == 32
+
+
+def test_nested_imports_are_relative_to_the_importing_file(tmp_path: Path) -> None:
+    path = composed_folder(tmp_path, {
+        "parts/cpu.json": json.dumps({"coreCount": 8, "coreSpeed": "3 GHz"}),
+        "parts/host.json": json.dumps({"name": "h", "cpu": {"importFrom": "cpu.json"},
+                                       "memory": {"memorySize": "1 GiB"}}),
+        "topology.json": topology({"importFrom": "parts/host.json",
+                                   "memory": {"memorySize": "2 GiB"}}).decode()})
+    result = read_composed(path)
+    assert result.ok, [d.render() for d in result.diagnostics]
+    (machine,) = result.document.environment.machines()
+    assert (machine.core_count, machine.memory_mb) == (8, 2048.0)  # its own memory wins
+
+
+@pytest.mark.parametrize(("name", "said"), [
+    ("../outside.json", "leads out of the topology's folder"),
+    ("/etc/hostname", "not a path relative to the topology's folder"),
+    ("https://example.invalid/h.json", "not a path relative to the topology's folder"),
+    ("hosts/missing.json", "does not exist"),
+    ("link.json", "leads out of the topology's folder"),
+    ("topology.json", "imports itself"),
+    ("hosts/list.json", "is a JSON object"),
+])
+def test_an_import_that_cannot_be_followed_is_a_located_error(tmp_path: Path, name: str,
+                                                              said: str) -> None:
+    inner = tmp_path / "inner"
+    path = composed_folder(inner, {
+        "hosts/list.json": "[]",
+        "topology.json": topology(HOST, {"importFrom": name}).decode()})
+    (tmp_path / "outside.json").write_text(json.dumps(HOST))
+    (inner / "link.json").symlink_to(tmp_path / "outside.json")
+    result = read_composed(path)
+    assert result.document is None
+    (found,) = [d for d in result.diagnostics if d.is_error]
+    assert found.code == "opendc-topology.import" and said in found.message, found.message
+    assert (found.pointer, found.line) == ("/clusters/0/hosts/1/importFrom", 18)
+
+
+def test_an_import_from_standard_input_is_refused_with_why() -> None:
+    result = opendc_topology.read(topology({"importFrom": "hosts/big.json", "count": 4}))
+    (found,) = result.diagnostics
+    assert found.code == "opendc-topology.import" and "standard input" in found.message
+    assert found.pointer == "/clusters/0/hosts/0/importFrom"

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -240,6 +241,17 @@ def test_opendc_aliases_and_plain_int64_times_are_read() -> None:
     assert [t.request.memory_mb for t in result.document.workload.tasks()] == [1.0, 2.0]
 
 
+def test_fragments_of_opendc_2_traces_are_read() -> None:
+    # trace v2.0's resource_state: time as a UTC timestamp, cores, cpuUsage
+    fragments = _fragments(cpu_usage=None,
+                           time=pa.array([0, 30_000, 0], pa.timestamp("ms", tz="UTC")),
+                           cores=pa.array([2, 2, 4], pa.int32()),
+                           cpuUsage=pa.array([4800.0, 1200.0, 4000.0], pa.float64()))
+    result = odc.read(_folder(fragments=fragments))
+    assert result.ok, [d.render() for d in result.diagnostics]
+    assert result.document == odc.read(_folder()).document
+
+
 def test_older_fragment_columns_are_accepted_and_not_kept() -> None:
     fragments = _fragments(timestamp=pa.array([0, 30_000, 0], pa.int64()),
                            cores=pa.array([2, 2, 4], pa.int32()),
@@ -342,6 +354,72 @@ def test_a_task_without_fragments_is_reported_because_opendc_drops_it() -> None:
         ("opendc-workload.no-fragments", "/tasks.parquet/rows/1/id"),
         ("opendc-workload.unknown-fragment", "/fragments.parquet/rows/2/id")]
     assert all(not d.is_error for d in result.diagnostics)
+
+
+def test_a_task_without_fragments_is_written_without_any_again() -> None:
+    # (the shape of OpenDC's upstream traces where some tasks have no fragment rows)
+    fragments = _fragments(id=pa.array([7, 7], pa.int32()), duration=pa.array(
+        [30_000, 30_000], pa.int64()), cpu_usage=pa.array([4800.0, 1200.0], pa.float64()))
+    result = odc.read(_folder(fragments=fragments))
+    assert result.document is not None
+    second = list(result.document.workload.tasks())[1]
+    assert second.extras[OWN + "fragments"] == []
+    written = odc.write(result.document)
+    members, _ = unpack(written.data, MEMBERS)
+    assert members is not None
+    table = pq.read_table(pa.BufferReader(members["fragments.parquet"]))
+    assert table.column("id").to_pylist() == [7, 7]  # no fragment made up for task 8
+    assert odc.read(written.data).document == result.document
+
+
+def test_a_task_from_another_format_gets_one_fragment_of_its_runtime() -> None:
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(
+        Task(id=1, runtime_s=60.0, request=ResourceRequest(cores=2)),)),)))
+    members, _ = unpack(odc.write(document).data, MEMBERS)
+    assert members is not None
+    table = pq.read_table(pa.BufferReader(members["fragments.parquet"]))
+    assert table.to_pylist() == [{"id": 1, "duration": 60_000, "cpu_usage": 2000.0}]
+
+
+def test_tasks_with_the_same_fragments_share_one_profile_and_differ_where_they_differ() -> None:
+    ids = [1, 2, 3, 4]
+    tasks = _tasks(id=pa.array(ids, pa.int32()),
+                   submission_time=pa.array([0] * 4, pa.timestamp("ms", tz="UTC")),
+                   duration=pa.array([3_000] * 4, pa.int64()),
+                   cpu_count=pa.array([1] * 4, pa.int32()),
+                   cpu_capacity=pa.array([1000.0] * 4, pa.float64()),
+                   mem_capacity=pa.array([0] * 4, pa.int64()), parents=None)
+    usage = [[10.0, 20.0, 30.0], [10.0, 20.0, 30.0], [10.0, 20.0, 31.0], [10.0, 30.0, 20.0]]
+    fragments = _fragments(id=pa.array([i for i in ids for _ in range(3)], pa.int32()),
+                           duration=pa.array([1_000] * 12, pa.int64()),
+                           cpu_usage=pa.array([u for row in usage for u in row], pa.float64()))
+    result = odc.read(_folder(tasks, fragments))
+    assert result.ok, result.diagnostics
+    columns = columns_of(result.document.workload)
+    assert columns is not None
+    profiles = columns.extras[OWN + "fragments"].texts
+    assert profiles is not None and len(profiles.values) == 3
+    assert profiles.codes[0] == profiles.codes[1]
+    read_back = [task.extras[OWN + "fragments"] for task in result.document.workload.tasks()]
+    assert read_back == [[[1_000, u] for u in row] for row in usage]
+    members, _ = unpack(odc.write(result.document).data, MEMBERS)
+    assert members is not None
+    written = pq.read_table(pa.BufferReader(members["fragments.parquet"]))
+    assert written.column("cpu_usage").to_pylist() == [u for row in usage for u in row]
+
+
+def test_equal_hashes_of_different_profiles_still_give_each_its_own(monkeypatch: Any) -> None:
+    from dcx.formats.opendc_workload import codec
+
+    monkeypatch.setattr(codec, "_signatures", lambda starts, sizes, *rest: np.zeros(
+        len(sizes), dtype=np.uint64))  # every task collides
+    fragments = _fragments(id=pa.array([7, 7, 8, 8], pa.int32()),
+                           duration=pa.array([30_000, 30_000, 750, 750], pa.int64()),
+                           cpu_usage=pa.array([4800.0, 1200.0, 1.0, 2.0], pa.float64()))
+    result = odc.read(_folder(fragments=fragments))
+    first, second = (task.extras[OWN + "fragments"]
+                     for task in result.document.workload.tasks())
+    assert first == [[30_000, 4800.0], [30_000, 1200.0]] and second == [[750, 1.0], [750, 2.0]]
 
 
 def test_duplicate_ids_and_unknown_parents_are_errors() -> None:

@@ -449,7 +449,7 @@ def _profiles_one_by_one(ids, duration, capacity, fragment_ids, spans, usage, gp
         rows = np.flatnonzero(fragment_ids == task).tolist()
         pieces = [[int(spans[r]), float(usage[r])] if math.isnan(gpu_usage[r])
                   else [int(spans[r]), float(usage[r]), float(gpu_usage[r])] for r in rows]
-        trivial = not rows or pieces == [[runtime, cores_capacity]]
+        trivial = pieces == [[runtime, cores_capacity]]  # (no fragments: the profile [])
         codes.append(-1 if trivial else texts.setdefault(json.dumps(pieces), len(texts)))
     return (codes, tuple(texts)) if texts else None
 
@@ -457,8 +457,8 @@ def _profiles_one_by_one(ids, duration, capacity, fragment_ids, spans, usage, gp
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_profile_texts_are_each_tasks_fragments_in_file_order(data):
-    """The profiles built a batch of tasks at a time (from Python numbers taken at once) are
-    those built task by task, whatever the batch size."""
+    """The profiles built a batch of tasks at a time (from Python numbers taken at once, each
+    distinct profile once) are those built task by task, whatever the batch size."""
     import numpy as np
 
     from dcx.formats.opendc_workload import codec
@@ -479,6 +479,7 @@ def test_profile_texts_are_each_tasks_fragments_in_file_order(data):
     for batch in (1, 3, 1 << 14):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(codec, "_PROFILES_AT_ONCE", batch)
+            patch.setattr(codec, "_FRAGMENTS_AT_ONCE", batch)
             found = codec.profile_texts(ids, duration, capacity, fragment_ids, spans, usage,
                                         gpu_usage)
         assert (None if found is None else (found.codes.tolist(), found.values)) == expected

@@ -76,7 +76,7 @@ def test_the_documented_example_maps_onto_tasks_and_machines() -> None:
     assert first.extras[wfformat.EXECUTION_MEMBERS] == {"machines": ["cn001"]}
     assert workload.extras[wfformat.SPECIFICATION_MEMBERS] == {
         "files": [{"id": "f1", "sizeInBytes": 1048576}]}
-    assert wfformat.MAKESPAN not in workload.extras  # 75 s is the critical path, 15 + 60
+    assert workload.makespan_s is None  # 75 s is the critical path, 15 + 60
     (machine,) = result.document.environment.machines()
     assert machine.name == "cn001" and machine.memory_mb == 192000.0
     assert machine.cpus == (ProcessingUnit(cores=32, clock_rate_hz=2.4e9),)
@@ -86,7 +86,7 @@ def test_a_makespan_other_than_the_critical_path_is_kept() -> None:
     result = wfformat.read(changed(lambda i: i["workflow"]["execution"].update(
         makespanInSeconds=80.5)))
     assert result.ok
-    assert result.document.workload.extras[wfformat.MAKESPAN] == 80.5
+    assert result.document.workload.makespan_s == 80.5
     assert b'"makespanInSeconds": 80.5' in wfformat.write(result.document).data
 
 
@@ -135,7 +135,7 @@ def test_children_add_dependencies_and_a_one_sided_edge_is_a_conformance_warning
 
 
 @pytest.mark.parametrize(("edit", "code", "pointer"), [
-    (lambda i: i.update(schemaVersion="1.4"), "wfformat.version", "/schemaVersion"),
+    (lambda i: i.update(schemaVersion="1.6"), "wfformat.version", "/schemaVersion"),
     (lambda i: i["workflow"]["specification"]["tasks"][1].update(parents=["t9"]),
      "wfformat.unknown-dependency", "/workflow/specification/tasks/1/parents/0"),
     (lambda i: i["workflow"]["specification"]["tasks"][0].update(children=["nope"]),
@@ -176,13 +176,148 @@ def test_json_hazards_and_non_objects_are_refused() -> None:
         "json.duplicate-key"
 
 
-def test_the_schema_holds_the_required_members_of_1_5() -> None:
+def test_the_schema_holds_the_required_members_of_each_version() -> None:
     assert schema_diagnostics(wfformat.SCHEMA, DEMO) == []
-    flat_1_4 = {"name": "x", "schemaVersion": "1.4", "workflow": {
-        "makespanInSeconds": 1, "executedAt": "2020-01-01T00:00:00Z",
-        "tasks": [{"name": "a", "type": "compute"}]}}
-    codes = {d.code for d in schema_diagnostics(wfformat.SCHEMA, flat_1_4)}
-    assert codes == {"schema.enum", "schema.required"}
+    assert schema_diagnostics(wfformat.SCHEMA, SHAPE_1_4) == []
+    assert schema_diagnostics(wfformat.SCHEMA, SHAPE_1_3) == []
+    assert schema_diagnostics(wfformat.SCHEMA, SHAPE_1_1) == []
+    flat_as_1_5 = dict(SHAPE_1_4, schemaVersion="1.5")  # a 1.4 body under 1.5
+    codes = {d.code for d in schema_diagnostics(wfformat.SCHEMA, flat_as_1_5)}
+    assert codes == {"schema.required"}
+    nested_as_1_4 = dict(DEMO, schemaVersion="1.4")  # a 1.5 body under 1.4
+    codes = {d.code for d in schema_diagnostics(wfformat.SCHEMA, nested_as_1_4)}
+    assert codes == {"schema.required"}
+
+
+# The shapes of WfInstances' published files before 1.5 (Pegasus and Makeflow instances):
+# tasks named <category>_ID<n>, parents and children by name, files inline with a link.
+SHAPE_1_4: dict[str, Any] = {
+    "name": "demo-1.4", "schemaVersion": "1.4",
+    "wms": {"name": "Pegasus", "version": "5.0", "url": "https://pegasus.isi.edu"},
+    "workflow": {
+        "makespanInSeconds": 90, "executedAt": "20210510T162332+0000",
+        "machines": [{"system": "linux", "architecture": "x86_64", "nodeName": "node-1",
+                      "release": "5.4", "memoryInBytes": 2048000,
+                      "cpu": {"count": 48, "speed": 1200, "vendor": "GenuineIntel"}}],
+        "tasks": [
+            {"name": "split_ID0000001", "id": "ID0000001", "category": "split",
+             "type": "compute", "command": {"program": "split", "arguments": ["-n", "2"]},
+             "parents": [], "children": ["merge_ID0000002"],
+             "files": [{"link": "input", "name": "in.txt", "sizeInBytes": 100},
+                       {"link": "output", "name": "part.txt", "sizeInBytes": 50}],
+             "runtimeInSeconds": 30.5, "cores": 2, "avgCPU": 95.1, "readBytes": 100,
+             "writtenBytes": 50, "memoryInBytes": 4096, "energy": 0.5, "avgPower": 11.2,
+             "priority": 20, "machine": "node-1"},
+            {"name": "merge_ID0000002", "id": "ID0000002", "category": "merge",
+             "type": "compute", "parents": ["split_ID0000001"], "children": [],
+             "files": [{"link": "input", "name": "part.txt", "sizeInBytes": 50}],
+             "runtimeInSeconds": 40, "machine": "node-1"}]}}
+SHAPE_1_3: dict[str, Any] = {
+    "name": "demo-1.3", "schemaVersion": "1.3",
+    "wms": {"name": "Makeflow", "version": "7.0"},
+    "workflow": {
+        "makespan": 12, "executedAt": "2020-01-01T00:00:00Z",
+        "machines": [{"nodeName": "n1", "memory": 1024, "cpu": {"count": 4, "speed": 2600}}],
+        "tasks": [
+            {"name": "blastall_00000001", "id": "00000001", "type": "compute", "parents": [],
+             "files": [{"link": "output", "name": "out", "size": 3}], "runtime": 10,
+             "cores": 1, "memory": 2, "bytesRead": 4, "bytesWritten": 5, "machine": "n1"},
+            {"name": "cat", "id": "00000002", "type": "compute",
+             "parents": ["blastall_00000001"], "runtime": 2}]}}
+SHAPE_1_1: dict[str, Any] = {
+    "name": "demo-1.1", "schemaVersion": "1.1",
+    "workflow": {
+        "makespan": 5, "executedAt": "2019-01-01T00:00:00Z",
+        "jobs": [{"name": "stage_in", "type": "transfer", "runtime": 1, "parents": []},
+                 {"name": "run", "type": "compute", "runtime": 4, "cores": 3,
+                  "parents": ["stage_in"], "arguments": ["-x"]}]}}
+
+
+def test_a_1_4_instance_reads_as_the_migration_tool_moves_it() -> None:
+    result = wfformat.read(encoded(SHAPE_1_4))
+    assert result.ok and result.diagnostics == (), result.diagnostics
+    workload = result.document.workload
+    split, merge = workload.tasks()
+    assert (split.id, merge.id) == ("split_ID0000001", "merge_ID0000002")
+    assert merge.dependencies == ("split_ID0000001",)
+    assert (split.runtime_s, split.request.cores, split.request.memory_mb) == (
+        30.5, 2.0, 4096 / 2**20)
+    assert split.extras[wfformat.EXECUTION_MEMBERS] == {
+        "command": {"program": "split", "arguments": ["-n", "2"]}, "avgCPU": 95.1,
+        "readBytes": 100, "writtenBytes": 50, "energyInKWh": 0.5, "avgPowerInW": 11.2,
+        "priority": 20, "machines": ["node-1"]}
+    assert split.extras[wfformat.TASK_MEMBERS] == {
+        "inputFiles": ["in.txt"], "outputFiles": ["part.txt"],
+        "category": "split", "type": "compute"}
+    assert merge.extras[wfformat.CORES_UNSTATED] is True
+    assert workload.makespan_s == 90.0  # measured; the critical path is 70.5 s
+    assert workload.extras[wfformat.INSTANCE_MEMBERS]["runtimeSystem"]["name"] == "Pegasus"
+    (machine,) = result.document.environment.machines()
+    assert machine.cpus == (ProcessingUnit(cores=48, clock_rate_hz=1.2e9,
+                                           manufacturer="GenuineIntel"),)
+    assert machine.memory_mb == 2048000 / 2**20
+
+
+def test_a_legacy_instance_is_written_as_1_5_and_reads_back_the_same() -> None:
+    for shape in (SHAPE_1_4, SHAPE_1_3, SHAPE_1_1):
+        result = wfformat.read(encoded(shape))
+        assert result.ok, result.diagnostics
+        written = wfformat.write(result.document)
+        root = json.loads(written.data)
+        assert root["schemaVersion"] == "1.5"
+        assert wfformat.read(written.data).document == result.document
+
+
+def test_1_3_sizes_in_kilobytes_become_bytes_as_the_migration_tool_says() -> None:
+    result = wfformat.read(encoded(SHAPE_1_3))
+    assert result.ok, result.diagnostics
+    first, cat = result.document.workload.tasks()
+    assert first.id == "blastall_00000001" and cat.id == "cat_00000002"  # id not in the name
+    assert cat.dependencies == ("blastall_00000001",)
+    assert first.request.memory_mb == 2000 / 2**20
+    assert first.extras[wfformat.EXECUTION_MEMBERS]["readBytes"] == 4000
+    (machine,) = result.document.environment.machines()
+    assert machine.memory_mb == 1024000 / 2**20
+    assert result.document.workload.makespan_s is None  # 12 s is the critical path
+
+
+def test_a_1_1_instance_names_its_jobs_by_name_and_keeps_their_members() -> None:
+    result = wfformat.read(encoded(SHAPE_1_1))
+    assert result.ok, result.diagnostics
+    stage, run = result.document.workload.tasks()
+    assert (stage.id, run.id, run.dependencies) == ("stage_in", "run", ("stage_in",))
+    assert run.request.cores == 3.0 and run.extras[wfformat.TASK_MEMBERS] == {
+        "type": "compute", "arguments": ["-x"]}
+
+
+def test_a_legacy_error_is_located_in_the_legacy_file() -> None:
+    shape = copy.deepcopy(SHAPE_1_4)
+    shape["workflow"]["tasks"][1]["parents"] = ["nope"]
+    result = wfformat.read(encoded(shape))
+    assert not result.ok
+    found = next(d for d in result.diagnostics if d.is_error)
+    assert (found.code, found.pointer) == ("wfformat.unknown-dependency",
+                                           "/workflow/tasks/1/parents/0")
+    assert found.line is not None
+
+
+def test_a_task_without_core_count_is_written_without_one() -> None:
+    instance = copy.deepcopy(DEMO)
+    del instance["workflow"]["execution"]["tasks"][0]["coreCount"]
+    result = wfformat.read(encoded(instance))
+    assert result.ok
+    tasks = json.loads(wfformat.write(result.document).data)["workflow"]["execution"]["tasks"]
+    assert "coreCount" not in tasks[0] and tasks[1]["coreCount"] == 8
+
+
+def test_a_measured_makespan_dropped_by_a_target_is_a_loss_line() -> None:
+    instance = copy.deepcopy(DEMO)
+    instance["workflow"]["execution"]["makespanInSeconds"] = 10417
+    there = convert(encoded(instance), "osp-workload", "in.json")
+    assert there.ok and "workload.makespan_s" in {loss.field for loss in there.losses}
+    instance["workflow"]["execution"]["makespanInSeconds"] = 75  # the critical path
+    there = convert(encoded(instance), "osp-workload", "in.json")
+    assert "workload.makespan_s" not in {loss.field for loss in there.losses}
 
 
 def test_the_normal_form_fills_what_wfformat_requires_and_reports_what_it_changes() -> None:
@@ -286,6 +421,23 @@ def test_wfcommons_instances_in_the_corpus_read_without_errors(corpus_dir: Path)
         assert wfformat.read(written.data).document == result.document, path
 
 
+@pytest.mark.corpus
+def test_upstream_instances_rewrite_without_added_core_counts(corpus_dir: Path) -> None:
+    folder = corpus_dir / "upstream" / "wfformat"
+    instances = sorted(folder.glob("*.json"))
+    if not instances:
+        pytest.skip(f"no upstream WfFormat instances under {folder}")
+    for path in instances:
+        source = json.loads(path.read_bytes())
+        result = wfformat.read(path.read_bytes())
+        assert result.ok, (path, [d.render() for d in result.diagnostics][:3])
+        written = json.loads(wfformat.write(result.document).data)
+        execution, rewritten = source["workflow"]["execution"], written["workflow"]["execution"]
+        for before, after in zip(execution["tasks"], rewritten["tasks"], strict=True):
+            assert ("coreCount" in before) == ("coreCount" in after), (path, before["id"])
+        assert rewritten["makespanInSeconds"] == execution["makespanInSeconds"], path
+
+
 def test_losses_are_located_at_the_specification_task_and_the_machine(
         first_losses: Any) -> None:
     text = ('{"name": "w", "schemaVersion": "1.5", "workflow": {\n'
@@ -293,8 +445,8 @@ def test_losses_are_located_at_the_specification_task_and_the_machine(
             '  {"name": "t1", "id": "t1", "parents": [], "children": ["t2"]},\n'
             '  {"name": "t2", "id": "t2", "parents": ["t1"], "children": [], "category": "x"}]},\n'
             ' "execution": {"makespanInSeconds": 15, "executedAt": "2024-05-01T10:00:00Z",\n'
-            '  "tasks": [{"id": "t1", "runtimeInSeconds": 5},'
-            ' {"id": "t2", "runtimeInSeconds": 10}],\n'
+            '  "tasks": [{"id": "t1", "runtimeInSeconds": 5, "coreCount": 1},'
+            ' {"id": "t2", "runtimeInSeconds": 10, "coreCount": 1}],\n'
             '  "machines": [\n'
             '   {"nodeName": "m1"},\n'
             '   {"nodeName": "m2", "system": "linux"}]}}}\n')

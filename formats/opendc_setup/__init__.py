@@ -35,6 +35,14 @@ every machine is refused (``convert.nothing-held``).
 machines left out, every other CPU replaced by its table entry; ``normal_form_losses`` names
 the fields that changes. The writer serialises the normal form and counts nothing.
 
+What dcx reads
+--------------
+
+* **SC18 setup.json** (atlarge-research/opendc-simulator, tag sc18, the reference
+  architecture of the SC18 paper): rooms of ``RACK`` objects whose machines list CPU type
+  ids 1 (Intel i7 v6 6700k) and 2 (Intel i5 v6). Later OpenDC topologies are
+  ``opendc-topology``.
+
 Divergences
 -----------
 

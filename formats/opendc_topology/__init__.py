@@ -8,6 +8,24 @@ reference is the code (opendc-compute-topology ``specs/TopologySpecs.kt`` and
 ``TopologyFactories.kt``); OpenDC's documentation pages and its bundled
 ``TopologySchema.json`` are stale.
 
+What dcx reads
+--------------
+
+* **Topology reader files** (opendc-compute-topology ``TopologySpecs.kt``, OpenDC 2.x and
+  the ``opendc-experiments-base`` test topologies): clusters of hosts with ``cpu``,
+  ``memory.memorySize``, ``gpu``, power models, ``powerSource`` and ``battery``.
+* **SDK files** (opendc-sdk, the demo and ``opendc-cli`` legacy topologies): the same with
+  ``memory.size``, ``cpu.architecture`` and cluster ``count`` (see Dialects).
+* **Composed files** (opendc-cli ``ExperimentImports.kt``): any object (a cluster, a host,
+  a CPU) may take its other keys from a file named by ``importFrom``, relative to the
+  importing file's folder; its own keys override the imported ones, each key whole (no
+  deep merge), and imported files may import in turn, relative to their own folder. dcx
+  reads them from a file path only (``dcx validate topology.json``), confined to the
+  topology's folder; a missing file, a path out of the folder, an absolute path or a URL,
+  a cycle or an imported file that is not a JSON object is an ``opendc-topology.import``
+  error at the ``importFrom`` that leads to it. From standard input, an ``importFrom`` is
+  that error too (no folder holds its file).
+
 Mapping
 -------
 
@@ -79,8 +97,10 @@ Divergences
    reader fails; dcx warns about each (a conformance warning) and does not keep them.
 3. A host or CPU ``count`` of 0 (or below) is accepted by the topology reader (no host, or
    an exception); dcx requires at least 1, as the SDK does.
-4. A host that ``importFrom``s another file (the CLI's experiment files) is refused: dcx
-   reads one file.
+4. OpenDC's command line takes ``importFrom`` paths as written, absolute ones too, relative
+   to the importing file's folder and out of it with ``..``; dcx follows only relative paths
+   that stay inside the topology's folder (a symbolic link that leads out is refused too),
+   never a URL, and not at all for a topology read from standard input.
 """
 
 from __future__ import annotations
@@ -95,7 +115,8 @@ __all__ = [
     "CODES", "DEFAULT_HOST_NAME", "DIALECT", "FORMAT", "GPU_MEMBERS", "HOLDS", "MAX_HOSTS",
     "MAX_UNITS", "MEMORY_MEMBERS", "OWN_EXTRAS", "PREFIX", "REQUIRES", "SCHEMA", "SDK", "SDK_FILE",
     "TOPOLOGY_READER", "Dialect", "dialect_of", "frequency_text", "hertz", "leaves_out",
-    "mebibytes", "normal_form", "normal_form_losses", "read", "size_text", "sniff", "write",
+    "mebibytes", "normal_form", "normal_form_losses", "read", "read_with_imports", "size_text",
+    "sniff", "write",
 ]
 
 # The reader, the writer and what they import load on first use: the pre-commit hook imports
@@ -143,6 +164,9 @@ normal_form_losses = deferred("dcx.formats.opendc_topology.codec", "normal_form_
 leaves_out = deferred("dcx.formats.opendc_topology.codec", "leaves_out")
 
 
+read_with_imports = deferred("dcx.formats.opendc_topology.codec", "read_with_imports")
+
+
 CODES = (
     Code("opendc-topology.root", "error", "The document is not a JSON object."),
     Code("opendc-topology.unit", "error",
@@ -158,7 +182,9 @@ CODES = (
          "The host and CPU counts stand for more hosts or CPUs than dcx reads (a budget of "
          "`dcx.core.limits`)."),
     Code("opendc-topology.import", "error",
-         "A host is imported from another file (importFrom), which dcx does not follow."),
+         "An object's importFrom cannot be followed: the topology came from standard input, "
+         "or the path is absolute, a URL, out of the topology's folder, missing, a cycle, "
+         "or not a JSON object."),
     Code("opendc-topology.dialect", "error",
          "A host's memory is spelt for the other of OpenDC's two topology readers "
          "(memorySize vs the SDK's size) than the rest of the file."),
@@ -186,4 +212,5 @@ FORMAT = FormatDeclaration(
     own_extras=OWN_EXTRAS,
     requires=REQUIRES,
     codes=CODES,
+    read_with_imports=read_with_imports,
 )

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, overload
 
+from dcx.core.declaration import ImportLoader, ImportRefused
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -30,6 +32,7 @@ from dcx.core.groups import (
 from dcx.core.ids import required_machine_name
 from dcx.core.limits import LIMITS
 from dcx.core.located import Place, run_holding
+from dcx.core.memo import last_result
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -42,8 +45,8 @@ from dcx.core.model import (
     StorageUnit,
 )
 from dcx.formats.opendc_topology import SCHEMA
-from dcx.parsing.jsonio import JsonLocator, model_locator
-from dcx.parsing.schemas import loaded_against, serialised_against
+from dcx.parsing.jsonio import JsonLocator, load_json_object, model_locator
+from dcx.parsing.schemas import loaded_against, schema_diagnostics, serialised_against
 
 PREFIX = "opendc-topology:"
 DEFAULT_HOST_NAME = "Host"
@@ -439,22 +442,40 @@ class _Sources:
                 for cluster in root["clusters"]]
 
 
-_HOST_POINTER = re.compile(r"/clusters/(\d+)/hosts/(\d+)")
+
+
+IMPORT_KEY = "importFrom"
 
 
 def _imported(diagnostic: Diagnostic, root: Any) -> Diagnostic:
-    """A host that ``importFrom``s its definition (the CLI's experiment files) lacks its cpu
-    and memory here: say so rather than that ``cpu`` is missing."""
-    match = _HOST_POINTER.fullmatch(diagnostic.pointer)
-    if match is None or diagnostic.code != "schema.required":
+    """A host that still ``importFrom``s its definition (read from stdin, where no folder
+    holds the file it names) lacks its cpu and memory: say so rather than that ``cpu`` is
+    missing."""
+    if diagnostic.code != "schema.required":
         return diagnostic
-    host = root["clusters"][int(match.group(1))]["hosts"][int(match.group(2))]
-    if not isinstance(host, dict) or "importFrom" not in host:
+    found = _at(root, diagnostic.pointer)
+    if not isinstance(found, dict) or IMPORT_KEY not in found:
         return diagnostic
     return replace(diagnostic, code="opendc-topology.import",
-                   message=f"the host is imported from {host['importFrom']!r}; dcx reads one "
-                   "file and does not follow imports",
-                   hint="paste the imported host into the topology")
+                   pointer=f"{diagnostic.pointer}/{IMPORT_KEY}",
+                   message=f"this object is imported from {found[IMPORT_KEY]!r}; imports are "
+                   "followed only for a topology read from a file (they are relative to its "
+                   "folder), not from standard input",
+                   hint="give the topology as a file path, or paste the imported host in")
+
+
+def _at(root: Any, pointer: str) -> Any:
+    """The value at a JSON Pointer of ``root`` (``None`` where there is none)."""
+    node = root
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            node = node.get(token)
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None
+    return node
 
 
 def _escape(key: str) -> str:
@@ -467,13 +488,97 @@ def read(data: bytes) -> ReadResult:
                                        "opendc-topology.root", _imported)
     if decoded is None:
         return ReadResult(None, tuple(problems))
-    reader = _Reader(dialect_of(decoded.value))
-    document = reader.document(decoded.value)
-    diagnostics = decoded.locator.place(reader.diagnostics)
+    return _read_decoded(decoded.value, decoded.locator)
+
+
+def read_with_imports(data: bytes, load: ImportLoader) -> ReadResult:
+    """``read`` for a topology read from a file: each object's ``importFrom`` names a file
+    of the topology's folder that gives the object's other keys (its own keys win, each
+    whole), as OpenDC's command line composes its files; imported files may import too,
+    relative to their own folder."""
+    decoded, problems = load_json_object(data, "an OpenDC topology", "opendc-topology.root")
+    if decoded is None:
+        return ReadResult(None, tuple(problems))
+    composer = _Composer(load)
+    root = composer.value(decoded.value, "", (), "")
+    if composer.problems:
+        return ReadResult(None, tuple(decoded.locator.place(composer.problems)))
+    found = schema_diagnostics(SCHEMA, root, decoded.locator)
+    if found:
+        return ReadResult(None, tuple(dict.fromkeys(_imported(d, root) for d in found)))
+    return _read_decoded(root, decoded.locator)
+
+
+def _read_decoded(root: dict[str, Any], locator: JsonLocator) -> ReadResult:
+    reader = _Reader(dialect_of(root))
+    document = reader.document(root)
+    diagnostics = locator.place(reader.diagnostics)
     if has_errors(diagnostics):
         return ReadResult(None, tuple(diagnostics))
     return ReadResult(document, tuple(diagnostics),
-                      locator=model_locator(decoded.locator, _Sources(decoded.locator)))
+                      locator=model_locator(locator, _Sources(locator)))
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+@dataclass
+class _Composer:
+    """Objects with ``importFrom`` replaced by the imported object updated with their own
+    keys. A problem is located at the ``importFrom`` of the topology file that leads to it
+    (inside imported files, the message names the file and the place)."""
+
+    load: ImportLoader
+    problems: list[Diagnostic] = field(default_factory=list)
+
+    def value(self, value: Any, folder: str, chain: tuple[str, ...], pointer: str,
+              outer: str | None = None) -> Any:
+        if isinstance(value, list):
+            return [self.value(item, folder, chain, f"{pointer}/{index}", outer)
+                    for index, item in enumerate(value)]
+        if not isinstance(value, dict):
+            return value
+        local = {key: self.value(item, folder, chain, f"{pointer}/{_escape(key)}", outer)
+                 for key, item in value.items() if key != IMPORT_KEY}
+        if IMPORT_KEY not in value:
+            return local
+        here = outer if outer is not None else f"{pointer}/{IMPORT_KEY}"
+        imported = self.imported(value[IMPORT_KEY], folder, chain, here)
+        return local if imported is None else {**imported, **local}
+
+    def imported(self, name: Any, folder: str, chain: tuple[str, ...],
+                 here: str) -> dict[str, Any] | None:
+        where = f" (in {chain[-1]})" if chain else ""
+        if not isinstance(name, str) or not name:
+            return self.refuse(f"importFrom{where} must be a file path", here)
+        if name.startswith(("/", "\\")) or _SCHEME.match(name) or "\\" in name:
+            return self.refuse(f"importFrom {name!r}{where} is not a path relative to the "
+                               "topology's folder: dcx follows only those", here)
+        target = posixpath.normpath(posixpath.join(folder, name))
+        if target == ".." or target.startswith("../"):
+            return self.refuse(f"importFrom {name!r}{where} leads out of the topology's "
+                               "folder", here)
+        if target in chain:
+            return self.refuse(f"importFrom {name!r}{where} imports itself: "
+                               f"{' -> '.join((*chain, target))}", here)
+        try:
+            data = self.load(target)
+        except ImportRefused as refused:
+            return self.refuse(f"importFrom {name!r}{where}: {refused}", here)
+        decoded, problems = load_json_object(data, f"the imported file {target!r}",
+                                             "opendc-topology.import")
+        if decoded is None:
+            first = problems[0]
+            at = f"line {first.line}: " if first.line is not None else ""
+            return self.refuse(f"importFrom {name!r}{where}: {at}{first.message}", here)
+        composed = self.value(decoded.value, posixpath.dirname(target), (*chain, target), "",
+                              here)
+        return composed if isinstance(composed, dict) else None
+
+    def refuse(self, message: str, pointer: str) -> dict[str, Any] | None:
+        """Records why an import cannot be followed; the object then has no imported keys."""
+        self.problems.append(error(message, "opendc-topology.import", pointer=pointer))
+        return None
 
 
 # --------------------------------------------------------------------------- normal form
@@ -577,14 +682,24 @@ class _Normalizer:
         if not _writable(machine):
             self.lost.add("machine.cpus")
             return []
-        return [self.machine(machine)]
+        return [self.machine(machine, self.hardware(machine))]
 
     def group(self, group: MachineGroup) -> list[Machine | MachineGroup]:
         """A group whose names are OpenDC's names of one entry, none taken yet, stays one
         group; any other is normalised member by member, as single machines are."""
         names = group.names
         if not (isinstance(names, HostNames) and names.base and self.taken.free(names)):
-            return [machine for member in group for machine in self.single(member)]
+            if not _writable(group.template):
+                self.position += group.count
+                self.lost.add("machine.cpus")
+                return []
+            # the members share the template's hardware: normalised once, then each named
+            hardware = self.hardware(group.template)
+            named: list[Machine | MachineGroup] = []
+            for member in group:
+                self.position += 1
+                named.append(self.machine(member, hardware))
+            return named
         self.position += group.count
         if not _writable(group.template):
             self.lost.add("machine.cpus")
@@ -592,7 +707,8 @@ class _Normalizer:
         self.taken.add_run(names)
         return [replace(group, template=self.hardware(group.template))]
 
-    def machine(self, machine: Machine) -> Machine:
+    def machine(self, machine: Machine, hardware: Machine) -> Machine:
+        """``machine`` named as OpenDC names it, with ``hardware``'s (normalised) units."""
         name = required_machine_name(machine, self.position, bool)
         if name in self.taken:
             suffix = 2
@@ -602,7 +718,8 @@ class _Normalizer:
         self.taken.add(name)
         if machine.name is not None:
             self.changed("machine.name", machine.name, name)
-        return replace(self.hardware(machine), name=name)
+        return replace(machine, name=name, cpus=hardware.cpus, gpus=hardware.gpus,
+                       memory=hardware.memory)
 
     def hardware(self, machine: Machine) -> Machine:
         """``machine`` with CPUs, GPUs and memory as a host entry holds them."""
@@ -635,6 +752,7 @@ class _Normalizer:
         return replace(unit, family=None, generation=None)
 
 
+@last_result
 def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if document.environment is None:
         return document, frozenset()

@@ -40,6 +40,24 @@ id, in file order, are the task's demand over time. The columns older traces car
 (``timestamp``/``time``, ``cpu_count``/``cores``, ``gpu_count`` and its aliases) are accepted
 and not kept.
 
+What dcx reads
+--------------
+
+* **Workload schema V2** (opendc-trace-api ``TaskSchemas.kt``/``FragmentSchemas.kt``,
+  current OpenDC): the columns of the two tables below, ``id`` INT32,
+  ``parents``/``children`` LIST<INT32>, ``deferrable`` BOOLEAN.
+* **Column names of the OpenDC 2.x traces** (opendc-trace ``ResourceReadSupport`` and
+  ``ResourceStateReadSupport`` of trace v2.0 and v2.1, which current OpenDC still maps):
+  ``submissionTime``, ``maxCores``, ``requiredMemory``; fragments with ``time`` or
+  ``timestamp``, ``cores`` or ``cpu_count``, ``cpuUsage``; and ``nature``,
+  ``num_fragments``, ``host``, accepted and not kept.
+* **Tasks without fragment rows** (as in upstream traces where some tasks have none): read
+  with a ``opendc-workload.no-fragments`` warning and written without fragments again.
+
+Not read: the OpenDC 2.x folder names ``meta.parquet`` and ``trace.parquet`` (rename them
+``tasks.parquet`` and ``fragments.parquet``), their string ids and ``start_time`` /
+``stop_time`` columns; current OpenDC does not read them either.
+
 Model mapping
 -------------
 
@@ -47,13 +65,15 @@ Each task is its own job (OpenDC has no jobs). ``submission_time`` is absolute (
 UTC): dcx keeps the workload's time origin (ISO 8601) in the tasks file's key-value metadata
 under ``dcx:time_origin``, so its own files read back on the same axis; a file without it
 (one OpenDC's tools wrote) takes its earliest submission as the time origin and submit time
-0. A task's runtime is its ``duration``; its CPU usage profile, when it is more than one
+0. A task's runtime is its ``duration``; its CPU usage profile, when it is not one
 fragment of the task's duration at the task's capacity, is kept as the
 ``opendc-workload:fragments`` extra (a list of ``[duration_ms, cpu_usage]`` or
-``[duration_ms, cpu_usage, gpu_usage]``), which other formats cannot hold (a derived
-``task.extras`` loss). ``mem_capacity`` is in OpenDC's unit: the loader divides it by 1000
-and compares it with MiB, so dcx writes memory (MB = 2**20 bytes) × 1000; 0 is "no memory
-asked for".
+``[duration_ms, cpu_usage, gpu_usage]``; ``[]`` for a task without fragments), which other
+formats cannot hold (a derived ``task.extras`` loss). Tasks with the same fragments share
+one profile, made once, and the normal form and the writer work on the distinct profiles,
+so a workload whose tasks repeat one profile costs what its distinct profiles cost.
+``mem_capacity`` is in OpenDC's unit: the loader divides it by 1000 and compares it with
+MiB, so dcx writes memory (MB = 2**20 bytes) × 1000; 0 is "no memory asked for".
 
 What dcx writes: ``normal_form(document)``: ids that are not unique 32-bit integers are
 renumbered 1..n in workload order (dependencies follow, a ``task.id`` loss); times are
@@ -62,8 +82,10 @@ ISO 8601 to the millisecond is dropped; a task over several nodes asks for all t
 and all their memory (``nodes x cores``, ``nodes x memory``: the node count is the
 ``task.request.nodes`` loss, ``dcx.core.shapes``); cores are whole (rounded up) and fit INT32,
 memory is rounded to 1/1000 MB; ``opendc-workload:`` extras that OpenDC's columns cannot carry are
-dropped. Every task gets at least one fragment (its runtime at its capacity), since OpenDC
-silently drops a task without one, and ``cpu_capacity`` is 1000 MHz per core when the model
+dropped. A task from another format (without a profile) gets one fragment, its runtime at
+its capacity, since OpenDC silently drops a task without one; a task read from an OpenDC
+file without fragments keeps none (its ``[]`` profile), so an OpenDC workload converts to
+itself without invented fragments. ``cpu_capacity`` is 1000 MHz per core when the model
 does not say. Required columns are written non-nullable with exactly the types above.
 
 Checks: both members are present and are Parquet files (``opendc-workload.missing-member``,

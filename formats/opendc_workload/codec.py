@@ -4,6 +4,7 @@ first use. pyarrow and numpy are imported inside the functions."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, replace
@@ -23,6 +24,7 @@ from dcx.core.columns import (
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, error, warning
 from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS
+from dcx.core.memo import last_result
 from dcx.core.model import Document, Id, Job, Task, Workload
 from dcx.core.shapes import one_node, one_node_columns
 from dcx.formats.opendc_workload import FRAGMENTS, MEMBERS, OWN, SCHEMA, TASKS
@@ -476,7 +478,7 @@ def fragment_columns(fragments: _Member) -> tuple[Any, Any, Any, Any]:
     return (fragment_ids, _int64(fragments.column("duration")),
             _float64(fragments.column("cpu_usage")),
             _float64(fragments.column("gpu_usage")) if fragments.has("gpu_usage")
-            else np.full(len(fragment_ids), math.nan))
+            else np.broadcast_to(math.nan, len(fragment_ids)))  # (none: no memory held)
 
 
 def _fragment_problems(ids: Any, fragment_ids: Any) -> list[Diagnostic]:
@@ -485,7 +487,12 @@ def _fragment_problems(ids: Any, fragment_ids: Any) -> list[Diagnostic]:
 
     count = len(ids)
     problems: list[Diagnostic] = []
-    has = np.isin(ids, fragment_ids)
+    if len(fragment_ids) and bool(np.all(fragment_ids[1:] >= fragment_ids[:-1])):
+        # in task order already (as OpenDC writes them): found without sorting a copy
+        at = np.minimum(np.searchsorted(fragment_ids, ids), len(fragment_ids) - 1)
+        has = fragment_ids[at] == ids
+    else:
+        has = np.isin(ids, fragment_ids)
     empty = np.flatnonzero(~has)
     if len(empty):
         problems.append(no_fragments_warning(len(empty), int(ids[empty[0]]), int(empty[0])))
@@ -514,15 +521,21 @@ def unknown_fragment_warning(count: int, fragment_id: int, row: int) -> Diagnost
 
 def profile_texts(ids: Any, duration: Any, capacity: Any, fragment_ids: Any, spans: Any,
                   usage: Any, gpu_usage: Any) -> Strings | None:
-    """Each task's fragments (in file order) as a JSON profile where they are more than one
-    fragment of the task's duration at its capacity; ``None`` when no task has one."""
+    """Each task's fragments (in file order) as a JSON profile where they are not one
+    fragment of the task's duration at its capacity (a task without fragments: ``[]``, so
+    that it is written without any again); ``None`` when no task has one. Tasks with the
+    same fragments share one text, made once (``_distinct_profiles``)."""
     import numpy as np
 
     count = len(ids)
-    order = np.argsort(fragment_ids, kind="stable")
-    ordered = fragment_ids[order]
+    if len(fragment_ids) < 2 or bool(np.all(fragment_ids[1:] >= fragment_ids[:-1])):
+        order, ordered = np.arange(len(fragment_ids)), fragment_ids  # (in task order already)
+    else:
+        order = np.argsort(fragment_ids, kind="stable")
+        ordered = fragment_ids[order]
     first = np.searchsorted(ordered, ids, side="left")
     last = np.searchsorted(ordered, ids, side="right")
+    del ordered
     sizes = last - first
     single = sizes == 1
     head = order[np.minimum(first, max(len(order) - 1, 0))] if len(order) else first
@@ -530,35 +543,135 @@ def profile_texts(ids: Any, duration: Any, capacity: Any, fragment_ids: Any, spa
     if len(order):
         trivial &= (spans[head] == duration) & (usage[head] == capacity) & np.isnan(
             gpu_usage[head])
-    profiled = np.flatnonzero(~trivial & (sizes > 0))
+    profiled = np.flatnonzero(~trivial)
     if not len(profiled):
         return None
-    texts: dict[str, int] = {}
     codes = np.full(count, -1, dtype=np.int32)
-    for at in range(0, len(profiled), _PROFILES_AT_ONCE):
-        rows = profiled[at:at + _PROFILES_AT_ONCE]
-        # the batch's fragments in task order, as Python numbers at once (not per value)
-        sizes_of = sizes[rows]
-        ends = np.cumsum(sizes_of)
-        taken = order[np.repeat(first[rows] - (ends - sizes_of), sizes_of)
-                      + np.arange(int(ends[-1]))]
-        cpu, gpu = usage[taken], gpu_usage[taken]
-        batch = zip(spans[taken].tolist(), cpu.tolist(), gpu.tolist(), strict=True)
-        start = 0
-        if np.isfinite(cpu).all() and (np.isfinite(gpu) | np.isnan(gpu)).all():
-            # json.dumps' own text (a float as its repr), written without building lists
-            pieces = [f"[{span}, {cpu!r}]" if gpu != gpu else f"[{span}, {cpu!r}, {gpu!r}]"
-                      for span, cpu, gpu in batch]  # (gpu != gpu: NaN, no GPU usage)
-            for row, end in zip(rows.tolist(), ends.tolist(), strict=True):
-                text = "[" + ", ".join(pieces[start:end]) + "]"
-                codes[row] = texts.setdefault(text, len(texts))
-                start = end
-            continue
-        lists = [[span, cpu] if gpu != gpu else [span, cpu, gpu] for span, cpu, gpu in batch]
-        for row, end in zip(rows.tolist(), ends.tolist(), strict=True):
-            codes[row] = texts.setdefault(json.dumps(lists[start:end]), len(texts))
-            start = end
+    texts: dict[str, int] = {}
+    if not len(order):
+        codes[profiled] = texts.setdefault("[]", 0)
+        return Strings(codes, tuple(texts))
+    representative = _distinct_profiles(profiled, first, sizes, order, spans, usage, gpu_usage)
+    distinct = np.unique(representative)
+    for at in range(0, len(distinct), _PROFILES_AT_ONCE):
+        rows = distinct[at:at + _PROFILES_AT_ONCE]
+        made = _profile_texts_of(rows, first, sizes, order, spans, usage, gpu_usage)
+        for row, text in zip(rows.tolist(), made, strict=True):
+            codes[row] = texts.setdefault(text, len(texts))
+    codes[profiled] = codes[representative]
     return Strings(codes, tuple(texts))
+
+
+def _profile_texts_of(rows: Any, first: Any, sizes: Any, order: Any, spans: Any,
+                      usage: Any, gpu_usage: Any) -> list[str]:
+    """The JSON profiles of the tasks at ``rows``, their fragments turned into Python
+    numbers at once (not value by value)."""
+    import numpy as np
+
+    sizes_of = sizes[rows]
+    ends = np.cumsum(sizes_of)
+    total = int(ends[-1]) if len(ends) else 0
+    taken = order[np.repeat(first[rows] - (ends - sizes_of), sizes_of) + np.arange(total)]
+    cpu, gpu = usage[taken], gpu_usage[taken]
+    batch = zip(spans[taken].tolist(), cpu.tolist(), gpu.tolist(), strict=True)
+    start = 0
+    texts = []
+    if np.isfinite(cpu).all() and (np.isfinite(gpu) | np.isnan(gpu)).all():
+        # json.dumps' own text (a float as its repr), written without building lists
+        pieces = [f"[{span}, {cpu!r}]" if gpu != gpu else f"[{span}, {cpu!r}, {gpu!r}]"
+                  for span, cpu, gpu in batch]  # (gpu != gpu: NaN, no GPU usage)
+        for end in ends.tolist():
+            texts.append("[" + ", ".join(pieces[start:end]) + "]")
+            start = end
+        return texts
+    lists = [[span, cpu] if gpu != gpu else [span, cpu, gpu] for span, cpu, gpu in batch]
+    for end in ends.tolist():
+        texts.append(json.dumps(lists[start:end]))
+        start = end
+    return texts
+
+
+_MIX = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93)
+
+
+def _distinct_profiles(rows: Any, first: Any, sizes: Any, order: Any, spans: Any,
+                       usage: Any, gpu_usage: Any) -> Any:
+    """For each of ``rows``, the row of the first task with the very same fragments (itself
+    when none comes before): tasks grouped by a hash of their fragments in numpy, then each
+    compared with its group's first, fragment by fragment, so a hash collision only costs
+    a text of its own. Both steps go a batch of tasks at a time (bounded memory)."""
+    import numpy as np
+
+    sizes_of = sizes[rows]
+    starts_of = first[rows]
+    signature = np.zeros(len(rows), dtype=np.uint64)
+    for batch in _batches(sizes_of):
+        signature[batch] = _signatures(starts_of[batch], sizes_of[batch], order, spans,
+                                       usage, gpu_usage)
+    keys = np.stack([signature, sizes_of.astype(np.uint64)], axis=1)
+    _, group_first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    leader = group_first[inverse.reshape(-1)]  # the lowest index: the group's first task
+    members = np.flatnonzero(leader != np.arange(len(rows)))
+    for batch in _batches(sizes_of[members]):
+        mine, theirs = members[batch], leader[members[batch]]
+        count = sizes_of[mine]
+        offsets = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        here = order[np.repeat(starts_of[mine], count) + offsets]
+        there = order[np.repeat(starts_of[theirs], count) + offsets]
+        equal = ((spans[here] == spans[there])
+                 & (_canonical_bits(usage[here]) == _canonical_bits(usage[there]))
+                 & (_canonical_bits(gpu_usage[here]) == _canonical_bits(gpu_usage[there])))
+        unequal = np.unique(np.repeat(np.arange(len(mine)), count)[~equal])
+        leader[mine[unequal]] = mine[unequal]
+    return rows[leader]
+
+
+_FRAGMENTS_AT_ONCE = 1 << 20
+
+
+def _batches(sizes: Any) -> list[slice]:
+    """Consecutive slices of tasks holding about ``_FRAGMENTS_AT_ONCE`` fragments each."""
+    import numpy as np
+
+    ends = np.cumsum(sizes)
+    cuts = np.searchsorted(ends, np.arange(_FRAGMENTS_AT_ONCE, int(ends[-1]) if len(ends)
+                                           else 0, _FRAGMENTS_AT_ONCE), side="right")
+    bounds = [0, *dict.fromkeys(cuts.tolist()), len(sizes)]
+    return [slice(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _signatures(starts: Any, sizes: Any, order: Any, spans: Any, usage: Any,
+                gpu_usage: Any) -> Any:
+    """A 64-bit hash of each task's fragments (durations, usages, positions)."""
+    import numpy as np
+
+    ends = np.cumsum(sizes)
+    total = int(ends[-1]) if len(ends) else 0
+    signature = np.zeros(len(sizes), dtype=np.uint64)
+    if not total:
+        return signature
+    local = np.arange(total) - np.repeat(ends - sizes, sizes)
+    taken = order[np.repeat(starts, sizes) + local]
+    with np.errstate(over="ignore"):
+        mixed = spans[taken].view(np.uint64) * np.uint64(_MIX[0])
+        mixed ^= _canonical_bits(usage[taken]) * np.uint64(_MIX[1])
+        mixed ^= _canonical_bits(gpu_usage[taken]) * np.uint64(_MIX[2])
+        mixed ^= local.astype(np.uint64) * np.uint64(_MIX[3])
+        mixed ^= mixed >> np.uint64(31)
+        mixed *= np.uint64(_MIX[0])
+        mixed ^= mixed >> np.uint64(29)
+        filled = sizes > 0
+        signature[filled] = np.add.reduceat(mixed, (ends - sizes)[filled])
+    return signature
+
+
+def _canonical_bits(values: Any) -> Any:
+    """The bits of float values with every NaN alike."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(values).view(np.uint64).copy()
+    bits[np.isnan(values)] = np.uint64(0x7FF8000000000000)
+    return bits
 
 
 _PROFILES_AT_ONCE = 1 << 14
@@ -568,6 +681,7 @@ _PROFILES_AT_ONCE = 1 << 14
 # --------------------------------------------------------------------------- normal form
 
 
+@last_result
 def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     workload = document.workload
     if workload is None:
@@ -619,7 +733,11 @@ def _normal_columns(columns: WorkloadColumns, origin: int,
                                         or not all_found(columns.dependency_ids, ids)):
         return None
     own = [key for key in columns.extras if key.startswith(OWN)]
-    if any(key not in (NAME, CPU_CAPACITY) for key in own):
+    if any(key not in (NAME, CPU_CAPACITY, PROFILE) for key in own):
+        return None
+    profile = columns.extras.get(PROFILE)
+    if profile is not None and (profile.texts is None or not profile.json
+                                or not _valid_profiles(profile.texts, profile.present)):
         return None
     name = columns.extras.get(NAME)
     if name is not None and (name.texts is None or name.json):
@@ -655,20 +773,66 @@ def _normal_columns(columns: WorkloadColumns, origin: int,
         changes["nodes"] = np.ones(len(ids), dtype=np.int64)
         lost.add("task.request.nodes")
     capacity = columns.extras.get(CPU_CAPACITY)
+    extras = dict(columns.extras)
     if capacity is not None:
         if capacity.texts is not None:
             return None
         keep = capacity.present & np.isfinite(capacity.values) & (capacity.values >= 0) & (
             capacity.values != cores * MHZ_PER_CORE)
         if not np.array_equal(keep, capacity.present):
-            extras = dict(columns.extras)
             if keep.any():
                 extras[CPU_CAPACITY] = replace(capacity, present=keep)
             else:
                 del extras[CPU_CAPACITY]
-            changes["extras"] = extras
             lost.add("task.extras")
+    if profile is not None and profile.texts is not None:
+        # as _normal_extras: a profile of one fragment of the runtime at the capacity is
+        # what the writer writes without one
+        full = cores * MHZ_PER_CORE
+        if capacity is not None:
+            given = capacity.values
+            with np.errstate(invalid="ignore"):
+                usable = capacity.present & np.isfinite(given) & (given >= 0) & (
+                    np.abs(given) <= _EXACT)
+            full = np.where(usable, given, full)
+        keep = profile.present & ~_one_full_fragment(profile.texts, np.round(runtime * 1000),
+                                                     full)
+        if not np.array_equal(keep, profile.present):
+            if keep.any():
+                extras[PROFILE] = replace(profile, present=keep)
+            else:
+                del extras[PROFILE]
+            lost.add("task.extras")
+    if extras.keys() != columns.extras.keys() or any(
+            extras[key] is not columns.extras[key] for key in extras):
+        changes["extras"] = extras
     return replace(columns, **changes) if changes else columns
+
+
+@last_result
+def _parsed_profiles(texts: Strings) -> list[Any]:
+    """Each distinct profile text of a column, parsed (once for the last column asked)."""
+    return [json.loads(text) for text in texts.values]
+
+
+def _valid_profiles(texts: Strings, present: Any) -> bool:
+    """Whether every profile text the present rows use is a profile (``_profile``)."""
+    import numpy as np
+
+    parsed = _parsed_profiles(texts)
+    return all(_profile(parsed[code]) for code in np.unique(texts.codes[present]).tolist())
+
+
+def _one_full_fragment(texts: Strings, runtime_ms: Any, capacity: Any) -> Any:
+    """The rows whose profile is one CPU fragment of the row's runtime at its capacity."""
+    import numpy as np
+
+    found = np.zeros(len(texts.codes), dtype=bool)
+    for code, value in enumerate(_parsed_profiles(texts)):
+        if type(value) is list and len(value) == 1 and len(value[0]) == 2:
+            span, usage = value[0]
+            found |= (texts.codes == code) & (runtime_ms == span) & (capacity == usage)
+    return found
 
 
 def _whole_cpu_column(np: Any, cores: Any) -> Any:
@@ -839,10 +1003,21 @@ def _amount(value: Any) -> bool:
             and abs(value) <= _EXACT)
 
 
+def _profile_arrays(value: list[list[Any]]) -> tuple[Any, Any, Any]:
+    """A profile's durations, CPU usages and GPU usages (NaN: none) as arrays."""
+    import numpy as np
+
+    spans = np.array([part[0] for part in value], dtype=np.int64)
+    usage = np.array([part[1] for part in value], dtype=np.float64)
+    gpu = np.array([part[2] if len(part) == 3 else math.nan for part in value],
+                   dtype=np.float64)
+    return spans, usage, gpu
+
+
 def _profile(value: Any) -> bool:
     """A list of ``[duration_ms, cpu_usage]`` or ``[duration_ms, cpu_usage, gpu_usage]``
-    with whole non-negative durations and usages, at least one."""
-    return type(value) is list and bool(value) and all(
+    with whole non-negative durations and usages; empty for a task without fragments."""
+    return type(value) is list and all(
         type(part) is list and len(part) in (2, 3) and type(part[0]) is int
         and 0 <= part[0] < 2 ** 63 and all(_amount(usage) for usage in part[1:])
         for part in value)
@@ -1063,24 +1238,33 @@ def _fragments(columns: WorkloadColumns, ids: Any, duration: Any, capacity: Any)
 
     profile = columns.extras.get(PROFILE)
     sizes = np.ones(len(ids), dtype=np.int64)
-    parts: dict[int, list[list[Any]]] = {}
+    codes = np.full(len(ids), -1, dtype=np.int64)
     if profile is not None and profile.texts is not None:
-        for row in np.flatnonzero(profile.present).tolist():
-            parts[row] = profile.at(row)
-            sizes[row] = len(parts[row])
+        codes[profile.present] = profile.texts.codes[profile.present]
+    parsed = [_profile_arrays(value) for value in _parsed_profiles(profile.texts)] \
+        if profile is not None and profile.texts is not None else []
+    if parsed:
+        lengths = np.array([len(spans_of) for spans_of, _, _ in parsed], dtype=np.int64)
+        sizes = np.where(codes >= 0, lengths[np.maximum(codes, 0)], 1)
     fragment_ids = np.repeat(ids, sizes)
     spans = np.repeat(duration, sizes)
     usage = np.repeat(capacity.astype(np.float64), sizes)
     gpu = np.full(len(fragment_ids), math.nan)
-    if parts:
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        for row, pieces in parts.items():
-            at = int(starts[row])
-            for offset, piece in enumerate(pieces):
-                spans[at + offset] = piece[0]
-                usage[at + offset] = piece[1]
-                if len(piece) == 3:
-                    gpu[at + offset] = piece[2]
+    profiled = np.flatnonzero(codes >= 0)
+    if len(profiled):
+        # each row's fragments gathered from its distinct profile, a batch of rows at once
+        flat = [np.concatenate([arrays[kind] for arrays in parsed]) for kind in range(3)]
+        code_starts = np.cumsum(lengths) - lengths
+        starts = np.cumsum(sizes) - sizes
+        for batch in _batches(sizes[profiled]):
+            rows = profiled[batch]
+            count = sizes[rows]
+            offsets = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+            into = np.repeat(starts[rows], count) + offsets
+            source = np.repeat(code_starts[codes[rows]], count) + offsets
+            spans[into] = flat[0][source]
+            usage[into] = flat[1][source]
+            gpu[into] = flat[2][source]
     arrays = {"id": pa.array(fragment_ids, pa.int32()), "duration": pa.array(spans, pa.int64()),
               "cpu_usage": pa.array(usage, pa.float64())}
     if not np.all(np.isnan(gpu)):

@@ -314,8 +314,8 @@ def finish_whole(parts: Parts, findings: Sequence[PartFindings], reread: Reread
     time_origin, origin = time_origin_of(parts.metadata,
                                          min(submissions) if submissions else None)
     own_extras = frozenset().union(*(found.own_extras for found in tasks))
-    if _a_task_has_several_fragments(ids, fragments):
-        own_extras |= {PROFILE}  # (a task of several fragments has a profile)
+    if len(empty) or _a_task_has_several_fragments(ids, fragments):
+        own_extras |= {PROFILE}  # (a task of several fragments, or of none, has a profile)
     whole = Whole(ids, offsets, dependency_ids, time_origin, origin, own_extras,
                   tuple(found.ids for found in fragments))
     return ChunkedRead(tuple(problems), count, tasks=count,

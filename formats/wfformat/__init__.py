@@ -1,10 +1,41 @@
-"""WfCommons WfFormat 1.5: one workflow's tasks and files, and how one run of it went
+"""WfCommons WfFormat 1.0 to 1.5: one workflow's tasks and files, and how one run of it went
 (format ``wfformat``).
 
 A file is ``{"name", "schemaVersion": "1.5", "workflow": {"specification": {"tasks",
 "files"}, "execution": {"makespanInSeconds", "executedAt", "tasks", "machines"}}}``. The
 specification is the graph (tasks with ``parents``/``children``, files by id); the optional
 execution holds what was measured, task by task, and the machines the tasks ran on.
+
+What dcx reads
+--------------
+
+* **1.5** (WfFormat 1.5 schema; WfInstances' current files, WfCommons 1.x's loader): the
+  specification/execution split described at the top, also with ``#`` in ids (added upstream
+  without a version change).
+* **1.4** (WfFormat 1.4 schema; most published WfInstances): a flat ``workflow`` with
+  ``makespanInSeconds``, ``executedAt``, ``machines`` (``cpu.count``, ``cpu.speed`` in MHz,
+  ``memoryInBytes``) and ``tasks``, each with ``name``, ``id``, ``category``, ``type``,
+  ``command``, ``parents`` and ``children`` by task name, inline ``files`` (``name``,
+  ``sizeInBytes``, ``link``), ``runtimeInSeconds``, ``cores``, ``memoryInBytes``,
+  ``readBytes``/``writtenBytes``, ``energy``, ``avgPower``, ``priority`` and one ``machine``.
+* **1.3** (1.3 schema): the same with ``makespan``, ``runtime``, and ``memory``,
+  ``bytesRead``, ``bytesWritten`` and file ``size`` in KB.
+* **1.0 to 1.2** (1.2 schema): ``jobs`` instead of ``tasks``, without ``id`` or
+  ``category``.
+
+Files before 1.5 are read as WfCommons' migration tool (``tools/wfcommons-migrate-instance.py``)
+moves them into 1.5: a task's id is its ``name`` (what legacy ``parents`` name), or
+``name_id`` when its ``id`` is not part of the name; ``cores`` → ``coreCount``, ``energy``
+→ ``energyInKWh``, ``avgPower`` → ``avgPowerInW``, ``machine`` → ``machines``, the files
+into the specification's ``files`` (by ``path`` + ``name``) and the tasks'
+``inputFiles``/``outputFiles``, ``wms`` → ``runtimeSystem``, machine ``cpu.count``/``speed``
+→ ``coreCount``/``speedInMHz``; KB (1.0-1.3) × 1000 to bytes, except ``bytesRead`` and
+``bytesWritten`` of a Pegasus run (already bytes, as the tool says). A task without
+``children`` (before 1.4) gets them from the other tasks' ``parents``. Diagnostics point
+into the file as written (``/workflow/tasks/1/parents/0``). dcx writes WfFormat 1.5, the
+current version, whatever version it read: a 1.4 file converts to 1.5 without loss, and
+members 1.5 does not name (``type``, ``category``) stay on the specification task, as
+WfFormat allows.
 
 Mapping
 -------
@@ -32,10 +63,14 @@ Mapping
   ``avgCPU``, ``readBytes``, ``machines``, ``command`` …) under ``wfformat:execution``;
   workload-wide, ``createdAt``, ``author``, ``runtimeSystem`` (``wfformat:instance``), the
   specification's ``files`` (``wfformat:specification``), other workflow and execution
-  members, and ``makespanInSeconds`` when it is not the length of the critical path (what
-  the writer computes when a workload has no makespan); a machine's ``release`` and other
-  members under ``wfformat:machine``. Unknown members, which WfFormat allows everywhere,
-  go with their object's group.
+  members; a machine's ``release`` and other members under ``wfformat:machine``. Unknown
+  members, which WfFormat allows everywhere, go with their object's group. An execution
+  task without ``coreCount`` reads as 1 core with the flag ``wfformat:coreCountUnstated``,
+  and is written without one again.
+* **Makespan.** ``makespanInSeconds``, when it is not the length of the critical path, is
+  the measured ``Workload.makespan_s``; a target that does not hold it reports the loss
+  (``workload.makespan_s``). The writer writes the model's makespan, or the critical path
+  (what the file's runtimes give) when it has none.
 
 Checks beyond the schema (those of WfCommons' newer validator): unique task, file and
 machine ids; parents and children naming declared tasks; no cycle; the two directions
@@ -75,9 +110,12 @@ Divergences
    month-day-year (``05-10-23T16:23:32Z``), where the documentation asks for ISO 8601; dcx
    reads that form as the ISO instant (2023-05-10T16:23:32Z) with a conformance warning, and
    writes ISO 8601.
-5. ``schemaVersion`` must be ``1.5``: a 1.4 file (flat ``workflow.tasks``) is refused with a
-   pointer to WfCommons' migration tool, and so is a 1.6 file (its additions are optional,
-   so changing its version to 1.5 reads it).
+5. ``schemaVersion`` must be one of 1.0 to 1.5: a later one is refused (its additions are
+   optional, so changing its version to 1.5 reads it).
+6. The migration tool also adds, to a task that lists no parents, the tasks that wrote its
+   input files; dcx keeps the parents as listed and invents no dependency. Where a task has
+   no ``id``, the tool names it ``name_<position>`` yet leaves the parents naming
+   ``name``; dcx keeps the name, so the parents still find it.
 """
 
 from __future__ import annotations
@@ -89,8 +127,8 @@ from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import dependency_codes
 
 __all__ = [
-    "BYTES_PER_MB", "CODES", "CPU_MEMBERS", "EXECUTION_MEMBERS", "FORMAT", "HOLDS",
-    "INSTANCE_MEMBERS", "MACHINE_MEMBERS", "MAKESPAN", "NO_NAME", "NO_TIME_ORIGIN", "OWN_EXTRAS",
+    "BYTES_PER_MB", "CODES", "CORES_UNSTATED", "CPU_MEMBERS", "EXECUTION_MEMBERS", "FORMAT",
+    "HOLDS", "INSTANCE_MEMBERS", "MACHINE_MEMBERS", "NO_NAME", "NO_TIME_ORIGIN", "OWN_EXTRAS",
     "PREFIX", "REQUIRES", "SCHEMA", "SPECIFICATION_MEMBERS", "SYSTEMS", "TASK_MEMBERS",
     "TASK_NAME", "VERSION", "WORKFLOW_MEMBERS", "critical_path", "leaves_out", "normal_form",
     "normal_form_losses", "read", "sniff", "write",
@@ -100,7 +138,7 @@ __all__ = [
 # every format's declaration to sniff, and most of its files are not this format's.
 _LAZY = dict.fromkeys({
     "BYTES_PER_MB", "CPU_MEMBERS", "EXECUTION_MEMBERS", "INSTANCE_MEMBERS", "MACHINE_MEMBERS",
-    "MAKESPAN", "NO_NAME", "NO_TIME_ORIGIN", "PREFIX", "SPECIFICATION_MEMBERS", "SYSTEMS",
+    "CORES_UNSTATED", "NO_NAME", "NO_TIME_ORIGIN", "PREFIX", "SPECIFICATION_MEMBERS", "SYSTEMS",
     "TASK_MEMBERS", "TASK_NAME", "VERSION", "WORKFLOW_MEMBERS", "critical_path",
 }, "codec")
 
@@ -113,7 +151,8 @@ SCHEMA = "wfformat.schema.json"
 
 
 HOLDS = frozenset({
-    "workload.name", "workload.description", "workload.time_origin", "task.id",
+    "workload.name", "workload.description", "workload.time_origin", "workload.makespan_s",
+    "task.id",
     "task.runtime_s", "task.request.cores", "task.request.memory_mb", "task.dependencies",
     "task.dependencies.multiple", "machine.name", "machine.cpus", "cpu.clock_rate_hz",
     "cpu.vendor", "machine.memory", "machine.os", "machine.arch",
@@ -146,7 +185,7 @@ leaves_out = deferred("dcx.formats.wfformat.codec", "leaves_out")
 CODES = (
     Code("wfformat.root", "error", "The document is not a JSON object."),
     Code("wfformat.version", "error",
-         "schemaVersion is not 1.5 (older files need WfCommons' migration tool)."),
+         "schemaVersion is not one of 1.0 to 1.5."),
     Code("wfformat.asymmetric-dependency", "warning",
          "A task lists another as parent (or child) and that task does not list it back.",
          conformance=True),
@@ -174,7 +213,7 @@ CODES = (
 
 FORMAT = FormatDeclaration(
     name="wfformat",
-    title="WfCommons WfFormat 1.5",
+    title="WfCommons WfFormat 1.0-1.5",
     family="trace",
     kind="both",
     extensions=(".json",),

@@ -19,7 +19,6 @@ from dcx.core.diagnostics import (
 )
 from dcx.core.ids import id_from_text, required_machine_name
 from dcx.core.limits import paused_gc
-from dcx.core.located import Place
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -37,6 +36,7 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.formats.wfformat import SCHEMA
+from dcx.formats.wfformat.legacy import LEGACY_VERSIONS, upgraded
 from dcx.parsing.jsonio import model_locator
 from dcx.parsing.schemas import loaded_against, serialised_against
 from dcx.parsing.traces import dependency_diagnostics, written_ids
@@ -56,7 +56,9 @@ EXECUTION_MEMBERS = PREFIX + "execution"
 INSTANCE_MEMBERS = PREFIX + "instance"
 WORKFLOW_MEMBERS = PREFIX + "workflow"
 SPECIFICATION_MEMBERS = PREFIX + "specification"
-MAKESPAN = PREFIX + "makespanInSeconds"
+CORES_UNSTATED = PREFIX + "coreCountUnstated"
+"""Task extras flag: the execution entry gave no ``coreCount`` (cores 1 by default), so the
+writer leaves it out again."""
 MACHINE_MEMBERS = PREFIX + "machine"
 CPU_MEMBERS = PREFIX + "cpu"
 
@@ -83,13 +85,21 @@ def read(data: bytes) -> ReadResult:
         return ReadResult(None, tuple(problems))
     root = decoded.value
     reader = _Reader()
+    upgrade = upgraded(root) if root["schemaVersion"] in LEGACY_VERSIONS else None
     with paused_gc():
-        document = reader.document(root)
-    diagnostics = decoded.locator.place(reader.diagnostics)
+        document = reader.document(root if upgrade is None else upgrade.root)
+    found = reader.diagnostics
+    source_keys = _SOURCE_KEYS
+    if upgrade is not None:
+        found = [replace(d, pointer=upgrade.source_pointer(d.pointer, root))
+                 if d.pointer is not None else d for d in found]
+        source_keys = {"jobs": f"/workflow/{upgrade.list_key}", "slots": "/workflow/machines"}
+    diagnostics = decoded.locator.place(found)
     if has_errors(diagnostics):
         return ReadResult(None, tuple(diagnostics))
     return ReadResult(document, tuple(diagnostics),
-                      locator=model_locator(decoded.locator, _source))
+                      locator=model_locator(decoded.locator,
+                                            lambda place: place.pointer(source_keys)))
 
 
 _SOURCE_KEYS = {"jobs": "/workflow/specification/tasks", "slots": "/workflow/execution/machines"}
@@ -97,20 +107,14 @@ _SOURCE_KEYS = {"jobs": "/workflow/specification/tasks", "slots": "/workflow/exe
 specification task, a machine its execution machine."""
 
 
-def _source(place: Place) -> str | None:
-    """The JSON Pointer a model object was read from (the workload, the environment and the
-    levels above a machine: the document)."""
-    return place.pointer(_SOURCE_KEYS)
-
-
 def _version(diagnostic: Diagnostic, root: dict[str, Any]) -> Diagnostic:
     if diagnostic.pointer != "/schemaVersion" or diagnostic.code != "schema.enum":
         return diagnostic
     return replace(diagnostic, code="wfformat.version",
                    message=f"schemaVersion {root.get('schemaVersion')!r}: dcx reads WfFormat "
-                   f"{VERSION}",
-                   hint="WfCommons' tools/wfcommons-migrate-instance.py turns 1.0-1.4 files "
-                   "into 1.5")
+                   f"{', '.join(LEGACY_VERSIONS)} and {VERSION}",
+                   hint="a later version's additions are optional: with schemaVersion 1.5 "
+                   "the file reads as 1.5")
 
 
 @dataclass
@@ -139,12 +143,13 @@ class _Reader:
         extras.update(_group(INSTANCE_MEMBERS, root, _ROOT_MAPPED))
         extras.update(_group(WORKFLOW_MEMBERS, workflow, _WORKFLOW_MAPPED))
         extras.update(_group(SPECIFICATION_MEMBERS, specification, _SPECIFICATION_MAPPED))
+        makespan = None
         if execution is not None and execution["makespanInSeconds"] != critical_path(tasks):
-            extras[MAKESPAN] = execution["makespanInSeconds"]
+            makespan = float(execution["makespanInSeconds"])
         workload = Workload(
             jobs=tuple(Job(id=task.id, tasks=(task,)) for task in tasks),
             name=root["name"], description=root.get("description"), time_origin=time_origin,
-            extras=extras)
+            makespan_s=makespan, extras=extras)
         environment = None
         if execution is not None and "machines" in execution:
             environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=(
@@ -313,6 +318,8 @@ def _task(raw: dict[str, Any], task_id: Id, dependencies: list[Id],
         memory = measured.get("memoryInBytes")
         request = ResourceRequest(cores=float(measured.get("coreCount", 1.0)),
                                   memory_mb=None if memory is None else memory / BYTES_PER_MB)
+        if "coreCount" not in measured:
+            extras[CORES_UNSTATED] = True
         extras.update(_group(EXECUTION_MEMBERS, measured, _EXEC_TASK_MAPPED))
     return Task(id=task_id, runtime_s=runtime, request=request,
                 dependencies=tuple(dependencies), extras=extras)
@@ -423,11 +430,14 @@ class _Normalizer:
         description = workload.description or None
         self.changed("workload.description", workload.description, description)
         extras = dict(workload.extras)
+        makespan = workload.makespan_s
         if not executed:
-            for key in (EXECUTION_MEMBERS, MAKESPAN):
-                extras.pop(key, None)
-        elif extras.get(MAKESPAN) == critical_path(tasks):
-            del extras[MAKESPAN]
+            extras.pop(EXECUTION_MEMBERS, None)
+            makespan = self.changed("workload.makespan_s", makespan, None)
+        elif makespan is not None and not math.isfinite(makespan):
+            makespan = self.changed("workload.makespan_s", makespan, None)
+        elif makespan == critical_path(tasks):
+            makespan = None  # the file says the same: a makespan equal to the critical path
         # the job grouping stays: restrict flattens it (WfFormat does not hold jobs) and
         # reports it; a job that is already one task under the task's id follows its id
         normal_tasks = iter(tasks)
@@ -437,7 +447,7 @@ class _Normalizer:
             single = len(job.tasks) == 1 and job.id == job.tasks[0].id
             jobs.append(replace(job, id=members[0].id if single else job.id, tasks=members))
         return replace(workload, jobs=tuple(jobs), name=name, description=description,
-                       time_origin=origin, extras=extras)
+                       time_origin=origin, makespan_s=makespan, extras=extras)
 
     def task(self, task: Task, numbering: dict[Id, Id]) -> Task:
         dependencies = tuple(dict.fromkeys(
@@ -458,6 +468,8 @@ class _Normalizer:
                 cores = self.changed("task.request.cores", cores, 1.0)
             if memory is not None and not math.isfinite(memory * BYTES_PER_MB):
                 memory = self.changed("task.request.memory_mb", memory, None)
+        if extras.get(CORES_UNSTATED) is not True or runtime is None or cores != 1:
+            extras.pop(CORES_UNSTATED, None)  # a flag of the file's own, never a loss
         task_id = numbering[task.id]
         name = extras.get(TASK_NAME)
         if name is not None and (not isinstance(name, str) or not name
@@ -611,11 +623,9 @@ def _specification(tasks: list[Task], extras: Extras) -> dict[str, Any]:
 
 def _execution(tasks: list[Task], workload: Workload,
                environment: Environment | None) -> dict[str, Any]:
-    makespan = workload.extras.get(MAKESPAN)
-    if not isinstance(makespan, int | float) or isinstance(makespan, bool):
-        makespan = critical_path(tasks)
+    makespan = workload.makespan_s
     execution: dict[str, Any] = {
-        "makespanInSeconds": makespan,
+        "makespanInSeconds": _number(critical_path(tasks) if makespan is None else makespan),
         "executedAt": workload.time_origin or NO_TIME_ORIGIN,
         "tasks": [_measured(task) for task in tasks if task.runtime_s is not None]}
     machines = list(environment.machines()) if environment is not None else []
@@ -626,8 +636,9 @@ def _execution(tasks: list[Task], workload: Workload,
 
 
 def _measured(task: Task) -> dict[str, Any]:
-    item: dict[str, Any] = {"id": str(task.id), "runtimeInSeconds": _number(task.runtime_s or 0.0),
-                            "coreCount": _number(task.request.cores)}
+    item: dict[str, Any] = {"id": str(task.id), "runtimeInSeconds": _number(task.runtime_s or 0.0)}
+    if task.extras.get(CORES_UNSTATED) is not True:
+        item["coreCount"] = _number(task.request.cores)
     if task.request.memory_mb is not None:
         item["memoryInBytes"] = _number(task.request.memory_mb * BYTES_PER_MB)
     item.update(_members(task.extras.get(EXECUTION_MEMBERS), _EXEC_TASK_MAPPED))

@@ -42,6 +42,13 @@ def divergences(docstring: str) -> str:
     return rst_to_markdown(_dedent_bullets(body)).strip() + "\n" if body else ""
 
 
+def what_dcx_reads(docstring: str) -> str:
+    """The ``What dcx reads`` section of a format's docstring (the shapes of the upstream
+    files it reads, each with the upstream version it follows), as Markdown ("" when absent)."""
+    body = _section(docstring, "What dcx reads")
+    return rst_to_markdown(_dedent_bullets(body)).strip() + "\n" if body else ""
+
+
 def model_mapping(docstring: str) -> str:
     """The ``Model mapping`` section of a format's docstring, as Markdown ("" when absent):
     its simple tables as pipe tables, the rest as text."""
@@ -238,6 +245,11 @@ def spec_page(spec: FormatDeclaration) -> str:
     if mapping:
         parts.append("## Model mapping\n\nHow the format's content maps onto dcx's model, "
                      "from the format module's reference text.\n\n" + mapping)
+    shapes = what_dcx_reads(spec.doc)
+    if shapes:
+        parts.append("## What dcx reads\n\nThe shapes of the files the upstream projects "
+                     "publish that dcx reads, each with the upstream version it follows.\n\n"
+                     + shapes)
     parts.append(_schema_section(spec, schemas))
     parts.append(_checks_section(spec))
     diverging = divergences(spec.doc)
