@@ -2,9 +2,9 @@
 
 * T2 (task ordering): a policy is a function that builds a ``ReadyQueue`` over the eligible
   tasks; the engine takes tasks from it in policy order. ``FIFO``, ``SRTF``, ``RANDOM``.
-* R4 (machine filtering): machines with enough free cores (``free_capacity``) and, when the
-  problem schedules resources beyond cores, enough free units of each of them
-  (``free_resources``).
+* R4 (machine filtering): machines with enough free cores (``fitting.free_capacity``) and,
+  when the problem schedules resources beyond cores, enough free units of each of them
+  (``fitting.free_resources``).
 * R5 (machine selection): a function from the filtered machines to the chosen ones.
   ``FIRSTFIT``, ``BESTFIT``, ``WORSTFIT``. BestFit and WorstFit rank the filtered machines
   by free cores only, as the paper defines them, even when memory, GPUs or named resources
@@ -171,26 +171,6 @@ BACKFILLING = ("GREEDY", "STRICT", "EASY", "CONSERVATIVE")
 * ``CONSERVATIVE``: every waiting task holds a reservation; a task starts early only if it
   delays none.
 """
-
-
-# --------------------------------------------------------------------------- R4 filter
-
-
-def free_capacity(need: int, machines: Sequence[int], free: Sequence[int]) -> list[int]:
-    """R4: machines (in topology order) whose free cores cover ``need``."""
-    return [machine for machine in machines if free[machine] >= need]
-
-
-def free_resources(need: int, demand: Sequence[tuple[int, int]], machines: Sequence[int],
-                   free: Sequence[int], extra_free: Sequence[Sequence[int]]) -> list[int]:
-    """R4 with resources beyond cores: machines (in topology order) whose free cores cover
-    ``need`` and whose free units cover ``demand`` (``(dimension index, units)`` pairs, one
-    column of ``extra_free`` per dimension)."""
-    fitting = free_capacity(need, machines, free)
-    for dimension, units in demand:
-        column = extra_free[dimension]
-        fitting = [machine for machine in fitting if column[machine] >= units]
-    return fitting
 
 
 # --------------------------------------------------------------------------- R5 policies

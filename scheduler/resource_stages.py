@@ -15,10 +15,10 @@ and its name in the matching enum of ``schemas/scheduler.schema.json``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dcx.core.diagnostics import Diagnostic, error, warning
-from dcx.scheduler.policies import MachineSelection, Policy, free_resources
+from dcx.scheduler.fitting import free_resources
 from dcx.scheduler.problem import (
     MachineRequirements,
     MachineTable,
@@ -27,6 +27,9 @@ from dcx.scheduler.problem import (
     share_limit,
 )
 from dcx.scheduler.state import CycleState
+
+if TYPE_CHECKING:  # annotations only: policies builds on this module's registries
+    from dcx.scheduler.policies import MachineSelection, Policy
 
 Allowed = Callable[[int], Sequence[int] | None]
 """``task -> the machines (topology order) it may use``, ``None`` for every machine."""
@@ -310,7 +313,7 @@ class MachineFilter(Protocol):
 
 class FreeResources:
     """Enough free cores and, when the problem schedules them, enough free units of every
-    other resource the task asks for (``policies.free_resources``)."""
+    other resource the task asks for (``fitting.free_resources``)."""
 
     def bind(self, state: CycleState, allowed: Allowed | None) -> Candidates:
         need, free, open_list, usable = state.need, state.free, state.open_list, state.usable

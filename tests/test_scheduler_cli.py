@@ -86,14 +86,15 @@ def test_a_cycle_is_bad_input_with_its_line(tmp_path: Path, files: tuple[Path, P
     assert "Traceback" not in err
 
 
-def test_task_larger_than_every_machine_is_bad_input(
+def test_task_larger_than_the_whole_cluster_is_bad_input(
         tmp_path: Path, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """GWF processors are cores anywhere: 16 of them fit no cluster of 6 cores in all."""
     _, setup = files
     trace = tmp_path / "wide.gwf"
     trace.write_text(HEADER + "0, 1, 0, 5, 16, 16, \n")
     assert run(["schedule", str(trace), "--env", str(setup)]) == 1
     err = capsys.readouterr().err
-    assert "16 core(s)" in err and "largest: 4 cores" in err and err.startswith(str(trace))
+    assert "16 core(s) anywhere" in err and "only 6" in err and err.startswith(str(trace))
 
 
 def test_unknown_policy_and_missing_file(files: tuple[Path, Path],

@@ -548,6 +548,6 @@ def test_experiments_run_converted_workloads_and_list_what_cannot_run(tmp_path: 
                                "--corpus", str(tmp_path / "none")])
     assert status == 1  # listed, not fatal to the others; but here nothing else ran
     tables = (tmp_path / "o2" / "tables.md").read_text()
-    assert "### Workloads not scheduled" in tables and "needs 64 machine(s)" in tables
+    assert "### Workloads not scheduled" in tables and "needs 64 core(s) anywhere" in tables
     report = json.loads((tmp_path / "o2" / "tables.json").read_text())
     assert list(report["unscheduled"]) == [str(too_big)]
