@@ -319,94 +319,115 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
 
     from distributed import wait
 
-    watch = watch or Watch()
-    shipped: dict[Pair, Any] = {}
-    submitted: dict[str, tuple[Pair, list[CellTask], int]] = {}
-    running: set[Any] = set()
-    todo = tasks_of(found, problems)
-    batcher = _Batcher(sum(1 for _ in tasks_of(found, problems)))
-    sized_at = -math.inf
-    threads = 1
-    workers = -1
-    serial = itertools.count()
+    sweep = _DaskSweep(found, problems, client, watch or Watch())
+    quiet_workers(client)
+    sweep.top_up()
+    while sweep.running or not sweep.sent_all:
+        if not sweep.running:  # no worker yet: wait for one
+            time.sleep(WATCH_S)
+            sweep.watch.on_tick()
+            sweep.top_up()
+            continue
+        try:
+            done, _ = wait(list(sweep.running), timeout=WATCH_S, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        except CancelledError:  # some lost their problem with a worker: handled below
+            done = {future for future in sweep.running if future.done()}
+        for future in done:
+            for outcome in sweep.outcomes(future):
+                deliver(outcome, on_result, on_failure)
+        sweep.watch.on_tick()
+        sweep.top_up()
 
-    def ship(pair: Pair) -> Any:
-        future = shipped.get(pair)
+
+class _DaskSweep:
+    """``run_dask``'s state: the problems shipped to the cluster, the batches in flight (a
+    window that follows the cluster's threads) and the cells still to send."""
+
+    def __init__(self, found: Plan, problems: dict[Pair, Problem], client: Any,
+                 watch: Watch) -> None:
+        self.problems, self.client, self.watch = problems, client, watch
+        self.shipped: dict[Pair, Any] = {}
+        self.submitted: dict[str, tuple[Pair, list[CellTask], int]] = {}
+        self.running: set[Any] = set()
+        self.todo = tasks_of(found, problems)
+        self.batcher = _Batcher(sum(1 for _ in tasks_of(found, problems)))
+        self.sized_at = -math.inf
+        self.threads = 1
+        self.workers = -1
+        self.serial = itertools.count()
+        self.sent_all = False
+
+    def ship(self, pair: Pair) -> Any:
+        future = self.shipped.get(pair)
         if future is None or future.status != "finished":
-            shipped[pair] = _scatter(client, problems[pair])
-        return shipped[pair]
+            self.shipped[pair] = _scatter(self.client, self.problems[pair])
+        return self.shipped[pair]
 
-    def submit(pair: Pair, tasks: list[CellTask], again: int = 0) -> None:
-        key = f"dcx-batch-{tasks[0].key[:16]}-{next(serial)}"  # never merged, never reused
-        submitted[key] = (pair, tasks, again)
-        running.add(client.submit(run_batch, ship(pair), tasks, key=key, pure=False))
+    def submit(self, pair: Pair, tasks: list[CellTask], again: int = 0) -> None:
+        key = f"dcx-batch-{tasks[0].key[:16]}-{next(self.serial)}"  # never merged or reused
+        self.submitted[key] = (pair, tasks, again)
+        self.running.add(self.client.submit(run_batch, self.ship(pair), tasks, key=key,
+                                            pure=False))
 
-    sent_all = False
-
-    def top_up() -> None:
+    def top_up(self) -> None:
         """Keep the window full; it follows the cluster's threads (a dask-jobqueue cluster
         grows while the sweep runs), asked at most once a second. Nothing is sent while
         the cluster has no worker."""
-        nonlocal sized_at, threads, workers, sent_all
-        if time.monotonic() - sized_at >= WATCH_S:
-            counts = client.nthreads()
-            now = len(counts)
-            if (now == 0) != (workers == 0) and not (workers < 0 and now > 0):
-                watch.on_workers(workers, now)
-            workers, threads = now, max(1, sum(counts.values()))
-            sized_at = time.monotonic()
-        if workers == 0 or sent_all:
+        self.count_threads()
+        if self.workers == 0 or self.sent_all:
             return
-        window = max(threads * BATCHES_PER_THREAD, MIN_WINDOW)
-        while len(running) < window:
-            size = batcher.size(threads)
-            batch = list(itertools.islice(todo, size))
+        window = max(self.threads * BATCHES_PER_THREAD, MIN_WINDOW)
+        while len(self.running) < window:
+            batch = list(itertools.islice(self.todo, self.batcher.size(self.threads)))
             if not batch:
-                sent_all = True
+                self.sent_all = True
                 return
-            batcher.left -= len(batch)
+            self.batcher.left -= len(batch)
             by_pair: dict[Pair, list[CellTask]] = {}
             for pair, task in batch:
                 by_pair.setdefault(pair, []).append(task)
             for pair, tasks in by_pair.items():
-                submit(pair, tasks)
+                self.submit(pair, tasks)
 
-    quiet_workers(client)
-    top_up()
-    while running or not sent_all:
-        if not running:  # no worker yet: wait for one
-            time.sleep(WATCH_S)
-            watch.on_tick()
-            top_up()
-            continue
+    def count_threads(self) -> None:
+        """The cluster's workers and threads, asked at most once a ``WATCH_S``; the watch
+        hears when the cluster loses its last worker or gets one back."""
+        if time.monotonic() - self.sized_at < WATCH_S:
+            return
+        counts = self.client.nthreads()
+        now = len(counts)
+        if (now == 0) != (self.workers == 0) and not (self.workers < 0 and now > 0):
+            self.watch.on_workers(self.workers, now)
+        self.workers, self.threads = now, max(1, sum(counts.values()))
+        self.sized_at = time.monotonic()
+
+    def outcomes(self, future: Any) -> list[CellResult | CellFailure]:
+        """A finished batch's outcomes (recorded for batch sizing); none when it was
+        resubmitted, having lost its problem with a worker."""
+        from concurrent.futures import CancelledError
+
+        self.running.discard(future)
+        pair, tasks, again = self.submitted.pop(str(future.key))
+        outcomes: list[CellResult | CellFailure]
         try:
-            done, _ = wait(list(running), timeout=WATCH_S, return_when="FIRST_COMPLETED")
-        except TimeoutError:
-            done = set()
-        except CancelledError:  # some lost their problem with a worker: handled below
-            done = {future for future in running if future.done()}
-        for future in done:
-            running.discard(future)
-            pair, tasks, again = submitted.pop(str(future.key))
-            try:
-                outcomes = future.result()
-            except CancelledError as exc:  # its problem was lost with a worker
-                future.release()
-                if again < RESUBMISSIONS:
-                    submit(pair, tasks, again + 1)
-                    continue
-                outcomes = [CellFailure(task.key, "lost", f"cancelled: {exc}", task.columns)
-                            for task in tasks]
-            except Exception as exc:  # the batch killed its workers, again and again
-                outcomes = [CellFailure(task.key, "lost", f"{type(exc).__name__}: {exc}",
-                                        task.columns) for task in tasks]
+            outcomes = future.result()
+        except CancelledError as exc:  # its problem was lost with a worker
             future.release()
-            for outcome in outcomes:
-                batcher.record(outcome.row["wall_s"] if isinstance(outcome, CellResult)
-                               else outcome.wall_s)
-                deliver(outcome, on_result, on_failure)
-        watch.on_tick()
-        top_up()
+            if again < RESUBMISSIONS:
+                self.submit(pair, tasks, again + 1)
+                return []
+            outcomes = [CellFailure(task.key, "lost", f"cancelled: {exc}", task.columns)
+                        for task in tasks]
+        except Exception as exc:  # the batch killed its workers, again and again
+            outcomes = [CellFailure(task.key, "lost", f"{type(exc).__name__}: {exc}",
+                                    task.columns) for task in tasks]
+        future.release()
+        for outcome in outcomes:
+            self.batcher.record(outcome.row["wall_s"] if isinstance(outcome, CellResult)
+                                else outcome.wall_s)
+        return outcomes
 
 
 def quiet_workers(client: Any) -> None:

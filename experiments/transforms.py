@@ -135,12 +135,12 @@ def _keep_tasks(problem: Problem, jobs: Sequence[int]) -> Problem:
         elif isinstance(value, dict):  # task index -> something
             changes[item.name] = {renumbered[task]: found for task, found in value.items()
                                   if task in renumbered}
-        elif isinstance(value, list) and len(value) == count:
-            changes[item.name] = [value[task] for task in keep]
-        elif isinstance(value, list) and not value:
-            changes[item.name] = []
-        elif item.name == "requested_from_runtime":
-            changes[item.name] = min(value, len(keep))  # a count for a warning, not a rule
+        elif isinstance(value, list | bytearray) and len(value) == count:
+            changes[item.name] = type(value)(value[task] for task in keep)
+        elif isinstance(value, list | bytearray) and not value:
+            changes[item.name] = type(value)()
+        elif item.name in ("requested_from_runtime", "runtime_from_requested"):
+            changes[item.name] = min(value, len(keep))  # counts for warnings, not rules
         else:
             raise TypeError(f"a window does not know how to cut TaskTable.{item.name}")
     job_ids = tuple(problem.job_ids[job] for job in jobs)

@@ -881,9 +881,7 @@ def simulate_reserving(problem: Problem, policy: Policy,
     """Run a STRICT, EASY or CONSERVATIVE ``policy`` over ``problem`` (event time model).
     Cores only: ``ValueError`` for a problem with memory, GPU or named-resource dimensions."""
     tasks, machines = problem.tasks, problem.machines
-    if machines.dimensions:
-        raise ValueError(f"{policy.name} schedules cores only; the problem also asks for "
-                         + ", ".join(d.name for d in machines.dimensions))
+    _cores_only(problem, policy)
     count = len(tasks)
     select = MACHINE_SELECTIONS[policy.machine_selection]
     component: Component = COMPONENTS[policy.backfilling](select)
@@ -891,20 +889,8 @@ def simulate_reserving(problem: Problem, policy: Policy,
 
     # R2/R3 allow tasks some machines only, so the machines are no longer interchangeable
     allowed = combine(static_filters(policy, problem))
-    pooled = allowed is None and _pooled(problem)
-    pool = _PoolMachines(problem, select) if pooled else None
-    if pooled:
-        scale = [_scale(machines.clock_mhz[0])]
-        capacity = [sum(machines.capacity)]
-        need = (list(tasks.need) if tasks.anywhere else
-                [machines.capacity[0] * nodes for nodes in tasks.nodes])
-        nodes = [1] * count
-        usable = bytearray([1])
-    else:
-        scale = [_scale(clock) for clock in machines.clock_mhz]
-        capacity = list(machines.capacity)
-        need, nodes = list(tasks.need), list(tasks.nodes)
-        usable = bytearray(machines.initially_active)
+    pool = _PoolMachines(problem, select) if allowed is None and _pooled(problem) else None
+    scale, capacity, need, nodes, usable = _planned_resources(problem, pool is not None)
 
     def expected_duration(task: int, machine: int) -> float:
         return requested[task] * scale[machine]
@@ -919,12 +905,7 @@ def simulate_reserving(problem: Problem, policy: Policy,
         start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
         placed_on=[()] * count, arrival_s=list(tasks.release_s),
         first_reservation_s=[_NAN] * count, allowed=allowed)
-    order_key = _order_key(problem, policy.task_order)
-    job_keys = JOB_ORDERS[policy.job_order]().job_keys(state)
-    if job_keys is not None:
-        order_key = _job_first(order_key, job_keys, tasks.job)
-    admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
-    gate = JobGate(admit, tasks) if admit is not None else None
+    order_key, gate = _job_stages(problem, policy, state)
     arrivals = Arrivals(tasks, arrival_order(problem, False), tasks.release_s, gate)
     concrete: list[tuple[int, ...]] = [()] * count
     first_start = [_NAN] * count
@@ -947,13 +928,9 @@ def simulate_reserving(problem: Problem, policy: Policy,
         enqueue(order_key(task, position), task)
         position += 1
 
-    first = arrivals.next_time()
-    upcoming = [first] if first is not None else []
-    if changes:
-        upcoming.append(changes[0].time_s)
-    if not upcoming:
+    now = min(_or_inf(arrivals.next_time()), changes[0].time_s if changes else _INF)
+    if now == _INF:
         return _schedule(problem, policy, state, concrete, first_start, attempts, 0.0, 0)
-    now = min(upcoming)
     while True:
         cycles += 1
         if progress is not None and not cycles % PROGRESS_CYCLES:
@@ -974,20 +951,12 @@ def simulate_reserving(problem: Problem, policy: Policy,
                 queue_task(child)
                 arrived = True
         while next_change < len(changes) and changes[next_change].time_s <= now:
-            change = changes[next_change]
-            next_change += 1
             replan = True
             component.on_machines_changed()
-            machine = change.machine
-            usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
-            if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
-                continue
-            for task in state.lost_with(machine, change.time_s):
-                lost_core_s += state.busy_core_s(task, change.time_s)
-                state.release(task)
-                attempts[task] += 1  # its pending finish no longer counts
-                state.finish_s[task] = _NAN
-                state.placed_on[task] = ()
+            lost = _change_machine(state, changes[next_change], attempts)
+            next_change += 1
+            for task, core_s in lost:
+                lost_core_s += core_s
                 queue_task(task)
                 arrived = True
         unfinished = arrivals.unfinished
@@ -1004,21 +973,13 @@ def simulate_reserving(problem: Problem, policy: Policy,
         for task in started:
             if math.isnan(first_start[task]):
                 first_start[task] = now
-            if pool is not None:
-                concrete[task] = pool.take(task)
-            else:
-                concrete[task] = state.placed_on[task]
+            concrete[task] = pool.take(task) if pool is not None else state.placed_on[task]
             heappush(finishes, (finish_s[task], task, attempts[task]))
         started.clear()
 
-        upcoming_s = next_wakeup(state)
-        if finishes and finishes[0][0] < upcoming_s:
-            upcoming_s = finishes[0][0]
-        arrival = arrivals.next_time()
-        if arrival is not None and arrival < upcoming_s:
-            upcoming_s = arrival
-        if next_change < len(changes) and changes[next_change].time_s < upcoming_s:
-            upcoming_s = changes[next_change].time_s
+        upcoming_s = min(next_wakeup(state), finishes[0][0] if finishes else _INF,
+                         _or_inf(arrivals.next_time()),
+                         changes[next_change].time_s if next_change < len(changes) else _INF)
         if upcoming_s == _INF:
             break
         now = max(upcoming_s, now)
@@ -1026,6 +987,60 @@ def simulate_reserving(problem: Problem, policy: Policy,
                          cycles)
     schedule.shares = pool.shares if pool is not None else state.shares
     return schedule
+
+
+def _cores_only(problem: Problem, policy: Policy) -> None:
+    if problem.machines.dimensions:
+        raise ValueError(f"{policy.name} schedules cores only; the problem also asks for "
+                         + ", ".join(d.name for d in problem.machines.dimensions))
+
+
+def _job_stages(problem: Problem, policy: Policy, state: ReservingState) -> tuple[Any, Any]:
+    """The queue's order key (T2, with the J3 job order first where it gives one) and the
+    J2 job gate (``None`` when every job is eligible)."""
+    order_key = _order_key(problem, policy.task_order)
+    job_keys = JOB_ORDERS[policy.job_order]().job_keys(state)
+    if job_keys is not None:
+        order_key = _job_first(order_key, job_keys, problem.tasks.job)
+    admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
+    return order_key, (JobGate(admit, problem.tasks) if admit is not None else None)
+
+
+def _planned_resources(problem: Problem, pooled: bool
+                       ) -> tuple[list[float], list[int], list[int], list[int], bytearray]:
+    """Per planned machine its time scale and capacity, per task its need and nodes, and
+    which machines are usable: the machines as they are, or (``pooled``) one machine of all
+    their cores, each task asking for its cores (a whole-node task for its nodes' cores)."""
+    tasks, machines = problem.tasks, problem.machines
+    if pooled:
+        need = (list(tasks.need) if tasks.anywhere else
+                [machines.capacity[0] * nodes for nodes in tasks.nodes])
+        return ([_scale(machines.clock_mhz[0])], [sum(machines.capacity)], need,
+                [1] * len(tasks), bytearray([1]))
+    return ([_scale(clock) for clock in machines.clock_mhz], list(machines.capacity),
+            list(tasks.need), list(tasks.nodes), bytearray(machines.initially_active))
+
+
+def _change_machine(state: ReservingState, change: Any, attempts: list[int]
+                    ) -> list[tuple[int, float]]:
+    """A machine's state change applied; the tasks it takes down (to queue again), each
+    with the core-seconds it had run."""
+    machine = change.machine
+    state.usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
+    if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
+        return []
+    lost = []
+    for task in state.lost_with(machine, change.time_s):
+        lost.append((task, state.busy_core_s(task, change.time_s)))
+        state.release(task)
+        attempts[task] += 1  # its pending finish no longer counts
+        state.finish_s[task] = _NAN
+        state.placed_on[task] = ()
+    return lost
+
+
+def _or_inf(time_s: float | None) -> float:
+    return _INF if time_s is None else time_s
 
 
 def _schedule(problem: Problem, policy: Policy, state: ReservingState,

@@ -716,6 +716,35 @@ def normal_form_losses(document: Document) -> frozenset[str]:
     return _normalized(document)[1]
 
 
+def _columns_in_reach(columns: WorkloadColumns) -> bool:
+    """Whether ``_normal_columns`` can make these columns' normal form: 32-bit ids, all
+    distinct, dependencies among them, no own extras but names, capacities and profiles
+    (as texts it can check), at least one node and a 32-bit GPU count per task."""
+    import numpy as np
+
+    ids = columns.ids
+    if ids.dtype.kind != "i" or (len(ids) and (int(ids.min()) < -_INT32
+                                               or int(ids.max()) >= _INT32)):
+        return False
+    if not all_distinct(ids):
+        return False
+    if len(columns.dependency_ids) and (columns.dependency_ids.dtype.kind != "i"
+                                        or not all_found(columns.dependency_ids, ids)):
+        return False
+    own = [key for key in columns.extras if key.startswith(OWN)]
+    if any(key not in (NAME, CPU_CAPACITY, PROFILE) for key in own):
+        return False
+    profile = columns.extras.get(PROFILE)
+    if profile is not None and (profile.texts is None or not profile.json
+                                or not _valid_profiles(profile.texts, profile.present)):
+        return False
+    name = columns.extras.get(NAME)
+    if name is not None and (name.texts is None or name.json):
+        return False
+    return not (np.any(columns.nodes < 1) or np.any(columns.gpus < 0)
+                or np.any(columns.gpus >= _INT32))
+
+
 def _normal_columns(columns: WorkloadColumns, origin: int,
                     lost: set[str]) -> WorkloadColumns | None:
     """The task-by-task normal form done column by column, or ``None`` where only
@@ -723,27 +752,10 @@ def _normal_columns(columns: WorkloadColumns, origin: int,
     other than names and capacities)."""
     import numpy as np
 
+    if not _columns_in_reach(columns):
+        return None
     ids = columns.ids
-    if ids.dtype.kind != "i" or (len(ids) and (int(ids.min()) < -_INT32
-                                               or int(ids.max()) >= _INT32)):
-        return None
-    if not all_distinct(ids):
-        return None
-    if len(columns.dependency_ids) and (columns.dependency_ids.dtype.kind != "i"
-                                        or not all_found(columns.dependency_ids, ids)):
-        return None
-    own = [key for key in columns.extras if key.startswith(OWN)]
-    if any(key not in (NAME, CPU_CAPACITY, PROFILE) for key in own):
-        return None
     profile = columns.extras.get(PROFILE)
-    if profile is not None and (profile.texts is None or not profile.json
-                                or not _valid_profiles(profile.texts, profile.present)):
-        return None
-    name = columns.extras.get(NAME)
-    if name is not None and (name.texts is None or name.json):
-        return None
-    if np.any(columns.nodes < 1) or np.any(columns.gpus < 0) or np.any(columns.gpus >= _INT32):
-        return None
     changes: dict[str, Any] = {}
     submit = _ms_column(np, columns.submit_time_s, 0.0)
     runtime = _ms_column(np, columns.runtime_s, 0.0)
