@@ -640,9 +640,11 @@ def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
         "group": _string_array(columns.group, None),
     }
     if columns.placement is not None:
-        arrays["placement"] = _string_array(
-            Strings(columns.placement.astype(np.int32),
-                    tuple(placement.value for placement in PLACEMENTS)), None)
+        import pyarrow.compute as pc
+
+        # (a take of the words, not a dictionary cast: a third of the time on a million rows)
+        arrays["placement"] = pc.take(pa.array([placement.value for placement in PLACEMENTS]),
+                                      pa.array(columns.placement))
     for name, strings in (("os", columns.os), ("arch", columns.arch)):
         if strings is not None:
             arrays[name] = _string_array(strings, None)
