@@ -605,7 +605,8 @@ def _held_only(job: Job) -> Job:
         nodes=task.request.nodes, cores=task.request.cores, memory_mb=task.request.memory_mb,
         gpus=task.request.gpus, os=task.request.os, arch=task.request.arch,
         features=task.request.features, placement=task.request.placement),
-        start_mode=StartMode.ANY, start_time_s=None, preemptible=None, image=None, image_size_mb=None) for task in job.tasks)
+        start_mode=StartMode.ANY, start_time_s=None, preemptible=None, image=None,
+        image_size_mb=None) for task in job.tasks)
     return replace(job, tasks=tasks, extras={})
 
 
