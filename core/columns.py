@@ -284,8 +284,9 @@ class WorkloadColumns:
 
     def with_placement(self, placement: Placement) -> WorkloadColumns:
         """The same columns with every task asking for ``placement``."""
-        import numpy as np
         from dataclasses import replace
+
+        import numpy as np
 
         if not len(self):
             return self  # (no task to ask anything)

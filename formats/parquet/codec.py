@@ -604,8 +604,9 @@ def _held_only(job: Job) -> Job:
     tasks = tuple(replace(task, request=ResourceRequest(
         nodes=task.request.nodes, cores=task.request.cores, memory_mb=task.request.memory_mb,
         gpus=task.request.gpus, os=task.request.os, arch=task.request.arch,
-        features=task.request.features, placement=task.request.placement), start_mode=StartMode.ANY, start_time_s=None,
-        preemptible=None, image=None, image_size_mb=None) for task in job.tasks)
+        features=task.request.features, placement=task.request.placement),
+        start_mode=StartMode.ANY, start_time_s=None, preemptible=None, image=None,
+        image_size_mb=None) for task in job.tasks)
     return replace(job, tasks=tasks, extras={})
 
 
@@ -640,9 +641,11 @@ def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
         "group": _string_array(columns.group, None),
     }
     if columns.placement is not None:
-        arrays["placement"] = _string_array(
-            Strings(columns.placement.astype(np.int32),
-                    tuple(placement.value for placement in PLACEMENTS)), None)
+        import pyarrow.compute as pc
+
+        # (a take of the words, not a dictionary cast: a third of the time on a million rows)
+        arrays["placement"] = pc.take(pa.array([placement.value for placement in PLACEMENTS]),
+                                      pa.array(columns.placement))
     for name, strings in (("os", columns.os), ("arch", columns.arch)):
         if strings is not None:
             arrays[name] = _string_array(strings, None)

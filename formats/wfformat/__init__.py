@@ -50,8 +50,9 @@ Mapping
   listed in another's ``children`` gains that task as a dependency too. The execution entry
   of the same id gives ``runtimeInSeconds`` → ``runtime_s``, ``coreCount`` →
   ``request.cores`` (total cores, on one node: WfFormat does not say how cores split over
-  the ``machines`` a task names; a request of one node, ``Placement.NODES``), ``memoryInBytes`` → ``request.memory_mb`` (÷ 2**20). A task
-  without an execution entry has no runtime.
+  the ``machines`` a task names; a request of one node, ``Placement.NODES``),
+  ``memoryInBytes`` → ``request.memory_mb`` (÷ 2**20). A task without an execution entry has
+  no runtime.
 * **Machines.** ``execution.machines`` are the topology, one rack of machines:
   ``nodeName`` → ``Machine.name``, ``system`` → ``os``, ``architecture`` → ``arch``,
   ``cpu`` → one CPU (``coreCount`` cores at ``speedInMHz`` × 10**6 Hz, ``vendor`` →
