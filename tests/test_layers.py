@@ -146,11 +146,5 @@ def test_strongly_connected_finds_cycles_and_only_them() -> None:
     assert strongly_connected({"a": ["b"], "b": []}) == []
 
 
-NOT_YET_BROKEN = [
-    ["dcx.formats.gwf.codec", "dcx.formats.gwf.columnar"],
-]
-"""Cycles known to be left; each breaks in a change of its own, and comes off this list."""
-
-
 def test_no_import_cycles() -> None:
-    assert import_cycles() == NOT_YET_BROKEN
+    assert import_cycles() == []

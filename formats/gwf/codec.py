@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from dcx.core.columns import JobRows, columns_of
 from dcx.core.diagnostics import (
@@ -40,6 +39,15 @@ from dcx.formats.gwf.rules import (
     archive_rules,
     read_token,
 )
+from dcx.formats.gwf.spelling import (
+    ARCHIVE_EXTRA_KEYS,
+    EXTRA_PREFIX,
+    NPROCS_KEY,
+    REQNPROCS_KEY,
+    USER_TEXT,
+    Variant,
+    pad,
+)
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
     MAX_ERRORS,
@@ -56,8 +64,6 @@ from dcx.parsing.traces import (
 
 SCHEMA = "gwf.schema.json"
 
-Variant = Literal["workflow", "archive"]
-
 # Archive columns by kind (``rules.py``); the mapped columns are handled one by one.
 _ARCHIVE_MEASURES = ARCHIVE_MEASURES
 _ARCHIVE_CODES = ARCHIVE_CODES
@@ -65,13 +71,6 @@ _ARCHIVE_TOKENS = ARCHIVE_TOKENS
 _ARCHIVE_RULES = archive_rules(ARCHIVE_COLUMNS)
 _ARCHIVE_EXTRA_COLUMNS = _ARCHIVE_MEASURES | _ARCHIVE_CODES | _ARCHIVE_TOKENS
 
-EXTRA_PREFIX = "gwf:"
-_NPROCS_KEY = "gwf:NProcs"
-_REQNPROCS_KEY = "gwf:ReqNProcs"
-_ARCHIVE_EXTRA_KEYS = frozenset(EXTRA_PREFIX + name for name in _ARCHIVE_EXTRA_COLUMNS)
-
-
-_FIELD_WIDTH = 10
 
 # --------------------------------------------------------------------------- read
 
@@ -417,10 +416,6 @@ def _archive_task(record: dict[str, Any]) -> Task:
 # --------------------------------------------------------------------------- normal form
 
 
-_USER_TEXT = re.compile(r"0|[1-9]\d{0,17}")
-"""A user or group the archive writes: UserID/GroupID are read back with ``str(int)``."""
-
-
 def _whole_cores(cores: float) -> float:
     """NProcs: a whole number >= 1 (rounded up)."""
     if not math.isfinite(cores) or cores <= 1:
@@ -429,7 +424,7 @@ def _whole_cores(cores: float) -> float:
 
 
 def _user(value: str | None) -> str | None:
-    return value if value is None or _USER_TEXT.fullmatch(value) else None
+    return value if value is None or USER_TEXT.fullmatch(value) else None
 
 
 def _memory(memory_mb: float | None, cores: float) -> float | None:
@@ -471,16 +466,16 @@ def _gwf_extras(extras: Extras, cores: float, archive: bool) -> tuple[Extras, bo
         return extras, False
     kept: Extras = {}
     dropped = False
-    unknown_nprocs = extras.get(_NPROCS_KEY) == -1 and _processor_count(extras[_NPROCS_KEY])
+    unknown_nprocs = extras.get(NPROCS_KEY) == -1 and _processor_count(extras[NPROCS_KEY])
     for key, value in extras.items():
         if not key.startswith(EXTRA_PREFIX):
             kept[key] = value  # not GWF's: restrict decides
-        elif key == _NPROCS_KEY and unknown_nprocs:
+        elif key == NPROCS_KEY and unknown_nprocs:
             kept[key] = value
-        elif key == _REQNPROCS_KEY and not unknown_nprocs and _processor_count(value):
+        elif key == REQNPROCS_KEY and not unknown_nprocs and _processor_count(value):
             if value != cores:
                 kept[key] = value
-        elif archive and key in _ARCHIVE_EXTRA_KEYS and _archive_column(key, value):
+        elif archive and key in ARCHIVE_EXTRA_KEYS and _archive_column(key, value):
             kept[key] = value
         else:
             dropped = True
@@ -631,7 +626,7 @@ def _variant_fields_of_rows(workload: Workload) -> tuple[frozenset[str], frozens
                 only_archive.add("task.user")
             if task.group is not None and _user(task.group) is not None:
                 only_archive.add("task.group")
-            if task.extras and any(key in _ARCHIVE_EXTRA_KEYS and _archive_column(key, value)
+            if task.extras and any(key in ARCHIVE_EXTRA_KEYS and _archive_column(key, value)
                                    for key, value in task.extras.items()):
                 only_archive.add("task.extras")
     return frozenset(only_archive), frozenset(only_workflow)
@@ -752,22 +747,15 @@ def _processor_columns(task: Task) -> tuple[str, str]:
     extras = task.extras
     if not extras:
         return cores, cores
-    if extras.get(_NPROCS_KEY) == -1:
+    if extras.get(NPROCS_KEY) == -1:
         return "-1", cores
-    requested = extras.get(_REQNPROCS_KEY)
+    requested = extras.get(REQNPROCS_KEY)
     return cores, cores if requested is None else str(requested)
-
-
-_ROW = ", ".join([f"%-{_FIELD_WIDTH}s"] * len(WORKFLOW_COLUMNS))
-
-
-def _pad(values: Sequence[str]) -> str:
-    return _ROW % tuple(values)
 
 
 def header_line(variant: Variant) -> str:
     """The first line ``write`` writes in ``variant``."""
-    return _pad(WORKFLOW_COLUMNS) if variant == "workflow" else "# " + " ".join(ARCHIVE_COLUMNS)
+    return pad(WORKFLOW_COLUMNS) if variant == "workflow" else "# " + " ".join(ARCHIVE_COLUMNS)
 
 
 def _write_workflow(workload: Workload) -> bytes:
@@ -780,7 +768,7 @@ def _workflow_rows(workload: Workload) -> list[str]:
         workflow = str(job.id)
         for task in job.tasks:
             nprocs, requested = _processor_columns(task)
-            lines.append(_pad((
+            lines.append(pad((
                 workflow, str(task.id), format_number(task.submit_time_s), _time(task.runtime_s),
                 nprocs, requested, " ".join(str(needed) for needed in task.dependencies),
             )))
@@ -811,7 +799,7 @@ def _archive_rows(workload: Workload) -> list[str]:
             if task.group is not None:
                 values["GroupID"] = task.group
             for key, value in task.extras.items():
-                if key in _ARCHIVE_EXTRA_KEYS:
+                if key in ARCHIVE_EXTRA_KEYS:
                     name = key[len(EXTRA_PREFIX):]
                     values[name] = value if name in _ARCHIVE_TOKENS else format_number(value)
             lines.append(" ".join(values[name] for name in ARCHIVE_COLUMNS))

@@ -19,17 +19,17 @@ from dcx.core.columns import ExtraColumn, Strings, WorkloadColumns, all_distinct
 from dcx.core.model import Placement
 from dcx.core.shapes import one_node_columns
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS
-from dcx.formats.gwf.codec import (
-    _ARCHIVE_EXTRA_KEYS,
-    _FIELD_WIDTH,
-    _NPROCS_KEY,
-    _REQNPROCS_KEY,
-    _USER_TEXT,
-    EXTRA_PREFIX,
-    Variant,
-    _pad,
-)
 from dcx.formats.gwf.rules import ARCHIVE_CODES, ARCHIVE_TOKENS
+from dcx.formats.gwf.spelling import (
+    ARCHIVE_EXTRA_KEYS,
+    EXTRA_PREFIX,
+    FIELD_WIDTH,
+    NPROCS_KEY,
+    REQNPROCS_KEY,
+    USER_TEXT,
+    Variant,
+    pad,
+)
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
 
 _LARGEST_WRITTEN = 2 ** 53
@@ -224,11 +224,11 @@ def _gwf_extras_kept(columns: WorkloadColumns, extras: _Extras, archive: bool,
         if not key.startswith(EXTRA_PREFIX) or not column.present.any():
             continue
         present = column.present
-        if key == _NPROCS_KEY:
+        if key == NPROCS_KEY:
             kept = extras.unknown_nprocs
-        elif key == _REQNPROCS_KEY:
+        elif key == REQNPROCS_KEY:
             kept = extras.requested_kept
-        elif archive and key in _ARCHIVE_EXTRA_KEYS:
+        elif archive and key in ARCHIVE_EXTRA_KEYS:
             kept = extras.archive[key[len(EXTRA_PREFIX):]][1]
         else:
             return False  # dropped by this variant
@@ -273,17 +273,17 @@ class _Extras:
                 continue  # not GWF's: nothing of it is written
             if column.json or column.values.dtype.kind not in "if":
                 return None
-            if key == _NPROCS_KEY:
+            if key == NPROCS_KEY:
                 values, integers = _integers(column, np)
                 if values is None:
                     return None
                 unknown = column.present & integers & (values == -1)
-            elif key in _ARCHIVE_EXTRA_KEYS:
+            elif key in ARCHIVE_EXTRA_KEYS:
                 found = _archive_extra(key[len(EXTRA_PREFIX):], column, np)
                 if found is None:
                     return None
                 archive[key[len(EXTRA_PREFIX):]] = found
-        asked = extras.get(_REQNPROCS_KEY)
+        asked = extras.get(REQNPROCS_KEY)
         if asked is not None:
             values, integers = _integers(asked, np)
             if values is None:
@@ -373,7 +373,7 @@ def _names(names: Strings, np: Any) -> tuple[Any, Any]:
     """``codec._user`` of each row: its text and whether it is kept."""
     import pyarrow as pa
 
-    kept = np.array([bool(_USER_TEXT.fullmatch(value)) for value in names.values] + [False],
+    kept = np.array([bool(USER_TEXT.fullmatch(value)) for value in names.values] + [False],
                     dtype=bool)
     codes = np.where(names.codes < 0, len(names.values), names.codes)
     return pa.array([*names.values, "-1"], pa.string()).take(pa.array(codes)), kept[codes]
@@ -447,7 +447,7 @@ def _workflow_file(columns: WorkloadColumns, extras: _Extras, sizes: Any, np: An
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    head = (_pad(WORKFLOW_COLUMNS) + "\n").encode()
+    head = (pad(WORKFLOW_COLUMNS) + "\n").encode()
     if not len(columns):
         return head
     cores = whole_cores(columns.cores, np)
@@ -462,7 +462,7 @@ def _workflow_file(columns: WorkloadColumns, extras: _Extras, sizes: Any, np: An
         known_texts(known_times(columns.runtime_s, np)),
         nprocs, requested, dependencies.cast(pa.string()),
     ]
-    padded = [pc.utf8_rpad(field, width=_FIELD_WIDTH, padding=" ") for field in fields]
+    padded = [pc.utf8_rpad(field, width=FIELD_WIDTH, padding=" ") for field in fields]
     return head + joined_lines(pc.binary_join_element_wise(*padded, ", "))
 
 

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 CHUNK_BYTES = 4 << 20
 """Bytes of task lines the archive path converts at once (its working memory)."""
 
-_NPROCS_KEY = "gwf:NProcs"
-_REQNPROCS_KEY = "gwf:ReqNProcs"
+NPROCS_KEY = "gwf:NProcs"
+REQNPROCS_KEY = "gwf:ReqNProcs"
 _WORKFLOW_BYTES = b"0123456789.-, \t\r\n"
 _ARCHIVE_RULES = archive_rules(ARCHIVE_COLUMNS)
 ARCHIVE_KINDS = FieldKinds(
@@ -313,7 +313,7 @@ def _processor_extras(nprocs: Any, requested: Any) -> dict[str, ExtraColumn]:
     # no column where no row has the key, as the exact reader's tasks have none (a Parquet
     # output would have the column otherwise)
     return {key: ExtraColumn(values, present) for key, values, present in (
-        (_NPROCS_KEY, nprocs, unknown), (_REQNPROCS_KEY, requested, differs))
+        (NPROCS_KEY, nprocs, unknown), (REQNPROCS_KEY, requested, differs))
         if bool(present.any())}
 
 
