@@ -37,7 +37,9 @@ def tests(session: nox.Session) -> None:
     every core, each property test on the lean example budget (``DCX_HYPOTHESIS=full`` or
     ``thorough`` for more); the ten slowest tests are printed at the end."""
     session.install(TEST_EXTRAS)
-    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadgroup",
+    # --dist loadfile: a file's tests share its module- and session-scoped fixtures (a Dask
+    # cluster, a built site, the hostile runs), made once on its worker
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile",
                 *session.posargs)
 
 
@@ -129,5 +131,5 @@ def fuzz(session: nox.Session) -> None:
     session.run("python", "tests/hostile/fuzz.py", "--seconds", seconds)
     # Every property test on four times the examples it asks for (the default run takes a
     # quarter: tests/conftest.py).
-    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadgroup", "-m",
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile", "-m",
                 "hypothesis", env={"DCX_HYPOTHESIS": "thorough"})

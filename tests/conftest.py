@@ -97,27 +97,8 @@ def scaled_examples(asked: int, scale: float) -> int:
     return max(min(asked, LEAN_FLOOR), math.ceil(asked * scale))
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        keep_shared_fixture_on_one_worker(item)
     scale_property_examples(items)
-
-
-def keep_shared_fixture_on_one_worker(item: pytest.Item) -> None:
-    """A test using a module- or session-scoped fixture of its own file (a Dask cluster, a
-    built docs site, the hostile runs) joins that file's ``xdist_group``: ``nox -s tests``
-    runs with ``--dist loadgroup``, and two workers would each build the fixture."""
-    module = getattr(item, "module", None)
-    info = getattr(item, "_fixtureinfo", None)
-    if module is None or info is None:
-        return
-    home = item.nodeid.split("::")[0]
-    for definitions in info.name2fixturedefs.values():
-        if any(definition.scope != "function" and definition.baseid == home
-               for definition in definitions):
-            item.add_marker(pytest.mark.xdist_group(module.__name__))
-            return
 
 
 def scale_property_examples(items: list[pytest.Item]) -> None:

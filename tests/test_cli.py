@@ -118,9 +118,10 @@ def test_schedule_out_without_matplotlib_says_so_first_and_writes_the_rest(
                      str(EXAMPLES / "environment" / "small-cluster.json"),
                      "--out", str(out)]) == cli.EXIT_OK
     err = capsys.readouterr().err
-    assert err.splitlines() == [f"dcx schedule: note: {out}: no plots: they need matplotlib, "
-                                "the plots extra (pip install 'dcx[plots]'); the other files "
-                                "are written"]
+    notes = [line for line in err.splitlines() if line.startswith("dcx schedule: note:")]
+    assert notes == [f"dcx schedule: note: {out}: no plots: they need matplotlib, "
+                     "the plots extra (pip install 'dcx[plots]'); the other files are written"]
+    assert "internal error" not in err and "Traceback" not in err
     assert list(out.rglob("*.csv")) and not list(out.rglob("*.svg"))
 
 
@@ -156,7 +157,8 @@ def test_a_misspelt_element_over_several_lines_has_its_column(
     assert said.startswith(f"{misspelt}:{line}:5: error: /platform/zone/clustr: ")
 
 
-@pytest.mark.parametrize("bad", ["abc", "1805 8 -1"], ids=["bad-field", "extra-fields"])
+# (a line with more than 18 fields reads, its trailing fields kept: Alea's SWF files)
+@pytest.mark.parametrize("bad", ["abc", ""], ids=["bad-field", "missing-field"])
 def test_a_bad_swf_line_is_one_error_without_a_false_missing_job_warning(
     bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -165,7 +167,8 @@ def test_a_bad_swf_line_is_one_error_without_a_false_missing_job_warning(
     job_2 = next(line for line in trace.splitlines() if line.startswith("2 120 "))
     assert "3 200 3380 95 1 -1 -1 1 600 -1 1 2 1 -1 2 -1 2 80" in trace  # follows job 2
     broken = tmp_path / "broken.swf"
-    broken.write_text(trace.replace(job_2, job_2.replace(" 1805 ", f" {bad} ", 1)))
+    broken.write_text(trace.replace(job_2, job_2.replace(" 1805 ", f" {bad} ".replace("  ", " "),
+                                                         1)))
     assert cli.main(["validate", str(broken)]) == cli.EXIT_INVALID
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and ": error: " in said[0], said

@@ -52,7 +52,7 @@ def test_one_line_per_workload_run_or_skipped_and_why(
 def test_a_run_that_schedules_nothing_fails(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     too_big = tmp_path / "big.swf"
-    too_big.write_text("1 0 0 100 64 -1 -1 64 200 -1 1 1 1 -1 1 -1 -1 -1\n")
+    too_big.write_text("1 0 0 100 100000 -1 -1 100000 200 -1 1 1 1 -1 1 -1 -1 -1\n")
     status = experiments.main([str(too_big), "--out", str(tmp_path / "out"),
                                "--env", str(EXAMPLES / "environment" / "small-cluster.json")])
     assert status == 1
