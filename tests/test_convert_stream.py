@@ -290,3 +290,23 @@ def test_swf_is_written_while_the_file_is_first_read(monkeypatch):
             assert streamed.read_bytes() == whole.read_bytes()
             assert sorted(os.listdir(folder)) == ["in.swf", "s.swf", "whole.swf"]
         assert len(readings) == (1 if once else 2)
+
+
+def test_swf_is_written_in_submit_time_order_or_refused():
+    """Jobs out of submit-time order within a chunk are sorted as the whole file sorts them;
+    a job submitted before one of an earlier chunk, which the whole file would sort among
+    that chunk's, refuses the chunked conversion to SWF and writes nothing."""
+    lines = [f"{n} {submit} -1 60 1 -1 -1 1 60 -1 -1 1 1 -1 -1 -1 -1 -1"
+             for n, submit in ((1, 0), (2, 10), (3, 10), (4, 20))]
+    in_chunk = ("\n".join([lines[0], lines[2], lines[1], lines[3]]) + "\n").encode()
+    both(in_chunk, 1 << 20, to="swf")  # one chunk: sorted as the whole file is
+    late = ("\n".join([lines[3], *lines[:3]]) + "\n").encode()
+    with tempfile.TemporaryDirectory() as folder:
+        source, out = Path(folder) / "in.swf", Path(folder) / "out.swf"
+        source.write_bytes(late)
+        code, said = run(["convert", str(source), str(out)], stream=True, chunk_bytes=64)
+        assert code == 1 and said.count("\n") == 1
+        assert "a job submitted before a job of an earlier chunk" in said
+        assert sorted(os.listdir(folder)) == ["in.swf"]
+        code, said = run(["convert", str(source), str(out)], stream=False)
+        assert code == 0 and out.read_bytes().split(b"\n")[-2].split()[:2] == [b"4", b"20"]
