@@ -44,6 +44,7 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+from dcx.core.restrict import regrouped
 from dcx.core.shapes import single_core_node_columns, single_core_nodes, whole_count
 from dcx.formats.swf import COLUMNS
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
@@ -799,9 +800,7 @@ def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
     normalizer = _Normalizer([task for _, task in placed], order)
     lost = normalizer.lost
     if any(index != position for position, index in enumerate(order)):
-        moved = [placed[index] for index in order]
-        given = [job if len(job.tasks) == 1 else Job(id=task.id, tasks=(task,))
-                 for job, task in moved]
+        given = _one_task_jobs([placed[index] for index in order], lost)
     jobs = []
     for job in given:
         tasks = tuple(normalizer.task(task) for task in job.tasks)
@@ -814,6 +813,24 @@ def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
         else:
             jobs.append(replace(job_holding(job, tasks), extras=extras))
     return lost, tuple(jobs)
+
+
+def _one_task_jobs(placed: Sequence[tuple[Job, Task]], lost: set[str]) -> list[Job]:
+    """A job per task, in the given order: a job's own values stay on the job of its first
+    task (they are reported as the jobs of a format without jobs drop them), the others
+    are jobs of one task named by it, and a job of several tasks, or named otherwise than
+    its task, is reported as the ``job`` grouping the order separates."""
+    jobs: list[Job] = []
+    seen: set[int] = set()
+    for job, task in placed:
+        if regrouped(job):
+            lost.add("job")
+        if id(job) in seen:
+            jobs.append(Job(id=task.id, tasks=(task,)))
+        else:
+            seen.add(id(job))
+            jobs.append(job if len(job.tasks) == 1 else replace(job, tasks=(task,)))
+    return jobs
 
 
 def _on_single_core_nodes(columns: WorkloadColumns, lost: set[str]) -> WorkloadColumns | None:
