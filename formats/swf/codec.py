@@ -699,7 +699,8 @@ class _Normalizer:
         self.numbering, renumbered = written_ids(ids, written_number_id, keeps_integers=True)
         reordered = any(index != position for position, index in enumerate(order))
         if reordered and not renumbered:
-            written = [self.numbering[old] for old in ids]
+            # (kept ids are the integers written_number_id gives)
+            written = [int(self.numbering[old]) for old in ids]
             if any(not a < b for a, b in pairwise(written)):
                 # moved jobs: numbered again as the counter of the written lines
                 self.numbering = {}
