@@ -6,6 +6,7 @@ module docstring."""
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -392,6 +393,19 @@ class _LinesTarget(Target):
             stream.close()
 
 
+def _after_written(lines: bytes, latest: float) -> float:
+    """The last submit time of a chunk's SWF job lines (in submit-time order, as the normal
+    form sorts each chunk), after checking that its first comes no earlier than ``latest``,
+    the last one written: the whole file would sort such a chunk among earlier ones."""
+    first = float(lines[:lines.index(b"\n")].split()[1])
+    if first < latest:
+        raise NotStreamable("a job submitted before a job of an earlier chunk (SWF lines are "
+                            "in submit-time order)")
+    last_line = lines[lines.rindex(b"\n", 0, len(lines) - 1) + 1:] \
+        if lines.count(b"\n") > 1 else lines
+    return float(last_line.split()[1])
+
+
 class SwfTarget(_LinesTarget):
     """SWF lines: the header first (a pipe's: what its first chunk holds; a header line in a
     later chunk, which the whole file would write at the top, stops the conversion). A
@@ -418,9 +432,13 @@ class SwfTarget(_LinesTarget):
         from dcx.formats.swf import codec
 
         # a preceding job of an earlier chunk is written from extras as from a dependency
-        workload = codec.normal_form(document).workload or Workload()
+        normal, lost = codec._normalized(document)
+        workload = normal.workload or Workload()
         if not len(workload.jobs):
             return b""
+        if "task.id" in lost:  # the whole file numbers its jobs 1..n, not each chunk
+            raise NotStreamable("job numbers SWF writes as a counter of the whole file "
+                                "(text ids, or jobs the submit-time order moves)")
         jobs_only = Workload(jobs=workload.jobs)
         return codec.write(replace(document, workload=jobs_only)).data
 
@@ -458,8 +476,10 @@ class SwfTarget(_LinesTarget):
 
         rows = 0
         written: list[str] | None = None
+        latest = -math.inf
         with binary(sink) as stream:
             for data in parts:
+                latest = _after_written(data, latest)
                 if written is None:
                     written = codec._header(header())
                     stream.write("".join(line + "\n" for line in written).encode())
@@ -481,6 +501,8 @@ class SwfTarget(_LinesTarget):
 
         if not part:
             return
+        self.early_latest = _after_written(part, getattr(self, "early_latest", -math.inf)
+                                           if self.early_begun() else -math.inf)
         if not self.early_begun():
             self.early_header = codec._header(self.source.header(self.spec))
             self.begin_early("".join(line + "\n" for line in self.early_header))

@@ -92,9 +92,10 @@ def _environment() -> Environment:
                        partitions=partitions)
 
 
-def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0) -> Task:
+def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0,
+          runtime_s: float = 100.0) -> Task:
     return Task(
-        id=f"t{number}", submit_time_s=10.0 * number, runtime_s=100.0,
+        id=f"t{number}", submit_time_s=10.0 * number, runtime_s=runtime_s,
         requested_time_s=300.0,
         request=ResourceRequest(nodes=2, cores=cores, memory_mb=2048.0, gpus=1, resources=(
             NamedResource(name="license", amount=1.0),), os="linux", arch="x86_64",
@@ -106,7 +107,8 @@ def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0) -> Tas
 
 def _workload() -> Workload:
     jobs = (Job(id="j1", name="pipeline", user="alice", extras={"note": 1},
-                tasks=(_task(1, ()), _task(2, ("t1",)), _task(3, ("t1", "t2"), cores=2.5),
+                tasks=(_task(1, ()), _task(2, ("t1",)),
+                       _task(3, ("t1", "t2"), cores=2.5, runtime_s=100.5),
                        Task(id="t4"),
                        Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0)))),
             Job(id="j2"))
@@ -122,6 +124,7 @@ def _workload() -> Workload:
 def saturated_document() -> Document:
     """A topology and a workload in which every field path has a value no default gives,
     plus a machine and a task with nothing but defaults, a task asking for part of a core
-    (what formats fill in, round or refuse) and one asking for cores and memory without a
+    (what formats fill in, round or refuse) and for part of a second (what formats of
+    whole seconds round), and one asking for cores and memory without a
     runtime (what a format recording only measured tasks, WfFormat, cannot keep)."""
     return Document(environment=_environment(), workload=_workload())

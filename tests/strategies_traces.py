@@ -32,6 +32,7 @@ tokens = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1,
 numeric_ids = st.integers(min_value=0, max_value=10**9).map(str)
 # Built once: strategies made inside a draw are re-validated on every draw (slow).
 optional_seconds = st.none() | any_seconds
+optional_whole_seconds = st.none() | whole_seconds
 optional_ids = st.none() | numeric_ids
 requested_counts = st.one_of(st.just(-1), core_counts)
 shapes = st.sampled_from(["same", "requested", "allocated-unknown"])
@@ -174,9 +175,12 @@ epoch_origins = st.none() | st.integers(min_value=0, max_value=4 * 10**9).map(
 
 @st.composite
 def swf_workloads(draw: st.DrawFn) -> Workload:
-    """Workloads SWF holds: single-task jobs numbered by their task, single-core processors
-    counted as nodes, at most one (earlier) preceding job, header fields and comments."""
+    """Workloads SWF holds: single-task jobs numbered by their task, in submit-time order,
+    times in whole seconds, single-core processors counted as nodes, at most one (earlier)
+    preceding job, header fields and comments."""
     task_ids = draw(st.lists(trace_ids, max_size=15, unique=True))
+    submits = sorted(draw(st.lists(whole_seconds, min_size=len(task_ids),
+                                   max_size=len(task_ids))))
     jobs = []
     for position, task_id in enumerate(task_ids):
         nodes = draw(node_counts)
@@ -200,9 +204,9 @@ def swf_workloads(draw: st.DrawFn) -> Workload:
         memory_kb = draw(memory_kbs)
         task = Task(
             id=task_id,
-            submit_time_s=draw(any_seconds),
-            runtime_s=draw(optional_seconds),
-            requested_time_s=draw(optional_seconds),
+            submit_time_s=submits[position],
+            runtime_s=draw(optional_whole_seconds),
+            requested_time_s=draw(optional_whole_seconds),
             request=ResourceRequest(nodes=nodes, cores=1.0,
                                     memory_mb=None if memory_kb is None else memory_kb / 1024,
                                     placement=Placement.CORES),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import random
 import subprocess
@@ -51,8 +52,15 @@ def both(data: bytes, chunk_bytes: int, *options: str, to: str = "parquet") -> N
                        stream=True, chunk_bytes=chunk_bytes)
         if "cannot convert in chunks" in streamed[1]:
             # text and integer job numbers, which the whole file renumbers (a loss, so
-            # --strict refuses it there too): refused, nothing written
-            assert b"job" in data and (whole[0] == 0 or "--strict" in options)
+            # --strict refuses it there too), or, to SWF, text job numbers or jobs out of
+            # submit-time order, which the whole file sorts and numbers together (a
+            # task.id loss, or none where their numbers still count up): refused, nothing
+            # written
+            assert streamed[1].count("\n") == 1
+            if to == "swf" and not in_submit_order(data):
+                assert "submit" in streamed[1] and whole[0] in (0, 1)
+            else:
+                assert b"job" in data and (whole[0] == 0 or "--strict" in options)
             assert streamed[0] == 1 and not streamed_out.exists()
             assert sorted(os.listdir(folder)) == ["in.swf", *([whole_out.name] if whole[0] == 0
                                                               else [])]
@@ -67,6 +75,13 @@ def both(data: bytes, chunk_bytes: int, *options: str, to: str = "parquet") -> N
             assert found.schema.equals(expected.schema, check_metadata=True)
         elif whole[0] == 0:
             assert streamed_out.read_bytes() == whole_out.read_bytes()
+
+
+def in_submit_order(data: bytes) -> bool:
+    """Whether the job lines of an SWF trace that reads have non-decreasing submit times."""
+    submits = [float(line.split()[1]) for line in data.splitlines()
+               if line.strip() and not line.strip().startswith(b";")]
+    return all(a <= b for a, b in itertools.pairwise(submits))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -273,9 +288,8 @@ def test_swf_is_written_while_the_file_is_first_read(monkeypatch):
     jobs = "".join(f"{n} {n} -1 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
                    for n in range(1, 301))
     header = "; Version: 2.2\n; Computer: test\n"
-    late_header = jobs + "; Note: after the jobs\n" + jobs.replace("1 1 1 -1", "1 2 1 -1")
-    late_header = "\n".join(f"{n} " + line.split(" ", 1)[1] if line[:1].isdigit() else line
-                            for n, line in enumerate(late_header.splitlines(), 1)) + "\n"
+    late_header = jobs + "; Note: after the jobs\n" + "".join(
+        f"{n} {n} -1 10 1 -1 -1 1 60 -1 1 2 1 -1 -1 -1 -1 -1\n" for n in range(301, 601))
     for text, once in ((header + jobs, True), (jobs, True), (late_header, False)):
         with tempfile.TemporaryDirectory() as folder:
             source, whole, streamed = (Path(folder) / name
@@ -290,3 +304,23 @@ def test_swf_is_written_while_the_file_is_first_read(monkeypatch):
             assert streamed.read_bytes() == whole.read_bytes()
             assert sorted(os.listdir(folder)) == ["in.swf", "s.swf", "whole.swf"]
         assert len(readings) == (1 if once else 2)
+
+
+def test_swf_is_written_in_submit_time_order_or_refused():
+    """Jobs out of submit-time order within a chunk are sorted as the whole file sorts them;
+    a job submitted before one of an earlier chunk, which the whole file would sort among
+    that chunk's, refuses the chunked conversion to SWF and writes nothing."""
+    lines = [f"{n} {submit} -1 60 1 -1 -1 1 60 -1 -1 1 1 -1 -1 -1 -1 -1"
+             for n, submit in ((1, 0), (2, 10), (3, 10), (4, 20))]
+    in_chunk = ("\n".join([lines[0], lines[2], lines[1], lines[3]]) + "\n").encode()
+    both(in_chunk, 1 << 20, to="swf")  # one chunk: sorted as the whole file is
+    late = ("\n".join([lines[3], *lines[:3]]) + "\n").encode()
+    with tempfile.TemporaryDirectory() as folder:
+        source, out = Path(folder) / "in.swf", Path(folder) / "out.swf"
+        source.write_bytes(late)
+        code, said = run(["convert", str(source), str(out)], stream=True, chunk_bytes=64)
+        assert code == 1 and said.count("\n") == 1
+        assert "a job submitted before a job of an earlier chunk" in said
+        assert sorted(os.listdir(folder)) == ["in.swf"]
+        code, said = run(["convert", str(source), str(out)], stream=False)
+        assert code == 0 and out.read_bytes().split(b"\n")[-2].split()[:2] == [b"4", b"20"]

@@ -26,7 +26,7 @@ from dcx.converters import streaming
 from dcx.converters.cli import main
 from dcx.formats.gwf import codec
 from dcx.parsing import chunks
-from tests.test_gwf_fast import HEADER, archive_text
+from tests.test_gwf_fast import HEADER, archive_text, seconds_text
 from tests.test_gwf_stream import mutated, tangled_workflow
 
 
@@ -52,6 +52,7 @@ def grouped_workflow(seed: int, tasks: int) -> str:
     lines = ["# a workflow trace", HEADER] if rng.random() < 0.3 else (
         [HEADER] if rng.random() < 0.9 else [])
     workflow, left = -1, 0
+    submit = 0.0
     for task in range(1, tasks + 1):
         if left == 0:
             workflow, left = workflow + rng.choice((1, 1, 7)), rng.randint(1, 12)
@@ -64,7 +65,8 @@ def grouped_workflow(seed: int, tasks: int) -> str:
         if task < last_of_workflow and rng.random() < 0.1:
             needs.append(last_of_workflow)  # on a later line, maybe in a later chunk
         nprocs = rng.choice(("1", "4", "-1"))
-        values = [str(workflow), str(task), rng.choice(("0", "16", "7.5")),
+        submit += rng.choice((0, 16, 7.5))  # in submit-time order, as the archives'
+        values = [str(workflow), str(task), seconds_text(submit),
                   rng.choice(("-1", "11", "0.25")), nprocs,
                   rng.choice(("4", "8")) if nprocs == "-1" else rng.choice((nprocs, "8")),
                   " ".join(map(str, needs))]

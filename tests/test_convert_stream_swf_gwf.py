@@ -25,6 +25,17 @@ from tests.test_convert_stream_gwf import grouped_workflow, interleaved, run, sa
 from tests.test_gwf_fast import HEADER
 
 
+def out_of_submit_order(data: bytes) -> bool:
+    """Whether SWF's normal form moves some task of the GWF ``data`` (not in submit-time
+    order), which the whole file sorts and a chunk at a time cannot."""
+    from dcx.formats.swf import codec as swf_codec
+
+    read = codec._read(data)
+    assert read.document is not None and read.document.workload is not None
+    order = swf_codec._submit_order(list(read.document.workload.tasks()))
+    return order != sorted(order)
+
+
 def several_dependencies(data: bytes) -> bool:
     """Whether some task of the GWF ``data`` has more than one dependency."""
     read = codec._read(data)
@@ -52,7 +63,8 @@ def both(data: bytes, chunk_bytes: int, *options: str) -> str:
                     and several_dependencies(data)) or (
                 "workflow whose tasks are not on consecutive lines" in streamed[1]
                 and interleaved(data)) or ("ids that are text" in streamed[1]
-                                           and text_ids(data))
+                                           and text_ids(data)) or (
+                "submit" in streamed[1] and out_of_submit_order(data))
             assert sorted(os.listdir(folder)) == ["in.gwf", *([whole_out.name]
                                                               if whole[0] == 0 else [])]
             return "refused"

@@ -189,13 +189,19 @@ def test_generated_workflow_lines_agree_with_the_exact_path(rows, dependencies, 
 # --------------------------------------------------------------------------- archive
 
 
+def seconds_text(seconds: float) -> str:
+    return str(int(seconds)) if seconds.is_integer() else str(seconds)
+
+
 def archive_text(seed: int, jobs: int) -> str:
     rng = random.Random(seed)
     lines = ["# " + " ".join(gwf.ARCHIVE_COLUMNS), ""]
+    submit = 0.0
     for job in range(1, jobs + 1):
         values = {name: "-1" for name in gwf.ARCHIVE_COLUMNS}
+        submit += rng.choice((0, 5, 12.5))  # in submit-time order, as the archives'
         values.update({
-            "JobID": str(job), "SubmitTime": rng.choice(("0", "5", "12.5")),
+            "JobID": str(job), "SubmitTime": seconds_text(submit),
             "RunTime": rng.choice(("-1", "30", "0.5")), "NProcs": rng.choice(("-1", "1", "8")),
             "ReqNProcs": rng.choice(("2", "8")), "ReqTime": rng.choice(("-1", "60")),
             "ReqMemory": rng.choice(("-1", "1024", "512.5")),

@@ -404,9 +404,24 @@ def test_first_dropped_values_of_the_fullest_document_are_restrictings(
         fast = dropped_values(document, target.holds, target.name, target)
         slow = first_dropped_by_restriction(document, target.holds, target.name, target)
         assert fast.keys() == slow.keys(), target.name
+        moved = _moves_tasks(target, document)
         for path, first in slow.items():
             if first is not None:  # a value restriction has no restriction to compare with
-                assert fast[path].first == first, (target.name, path)
+                # where the normal form moves tasks (SWF's submit-time order), restricting
+                # finds a place of the normal form, no pointer of the document given; one
+                # walk then gives none rather than another task's
+                assert fast[path].first == first or (moved and fast[path].first is None), (
+                    target.name, path)
+
+
+def _moves_tasks(target: FormatDeclaration, document: Document) -> bool:
+    """Whether the target's normal form puts the document's tasks in another order."""
+    if target.name != "swf" or document.workload is None:
+        return False
+    from dcx.formats.swf import codec
+
+    order = codec._submit_order(list(document.workload.tasks()))
+    return order != sorted(order)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

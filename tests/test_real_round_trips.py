@@ -14,6 +14,7 @@ from dcx.converters.losses import conversion_losses
 from dcx.core.model import Document
 from dcx.core.restrict import LEFT_OUT, restrict, without_empty_parts
 from dcx.formats import batsim, gwf, swf
+from dcx.formats.swf import codec as swf_codec
 from tests.test_losses import expected_back
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,9 +81,13 @@ def test_batsim_through_swf_keeps_every_job_it_can_run(corpus: Path | None) -> N
         by_id = {str(task.id): task for task in given}  # (SWF reads "7" back as 7)
         renumbered = "task.id" in {loss.field for loss in conversion_losses(original,
                                                                             swf.FORMAT)}
+        written = [given[index] for index in swf_codec._submit_order(given)]
         for task in kept:
-            # ids SWF cannot write are numbered 1, 2, … in workload order (a task.id loss)
-            before = given[int(task.id) - 1] if renumbered else by_id[str(task.id)]
+            # ids SWF cannot write are numbered 1, 2, … in written (submit-time) order (a
+            # task.id loss); its times are whole seconds (requested time rounded up)
+            before = written[int(task.id) - 1] if renumbered else by_id[str(task.id)]
             assert (task.requested_time_s, task.request.nodes, task.runtime_s,
-                    task.submit_time_s) == (before.requested_time_s, before.request.nodes,
-                                            before.runtime_s, before.submit_time_s), path.name
+                    task.submit_time_s) == (
+                swf_codec._whole_requested_time(before.requested_time_s),
+                before.request.nodes, swf_codec._whole_runtime(before.runtime_s),
+                swf_codec._whole_submit(before.submit_time_s)), path.name

@@ -184,15 +184,16 @@ def test_writer_reports_what_swf_cannot_hold():
     workload = Workload(jobs=(Job(id="j", tasks=tasks, name="n"),),
                         time_origin="2018-12-11T01:02:03.5", attributes={"n": 3}, name="w")
     assert _lost(Document(workload=workload)) == {
-        "task.request.placement",
+        "task.request.placement", "task.id",
         "workload.name", "workload.time_origin", "job", "job.name", "task.request.cores",
         "task.dependencies.multiple", "task.image"}
     reread = swf.read(swf.write(Document(workload=workload)).data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
+    assert (first.id, second.id) == (1, 2)  # text ids numbered 1..n
     # 2 nodes of 4 cores are 8 processors, the 2 GB of the job 256 MB per processor
     assert first.request == ResourceRequest(nodes=8, memory_mb=256.0, placement=Placement.CORES)
-    assert second.dependencies == ("a",)
+    assert second.dependencies == (1,)
     assert second.user == "alice" and reread.document.workload.attributes == {"n": 3}
 
 
@@ -314,3 +315,92 @@ def test_fewer_than_18_fields_is_still_an_error_and_29_are_not_sniffed():
     assert not swf.sniff(b" ".join([b"1"] * 29) + b"\n")
     result = swf.read(swf_file("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17"))
     assert result.diagnostics[0].code == "swf.field-count"
+
+
+# ---------------------------------------------------------- what PWA tools read (issue 31)
+
+
+def _single_task_jobs(*tasks: Task) -> Document:
+    return Document(workload=Workload(jobs=tuple(Job(id=task.id, tasks=(task,))
+                                                 for task in tasks)))
+
+
+def _written_fields(document: Document, *names: str) -> list[tuple[str, ...]]:
+    text = swf.write(document).data.decode()
+    index = [swf.COLUMNS.index(name) for name in names]
+    return [tuple(line.split()[i] for i in index) for line in text.splitlines()
+            if line and not line.startswith(";")]
+
+
+def test_jobs_are_written_in_submit_time_order_and_numbered_as_a_counter():
+    document = _single_task_jobs(
+        Task(id=10, submit_time_s=30.0), Task(id=11, submit_time_s=0.0, dependencies=(10,)),
+        Task(id=12, submit_time_s=30.0, dependencies=(11,)), Task(id=13, submit_time_s=5.0))
+    assert _written_fields(document, "JobNumber", "SubmitTime", "PrecedingJobNumber") == [
+        ("1", "0", "3"), ("2", "5", "-1"), ("3", "30", "-1"), ("4", "30", "1")]
+    assert "task.id" in swf.normal_form_losses(document)
+    reread = swf.read(swf.write(document).data).document
+    assert reread == swf.normal_form(document)
+
+
+def test_sorted_integer_jobs_keep_their_numbers_even_when_the_order_moves_none():
+    # a moved job whose numbers still count up in the written order keeps them
+    document = _single_task_jobs(Task(id=7, submit_time_s=9.0), Task(id=3, submit_time_s=1.0))
+    assert _written_fields(document, "JobNumber", "SubmitTime") == [("3", "1"), ("7", "9")]
+    assert "task.id" not in swf.normal_form_losses(document)
+    ties = _single_task_jobs(Task(id=2, submit_time_s=4.0), Task(id=1, submit_time_s=4.0))
+    assert _written_fields(ties, "JobNumber") == [("2",), ("1",)]  # ties keep their order
+    assert swf.normal_form_losses(ties) == {"task.request.placement"}
+
+
+def test_text_job_ids_are_numbered_with_their_dependencies():
+    document = _single_task_jobs(
+        Task(id="split_fasta_00000001", submit_time_s=0.0),
+        Task(id="blastall_00000002", submit_time_s=0.0, dependencies=("split_fasta_00000001",)),
+        Task(id="cat_blast_00000003", submit_time_s=0.0, dependencies=("blastall_00000002",)))
+    assert _written_fields(document, "JobNumber", "PrecedingJobNumber") == [
+        ("1", "-1"), ("2", "1"), ("3", "2")]
+    assert "task.id" in {loss.field for loss in conversion_losses(document, swf.FORMAT)}
+
+
+def test_a_preceding_job_outside_the_workload_is_written_only_as_a_number():
+    outside = Task(id=1, extras={"swf:PrecedingJobNumber": "elsewhere"})
+    assert _written_fields(_single_task_jobs(outside), "PrecedingJobNumber") == [("-1",)]
+    assert "task.extras" in swf.normal_form_losses(_single_task_jobs(outside))
+
+
+def test_times_are_written_as_whole_seconds():
+    document = _single_task_jobs(
+        Task(id=1, submit_time_s=0.5, runtime_s=3.2, requested_time_s=3.2),
+        Task(id=2, submit_time_s=1.49, runtime_s=2.5, requested_time_s=4.0))
+    # submit and runtime to the nearest second (half up), the requested limit up
+    assert _written_fields(document, "SubmitTime", "RunTime", "RequestedTime") == [
+        ("1", "3", "4"), ("1", "3", "4")]
+    assert swf.normal_form_losses(document) == {
+        "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
+        "task.request.placement"}
+    whole = _single_task_jobs(Task(id=1, submit_time_s=2.0, runtime_s=3.0,
+                                   requested_time_s=4.0))
+    assert "task.runtime_s" not in swf.normal_form_losses(whole)
+
+
+def test_a_rounded_requested_time_still_bounds_its_rounded_runtime():
+    document = _single_task_jobs(Task(id=1, runtime_s=2.5, requested_time_s=2.5))
+    ((runtime, requested),) = _written_fields(document, "RunTime", "RequestedTime")
+    assert int(runtime) <= int(requested)
+
+
+def test_columns_out_of_order_or_in_fractions_take_the_task_path_to_the_same_bytes():
+    from dcx.core.columns import JobRows, WorkloadColumns
+
+    lines = [job_line(JobNumber=1, SubmitTime=5), job_line(JobNumber=2, SubmitTime=0),
+             job_line(JobNumber=3, SubmitTime=7, RunTime="3.2")]
+    for data in (swf_file(*lines), swf_file(lines[1], lines[0], lines[2])):
+        document = swf.read(data).document
+        columns = WorkloadColumns.from_jobs(document.workload.jobs)
+        assert columns is not None
+        as_columns = Document(workload=Workload(jobs=JobRows(columns)))
+        assert swf.write(as_columns).data == swf.write(document).data
+        written = list(swf.read(swf.write(document).data).document.workload.tasks())
+        submits = [task.submit_time_s for task in written]
+        assert submits == sorted(submits) and written[-1].runtime_s == 3.0

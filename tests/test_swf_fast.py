@@ -20,9 +20,10 @@ TOKENS = ("-1", "0", "1", "2", "7", "007", "12", "3600", "1.5", "0.25", "5.", ".
 BLANKS = (" ", "  ", "\t", " \t ", "\r")
 
 
-def plain_line(rng: random.Random, number: int, preceding: int) -> str:
-    """An 18-field line the exact path accepts."""
-    fields = [str(number), str(rng.choice((0, 5, 17, 400))), rng.choice(("-1", "3", "8.5")),
+def plain_line(rng: random.Random, number: int, preceding: int, submit: int = -1) -> str:
+    """An 18-field line the exact path accepts (submitted at ``submit``, or at random)."""
+    submit = submit if submit >= 0 else rng.choice((0, 5, 17, 400))
+    fields = [str(number), str(submit), rng.choice(("-1", "3", "8.5")),
               str(rng.choice((1, 60, 3600))), str(rng.choice((-1, 0, 1, 4, 32))),
               rng.choice(("-1", "2.25", "9")), rng.choice(("-1", "1024")),
               str(rng.choice((1, 4, 32))), str(rng.choice((-1, 60, 7200))),
@@ -38,9 +39,11 @@ def plain_trace(seed: int, jobs: int, header: bool = True) -> str:
     rng = random.Random(seed)
     lines = ["; Version: 2.2", "; MaxProcs: 64", "; UnixStartTime: 1000000000",
              "; a comment", ""] if header else []
+    submit = 0
     for number in range(1, jobs + 1):
         preceding = rng.randrange(1, number) if number > 1 and rng.random() < 0.2 else -1
-        lines.append(plain_line(rng, number, preceding))
+        submit += rng.choice((0, 0, 5, 17, 400))  # in submit-time order, as the PWA's
+        lines.append(plain_line(rng, number, preceding, submit))
         if rng.random() < 0.05:
             lines.append(rng.choice(("", "   ")))
     return "\n".join(lines) + "\n"

@@ -15,13 +15,14 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   allocated value is kept as ``swf:AllocatedProcessors``. The requested count is kept as
   ``swf:RequestedProcessors`` only when it differs from P. A line with neither is an error.
 * **Times.** Submit time → ``submit_time_s``; run time → ``runtime_s``; requested time →
-  ``requested_time_s``; -1 → ``None``.
+  ``requested_time_s``; -1 → ``None``. SWF times are whole seconds: dcx reads decimals
+  leniently but writes whole seconds (see What dcx writes).
 * **Memory.** Requested memory is KB per processor, so per node (one processor)
   ``memory_mb = RequestedMemory / 1024``. Used memory stays in extras (KB, as in the file).
-* **Ids and users.** Job numbers are integers; dcx also reads and writes text ids and user
-  names that cannot be mistaken for numbers (an ASCII letter or ``_`` first, no whitespace),
-  which the archive's tools do not. User and group ids → ``Task.user`` / ``Task.group`` as
-  written (``007`` stays ``007``).
+* **Ids and users.** Job numbers are integers; dcx also reads text ids (an ASCII letter or
+  ``_`` first, no whitespace), which the archive's tools do not, and writes them numbered
+  1..n. User and group ids → ``Task.user`` / ``Task.group`` as written (``007`` stays
+  ``007``); user and group names that cannot be mistaken for numbers are read and written.
 * **Cores.** An SWF processor is one single-core node, so a request for several cores per
   node is written as its total cores: ``nodes x cores`` processors (rounded up), with the
   memory per processor that keeps the job's total memory (``dcx.core.shapes``). A 64-core GWF
@@ -41,12 +42,18 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
 
 What dcx writes: ``normal_form(document)`` and nothing else (``write`` is serialisation
 only). Values SWF cannot hold are value restrictions of the normal form, reported by the
-derived losses: ids that are neither integers >= 0 nor text tokens (all tasks renumbered
-1..n), users and groups that are no column token, negative or non-finite times (unknown; a
-submit time 0), a time origin that is not whole seconds after 1970, header fields and
+derived losses: job ids that are not all integers >= 0 (all tasks renumbered 1..n, in the
+written order, preceding jobs following them: ``task.id``), users and groups that are no
+column token, negative or non-finite times (unknown; a submit time 0), times that are not
+whole seconds (``task.submit_time_s`` and ``task.runtime_s`` rounded half up to the nearest
+second; ``task.requested_time_s`` rounded up, so that a limit never falls below the runtime
+it bounded), a time origin that is not whole seconds after 1970, header fields and
 comments that would not read back as themselves, ``swf:`` extras that do not fit their field.
 A job number given as decimal text (``"12"``) is written as that number and reads back as the
-integer. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a task it
+integer. Jobs are written in ascending submit time, as the PWA definition orders a file's
+lines (a stable sort: ties keep their order); when the sort moves jobs whose numbers then
+would not count up, all are numbered 1..n in that order (``task.id``), so a job number stays
+the counter of the lines that preceding job numbers refer to. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a task it
 cannot run.
 
 Large files (1 MB and more) are first read by a vectorised accept path: chunks of plain
@@ -71,8 +78,10 @@ whole-file reader, becomes one Parquet row group or its SWF or GWF lines, so the
 length does not bound it either; a job whose preceding job is another chunk's keeps it as
 its dependency, GWF's variant is the one the whole trace's fields choose (a file is read
 again when its first chunk's choose the other; a pipe stops), and job numbers that mix
-integers and text (which the whole file would renumber) stop it
-(``convert.not-streamable``). To Batsim and osp-workload JSON it converts them in chunks
+integers and text, or are text (which the whole file would renumber), stop it
+(``convert.not-streamable``); so do, converting to SWF, a chunk whose jobs the whole file
+would number again, and a job submitted before one of an earlier chunk (SWF lines are in
+submit-time order, which the whole file would sort). To Batsim and osp-workload JSON it converts them in chunks
 too (``dcx.converters.stream_targets_json``), and to an OpenDC workload folder
 (``dcx.converters.stream_targets_opendc``); other targets still read the whole input (up
 to the input size limit).
@@ -94,8 +103,10 @@ Divergences
    dcx always treats them as single-core units (see above).
 2. ``haizea-swf2lwf`` takes the *requested* processor count (allocated when requested is
    -1); dcx takes the allocated count and keeps the requested one in extras.
-3. The PWA definition has numeric user, group and job ids only; dcx also accepts names (see
-   above) so that models from other formats keep theirs.
+3. The PWA definition has numeric user, group and job ids, and whole seconds, only; dcx
+   also reads text job ids and decimal times (lenient reading), and writes job numbers and
+   times as the definition says; user and group names are read and written (see above) so
+   that models from other formats keep theirs.
 4. Haizea's ``traces/undocumented/test_cancel.swf`` reuses job number 0 on every line; dcx
    rejects duplicate job numbers (``swf.duplicate-id``) because tasks need unique ids.
 """

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Container, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 from dcx.core.columns import (
@@ -43,6 +44,7 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+from dcx.core.restrict import regrouped
 from dcx.core.shapes import single_core_node_columns, single_core_nodes, whole_count
 from dcx.formats.swf import COLUMNS
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
@@ -63,7 +65,7 @@ from dcx.parsing.traces import (
     parse_int,
     parse_number,
     written_ids,
-    written_token_id,
+    written_number_id,
 )
 
 SCHEMA = "swf.schema.json"
@@ -654,13 +656,57 @@ def _header_texts(key: str, value: Any) -> list[str] | None:
     return None if None in texts else [text for text in texts if text is not None]
 
 
-class _Normalizer:
-    """Builds the normal form and records the held field paths it changes."""
+def _whole_submit(value: float) -> float:
+    """A submit time SWF writes: known (``known_submit``) and rounded half up to whole
+    seconds, the nearest second."""
+    value = known_submit(value)
+    return value if float(value).is_integer() else float(math.floor(value + 0.5))
 
-    def __init__(self, tasks: list[Task]) -> None:
+
+def _whole_runtime(value: float | None) -> float | None:
+    """A runtime SWF writes: known (``known_time``) and rounded half up to whole seconds."""
+    value = known_time(value)
+    if value is None or float(value).is_integer():
+        return value
+    return float(math.floor(value + 0.5))
+
+
+def _whole_requested_time(value: float | None) -> float | None:
+    """A requested time SWF writes: known and rounded *up* to whole seconds. A requested
+    time is a limit the job must fit in: rounded up, it never falls below the runtime it
+    bounded (a runtime rounded half up is at most the ceiling of any limit it was within),
+    so a scheduler that kills jobs at their limit does not kill the job for the rounding."""
+    value = known_time(value)
+    return value if value is None or float(value).is_integer() else float(math.ceil(value))
+
+
+def _submit_order(tasks: Sequence[Task]) -> list[int]:
+    """The positions of ``tasks`` in the order SWF writes them: by submit time as written
+    (the PWA sorts a file's lines by submit time), ties in their given order."""
+    submits = [_whole_submit(task.submit_time_s) for task in tasks]
+    if all(a <= b for a, b in pairwise(submits)):
+        return list(range(len(tasks)))
+    return sorted(range(len(tasks)), key=submits.__getitem__)
+
+
+class _Normalizer:
+    """Builds the normal form and records the held field paths it changes. ``order``: the
+    tasks' positions in the written (submit-time) order."""
+
+    def __init__(self, tasks: list[Task], order: Sequence[int]) -> None:
         self.lost: set[str] = set()
-        self.numbering, renumbered = written_ids([task.id for task in tasks], written_token_id,
-                                                 keeps_integers=True)
+        ids = [tasks[index].id for index in order]
+        self.numbering, renumbered = written_ids(ids, written_number_id, keeps_integers=True)
+        reordered = any(index != position for position, index in enumerate(order))
+        if reordered and not renumbered:
+            # (kept ids are the integers written_number_id gives)
+            written = [int(self.numbering[old]) for old in ids]
+            if any(not a < b for a, b in pairwise(written)):
+                # moved jobs: numbered again as the counter of the written lines
+                self.numbering = {}
+                for old in ids:
+                    self.numbering.setdefault(old, 1 + len(self.numbering))
+                renumbered = True
         if renumbered:
             self.lost.add("task.id")
         self.written = set(self.numbering.values())
@@ -671,9 +717,9 @@ class _Normalizer:
         dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
         if len(dependencies) != len(task.dependencies):
             lost.add("task.dependencies")
-        submit = known_submit(task.submit_time_s)
-        runtime = known_time(task.runtime_s)
-        requested = known_time(task.requested_time_s)
+        submit = _whole_submit(task.submit_time_s)
+        runtime = _whole_runtime(task.runtime_s)
+        requested = _whole_requested_time(task.requested_time_s)
         request = task.request
         nodes, memory_mb = single_core_nodes(request.nodes, request.cores, request.memory_mb)
         memory = _memory(memory_mb)
@@ -732,7 +778,7 @@ class _Normalizer:
                 if value != nodes:
                     kept[key] = value
             elif key == _PRECEDING_KEY and not has_dependency:
-                written = written_token_id(value)
+                written = written_number_id(value)
                 if written is None or written in self.written:  # would read as a dependency
                     dropped = True
                 else:
@@ -747,9 +793,15 @@ class _Normalizer:
 
 
 def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
-    """The jobs of ``normal_form``, task by task, and the held paths it changes."""
-    normalizer = _Normalizer([task for job in given for task in job.tasks])
+    """The jobs of ``normal_form``, task by task, in submit-time order, and the held paths
+    it changes. A job whose tasks the order separates becomes one job per task (SWF has one
+    task per job: its grouping is dropped either way)."""
+    placed = [(job, task) for job in given for task in job.tasks]
+    order = _submit_order([task for _, task in placed])
+    normalizer = _Normalizer([task for _, task in placed], order)
     lost = normalizer.lost
+    if any(index != position for position, index in enumerate(order)):
+        given = _one_task_jobs([placed[index] for index in order], lost)
     jobs = []
     for job in given:
         tasks = tuple(normalizer.task(task) for task in job.tasks)
@@ -762,6 +814,24 @@ def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
         else:
             jobs.append(replace(job_holding(job, tasks), extras=extras))
     return lost, tuple(jobs)
+
+
+def _one_task_jobs(placed: Sequence[tuple[Job, Task]], lost: set[str]) -> list[Job]:
+    """A job per task, in the given order: a job's own values stay on the job of its first
+    task (they are reported as the jobs of a format without jobs drop them), the others
+    are jobs of one task named by it, and a job of several tasks, or named otherwise than
+    its task, is reported as the ``job`` grouping the order separates."""
+    jobs: list[Job] = []
+    seen: set[int] = set()
+    for job, task in placed:
+        if regrouped(job):
+            lost.add("job")
+        if id(job) in seen:
+            jobs.append(Job(id=task.id, tasks=(task,)))
+        else:
+            seen.add(id(job))
+            jobs.append(job if len(job.tasks) == 1 else replace(job, tasks=(task,)))
+    return jobs
 
 
 def _on_single_core_nodes(columns: WorkloadColumns, lost: set[str]) -> WorkloadColumns | None:
@@ -798,10 +868,12 @@ def _columns_in_normal_form(columns: WorkloadColumns) -> bool:
         return False  # a dependency outside the workload is dropped
     for times in (columns.submit_time_s, columns.runtime_s, columns.requested_time_s):
         known = times[~np.isnan(times)]
-        if np.any(known < 0) or not np.all(np.isfinite(known)):
-            return False
-    if np.isnan(columns.submit_time_s).any() or np.any(columns.nodes < 1):
-        return False
+        if np.any(known < 0) or not np.all(np.isfinite(known)) \
+                or not np.array_equal(known, np.floor(known)):
+            return False  # (whole seconds, known: np.floor keeps them)
+    submit = columns.submit_time_s
+    if np.isnan(submit).any() or np.any(columns.nodes < 1) or np.any(submit[1:] < submit[:-1]):
+        return False  # the rows sort the jobs by submit time
     memory = columns.memory_mb[~np.isnan(columns.memory_mb)]
     if np.any(memory < 0) or not np.all(np.isfinite(memory * 1024)):
         return False
