@@ -53,8 +53,8 @@ A job number given as decimal text (``"12"``) is written as that number and read
 integer. Jobs are written in ascending submit time, as the PWA definition orders a file's
 lines (a stable sort: ties keep their order); when the sort moves jobs whose numbers then
 would not count up, all are numbered 1..n in that order (``task.id``), so a job number stays
-the counter of the lines that preceding job numbers refer to. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a task it
-cannot run.
+the counter of the lines that preceding job numbers refer to. Like GWF, ``-1`` for an
+unknown runtime is no warning: the scheduler reports a task it cannot run.
 
 Large files (1 MB and more) are first read by a vectorised accept path: chunks of plain
 numeric job lines are converted column by column (numpy, Arrow's CSV reader) into a
@@ -81,10 +81,10 @@ again when its first chunk's choose the other; a pipe stops), and job numbers th
 integers and text, or are text (which the whole file would renumber), stop it
 (``convert.not-streamable``); so do, converting to SWF, a chunk whose jobs the whole file
 would number again, and a job submitted before one of an earlier chunk (SWF lines are in
-submit-time order, which the whole file would sort). To Batsim and osp-workload JSON it converts them in chunks
-too (``dcx.converters.stream_targets_json``), and to an OpenDC workload folder
-(``dcx.converters.stream_targets_opendc``); other targets still read the whole input (up
-to the input size limit).
+submit-time order, which the whole file would sort). To Batsim and osp-workload JSON it
+converts them in chunks too (``dcx.converters.stream_targets_json``), and to an OpenDC
+workload folder (``dcx.converters.stream_targets_opendc``); other targets still read the
+whole input (up to the input size limit).
 
 **Trailing fields.** A job line with more than 18 fields (Alea's traces add three) is read
 from its first 18; the fields after them are kept, as their texts, in
