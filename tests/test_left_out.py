@@ -28,6 +28,7 @@ def _tasks(document: Document | None) -> int:
 def _accounted(document: Document, target: FormatDeclaration) -> None:
     """``document`` converted to ``target``: written tasks + named left-out tasks = given."""
     module = _installed(target)
+    assert module.write is not None
     written = module.write(document)
     if has_errors(written.diagnostics):
         assert refusal(document, normalized_for(document, target), "source", target)
@@ -39,9 +40,9 @@ def _accounted(document: Document, target: FormatDeclaration) -> None:
     assert _tasks(back) + named == _tasks(document), (target.name, left)
     if left is not None:
         assert left.first is not None and "left out" in left.detail
-        if target.leaves_out is not None:  # its reason says how many
-            assert f"{left.count:,} of {_tasks(document):,} tasks" in target.leaves_out(
-                document)
+        reason_of = target.leaves_out
+        if reason_of is not None:  # its reason says how many
+            assert f"{left.count:,} of {_tasks(document):,} tasks" in reason_of(document)
 
 
 @pytest.mark.parametrize("source,target", PAIRS, ids=lambda spec: spec.name)
@@ -72,7 +73,9 @@ def test_swf_jobs_batsim_cannot_run_are_counted_and_the_first_named() -> None:
     (left,) = [loss for loss in conversion_losses(document, batsim.FORMAT)
                if loss.field == LEFT_OUT]
     assert left.count == 5 and left.first == "/workload/jobs/1/tasks/0"
-    reason = batsim.FORMAT.leaves_out(document)
+    reason_of = batsim.FORMAT.leaves_out
+    assert reason_of is not None
+    reason = reason_of(document)
     assert "5 of 7 tasks have no positive runtime for a delay profile" in reason
     assert not any(loss.field == "task.runtime_s"
                    for loss in conversion_losses(document, batsim.FORMAT))
@@ -103,7 +106,9 @@ def test_batsim_jobs_of_unknown_profile_types_are_named_by_type_and_count() -> N
     (left,) = [loss for loss in conversion_losses(document, batsim.FORMAT)
                if loss.field == LEFT_OUT]
     assert left.count == 3 and left.first == "/workload/jobs/1/tasks/0"
-    reason = batsim.FORMAT.leaves_out(document)
+    reason_of = batsim.FORMAT.leaves_out
+    assert reason_of is not None
+    reason = reason_of(document)
     assert "2 with profile type 'mpi_replay_v2'" in reason
     assert "1 with profile type 'usage_trace_future'" in reason
     assert "(tasks 2, 3)" in reason and "(task 4)" in reason

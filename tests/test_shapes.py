@@ -109,6 +109,7 @@ def test_whole_nodes_written_as_processors_are_one_placement_loss_counted_per_ta
     assert (lost["task.request.placement"].count,
             lost["task.request.placement"].first) == (2, "/workload/jobs/0/tasks/0")
     read = _through(swf, document)
+    assert read.workload is not None
     assert {task.request.placement for task in read.workload.tasks()} == {Placement.CORES}
     lost = {loss.field: loss for loss in conversion_losses(read, opendc_workload.FORMAT)}
     assert lost["task.request.placement"].count == 3
