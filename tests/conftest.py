@@ -76,11 +76,13 @@ LEAN_FLOOR = 10
 
 def load_hypothesis_profile() -> None:
     """The lean default run is derandomized: the same examples each run, so a commit's
-    verdict does not depend on luck; ``full`` and ``thorough`` (``nox -s fuzz``) explore."""
+    verdict does not depend on luck; ``full`` and ``thorough`` (``nox -s fuzz``) explore.
+    Neither has a deadline."""
     from hypothesis import settings
 
-    settings.register_profile("dcx-lean", derandomize=True)
-    settings.register_profile("dcx-explore", derandomize=False)
+    # no deadline: a test never asserts wall-clock time, and a loaded machine is no bug
+    settings.register_profile("dcx-lean", derandomize=True, deadline=None)
+    settings.register_profile("dcx-explore", derandomize=False, deadline=None)
     name, _ = example_budget()
     settings.load_profile("dcx-lean" if name == "lean" else "dcx-explore")
 
