@@ -285,3 +285,29 @@ def test_wfcommons_fails_an_instance_missing_a_tasks_parent(tmp_path):
     [failure] = verdict["failures"]
     assert failure["path"] == str(orphan)
     assert 'Parent task "a" is not declared' in failure["reason"]
+
+
+def _peer_module(name: str) -> Any:
+    """A peer script loaded as a module, for its checks that run before the peer's software
+    (none of them needs it installed)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"peer_{name}",
+                                                  REPO / "tests" / "peers" / f"peer_{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(f"peer_{name}", module)  # its dataclasses look themselves up there
+    spec.loader.exec_module(sys.modules[f"peer_{name}"])
+    return sys.modules[f"peer_{name}"]
+
+
+def test_slurm_fails_a_node_written_without_its_cpu_count(tmp_path):
+    """A writer that drops a node's CPUs: Slurm would start it with one CPU as silently as
+    dcx reads it, so the peer fails the file before any controller starts."""
+    peer = _peer_module("slurm")
+    broken = tmp_path / "slurm.conf"
+    broken.write_text("NodeName=n[1-4] RealMemory=1024\nPartitionName=all Nodes=ALL\n")
+    reason = peer.check(broken)
+    assert reason is not None and "Slurm gives it 1 CPU" in reason
+    nodes, refused = peer.dcx_nodes(b"NodeName=n[1-4] CPUs=8 RealMemory=1024\n")
+    assert refused is None and {node.cpus for node in nodes.values()} == {8}

@@ -283,6 +283,11 @@ def dcx_nodes(data: bytes) -> tuple[dict[str, Node], str | None]:
     if result.document is None or result.document.environment is None:
         errors = [d.render() for d in result.diagnostics if d.is_error]
         return {}, "dcx refuses it: " + (errors[0] if errors else "no document")
+    defaulted = [d.render() for d in result.diagnostics if d.code == "slurm.default-cpus"]
+    if defaulted:
+        # Slurm starts such a node with one CPU as silently as dcx reads it: both would agree
+        # on a file whose writer dropped the counts, so the file itself is the disagreement
+        return {}, "a node has no CPU count, so Slurm gives it 1 CPU: " + defaulted[0]
     environment = result.document.environment
     member_of: dict[str, list[str]] = {}
     names = [machine.name or "" for machine in environment.machines()]
