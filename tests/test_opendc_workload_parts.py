@@ -323,10 +323,18 @@ def test_conversion_in_parts_is_the_whole_folders_conversion(
               fragment_rows=fragment_rows, slice_tasks=slice_tasks)
 
 
+def _in_submit_order(tasks: pa.Table) -> pa.Table:
+    """The tasks' submission times in ascending order, as SWF lines are (a folder converted
+    to SWF in slices whose submits go back is refused, since the whole file sorts them)."""
+    column = "submissionTime" if "submissionTime" in tasks.column_names else "submission_time"
+    index = tasks.schema.get_field_index(column)
+    return tasks.set_column(index, column, tasks.column(index).sort())
+
+
 def _profiled(fragment_ids: list[int]) -> dict[str, pa.Table]:
     """Three tasks, each with a profile of several fragments, whose rows are as given."""
     tables = folder_tables(3, 3, False)
-    tasks = tables["tasks.parquet"]
+    tasks = _in_submit_order(tables["tasks.parquet"])
     tasks = tasks.set_column(0, "id", pa.array([1, 2, 3], pa.int32()))
     tasks = tasks.drop_columns([name for name in ("parents", "children")
                                 if name in tasks.column_names])
@@ -414,7 +422,7 @@ def test_a_value_path_changed_in_one_slice_counts_every_value_of_the_folder():
     is the first task's: so does the conversion in slices (SWF's target counts a value path
     in every chunk and leaves it out when no chunk changes one)."""
     tables = folder_tables(4, 3, False)
-    tasks = tables["tasks.parquet"]
+    tasks = _in_submit_order(tables["tasks.parquet"])
     cores = "cpu_count" if "cpu_count" in tasks.column_names else "maxCores"
     tasks = tasks.set_column(tasks.schema.get_field_index(cores), cores,
                              pa.array([1, 2, 1], pa.int32()))
