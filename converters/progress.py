@@ -15,6 +15,35 @@ LARGE_INPUT_BYTES = 4 * 1024 * 1024
 """Inputs from this size on show their stages (reading, checking, converting, writing)."""
 
 
+def rich_bar(stream: TextIO, failures: bool = False, eta: bool = False) -> Any:
+    """A started, transient rich bar on ``stream`` (description, bar, done of total, time
+    taken; with ``failures`` the task's ``failed`` field, with ``eta`` the time left).
+    Diagnostics printed through its console keep their text: no markup, emoji codes or
+    highlighting."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as RichProgress
+
+    columns: list[ProgressColumn | str] = [TextColumn("{task.description}"), BarColumn(),
+                                           MofNCompleteColumn()]
+    if failures:
+        columns.append(TextColumn("{task.fields[failed]}"))
+    columns.append(TimeElapsedColumn())
+    if eta:
+        columns += [TextColumn("ETA"), TimeRemainingColumn()]
+    console = Console(file=stream, highlight=False, markup=False, emoji=False)
+    bar = RichProgress(*columns, console=console, transient=True)
+    bar.start()
+    return bar
+
+
 class Progress:
     """A bar of ``total`` steps, or nothing when ``enabled`` is false or stderr is no terminal."""
 
@@ -29,21 +58,7 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-            from rich.progress import Progress as RichProgress
-
-            # diagnostics are printed as they are: no markup, emoji codes or highlighting
-            console = Console(file=self.stream, highlight=False, markup=False, emoji=False)
-            self._bar = RichProgress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), console=console, transient=True)
-            self._bar.start()
+            self._bar = rich_bar(self.stream)
             self._task = self._bar.add_task(self._description, total=self.total)
         return self
 

@@ -9,6 +9,8 @@ import time
 from types import TracebackType
 from typing import Any, TextIO
 
+from dcx.converters.progress import rich_bar
+
 
 def _is_terminal(stream: TextIO) -> bool:
     try:
@@ -49,22 +51,7 @@ class SweepProgress:
 
     def __enter__(self) -> SweepProgress:
         if self._bar_wanted and self.total:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-            from rich.progress import Progress as RichProgress
-
-            console = Console(file=self.stream, highlight=False, markup=False, emoji=False)
-            self._bar = RichProgress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                TimeRemainingColumn(), console=console, transient=True)
-            self._bar.start()
+            self._bar = rich_bar(self.stream, failures=True, eta=True)
             self._task = self._bar.add_task(self.label, total=self.total, failed="")
         return self
 
