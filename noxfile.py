@@ -16,7 +16,7 @@ nox.options.error_on_missing_interpreters = False
 
 TEST_EXTRAS = ".[test,docs,browser]"
 # src/dcx's subpackages are links to these folders: ruff reads each once, from here.
-PACKAGES = ("core", "parsing", "formats", "converters", "scheduler", "experiments",
+PACKAGES = ("core", "parsing", "formats", "converters", "scheduler", "experiments", "cli",
             "src/dcx/__init__.py")
 
 

@@ -37,14 +37,14 @@ def measured(code: str, *args: str) -> tuple[float, float, float]:
 
 CONVERT = f"""
 import sys
-from dcx.converters.cli import main
+from dcx.cli.main import main
 sys.exit(main(["convert", "--quiet", sys.argv[1], sys.argv[2], "--to", "environment",
                "--fill", "{FILL}"]))
 """
 
 VALIDATE = """
 import sys
-from dcx.converters.cli import main
+from dcx.cli.main import main
 sys.exit(main(["validate", "--quiet", sys.argv[1]]))
 """
 

@@ -33,7 +33,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from dcx.converters.cli import topology_summary
+from dcx.cli.main import topology_summary
 from dcx.converters.losses import conversion_losses
 from dcx.core.groups import MachineGroup, Slots, machine_count
 from dcx.core.model import Document, Environment, Rack

@@ -97,7 +97,7 @@ def measured(code: str, *args: str) -> tuple[float, float, float]:
 
 VALIDATE = """
 import sys
-from dcx.converters.cli import main
+from dcx.cli.main import main
 sys.exit(main(["validate", "--quiet", sys.argv[1]]))
 """
 

@@ -40,7 +40,7 @@ Usage = tuple[float, float, float]
 VALIDATE = """
 import sys
 from dcx.converters import streaming
-from dcx.converters.cli import main
+from dcx.cli.main import main
 streaming.STREAM_BYTES = float("inf") if sys.argv[1] == "whole" else 0
 sys.exit(main(["validate", "--quiet", sys.argv[2]]))
 """
@@ -65,7 +65,7 @@ print(wall, cpu, peak, hashlib.sha256(data).hexdigest())
 CONVERT = """
 import sys
 from dcx.converters import streaming
-from dcx.converters.cli import main
+from dcx.cli.main import main
 streaming.STREAM_BYTES = float("inf") if sys.argv[1] == "whole" else 0
 sys.exit(main(["convert", "--quiet", sys.argv[2], sys.argv[3]]))
 """

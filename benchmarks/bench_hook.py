@@ -42,7 +42,7 @@ def make_batch(folder: Path) -> list[str]:
 
 def timed_hook(paths: list[str]) -> tuple[float, int, int]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "dcx.converters.cli", "validate", "--hook",
+    done = subprocess.run([sys.executable, "-m", "dcx.cli", "validate", "--hook",
                            *paths], capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     return elapsed, done.returncode, len(done.stderr.splitlines())  # diagnostics go to stderr

@@ -28,7 +28,7 @@ SIZES = [int(size) for size in os.environ.get("DCX_BENCH_JSON_JOBS",
 
 DCX = """
 import sys
-from dcx.converters.cli import main
+from dcx.cli.main import main
 if sys.argv[1] == "objects":  # the baseline: every columnar function declines
     from dcx.formats.batsim import codec as batsim
     from dcx.formats.osp_workload import codec as osp

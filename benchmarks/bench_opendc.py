@@ -31,7 +31,7 @@ JOBS = int(os.environ.get("DCX_BENCH_JOBS", "1000000"))
 
 CLI = """
 import sys
-from dcx.converters.cli import main
+from dcx.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -39,7 +39,7 @@ PER_TASK = int(os.environ.get("DCX_BENCH_FRAGMENTS_PER_TASK", "10"))
 DCX = """
 import sys
 from dcx.converters import streaming
-from dcx.converters.cli import main
+from dcx.cli.main import main
 if sys.argv[1] == "whole":
     streaming.STREAM_BYTES = float("inf")  # every folder packed whole: the baseline
 elif sys.argv[1] == "parts":

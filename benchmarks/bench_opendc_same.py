@@ -34,7 +34,7 @@ BASELINE = os.environ.get("DCX_BENCH_BASELINE", "38e057f")
 
 DCX = """
 import sys
-from dcx.converters.cli import main
+from dcx.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -42,7 +42,7 @@ JOBS = int(os.environ.get("DCX_BENCH_JOBS", "1000000"))
 DCX = """
 import sys
 from dcx.converters import streaming
-from dcx.converters.cli import main
+from dcx.cli.main import main
 if sys.argv[1] == "whole":
     streaming.STREAM_BYTES = float("inf")  # every input read whole: the baseline
 elif sys.argv[1] == "parts":
@@ -54,7 +54,7 @@ sys.exit(main(sys.argv[2:]))
 DRIVER = """
 import resource, sys
 from dcx.converters import streaming
-from dcx.converters.cli import main
+from dcx.cli.main import main
 streaming.STREAM_BYTES = 0  # every Parquet file by row groups, whatever its size
 code = main(sys.argv[2:])
 own = resource.getrusage(resource.RUSAGE_SELF)

@@ -69,7 +69,7 @@ if way == "baseline":
     else:
         from dcx.formats.jgf import codec
         codec._Run.admits = lambda self, node, graph: False
-from dcx.converters.cli import main
+from dcx.cli.main import main
 argv = ["validate", path] if step == "validate" else [
     "convert", path, out + ".json", "--to", "environment" if step == "convert" else "sss"]
 if step == "losses":

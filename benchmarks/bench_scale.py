@@ -33,7 +33,7 @@ def measured(code: str, *args: str) -> tuple[float, float, float]:
 
 VALIDATE = """
 import sys
-from dcx.converters.cli import main
+from dcx.cli.main import main
 sys.exit(main(["validate", "--quiet", sys.argv[1]]))
 """
 
@@ -49,7 +49,7 @@ sys.exit(0 if result.ok and len(result.document.workload.jobs) else 1)
 
 CONVERT = """
 import sys
-from dcx.converters.cli import main
+from dcx.cli.main import main
 sys.exit(main(["convert", "--quiet", sys.argv[1], sys.argv[2], "--to", "parquet"]))
 """
 

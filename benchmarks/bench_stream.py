@@ -52,7 +52,7 @@ Usage = tuple[float, float, float]
 DCX = """
 import sys
 from dcx.converters import streaming
-from dcx.converters.cli import main
+from dcx.cli.main import main
 if sys.argv[1] == "whole":
     streaming.STREAM_BYTES = float("inf")  # every input read whole: the baseline
 elif sys.argv[1] == "chunks":

@@ -30,7 +30,7 @@ JOBS = int(os.environ.get("DCX_BENCH_BASE_JOBS", "1000000"))
 DCX = """
 import sys
 from dcx.converters import streaming
-from dcx.converters.cli import main
+from dcx.cli.main import main
 if sys.argv[1] == "whole":
     streaming.STREAM_BYTES = float("inf")  # every input read whole: the baseline
 elif sys.argv[1] == "chunks":

@@ -219,10 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     _output_option(info)
     _verbosity_options(info)
 
-    from dcx.scheduler import cli as scheduler_cli  # light: imports the engine only in run()
+    from dcx.cli import schedule as scheduler_cli  # light: imports the engine only in run()
 
     _verbosity_options(scheduler_cli.add_parser(commands))
-    from dcx.experiments import cli as experiment_cli  # light: Dask and pyarrow load in run()
+    from dcx.cli import experiment as experiment_cli  # light: Dask and pyarrow load in run()
 
     experiment_cli.add_parser(commands)
     return parser
@@ -271,12 +271,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = {"validate": cmd_validate, "convert": cmd_convert, "formats": cmd_formats,
                    "info": cmd_info}.get(args.command)
         if args.command == "experiment":
-            from dcx.experiments import cli as experiment_cli
+            from dcx.cli import experiment as experiment_cli
 
             status: int = experiment_cli.run(args)
             return status
         if handler is None:
-            from dcx.scheduler import cli as scheduler_cli
+            from dcx.cli import schedule as scheduler_cli
 
             code: int = scheduler_cli.run(args)
             return code

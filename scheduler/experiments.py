@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dcx.converters.atomic import write_atomic
-from dcx.scheduler.cli import PLOTS_MISSING, plots_available, write_plots
+from dcx.scheduler.figures import PLOTS_MISSING, plots_available, write_plots
 from dcx.scheduler.loading import load_problem, read_document
 from dcx.scheduler.paper import SETUP_FILE_NAME
 from dcx.scheduler.policies import Policy, all_policies

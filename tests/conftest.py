@@ -40,7 +40,7 @@ def first_losses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     """Runs ``dcx convert in.json OUT --to TARGET --losses`` on a text, in an empty folder:
     each listed field → where its first dropped value is (``in.json:4:3,
     /environment/…/slots/1``, or only the pointer when the reader cannot tell)."""
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
 
     monkeypatch.chdir(tmp_path)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dcx.converters import cli, inputs
+from dcx.cli import main as cli
+from dcx.converters import inputs
 from dcx.core.limits import Limits
 
 SMALL = b'{"environment": {"datacenters": []}}'

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix streams an
 def dcx_command() -> list[str]:
     """The installed ``dcx`` script next to this interpreter, or the module."""
     script = Path(sys.executable).parent / "dcx"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "dcx.converters.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "dcx.cli"]
 
 
 def dcx(*args: str | Path, stdin: bytes | None = None, umask: int | None = None,

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from dcx.cli.main import main
 from dcx.converters import streaming
-from dcx.converters.cli import main
 from dcx.parsing import chunks
 from tests.test_swf_fast import plain_trace
 from tests.test_swf_stream import bad_trace
@@ -125,7 +125,7 @@ def test_a_pipe_converts_in_chunks():
     threshold (lowered here, so the test stays small): the rows and the header arrive."""
     generator = Path(__file__).resolve().parent.parent / "benchmarks" / "generate_swf.py"
     program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = 1 << 16\n"
+               "chunks\nfrom dcx.cli.main import main\nstreaming.STREAM_BYTES = 1 << 16\n"
                "chunks.CHUNK_BYTES = 1 << 15\nsys.exit(main(sys.argv[1:]))\n")
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "out.parquet"
@@ -156,7 +156,7 @@ def test_a_pipe_converts_to_swf_on_stdout_as_the_whole_file_does():
     write_blocks(5000, parts.append)
     trace = b"".join(parts)
     program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = "
+               "chunks\nfrom dcx.cli.main import main\nstreaming.STREAM_BYTES = "
                "int(sys.argv[1])\nchunks.CHUNK_BYTES = 1 << 12\nsys.exit(main(sys.argv[2:]))\n")
     outputs = []
     for threshold in (1 << 12, 1 << 40):  # in chunks; whole (the pipe ends within it)

@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dcx.cli.main import main
 from dcx.converters import partitions, stream_dask, streaming
-from dcx.converters.cli import main
 from tests.test_convert_stream_parquet import valid_table
 from tests.test_parquet_partitions import trace_table, written
 

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dcx.cli.main import main
 from dcx.converters import streaming
-from dcx.converters.cli import main
 from dcx.formats.gwf import codec
 from dcx.parsing import chunks
 from tests.test_gwf_fast import HEADER, archive_text, seconds_text
@@ -203,7 +203,7 @@ def test_a_gwf_pipe_converts_in_chunks():
     beyond the streaming threshold (lowered here): the whole file's table and bytes."""
     data = grouped_workflow(11, 3000).encode()
     program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = 1 << 12\n"
+               "chunks\nfrom dcx.cli.main import main\nstreaming.STREAM_BYTES = 1 << 12\n"
                "chunks.CHUNK_BYTES = 1 << 11\nsys.exit(main(sys.argv[1:]))\n")
     with tempfile.TemporaryDirectory() as folder:
         source, whole, piped = (Path(folder) / name
@@ -236,7 +236,7 @@ def test_a_pipe_whose_variant_a_later_chunk_changes_is_refused():
     tasks.append("400 0 -1 10 1 -1 -1 1 -1 -1 -1 3" + " -1" * 17)
     data = ("# JobID SubmitTime\n" + "\n".join(tasks) + "\n").encode()
     program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = 1 << 10\n"
+               "chunks\nfrom dcx.cli.main import main\nstreaming.STREAM_BYTES = 1 << 10\n"
                "chunks.CHUNK_BYTES = 1 << 10\nsys.exit(main(sys.argv[1:]))\n")
     with tempfile.TemporaryDirectory() as folder:
         source, whole, streamed, piped = (

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from dcx.cli.main import main
 from dcx.converters import streaming
-from dcx.converters.cli import main
 from dcx.converters.stream_convert import STREAM_PAIRS
 from dcx.core import limits
 from dcx.formats import batsim, gwf, osp_workload, parquet, swf
@@ -252,7 +252,7 @@ def pipe(data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
     """``dcx ARGS`` in a child reading ``data`` from a pipe, the streaming threshold and the
     chunk size lowered so that a small trace is read in many chunks."""
     program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = 1 << 10\n"
+               "chunks\nfrom dcx.cli.main import main\nstreaming.STREAM_BYTES = 1 << 10\n"
                "chunks.CHUNK_BYTES = 1 << 9\nsys.exit(main(sys.argv[1:]))\n")
     return subprocess.run([sys.executable, "-c", program, *args], input=data,
                           capture_output=True, check=False)

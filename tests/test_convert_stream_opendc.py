@@ -402,7 +402,7 @@ def test_standard_output_gets_the_whole_paths_archive():
             done = subprocess.run(
                 [sys.executable, "-c",
                  "import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-                 "chunks\nfrom dcx.converters.cli import main\n"
+                 "chunks\nfrom dcx.cli.main import main\n"
                  f"streaming.STREAM_BYTES = {0 if stream else 1 << 40}\n"
                  "chunks.CHUNK_BYTES = 1 << 9\nsys.exit(main(sys.argv[1:]))\n",
                  "convert", str(source), "-", "--to", TO], capture_output=True, check=False)

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dcx.cli.main import main
 from dcx.converters import streaming
-from dcx.converters.cli import main
 from dcx.converters.stream_convert import STREAM_PAIRS
 from tests.test_parquet_partitions import trace_table, written
 

@@ -159,7 +159,7 @@ def test_a_gwf_pipe_converts_to_swf_in_chunks():
     (lowered here): the whole file's bytes."""
     data = one_dependency_workflow(11, 3000).encode()
     program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = 1 << 12\n"
+               "chunks\nfrom dcx.cli.main import main\nstreaming.STREAM_BYTES = 1 << 12\n"
                "chunks.CHUNK_BYTES = 1 << 11\nsys.exit(main(sys.argv[1:]))\n")
     assert len(data) > 1 << 13
     read_whole = codec.read(data).document

@@ -30,7 +30,7 @@ from tests.test_swf_fast import plain_trace
 from tests.test_swf_stream import bad_trace
 
 PIPE_PROGRAM = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-                "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = 1 << 10\n"
+                "chunks\nfrom dcx.cli.main import main\nstreaming.STREAM_BYTES = 1 << 10\n"
                 "chunks.CHUNK_BYTES = 1 << 10\nsys.exit(main(sys.argv[1:]))\n")
 """``dcx`` whose streaming threshold and chunks are 1 KB (a pipe of a few KB streams)."""
 
@@ -378,7 +378,7 @@ def test_a_file_converts_to_standard_output_as_whole():
     stdout), the whole file's bytes and report, in either variant, with a preceding job
     later in the file (read a third time, to measure)."""
     program = ("import sys\nfrom dcx.converters import streaming\nfrom dcx.parsing import "
-               "chunks\nfrom dcx.converters.cli import main\nstreaming.STREAM_BYTES = "
+               "chunks\nfrom dcx.cli.main import main\nstreaming.STREAM_BYTES = "
                "float(sys.argv[1])\nchunks.CHUNK_BYTES = 1 << 10\nsys.exit(main(sys.argv[2:]))\n")
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "in.swf"

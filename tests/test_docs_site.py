@@ -206,7 +206,7 @@ def test_xsd_reference_reads_occurrence_choices_facets_and_comments() -> None:
 
 
 def test_cli_reference_covers_every_command_and_option() -> None:
-    from dcx.converters.cli import build_parser
+    from dcx.cli.main import build_parser
 
     parser = build_parser()
     rendered = cli_ref.render(parser)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dcx.converters.cli import main
+from dcx.cli.main import main
 from dcx.experiments.report import Estimate, Group, paper_tables, t_975
 from dcx.experiments.spec import load_experiment
 from dcx.experiments.store import ResultStore

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from dcx.converters.cli import main
+from dcx.cli.main import main
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is in the test extra")
 pq = pytest.importorskip("pyarrow.parquet")

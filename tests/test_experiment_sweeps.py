@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dcx.converters.cli import main
+from dcx.cli.main import main
 from dcx.experiments.spec import load_experiment
 from dcx.experiments.transforms import (
     TransformError,
@@ -324,7 +324,7 @@ def test_on_a_terminal_a_bar_with_failures_and_eta(tmp_path: Path) -> None:
 
     script = Path(sys.executable).parent / "dcx"
     command = [str(script)] if script.exists() else [sys.executable, "-m",
-                                                     "dcx.converters.cli"]
+                                                     "dcx.cli.main"]
     leader, follower = pty.openpty()
     try:
         process = subprocess.Popen(

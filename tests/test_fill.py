@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dcx.converters import cli
+from dcx.cli import main as cli
 from dcx.converters.convert import convert
 from dcx.converters.fill import FillError, apply_fills, parse_fill
 from dcx.core.groups import MachineGroup, Slots, machine_count, machine_parts

@@ -419,7 +419,7 @@ def test_losses_name_a_job_at_its_first_task_line(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A workflow is where its first task's line is: the second workflow's tasks (lines 4
     and 5) are one SWF job each, a loss first seen at line 4."""
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
 
     source = tmp_path / "two.gwf"
     source.write_text("# two workflows\n"

@@ -176,7 +176,7 @@ def test_validate_streams_a_pipe_and_a_file_larger_than_the_in_memory_limit(tmp_
         "import sys, dataclasses\n"
         "from dcx.core import limits\n"
         f"limits.LIMITS = dataclasses.replace(limits.LIMITS, max_input_bytes={limit})\n"
-        "from dcx.converters import cli, streaming\n"
+        "from dcx.cli import main as cli\nfrom dcx.converters import streaming\n"
         "streaming.STREAM_BYTES = 65536\n"
         "sys.exit(cli.main(['validate', *sys.argv[1:]]))\n")
     good = workflow_text(1, 6000).encode()

@@ -952,7 +952,7 @@ LOCATED_LWF = """<lease-workload name="located">
 def losses_listed(source: Path, target: str, tmp_path: Path,
                   capsys: pytest.CaptureFixture[str], *options: str) -> list[str]:
     """The loss lines of ``dcx convert SOURCE OUT --to TARGET --losses [OPTIONS]``."""
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
 
     capsys.readouterr()
     assert main(["convert", str(source), str(tmp_path / f"out.{target}"), "--to", target,

@@ -63,7 +63,7 @@ def dcx_command() -> list[str]:
     """The installed ``dcx`` script next to this interpreter (what a user runs), or the
     module when the script is not there."""
     script = Path(sys.executable).parent / "dcx"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "dcx.converters.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "dcx.cli"]
 
 
 @dataclass

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dcx.cli.main import main, parted_summary, workload_summary
 from dcx.converters import inputs, streaming
-from dcx.converters.cli import main, parted_summary, workload_summary
 from dcx.core import limits
 from dcx.core.declaration import ChunkedRead, FormatDeclaration
 from dcx.core.diagnostics import ReadResult

@@ -364,7 +364,7 @@ def test_losses_are_listed_with_the_checked_paths_places(
         indent: int | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``dcx convert --losses`` of a file the fast path reads (its runs cross 10 and 100)
     prints what it prints when the checked path reads the file."""
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
 
     value = json.loads(jgf.write(_numbered(7, 250, 2, True, 2)).data)
     source = tmp_path / "graph.json"

@@ -1,7 +1,8 @@
-"""The layers, checked by import-linter: experiments over the applications (converters,
-scheduler) over formats over parsing over core, and no format importing another. The
-contracts are generated from the format declarations, so a new format is checked without
-editing this file. And no import cycles, through imports inside functions too (grimp)."""
+"""The layers, checked by import-linter: the command line over the experiments over the
+scheduler over the converters over the formats over parsing over core, with no exemption,
+and no format importing another. The contracts are generated from the format declarations,
+so a new format is checked without editing this file. And no import cycles, through imports
+inside functions too (grimp); nothing imports the command line."""
 
 from __future__ import annotations
 
@@ -17,11 +18,9 @@ pytest.importorskip("importlinter", reason="import-linter is in the test extra")
 
 REPO = Path(__file__).resolve().parent.parent
 
-LAYERS = ("dcx.experiments", "dcx.converters : dcx.scheduler", "dcx.formats", "dcx.parsing",
-          "dcx.core")
-COMMAND_LINE_IMPORTS = ("dcx.converters.cli -> dcx.experiments.cli",)
-"""The ``dcx`` command line lists every subcommand, the experiments' too: that one module
-may reach up to the experiments' argument parser (nothing else in the layers below may)."""
+LAYERS = ("dcx.cli", "dcx.experiments", "dcx.scheduler", "dcx.converters", "dcx.formats",
+          "dcx.parsing", "dcx.core")
+"""Top first: each imports only those after it, with no exemption."""
 
 
 def format_packages() -> list[str]:
@@ -32,13 +31,12 @@ def format_packages() -> list[str]:
 def contracts() -> str:
     layers = "\n".join(f"    {layer}" for layer in LAYERS)
     formats = "\n".join(f"    {name}" for name in format_packages())
-    ignored = "\n".join(f"    {line}" for line in COMMAND_LINE_IMPORTS)
     return (
         "[importlinter]\nroot_package = dcx\ninclude_external_packages = False\n\n"
         "[importlinter:contract:layers]\n"
-        "name = Experiments over applications over formats over parsing over core\n"
-        f"type = layers\nlayers =\n{layers}\n"
-        f"ignore_imports =\n{ignored}\n\n"
+        "name = cli over experiments over scheduler over converters over formats over "
+        "parsing over core\n"
+        f"type = layers\nlayers =\n{layers}\n\n"
         "[importlinter:contract:formats]\n"
         "name = No format imports another (shared helpers live in core or parsing)\n"
         f"type = independence\nmodules =\n{formats}\n")
@@ -148,3 +146,15 @@ def test_strongly_connected_finds_cycles_and_only_them() -> None:
 
 def test_no_import_cycles() -> None:
     assert import_cycles() == []
+
+
+def test_nothing_imports_the_command_line() -> None:
+    """Only the console script and ``python -m dcx.cli`` enter ``dcx.cli``: no module outside
+    it imports it, at the top or inside a function."""
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter")
+    graph = grimp.build_graph("dcx", cache_dir=None, exclude_type_checking_imports=True)
+    inside = {module for module in graph.modules if module.split(".")[:2] == ["dcx", "cli"]}
+    assert "dcx.cli.main" in inside
+    importers = {importer for module in inside
+                 for importer in graph.find_modules_that_directly_import(module)}
+    assert importers - inside == set()

@@ -103,15 +103,15 @@ def test_a_toy_format_in_four_places_appears_everywhere(tmp_path: Path) -> None:
     front = _run(project, "import sys, dcx.formats.toy; print('dcx.core.model' in sys.modules)")
     assert front.strip() == "False", "the toy's front loaded its codec at import"
 
-    converted = _run(project, "from dcx.converters.cli import main; raise SystemExit(main("
+    converted = _run(project, "from dcx.cli.main import main; raise SystemExit(main("
                      "['convert', 'examples/toy/two.toy', '-', '--to', 'toy', '-q']))")
     assert converted == "#toy\na 4\nb 8\n"
 
-    listing = _run(project, "from dcx.converters.cli import main; main(['formats'])")
+    listing = _run(project, "from dcx.cli.main import main; main(['formats'])")
     assert "toy" in listing and "Toy hosts" in listing
 
     matrix = _run(project,
-                  "from dcx.converters.cli import main; main(['formats', '--matrix'])")
+                  "from dcx.cli.main import main; main(['formats', '--matrix'])")
     assert "toy -> environment:" in matrix and "sss -> toy:" in matrix
     assert "gwf -> toy: impossible" in matrix
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.cli import main
+from dcx.cli.main import main
 from dcx.converters.folders import folder_format, read_folder
 from dcx.converters.registry import content_kind, detect
 from dcx.core.columns import JobRows, columns_of

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dcx.cli.main import main
 from dcx.converters import streaming
-from dcx.converters.cli import main
 from dcx.converters.folders import folder_format
 from dcx.converters.partitions import read_parts
 from dcx.converters.stream_convert import STREAM_PAIRS
@@ -201,7 +201,7 @@ def test_validate_in_parts_says_what_the_whole_folder_read_says(
 
 def test_the_part_reader_gives_the_whole_readers_diagnostics_and_counts(tmp_path):
     """``read_parts`` of the folder against ``read`` of its archive, for each fault."""
-    from dcx.converters.cli import workload_summary
+    from dcx.cli.main import workload_summary
     from dcx.converters.folders import read_folder
 
     for seed in range(40):

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.cli import main, parted_summary, workload_summary
+from dcx.cli.main import main, parted_summary, workload_summary
 from dcx.converters.partitions import read_parts
 from dcx.core.declaration import ChunkedRead
 from dcx.formats import parquet

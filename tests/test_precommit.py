@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from dcx.converters.cli import main
+from dcx.cli.main import main
 from dcx.converters.hooks import manifest
 from dcx.converters.registry import FAMILIES, FORMATS
 from dcx.core.declaration import FormatDeclaration
@@ -129,7 +129,7 @@ def test_batches_are_independent(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_a_json_batch_never_loads_xml_schemas(tmp_path: Path) -> None:
     """Every format's declaration is imported to sniff, but a batch of JSON files never loads
     the XML parsers or an XSD (lxml and the XML layer load on first use)."""
-    program = ("import sys; from dcx.converters.cli import main; "
+    program = ("import sys; from dcx.cli.main import main; "
                f"code = main(['validate', '--hook', {str(EXAMPLE)!r}]); "
                "print(code, sorted(m for m in ('lxml.etree', 'dcx.parsing.xmlio') "
                "if m in sys.modules))")

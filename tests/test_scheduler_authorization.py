@@ -167,7 +167,7 @@ def _schedule(tmp_path: Path, conf: str, *choice: str) -> subprocess.CompletedPr
     (tmp_path / "cluster.conf").write_text(conf)
     (tmp_path / "trace.swf").write_text(SWF)
     return subprocess.run(
-        [sys.executable, "-m", "dcx.converters.cli", "schedule", str(tmp_path / "trace.swf"),
+        [sys.executable, "-m", "dcx.cli", "schedule", str(tmp_path / "trace.swf"),
          "--env", str(tmp_path / "cluster.conf"), *choice, "--out", str(tmp_path / "run")],
         capture_output=True, text=True, check=False)
 

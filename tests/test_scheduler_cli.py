@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dcx.scheduler import cli
+from dcx.cli import schedule as cli
 
 SETUP = """{"name": "two", "rooms": [{"type": "SERVER", "objects": [{"type": "RACK",
  "machines": [{"cpus": [2]}, {"cpus": [1]}]}]}]}"""
@@ -107,7 +107,8 @@ def test_unknown_policy_and_missing_file(files: tuple[Path, Path],
 
 
 def test_cli_time_models_match_the_engine() -> None:
-    from dcx.scheduler import cli, engine
+    from dcx.cli import schedule as cli
+    from dcx.scheduler import engine
 
     assert tuple(cli.TIME_MODELS) == tuple(engine.TIME_MODELS)
 
@@ -116,7 +117,7 @@ def test_building_the_dcx_parser_does_not_import_the_engine() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from dcx.converters.cli import build_parser; build_parser(); "
+    code = ("import sys; from dcx.cli.main import build_parser; build_parser(); "
             "print(any(m.startswith('dcx.scheduler.engine') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -257,7 +257,7 @@ GWF_HEADER = "WorkflowID, JobID, SubmitTime, RunTime, NProcs, ReqNProcs, Depende
 def _schedule(argv: list[str]) -> int:
     import argparse
 
-    from dcx.scheduler import cli
+    from dcx.cli import schedule as cli
 
     parser = argparse.ArgumentParser()
     cli.add_parser(parser.add_subparsers(dest="command"))
@@ -368,7 +368,7 @@ def test_dcx_schedule_refuses_a_request_no_machine_meets(
 def test_dcx_experiment_leaves_out_the_cells_of_a_scheduler_a_task_cannot_run_under(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
 
     environment = Path(__file__).resolve().parent.parent / "examples" / "environment" / \
         "small-cluster.json"  # no machine declares an architecture

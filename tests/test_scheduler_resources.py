@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.cli import main as dcx_main
+from dcx.cli.main import main as dcx_main
 from dcx.core.model import (
     Datacenter,
     Environment,

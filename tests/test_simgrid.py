@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.cli import main
+from dcx.cli.main import main
 from dcx.converters.registry import detect
 from dcx.core.groups import MachineGroup
 from dcx.core.model import (

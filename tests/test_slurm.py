@@ -229,7 +229,7 @@ def test_a_node_without_cpus_has_slurm_s_default_of_one() -> None:
 
 
 def test_validate_strict_flags_a_node_without_cpus(tmp_path: Path) -> None:
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
 
     path = tmp_path / "slurm.conf"
     path.write_text("ClusterName=c\nNodeName=n[1-4]\n")
@@ -675,7 +675,7 @@ def test_seed_examples_convert_to_slurm_and_read_back(example: str) -> None:
 
 def test_hook_mode_skips_other_tools_conf_files_and_fails_a_broken_slurm_conf(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
 
     other = tmp_path / "nginx.conf"
     other.write_text("server {\n  listen 80;\n}\n")

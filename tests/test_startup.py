@@ -50,7 +50,7 @@ def test_each_format_package_loads_only_its_front(tmp_path: Path) -> None:
 def test_a_hook_run_over_a_foreign_file_builds_no_model(tmp_path: Path) -> None:
     foreign = tmp_path / "package.json"
     foreign.write_text('{"name": "not-ours", "version": "1.0.0"}\n')
-    loaded = _loaded_after("from dcx.converters.cli import main; "
+    loaded = _loaded_after("from dcx.cli.main import main; "
                            f"assert main(['validate', '--hook', {str(foreign)!r}]) == 0",
                            tmp_path)
     assert "dcx.core.model" not in loaded

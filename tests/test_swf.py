@@ -248,7 +248,7 @@ def test_losses_and_jobs_are_located_at_their_line(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A job is its line (SWF has one task per job), on the exact path and on the
     vectorised one alike, which compute it only when asked."""
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
     from dcx.formats.swf import codec
 
     source = tmp_path / "two.swf"

@@ -138,7 +138,7 @@ def test_validate_streams_a_pipe_larger_than_the_in_memory_limit(tmp_path):
         "import sys, dataclasses\n"
         "from dcx.core import limits\n"
         f"limits.LIMITS = dataclasses.replace(limits.LIMITS, max_input_bytes={limit})\n"
-        "from dcx.converters import cli, streaming\n"
+        "from dcx.cli import main as cli\nfrom dcx.converters import streaming\n"
         "streaming.STREAM_BYTES = 65536\n"
         "sys.exit(cli.main(['validate', '-']))\n")
     good = plain_trace(1, 6000).encode()
@@ -160,7 +160,8 @@ def test_validate_reads_a_large_file_in_chunks(tmp_path, monkeypatch, capsys):
     import dataclasses
     import json
 
-    from dcx.converters import cli, inputs, streaming
+    from dcx.cli import main as cli
+    from dcx.converters import inputs, streaming
     from dcx.core import limits
 
     lowered = dataclasses.replace(limits.LIMITS, max_input_bytes=50_000)
@@ -185,7 +186,8 @@ def test_validate_reads_a_large_file_in_chunks(tmp_path, monkeypatch, capsys):
 
 
 def test_a_line_that_never_ends_is_refused_not_held(tmp_path, monkeypatch, capsys):
-    from dcx.converters import cli, streaming
+    from dcx.cli import main as cli
+    from dcx.converters import streaming
     from dcx.parsing import chunks
 
     monkeypatch.setattr(streaming, "STREAM_BYTES", 4096)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dcx.converters.cli import main
+from dcx.cli.main import main
 from dcx.converters.convert import convert
 from dcx.converters.folders import folder_format, member_of, read_folder
 from dcx.converters.losses import matrix_cell

@@ -88,7 +88,7 @@ def _expand(directive: str, plan: SitePlan) -> str:
 
 def run_cli(repo_root: Path, arguments: str) -> str:
     """``dcx ARGS`` run in-process from the repository root; the console transcript."""
-    from dcx.converters.cli import main
+    from dcx.cli.main import main
 
     argv = shlex.split(arguments)
     missing = [arg for arg in argv

@@ -21,7 +21,7 @@ class SitePlan:
 
 
 def build_plan(repo_root: Path) -> SitePlan:
-    from dcx.converters.cli import build_parser
+    from dcx.cli.main import build_parser
 
     plan = SitePlan(repo_root)
 

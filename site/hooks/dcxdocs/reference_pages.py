@@ -24,7 +24,7 @@ EXIT_CODES = (("0", "every file is valid (or the conversion succeeded)"),
 
 
 def cli_page(parser: argparse.ArgumentParser) -> str:
-    return ("# CLI reference\n\nGenerated from `dcx.converters.cli.build_parser()` when the "
+    return ("# CLI reference\n\nGenerated from `dcx.cli.main.build_parser()` when the "
             "site builds: every command, argument, choice and default is the parser's own.\n\n"
             + cli_ref.render(parser)
             + "\n## Exit codes\n\n" + table(("Exit", "Meaning"), EXIT_CODES))
