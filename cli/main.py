@@ -102,6 +102,22 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
 
+    _add_validate(commands)
+    _add_convert(commands)
+    _add_formats(commands)
+    _add_info(commands)
+
+    from dcx.cli import schedule as scheduler_cli  # light: imports the engine only in run()
+
+    _verbosity_options(scheduler_cli.add_parser(commands))
+    from dcx.cli import experiment as experiment_cli  # light: Dask and pyarrow load in run()
+
+    experiment_cli.add_parser(commands)
+    return parser
+
+
+def _add_validate(commands: Any) -> None:
+    """``dcx validate``: files checked against the schemas and semantic rules."""
     validate = commands.add_parser(
         "validate", help="validate files against dcx's schemas and semantic checks",
         description="Validate each FILE ('-' for stdin): its format is sniffed from its "
@@ -136,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     _output_option(validate)
     _verbosity_options(validate)
 
+
+def _add_convert(commands: Any) -> None:
+    """``dcx convert``: one file to another format, its losses said."""
     convert = commands.add_parser(
         "convert", help="convert a file to another format through the dcx model",
         description="Convert INPUT to OUTPUT ('-' for stdin or stdout; OUTPUT's folder must "
@@ -192,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     _output_option(convert)
     _verbosity_options(convert)
 
+
+def _add_formats(commands: Any) -> None:
+    """``dcx formats``: the formats, their families and the loss matrix."""
     formats = commands.add_parser(
         "formats", help="list formats: what each reads, writes and cannot hold",
         description="List every format dcx knows, with its extensions, schema and what it "
@@ -200,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     _output_option(formats)
     _verbosity_options(formats)
 
+
+def _add_info(commands: Any) -> None:
+    """``dcx info``: the detected format and what a file holds."""
     info = commands.add_parser(
         "info", help="show the detected format and what a file holds",
         description="Detect each FILE's format ('-' for stdin) and print what it holds, "
@@ -218,14 +243,6 @@ def build_parser() -> argparse.ArgumentParser:
     _cluster_options(info, "read")
     _output_option(info)
     _verbosity_options(info)
-
-    from dcx.cli import schedule as scheduler_cli  # light: imports the engine only in run()
-
-    _verbosity_options(scheduler_cli.add_parser(commands))
-    from dcx.cli import experiment as experiment_cli  # light: Dask and pyarrow load in run()
-
-    experiment_cli.add_parser(commands)
-    return parser
 
 
 def _folder_help() -> str:
