@@ -231,7 +231,21 @@ def deadline_misses(problem: Problem, schedule: Schedule) -> list[bool | None]:
     return missed
 
 
-def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
+@dataclass
+class _JobSpans:
+    """Per job: its first arrival and start, its last finish, its size and whether every
+    task finished; per task its turnaround; the busy core-seconds of the run."""
+
+    first_arrival: list[float]
+    first_start: list[float]
+    last_finish: list[float]
+    sizes: list[int]
+    complete: list[bool]
+    turnaround: list[float]
+    busy_core_s: float
+
+
+def _job_spans(problem: Problem, schedule: Schedule) -> _JobSpans:
     tasks = problem.tasks
     count = len(tasks)
     job_count = len(problem.job_ids)
@@ -262,7 +276,18 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         busy_core_s += (end - starts[task]) * tasks.need[task] * tasks.nodes[task]
     busy_core_s /= CORE_UNITS
 
-    missed = deadline_misses(problem, schedule)
+    return _JobSpans(first_arrival, first_start, last_finish, sizes, complete, turnaround,
+                     busy_core_s)
+
+
+def _job_rows(problem: Problem, schedule: Schedule, spans: _JobSpans,
+              missed: list[bool | None]) -> list[JobMetrics]:
+    tasks = problem.tasks
+    count = len(tasks)
+    job_count = len(problem.job_ids)
+    first_arrival, first_start, last_finish = (spans.first_arrival, spans.first_start,
+                                               spans.last_finish)
+    sizes, complete = spans.sizes, spans.complete
     missed_per_job: list[int | None] = [None] * job_count
     for task, flag in enumerate(missed):
         if flag is not None:
@@ -304,8 +329,15 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
                 deadline_missed=missed_per_job[job],
             )
         )
+    return job_rows
 
-    finished = [value for value in turnaround if not math.isnan(value)]
+
+def _task_distributions(schedule: Schedule, count: int
+                        ) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Waiting time, response time, slowdown and bounded slowdown of the finished tasks
+    among the first ``count``."""
+    arrivals, starts, firsts, finishes = (
+        schedule.arrival_s, schedule.start_s, schedule.first_start_s, schedule.finish_s)
     waits: list[float] = []
     responses: list[float] = []
     slowdowns: list[float] = []
@@ -321,6 +353,20 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         if run > 0:
             slowdowns.append(response / run)
         bounded.append(max(1.0, response / max(run, BOUNDED_SLOWDOWN_TAU_S)))
+    return waits, responses, slowdowns, bounded
+
+
+def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
+    count = len(problem.tasks)
+    job_count = len(problem.job_ids)
+    spans = _job_spans(problem, schedule)
+    sizes, complete, turnaround = spans.sizes, spans.complete, spans.turnaround
+    busy_core_s = spans.busy_core_s
+    arrivals, finishes = schedule.arrival_s, schedule.finish_s
+    missed = deadline_misses(problem, schedule)
+    job_rows = _job_rows(problem, schedule, spans, missed)
+    finished = [value for value in turnaround if not math.isnan(value)]
+    waits, responses, slowdowns, bounded = _task_distributions(schedule, count)
     all_cores = sum(problem.machines.capacity) / CORE_UNITS
     horizon_start = min(arrivals, default=0.0)
     horizon_end = max((end for end in finishes if not math.isnan(end)), default=horizon_start)
