@@ -3,7 +3,8 @@
 commit (the baseline: the columnar functions switched off in the child, so every task is an
 object on the way): ``dcx convert`` of a 200,000-job trace (read whole) and of a
 1,000,000-job trace (16 MB and more: converted a chunk at a time,
-``stream_targets_json``), each to both formats. The outputs are checked equal, byte for byte.
+the formats' ``stream_target.py``), each to both formats. The outputs are checked equal,
+byte for byte.
 
 Every figure runs in a fresh subprocess started by ``child.run_child``'s launcher: CPU
 seconds and peak RSS are that conversion's alone, the read-back of its output included.

@@ -1,6 +1,6 @@
 """Large traces to an OpenDC workload folder: ``dcx convert`` of a 1,000,000-job SWF trace
 (``generate_swf.py``) to opendc-workload read whole (the in-memory path, the baseline) and in
-chunks (``stream_targets_opendc``: tasks and fragments written a chunk at a time, the tasks
+chunks (the format's ``stream_target.py``: tasks and fragments written a chunk at a time, the tasks
 file used as it is when no task has a parent), then of the same trace with every tenth job
 following the job three before it (``bench_stream.workflow_trace``: children settled at the
 end from the spooled tasks' ``id`` and ``parents``, the tasks file written again a row group

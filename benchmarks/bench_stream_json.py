@@ -1,6 +1,6 @@
 """Large traces to JSON workloads: ``dcx convert`` of a 1,000,000-job SWF trace
 (``generate_swf.py --blocks``) to a Batsim workload read whole (the in-memory path, what every
-input took before) and in chunks (``stream_targets_json``: the jobs spooled beside OUTPUT
+input took before) and in chunks (the formats' ``stream_target.py``: the jobs spooled beside OUTPUT
 while the file is read once, the output assembled at the end and read back), the same
 trace piped into ``dcx convert - out.json --from swf --to batsim``, and the trace to
 osp-workload read whole and in chunks (the workflows written as they come). The outputs are

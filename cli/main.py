@@ -608,7 +608,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from dcx.converters.folders import FolderError, write_folder
     from dcx.converters.progress import LARGE_INPUT_BYTES, Progress
     from dcx.converters.registry import detect
-    from dcx.converters.stream_convert import STREAM_PAIRS
+    from dcx.converters.stream_chunks import stream_pairs
     from dcx.converters.streaming import convert_input
 
     text = args.output_mode == "text"
@@ -622,7 +622,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     try:
         data, oversized, streamed = convert_input(
             args.input, args.source,
-            lambda spec: (spec.name, _target_for(args, spec).name) in STREAM_PAIRS, cluster)
+            lambda spec: (spec.name, _target_for(args, spec).name) in stream_pairs(), cluster)
         if streamed is not None:
             return _convert_streamed(args, streamed, fills, cluster)
     finally:

@@ -14,12 +14,10 @@ from typing import Any, Literal
 
 from dcx.converters.registry import FORMATS
 from dcx.core.declaration import FormatDeclaration
-from dcx.core.diagnostics import Loss
-from dcx.core.fields import FIELDS
 from dcx.core.model import Document
 from dcx.core.restrict import (
     EXTRAS_PATHS,
-    dropped_values,
+    conversion_losses,
     restrict,
     with_own_extras,
     with_parts,
@@ -27,17 +25,6 @@ from dcx.core.restrict import (
 from dcx.core.saturated import saturated_document
 
 PARTS = ("environment", "workload")
-
-
-def conversion_losses(document: Document, target: FormatDeclaration,
-                      normalized: Document | None = None) -> tuple[Loss, ...]:
-    """The field paths ``target`` drops from ``document``, in ``FIELDS`` order, each with its
-    meaning and the model pointer of its first dropped value (a dropped part is one loss,
-    not one per field inside it). ``normalized`` is ``document`` after the target's normal
-    form, when the caller has it already."""
-    dropped = dropped_values(document, target.holds, target.name, target, normalized)
-    return tuple(Loss(path, value.count, FIELDS[path], value.first)
-                 for path, value in dropped.items())
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

@@ -3,17 +3,21 @@ Parquet, to GWF or to SWF, a chunk of whole lines at a time, in memory bounded b
 (``dcx.parsing.chunks``), whatever the trace's length; a Parquet file (not a pipe: row groups
 are read by seeking) to Parquet, SWF or GWF a row group at a time (its jobs whole: the rows of
 a job that continues in the next row group are read with it). Those inputs convert to Batsim
-and osp-workload JSON the same way (``stream_targets_json``), and to an OpenDC workload
-folder (``stream_targets_opendc``: written into a temporary folder beside OUTPUT,
+and osp-workload JSON the same way, and to an OpenDC workload
+folder (written into a temporary folder beside OUTPUT,
 ``folders.folder_beside``, renamed into place once it reads back accepted). An OpenDC
 workload folder is a source too, its files read by row groups and its tasks a slice at a
-time, each with its fragments (``stream_sources.OpendcWorkloadSource``), to every target but
+time, each with its fragments, to every target but
 itself. ``dcx.converters.streaming`` decides when (the inputs ``dcx validate`` streams); this
 module converts.
 
-One engine for every source format (this module); a ``Source`` is what differs between them
-(``stream_sources``: its chunked checker, how a chunk is read, what the chunks say of one
-another, the header), a ``Target`` what a target makes of each chunk (``stream_targets``).
+One engine for every source format (this module), which names no format; a ``Source`` is
+what differs between them (its chunked checker, how a chunk is read, what the chunks say of
+one another, the header), a ``Target`` what a target makes of each chunk: each format
+declares its own (``FormatDeclaration.stream_source``, ``stream_target``: the classes in its
+package's ``stream_source.py`` and ``stream_target.py``, on ``dcx.core.streams``' base
+classes), and the pairs converted a chunk at a time derive from those declarations
+(``stream_pairs``).
 Per chunk: the source format's chunked reader
 (``FormatDeclaration.read_chunks``'s ``_Stream``) checks it, so the diagnostics are the
 whole-file reader's, byte for byte; the same chunk read as the whole-file reader reads it is
@@ -88,13 +92,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dcx.converters.stream_sources import SOURCES, Chunk, NotStreamable, Source
-from dcx.converters.stream_targets import TARGETS, Target, chunk_work
+from dcx.converters.registry import get
+from dcx.converters.stream_chunks import (
+    chunk_work,
+    read_back,
+    stream_source,
+    stream_target,
+)
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error, has_errors, warning
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Workload
+from dcx.core.streams import Chunk, NotStreamable, Source, Target
 
 CODES = (
     Code("convert.not-streamable", "error",
@@ -108,9 +118,6 @@ CODES = (
          "in a pipe, a header line after the first chunk that changes the time origin)."),
 )
 
-STREAM_PAIRS = frozenset((source, name) for name, target in TARGETS.items()
-                          for source in target.sources)
-"""Source and target formats ``dcx convert`` converts a chunk at a time."""
 
 PRECEDING_KEY = "swf:PrecedingJobNumber"
 _JOB_POINTER = re.compile(r"/workload/jobs/(\d+)(?:/tasks/(\d+))?")
@@ -213,20 +220,20 @@ def convert_chunks(source_name: str, chunks: Chunks, reopenable: bool, output: s
                    target_name: str, strict: bool = False, client: Any = None,
                    path: str | None = None) -> StreamedConversion:
     """Convert the ``source_name`` trace ``chunks`` gives to ``target_name``
-    (``STREAM_PAIRS``) at ``output`` (``-``: stdout). ``reopenable``: ``chunks`` may be called
+    (``stream_pairs``) at ``output`` (``-``: stdout). ``reopenable``: ``chunks`` may be called
     twice (a file), so what the output writes first is the file's own before anything is
     written. With a Dask ``client``, a Parquet file (at ``path``) has its row groups checked
     and converted on the cluster's workers (``stream_dask``), with the same outcome."""
     from dcx.parsing.chunks import LineTooLong
 
     if client is not None:
-        from dcx.converters.stream_dask import DaskParquetSource
+        from dcx.converters.stream_dask import dask_source
 
-        assert path is not None and reopenable and source_name == "parquet"
-        source: Source = DaskParquetSource(client, path, target_name)
+        assert path is not None and reopenable
+        source: Source = dask_source(get(source_name), client, path, target_name)
     else:
-        source = SOURCES[source_name]()
-    target = TARGETS[target_name](source, reopenable)
+        source = stream_source(source_name)
+    target = stream_target(target_name, source, reopenable)
     target.strict = strict
     run = _ChunkedConversion(source, target, chunks, reopenable, strict)
     try:
@@ -272,7 +279,7 @@ class _ChunkedConversion:
                     return StreamedConversion(verdict.diagnostics)
                 header = self.settled_header()
                 if early is not None and target.finish_early(header):
-                    problem = target.read_back(early.path)
+                    problem = read_back(target, early.path)
                     if problem is not None:
                         raise _Refused(StreamedConversion(verdict.diagnostics, (problem,)))
                     early.keep = True
@@ -362,6 +369,8 @@ class _ChunkedConversion:
 
     def at_end(self) -> Workload:
         """The input's verdict and header, once it is all read."""
+        from dcx.converters.convert import refusal
+
         target, source = self.target, self.source
         verdict = target.verdict or source.verdict()  # (finish() runs once)
         target.verdict = verdict
@@ -369,7 +378,7 @@ class _ChunkedConversion:
             raise _Refused(StreamedConversion(verdict.diagnostics))
         if not self.reopenable and any(map(source.in_file, self.later)):
             raise NotStreamable(source.later_in_pipe)
-        held = target.refusal(source.spec, verdict) if verdict.jobs else None
+        held = target.refusal(source.spec, verdict, refusal) if verdict.jobs else None
         if held is not None:
             raise _Refused(StreamedConversion(verdict.diagnostics, (held,)))
         summed = self.summed()
@@ -473,7 +482,7 @@ def _write(output: str, target: Target, parts: Iterator[Any],
         beside = temporary_beside(output)
     with beside as temporary:
         rows = target.write(temporary, parts, header, at_end)
-        problem = target.read_back(temporary)
+        problem = read_back(target, temporary)
         if problem is not None:
             raise _Refused(StreamedConversion(
                 target.verdict.diagnostics if target.verdict else (), (problem,)))

@@ -1,21 +1,25 @@
-"""``dcx convert`` of a large Parquet file on a Dask cluster (``--workers N``,
-``--scheduler-address``): the per-row-group work of ``dcx.converters.stream_convert`` done by
-the workers, with the in-process conversion's outcome.
+"""``dcx convert`` of a large file read by seeking (a Parquet file: its format declares a
+part reader and a ``dcx.core.streams.RowGroupSource`` as its stream source) on a Dask cluster
+(``--workers N``, ``--scheduler-address``): the per-row-group work of
+``dcx.converters.stream_convert`` done by the workers, with the in-process conversion's
+outcome.
 
 Each row group is two tasks, each opening the file by its path: ``check_group`` (the findings
-``formats.parquet.stream.check_part`` gives, as ``dcx validate`` checks partitions) and
-``convert_group`` (the chunk ``ParquetSource`` would read with that row group, its document's
-losses and the target's part: ``stream_targets.chunk_work``). The chunk of row group ``i`` is
+the source's ``check_part`` gives, as ``dcx validate`` checks partitions) and
+``convert_group`` (the chunk the source would read with that row group, its ``read_group``,
+its document's losses and the target's part: ``stream_chunks.chunk_work``). The chunk of row
+group ``i`` is
 the one the in-process reading gives: its rows from the start of the last job begun before
 it (that job's rows in earlier row groups, found from their job column) up to the start of its
 own last job (that job goes with the next row group), or to the end of the file for the last
 group; the header goes with the first chunk that has jobs.
 
-The driver (``DaskParquetSource``, the engine's source) keeps what must be in order: it takes
-the results in row group order, sums the losses with their file pointers, stops where the
-in-process reading stops (an unreadable row group, a chunk that cannot be converted on its
-own), merges the findings into the verdict (``stream.finish``), and writes. The tasks are
-submitted as the results are taken, a bounded window ahead (``WINDOW_PER_THREAD`` per worker
+The driver (``dask_source``: the declared source with ``DaskGroups``, the engine's
+source) keeps what must be in order: it takes the results in row group order, sums the
+losses with their file pointers, stops where the in-process reading stops (an unreadable row
+group, a chunk that cannot be converted on its own), merges the findings into the verdict
+(the source's ``finish_parts``), and writes. The tasks are submitted as the results are
+taken, a bounded window ahead (``WINDOW_PER_THREAD`` per worker
 thread), so that the parts held at once are bounded by the window, not the file. A reading
 that makes no parts (the first reading to SWF: its losses only) asks the workers for the
 losses alone.
@@ -29,9 +33,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from dcx.converters.stream_sources import Chunk, ParquetSource
+from dcx.core.declaration import FormatDeclaration, loaded
 from dcx.core.diagnostics import Diagnostic, ReadResult
 from dcx.core.model import Workload
+from dcx.core.streams import Chunk, RowGroupSource, Source
 
 WINDOW_PER_THREAD = 2
 """Row groups in flight per worker thread: one running, one waiting for the driver."""
@@ -48,54 +53,68 @@ class GroupConversion:
     header: Workload | None = None
     """The workload's header without its jobs, for the first chunk with jobs."""
     work: Any = None
-    """Its ``stream_targets.ChunkWork``."""
+    """Its ``stream_chunks.ChunkWork``."""
 
 
-def check_group(path: str, parts: Any, index: int) -> Any:
-    """Row group ``index``'s ``PartFindings`` (or the ``Diagnostic`` that it is unreadable)."""
-    from dcx.formats.parquet import stream
+def _source(format_name: str) -> RowGroupSource:
+    from dcx.converters.stream_chunks import stream_source
 
+    source = stream_source(format_name)
+    assert isinstance(source, RowGroupSource)
+    return source
+
+
+def check_group(path: str, parts: Any, index: int, format_name: str) -> Any:
+    """Row group ``index``'s findings (or the ``Diagnostic`` that it is unreadable)."""
     with open(path, "rb") as opened:
-        return stream.check_part(opened, parts, index)
+        return _source(format_name).check_part(opened, parts, index)
 
 
-def convert_group(path: str, parts: Any, index: int, target_name: str, measure: bool,
-                  make: bool) -> GroupConversion:
-    """Row group ``index``'s chunk read as ``ParquetSource`` reads it in this process, and
+def convert_group(path: str, parts: Any, index: int, format_name: str, target_name: str,
+                  measure: bool, make: bool) -> GroupConversion:
+    """Row group ``index``'s chunk read as the source reads it in this process, and
     ``chunk_work`` done on it (its losses when ``measure``, the target's part when
     ``make``)."""
     from dataclasses import replace
 
-    from dcx.converters.stream_targets import TARGETS, chunk_work
+    from dcx.converters.stream_chunks import chunk_work, stream_target
     from dcx.core.columns import columns_of
-    from dcx.formats.parquet import stream
 
+    source = _source(format_name)
     with open(path, "rb") as opened:
-        carried, first = stream.rows_carried_into(opened, parts, index)
-        if carried is False:
-            return GroupConversion(unreadable=True)
-        read, _ = stream.read_part(opened, index, first, carried,
-                                   last=index == len(parts.row_counts) - 1)
-    if read.document is None:
+        read, first = source.read_group(opened, parts, index)
+    if read is None or read.document is None:
         return GroupConversion(unreadable=True)
     workload = read.document.workload or Workload()
     columns = columns_of(workload)
     jobs = len(columns.job_ids) if columns is not None else len(workload.jobs)
     if not jobs:
         return GroupConversion()
-    source = ParquetSource()
-    target = TARGETS[target_name](source, True)
+    target = stream_target(target_name, source, True)
     work = chunk_work(source, target, read.document, None, [], measure, make)
     return GroupConversion(jobs, header=replace(workload, jobs=()) if first else None,
                            work=work)
 
 
-class DaskParquetSource(ParquetSource):
-    """``ParquetSource`` whose row groups are checked and converted on a Dask cluster (see
-    the module docstring): its chunks come with their ``ChunkWork`` done."""
+def dask_source(spec: FormatDeclaration, client: Any, path: str, target_name: str) -> Source:
+    """The stream source ``spec`` declares (a ``RowGroupSource``), its row groups checked
+    and converted on ``client``'s cluster."""
+    assert spec.stream_source is not None
+    declared = loaded(spec.stream_source)
+    assert issubclass(declared, RowGroupSource)
+    kind = type(f"Dask{declared.__name__}", (DaskGroups, declared), {})
+    source: Source = kind(client, path, spec.name, target_name)
+    return source
 
-    def __init__(self, client: Any, path: str, target_name: str) -> None:
+
+class DaskGroups(RowGroupSource):
+    """A ``RowGroupSource`` whose row groups are checked and converted on a Dask cluster
+    (see the module docstring): its chunks come with their ``ChunkWork`` done. Mixed in
+    before the declared source's class (``dask_source``)."""
+
+    def __init__(self, client: Any, path: str, format_name: str, target_name: str) -> None:
         super().__init__()
+        self.format_name = format_name
         self.client = client
         self.path = os.path.abspath(path)
         self.target_name = target_name
@@ -114,12 +133,11 @@ class DaskParquetSource(ParquetSource):
         return max(2, WINDOW_PER_THREAD * threads)
 
     def _remote_groups(self, opened: Any, check: bool) -> Iterator[Chunk]:
-        """``ParquetSource._groups`` with the work per row group on the workers (its
-        findings when ``check``, what ``asks`` asked of its chunk)."""
+        """The source's reading of its row groups with the work per row group on the
+        workers (its findings when ``check``, what ``asks`` asked of its chunk)."""
         from dcx.core.declaration import ChunkedRead
-        from dcx.formats.parquet import stream
 
-        parts, problems = stream.open_parts(opened)
+        parts, problems = self.open_parts(opened)
         if parts is None:
             self.found = ChunkedRead(problems)
             return
@@ -136,9 +154,9 @@ class DaskParquetSource(ParquetSource):
             nonlocal submitted
             while submitted < min(count, groups):
                 checked = client.submit(check_group, self.path, shared, submitted,
-                                        pure=False) if check else None
+                                        self.format_name, pure=False) if check else None
                 converted = client.submit(convert_group, self.path, shared, submitted,
-                                          self.target_name, measure, make,
+                                          self.format_name, self.target_name, measure, make,
                                           pure=False) if converting else None
                 in_flight.append((checked, converted))
                 submitted += 1
@@ -176,8 +194,7 @@ class DaskParquetSource(ParquetSource):
             client.cancel([future for pair in in_flight for future in pair
                            if future is not None])
         if check:
-            self.found = stream.finish(parts, findings,
-                                       lambda index: stream.reread_dependencies(opened, index))
+            self.found = self.finish_parts(parts, findings, opened)
 
 
 def _cancel(client: Any, in_flight: deque[tuple[Any, Any]]) -> None:

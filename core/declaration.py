@@ -19,6 +19,7 @@ from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, has_errors
 
 if TYPE_CHECKING:  # the hook sniffs without building a model: keep it unloaded
     from dcx.core.model import Document
+    from dcx.core.streams import Source, Target
 
 Kind = Literal["topology", "workload", "both"]
 Content = Literal["json", "xml", "text", "binary"]
@@ -138,6 +139,17 @@ class FormatDeclaration:
     (OpenDC's ``importFrom``): the loader gives them, confined to that folder. ``read``
     alone (stdin) refuses such names with a located error."""
 
+    stream_source: Callable[[], Source] | None = None
+    """Makes the ``dcx.core.streams.Source`` that reads an input a chunk at a time for ``dcx
+    convert`` (its package's ``stream_source.py``, named by ``deferred``): every declared
+    stream source converts to every declared stream target (``dcx.converters.stream_convert.
+    stream_pairs``)."""
+
+    stream_target: Callable[[Source, bool], Target] | None = None
+    """Makes the ``dcx.core.streams.Target`` that writes a source's chunks (its package's
+    ``stream_target.py``, named by ``deferred``), given the source and whether the input
+    may be read twice."""
+
     @property
     def writable(self) -> bool:
         return self.write is not None
@@ -169,6 +181,11 @@ def deferred(module: str, name: str) -> Callable[..., Any]:
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"``{module}.{name}``, imported on first use."
     return call
+
+
+def loaded(function: Callable[..., Any]) -> Any:
+    """What a ``deferred`` name stands for (a class, to read its attributes), imported now."""
+    return getattr(importlib.import_module(function.__module__), function.__name__)
 
 
 def forwarded(package: str, submodules: Mapping[str, str], name: str) -> Any:

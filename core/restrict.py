@@ -84,9 +84,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from dcx.core.columns import WorkloadColumns, columns_of, first_used, used_paths
+from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
 from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
 from dcx.core.located import (
@@ -122,6 +123,9 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+
+if TYPE_CHECKING:
+    from dcx.core.declaration import FormatDeclaration
 
 T = TypeVar("T")
 
@@ -1177,3 +1181,14 @@ def _level_is_used(document: Document, level: str) -> bool:
         return any(len(dc.rooms) > 1 or any(room.type != "SERVER" for room in dc.rooms)
                    for dc in environment.datacenters)
     return any(len(room.racks) > 1 for dc in environment.datacenters for room in dc.rooms)
+
+
+def conversion_losses(document: Document, target: FormatDeclaration,
+                      normalized: Document | None = None) -> tuple[Loss, ...]:
+    """The field paths ``target`` drops from ``document``, in ``FIELDS`` order, each with its
+    meaning and the model pointer of its first dropped value (a dropped part is one loss,
+    not one per field inside it). ``normalized`` is ``document`` after the target's normal
+    form, when the caller has it already."""
+    dropped = dropped_values(document, target.holds, target.name, target, normalized)
+    return tuple(Loss(path, value.count, FIELDS[path], value.first)
+                 for path, value in dropped.items())

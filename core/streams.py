@@ -1,7 +1,31 @@
-"""core/streams.py (moved here whole; its imports follow in the next commit)."""
+"""What a conversion a chunk at a time is made of, below the formats: a format declares its
+stream source (``FormatDeclaration.stream_source``: its chunked checker, how a chunk is read
+as the whole-file reader reads it, what the chunks say of one another, the header the output
+writes first) and its stream target (``stream_target``: what it makes of each chunk's
+document, what it writes first, how it writes), each a subclass of ``Source`` or ``Target``
+in its own package (``formats/<name>/stream_source.py``, ``stream_target.py``); the engine
+(``dcx.converters.stream_convert``) drives them and names no format. Here too: the rules for
+dependencies on tasks of other chunks (taken out of a chunk's document before its losses and
+normal form, put back in the part), which every source and target share. See the engine's
+module docstring for the whole story."""
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error
+from dcx.core.fields import FIELDS
+from dcx.core.model import Document, Task, Workload
+from dcx.core.restrict import conversion_losses
+
+ReadBack = Literal["chunks", "parts", "folder", "whole"]
+Refuse = Callable[[Document, Document, str, FormatDeclaration], "Diagnostic | None"]
+"""``refusal(document, normalized, source_name, target)`` of the whole-file path."""
 
 PRECEDING_KEY = "swf:PrecedingJobNumber"
 
@@ -23,8 +47,8 @@ class Chunk:
     problem: str | None = None
     """Why it cannot be converted on its own, if it cannot (``NotStreamable``)."""
     work: Any = None
-    """Its ``stream_targets.ChunkWork`` when it was converted elsewhere (a Dask worker): its
-    ``read`` then holds no document."""
+    """Its ``dcx.converters.stream_chunks.ChunkWork`` when it was converted elsewhere (a
+    Dask worker): its ``read`` then holds no document."""
     cut_job_place: tuple[int, int | None] | None = None
     """Where its first job begins in the file, when it began in an earlier chunk (the line
     and column its place is in the whole file)."""
@@ -48,6 +72,12 @@ class Source:
     checked: Any
     """The chunked checker the first reading feeds."""
     later_in_pipe = "a dependency that comes later in the trace"
+    preceding_as_extras: bool = False
+    """A chunk keeps a preceding job it does not hold as an extras value (SWF), which may be
+    a dependency in the whole file."""
+    jobs_continue: bool = False
+    """A chunk's first job may be the last job of the chunk before, continued (a GWF
+    workflow whose tasks go on in the next chunk)."""
     """Why a pipe cannot be converted when a chunk names what only a later one holds."""
 
     def reads(self, chunks: Iterable[bytes], check: bool) -> Iterator[Chunk]:
@@ -79,7 +109,7 @@ class Source:
 
     def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
         """What stops converting this chunk's document on its own, if anything."""
-        if "task.id" in _normal_form_losses(target, document):
+        if "task.id" in normal_form_losses_of(target, document):
             return (f"job numbers that are not all integers, which {target.name} renumbers (the "
                     "whole file numbers them all together)")
         return None
@@ -112,7 +142,7 @@ def regrouped_ends(document: Document) -> tuple[bool, bool, int]:
     from dcx.core.restrict import regrouped
 
     workload = document.workload or Workload()
-    columns = _columns(workload)
+    columns = columns_in(workload)
     if columns is not None:
         import numpy as np
 
@@ -133,17 +163,17 @@ def cut_ends(document: Document, counted: bool) -> tuple[bool, bool, int]:
     return False, False, len(workload.jobs) if workload is not None else 0
 
 
-def _columns(workload: Workload) -> Any:
+def columns_in(workload: Workload) -> Any:
     from dcx.core.columns import columns_of
 
     return columns_of(workload)
 
 
-def _job_ids(workload: Workload) -> Any:
+def workload_job_ids(workload: Workload) -> Any:
     """The workload's job ids, in order (``int64`` when they are all integers)."""
     import numpy as np
 
-    columns = _columns(workload)
+    columns = columns_in(workload)
     if columns is not None:
         return columns.job_ids
     ids = [job.id for job in workload.jobs]
@@ -154,7 +184,7 @@ def _job_ids(workload: Workload) -> Any:
     return held
 
 
-def _as_preceding(document: Document, outside_of: Callable[[Any], Any], place: str
+def as_preceding(document: Document, outside_of: Callable[[Any], Any], place: str
                   ) -> Document:
     """``document`` whose dependencies on tasks of another ``place`` (as columns: where
     ``outside_of`` is true; as objects: not a task of the document) are the preceding job's
@@ -169,9 +199,9 @@ def _as_preceding(document: Document, outside_of: Callable[[Any], Any], place: s
     workload = document.workload
     if workload is None:
         return document
-    columns = _columns(workload)
+    columns = columns_in(workload)
     if columns is None:
-        return _objects_as_preceding(document, place)
+        return objects_as_preceding(document, place)
     if not len(columns.dependency_ids):
         return document
     outside = outside_of(columns)
@@ -200,8 +230,8 @@ def _as_preceding(document: Document, outside_of: Callable[[Any], Any], place: s
     return replace(document, workload=replace(workload, jobs=JobRows(stripped)))
 
 
-def _objects_as_preceding(document: Document, place: str) -> Document:
-    """``_as_preceding`` of a workload held as objects."""
+def objects_as_preceding(document: Document, place: str) -> Document:
+    """``as_preceding`` of a workload held as objects."""
     from dataclasses import replace
 
     workload = document.workload
@@ -228,11 +258,11 @@ def _objects_as_preceding(document: Document, place: str) -> Document:
         else document
 
 
-def _normal_form_losses(spec: FormatDeclaration, document: Document) -> frozenset[str]:
+def normal_form_losses_of(spec: FormatDeclaration, document: Document) -> frozenset[str]:
     return spec.normal_form_losses(document) if spec.normal_form_losses else frozenset()
 
 
-def _tasks_taken_out(document: Document, workload: Workload,
+def tasks_taken_out(document: Document, workload: Workload,
                      take_out: Callable[[Task], tuple[Task, list[tuple[int, Any]] | None]]
                      ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
     """``document`` with each task as ``take_out`` leaves it, and by row what it took out
@@ -257,9 +287,9 @@ def _tasks_taken_out(document: Document, workload: Workload,
     return replace(document, workload=replace(workload, jobs=tuple(jobs))), earlier
 
 
-def _columns_taken_out(document: Document, workload: Workload, columns: Any, outside: Any,
+def columns_taken_out(document: Document, workload: Workload, columns: Any, outside: Any,
                        np: Any) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
-    """``_tasks_taken_out`` of a workload held as columns: the dependencies ``outside``
+    """``tasks_taken_out`` of a workload held as columns: the dependencies ``outside``
     marks (a boolean per dependency) taken out, by row with their places in its list."""
     from dataclasses import replace
 
@@ -283,7 +313,7 @@ def _columns_taken_out(document: Document, workload: Workload, columns: Any, out
     return replace(document, workload=replace(workload, jobs=JobRows(stripped))), earlier
 
 
-def _inserted(values: Sequence[Any], insertions: Sequence[tuple[int, Any]]) -> list[Any]:
+def inserted(values: Sequence[Any], insertions: Sequence[tuple[int, Any]]) -> list[Any]:
     """``values`` with each ``(place, value)`` of ``insertions`` (places going up) put at
     that place of the list it makes."""
     result = list(values)
@@ -299,8 +329,14 @@ class Target:
     spec: FormatDeclaration
     source: Source
     """The input whose chunks it converts (set by each target's ``__init__``)."""
-    sources: frozenset[str] = frozenset()
-    """The source formats converted to this target a chunk at a time (``STREAM_PAIRS``)."""
+    from_itself: bool = True
+    """Its own format's stream source converts to it a chunk at a time (every declared
+    stream source converts to every declared stream target: ``stream_pairs``)."""
+    reads_back: ReadBack = "whole"
+    """How the engine reads the output back (``dcx.converters.stream_chunks.read_back``):
+    ``chunks`` by the format's chunked reader, ``parts`` a part at a time
+    (``read_parts``), ``folder`` a folder format's members as ``dcx validate`` reads them,
+    ``whole`` by ``read`` when within the input size limit."""
     verdict: Any = None
     """The input's ``ChunkedRead``, once it is all read."""
     warned: tuple[Diagnostic, ...] = ()
@@ -328,12 +364,14 @@ class Target:
     def cut_ends(self, document: Document, counted: bool) -> tuple[bool, bool, int]:
         """Whether the first and the last job of a chunk's ``document`` count a ``job``
         loss, and its number of jobs (``counted``: the chunk counted ``job`` losses), once
-        its ``losses`` are measured: ``stream_sources.cut_ends``, in the document as given."""
+        its ``losses`` are measured: ``cut_ends``, in the document as given."""
         return cut_ends(document, counted)
 
-    def refusal(self, source: FormatDeclaration, verdict: Any) -> Diagnostic | None:
+    def refusal(self, source: FormatDeclaration, verdict: Any, refuse: Refuse
+                ) -> Diagnostic | None:
         """Why the whole-file path would refuse the input (``verdict``, all read, with jobs)
-        for what the target made of it, if it would (``convert.nothing-held``)."""
+        for what the target made of it, if it would (``convert.nothing-held``); ``refuse``
+        is the whole-file path's rule (``dcx.converters.convert.refusal``)."""
         return None
 
     def rows(self, part: Any) -> int:
@@ -343,8 +381,6 @@ class Target:
                ) -> dict[Any, tuple[Loss, ...]]:
         """A chunk's losses in each form the output may take, until the input says which
         (``measured_as``; GWF's variant): here the one the target's normal form gives."""
-        from dcx.converters.losses import conversion_losses
-
         return {None: conversion_losses(document, self.spec)}
 
     def measured_as(self) -> Any:
@@ -382,10 +418,6 @@ class Target:
               at_end: Callable[[], Workload]) -> int:
         raise NotImplementedError
 
-    def read_back(self, path: str) -> Diagnostic | None:
-        """Why the output at ``path`` is not accepted, if it is not."""
-        raise NotImplementedError
-
     writes_early: bool = False
     """The first reading of a file may write its parts to ``start_early``'s path, so that
     the file is read only once when what is written first turns out right at the end."""
@@ -407,7 +439,7 @@ class Target:
         """Let go of what was written early, if it is still open."""
 
 
-class _LinesTarget(Target):
+class LinesTarget(Target):
     """A text target written early as lines: what goes first once the first part gives it
     (``begin_early``), then each part's lines; nothing is written for a file that has
     no parts."""
@@ -435,12 +467,12 @@ class _LinesTarget(Target):
             stream.close()
 
 
-_CHANGED = "changed"
-"""``GwfTarget.losses``' forms ``(_CHANGED, variant)`` (``SwfTarget.losses``': the form
+CHANGED = "changed"
+"""``GwfTarget.losses``' forms ``(CHANGED, variant)`` (``SwfTarget.losses``': the form
 itself): the value paths a chunk's normal form (in that variant) changes."""
 
 
-_VALUE_PATHS = frozenset({
+TRACE_VALUE_PATHS = frozenset({
     "task.submit_time_s", "task.runtime_s", "task.requested_time_s", "task.request.cores",
     "task.request.memory_mb", "task.user", "task.group", "task.dependencies",
     "task.dependencies.multiple"})
@@ -449,12 +481,13 @@ _VALUE_PATHS = frozenset({
 ``SwfTarget.losses``)."""
 
 
-def _changing(paths: frozenset[str]) -> Callable[[Document], frozenset[str]]:
+def changing(paths: frozenset[str]) -> Callable[[Document], frozenset[str]]:
     """A ``normal_form_losses`` by which the normal form changes ``paths`` of any document."""
     return lambda _: paths
 
 
-def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Document:
+def with_dependencies_back(document: Document, earlier: dict[int, list[tuple[int, Any]]]
+                           ) -> Document:
     """``document`` whose tasks (by row) depend again on the tasks ``earlier`` gives, each
     at its place (what ``Source.cross_chunk`` took out)."""
     from dataclasses import replace
@@ -474,7 +507,7 @@ def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> 
         at = 0
         for row in sorted(earlier):
             pieces.append(ids[offsets[at]:offsets[row]])
-            full = _inserted(ids[offsets[row]:offsets[row + 1]].tolist(), earlier[row])
+            full = inserted(ids[offsets[row]:offsets[row + 1]].tolist(), earlier[row])
             pieces.append(np.array(full, dtype=ids.dtype))
             counts[row] = len(full)
             at = row + 1
@@ -489,7 +522,7 @@ def _restored(document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> 
         tasks = []
         for task in job.tasks:
             if row in earlier:
-                task = replace(task, dependencies=tuple(_inserted(task.dependencies,
+                task = replace(task, dependencies=tuple(inserted(task.dependencies,
                                                                   earlier[row])))
             tasks.append(task)
             row += 1
@@ -505,8 +538,6 @@ def with_header_losses(target: Target, losses: tuple[Loss, ...], not_lost: froze
     them (each chunk has the header lines it holds; the whole file one workload of them
     all)."""
     from dataclasses import replace
-
-    from dcx.converters.losses import conversion_losses
 
     header = target.source.header(replace(target.spec, normal_form=None))
     of_header = conversion_losses(Document(workload=replace(header, jobs=())), target.spec)
@@ -534,7 +565,95 @@ def invalid_output(name: str, problems: Sequence[Diagnostic]) -> Diagnostic:
                  f"({reason})", "convert.invalid-output")
 
 
-class _JsonTarget(Target):
+class JsonTarget(Target):
     """What the JSON targets share: the source whose header gives the workload's losses."""
 
     source: Source
+
+
+class RowGroupSource(Source):
+    """A source read a part at a time by seeking (Parquet's row groups, an OpenDC workload's
+    slices of tasks), each part's document holding whole jobs with their dependencies on
+    tasks of other parts: those are taken out and put back as GWF's are; to SWF, which
+    holds one preceding job per task, such a dependency is the preceding job's extras value
+    the writer writes as it writes a dependency, and a task with more than one dependency,
+    one of them in another part, stops the conversion. The methods after ``header`` are
+    what a Dask cluster runs per part (``dcx.converters.stream_dask``)."""
+
+    place = "row group"
+    """What a part is called in what stops a conversion."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.np = np
+        self.checked = None
+        self.found: Any = None
+        self.header_read = Workload()
+
+    @staticmethod
+    def stops_reading(found: Any) -> bool:
+        """Whether a part's findings make the file invalid where its rows are read: the
+        parts from there on are only checked."""
+        raise NotImplementedError
+
+    def verdict(self) -> Any:
+        return self.found
+
+    def jobs(self, verdict: Any, rows: int) -> int:
+        return int(verdict.jobs or 0)
+
+    def outside(self, columns: Any) -> Any:
+        """Whether each dependency names a task of another row group."""
+        np = self.np
+        needed = columns.dependency_ids
+        if needed.dtype.kind == "O" or columns.ids.dtype.kind == "O":
+            own = set(columns.ids.tolist())
+            return np.array([value not in own for value in needed.tolist()], dtype=bool)
+        return ~np.isin(needed, columns.ids)
+
+    def cross_chunk(self, document: Document, later: list[Any]
+                    ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+        np = self.np
+        workload = document.workload
+        columns = columns_in(workload) if workload is not None else None
+        if workload is None or columns is None or not len(columns.dependency_ids):
+            return document, {}
+        return columns_taken_out(document, workload, columns, self.outside(columns), np)
+
+    def own_chunk(self, document: Document) -> Document:
+        """To SWF: each dependency on a task of another part as the preceding job's
+        extras value (see the class docstring)."""
+        return as_preceding(document, self.outside, self.place)
+
+    def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
+        lost = normal_form_losses_of(target, document)
+        if "task.id" in lost or "job" in lost:
+            return (f"ids that {target.name} renumbers (the whole file numbers them all "
+                    "together)")
+        return None
+
+    def header(self, spec: FormatDeclaration) -> Workload:
+        """The workload's header (the file's metadata), in ``spec``'s normal form."""
+        document = Document(workload=self.header_read)
+        if spec.normal_form is not None:
+            document = spec.normal_form(document)
+        return document.workload or Workload()
+
+    def open_parts(self, opened: Any) -> tuple[Any, tuple[Diagnostic, ...]]:
+        """The footer every part's check needs, or ``None`` and why the file is invalid."""
+        raise NotImplementedError
+
+    def check_part(self, opened: Any, parts: Any, index: int) -> Any:
+        """Part ``index``'s findings (or the ``Diagnostic`` that it is unreadable)."""
+        raise NotImplementedError
+
+    def finish_parts(self, parts: Any, findings: list[Any], opened: Any) -> Any:
+        """Every part's findings, in order, into the file's ``ChunkedRead``."""
+        raise NotImplementedError
+
+    def read_group(self, opened: Any, parts: Any, index: int
+                   ) -> tuple[ReadResult | None, bool]:
+        """Part ``index``'s document read on its own, and whether it is the first with
+        jobs."""
+        raise NotImplementedError

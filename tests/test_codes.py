@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from tests.conftest import CodeRecorder
 
 REPO = Path(__file__).resolve().parent.parent
-LAYER_FOLDERS = ("core", "parsing", "converters", "scheduler", "experiments")
+LAYER_FOLDERS = ("core", "parsing", "converters", "scheduler", "experiments", "cli")
 FORMAT_FOLDER = "formats"
 CODE_SHAPE = re.compile(r"^[a-z][a-z0-9-]*(\.[A-Za-z0-9-]+)+$")
 """``json.duplicate-key``, ``sss.write.out-of-range``; JSON Schema keywords keep their case

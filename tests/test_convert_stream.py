@@ -196,16 +196,16 @@ def test_a_file_is_parsed_once_when_its_first_part_fixes_the_schema(monkeypatch)
     is first read. A column only a later chunk has, or a preceding job the first reading
     meets before its line, makes a second reading write it; the table is the whole file's
     either way."""
-    from dcx.converters import stream_sources
     from dcx.formats.swf import codec as swf_codec
     from dcx.formats.swf import stream as swf_stream
+    from dcx.formats.swf import stream_source as swf_stream_source
     from dcx.parsing import traces
     from tests.test_swf_fast import integer_trace
 
     monkeypatch.setattr(swf_codec, "FAST_READ_BYTES", 0)
     readings: list[int] = []
     parses: list[int] = []
-    chunk_reads, numeric_columns = stream_sources._chunk_reads, traces.numeric_columns
+    chunk_reads, numeric_columns = swf_stream_source._chunk_reads, traces.numeric_columns
 
     def read_and_count(*args: Any) -> Any:
         readings.append(1)
@@ -215,7 +215,7 @@ def test_a_file_is_parsed_once_when_its_first_part_fixes_the_schema(monkeypatch)
         parses.append(1)
         return numeric_columns(*args)
 
-    monkeypatch.setattr(stream_sources, "_chunk_reads", read_and_count)
+    monkeypatch.setattr(swf_stream_source, "_chunk_reads", read_and_count)
     monkeypatch.setattr(traces, "numeric_columns", counted)
     monkeypatch.setattr(swf_stream, "numeric_columns", counted)
     plain = "".join(f"{n} {n} -1 10 1 -1 -1 1 60 -1 -1 1 1 -1 -1 -1 -1 -1\n"
@@ -249,9 +249,9 @@ def test_a_parquet_output_that_does_not_read_back_is_not_kept(monkeypatch):
     OUTPUT as it was and says convert.invalid-output."""
     import pyarrow as pa
 
-    from dcx.converters import stream_targets
+    from dcx.formats.parquet import stream_target as parquet_stream_target
 
-    part = stream_targets.ParquetTarget.part
+    part = parquet_stream_target.ParquetTarget.part
 
     def unsubmitted(self, document, earlier):
         table = part(self, document, earlier)
@@ -259,7 +259,7 @@ def test_a_parquet_output_that_does_not_read_back_is_not_kept(monkeypatch):
         return table.set_column(column, table.schema.field(column),
                                 pa.nulls(table.num_rows, pa.float64()))
 
-    monkeypatch.setattr(stream_targets.ParquetTarget, "part", unsubmitted)
+    monkeypatch.setattr(parquet_stream_target.ParquetTarget, "part", unsubmitted)
     with tempfile.TemporaryDirectory() as folder:
         source, out = Path(folder) / "in.swf", Path(folder) / "out.parquet"
         source.write_bytes(plain_trace(2, 40).encode())
@@ -275,16 +275,16 @@ def test_swf_is_written_while_the_file_is_first_read(monkeypatch):
     chunk gives, and kept when the whole file's header is the same; a header line among
     later jobs (written at the top by the whole file) makes a second reading write it. The
     bytes are the whole file's either way, as is the stdout of a run that is not a file."""
-    from dcx.converters import stream_sources
+    from dcx.formats.swf import stream_source as swf_stream_source
 
     readings: list[int] = []
-    chunk_reads = stream_sources._chunk_reads
+    chunk_reads = swf_stream_source._chunk_reads
 
     def read_and_count(*args: Any) -> Any:
         readings.append(1)
         return chunk_reads(*args)
 
-    monkeypatch.setattr(stream_sources, "_chunk_reads", read_and_count)
+    monkeypatch.setattr(swf_stream_source, "_chunk_reads", read_and_count)
     jobs = "".join(f"{n} {n} -1 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
                    for n in range(1, 301))
     header = "; Version: 2.2\n; Computer: test\n"

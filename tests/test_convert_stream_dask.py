@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from dcx.cli.main import main
 from dcx.converters import partitions, stream_dask, streaming
+from dcx.formats import parquet
 from tests.test_convert_stream_parquet import valid_table
 from tests.test_parquet_partitions import trace_table, written
 
@@ -234,7 +235,7 @@ def test_the_parts_in_flight_are_bounded_by_the_window(shared, monkeypatch):
         path = Path(folder) / "in.parquet"
         path.write_bytes(data)
         counted = Counted(client)
-        source = stream_dask.DaskParquetSource(counted, str(path), "swf")
+        source: Any = stream_dask.dask_source(parquet.FORMAT, counted, str(path), "swf")
         window = source._window()
         assert window == 4
         taken = 0

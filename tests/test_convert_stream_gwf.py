@@ -259,16 +259,16 @@ def test_a_file_is_read_once_when_its_first_chunk_gives_its_variant(monkeypatch)
     """GWF output is written while the file is first read, in its first chunk's variant,
     and kept when no later chunk makes the file the archive variant; otherwise the file is
     read again to write it. The bytes are the whole file's either way."""
-    from dcx.converters import stream_sources
+    from dcx.formats.gwf.stream_source import GwfSource
 
     readings: list[bool] = []
-    reads = stream_sources.GwfSource.reads
+    reads = GwfSource.reads
 
     def counted(self, pieces, check):
         readings.append(check)
         return reads(self, pieces, check)
 
-    monkeypatch.setattr(stream_sources.GwfSource, "reads", counted)
+    monkeypatch.setattr(GwfSource, "reads", counted)
     tasks = [f"{n} 0 -1 10 1 -1 -1 1" + " -1" * 21 for n in range(1, 400)]
     later_user = "\n".join([*tasks, "400 0 -1 10 1 -1 -1 1 -1 -1 -1 3" + " -1" * 17])
     for text, once in ((grouped_workflow(2, 300), True), (archive_text(2, 300), True),

@@ -1,5 +1,5 @@
 """``dcx convert`` of a large SWF, GWF or Parquet trace to a Batsim workload a chunk at a time
-(``dcx.converters.stream_targets_json``) against the whole-file path: for generated traces,
+(the two formats' ``stream_target.py``) against the whole-file path: for generated traces,
 valid or not, with chunks small enough to cut between any two lines (or row groups of a few
 rows), the same exit status, the same stderr and stdout (``--losses``, ``--strict``,
 ``--output json``) and the same bytes, or nothing written; what a chunk cannot decide alone
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from dcx.cli.main import main
 from dcx.converters import streaming
-from dcx.converters.stream_convert import STREAM_PAIRS
+from dcx.converters.stream_chunks import stream_pairs
 from dcx.core import limits
 from dcx.formats import batsim, gwf, osp_workload, parquet, swf
 from dcx.formats.gwf import codec as gwf_codec
@@ -293,7 +293,7 @@ def test_a_pipe_whose_preceding_job_comes_later_is_refused():
 
 def test_the_pairs_are_listed():
     assert {(source, target) for source in ("swf", "gwf", "parquet")
-            for target in ("batsim", "osp-workload")} <= STREAM_PAIRS
+            for target in ("batsim", "osp-workload")} <= stream_pairs()
 
 
 def test_osp_workload_keeps_a_workflow_cut_between_chunks_one_workflow():

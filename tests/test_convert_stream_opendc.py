@@ -1,5 +1,5 @@
 """``dcx convert`` of a large SWF, GWF or Parquet trace to an OpenDC workload folder a chunk
-at a time (``dcx.converters.stream_targets_opendc``) against the whole-file path: for
+at a time (``formats/opendc_workload/stream_target.py``) against the whole-file path: for
 generated traces, valid or not, with chunks small enough to cut between any two lines (or
 row groups of a few rows), the same exit status, the same stderr and stdout (``--losses``,
 ``--strict``, ``--output json``) and the same tables (schemas with nullability and
@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.stream_convert import STREAM_PAIRS
+from dcx.converters.stream_chunks import read_back, stream_pairs
 from dcx.core import limits
 from dcx.formats import gwf, opendc_workload, parquet, swf
 from dcx.formats.gwf import codec as gwf_codec
@@ -221,16 +221,16 @@ def test_a_file_is_read_once_unless_its_first_chunks_cannot_be_kept(monkeypatch)
     """The folder is written while the file is first read, and kept; a header line that
     changes the time origin after the first chunk, or a preceding job met before its line,
     makes the file be read again to write it. The tables are the whole file's either way."""
-    from dcx.converters import stream_sources
+    from dcx.formats.swf.stream_source import SwfSource
 
     readings: list[bool] = []
-    reads = stream_sources.SwfSource.reads
+    reads = SwfSource.reads
 
     def counted(self, pieces, check):
         readings.append(check)
         return reads(self, pieces, check)
 
-    monkeypatch.setattr(stream_sources.SwfSource, "reads", counted)
+    monkeypatch.setattr(SwfSource, "reads", counted)
     jobs = [job(number, preceding=number - 3 if number % 10 == 0 else -1)
             for number in range(1, 60)]
     late_origin = [*jobs[:40], "; UnixStartTime: 1000000000", *jobs[40:]]
@@ -317,8 +317,8 @@ def test_the_output_is_read_back_as_validate_reads_it(stream_bytes, limit, parts
     """The written folder is read back as ``dcx validate`` reads a folder; an output the
     reader rejects is refused (convert.invalid-output)."""
     from dcx.converters import partitions, streaming
-    from dcx.converters.stream_sources import SwfSource
-    from dcx.converters.stream_targets_opendc import OpendcWorkloadTarget
+    from dcx.formats.opendc_workload.stream_target import OpendcWorkloadTarget
+    from dcx.formats.swf.stream_source import SwfSource
 
     with tempfile.TemporaryDirectory() as folder:
         source, out = Path(folder) / "in.swf", Path(folder) / "out"
@@ -344,11 +344,11 @@ def test_the_output_is_read_back_as_validate_reads_it(stream_bytes, limit, parts
             patch.setattr(limits, "LIMITS", replace(limits.LIMITS, max_input_bytes=limit))
             patch.setattr(partitions, "read_parts", in_parts)
             patch.setattr(target, "spec", replace(spec, read=read_whole))
-            assert target.read_back(str(out)) is None
+            assert read_back(target, str(out)) is None
             assert calls == ([] if how == "not read" else [how])
             (out / opendc_workload.FRAGMENTS).write_bytes(pq_bytes(
                 pq.read_table(out / opendc_workload.FRAGMENTS).slice(1)))
-            problem = target.read_back(str(out))
+            problem = read_back(target, str(out))
         if how == "not read":
             assert problem is None
         else:
@@ -417,7 +417,7 @@ def test_standard_output_gets_the_whole_paths_archive():
 
 
 def test_the_pairs_are_listed():
-    assert {(source, TO) for source in ("swf", "gwf", "parquet")} <= STREAM_PAIRS
+    assert {(source, TO) for source in ("swf", "gwf", "parquet")} <= stream_pairs()
 
 
 @pytest.mark.enable_socket

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from dcx.cli.main import main
 from dcx.converters import streaming
-from dcx.converters.stream_convert import STREAM_PAIRS
+from dcx.converters.stream_chunks import stream_pairs
 from tests.test_parquet_partitions import trace_table, written
 
 
@@ -199,4 +199,4 @@ def test_a_file_that_is_not_parquet_says_what_the_whole_reader_says():
 
 
 def test_the_pairs_are_listed():
-    assert {("parquet", "parquet"), ("parquet", "swf"), ("parquet", "gwf")} <= STREAM_PAIRS
+    assert {("parquet", "parquet"), ("parquet", "swf"), ("parquet", "gwf")} <= stream_pairs()

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.stream_convert import STREAM_PAIRS
+from dcx.converters.stream_chunks import stream_pairs
 from dcx.formats.gwf import codec
 from tests.test_convert_stream_gwf import grouped_workflow, interleaved, run, sample, text_ids
 from tests.test_gwf_fast import HEADER
@@ -174,4 +174,4 @@ def test_a_gwf_pipe_converts_to_swf_in_chunks():
 
 
 def test_the_pair_streams():
-    assert ("gwf", "swf") in STREAM_PAIRS
+    assert ("gwf", "swf") in stream_pairs()

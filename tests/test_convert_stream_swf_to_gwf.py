@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dcx.converters.stream_convert import STREAM_PAIRS
+from dcx.converters.stream_chunks import stream_pairs
 from dcx.formats.swf import codec as swf_codec
 from tests.test_convert_stream_gwf import run
 from tests.test_swf_fast import plain_trace
@@ -131,7 +131,7 @@ def test_streamed_swf_to_gwf_is_the_whole_file_conversion(seed, jobs, chunk_byte
 
 
 def test_the_pair_streams():
-    assert ("swf", "gwf") in STREAM_PAIRS
+    assert ("swf", "gwf") in stream_pairs()
 
 
 def job_line(number: int, user: int = -1, preceding: int = -1) -> str:
@@ -150,16 +150,16 @@ def pipe(data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 def counted_readings(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Each reading of the SWF input (its ``check`` flag), as the conversion makes them."""
-    from dcx.converters import stream_sources
+    from dcx.formats.swf.stream_source import SwfSource
 
     readings: list[bool] = []
-    reads = stream_sources.SwfSource.reads
+    reads = SwfSource.reads
 
-    def counted(self: stream_sources.SwfSource, pieces: Any, check: bool) -> Any:
+    def counted(self: SwfSource, pieces: Any, check: bool) -> Any:
         readings.append(check)
         return reads(self, pieces, check)
 
-    monkeypatch.setattr(stream_sources.SwfSource, "reads", counted)
+    monkeypatch.setattr(SwfSource, "reads", counted)
     return readings
 
 

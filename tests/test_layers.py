@@ -158,3 +158,18 @@ def test_nothing_imports_the_command_line() -> None:
     importers = {importer for module in inside
                  for importer in graph.find_modules_that_directly_import(module)}
     assert importers - inside == set()
+
+
+def test_no_converter_imports_a_format() -> None:
+    """The engine names no format: a converter module reaches a format only through the
+    registry and its declaration (``dcx.formats`` itself), never a format's package or a
+    module inside it, at the top or inside a function."""
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter")
+    graph = grimp.build_graph("dcx", cache_dir=None, exclude_type_checking_imports=True)
+    converters = {module for module in graph.modules
+                  if module.split(".")[:2] == ["dcx", "converters"]}
+    assert "dcx.converters.stream_convert" in converters
+    reached = {(module, imported) for module in converters
+               for imported in graph.find_modules_directly_imported_by(module)
+               if imported.startswith("dcx.formats.")}
+    assert reached == set()

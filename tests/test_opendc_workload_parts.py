@@ -1,5 +1,5 @@
 """A large OpenDC workload folder read a row group at a time (``formats/opendc_workload/
-stream.py``, ``stream_sources.OpendcWorkloadSource``) against the whole-folder reader: for
+stream.py``, ``stream_source.OpendcWorkloadSource``) against the whole-folder reader: for
 generated folders, valid or not, both files cut into row groups of a few rows (a task's
 fragments cut between row groups, on rows apart, out of the tasks' order), ``dcx validate``
 and ``dcx info`` say what they say of the folder read whole, and ``dcx convert`` to Parquet,
@@ -26,14 +26,14 @@ from dcx.cli.main import main
 from dcx.converters import streaming
 from dcx.converters.folders import folder_format
 from dcx.converters.partitions import read_parts
-from dcx.converters.stream_convert import STREAM_PAIRS
-from dcx.converters.stream_sources import OpendcWorkloadSource
+from dcx.converters.stream_chunks import stream_pairs
 from dcx.formats import opendc_workload as odc
 from dcx.formats.opendc_workload import FORMAT
+from dcx.formats.opendc_workload.stream_source import OpendcWorkloadSource
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("DCX_CORPUS", REPO.parent / "shared" / "corpus"))
-TARGETS = tuple(sorted(to for source, to in STREAM_PAIRS if source == FORMAT.name
+TARGETS = tuple(sorted(to for source, to in stream_pairs() if source == FORMAT.name
                        and to != FORMAT.name))
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -200,4 +200,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     leaves_out=leaves_out,
     codes=CODES,
+    stream_target=deferred("dcx.formats.batsim.stream_target", "BatsimTarget"),
 )

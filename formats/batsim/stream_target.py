@@ -1,6 +1,34 @@
-"""formats/batsim/stream_target.py (moved here whole; its imports follow in the next commit)."""
+"""Batsim's stream target (``FORMAT.stream_target``): a Batsim workload written a chunk of
+jobs at a time, byte for byte what the whole-file conversion writes. ``nb_res`` (the largest
+``res``) goes before the jobs and the profiles they name after them, so neither is known
+when the first job is: each part's job lines go to a temporary file beside OUTPUT (for
+standard output, in the temporary directory), and the output is assembled once the input is
+all read. See ``dcx.converters.stream_convert``."""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
+
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Diagnostic, Loss
+from dcx.core.model import Document, Workload
+from dcx.core.restrict import conversion_losses
+from dcx.core.streams import (
+    CHANGED,
+    JsonTarget,
+    NotStreamable,
+    Refuse,
+    Source,
+    binary,
+    regrouped_ends,
+    with_dependencies_back,
+    with_header_losses,
+)
 
 
 class _Spool:
@@ -50,11 +78,11 @@ class _Spool:
             os.unlink(self.path)
 
 
-class BatsimTarget(_JsonTarget):
+class BatsimTarget(JsonTarget):
     """Batsim job lines spooled a chunk at a time and assembled at the end (see the module
     docstring)."""
 
-    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
+    reads_back = "whole"
     loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
@@ -81,27 +109,25 @@ class BatsimTarget(_JsonTarget):
         at the end (``reported``)."""
         from dataclasses import replace
 
-        from dcx.converters.losses import conversion_losses
         from dcx.core.restrict import recorded_use
         from dcx.formats.batsim import codec
 
         problem = codec.part_problem(document)
         if problem is not None:
             raise NotStreamable(problem)
-        restored = _restored(document, earlier)
+        restored = with_dependencies_back(document, earlier)
         normal, lost = codec.part_normal_form(restored)
         self.normal = (document, normal)
         use = recorded_use(restored, self.spec.name)
         claimed = lost | {path for path in _VALUE_PATHS if path in use.used}
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
-        # the value paths this chunk's normal form changes, as the form _CHANGED
+        # the value paths this chunk's normal form changes, as the form CHANGED
         return {None: conversion_losses(restored, spec, normal),
-                _CHANGED: tuple(Loss(path, 1, "", None) for path in sorted(lost & _VALUE_PATHS))}
+                CHANGED: tuple(Loss(path, 1, "", None) for path in sorted(lost & _VALUE_PATHS))}
 
     def cut_ends(self, document: Document, counted: bool) -> tuple[bool, bool, int]:
         """In the normal form, whose jobs are counted: a job whose every task this chunk
         holds is left out is neither the chunk's first nor its last."""
-        from dcx.converters.stream_sources import regrouped_ends
 
         workload = document.workload
         jobs = workload.jobs if workload is not None else ()
@@ -116,7 +142,7 @@ class BatsimTarget(_JsonTarget):
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
-        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(counted(_CHANGED)))
+        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(counted(CHANGED)))
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.formats.batsim import codec
@@ -134,11 +160,11 @@ class BatsimTarget(_JsonTarget):
     def observe(self, part: Any, unknown: list[Any]) -> None:
         self.written += len(part.jobs)
 
-    def refusal(self, source: FormatDeclaration, verdict: Any) -> Diagnostic | None:
+    def refusal(self, source: FormatDeclaration, verdict: Any, refuse: Refuse
+                ) -> Diagnostic | None:
         """The whole-file path's ``convert.nothing-held``: no task has a positive runtime."""
         from dataclasses import replace
 
-        from dcx.converters.convert import refusal
         from dcx.core.model import Job, Task
         from dcx.formats.batsim import codec
 
@@ -149,7 +175,7 @@ class BatsimTarget(_JsonTarget):
         # how many of the input's tasks it leaves out
         told = replace(self.spec, leaves_out=lambda _: codec.left_out_reason(tasks, tasks))
         stand_in = Document(workload=Workload(jobs=(Job(id=1, tasks=(Task(id=1),)),)))
-        return refusal(stand_in, Document(workload=Workload()), source.name, told)
+        return refuse(stand_in, Document(workload=Workload()), source.name, told)
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:
@@ -185,14 +211,6 @@ class BatsimTarget(_JsonTarget):
         spool, self.spool = self.spool, None
         if spool is not None:
             spool.close()
-
-    def read_back(self, path: str) -> Diagnostic | None:
-        return _read_back_whole(self, path)
-
-
-_CHANGED = "changed"
-"""``BatsimTarget.losses``' form holding the value paths a chunk's normal form changes."""
-
 
 _VALUE_PATHS = frozenset({
     "task.submit_time_s", "task.runtime_s", "task.requested_time_s", "task.request.nodes",

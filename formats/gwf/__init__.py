@@ -88,9 +88,8 @@ reads it (``codec.read_part``) and written as one part (a row group, or task lin
 file's variant: ``codec.write_part``), with the whole-file conversion's bytes; a dependency
 on another chunk's task is kept, a workflow continued in the next chunk stays one job, and a
 workflow whose tasks are apart, or text ids, stop it (``convert.not-streamable``). To
-Batsim and osp-workload JSON it converts them in chunks too
-(``dcx.converters.stream_targets_json``), and to an OpenDC workload folder
-(``dcx.converters.stream_targets_opendc``).
+Batsim and osp-workload JSON it converts them in chunks too (their formats'
+``stream_target.py``), and to an OpenDC workload folder.
 
 Divergences
 -----------
@@ -236,4 +235,6 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     read_chunks=read_chunks,
     codes=CODES,
+    stream_source=deferred("dcx.formats.gwf.stream_source", "GwfSource"),
+    stream_target=deferred("dcx.formats.gwf.stream_target", "GwfTarget"),
 )

@@ -1,6 +1,23 @@
-"""formats/gwf/stream_source.py (moved here whole; its imports follow in the next commit)."""
+"""GWF's stream source (``FORMAT.stream_source``): a trace read a chunk of whole lines at a
+time for ``dcx convert`` (``dcx.converters.stream_convert``), each chunk checked by the chunked
+reader (``stream.py``) and its tasks read as the whole file reads them (``codec.read_part``)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.model import Document, Task, Workload
+from dcx.core.streams import (
+    Chunk,
+    Source,
+    as_preceding,
+    columns_in,
+    columns_taken_out,
+    tasks_taken_out,
+    workload_job_ids,
+)
 
 
 class GwfSource(Source):
@@ -10,6 +27,8 @@ class GwfSource(Source):
     in the part. A workflow whose tasks continue in the next chunk is one job, as in the
     whole file; one whose tasks are apart stops the conversion (the whole file writes them
     together), as do text ids (the whole file may renumber them)."""
+
+    jobs_continue = True
 
     def __init__(self) -> None:
         import numpy as np
@@ -47,7 +66,7 @@ class GwfSource(Source):
                 broken = True  # the chunked reader says why
                 continue
             workload = read.document.workload or Workload()
-            job_ids = _job_ids(workload)
+            job_ids = workload_job_ids(workload)
             if not len(job_ids):
                 continue
             problem = None
@@ -68,8 +87,8 @@ class GwfSource(Source):
                           cut_job_place=last_place if continued else None)
             yield piece
             jobs += len(job_ids) - (1 if continued else 0)
-            tasks = len(workload.jobs[-1].tasks) if _columns(workload) is None else int(
-                np.diff(_columns(workload).job_offsets)[-1])
+            tasks = len(workload.jobs[-1].tasks) if columns_in(workload) is None else int(
+                np.diff(columns_in(workload).job_offsets)[-1])
             still = continued and len(job_ids) == 1
             last_tasks = tasks + (last_tasks if still else 0)
             last_job = job_ids[-1]
@@ -86,12 +105,12 @@ class GwfSource(Source):
         workload = document.workload
         if workload is None:
             return document, {}
-        columns = _columns(workload)
+        columns = columns_in(workload)
         if columns is not None:
             needed = columns.dependency_ids
             if not len(needed) or needed.dtype.kind != "i":
                 return document, {}
-            return _columns_taken_out(document, workload, columns,
+            return columns_taken_out(document, workload, columns,
                                       ~np.isin(needed, columns.ids), np)
         own = {task.id for job in workload.jobs for task in job.tasks}
 
@@ -103,18 +122,18 @@ class GwfSource(Source):
             return replace(task, dependencies=tuple(
                 needed for needed in task.dependencies if needed in own)), outside
 
-        return _tasks_taken_out(document, workload, taken_out)
+        return tasks_taken_out(document, workload, taken_out)
 
     def own_chunk(self, document: Document) -> Document:
         """To SWF: a dependency on a task of another chunk as the preceding job's extras
         value, as ``ParquetSource.own_chunk``."""
         np = self.np
-        return _as_preceding(document, lambda columns: ~np.isin(columns.dependency_ids,
+        return as_preceding(document, lambda columns: ~np.isin(columns.dependency_ids,
                                                                 columns.ids), "chunk")
 
     def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
         workload = document.workload or Workload()
-        if _columns(workload) is None and any(
+        if columns_in(workload) is None and any(
                 type(job.id) is not int or any(type(task.id) is not int
                                                or any(type(needed) is not int
                                                       for needed in task.dependencies)

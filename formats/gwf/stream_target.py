@@ -1,9 +1,31 @@
-"""formats/gwf/stream_target.py (moved here whole; its imports follow in the next commit)."""
+"""GWF's stream target (``FORMAT.stream_target``): each chunk's tasks as GWF lines after the
+header line of the file's variant. See ``dcx.converters.stream_convert``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterator
+from typing import TYPE_CHECKING, Any
 
-class GwfTarget(_LinesTarget):
+from dcx.core.diagnostics import Loss
+from dcx.core.model import Document, Workload
+from dcx.core.restrict import conversion_losses
+from dcx.core.streams import (
+    CHANGED,
+    TRACE_VALUE_PATHS,
+    LinesTarget,
+    NotStreamable,
+    Source,
+    binary,
+    changing,
+    with_dependencies_back,
+    with_header_losses,
+)
+
+if TYPE_CHECKING:
+    from dcx.formats.gwf.codec import Variant
+
+
+class GwfTarget(LinesTarget):
     """GWF task lines, after the header line of the file's variant (``codec.write_part``):
     the variant ``codec.variant_for`` the unions of the chunks' ``codec.variant_fields``
     (a dependency on a task of another chunk counted with its chunk, as the whole file
@@ -16,7 +38,7 @@ class GwfTarget(_LinesTarget):
     to be a job of the file, is a dependency its chunk's losses did not have: a second
     reading measures them again (``measures_again``)."""
 
-    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
+    reads_back = "chunks"
     loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
@@ -36,7 +58,7 @@ class GwfTarget(_LinesTarget):
         from dcx.core.columns import columns_of
         from dcx.formats.gwf import codec
 
-        restored = _restored(document, earlier)
+        restored = with_dependencies_back(document, earlier)
         workload = restored.workload or Workload()
         columns = columns_of(workload)
         tasks = len(columns) if columns is not None else sum(len(job.tasks)
@@ -50,25 +72,24 @@ class GwfTarget(_LinesTarget):
                ) -> dict[Any, tuple[Loss, ...]]:
         from dataclasses import replace
 
-        from dcx.converters.losses import conversion_losses
         from dcx.core.restrict import recorded_use
         from dcx.formats.gwf import codec
 
-        restored = _restored(document, earlier)
+        restored = with_dependencies_back(document, earlier)
         use = recorded_use(restored, self.spec.name)
-        used = {path for path in _VALUE_PATHS if path in use.used or path in use.foreign}
+        used = {path for path in TRACE_VALUE_PATHS if path in use.used or path in use.foreign}
         found: dict[Any, tuple[Loss, ...]] = {}
         for variant in (self.variant,) if self.variant is not None else ("workflow", "archive"):
             normal, lost = codec.part_normal_form(restored, variant)
             # a path whose values the file's normal form changes counts every value of it,
             # changed or not (``dropped_values``): each chunk counts its own, and says which
-            # it changes (the form ``(_CHANGED, variant)``); those the file's normal form
+            # it changes (the form ``(CHANGED, variant)``); those the file's normal form
             # changes nowhere are left out at the end (``reported``)
             claimed = lost | used
-            spec = replace(self.spec, normal_form_losses=_changing(claimed))
+            spec = replace(self.spec, normal_form_losses=changing(claimed))
             found[variant] = conversion_losses(restored, spec, normal)
-            found[_CHANGED, variant] = tuple(Loss(path, 1, "", None)
-                                             for path in sorted(lost & _VALUE_PATHS))
+            found[CHANGED, variant] = tuple(Loss(path, 1, "", None)
+                                             for path in sorted(lost & TRACE_VALUE_PATHS))
         return found
 
     def measured_as(self) -> Any:
@@ -79,8 +100,8 @@ class GwfTarget(_LinesTarget):
         """Without the value paths the file's normal form changes nowhere, and with the
         workload's own fields as the header the whole input gives loses them (each chunk
         has the header lines it holds; the whole file one workload of them all)."""
-        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(
-            counted((_CHANGED, self.variant))))
+        return with_header_losses(self, losses, TRACE_VALUE_PATHS - frozenset(
+            counted((CHANGED, self.variant))))
 
     def _add(self, fields: tuple[frozenset[str], frozenset[str]]) -> Variant:
         """The variant of the chunks so far, with one more chunk's ``fields``."""
@@ -132,9 +153,6 @@ class GwfTarget(_LinesTarget):
             if not rows:
                 stream.write((codec.header_line(self.variant or "workflow") + "\n").encode())
         return rows
-
-    def read_back(self, path: str) -> Diagnostic | None:
-        return _read_back_in_chunks(self, path)
 
     early_variant: Variant | None = None
 

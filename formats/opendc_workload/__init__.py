@@ -106,7 +106,7 @@ holding more distinct ids per row group), and writes the whole conversion's outp
 report.
 
 A large SWF, GWF or Parquet trace (16 MB or more) converts to a workload folder a chunk at a
-time (``dcx.converters.stream_targets_opendc``, with ``codec.part_normal_form`` and
+time (``stream_target.py``, with ``codec.part_normal_form`` and
 ``codec.write_part``): the whole conversion's tables, without the input size limit and
 without holding the trace; the tasks' ``children`` are filled in at the end.
 """
@@ -200,4 +200,6 @@ FORMAT = FormatDeclaration(
     codes=CODES,
     members=MEMBERS,
     read_parts=PARTS,
+    stream_source=deferred("dcx.formats.opendc_workload.stream_source", "OpendcWorkloadSource"),
+    stream_target=deferred("dcx.formats.opendc_workload.stream_target", "OpendcWorkloadTarget"),
 )

@@ -1,9 +1,18 @@
-"""formats/opendc_workload/stream_source.py (moved here whole; its imports follow in the next commit)."""
+"""OpenDC workload's stream source (``FORMAT.stream_source``): a folder's tasks read a
+slice at a time for ``dcx convert`` (``dcx.converters.stream_convert``), each task with its
+fragments, after its files are checked as ``dcx validate``'s part reader checks them
+(``stream.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-class OpendcWorkloadSource(ParquetSource):
+from dcx.core.model import Workload
+from dcx.core.streams import Chunk, RowGroupSource
+
+
+class OpendcWorkloadSource(RowGroupSource):
     """An OpenDC workload folder (``chunks`` gives its open files by name, once per reading):
     the first reading checks every row group of both files (``formats.opendc_workload.
     stream``: the diagnostics of ``dcx validate``'s part reader, which are the whole reader's)
@@ -14,6 +23,7 @@ class OpendcWorkloadSource(ParquetSource):
     Dependencies on tasks of other slices are taken out and put back as a Parquet file's
     are."""
 
+    place = "chunk of tasks"
     SLICE_TASKS = 1 << 16
     """Tasks per chunk: the fragments a chunk joins are held with it."""
 
@@ -40,6 +50,3 @@ class OpendcWorkloadSource(ParquetSource):
                 assert read.document is not None and read.document.workload is not None
                 yield Chunk(read, 1, jobs)
                 jobs += len(read.document.workload.jobs)
-
-    def own_chunk(self, document: Document) -> Document:
-        return _as_preceding(document, self._outside, "chunk of tasks")

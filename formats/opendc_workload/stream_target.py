@@ -1,6 +1,7 @@
-"""The OpenDC workload target of ``dcx.converters.stream_convert``: a folder of
-``tasks.parquet`` and ``fragments.parquet`` written a chunk of tasks at a time (see the
-engine's module docstring for what every target shares), whose tables are the whole-file
+"""OpenDC workload's stream target (``FORMAT.stream_target``) for
+``dcx.converters.stream_convert``: a folder of ``tasks.parquet`` and ``fragments.parquet``
+written a chunk of tasks at a time (see the engine's module docstring for what every target
+shares), whose tables are the whole-file
 conversion's (the schemas with their nullability and key-value metadata, every value; the
 row groups are the chunks').
 
@@ -57,12 +58,18 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from dcx.converters.stream_sources import NotStreamable, Source
-from dcx.converters.stream_targets import _restored, judged, with_header_losses
-from dcx.converters.stream_targets_json import _JsonTarget
-from dcx.core.diagnostics import Diagnostic, Loss
+from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Workload
+from dcx.core.restrict import conversion_losses
+from dcx.core.streams import (
+    CHANGED,
+    JsonTarget,
+    NotStreamable,
+    Source,
+    with_dependencies_back,
+    with_header_losses,
+)
 
 _SPOOL = ".tasks.spool.parquet"
 """The tasks written so far, without their children, in the output's folder."""
@@ -80,11 +87,12 @@ class _Part:
     origin: str | None
 
 
-class OpendcWorkloadTarget(_JsonTarget):
+class OpendcWorkloadTarget(JsonTarget):
     """tasks.parquet and fragments.parquet written a chunk at a time (see the module
     docstring); the header's time origin is found as the JSON targets find theirs."""
 
-    sources = frozenset({"swf", "gwf", "parquet"})
+    reads_back = "folder"
+    from_itself = False
     loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
@@ -115,7 +123,6 @@ class OpendcWorkloadTarget(_JsonTarget):
         objects would be built to compare them)."""
         from dataclasses import replace
 
-        from dcx.converters.losses import conversion_losses
         from dcx.core.restrict import recorded_use
         from dcx.formats.opendc_workload import codec
 
@@ -141,7 +148,7 @@ class OpendcWorkloadTarget(_JsonTarget):
         self.placed |= {loss.field for loss in found
                         if loss.field in unused and loss.first is not None}
         return {None: found,
-                _CHANGED: tuple(Loss(path, 1, "", None) for path in sorted(lost & _VALUE_PATHS))}
+                CHANGED: tuple(Loss(path, 1, "", None) for path in sorted(lost & _VALUE_PATHS))}
 
     placed: frozenset[str] = frozenset()
     """The value paths no value counts whose first place a chunk of this reading has given
@@ -152,7 +159,7 @@ class OpendcWorkloadTarget(_JsonTarget):
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
-        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(counted(_CHANGED)))
+        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(counted(CHANGED)))
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.formats.opendc_workload import codec
@@ -161,7 +168,7 @@ class OpendcWorkloadTarget(_JsonTarget):
         made, measured_from, normal = self.normal
         if made is not document or measured_from != origin:
             normal = codec.part_normal_form(document, origin)[0]
-        tables = codec.write_part(_restored(normal, earlier))
+        tables = codec.write_part(with_dependencies_back(normal, earlier))
         if isinstance(tables, str):
             raise NotStreamable(f"the opendc-workload writer refuses a chunk's tasks: {tables}")
         # (the origin its times count from: a worker that converts a Parquet row group on
@@ -239,27 +246,6 @@ class OpendcWorkloadTarget(_JsonTarget):
         early, self.early = self.early, None
         if early is not None:
             early.__exit__(None, None, None)
-
-    def read_back(self, path: str) -> Diagnostic | None:
-        """Why the folder at ``path`` is not accepted by the format's reader, if it is not,
-        read as ``dcx validate`` reads it (``streaming.read_in_parts``): a part at a time
-        from ``STREAM_BYTES`` where the format has a part reader (``read_parts``), else
-        whole within the input size limit, and beyond it not at all (see the module
-        docstring)."""
-        from dcx.converters import streaming
-        from dcx.converters.folders import members_size, read_folder
-        from dcx.core.limits import LIMITS
-
-        size = members_size(path, self.spec)
-        if self.spec.read_parts is not None and size >= streaming.STREAM_BYTES:
-            from dcx.converters.partitions import read_parts
-
-            return judged(self, read_parts(path, self.spec).diagnostics)
-        if size > LIMITS.max_input_bytes:
-            return None
-        found = self.spec.read(read_folder(path, self.spec))
-        return judged(self, found.diagnostics, found.document is None)
-
 
 class _Members:
     """tasks.parquet and fragments.parquet written into ``folder`` a part at a time (see
@@ -451,9 +437,6 @@ _ANOTHER_ORIGIN = ("a chunk whose times count from another origin than the heade
                    "Parquet trace with a time origin converted on Dask workers, which see "
                    "only its first row group's header: convert it without --workers)")
 
-_CHANGED = "changed"
-"""``OpendcWorkloadTarget.losses``' form holding the value paths a chunk's normal form
-changes."""
 
 _VALUE_PATHS = frozenset({
     "task.submit_time_s", "task.runtime_s", "task.deadline_s", "task.request.cores",

@@ -150,4 +150,5 @@ FORMAT = FormatDeclaration(
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
     codes=CODES,
+    stream_target=deferred("dcx.formats.osp_workload.stream_target", "OspWorkloadTarget"),
 )

@@ -1,24 +1,42 @@
-"""formats/osp_workload/stream_target.py (moved here whole; its imports follow in the next commit)."""
+"""osp-workload's stream target (``FORMAT.stream_target``): the header's members (name,
+``date_start``, which every ``ts_submit`` counts from) written before the workflows, known
+from the first chunk, then the workflows as they come (a file whose later chunk holds a
+header line is read again; a pipe stops), a GWF workflow cut between chunks kept one
+workflow. See ``dcx.converters.stream_convert``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
 
-class OspWorkloadTarget(_JsonTarget):
+from dcx.core.diagnostics import Loss
+from dcx.core.model import Document, Workload
+from dcx.core.restrict import conversion_losses
+from dcx.core.streams import (
+    CHANGED,
+    JsonTarget,
+    NotStreamable,
+    Source,
+    binary,
+    with_header_losses,
+)
+
+
+class OspWorkloadTarget(JsonTarget):
     """osp-workload workflows written a chunk at a time after the root's members (the
     header's, known from the first chunk; see the module docstring)."""
 
-    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
+    reads_back = "whole"
     loses_unknown_otherwise = True
 
     def __init__(self, source: Source, reopenable: bool) -> None:
-        from dcx.converters.stream_sources import GwfSource
         from dcx.formats import osp_workload
 
         self.spec = osp_workload.FORMAT
         self.source = source
         self.dependencies_across = True
         self.observes = True
-        self.stitches = isinstance(source, GwfSource)
+        self.stitches = source.jobs_continue
         """A chunk's first workflow with the id of the last one written continues it (GWF:
         a workflow cut between chunks; others hold whole jobs, SWF one task each)."""
         self.normal: tuple[Document | None, Document] = (None, Document())
@@ -37,7 +55,6 @@ class OspWorkloadTarget(_JsonTarget):
         those no chunk changes are left out at the end (``reported``)."""
         from dataclasses import replace
 
-        from dcx.converters.losses import conversion_losses
         from dcx.core.restrict import recorded_use
         from dcx.formats.osp_workload import codec
 
@@ -50,12 +67,12 @@ class OspWorkloadTarget(_JsonTarget):
         claimed = lost | {path for path in _OSP_VALUE_PATHS if path in use.used}
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
         return {None: conversion_losses(document, spec, normal),
-                _CHANGED: tuple(Loss(path, 1, "", None)
+                CHANGED: tuple(Loss(path, 1, "", None)
                                 for path in sorted(lost & _OSP_VALUE_PATHS))}
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
-        return with_header_losses(self, losses, _OSP_VALUE_PATHS - frozenset(counted(_CHANGED)))
+        return with_header_losses(self, losses, _OSP_VALUE_PATHS - frozenset(counted(CHANGED)))
 
     def part(self, document: Document, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
         from dcx.formats.osp_workload import codec
@@ -141,10 +158,6 @@ class OspWorkloadTarget(_JsonTarget):
         early, self.early = self.early, None
         if early is not None:
             early.stream.close()
-
-    def read_back(self, path: str) -> Diagnostic | None:
-        return _read_back_whole(self, path)
-
 
 class _Workflows:
     """osp-workload's text written a chunk of workflows at a time (``codec.write_part``):

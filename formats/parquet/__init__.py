@@ -177,4 +177,6 @@ FORMAT = FormatDeclaration(
     keeps_prefixed_extras=True,
     codes=CODES,
     read_parts=PARTS,
+    stream_source=deferred("dcx.formats.parquet.stream_source", "ParquetSource"),
+    stream_target=deferred("dcx.formats.parquet.stream_target", "ParquetTarget"),
 )

@@ -1,9 +1,19 @@
-"""formats/parquet/stream_source.py (moved here whole; its imports follow in the next commit)."""
+"""Parquet's stream source (``FORMAT.stream_source``): a file's row groups read one at a
+time for ``dcx convert`` (``dcx.converters.stream_convert``), checked as ``dcx validate``'s
+part reader checks them (``stream.py``); on a Dask cluster each row group's work runs on a
+worker (``dcx.converters.stream_dask``, through the methods below)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-class ParquetSource(Source):
+from dcx.core.diagnostics import Diagnostic, ReadResult
+from dcx.core.model import Workload
+from dcx.core.streams import Chunk, RowGroupSource, columns_in
+
+
+class ParquetSource(RowGroupSource):
     """A Parquet file's row groups (``chunks`` gives the open file, once per reading): each
     checked by ``formats.parquet.stream.check_part`` and merged by its ``finish`` (the
     diagnostics of ``dcx validate``'s part reader, which are the whole reader's), and read
@@ -16,15 +26,10 @@ class ParquetSource(Source):
     whole jobs)."""
 
     def __init__(self) -> None:
-        import numpy as np
-
         from dcx.formats import parquet
 
-        self.np = np
+        super().__init__()
         self.spec = parquet.FORMAT
-        self.checked = None
-        self.found: Any = None
-        self.header_read = Workload()
 
     def reads(self, chunks: Iterable[Any], check: bool) -> Iterator[Chunk]:
         for opened in chunks:
@@ -58,7 +63,7 @@ class ParquetSource(Source):
                 broken = True
                 continue
             workload = read.document.workload or Workload()
-            count = len(_columns(workload).job_ids)
+            count = len(columns_in(workload).job_ids)
             if count and not jobs:
                 from dataclasses import replace
 
@@ -77,47 +82,32 @@ class ParquetSource(Source):
         return bool(found.nulls or found.null_dependencies or found.nan or found.extras_json
                     or found.null_feature is not None)
 
-    def verdict(self) -> Any:
-        return self.found
+    def open_parts(self, opened: Any) -> tuple[Any, tuple[Diagnostic, ...]]:
+        from dcx.formats.parquet import stream
 
-    def jobs(self, verdict: Any, rows: int) -> int:
-        return int(verdict.jobs or 0)
+        return stream.open_parts(opened)
 
-    def _outside(self, columns: Any) -> Any:
-        """Whether each dependency names a task of another row group."""
-        np = self.np
-        needed = columns.dependency_ids
-        if needed.dtype.kind == "O" or columns.ids.dtype.kind == "O":
-            own = set(columns.ids.tolist())
-            return np.array([value not in own for value in needed.tolist()], dtype=bool)
-        return ~np.isin(needed, columns.ids)
+    def check_part(self, opened: Any, parts: Any, index: int) -> Any:
+        from dcx.formats.parquet import stream
 
-    def cross_chunk(self, document: Document, later: list[Any]
-                    ) -> tuple[Document, dict[int, list[tuple[int, Any]]]]:
+        return stream.check_part(opened, parts, index)
 
+    def finish_parts(self, parts: Any, findings: list[Any], opened: Any) -> Any:
+        from dcx.formats.parquet import stream
 
-        np = self.np
-        workload = document.workload
-        columns = _columns(workload) if workload is not None else None
-        if workload is None or columns is None or not len(columns.dependency_ids):
-            return document, {}
-        return _columns_taken_out(document, workload, columns, self._outside(columns), np)
+        return stream.finish(parts, findings,
+                             lambda index: stream.reread_dependencies(opened, index))
 
-    def own_chunk(self, document: Document) -> Document:
-        """To SWF: each dependency on a task of another row group as the preceding job's
-        extras value (see the class docstring)."""
-        return _as_preceding(document, self._outside, "row group")
+    def read_group(self, opened: Any, parts: Any, index: int
+                   ) -> tuple[ReadResult | None, bool]:
+        """Row group ``index`` read on its own as ``reads`` reads it after the ones before
+        (with the rows of a job begun in them), and whether it is the first with jobs;
+        ``None`` when it cannot be read."""
+        from dcx.formats.parquet import stream
 
-    def unstreamable(self, document: Document, target: FormatDeclaration) -> str | None:
-        lost = _normal_form_losses(target, document)
-        if "task.id" in lost or "job" in lost:
-            return (f"ids that {target.name} renumbers (the whole file numbers them all "
-                    "together)")
-        return None
-
-    def header(self, spec: FormatDeclaration) -> Workload:
-        """The workload's header (the file's metadata), in ``spec``'s normal form."""
-        document = Document(workload=self.header_read)
-        if spec.normal_form is not None:
-            document = spec.normal_form(document)
-        return document.workload or Workload()
+        carried, first = stream.rows_carried_into(opened, parts, index)
+        if carried is False:
+            return None, first
+        read, _ = stream.read_part(opened, index, first, carried,
+                                   last=index == len(parts.row_counts) - 1)
+        return read, first

@@ -1,6 +1,15 @@
-"""formats/parquet/stream_target.py (moved here whole; its imports follow in the next commit)."""
+"""Parquet's stream target (``FORMAT.stream_target``): each chunk's document a row group, all
+with one Arrow schema (the columns any chunk has, in the order they first appear; an extras
+column integer in one chunk and not in another a double), the metadata in the footer once
+the input is read. See ``dcx.converters.stream_convert``."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from dcx.core.model import Document, Workload
+from dcx.core.streams import PRECEDING_KEY, NotStreamable, Source, Target, inserted
 
 
 def _with_dependencies(table: Any, earlier: dict[int, list[tuple[int, Any]]]) -> Any:
@@ -12,7 +21,7 @@ def _with_dependencies(table: Any, earlier: dict[int, list[tuple[int, Any]]]) ->
     kind = table.schema.field(position).type
     lists = table.column(position).to_pylist()
     for row, insertions in earlier.items():
-        lists[row] = _inserted(lists[row], insertions)
+        lists[row] = inserted(lists[row], insertions)
     try:
         column = pa.array(lists, kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -91,7 +100,7 @@ def _conformed(table: Any, schema: Any) -> Any:
 
 
 class ParquetTarget(Target):
-    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
+    reads_back = "parts"
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import parquet
@@ -100,7 +109,7 @@ class ParquetTarget(Target):
         self.dependencies_across = True
         self.observes = True
         self.plan = _Schema(not reopenable, source.pipe_extras())
-        self.preceding_unknown = isinstance(source, SwfSource)
+        self.preceding_unknown = source.preceding_as_extras
         """A chunk's preceding-job extras column may be a dependency in the whole file."""
         self.preceding: list[tuple[int, list[Any], Any]] = []
         """Where the preceding-job extras column would go, per part that has it."""
@@ -209,10 +218,3 @@ class ParquetTarget(Target):
         writer, self.early_writer = getattr(self, "early_writer", None), None
         if writer is not None:
             writer.close()
-
-    def read_back(self, path: str) -> Diagnostic | None:
-        from dcx.converters.partitions import read_parts
-
-        # the reader dcx validate runs on a large Parquet file, its row groups in turn
-        problems = read_parts(path, self.spec).diagnostics
-        return invalid_output("parquet", problems) if problems else None

@@ -82,8 +82,8 @@ integers and text, or are text (which the whole file would renumber), stop it
 (``convert.not-streamable``); so do, converting to SWF, a chunk whose jobs the whole file
 would number again, and a job submitted before one of an earlier chunk (SWF lines are in
 submit-time order, which the whole file would sort). To Batsim and osp-workload JSON it
-converts them in chunks too (``dcx.converters.stream_targets_json``), and to an OpenDC
-workload folder (``dcx.converters.stream_targets_opendc``); other targets still read the
+converts them in chunks too (their formats' ``stream_target.py``), and to an OpenDC
+workload folder; other targets still read the
 whole input (up to the input size limit).
 
 **Trailing fields.** A job line with more than 18 fields (Alea's traces add three) is read
@@ -233,4 +233,6 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     codes=CODES,
     read_chunks=read_chunks,
+    stream_source=deferred("dcx.formats.swf.stream_source", "SwfSource"),
+    stream_target=deferred("dcx.formats.swf.stream_target", "SwfTarget"),
 )

@@ -1,10 +1,22 @@
-"""formats/swf/stream_source.py (moved here whole; its imports follow in the next commit)."""
+"""SWF's stream source (``FORMAT.stream_source``): a trace read a chunk of whole lines at a
+time for ``dcx convert`` (``dcx.converters.stream_convert``), each chunk checked by the chunked
+reader (``stream.py``) and read as the whole file reads it (``codec.read_rows``); a preceding
+job another chunk holds becomes the dependency the whole file makes of it."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import has_errors
+from dcx.core.model import Document, Task, Workload
+from dcx.core.streams import PRECEDING_KEY, Chunk, Source, tasks_taken_out
 
 
 class SwfSource(Source):
     later_in_pipe = "a job whose preceding job comes later in the trace"
+    preceding_as_extras = True
 
     def __init__(self) -> None:
         from dcx.formats import swf
@@ -46,7 +58,7 @@ class SwfSource(Source):
                 later.append(number)
             return task, None
 
-        return _tasks_taken_out(document, workload, taken_out)
+        return tasks_taken_out(document, workload, taken_out)
 
     def _columns_cross_chunk(self, document: Document, workload: Workload, columns: Any,
                              later: list[Any]

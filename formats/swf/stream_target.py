@@ -1,6 +1,24 @@
-"""formats/swf/stream_target.py (moved here whole; its imports follow in the next commit)."""
+"""SWF's stream target (``FORMAT.stream_target``): each chunk's jobs as SWF lines after the
+header, in submit-time order across chunks. See ``dcx.converters.stream_convert``."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
+
+from dcx.core.diagnostics import Loss
+from dcx.core.model import Document, Workload
+from dcx.core.restrict import conversion_losses
+from dcx.core.streams import (
+    CHANGED,
+    TRACE_VALUE_PATHS,
+    LinesTarget,
+    NotStreamable,
+    Source,
+    binary,
+    changing,
+)
 
 
 def _after_written(lines: bytes, latest: float) -> float:
@@ -16,13 +34,13 @@ def _after_written(lines: bytes, latest: float) -> float:
     return float(last_line.split()[1])
 
 
-class SwfTarget(_LinesTarget):
+class SwfTarget(LinesTarget):
     """SWF lines: the header first (a pipe's: what its first chunk holds; a header line in a
     later chunk, which the whole file would write at the top, stops the conversion). A
     file's first reading writes them after the header its first chunk gives, kept when the
     whole file's header is the same (else the file is read again)."""
 
-    sources = frozenset({"swf", "gwf", "parquet", "opendc-workload"})
+    reads_back = "chunks"
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         from dcx.formats import swf
@@ -30,7 +48,7 @@ class SwfTarget(_LinesTarget):
         self.spec = swf.FORMAT
         self.source = source
         self.jobs_are_rows = True
-        self.value_paths = _VALUE_PATHS & self.spec.holds
+        self.value_paths = TRACE_VALUE_PATHS & self.spec.holds
         """The value paths SWF's normal form may change (the others it does not hold: its
         restriction drops every value of them, chunk by chunk as in the whole file)."""
         self.early_header: list[str] = []
@@ -59,25 +77,24 @@ class SwfTarget(_LinesTarget):
                ) -> dict[Any, tuple[Loss, ...]]:
         """As GWF's: a value path the file's normal form changes somewhere counts every
         value of the file (``dropped_values``), so each chunk counts all of its own and says
-        which it changes (the form ``_CHANGED``); ``reported`` leaves out those no chunk
+        which it changes (the form ``CHANGED``); ``reported`` leaves out those no chunk
         changes. (A chunk alone would count a path's values only where it changes one.)"""
         from dataclasses import replace
 
-        from dcx.converters.losses import conversion_losses
         from dcx.core.restrict import recorded_use
         from dcx.formats.swf import codec
 
         normal, lost = codec._normalized(document)
         use = recorded_use(document, self.spec.name)
         claimed = lost | {path for path in self.value_paths if path in use.used}
-        spec = replace(self.spec, normal_form_losses=_changing(claimed))
+        spec = replace(self.spec, normal_form_losses=changing(claimed))
         return {None: conversion_losses(document, spec, normal),
-                _CHANGED: tuple(Loss(path, 1, "", None)
+                CHANGED: tuple(Loss(path, 1, "", None)
                                 for path in sorted(lost & self.value_paths))}
 
     def reported(self, losses: tuple[Loss, ...], counted: Callable[[Any], Collection[str]]
                  ) -> tuple[Loss, ...]:
-        not_lost = self.value_paths - frozenset(counted(_CHANGED))
+        not_lost = self.value_paths - frozenset(counted(CHANGED))
         return tuple(loss for loss in losses if loss.field not in not_lost)
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
@@ -101,9 +118,6 @@ class SwfTarget(_LinesTarget):
             elif lines != written:
                 raise NotStreamable("a header line after the first chunk")
         return rows
-
-    def read_back(self, path: str) -> Diagnostic | None:
-        return _read_back_in_chunks(self, path)
 
     def write_early(self, part: Any, unknown: bool) -> None:
         # (a preceding job a chunk did not know is written alike as extras or dependency)
