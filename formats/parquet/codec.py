@@ -125,27 +125,10 @@ def _columns(table: Any, whole: bool = True) -> tuple[WorkloadColumns | None, li
     a file): a dependency may name a task of another row group, which is not checked here."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     table = table.combine_chunks()
     count = table.num_rows
-    problems: list[Diagnostic] = []
-    for name in _REQUIRED:
-        column = table.column(name)
-        nulls = column.null_count
-        if name == "dependencies" and not nulls:
-            nulls = pc.list_flatten(column).null_count
-        if nulls:
-            row = _first(column.is_null() if name != "dependencies" or column.null_count
-                         else pc.list_parent_indices(column).filter(
-                             pc.list_flatten(column).is_null()))
-            problems.append(null_error(name, nulls, row))
-    for name in (*_NUMBERS, *(n for n in table.column_names if n.startswith(EXTRAS_PREFIX)
-                              and pa.types.is_floating(table.column(n).type))):
-        column = table.column(name)
-        nan = pc.is_nan(column)
-        if pc.any(nan).as_py():
-            problems.append(nan_error(name, _first(nan)))
+    problems = _null_and_nan_problems(table)
     if problems:
         return None, problems
     ids = _ids(table.column("task_id"))
@@ -165,24 +148,9 @@ def _columns(table: Any, whole: bool = True) -> tuple[WorkloadColumns | None, li
         problems += _dependency_problems(ids, offsets, dependency_ids)
     if problems:
         return None, problems
-    extras = {}
-    for name in table.column_names:
-        if name.startswith(JSON_EXTRAS_PREFIX):
-            texts = _strings(table.column(name))
-            bad = next((text for text in texts.values if not _json_text(text)), None)
-            if bad is not None:
-                return None, [extras_json_error(name, bad)]
-            extras[name[len(JSON_EXTRAS_PREFIX):]] = ExtraColumn.of_texts(texts, json=True)
-        elif name.startswith(EXTRAS_PREFIX):
-            column = table.column(name)
-            if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-                extras[name[len(EXTRAS_PREFIX):]] = ExtraColumn.of_texts(_strings(column))
-                continue
-            present = column.is_valid().to_numpy(zero_copy_only=False)
-            values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
-            floats = pa.types.is_floating(column.type)
-            extras[name[len(EXTRAS_PREFIX):]] = ExtraColumn(
-                values, present, np.zeros(count, dtype=bool) if floats else None)
+    extras, bad = _extra_columns(table, count)
+    if bad is not None:
+        return None, [bad]
     requirements, problems = _requirements(table)
     if problems:
         return None, problems
@@ -207,6 +175,61 @@ def _columns(table: Any, whole: bool = True) -> tuple[WorkloadColumns | None, li
         job_users=_per_job(users, starts),
         **requirements,
     ), []
+
+
+def _null_and_nan_problems(table: Any) -> list[Diagnostic]:
+    """The nulls in the required columns (a dependency's too) and the NaNs in the number
+    columns that ``read`` reports."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    problems: list[Diagnostic] = []
+    for name in _REQUIRED:
+        column = table.column(name)
+        nulls = column.null_count
+        if name == "dependencies" and not nulls:
+            nulls = pc.list_flatten(column).null_count
+        if nulls:
+            row = _first(column.is_null() if name != "dependencies" or column.null_count
+                         else pc.list_parent_indices(column).filter(
+                             pc.list_flatten(column).is_null()))
+            problems.append(null_error(name, nulls, row))
+    for name in (*_NUMBERS, *(n for n in table.column_names if n.startswith(EXTRAS_PREFIX)
+                              and pa.types.is_floating(table.column(n).type))):
+        column = table.column(name)
+        nan = pc.is_nan(column)
+        if pc.any(nan).as_py():
+            problems.append(nan_error(name, _first(nan)))
+    return problems
+
+
+def _extra_columns(table: Any, count: int
+                   ) -> tuple[dict[str, ExtraColumn], Diagnostic | None]:
+    """The ``extras.`` columns by key, or the first ``extras_json.`` value that is not
+    JSON."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    extras: dict[str, ExtraColumn] = {}
+    for name in table.column_names:
+        if name.startswith(JSON_EXTRAS_PREFIX):
+            texts = _strings(table.column(name))
+            bad = next((text for text in texts.values if not _json_text(text)), None)
+            if bad is not None:
+                return {}, extras_json_error(name, bad)
+            extras[name[len(JSON_EXTRAS_PREFIX):]] = ExtraColumn.of_texts(texts, json=True)
+        elif name.startswith(EXTRAS_PREFIX):
+            column = table.column(name)
+            if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+                extras[name[len(EXTRAS_PREFIX):]] = ExtraColumn.of_texts(_strings(column))
+                continue
+            present = column.is_valid().to_numpy(zero_copy_only=False)
+            values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+            floats = pa.types.is_floating(column.type)
+            extras[name[len(EXTRAS_PREFIX):]] = ExtraColumn(
+                values, present, np.zeros(count, dtype=bool) if floats else None)
+    return extras, None
 
 
 def _requirements(table: Any) -> tuple[dict[str, Any], list[Diagnostic]]:
