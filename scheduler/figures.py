@@ -23,27 +23,12 @@ def write_plots(folder: Path, runs: list[Run], title: str) -> None:
     from dcx.scheduler import plots
     from dcx.scheduler.engine import STAGES
     from dcx.scheduler.metrics import BOUNDED_SLOWDOWN_TAU_S
-    from dcx.scheduler.problem import CORE_UNITS
     from dcx.scheduler.report import stage_totals
 
     labels = [run.metrics.summary.policy for run in runs]
     named = list(zip(labels, runs, strict=True))
     model = runs[0].metrics.summary.time_model if runs else "event"
     where = f"{title}, {model} time model"
-
-    def per_task(run: Run, kind: str) -> list[float]:
-        schedule = run.schedule
-        values = []
-        for arrival, first, start, end in zip(schedule.arrival_s, schedule.first_start_s,
-                                              schedule.start_s, schedule.finish_s, strict=True):
-            if math.isnan(end):
-                continue
-            if kind == "wait":
-                values.append(first - arrival)
-            else:
-                run_s = end - start
-                values.append(max(1.0, (end - arrival) / max(run_s, BOUNDED_SLOWDOWN_TAU_S)))
-        return values
 
     figures = {
         "trt.svg": plots.cdf_svg(
@@ -57,24 +42,15 @@ def write_plots(folder: Path, runs: list[Run], title: str) -> None:
             f"arrival ({where})."),
         "wait.svg": plots.cdf_svg(
             f"Waiting time per scheduler ({title})", "waiting time [s]",
-            [(label, per_task(run, "wait")) for label, run in named],
+            [(label, _per_task(run, "wait")) for label, run in named],
             f"Empirical CDF over finished tasks of first start - arrival ({where})."),
         "bounded_slowdown.svg": plots.cdf_svg(
             f"Bounded slowdown per scheduler ({title})", "bounded slowdown [-]",
-            [(label, per_task(run, "bsld")) for label, run in named],
+            [(label, _per_task(run, "bsld")) for label, run in named],
             f"Empirical CDF over finished tasks of max(1, response / max(run, "
             f"{BOUNDED_SLOWDOWN_TAU_S:g} s)) ({where})."),
     }
-    utilisation = []
-    for label, run in named:
-        problem, schedule = run.metrics.problem, run.schedule
-        cores = [problem.tasks.need[t] * problem.tasks.nodes[t] / CORE_UNITS
-                 for t in range(len(problem.tasks))]
-        times, levels = plots.utilisation_series(
-            schedule.start_s, schedule.finish_s, cores,
-            sum(problem.machines.capacity) / CORE_UNITS)
-        origin = min(schedule.arrival_s, default=0.0)
-        utilisation.append((label, [t - origin for t in times], levels))
+    utilisation = _utilisation(named)
     figures["utilisation.svg"] = plots.utilisation_svg(
         f"Utilisation over time ({title})", utilisation,
         f"Busy cores over all cores of the environment, per scheduler; runs with more than "
@@ -95,6 +71,42 @@ def write_plots(folder: Path, runs: list[Run], title: str) -> None:
 
             write_atomic(folder / run_folder_name(run.metrics.summary) / "gantt.svg",
                          gantt.encode())
+
+
+def _per_task(run: Run, kind: str) -> list[float]:
+    """Each finished task's waiting time (``wait``) or bounded slowdown."""
+    from dcx.scheduler.metrics import BOUNDED_SLOWDOWN_TAU_S
+
+    schedule = run.schedule
+    values = []
+    for arrival, first, start, end in zip(schedule.arrival_s, schedule.first_start_s,
+                                          schedule.start_s, schedule.finish_s, strict=True):
+        if math.isnan(end):
+            continue
+        if kind == "wait":
+            values.append(first - arrival)
+        else:
+            run_s = end - start
+            values.append(max(1.0, (end - arrival) / max(run_s, BOUNDED_SLOWDOWN_TAU_S)))
+    return values
+
+
+def _utilisation(named: list[tuple[str, Run]]) -> list[tuple[str, list[float], list[float]]]:
+    """Per run, busy cores over time from its first arrival (``plots.utilisation_series``)."""
+    from dcx.scheduler import plots
+    from dcx.scheduler.problem import CORE_UNITS
+
+    utilisation = []
+    for label, run in named:
+        problem, schedule = run.metrics.problem, run.schedule
+        cores = [problem.tasks.need[t] * problem.tasks.nodes[t] / CORE_UNITS
+                 for t in range(len(problem.tasks))]
+        times, levels = plots.utilisation_series(
+            schedule.start_s, schedule.finish_s, cores,
+            sum(problem.machines.capacity) / CORE_UNITS)
+        origin = min(schedule.arrival_s, default=0.0)
+        utilisation.append((label, [t - origin for t in times], levels))
+    return utilisation
 
 
 def gantt_for(run: Run, title: str) -> str | None:
