@@ -99,9 +99,12 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over everything; mypy over the package as ``dcx``, the tests and the docs hooks."""
+    """ruff over everything (complexity included: C901); the layers, the import cycles and
+    what imports the command line and the formats (tests/test_layers.py); mypy over the
+    package as ``dcx``, the tests and the docs hooks."""
     session.install(".[lint,test,docs]")
     session.run("ruff", "check", *PACKAGES, "tests", "benchmarks", "site/hooks", "noxfile.py")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:randomly", "tests/test_layers.py")
     # mypy reads the package from src/dcx (its subpackages are links to the top-level folders).
     config = os.path.abspath("pyproject.toml")
     _mypy(session, "--config-file", config, "-p", "dcx")
