@@ -21,8 +21,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dcx.scheduler.figures import PLOTS_MISSING, plots_available, write_plots
-
 # Only what the argument parser needs is imported here: every `dcx` call (the pre-commit
 # hook included) builds this parser, so the engine, plots and readers load in run().
 if TYPE_CHECKING:
@@ -179,9 +177,10 @@ def _text_table(runs: list[Run]) -> str:
 
 
 def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
+    """Per-run CSV/JSON folders plus the SVGs over all runs."""
+    from dcx.scheduler.figures import write_plots
     from dcx.scheduler.report import write_run
 
-    """Per-run CSV/JSON folders plus the SVGs over all runs."""
     for run in runs:
         write_run(folder, run.schedule, run.metrics)
     write_plots(folder, runs, title)
@@ -283,6 +282,7 @@ def _run_all(problem: Any, policies: list[Policy], args: argparse.Namespace,
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every run completed, 1 for unschedulable input, 2 for usage errors."""
+    from dcx.scheduler.figures import PLOTS_MISSING, plots_available
     from dcx.scheduler.loading import load_problem
 
     try:
