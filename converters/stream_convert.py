@@ -119,7 +119,6 @@ CODES = (
 )
 
 
-PRECEDING_KEY = "swf:PrecedingJobNumber"
 _JOB_POINTER = re.compile(r"/workload/jobs/(\d+)(?:/tasks/(\d+))?")
 _FIELD_ORDER = {path: index for index, path in enumerate(FIELDS)}
 
