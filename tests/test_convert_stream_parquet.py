@@ -1,5 +1,5 @@
-"""``dcx convert`` of a large Parquet file a row group at a time (``dcx.converters.
-stream_convert``'s ``_ParquetSource``) against the whole-file path, to Parquet, SWF and GWF:
+"""``dcx convert`` of a large Parquet file a row group at a time (the format's stream source,
+``formats/parquet/stream_source.py``) against the whole-file path, to Parquet, SWF and GWF:
 for generated tables, valid or not, cut into row groups of a few rows (jobs cut between row
 groups, dependencies on tasks of other row groups), the same exit status, the same stderr
 lines (and stdout, where ``--output json`` reports) and the same table or bytes, or nothing

@@ -126,7 +126,7 @@ class GwfSource(Source):
 
     def own_chunk(self, document: Document) -> Document:
         """To SWF: a dependency on a task of another chunk as the preceding job's extras
-        value, as ``ParquetSource.own_chunk``."""
+        value, as ``RowGroupSource.own_chunk``."""
         np = self.np
         return as_preceding(document, lambda columns: ~np.isin(columns.dependency_ids,
                                                                 columns.ids), "chunk")
