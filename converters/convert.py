@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dcx.converters.fill import FIELDS, Fill, Filled, apply_fills
-from dcx.converters.registry import detect, get, unrecognised_message
+from dcx.converters.registry import conformance_codes, detect, get, unrecognised_message
 from dcx.core.codes import Code
 from dcx.core.columns import columns_of
 from dcx.core.declaration import FormatDeclaration, ImportLoader, ImportRefused
@@ -275,9 +275,8 @@ def _fill_hint(document: Document, target: FormatDeclaration, kept: int) -> str 
 def convert_document(document: Document, source: FormatDeclaration, target: FormatDeclaration,
                      strict: bool = False, read: ReadResult | None = None) -> Conversion:
     """``document`` (read from a ``source`` file) written as ``target``, or why not."""
-    # the loss derivation and the code catalogue load here, not at start-up: validating
-    # (the pre-commit hook) reads through this module and needs neither
-    from dcx.converters.catalogue import conformance_codes
+    # the loss derivation loads here, not at start-up: validating (the pre-commit hook)
+    # reads through this module and does not need it
     from dcx.converters.losses import conversion_losses
     from dcx.core.restrict import normalized_for
 

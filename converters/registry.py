@@ -34,6 +34,16 @@ NAMES: tuple[str, ...] = tuple(BY_NAME)
 FAMILIES: tuple[str, ...] = tuple(sorted({spec.family for spec in FORMATS}))
 
 
+def conformance_codes() -> frozenset[str]:
+    """Warnings that say a file breaks its format's own specification: only a format's
+    declaration can say that (``tests/test_codes.py`` holds every such code to one)."""
+    return _CONFORMANCE
+
+
+_CONFORMANCE = frozenset(code.code for spec in FORMATS for code in spec.codes
+                         if code.conformance)
+
+
 def lookup(name: str) -> FormatDeclaration | None:
     """The format called ``name``, ignoring case (``SSS`` is ``sss``)."""
     return BY_NAME.get(name.lower())

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dcx.converters.registry import FORMATS, get
+from dcx.converters.registry import FORMATS, conformance_codes, get
 from dcx.core.declaration import loaded
 from dcx.core.diagnostics import Diagnostic, Loss, error, warning
 from dcx.core.model import Document
@@ -119,7 +119,6 @@ def judged(target: Target, diagnostics: Sequence[Diagnostic], unread: bool = Fal
     """Why an output whose reading back gave ``diagnostics`` (``unread``: and no document)
     is not accepted, if it is not; what it warns of and the input did not goes to
     ``target.warned``."""
-    from dcx.converters.catalogue import conformance_codes
 
     spec = target.spec
     rejected = [d for d in diagnostics if d.is_error or d.code in conformance_codes()]

@@ -2,7 +2,7 @@
 
 Every code dcx can emit is declared once, with its severity and a one-line meaning: the codes
 of a format in its ``FORMAT`` declaration, those of each other layer in a ``CODES`` tuple of
-its own. ``dcx.converters.catalogue`` gathers them; the error-code page is generated from it.
+its own. ``dcx.cli.catalogue`` gathers them; the error-code page is generated from it.
 """
 
 from __future__ import annotations

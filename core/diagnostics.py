@@ -29,7 +29,7 @@ class Diagnostic:
     the empty string means the document as a whole. ``line`` and ``column`` are 1-based.
     ``code`` is a stable, dotted identifier (``json.duplicate-key``) that tests and users
     can match on; the message may be reworded, the code may not. Every code is declared in
-    the catalogue (``dcx.converters.catalogue``), so there is no default: a diagnostic
+    the catalogue (``dcx.cli.catalogue``), so there is no default: a diagnostic
     without a code could not be matched on.
     """
 

@@ -159,7 +159,7 @@ class CodeRecorder:
         if not self.suspects:
             return []
         if self.declared is None:
-            from dcx.converters.catalogue import catalogue
+            from dcx.cli.catalogue import catalogue
 
             self.declared = frozenset(catalogue())
         found = sorted({item for item in self.suspects if item[0] not in self.declared})
@@ -190,7 +190,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     if undeclared:
         listed = ", ".join(f"{code or '(empty code)'} from {module}"
                            for code, module in undeclared)
-        pytest.fail(f"diagnostic codes not in the catalogue (dcx.converters.catalogue): "
+        pytest.fail(f"diagnostic codes not in the catalogue (dcx.cli.catalogue): "
                     f"{listed}", pytrace=False)
     return result
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from dcx.converters.catalogue import LAYER_MODULES, catalogue, declarations
+from dcx.cli.catalogue import LAYER_MODULES, catalogue, declarations
 from dcx.converters.registry import FORMATS
 from dcx.core.diagnostics import Diagnostic, error
 from dcx.parsing.schemas import SCHEMA_KEYWORD_CODES
@@ -413,3 +413,16 @@ def test_the_suite_fails_a_test_that_emits_an_undeclared_code(
     exec("error('made up', 'imaginary.code')", made_by_dcx)  # a fake dcx module
     Diagnostic(error("x", "json.syntax").severity, "made by a test", "tests.own-code")
     assert code_recorder.undeclared() == [("imaginary.code", "dcx.formats.imaginary")]
+
+
+def test_only_formats_declare_conformance_codes() -> None:
+    """The conversion's acceptance rule reads conformance codes from the formats alone
+    (``dcx.converters.registry.conformance_codes``): a layer module declaring one would be
+    a rule it never applies."""
+    from dcx.converters.registry import conformance_codes
+
+    elsewhere = sorted(code for code, item in declarations().items()
+                       if item.code.conformance and item.format is None)
+    assert elsewhere == []
+    assert conformance_codes() == {code for code, item in declarations().items()
+                                   if item.code.conformance}

@@ -223,7 +223,7 @@ def test_cli_reference_covers_every_command_and_option() -> None:
 
 
 def test_error_code_page_has_one_row_per_declared_code() -> None:
-    from dcx.converters.catalogue import declarations
+    from dcx.cli.catalogue import declarations
 
     rows = codes.catalogue_rows()
     assert [row.code for row in rows] == sorted(declarations())

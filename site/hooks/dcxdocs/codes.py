@@ -1,4 +1,4 @@
-"""The error-code page, generated from the declared catalogue (``dcx.converters.catalogue``):
+"""The error-code page, generated from the declared catalogue (``dcx.cli.catalogue``):
 one row per code with its severity, meaning, where it is declared and its conformance flag.
 ``tests/test_codes.py`` holds the catalogue to the code that emits, so the page lists exactly
 what dcx can emit."""
@@ -26,7 +26,7 @@ class CodeRow:
 
 def catalogue_rows() -> list[CodeRow]:
     """Every declared code, sorted by code."""
-    from dcx.converters.catalogue import declarations
+    from dcx.cli.catalogue import declarations
 
     return [CodeRow(name, item.code.severity, item.code.meaning, item.code.conformance,
                     item.module, item.format)

@@ -1,6 +1,8 @@
 """The diagnostic-code catalogue, gathered from its declarations: each layer's ``CODES`` and
-each format's ``FORMAT.codes``. The error-code page and the conversion's acceptance rule
-(``conformance_codes``) read it; ``tests/test_codes.py`` holds it to the code that emits."""
+each format's ``FORMAT.codes``. It reaches every layer, so it sits at the top, beside the
+command line; the error-code page and ``dcx`` read it, and ``tests/test_codes.py`` holds it to
+the code that emits. The conversion's acceptance rule needs only the formats' codes
+(``dcx.converters.registry.conformance_codes``)."""
 
 from __future__ import annotations
 
@@ -27,9 +29,8 @@ LAYER_MODULES = (
     "dcx.scheduler.declaration",
     "dcx.experiments.spec",
 )
-"""Modules outside the formats that declare ``CODES`` (named, not imported: the scheduler
-sits beside the converters and the experiments above them, and the catalogue is only read
-when a code is looked up)."""
+"""Modules outside the formats that declare ``CODES`` (imported when a code is first looked
+up, not when the command line starts)."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,3 @@ def declarations() -> dict[str, Declaration]:
 def catalogue() -> dict[str, Code]:
     """Every declared code, by code."""
     return {name: item.code for name, item in declarations().items()}
-
-
-@cache
-def conformance_codes() -> frozenset[str]:
-    """Warnings that say a file breaks its format's own specification."""
-    return frozenset(code.code for code in catalogue().values() if code.conformance)
