@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dcx.converters.registry import FORMATS, conformance_codes, get
+from dcx.converters.scratch import LOCAL_FILES
 from dcx.core.declaration import loaded
 from dcx.core.diagnostics import Diagnostic, Loss, error, warning
 from dcx.core.model import Document
@@ -42,7 +43,9 @@ def stream_target(name: str, source: Source, reopenable: bool) -> Target:
     """The stream target format ``name`` declares, for ``source``'s chunks."""
     make = get(name).stream_target
     assert make is not None, f"{name} declares no stream target"
-    return make(source, reopenable)
+    target = make(source, reopenable)
+    target.files = LOCAL_FILES
+    return target
 
 
 def read_back(target: Target, path: str) -> Diagnostic | None:

@@ -15,7 +15,7 @@ import contextlib
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal, Protocol
 
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error
@@ -28,6 +28,50 @@ Refuse = Callable[[Document, Document, str, FormatDeclaration], "Diagnostic | No
 """``refusal(document, normalized, source_name, target)`` of the whole-file path."""
 
 PRECEDING_KEY = "swf:PrecedingJobNumber"
+
+
+class Files(Protocol):
+    """The file operations a stream target may use, lent by the engine (``Target.files``,
+    ``dcx.converters.scratch``): a format package opens, moves and removes no file itself,
+    so where scratch files go, and that they go away, is decided in one place."""
+
+    def create(self, path: str) -> BinaryIO:
+        """``path`` opened for writing (emptied first)."""
+        ...
+
+    def read(self, path: str) -> BinaryIO:
+        ...
+
+    def spool(self, beside: str | None, suffix: str) -> tuple[str, BinaryIO]:
+        """A new scratch file open for writing, in the folder of the file ``beside`` when
+        given (so that renaming it there is cheap), and its path."""
+        ...
+
+    def scratch_folder(self, prefix: str) -> str:
+        """A new empty folder for scratch files (``remove_folder`` when done)."""
+        ...
+
+    def replace(self, source: str, target: str) -> None:
+        ...
+
+    def remove(self, path: str) -> None:
+        """``path`` removed; a path already gone is no error."""
+        ...
+
+    def remove_folder(self, path: str) -> None:
+        ...
+
+    def size(self, path: str) -> int:
+        ...
+
+    def parquet_writer(self, where: str | BinaryIO, schema: Any, **options: Any) -> Any:
+        """A ``pyarrow.parquet.ParquetWriter`` on ``where`` (a path, or an open stream the
+        caller closes)."""
+        ...
+
+    def parquet_file(self, path: str) -> Any:
+        """``path`` opened as a ``pyarrow.parquet.ParquetFile``."""
+        ...
 
 
 class NotStreamable(Exception):
@@ -349,6 +393,9 @@ class Target:
     dependencies_across: bool = False
     """A preceding job of an earlier chunk becomes a dependency in the part (``Source.cross_chunk``)
     rather than staying the extras value a chunk's document keeps (SWF writes both alike)."""
+    files: Files
+    """The file operations the engine lends the target (set with the target:
+    ``dcx.converters.stream_chunks.stream_target``)."""
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         """A target for ``source``'s chunks; ``reopenable``: the input is a file, read
@@ -418,6 +465,15 @@ class Target:
               at_end: Callable[[], Workload]) -> int:
         raise NotImplementedError
 
+    @contextlib.contextmanager
+    def opened(self, sink: str | BinaryIO) -> Iterator[BinaryIO]:
+        """``sink`` (a path or an open binary stream) as an open binary stream."""
+        if isinstance(sink, str):
+            with self.files.create(sink) as stream:
+                yield stream
+        else:
+            yield sink
+
     writes_early: bool = False
     """The first reading of a file may write its parts to ``start_early``'s path, so that
     the file is read only once when what is written first turns out right at the end."""
@@ -454,7 +510,7 @@ class LinesTarget(Target):
         return getattr(self, "early_stream", None) is not None
 
     def begin_early(self, head: str) -> None:
-        self.early_stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
+        self.early_stream = self.files.create(self.early_path)
         self.early_stream.write(head.encode())
 
     def write_early_lines(self, data: bytes, rows: int) -> None:
@@ -547,16 +603,6 @@ def with_header_losses(target: Target, losses: tuple[Loss, ...], not_lost: froze
     return tuple(sorted((*kept, *(loss for loss in of_header
                                   if loss.field.startswith("workload."))),
                         key=lambda loss: order[loss.field]))
-
-
-@contextlib.contextmanager
-def binary(sink: Any) -> Iterator[Any]:
-    """``sink`` (a path or an open binary stream) as an open binary stream."""
-    if isinstance(sink, str):
-        with open(sink, "wb") as stream:
-            yield stream
-    else:
-        yield sink
 
 
 def invalid_output(name: str, problems: Sequence[Diagnostic]) -> Diagnostic:

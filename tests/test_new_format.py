@@ -96,7 +96,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dcx.core.model import Document, Workload
-from dcx.core.streams import Source, Target, binary
+from dcx.core.streams import Source, Target
 
 
 class ToyTarget(Target):
@@ -120,7 +120,7 @@ class ToyTarget(Target):
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:
         rows = 0
-        with binary(sink) as stream:
+        with self.opened(sink) as stream:
             stream.write(b"#toy\\n")
             for part in parts:
                 stream.write(part)

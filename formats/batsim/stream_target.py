@@ -7,10 +7,6 @@ all read. See ``dcx.converters.stream_convert``."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
@@ -24,7 +20,6 @@ from dcx.core.streams import (
     NotStreamable,
     Refuse,
     Source,
-    binary,
     regrouped_ends,
     with_dependencies_back,
     with_header_losses,
@@ -35,11 +30,9 @@ class _Spool:
     """Job lines kept in a temporary file until what goes before them is known, with the
     largest ``res`` and the profiles they name."""
 
-    def __init__(self, beside: str | None) -> None:
-        folder = os.path.dirname(os.path.realpath(beside)) if beside is not None else None
-        handle, self.path = tempfile.mkstemp(prefix=".dcx-batsim.", suffix=".jobs",
-                                             dir=folder)
-        self.stream: Any = os.fdopen(handle, "wb")
+    def __init__(self, target: BatsimTarget, beside: str | None) -> None:
+        self.target, self.files = target, target.files
+        self.path, self.stream = self.files.spool(beside, ".batsim-jobs")
         self.jobs = 0
         self.nb_res = 1
         self.profiles: dict[str, Any] = {}
@@ -61,12 +54,13 @@ class _Spool:
         from dcx.formats.batsim import codec
 
         self.stream.close()
-        with binary(sink) as out:
+        with self.target.opened(sink) as out:
             out.write(codec.head_text(codec.head_root(self.nb_res, header)).encode())
             if self.jobs:
                 out.write(codec.JOBS_OPEN.encode())
-                with open(self.path, "rb") as jobs:
-                    shutil.copyfileobj(jobs, out, 1 << 20)
+                with self.files.read(self.path) as jobs:
+                    while block := jobs.read(1 << 20):
+                        out.write(block)
                 out.write(codec.JOBS_CLOSE.encode())
             else:
                 out.write(codec.NO_JOBS.encode())
@@ -74,8 +68,7 @@ class _Spool:
 
     def close(self) -> None:
         self.stream.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        self.files.remove(self.path)
 
 
 class BatsimTarget(JsonTarget):
@@ -179,7 +172,7 @@ class BatsimTarget(JsonTarget):
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:
-        spool = _Spool(sink if isinstance(sink, str) else None)
+        spool = _Spool(self, sink if isinstance(sink, str) else None)
         try:
             for part in parts:
                 spool.add(part)
@@ -194,7 +187,7 @@ class BatsimTarget(JsonTarget):
 
     def start_early(self, path: str) -> None:
         self.early_path = path
-        self.spool = _Spool(path)
+        self.spool = _Spool(self, path)
 
     def write_early(self, part: Any, unknown: bool) -> None:
         assert self.spool is not None

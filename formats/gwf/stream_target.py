@@ -15,7 +15,6 @@ from dcx.core.streams import (
     LinesTarget,
     NotStreamable,
     Source,
-    binary,
     changing,
     with_dependencies_back,
     with_header_losses,
@@ -130,7 +129,7 @@ class GwfTarget(LinesTarget):
         rows = 0
         variant: Variant | None = self.variant
         piped = variant is None
-        with binary(sink) as stream:
+        with self.opened(sink) as stream:
             for document, fields, count in parts:
                 if piped:  # a pipe: written in its first chunk's variant
                     so_far = self._add(fields)

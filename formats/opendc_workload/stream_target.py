@@ -52,8 +52,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +62,7 @@ from dcx.core.model import Document, Workload
 from dcx.core.restrict import conversion_losses
 from dcx.core.streams import (
     CHANGED,
+    Files,
     JsonTarget,
     NotStreamable,
     Source,
@@ -189,25 +188,27 @@ class OpendcWorkloadTarget(JsonTarget):
             if isinstance(sink, str):
                 folder = sink
             else:
-                folder = tempfile.mkdtemp(prefix="dcx-opendc-workload-")
-                stack.callback(shutil.rmtree, folder, True)
+                folder = self.files.scratch_folder("dcx-opendc-workload-")
+                stack.callback(self.files.remove_folder, folder)
             members: _Members | None = None
             for part in parts:
                 if members is None:
-                    members = stack.enter_context(_Members(folder, header().time_origin))
+                    members = stack.enter_context(
+                        _Members(self.files, folder, header().time_origin))
                 if part.origin != members.origin:
                     raise NotStreamable(_HEADER_AFTER if self.origin() != members.origin
                                         else _ANOTHER_ORIGIN)
                 members.add(part)
             origin = at_end().time_origin
             if members is None:
-                members = stack.enter_context(_Members(folder, origin))
+                members = stack.enter_context(_Members(self.files, folder, origin))
             elif origin != members.origin:
                 raise NotStreamable(_HEADER_AFTER)
             members.finish()
             if not isinstance(sink, str):
                 paths = {name: os.path.join(folder, name) for name in MEMBERS}
-                streams = {name: (os.path.getsize(path), stack.enter_context(open(path, "rb")))
+                streams = {name: (self.files.size(path),
+                                  stack.enter_context(self.files.read(path)))
                            for name, path in paths.items()}
                 pack_streams(sink, streams, MEMBERS)
             return members.rows
@@ -224,7 +225,7 @@ class OpendcWorkloadTarget(JsonTarget):
         if self.early_path is None or not part.tasks.num_rows:
             return
         if self.early is None:
-            self.early = _Members(self.early_path, self.header(self.source).time_origin)
+            self.early = _Members(self.files, self.early_path, self.header(self.source).time_origin)
         if part.origin != self.early.origin:  # the second reading writes (or says why not)
             self.close_early()
             self.early_path = None
@@ -251,17 +252,16 @@ class _Members:
     """tasks.parquet and fragments.parquet written into ``folder`` a part at a time (see
     the module docstring); the writers are closed when the ``with`` block ends."""
 
-    def __init__(self, folder: str, origin: str | None) -> None:
-        import pyarrow.parquet as pq
-
+    def __init__(self, files: Files, folder: str, origin: str | None) -> None:
         from dcx.formats.opendc_workload import FRAGMENTS, TASKS, codec
 
-        self.folder, self.origin = folder, origin
+        self.files, self.folder, self.origin = files, folder, origin
         self.tasks_path = os.path.join(folder, TASKS)
         self.fragments_path = os.path.join(folder, FRAGMENTS)
         self.spool_path = os.path.join(folder, _SPOOL)
         self.schema = codec.tasks_schema(origin)
-        self.tasks: Any = pq.ParquetWriter(self.spool_path, self.schema, compression="snappy")
+        self.tasks: Any = files.parquet_writer(self.spool_path, self.schema,
+                                               compression="snappy")
         self.fragments: Any = None
         self.gpu = False
         """fragments.parquet has ``gpu_usage``."""
@@ -273,8 +273,7 @@ class _Members:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.spool_path)
+        self.files.remove(self.spool_path)
 
     def add(self, part: _Part) -> None:
         import pyarrow.compute as pc
@@ -287,15 +286,14 @@ class _Members:
 
     def _add_fragments(self, fragments: Any) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from dcx.formats.opendc_workload import codec
 
         gpu = "gpu_usage" in fragments.column_names
         if self.fragments is None:
             self.gpu = gpu
-            self.fragments = pq.ParquetWriter(self.fragments_path,
-                                              codec.fragments_schema(gpu), compression="snappy")
+            self.fragments = self.files.parquet_writer(
+                self.fragments_path, codec.fragments_schema(gpu), compression="snappy")
         elif gpu and not self.gpu:
             self._with_gpu_usage()
         if self.gpu and not gpu:
@@ -306,53 +304,51 @@ class _Members:
     def _with_gpu_usage(self) -> None:
         """fragments.parquet written so far again, with a ``gpu_usage`` column (null)."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from dcx.formats.opendc_workload import codec
 
         self.fragments.close()
         before = os.path.join(self.folder, _FRAGMENTS_BEFORE)
-        os.replace(self.fragments_path, before)
+        self.files.replace(self.fragments_path, before)
         schema = codec.fragments_schema(True)
-        self.fragments = pq.ParquetWriter(self.fragments_path, schema, compression="snappy")
+        self.fragments = self.files.parquet_writer(self.fragments_path, schema,
+                                                   compression="snappy")
         self.gpu = True
         try:
-            written = pq.ParquetFile(before)
+            written = self.files.parquet_file(before)
             for index in range(written.num_row_groups):
                 group = written.read_row_group(index)
                 self.fragments.write_table(group.append_column(
                     schema.field("gpu_usage"), pa.nulls(group.num_rows, pa.float64())))
             written.close()
         finally:
-            os.unlink(before)
+            self.files.remove(before)
 
     def finish(self) -> None:
         """Both members complete: fragments.parquet closed, tasks.parquet the spool with
         every task's children."""
-        import pyarrow.parquet as pq
 
         from dcx.formats.opendc_workload import codec
 
         if self.fragments is None:
-            self.fragments = pq.ParquetWriter(self.fragments_path, codec.fragments_schema(False),
-                                              compression="snappy")
+            self.fragments = self.files.parquet_writer(
+                self.fragments_path, codec.fragments_schema(False), compression="snappy")
         self.close()
         if not self.dependencies:  # every task's children are the spool's empty lists
-            os.replace(self.spool_path, self.tasks_path)
+            self.files.replace(self.spool_path, self.tasks_path)
             return
         self._with_children()
-        os.unlink(self.spool_path)
+        self.files.remove(self.spool_path)
 
     def _with_children(self) -> None:
         """tasks.parquet from the spool, a row group at a time, with each task's children
         (from every task's id and parents, read back as columns)."""
         import numpy as np
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
 
         from dcx.formats.opendc_workload import codec
 
-        spool = pq.ParquetFile(self.spool_path)
+        spool = self.files.parquet_file(self.spool_path)
         read = spool.read(columns=["id", "parents"])
         ids = np.asarray(read.column("id").to_numpy(), dtype=np.int32)
         parents = read.column("parents")
@@ -365,7 +361,8 @@ class _Members:
         del ids, offsets, parent_ids
         position = self.schema.get_field_index("children")
         column_field = self.schema.field(position)
-        with pq.ParquetWriter(self.tasks_path, self.schema, compression="snappy") as writer:
+        with self.files.parquet_writer(self.tasks_path, self.schema,
+                                       compression="snappy") as writer:
             at = 0
             for index in range(spool.num_row_groups):
                 group = spool.read_row_group(index)

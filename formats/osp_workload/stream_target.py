@@ -17,7 +17,6 @@ from dcx.core.streams import (
     JsonTarget,
     NotStreamable,
     Source,
-    binary,
     with_header_losses,
 )
 
@@ -99,7 +98,7 @@ class OspWorkloadTarget(JsonTarget):
         from dcx.formats.osp_workload import codec
 
         rows = 0
-        with binary(sink) as stream:
+        with self.opened(sink) as stream:
             written: _Workflows | None = None
             for workflows, count, origin in parts:
                 if written is None:
@@ -132,7 +131,7 @@ class OspWorkloadTarget(JsonTarget):
             return
         if self.early is None:
             header = self.header(self.source)
-            stream = open(self.early_path, "wb")  # noqa: SIM115 (close_early)
+            stream = self.files.create(self.early_path)
             self.early = _Workflows(stream, codec.head_text(header), self.stitches,
                                     header.time_origin)
         if origin != self.early.origin:  # the second reading writes (or says why not)

@@ -147,7 +147,6 @@ class ParquetTarget(Target):
 
     def write(self, sink: Any, parts: Iterator[Any], header: Callable[[], Workload],
               at_end: Callable[[], Workload]) -> int:
-        import pyarrow.parquet as pq
 
         from dcx.formats import parquet
 
@@ -157,15 +156,15 @@ class ParquetTarget(Target):
             for table in parts:
                 if writer is None:
                     schema = self.plan.schema(table)
-                    writer = pq.ParquetWriter(sink, schema, store_schema=False,
-                                              **parquet.codec.writer_options(schema))
+                    writer = self.files.parquet_writer(
+                        sink, schema, store_schema=False, **parquet.codec.writer_options(schema))
                 writer.write_table(_conformed(table, schema), row_group_size=table.num_rows)
                 rows += table.num_rows
             workload = at_end()
             if writer is None:
                 schema = self.plan.schema(parquet.codec.rows_of(Workload()))
-                writer = pq.ParquetWriter(sink, schema, store_schema=False,
-                                          **parquet.codec.writer_options(schema))
+                writer = self.files.parquet_writer(
+                    sink, schema, store_schema=False, **parquet.codec.writer_options(schema))
             # the metadata is known at the end; without a stored Arrow schema (whose own
             # copy of the metadata would be the one at the start) readers take the footer's
             writer.add_key_value_metadata(parquet.codec.header_metadata(workload))
@@ -183,7 +182,6 @@ class ParquetTarget(Target):
 
     def write_early(self, part: Any, unknown: bool) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from dcx.formats import parquet
 
@@ -197,8 +195,9 @@ class ParquetTarget(Target):
             return
         if self.early_writer is None:
             self.early_schema = schema
-            self.early_writer = pq.ParquetWriter(self.early_path, schema, store_schema=False,
-                                                 **parquet.codec.writer_options(schema))
+            self.early_writer = self.files.parquet_writer(
+                self.early_path, schema, store_schema=False,
+                **parquet.codec.writer_options(schema))
         self.early_writer.write_table(_conformed(part, schema), row_group_size=part.num_rows)
         self.early_rows += part.num_rows
 

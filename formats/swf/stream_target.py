@@ -16,7 +16,6 @@ from dcx.core.streams import (
     LinesTarget,
     NotStreamable,
     Source,
-    binary,
     changing,
 )
 
@@ -104,7 +103,7 @@ class SwfTarget(LinesTarget):
         rows = 0
         written: list[str] | None = None
         latest = -math.inf
-        with binary(sink) as stream:
+        with self.opened(sink) as stream:
             for data in parts:
                 latest = _after_written(data, latest)
                 if written is None:
