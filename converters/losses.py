@@ -8,18 +8,20 @@ uses every field (``dcx.core.saturated``) as the source format holds it. Writers
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dcx.converters.registry import FORMATS
+from dcx.converters.registry import BY_NAME, FORMATS
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document
 from dcx.core.restrict import (
     EXTRAS_PATHS,
+    dropped_extras,
     dropped_values,
+    normalized_for,
     restrict,
     with_own_extras,
     with_parts,
@@ -36,8 +38,28 @@ def conversion_losses(document: Document, target: FormatDeclaration,
     not one per field inside it). ``normalized`` is ``document`` after the target's normal
     form, when the caller has it already."""
     dropped = dropped_values(document, target.holds, target.name, target, normalized)
-    return tuple(Loss(path, value.count, FIELDS[path], value.first)
+    named = _dropped_extras_named(document, target, normalized) if any(
+        path in EXTRAS_PATHS for path in dropped) else {}
+    return tuple(Loss(path, value.count, named.get(path, FIELDS[path]), value.first)
                  for path, value in dropped.items())
+
+
+def _dropped_extras_named(document: Document, target: FormatDeclaration,
+                          normalized: Document | None) -> dict[str, str]:
+    """Each topology extras path's meaning with the keys ``target`` drops there, and what
+    they hold where the key's format says (``extras_contents``: JGF's vertices by type)."""
+    def describe(path: str, key: str, value: Any) -> Mapping[str, int]:
+        owner = BY_NAME.get(key.partition(":")[0]) if ":" in key else None
+        contents = owner.extras_contents if owner is not None else None
+        return contents(path, key, value) if contents is not None else {}
+
+    normal = normalized if normalized is not None else normalized_for(document, target)
+    found = dropped_extras(normal, target.holds, target.name, describe,
+                           target.keeps_prefixed_extras)
+    return {path: f"{FIELDS[path]}: " + "; ".join(
+        key + (" (" + ", ".join(f"{count:,} {label}" for label, count in labels.items())
+               + ")" if labels else "")
+        for key, labels in keys.items()) for path, keys in found.items()}
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

@@ -108,6 +108,10 @@ class FormatDeclaration:
     own_extras: frozenset[str] = frozenset()
     """Extras field paths (``dcx.core.restrict.EXTRAS_PATHS``) where its reader keeps data of
     its own, under ``name:``-prefixed keys that no other format holds."""
+    extras_contents: Callable[[str, str, Any], Mapping[str, int]] | None = None
+    """What one of its extras values holds, as counts by label (``(path, key, value)`` →
+    ``{"power vertices": 504}``): a loss line names what a target drops with the key
+    (``dcx.converters.losses``), not only how many keys."""
     requires: frozenset[str] = frozenset()
     """Fields it fills in when absent (SSS machine ids): filling them loses nothing."""
     codes: tuple[Code, ...] = ()
