@@ -126,6 +126,9 @@ class FormatDeclaration:
     """The files of a format stored as a folder (``("tasks.parquet", "fragments.parquet")``).
     Its bytes, what ``read`` takes and ``write`` returns, are then a tar archive of these
     files (``dcx.core.members``); the CLI reads and writes the folder itself."""
+    read_members: tuple[str, ...] = ()
+    """Files of an older layout of the folder that it reads too (OpenDC 2.x's
+    ``meta.parquet``): a folder holding one is that format; they are never written."""
 
     read_chunks: Callable[[Iterable[bytes]], ChunkedRead] | None = None
     """Checks an input given as chunks of whole lines (``dcx.parsing.chunks``) in bounded
