@@ -10,6 +10,13 @@ bytes, then runs on all 1,048,576. Slurm writes a uniform group as one ``NodeNam
 with a host range; its baseline is the expanded machines, whose names are compacted back
 into that range. Each step runs in a child process of its own (wall, CPU, peak RSS), and
 prints machines per second.
+
+OpenDC topology, hosts with their own names (``host-000000`` …, not the ``base-<n>`` names
+an entry's count makes): every host is an entry of its own, so there is no compact form and
+the writer must do 100,000 machines a second. Baseline, in the same run: the same machines
+through the indented encoder, one dict per entry (the writer's path for small files, and
+what it did for any size before), on 20,000 hosts; the one-line path on the same hosts must
+give the same JSON, then runs on 200,000.
 """
 
 from __future__ import annotations
@@ -47,6 +54,44 @@ with open(out, "w") as handle:
 """
 
 
+NAMED_FULL = 200_000
+NAMED_BASELINE = 20_000
+
+NAMED = """
+import hashlib, json, sys, time
+from dataclasses import replace
+from dcx.core.model import (Datacenter, Document, Environment, Machine, ProcessingUnit, Rack,
+                            Room, StorageUnit)
+from dcx.formats import opendc_topology
+from dcx.formats.opendc_topology import codec
+
+count, way, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+template = Machine(cpus=(ProcessingUnit(cores=32, clock_rate_hz=2.4e9),),
+                   memory=(StorageUnit(capacity_mb=192000.0),))
+machines = tuple(replace(template, name=f"host-{i:06d}") for i in range(count))
+document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+    Rack(name="rack0", slots=machines),)),)),)))
+if way == "indented":
+    codec._INDENTED_ENTRIES = count
+started = time.perf_counter()
+written = opendc_topology.write(document).data
+seconds = time.perf_counter() - started
+with open(out, "w") as handle:
+    value = json.dumps(json.loads(written)).encode()
+    handle.write(f"{hashlib.sha256(value).hexdigest()} {seconds} {len(written)}")
+"""
+
+
+def measure_named(count: int, way: str, folder: str) -> tuple[str, float, int, float, float]:
+    """As ``measure``, for OpenDC hosts with their own names; the digest is of the JSON
+    value (the two ways lay the text out differently)."""
+    out = os.path.join(folder, f"opendc-{way}-{count}.txt")
+    _, cpu, rss = run_code(NAMED, str(count), way, out, what=f"opendc {way} {count:,}")
+    with open(out) as handle:
+        digest, seconds, size = handle.read().split()
+    return digest, float(seconds), int(size), cpu, rss
+
+
 def measure(count: int, way: str, target: str, folder: str) -> tuple[str, float, int, float,
                                                                       float]:
     """The written bytes' digest, the write's own seconds and size, and the child's CPU time
@@ -79,6 +124,17 @@ def main() -> None:
             report(f"{target}, as read: one group", FULL, *full[1:])
             print(f"  {target}: {(BASELINE / same[1]) / (BASELINE / base[1]):.1f}x the "
                   "baseline's machines per second")
+        print(f"OpenDC topology: {NAMED_FULL:,} hosts with their own names (an entry each)")
+        base = measure_named(NAMED_BASELINE, "indented", folder)
+        same = measure_named(NAMED_BASELINE, "one-line", folder)
+        assert base[0] == same[0], "opendc: the two ways wrote different JSON"
+        full = measure_named(NAMED_FULL, "one-line", folder)
+        report("opendc, baseline: indented, a dict per entry", NAMED_BASELINE, *base[1:])
+        report("opendc, one line, an entry's text joined", NAMED_BASELINE, *same[1:])
+        report("opendc, one line, an entry's text joined", NAMED_FULL, *full[1:])
+        print(f"  opendc: {(NAMED_BASELINE / same[1]) / (NAMED_BASELINE / base[1]):.1f}x the "
+              f"baseline's machines per second; {NAMED_FULL / full[1]:,.0f} machines/s at "
+              f"{NAMED_FULL:,}")
 
 
 if __name__ == "__main__":

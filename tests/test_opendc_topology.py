@@ -4,6 +4,7 @@ the normal form, conversions and hypothesis round trips."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import json
 from pathlib import Path
 from typing import Any
@@ -298,6 +299,44 @@ def test_round_trip_is_identity_and_output_validates(topology_model: Environment
     result = opendc_topology.read(written.data)
     assert result.ok and result.diagnostics == (), result.diagnostics
     assert result.document == document
+
+
+@given(topology_environments(), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_many_entries_are_the_encoders_one_line_text(topology_model: Environment,
+                                                     own_names: bool) -> None:
+    """Past ``_INDENTED_ENTRIES`` host entries the writer joins each entry's text itself:
+    exactly the encoder's one-line form of what the indented path writes."""
+    from dcx.formats.opendc_topology import codec
+
+    if own_names:  # every host its own entry, as hosts with their own names are
+        topology_model = replace(topology_model, datacenters=tuple(
+            replace(datacenter, rooms=tuple(replace(room, racks=tuple(
+                replace(rack, slots=tuple(
+                    None if machine is None else replace(machine, name=f"own{r}.{i}")
+                    for i, machine in enumerate(slot_parts_expanded(rack.slots))))
+                for r, rack in enumerate(room.racks))) for room in datacenter.rooms))
+            for datacenter in topology_model.datacenters))
+    document = Document(environment=topology_model)
+    indented = opendc_topology.write(document)
+    previous = codec._INDENTED_ENTRIES
+    codec._INDENTED_ENTRIES = -1
+    try:
+        one_line = opendc_topology.write(document)
+    finally:
+        codec._INDENTED_ENTRIES = previous
+    assert one_line.diagnostics == indented.diagnostics
+    if indented.ok:
+        assert one_line.data == (json.dumps(json.loads(indented.data), ensure_ascii=False)
+                                 + "\n").encode()
+
+
+def slot_parts_expanded(slots: Any) -> list[Machine | None]:
+    """A rack's slots one machine per slot (a group's members made)."""
+    machines: list[Machine | None] = []
+    for part in slot_parts(slots):
+        machines.extend(part if isinstance(part, MachineGroup) else [part])
+    return machines
 
 
 @pytest.mark.corpus
