@@ -4,8 +4,8 @@ the normal form, conversions and hypothesis round trips."""
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

@@ -881,7 +881,7 @@ def _one_line(clusters: list[tuple[dict[str, Any], list[_Entry]]]) -> WriteResul
         return _unwritable(problem)
     name_text = json.encoder.encode_basestring  # type: ignore[attr-defined]
     parts: list[str] = []
-    for (cluster, entries), sample in zip(clusters, picked, strict=True):
+    for (_, entries), sample in zip(clusters, picked, strict=True):
         hosts = []
         for entry in entries:
             shape = texts.get(id(entry.shape))
