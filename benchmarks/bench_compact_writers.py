@@ -11,6 +11,13 @@ with a host range; its baseline is the expanded machines, whose names are compac
 into that range. Each step runs in a child process of its own (wall, CPU, peak RSS), and
 prints machines per second.
 
+R -> SSS end to end (``convert``: losses, write, and the output read back by the SSS reader,
+the check that dcx wrote what SSS accepts): the read-back of the 158 MB file is what cost.
+Before, in the same run: the read-back by the checked path alone (parse, XSD, node by node;
+the text-run path switched off) on 131,072 ranks; after: the text-run path
+(``formats/sss/text_runs.py``: the first node through the checked path, the others matched
+in the text) on the same ranks, then on 1,048,576.
+
 OpenDC topology, hosts with their own names (``host-000000`` …, not the ``base-<n>`` names
 an entry's count makes): every host is an entry of its own, so there is no compact form and
 the writer must do 100,000 machines a second. Baseline, in the same run: the same machines
@@ -52,6 +59,35 @@ seconds = time.perf_counter() - started
 with open(out, "w") as handle:
     handle.write(f"{hashlib.sha256(written).hexdigest()} {seconds} {len(written)}")
 """
+
+
+CONVERT = """
+import hashlib, sys, time
+from dcx.converters.convert import convert
+
+count, way, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if way == "checked":
+    from dcx.formats.sss import text_runs
+    text_runs.read = lambda data, min_bytes=0: None
+data = (b'{"version": 1, "execution": {"R_lite": [{"rank": "0-%d", "children": '
+        b'{"core": "0-31"}}], "nodelist": ["n[0-%d]"]}}' % (count - 1, count - 1))
+started = time.perf_counter()
+conversion = convert(data, "sss", "in.R")
+seconds = time.perf_counter() - started
+assert conversion.ok and conversion.output_document is not None
+with open(out, "w") as handle:
+    handle.write(f"{hashlib.sha256(conversion.data).hexdigest()} {seconds} "
+                 f"{len(conversion.data)}")
+"""
+
+
+def measure_convert(count: int, way: str, folder: str) -> tuple[str, float, int, float, float]:
+    """As ``measure``, for the whole R -> SSS conversion."""
+    out = os.path.join(folder, f"convert-{way}-{count}.txt")
+    _, cpu, rss = run_code(CONVERT, str(count), way, out, what=f"R -> SSS {way} {count:,}")
+    with open(out) as handle:
+        digest, seconds, size = handle.read().split()
+    return digest, float(seconds), int(size), cpu, rss
 
 
 NAMED_FULL = 200_000
@@ -124,6 +160,16 @@ def main() -> None:
             report(f"{target}, as read: one group", FULL, *full[1:])
             print(f"  {target}: {(BASELINE / same[1]) / (BASELINE / base[1]):.1f}x the "
                   "baseline's machines per second")
+        print("R -> SSS end to end (convert: losses, write, read-back)")
+        before = measure_convert(BASELINE, "checked", folder)
+        after = measure_convert(BASELINE, "text-runs", folder)
+        assert before[0] == after[0], "R -> SSS: the two read-backs let different bytes out"
+        full = measure_convert(FULL, "text-runs", folder)
+        report("before: read back by the checked path", BASELINE, *before[1:])
+        report("after: read back by the text-run path", BASELINE, *after[1:])
+        report("after: read back by the text-run path", FULL, *full[1:])
+        print(f"  R -> SSS: {before[1] / after[1]:.1f}x faster on {BASELINE:,} ranks; "
+              f"{full[1]:.1f} s on {FULL:,}")
         print(f"OpenDC topology: {NAMED_FULL:,} hosts with their own names (an entry each)")
         base = measure_named(NAMED_BASELINE, "indented", folder)
         same = measure_named(NAMED_BASELINE, "one-line", folder)
