@@ -879,7 +879,7 @@ def _one_line(clusters: list[tuple[dict[str, Any], list[_Entry]]]) -> WriteResul
     _, problem = serialised_against(SCHEMA, {"clusters": picked}, indent=None)
     if problem is not None:
         return _unwritable(problem)
-    name_text = json.encoder.encode_basestring  # type: ignore[attr-defined]
+    name_text = json.encoder.encode_basestring
     parts: list[str] = []
     for (_, entries), sample in zip(clusters, picked, strict=True):
         hosts = []
