@@ -206,7 +206,8 @@ def check_graph(document: dict[str, Any], base: str = "") -> tuple[Graph | None,
         graph.root = roots[CONTAINMENT][0]
         problems.extend(_unreachable(graph, base))
     problems.extend(_check_edges(document["graph"]["edges"], paths_of, base))
-    graph.validity = _graph_validity(document["graph"].get("metadata"), problems, base)
+    if not base:  # an R's graph: the R's own execution times are the window
+        graph.validity = _graph_validity(document["graph"].get("metadata"), problems)
     return graph, problems
 
 
@@ -226,13 +227,13 @@ def validity_of(holder: Any) -> Validity | None:
     return None if start is None and end is None else Validity(start, end)
 
 
-def _graph_validity(metadata: Any, problems: list[Diagnostic], base: str) -> Validity | None:
+def _graph_validity(metadata: Any, problems: list[Diagnostic]) -> Validity | None:
     validity = validity_of(metadata)
     if validity is not None and validity.start_s is not None and validity.end_s is not None \
             and validity.end_s <= validity.start_s:
         problems.append(error(f"expiration {validity.end_s} is not after starttime "
                               f"{validity.start_s}", "jgf.expiration",
-                              pointer=f"{base}/graph/metadata/expiration"))
+                              pointer="/graph/metadata/expiration"))
     return validity
 
 

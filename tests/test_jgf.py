@@ -529,6 +529,19 @@ def test_graph_times_are_checked_as_r_checks_them(times: dict[str, Any], code: s
     assert [d.code for d in result.diagnostics if d.is_error] == [code]
 
 
+def test_an_rs_graph_metadata_is_not_its_window() -> None:
+    """Inside an R, the R's execution times are the window: its scheduling graph's metadata
+    (which Fluxion never writes) is opaque, as the rest of ``scheduling`` is."""
+    r_model = flux_r.read(_TIMED_R).document
+    value = json.loads(_TIMED_R)
+    value["scheduling"] = json.loads(jgf.write(r_model).data)
+    value["scheduling"]["graph"]["metadata"] = {"starttime": 9, "expiration": 1}
+    result = flux_r.read(json.dumps(value).encode())
+    assert result.ok and result.diagnostics == ()
+    assert result.document is not None and result.document.environment is not None
+    assert result.document.environment.validity == Validity(1676560542, 1676562342.25)
+
+
 def test_unset_and_zero_times_are_no_window() -> None:
     value = json.loads(jgf.write(flux_r.read(_TIMED_R).document).data)
     for metadata in ({}, {"starttime": 0, "expiration": 0}, None):
