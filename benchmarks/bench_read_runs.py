@@ -58,8 +58,9 @@ elif fmt == "jgf" and way != "grouped":
     text_runs.read = lambda data, min_bytes=0: None
 if way == "baseline":
     if fmt == "sss":
-        from dcx.formats.sss import reader
+        from dcx.formats.sss import reader, text_runs as sss_text_runs
         reader._Run.member = lambda self, node: None
+        sss_text_runs.read = lambda data, min_bytes=0: None
     elif fmt == "opendc-setup":
         from dcx.core.model import Machine
         from dcx.formats.opendc_setup import codec

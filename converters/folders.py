@@ -37,8 +37,8 @@ def folder_format(path: str) -> FormatDeclaration | None:
     if not os.path.isdir(path):
         return None
     return next((spec for spec in folder_formats()
-                 if any(os.path.isfile(os.path.join(path, name)) for name in spec.members)),
-                None)
+                 if any(os.path.isfile(os.path.join(path, name))
+                        for name in spec.members + spec.read_members)), None)
 
 
 def member_of(path: str) -> FormatDeclaration | None:
@@ -62,7 +62,8 @@ def read_folder(path: str, spec: FormatDeclaration) -> bytes:
 
     members: dict[str, bytes] = {}
     total = 0
-    for name in spec.members:
+    names = spec.members + spec.read_members  # an older layout's files are read too
+    for name in names:
         member = os.path.join(path, name)
         if not os.path.isfile(member):
             continue
@@ -72,7 +73,7 @@ def read_folder(path: str, spec: FormatDeclaration) -> bytes:
                               "bytes, the input limit")
         with open(member, "rb") as stream:
             members[name] = stream.read()
-    return pack(members, spec.members)
+    return pack(members, names)
 
 
 def write_folder(path: str, data: bytes, spec: FormatDeclaration) -> None:

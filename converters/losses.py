@@ -8,23 +8,58 @@ uses every field (``dcx.core.saturated``) as the source format holds it. Writers
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from dcx.converters.registry import FORMATS
+from dcx.converters.registry import BY_NAME, FORMATS
 from dcx.core.declaration import FormatDeclaration
+from dcx.core.diagnostics import Loss
+from dcx.core.fields import FIELDS
 from dcx.core.model import Document
 from dcx.core.restrict import (
     EXTRAS_PATHS,
-    conversion_losses,
+    dropped_extras,
+    normalized_for,
     restrict,
     with_own_extras,
     with_parts,
 )
+from dcx.core.restrict import conversion_losses as restrict_conversion_losses
 from dcx.core.saturated import saturated_document
 
 PARTS = ("environment", "workload")
+
+
+def conversion_losses(document: Document, target: FormatDeclaration,
+                      normalized: Document | None = None) -> tuple[Loss, ...]:
+    """``dcx.core.restrict.conversion_losses`` (the one comparison), with each dropped
+    topology extras path's detail naming its keys, and what they hold where the key's
+    format says (``extras_contents``: JGF's vertices by type)."""
+    losses = restrict_conversion_losses(document, target, normalized)
+    if not any(loss.field in EXTRAS_PATHS for loss in losses):
+        return losses
+    named = _dropped_extras_named(document, target, normalized)
+    return tuple(replace(loss, detail=named[loss.field]) if loss.field in named else loss
+                 for loss in losses)
+
+
+def _dropped_extras_named(document: Document, target: FormatDeclaration,
+                          normalized: Document | None) -> dict[str, str]:
+    """Each topology extras path's meaning with the keys ``target`` drops there, and what
+    they hold where the key's format says (``extras_contents``)."""
+    def describe(path: str, key: str, value: Any) -> Mapping[str, int]:
+        owner = BY_NAME.get(key.partition(":")[0]) if ":" in key else None
+        contents = owner.extras_contents if owner is not None else None
+        return contents(path, key, value) if contents is not None else {}
+
+    normal = normalized if normalized is not None else normalized_for(document, target)
+    found = dropped_extras(normal, target.holds, target.name, describe,
+                           target.keeps_prefixed_extras)
+    return {path: f"{FIELDS[path]}: " + "; ".join(
+        key + (" (" + ", ".join(f"{count:,} {label}" for label, count in labels.items())
+               + ")" if labels else "")
+        for key, labels in keys.items()) for path, keys in found.items()}
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

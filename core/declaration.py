@@ -109,6 +109,10 @@ class FormatDeclaration:
     own_extras: frozenset[str] = frozenset()
     """Extras field paths (``dcx.core.restrict.EXTRAS_PATHS``) where its reader keeps data of
     its own, under ``name:``-prefixed keys that no other format holds."""
+    extras_contents: Callable[[str, str, Any], Mapping[str, int]] | None = None
+    """What one of its extras values holds, as counts by label (``(path, key, value)`` →
+    ``{"power vertices": 504}``): a loss line names what a target drops with the key
+    (``dcx.converters.losses``), not only how many keys."""
     requires: frozenset[str] = frozenset()
     """Fields it fills in when absent (SSS machine ids): filling them loses nothing."""
     codes: tuple[Code, ...] = ()
@@ -123,6 +127,9 @@ class FormatDeclaration:
     """The files of a format stored as a folder (``("tasks.parquet", "fragments.parquet")``).
     Its bytes, what ``read`` takes and ``write`` returns, are then a tar archive of these
     files (``dcx.core.members``); the CLI reads and writes the folder itself."""
+    read_members: tuple[str, ...] = ()
+    """Files of an older layout of the folder that it reads too (OpenDC 2.x's
+    ``meta.parquet``): a folder holding one is that format; they are never written."""
 
     read_chunks: Callable[[Iterable[bytes]], ChunkedRead] | None = None
     """Checks an input given as chunks of whole lines (``dcx.parsing.chunks``) in bounded

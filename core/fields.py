@@ -20,6 +20,7 @@ FIELDS: dict[str, str] = {
     "environment.events.scheduler": "timed datacenter scheduler changes",
     "environment.partitions": "partitions: named sets of machines and the groups, accounts "
                               "and QoS allowed to use them",
+    "environment.validity": "when the resources may be used (start and expiration times)",
     # datacenter, room, rack
     "datacenter": "more than one datacenter (the hierarchy above racks)",
     "datacenter.id": "datacenter id",

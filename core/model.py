@@ -275,6 +275,15 @@ class Partition:
 
 
 @dataclass(frozen=True)
+class Validity:
+    """When a resource set may be used (Flux R ``starttime``/``expiration``, RFC 20), in
+    seconds since the Unix epoch as the source gave them; ``None``: that end is unset."""
+
+    start_s: float | None = None
+    end_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Environment:
     """A datacenter topology with its timed events."""
 
@@ -285,6 +294,8 @@ class Environment:
     extras: Extras = field(default_factory=dict)
     partitions: tuple[Partition, ...] = ()
     """Named sets of machines and who may use them (Slurm partitions)."""
+    validity: Validity | None = None
+    """The window in which the resources may be used (an allocation's start and expiry)."""
 
     def machines(self) -> Iterator[Machine]:
         """All machines in topology order (datacenters, rooms, racks, slots)."""

@@ -81,7 +81,8 @@ Extras
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -450,6 +451,7 @@ def _environment(environment: Environment, held: _Held) -> Environment:
     held.at(environment)
     name = held.value("environment.name", environment.name)
     description = held.value("environment.description", environment.description)
+    validity = held.value("environment.validity", environment.validity)
     extras = held.extras("environment.extras", environment.extras)
     # partitions are walked while the walk is at the environment: it has their place
     partitions = tuple(_partition(partition, held) for partition in environment.partitions) \
@@ -459,7 +461,8 @@ def _environment(environment: Environment, held: _Held) -> Environment:
     events = tuple(_event(event, held) for event in environment.events
                    if _event_held(event, held))
     return Environment(datacenters=datacenters, events=events, name=name,
-                       description=description, extras=extras, partitions=partitions)
+                       description=description, extras=extras, partitions=partitions,
+                       validity=validity)
 
 
 def _partition(partition: Partition, held: _Held) -> Partition:
@@ -1075,6 +1078,53 @@ def recorded_use(document: Document, own_prefix: str | None) -> RecordingUse:
     use = RecordingUse(frozenset(FIELDS), own_prefix, keep_foreign=True)
     _restrict(document, use)
     return use
+
+
+@dataclass(frozen=True)
+class _DroppedKeys(_Held):
+    """Keeps everything and counts, at each extras path, what the keys a target drops hold:
+    ``kept`` is the target's rule, ``describe`` labels one value (``dropped_extras``)."""
+
+    kept: _Held = field(default_factory=lambda: _Held(frozenset(), None))
+    describe: Callable[[str, str, Any], Mapping[str, int]] = lambda path, key, value: {}
+    found: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
+    scale: list[int] = field(default_factory=lambda: [1])
+
+    @contextmanager
+    def scaled(self, count: int) -> Iterator[None]:
+        self.scale.append(self.scale[-1] * count)
+        try:
+            yield
+        finally:
+            self.scale.pop()
+
+    def extras(self, path: str | None, extras: Extras) -> Extras:
+        if path is None or not extras:
+            return extras
+        kept = self.kept.extras(path, extras)
+        for key, value in extras.items():
+            if key not in kept:
+                counts = self.found.setdefault(path, {}).setdefault(key, Counter())
+                for label, number in self.describe(path, key, value).items():
+                    counts[label] += number * self.scale[-1]
+        return extras
+
+
+def dropped_extras(document: Document, target_holds: Iterable[str], own_prefix: str | None,
+                   describe: Callable[[str, str, Any], Mapping[str, int]],
+                   keeps_prefixed: bool = False) -> dict[str, dict[str, Counter[str]]]:
+    """The topology's extras keys a format holding ``target_holds`` drops, by extras path
+    and key, each with what its values hold as ``describe`` labels and counts them (a
+    machine group's values counted once per member). ``keeps_prefixed``: the target keeps
+    every format's keys where it holds the path (``keeps_prefixed_extras``)."""
+    held = with_parts(target_holds)
+    kept = _Held(held, own_prefix, prefixed_paths=EXTRAS_PATHS & held if keeps_prefixed
+                 else frozenset())
+    walker = _DroppedKeys(frozenset(FIELDS), None, keep_foreign=True, kept=kept,
+                          describe=describe)
+    if document.environment is not None:
+        _environment(document.environment, walker)
+    return walker.found
 
 
 def dropped_fields_by_restriction(document: Document, target_holds: Iterable[str],

@@ -30,6 +30,7 @@ from dcx.core.model import (
     StartMode,
     StorageUnit,
     Task,
+    Validity,
     Workload,
 )
 
@@ -89,7 +90,8 @@ def _environment() -> Environment:
                   Partition(name="all", machines=None))
     return Environment(datacenters=datacenters, events=events, name="saturated",
                        description="every field used", extras={"note": 1},
-                       partitions=partitions)
+                       partitions=partitions,
+                       validity=Validity(start_s=1676560542.0, end_s=1676562342.0))
 
 
 def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0,

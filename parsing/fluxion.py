@@ -20,10 +20,12 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from math import isfinite
 from typing import Any, Generic, TypeVar
 
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error, warning
+from dcx.core.model import Validity
 
 T = TypeVar("T")
 
@@ -55,6 +57,8 @@ CODES: tuple[Code, ...] = (
     Code("jgf.unreachable", "warning",
          "A vertex's containment path hangs from a path no vertex has: the tree from the "
          "root does not reach it (nor what is below it), so no resources are read from it."),
+    Code("jgf.expiration", "error",
+         "The graph metadata's expiration is not after its starttime."),
     Code("jgf.legacy-edge", "warning",
          "Edges use the legacy form metadata.name = {subsystem: relation} (flux-sched "
          "before August 2024)."),
@@ -103,6 +107,8 @@ class Graph:
     """Containment path → child vertices, in document order."""
     root: Vertex | None = None
     shorthand: bool = False
+    validity: Validity | None = None
+    """``graph.metadata``'s ``starttime``/``expiration`` (see ``graph_validity``)."""
 
 
 def basename_of(name: str, kind: str) -> str:
@@ -200,7 +206,53 @@ def check_graph(document: dict[str, Any], base: str = "") -> tuple[Graph | None,
         graph.root = roots[CONTAINMENT][0]
         problems.extend(_unreachable(graph, base))
     problems.extend(_check_edges(document["graph"]["edges"], paths_of, base))
+    if not base:  # an R's graph: the R's own execution times are the window
+        graph.validity = _graph_validity(document["graph"].get("metadata"), problems)
     return graph, problems
+
+
+TIMES = ("starttime", "expiration")
+"""The keys of a resource set's validity window: R's ``execution`` keys (RFC 20), which a
+bare graph carries in ``graph.metadata`` (JGF's place for data about the whole graph;
+Fluxion's reader reads only ``nodes`` and ``edges``, and keeps the times in the R around
+its graph)."""
+
+
+def validity_of(holder: Any) -> Validity | None:
+    """The window an R's ``execution`` or a graph's ``metadata`` gives (schema-checked
+    numbers; ``0`` or absent is unset, as in R)."""
+    if not isinstance(holder, dict):
+        return None
+    start, end = (holder.get(key) or None for key in TIMES)
+    return None if start is None and end is None else Validity(start, end)
+
+
+def _graph_validity(metadata: Any, problems: list[Diagnostic]) -> Validity | None:
+    validity = validity_of(metadata)
+    if validity is not None and validity.start_s is not None and validity.end_s is not None \
+            and validity.end_s <= validity.start_s:
+        problems.append(error(f"expiration {validity.end_s} is not after starttime "
+                              f"{validity.start_s}", "jgf.expiration",
+                              pointer="/graph/metadata/expiration"))
+    return validity
+
+
+def writable_validity(validity: Validity | None) -> Validity | None:
+    """``validity`` as R and a graph's metadata can hold it: times above 0 (``0`` means
+    unset) and the expiration after the starttime; otherwise no window (``None``)."""
+    if validity is None:
+        return None
+    start, end = validity.start_s, validity.end_s
+    times = [time for time in (start, end) if time is not None]
+    usable = bool(times) and all(isfinite(time) and time > 0 for time in times) and (
+        start is None or end is None or end > start)
+    return validity if usable else None
+
+
+def lost_validity(validity: Validity | None) -> bool:
+    """Whether ``writable_validity`` leaves out a time ``validity`` sets."""
+    return validity is not None and (validity.start_s, validity.end_s) != (None, None) \
+        and writable_validity(validity) is None
 
 
 def _rootless(graph: Graph, base: str) -> Diagnostic:

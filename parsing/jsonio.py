@@ -662,6 +662,6 @@ def model_locator(locator: JsonLocator, source: Callable[[Place], str | None]
     return locate
 
 
-def dumps_canonical(value: Any, indent: int = 2) -> bytes:
+def dumps_canonical(value: Any, indent: int | None = 2) -> bytes:
     """Deterministic JSON output: UTF-8, no NaN, newline at the end."""
     return (json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False) + "\n").encode()

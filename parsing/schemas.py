@@ -134,11 +134,13 @@ def loaded_against(name: str, data: bytes, what: str, code: str,
     return (None, found) if found else (loaded, [])
 
 
-def serialised_against(name: str, root: Any) -> tuple[bytes, str | None]:
-    """A writer's JSON ``root`` as canonical bytes, or why it cannot be written: a value with
-    no JSON form, or an output that ``schemas/<name>`` would refuse (the first reason)."""
+def serialised_against(name: str, root: Any, indent: int | None = 2
+                       ) -> tuple[bytes, str | None]:
+    """A writer's JSON ``root`` as canonical bytes (on one line with ``indent=None``), or
+    why it cannot be written: a value with no JSON form, or an output that
+    ``schemas/<name>`` would refuse (the first reason)."""
     try:
-        data = dumps_canonical(root)
+        data = dumps_canonical(root, indent=indent)
     except (TypeError, ValueError) as exc:  # extras a hand-built model gave no JSON value
         return b"", f"a value has no JSON form ({exc})"
     if not schema_verdict(name, root):

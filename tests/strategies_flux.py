@@ -17,6 +17,7 @@ from dcx.core.model import (
     Rack,
     Room,
     StorageUnit,
+    Validity,
 )
 from dcx.formats import jgf
 
@@ -58,15 +59,24 @@ def r_environments(draw: st.DrawFn) -> Environment:
         ))
     extras: dict[str, object] = {}
     if draw(st.booleans()):
-        start = draw(st.integers(1, 2_000_000_000))
-        extras = {"flux-r:starttime": start,
-                  "flux-r:expiration": start + draw(st.integers(1, 10**6)),
-                  "flux-r:nslots": draw(st.integers(1, 64))}
+        extras = {"flux-r:nslots": draw(st.integers(1, 64))}
     rack = Rack(slots=tuple(machines))
     environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),),
-                              extras=extras)
+                              extras=extras, validity=draw(validities()))
     # as a reader of R_lite's rank idsets gives them: runs of one shape held as groups
     return compact(environment) if draw(st.booleans()) else environment
+
+
+@st.composite
+def validities(draw: st.DrawFn) -> Validity | None:
+    """None, or a window R holds: either end may be unset, integer or fractional seconds."""
+    if draw(st.booleans()):
+        return None
+    start = draw(st.one_of(st.none(), st.integers(1, 2_000_000_000),
+                           st.floats(1.0, 2e9).map(lambda t: round(t, 6))))
+    length = draw(st.one_of(st.integers(1, 10**6), st.floats(0.5, 1e6)))
+    end = draw(st.one_of(st.none(), st.just((start or 0) + length)))
+    return None if start is None and end is None else Validity(start, end)
 
 
 @st.composite
@@ -120,4 +130,4 @@ def jgf_environments(draw: st.DrawFn) -> Environment:
     if not racks and (datacenter.name, datacenter.id) == (jgf.EMPTY_ROOT_NAME, 0):
         # a lone cluster0 root is the empty topology's document (jgf: Empty topology)
         datacenter = Datacenter(rooms=(Room(),))
-    return Environment(datacenters=(datacenter,))
+    return Environment(datacenters=(datacenter,), validity=draw(validities()))

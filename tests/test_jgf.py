@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from dcx.core.model import (
     Rack,
     Room,
     StorageUnit,
+    Validity,
 )
 from dcx.formats import flux_r, jgf
 from dcx.parsing import fluxion
@@ -480,3 +482,115 @@ def test_an_r_without_nodelist_names_its_machines_alike_in_r_and_jgf() -> None:
     back = flux_r.read(flux_r.write(via_jgf).data).document
     assert back is not None and back.environment is not None
     assert [m.name for m in back.environment.machines()] == expected
+
+
+_TIMED_R = (b'{"version": 1, "execution": {"R_lite": [{"rank": "0-1", "children": '
+            b'{"core": "0-7"}}], "nodelist": ["n[0-1]"], "starttime": 1676560542, '
+            b'"expiration": 1676562342.25}}')
+
+
+def test_r_to_jgf_to_r_keeps_starttime_and_expiration() -> None:
+    """R's validity window rides in the graph's metadata, so R -> JGF -> R writes it back as
+    it was read (an integer stays an integer) and the trip reports no loss of it."""
+    r_model = flux_r.read(_TIMED_R).document
+    assert r_model is not None and r_model.environment is not None
+    assert r_model.environment.validity == Validity(1676560542, 1676562342.25)
+    assert "environment.validity" not in {
+        loss.field for loss in conversion_losses(r_model, jgf.FORMAT)}
+    graph = jgf.write(r_model)
+    assert json.loads(graph.data)["graph"]["metadata"] == {
+        "starttime": 1676560542, "expiration": 1676562342.25}
+    back = flux_r.write(jgf.read(graph.data).document).data
+    execution = json.loads(back)["execution"]
+    assert (execution["starttime"], execution["expiration"]) == (1676560542, 1676562342.25)
+    assert isinstance(execution["starttime"], int)
+
+
+def test_a_format_without_a_validity_window_reports_it_lost() -> None:
+    from dcx.formats import sss
+
+    r_model = flux_r.read(_TIMED_R).document
+    lost = {loss.field: loss.count for loss in conversion_losses(r_model, sss.FORMAT)}
+    assert lost.get("environment.validity") == 1
+    assert "environment.extras" not in lost  # no longer flux-r: extras
+
+
+@pytest.mark.parametrize("times,code", [
+    ({"starttime": 200, "expiration": 100}, "jgf.expiration"),
+    ({"starttime": 100, "expiration": 100}, "jgf.expiration"),
+    ({"starttime": -1}, "schema.minimum"),
+    ({"expiration": "soon"}, "schema.type"),
+])
+def test_graph_times_are_checked_as_r_checks_them(times: dict[str, Any], code: str) -> None:
+    value = json.loads(jgf.write(flux_r.read(_TIMED_R).document).data)
+    value["graph"]["metadata"] = times
+    result = jgf.read(json.dumps(value).encode())
+    assert result.document is None
+    assert [d.code for d in result.diagnostics if d.is_error] == [code]
+
+
+def test_an_rs_graph_metadata_is_not_its_window() -> None:
+    """Inside an R, the R's execution times are the window: its scheduling graph's metadata
+    (which Fluxion never writes) is opaque, as the rest of ``scheduling`` is."""
+    r_model = flux_r.read(_TIMED_R).document
+    value = json.loads(_TIMED_R)
+    value["scheduling"] = json.loads(jgf.write(r_model).data)
+    value["scheduling"]["graph"]["metadata"] = {"starttime": 9, "expiration": 1}
+    result = flux_r.read(json.dumps(value).encode())
+    assert result.ok and result.diagnostics == ()
+    assert result.document is not None and result.document.environment is not None
+    assert result.document.environment.validity == Validity(1676560542, 1676562342.25)
+
+
+def test_unset_and_zero_times_are_no_window() -> None:
+    value = json.loads(jgf.write(flux_r.read(_TIMED_R).document).data)
+    for metadata in ({}, {"starttime": 0, "expiration": 0}, None):
+        value["graph"]["metadata"] = metadata
+        result = jgf.read(json.dumps(value).encode())
+        assert result.document is not None and result.document.environment is not None
+        assert result.document.environment.validity is None
+    value["graph"]["metadata"] = {"expiration": 5000}
+    read = jgf.read(json.dumps(value).encode()).document
+    assert read is not None and read.environment is not None
+    assert read.environment.validity == Validity(None, 5000)
+    assert b'"starttime"' not in flux_r.write(read).data
+
+
+def test_a_window_r_cannot_write_is_a_loss_not_an_invalid_file() -> None:
+    environment = flux_r.read(_TIMED_R).document.environment
+    for window in (Validity(-5.0, 10.0), Validity(10.0, 10.0), Validity(0.0, None)):
+        document = Document(environment=replace(environment, validity=window))
+        for spec, module in ((flux_r.FORMAT, flux_r), (jgf.FORMAT, jgf)):
+            assert "environment.validity" in {
+                loss.field for loss in conversion_losses(document, spec)}
+            normal = module.normal_form(document)
+            assert normal.environment.validity is None
+
+
+def _vertex(uniq: int, kind: str, path: str, **paths: str) -> dict[str, Any]:
+    name = path.rsplit("/", 1)[1]
+    return {"id": str(uniq), "metadata": {"type": kind, "name": name, "id": uniq,
+                                          "paths": {"containment": path, **paths}}}
+
+
+def test_vertices_r_cannot_hold_are_named_by_type_and_count_in_the_loss_lines() -> None:
+    """A rack's SSDs and storage node and a power tree (the shapes of flux-sched's
+    tiny_storage.json and power.json) are named with their counts, not as bare extras."""
+    vertices = [_vertex(0, "cluster", "/c0"), _vertex(1, "rack", "/c0/rack0"),
+                _vertex(2, "node", "/c0/rack0/node0", power="/panel0/node0"),
+                _vertex(3, "core", "/c0/rack0/node0/core0"),
+                _vertex(4, "storage_node", "/c0/rack0/rabbit0"),
+                *[_vertex(5 + n, "ssd", f"/c0/rack0/rabbit0/ssd{n}") for n in range(3)],
+                {"id": "8", "metadata": {"type": "powerpanel", "paths": {"power": "/panel0"}}}]
+    edges = [{"source": "0", "target": "1"}, {"source": "1", "target": "2"},
+             {"source": "2", "target": "3"}, {"source": "1", "target": "4"},
+             *[{"source": "4", "target": str(5 + n)} for n in range(3)],
+             {"source": "8", "target": "2", "metadata": {"subsystem": "power"}}]
+    read = jgf.read(json.dumps({"graph": {"nodes": vertices, "edges": edges}}).encode())
+    assert read.document is not None, read.diagnostics
+    details = {loss.field: loss.detail for loss in conversion_losses(read.document,
+                                                                     flux_r.FORMAT)}
+    assert details["rack.extras"].endswith(
+        "jgf:vertices (1 storage_node, 3 ssd)"), details["rack.extras"]
+    assert details["environment.extras"].endswith("jgf:vertices (1 powerpanel)")
+    assert "jgf:vertex (1 power paths)" in details["machine.extras"]

@@ -28,6 +28,7 @@ from dcx.core.model import (
     Rack,
     Room,
     StorageUnit,
+    Validity,
 )
 from dcx.formats import jgf
 from dcx.formats.jgf import codec, text_runs
@@ -409,3 +410,23 @@ def test_example_files_read_as_the_checked_path_reads_them() -> None:
     assert examples
     for path in examples:
         _agree_if_accepted(path.read_bytes())
+
+
+@pytest.mark.parametrize("layout", ["indented", "compact"])
+def test_a_validity_window_before_the_nodes_is_read_by_the_fast_path(layout: str) -> None:
+    cluster = _cluster()
+    assert cluster.environment is not None
+    timed = Document(environment=replace(cluster.environment,
+                                         validity=Validity(1676560542, 1676562342.5)))
+    data = jgf.write(timed).data
+    if layout == "compact":
+        data = _compact(data)
+    assert _agree_if_accepted(data)
+    fast = _fast(data)
+    assert fast is not None and fast.document is not None
+    assert fast.document.environment is not None
+    assert fast.document.environment.validity == Validity(1676560542, 1676562342.5)
+    # a window the checks refuse is left to the checked path, which reports it
+    backwards = data.replace(b"1676562342.5", b"1676560000")
+    assert _fast(backwards) is None
+    assert [d.code for d in codec.read_checked(backwards).diagnostics] == ["jgf.expiration"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -300,17 +301,61 @@ def test_round_trip_is_identity_and_output_validates(topology_model: Environment
     assert result.document == document
 
 
+@given(topology_environments(), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_many_entries_are_the_encoders_one_line_text(topology_model: Environment,
+                                                     own_names: bool) -> None:
+    """Past ``_INDENTED_ENTRIES`` host entries the writer joins each entry's text itself:
+    exactly the encoder's one-line form of what the indented path writes."""
+    from dcx.formats.opendc_topology import codec
+
+    if own_names:  # every host its own entry, as hosts with their own names are
+        topology_model = replace(topology_model, datacenters=tuple(
+            replace(datacenter, rooms=tuple(replace(room, racks=tuple(
+                replace(rack, slots=tuple(
+                    None if machine is None else replace(machine, name=f"own{r}.{i}")
+                    for i, machine in enumerate(slot_parts_expanded(rack.slots))))
+                for r, rack in enumerate(room.racks))) for room in datacenter.rooms))
+            for datacenter in topology_model.datacenters))
+    document = Document(environment=topology_model)
+    indented = opendc_topology.write(document)
+    previous = codec._INDENTED_ENTRIES
+    codec._INDENTED_ENTRIES = -1
+    try:
+        one_line = opendc_topology.write(document)
+    finally:
+        codec._INDENTED_ENTRIES = previous
+    assert one_line.diagnostics == indented.diagnostics
+    if indented.ok:
+        assert one_line.data == (json.dumps(json.loads(indented.data), ensure_ascii=False)
+                                 + "\n").encode()
+
+
+def slot_parts_expanded(slots: Any) -> list[Machine | None]:
+    """A rack's slots one machine per slot (a group's members made)."""
+    machines: list[Machine | None] = []
+    for part in slot_parts(slots):
+        machines.extend(part if isinstance(part, MachineGroup) else [part])
+    return machines
+
+
 @pytest.mark.corpus
 def test_opendc_topologies_in_the_corpus_read(corpus_dir: Path) -> None:
-    folder = corpus_dir / "opendc"
-    if not folder.is_dir():
-        pytest.skip(f"no OpenDC topologies under {folder}")
-    for path in sorted(folder.rglob("*.json")):
+    """OpenDC's own topologies (corpus/upstream/opendc-topology, see its MANIFEST): all but
+    the SDK demo's (speeds and sizes with units) give bare numbers somewhere (OpenDC reads
+    them as MHz and MiB, with its warning), the one diagnostic each reads with; each is
+    rewritten to the same model."""
+    folder = corpus_dir / "upstream" / "opendc-topology"
+    paths = sorted(path for path in folder.glob("*.json")
+                   if opendc_topology.sniff(path.read_bytes()))
+    if not paths:
+        pytest.skip(f"no upstream OpenDC topologies under {folder}")
+    for path in paths:
         data = path.read_bytes()
-        if not opendc_topology.sniff(data):
-            continue
         result = opendc_topology.read(data)
         assert result.document is not None, (path, [d.render() for d in result.diagnostics])
+        expected = set() if path.name.startswith("demo__") else {"opendc-topology.bare-number"}
+        assert {d.code for d in result.diagnostics} == expected, path
         written = opendc_topology.write(result.document)
         assert opendc_topology.read(written.data).document == result.document, path
 

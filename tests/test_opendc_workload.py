@@ -506,3 +506,82 @@ def test_the_scheduler_reads_a_workload_folder() -> None:
     assert name == "opendc-workload" and diagnostics == []
     assert document is not None and document.workload is not None
     assert len(document.workload.jobs) == 5
+
+
+def _legacy_folder(version: str = "2.1", **meta_changes: Any) -> bytes:
+    """An OpenDC 2.x folder of the shape its opendc-vm traces had (meta.parquet with string
+    VM ids and start/stop instants, trace.parquet with each VM's rows): trace schema v2.1's
+    column names, or v2.0's."""
+    start = pa.array([1_600_000_000_000, 1_600_000_060_000], pa.timestamp("ms", tz="UTC"))
+    stop = pa.array([1_600_000_120_000, 1_600_000_061_500], pa.timestamp("ms", tz="UTC"))
+    ids = pa.array(["vm-a", "vm-b"])
+    if version == "2.1":
+        meta = {"id": ids, "start_time": start, "stop_time": stop,
+                "cpu_count": pa.array([2, 4], pa.int32()),
+                "cpu_capacity": pa.array([4800.0, 4000.0]),
+                "mem_capacity": pa.array([2_048_000, 0], pa.int64())}
+        trace = {"id": pa.array(["vm-a", "vm-a", "vm-b"]),
+                 "timestamp": pa.array([0, 30_000, 60_000], pa.timestamp("ms", tz="UTC")),
+                 "duration": pa.array([30_000, 30_000, 1_500], pa.int64()),
+                 "cpu_count": pa.array([2, 2, 4], pa.int32()),
+                 "cpu_usage": pa.array([4800.0, 1200.0, 4000.0])}
+    else:
+        meta = {"id": ids, "submissionTime": start, "endTime": stop,
+                "maxCores": pa.array([2, 4], pa.int32()),
+                "requiredMemory": pa.array([2_048_000, 0], pa.int64())}
+        trace = {"id": pa.array(["vm-a", "vm-a", "vm-b"]),
+                 "time": pa.array([0, 30_000, 60_000], pa.timestamp("ms", tz="UTC")),
+                 "duration": pa.array([30_000, 30_000, 1_500], pa.int64()),
+                 "cores": pa.array([2, 2, 4], pa.int32()),
+                 "cpuUsage": pa.array([4800.0, 1200.0, 4000.0])}
+    meta.update(meta_changes)
+    meta = {name: value for name, value in meta.items() if value is not None}
+    return pack({"meta.parquet": _parquet(meta), "trace.parquet": _parquet(trace)},
+                ("meta.parquet", "trace.parquet"))
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.0"])
+def test_an_opendc_2_folder_is_read_as_opendc_2_read_it(version: str) -> None:
+    result = odc.read(_legacy_folder(version))
+    assert [d.code for d in result.diagnostics] == ["opendc-workload.legacy-layout"]
+    assert result.document is not None and result.document.workload is not None
+    first, second = result.document.workload.tasks()
+    assert (first.id, first.extras[OWN + "name"], second.extras[OWN + "name"]) == (
+        1, "vm-a", "vm-b")
+    assert (first.submit_time_s, first.runtime_s) == (0.0, 120.0)  # start to stop
+    assert (second.submit_time_s, second.runtime_s) == (60.0, 1.5)
+    assert first.request.cores == 2.0 and first.request.memory_mb == 2048.0
+    assert first.extras[OWN + "fragments"] == [[30_000, 4800.0], [30_000, 1200.0]]
+    assert result.document.workload.time_origin == "2020-09-13T12:26:40Z"
+    # written back in today's layout, it reads as the same workload
+    again = odc.read(odc.write(result.document).data)
+    assert again.ok and again.document == result.document
+
+
+def test_an_opendc_2_folder_opendc_2_could_not_read_is_refused_where_it_breaks() -> None:
+    missing = odc.read(_legacy_folder(stop_time=None))
+    assert [(d.code, d.pointer) for d in missing.diagnostics] == [
+        ("opendc-workload.legacy", "/meta.parquet/columns")]
+    repeated = odc.read(_legacy_folder(id=pa.array(["vm-a", "vm-a"])))
+    assert [(d.code, d.pointer) for d in repeated.diagnostics] == [
+        ("opendc-workload.legacy", "/meta.parquet/rows/1/id")]
+    # a VM that stops before it starts: today's check, pointing into meta.parquet
+    backwards = odc.read(_legacy_folder(stop_time=pa.array(
+        [1_500_000_000_000, 1_600_000_061_500], pa.timestamp("ms", tz="UTC"))))
+    assert [d.pointer for d in backwards.diagnostics if d.is_error] == [
+        "/meta.parquet/rows/0/duration"]
+    alone = odc.read(pack({"meta.parquet": b"PAR1"}, ("meta.parquet",)))
+    assert [d.code for d in alone.diagnostics] == ["opendc-workload.missing-member"]
+
+
+def test_an_opendc_2_folder_is_found_as_the_workload_format(tmp_path: Path) -> None:
+    from dcx.core.members import unpack as unpacked
+
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    files, _ = unpacked(_legacy_folder(), ("meta.parquet", "trace.parquet"))
+    assert files is not None
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    assert folder_format(str(folder)) is FORMAT
+    assert odc.read(read_folder(str(folder), FORMAT)).document is not None

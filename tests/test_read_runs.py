@@ -36,6 +36,7 @@ from dcx.formats import jgf, opendc_setup, sss
 from dcx.formats.jgf import codec as jgf_codec
 from dcx.formats.opendc_setup import codec as opendc_codec
 from dcx.formats.sss import reader as sss_reader
+from dcx.formats.sss import text_runs as sss_text_runs
 from tests.strategies_flux import jgf_environments
 from tests.strategies_traces import setup_environments
 from tests.test_groups import documents_with_runs
@@ -167,6 +168,63 @@ def test_generated_sss_files_read_as_node_by_node(seed: int, size: int) -> None:
     data = _sss_document(choices[:size])
     with pytest.MonkeyPatch.context() as monkeypatch:
         _agree(sss.read(data), _sss_read_node_by_node(data, monkeypatch), sss.FORMAT)
+
+
+def _sss_text_runs_agree(data: bytes) -> bool:
+    """The text-run path's result, when it gives one, is the checked path's; whether it
+    gave one."""
+    fast = sss_text_runs.read(data, min_bytes=0)
+    if fast is None:
+        return False
+    _agree(fast, sss_reader.read_checked(data), sss.FORMAT)
+    return True
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), size=st.integers(1, 30))
+def test_generated_sss_files_read_by_text_runs_as_the_checked_path_reads_them(
+        seed: int, size: int) -> None:
+    rng = random.Random(seed)
+    choices = [rng.choice(range(len(_SSS_NODES)))] * size
+    if rng.random() < 0.5:
+        choices[rng.randrange(size)] = rng.choice(range(len(_SSS_NODES)))
+    for data in (_sss_document(choices), _sss_document(choices).replace(b"\n", b"")):
+        _sss_text_runs_agree(data)
+
+
+_WRITTEN_GROUP = Machine(cpus=(ProcessingUnit(cores=32),), gpus=(ProcessingUnit(cores=1),) * 2,
+                         memory=(StorageUnit(capacity_mb=4096.0),), features=("ib", "gpu"))
+
+
+def _written(ids: list[Any], names: list[str]) -> bytes:
+    machines = tuple(replace(_WRITTEN_GROUP, id=i, name=name) for i, name in zip(
+        ids, names, strict=True))
+    environment = Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=machines),)),)),))
+    return sss.write(Document(environment=compact(environment))).data
+
+
+@pytest.mark.parametrize("edit", [
+    None, (b"<Id>3</Id>", b"<Id>2</Id>"), (b"<Id>3</Id>", b"<Id> </Id>"),
+    (b"<Name>n3</Name>", b"<Name>n&amp;3</Name>"), (b"<Name>n3</Name>", b"<Name/>"),
+    (b"<Processors>32</Processors>", b"<Processors>16</Processors>"),
+    (b"  </Node>\n  <Node>", b"  </Node>\n<!-- c -->\n  <Node>"),
+    (b"  </Node>\n  <Node>", b"  </Node>\n    <Node>"), (b"<Id>3</Id>", b"<Id>x\xff</Id>"),
+    (b"<Data>", b'<Data xmlns:d="urn:x">'), (b"</Data>", b"</Data>\n<!-- end -->"),
+])
+def test_dcxs_own_sss_group_output_is_read_by_text_runs_or_left_to_the_checked_path(
+        edit: tuple[bytes, bytes] | None) -> None:
+    data = _written([*range(1, 7), "x7", "08"], [f"n{n}" for n in range(1, 9)])
+    if edit is None:
+        assert _sss_text_runs_agree(data)
+        fast = sss_text_runs.read(data, min_bytes=0)
+        assert fast is not None and [group.count for group in _groups(fast.document)] == [8]
+        return
+    changed = data.replace(*edit, 1)
+    assert changed != data
+    accepted = _sss_text_runs_agree(changed)
+    checked = sss_reader.read_checked(changed)
+    assert not accepted or checked.diagnostics == ()  # it declines all it would report
 
 
 @pytest.mark.parametrize("target", WRITABLE, ids=lambda declaration: declaration.name)

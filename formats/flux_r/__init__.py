@@ -13,9 +13,10 @@ Model mapping: one ``Machine`` per rank in rank order, in one datacenter, room a
 core idset, so CPUs without cores are a ``machine.cpus`` loss), one GPU per GPU id
 (``id`` = the logical id), properties → features (a property covering only some ranks is a
 feature of those machines). Logical core ids other than ``0..n-1`` are kept in
-``Machine.extras["flux-r:core"]``. ``starttime``, ``expiration``, ``nslots``,
-``scheduling`` and the legacy ``attributes`` are kept verbatim in ``Environment.extras``
-under ``flux-r:<key>``.
+``Machine.extras["flux-r:core"]``. ``starttime`` and ``expiration`` are
+``Environment.validity`` (``0`` is unset; JGF keeps the window too, so R → JGF → R keeps
+it). ``nslots``, ``scheduling`` and the legacy ``attributes`` are kept verbatim in
+``Environment.extras`` under ``flux-r:<key>``.
 
 When no two R_lite entries list the same rank, each run of consecutive ranks of one entry
 with the same properties is one machine group (``dcx.core.groups``): its ranks a range, its
@@ -45,6 +46,21 @@ so R → R keeps it and a conversion to another format reports it lost (``machin
 The model's named resources (a Haizea ``Disk`` of 100,000 MB, a JGF ``ssd``) are capacities
 or devices R has no child type for: R does not hold ``machine.resources``, so a conversion
 reports them lost instead of writing children that dcx's own reader would flag.
+
+What dcx reads
+--------------
+* **R version 1, RFC 20 as of 2026** (flux-framework/rfc, flux-core v0.88 ``librlist``):
+  ``R_lite`` with ``rank``/``children`` idsets, ``nodelist`` hostlists (RFC 29),
+  ``properties``, ``nslots``, ``starttime``/``expiration`` (integers as Fluxion writes them
+  or fractional seconds as flux-core does; ``0`` is unset; kept through JGF, see
+  ``Environment.validity``), ``scheduling`` with a Fluxion graph (``writer``
+  ``fluxion:jgf`` or ``fluxion:jgf_shorthand``).
+* **R before the nodelist** (flux-core before 2020-09): R_lite ``node`` keys, read with
+  ``flux-r.legacy-node-key``; R with ``attributes.system.scheduler`` (removed from RFC 20 in
+  2025-09), read with ``flux-r.legacy-attributes``.
+* **R without a nodelist** (flux-core accepts it): hosts named ``node1`` … ``nodeN`` by
+  every writer (see Required host names).
+* **Child types beyond core and gpu** (flux-sched's ``memory`` child): kept (see above).
 
 Divergences
 -----------
@@ -87,7 +103,7 @@ def __getattr__(name: str) -> Any:
 
 HOLDS = frozenset({
     "machine.name", "machine.cpus", "machine.gpus", "gpu.id", "machine.features",
-    "machine.rank",
+    "machine.rank", "environment.validity",
 })
 REQUIRES = frozenset({"machine.name"})
 

@@ -12,6 +12,7 @@ from dcx.core.groups import MachineGroup, Slots, Window, machine_parts, part_tem
 from dcx.core.ids import required_machine_name
 from dcx.core.model import Document, Environment, Machine, ProcessingUnit, Rack
 from dcx.formats.flux_r.vocabulary import FORBIDDEN_PROPERTY_CHARACTERS
+from dcx.parsing.fluxion import lost_validity, writable_validity
 from dcx.parsing.hostlist import Hostlist, is_host_name
 
 
@@ -23,7 +24,8 @@ def normal_form(document: Document) -> Document:
     ``0..n-1`` in topology order, and usable ranks that do not rise in topology order put
     the machines in rank order (as R reads them back; the model has no field for the order,
     so no loss is reported); every machine is named after its host (see Required host
-    names). A machine group stays one group when its members' names are host names."""
+    names); a validity window R cannot write is left out (``writable_validity``). A
+    machine group stays one group when its members' names are host names."""
     environment = document.environment
     if environment is None:
         return document
@@ -69,7 +71,8 @@ def normal_form(document: Document) -> Document:
     datacenters = tuple(replace(datacenter, rooms=tuple(
         replace(room, racks=tuple(replace(rack, slots=slots(rack)) for rack in room.racks))
         for room in datacenter.rooms)) for datacenter in environment.datacenters)
-    normalized = replace(environment, datacenters=datacenters)
+    normalized = replace(environment, datacenters=datacenters,
+                         validity=writable_validity(environment.validity))
     if not renumber and not _ranks_ascend(list(machine_parts(environment))):
         normalized = _in_rank_order(normalized)
     return replace(document, environment=normalized)
@@ -108,6 +111,8 @@ def normal_form_losses(document: Document) -> frozenset[str]:
         return frozenset()
     parts = list(machine_parts(environment))
     found: set[str] = set()
+    if lost_validity(environment.validity):
+        found.add("environment.validity")
     if not _ranks_are_usable(parts) and _ranks_move(parts):
         found.add("machine.rank")
     for part in parts:

@@ -14,7 +14,15 @@ from typing import Any
 from dcx.core.diagnostics import Diagnostic, ReadResult, error, warning
 from dcx.core.groups import MachineGroup, Window, slots_of
 from dcx.core.located import Place
-from dcx.core.model import Datacenter, Document, Environment, Machine, ProcessingUnit, Rack, Room
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+)
 from dcx.formats.flux_r.vocabulary import (
     _KEPT_EXECUTION,
     _KEPT_TOP_LEVEL,
@@ -295,7 +303,8 @@ def read(data: bytes) -> ReadResult:
                    if key in value["execution"]})
     rack = Rack(slots=slots)
     environment = Environment(
-        datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras)
+        datacenters=(Datacenter(rooms=(Room(racks=(rack,)),)),), extras=extras,
+        validity=fluxion.validity_of(value["execution"]))
     return ReadResult(Document(environment=environment), diagnostics,
                       locator=model_locator(loaded.locator, _Sources(loaded.locator)))
 

@@ -15,4 +15,6 @@ MAX_DEVICES = 1 << 16
 """GPUs per rank become one model object each (other children are kept as idsets)."""
 
 _KEPT_TOP_LEVEL = ("scheduling", "attributes")
-_KEPT_EXECUTION = ("starttime", "expiration", "nslots")
+_KEPT_EXECUTION = ("nslots",)
+"""Kept verbatim in ``Environment.extras``; ``starttime``/``expiration`` are the model's
+``Environment.validity`` (``dcx.parsing.fluxion.TIMES``)."""

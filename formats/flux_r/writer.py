@@ -27,8 +27,13 @@ from dcx.formats.flux_r.normaliser import (
     _rank_runs,
     _ranks_are_usable,
 )
-from dcx.formats.flux_r.vocabulary import _KEPT_EXECUTION, _KEPT_TOP_LEVEL, CHILDREN, PREFIX
-from dcx.parsing.fluxion import ShapeMemo
+from dcx.formats.flux_r.vocabulary import (
+    _KEPT_EXECUTION,
+    _KEPT_TOP_LEVEL,
+    CHILDREN,
+    PREFIX,
+)
+from dcx.parsing.fluxion import TIMES, ShapeMemo
 from dcx.parsing.hostlist import Hostlist, IdSet, IdsetError, is_host_name
 from dcx.parsing.jsonio import dumps_canonical
 
@@ -133,6 +138,10 @@ def _nodelist(names: list[Sequence[str]]) -> str:
 
 
 def _with_kept_keys(execution: dict[str, Any], environment: Environment) -> dict[str, Any]:
+    window = environment.validity
+    for key, time in zip(TIMES, (window.start_s, window.end_s) if window else (), strict=False):
+        if time is not None:
+            execution[key] = time
     for key in _KEPT_EXECUTION:
         if PREFIX + key in environment.extras:
             execution[key] = environment.extras[PREFIX + key]

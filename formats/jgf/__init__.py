@@ -38,7 +38,9 @@ Fidelity
 --------
 What the model has no field for is kept in ``jgf:`` extras, so a graph rewritten as JGF keeps
 its vertices, subsystems, flags and placement, and a conversion to another format reports
-the extras it drops as losses at their field paths:
+the extras it drops as losses at their field paths, each line naming what they held
+(``extras_contents``: stored vertices by type and count, ``jgf:vertices (1 powerpanel, 504
+power)``; a vertex's own metadata by key, other subsystems' paths by subsystem):
 
 * ``jgf:vertex`` (datacenter, rack, machine): the vertex's own metadata the writer would not
   otherwise write (``exclusive``, a ``basename`` other than the name's letters, ``size``,
@@ -60,6 +62,16 @@ Fluxion does not read under ``other``).
 Writing emits full vertex metadata (type, basename, name, id, uniq_id, rank, exclusive,
 unit, size, properties, paths) and, for each subsystem, one edge from every vertex to its
 parent path (full form). Vertex ids are renumbered 0, 1, … in writing order.
+
+Validity window
+---------------
+A resource set's start and expiration (an R's ``execution.starttime``/``expiration``,
+``Environment.validity``) are written in ``graph.metadata`` under the same names, before
+``nodes``, and read from there (``0`` or absent is unset; an expiration not after the
+starttime is ``jgf.expiration``). JGF's graph metadata is its place for data about the
+whole graph; Fluxion keeps the times in the R around its graph and does not read
+``graph.metadata``, so it loads such a file as it loads the graph alone, and R → JGF → R
+keeps the times.
 
 Empty topology
 --------------
@@ -87,6 +99,20 @@ fragment is one error (``jgf.partial-graph``, naming the path its vertices hang 
 rather than a missing root and an error per edge; an edge from a vertex to its parent, in
 any graph, is one warning for all of them (``jgf.reverse-edge``) and is not read.
 
+What dcx reads
+--------------
+* **Full JGF as flux-sched writes and reads it** (``resource_reader_jgf.cpp``,
+  ``match_writers.cpp``, 2024–2026): vertex metadata with only ``type`` and ``paths``
+  required, the full edge form (``metadata.subsystem``), the compact form (no edge
+  metadata: containment) and the legacy form (``metadata.name``, flux-sched before August
+  2024, with ``jgf.legacy-edge``); other subsystems (``power``); storage vertices
+  (``rabbit``/``ssd`` under a chassis).
+* **Shorthand JGF** (``writer: fluxion:jgf_shorthand``, flux-sched since 2025-11).
+* **Partial graphs** (flux-sched's partial-cancel and elastic fragments: no root, often
+  bidirectional edges): one ``jgf.partial-graph`` error (see Partial graphs).
+* **A validity window in ``graph.metadata``** (``starttime``/``expiration``, dcx's place
+  for an R's times; see Validity window).
+
 Divergences
 -----------
 * Fluxion accepts more than one root per subsystem only if paths differ; dcx requires exactly
@@ -108,7 +134,7 @@ from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = ["CODES", "EMPTY_ROOT_NAME", "FORMAT", "HOLDS", "MAX_WRITE_VERTICES", "PREFIX",
-           "SCHEMA", "VERTEX", "VERTICES", "Entry", "features_to_properties",
+           "SCHEMA", "VERTEX", "VERTICES", "Entry", "extras_contents", "features_to_properties",
            "graph_to_environment", "machine_ids", "machine_names", "normal_form",
            "normal_form_losses", "read", "sniff", "write", "written_rack_names"]
 
@@ -129,7 +155,7 @@ HOLDS = frozenset({
     "datacenter.id", "datacenter.name", "rack", "rack.id", "rack.name",
     "machine.id", "machine.name", "machine.state", "machine.cpus", "machine.cpus.sockets",
     "cpu.id", "machine.gpus", "gpu.id", "machine.memory", "machine.memory.modules",
-    "machine.features", "machine.resources", "machine.rank",
+    "machine.features", "machine.resources", "machine.rank", "environment.validity",
 })
 
 
@@ -142,6 +168,27 @@ def sniff(data: bytes) -> bool:
     keys = top_level_keys(data)
     return "graph" in keys["1"] and bool(keys["2"] & {"nodes", "edges"}) \
         and not keys["1"] & {"$schema", "execution"}
+
+
+def extras_contents(path: str, key: str, value: Any) -> dict[str, int]:
+    """What a ``jgf:`` extras value holds, for loss lines: stored vertices by type (a node's
+    own subtree, whose cores, GPUs and memory the model holds too, as one layout), a
+    vertex's own metadata by key (paths by subsystem), a grouping's vertex type."""
+    counts: dict[str, int] = {}
+    if key == "jgf:vertices" and isinstance(value, list):
+        if path == "machine.extras":
+            return {"node subtrees as laid out": 1}
+        for entry in value:
+            kind = str(entry.get("type")) if isinstance(entry, dict) else "unreadable"
+            counts[kind] = counts.get(kind, 0) + 1
+    elif key == "jgf:vertex" and isinstance(value, dict):
+        for name, item in value.items():
+            for label in ([f"{subsystem} paths" for subsystem in item]
+                          if name == "paths" and isinstance(item, dict) else [name]):
+                counts[label] = counts.get(label, 0) + 1
+    elif key == "jgf:type":
+        counts[str(value)] = 1
+    return counts
 
 
 read = deferred("dcx.formats.jgf.reader", "read")
@@ -179,6 +226,7 @@ FORMAT = FormatDeclaration(
     description=("Fluxion resource graph: typed vertices in a containment tree."),
     own_extras=frozenset({"environment.extras", "datacenter.extras", "rack.extras",
                           "machine.extras"}),
+    extras_contents=extras_contents,
     holds=HOLDS,
     sniff=sniff,
     read=read,

@@ -35,18 +35,22 @@ from dcx.core.model import (
     Rack,
     Room,
     StorageUnit,
+    Validity,
 )
 from dcx.parsing.fluxion import (
     CONTAINMENT,
     KNOWN_METADATA,
     SCHEMA,
+    TIMES,
     Graph,
     ShapeMemo,
     Vertex,
     basename_of,
     check_graph,
     descendants,
+    lost_validity,
     trailing_number,
+    writable_validity,
 )
 from dcx.parsing.jsonio import JsonLocator, dumps_canonical, model_locator
 from dcx.parsing.schemas import loaded_against
@@ -299,6 +303,12 @@ def graph_to_environment(graph: Graph, members: dict[str, Members] | None = None
     follow it, equal to it but for name, id and rank, and are not in ``graph`` (the fast
     path's runs); each entry is removed once its node is read as the first, or a later
     member, of a group of its subtree's shape (``_Run``), so entries left were not."""
+    environment = _topology(graph, members or {})
+    return environment if graph.validity is None else replace(
+        environment, validity=graph.validity)
+
+
+def _topology(graph: Graph, members: dict[str, Members]) -> Environment:
     root = graph.root
     outside = [_entry(vertex, None, -1) for vertex in graph.vertices
                if CONTAINMENT not in vertex.paths]
@@ -311,7 +321,7 @@ def graph_to_environment(graph: Graph, members: dict[str, Members] | None = None
             and not outside and not graph.children.get(root_path)):
         return Environment(datacenters=(Datacenter(rooms=(Room(),)),))
     top, groupings = _groupings(graph, root)
-    builder = _RackBuilder(graph, root_path, members or {})
+    builder = _RackBuilder(graph, root_path, members)
     racks = [builder.rack(grouping) if grouping is not top else Rack(
         slots=builder.slots(top.nodes), extras={"jgf:implicit": True})
         for grouping in groupings]
@@ -691,7 +701,9 @@ def normal_form(document: Document) -> Document:
             datacenter.id, trailing_number(name, 0)), rooms=tuple(rooms)))
     if datacenters and _writes_empty_root(environment):
         datacenters[0] = replace(datacenters[0], name=None, id=None)
-    return replace(document, environment=replace(environment, datacenters=tuple(datacenters)))
+    return replace(document, environment=replace(environment, datacenters=tuple(datacenters),
+                                                  validity=writable_validity(
+                                                      environment.validity)))
 
 
 def _root(environment: Environment) -> tuple[Datacenter, str, str, int]:
@@ -797,6 +809,8 @@ def normal_form_losses(document: Document) -> frozenset[str]:
     if environment is None:
         return frozenset()
     found = _empty_root_losses(environment)
+    if lost_validity(environment.validity):
+        found.add("environment.validity")
 
     def bad_id(value: Any) -> bool:
         return value is not None and _int_id(value, -1) < 0
@@ -1063,10 +1077,15 @@ class _GraphWriter:
                 self.other_paths.append((subsystem, path, first + offset - 1))
         self.count += count
 
-    def document(self) -> bytes:
+    def document(self, validity: Validity | None) -> bytes:
+        """The graph; a validity window in its metadata, first (see Validity window)."""
         edges = self.edges + self._other_edges()
-        return b"".join((b'{"graph":{"nodes":[', b",".join(self.vertices), b'],"edges":[',
-                         b",".join(edges), b"]}}\n"))
+        times = {key: time for key, time in zip(
+            TIMES, (validity.start_s, validity.end_s) if validity else (), strict=False)
+            if time is not None}
+        metadata = b'"metadata":%s,' % _json_text(times).encode() if times else b""
+        return b"".join((b'{"graph":{', metadata, b'"nodes":[', b",".join(self.vertices),
+                         b'],"edges":[', b",".join(edges), b"]}}\n"))
 
     def _other_edges(self) -> list[bytes]:
         """One edge to every vertex from its parent path, in each subsystem but containment."""
@@ -1257,7 +1276,7 @@ def _write(environment: Environment) -> WriteResult:
         writer.outside(entry)
     if writer.problems:
         return WriteResult(b"", diagnostics=tuple(writer.problems))
-    data = writer.document()
+    data = writer.document(writable_validity(environment.validity))
     if writer.count <= _INDENTED_VERTICES:
         data = dumps_canonical(json.loads(data), indent=2)
     return WriteResult(data)

@@ -69,8 +69,11 @@ _MARK = 10**15
 """Digit run ``j`` of a probed block becomes ``_MARK + j`` (16 digits)."""
 
 _WS = b" \t\n\r"
-_HEAD = re.compile(rb'\{[ \t\n\r]*"graph"[ \t\n\r]*:[ \t\n\r]*\{[ \t\n\r]*"nodes"[ \t\n\r]*:'
-                   rb'[ \t\n\r]*\[[ \t\n\r]*')
+_HEAD = re.compile(rb'\{[ \t\n\r]*"graph"[ \t\n\r]*:[ \t\n\r]*\{[ \t\n\r]*'
+                   rb'(?:"metadata"[ \t\n\r]*:[ \t\n\r]*(\{[^{}\[\]]*\})[ \t\n\r]*,[ \t\n\r]*)?'
+                   rb'"nodes"[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*')
+"""The text before the first vertex; a flat ``metadata`` object first (the writer's
+validity window) is kept in the reduced document."""
 _EDGES_OPEN = re.compile(rb'[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*')
 _TRAILING = re.compile(r"(.*[^0-9])([0-9]+)", re.DOTALL)
 _MAX_DIGITS = 18
@@ -410,7 +413,8 @@ def _read(data: bytes) -> ReadResult:
     if not walk.runs:
         raise _Declined
     edges = _edges(data, codes, edges_start, edges_end)
-    reduced = b"".join((b'{"graph":{"nodes":[', b",".join(
+    metadata = b'"metadata":%s,' % head[1] if head[1] is not None else b""
+    reduced = b"".join((b'{"graph":{', metadata, b'"nodes":[', b",".join(
         data[start:end] for start, end in walk.kept), b'],"edges":[]}}'))
     loaded, _ = loaded_against(SCHEMA, reduced, "a JGF document", "jgf.not-object")
     if loaded is None:

@@ -30,7 +30,7 @@ from dcx.core.groups import (
     slots_of,
 )
 from dcx.core.ids import required_machine_name
-from dcx.core.limits import LIMITS
+from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.located import Place, run_holding
 from dcx.core.memo import last_result
 from dcx.core.model import (
@@ -613,23 +613,30 @@ class _TakenNames:
 
     names: set[str] = field(default_factory=set)
     numbered: dict[str, set[int]] = field(default_factory=dict)
-    """The ``base-<number>`` names among ``names``, by base."""
+    """The ``base-<number>`` names among ``names``, by base, as of the last ``free``."""
+    pending: list[str] = field(default_factory=list)
+    """Names added since: split only when a group asks (single hosts never do)."""
     runs: dict[str, list[range]] = field(default_factory=dict)
 
     def __contains__(self, name: str) -> bool:
         if name in self.names:
             return True
+        if not self.runs:
+            return False
         split = _numbered(name)
         return split is not None and any(split[1] in run for run in self.runs.get(split[0], ()))
 
     def add(self, name: str) -> None:
         self.names.add(name)
-        split = _numbered(name)
-        if split is not None:
-            self.numbered.setdefault(split[0], set()).add(split[1])
+        self.pending.append(name)
 
     def free(self, names: HostNames) -> bool:
         """Whether none of ``names`` is taken (a name ``base-<n>`` has one base only)."""
+        for name in self.pending:
+            split = _numbered(name)
+            if split is not None:
+                self.numbered.setdefault(split[0], set()).add(split[1])
+        self.pending.clear()
         numbers = names.numbers
         if names.fresh and names.base in self:
             return False
@@ -650,6 +657,11 @@ class _Normalizer:
     lost: set[str] = field(default_factory=set)
     taken: _TakenNames = field(default_factory=_TakenNames)
     position: int = 0
+    shapes: dict[tuple[int, int, int], tuple[Any, Machine | None]] = field(
+        default_factory=dict)
+    """Hardware normalised once per distinct (CPUs, GPUs, memory) tuples, by identity: the
+    machines a reader makes of one shape share them (the tuples kept alive beside it)."""
+    last_shape: tuple[Any, Machine | None] | None = None
 
     def changed(self, path: str, before: Any, after: Any) -> Any:
         if before != after:
@@ -674,15 +686,19 @@ class _Normalizer:
             elif isinstance(part, MachineGroup):
                 parts.extend(self.group(part))
             else:
-                parts.extend(self.single(part))
+                single = self.single(part)
+                if single is not None:
+                    parts.append(single)
         return replace(rack, slots=slots_of(parts))
 
-    def single(self, machine: Machine) -> list[Machine]:
+    def single(self, machine: Machine) -> Machine | None:
+        """The machine as a host entry holds it; ``None``: a host cannot hold its CPUs."""
         self.position += 1
-        if not _writable(machine):
+        hardware = self.shared_hardware(machine)
+        if hardware is None:
             self.lost.add("machine.cpus")
-            return []
-        return [self.machine(machine, self.hardware(machine))]
+            return None
+        return self.machine(machine, hardware)
 
     def group(self, group: MachineGroup) -> list[Machine | MachineGroup]:
         """A group whose names are OpenDC's names of one entry, none taken yet, stays one
@@ -709,17 +725,39 @@ class _Normalizer:
 
     def machine(self, machine: Machine, hardware: Machine) -> Machine:
         """``machine`` named as OpenDC names it, with ``hardware``'s (normalised) units."""
-        name = required_machine_name(machine, self.position, bool)
-        if name in self.taken:
+        taken = self.taken
+        # its own name when it has one (required_machine_name's first rule), inline: a call
+        # per host is what named hosts cost
+        name = machine.name or required_machine_name(machine, self.position, bool)
+        if name in taken.names or (taken.runs and name in taken):
             suffix = 2
-            while f"{name}-{suffix}" in self.taken:
+            while f"{name}-{suffix}" in taken:
                 suffix += 1
             name = f"{name}-{suffix}"
-        self.taken.add(name)
-        if machine.name is not None:
-            self.changed("machine.name", machine.name, name)
+        taken.names.add(name)
+        taken.pending.append(name)
+        if machine.name is not None and name != machine.name:
+            self.lost.add("machine.name")
+        if name == machine.name and hardware.cpus is machine.cpus and \
+                hardware.gpus is machine.gpus and hardware.memory is machine.memory:
+            return machine  # nothing to change: no copy per machine
         return replace(machine, name=name, cpus=hardware.cpus, gpus=hardware.gpus,
                        memory=hardware.memory)
+
+    def shared_hardware(self, machine: Machine) -> Machine | None:
+        """``hardware(machine)``, or ``None`` when a host cannot hold its CPUs, made once per
+        shape (``shapes``); the losses it finds are the same for every machine of it."""
+        last = self.last_shape
+        if last is not None and machine.cpus is last[0][0] and machine.gpus is last[0][1] \
+                and machine.memory is last[0][2]:
+            return last[1]  # the previous machine's shape: the common case, no lookup
+        key = (id(machine.cpus), id(machine.gpus), id(machine.memory))
+        known = self.shapes.get(key)
+        if known is None:
+            known = self.shapes[key] = ((machine.cpus, machine.gpus, machine.memory),
+                                        self.hardware(machine) if _writable(machine) else None)
+        self.last_shape = known
+        return known[1]
 
     def hardware(self, machine: Machine) -> Machine:
         """``machine`` with CPUs, GPUs and memory as a host entry holds them."""
@@ -744,10 +782,14 @@ class _Normalizer:
             total = sum(unit.capacity_mb for unit in memory)
             if not (math.isfinite(total) and total > 0):
                 memory = self.changed("machine.memory", memory, ())
+        if cpus == machine.cpus and gpus == machine.gpus and memory is machine.memory:
+            return machine  # the same units: the machine's own tuples, kept
         return replace(machine, cpus=cpus, gpus=gpus, memory=memory)
 
     def unit(self, unit: ProcessingUnit, kind: str) -> ProcessingUnit:
         """Family and generation have no key; the rest is written as it is."""
+        if unit.family is None and unit.generation is None:
+            return unit
         self.changed(f"{kind}.vendor", (unit.family, unit.generation), (None, None))
         return replace(unit, family=None, generation=None)
 
@@ -757,7 +799,8 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if document.environment is None:
         return document, frozenset()
     normalizer = _Normalizer()
-    environment = normalizer.environment(document.environment)
+    with paused_gc():  # a machine and a name per host, no cycles among them
+        environment = normalizer.environment(document.environment)
     return replace(document, environment=environment), frozenset(normalizer.lost)
 
 
@@ -790,14 +833,67 @@ def leaves_out(document: Document) -> str:
 
 def write(document: Document) -> WriteResult:
     """An OpenDC topology for ``normal_form(document)``: one cluster per rack."""
-    environment = normal_form(document).environment or Environment()
+    with paused_gc():  # an entry and a dict per host with its own name, no cycles
+        return _write(normal_form(document).environment or Environment())
+
+
+def _write(environment: Environment) -> WriteResult:
     dialect = SDK if environment.extras.get(DIALECT) == SDK_FILE else TOPOLOGY_READER
     bases: set[str] = set()
-    clusters = [_cluster(rack, bases, dialect) for datacenter in environment.datacenters
+    shapes = _Shapes(dialect)
+    clusters = [_cluster(rack, bases, shapes) for datacenter in environment.datacenters
                 for room in datacenter.rooms for rack in room.racks]
-    root = {"clusters": clusters}
+    if sum(len(entries) for _, entries in clusters) > _INDENTED_ENTRIES:
+        return _one_line(clusters)
+    root = {"clusters": [_with_hosts(cluster, entries) for cluster, entries in clusters]}
     data, problem = serialised_against(SCHEMA, root)
     return _unwritable(problem) if problem is not None else WriteResult(data)
+
+
+def _with_hosts(cluster: dict[str, Any], entries: list[_Entry]) -> dict[str, Any]:
+    """The cluster's object with its host entries, in the order the keys are written."""
+    hosts: list[dict[str, Any]] = []
+    for entry in entries:
+        host: dict[str, Any] = {"name": entry.base}
+        if entry.count > 1:
+            host["count"] = entry.count
+        host.update(entry.shape)
+        hosts.append(host)
+    return {**({"name": cluster["name"]} if "name" in cluster else {}), "hosts": hosts,
+            **{key: value for key, value in cluster.items() if key != "name"}}
+
+
+def _one_line(clusters: list[tuple[dict[str, Any], list[_Entry]]]) -> WriteResult:
+    """Many host entries (hosts with their own names) as the one-line JSON the encoder would
+    write for ``_with_hosts``' objects, each entry's text joined from its name and its
+    shape's text made once. The schema is checked on the clusters with one entry per shape
+    and count kind: an entry adds only its name (text) and count (above 1) to its shape's."""
+    import json
+
+    from dcx.parsing.jsonio import dumps_canonical
+
+    texts: dict[int, str] = {}
+    picked = [_with_hosts(cluster, list({(id(entry.shape), entry.count > 1): entry
+                                         for entry in entries}.values()))
+              for cluster, entries in clusters]
+    _, problem = serialised_against(SCHEMA, {"clusters": picked}, indent=None)
+    if problem is not None:
+        return _unwritable(problem)
+    name_text = json.encoder.encode_basestring
+    parts: list[str] = []
+    for (_, entries), sample in zip(clusters, picked, strict=True):
+        hosts = []
+        for entry in entries:
+            shape = texts.get(id(entry.shape))
+            if shape is None:
+                shape = texts[id(entry.shape)] = dumps_canonical(
+                    entry.shape, indent=None).decode()[1:-2]
+            count = f', "count": {entry.count}' if entry.count > 1 else ""
+            hosts.append(f'{{"name": {name_text(entry.base)}{count}, {shape}}}')
+        whole = dumps_canonical({**sample, "hosts": []}, indent=None).decode()[:-1]
+        cut = whole.index('"hosts": []') + len('"hosts": [')
+        parts.append(whole[:cut] + ", ".join(hosts) + whole[cut:])
+    return WriteResult(('{"clusters": [' + ", ".join(parts) + "]}\n").encode())
 
 
 def _unwritable(reason: str) -> WriteResult:
@@ -805,7 +901,7 @@ def _unwritable(reason: str) -> WriteResult:
                                                "opendc-topology.unwritable"),))
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     """One host entry being written: ``count`` hosts of one shape from its name ``base``."""
 
@@ -817,7 +913,39 @@ class _Entry:
     count: int = 1
 
 
-def _cluster(rack: Rack, bases: set[str], dialect: Dialect) -> dict[str, Any]:
+_INDENTED_ENTRIES = 10_000
+"""Indented output for readable small files; one line for more host entries than this
+(hosts with their own names are an entry each: ``_one_line``)."""
+
+
+@dataclass
+class _Shapes:
+    """Host entries without name and count (``_host``), made once per machine shape: the
+    machines a reader makes of one shape share their CPU, GPU and memory tuples."""
+
+    dialect: Dialect
+    made: dict[tuple[Any, ...], tuple[Machine, dict[str, Any]]] = field(default_factory=dict)
+
+    last: tuple[Machine, dict[str, Any]] | None = None
+
+    def of(self, machine: Machine) -> dict[str, Any]:
+        last = self.last
+        if last is not None and machine.cpus is last[0].cpus and machine.gpus is \
+                last[0].gpus and machine.memory is last[0].memory and machine.arch == \
+                last[0].arch and not machine.extras and not last[0].extras:
+            return last[1]  # the previous machine's shape: the common case, no lookup
+        key = (id(machine.cpus), id(machine.gpus), id(machine.memory), machine.arch,
+               id(machine.extras) if machine.extras else None)
+        known = self.made.get(key)
+        if known is None:  # the machine is kept beside its entry, so its ids stay its own
+            known = self.made[key] = (machine, _host(machine, self.dialect))
+        self.last = known
+        return known[1]
+
+
+def _cluster(rack: Rack, bases: set[str], shapes: _Shapes
+             ) -> tuple[dict[str, Any], list[_Entry]]:
+    """The cluster's own keys and its host entries."""
     cluster: dict[str, Any] = {}
     if rack.name is not None:
         cluster["name"] = rack.name
@@ -826,21 +954,13 @@ def _cluster(rack: Rack, bases: set[str], dialect: Dialect) -> dict[str, Any]:
         if isinstance(part, MachineGroup):
             # the normal form names every member
             names: Sequence[str] = part.names if part.names is not None else ()
-            _add_hosts(entries, bases, _host(part.template, dialect), names)
+            _add_hosts(entries, bases, shapes.of(part.template), names)
         elif part is not None:
-            _add_hosts(entries, bases, _host(part, dialect), (part.name or "",))
-    hosts: list[dict[str, Any]] = []
-    for entry in entries:
-        host: dict[str, Any] = {"name": entry.base}
-        if entry.count > 1:
-            host["count"] = entry.count
-        host.update(entry.shape)
-        hosts.append(host)
-    cluster["hosts"] = hosts
-    for key in dialect.kept_cluster_keys:
+            _add_host(entries, bases, shapes.of(part), part.name or "")
+    for key in shapes.dialect.kept_cluster_keys:
         if PREFIX + key in rack.extras:
             cluster[key] = rack.extras[PREFIX + key]
-    return cluster
+    return cluster, entries
 
 
 def _add_hosts(entries: list[_Entry], bases: set[str], shape: dict[str, Any],
@@ -849,7 +969,8 @@ def _add_hosts(entries: list[_Entry], bases: set[str], shape: dict[str, Any],
     the next name OpenDC gives that entry (``cn``, ``cn-0``, ``cn-1``), else starts one."""
     start = 0
     while start < len(names):
-        if entries and entries[-1].grows and entries[-1].shape == shape:
+        if entries and entries[-1].grows and (entries[-1].shape is shape
+                                              or entries[-1].shape == shape):
             entry = entries[-1]
             joining = _continuing(names, start, entry.base, entry.count - 1)
             entry.count += joining
@@ -860,6 +981,17 @@ def _add_hosts(entries: list[_Entry], bases: set[str], shape: dict[str, Any],
         entries.append(_Entry(base, shape, grows=base not in bases))
         bases.add(base)
         start += 1
+
+
+def _add_host(entries: list[_Entry], bases: set[str], shape: dict[str, Any], name: str) -> None:
+    """``_add_hosts`` of one host, without a names sequence (hosts with their own names)."""
+    last = entries[-1] if entries else None
+    if last is not None and last.grows and (last.shape is shape or last.shape == shape) \
+            and name.startswith(last.base) and name == f"{last.base}-{last.count - 1}":
+        last.count += 1
+        return
+    entries.append(_Entry(name, shape, grows=name not in bases))
+    bases.add(name)
 
 
 def _continuing(names: Sequence[str], start: int, base: str, number: int) -> int:

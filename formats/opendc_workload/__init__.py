@@ -54,9 +54,17 @@ What dcx reads
 * **Tasks without fragment rows** (as in upstream traces where some tasks have none): read
   with a ``opendc-workload.no-fragments`` warning and written without fragments again.
 
-Not read: the OpenDC 2.x folder names ``meta.parquet`` and ``trace.parquet`` (rename them
-``tasks.parquet`` and ``fragments.parquet``), their string ids and ``start_time`` /
-``stop_time`` columns; current OpenDC does not read them either.
+* **The OpenDC 2.x folder** (the ``opendc-vm`` trace format until OpenDC 2.4 renamed its
+  files in August 2024: ``OdcVmTraceFormat``, ``ComputeWorkloadLoader``): ``meta.parquet``
+  (string VM ``id``, ``start_time``/``stop_time``, ``cpu_count``, ``cpu_capacity``,
+  ``mem_capacity``; trace schema v2.0's ``submissionTime``, ``endTime``, ``maxCores``,
+  ``requiredMemory``, no capacity) and ``trace.parquet`` (string ``id``, ``timestamp`` or
+  ``time``, ``duration``, ``cpu_count`` or ``cores``, ``cpu_usage`` or ``cpuUsage``), read
+  as that loader read them (``legacy.py``): a VM is a task numbered 1..n in file order and
+  named by its id, submitted at ``start_time`` and running until ``stop_time``, with one
+  ``opendc-workload.legacy-layout`` warning; what it could not read (a column missing or of
+  another type, nulls, a VM id twice) is ``opendc-workload.legacy``. Written in today's
+  layout; read whole (the 16 MB part-at-a-time path reads today's layout only).
 
 Model mapping
 -------------
@@ -121,6 +129,10 @@ SCHEMA = "opendc-workload.schema.json"
 TASKS = "tasks.parquet"
 FRAGMENTS = "fragments.parquet"
 MEMBERS = (TASKS, FRAGMENTS)
+LEGACY_TASKS = "meta.parquet"
+LEGACY_FRAGMENTS = "trace.parquet"
+LEGACY_MEMBERS = (LEGACY_TASKS, LEGACY_FRAGMENTS)
+"""The OpenDC 2.x layout's files (``legacy.py``): read, never written."""
 OWN = "opendc-workload:"
 """The prefix of the extras this format keeps of its own."""
 
@@ -134,7 +146,7 @@ HOLDS = frozenset({
 def sniff(data: bytes) -> bool:
     from dcx.core.members import sniff as sniff_members
 
-    return sniff_members(data, MEMBERS)
+    return sniff_members(data, MEMBERS + LEGACY_MEMBERS)
 
 
 read = deferred("dcx.formats.opendc_workload.codec", "read")
@@ -174,6 +186,12 @@ CODES = (
     Code("opendc-workload.unknown-fragment", "warning",
          "Fragments whose id is no task in tasks.parquet: OpenDC ignores them.",
          conformance=True),
+    Code("opendc-workload.legacy-layout", "warning",
+         "An OpenDC 2.x folder (meta.parquet, trace.parquet), read as OpenDC 2.x read it: "
+         "VMs numbered 1..n and named by their string ids, run from start to stop time."),
+    Code("opendc-workload.legacy", "error",
+         "An OpenDC 2.x file that OpenDC 2.x could not read either: a column missing, of "
+         "another type or with nulls, or a VM id given twice."),
     Code("opendc-workload.unwritable", "error",
          "Internal error: the normal form has a value no OpenDC column holds."),
     *dependency_codes("opendc-workload"),
@@ -197,6 +215,7 @@ FORMAT = FormatDeclaration(
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
     own_extras=frozenset({"task.extras"}),
+    read_members=LEGACY_MEMBERS,
     codes=CODES,
     members=MEMBERS,
     read_parts=PARTS,

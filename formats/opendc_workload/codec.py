@@ -27,7 +27,14 @@ from dcx.core.limits import LIMITS
 from dcx.core.memo import last_result
 from dcx.core.model import Document, Id, Job, Task, Workload
 from dcx.core.shapes import one_node, one_node_columns
-from dcx.formats.opendc_workload import FRAGMENTS, MEMBERS, OWN, SCHEMA, TASKS
+from dcx.formats.opendc_workload import (
+    FRAGMENTS,
+    LEGACY_MEMBERS,
+    MEMBERS,
+    OWN,
+    SCHEMA,
+    TASKS,
+)
 
 TIME_ORIGIN_KEY = b"dcx:time_origin"
 """Key-value metadata of tasks.parquet: the workload's time origin (empty: none)."""
@@ -117,12 +124,34 @@ def read(data: bytes) -> ReadResult:
     if len(data) > LIMITS.max_input_bytes:
         return ReadResult(None, (error(f"input is {len(data):,} bytes; the limit is "
                                        f"{LIMITS.max_input_bytes:,}", "input.too-large"),))
-    members, why = unpack(data, MEMBERS)
+    members, why = unpack(data, MEMBERS + LEGACY_MEMBERS)
     if members is None:
         return ReadResult(None, (error(why, "opendc-workload.archive"),))
+    if TASKS not in members and FRAGMENTS not in members and set(LEGACY_MEMBERS) & set(members):
+        return _legacy(members)
     missing = [name for name in MEMBERS if name not in members]
     if missing:
         return ReadResult(None, tuple(missing_member_error(name) for name in missing))
+    return _current(members)
+
+
+def _legacy(members: dict[str, bytes]) -> ReadResult:
+    """An OpenDC 2.x folder (``legacy.py``): its files as today's, read as today's, every
+    diagnostic pointing into the 2.x file it is about."""
+    from dcx.formats.opendc_workload import legacy
+
+    missing = [name for name in LEGACY_MEMBERS if name not in members]
+    if missing:
+        return ReadResult(None, tuple(missing_member_error(name) for name in missing))
+    translated = legacy.translate(members)
+    if translated.members is None:
+        return ReadResult(None, tuple(translated.problems))
+    result = _current(translated.members)
+    return replace(result, diagnostics=(*translated.problems,
+                                        *map(legacy.renamed, result.diagnostics)))
+
+
+def _current(members: dict[str, bytes]) -> ReadResult:
     tables: dict[str, _Member] = {}
     problems: list[Diagnostic] = []
     for name in MEMBERS:

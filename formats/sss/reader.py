@@ -57,7 +57,9 @@ from dcx.formats.sss.vocabulary import (
 XSD_NAME = "sss-node.xsd"
 
 
-def read(data: bytes) -> ReadResult:
+def read_checked(data: bytes) -> ReadResult:
+    """``read`` element by element: every file the text-run path (``text_runs``) does not
+    accept."""
     try:
         tree = parse_xml(data)
     except InputError as exc:
