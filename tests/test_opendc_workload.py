@@ -452,7 +452,8 @@ def _corpus_folders() -> list[Path]:
 def test_opendc_workloads_in_the_corpus_read() -> None:
     folders = _corpus_folders()
     if not folders:
-        pytest.skip(f"no OpenDC workload folder (tasks.parquet) under {CORPUS}: set DCX_CORPUS")
+        pytest.skip(f"no OpenDC workload folder (tasks.parquet) under {CORPUS}" + (
+            "" if CORPUS.is_dir() else ": set DCX_CORPUS"))
     for folder in folders:
         result = odc.read(read_folder(str(folder), FORMAT))
         assert result.ok, (folder, [d.render() for d in result.diagnostics][:3])

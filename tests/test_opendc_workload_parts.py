@@ -411,7 +411,8 @@ def _corpus_folders() -> list[Path]:
 def test_corpus_folders_read_in_parts_say_what_they_say_whole():
     folders = _corpus_folders()
     if not folders:
-        pytest.skip(f"no OpenDC workload folder (tasks.parquet) under {CORPUS}: set DCX_CORPUS")
+        pytest.skip(f"no OpenDC workload folder (tasks.parquet) under {CORPUS}" + (
+            "" if CORPUS.is_dir() else ": set DCX_CORPUS"))
     for folder in folders:
         validated(folder, "--output", "json", slice_tasks=1 << 16)
 
