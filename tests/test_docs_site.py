@@ -304,21 +304,6 @@ def test_scheduler_plots_are_collapsed_per_workload_with_captions(tmp_path: Path
     assert "    ![" in page  # inside the collapsed block
 
 
-def test_experiments_list_a_workload_without_jobs_instead_of_nan_rows(tmp_path: Path) -> None:
-    from dcx.scheduler import experiments
-
-    empty = tmp_path / "no-jobs.swf"
-    empty.write_text("; MaxNodes: 4\n; MaxProcs: 64\n")
-    status = experiments.main([str(empty), "--out", str(tmp_path / "out"),
-                               "--env", str(REPO / "examples" / "environment" /
-                                            "small-cluster.json")])
-    tables = (tmp_path / "out" / "tables.md").read_text()
-    # (exit 1: nothing was scheduled, which nox -s schedule must not pass over)
-    assert status == 1 and "### Workloads without jobs" in tables and "no-jobs.swf" in tables
-    assert "nan" not in tables.lower().split() and "| nan |" not in tables
-    assert not (tmp_path / "out" / "workloads").exists()
-
-
 def test_security_page_lists_every_hostile_case() -> None:
     cases = reference_pages.hostile_cases(REPO)
     if cases is None:
