@@ -304,6 +304,29 @@ def test_scheduler_plots_are_collapsed_per_workload_with_captions(tmp_path: Path
     assert "    ![" in page  # inside the collapsed block
 
 
+def test_scheduler_page_shows_an_experiment_s_summary_plots_and_what_was_left_out(
+        tmp_path: Path) -> None:
+    """What ``nox -s schedule`` writes for the converted workloads (``dcx experiment``'s
+    folder, with ``not-scheduled.md`` beside it): each table, the workloads left out, and
+    one collapsed block of plots per setting with their captions."""
+    out = tmp_path / "build" / "schedule" / "workloads"
+    setting = out / "plots" / "trace.swf--setup.json--event"
+    setting.mkdir(parents=True)
+    (out / "summary.md").write_text("# Experiment workloads\n\n## trace.swf on setup.json "
+                                    "(event time model)\n\n| scheduler | runs |\n|---|---|\n"
+                                    "| FIFO-BESTFIT | 1 |\n")
+    (out / "not-scheduled.md").write_text("# Workloads left out\n\n## Workloads without jobs"
+                                          "\n\n- `empty.swf`\n")
+    for name in ("metrics.svg", "jwt.svg"):
+        (setting / name).write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    page = reference_pages.scheduler_page(tmp_path, "")
+    assert "| FIFO-BESTFIT | 1 |" in page and "- `empty.swf`" in page
+    assert page.count('??? example "Plots: workloads/plots/trace.swf--setup.json--event (2)"') \
+        == 1
+    assert "Mean of each headline metric per scheduler" in page
+    assert "Job waiting time (JWT, seconds)" in page
+
+
 def test_security_page_lists_every_hostile_case() -> None:
     cases = reference_pages.hostile_cases(REPO)
     if cases is None:
