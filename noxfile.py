@@ -59,9 +59,10 @@ def schedule(session: nox.Session) -> None:
     """Tables XI and XII as an experiment (examples/experiments/sc18-tables.yaml: the nine
     SC18 schedulers on the Askalon and Chronos traces, RANDOM x 32, on a Dask LocalCluster),
     then the nine over every workload `convert` wrote (build/converted/report.json says which
-    outputs hold workloads; `convert` runs first when it has not). Tables and plots in
-    build/schedule/, which the docs site shows. Prints one line per workload run or skipped
-    (and why); fails when none could be scheduled."""
+    outputs hold workloads; `convert` runs first when it has not), as the experiment
+    `python -m dcx.experiments.workloads` writes. Tables and plots in build/schedule/, which
+    the docs site shows. Prints one line per workload run or skipped (and why); fails when
+    none could be scheduled."""
     session.install(".[experiments]")
     corpus = os.environ.get("DCX_CORPUS", os.path.join("..", "shared", "corpus"))
     if os.path.isfile(os.path.join(corpus, "gwf", "askalon_workload_ee.gwf")):
@@ -73,8 +74,13 @@ def schedule(session: nox.Session) -> None:
     converted = os.path.join("build", "converted")
     if not os.path.isfile(os.path.join(converted, "report.json")):
         session.run("python", "-m", "dcx.converters.pipeline", "--out", converted, "examples")
-    session.run("python", "-m", "dcx.scheduler.experiments",
-                "--out", os.path.join("build", "schedule"), "--converted", converted)
+    # the nine over the converted workloads: an experiment file written from the list of
+    # workloads (one line each: what it runs on, or why it is left out), then run as any
+    workloads = os.path.join("build", "schedule", "workloads")
+    session.run("python", "-m", "dcx.experiments.workloads", "--out", workloads,
+                "--converted", converted)
+    session.run("dcx", "experiment", os.path.join(workloads, "experiment.json"),
+                "--out", workloads, *session.posargs)
 
 
 @nox.session

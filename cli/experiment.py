@@ -63,7 +63,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--scheduler-address", metavar="ADDRESS", help="run on an existing "
                         "Dask cluster (tcp://host:8786)")
     parser.add_argument("--cluster", choices=CLUSTERS, help="start a Dask cluster of batch "
-                        "jobs with dask-jobqueue (pip install dask-jobqueue) and run on it")
+                        "jobs with dask-jobqueue (pip install 'dcx[cluster]') and run on it")
     parser.add_argument("--walltime", metavar="HH:MM:SS", default="01:00:00", help="with "
                         "--cluster: each job's walltime (default 01:00:00); its worker "
                         "leaves a few minutes before, and a new job takes its place")
@@ -284,7 +284,7 @@ def jobqueue_cluster(args: argparse.Namespace) -> Any:
     try:
         import dask_jobqueue
     except ImportError as exc:
-        raise _NoCluster("--cluster needs dask-jobqueue (pip install dask-jobqueue)") from exc
+        raise _NoCluster("--cluster needs dask-jobqueue: pip install 'dcx[cluster]'") from exc
     walltime_s = _walltime_s(args.walltime)
     lifetime_s = max(60.0, walltime_s - 300.0)
     kind = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[args.cluster]

@@ -236,7 +236,9 @@ def _add_info(commands: Any) -> None:
         "in bounded memory and without the input size limit; a Parquet file from 16 MB (or "
         "stdin that outgrows it, first copied to a temporary file in TMPDIR, removed after) "
         "a row group at a time, on a Dask cluster with --workers or --scheduler-address. "
-        "Other inputs are read whole.")
+        "Other inputs are read whole. A FILE that is a folder stands for what validate "
+        "finds in it: the format it holds (an OpenDC workload folder), or every file under "
+        "it, recursively, that a dcx format claims, those clearly someone else's skipped.")
     info.add_argument("files", metavar="FILE", nargs="+")
     _format_option(info, "--format", "--from", dest="format", help="read each FILE as this "
                    "format")
@@ -847,9 +849,10 @@ def cmd_formats(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     """What each file holds, with units; data on stdout, diagnostics on stderr. The exit
     code is the worst of the files'; a FILE given twice is shown once, as validate does."""
+    inputs, walked = _validation_inputs(args.files, args.format)
     cluster = _cluster(args)
     try:
-        return max(_info(path, args, cluster) for path in dict.fromkeys(args.files))
+        return max(_info(path, args, cluster, path in walked) for path in inputs)
     finally:
         if cluster is not None:
             cluster.close()
@@ -882,9 +885,13 @@ def _cluster_options(parser: argparse.ArgumentParser, what: str) -> None:
                         "refused (exit 2)")
 
 
-def _info(path: str, args: argparse.Namespace, cluster: Any = None) -> int:
+def _info(path: str, args: argparse.Namespace, cluster: Any = None,
+          walked: bool = False) -> int:
+    """One input's summary; one ``walked`` (found in a folder, not named) that is clearly
+    someone else's file is skipped, as validate skips it."""
     from dcx.converters.convert import read_any
     from dcx.converters.partitions import ClusterUnavailable
+    from dcx.converters.registry import detect
     from dcx.converters.streaming import read_or_stream
 
     name = label(path)
@@ -895,6 +902,9 @@ def _info(path: str, args: argparse.Namespace, cluster: Any = None) -> int:
     if oversized is not None:
         _say(oversized.render())
         return EXIT_INVALID
+    if (walked and streamed is None and args.format is None
+            and detect(data, path, FORMATS) is None and hook_skips(data, path, FORMATS)):
+        return EXIT_OK
     spec: FormatDeclaration | None
     if streamed is not None:
         spec, found = streamed

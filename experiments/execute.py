@@ -7,12 +7,15 @@ line of the experiment file that names it. Only the (workload, environment) pair
 still have cells to run are read and compiled, once each, in this process.
 
 On Dask, each compiled problem is scattered to the workers once (``broadcast``) and cells go
-out in batches of one problem (``run_batch``), sized from the cells' measured wall time so
-that a batch takes about ``BATCH_TARGET_S``: short cells then cost one task per batch, not
-one each. Batches are submitted in a bounded window (a few per worker thread, topped up as
-results come back), so a sweep of 100,000 cells never has more than a few hundred tasks on
-the scheduler. A batch whose worker dies is rerun by the scheduler elsewhere
-(``distributed.scheduler.allowed-failures``); a cell that raises fails alone, in its batch.
+out in batches of one problem (``run_batch``): a share of the cells left, shrinking as the
+sweep ends (factoring), and never longer than about ``BATCH_TARGET_S`` by the cells'
+measured wall time. Short cells then cost one task per batch, not one each: the client and
+the scheduler, which share this process and the machine's cores with the workers, handle a
+few dozen tasks for a sweep, not one per cell. Batches are submitted in a bounded window
+(two per worker thread, topped up as results come back), so a sweep of 100,000 cells never
+has more than a few tasks per thread on the scheduler. A batch whose worker dies is rerun by
+the scheduler elsewhere (``distributed.scheduler.allowed-failures``); a cell that raises fails
+alone, in its batch.
 """
 
 from __future__ import annotations
@@ -41,9 +44,11 @@ from dcx.experiments.transforms import WORKLOAD_PARAMETERS, with_options
 from dcx.scheduler.problem import Problem
 
 RESUBMISSIONS = 3
-BATCHES_PER_THREAD = 4
-"""The submission window: this many batches in flight per worker thread."""
-MIN_WINDOW = 8
+BATCHES_PER_THREAD = 2
+"""The submission window: this many batches in flight per worker thread (one running, one
+waiting on it, so a worker never waits for the next)."""
+FACTORING = 2
+"""Each batch takes this fraction's inverse of the unsent cells per worker thread."""
 BATCH_TARGET_S = 0.5
 """The wall time a batch aims at, once the cells' own wall time is known."""
 MAX_BATCH = 256
@@ -286,9 +291,13 @@ class Watch:
 
 
 class _Batcher:
-    """Batch sizes from the cells' measured wall time: one cell per batch until a cell has
-    come back, then as many as take ``BATCH_TARGET_S``, never more than a fair share of
-    what is left (so the last batches do not leave workers idle)."""
+    """Batch sizes by factoring: one cell per batch until a cell has come back (its wall
+    time is not known yet), then each batch a share of the cells not yet sent
+    (``1 / (FACTORING * threads)``), so that batches shrink as the sweep ends and the last
+    ones leave no worker idle long, yet a short sweep goes out in a few batches per worker.
+    A batch never takes longer than about ``BATCH_TARGET_S``, nor holds more than
+    ``MAX_BATCH`` cells: a batch lost with its worker is rerun whole, and its rows arrive
+    together."""
 
     def __init__(self, total: int) -> None:
         self.left = total
@@ -298,12 +307,16 @@ class _Batcher:
         if not math.isnan(wall_s):
             self.walls.append(wall_s)
 
+    @property
+    def probing(self) -> bool:
+        return not self.walls
+
     def size(self, threads: int) -> int:
-        fair = max(1, self.left // max(1, threads * BATCHES_PER_THREAD))
         if not self.walls:
-            return min(fair, 4, MAX_BATCH)
+            return 1
+        share = math.ceil(self.left / (FACTORING * max(1, threads)))
         mean = max(sum(self.walls[-64:]) / len(self.walls[-64:]), 1e-4)
-        return max(1, min(MAX_BATCH, fair, int(BATCH_TARGET_S / mean)))
+        return max(1, min(MAX_BATCH, share, int(BATCH_TARGET_S / mean)))
 
 
 def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
@@ -378,7 +391,7 @@ class _DaskSweep:
         self.count_threads()
         if self.workers == 0 or self.sent_all:
             return
-        window = max(self.threads * BATCHES_PER_THREAD, MIN_WINDOW)
+        window = self.threads * BATCHES_PER_THREAD
         while len(self.running) < window:
             batch = list(itertools.islice(self.todo, self.batcher.size(self.threads)))
             if not batch:

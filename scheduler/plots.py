@@ -155,19 +155,35 @@ def stacked_bars_svg(title: str, axis: str, stages: Sequence[str],
 def gantt_svg(title: str, machine_labels: Sequence[str],
               bars: Sequence[tuple[int, float, float, int]], caption: str) -> str:
     """``bars``: ``(machine, start, finish, job index)``; one row per machine, a colour per
-    job (cycling through the palette)."""
+    job (cycling through the palette). Every bar is one rectangle of a single collection,
+    drawn in one call: one artist per bar (``barh`` per task) cost about a second per
+    hundred tasks."""
+    from matplotlib.collections import PolyCollection
+
     plt = _pyplot()
     rows = sorted({machine for machine, _, _, _ in bars})
     height = min(12.0, 1.2 + 0.22 * len(rows))
     figure, axes = plt.subplots(figsize=(8.0, height))
     palette = plt.get_cmap("tab20").colors
     position = {machine: index for index, machine in enumerate(rows)}
+    rectangles = []
+    colours = []
     for machine, begin, end, job in bars:
-        axes.barh(position[machine], max(end - begin, 0.0), left=begin, height=0.8,
-                  color=palette[job % len(palette)], edgecolor="black", linewidth=0.2)
+        row = position[machine]
+        end = max(end, begin)
+        rectangles.append(((begin, row - 0.4), (begin, row + 0.4), (end, row + 0.4),
+                           (end, row - 0.4)))
+        colours.append(palette[job % len(palette)])
+    axes.add_collection(PolyCollection(rectangles, facecolors=colours, edgecolors="black",
+                                       linewidths=0.2))
+    if bars:
+        first = min(begin for _, begin, _, _ in bars)
+        last = max(max(end, begin) for _, begin, end, _ in bars)
+        margin = 0.02 * (last - first) or 1.0
+        axes.set_xlim(first - margin, last + margin)
+    axes.set_ylim(len(rows) - 0.5, -0.5)  # the first machine on top
     axes.set_yticks(range(len(rows)), [machine_labels[m] for m in rows],
                     fontsize=7 if len(rows) > 30 else 9)
-    axes.invert_yaxis()
     axes.set_xlabel("time [s]")
     axes.set_ylabel("machine")
     axes.set_title(title)

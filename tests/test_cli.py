@@ -79,6 +79,30 @@ def test_a_directory_is_validated_file_by_file_by_format_recursively(
     assert f"{tmp_path / 'deep' / 'broken.gwf'}: error:" in capsys.readouterr().err
 
 
+def test_info_reads_a_directory_as_validate_walks_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The same inputs as validate's walk (a format folder as its format, files by
+    extension, recursively); someone else's JSON is skipped, a bad file makes it exit 1."""
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "deep" / "trace.swf").write_bytes(
+        (EXAMPLES / "swf" / "small-cluster.swf").read_bytes())
+    (tmp_path / "deep" / "package.json").write_text('{"name": "someone-elses"}\n')
+    (tmp_path / "notes.txt").write_text("not a dcx format\n")
+    workload = tmp_path / "workload"
+    workload.mkdir()
+    for member in (EXAMPLES / "opendc-workload" / "small-cluster").iterdir():
+        (workload / member.name).write_bytes(member.read_bytes())
+    assert cli.main(["info", "--output", "json", str(tmp_path)]) == cli.EXIT_OK
+    summaries = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {(s["path"], s["format"], s["workload"]["jobs"]) for s in summaries} == {
+        (str(tmp_path / "deep" / "trace.swf"), "swf", 5),
+        (str(workload), "opendc-workload", summaries[-1]["workload"]["jobs"])}
+    (tmp_path / "deep" / "broken.gwf").write_text("not a trace\n")
+    assert cli.main(["info", str(tmp_path)]) == cli.EXIT_INVALID
+    assert f"{tmp_path / 'deep' / 'broken.gwf'}: unknown, invalid" in capsys.readouterr().out
+
+
 def test_the_examples_folder_validates(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["validate", "-q", str(EXAMPLES)]) == cli.EXIT_OK
     assert capsys.readouterr().err == ""

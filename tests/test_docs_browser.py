@@ -59,17 +59,22 @@ SCHEDULER_PAGE_MAX_HEIGHT = 14_000
 
 
 def scheduler_outputs(destination: Path) -> Path:
-    """What ``nox -s schedule`` writes, for a few example workloads plus one without jobs
-    (an SWF header alone), made by the real script into ``destination``."""
+    """What ``nox -s schedule`` writes for the converted workloads, for a few example
+    workloads plus one without jobs (an SWF header alone): the experiment the real script
+    writes, run by ``dcx experiment`` into ``destination``."""
     pytest.importorskip("matplotlib", reason="matplotlib is not installed (plots extra)")
     empty = destination / "no-jobs.swf"
     empty.write_text("; MaxNodes: 4\n; MaxProcs: 64\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "dcx.scheduler.experiments",
-         "--out", str(destination / "schedule"),
-         "--env", "examples/environment/small-cluster.json", *SCHEDULED_WORKLOADS, str(empty)],
-        cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stderr
+    out = destination / "schedule" / "workloads"
+    for command in (
+            [sys.executable, "-m", "dcx.experiments.workloads", "--out", str(out),
+             "--env", "examples/environment/small-cluster.json", *SCHEDULED_WORKLOADS,
+             str(empty)],
+            [str(Path(sys.executable).with_name("dcx")), "experiment", str(out / "experiment.json"),
+             "--out", str(out), "--workers", "0"]):
+        result = subprocess.run(command, cwd=REPO, capture_output=True, text=True,
+                                timeout=600, check=False)
+        assert result.returncode == 0, result.stderr
     return destination / "schedule"
 
 
@@ -353,6 +358,7 @@ def test_scheduler_page_shows_no_nan_stays_short_and_shows_plots_whole(
         page.goto(base_url + "scheduler/", wait_until="networkidle")
         text = page.inner_text("body")
         assert "Workloads without jobs" in text and "no-jobs.swf" in text
+        assert "Workloads not scheduled" in text and "mixed-site.lwf" in text
         assert not re.search(r"\bnan\b", text, re.IGNORECASE), "NaN shown on the page"
         height = page.evaluate("document.documentElement.scrollHeight")
         results_top = page.evaluate(

@@ -304,19 +304,27 @@ def test_scheduler_plots_are_collapsed_per_workload_with_captions(tmp_path: Path
     assert "    ![" in page  # inside the collapsed block
 
 
-def test_experiments_list_a_workload_without_jobs_instead_of_nan_rows(tmp_path: Path) -> None:
-    from dcx.scheduler import experiments
-
-    empty = tmp_path / "no-jobs.swf"
-    empty.write_text("; MaxNodes: 4\n; MaxProcs: 64\n")
-    status = experiments.main([str(empty), "--out", str(tmp_path / "out"),
-                               "--env", str(REPO / "examples" / "environment" /
-                                            "small-cluster.json")])
-    tables = (tmp_path / "out" / "tables.md").read_text()
-    # (exit 1: nothing was scheduled, which nox -s schedule must not pass over)
-    assert status == 1 and "### Workloads without jobs" in tables and "no-jobs.swf" in tables
-    assert "nan" not in tables.lower().split() and "| nan |" not in tables
-    assert not (tmp_path / "out" / "workloads").exists()
+def test_scheduler_page_shows_an_experiment_s_summary_plots_and_what_was_left_out(
+        tmp_path: Path) -> None:
+    """What ``nox -s schedule`` writes for the converted workloads (``dcx experiment``'s
+    folder, with ``not-scheduled.md`` beside it): each table, the workloads left out, and
+    one collapsed block of plots per setting with their captions."""
+    out = tmp_path / "build" / "schedule" / "workloads"
+    setting = out / "plots" / "trace.swf--setup.json--event"
+    setting.mkdir(parents=True)
+    (out / "summary.md").write_text("# Experiment workloads\n\n## trace.swf on setup.json "
+                                    "(event time model)\n\n| scheduler | runs |\n|---|---|\n"
+                                    "| FIFO-BESTFIT | 1 |\n")
+    (out / "not-scheduled.md").write_text("# Workloads left out\n\n## Workloads without jobs"
+                                          "\n\n- `empty.swf`\n")
+    for name in ("metrics.svg", "jwt.svg"):
+        (setting / name).write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    page = reference_pages.scheduler_page(tmp_path, "")
+    assert "| FIFO-BESTFIT | 1 |" in page and "- `empty.swf`" in page
+    assert page.count('??? example "Plots: workloads/plots/trace.swf--setup.json--event (2)"') \
+        == 1
+    assert "Mean of each headline metric per scheduler" in page
+    assert "Job waiting time (JWT, seconds)" in page
 
 
 def test_security_page_lists_every_hostile_case() -> None:

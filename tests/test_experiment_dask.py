@@ -202,6 +202,19 @@ def test_cluster_slurm_starts_jobs_waits_for_workers_and_says_so(
     assert pq.read_table(tmp_path / "out" / "results.parquet").num_rows == 8
 
 
+def test_cluster_without_dask_jobqueue_names_the_extra_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # import fails: not installed
+    path = experiment(tmp_path, jobs=30, seeds=1)
+    assert run(path, tmp_path / "out", "--cluster", "pbs") == 2
+    assert "--cluster needs dask-jobqueue: pip install 'dcx[cluster]'" in (
+        capsys.readouterr().err)
+    assert not (tmp_path / "out" / "results.parquet").exists()
+
+
 def test_a_cell_past_its_timeout_on_a_worker_is_a_failure_row(
         cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Limits hold on the workers too: the cell runs in a child of the worker, stopped at

@@ -263,3 +263,25 @@ def test_a_long_run_reports_its_progress_every_few_seconds_off_a_terminal(
     lines = capsys.readouterr().err.splitlines()
     assert lines and all(line.startswith("dcx schedule: FCFS-EASY: ") for line in lines)
     assert "of 5,000 task(s) arrived" in lines[0]
+
+
+def test_a_gantt_chart_has_one_rectangle_per_bar_on_its_machine_row() -> None:
+    """The bars are one collection: one filled rectangle per (task, machine), each in the
+    row of its machine (the first machine on top) and coloured by its job."""
+    import re
+
+    pytest.importorskip("matplotlib")
+    from dcx.scheduler import plots
+
+    bars = [(0, 0.0, 10.0, 0), (2, 5.0, 20.0, 1), (2, 30.0, 31.0, 2), (0, 12.0, 12.0, 0)]
+    svg = plots.gantt_svg("t", ["a", "b", "c"], bars, "caption")
+    group = svg[svg.index('<g id="PolyCollection_1">'):]
+    group = group[:group.index("</g>")]
+    rectangles = re.findall(r'<path d="M ([\d.]+) ([\d.]+) \s*L [\d.]+ ([\d.]+) \s*L ([\d.]+)',
+                            group)
+    assert len(rectangles) == len(bars)
+    tops = [float(top) for _, top, _, _ in rectangles]
+    assert tops[0] < tops[1] == tops[2] and tops[3] == tops[0]  # machine 0 above machine 2
+    fills = re.findall(r"fill: (#[0-9a-f]{6})", group)
+    assert fills[0] == fills[3] != fills[1] != fills[2]
+    assert ">a<" in svg and ">c<" in svg and ">b<" not in svg  # rows of machines with bars

@@ -8,12 +8,14 @@ rounding: 0.5 s, 1 for NJSL).
 from __future__ import annotations
 
 import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from dcx.scheduler.engine import simulate, time_model
-from dcx.scheduler.experiments import run_all
 from dcx.scheduler.loading import load_problem
 from dcx.scheduler.paper import (
     NJSL_TOLERANCE,
@@ -23,11 +25,41 @@ from dcx.scheduler.paper import (
     verdict,
     within_tolerance,
 )
-from dcx.scheduler.policies import all_policies
+from dcx.scheduler.policies import Policy, all_policies
 from dcx.scheduler.problem import Problem
+from dcx.scheduler.runs import Run, run_policy
 
 pytestmark = pytest.mark.corpus
 SEEDS = 10
+
+
+@dataclass(frozen=True)
+class PolicyRuns:
+    """A policy's runs over seeds (one for a deterministic policy), as ``verdict`` reads
+    them: the mean and the range of each metric."""
+
+    policy: str
+    runs: tuple[Run, ...]
+
+    def values(self, metric: str) -> list[float]:
+        return [getattr(run.metrics.summary, metric) for run in self.runs]
+
+    def mean(self, metric: str) -> float:
+        values = self.values(metric)
+        return math.fsum(values) / len(values)
+
+    def spread(self, metric: str) -> tuple[float, float]:
+        values = self.values(metric)
+        return min(values), max(values)
+
+
+def run_all(problem: Problem, model: str, seeds: int,
+            policies: Sequence[Policy]) -> list[PolicyRuns]:
+    """Each policy over ``seeds`` seeds when it is random, once otherwise."""
+    return [PolicyRuns(policy.name, tuple(
+        run_policy(problem, policy, model, seed)
+        for seed in (range(seeds) if policy.is_random else [None])))
+        for policy in policies]
 
 
 def _problem(corpus_dir: Path, trace: Trace) -> Problem:

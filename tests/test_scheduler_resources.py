@@ -522,32 +522,3 @@ def test_swf_memory_on_an_opendc_setup_warns_once_and_schedules_on_cores(
                 or "no machine of the environment declares memory" in line]
     assert len(warnings) == 1 and f"{trace}:1:" in warnings[0]
     assert json.loads(captured.out)["runs"][0]["tasks"] == 2
-
-
-def test_experiments_run_converted_workloads_and_list_what_cannot_run(tmp_path: Path) -> None:
-    """The schedule session's script: an LWF with a <site> runs on it, a file without a
-    workload is skipped, a workload larger than its environment is listed, not fatal."""
-    from dcx.scheduler import experiments
-
-    examples = Path(__file__).resolve().parent.parent / "examples"
-    lwf = examples / "haizea" / "mixed-site.lwf"
-    site_only = examples / "haizea" / "site.xml"
-    too_big = tmp_path / "big.swf"
-    too_big.write_text("1 0 0 100 64 -1 -1 64 200 -1 1 1 1 -1 1 -1 -1 -1\n")
-    tiny = tmp_path / "tiny.json"
-    tiny.write_text('{"environment": {"datacenters": [{"rooms": [{"type": "SERVER", '
-                    '"objects": [{"type": "RACK", "units": [{"type": "MACHINE", "id": 1, '
-                    '"cpus": [{"cores": 2}]}]}]}]}]}}')
-    status = experiments.main([str(lwf), str(site_only), "--out", str(tmp_path / "out"),
-                               "--corpus", str(tmp_path / "none")])
-    assert status == 0
-    tables = (tmp_path / "out" / "tables.md").read_text()
-    assert f"### {lwf} (event time model)" in tables
-    assert str(site_only) not in tables
-    status = experiments.main([str(too_big), "--env", str(tiny), "--out", str(tmp_path / "o2"),
-                               "--corpus", str(tmp_path / "none")])
-    assert status == 1  # listed, not fatal to the others; but here nothing else ran
-    tables = (tmp_path / "o2" / "tables.md").read_text()
-    assert "### Workloads not scheduled" in tables and "needs 64 core(s) anywhere" in tables
-    report = json.loads((tmp_path / "o2" / "tables.json").read_text())
-    assert list(report["unscheduled"]) == [str(too_big)]

@@ -147,6 +147,8 @@ PLOT_CAPTIONS = {
     "utilisation": "Machine utilisation over time, per scheduler",
     "stages": "Time spent in each scheduling stage (seconds), per scheduler",
     "gantt": "Tasks on machines over time (Gantt chart)",
+    "metrics": "Mean of each headline metric per scheduler, with its 95 % confidence interval",
+    "jwt": "Job waiting time (JWT, seconds): empirical CDF per scheduler",
 }
 """What each plot ``write_plots`` draws shows, by file stem."""
 
