@@ -76,7 +76,9 @@ def test_a_directory_is_validated_file_by_file_by_format_recursively(
     assert err.splitlines()[-1] == "2 files valid, 1 skipped (no dcx format)"
     (tmp_path / "deep" / "broken.gwf").write_text("not a trace\n")
     assert cli.main(["validate", str(tmp_path)]) == cli.EXIT_INVALID
-    assert f"{tmp_path / 'deep' / 'broken.gwf'}: error:" in capsys.readouterr().err
+    # (no format recognises the content; the one format its name claims reads it, and says
+    # where it breaks)
+    assert f"{tmp_path / 'deep' / 'broken.gwf'}:1:1: error: /lines/1:" in capsys.readouterr().err
 
 
 def test_info_reads_a_directory_as_validate_walks_it(
@@ -100,7 +102,10 @@ def test_info_reads_a_directory_as_validate_walks_it(
         (str(workload), "opendc-workload", summaries[-1]["workload"]["jobs"])}
     (tmp_path / "deep" / "broken.gwf").write_text("not a trace\n")
     assert cli.main(["info", str(tmp_path)]) == cli.EXIT_INVALID
-    assert f"{tmp_path / 'deep' / 'broken.gwf'}: unknown, invalid" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{tmp_path / 'deep' / 'broken.gwf'}: gwf (" in out
+    assert out.split(f"{tmp_path / 'deep' / 'broken.gwf'}: ", 1)[1].splitlines()[0].endswith(
+        ", invalid")
 
 
 def test_the_examples_folder_validates(capsys: pytest.CaptureFixture[str]) -> None:
@@ -214,3 +219,18 @@ def test_a_bad_gwf_line_is_not_also_a_missing_dependency(
     assert cli.main(["validate", str(broken)]) == cli.EXIT_INVALID
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and "RunTime is 'x'" in said[0], said
+
+
+def test_a_broken_file_is_read_as_the_one_format_its_name_claims(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No format recognises a .swf file with a short line; SWF's reader says where it
+    breaks. A name several formats claim (.json) stays unrecognised."""
+    short = tmp_path / "trace.swf"
+    short.write_text("1 0 0 10 4\n")
+    assert cli.main(["validate", str(short)]) == 1
+    assert capsys.readouterr().err == (
+        f"{short}:1:1: error: /lines/1: line has 5 whitespace-separated fields; SWF has 18\n")
+    other = tmp_path / "other.json"
+    other.write_text('{"a": 1}')
+    assert cli.main(["validate", str(other)]) == 1
+    assert "not a recognised dcx format" in capsys.readouterr().err
