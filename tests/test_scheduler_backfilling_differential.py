@@ -36,18 +36,17 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.scheduler import backfilling
-from dcx.scheduler.backfilling import (
-    ConservativeBackfilling,
+from dcx.scheduler.backfilling import simulate_reserving
+from dcx.scheduler.engine import Schedule
+from dcx.scheduler.loading import load_problem
+from dcx.scheduler.planners.conservative import ConservativeBackfilling, _Profile
+from dcx.scheduler.planners.easy import (
     EasyBackfilling,
-    _Profile,
     _Shadow,
     _shadow_from_back,
     _shadow_from_front,
-    simulate_reserving,
-    start_from_front,
 )
-from dcx.scheduler.engine import Schedule
-from dcx.scheduler.loading import load_problem
+from dcx.scheduler.planners.strict import start_from_front
 from dcx.scheduler.policies import parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
 from dcx.scheduler.state import Reservation, ReservingState
