@@ -1,5 +1,7 @@
-"""The reservation engine: strict queue order, EASY and conservative backfilling over the
-same ``Problem`` the SC18 engine runs, under the event time model.
+"""The queue planners: strict queue order, EASY and conservative backfilling, called by the
+event loop (``engine.py``) under the event time model. ``QueuePlanner`` holds what they
+share (the sorted queue, the pooled machines); the component deciding what may start is
+one file each under ``planners/``.
 
 Stages (the paper's names): J2 (``job_stages``) admits jobs, and T1 eligibility is the
 event loop's (a task of an admitted job joins the queue when it has arrived and its parents
@@ -15,11 +17,11 @@ Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
 
 * A task's *requested time* is what the workload asked for (SWF field 9, a Haizea lease's
   duration); where the workload gives none its runtime stands in (an exact estimate). It
-  scales with machine speed like the runtime. A task ends at start + min(runtime,
-  requested): a task reaching its requested time is killed there, as resource managers do
-  (``Schedule.killed`` counts them), so no task ends after its expected end.
-* Everything at one instant happens before the policy runs once: finishes, then machine
-  state changes, then arrivals.
+  scales with machine speed like the runtime. Under the event time model a task ends at
+  start + min(runtime, requested) (``TimeModel.cut_at_requested``), so no task ends after
+  its expected end.
+* Everything at one instant happens before the planner runs once: finishes, then machine
+  state changes, then arrivals (the event time model's ``event_order``).
 * **EASY**: start tasks from the front while they fit. The first that does not (the head)
   gets the earliest time at which enough machines would have its cores free if the running
   tasks ended at their expected ends (the *shadow*), on machines chosen there by the R5
@@ -45,7 +47,7 @@ conservative reservation is an earliest fit on the task's own machines. A task n
 machine can ever hold is refused before the run (``static_filter_diagnostics``).
 
 Identical machines holding whole-machine tasks (an SWF trace on its own ``MaxProcs``
-single-core machines) are interchangeable, so the engine plans them as one pooled machine
+single-core machines) are interchangeable, so the planner plans them as one pooled machine
 of all their cores and picks concrete machines when a task starts: the same schedule at a
 fraction of the cost. Not when static filters allow tasks some machines only.
 
@@ -59,20 +61,11 @@ arrivals alone (nothing finished, the same head) has EASY look at the new tasks 
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dcx.core.codes import Code
-from dcx.core.model import MachineState
-from dcx.scheduler.arrivals import Arrivals
-from dcx.scheduler.engine import (
-    PROGRESS_CYCLES,
-    REFERENCE_CLOCK_MHZ,
-    Schedule,
-    arrival_order,
-)
-from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, JobGate
+from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, Admission
 from dcx.scheduler.packing import spread
 from dcx.scheduler.planners.conservative import ConservativeBackfilling
 from dcx.scheduler.planners.easy import EasyBackfilling
@@ -81,6 +74,10 @@ from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
 from dcx.scheduler.problem import CORE_UNITS, Problem
 from dcx.scheduler.resource_stages import combine, static_filters
 from dcx.scheduler.state import ReservingState
+from dcx.scheduler.time_models import REFERENCE_CLOCK_MHZ, TimeModel
+
+if TYPE_CHECKING:
+    from dcx.scheduler.engine import Schedule
 
 CODES = (
     Code("schedule.runtime-as-requested", "warning",
@@ -204,117 +201,86 @@ def _scale(clock: float | None) -> float:
     return 1.0 if clock is None else REFERENCE_CLOCK_MHZ / clock
 
 
-def simulate_reserving(problem: Problem, policy: Policy,
-                       progress: Callable[[int], None] | None = None) -> Schedule:
-    """Run a STRICT, EASY or CONSERVATIVE ``policy`` over ``problem`` (event time model).
-    Cores only: ``ValueError`` for a problem with memory, GPU or named-resource dimensions."""
-    tasks, machines = problem.tasks, problem.machines
-    _cores_only(problem, policy)
-    count = len(tasks)
-    select = MACHINE_SELECTIONS[policy.machine_selection]
-    component: Component = COMPONENTS[policy.backfilling](select)
-    runtime, requested = tasks.runtime_s, tasks.requested_s
 
-    # R2/R3 allow tasks some machines only, so the machines are no longer interchangeable
-    allowed = combine(static_filters(policy, problem))
-    pool = _PoolMachines(problem, select) if allowed is None and _pooled(problem) else None
-    scale, capacity, need, nodes, usable = _planned_resources(problem, pool is not None)
+class QueuePlanner:
+    """The planner of every reserving policy: the queue sorted on the T2 (and J3) key, the
+    component deciding what may start behind a task that does not fit, and the concrete
+    machines of pooled tasks. What the event loop calls (``engine.Planner``)."""
 
-    def expected_duration(task: int, machine: int) -> float:
-        return requested[task] * scale[machine]
+    def __init__(self, problem: Problem, policy: Policy, model: TimeModel) -> None:
+        if model.align(0.5) != 0.5 or model.visible_after_placement:
+            raise ValueError(f"{policy.name} runs under the event time model only")
+        tasks, machines = problem.tasks, problem.machines
+        _cores_only(problem, policy)
+        count = len(tasks)
+        select = MACHINE_SELECTIONS[policy.machine_selection]
+        self.component: Component = COMPONENTS[policy.backfilling](select)
+        requested, run_for = tasks.requested_s, model.run_for(tasks)
+        # R2/R3 allow tasks some machines only, so the machines are no longer interchangeable
+        allowed = combine(static_filters(policy, problem))
+        pool = self.pool = (_PoolMachines(problem, select)
+                            if allowed is None and _pooled(problem) else None)
+        scale, capacity, need, nodes, usable = _planned_resources(problem, pool is not None)
 
-    def real_duration(task: int, machine: int) -> float:
-        return min(runtime[task], requested[task]) * scale[machine]
+        def expected_duration(task: int, machine: int) -> float:
+            return requested[task] * scale[machine]
 
-    state = ReservingState(
-        now=0.0, tasks=tasks, machines=machines, capacity=capacity,
-        free=list(capacity), usable=usable, need=need,
-        nodes=nodes, expected_duration=expected_duration, real_duration=real_duration,
-        start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
-        placed_on=[()] * count, arrival_s=list(tasks.release_s),
-        first_reservation_s=[_NAN] * count, allowed=allowed)
-    order_key, gate = _job_stages(problem, policy, state)
-    arrivals = Arrivals(tasks, arrival_order(problem, False), tasks.release_s, gate)
-    concrete: list[tuple[int, ...]] = [()] * count
-    first_start = [_NAN] * count
-    attempts = [0] * count
-    changes = problem.state_changes
-    finishes: list[tuple[float, int, int]] = []  # (finish, task, attempt)
-    next_change = 0
-    position = 0
-    lost_core_s = 0.0
-    cycles = 0
-    enqueue = state.enqueue
-    # bound once: the loop below runs once per event time
-    plan, release, next_wakeup = component.plan, state.release, component.next_wakeup
-    finish_s, expected_end_s = state.finish_s, state.expected_end_s
-    started, enqueued = state.started, state.enqueued
-    heappop, heappush = heapq.heappop, heapq.heappush
+        def real_duration(task: int, machine: int) -> float:
+            return run_for[task] * scale[machine]
 
-    def queue_task(task: int) -> None:
-        nonlocal position
-        enqueue(order_key(task, position), task)
-        position += 1
+        self.state = ReservingState(
+            now=0.0, tasks=tasks, machines=machines, capacity=capacity,
+            free=list(capacity), usable=usable, need=need,
+            nodes=nodes, expected_duration=expected_duration, real_duration=real_duration,
+            start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
+            placed_on=[()] * count, arrival_s=model.arrivals(tasks),
+            first_reservation_s=[_NAN] * count, allowed=allowed)
+        self.order_key, self.admit = _job_stages(problem, policy, self.state)
+        self.timer = None
+        self.concrete: list[tuple[int, ...]] = [()] * count
+        """The machines each task ran on (a pooled task's, chosen as it starts)."""
+        self.position = 0
+        self.arrived = False
+        """Whether a task joined the queue since the last pass."""
 
-    now = min(_or_inf(arrivals.next_time()), changes[0].time_s if changes else _INF)
-    if now == _INF:
-        return _schedule(problem, policy, state, concrete, first_start, attempts, 0.0, 0)
-    while True:
-        cycles += 1
-        if progress is not None and not cycles % PROGRESS_CYCLES:
-            progress(arrivals.next)
-        state.now = now
-        replan = freed = arrived = False
-        while finishes and finishes[0][0] <= now:
-            _, task, attempt = heappop(finishes)
-            if attempt != attempts[task]:
-                continue
-            freed = True
-            if finish_s[task] < expected_end_s[task]:
-                replan = True  # ended early: the plan assumed it would run longer
-            release(task)
-            if pool is not None:
-                pool.give_back(task, concrete[task])
-            for child in arrivals.finished(task):
-                queue_task(child)
-                arrived = True
-        while next_change < len(changes) and changes[next_change].time_s <= now:
-            replan = True
-            component.on_machines_changed()
-            lost = _change_machine(state, changes[next_change], attempts)
-            next_change += 1
-            for task, core_s in lost:
-                lost_core_s += core_s
-                queue_task(task)
-                arrived = True
-        unfinished = arrivals.unfinished
-        for task in arrivals.joined(now):
-            if unfinished[task] == 0:
-                queue_task(task)
-                arrived = True
+    def joined(self, tasks: list[int]) -> None:
+        """Nothing: a task takes its place in the queue when it becomes eligible."""
 
+    def eligible(self, task: int) -> None:
+        self.state.enqueue(self.order_key(task, self.position), task)
+        self.position += 1
+        self.arrived = True
+
+    def requeue(self, task: int) -> None:
+        self.eligible(task)
+
+    def release(self, task: int) -> None:
+        self.state.release(task)
+        if self.pool is not None:
+            self.pool.give_back(task, self.concrete[task])
+
+    def machines_changed(self) -> None:
+        self.component.on_machines_changed()
+
+    def plan(self, released: int, freed: bool, replan: bool) -> None:
+        state = self.state
         if state.queue or replan:
             # an early finish changes the plan even with nobody waiting: the cores it
             # frees are free from now for every task that arrives later
-            plan(state, replan, freed, arrived)
-        enqueued.clear()
-        for task in started:
-            if math.isnan(first_start[task]):
-                first_start[task] = now
+            self.component.plan(state, replan, freed, self.arrived)
+        state.enqueued.clear()
+        self.arrived = False
+        pool, concrete = self.pool, self.concrete
+        for task in state.started:
             concrete[task] = pool.take(task) if pool is not None else state.placed_on[task]
-            heappush(finishes, (finish_s[task], task, attempts[task]))
-        started.clear()
 
-        upcoming_s = min(next_wakeup(state), finishes[0][0] if finishes else _INF,
-                         _or_inf(arrivals.next_time()),
-                         changes[next_change].time_s if next_change < len(changes) else _INF)
-        if upcoming_s == _INF:
-            break
-        now = max(upcoming_s, now)
-    schedule = _schedule(problem, policy, state, concrete, first_start, attempts, lost_core_s,
-                         cycles)
-    schedule.shares = pool.shares if pool is not None else state.shares
-    return schedule
+    def next_wakeup(self) -> float:
+        return self.component.next_wakeup(self.state)
+
+    def annotate(self, schedule: Schedule) -> None:
+        schedule.machines = self.concrete
+        schedule.reserved_s = self.state.first_reservation_s
+        schedule.shares = self.pool.shares if self.pool is not None else self.state.shares
 
 
 def _cores_only(problem: Problem, policy: Policy) -> None:
@@ -323,15 +289,16 @@ def _cores_only(problem: Problem, policy: Policy) -> None:
                          + ", ".join(d.name for d in problem.machines.dimensions))
 
 
-def _job_stages(problem: Problem, policy: Policy, state: ReservingState) -> tuple[Any, Any]:
-    """The queue's order key (T2, with the J3 job order first where it gives one) and the
-    J2 job gate (``None`` when every job is eligible)."""
+def _job_stages(problem: Problem, policy: Policy, state: ReservingState
+                ) -> tuple[Callable[[int, int], Key], Admission | None]:
+    """The queue's order key (T2, with the J3 job order first where it gives one) and J2
+    bound to the state (``None`` when every job is eligible)."""
     order_key = _order_key(problem, policy.task_order)
     job_keys = JOB_ORDERS[policy.job_order]().job_keys(state)
     if job_keys is not None:
         order_key = _job_first(order_key, job_keys, problem.tasks.job)
     admit = JOB_ELIGIBILITY[policy.job_eligibility]().bind(state)
-    return order_key, (JobGate(admit, problem.tasks) if admit is not None else None)
+    return order_key, admit
 
 
 def _planned_resources(problem: Problem, pooled: bool
@@ -348,39 +315,4 @@ def _planned_resources(problem: Problem, pooled: bool
     return ([_scale(clock) for clock in machines.clock_mhz], list(machines.capacity),
             list(tasks.need), list(tasks.nodes), bytearray(machines.initially_active))
 
-
-def _change_machine(state: ReservingState, change: Any, attempts: list[int]
-                    ) -> list[tuple[int, float]]:
-    """A machine's state change applied; the tasks it takes down (to queue again), each
-    with the core-seconds it had run."""
-    machine = change.machine
-    state.usable[machine] = 1 if change.state is MachineState.ACTIVE else 0
-    if change.state in (MachineState.ACTIVE, MachineState.MAINTENANCE):
-        return []
-    lost = []
-    for task in state.lost_with(machine, change.time_s):
-        lost.append((task, state.busy_core_s(task, change.time_s)))
-        state.release(task)
-        attempts[task] += 1  # its pending finish no longer counts
-        state.finish_s[task] = _NAN
-        state.placed_on[task] = ()
-    return lost
-
-
-def _or_inf(time_s: float | None) -> float:
-    return _INF if time_s is None else time_s
-
-
-def _schedule(problem: Problem, policy: Policy, state: ReservingState,
-              concrete: list[tuple[int, ...]], first_start: list[float], attempts: list[int],
-              lost_core_s: float, cycles: int) -> Schedule:
-    tasks = problem.tasks
-    killed = sum(1 for task in range(len(tasks))
-                 if tasks.runtime_s[task] > tasks.requested_s[task]
-                 and not math.isnan(state.finish_s[task]))
-    return Schedule(
-        policy=policy, time_model="event", seed=None, arrival_s=list(tasks.release_s),
-        first_start_s=first_start, start_s=state.start_s, finish_s=state.finish_s,
-        machines=concrete, attempts=attempts, lost_core_s=lost_core_s, cycles=cycles,
-        reserved_s=state.first_reservation_s, killed=killed)
 

@@ -1,4 +1,4 @@
-"""The resource stages of the reference architecture as components of the SC18 engine:
+"""The resource stages of the reference architecture as components of the SC18 planner:
 R2/R3 (static filters: which machines a task may ever use: R2 by who submits it, R3 by
 what the machines are), R4 (dynamic filter: which of them have its resources free now) and
 R5 (selection among those).

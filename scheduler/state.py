@@ -2,15 +2,17 @@
 and every other resource the problem schedules), the running tasks with their expected and
 real finish times, and the queue.
 
-``SchedulerState`` holds what both engines share. Each engine extends it with its queue and
-its running set: ``CycleState`` (the SC18 engine, ``engine.py``) with the ready queue its T2
-policy built, ``ReservingState`` (the reservation engine, ``backfilling.py``) with a queue
-sorted on a static key, the running tasks sorted by expected end, and the reservations.
-Every stage can ask any state for ``running_tasks()``.
+``SchedulerState`` holds what every planner shares with the event loop (``engine.py``).
+Each planner extends it with its queue and its running set: ``CycleState`` (the SC18
+planner, ``planners/sc18.py``) with the ready queue its T2 policy built, ``ReservingState``
+(the queue planners: strict, EASY, conservative; ``backfilling.py``) with a queue sorted on
+a static key, the running tasks sorted by expected end, and the reservations. Every stage
+can ask any state for ``running_tasks()``.
 
-Mechanism (placing, releasing, requeueing after a failure) lives in the engines and in the
-methods here; policy (which task, which machines, who may jump the queue) lives in the
-stage components, which read this state.
+Mechanism (time, arrivals, finishes, machine events, requeueing after a failure) lives in
+the event loop; placing and releasing in the planners and the methods here; policy (which
+task, which machines, who may jump the queue) in the stage components, which read this
+state.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class Reservation:
 @dataclass(kw_only=True)
 class SchedulerState:
     """Lists are indexed by task or by machine (the ``Problem``'s indices). A stage may read
-    everything; only the engine's mechanism changes it."""
+    everything; only the event loop and the planner change it."""
 
     now: float
     tasks: TaskTable
@@ -84,8 +86,11 @@ class SchedulerState:
     """Spread tasks asking for resources beside cores: what each of their machines gives."""
     allowed: Callable[[int], Sequence[int] | None] | None = None
     """R2/R3: ``task -> the machines it may ever use`` (``None``: every machine); ``None``
-    when no static filter restricts any task. Set by an engine that reads it through
-    ``open_for`` and ``fitting`` (the reservation engine)."""
+    when no static filter restricts any task. Set by a planner that reads it through
+    ``open_for`` and ``fitting`` (the queue planners)."""
+    started: list[int] = field(default_factory=list)
+    """Tasks the planner started in the current cycle, in order (the event loop schedules
+    their ends and empties it)."""
 
     @property
     def open_machines(self) -> list[int]:
@@ -121,7 +126,7 @@ class SchedulerState:
 
     def lost_with(self, machine: int, at: float) -> list[int]:
         """T11: the running tasks a failure of ``machine`` at ``at`` takes down (those not
-        finished by then), in task order: the order both engines queue them again."""
+        finished by then), in task order: the order the event loop queues them again."""
         placed_on, finish_s = self.placed_on, self.finish_s
         return sorted(task for _, task in self.running_tasks()
                       if machine in placed_on[task] and finish_s[task] > at)
@@ -142,13 +147,13 @@ class SchedulerState:
 
 @dataclass(kw_only=True)
 class CycleState(SchedulerState):
-    """The SC18 engine's state: the ready queue (eligible tasks in the T2 policy's order,
+    """The SC18 planner's state: the ready queue (eligible tasks in the T2 policy's order,
     the J3 job order on top when one is declared) and the machines that may receive tasks
     as a list, changed in place so the stages bound to it see every change."""
 
     ready: ReadyQueue
     running: dict[int, None] = field(default_factory=dict)
-    """The running tasks, in the order they started (an insertion-ordered set: the engine
+    """The running tasks, in the order they started (an insertion-ordered set: the planner
     adds and removes one per task, and sorts only when a stage asks)."""
     open_list: list[int]
     """The usable machines in topology order (``open_machines``, kept up to date)."""
@@ -156,13 +161,11 @@ class CycleState(SchedulerState):
     def running_tasks(self) -> list[tuple[float, int]]:
         expected_end = self.expected_end_s
         return sorted((expected_end[task], task) for task in self.running)
-    arrived: bytearray
-    """1 for a task that arrived and whose job passed J2: it waits only for its parents."""
 
 
 @dataclass(kw_only=True)
 class ReservingState(SchedulerState):
-    """The reservation engine's state: a queue sorted on the T2 (and J3) key, and the
+    """The queue planners' state: a queue sorted on the T2 (and J3) key, and the
     reservations the backfilling component made."""
 
     expected_duration: Callable[[int, int], float]
@@ -173,7 +176,7 @@ class ReservingState(SchedulerState):
     queue: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
     """Waiting eligible tasks as ``(policy key, task)``, in policy order."""
     enqueued: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
-    """The queue entries added since the component's last pass (the engine empties it after
+    """The queue entries added since the component's last pass (the planner empties it after
     each pass): what EASY scans when nothing else changed."""
     running: list[tuple[float, int]] = field(default_factory=list)
     """Running tasks as ``(expected end, task)``, earliest expected end first."""
@@ -181,9 +184,6 @@ class ReservingState(SchedulerState):
     first_reservation_s: list[float] = field(default_factory=list)
     """The first reservation each task was given (NaN: none): what the backfilling
     guarantees are checked against."""
-    started: list[int] = field(default_factory=list)
-    """Tasks started in the current pass, in order (the event loop schedules their ends)."""
-
     def running_tasks(self) -> list[tuple[float, int]]:
         return self.running
 

@@ -36,8 +36,8 @@ from dcx.scheduler.resource_stages import never_started, static_filter_diagnosti
 from dcx.scheduler.runs import run_policy
 
 BACKFILLING = ("FIFO-FIRSTFIT", "FCFS", "FCFS-EASY", "FCFS-CONSERVATIVE")
-"""One scheduler per kind of backfilling: GREEDY (the SC18 engine), STRICT, EASY and
-CONSERVATIVE (the reservation engine)."""
+"""One scheduler per kind of backfilling: GREEDY (the SC18 planner), STRICT, EASY and
+CONSERVATIVE (the queue planners)."""
 
 
 def _environment(*partitions: Partition) -> Environment:

@@ -126,7 +126,7 @@ class EasyBackfilling:
         _dequeue(state.queue, started)
 
     def on_machines_changed(self) -> None:
-        """The shadow is recomputed at the next pass (the engine says ``replan``)."""
+        """The shadow is recomputed at the next pass (the event loop says ``replan``)."""
 
     def _reserve(self, state: ReservingState, head: int) -> _Shadow:
         """The head's shadow time and every machine's extra cores then."""
