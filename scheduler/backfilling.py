@@ -39,6 +39,11 @@ Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
   even when no task waits, so the freed cores are free for every later arrival.
 * A task over several nodes on machines of different speeds is planned with its requested
   time on the slowest machine.
+* Resources beside cores (memory, GPUs, named resources) are planned like cores: R4 keeps
+  the machines with all of them free, EASY's extra is counted per machine for each of
+  them, and conservative plans them in its profile (``planners/conservative_profile.py``)
+  when the problem has any. A cores-anywhere task takes each machine's share
+  (``packing.py``).
 
 R2/R3 (``resource_stages``): every task is planned over the machines its static filters
 allow it (``ReservingState.allowed``, read by ``fitting`` and ``open_for``): R4 finds
@@ -83,9 +88,9 @@ CODES = (
     Code("schedule.runtime-as-requested", "warning",
          "Tasks have no requested time; their runtime stands in (an exact estimate)."),
     Code("schedule.reservation-resources", "error",
-         "The reserving schedulers (STRICT, EASY, CONSERVATIVE) place cores only; the "
-         "workload also asks for memory, GPUs or named resources, so they do not run it "
-         "(the other schedulers of the invocation still do)."),
+         "An experiment does not run its reserving schedulers (STRICT, EASY, CONSERVATIVE) "
+         "on a workload that asks for memory, GPUs or named resources (the other "
+         "schedulers of the cell still run); dcx schedule runs them."),
 )
 
 _NAN = float("nan")
@@ -211,7 +216,6 @@ class QueuePlanner:
         if model.align(0.5) != 0.5 or model.visible_after_placement:
             raise ValueError(f"{policy.name} runs under the event time model only")
         tasks, machines = problem.tasks, problem.machines
-        _cores_only(problem, policy)
         count = len(tasks)
         select = MACHINE_SELECTIONS[policy.machine_selection]
         self.component: Component = COMPONENTS[policy.backfilling](select)
@@ -234,6 +238,8 @@ class QueuePlanner:
             nodes=nodes, expected_duration=expected_duration, real_duration=real_duration,
             start_s=[_NAN] * count, expected_end_s=[_NAN] * count, finish_s=[_NAN] * count,
             placed_on=[()] * count, arrival_s=model.arrivals(tasks),
+            extra_free=[list(column) for column in machines.extra_capacity],
+            demand=tasks.demand if machines.extra_capacity else [],
             first_reservation_s=[_NAN] * count, allowed=allowed)
         self.order_key, self.admit = _job_stages(problem, policy, self.state)
         self.timer = None
@@ -282,11 +288,6 @@ class QueuePlanner:
         schedule.reserved_s = self.state.first_reservation_s
         schedule.shares = self.pool.shares if self.pool is not None else self.state.shares
 
-
-def _cores_only(problem: Problem, policy: Policy) -> None:
-    if problem.machines.dimensions:
-        raise ValueError(f"{policy.name} schedules cores only; the problem also asks for "
-                         + ", ".join(d.name for d in problem.machines.dimensions))
 
 
 def _job_stages(problem: Problem, policy: Policy, state: ReservingState

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dcx.scheduler.packing import spread_demand
 from dcx.scheduler.problem import CORE_UNITS, MachineTable, TaskTable
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ class Reservation:
     shares: tuple[int, ...] | None = None
     """A cores-anywhere task spread over ``machines``: the core units on each (``None``:
     its ``need`` on each)."""
+    taken: tuple[Demand, ...] | None = None
+    """What each of ``machines`` gives of the resources beside cores, for a profile that
+    plans them (``None``: cores only)."""
 
 
 @dataclass(kw_only=True)
@@ -104,16 +108,47 @@ class SchedulerState:
         usable = self.usable
         return [machine for machine in machines if usable[machine]]
 
-    def fitting(self, task: int, free: list[int] | None = None) -> list[int]:
+    def fitting(self, task: int, free: list[int] | None = None,
+                extra: Sequence[Sequence[int]] | None = None) -> list[int]:
         """R4: usable machines (in topology order) the task may use, with its cores free in
-        ``free`` (the current free cores by default)."""
+        ``free`` and every other resource it asks for free in ``extra`` (the current free
+        amounts by default)."""
         view = self.free if free is None else free
         need = self.need[task]
         machines = self.allowed(task) if self.allowed is not None else None
         if machines is None:
-            return [m for m, flag in enumerate(self.usable) if flag and view[m] >= need]
-        usable = self.usable
-        return [m for m in machines if usable[m] and view[m] >= need]
+            fitting = [m for m, flag in enumerate(self.usable) if flag and view[m] >= need]
+        else:
+            usable = self.usable
+            fitting = [m for m in machines if usable[m] and view[m] >= need]
+        if self.demand and self.demand[task]:
+            columns = self.extra_free if extra is None else extra
+            for dimension, units in self.demand[task]:
+                column = columns[dimension]
+                fitting = [m for m in fitting if column[m] >= units]
+        return fitting
+
+    def taken_on(self, task: int, machines: Sequence[int],
+                 shares: Sequence[int] | None) -> Sequence[Demand]:
+        """What each of ``machines`` gives the task of the resources beside cores: its
+        demand on each, or for a spread task each machine's share (``packing.py``)."""
+        if not self.demand or not self.demand[task]:
+            return ()
+        if shares is None:
+            return (self.demand[task],) * len(machines)
+        return spread_demand(self.need[task], self.demand[task], shares)
+
+    def shift_resources(self, task: int, machines: Sequence[int],
+                        shares: Sequence[int] | None, sign: int) -> None:
+        """A placement takes (``sign`` -1), a finish or failure gives back (+1), the
+        resources beside cores the task holds on each of its machines."""
+        extra_free = self.extra_free
+        taken = self.taken_on(task, machines, shares)
+        if not taken:
+            return  # it asks for cores only
+        for machine, amounts in zip(machines, taken, strict=True):
+            for dimension, units in amounts:
+                extra_free[dimension][machine] += sign * units
 
     def running_tasks(self) -> list[tuple[float, int]]:
         """Running tasks as ``(expected end, task)``, earliest expected end first (their
@@ -187,6 +222,12 @@ class ReservingState(SchedulerState):
     def running_tasks(self) -> list[tuple[float, int]]:
         return self.running
 
+    @property
+    def one_pool(self) -> bool:
+        """One scheduling machine, cores only, no filter: the planners' plain-number paths
+        apply."""
+        return len(self.capacity) == 1 and self.allowed is None and not self.extra_free
+
     def add_running(self, task: int) -> None:
         bisect.insort(self.running, (self.expected_end_s[task], task))
 
@@ -229,6 +270,8 @@ class ReservingState(SchedulerState):
                 self.free[machine] -= need
             expected = self.expected_length(task, chosen)
             real = max(self.real_duration(task, m) for m in chosen)
+        if self.extra_free:
+            self.shift_resources(task, chosen, shares, -1)
         self.start_s[task] = now
         self.expected_end_s[task] = now + expected
         self.finish_s[task] = now + real
@@ -238,8 +281,11 @@ class ReservingState(SchedulerState):
         self.started.append(task)
 
     def release(self, task: int) -> None:
-        """The task ended or was taken off a failed machine: its cores are free again."""
+        """The task ended or was taken off a failed machine: its cores (and every other
+        resource it held) are free again."""
         shares = self.shares.get(task) if self.shares else None
+        if self.extra_free:
+            self.shift_resources(task, self.placed_on[task], shares, +1)
         if shares is not None:
             for machine, cores in zip(self.placed_on[task], shares, strict=True):
                 self.free[machine] += cores

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dcx.scheduler.packing import spread
+from dcx.scheduler.planners.conservative_profile import ResourceProfile
 from dcx.scheduler.planners.strict import place
 from dcx.scheduler.policies import MachineSelection
 from dcx.scheduler.state import Reservation, ReservingState
@@ -259,16 +260,17 @@ class ConservativeBackfilling:
 
     def __init__(self, select: MachineSelection) -> None:
         self.select = select
-        self.profile: _Profile | _ProfileOnOne | None = None
+        self.profile: _Profile | _ProfileOnOne | ResourceProfile | None = None
         self.machines_changed = False
 
     @staticmethod
     def _planned(state: ReservingState, reservations: dict[int, Reservation],
-                 ) -> _Profile | _ProfileOnOne:
-        """A profile of the running tasks and ``reservations``."""
-        if len(state.capacity) == 1 and state.allowed is None:
+                 ) -> _Profile | _ProfileOnOne | ResourceProfile:
+        """A profile of the running tasks and ``reservations`` (of every scheduled
+        resource when the problem has more than cores)."""
+        if state.one_pool:
             return _ProfileOnOne(state, reservations)
-        profile = _Profile(state)
+        profile = ResourceProfile(state) if state.extra_free else _Profile(state)
         for held_by, held in reservations.items():
             profile.hold(held, state.need[held_by])
         return profile

@@ -5,7 +5,8 @@ reservation at its shadow time, and a later task starts now only if it does not 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from dcx.scheduler.packing import spread
 from dcx.scheduler.planners.strict import Key, _dequeue, _negated, _take, place, start_from_front
@@ -21,6 +22,9 @@ class _Shadow:
     head: int
     time_s: float
     extra: list[int]
+    extra_units: list[list[int]] = field(default_factory=list)
+    """Per resource beside cores (per dimension, per machine), what is free at the shadow
+    beyond what the head takes: rule (b) counts it like the extra cores."""
 
 
 class EasyBackfilling:
@@ -49,7 +53,7 @@ class EasyBackfilling:
         head = queue[0][1]
         if head_before is not None and head != head_before:
             state.reservations.pop(head_before, None)  # overtaken (SJF): no longer the head
-        single = len(state.capacity) == 1 and state.allowed is None
+        single = state.one_pool
         if replan or freed or started_from_front or self.shadow is None or head != head_before:
             self.shadow = (self._reserve_on_one(state, head) if single
                            else self._reserve(state, head))
@@ -131,6 +135,7 @@ class EasyBackfilling:
     def _reserve(self, state: ReservingState, head: int) -> _Shadow:
         """The head's shadow time and every machine's extra cores then."""
         projected = list(state.free)
+        units = [list(column) for column in state.extra_free]  # none for cores only
         need = state.need[head]
         running, shares = state.running, state.shares
         index, count = 0, len(running)
@@ -140,14 +145,19 @@ class EasyBackfilling:
                 task = running[index][1]
                 _take(projected, state.placed_on[task], _negated(shares.get(task)),
                       -state.need[task])
+                if units:
+                    _shift_units(units, state, task, state.placed_on[task], shares.get(task),
+                                 +1)
                 index += 1
-            found = place(state, head, self.select, projected)
+            found = place(state, head, self.select, projected, units if units else None)
             if found is not None:
                 chosen, taken = found
                 _take(projected, chosen, taken, need)
+                if units:
+                    _shift_units(units, state, head, chosen, taken, -1)
                 self._promise(state, head, moment, chosen, taken)
-                return _Shadow(head, moment, projected)
-        return _Shadow(head, _INF, projected)
+                return _Shadow(head, moment, projected, units)
+        return _Shadow(head, _INF, projected, units)
 
     @staticmethod
     def _promise(state: ReservingState, head: int, moment: float, chosen: list[int],
@@ -188,11 +198,15 @@ class EasyBackfilling:
                 state.start(task, self.select(need, nodes, in_time, free))
             else:
                 spare = [m for m in candidates if extra[m] >= need]
+                if shadow.extra_units:
+                    spare = _units_spare(spare, shadow.extra_units, state.demand[task])
                 if len(spare) < nodes:
                     continue
                 chosen = self.select(need, nodes, spare, free)
                 for machine in chosen:
                     extra[machine] -= need
+                if shadow.extra_units:
+                    _shift_units(shadow.extra_units, state, task, chosen, None, -1)
                 state.start(task, chosen)
             started.append(entry)
         _dequeue(state.queue, started)
@@ -203,21 +217,48 @@ class EasyBackfilling:
         machines where it ends by the shadow, or else within every machine's extra (which
         it then uses up). Whether it started."""
         free, extra, need = state.free, shadow.extra, state.need[task]
+        demand = state.demand[task] if state.demand else ()
         machines = state.open_for(task)
         limit = shadow.time_s - state.now
         in_time = [m for m in machines if state.expected_duration(task, m) <= limit]
-        found = spread(need, (), in_time, free)
+        found = spread(need, demand, in_time, free, state.extra_free)
         if found is None:
             spare = [min(free[m], extra[m]) for m in range(len(free))]
-            found = spread(need, (), machines, spare)
+            spare_units = [[min(now, then) for now, then in zip(column, kept, strict=True)]
+                           for column, kept in zip(state.extra_free, shadow.extra_units,
+                                                   strict=True)]
+            found = spread(need, demand, machines, spare, spare_units)
             if found is None:
                 return False
             _take(extra, found[0], found[1], need)
+            if shadow.extra_units:
+                _shift_units(shadow.extra_units, state, task, found[0], found[1], -1)
         state.start(task, found[0], found[1])
         return True
 
     def next_wakeup(self, state: ReservingState) -> float:
         return _INF
+
+
+def _shift_units(units: list[list[int]], state: ReservingState, task: int,
+                 machines: Sequence[int], shares: Sequence[int] | None, sign: int) -> None:
+    """``units`` (free per dimension, per machine) with what ``task`` holds on ``machines``
+    given back (``sign`` +1) or taken (-1)."""
+    taken = state.taken_on(task, machines, shares)
+    if not taken:
+        return  # it asks for cores only
+    for machine, amounts in zip(machines, taken, strict=True):
+        for dimension, amount in amounts:
+            units[dimension][machine] += sign * amount
+
+
+def _units_spare(machines: list[int], units: list[list[int]],
+                 demand: tuple[tuple[int, int], ...]) -> list[int]:
+    """The ``machines`` whose ``units`` cover ``demand`` (per dimension)."""
+    for dimension, amount in demand:
+        column = units[dimension]
+        machines = [machine for machine in machines if column[machine] >= amount]
+    return machines
 
 
 def _shadow_from_front(running: list[tuple[float, int]], need: list[int], free: int,

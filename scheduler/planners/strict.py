@@ -35,7 +35,7 @@ class StrictQueue:
 
 def start_from_front(state: ReservingState, select: MachineSelection) -> None:
     queue = state.queue
-    if len(state.capacity) == 1 and state.allowed is None:
+    if state.one_pool:
         # one scheduling machine: the front task fits when its cores are free there
         need, nodes, free, usable = state.need, state.nodes, state.free, state.usable
         while queue and usable[0]:
@@ -55,19 +55,22 @@ def start_from_front(state: ReservingState, select: MachineSelection) -> None:
 
 
 def place(state: ReservingState, task: int, select: MachineSelection,
-          view: list[int] | None = None,
+          view: list[int] | None = None, extra_view: Sequence[Sequence[int]] | None = None,
           ) -> tuple[list[int], list[int] | None] | None:
-    """R4 and R5 on ``view`` (the free cores now by default): the machines the task gets,
-    with the core units on each when it is a cores-anywhere task spread over several
-    (``packing.py``); ``None`` when it does not fit."""
+    """R4 and R5 on ``view`` (the free cores now by default) and ``extra_view`` (the free
+    units of every other resource): the machines the task gets, with the core units on
+    each when it is a cores-anywhere task spread over several (``packing.py``); ``None``
+    when it does not fit."""
     free = state.free if view is None else view
-    candidates = state.fitting(task, free)
+    candidates = state.fitting(task, free, extra_view)
     nodes = state.nodes[task]
     if len(candidates) >= nodes:
         return select(state.need[task], nodes, candidates, free), None
     if not state.tasks.is_anywhere(task) or len(state.capacity) == 1:
         return None
-    found = spread(state.need[task], (), state.open_for(task), free)
+    demand = state.demand[task] if state.demand else ()
+    extra = state.extra_free if extra_view is None else extra_view
+    found = spread(state.need[task], demand, state.open_for(task), free, extra)
     return None if found is None else (found[0], found[1])
 
 
