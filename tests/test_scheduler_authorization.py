@@ -21,6 +21,7 @@ from dcx.core.model import (
     Job,
     Machine,
     Partition,
+    Placement,
     ProcessingUnit,
     Rack,
     ResourceRequest,
@@ -107,6 +108,19 @@ def test_without_partitions_authorization_restricts_nothing() -> None:
     schedule = run_policy(problem, _with_r2("FCFS-EASY")).schedule
     assert schedule.machines[:4] == [(0,), (1,), (2,), (3,)]
     assert static_filter_diagnostics(problem, [parse_policy("FCFS-EASY")]) == ([], set())
+
+
+def test_a_cores_anywhere_task_the_partitions_leave_short_is_counted_in_cores() -> None:
+    """Four processors anywhere for a student, whose group only n3 (one core) admits: the
+    message weighs the cores the allowed machines have against the cores it needs."""
+    processors = Task("wide", 0.0, 10.0, requested_time_s=10.0, group="students",
+                      request=ResourceRequest(nodes=4, cores=1, placement=Placement.CORES))
+    problem = _problem((processors,), _environment(*STAFF_AND_OPEN))
+    found, blocked = static_filter_diagnostics(problem, [_with_r2("FCFS-EASY")])
+    assert blocked == {"FCFS-EASY+R2-PARTITION"}
+    assert "the machines meeting that have 1 core(s) to give it, where it needs 4 core(s) " \
+        "in total" in found[0].message
+    assert "machine(s) with" not in found[0].message
 
 
 def test_account_and_qos_lists_admit_no_task_and_deny_lists_deny_none() -> None:

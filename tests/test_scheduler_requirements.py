@@ -306,8 +306,9 @@ def test_dcx_schedule_refuses_a_task_no_allowed_machine_can_hold(
     assert code == 1
     assert captured.out == ""
     assert f"{trace}: error: /jobs/0/tasks/0: under FCFS-EASY+R3-REQUIRE[features=gpu], " \
-        "task 1 of job 0 could never start: the operator for features=gpu, and 0 machine(s) " \
-        "meeting that could hold it, where it needs 1 (2 other task(s) likewise)" in captured.err
+        "task 1 of job 0 could never start: the operator for features=gpu, and the machines " \
+        "meeting that have 0 core(s) to give it, where it needs 1 core(s) in total (2 other " \
+        "task(s) likewise)" in captured.err
 
 
 def _parquet_workload(tmp_path: Path, *tasks: Task) -> Path:
