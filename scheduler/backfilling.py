@@ -74,7 +74,7 @@ from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, Admission
 from dcx.scheduler.packing import spread
 from dcx.scheduler.planners.conservative import ConservativeBackfilling
 from dcx.scheduler.planners.easy import EasyBackfilling
-from dcx.scheduler.planners.strict import Key, StrictQueue, _negated, _take
+from dcx.scheduler.planners.strict import Key, StrictQueue, negated, take_from
 from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
 from dcx.scheduler.problem import CORE_UNITS, Problem
 from dcx.scheduler.resource_stages import combine, static_filters
@@ -188,7 +188,7 @@ class _PoolMachines:
             return (machine,)
         found = spread(need, (), range(len(free)), free)
         assert found is not None, "the pool had the task's cores free"
-        _take(free, found[0], found[1], need)
+        take_from(free, found[0], found[1], need)
         self.shares[task] = tuple(found[1])
         return tuple(found[0])
 
@@ -198,7 +198,7 @@ class _PoolMachines:
                 heapq.heappush(self.idle, machine)
         else:
             shares = self.shares.get(task)
-            _take(self.free, machines, None if shares is None else _negated(shares),
+            take_from(self.free, machines, None if shares is None else negated(shares),
                   -self.tasks.need[task])
 
 

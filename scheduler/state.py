@@ -86,8 +86,6 @@ class SchedulerState:
     """Tasks spread over several machines (cores anywhere, ``packing.py``): the core units
     on each of their ``placed_on`` machines, kept after they end. A task not in it has its
     ``need`` on each."""
-    spread_demand: dict[int, tuple[Demand, ...]] = field(default_factory=dict)
-    """Spread tasks asking for resources beside cores: what each of their machines gives."""
     allowed: Callable[[int], Sequence[int] | None] | None = None
     """R2/R3: ``task -> the machines it may ever use`` (``None``: every machine); ``None``
     when no static filter restricts any task. Set by a planner that reads it through

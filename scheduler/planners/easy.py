@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dcx.scheduler.packing import spread
-from dcx.scheduler.planners.strict import Key, _dequeue, _negated, _take, place, start_from_front
+from dcx.scheduler.planners.strict import Key, dequeue, negated, place, start_from_front, take_from
 from dcx.scheduler.policies import MachineSelection
 from dcx.scheduler.problem import CORE_UNITS
 from dcx.scheduler.state import Reservation, ReservingState
@@ -127,7 +127,7 @@ class EasyBackfilling:
             if free <= 0:
                 break
         shadow.extra[0] = extra
-        _dequeue(state.queue, started)
+        dequeue(state.queue, started)
 
     def on_machines_changed(self) -> None:
         """The shadow is recomputed at the next pass (the event loop says ``replan``)."""
@@ -143,7 +143,7 @@ class EasyBackfilling:
             moment = running[index][0]
             while index < count and running[index][0] == moment:
                 task = running[index][1]
-                _take(projected, state.placed_on[task], _negated(shares.get(task)),
+                take_from(projected, state.placed_on[task], negated(shares.get(task)),
                       -state.need[task])
                 if units:
                     _shift_units(units, state, task, state.placed_on[task], shares.get(task),
@@ -152,7 +152,7 @@ class EasyBackfilling:
             found = place(state, head, self.select, projected, units if units else None)
             if found is not None:
                 chosen, taken = found
-                _take(projected, chosen, taken, need)
+                take_from(projected, chosen, taken, need)
                 if units:
                     _shift_units(units, state, head, chosen, taken, -1)
                 self._promise(state, head, moment, chosen, taken)
@@ -209,7 +209,7 @@ class EasyBackfilling:
                     _shift_units(shadow.extra_units, state, task, chosen, None, -1)
                 state.start(task, chosen)
             started.append(entry)
-        _dequeue(state.queue, started)
+        dequeue(state.queue, started)
 
     @staticmethod
     def _backfill_spread(state: ReservingState, task: int, shadow: _Shadow) -> bool:
@@ -230,7 +230,7 @@ class EasyBackfilling:
             found = spread(need, demand, machines, spare, spare_units)
             if found is None:
                 return False
-            _take(extra, found[0], found[1], need)
+            take_from(extra, found[0], found[1], need)
             if shadow.extra_units:
                 _shift_units(shadow.extra_units, state, task, found[0], found[1], -1)
         state.start(task, found[0], found[1])

@@ -43,7 +43,7 @@ from dcx.scheduler.resource_stages import (
     static_filters,
 )
 from dcx.scheduler.stage_timing import StageTimer
-from dcx.scheduler.state import CycleState, Demand
+from dcx.scheduler.state import CycleState
 from dcx.scheduler.time_models import TimeModel, machine_speeds
 
 if TYPE_CHECKING:
@@ -164,18 +164,19 @@ class GreedyPlanner:
         runs once per task."""
         state = self.state
         need, placed_on, free, running = state.need, state.placed_on, state.free, state.running
-        extra_free, demand = state.extra_free, state.demand
-        shares, spread_demand = state.shares, state.spread_demand
+        extra_free, shares, give_back = state.extra_free, state.shares, state.shift_resources
 
         def release(task: int) -> None:
             placed = placed_on[task]
-            if shares and task in shares:
-                _release_spread(task, placed, shares, spread_demand, free, extra_free)
+            held = shares.get(task) if shares else None
+            if held is not None:
+                for machine, cores in zip(placed, held, strict=True):
+                    free[machine] += cores
             else:
                 for machine in placed:
                     free[machine] += need[task]
-                if extra_free:
-                    _shift_resources(demand[task], placed, extra_free, +1)
+            if extra_free:
+                give_back(task, placed, held, +1)
             del running[task]
 
         return release
@@ -200,7 +201,7 @@ class GreedyPlanner:
         clock, duration_on = self.clock, self.model.duration
         start, expected_end, finish = state.start_s, state.expected_end_s, state.finish_s
         placed_on, started, smallest_need = state.placed_on, state.started, self.smallest_need
-        extra_free, demand = state.extra_free, state.demand
+        extra_free = state.extra_free
         anywhere = state.tasks.anywhere
         largest = max(map(free.__getitem__, open_list), default=0)
         # all free cores: a cores-anywhere task no one machine holds needs no more
@@ -239,10 +240,10 @@ class GreedyPlanner:
                 total_free -= task_need * wanted
                 for machine in chosen:
                     free[machine] -= task_need
-            if extra_free:
-                _shift_resources(demand[task], chosen, extra_free, -1)
             if anywhere and task in state.shares:
                 del state.shares[task]  # spread before a failure, whole this time
+            if extra_free:
+                state.shift_resources(task, chosen, None, -1)
             placed_on[task] = tuple(chosen)
             start[task] = now
             finish[task] = end
@@ -270,15 +271,12 @@ class GreedyPlanner:
         found = spread(need, state.demand[task], machines, free, state.extra_free)
         if found is None:
             return False
-        chosen, shares, taken = found
+        chosen, shares, _ = found
         for machine, cores in zip(chosen, shares, strict=True):
             free[machine] -= cores
         state.shares[task] = tuple(shares)
-        if taken:
-            state.spread_demand[task] = tuple(taken)
-            for machine, amounts in zip(chosen, taken, strict=True):
-                for dimension, units in amounts:
-                    state.extra_free[dimension][machine] -= units
+        if state.extra_free:
+            state.shift_resources(task, chosen, shares, -1)
         state.placed_on[task] = tuple(chosen)
         return True
 
@@ -324,27 +322,3 @@ def smallest_part(tasks: TaskTable) -> int:
         return min(tasks.need, default=CORE_UNITS)
     return min((min(need, CORE_UNITS) if anywhere[task] else need
                 for task, need in enumerate(tasks.need)), default=CORE_UNITS)
-
-
-def _release_spread(task: int, placed: tuple[int, ...], shares: dict[int, tuple[int, ...]],
-                    spread_demand: dict[int, tuple[Demand, ...]], free: list[int],
-                    extra_free: list[list[int]]) -> None:
-    """A spread task gives back the cores and the resources it took on each machine (its
-    shares stay on record for the schedule)."""
-    for machine, cores in zip(placed, shares[task], strict=True):
-        free[machine] += cores
-    taken = spread_demand.pop(task, None)
-    if taken:
-        for machine, amounts in zip(placed, taken, strict=True):
-            for dimension, units in amounts:
-                extra_free[dimension][machine] += units
-
-
-def _shift_resources(demand: Demand, machines: tuple[int, ...] | list[int],
-                     extra_free: list[list[int]], sign: int) -> None:
-    """A placement takes (``sign`` -1), a finish or failure gives back (+1), every extra
-    dimension the task asks for on each of its machines."""
-    for dimension, units in demand:
-        column = extra_free[dimension]
-        for machine in machines:
-            column[machine] += sign * units

@@ -74,8 +74,8 @@ def place(state: ReservingState, task: int, select: MachineSelection,
     return None if found is None else (found[0], found[1])
 
 
-def _take(view: list[int], machines: list[int] | tuple[int, ...], shares: Sequence[int] | None,
-          need: int) -> None:
+def take_from(view: list[int], machines: list[int] | tuple[int, ...],
+              shares: Sequence[int] | None, need: int) -> None:
     """``view`` less what a placement takes (``need`` on each machine, or its shares)."""
     if shares is None:
         for machine in machines:
@@ -85,10 +85,12 @@ def _take(view: list[int], machines: list[int] | tuple[int, ...], shares: Sequen
             view[machine] -= cores
 
 
-def _negated(shares: tuple[int, ...] | None) -> list[int] | None:
+def negated(shares: tuple[int, ...] | None) -> list[int] | None:
+    """Shares given back rather than taken (``take_from`` with a negative need)."""
     return None if shares is None else [-cores for cores in shares]
 
-def _dequeue(queue: list[tuple[Key, int]], entries: list[tuple[Key, int]]) -> None:
+
+def dequeue(queue: list[tuple[Key, int]], entries: list[tuple[Key, int]]) -> None:
     """Take ``entries`` (started tasks) out of the sorted queue."""
     for entry in entries:
         del queue[bisect.bisect_left(queue, entry)]
