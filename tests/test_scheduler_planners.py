@@ -140,12 +140,13 @@ def test_no_planner_gives_a_machine_more_cores_or_memory_than_it_has(
 
 
 @settings(max_examples=60, deadline=None)
-@given(scenarios())
-def test_conservative_starts_no_task_after_its_first_reservation_with_memory(
-        problem: Problem) -> None:
-    """Reservations are made over memory too, so an early finish or a compression never
-    pushes a task past the start it was first promised."""
-    schedule = simulate(problem, parse_policy("FCFS-CONSERVATIVE"), EVENT, 0)
+@given(scenarios(), st.sampled_from(["FCFS-CONSERVATIVE", "FCFS-EASY"]))
+def test_no_backfilling_delays_a_task_past_its_first_reservation_with_memory(
+        problem: Problem, policy_name: str) -> None:
+    """Reservations (every waiting task's under conservative, the head's shadow under
+    EASY) are made over memory too, so an early finish, a compression or a backfilled task
+    never pushes a task past the start it was first promised."""
+    schedule = simulate(problem, parse_policy(policy_name), EVENT, 0)
     for start, reserved in zip(schedule.start_s, schedule.reserved_s, strict=True):
         if not math.isnan(reserved):
             assert start <= reserved
