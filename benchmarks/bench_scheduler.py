@@ -203,7 +203,7 @@ def backfilling_at_scale() -> None:
 
 
 def _reserving_run(problem: Problem, name: str) -> float:
-    """CPU seconds to schedule ``problem`` under the reservation engine's ``name``."""
+    """CPU seconds to schedule ``problem`` under the queue planner of ``name``."""
     started = time.process_time()
     schedule = simulate(problem, parse_policy(name))
     run_s = time.process_time() - started

@@ -75,7 +75,7 @@ JOB_ELIGIBILITY: dict[str, type[JobEligibility]] = {
 
 
 class JobGate:
-    """The J2 mechanism both engines share: arrived tasks of jobs not admitted yet wait
+    """The J2 mechanism of the event loop: arrived tasks of jobs not admitted yet wait
     here, and join the queue when their job is admitted."""
 
     def __init__(self, admit: Admission, tasks: TaskTable) -> None:

@@ -1,6 +1,6 @@
 """R2 on who submits a task: ``PARTITION`` places a task only on the machines of the
 partitions that admit its group (``Environment.partitions``, read from Slurm's
-``PartitionName`` lines), in both engines, on schedules computed by hand; a task no
+``PartitionName`` lines), under every planner, on schedules computed by hand; a task no
 partition admits enough machines for is reported before any run, by the API and by
 ``dcx schedule``; a property: no task ever starts on a machine that no partition admitting
 it holds."""

@@ -1,6 +1,6 @@
 """R3 on what each task asks of its machines (``ResourceRequest.os``, ``arch``, ``features``):
 ``MATCH`` (the task's own requirements) and ``REQUIRE`` (the operator's and the task's) in
-both engines, on schedules computed by hand; a task no allowed machine could hold is
+every planner, on schedules computed by hand; a task no allowed machine could hold is
 reported before any run; a property: no task ever starts on a machine that does not meet
 its request."""
 

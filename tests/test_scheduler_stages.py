@@ -1,4 +1,4 @@
-"""Stages as components: J2 (job eligibility) and J3 (job ordering) in both engines, on
+"""Stages as components: J2 (job eligibility) and J3 (job ordering) under every planner, on
 schedules computed by hand; the declaration vocabulary against the component registries;
 a new policy as one class."""
 

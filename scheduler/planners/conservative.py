@@ -318,6 +318,9 @@ class ConservativeBackfilling:
             if any(state.free[m] < cores for m, cores in zip(held.machines, shares, strict=True)):
                 raise RuntimeError(f"conservative backfilling: task {task} is due at {now} "
                                    "on machines without its cores free")
+            if state.extra_free and not _resources_free(state, task, held):
+                raise RuntimeError(f"conservative backfilling: task {task} is due at {now} "
+                                   "on machines without its memory or other resources free")
             state.start(task, held.machines, held.shares)
             state.queue.remove(entry)
         # A task of no length holds nothing over time, so it delays nobody: it starts at the
@@ -373,3 +376,13 @@ class ConservativeBackfilling:
 
     def next_wakeup(self, state: ReservingState) -> float:
         return min((r.start_s for r in state.reservations.values()), default=_INF)
+
+
+def _resources_free(state: ReservingState, task: int, held: Reservation) -> bool:
+    """Whether every machine of ``held`` has free what the task takes there beside cores."""
+    extra_free = state.extra_free
+    return all(extra_free[dimension][machine] >= units
+               for machine, amounts in zip(held.machines,
+                                           state.taken_on(task, held.machines, held.shares)
+                                           or ((),) * len(held.machines), strict=True)
+               for dimension, units in amounts)
