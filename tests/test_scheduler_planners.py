@@ -6,7 +6,9 @@ finishes, and the backfilling planners keep their promises on these resources to
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,10 +27,11 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+from dcx.scheduler import backfilling
 from dcx.scheduler.engine import Schedule, simulate, time_model
 from dcx.scheduler.packing import spread_demand
 from dcx.scheduler.policies import parse_policy
-from dcx.scheduler.problem import Problem, compile_problem
+from dcx.scheduler.problem import CORE_UNITS, MEMORY_UNITS, Dimension, Problem, compile_problem
 
 PLANNERS = ("FIFO-FIRSTFIT", "SRTF-BESTFIT", "FCFS", "SJF", "LJF", "FCFS-EASY", "SJF-EASY",
             "FCFS-CONSERVATIVE", "SJF-CONSERVATIVE")
@@ -180,3 +183,59 @@ def test_easy_counts_the_memory_the_head_needs_at_its_shadow() -> None:
     assert schedule.start_s[2] == 110.0
     greedy = simulate(compiled(tasks, env), parse_policy("FIFO-FIRSTFIT"), EVENT, 0)
     assert greedy.start_s[2] == 2.0  # no reservation: it overtakes and delays the head
+
+
+def binding_like_cores(problem: Problem) -> Problem:
+    """``problem`` with memory that binds exactly where cores do: 1 GB per core on every
+    machine, 1 GB per core asked by every task."""
+    per_core = 1024 * MEMORY_UNITS
+    machines = replace(
+        problem.machines, dimensions=(Dimension("memory", "memory", MEMORY_UNITS),),
+        extra_capacity=(tuple(cores * per_core // CORE_UNITS
+                              for cores in problem.machines.capacity),))
+    tasks = replace(problem.tasks, demand=[((0, need * per_core // CORE_UNITS),)
+                                           for need in problem.tasks.need])
+    return replace(problem, machines=machines, tasks=tasks)
+
+
+@st.composite
+def cores_only(draw: st.DrawFn) -> Problem:
+    """Up to 20 tasks on 1 to 3 machines of 1 to 4 cores: whole nodes or cores anywhere,
+    exact or overestimated requested times."""
+    machines = [Machine(id=f"m{index}", cpus=(ProcessingUnit(cores=draw(st.integers(1, 4))),))
+                for index in range(draw(st.integers(1, 3)))]
+    tasks = []
+    for index in range(draw(st.integers(1, 20))):
+        runtime = draw(st.integers(1, 20))
+        requested = runtime + draw(st.sampled_from([0, 0, 3, 15]))
+        if draw(st.booleans()):
+            request = ResourceRequest(
+                nodes=draw(st.integers(1, sum(m.core_count for m in machines))), cores=1,
+                placement=Placement.CORES)
+        else:
+            request = ResourceRequest(
+                nodes=1, cores=draw(st.integers(1, min(m.core_count for m in machines))))
+        tasks.append(Task(index, draw(st.integers(0, 40)), runtime,
+                          requested_time_s=requested, request=request))
+    work = Workload(tuple(Job(each.id, (each,)) for each in tasks))
+    result = compile_problem(work, environment(*machines))
+    assert result.problem is not None
+    return result.problem
+
+
+@settings(max_examples=200, deadline=None)
+@given(cores_only(), st.sampled_from(["FCFS", "SJF", "FCFS-EASY", "SJF-EASY",
+                                       "FCFS-CONSERVATIVE", "SJF-CONSERVATIVE"]))
+def test_memory_that_binds_where_cores_do_changes_no_schedule(
+        problem: Problem, policy_name: str) -> None:
+    """The resource-aware paths (R4 on memory, EASY's extra memory, conservative's
+    ``ResourceProfile``) against the cores-only ones (machine by machine, not pooled):
+    memory proportional to cores must leave every start and every machine as they were."""
+    policy = parse_policy(policy_name)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(backfilling, "_pooled", lambda problem: False)
+        cores = simulate(problem, policy, EVENT, 0)
+    both = simulate(binding_like_cores(problem), policy, EVENT, 0)
+    assert both.start_s == cores.start_s
+    assert both.machines == cores.machines
+    assert both.shares == cores.shares
