@@ -8,10 +8,11 @@ dimension added (1,024 MB per core on every machine, 1,024 MB per requested core
 task, so memory binds exactly where cores do and the schedule must not change), against
 the cores-only runs.
 
-The engine against an earlier version of itself, in the same run: ``scheduler/engine.py`` as
-of ``DCX_BENCH_BASELINE`` (a git revision; default the last commit before the engine was
-split into mechanism and stage components) is loaded from git beside the current one, and
-both run every SC18 policy on Askalon, interleaved, best of three CPU times each.
+The scheduler against an earlier version of itself, in the same run: the project as of
+``DCX_BENCH_BASELINE`` (a git revision; default the last commit before one event loop
+replaced the two engines) is unpacked from git, and the 18 SC18 runs are timed in a child
+process importing it and in one importing the current package, interleaved, best of three
+CPU times each.
 
 Backfilling at scale: a generated, seeded SWF (``generate_swf.py``; 1,000,000 jobs) read
 and scheduled under FCFS-EASY on its own 1,024-processor machine, and one of 100,000 jobs at a
@@ -25,7 +26,6 @@ seconds, which other processes on a shared machine inflate far less than wall ti
 from __future__ import annotations
 
 import heapq
-import importlib.util
 import os
 import subprocess
 import sys
@@ -33,12 +33,10 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_swf import generate  # a script beside this one
 
-from dcx.scheduler.backfilling import simulate_reserving
 from dcx.scheduler.engine import simulate, time_model
 from dcx.scheduler.loading import load_problem
 from dcx.scheduler.paper import SETUP_FILE_NAME, TRACES
@@ -83,27 +81,51 @@ def with_memory(problem: Problem) -> Problem:
 
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE_REVISION = os.environ.get("DCX_BENCH_BASELINE", "38ec463")
+BASELINE_REVISION = os.environ.get("DCX_BENCH_BASELINE", "f5cd214")
+
+_EIGHTEEN_RUNS = """
+import os, sys, time
+from pathlib import Path
+from dcx.scheduler.loading import load_problem
+from dcx.scheduler.paper import SETUP_FILE_NAME, TRACES
+from dcx.scheduler.policies import all_policies
+from dcx.scheduler.runs import run_policy
+folder = Path(sys.argv[1])
+problems = [load_problem(folder / trace.file_name, folder / SETUP_FILE_NAME).problem
+            for trace in TRACES]
+for timed in (False, True):
+    started = time.process_time()
+    for problem in problems:
+        for policy in all_policies():
+            run_policy(problem, policy, "sc18", 0, timed)
+    print(time.process_time() - started)
+"""
+"""The 18 SC18 (policy, trace) runs through ``run_policy``, without and with stage timing:
+CPU seconds of each pass, one line each. Runs against whichever ``dcx`` it imports."""
 
 
-def baseline_engine(folder: Path) -> ModuleType | None:
-    """``scheduler/engine.py`` at ``BASELINE_REVISION``, imported from a copy in
-    ``folder`` (it imports the current policies, problem and stage timing, whose interfaces
-    it used); ``None`` when git cannot give it."""
+def baseline_package(folder: Path) -> Path | None:
+    """The project at ``BASELINE_REVISION`` unpacked into ``folder`` (``git archive``): its
+    ``src`` folder, to import that ``dcx`` from; ``None`` when git cannot give it."""
     try:
-        source = subprocess.run(
-            ["git", "show", f"{BASELINE_REVISION}:scheduler/engine.py"], cwd=ROOT,
-            capture_output=True, check=True).stdout
+        archive = subprocess.run(["git", "archive", BASELINE_REVISION], cwd=ROOT,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
-    path = folder / "baseline_engine.py"
-    path.write_bytes(source)
-    spec = importlib.util.spec_from_file_location("baseline_engine", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return folder / "src"
+
+
+def eighteen_runs(source: Path | None, traces: Path) -> tuple[float, float]:
+    """CPU seconds of the 18 SC18 runs without and with stage timing, in a child process
+    importing ``dcx`` from ``source`` (the installed one when ``None``)."""
+    environment = dict(os.environ)
+    if source is not None:
+        environment["PYTHONPATH"] = str(source)
+    output = subprocess.run([sys.executable, "-c", _EIGHTEEN_RUNS, str(traces)],
+                            env=environment, capture_output=True, text=True, check=True).stdout
+    plain, timed = (float(line) for line in output.split())
+    return plain, timed
 
 
 def cpu_best_of(repeats: int, actions: list) -> list[float]:  # type: ignore[type-arg]
@@ -118,28 +140,24 @@ def cpu_best_of(repeats: int, actions: list) -> list[float]:  # type: ignore[typ
     return best
 
 
-def against_baseline(askalon: Problem) -> None:
+def against_baseline(traces: Path) -> None:
+    """The scheduler now against the scheduler at ``BASELINE_REVISION`` (default: the
+    last commit with two event loops), whole packages each in a child process, best of
+    three interleaved rounds."""
     with tempfile.TemporaryDirectory() as folder:
-        old = baseline_engine(Path(folder))
-        if old is None:
-            print(f"bench_scheduler: no engine at {BASELINE_REVISION} (git); not compared")
+        source = baseline_package(Path(folder))
+        if source is None:
+            print(f"bench_scheduler: no project at {BASELINE_REVISION} (git); not compared")
             return
-        print(f"engine now against engine at {BASELINE_REVISION}, Askalon, sc18, CPU s")
-        print(f"{'policy':<18}{'stage timing':>13}{'baseline':>10}{'now':>8}{'ratio':>7}")
-        totals = [0.0, 0.0]
-        for policy in all_policies():
-            for timed in (False, True):
-                before, after = cpu_best_of(3, [
-                    lambda p=policy, t=timed: old.simulate(askalon, p, old.time_model("sc18"),
-                                                           0, t),
-                    lambda p=policy, t=timed: simulate(askalon, p, time_model("sc18"), 0, t),
-                ])
-                totals[0] += before
-                totals[1] += after
-                print(f"{policy.name:<18}{'yes' if timed else 'no':>13}{before:>10.3f}"
-                      f"{after:>8.3f}{after / before:>7.2f}")
-        print(f"{'all 18 runs':<31}{totals[0]:>10.2f}{totals[1]:>8.2f}"
-              f"{totals[1] / totals[0]:>7.2f}")
+        best = {"baseline": [float("inf")] * 2, "now": [float("inf")] * 2}
+        for _ in range(3):
+            for name, where in (("baseline", source), ("now", None)):
+                best[name] = [min(a, b) for a, b in
+                              zip(best[name], eighteen_runs(where, traces), strict=True)]
+    print(f"18 SC18 runs (run_policy), now against {BASELINE_REVISION}, best of 3, CPU s")
+    for index, label in enumerate(("no stage timing", "stage timing")):
+        before, after = best["baseline"][index], best["now"][index]
+        print(f"  {label:<16}{before:>8.2f}{after:>8.2f}  ratio {after / before:.2f}")
 
 
 BACKFILL_JOBS = int(os.environ.get("DCX_BENCH_JOBS", "1000000"))
@@ -185,9 +203,9 @@ def backfilling_at_scale() -> None:
 
 
 def _reserving_run(problem: Problem, name: str) -> float:
-    """CPU seconds to schedule ``problem`` under the reservation engine's ``name``."""
+    """CPU seconds to schedule ``problem`` under the queue planner of ``name``."""
     started = time.process_time()
-    schedule = simulate_reserving(problem, parse_policy(name))
+    schedule = simulate(problem, parse_policy(name))
     run_s = time.process_time() - started
     if schedule.unfinished:
         sys.exit(f"bench_scheduler: {name} left {schedule.unfinished} jobs unfinished")
@@ -211,7 +229,7 @@ def main() -> None:
               f"{time.perf_counter() - started:.3f} s (read + compile)")
     sc18 = time_model("sc18")
     askalon = problems["Askalon"]
-    against_baseline(askalon)
+    against_baseline(folder)
     baseline = best_of(3, lambda: heap_baseline(askalon))
     print(f"baseline heap pass over Askalon: {baseline * 1e3:.1f} ms")
     print(f"{'policy':<18}{'no stage timing':>16}{'stage timing':>14}{'x baseline':>12}")

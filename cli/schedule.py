@@ -190,9 +190,9 @@ def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> 
     """Once per invocation: which requested times the runtime stands in for, when a policy
     reads requested times (SJF, LJF, backfilling), and what the policies' R2/R3 filters make
     of what tasks ask of their machines. Returns the names of the policies that cannot run
-    the problem, each said on stderr: a reserving one meeting resources beyond cores, or one
-    under whose filters a task could never start. The others still run."""
-    from dcx.core.diagnostics import error, warning
+    the problem, each said on stderr: one under whose filters a task could never start. The
+    others still run."""
+    from dcx.core.diagnostics import warning
     from dcx.scheduler.resource_stages import static_filter_diagnostics
 
     readers = [p for p in policies if p.reserves or p.task_order in ("SJF", "LJF")]
@@ -202,20 +202,10 @@ def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> 
             f"{missing} of {len(problem.tasks)} task(s) have no requested time; their "
             "runtime stands in (an exact estimate)", "schedule.runtime-as-requested",
         ).at(workload).render(), file=sys.stderr)
-    cores_only = sorted({p.name for p in policies if p.reserves})
-    if cores_only and problem.machines.dimensions:
-        names = ", ".join(d.name for d in problem.machines.dimensions)
-        print(error(
-            f"{', '.join(cores_only)} place(s) and reserve(s) cores only, and these tasks "
-            f"also ask for {names}: not run; use an SC18 (T2-R5) scheduler for them",
-            "schedule.reservation-resources",
-        ).at(workload).render(), file=sys.stderr)
-    else:
-        cores_only = []
     found, blocked = static_filter_diagnostics(problem, policies)
     for diagnostic in found:
         print(diagnostic.at(workload).render(), file=sys.stderr)
-    return blocked | set(cores_only)
+    return blocked
 
 
 def display_name(path: str) -> str:

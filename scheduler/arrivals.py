@@ -1,7 +1,7 @@
-"""What both engines' loops share of arrivals and dependencies: tasks handed out in the
+"""The event loop's arrivals and dependencies: tasks handed out in the
 order they join the queue as the clock reaches them, through J2 when a job gate holds some
 back (T1's arrival half), and the children a finish makes eligible (T1's dependency half).
-Where each engine queues them (its ready queue, its sorted queue) stays its own."""
+Where each planner queues them (its ready queue, its sorted queue) stays its own."""
 
 from __future__ import annotations
 

@@ -59,9 +59,9 @@ def write_plots(folder: Path, runs: list[Run], title: str) -> None:
               for label, run in named]
     figures["stages.svg"] = plots.stacked_bars_svg(
         f"Scheduler time per stage ({title})", "wall time [ms]", STAGES, stages,
-        "Wall time of the SC18 engine's stages summed over the run's cycles: T1 task "
+        "Wall time of the SC18 planner's stages summed over the run's cycles: T1 task "
         "eligibility, T2 task ordering, R4 machine filtering, R5 machine selection; the "
-        "reservation engine records none.")
+        "queue planners (STRICT, EASY, CONSERVATIVE) record none.")
     for name, text in figures.items():
         write_atomic(folder / name, text.encode())
     for run in runs:

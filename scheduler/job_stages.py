@@ -3,13 +3,13 @@ which order jobs are served). Both are components over the ``SchedulerState``; a
 is one class, one line in its registry (``JOB_ELIGIBILITY``, ``JOB_ORDERS``) and its name in
 the ``J2``/``J3`` enum of ``schemas/scheduler.schema.json``.
 
-* **J2** ``bind(state)`` returns ``None`` when every job is eligible (the engines then skip
-  the stage), or ``admit(job) -> bool``. The engines ask it at every cycle for each job that
-  has arrived tasks not yet admitted; a job refused returns to the incoming jobs and is asked
-  again at the next cycle (the paper's wording). Once admitted, a job stays admitted, and its
-  tasks join the task queue (T1 then waits for their parents). Eligibility may change only
-  at an event (an arrival, a finish, a machine state change): nothing wakes the engine for a
-  policy whose answer changes with time alone.
+* **J2** ``bind(state)`` returns ``None`` when every job is eligible (the event loop then
+  skips the stage), or ``admit(job) -> bool``. The event loop asks it at every cycle for
+  each job that has arrived tasks not yet admitted; a job refused returns to the incoming
+  jobs and is asked again at the next cycle (the paper's wording). Once admitted, a job
+  stays admitted, and its tasks join the task queue (T1 then waits for their parents).
+  Eligibility may change only at an event (an arrival, a finish, a machine state change):
+  nothing wakes the event loop for a policy whose answer changes with time alone.
 * **J3** ``job_keys(state)`` returns a static sort key per job index, or ``None`` for no
   job-level order: then the task queue is ordered by T2 alone across all jobs, as the SC18
   simulator does. With a key, jobs are served in key order (ties: job order in the
@@ -75,7 +75,7 @@ JOB_ELIGIBILITY: dict[str, type[JobEligibility]] = {
 
 
 class JobGate:
-    """The J2 mechanism both engines share: arrived tasks of jobs not admitted yet wait
+    """The J2 mechanism of the event loop: arrived tasks of jobs not admitted yet wait
     here, and join the queue when their job is admitted."""
 
     def __init__(self, admit: Admission, tasks: TaskTable) -> None:

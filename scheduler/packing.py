@@ -49,8 +49,15 @@ def spread(need: int, demand: Demand, machines: Iterable[int], free: Sequence[in
         shares.append(take)
         remaining -= take
         if remaining == 0:
-            taken = [tuple((dimension, -(-units * cores // need)) for dimension, units in demand)
-                     for cores in shares] if demand else []
-            return chosen, shares, taken
+            return chosen, shares, spread_demand(need, demand, shares)
     return None
+
+
+def spread_demand(need: int, demand: Demand, shares: Sequence[int]) -> list[Demand]:
+    """What each machine of a spread task gives of the resources beside cores: ``units x
+    its cores / all the cores``, rounded up (empty for a task asking for cores only)."""
+    if not demand:
+        return []
+    return [tuple((dimension, -(-units * cores // need)) for dimension, units in demand)
+            for cores in shares]
 

@@ -262,7 +262,7 @@ class Policy:
 
     @property
     def reserves(self) -> bool:
-        """Run by the reservation engine (``scheduler/backfilling.py``), not the greedy one."""
+        """Planned by the queue planners (``scheduler/backfilling.py``), not the SC18 greedy one."""
         return self.backfilling != "GREEDY"
 
     @property

@@ -158,7 +158,8 @@ CODES = (
     Code("schedule.no-allowed-machine", "error",
          "Under a scheduler's R2/R3 filters (the partitions that admit the task's group; "
          "the os, architecture and features the task or the operator asks for) fewer "
-         "machines that could hold a task are left than it needs: it could never start."),
+         "machines that could hold a task are left than it needs (for cores anywhere: "
+         "fewer cores in total): it could never start."),
     Code("schedule.partitions-ignored", "warning",
          "The environment has partitions (who may use which machines), and a scheduler's "
          "R2 policy (ALL) does not restrict tasks to the partitions that admit them."),

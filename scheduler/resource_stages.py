@@ -1,4 +1,4 @@
-"""The resource stages of the reference architecture as components of the SC18 engine:
+"""The resource stages of the reference architecture as components of the SC18 planner:
 R2/R3 (static filters: which machines a task may ever use: R2 by who submits it, R3 by
 what the machines are), R4 (dynamic filter: which of them have its resources free now) and
 R5 (selection among those).
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.scheduler.fitting import free_resources
 from dcx.scheduler.problem import (
+    CORE_UNITS,
     MachineRequirements,
     MachineTable,
     Problem,
@@ -207,7 +208,7 @@ def never_started(problem: Problem, policy: Policy) -> list[int]:
     return stuck
 
 
-def _cores_anywhere(problem: Problem, machines_for: Sequence[int], task: int) -> int:
+def _cores_anywhere(problem: Problem, machines_for: Sequence[int] | range, task: int) -> int:
     """The core units the machines ``machines_for`` could give a cores-anywhere task."""
     machines = problem.machines
     need, demand = problem.tasks.need[task], problem.tasks.demand[task]
@@ -251,12 +252,11 @@ def static_filter_diagnostics(problem: Problem, policies: Sequence[Policy],
         if admission is not None:
             wants.insert(0, admission)
         others = len(stuck) - 1
-        holding = _holding(problem, combine(static_filters(policy, problem)), first)
         diagnostics.append(error(
             f"under {policy.name}, task {tasks.ids[first]!r} of job "
             f"{problem.job_ids[job]!r} could never start: {' and '.join(wants) or 'R2/R3'}, "
-            f"and {holding} machine(s) meeting that could hold it, where it needs "
-            f"{tasks.nodes[first]}" + (f" ({others} other task(s) likewise)" if others else ""),
+            f"and {_what_is_left(problem, policy, first)}"
+            + (f" ({others} other task(s) likewise)" if others else ""),
             "schedule.no-allowed-machine", pointer=f"/jobs/{job}/tasks/{position}",
             hint="admit its group to partitions with enough machines, or schedule with R2 "
                  "ALL to ignore partitions" if admission is not None and asked is None else
@@ -279,6 +279,22 @@ def static_filter_diagnostics(problem: Problem, policies: Sequence[Policy],
             "schedule.partitions-ignored",
             hint="add +R2-PARTITION to the scheduler name to honour them"))
     return diagnostics, blocked
+
+
+def _what_is_left(problem: Problem, policy: Policy, task: int) -> str:
+    """What the filters leave a task that could never start, against what it needs: whole
+    machines for a whole-node task, cores in all for a cores-anywhere one."""
+    allowed = combine(static_filters(policy, problem))
+    tasks = problem.tasks
+    if tasks.is_anywhere(task):
+        machines_for = allowed(task) if allowed is not None else None
+        if machines_for is None:
+            machines_for = range(len(problem.machines))
+        cores = _cores_anywhere(problem, machines_for, task) / CORE_UNITS
+        return (f"the machines meeting that have {cores:g} core(s) to give it, where it "
+                f"needs {tasks.need[task] / CORE_UNITS:g} core(s) in total")
+    return (f"{_holding(problem, allowed, task)} machine(s) meeting that could hold it, "
+            f"where it needs {tasks.nodes[task]}")
 
 
 def _admission(problem: Problem, policy: Policy, task: int) -> str | None:

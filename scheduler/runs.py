@@ -7,7 +7,6 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dcx.scheduler.backfilling import simulate_reserving
 from dcx.scheduler.engine import Schedule, simulate, time_model
 from dcx.scheduler.metrics import RunMetrics, compute_metrics
 from dcx.scheduler.policies import Policy
@@ -38,13 +37,8 @@ def run_policy(
     measure_stages: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> Run:
-    """``progress``, when given, is told now and then how many tasks have arrived."""
-    if policy.reserves:
-        if model_name != "event":
-            raise ValueError(f"{policy.name} runs under the event time model only")
-        schedule = simulate_reserving(problem, policy, progress)
-    else:
-        schedule = simulate(
-            problem, policy, time_model(model_name), effective_seed(policy, seed),
-            measure_stages, progress)
+    """``progress``, when given, is told now and then how many tasks have arrived.
+    ``ValueError`` for a reserving policy under a time model other than ``event``."""
+    schedule = simulate(problem, policy, time_model(model_name), effective_seed(policy, seed),
+                        measure_stages, progress)
     return Run(schedule, compute_metrics(problem, schedule))

@@ -2,15 +2,17 @@
 and every other resource the problem schedules), the running tasks with their expected and
 real finish times, and the queue.
 
-``SchedulerState`` holds what both engines share. Each engine extends it with its queue and
-its running set: ``CycleState`` (the SC18 engine, ``engine.py``) with the ready queue its T2
-policy built, ``ReservingState`` (the reservation engine, ``backfilling.py``) with a queue
-sorted on a static key, the running tasks sorted by expected end, and the reservations.
-Every stage can ask any state for ``running_tasks()``.
+``SchedulerState`` holds what every planner shares with the event loop (``engine.py``).
+Each planner extends it with its queue and its running set: ``CycleState`` (the SC18
+planner, ``planners/sc18.py``) with the ready queue its T2 policy built, ``ReservingState``
+(the queue planners: strict, EASY, conservative; ``backfilling.py``) with a queue sorted on
+a static key, the running tasks sorted by expected end, and the reservations. Every stage
+can ask any state for ``running_tasks()``.
 
-Mechanism (placing, releasing, requeueing after a failure) lives in the engines and in the
-methods here; policy (which task, which machines, who may jump the queue) lives in the
-stage components, which read this state.
+Mechanism (time, arrivals, finishes, machine events, requeueing after a failure) lives in
+the event loop; placing and releasing in the planners and the methods here; policy (which
+task, which machines, who may jump the queue) in the stage components, which read this
+state.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dcx.scheduler.packing import spread_demand
 from dcx.scheduler.problem import CORE_UNITS, MachineTable, TaskTable
 
 if TYPE_CHECKING:
@@ -43,12 +46,15 @@ class Reservation:
     shares: tuple[int, ...] | None = None
     """A cores-anywhere task spread over ``machines``: the core units on each (``None``:
     its ``need`` on each)."""
+    taken: tuple[Demand, ...] | None = None
+    """What each of ``machines`` gives of the resources beside cores, for a profile that
+    plans them (``None``: cores only)."""
 
 
 @dataclass(kw_only=True)
 class SchedulerState:
     """Lists are indexed by task or by machine (the ``Problem``'s indices). A stage may read
-    everything; only the engine's mechanism changes it."""
+    everything; only the event loop and the planner change it."""
 
     now: float
     tasks: TaskTable
@@ -80,12 +86,13 @@ class SchedulerState:
     """Tasks spread over several machines (cores anywhere, ``packing.py``): the core units
     on each of their ``placed_on`` machines, kept after they end. A task not in it has its
     ``need`` on each."""
-    spread_demand: dict[int, tuple[Demand, ...]] = field(default_factory=dict)
-    """Spread tasks asking for resources beside cores: what each of their machines gives."""
     allowed: Callable[[int], Sequence[int] | None] | None = None
     """R2/R3: ``task -> the machines it may ever use`` (``None``: every machine); ``None``
-    when no static filter restricts any task. Set by an engine that reads it through
-    ``open_for`` and ``fitting`` (the reservation engine)."""
+    when no static filter restricts any task. Set by a planner that reads it through
+    ``open_for`` and ``fitting`` (the queue planners)."""
+    started: list[int] = field(default_factory=list)
+    """Tasks the planner started in the current cycle, in order (the event loop schedules
+    their ends and empties it)."""
 
     @property
     def open_machines(self) -> list[int]:
@@ -99,16 +106,47 @@ class SchedulerState:
         usable = self.usable
         return [machine for machine in machines if usable[machine]]
 
-    def fitting(self, task: int, free: list[int] | None = None) -> list[int]:
+    def fitting(self, task: int, free: list[int] | None = None,
+                extra: Sequence[Sequence[int]] | None = None) -> list[int]:
         """R4: usable machines (in topology order) the task may use, with its cores free in
-        ``free`` (the current free cores by default)."""
+        ``free`` and every other resource it asks for free in ``extra`` (the current free
+        amounts by default)."""
         view = self.free if free is None else free
         need = self.need[task]
         machines = self.allowed(task) if self.allowed is not None else None
         if machines is None:
-            return [m for m, flag in enumerate(self.usable) if flag and view[m] >= need]
-        usable = self.usable
-        return [m for m in machines if usable[m] and view[m] >= need]
+            fitting = [m for m, flag in enumerate(self.usable) if flag and view[m] >= need]
+        else:
+            usable = self.usable
+            fitting = [m for m in machines if usable[m] and view[m] >= need]
+        if self.demand and self.demand[task]:
+            columns = self.extra_free if extra is None else extra
+            for dimension, units in self.demand[task]:
+                column = columns[dimension]
+                fitting = [m for m in fitting if column[m] >= units]
+        return fitting
+
+    def taken_on(self, task: int, machines: Sequence[int],
+                 shares: Sequence[int] | None) -> Sequence[Demand]:
+        """What each of ``machines`` gives the task of the resources beside cores: its
+        demand on each, or for a spread task each machine's share (``packing.py``)."""
+        if not self.demand or not self.demand[task]:
+            return ()
+        if shares is None:
+            return (self.demand[task],) * len(machines)
+        return spread_demand(self.need[task], self.demand[task], shares)
+
+    def shift_resources(self, task: int, machines: Sequence[int],
+                        shares: Sequence[int] | None, sign: int) -> None:
+        """A placement takes (``sign`` -1), a finish or failure gives back (+1), the
+        resources beside cores the task holds on each of its machines."""
+        extra_free = self.extra_free
+        taken = self.taken_on(task, machines, shares)
+        if not taken:
+            return  # it asks for cores only
+        for machine, amounts in zip(machines, taken, strict=True):
+            for dimension, units in amounts:
+                extra_free[dimension][machine] += sign * units
 
     def running_tasks(self) -> list[tuple[float, int]]:
         """Running tasks as ``(expected end, task)``, earliest expected end first (their
@@ -121,7 +159,7 @@ class SchedulerState:
 
     def lost_with(self, machine: int, at: float) -> list[int]:
         """T11: the running tasks a failure of ``machine`` at ``at`` takes down (those not
-        finished by then), in task order: the order both engines queue them again."""
+        finished by then), in task order: the order the event loop queues them again."""
         placed_on, finish_s = self.placed_on, self.finish_s
         return sorted(task for _, task in self.running_tasks()
                       if machine in placed_on[task] and finish_s[task] > at)
@@ -142,13 +180,13 @@ class SchedulerState:
 
 @dataclass(kw_only=True)
 class CycleState(SchedulerState):
-    """The SC18 engine's state: the ready queue (eligible tasks in the T2 policy's order,
+    """The SC18 planner's state: the ready queue (eligible tasks in the T2 policy's order,
     the J3 job order on top when one is declared) and the machines that may receive tasks
     as a list, changed in place so the stages bound to it see every change."""
 
     ready: ReadyQueue
     running: dict[int, None] = field(default_factory=dict)
-    """The running tasks, in the order they started (an insertion-ordered set: the engine
+    """The running tasks, in the order they started (an insertion-ordered set: the planner
     adds and removes one per task, and sorts only when a stage asks)."""
     open_list: list[int]
     """The usable machines in topology order (``open_machines``, kept up to date)."""
@@ -156,13 +194,11 @@ class CycleState(SchedulerState):
     def running_tasks(self) -> list[tuple[float, int]]:
         expected_end = self.expected_end_s
         return sorted((expected_end[task], task) for task in self.running)
-    arrived: bytearray
-    """1 for a task that arrived and whose job passed J2: it waits only for its parents."""
 
 
 @dataclass(kw_only=True)
 class ReservingState(SchedulerState):
-    """The reservation engine's state: a queue sorted on the T2 (and J3) key, and the
+    """The queue planners' state: a queue sorted on the T2 (and J3) key, and the
     reservations the backfilling component made."""
 
     expected_duration: Callable[[int, int], float]
@@ -173,7 +209,7 @@ class ReservingState(SchedulerState):
     queue: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
     """Waiting eligible tasks as ``(policy key, task)``, in policy order."""
     enqueued: list[tuple[tuple[float, ...], int]] = field(default_factory=list)
-    """The queue entries added since the component's last pass (the engine empties it after
+    """The queue entries added since the component's last pass (the planner empties it after
     each pass): what EASY scans when nothing else changed."""
     running: list[tuple[float, int]] = field(default_factory=list)
     """Running tasks as ``(expected end, task)``, earliest expected end first."""
@@ -181,11 +217,14 @@ class ReservingState(SchedulerState):
     first_reservation_s: list[float] = field(default_factory=list)
     """The first reservation each task was given (NaN: none): what the backfilling
     guarantees are checked against."""
-    started: list[int] = field(default_factory=list)
-    """Tasks started in the current pass, in order (the event loop schedules their ends)."""
-
     def running_tasks(self) -> list[tuple[float, int]]:
         return self.running
+
+    @property
+    def one_pool(self) -> bool:
+        """One scheduling machine, cores only, no filter: the planners' plain-number paths
+        apply."""
+        return len(self.capacity) == 1 and self.allowed is None and not self.extra_free
 
     def add_running(self, task: int) -> None:
         bisect.insort(self.running, (self.expected_end_s[task], task))
@@ -229,6 +268,8 @@ class ReservingState(SchedulerState):
                 self.free[machine] -= need
             expected = self.expected_length(task, chosen)
             real = max(self.real_duration(task, m) for m in chosen)
+        if self.extra_free:
+            self.shift_resources(task, chosen, shares, -1)
         self.start_s[task] = now
         self.expected_end_s[task] = now + expected
         self.finish_s[task] = now + real
@@ -238,8 +279,11 @@ class ReservingState(SchedulerState):
         self.started.append(task)
 
     def release(self, task: int) -> None:
-        """The task ended or was taken off a failed machine: its cores are free again."""
+        """The task ended or was taken off a failed machine: its cores (and every other
+        resource it held) are free again."""
         shares = self.shares.get(task) if self.shares else None
+        if self.extra_free:
+            self.shift_resources(task, self.placed_on[task], shares, +1)
         if shares is not None:
             for machine, cores in zip(self.placed_on[task], shares, strict=True):
                 self.free[machine] += cores

@@ -1,6 +1,6 @@
 """R2 on who submits a task: ``PARTITION`` places a task only on the machines of the
 partitions that admit its group (``Environment.partitions``, read from Slurm's
-``PartitionName`` lines), in both engines, on schedules computed by hand; a task no
+``PartitionName`` lines), under every planner, on schedules computed by hand; a task no
 partition admits enough machines for is reported before any run, by the API and by
 ``dcx schedule``; a property: no task ever starts on a machine that no partition admitting
 it holds."""
@@ -21,6 +21,7 @@ from dcx.core.model import (
     Job,
     Machine,
     Partition,
+    Placement,
     ProcessingUnit,
     Rack,
     ResourceRequest,
@@ -36,8 +37,8 @@ from dcx.scheduler.resource_stages import never_started, static_filter_diagnosti
 from dcx.scheduler.runs import run_policy
 
 BACKFILLING = ("FIFO-FIRSTFIT", "FCFS", "FCFS-EASY", "FCFS-CONSERVATIVE")
-"""One scheduler per kind of backfilling: GREEDY (the SC18 engine), STRICT, EASY and
-CONSERVATIVE (the reservation engine)."""
+"""One scheduler per kind of backfilling: GREEDY (the SC18 planner), STRICT, EASY and
+CONSERVATIVE (the queue planners)."""
 
 
 def _environment(*partitions: Partition) -> Environment:
@@ -107,6 +108,19 @@ def test_without_partitions_authorization_restricts_nothing() -> None:
     schedule = run_policy(problem, _with_r2("FCFS-EASY")).schedule
     assert schedule.machines[:4] == [(0,), (1,), (2,), (3,)]
     assert static_filter_diagnostics(problem, [parse_policy("FCFS-EASY")]) == ([], set())
+
+
+def test_a_cores_anywhere_task_the_partitions_leave_short_is_counted_in_cores() -> None:
+    """Four processors anywhere for a student, whose group only n3 (one core) admits: the
+    message weighs the cores the allowed machines have against the cores it needs."""
+    processors = Task("wide", 0.0, 10.0, requested_time_s=10.0, group="students",
+                      request=ResourceRequest(nodes=4, cores=1, placement=Placement.CORES))
+    problem = _problem((processors,), _environment(*STAFF_AND_OPEN))
+    found, blocked = static_filter_diagnostics(problem, [_with_r2("FCFS-EASY")])
+    assert blocked == {"FCFS-EASY+R2-PARTITION"}
+    assert "the machines meeting that have 1 core(s) to give it, where it needs 4 core(s) " \
+        "in total" in found[0].message
+    assert "machine(s) with" not in found[0].message
 
 
 def test_account_and_qos_lists_admit_no_task_and_deny_lists_deny_none() -> None:

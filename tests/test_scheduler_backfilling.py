@@ -1,4 +1,4 @@
-"""The reservation engine (strict FCFS, EASY and conservative backfilling) on the worked
+"""The queue planners (strict FCFS, EASY and conservative backfilling) on the worked
 examples of ``notes/backfilling.md`` and on generated workloads; scheduler declarations;
 the batch-scheduling metrics."""
 
@@ -26,8 +26,8 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.scheduler import backfilling
-from dcx.scheduler.backfilling import simulate_reserving
 from dcx.scheduler.declaration import load_declaration, shipped_declarations
+from dcx.scheduler.engine import simulate
 from dcx.scheduler.metrics import compute_metrics
 from dcx.scheduler.policies import all_policies, parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
@@ -82,7 +82,7 @@ def test_example_1_a_wide_head_a_short_job_backfilled_a_long_one_not(
         makespan: float) -> None:
     problem = _problem(EXAMPLE_1, machines=4)
     if parse_policy(policy).reserves:
-        schedule = simulate_reserving(problem, parse_policy(policy))
+        schedule = simulate(problem, parse_policy(policy))
     else:
         from dcx.scheduler.runs import run_policy
         schedule = run_policy(problem, parse_policy(policy)).schedule
@@ -94,7 +94,7 @@ def test_example_1_a_wide_head_a_short_job_backfilled_a_long_one_not(
 
 def test_example_1_bounded_slowdown_of_the_overtaken_job(planning: str) -> None:
     problem = _problem(EXAMPLE_1, machines=4)
-    metrics = compute_metrics(problem, simulate_reserving(problem, parse_policy("FCFS-EASY")))
+    metrics = compute_metrics(problem, simulate(problem, parse_policy("FCFS-EASY")))
     j4 = next(row for row in metrics.tasks if row.task_id == 4)
     assert j4.turnaround_s == 12  # response 12, run 2: slowdown 6, bounded 12 / 10
     summary = metrics.summary
@@ -111,7 +111,7 @@ def test_example_1_bounded_slowdown_of_the_overtaken_job(planning: str) -> None:
 def test_example_2_early_finish_compresses_the_schedule(planning: str, policy: str,
                                                         starts: list[float]) -> None:
     problem = _problem(EXAMPLE_2, machines=4)
-    schedule = simulate_reserving(problem, parse_policy(policy))
+    schedule = simulate(problem, parse_policy(policy))
     assert schedule.start_s == starts
     if policy == "FCFS-CONSERVATIVE":
         assert schedule.reserved_s[1] == 10  # the reservation J2 was given on arrival
@@ -137,15 +137,15 @@ def test_example_3_a_backfilled_job_avoids_the_machine_the_head_is_due_on(policy
     # machines A, B with 4 cores; a job must fit on one machine; FirstFit
     jobs = [(0, 10, 10, 3), (0, 20, 20, 2), (1, 10, 10, 4), (2, 30, 30, 1)]
     problem = _problem(jobs, machines=2, cores=4, width_is_cores=True)
-    schedule = simulate_reserving(problem, parse_policy(policy))
+    schedule = simulate(problem, parse_policy(policy))
     assert schedule.start_s == [0, 0, 10, 2]
     assert schedule.machines == [(0,), (1,), (0,), (1,)]
 
 
 def test_easy_and_conservative_differ_where_easy_lets_a_job_overtake() -> None:
     problem = _problem(EXAMPLE_1, machines=4)
-    easy = simulate_reserving(problem, parse_policy("FCFS-EASY")).start_s
-    conservative = simulate_reserving(problem, parse_policy("FCFS-CONSERVATIVE")).start_s
+    easy = simulate(problem, parse_policy("FCFS-EASY")).start_s
+    conservative = simulate(problem, parse_policy("FCFS-CONSERVATIVE")).start_s
     assert (easy[3], easy[4]) == (13, 4)  # J5 overtakes J4
     assert (conservative[3], conservative[4]) == (5, 13)  # J4 keeps its reservation
 
@@ -156,14 +156,14 @@ def test_sjf_easy_reserves_again_when_an_arrival_overtakes_the_head_and_starts(
     holding a core past J2's shadow (10). J2 still starts at 10 only if its shadow is taken
     again then: with J3's core gone there is no extra, so J4 (long, behind J2) must wait."""
     jobs = [(0, 10, 10, 2), (1, 5, 5, 3), (8, 4, 4, 1), (9, 6, 6, 1)]
-    schedule = simulate_reserving(_problem(jobs, 4), parse_policy("SJF-EASY"))
+    schedule = simulate(_problem(jobs, 4), parse_policy("SJF-EASY"))
     assert schedule.start_s == [0, 10, 8, 12]
     assert schedule.reserved_s[1] == 10
 
 
 def test_a_job_reaching_its_requested_time_is_cut_there() -> None:
     problem = _problem([(0, 50, 20, 1)], machines=1)
-    schedule = simulate_reserving(problem, parse_policy("FCFS-EASY"))
+    schedule = simulate(problem, parse_policy("FCFS-EASY"))
     assert schedule.finish_s == [20] and schedule.killed == 1
 
 
@@ -209,7 +209,7 @@ def test_reserving_schedules_keep_their_guarantees(
     jobs, machines, cores, width_is_cores = case
     problem = _problem(jobs, machines, cores, width_is_cores)
     policy = parse_policy(name)
-    schedule = simulate_reserving(problem, policy)
+    schedule = simulate(problem, policy)
     tasks = problem.tasks
     assert schedule.unfinished == 0
     _never_over_allocated(problem, schedule.start_s, schedule.finish_s, schedule.machines)
@@ -246,8 +246,8 @@ def test_a_job_easy_starts_out_of_order_does_not_delay_the_head(
     the head still starts by its reservation."""
     jobs, machines, cores, width_is_cores = case
     problem = _problem(jobs, machines, cores, width_is_cores)
-    schedule = simulate_reserving(problem, parse_policy("FCFS-EASY"))
-    strict = simulate_reserving(problem, parse_policy("FCFS"))
+    schedule = simulate(problem, parse_policy("FCFS-EASY"))
+    strict = simulate(problem, parse_policy("FCFS"))
     starts, requested = schedule.start_s, problem.tasks.requested_s
     for head, promised in enumerate(schedule.reserved_s):
         if math.isnan(promised):
@@ -319,7 +319,7 @@ def test_t11_a_failed_machine_gives_its_tasks_back_to_the_queue(policy: str) -> 
                           for n in (1, 2, 3)))
     problem = compile_problem(work, env).problem
     assert problem is not None
-    schedule = simulate_reserving(problem, parse_policy(policy))
+    schedule = simulate(problem, parse_policy(policy))
     # task 1 ran on m0 from 0 to the failure at 4 and restarts on m1 after task 2 ends
     assert schedule.machines[0] == (1,) and schedule.attempts[0] == 1
     assert schedule.lost_core_s == 4

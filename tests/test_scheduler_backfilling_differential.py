@@ -1,4 +1,4 @@
-"""The reservation engine's shortcuts against the plain rules they stand for, on generated
+"""The queue planners' shortcuts against the plain rules they stand for, on generated
 workloads: every schedule must be identical.
 
 ``PlainEasy`` is EASY as the engine ran it before its shortcuts: the shadow walked from the
@@ -36,18 +36,16 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.scheduler import backfilling
-from dcx.scheduler.backfilling import (
-    ConservativeBackfilling,
+from dcx.scheduler.engine import Schedule, simulate
+from dcx.scheduler.loading import load_problem
+from dcx.scheduler.planners.conservative import ConservativeBackfilling, _Profile
+from dcx.scheduler.planners.easy import (
     EasyBackfilling,
-    _Profile,
     _Shadow,
     _shadow_from_back,
     _shadow_from_front,
-    simulate_reserving,
-    start_from_front,
 )
-from dcx.scheduler.engine import Schedule
-from dcx.scheduler.loading import load_problem
+from dcx.scheduler.planners.strict import start_from_front
 from dcx.scheduler.policies import parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
 from dcx.scheduler.state import Reservation, ReservingState
@@ -157,11 +155,11 @@ def _assert_identical(fast: Schedule, plain: Schedule) -> None:
 def _both(problem: Problem, name: str, monkeypatch: pytest.MonkeyPatch,
           ) -> tuple[Schedule, Schedule]:
     policy = parse_policy(name)
-    fast = simulate_reserving(problem, policy)
+    fast = simulate(problem, policy)
     with monkeypatch.context() as patched:
         patched.setitem(backfilling.COMPONENTS, policy.backfilling,
                         PLAIN[policy.backfilling])
-        plain = simulate_reserving(problem, policy)
+        plain = simulate(problem, policy)
     return fast, plain
 
 
@@ -261,5 +259,5 @@ def test_the_comparison_tells_a_stale_shadow_apart(monkeypatch: pytest.MonkeyPat
     fast, plain = _both(problem, "FCFS-EASY", monkeypatch)
     _assert_identical(fast, plain)
     monkeypatch.setitem(backfilling.COMPONENTS, "EASY", StaleEasy)
-    stale = simulate_reserving(problem, parse_policy("FCFS-EASY"))
+    stale = simulate(problem, parse_policy("FCFS-EASY"))
     assert not _same(fast.start_s, stale.start_s)

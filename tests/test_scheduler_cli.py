@@ -180,26 +180,31 @@ def test_backfilling_under_the_sc18_time_model_is_a_usage_error(
     assert "event time model" in capsys.readouterr().err
 
 
-MEMORY_SWF = ("1 0 0 10 1 -1 -1 1 10 4096 1 1 1 -1 1 -1 -1 -1\n"
-              "2 5 0 10 1 -1 -1 1 10 4096 1 1 1 -1 1 -1 -1 -1\n")
+MEMORY_SWF = ("1 0 0 10 2 -1 -1 2 10 524288 1 1 1 -1 1 -1 -1 -1\n"
+              "2 1 0 10 1 -1 -1 1 10 262144 1 1 1 -1 1 -1 -1 -1\n")
+"""Job 1 takes 2 of 4 cores and all 1,024 MB (512 MB per processor); job 2 fits the free
+cores but not the memory: it waits for job 1 (wait 9 s, mean 4.5 s)."""
+ONE_MACHINE = ('{"environment": {"datacenters": [{"rooms": [{"type": "SERVER", "objects": '
+               '[{"type": "RACK", "units": [{"type": "MACHINE", "id": 1, "cpus": [{"cores": '
+               '4}], "memory": [{"capacity": 1024}]}]}]}]}]}}')
 
 
-def test_a_scheduler_that_cannot_run_the_input_says_so_and_the_others_run(
+def test_every_scheduler_places_memory_backfilling_included(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Memory on machines that declare it: the backfilling scheduler places cores only, so
-    it says it does not run; the SC18 one runs; exit 0. Alone, it leaves nothing: exit 1."""
+    """Memory on machines that declare it: the SC18, strict, EASY and conservative
+    schedulers all keep job 2 off the machine until job 1 gives its memory back."""
     trace = tmp_path / "memory.swf"
     trace.write_text(MEMORY_SWF)
-    environment = Path(__file__).resolve().parents[1] / "examples" / "environment" / \
-        "small-cluster.json"
+    environment = tmp_path / "one.json"
+    environment.write_text(ONE_MACHINE)
     assert run(["schedule", str(trace), "--env", str(environment), "--policy",
-                "FCFS-EASY,FIFO-FIRSTFIT", "--output", "json"]) == 0
+                "FCFS-EASY,FIFO-FIRSTFIT,FCFS-CONSERVATIVE,FCFS", "--output", "json"]) == 0
     captured = capsys.readouterr()
-    assert [item["policy"] for item in json.loads(captured.out)["runs"]] == ["FIFO-FIRSTFIT"]
-    assert captured.err.count("FCFS-EASY place(s) and reserve(s) cores only") == 1
-    assert run(["schedule", str(trace), "--env", str(environment), "--policy",
-                "FCFS-EASY"]) == 1
-    assert capsys.readouterr().out == ""
+    runs = json.loads(captured.out)["runs"]
+    assert [item["policy"] for item in runs] == [
+        "FCFS-EASY", "FIFO-FIRSTFIT", "FCFS-CONSERVATIVE", "FCFS"]
+    assert [item["metrics"]["wait_mean_s"] for item in runs] == [4.5] * 4
+    assert "error" not in captured.err
 
 
 def test_unknown_runtimes_run_for_their_requested_time_and_one_warning_counts_them(

@@ -39,7 +39,8 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.scheduler import backfilling
-from dcx.scheduler.backfilling import ConservativeBackfilling, EasyBackfilling
+from dcx.scheduler.planners.conservative import ConservativeBackfilling
+from dcx.scheduler.planners.easy import EasyBackfilling
 from dcx.scheduler.policies import parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
 from dcx.scheduler.runs import run_policy

@@ -1,6 +1,6 @@
 """R3 on what each task asks of its machines (``ResourceRequest.os``, ``arch``, ``features``):
 ``MATCH`` (the task's own requirements) and ``REQUIRE`` (the operator's and the task's) in
-both engines, on schedules computed by hand; a task no allowed machine could hold is
+every planner, on schedules computed by hand; a task no allowed machine could hold is
 reported before any run; a property: no task ever starts on a machine that does not meet
 its request."""
 
@@ -35,8 +35,8 @@ from dcx.scheduler.resource_stages import never_started, static_filter_diagnosti
 from dcx.scheduler.runs import run_policy
 
 BACKFILLING = ("FIFO-FIRSTFIT", "FCFS", "FCFS-EASY", "FCFS-CONSERVATIVE")
-"""One scheduler per kind of backfilling: GREEDY (the SC18 engine), STRICT, EASY and
-CONSERVATIVE (the reservation engine)."""
+"""One scheduler per kind of backfilling: GREEDY (the SC18 planner), STRICT, EASY and
+CONSERVATIVE (the queue planners)."""
 
 
 def _environment(*machines: Machine,
@@ -306,8 +306,9 @@ def test_dcx_schedule_refuses_a_task_no_allowed_machine_can_hold(
     assert code == 1
     assert captured.out == ""
     assert f"{trace}: error: /jobs/0/tasks/0: under FCFS-EASY+R3-REQUIRE[features=gpu], " \
-        "task 1 of job 0 could never start: the operator for features=gpu, and 0 machine(s) " \
-        "meeting that could hold it, where it needs 1 (2 other task(s) likewise)" in captured.err
+        "task 1 of job 0 could never start: the operator for features=gpu, and the machines " \
+        "meeting that have 0 core(s) to give it, where it needs 1 core(s) in total (2 other " \
+        "task(s) likewise)" in captured.err
 
 
 def _parquet_workload(tmp_path: Path, *tasks: Task) -> Path:

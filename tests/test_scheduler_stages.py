@@ -1,4 +1,4 @@
-"""Stages as components: J2 (job eligibility) and J3 (job ordering) in both engines, on
+"""Stages as components: J2 (job eligibility) and J3 (job ordering) under every planner, on
 schedules computed by hand; the declaration vocabulary against the component registries;
 a new policy as one class."""
 
@@ -81,7 +81,7 @@ THREE_JOBS = {"A": (_task("a1", 0, 10), _task("a2", 0, 10)),
     ("SRTF-FIRSTFIT", {"b1": 0, "a1": 5, "a2": 15, "c1": 25}),
     # jobs by submission (all at 0: workload order), SRTF inside each job
     ("SRTF-FIRSTFIT+J3-FCFS", {"a1": 0, "a2": 10, "b1": 20, "c1": 25}),
-    # the reservation engine keys its queue the same way: strict SJF order of jobs
+    # the queue planners key its queue the same way: strict SJF order of jobs
     ("FCFS+J3-SJF", {"b1": 0, "c1": 5, "a1": 17, "a2": 27}),
     ("FCFS-EASY+J3-LJF", {"a1": 0, "a2": 10, "c1": 20, "b1": 32}),
 ])

@@ -1,0 +1,1 @@
+"""The planners the event loop calls, one file each."""
