@@ -213,9 +213,9 @@ def _runnable(found: Plan, pair: Pair, problem: Problem, workload: Path,
               report: Callable[[Diagnostic], None]) -> bool:
     """What ``dcx schedule`` says once per workload about the pair's schedulers: a warning
     when requested times stand in from runtimes for a scheduler that reads them, an error
-    (and those cells left out) when a reserving scheduler meets resources beyond cores or
-    when under a scheduler's R2/R3 filters a task could never start."""
-    from dcx.core.diagnostics import error, warning
+    (and those cells left out) when under a scheduler's R2/R3 filters a task could never
+    start."""
+    from dcx.core.diagnostics import warning
     from dcx.scheduler.resource_stages import static_filter_diagnostics
 
     cells = found.pending[pair]
@@ -229,16 +229,6 @@ def _runnable(found: Plan, pair: Pair, problem: Problem, workload: Path,
             f"{missing} of {len(problem.tasks)} task(s) have no requested time; their "
             "runtime stands in (an exact estimate)", "schedule.runtime-as-requested",
         ).at(str(workload)))
-    reserving = sorted({p.name for p in policies if p.reserves})
-    if reserving and problem.machines.dimensions:
-        names = ", ".join(d.name for d in problem.machines.dimensions)
-        report(error(
-            f"{', '.join(reserving)} place(s) and reserve(s) cores only, and these tasks also "
-            f"ask for {names} on {pair[1]}; their cells are left out",
-            "schedule.reservation-resources").at(str(workload)))
-        found.pending[pair] = [(cell, task) for cell, task in cells
-                               if not task.policy.reserves]
-        return False
     diagnostics, blocked = static_filter_diagnostics(
         problem, sorted(policies, key=lambda policy: policy.name))
     for diagnostic in diagnostics:

@@ -87,10 +87,6 @@ if TYPE_CHECKING:
 CODES = (
     Code("schedule.runtime-as-requested", "warning",
          "Tasks have no requested time; their runtime stands in (an exact estimate)."),
-    Code("schedule.reservation-resources", "error",
-         "An experiment does not run its reserving schedulers (STRICT, EASY, CONSERVATIVE) "
-         "on a workload that asks for memory, GPUs or named resources (the other "
-         "schedulers of the cell still run); dcx schedule runs them."),
 )
 
 _NAN = float("nan")
