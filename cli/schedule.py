@@ -53,8 +53,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--env", metavar="ENVIRONMENT", help="topology file (environment "
                         "JSON, OpenDC setup.json, …; '-' for stdin); optional when WORKLOAD "
                         "has machines (a Haizea site, an SWF MaxProcs/MaxNodes header)")
-    parser.add_argument("--policy", metavar="NAME[,NAME…]",
-                        help="comma-separated schedulers: SRTF-BESTFIT (SC18), FCFS, "
+    parser.add_argument("--policy", action="append", metavar="NAME[,NAME…]",
+                        help="comma-separated schedulers, and --policy may be repeated: "
+                        "SRTF-BESTFIT (SC18), FCFS, "
                         "FCFS-EASY, FCFS-CONSERVATIVE, SJF-EASY, …, or the name a scheduler "
                         "file in schedulers/ declares (FCFS-EASY-PARTITION); a +STAGE-POLICY "
                         "suffix "
@@ -85,13 +86,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _policies(text: str | None, files: list[str]) -> list[Policy]:
+def _policies(given: list[str] | None, files: list[str]) -> list[Policy]:
     from dcx.scheduler.declaration import load_declaration
     from dcx.scheduler.policies import parse_policy
 
-    if text is None:
-        text = "" if files else "SRTF-BESTFIT"
-    names = [name for name in text.split(",") if name.strip()]
+    if given is None:
+        given = [] if files else ["SRTF-BESTFIT"]
+    names = [name for text in given for name in text.split(",") if name.strip()]
     if not names and not files:
         raise ValueError("--policy names no policy")
     chosen = [_named_policy(name, parse_policy) for name in names]
@@ -186,25 +187,27 @@ def write_outputs(folder: Path, runs: list[Run], title: str) -> None:
     write_plots(folder, runs, title)
 
 
-def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str) -> set[str]:
+def _say_what_stands_in(problem: Any, policies: list[Policy], workload: str,
+                        quiet: bool) -> set[str]:
     """Once per invocation: which requested times the runtime stands in for, when a policy
     reads requested times (SJF, LJF, backfilling), and what the policies' R2/R3 filters make
-    of what tasks ask of their machines. Returns the names of the policies that cannot run
-    the problem, each said on stderr: one under whose filters a task could never start. The
-    others still run."""
+    of what tasks ask of their machines (warnings unless ``quiet``). Returns the names of the
+    policies that cannot run the problem, each said on stderr: one under whose filters a
+    task could never start. The others still run."""
     from dcx.core.diagnostics import warning
     from dcx.scheduler.resource_stages import static_filter_diagnostics
 
     readers = [p for p in policies if p.reserves or p.task_order in ("SJF", "LJF")]
     missing = problem.tasks.requested_from_runtime
-    if readers and missing:
+    if readers and missing and not quiet:
         print(warning(
             f"{missing} of {len(problem.tasks)} task(s) have no requested time; their "
             "runtime stands in (an exact estimate)", "schedule.runtime-as-requested",
         ).at(workload).render(), file=sys.stderr)
     found, blocked = static_filter_diagnostics(problem, policies)
     for diagnostic in found:
-        print(diagnostic.at(workload).render(), file=sys.stderr)
+        if diagnostic.is_error or not quiet:
+            print(diagnostic.at(workload).render(), file=sys.stderr)
     return blocked
 
 
@@ -305,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
         if any(d.code == "schedule.no-environment" for d in loaded.diagnostics):
             return EXIT_USAGE  # a missing --env is a usage error, not a bad workload
         return EXIT_INVALID
-    refused = _say_what_stands_in(loaded.problem, policies, args.workload)
+    refused = _say_what_stands_in(loaded.problem, policies, args.workload, quiet)
     policies = [policy for policy in policies if policy.name not in refused]
     if not policies:
         return EXIT_INVALID  # no scheduler could run it; each said why

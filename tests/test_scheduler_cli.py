@@ -290,3 +290,19 @@ def test_a_gantt_chart_has_one_rectangle_per_bar_on_its_machine_row() -> None:
     fills = re.findall(r"fill: (#[0-9a-f]{6})", group)
     assert fills[0] == fills[3] != fills[1] != fills[2]
     assert ">a<" in svg and ">c<" in svg and ">b<" not in svg  # rows of machines with bars
+
+
+def test_policy_may_be_repeated_and_quiet_keeps_warnings_off(
+        files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    trace, setup = files
+    assert run(["schedule", str(trace), "--env", str(setup), "--policy", "FCFS-EASY",
+                "--policy", "SJF-EASY,FIFO-FIRSTFIT", "--output", "json"]) == 0
+    captured = capsys.readouterr()
+    runs = json.loads(captured.out)["runs"]
+    assert [entry["policy"] for entry in runs] == ["FCFS-EASY", "SJF-EASY", "FIFO-FIRSTFIT"]
+    assert "their runtime stands in (an exact estimate)" in captured.err
+    from dcx.cli.main import main
+
+    assert main(["schedule", str(trace), "--env", str(setup), "--policy", "FCFS-EASY",
+                 "-q"]) == 0
+    assert capsys.readouterr().err == ""
