@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from dcx.converters.losses import conversion_losses
-from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, TaskStatus, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import swf
 from tests.strategies import Domain, documents
@@ -42,8 +42,11 @@ def test_haizea_blue_excerpt_reads_and_round_trips(corpus_dir: Path):
         13, 0.0, 43.0, 64800.0)
     assert first.request == ResourceRequest(nodes=32, cores=1.0, placement=Placement.CORES)
     assert first.user == "96"
-    assert first.extras == {"swf:RequestedProcessors": 4, "swf:WaitTime": 22,
-                            "swf:AverageCPUTime": 0.03, "swf:Status": 1, "swf:QueueNumber": 3}
+    assert first.extras == {"swf:RequestedProcessors": 4}
+    assert (first.wait_time_s, first.cpu_time_s, first.status, first.queue) == (
+        22.0, 0.03, TaskStatus.COMPLETED, "3")
+    assert (first.used_memory_mb, first.application, first.partition, first.think_time_s) == (
+        None, None, None, None)
     assert swf.normal_form_losses(result.document) == frozenset()
     assert swf.read(swf.write(result.document).data).document == result.document
 
@@ -91,7 +94,8 @@ def test_processor_counts_map_onto_single_core_nodes():
     assert first.request == ResourceRequest(nodes=64, cores=1.0, placement=Placement.CORES)
     assert first.extras == {"swf:RequestedProcessors": 8}
     assert second.request.nodes == 16
-    assert second.extras == {"swf:AllocatedProcessors": 0, "swf:Status": 5}
+    assert second.extras == {"swf:AllocatedProcessors": 0}
+    assert second.status is TaskStatus.CANCELLED
     assert third.request == ResourceRequest(nodes=4, cores=1.0, memory_mb=2.0,
                                             placement=Placement.CORES)
     assert (third.user, third.group, third.extras) == ("3", "0", {})
@@ -104,7 +108,8 @@ def test_preceding_jobs_become_dependencies_or_stay_in_extras():
     ))
     assert result.ok
     _, second, third = result.document.workload.tasks()
-    assert second.dependencies == (1,) and second.extras == {"swf:ThinkTime": 30}
+    assert second.dependencies == (1,) and second.extras == {}
+    assert second.think_time_s == 30.0
     assert third.dependencies == () and third.extras == {"swf:PrecedingJobNumber": 99}
     (missing,) = result.diagnostics
     assert (missing.code, missing.line, missing.pointer) == (

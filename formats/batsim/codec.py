@@ -25,6 +25,8 @@ from dcx.core.limits import paused_gc
 from dcx.core.located import Place
 from dcx.core.memo import last_result
 from dcx.core.model import (
+    TRACE_FIELDS,
+    UNRECORDED,
     Document,
     Extras,
     Id,
@@ -302,7 +304,7 @@ def _job_task(index: int, job: dict[str, Any], profiles: dict[str, _Profile],
                                  "features": ()}),
         "dependencies": (), "deadline_s": None, "start_mode": StartMode.ANY,
         "start_time_s": None, "preemptible": None, "user": None, "group": None, "image": None,
-        "image_size_mb": None, "extras": extras})
+        "image_size_mb": None, **UNRECORDED, "extras": extras})
 
 
 def _plain_job_columns(jobs: list[dict[str, Any]], uses: dict[str, _Profile]
@@ -353,7 +355,7 @@ def _plain_job_columns(jobs: list[dict[str, Any]], uses: dict[str, _Profile]
 _new_task = direct_constructor(Task, (
     "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
     "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
-    "image_size_mb", "extras"))
+    "image_size_mb", *TRACE_FIELDS, "extras"))
 _new_request = direct_constructor(ResourceRequest, ("nodes", "cores", "memory_mb", "gpus",
                                                     "resources", "os", "arch", "features"))
 _new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))

@@ -153,7 +153,9 @@ COLUMNS: tuple[str, ...] = (
 HOLDS = frozenset({
     "workload.time_origin", "workload.attributes", "task.id", "task.submit_time_s",
     "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.memory_mb",
-    "task.dependencies", "task.user", "task.group", "task.request.placement",
+    "task.dependencies", "task.user", "task.group", "task.request.placement", "task.status",
+    "task.wait_time_s", "task.used_memory_mb", "task.cpu_time_s", "task.application",
+    "task.queue", "task.partition", "task.think_time_s",
 })
 
 
