@@ -153,7 +153,8 @@ HOLDS_WORKFLOW = frozenset({
 HOLDS_ARCHIVE = frozenset({
     "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
     "task.request.cores", "task.request.memory_mb", "task.user", "task.group",
-    "task.request.placement",
+    "task.request.placement", "task.status", "task.wait_time_s", "task.used_memory_mb",
+    "task.cpu_time_s", "task.application", "task.queue", "task.partition",
 })
 HOLDS: frozenset[str] = HOLDS_WORKFLOW | HOLDS_ARCHIVE
 """Everything a GWF file can carry; what the variant written cannot is in ``normal_form``."""

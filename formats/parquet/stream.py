@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from dcx.core.columns import RECORDED_FLOATS
 from dcx.core.declaration import ChunkedRead
 from dcx.core.diagnostics import Diagnostic, ReadResult
 from dcx.formats.parquet import MAGIC
@@ -148,7 +149,8 @@ def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
     if header is None:
         return None, tuple(problems)
     metadata = parquet.metadata
-    float_extras = tuple(f.name for f in schema if f.name.startswith(EXTRAS_PREFIX)
+    float_extras = tuple(f.name for f in schema if (f.name.startswith(EXTRAS_PREFIX)
+                                                    or f.name in RECORDED_FLOATS)
                          and pa.types.is_floating(f.type))
     counts = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     firsts = list(itertools.accumulate(counts, initial=0))[:-1]
