@@ -30,14 +30,82 @@ PARTS = ("environment", "workload")
 
 
 def conversion_losses(document: Document, target: FormatDeclaration,
-                      normalized: Document | None = None) -> tuple[Loss, ...]:
+                      normalized: Document | None = None,
+                      source: FormatDeclaration | None = None) -> tuple[Loss, ...]:
     """The field paths ``target`` drops from ``document``, in ``FIELDS`` order, each with its
-    meaning and the model pointer of its first dropped value (a dropped part is one loss,
-    not one per field inside it). ``normalized`` is ``document`` after the target's normal
-    form, when the caller has it already."""
+    meaning, what the formats call it (``loss_detail``) and the model pointer of its first
+    dropped value (a dropped part is one loss, not one per field inside it). ``normalized``
+    is ``document`` after the target's normal form, when the caller has it already;
+    ``source``, the format ``document`` was read from, when there is one."""
     dropped = dropped_values(document, target.holds, target.name, target, normalized)
-    return tuple(Loss(path, value.count, FIELDS[path], value.first)
+    return tuple(Loss(path, value.count, loss_detail(path, document, target, source),
+                      value.first)
                  for path, value in dropped.items())
+
+
+MOST_NAMED_KEYS = 8
+"""How many extras keys a loss line names before it says how many more there are."""
+
+
+def loss_detail(path: str, document: Document, target: FormatDeclaration,
+                source: FormatDeclaration | None = None) -> str:
+    """The meaning of a dropped field path, then what the source and the target call it
+    (``swf: Queue Number (field 15)``): a field the target does not hold is named by the
+    source's column, one whose values the target's normal form changes by the target's. An
+    extras path names its keys: a format's own key by that format's name for it."""
+    names = [f"{spec.name}: {spec.field_names[path]}" for spec in (source, target)
+             if spec is not None and path in spec.field_names]
+    detail = f"{FIELDS[path]} ({'; '.join(dict.fromkeys(names))})" if names else FIELDS[path]
+    keys = _lost_keys(path, document, target) if path in EXTRAS_PATHS else []
+    if not keys:
+        return detail
+    named = [_key_name(key) for key in keys[:MOST_NAMED_KEYS]]
+    more = len(keys) - MOST_NAMED_KEYS
+    return f"{detail}: {', '.join(named)}" + (f" and {more:,} more" if more > 0 else "")
+
+
+def _key_name(key: str) -> str:
+    """``swf: Status (field 11), …`` for a format's own key, the key itself otherwise."""
+    prefix, colon, rest = key.partition(":")
+    if colon:
+        spec = next((spec for spec in FORMATS if spec.name == prefix), None)
+        if spec is not None:
+            return f"{prefix}: {spec.field_names.get(key, rest)}"
+    return repr(key)
+
+
+def _lost_keys(path: str, document: Document, target: FormatDeclaration) -> list[str]:
+    """The extras keys at ``path`` that ``target`` drops: other formats' keys unless it
+    keeps them (Parquet), plain keys where it does not hold the path; in document order."""
+    own = f"{target.name}:"
+    plain_kept = path in target.holds
+    foreign_kept = target.keeps_prefixed_extras and path in target.holds
+    return [key for key in _extras_keys(path, document)
+            if not key.startswith(own)
+            and not (plain_kept if ":" not in key else foreign_kept)]
+
+
+def _extras_keys(path: str, document: Document) -> list[str]:
+    """The distinct keys of the extras at ``path`` (workload, job and task extras, workload
+    attributes; nothing for the others), in order of first use."""
+    from dcx.core.columns import columns_of
+
+    workload = document.workload
+    if workload is None:
+        return []
+    if path in ("workload.extras", "workload.attributes"):
+        return list(workload.extras if path == "workload.extras" else workload.attributes)
+    keys: dict[str, None] = {}
+    if path == "job.extras":
+        for job in workload.jobs:
+            keys.update(dict.fromkeys(job.extras))
+    elif path == "task.extras":
+        columns = columns_of(workload)
+        if columns is not None:
+            return list(columns.extras)
+        for task in workload.tasks():
+            keys.update(dict.fromkeys(task.extras))
+    return list(keys)
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

@@ -18,7 +18,8 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   ``requested_time_s``; -1 → ``None``. SWF times are whole seconds: dcx reads decimals
   leniently but writes whole seconds (see What dcx writes).
 * **Memory.** Requested memory is KB per processor, so per node (one processor)
-  ``memory_mb = RequestedMemory / 1024``. Used memory stays in extras (KB, as in the file).
+  ``memory_mb = RequestedMemory / 1024``. Used memory (field 7, KB per processor) →
+  ``used_memory_mb = UsedMemory / 1024``, per core (a processor).
 * **Ids and users.** Job numbers are integers; dcx also reads text ids (an ASCII letter or
   ``_`` first, no whitespace), which the archive's tools do not, and writes them numbered
   1..n. User and group ids → ``Task.user`` / ``Task.group`` as written (``007`` stays
@@ -29,10 +30,18 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   task is a 64-processor SWF job. The cores per node are lost (reported as
   ``task.request.cores``, with the processor count and memory values it changes).
 * **Dependencies.** Preceding job number (field 17) → ``dependencies`` when that job is in the
-  file; think time (field 18) → ``swf:ThinkTime``. A preceding job outside the file (a trace
+  file; think time (field 18) → ``think_time_s``. A preceding job outside the file (a trace
   excerpt) is kept as ``swf:PrecedingJobNumber`` with a warning instead of failing the file.
-* **Other fields** (wait time, average CPU time, used memory, status, executable, queue,
-  partition) → ``Task.extras`` as ``swf:<field name>`` unless -1.
+* **What the trace recorded**, -1 unknown: wait time (field 3) → ``wait_time_s``; average
+  CPU time used (field 6) → ``cpu_time_s``; status (field 11) → ``status``: 1 completed, 0
+  failed, 5 cancelled, and for a job split into partial executions 2 (continued: unknown), 3
+  (completed), 4 (failed), any other code unknown; a code the status does not give back
+  (2, 3, 4, 6…) is kept beside it as ``swf:Status`` and written back; a job killed at its
+  limit is written as failed (0, a ``task.status`` loss). Executable, queue and partition
+  numbers (fields 14-16) → ``application``, ``queue``, ``partition`` as decimal text (``07``
+  reads as ``7``); one that is no integer >= 0 is unknown in the normal form (a loss). Think
+  time (field 18) → ``think_time_s``. Wait and think times are written in whole seconds
+  (rounded half up, like the other times).
 * **Header.** ``; Key: value`` lines → ``Workload.attributes``. A value spelled exactly as a
   JSON number, boolean, null or quoted string is read as that value (``MaxJobs: 8`` → 8), any
   other text as a string; the writer quotes strings that would otherwise read back as
@@ -122,7 +131,8 @@ from dcx.parsing.trace_codes import dependency_codes, text_codes
 from dcx.parsing.trace_tokens import parse_int
 
 __all__ = [
-    "CHUNK_BYTES", "CODES", "COLUMNS", "COMMENTS_KEY", "FAST_KINDS", "FAST_READ_BYTES", "FORMAT",
+    "CHUNK_BYTES", "CODES", "COLUMNS", "COMMENTS_KEY", "FAST_KINDS", "FAST_READ_BYTES",
+    "FIELD_NAMES", "FORMAT",
     "HOLDS", "SCHEMA", "START_KEY", "attribute_text", "attribute_value", "normal_form",
     "normal_form_losses", "read", "read_chunks", "read_fast", "sniff", "write",
 ]
@@ -157,6 +167,36 @@ HOLDS = frozenset({
     "task.wait_time_s", "task.used_memory_mb", "task.cpu_time_s", "task.application",
     "task.queue", "task.partition", "task.think_time_s",
 })
+
+FIELD_NAMES: dict[str, str] = {
+    "task.id": "Job Number (field 1)",
+    "task.submit_time_s": "Submit Time (field 2)",
+    "task.wait_time_s": "Wait Time (field 3)",
+    "task.runtime_s": "Run Time (field 4)",
+    "task.request.nodes": "Number of Allocated Processors (field 5)",
+    "task.cpu_time_s": "Average CPU Time Used (field 6)",
+    "task.used_memory_mb": "Used Memory (field 7)",
+    "task.requested_time_s": "Requested Time (field 9)",
+    "task.request.memory_mb": "Requested Memory (field 10)",
+    "task.status": "Status (field 11)",
+    "task.user": "User ID (field 12)",
+    "task.group": "Group ID (field 13)",
+    "task.application": "Executable (Application) Number (field 14)",
+    "task.queue": "Queue Number (field 15)",
+    "task.partition": "Partition Number (field 16)",
+    "task.dependencies": "Preceding Job Number (field 17)",
+    "task.think_time_s": "Think Time from Preceding Job (field 18)",
+    "task.request.placement": "processors (cores anywhere)",
+    "workload.time_origin": "UnixStartTime header",
+    "workload.attributes": "header fields",
+    "swf:AllocatedProcessors": "Number of Allocated Processors (field 5)",
+    "swf:RequestedProcessors": "Requested Number of Processors (field 8)",
+    "swf:Status": "Status (field 11), a partial execution's code",
+    "swf:PrecedingJobNumber": "Preceding Job Number (field 17), a job not in the file",
+    "swf:TrailingFields": "fields after the 18th",
+    "swf:comments": "header comments",
+}
+"""The PWA definition's names of the fields (``FormatDeclaration.field_names``)."""
 
 
 MOST_FIELDS_SNIFFED = 21
@@ -235,4 +275,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     codes=CODES,
     read_chunks=read_chunks,
+    field_names=FIELD_NAMES,
 )
