@@ -187,8 +187,9 @@ PLAIN_CODES = (-1, 0, 1, 5)
 format's own ``Status`` extras key) so that they are written back."""
 
 
-def status_of_code(code: int) -> TaskStatus:
-    return STATUS_OF_CODE.get(code, TaskStatus.UNKNOWN)
+def status_of_code(number: int) -> TaskStatus:
+    """The status a Status code (``number``) says."""
+    return STATUS_OF_CODE.get(number, TaskStatus.UNKNOWN)
 
 
 def status_column(codes: Any) -> Any:

@@ -56,6 +56,8 @@ def written_columns(columns: WorkloadColumns, variant: Variant | None = None,
         return None
     columns = one_node_columns_of(columns)
     if _archive(columns, extras, np) if variant is None else variant == "archive":
+        if not _recorded_kept(columns, np):
+            return None  # (values the archive's columns cannot hold: the rows drop them)
         return _archive_file(columns, extras, np)
     if len(columns.dependency_ids) and (
             not _plain_ids(columns.dependency_ids, np, False)
