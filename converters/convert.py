@@ -291,7 +291,7 @@ def convert_document(document: Document, source: FormatDeclaration, target: Form
     refused_because = refusal(document, normalized, source.name, target)
     if refused_because is not None:
         return refused(refused_because)
-    losses = conversion_losses(document, target, normalized, source)
+    losses = conversion_losses(document, target, normalized)
     severity = error if strict else warning
     problems = [severity(f"{target.name} cannot hold {loss.render()}", "convert.loss")
                 for loss in losses]

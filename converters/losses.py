@@ -30,31 +30,37 @@ PARTS = ("environment", "workload")
 
 
 def conversion_losses(document: Document, target: FormatDeclaration,
-                      normalized: Document | None = None,
-                      source: FormatDeclaration | None = None) -> tuple[Loss, ...]:
+                      normalized: Document | None = None) -> tuple[Loss, ...]:
     """The field paths ``target`` drops from ``document``, in ``FIELDS`` order, each with its
     meaning, what the formats call it (``loss_detail``) and the model pointer of its first
     dropped value (a dropped part is one loss, not one per field inside it). ``normalized``
-    is ``document`` after the target's normal form, when the caller has it already;
-    ``source``, the format ``document`` was read from, when there is one."""
+    is ``document`` after the target's normal form, when the caller has it already."""
     dropped = dropped_values(document, target.holds, target.name, target, normalized)
-    return tuple(Loss(path, value.count, loss_detail(path, document, target, source),
-                      value.first)
+    notes = target.loss_notes(document) if target.loss_notes is not None and dropped else {}
+    return tuple(Loss(path, value.count, _noted(loss_detail(path, document, target),
+                                                notes.get(path)), value.first)
                  for path, value in dropped.items())
+
+
+def _noted(detail: str, note: str | None) -> str:
+    return detail if note is None else f"{detail}; {note}"
 
 
 MOST_NAMED_KEYS = 8
 """How many extras keys a loss line names before it says how many more there are."""
 
 
-def loss_detail(path: str, document: Document, target: FormatDeclaration,
-                source: FormatDeclaration | None = None) -> str:
-    """The meaning of a dropped field path, then what the source and the target call it
-    (``swf: Queue Number (field 15)``): a field the target does not hold is named by the
-    source's column, one whose values the target's normal form changes by the target's. An
-    extras path names its keys: a format's own key by that format's name for it."""
-    names = [f"{spec.name}: {spec.field_names[path]}" for spec in (source, target)
-             if spec is not None and path in spec.field_names]
+def loss_detail(path: str, document: Document, target: FormatDeclaration) -> str:
+    """The meaning of a dropped field path, then what the formats call it (``swf: Queue
+    Number (field 15)``): a field whose values the target's normal form changes by the
+    target's name, one the target does not hold by the names of the formats that hold it
+    (the document's own format among them: the loss is the document's alone, whichever
+    path read it, so a streamed conversion says what the whole-file one says). An extras
+    path names its keys: a format's own key by that format's name for it."""
+    named = [target] if path in target.holds else [
+        spec for spec in FORMATS if path in spec.holds and spec.name != target.name]
+    names = [f"{spec.name}: {spec.field_names[path]}" for spec in named
+             if path in spec.field_names]
     detail = f"{FIELDS[path]} ({'; '.join(dict.fromkeys(names))})" if names else FIELDS[path]
     keys = _lost_keys(path, document, target) if path in EXTRAS_PATHS else []
     if not keys:

@@ -122,6 +122,9 @@ class FormatDeclaration:
     """What the format itself calls a field it holds: model field path, or one of its own
     ``name:``-prefixed extras keys, to its column or key (SWF ``task.queue``: ``Queue Number
     (field 15)``). Loss lines name what is lost by these (``dcx.converters.losses``)."""
+    loss_notes: Callable[[Document], Mapping[str, str]] | None = None
+    """What its normal form does to a document's values at a field path, beyond dropping
+    them, said on that path's loss line (SWF: the numbers it writes for user names)."""
     members: tuple[str, ...] = ()
     """The files of a format stored as a folder (``("tasks.parquet", "fragments.parquet")``).
     Its bytes, what ``read`` takes and ``write`` returns, are then a tar archive of these

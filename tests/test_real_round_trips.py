@@ -168,7 +168,7 @@ def test_loss_lines_name_the_formats_own_columns() -> None:
         for target in (swf, gwf, batsim):
             if target is source:
                 continue
-            losses = conversion_losses(document, target.FORMAT, source=source.FORMAT)
+            losses = conversion_losses(document, target.FORMAT)
             for loss in losses:
                 assert loss.detail != "other task fields", (path, target.FORMAT.name)
                 if loss.field == "task.extras":
@@ -176,6 +176,6 @@ def test_loss_lines_name_the_formats_own_columns() -> None:
     gwf_document = _read(gwf, (REPO / "examples/gwf/grid-archive.gwf").read_bytes())
     assert gwf_document is not None
     details = {loss.field: loss.detail for loss in conversion_losses(
-        gwf_document, batsim.FORMAT, source=gwf.FORMAT)}
+        gwf_document, batsim.FORMAT)}
     assert "gwf: QueueID" in details["task.queue"]
     assert "gwf: JobStructure" in details["task.extras"]

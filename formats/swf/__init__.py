@@ -133,7 +133,8 @@ from dcx.parsing.trace_tokens import parse_int
 __all__ = [
     "CHUNK_BYTES", "CODES", "COLUMNS", "COMMENTS_KEY", "FAST_KINDS", "FAST_READ_BYTES",
     "FIELD_NAMES", "FORMAT",
-    "HOLDS", "SCHEMA", "START_KEY", "attribute_text", "attribute_value", "normal_form",
+    "HOLDS", "SCHEMA", "START_KEY", "attribute_text", "attribute_value", "loss_notes",
+    "normal_form",
     "normal_form_losses", "read", "read_chunks", "read_fast", "sniff", "write",
 ]
 
@@ -236,6 +237,9 @@ normal_form_losses = deferred("dcx.formats.swf.codec", "normal_form_losses")
 read_chunks = deferred("dcx.formats.swf.stream", "read_chunks")
 
 
+loss_notes = deferred("dcx.formats.swf.codec", "loss_notes")
+
+
 CODES = (
     Code("swf.empty", "error", "The file is empty."),
     Code("swf.field-count", "error", "A job line does not have 18 whitespace-separated fields."),
@@ -276,4 +280,5 @@ FORMAT = FormatDeclaration(
     codes=CODES,
     read_chunks=read_chunks,
     field_names=FIELD_NAMES,
+    loss_notes=loss_notes,
 )

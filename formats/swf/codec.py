@@ -632,19 +632,68 @@ def cross_file_diagnostics(ids: Sequence[Id], preceding: Sequence[Id | None],
 
 
 def _writable_name(value: str) -> bool:
-    """Whether a user or group can be an SWF column: digits, or a name token."""
-    return _DECIMAL_DIGITS.fullmatch(value) is not None or is_id_token(value)
+    """Whether a user or group is an SWF column as it is: digits (the PWA's user and group
+    ids are numbers, and AccaSim parses them as integers)."""
+    return _DECIMAL_DIGITS.fullmatch(value) is not None
 
 
-def _name(value: str | None) -> str | None:
-    return value if value is None or _writable_name(value) else None
+def name_numbers(names: Sequence[str | None]) -> dict[str, str]:
+    """The numbers SWF writes for user or group names that are not numbers: in order of
+    first appearance, counting up from one past the largest number among ``names`` (so
+    no name takes a number a user already has)."""
+    numbers = [int(name) for name in names if name is not None and _writable_name(name)]
+    mapping: dict[str, str] = {}
+    for name in names:
+        if name is not None and name not in mapping and not _writable_name(name):
+            mapping[name] = str(max(numbers, default=0) + 1 + len(mapping))
+    return mapping
+
+
+MOST_NAMES_NOTED = 6
+"""How many names a loss line of the numbers written for them names."""
+
+
+def loss_notes(document: Document) -> dict[str, str]:
+    """The numbers ``normal_form`` writes for user and group names, said on their loss
+    lines (``FormatDeclaration.loss_notes``): ``written as numbers: alice → 5``."""
+    notes = {}
+    for path, mapping in name_mapping(document).items():
+        pairs = [f"{name} → {number}" for name, number in
+                 list(mapping.items())[:MOST_NAMES_NOTED]]
+        more = len(mapping) - MOST_NAMES_NOTED
+        notes[path] = "names written as numbers: " + ", ".join(pairs) + (
+            f" and {more:,} more" if more > 0 else "")
+    return notes
+
+
+def name_mapping(document: Document) -> dict[str, dict[str, str]]:
+    """The user and group names ``normal_form`` writes as numbers (``name_numbers``), for
+    the loss lines: ``{"task.user": {"alice": "5"}, …}``, only the paths with some."""
+    workload = document.workload
+    if workload is None:
+        return {}
+    columns = columns_of(workload)
+    if columns is not None and all(map(_writable_name,
+                                       columns.user.values + columns.group.values)):
+        return {}  # (no task built)
+    tasks = list(workload.tasks())
+    order = _submit_order(tasks)
+    found: dict[str, dict[str, str]] = {}
+    for path, field in (("task.user", "user"), ("task.group", "group")):
+        mapping = name_numbers([getattr(tasks[index], field) for index in order])
+        if mapping:
+            found[path] = mapping
+    return found
 
 
 def _memory(memory_mb: float | None) -> float | None:
-    """RequestedMemory is KB; times 1024 is exact in binary unless it overflows."""
+    """What RequestedMemory and UsedMemory, whole KB, read back as: rounded half up to a
+    KB (the PWA's tools and AccaSim parse integers); times 1024 and back is exact in
+    binary unless it overflows."""
     if memory_mb is None or not memory_mb >= 0 or not math.isfinite(memory_mb * 1024):
         return None
-    return memory_mb
+    kilobytes = memory_mb * 1024
+    return memory_mb if kilobytes.is_integer() else math.floor(kilobytes + 0.5) / 1024
 
 
 def _is_int(value: object) -> bool:
@@ -733,6 +782,8 @@ class _Normalizer:
 
     def __init__(self, tasks: list[Task], order: Sequence[int]) -> None:
         self.lost: set[str] = set()
+        self.user_numbers = name_numbers([tasks[index].user for index in order])
+        self.group_numbers = name_numbers([tasks[index].group for index in order])
         ids = [tasks[index].id for index in order]
         self.numbering, renumbered = written_ids(ids, written_number_id, keeps_integers=True)
         reordered = any(index != position for position, index in enumerate(order))
@@ -761,7 +812,10 @@ class _Normalizer:
         request = task.request
         nodes, memory_mb = single_core_nodes(request.nodes, request.cores, request.memory_mb)
         memory = _memory(memory_mb)
-        user, group = _name(task.user), _name(task.group)
+        user = task.user if task.user is None or _writable_name(task.user) \
+            else self.user_numbers[task.user]
+        group = task.group if task.group is None or _writable_name(task.group) \
+            else self.group_numbers[task.group]
         # Cores per node are what is lost when they become processors; the processor count
         # and the memory then carry the same totals, so they count as changed only for
         # what they cannot hold themselves.
@@ -944,9 +998,10 @@ def _columns_in_normal_form(columns: WorkloadColumns) -> bool:
     submit = columns.submit_time_s
     if np.isnan(submit).any() or np.any(columns.nodes < 1) or np.any(submit[1:] < submit[:-1]):
         return False  # the rows sort the jobs by submit time
-    memory = columns.memory_mb[~np.isnan(columns.memory_mb)]
-    if np.any(memory < 0) or not np.all(np.isfinite(memory * 1024)):
-        return False
+    memory = columns.memory_mb[~np.isnan(columns.memory_mb)] * 1024
+    if np.any(memory < 0) or not np.all(np.isfinite(memory)) \
+            or not np.array_equal(memory, np.floor(memory)):
+        return False  # (whole KB, known)
     if not all(map(_writable_name, columns.user.values + columns.group.values)):
         return False
     return _recorded_in_normal_form(columns, np) and _extras_in_normal_form(columns, np)
@@ -966,9 +1021,9 @@ def _recorded_in_normal_form(columns: WorkloadColumns, np: Any) -> bool:
         known = values[~np.isnan(values)]
         if np.any(known < 0) or not np.all(np.isfinite(known * 1024)):
             return False
-        if field in ("wait_time_s", "think_time_s") and not np.array_equal(known,
-                                                                            np.floor(known)):
-            return False
+        whole = known * 1024 if field == "used_memory_mb" else known
+        if field != "cpu_time_s" and not np.array_equal(whole, np.floor(whole)):
+            return False  # (whole seconds, whole KB)
     return all(CODE_TEXT.fullmatch(text) for field in _CODES.values()
                if (texts := getattr(columns, field)) is not None for text in texts.values)
 
