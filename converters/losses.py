@@ -8,7 +8,7 @@ uses every field (``dcx.core.saturated``) as the source format holds it. Writers
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -67,7 +67,9 @@ def loss_detail(path: str, document: Document, target: FormatDeclaration) -> str
         return detail
     named = [_key_name(key) for key in keys[:MOST_NAMED_KEYS]]
     more = len(keys) - MOST_NAMED_KEYS
-    return f"{detail}: {', '.join(named)}" + (f" and {more:,} more" if more > 0 else "")
+    such_as = "" if path.startswith("workload") else "such as "
+    return f"{detail}: {such_as}{', '.join(named)}" + (f" and {more:,} more" if more > 0
+                                                         else "")
 
 
 def _key_name(key: str) -> str:
@@ -81,37 +83,41 @@ def _key_name(key: str) -> str:
 
 
 def _lost_keys(path: str, document: Document, target: FormatDeclaration) -> list[str]:
-    """The extras keys at ``path`` that ``target`` drops: other formats' keys unless it
-    keeps them (Parquet), plain keys where it does not hold the path; in document order."""
+    """The extras keys at ``path`` that ``target`` drops (other formats' keys unless it
+    keeps them, as Parquet does; plain keys where it does not hold the path): of the
+    workload's extras or attributes all of them, of jobs and tasks those of the first job
+    or task that has some, which is where the loss line's first value is (and what a
+    streamed conversion's first chunk with the loss finds too)."""
     own = f"{target.name}:"
     plain_kept = path in target.holds
     foreign_kept = target.keeps_prefixed_extras and path in target.holds
-    return [key for key in _extras_keys(path, document)
-            if not key.startswith(own)
-            and not (plain_kept if ":" not in key else foreign_kept)]
 
-
-def _extras_keys(path: str, document: Document) -> list[str]:
-    """The distinct keys of the extras at ``path`` (workload, job and task extras, workload
-    attributes; nothing for the others), in order of first use."""
-    from dcx.core.columns import columns_of
+    def lost(keys: Iterable[str]) -> list[str]:
+        return [key for key in keys if not key.startswith(own)
+                and not (plain_kept if ":" not in key else foreign_kept)]
 
     workload = document.workload
     if workload is None:
         return []
     if path in ("workload.extras", "workload.attributes"):
-        return list(workload.extras if path == "workload.extras" else workload.attributes)
-    keys: dict[str, None] = {}
+        return lost(workload.extras if path == "workload.extras" else workload.attributes)
     if path == "job.extras":
-        for job in workload.jobs:
-            keys.update(dict.fromkeys(job.extras))
-    elif path == "task.extras":
-        columns = columns_of(workload)
-        if columns is not None:
-            return list(columns.extras)
-        for task in workload.tasks():
-            keys.update(dict.fromkeys(task.extras))
-    return list(keys)
+        return next((found for job in workload.jobs if (found := lost(job.extras))), [])
+    if path != "task.extras":
+        return []
+    from dcx.core.columns import columns_of
+
+    columns = columns_of(workload)
+    if columns is None:
+        return next((found for task in workload.tasks() if (found := lost(task.extras))), [])
+    import numpy as np
+
+    keys = lost(columns.extras)
+    if not keys:
+        return []
+    present = np.logical_or.reduce([columns.extras[key].present for key in keys])
+    row = int(np.argmax(present))
+    return [key for key in keys if bool(columns.extras[key].present[row])]
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

@@ -602,7 +602,8 @@ class GwfTarget(_LinesTarget):
 
         restored = _restored(document, earlier)
         use = recorded_use(restored, self.spec.name)
-        used = {path for path in _VALUE_PATHS if path in use.used or path in use.foreign}
+        value_paths = _VALUE_PATHS & self.spec.holds
+        used = {path for path in value_paths if path in use.used or path in use.foreign}
         found: dict[Any, tuple[Loss, ...]] = {}
         for variant in (self.variant,) if self.variant is not None else ("workflow", "archive"):
             normal, lost = codec.part_normal_form(restored, variant)
@@ -614,7 +615,7 @@ class GwfTarget(_LinesTarget):
             spec = replace(self.spec, normal_form_losses=_changing(claimed))
             found[variant] = conversion_losses(restored, spec, normal)
             found[_CHANGED, variant] = tuple(Loss(path, 1, "", None)
-                                             for path in sorted(lost & _VALUE_PATHS))
+                                             for path in sorted(lost & value_paths))
         return found
 
     def measured_as(self) -> Any:
@@ -625,7 +626,7 @@ class GwfTarget(_LinesTarget):
         """Without the value paths the file's normal form changes nowhere, and with the
         workload's own fields as the header the whole input gives loses them (each chunk
         has the header lines it holds; the whole file one workload of them all)."""
-        return with_header_losses(self, losses, _VALUE_PATHS - frozenset(
+        return with_header_losses(self, losses, (_VALUE_PATHS & self.spec.holds) - frozenset(
             counted((_CHANGED, self.variant))))
 
     def _add(self, fields: tuple[frozenset[str], frozenset[str]]) -> Variant:
@@ -712,8 +713,11 @@ itself): the value paths a chunk's normal form (in that variant) changes."""
 _VALUE_PATHS = frozenset({
     "task.submit_time_s", "task.runtime_s", "task.requested_time_s", "task.request.cores",
     "task.request.memory_mb", "task.user", "task.group", "task.dependencies",
-    "task.dependencies.multiple"})
-"""The held task fields whose values GWF's (and SWF's) normal form may change
+    "task.dependencies.multiple", "task.status", "task.wait_time_s", "task.used_memory_mb",
+    "task.cpu_time_s", "task.application", "task.queue", "task.partition",
+    "task.think_time_s"})
+"""The task fields whose values GWF's and SWF's normal forms may change where they hold
+them
 (``codec._Normalizer``), which a chunk's losses count for the file (``GwfTarget.losses``,
 ``SwfTarget.losses``)."""
 

@@ -191,7 +191,7 @@ def test_writer_reports_what_swf_cannot_hold():
     assert _lost(Document(workload=workload)) == {
         "task.request.placement", "task.id",
         "workload.name", "workload.time_origin", "job", "job.name", "task.request.cores",
-        "task.dependencies.multiple", "task.image"}
+        "task.dependencies.multiple", "task.image", "task.user"}
     reread = swf.read(swf.write(Document(workload=workload)).data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
@@ -199,7 +199,12 @@ def test_writer_reports_what_swf_cannot_hold():
     # 2 nodes of 4 cores are 8 processors, the 2 GB of the job 256 MB per processor
     assert first.request == ResourceRequest(nodes=8, memory_mb=256.0, placement=Placement.CORES)
     assert second.dependencies == (1,)
-    assert second.user == "alice" and reread.document.workload.attributes == {"n": 3}
+    # a name is written as a number made from it (AccaSim and the PWA tools parse numbers)
+    assert second.user == swf.codec.name_number("alice") == "1679078337430"
+    assert reread.document.workload.attributes == {"n": 3}
+    assert swf.codec.loss_notes(Document(workload=workload)) == {
+        "task.user": "names written as numbers made from each name, such as alice → "
+                     "1679078337430"}
 
 
 def test_header_values_read_back_with_their_types():
@@ -242,7 +247,8 @@ def test_values_swf_cannot_write_are_value_restrictions_of_the_normal_form():
     result = swf.read(swf.write(document).data)
     assert result.ok and result.diagnostics == ()
     first, second = result.document.workload.tasks()
-    assert (first.id, first.submit_time_s, first.runtime_s, first.user) == (1, 0.0, None, None)
+    assert (first.id, first.submit_time_s, first.runtime_s, first.user) == (
+        1, 0.0, None, "1012131612119")  # the name's number
     assert first.extras == {"swf:AllocatedProcessors": -1}
     assert second.dependencies == (1,)
     assert result.document.workload.time_origin == "2001-09-09T01:46:40Z"  # the same instant
@@ -264,8 +270,10 @@ def test_losses_and_jobs_are_located_at_their_line(tmp_path: Path,
     capsys.readouterr()
     assert main(["convert", str(source), str(tmp_path / "out.json"), "--to", "wfformat",
                  "--losses"]) == 0
-    assert f"  task.submit_time_s: 1 value (first: {source}:4:1, /workload/jobs/1/tasks/0): " \
-        "submit time" in capsys.readouterr().err.splitlines()
+    line = f"  task.submit_time_s: 1 value (first: {source}:4:1, /workload/jobs/1/tasks/0): " \
+        "submit time ("
+    said = [text for text in capsys.readouterr().err.splitlines() if text.startswith(line)]
+    assert len(said) == 1 and "swf: Submit Time (field 2)" in said[0]
     data = source.read_bytes()
     fast = swf.read_fast(data, chunk_bytes=64)
     assert fast is not None

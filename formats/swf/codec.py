@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -637,53 +637,40 @@ def _writable_name(value: str) -> bool:
     return _DECIMAL_DIGITS.fullmatch(value) is not None
 
 
-def name_numbers(names: Sequence[str | None]) -> dict[str, str]:
-    """The numbers SWF writes for user or group names that are not numbers: in order of
-    first appearance, counting up from one past the largest number among ``names`` (so
-    no name takes a number a user already has)."""
-    numbers = [int(name) for name in names if name is not None and _writable_name(name)]
-    mapping: dict[str, str] = {}
-    for name in names:
-        if name is not None and name not in mapping and not _writable_name(name):
-            mapping[name] = str(max(numbers, default=0) + 1 + len(mapping))
-    return mapping
+NAME_NUMBERS_FROM = 10 ** 12
+"""Numbers written for names start here: far above the user and group ids of real logs."""
 
 
-MOST_NAMES_NOTED = 6
-"""How many names a loss line of the numbers written for them names."""
+def name_number(name: str) -> str:
+    """The number SWF writes for a user or group name that is not a number: made from the
+    name alone (a 40-bit hash above ``NAME_NUMBERS_FROM``), so that a name has the same
+    number in every file and in every chunk of a file converted in chunks."""
+    from hashlib import blake2b
+
+    digest = blake2b(name.encode(), digest_size=5).digest()
+    return str(NAME_NUMBERS_FROM + int.from_bytes(digest, "big"))
 
 
 def loss_notes(document: Document) -> dict[str, str]:
-    """The numbers ``normal_form`` writes for user and group names, said on their loss
-    lines (``FormatDeclaration.loss_notes``): ``written as numbers: alice → 5``."""
-    notes = {}
-    for path, mapping in name_mapping(document).items():
-        pairs = [f"{name} → {number}" for name, number in
-                 list(mapping.items())[:MOST_NAMES_NOTED]]
-        more = len(mapping) - MOST_NAMES_NOTED
-        notes[path] = "names written as numbers: " + ", ".join(pairs) + (
-            f" and {more:,} more" if more > 0 else "")
-    return notes
-
-
-def name_mapping(document: Document) -> dict[str, dict[str, str]]:
-    """The user and group names ``normal_form`` writes as numbers (``name_numbers``), for
-    the loss lines: ``{"task.user": {"alice": "5"}, …}``, only the paths with some."""
+    """The number ``normal_form`` writes for the first user and group name that is not a
+    number, said on their loss lines (``FormatDeclaration.loss_notes``)."""
     workload = document.workload
     if workload is None:
         return {}
     columns = columns_of(workload)
-    if columns is not None and all(map(_writable_name,
-                                       columns.user.values + columns.group.values)):
-        return {}  # (no task built)
-    tasks = list(workload.tasks())
-    order = _submit_order(tasks)
-    found: dict[str, dict[str, str]] = {}
+    notes: dict[str, str] = {}
     for path, field in (("task.user", "user"), ("task.group", "group")):
-        mapping = name_numbers([getattr(tasks[index], field) for index in order])
-        if mapping:
-            found[path] = mapping
-    return found
+        names: Iterable[str | None]
+        if columns is not None:
+            names = getattr(columns, field).values  # (the table lists names in first use)
+        else:
+            names = (getattr(task, field) for task in workload.tasks())
+        first = next((name for name in names if name is not None and not _writable_name(name)),
+                     None)
+        if first is not None:
+            notes[path] = (f"names written as numbers made from each name, such as "
+                           f"{first} → {name_number(first)}")
+    return notes
 
 
 def _memory(memory_mb: float | None) -> float | None:
@@ -782,8 +769,6 @@ class _Normalizer:
 
     def __init__(self, tasks: list[Task], order: Sequence[int]) -> None:
         self.lost: set[str] = set()
-        self.user_numbers = name_numbers([tasks[index].user for index in order])
-        self.group_numbers = name_numbers([tasks[index].group for index in order])
         ids = [tasks[index].id for index in order]
         self.numbering, renumbered = written_ids(ids, written_number_id, keeps_integers=True)
         reordered = any(index != position for position, index in enumerate(order))
@@ -813,9 +798,9 @@ class _Normalizer:
         nodes, memory_mb = single_core_nodes(request.nodes, request.cores, request.memory_mb)
         memory = _memory(memory_mb)
         user = task.user if task.user is None or _writable_name(task.user) \
-            else self.user_numbers[task.user]
+            else name_number(task.user)
         group = task.group if task.group is None or _writable_name(task.group) \
-            else self.group_numbers[task.group]
+            else name_number(task.group)
         # Cores per node are what is lost when they become processors; the processor count
         # and the memory then carry the same totals, so they count as changed only for
         # what they cannot hold themselves.
