@@ -57,9 +57,9 @@ def loss_detail(path: str, document: Document, target: FormatDeclaration) -> str
     (the document's own format among them: the loss is the document's alone, whichever
     path read it, so a streamed conversion says what the whole-file one says). An extras
     path names its keys: a format's own key by that format's name for it."""
-    named = [target] if path in target.holds else [
+    holding = [target] if path in target.holds else [
         spec for spec in FORMATS if path in spec.holds and spec.name != target.name]
-    names = [f"{spec.name}: {spec.field_names[path]}" for spec in named
+    names = [f"{spec.name}: {spec.field_names[path]}" for spec in holding
              if path in spec.field_names]
     detail = f"{FIELDS[path]} ({'; '.join(dict.fromkeys(names))})" if names else FIELDS[path]
     keys = _lost_keys(path, document, target) if path in EXTRAS_PATHS else []

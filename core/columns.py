@@ -42,6 +42,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, overload
 
 from dcx.core.model import Id, Job, Placement, ResourceRequest, Task, TaskStatus, Workload, build
@@ -865,6 +866,14 @@ def _known(np: Any, columns: WorkloadColumns, strings: Strings | None) -> Array:
     return strings.codes >= 0 if strings is not None else np.zeros(len(columns), dtype=bool)
 
 
+def _recorded_float_mask(np: Any, columns: WorkloadColumns, name: str) -> Array:
+    return ~np.isnan(recorded_floats(columns, name))
+
+
+def _recorded_text_mask(np: Any, columns: WorkloadColumns, name: str) -> Array:
+    return _known(np, columns, getattr(columns, name))
+
+
 _MASKS: dict[str, Callable[[Any, WorkloadColumns], Array]] = {
     "job": regrouped_jobs,
     "job.empty": lambda np, c: np.diff(c.job_offsets) == 0,
@@ -888,10 +897,8 @@ _MASKS: dict[str, Callable[[Any, WorkloadColumns], Array]] = {
     if c.feature_offsets is not None else np.zeros(len(c), dtype=bool),
     "task.request.placement": lambda np, c: placements_of(c) != 0,
     "task.status": lambda np, c: statuses_of(c) != 0,
-    **{f"task.{name}": (lambda np, c, name=name: ~np.isnan(recorded_floats(c, name)))
-       for name in RECORDED_FLOATS},
-    **{f"task.{name}": (lambda np, c, name=name: _known(np, c, getattr(c, name)))
-       for name in RECORDED_TEXTS},
+    **{f"task.{name}": partial(_recorded_float_mask, name=name) for name in RECORDED_FLOATS},
+    **{f"task.{name}": partial(_recorded_text_mask, name=name) for name in RECORDED_TEXTS},
 }
 """Per job (``job``…) or per task row (``task.``…): where leaving the path out changes a
 value."""

@@ -422,12 +422,18 @@ def _archive_task(record: dict[str, Any]) -> Task:
         group=None if record["GroupID"] == -1 else str(record["GroupID"]),
         status=status_of_code(status),
         used_memory_mb=None if used == -1 else used / 1024,
+        wait_time_s=None if record["WaitTime"] == -1 else float(record["WaitTime"]),
+        cpu_time_s=(None if record["AverageCPUTimeUsed"] == -1
+                    else float(record["AverageCPUTimeUsed"])),
+        application=_code_text(record["ExecutableID"]),
+        queue=_code_text(record["QueueID"]),
+        partition=_code_text(record["PartitionID"]),
         extras=extras,
-        **{field: None if record[name] == -1 else float(record[name])
-           for name, field in SECONDS.items()},
-        **{field: None if record[name] == -1 else str(record[name])
-           for name, field in CODES.items()},
     )
+
+
+def _code_text(value: int) -> str | None:
+    return None if value == -1 else str(value)
 
 
 

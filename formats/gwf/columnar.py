@@ -217,8 +217,9 @@ def part_columns(columns: WorkloadColumns, variant: Variant
     unknown = np.full(len(columns), np.nan)
     nobody = Strings(np.full(len(columns), -1, dtype=np.int32), ())
     return replace(columns, requested_time_s=unknown, memory_mb=unknown, user=nobody,
-                   group=nobody, **dict.fromkeys(_RECORDED_COLUMNS)), frozenset(
-                       lost | recorded)
+                   group=nobody, status=None, wait_time_s=None, cpu_time_s=None,
+                   used_memory_mb=None, application=None, queue=None, partition=None
+                   ), frozenset(lost | recorded)
 
 
 _RECORDED_COLUMNS = ("status", "wait_time_s", "cpu_time_s", "used_memory_mb",

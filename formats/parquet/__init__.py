@@ -43,7 +43,7 @@ column               Arrow type          meaning (unit)
 ``features``         list of strings     features every node must have (optional column;
                                          empty or null: none)
 ``extras.<key>``     int64, double or    a task extras key with numbers or text
-                     string              (``extras.swf:Status``); null where the task has none
+                     string              (``extras.gwf:VOID``); null where the task has none
 ``extras_json.<key>`` string             a task extras key with other JSON values (objects,
                                          lists, mixed kinds) as JSON text
 ==================== =================== ==========================================================
@@ -58,9 +58,9 @@ Integer and text ids are not mixed within ``job_id`` or
 description, time origin (ISO 8601), attributes and extras are JSON in the file's key-value
 metadata under ``dcx:workload``.
 
-Other formats' extras keys (``swf:Status``, ``gwf:NProcs``) are kept as they are, so a trace
-converted to Parquet converts back to its own format without losing them (Parquet stores the
-model, it has no keys of its own).
+Other formats' extras keys (``swf:RequestedProcessors``, ``gwf:NProcs``) are kept as they
+are, so a trace converted to Parquet converts back to its own format without losing them
+(Parquet stores the model, it has no keys of its own).
 
 What dcx writes: ``normal_form(document)``. Value restrictions, reported by the derived
 losses: ids that mix integers and text, repeat, or do not fit int64 are renumbered 1..n in
