@@ -55,7 +55,7 @@ def read(data: bytes) -> ReadResult:
     if not data.startswith(MAGIC) or not data.endswith(MAGIC):
         return ReadResult(None, (not_parquet_error(),))
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = pq.read_table(pa.BufferReader(data), read_dictionary=DICTIONARY_COLUMNS)
     except (pa.ArrowException, OSError, ValueError) as exc:  # a damaged file is bad input
         return ReadResult(None, (unreadable_error(exc),))
     problems = _schema_problems(table.schema)
@@ -71,10 +71,31 @@ def read(data: bytes) -> ReadResult:
     return ReadResult(Document(workload=workload), ())
 
 
+DICTIONARY_COLUMNS = ("job_name", "job_user", "user", "group", "placement", "os", "arch",
+                      "status", "application", "queue", "partition")
+"""Text columns read as Arrow dictionaries (``read_dictionary``): the file stores them so,
+and the reader wants their distinct values (``Strings``), not a text per row."""
+
+
+def parquet_file(source: Any) -> Any:
+    """``pyarrow.parquet.ParquetFile`` of ``source`` that reads the ``DICTIONARY_COLUMNS``
+    it has as dictionaries."""
+    import pyarrow.parquet as pq
+
+    found = pq.ParquetFile(source)
+    names = [name for name in DICTIONARY_COLUMNS if name in found.schema_arrow.names]
+    return pq.ParquetFile(source, read_dictionary=names) if names else found
+
+
 def arrow_type_name(arrow_type: Any) -> str:
-    """``int64``, ``double``, ``string``, ``list<int64>``: how the schema file names a type."""
+    """``int64``, ``double``, ``string``, ``list<int64>``: how the schema file names a type
+    (a text column read as a dictionary of texts is ``string``)."""
     import pyarrow as pa
 
+    if pa.types.is_dictionary(arrow_type) and (pa.types.is_string(arrow_type.value_type)
+                                               or pa.types.is_large_string(
+                                                   arrow_type.value_type)):
+        return "string"
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         return f"list<{arrow_type_name(arrow_type.value_type)}>"
     if pa.types.is_large_string(arrow_type):
