@@ -23,7 +23,13 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
 * **Ids and users.** Job numbers are integers; dcx also reads text ids (an ASCII letter or
   ``_`` first, no whitespace), which the archive's tools do not, and writes them numbered
   1..n. User and group ids → ``Task.user`` / ``Task.group`` as written (``007`` stays
-  ``007``); user and group names that cannot be mistaken for numbers are read and written.
+  ``007``); user and group names that cannot be mistaken for numbers are read, and written
+  as numbers (the PWA's tools and AccaSim parse integers): each name's number is made from
+  the name alone (a hash, from 10**12 up), the same in every file and every chunk of a
+  streamed conversion, and the loss line of ``task.user`` / ``task.group`` says it
+  (``alice → 1679078337430``).
+* **Memory** is written in whole KB (requested and used), rounded half up: a value that is
+  not a whole KB is a ``task.request.memory_mb`` or ``task.used_memory_mb`` loss.
 * **Cores.** An SWF processor is one single-core node, so a request for several cores per
   node is written as its total cores: ``nodes x cores`` processors (rounded up), with the
   memory per processor that keeps the job's total memory (``dcx.core.shapes``). A 64-core GWF
@@ -52,18 +58,19 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
 What dcx writes: ``normal_form(document)`` and nothing else (``write`` is serialisation
 only). Values SWF cannot hold are value restrictions of the normal form, reported by the
 derived losses: job ids that are not all integers >= 0 (all tasks renumbered 1..n, in the
-written order, preceding jobs following them: ``task.id``), users and groups that are no
-column token, negative or non-finite times (unknown; a submit time 0), times that are not
-whole seconds (``task.submit_time_s`` and ``task.runtime_s`` rounded half up to the nearest
-second; ``task.requested_time_s`` rounded up, so that a limit never falls below the runtime
-it bounded), a time origin that is not whole seconds after 1970, header fields and
-comments that would not read back as themselves, ``swf:`` extras that do not fit their field.
-A job number given as decimal text (``"12"``) is written as that number and reads back as the
-integer. Jobs are written in ascending submit time, as the PWA definition orders a file's
-lines (a stable sort: ties keep their order); when the sort moves jobs whose numbers then
-would not count up, all are numbered 1..n in that order (``task.id``), so a job number stays
-the counter of the lines that preceding job numbers refer to. Like GWF, ``-1`` for an
-unknown runtime is no warning: the scheduler reports a task it cannot run.
+written order, preceding jobs following them: ``task.id``), users and groups that are not
+numbers (written as numbers, see above), negative or non-finite times (unknown; a submit
+time 0), times that are not whole seconds (``task.submit_time_s`` and ``task.runtime_s``
+rounded half up to the nearest second; ``task.requested_time_s`` rounded up, so that a limit
+never falls below the runtime it bounded), a time origin that is not whole seconds after
+1970, header fields and comments that would not read back as themselves, ``swf:`` extras
+that do not fit their field. A job number given as decimal text (``"12"``) is written as
+that number and reads back as the integer. Jobs are written in ascending submit time, as the
+PWA definition orders a file's lines (a stable sort: ties keep their order); when the sort
+moves jobs whose numbers then would not count up, all are numbered 1..n in that order
+(``task.id``), so a job number stays the counter of the lines that preceding job numbers
+refer to. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a
+task it cannot run.
 
 Large files (1 MB and more) are first read by a vectorised accept path: chunks of plain
 numeric job lines are converted column by column (numpy, Arrow's CSV reader) into a
@@ -114,8 +121,8 @@ Divergences
    -1); dcx takes the allocated count and keeps the requested one in extras.
 3. The PWA definition has numeric user, group and job ids, and whole seconds, only; dcx
    also reads text job ids and decimal times (lenient reading), and writes job numbers and
-   times as the definition says; user and group names are read and written (see above) so
-   that models from other formats keep theirs.
+   times as the definition says; user and group names are read, and written as numbers made
+   from them (see above).
 4. Haizea's ``traces/undocumented/test_cancel.swf`` reuses job number 0 on every line; dcx
    rejects duplicate job numbers (``swf.duplicate-id``) because tasks need unique ids.
 """
