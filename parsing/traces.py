@@ -216,6 +216,45 @@ def written_status_code(status: TaskStatus, kept: object) -> int:
     return CODE_OF_STATUS[status]
 
 
+def lifted_recorded(task: Task, prefix: str, seconds: Mapping[str, str],
+                    codes: Mapping[str, str]) -> Task:
+    """``task`` with the recorded values an earlier dcx kept in its format's extras
+    (``prefix`` + column: seconds, integer codes, ``UsedMemory`` in KB, ``Status``) moved
+    into the ``Task`` fields that now hold them, where those are unset: a Parquet file
+    written then converts to its trace format without losing them. A value of another kind
+    stays (the normal form drops it, a loss)."""
+    import dataclasses
+
+    if not any(key.startswith(prefix) for key in task.extras):
+        return task
+    extras = dict(task.extras)
+    fields: dict[str, Any] = {}
+
+    def number(key: str) -> Any:
+        value = extras.get(key)
+        return value if type(value) in (int, float) and math.isfinite(value) else None
+
+    for name, field in seconds.items():
+        value = number(prefix + name)
+        if value is not None and getattr(task, field) is None:
+            fields[field] = float(extras.pop(prefix + name))
+    for name, field in codes.items():
+        value = number(prefix + name)
+        if type(value) is int and value >= 0 and getattr(task, field) is None:
+            fields[field] = str(extras.pop(prefix + name))
+    used = number(prefix + "UsedMemory")
+    if used is not None and task.used_memory_mb is None:
+        fields["used_memory_mb"] = extras.pop(prefix + "UsedMemory") / 1024
+    status = number(prefix + "Status")
+    if type(status) is int and task.status is TaskStatus.UNKNOWN:
+        fields["status"] = status_of_code(status)
+        if status in PLAIN_CODES:
+            del extras[prefix + "Status"]  # (another code stays beside the status)
+    if not fields:
+        return task
+    return dataclasses.replace(task, extras=extras, **fields)
+
+
 CODE_TEXT = re.compile(r"0|[1-9][0-9]{0,17}")
 """An application, queue or partition a trace column of integer codes holds: what the
 reader makes of the code (its decimal text)."""

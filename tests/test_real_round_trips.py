@@ -179,3 +179,25 @@ def test_loss_lines_name_the_formats_own_columns() -> None:
         gwf_document, batsim.FORMAT)}
     assert "gwf: QueueID" in details["task.queue"]
     assert "gwf: JobStructure" in details["task.extras"]
+
+
+@pytest.mark.parametrize(("module", "prefix", "cpu"), [
+    (swf, "swf:", "AverageCPUTime"), (gwf, "gwf:", "AverageCPUTimeUsed")])
+def test_recorded_values_an_earlier_dcx_kept_in_extras_are_written_to_their_columns(
+        module: Any, prefix: str, cpu: str) -> None:
+    """A Parquet file written before the model had the recorded fields keeps them as the
+    trace format's extras keys: that format writes them to their columns, losing nothing."""
+    from dcx.core.model import Job, Task, Workload
+    from dcx.formats import parquet
+
+    task = Task(id=1, runtime_s=10.0, requested_time_s=60.0, extras={
+        prefix + "WaitTime": 3, prefix + cpu: 2.5, prefix + "UsedMemory": 2048,
+        prefix + "Status": 0})
+    old = _through(parquet, Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),))))
+    losses = {loss.field for loss in conversion_losses(old, module.FORMAT)}
+    assert "task.extras" not in losses
+    back = _through(module, old)
+    assert back.workload is not None
+    (written,) = back.workload.tasks()
+    assert (written.wait_time_s, written.cpu_time_s, written.used_memory_mb, written.status) \
+        == (3.0, 2.5, 2.0, TaskStatus.FAILED)

@@ -64,6 +64,7 @@ from dcx.parsing.traces import (
     format_number,
     known_submit,
     known_time,
+    lifted_recorded,
     parse_int,
     status_of_code,
     written_ids,
@@ -567,6 +568,7 @@ class _Normalizer:
     def task(self, task: Task) -> Task:
         if not self.archive and self.ids_kept and self._workflow_normal(task):
             return task
+        task = lifted_recorded(task, EXTRA_PREFIX, SECONDS, CODES)
         lost = self.lost
         request = task.request
         total_cores, node_memory = one_node(request.nodes, request.cores, request.memory_mb)

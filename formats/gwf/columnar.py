@@ -26,6 +26,7 @@ from dcx.formats.gwf.spelling import (
     EXTRA_PREFIX,
     FIELD_WIDTH,
     NPROCS_KEY,
+    RECORDED,
     REQNPROCS_KEY,
     SECONDS,
     STATUS_KEY,
@@ -49,8 +50,10 @@ def written_columns(columns: WorkloadColumns, variant: Variant | None = None,
     the file, maybe outside ``columns`` (a chunk's: ``codec.write_part``), and is kept."""
     import numpy as np
 
-    if not _plain_ids(columns.ids, np):
-        return None
+    if not _plain_ids(columns.ids, np) or any(
+            key.startswith(EXTRA_PREFIX) and key[len(EXTRA_PREFIX):] in RECORDED
+            and key != STATUS_KEY for key in columns.extras):
+        return None  # (recorded values an earlier dcx kept in extras: the rows move them)
     extras = _Extras.of(columns, np)
     if extras is None:
         return None

@@ -65,6 +65,7 @@ from dcx.parsing.traces import (
     is_id_token,
     known_submit,
     known_time,
+    lifted_recorded,
     numeric_records,
     parse_int,
     parse_number,
@@ -788,6 +789,7 @@ class _Normalizer:
     def task(self, task: Task) -> Task:
         lost = self.lost
         numbering = self.numbering
+        task = lifted_recorded(task, "swf:", {**_SECONDS}, {**_CODES})
         dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
         if len(dependencies) != len(task.dependencies):
             lost.add("task.dependencies")
