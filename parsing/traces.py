@@ -231,7 +231,7 @@ def lifted_recorded(task: Task, prefix: str, seconds: Mapping[str, str],
     fields: dict[str, Any] = {}
 
     def number(key: str) -> Any:
-        value = extras.get(key)
+        value: Any = extras.get(key)
         return value if type(value) in (int, float) and math.isfinite(value) else None
 
     for name, field in seconds.items():
