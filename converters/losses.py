@@ -8,7 +8,7 @@ uses every field (``dcx.core.saturated``) as the source format holds it. Writers
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -33,15 +33,21 @@ PARTS = ("environment", "workload")
 
 def conversion_losses(document: Document, target: FormatDeclaration,
                       normalized: Document | None = None) -> tuple[Loss, ...]:
-    """``dcx.core.restrict.conversion_losses`` (the one comparison), with each dropped
-    topology extras path's detail naming its keys, and what they hold where the key's
-    format says (``extras_contents``: JGF's vertices by type)."""
+    """``dcx.core.restrict.conversion_losses`` (the one comparison: the field paths
+    ``target`` drops from ``document``, in ``FIELDS`` order, each with the model pointer of
+    its first dropped value), each with its meaning and what the formats call it
+    (``loss_detail``), what the target's normal form did (``loss_notes``), and for a
+    dropped topology extras path its keys and what they hold where the key's format says
+    (``extras_contents``: JGF's vertices by type). ``normalized`` is ``document`` after the
+    target's normal form, when the caller has it already."""
     losses = restrict_conversion_losses(document, target, normalized)
-    if not any(loss.field in EXTRAS_PATHS for loss in losses):
+    if not losses:
         return losses
-    named = _dropped_extras_named(document, target, normalized)
-    return tuple(replace(loss, detail=named[loss.field]) if loss.field in named else loss
-                 for loss in losses)
+    notes = target.loss_notes(document) if target.loss_notes is not None else {}
+    named = _dropped_extras_named(document, target, normalized) if any(
+        loss.field in EXTRAS_PATHS for loss in losses) else {}
+    return tuple(replace(loss, detail=named.get(loss.field) or _noted(
+        loss_detail(loss.field, document, target), notes.get(loss.field))) for loss in losses)
 
 
 def _dropped_extras_named(document: Document, target: FormatDeclaration,
@@ -60,6 +66,84 @@ def _dropped_extras_named(document: Document, target: FormatDeclaration,
         key + (" (" + ", ".join(f"{count:,} {label}" for label, count in labels.items())
                + ")" if labels else "")
         for key, labels in keys.items()) for path, keys in found.items()}
+
+
+def _noted(detail: str, note: str | None) -> str:
+    return detail if note is None else f"{detail}; {note}"
+
+
+MOST_NAMED_KEYS = 8
+"""How many extras keys a loss line names before it says how many more there are."""
+
+
+def loss_detail(path: str, document: Document, target: FormatDeclaration) -> str:
+    """The meaning of a dropped field path, then what the formats call it (``swf: Queue
+    Number (field 15)``): a field whose values the target's normal form changes by the
+    target's name, one the target does not hold by the names of the formats that hold it
+    (the document's own format among them: the loss is the document's alone, whichever
+    path read it, so a streamed conversion says what the whole-file one says). An extras
+    path names its keys: a format's own key by that format's name for it."""
+    holding = [target] if path in target.holds else [
+        spec for spec in FORMATS if path in spec.holds and spec.name != target.name]
+    names = [f"{spec.name}: {spec.field_names[path]}" for spec in holding
+             if path in spec.field_names]
+    detail = f"{FIELDS[path]} ({'; '.join(dict.fromkeys(names))})" if names else FIELDS[path]
+    keys = _lost_keys(path, document, target) if path in EXTRAS_PATHS else []
+    if not keys:
+        return detail
+    named = [_key_name(key) for key in keys[:MOST_NAMED_KEYS]]
+    more = len(keys) - MOST_NAMED_KEYS
+    such_as = "" if path.startswith("workload") else "such as "
+    return f"{detail}: {such_as}{', '.join(named)}" + (f" and {more:,} more" if more > 0
+                                                         else "")
+
+
+def _key_name(key: str) -> str:
+    """``swf: Status (field 11), …`` for a format's own key, the key itself otherwise."""
+    prefix, colon, rest = key.partition(":")
+    if colon:
+        spec = next((spec for spec in FORMATS if spec.name == prefix), None)
+        if spec is not None:
+            return f"{prefix}: {spec.field_names.get(key, rest)}"
+    return repr(key)
+
+
+def _lost_keys(path: str, document: Document, target: FormatDeclaration) -> list[str]:
+    """The extras keys at ``path`` that ``target`` drops (other formats' keys unless it
+    keeps them, as Parquet does; plain keys where it does not hold the path): of the
+    workload's extras or attributes all of them, of jobs and tasks those of the first job
+    or task that has some, which is where the loss line's first value is (and what a
+    streamed conversion's first chunk with the loss finds too)."""
+    own = f"{target.name}:"
+    plain_kept = path in target.holds
+    foreign_kept = target.keeps_prefixed_extras and path in target.holds
+
+    def lost(keys: Iterable[str]) -> list[str]:
+        return [key for key in keys if not key.startswith(own)
+                and not (plain_kept if ":" not in key else foreign_kept)]
+
+    workload = document.workload
+    if workload is None:
+        return []
+    if path in ("workload.extras", "workload.attributes"):
+        return lost(workload.extras if path == "workload.extras" else workload.attributes)
+    if path == "job.extras":
+        return next((found for job in workload.jobs if (found := lost(job.extras))), [])
+    if path != "task.extras":
+        return []
+    from dcx.core.columns import columns_of
+
+    columns = columns_of(workload)
+    if columns is None:
+        return next((found for task in workload.tasks() if (found := lost(task.extras))), [])
+    import numpy as np
+
+    keys = lost(columns.extras)
+    if not keys:
+        return []
+    present = np.logical_or.reduce([columns.extras[key].present for key in keys])
+    row = int(np.argmax(present))
+    return [key for key in keys if bool(columns.extras[key].present[row])]
 
 
 def fullest_document(source: FormatDeclaration) -> Document:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import FORMATS, conformance_codes, get
 from dcx.converters.scratch import LOCAL_FILES
 from dcx.core.declaration import loaded
@@ -45,6 +46,7 @@ def stream_target(name: str, source: Source, reopenable: bool) -> Target:
     assert make is not None, f"{name} declares no stream target"
     target = make(source, reopenable)
     target.files = LOCAL_FILES
+    target.derive_losses = conversion_losses
     return target
 
 

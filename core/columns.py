@@ -20,7 +20,12 @@ Columns (one row per task, in workload order; jobs are consecutive runs of tasks
 * what a request asks of its machines: ``os``, ``arch`` (:class:`Strings`) and features
   (``feature_offsets`` into ``feature_names``), each ``None`` when no task asks for it;
 * ``placement``: ``int8`` codes into ``PLACEMENTS`` (whole nodes, cores anywhere), ``None``
-  when every task asks for whole nodes (the model's default).
+  when every task asks for whole nodes (the model's default);
+* what a trace recorded of each run (``dcx.core.model.TRACE_FIELDS``): ``status``, ``int8``
+  codes into ``STATUSES``; ``wait_time_s``, ``used_memory_mb``, ``cpu_time_s`` and
+  ``think_time_s``, ``float64`` (``NaN``: ``None``); ``application``, ``queue`` and
+  ``partition``, :class:`Strings`; each ``None`` when no task has a value (or every status is
+  unknown).
 
 A task field the columns do not hold (named resources, start modes, images, preemption,
 extras that do not read back from JSON) keeps the workload as objects
@@ -37,9 +42,10 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, overload
 
-from dcx.core.model import Id, Job, Placement, ResourceRequest, Task, Workload, build
+from dcx.core.model import Id, Job, Placement, ResourceRequest, Task, TaskStatus, Workload, build
 
 Array = Any
 """A numpy array (numpy is imported lazily, so it cannot be named at module level)."""
@@ -49,6 +55,16 @@ FLOAT_EXACT = 2 ** 53
 
 PLACEMENTS: tuple[Placement, ...] = (Placement.NODES, Placement.CORES)
 """``WorkloadColumns.placement`` codes: the placement at each code's index."""
+
+STATUSES: tuple[TaskStatus, ...] = tuple(TaskStatus)
+"""``WorkloadColumns.status`` codes: the status at each code's index (0: unknown)."""
+
+RECORDED_FLOATS: tuple[str, ...] = ("wait_time_s", "used_memory_mb", "cpu_time_s",
+                                    "think_time_s")
+"""The recorded ``Task`` fields held as ``float64`` columns (``None``: no task has one)."""
+
+RECORDED_TEXTS: tuple[str, ...] = ("application", "queue", "partition")
+"""The recorded ``Task`` fields held as ``Strings`` (``None``: no task has one)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +80,30 @@ class Strings:
 
     def count_known(self) -> int:
         return int((self.codes >= 0).sum())
+
+    @staticmethod
+    def of_integers(values: Array, unknown: int = -1) -> Strings | None:
+        """The decimal texts of integer ``values`` (``unknown``: ``None``), ``None`` when
+        every value is unknown. A table of the distinct values, found by marking them when
+        they span a small range (a trace's queue and executable numbers), else by sorting."""
+        import numpy as np
+
+        known = values != unknown
+        if not known.any():
+            return None
+        present = values[known]
+        low, high = int(present.min()), int(present.max())
+        codes = np.full(len(values), -1, dtype=np.int32)
+        if high - low < 1 << 22:
+            seen = np.zeros(high - low + 1, dtype=bool)
+            seen[present - low] = True
+            distinct = np.flatnonzero(seen) + low
+            code_of = np.cumsum(seen, dtype=np.int32) - 1
+            codes[known] = code_of[present - low]
+        else:
+            distinct, inverse = np.unique(present, return_inverse=True)
+            codes[known] = inverse
+        return Strings(codes, tuple(str(value) for value in distinct.tolist()))
 
     @staticmethod
     def encode(texts: Sequence[str | None]) -> Strings:
@@ -140,6 +180,18 @@ class WorkloadColumns:
     placement: Array | None = None
     """``ResourceRequest.placement`` per task, codes into ``PLACEMENTS``; ``None`` when every
     task asks for whole nodes."""
+    status: Array | None = None
+    """``Task.status`` per task, codes into ``STATUSES``; ``None`` when every one is unknown."""
+    wait_time_s: Array | None = None
+    used_memory_mb: Array | None = None
+    cpu_time_s: Array | None = None
+    think_time_s: Array | None = None
+    """The recorded times and amounts (``RECORDED_FLOATS``), ``NaN`` for ``None``; each
+    ``None`` when no task has one."""
+    application: Strings | None = None
+    queue: Strings | None = None
+    partition: Strings | None = None
+    """The recorded texts (``RECORDED_TEXTS``); each ``None`` when no task has one."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -168,7 +220,15 @@ class WorkloadColumns:
             else PLACEMENTS[self.placement[row]]})
         extras = {key: column.at(row) for key, column in self.extras.items()
                   if column.present[row]}
+        recorded: dict[str, Any] = {
+            name: _optional(values[row]) for name in RECORDED_FLOATS
+            if (values := getattr(self, name)) is not None}
+        recorded.update((name, texts.at(row)) for name in RECORDED_TEXTS
+                        if (texts := getattr(self, name)) is not None)
+        if self.status is not None:
+            recorded["status"] = STATUSES[self.status[row]]
         return build(Task, {
+            **recorded,
             "id": _scalar(self.ids[row]),
             "submit_time_s": float(self.submit_time_s[row]),
             "runtime_s": _optional(self.runtime_s[row]),
@@ -280,7 +340,8 @@ class WorkloadColumns:
             feature_offsets=_offsets([len(r.features) for r in requests])
             if asked_features else None,
             feature_names=Strings.encode(asked_features) if asked_features else None,
-            placement=placement_codes([r.placement for r in requests]))
+            placement=placement_codes([r.placement for r in requests]),
+            **recorded_columns(tasks))
 
     def with_placement(self, placement: Placement) -> WorkloadColumns:
         """The same columns with every task asking for ``placement``."""
@@ -347,7 +408,12 @@ class WorkloadColumns:
             os=None if self.os is None else strings(self.os, keep),
             arch=None if self.arch is None else strings(self.arch, keep),
             feature_offsets=feature_offsets, feature_names=feature_names,
-            placement=None if self.placement is None else self.placement[keep])
+            placement=None if self.placement is None else self.placement[keep],
+            status=None if self.status is None else self.status[keep],
+            **{name: None if (values := getattr(self, name)) is None else values[keep]
+               for name in RECORDED_FLOATS},
+            **{name: None if (texts := getattr(self, name)) is None else strings(texts, keep)
+               for name in RECORDED_TEXTS})
 
     def same_as(self, other: WorkloadColumns) -> bool | None:
         """Whether both hold the same jobs, compared column by column; ``None`` when their
@@ -385,7 +451,7 @@ class WorkloadColumns:
             if not _same_strings(mine, theirs):
                 return False
         if not self._same_requirements(other) or not np.array_equal(
-                placements_of(self), placements_of(other)):
+                placements_of(self), placements_of(other)) or not self._same_recorded(other):
             return False
         for key, column in self.extras.items():
             counterpart = other.extras[key]
@@ -402,6 +468,24 @@ class WorkloadColumns:
                 return False
         return True
 
+
+    def _same_recorded(self, other: WorkloadColumns) -> bool:
+        """Whether both recorded the same of every task's run (``TRACE_FIELDS``)."""
+        import numpy as np
+
+        count = len(self)
+        if not np.array_equal(statuses_of(self), statuses_of(other)):
+            return False
+        for name in RECORDED_FLOATS:
+            if not np.array_equal(recorded_floats(self, name), recorded_floats(other, name),
+                                  equal_nan=True):
+                return False
+        for name in RECORDED_TEXTS:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if (mine is not None or theirs is not None) and not _same_strings(
+                    mine or _unknown(count), theirs or _unknown(count)):
+                return False
+        return True
 
     def _same_requirements(self, other: WorkloadColumns) -> bool:
         """Whether both ask the same os, arch and features of every task's machines."""
@@ -430,6 +514,43 @@ def placement_codes(placements: Sequence[Placement]) -> Array | None:
         return None
     return np.fromiter((PLACEMENTS.index(placement) for placement in placements), np.int8,
                        len(placements))
+
+
+def recorded_columns(tasks: Sequence[Task]) -> dict[str, Any]:
+    """The recorded columns (``TRACE_FIELDS``) of ``tasks``: only those some task has a
+    value of, as ``WorkloadColumns`` keywords."""
+    found: dict[str, Any] = {}
+    statuses = [task.status for task in tasks]
+    if any(status is not TaskStatus.UNKNOWN for status in statuses):
+        import numpy as np
+
+        found["status"] = np.fromiter((STATUSES.index(status) for status in statuses),
+                                      np.int8, len(statuses))
+    for name in RECORDED_FLOATS:
+        values = [getattr(task, name) for task in tasks]
+        if any(value is not None for value in values):
+            found[name] = _floats(values)
+    for name in RECORDED_TEXTS:
+        texts = [getattr(task, name) for task in tasks]
+        if any(text is not None for text in texts):
+            found[name] = Strings.encode(texts)
+    return found
+
+
+def statuses_of(columns: WorkloadColumns) -> Array:
+    """The status codes of every row (unknown where the column is ``None``)."""
+    import numpy as np
+
+    return np.zeros(len(columns), dtype=np.int8) if columns.status is None else columns.status
+
+
+def recorded_floats(columns: WorkloadColumns, name: str) -> Array:
+    """A recorded float column (``RECORDED_FLOATS``) of every row (``NaN`` where the column
+    is ``None``)."""
+    import numpy as np
+
+    values = getattr(columns, name)
+    return np.full(len(columns), math.nan) if values is None else values
 
 
 def placements_of(columns: WorkloadColumns) -> Array:
@@ -472,7 +593,11 @@ def _columnar_task(task: Task) -> bool:
             and task.image_size_mb is None
             and all(_column_float(value) for value in (
                 task.submit_time_s, task.runtime_s, task.requested_time_s, request.cores,
-                request.memory_mb, task.deadline_s))
+                request.memory_mb, task.deadline_s, task.wait_time_s, task.used_memory_mb,
+                task.cpu_time_s, task.think_time_s))
+            and all(type(text) is str or text is None
+                    for text in (task.application, task.queue, task.partition))
+            and isinstance(task.status, TaskStatus)
             and task.submit_time_s is not None
             and all((type(value) in (int, float) and (
                 type(value) is float or abs(value) <= FLOAT_EXACT)) or reads_back_from_json(value)
@@ -741,6 +866,14 @@ def _known(np: Any, columns: WorkloadColumns, strings: Strings | None) -> Array:
     return strings.codes >= 0 if strings is not None else np.zeros(len(columns), dtype=bool)
 
 
+def _recorded_float_mask(np: Any, columns: WorkloadColumns, name: str) -> Array:
+    return ~np.isnan(recorded_floats(columns, name))
+
+
+def _recorded_text_mask(np: Any, columns: WorkloadColumns, name: str) -> Array:
+    return _known(np, columns, getattr(columns, name))
+
+
 _MASKS: dict[str, Callable[[Any, WorkloadColumns], Array]] = {
     "job": regrouped_jobs,
     "job.empty": lambda np, c: np.diff(c.job_offsets) == 0,
@@ -763,6 +896,9 @@ _MASKS: dict[str, Callable[[Any, WorkloadColumns], Array]] = {
     "task.request.features": lambda np, c: np.diff(c.feature_offsets) > 0
     if c.feature_offsets is not None else np.zeros(len(c), dtype=bool),
     "task.request.placement": lambda np, c: placements_of(c) != 0,
+    "task.status": lambda np, c: statuses_of(c) != 0,
+    **{f"task.{name}": partial(_recorded_float_mask, name=name) for name in RECORDED_FLOATS},
+    **{f"task.{name}": partial(_recorded_text_mask, name=name) for name in RECORDED_TEXTS},
 }
 """Per job (``job``…) or per task row (``task.``…): where leaving the path out changes a
 value."""

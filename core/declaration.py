@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from dcx.core.codes import Code
@@ -123,6 +123,13 @@ class FormatDeclaration:
     shared_extensions: frozenset[str] = frozenset()
     """Those of its ``extensions`` that many other tools' files use too (``.conf``): in hook
     mode, text there that no format recognises is someone else's file and skipped."""
+    field_names: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    """What the format itself calls a field it holds: model field path, or one of its own
+    ``name:``-prefixed extras keys, to its column or key (SWF ``task.queue``: ``Queue Number
+    (field 15)``). Loss lines name what is lost by these (``dcx.converters.losses``)."""
+    loss_notes: Callable[[Document], Mapping[str, str]] | None = None
+    """What its normal form does to a document's values at a field path, beyond dropping
+    them, said on that path's loss line (SWF: the numbers it writes for user names)."""
     members: tuple[str, ...] = ()
     """The files of a format stored as a folder (``("tasks.parquet", "fragments.parquet")``).
     Its bytes, what ``read`` takes and ``write`` returns, are then a tar archive of these

@@ -363,9 +363,31 @@ class ResourceRequest:
         return self.nodes * self.cores
 
 
+class TaskStatus(enum.Enum):
+    """How a task ended, as a trace recorded it (SWF and GWF Status)."""
+
+    UNKNOWN = "unknown"
+    """Not recorded (``-1``), or a partial execution that continues on a later line (SWF 2)."""
+    COMPLETED = "completed"
+    """Ran to its end (SWF and GWF 1; SWF 3, the last partial execution of a completed job)."""
+    FAILED = "failed"
+    """Ended with an error (SWF and GWF 0; SWF 4, the last partial execution of a failed
+    job)."""
+    CANCELLED = "cancelled"
+    """Cancelled, before or after it started (SWF and GWF 5)."""
+    KILLED_AT_WALLTIME = "killed-at-walltime"
+    """Killed when it reached its requested time (the traces write it as failed)."""
+
+
 @dataclass(frozen=True)
 class Task:
-    """One schedulable unit: a GWF line, an SWF job, a Haizea lease, an osp-workload task."""
+    """One schedulable unit: a GWF line, an SWF job, a Haizea lease, an osp-workload task.
+
+    The fields after ``image_size_mb`` are what a trace recorded of a run (SWF and GWF
+    columns): a scheduler reads none of them. The recorded timeline is ``submit_time_s``,
+    ``wait_time_s`` and ``runtime_s``: the task started at ``submit_time_s + wait_time_s``
+    and ended ``runtime_s`` later (SWF's own choice of wait and run time over start and end
+    times)."""
 
     id: Id
     submit_time_s: float = 0.0
@@ -386,7 +408,35 @@ class Task:
     image: str | None = None
     """Software image id (Haizea ``<disk-image id>``); ``None`` for unmanaged software."""
     image_size_mb: float | None = None
+    status: TaskStatus = TaskStatus.UNKNOWN
+    wait_time_s: float | None = None
+    """Recorded wait: seconds from submit to start (SWF field 3, GWF WaitTime)."""
+    used_memory_mb: float | None = None
+    """Recorded memory use, the average per core (SWF and GWF: per processor), MB; beside
+    ``request.memory_mb``, which is requested per node."""
+    cpu_time_s: float | None = None
+    """Recorded CPU time (user and system), the average per core (SWF and GWF: per
+    processor), seconds."""
+    application: str | None = None
+    """The executable or application run (SWF Executable Number, GWF ExecutableID)."""
+    queue: str | None = None
+    """The queue it was submitted to (SWF Queue Number, GWF QueueID)."""
+    partition: str | None = None
+    """The partition it ran in (SWF Partition Number, GWF PartitionID; the name of an
+    ``Environment.partitions`` entry where the two come together)."""
+    think_time_s: float | None = None
+    """Seconds between the end of the task it follows (its first dependency: SWF's
+    preceding job) and its submit (SWF field 18)."""
     extras: Extras = field(default_factory=dict)
+
+
+TRACE_FIELDS: tuple[str, ...] = ("status", "wait_time_s", "used_memory_mb", "cpu_time_s",
+                                 "application", "queue", "partition", "think_time_s")
+"""The ``Task`` fields a trace records of a run, in the dataclass's order."""
+
+UNRECORDED: dict[str, Any] = {"status": TaskStatus.UNKNOWN, **dict.fromkeys(TRACE_FIELDS[1:])}
+"""``TRACE_FIELDS`` with their defaults: what a reader of a format without them passes to
+a ``direct_constructor`` of ``Task`` (every field, in order)."""
 
 
 @dataclass(frozen=True)

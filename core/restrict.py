@@ -122,6 +122,7 @@ from dcx.core.model import (
     StartMode,
     StorageUnit,
     Task,
+    TaskStatus,
     Workload,
 )
 
@@ -816,6 +817,14 @@ def _task(task: Task, held: _Held) -> Task:
         group=held.value("task.group", task.group),
         image=held.value("task.image", task.image),
         image_size_mb=held.value("task.image", task.image_size_mb),
+        status=held.value("task.status", task.status, TaskStatus.UNKNOWN),
+        wait_time_s=held.value("task.wait_time_s", task.wait_time_s),
+        used_memory_mb=held.value("task.used_memory_mb", task.used_memory_mb),
+        cpu_time_s=held.value("task.cpu_time_s", task.cpu_time_s),
+        application=held.value("task.application", task.application),
+        queue=held.value("task.queue", task.queue),
+        partition=held.value("task.partition", task.partition),
+        think_time_s=held.value("task.think_time_s", task.think_time_s),
         extras=held.extras("task.extras", task.extras))
 
 

@@ -30,6 +30,7 @@ from dcx.core.model import (
     StartMode,
     StorageUnit,
     Task,
+    TaskStatus,
     Validity,
     Workload,
 )
@@ -104,7 +105,9 @@ def _task(number: int, dependencies: tuple[str, ...], cores: float = 4.0,
             features=("infiniband",), placement=Placement.CORES),
         dependencies=dependencies, deadline_s=5000.0, start_mode=StartMode.EXACT,
         start_time_s=50.0 * number, preemptible=True, user="alice", group="staff",
-        image="ubuntu.img", image_size_mb=1024.0, extras={"note": 1})
+        image="ubuntu.img", image_size_mb=1024.0, status=TaskStatus.FAILED, wait_time_s=30.0,
+        used_memory_mb=512.0, cpu_time_s=90.0, application="42", queue="7", partition="3",
+        think_time_s=5.0, extras={"note": 1})
 
 
 def _workload() -> Workload:

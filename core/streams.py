@@ -21,7 +21,6 @@ from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, error
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Task, Workload
-from dcx.core.restrict import conversion_losses
 
 ReadBack = Literal["chunks", "parts", "folder", "whole"]
 Refuse = Callable[[Document, Document, str, FormatDeclaration], "Diagnostic | None"]
@@ -396,6 +395,10 @@ class Target:
     files: Files
     """The file operations the engine lends the target (set with the target:
     ``dcx.converters.stream_chunks.stream_target``)."""
+    derive_losses: Callable[[Document, FormatDeclaration, Document | None], tuple[Loss, ...]]
+    """A chunk's losses as the whole-file conversion derives and names them
+    (``dcx.converters.losses.conversion_losses``: the one comparison, with what the
+    formats call each field), lent by the engine with ``files``."""
 
     def __init__(self, source: Source, reopenable: bool) -> None:
         """A target for ``source``'s chunks; ``reopenable``: the input is a file, read
@@ -428,7 +431,7 @@ class Target:
                ) -> dict[Any, tuple[Loss, ...]]:
         """A chunk's losses in each form the output may take, until the input says which
         (``measured_as``; GWF's variant): here the one the target's normal form gives."""
-        return {None: conversion_losses(document, self.spec)}
+        return {None: self.derive_losses(document, self.spec, None)}
 
     def measured_as(self) -> Any:
         """Which of ``losses``' forms the output takes, once the input is read."""
@@ -531,8 +534,11 @@ itself): the value paths a chunk's normal form (in that variant) changes."""
 TRACE_VALUE_PATHS = frozenset({
     "task.submit_time_s", "task.runtime_s", "task.requested_time_s", "task.request.cores",
     "task.request.memory_mb", "task.user", "task.group", "task.dependencies",
-    "task.dependencies.multiple"})
-"""The held task fields whose values GWF's (and SWF's) normal form may change
+    "task.dependencies.multiple", "task.status", "task.wait_time_s", "task.used_memory_mb",
+    "task.cpu_time_s", "task.application", "task.queue", "task.partition",
+    "task.think_time_s"})
+"""The task fields whose values GWF's and SWF's normal forms may change where they hold
+them
 (``codec._Normalizer``), which a chunk's losses count for the file (``GwfTarget.losses``,
 ``SwfTarget.losses``)."""
 
@@ -596,7 +602,8 @@ def with_header_losses(target: Target, losses: tuple[Loss, ...], not_lost: froze
     from dataclasses import replace
 
     header = target.source.header(replace(target.spec, normal_form=None))
-    of_header = conversion_losses(Document(workload=replace(header, jobs=())), target.spec)
+    of_header = target.derive_losses(Document(workload=replace(header, jobs=())), target.spec,
+                                     None)
     kept = [loss for loss in losses if loss.field not in not_lost
             and not loss.field.startswith("workload.")]
     order = {path: index for index, path in enumerate(FIELDS)}

@@ -18,7 +18,7 @@ from typing import Any
 from dcx.core.columns import Strings
 from dcx.core.diagnostics import Diagnostic, error, warning
 from dcx.core.limits import LIMITS
-from dcx.core.model import Id, Job, Task
+from dcx.core.model import Id, Job, Task, TaskStatus
 from dcx.parsing.trace_codes import MAX_ERRORS
 from dcx.parsing.trace_codes import dependency_codes as dependency_codes  # re-exported
 from dcx.parsing.trace_codes import text_codes as text_codes  # re-exported
@@ -164,6 +164,109 @@ def written_ids(ids: Sequence[Id], written: Callable[[object], Id | None],
     for old in ids:
         numbering.setdefault(old, first + len(numbering))
     return numbering, True
+
+
+# --------------------------------------------------------------------------- status codes
+
+STATUS_OF_CODE: dict[int, TaskStatus] = {
+    0: TaskStatus.FAILED, 1: TaskStatus.COMPLETED, 2: TaskStatus.UNKNOWN,
+    3: TaskStatus.COMPLETED, 4: TaskStatus.FAILED, 5: TaskStatus.CANCELLED}
+"""SWF's Status codes (GWF's are SWF's): 1 completed, 0 failed, 5 cancelled; a job split
+into partial executions (checkpointing, swapping) has 2 on a part that is continued, 3 on the
+last part of a completed job and 4 on the last part of a failed one. Other codes (and -1)
+say nothing the model knows: unknown."""
+
+CODE_OF_STATUS: dict[TaskStatus, int] = {
+    TaskStatus.UNKNOWN: -1, TaskStatus.COMPLETED: 1, TaskStatus.FAILED: 0,
+    TaskStatus.CANCELLED: 5, TaskStatus.KILLED_AT_WALLTIME: 0}
+"""The code a status is written as: a job killed at its limit is a failed one (the traces
+have no code of their own for it)."""
+
+PLAIN_CODES = (-1, 0, 1, 5)
+"""The codes the status alone gives back; a file's other codes are kept beside it (the
+format's own ``Status`` extras key) so that they are written back."""
+
+
+def status_of_code(number: int) -> TaskStatus:
+    """The status a Status code (``number``) says."""
+    return STATUS_OF_CODE.get(number, TaskStatus.UNKNOWN)
+
+
+def status_column(codes: Any) -> Any:
+    """``WorkloadColumns.status`` of an integer column of Status codes (``None``: every one
+    unknown)."""
+    import numpy as np
+
+    from dcx.core.columns import STATUSES
+
+    table = np.zeros(7, dtype=np.int8)  # codes -1 to 5, at code + 1
+    for code, status in STATUS_OF_CODE.items():
+        table[code + 1] = STATUSES.index(status)
+    inside = (codes >= -1) & (codes <= 5)
+    found = np.where(inside, table[np.clip(codes, -1, 5) + 1], 0).astype(np.int8)
+    return found if found.any() else None
+
+
+def written_status_code(status: TaskStatus, kept: object) -> int:
+    """The Status code of ``status``: ``kept`` (a file's own code, an int) when it reads
+    back as that status, else the status's own code."""
+    if isinstance(kept, int) and not isinstance(kept, bool) and kept >= 0 \
+            and status_of_code(kept) is status and kept not in PLAIN_CODES:
+        return kept
+    return CODE_OF_STATUS[status]
+
+
+def lifted_recorded(task: Task, prefix: str, seconds: Mapping[str, str],
+                    codes: Mapping[str, str]) -> Task:
+    """``task`` with the recorded values an earlier dcx kept in its format's extras
+    (``prefix`` + column: seconds, integer codes, ``UsedMemory`` in KB, ``Status``) moved
+    into the ``Task`` fields that now hold them, where those are unset: a Parquet file
+    written then converts to its trace format without losing them. A value of another kind
+    stays (the normal form drops it, a loss)."""
+    import dataclasses
+
+    if not any(key.startswith(prefix) for key in task.extras):
+        return task
+    extras = dict(task.extras)
+    fields: dict[str, Any] = {}
+
+    def number(key: str) -> Any:
+        value: Any = extras.get(key)
+        return value if type(value) in (int, float) and math.isfinite(value) else None
+
+    for name, field in seconds.items():
+        value = number(prefix + name)
+        if value is not None and getattr(task, field) is None:
+            fields[field] = float(extras.pop(prefix + name))
+    for name, field in codes.items():
+        value = number(prefix + name)
+        if type(value) is int and value >= 0 and getattr(task, field) is None:
+            fields[field] = str(extras.pop(prefix + name))
+    used = number(prefix + "UsedMemory")
+    if used is not None and task.used_memory_mb is None:
+        fields["used_memory_mb"] = extras.pop(prefix + "UsedMemory") / 1024
+    status = number(prefix + "Status")
+    if type(status) is int and task.status is TaskStatus.UNKNOWN:
+        fields["status"] = status_of_code(status)
+        if status in PLAIN_CODES:
+            del extras[prefix + "Status"]  # (another code stays beside the status)
+    if not fields:
+        return task
+    return dataclasses.replace(task, extras=extras, **fields)
+
+
+CODE_TEXT = re.compile(r"0|[1-9][0-9]{0,17}")
+"""An application, queue or partition a trace column of integer codes holds: what the
+reader makes of the code (its decimal text)."""
+
+
+def whole_seconds(value: float | None) -> float | None:
+    """A recorded duration as a trace of whole seconds writes it: known (``known_time``)
+    and rounded half up."""
+    value = known_time(value)
+    if value is None or float(value).is_integer():
+        return value
+    return float(math.floor(value + 0.5))
 
 
 def known_time(value: float | None) -> float | None:

@@ -50,6 +50,7 @@ from dcx.core.model import (
     StartMode,
     StorageUnit,
     Task,
+    TaskStatus,
     Workload,
 )
 from dcx.core.restrict import restrict, with_parts
@@ -288,6 +289,12 @@ def _task(draw: Any, domain: Domain, serial: Iterator[int], earlier: list[Id]) -
         preemptible=draw(_maybe(st.booleans())),
         user=draw(_maybe(_WORD)), group=draw(_maybe(_WORD)),
         image=image, image_size_mb=draw(_number(domain, 1, 10**5)) if image else None,
+        status=draw(st.sampled_from(TaskStatus)),
+        wait_time_s=draw(_maybe(_number(domain, 0, 10**6))),
+        used_memory_mb=draw(_maybe(_number(domain, 0, 10**6))),
+        cpu_time_s=draw(_maybe(_number(domain, 0, 10**6))),
+        application=draw(_maybe(_WORD)), queue=draw(_maybe(_WORD)),
+        partition=draw(_maybe(_WORD)), think_time_s=draw(_maybe(_number(domain, 0, 10**6))),
         extras=draw(_extras(domain)))
 
 

@@ -22,6 +22,7 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.formats.opendc_setup import CPU_TYPES
+from dcx.parsing.traces import PLAIN_CODES, status_of_code
 
 seconds = st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False)
 whole_seconds = st.integers(min_value=0, max_value=10**9).map(float)
@@ -38,6 +39,9 @@ requested_counts = st.one_of(st.just(-1), core_counts)
 shapes = st.sampled_from(["same", "requested", "allocated-unknown"])
 measure_values = st.integers(0, 10**9) | seconds
 code_values = st.integers(0, 10**6)
+status_codes = st.sampled_from([-1, 0, 1, 2, 3, 4, 5, 6])
+code_texts = st.none() | code_values.map(str)
+optional_measures = st.none() | measure_values.map(float)
 token_values = tokens.filter(lambda token: token != "-1")
 choice = st.integers(min_value=0, max_value=10**6)
 choices = st.lists(choice, max_size=4)
@@ -83,10 +87,8 @@ def workflow_workloads(draw: st.DrawFn) -> Workload:
     return Workload(jobs=jobs)
 
 
-_ARCHIVE_MEASURES = ("WaitTime", "AverageCPUTimeUsed", "UsedMemory", "UsedNetwork",
-                     "UsedLocalDiskSpace", "ReqNetwork", "ReqLocalDiskSpace")
-_ARCHIVE_CODES = ("Status", "ExecutableID", "QueueID", "PartitionID", "OrigSiteID",
-                  "LastRunSiteID")
+_ARCHIVE_MEASURES = ("UsedNetwork", "UsedLocalDiskSpace", "ReqNetwork", "ReqLocalDiskSpace")
+_ARCHIVE_CODES = ("OrigSiteID", "LastRunSiteID")
 _ARCHIVE_TOKENS = ("JobStructure", "JobStructureParams", "UsedResources", "ReqPlatform",
                    "ReqResources", "VOID", "ProjectID")
 
@@ -130,9 +132,25 @@ def archive_workloads(draw: st.DrawFn) -> Workload:
             user=draw(optional_ids),
             group=draw(optional_ids),
             extras=extras,
+            **draw(archive_recorded(extras)),
         )
         jobs.append(Job(id=task_id, tasks=(task,)))
     return Workload(jobs=tuple(jobs))
+
+
+@st.composite
+def archive_recorded(draw: st.DrawFn, extras: dict[str, Any]) -> dict[str, Any]:
+    """The recorded fields of an archive line (its Status code beside them in ``extras``
+    where the status does not give it back)."""
+    status = draw(status_codes)
+    if status not in PLAIN_CODES:
+        extras["gwf:Status"] = status
+    used_kb = draw(memory_kbs)
+    return {"status": status_of_code(status), "wait_time_s": draw(optional_measures),
+            "cpu_time_s": draw(optional_measures),
+            "used_memory_mb": None if used_kb is None else used_kb / 1024,
+            "application": draw(code_texts), "queue": draw(code_texts),
+            "partition": draw(code_texts)}
 
 
 @st.composite
@@ -156,10 +174,6 @@ def as_document(workload: Workload) -> Document:
 
 # --------------------------------------------------------------------------- SWF
 
-_SWF_MEASURES = ("WaitTime", "AverageCPUTime", "UsedMemory", "ThinkTime")
-_SWF_CODES = ("Status", "ExecutableNumber", "QueueNumber", "PartitionNumber")
-swf_measure_columns = st.lists(st.sampled_from(_SWF_MEASURES), unique=True)
-swf_code_columns = st.lists(st.sampled_from(_SWF_CODES), unique=True)
 node_counts = st.integers(min_value=1, max_value=4096)
 one_line_text = st.text(
     st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters=":"),
@@ -191,10 +205,10 @@ def swf_workloads(draw: st.DrawFn) -> Workload:
             extras["swf:RequestedProcessors"] = requested if requested != nodes else -1
         elif shape == "allocated-unknown":
             extras["swf:AllocatedProcessors"] = draw(st.sampled_from([-1, 0]))
-        for name in draw(swf_measure_columns):
-            extras["swf:" + name] = draw(measure_values)
-        for name in draw(swf_code_columns):
-            extras["swf:" + name] = draw(code_values)
+        status = draw(status_codes)
+        if status not in PLAIN_CODES:
+            extras["swf:Status"] = status
+        used_kb = draw(memory_kbs)
         dependencies: tuple[int, ...] = ()
         if position and draw(st.booleans()):
             dependencies = (task_ids[draw(choice) % position],)
@@ -213,6 +227,12 @@ def swf_workloads(draw: st.DrawFn) -> Workload:
             dependencies=dependencies,
             user=draw(optional_ids),
             group=draw(optional_ids),
+            status=status_of_code(status),
+            wait_time_s=draw(optional_whole_seconds),
+            used_memory_mb=None if used_kb is None else used_kb / 1024,
+            cpu_time_s=draw(optional_measures),
+            application=draw(code_texts), queue=draw(code_texts), partition=draw(code_texts),
+            think_time_s=draw(optional_whole_seconds),
             extras=extras,
         )
         jobs.append(Job(id=task_id, tasks=(task,)))

@@ -104,7 +104,21 @@ def test_ids_keep_their_json_type_and_nb_res_is_kept_only_when_not_derived() -> 
     assert [t.id for t in result.document.workload.tasks()] == [7, "7b"]
     assert "batsim:nb_res" not in result.document.workload.extras
     result = batsim.read(workload([job(7, res=2)], DELAY, nb_res=64))
+    assert result.document.workload.attributes == {"MaxProcs": 64}  # SWF's machine size
+    assert "batsim:nb_res" not in result.document.workload.extras
+    result = batsim.read(workload([job(7, res=2)], DELAY, nb_res=64, MaxProcs=32))
+    assert result.document.workload.attributes == {"MaxProcs": 32}
     assert result.document.workload.extras["batsim:nb_res"] == 64
+
+
+def test_the_machine_size_goes_through_swf_and_back() -> None:
+    from dcx.formats import swf
+
+    result = batsim.read(workload([job(7, res=2), job(8, res=3)], DELAY, nb_res=64))
+    through = swf.read(swf.write(result.document).data)
+    assert through.document.workload.attributes["MaxProcs"] == 64
+    back = json.loads(batsim.write(through.document).data)
+    assert back["nb_res"] == 64 and [j["res"] for j in back["jobs"]] == [2, 3]
 
 
 def test_batsim_5_names_are_read_and_written_back() -> None:
@@ -254,10 +268,12 @@ def batsim_workloads(draw: Any) -> Workload:
     kept: dict[str, Any] = {"batsim:profiles": dict(_compute_5 if version_5 else _compute)}
     if version_5:
         kept["batsim:version"] = 5
-    if draw(st.booleans()):
-        kept["batsim:nb_res"] = draw(st.integers(1000, 2000))
     attributes = draw(st.dictionaries(st.sampled_from(["command", "date", "x"]),
                                       st.integers() | st.text(max_size=4), max_size=2))
+    if draw(st.booleans()):
+        attributes["MaxProcs"] = draw(st.integers(1000, 2000))
+        if draw(st.booleans()):
+            kept["batsim:nb_res"] = attributes["MaxProcs"] + 1
     return Workload(jobs=tuple(Job(id=t.id, tasks=(t,)) for t in tasks),
                     attributes=attributes, extras=kept)
 

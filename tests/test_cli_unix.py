@@ -245,7 +245,7 @@ def test_losses_name_the_first_value_dropped_at_its_line_in_the_source(tmp_path:
     assert done.returncode == 0, text(done)
     lines = done.stderr.decode().splitlines()
     assert f"  task.request.cores: 3 values (first: {GWF}:4:1, /workload/jobs/0/tasks/0): " \
-        "cores per node" in lines
+        "cores per node (gwf: NProcs)" in lines
     slurm = dcx("convert", SLURM, tmp_path / "out.lwf", "--to", "haizea", "--losses")
     gpus = next(line for line in slurm.stderr.decode().splitlines()
                 if line.startswith("  machine.gpus: "))
@@ -264,7 +264,7 @@ def test_a_loss_without_a_count_says_the_values_change(tmp_path: Path) -> None:
     done = dcx("convert", workflow, tmp_path / "out.gwf", "--losses")
     assert done.returncode == 0, text(done)
     assert f"  job: values changed (first: {workflow}:11:9, /workload/jobs/0): grouping of " \
-        "tasks into jobs/workflows" in done.stderr.decode().splitlines()
+        "tasks into jobs/workflows (gwf: WorkflowID)" in done.stderr.decode().splitlines()
 
 
 def test_convert_json_report_lists_the_losses(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dcx.converters.losses import conversion_losses
 from dcx.core.diagnostics import ReadResult
-from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, TaskStatus, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import gwf
 from dcx.parsing.schemas import load_schema
@@ -125,8 +125,9 @@ def test_archive_line_maps_columns_onto_fields_and_extras():
     assert task.runtime_s == 100 and task.requested_time_s == 3600
     assert task.request.cores == 4 and task.request.memory_mb == 2048 * 4 / 1024
     assert (task.user, task.group) == ("7", "0")
-    assert task.extras == {"gwf:ReqNProcs": 8, "gwf:WaitTime": 3, "gwf:Status": 1,
-                           "gwf:JobStructure": "BoT", "gwf:JobStructureParams": "12"}
+    assert task.extras == {"gwf:ReqNProcs": 8, "gwf:JobStructure": "BoT",
+                           "gwf:JobStructureParams": "12"}
+    assert (task.wait_time_s, task.status) == (3.0, TaskStatus.COMPLETED)
 
 
 def test_sniff_tells_the_variants_from_other_formats():
@@ -402,13 +403,14 @@ def test_ids_that_cannot_be_written_exactly_are_renumbered():
 
 def test_the_archive_variant_regroups_jobs_and_drops_values_its_columns_cannot_hold():
     job = Job(id=9, tasks=(Task(id=1, user="7", requested_time_s=60.0),
-                           Task(id=2, extras={"gwf:VOID": "a b", "gwf:Status": 1})))
+                           Task(id=2, extras={"gwf:VOID": "a b", "gwf:Status": 3},
+                                status=TaskStatus.COMPLETED)))
     document = Document(workload=Workload(jobs=(job,)))
     assert gwf.variant_of(document.workload) == "archive"
     assert gwf.normal_form_losses(document) == {"job", "task.extras", "task.request.placement"}
     result = gwf.read(gwf.write(document).data)
     assert result.ok and [j.id for j in result.document.workload.jobs] == [1, 2]
-    assert result.document.workload.jobs[1].tasks[0].extras == {"gwf:Status": 1}
+    assert result.document.workload.jobs[1].tasks[0].extras == {"gwf:Status": 3}
 
 
 def test_a_document_without_workload_writes_an_empty_trace():
@@ -431,7 +433,7 @@ def test_losses_name_a_job_at_its_first_task_line(tmp_path: Path,
     assert main(["convert", str(source), str(tmp_path / "out.swf"), "--to", "swf",
                  "--losses"]) == 0
     assert f"  job: 1 value (first: {source}:4:1, /workload/jobs/1): grouping of tasks " \
-        "into jobs/workflows" in capsys.readouterr().err.splitlines()
+        "into jobs/workflows (gwf: WorkflowID)" in capsys.readouterr().err.splitlines()
     located = gwf.read(source.read_bytes())
     assert located.locate("/workload/jobs/1/tasks/1") == (5, 1)
     assert located.locate("/workload/jobs/2") == (None, None)

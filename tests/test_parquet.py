@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from dcx.converters.registry import content_kind, detect
 from dcx.core.columns import columns_of
-from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Job, ResourceRequest, Task, TaskStatus, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import gwf, parquet, swf
 from tests.strategies import Domain, documents
@@ -168,3 +168,22 @@ def test_damaged_bytes_are_one_error():
     data = (EXAMPLES / "parquet" / "grid-archive.parquet").read_bytes()
     assert codes(data[:100] + data[-50:]) == [("parquet.unreadable", "")]
     assert codes(b"PAR1 not really") == [("parquet.unreadable", "")]
+
+
+def test_recorded_columns_are_always_written_and_a_status_is_a_word():
+    """The recorded columns are in every file (null where no task has a value), so every
+    row group of a streamed file has them; a status that is none of the words is located."""
+    plain = Workload(jobs=(Job(id=1, tasks=(Task(id=1),)),))
+    table = pq.read_table(io.BytesIO(parquet.write(Document(workload=plain)).data))
+    assert {"status", "wait_time_s", "queue", "think_time_s"} <= set(table.column_names)
+    assert table.column("status").null_count == 1
+    failed = Task(id=2, status=TaskStatus.FAILED, wait_time_s=5.0, queue="7",
+                  used_memory_mb=2.5)
+    work = Workload(jobs=(Job(id=1, tasks=(Task(id=1), failed)),))
+    back = round_trip(Document(workload=work))
+    assert back.workload is not None and tuple(back.workload.jobs) == work.jobs
+    table = pq.read_table(io.BytesIO(parquet.write(Document(workload=work)).data))
+    assert table.column("status").to_pylist() == [None, "failed"]
+    words = pa.array([None, "done"], pa.string())
+    broken = table.set_column(table.column_names.index("status"), "status", words)
+    assert codes(_file(broken)) == [("parquet.status", "/rows/1/status")]

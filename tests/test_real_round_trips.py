@@ -5,13 +5,14 @@ corpus (``upstream/``, skipped when it is absent)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dcx.converters.losses import conversion_losses
-from dcx.core.model import Document
+from dcx.core.model import Document, TaskStatus
 from dcx.core.restrict import LEFT_OUT, restrict, without_empty_parts
 from dcx.formats import batsim, gwf, swf
 from dcx.formats.swf import codec as swf_codec
@@ -91,3 +92,112 @@ def test_batsim_through_swf_keeps_every_job_it_can_run(corpus: Path | None) -> N
                 swf_codec._whole_requested_time(before.requested_time_s),
                 before.request.nodes, swf_codec._whole_runtime(before.runtime_s),
                 swf_codec._whole_submit(before.submit_time_s)), path.name
+
+
+_RECORDED = ("status", "wait_time_s", "used_memory_mb", "cpu_time_s", "application", "queue",
+             "partition")
+"""The recorded fields SWF and GWF (archive) both define."""
+
+
+def _recorded(document: Document) -> list[tuple[Any, ...]]:
+    assert document.workload is not None
+    return [(task.id, *(getattr(task, name) for name in _RECORDED))
+            for task in document.workload.tasks()]
+
+
+@pytest.mark.parametrize(("source", "target", "path"), [
+    (swf, gwf, "examples/swf/small-cluster.swf"), (gwf, swf, "examples/gwf/grid-archive.gwf")],
+    ids=["swf-gwf-swf", "gwf-swf-gwf"])
+def test_recorded_fields_go_across_value_for_value(source: Any, target: Any, path: str) -> None:
+    """Status (failed and cancelled jobs too), wait time, used memory, CPU time, executable,
+    queue and partition: in the model after the first read, the same after both ways."""
+    original = _read(source, (REPO / path).read_bytes())
+    assert original is not None
+    recorded = _recorded(original)
+    statuses = {row[1] for row in recorded}
+    assert {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED} <= statuses
+    assert any(row[2] is not None for row in recorded)  # wait times
+    across = _through(target, original)
+    assert _recorded(across) == recorded
+    assert _recorded(_through(source, across)) == recorded
+
+
+def test_preceding_job_and_think_time_stay_through_swf() -> None:
+    original = _read(swf, (REPO / "examples/swf/small-cluster.swf").read_bytes())
+    assert original is not None and original.workload is not None
+    third = list(original.workload.tasks())[2]
+    assert (third.dependencies, third.think_time_s) == ((2,), 80.0)
+    back = _through(swf, original)
+    assert back.workload is not None and list(back.workload.tasks())[2] == third
+
+
+def test_batsim_through_swf_keeps_the_machine_size(corpus: Path | None) -> None:
+    """``nb_res`` goes to SWF's MaxProcs header and back, where it is not the most hosts a
+    job asks for; every job and its walltime and hosts come back."""
+    files = _files(corpus, "batsim", ".json")
+    sizes = 0
+    for path in files:
+        data = path.read_bytes()
+        original = _read(batsim, data)
+        if original is None or original.workload is None:
+            continue
+        back = _through(batsim, _through(swf, original))
+        kept = {task.id: task for task in back.workload.tasks()} if back.workload else {}
+        given = json.loads(data)
+        if len(kept) == len(given["jobs"]) or given["nb_res"] != max(
+                [1, *(job["res"] for job in given["jobs"])]):
+            # (a job left out, named by a loss line, may have been the one that made
+            # nb_res, which the file then did not say otherwise)
+            assert json.loads(batsim.write(back).data)["nb_res"] == given["nb_res"], path.name
+            sizes += 1
+        for task in original.workload.tasks():
+            if task.id in kept:
+                assert (kept[task.id].requested_time_s, kept[task.id].request.nodes) == (
+                    task.requested_time_s, task.request.nodes), path.name
+    assert sizes
+
+
+def test_loss_lines_name_the_formats_own_columns() -> None:
+    """No loss line of a conversion between the trace examples says only "other task
+    fields": each names the keys it drops, by their format's own column names."""
+    examples = [(swf, "examples/swf/small-cluster.swf"), (gwf, "examples/gwf/grid-archive.gwf"),
+                (batsim, "examples/batsim/delays-and-compute.json")]
+    for source, path in examples:
+        document = _read(source, (REPO / path).read_bytes())
+        assert document is not None
+        for target in (swf, gwf, batsim):
+            if target is source:
+                continue
+            losses = conversion_losses(document, target.FORMAT)
+            for loss in losses:
+                assert loss.detail != "other task fields", (path, target.FORMAT.name)
+                if loss.field == "task.extras":
+                    assert ": " in loss.detail.partition("other task fields")[2], loss.detail
+    gwf_document = _read(gwf, (REPO / "examples/gwf/grid-archive.gwf").read_bytes())
+    assert gwf_document is not None
+    details = {loss.field: loss.detail for loss in conversion_losses(
+        gwf_document, batsim.FORMAT)}
+    assert "gwf: QueueID" in details["task.queue"]
+    assert "gwf: JobStructure" in details["task.extras"]
+
+
+@pytest.mark.parametrize(("module", "prefix", "cpu"), [
+    (swf, "swf:", "AverageCPUTime"), (gwf, "gwf:", "AverageCPUTimeUsed")])
+def test_recorded_values_an_earlier_dcx_kept_in_extras_are_written_to_their_columns(
+        module: Any, prefix: str, cpu: str) -> None:
+    """A Parquet file written before the model had the recorded fields keeps them as the
+    trace format's extras keys: that format writes them to their columns, losing nothing."""
+    from dcx.core.model import Job, Task, Workload
+    from dcx.formats import parquet
+
+    task = Task(id=1, runtime_s=10.0, requested_time_s=60.0, extras={
+        prefix + "WaitTime": 3, prefix + cpu: 2.5, prefix + "UsedMemory": 2048,
+        prefix + "Status": 0})
+    old = _through(parquet, Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),))))
+    losses = {loss.field for loss in conversion_losses(old, module.FORMAT)}
+    assert "task.extras" not in losses
+    back = _through(module, old)
+    assert back.workload is not None
+    (written,) = back.workload.tasks()
+    assert (written.wait_time_s, written.cpu_time_s, written.used_memory_mb, written.status) \
+        == (3.0, 2.5, 2.0, TaskStatus.FAILED)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from dcx.converters.losses import conversion_losses
-from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, Workload
+from dcx.core.model import Document, Job, Placement, ResourceRequest, Task, TaskStatus, Workload
 from dcx.core.restrict import restrict, without_empty_parts
 from dcx.formats import swf
 from tests.strategies import Domain, documents
@@ -42,8 +42,11 @@ def test_haizea_blue_excerpt_reads_and_round_trips(corpus_dir: Path):
         13, 0.0, 43.0, 64800.0)
     assert first.request == ResourceRequest(nodes=32, cores=1.0, placement=Placement.CORES)
     assert first.user == "96"
-    assert first.extras == {"swf:RequestedProcessors": 4, "swf:WaitTime": 22,
-                            "swf:AverageCPUTime": 0.03, "swf:Status": 1, "swf:QueueNumber": 3}
+    assert first.extras == {"swf:RequestedProcessors": 4}
+    assert (first.wait_time_s, first.cpu_time_s, first.status, first.queue) == (
+        22.0, 0.03, TaskStatus.COMPLETED, "3")
+    assert (first.used_memory_mb, first.application, first.partition, first.think_time_s) == (
+        None, None, None, None)
     assert swf.normal_form_losses(result.document) == frozenset()
     assert swf.read(swf.write(result.document).data).document == result.document
 
@@ -91,7 +94,8 @@ def test_processor_counts_map_onto_single_core_nodes():
     assert first.request == ResourceRequest(nodes=64, cores=1.0, placement=Placement.CORES)
     assert first.extras == {"swf:RequestedProcessors": 8}
     assert second.request.nodes == 16
-    assert second.extras == {"swf:AllocatedProcessors": 0, "swf:Status": 5}
+    assert second.extras == {"swf:AllocatedProcessors": 0}
+    assert second.status is TaskStatus.CANCELLED
     assert third.request == ResourceRequest(nodes=4, cores=1.0, memory_mb=2.0,
                                             placement=Placement.CORES)
     assert (third.user, third.group, third.extras) == ("3", "0", {})
@@ -104,7 +108,8 @@ def test_preceding_jobs_become_dependencies_or_stay_in_extras():
     ))
     assert result.ok
     _, second, third = result.document.workload.tasks()
-    assert second.dependencies == (1,) and second.extras == {"swf:ThinkTime": 30}
+    assert second.dependencies == (1,) and second.extras == {}
+    assert second.think_time_s == 30.0
     assert third.dependencies == () and third.extras == {"swf:PrecedingJobNumber": 99}
     (missing,) = result.diagnostics
     assert (missing.code, missing.line, missing.pointer) == (
@@ -186,7 +191,7 @@ def test_writer_reports_what_swf_cannot_hold():
     assert _lost(Document(workload=workload)) == {
         "task.request.placement", "task.id",
         "workload.name", "workload.time_origin", "job", "job.name", "task.request.cores",
-        "task.dependencies.multiple", "task.image"}
+        "task.dependencies.multiple", "task.image", "task.user"}
     reread = swf.read(swf.write(Document(workload=workload)).data)
     assert reread.ok
     first, second, _ = reread.document.workload.tasks()
@@ -194,7 +199,12 @@ def test_writer_reports_what_swf_cannot_hold():
     # 2 nodes of 4 cores are 8 processors, the 2 GB of the job 256 MB per processor
     assert first.request == ResourceRequest(nodes=8, memory_mb=256.0, placement=Placement.CORES)
     assert second.dependencies == (1,)
-    assert second.user == "alice" and reread.document.workload.attributes == {"n": 3}
+    # a name is written as a number made from it (AccaSim and the PWA tools parse numbers)
+    assert second.user == swf.codec.name_number("alice") == "1679078337430"
+    assert reread.document.workload.attributes == {"n": 3}
+    assert swf.codec.loss_notes(Document(workload=workload)) == {
+        "task.user": "names written as numbers made from each name, such as alice → "
+                     "1679078337430"}
 
 
 def test_header_values_read_back_with_their_types():
@@ -237,7 +247,8 @@ def test_values_swf_cannot_write_are_value_restrictions_of_the_normal_form():
     result = swf.read(swf.write(document).data)
     assert result.ok and result.diagnostics == ()
     first, second = result.document.workload.tasks()
-    assert (first.id, first.submit_time_s, first.runtime_s, first.user) == (1, 0.0, None, None)
+    assert (first.id, first.submit_time_s, first.runtime_s, first.user) == (
+        1, 0.0, None, "1012131612119")  # the name's number
     assert first.extras == {"swf:AllocatedProcessors": -1}
     assert second.dependencies == (1,)
     assert result.document.workload.time_origin == "2001-09-09T01:46:40Z"  # the same instant
@@ -259,8 +270,10 @@ def test_losses_and_jobs_are_located_at_their_line(tmp_path: Path,
     capsys.readouterr()
     assert main(["convert", str(source), str(tmp_path / "out.json"), "--to", "wfformat",
                  "--losses"]) == 0
-    assert f"  task.submit_time_s: 1 value (first: {source}:4:1, /workload/jobs/1/tasks/0): " \
-        "submit time" in capsys.readouterr().err.splitlines()
+    line = f"  task.submit_time_s: 1 value (first: {source}:4:1, /workload/jobs/1/tasks/0): " \
+        "submit time ("
+    said = [text for text in capsys.readouterr().err.splitlines() if text.startswith(line)]
+    assert len(said) == 1 and "swf: Submit Time (field 2)" in said[0]
     data = source.read_bytes()
     fast = swf.read_fast(data, chunk_bytes=64)
     assert fast is not None

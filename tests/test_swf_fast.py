@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dcx.core.columns import WorkloadColumns, columns_of
-from dcx.core.model import Workload
+from dcx.core.model import TaskStatus, Workload
 from dcx.formats import swf
 from dcx.formats.swf import codec as swf_codec
 
@@ -91,11 +91,12 @@ def test_fast_path_rows_carry_the_exact_values():
     first, second = (job.tasks[0] for job in fast.jobs)
     assert first.user == "007" and first.request.nodes == 4
     assert first.request.memory_mb == 2.0
-    assert first.extras == {"swf:RequestedProcessors": 8, "swf:Status": 1,
-                            "swf:ThinkTime": 0.5}
+    assert first.extras == {"swf:RequestedProcessors": 8}
+    assert (first.status, first.think_time_s) == (TaskStatus.COMPLETED, 0.5)
     assert second.dependencies == (1,)
-    assert second.extras == {"swf:AllocatedProcessors": 0, "swf:WaitTime": 3,
-                             "swf:AverageCPUTime": 2.25}
+    assert second.extras == {"swf:AllocatedProcessors": 0}
+    assert (second.wait_time_s, second.cpu_time_s, second.status) == (
+        3.0, 2.25, TaskStatus.UNKNOWN)
 
 
 def test_the_fast_path_defers_on_what_the_exact_path_reports():
@@ -186,4 +187,6 @@ def test_a_trace_holding_no_processor_extras_has_no_columns_for_them():
     assert fast is not None
     columns = columns_of(fast)
     assert columns is not None
-    assert sorted(columns.extras) == ["swf:PartitionNumber", "swf:QueueNumber", "swf:Status"]
+    assert sorted(columns.extras) == []
+    assert columns.queue is not None and columns.partition is not None
+    assert columns.status is not None and columns.application is None

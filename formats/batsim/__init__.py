@@ -34,8 +34,12 @@ other job members        ``extras["batsim:<member>"]`` (``extra_data`` and the r
                          a job are kept whole, in file order, in
                          ``Workload.extras["batsim:profiles"]`` (unused profiles and those a
                          ``composed`` sequence names too)
-``nb_res``               derived: the largest ``res`` (at least 1); a file whose ``nb_res``
-                         differs keeps it in ``Workload.extras["batsim:nb_res"]``
+``nb_res``               the machine's size: derived, the largest ``res`` (at least 1); a
+                         file whose ``nb_res`` differs keeps it as the ``MaxProcs``
+                         attribute (SWF's header field of the machine's size, so it goes
+                         through SWF and back), or in ``Workload.extras["batsim:nb_res"]``
+                         when the file also has a different ``MaxProcs`` member; written
+                         from ``MaxProcs`` when that is at least the largest ``res``
 other top-level members  ``Workload.attributes`` (``command``, ``date``, ``description`` of
                          Batsim's generated workloads); a member whose name has a ``:`` is not
                          kept (a warning)
@@ -101,7 +105,7 @@ from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 
 __all__ = [
-    "CODES", "DELAY_TYPE", "FORMAT", "HOLDS", "INT32_MAX", "INT32_MIN",
+    "CODES", "DELAY_TYPE", "FIELD_NAMES", "FORMAT", "HOLDS", "INT32_MAX", "INT32_MIN",
     "JOB_FIELDS", "NB_RES_KEY", "PREFIX", "PROFILES_KEY", "PROFILE_KEY", "SCHEMA",
     "TOP_FIELDS", "V4_TYPES", "V5_TYPES", "VERSION_KEY", "delay_profile_name", "leaves_out",
     "normal_form", "normal_form_losses", "read", "sniff", "write",
@@ -127,6 +131,14 @@ HOLDS = frozenset({
     "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
     "task.request.nodes", "workload.attributes",
 })
+
+FIELD_NAMES: dict[str, str] = {
+    "task.id": "id", "task.submit_time_s": "subtime", "task.runtime_s": "profile (delay)",
+    "task.requested_time_s": "walltime", "task.request.nodes": "res",
+    "workload.attributes": "top-level members", "batsim:profile": "profile",
+    "batsim:profiles": "profiles", "batsim:extra_data": "extra_data", "batsim:nb_res": "nb_res",
+}
+"""Batsim's names of the fields (``FormatDeclaration.field_names``)."""
 
 
 def sniff(data: bytes) -> bool:
@@ -201,4 +213,5 @@ FORMAT = FormatDeclaration(
     leaves_out=leaves_out,
     codes=CODES,
     stream_target=deferred("dcx.formats.batsim.stream_target", "BatsimTarget"),
+    field_names=FIELD_NAMES,
 )

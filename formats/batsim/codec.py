@@ -25,6 +25,8 @@ from dcx.core.limits import paused_gc
 from dcx.core.located import Place
 from dcx.core.memo import last_result
 from dcx.core.model import (
+    TRACE_FIELDS,
+    UNRECORDED,
     Document,
     Extras,
     Id,
@@ -165,8 +167,12 @@ def _read(data: bytes) -> ReadResult:
         extras[PROFILES_KEY] = kept
     nodes = (task.request.nodes for task in built) if columns is None else (
         [int(columns.nodes.max())] if len(columns) else [])
-    if root["nb_res"] != _derived_nb_res(nodes):
-        extras[NB_RES_KEY] = root["nb_res"]
+    nb_res = root["nb_res"]
+    if nb_res != _derived_nb_res(nodes):
+        if MACHINE_SIZE_KEY not in attributes:
+            attributes[MACHINE_SIZE_KEY] = nb_res  # the machine's size, as SWF says it
+        elif attributes[MACHINE_SIZE_KEY] != nb_res:
+            extras[NB_RES_KEY] = nb_res
     if version == 5:
         extras[VERSION_KEY] = 5
     workload = Workload(jobs=tuple(_new_job({"id": task.id, "tasks": (task,), "name": None,
@@ -302,7 +308,7 @@ def _job_task(index: int, job: dict[str, Any], profiles: dict[str, _Profile],
                                  "features": ()}),
         "dependencies": (), "deadline_s": None, "start_mode": StartMode.ANY,
         "start_time_s": None, "preemptible": None, "user": None, "group": None, "image": None,
-        "image_size_mb": None, "extras": extras})
+        "image_size_mb": None, **UNRECORDED, "extras": extras})
 
 
 def _plain_job_columns(jobs: list[dict[str, Any]], uses: dict[str, _Profile]
@@ -353,7 +359,7 @@ def _plain_job_columns(jobs: list[dict[str, Any]], uses: dict[str, _Profile]
 _new_task = direct_constructor(Task, (
     "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
     "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
-    "image_size_mb", "extras"))
+    "image_size_mb", *TRACE_FIELDS, "extras"))
 _new_request = direct_constructor(ResourceRequest, ("nodes", "cores", "memory_mb", "gpus",
                                                     "resources", "os", "arch", "features"))
 _new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
@@ -671,7 +677,10 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     if given_nb_res is not None:
         if not (_is_int(given_nb_res) and 1 <= given_nb_res <= INT32_MAX):
             lost.add("workload.extras")
-        elif given_nb_res != nb_res:
+        elif MACHINE_SIZE_KEY not in attributes and given_nb_res != nb_res:
+            attributes[MACHINE_SIZE_KEY] = given_nb_res  # (what the reader makes of it)
+        elif given_nb_res != machine_size(nb_res, replace(workload, attributes=attributes,
+                                                            extras={})):
             extras[NB_RES_KEY] = given_nb_res
     if normalizer.version == 5:
         extras[VERSION_KEY] = 5
@@ -959,10 +968,26 @@ def _column_job_texts(columns: WorkloadColumns, profiles: dict[str, Any],
 _TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
+MACHINE_SIZE_KEY = "MaxProcs"
+"""The workload attribute of the machine's size (SWF's header field): ``nb_res`` when the
+file's differs from the most hosts a job asks for, and no other value is given."""
+
+
+def machine_size(nb_res: int, workload: Workload) -> Any:
+    """``nb_res`` of a workload in normal form whose jobs ask for at most ``nb_res`` hosts:
+    its own (``batsim:nb_res``), else its ``MaxProcs`` attribute when that is an integer
+    at least as large (Batsim's ``res`` counts processors: SWF's), else ``nb_res``."""
+    given = workload.extras.get(NB_RES_KEY)
+    if given is not None:
+        return given
+    size = workload.attributes.get(MACHINE_SIZE_KEY)
+    return size if _is_int(size) and nb_res <= size <= INT32_MAX else nb_res
+
+
 def head_root(nb_res: Any, workload: Workload) -> dict[str, Any]:
-    """The top-level members written before ``jobs``: ``nb_res``, then the workload's
-    attributes."""
-    root: dict[str, Any] = {"nb_res": nb_res}
+    """The top-level members written before ``jobs``: ``nb_res`` (``machine_size`` of the
+    most hosts a job asks for), then the workload's attributes."""
+    root: dict[str, Any] = {"nb_res": machine_size(nb_res, workload)}
     root.update({key: value for key, value in workload.attributes.items() if ":" not in key})
     return root
 

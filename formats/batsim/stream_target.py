@@ -13,7 +13,6 @@ from typing import Any
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Diagnostic, Loss
 from dcx.core.model import Document, Workload
-from dcx.core.restrict import conversion_losses
 from dcx.core.streams import (
     CHANGED,
     JsonTarget,
@@ -115,7 +114,7 @@ class BatsimTarget(JsonTarget):
         claimed = lost | {path for path in _VALUE_PATHS if path in use.used}
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
         # the value paths this chunk's normal form changes, as the form CHANGED
-        return {None: conversion_losses(restored, spec, normal),
+        return {None: self.derive_losses(restored, spec, normal),
                 CHANGED: tuple(Loss(path, 1, "", None) for path in sorted(lost & _VALUE_PATHS))}
 
     def cut_ends(self, document: Document, counted: bool) -> tuple[bool, bool, int]:

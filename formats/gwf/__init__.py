@@ -12,8 +12,13 @@ Two variants share the ``.gwf`` extension:
 ``archive`` (Grid Workloads Archive)
     Whitespace-separated, ``#`` comment lines, 29 columns, ``-1`` where unknown. Each line is
     a single-task job whose job id is its task id. Columns the model has fields for map onto
-    them (RunTime, NProcs, ReqTime, ReqMemory, UserID, GroupID); every other known column is
-    kept in ``Task.extras`` under ``gwf:<column name>`` unless it is ``-1``.
+    them (RunTime, NProcs, ReqTime, ReqMemory, UserID, GroupID, and what the trace recorded:
+    WaitTime → ``wait_time_s``, AverageCPUTimeUsed → ``cpu_time_s``, UsedMemory (KB per
+    processor) → ``used_memory_mb`` per core, Status → ``status`` with SWF's codes,
+    ExecutableID, QueueID, PartitionID → ``application``, ``queue``, ``partition`` as decimal
+    text); every other known column is kept in ``Task.extras`` under ``gwf:<column name>``
+    unless it is ``-1``, and so is a Status code the status does not give back
+    (``gwf:Status``: a partial execution's 2, 3, 4, or another code).
 
 Mapping details shared by both variants:
 
@@ -55,6 +60,9 @@ derived losses report it. The writer serialises ``normal_form(document)`` and no
   from a format whose ids are strings: it reads back as that integer) and they are unique;
   otherwise the tasks are renumbered 1..n in workload order (a ``task.id`` loss) and
   dependencies follow. Workflow ids likewise, renumbered 0..m-1 (a ``job`` loss).
+* **Recorded fields.** Only the archive variant has columns for them (they count for the
+  archive in the choice of variant); a job killed at its limit is written as failed (0), an
+  application, queue or partition that is no integer >= 0 is unknown.
 * **Values.** Cores are whole numbers >= 1 (rounded up); a negative or non-finite time is
   unknown (a submit time 0); a user or group that is not a decimal number is unknown; memory is
   what its KB-per-processor column reads back as; ``gwf:`` extras that do not fit their column
@@ -114,7 +122,7 @@ from dcx.parsing.trace_codes import dependency_codes, text_codes
 from dcx.parsing.trace_tokens import parse_int
 
 __all__ = [
-    "ARCHIVE_COLUMNS", "CODES", "EXTRA_PREFIX", "FORMAT", "HOLDS", "HOLDS_ARCHIVE",
+    "ARCHIVE_COLUMNS", "CODES", "EXTRA_PREFIX", "FIELD_NAMES", "FORMAT", "HOLDS", "HOLDS_ARCHIVE",
     "HOLDS_WORKFLOW", "MAX_ERRORS", "SCHEMA", "WORKFLOW_COLUMNS", "Variant", "normal_form",
     "normal_form_losses", "read", "read_chunks", "sniff", "variant_of", "write",
 ]
@@ -152,10 +160,28 @@ HOLDS_WORKFLOW = frozenset({
 HOLDS_ARCHIVE = frozenset({
     "task.id", "task.submit_time_s", "task.runtime_s", "task.requested_time_s",
     "task.request.cores", "task.request.memory_mb", "task.user", "task.group",
-    "task.request.placement",
+    "task.request.placement", "task.status", "task.wait_time_s", "task.used_memory_mb",
+    "task.cpu_time_s", "task.application", "task.queue", "task.partition",
 })
 HOLDS: frozenset[str] = HOLDS_WORKFLOW | HOLDS_ARCHIVE
 """Everything a GWF file can carry; what the variant written cannot is in ``normal_form``."""
+
+_MAPPED_COLUMNS = {
+    "task.id": "JobID", "task.submit_time_s": "SubmitTime", "task.wait_time_s": "WaitTime",
+    "task.runtime_s": "RunTime", "task.request.cores": "NProcs",
+    "task.cpu_time_s": "AverageCPUTimeUsed", "task.used_memory_mb": "UsedMemory",
+    "task.requested_time_s": "ReqTime", "task.request.memory_mb": "ReqMemory",
+    "task.status": "Status", "task.user": "UserID", "task.group": "GroupID",
+    "task.application": "ExecutableID", "task.queue": "QueueID",
+    "task.partition": "PartitionID", "job": "WorkflowID", "task.dependencies": "Dependencies",
+    "task.request.placement": "NProcs (cores anywhere)",
+}
+FIELD_NAMES: dict[str, str] = {
+    **_MAPPED_COLUMNS,
+    **{"gwf:" + name: name for name in ARCHIVE_COLUMNS if name not in _MAPPED_COLUMNS.values()},
+    "gwf:NProcs": "NProcs (-1)", "gwf:Status": "Status, a partial execution's code",
+}
+"""The GWA columns' names of the fields (``FormatDeclaration.field_names``)."""
 
 # --------------------------------------------------------------------------- sniff
 
@@ -237,4 +263,5 @@ FORMAT = FormatDeclaration(
     codes=CODES,
     stream_source=deferred("dcx.formats.gwf.stream_source", "GwfSource"),
     stream_target=deferred("dcx.formats.gwf.stream_target", "GwfTarget"),
+    field_names=FIELD_NAMES,
 )

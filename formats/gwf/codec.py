@@ -27,6 +27,7 @@ from dcx.core.model import (
     Placement,
     ResourceRequest,
     Task,
+    TaskStatus,
     Workload,
 )
 from dcx.core.shapes import one_node
@@ -41,25 +42,34 @@ from dcx.formats.gwf.rules import (
 )
 from dcx.formats.gwf.spelling import (
     ARCHIVE_EXTRA_KEYS,
+    CODES,
     EXTRA_PREFIX,
     NPROCS_KEY,
+    RECORDED,
     REQNPROCS_KEY,
+    SECONDS,
+    STATUS_KEY,
     USER_TEXT,
     Variant,
     pad,
 )
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
+    CODE_TEXT,
     MAX_ERRORS,
+    PLAIN_CODES,
     ErrorBudget,
     decode_text,
     dependency_diagnostics,
     format_number,
     known_submit,
     known_time,
+    lifted_recorded,
     parse_int,
+    status_of_code,
     written_ids,
     written_number_id,
+    written_status_code,
 )
 
 SCHEMA = "gwf.schema.json"
@@ -69,7 +79,7 @@ _ARCHIVE_MEASURES = ARCHIVE_MEASURES
 _ARCHIVE_CODES = ARCHIVE_CODES
 _ARCHIVE_TOKENS = ARCHIVE_TOKENS
 _ARCHIVE_RULES = archive_rules(ARCHIVE_COLUMNS)
-_ARCHIVE_EXTRA_COLUMNS = _ARCHIVE_MEASURES | _ARCHIVE_CODES | _ARCHIVE_TOKENS
+_ARCHIVE_EXTRA_COLUMNS = (_ARCHIVE_MEASURES | _ARCHIVE_CODES | _ARCHIVE_TOKENS) - RECORDED
 
 
 # --------------------------------------------------------------------------- read
@@ -394,6 +404,10 @@ def _archive_task(record: dict[str, Any]) -> Task:
     for name in ARCHIVE_COLUMNS:
         if name in _ARCHIVE_EXTRA_COLUMNS and record[name] not in (-1, "-1"):
             extras[EXTRA_PREFIX + name] = record[name]
+    status = record["Status"]
+    if status not in PLAIN_CODES:
+        extras[STATUS_KEY] = status
+    used = record["UsedMemory"]
     memory = record["ReqMemory"]
     return Task(
         id=record["JobID"],
@@ -407,8 +421,20 @@ def _archive_task(record: dict[str, Any]) -> Task:
         ),
         user=None if record["UserID"] == -1 else str(record["UserID"]),
         group=None if record["GroupID"] == -1 else str(record["GroupID"]),
+        status=status_of_code(status),
+        used_memory_mb=None if used == -1 else used / 1024,
+        wait_time_s=None if record["WaitTime"] == -1 else float(record["WaitTime"]),
+        cpu_time_s=(None if record["AverageCPUTimeUsed"] == -1
+                    else float(record["AverageCPUTimeUsed"])),
+        application=_code_text(record["ExecutableID"]),
+        queue=_code_text(record["QueueID"]),
+        partition=_code_text(record["PartitionID"]),
         extras=extras,
     )
+
+
+def _code_text(value: int) -> str | None:
+    return None if value == -1 else str(value)
 
 
 
@@ -459,9 +485,39 @@ def _processor_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or value == -1)
 
 
-def _gwf_extras(extras: Extras, cores: float, archive: bool) -> tuple[Extras, bool]:
+def _recorded(task: Task, archive: bool) -> dict[str, Any]:
+    """The recorded fields of ``task`` the variant writes otherwise, as it writes them: in
+    the archive, a job killed at its limit as failed, times and memory known (>= 0,
+    finite), codes as the decimal texts of integers >= 0 (others unknown); the workflow
+    variant has no column for any."""
+    changed: dict[str, Any] = {}
+    if task.status is not TaskStatus.UNKNOWN and (
+            not archive or task.status is TaskStatus.KILLED_AT_WALLTIME):
+        changed["status"] = TaskStatus.FAILED if archive else TaskStatus.UNKNOWN
+    for field in ("wait_time_s", "cpu_time_s", "used_memory_mb"):
+        value = getattr(task, field)
+        if value is not None:
+            written = (_used_memory(value) if field == "used_memory_mb" else known_time(value)
+                       ) if archive else None
+            if written is not value:
+                changed[field] = written
+    for field in CODES.values():
+        code = getattr(task, field)
+        if code is not None and (not archive or CODE_TEXT.fullmatch(code) is None):
+            changed[field] = None
+    return changed
+
+
+def _used_memory(memory_mb: float) -> float | None:
+    """UsedMemory is KB; times 1024 is exact in binary unless it overflows."""
+    return memory_mb if memory_mb >= 0 and math.isfinite(memory_mb * 1024) else None
+
+
+def _gwf_extras(extras: Extras, cores: float, archive: bool,
+                status: TaskStatus = TaskStatus.UNKNOWN) -> tuple[Extras, bool]:
     """``extras`` with its ``gwf:`` keys as the variant reads them back, and whether one was
-    dropped. NProcs ``-1`` reads back alone; ReqNProcs only when it differs from the cores."""
+    dropped. NProcs ``-1`` reads back alone; ReqNProcs only when it differs from the cores;
+    a Status code only when it reads back as ``status``."""
     if not any(key.startswith(EXTRA_PREFIX) for key in extras):
         return extras, False
     kept: Extras = {}
@@ -475,6 +531,11 @@ def _gwf_extras(extras: Extras, cores: float, archive: bool) -> tuple[Extras, bo
         elif key == REQNPROCS_KEY and not unknown_nprocs and _processor_count(value):
             if value != cores:
                 kept[key] = value
+        elif key == STATUS_KEY:
+            if archive and written_status_code(status, value) == value:
+                kept[key] = value
+            else:
+                dropped = True
         elif archive and key in ARCHIVE_EXTRA_KEYS and _archive_column(key, value):
             kept[key] = value
         else:
@@ -507,6 +568,7 @@ class _Normalizer:
     def task(self, task: Task) -> Task:
         if not self.archive and self.ids_kept and self._workflow_normal(task):
             return task
+        task = lifted_recorded(task, EXTRA_PREFIX, SECONDS, CODES)
         lost = self.lost
         request = task.request
         total_cores, node_memory = one_node(request.nodes, request.cores, request.memory_mb)
@@ -526,7 +588,12 @@ class _Normalizer:
         runtime = known_time(task.runtime_s)
         if runtime != task.runtime_s:
             lost.add("task.runtime_s")
-        extras, dropped = _gwf_extras(task.extras, cores, self.archive)
+        recorded = _recorded(task, self.archive)
+        for field, value in recorded.items():
+            if value != getattr(task, field):
+                lost.add(f"task.{field}")
+        extras, dropped = _gwf_extras(task.extras, cores, self.archive,
+                                      recorded.get("status", task.status))
         if dropped:
             lost.add("task.extras")
         numbering = self.numbering
@@ -559,23 +626,23 @@ class _Normalizer:
                 and requested is task.requested_time_s and request.nodes == 1
                 and cores == request.cores and memory is request.memory_mb
                 and user is task.user and group is task.group and extras is task.extras
-                and request.placement is Placement.CORES):
+                and request.placement is Placement.CORES and not recorded):
             return task  # already in normal form: no copy per task
         if cores != request.cores or memory is not request.memory_mb or request.nodes != 1 \
                 or request.placement is not Placement.CORES:
             request = replace(request, nodes=1, cores=cores, memory_mb=memory,
                               placement=Placement.CORES)
-        return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
-                       "submit_time_s": submit, "runtime_s": runtime,
-                       "requested_time_s": requested, "request": request, "user": user,
-                       "group": group, "extras": extras})
+        return Task(**{**task.__dict__, **recorded, "id": task_id,
+                       "dependencies": dependencies, "submit_time_s": submit,
+                       "runtime_s": runtime, "requested_time_s": requested,
+                       "request": request, "user": user, "group": group, "extras": extras})
 
 
     def _workflow_normal(self, task: Task) -> bool:
         """Whether ``task`` is already in the workflow variant's normal form (the common case
         of a GWF file read back), decided without building anything."""
         if task.extras or task.requested_time_s is not None or task.user is not None \
-                or task.group is not None:
+                or task.group is not None or _recorded(task, False):
             return False
         request = task.request
         cores, submit, runtime = request.cores, task.submit_time_s, task.runtime_s
@@ -629,7 +696,20 @@ def _variant_fields_of_rows(workload: Workload) -> tuple[frozenset[str], frozens
             if task.extras and any(key in ARCHIVE_EXTRA_KEYS and _archive_column(key, value)
                                    for key, value in task.extras.items()):
                 only_archive.add("task.extras")
+            only_archive.update(_recorded_paths(task))
     return frozenset(only_archive), frozenset(only_workflow)
+
+
+def _recorded_paths(task: Task) -> set[str]:
+    """The recorded fields of ``task`` only the archive variant writes."""
+    found: set[str] = set()
+    if task.status is not TaskStatus.UNKNOWN:
+        found.add("task.status")
+    archived = _recorded(task, True)
+    for field in ("wait_time_s", "cpu_time_s", "used_memory_mb", *CODES.values()):
+        if getattr(task, field) is not None and archived.get(field, True) is not None:
+            found.add(f"task.{field}")
+    return found
 
 
 def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
@@ -802,8 +882,24 @@ def _archive_rows(workload: Workload) -> list[str]:
                 if key in ARCHIVE_EXTRA_KEYS:
                     name = key[len(EXTRA_PREFIX):]
                     values[name] = value if name in _ARCHIVE_TOKENS else format_number(value)
+            _recorded_texts(task, values)
             lines.append(" ".join(values[name] for name in ARCHIVE_COLUMNS))
     return lines
+
+
+def _recorded_texts(task: Task, values: dict[str, str]) -> None:
+    """The archive columns of a task's recorded fields (in normal form) into ``values``."""
+    values["Status"] = str(written_status_code(task.status, task.extras.get(STATUS_KEY)))
+    if task.used_memory_mb is not None:
+        values["UsedMemory"] = format_number(task.used_memory_mb * 1024)
+    for name, field in SECONDS.items():
+        seconds = getattr(task, field)
+        if seconds is not None:
+            values[name] = format_number(seconds)
+    for name, field in CODES.items():
+        code = getattr(task, field)
+        if code is not None:
+            values[name] = code
 
 
 def _lines(lines: list[str]) -> bytes:

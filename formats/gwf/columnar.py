@@ -16,21 +16,26 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dcx.core.columns import ExtraColumn, Strings, WorkloadColumns, all_distinct, all_found
-from dcx.core.model import Placement
+from dcx.core.model import Placement, TaskStatus
 from dcx.core.shapes import one_node_columns
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS
 from dcx.formats.gwf.rules import ARCHIVE_CODES, ARCHIVE_TOKENS
 from dcx.formats.gwf.spelling import (
     ARCHIVE_EXTRA_KEYS,
+    CODES,
     EXTRA_PREFIX,
     FIELD_WIDTH,
     NPROCS_KEY,
+    RECORDED,
     REQNPROCS_KEY,
+    SECONDS,
+    STATUS_KEY,
     USER_TEXT,
     Variant,
     pad,
 )
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
+from dcx.parsing.traces import CODE_OF_STATUS, CODE_TEXT, written_status_code
 
 _LARGEST_WRITTEN = 2 ** 53
 """Values whose text the row writer spells from a Python ``int`` beyond float range are
@@ -45,13 +50,17 @@ def written_columns(columns: WorkloadColumns, variant: Variant | None = None,
     the file, maybe outside ``columns`` (a chunk's: ``codec.write_part``), and is kept."""
     import numpy as np
 
-    if not _plain_ids(columns.ids, np):
-        return None
+    if not _plain_ids(columns.ids, np) or any(
+            key.startswith(EXTRA_PREFIX) and key[len(EXTRA_PREFIX):] in RECORDED
+            and key != STATUS_KEY for key in columns.extras):
+        return None  # (recorded values an earlier dcx kept in extras: the rows move them)
     extras = _Extras.of(columns, np)
     if extras is None:
         return None
     columns = one_node_columns_of(columns)
     if _archive(columns, extras, np) if variant is None else variant == "archive":
+        if not _recorded_kept(columns, np):
+            return None  # (values the archive's columns cannot hold: the rows drop them)
         return _archive_file(columns, extras, np)
     if len(columns.dependency_ids) and (
             not _plain_ids(columns.dependency_ids, np, False)
@@ -128,7 +137,8 @@ def normal_variant(columns: WorkloadColumns) -> Variant | None:
             and bool(np.all(_known_submits(columns.submit_time_s, np)
                             == columns.submit_time_s))
             and _known_or_none(columns.runtime_s, np)
-            and _gwf_extras_kept(columns, extras, archive, np)):
+            and _gwf_extras_kept(columns, extras, archive, np)
+            and (_recorded_kept(columns, np) if archive else not _recorded_used(columns, np))):
         return None
     sizes = np.diff(columns.job_offsets)
     if archive:
@@ -173,7 +183,8 @@ def part_columns(columns: WorkloadColumns, variant: Variant
             bool(np.all(whole_cores(cores, np) == cores))
             and bool(np.all(_known_submits(columns.submit_time_s, np) == columns.submit_time_s))
             and _known_or_none(columns.runtime_s, np)
-            and _gwf_extras_kept(columns, extras, archive, np)):
+            and _gwf_extras_kept(columns, extras, archive, np)
+            and (not archive or _recorded_kept(columns, np))):
         return None
     sizes = np.diff(columns.job_offsets)
     if archive:
@@ -203,12 +214,81 @@ def part_columns(columns: WorkloadColumns, variant: Variant
         ("task.request.memory_mb", np.any(~np.isnan(columns.memory_mb))),
         ("task.user", np.any(columns.user.codes >= 0)),
         ("task.group", np.any(columns.group.codes >= 0))) if bool(known)}
-    if not lost:
+    recorded = _recorded_used(columns, np)
+    if not lost and not recorded:
         return columns, frozenset()
     unknown = np.full(len(columns), np.nan)
     nobody = Strings(np.full(len(columns), -1, dtype=np.int32), ())
     return replace(columns, requested_time_s=unknown, memory_mb=unknown, user=nobody,
-                   group=nobody), frozenset(lost)
+                   group=nobody, status=None, wait_time_s=None, cpu_time_s=None,
+                   used_memory_mb=None, application=None, queue=None, partition=None
+                   ), frozenset(lost | recorded)
+
+
+_RECORDED_COLUMNS = ("status", "wait_time_s", "cpu_time_s", "used_memory_mb",
+                     *CODES.values())
+"""The recorded ``WorkloadColumns`` only the archive variant writes."""
+
+
+def _recorded_used(columns: WorkloadColumns, np: Any) -> set[str]:
+    """The recorded fields some task of ``columns`` has a value of."""
+    from dcx.core.columns import STATUSES
+
+    found = set()
+    for name in _RECORDED_COLUMNS:
+        values = getattr(columns, name)
+        if values is None:
+            continue
+        if name == "status":
+            used = bool(np.any(values != STATUSES.index(TaskStatus.UNKNOWN)))
+        elif isinstance(values, Strings):
+            used = bool(np.any(values.codes >= 0))
+        else:
+            used = bool(np.any(~np.isnan(values)))
+        if used:
+            found.add(f"task.{name}")
+    return found
+
+
+def _recorded_kept(columns: WorkloadColumns, np: Any) -> bool:
+    """``codec._recorded`` changes no task of ``columns`` written in the archive variant."""
+    from dcx.core.columns import STATUSES
+
+    if columns.status is not None and bool(np.any(
+            columns.status == STATUSES.index(TaskStatus.KILLED_AT_WALLTIME))):
+        return False
+    for name in ("wait_time_s", "cpu_time_s", "used_memory_mb"):
+        values = getattr(columns, name)
+        if values is not None:
+            known = values[~np.isnan(values)]
+            if np.any(known < 0) or not np.all(np.isfinite(known * 1024)):
+                return False
+    return all(CODE_TEXT.fullmatch(text) for name in CODES.values()
+               if (texts := getattr(columns, name)) is not None for text in texts.values)
+
+
+def _recorded_paths(columns: WorkloadColumns, np: Any) -> set[str]:
+    """``codec._recorded_paths`` of every task: the recorded fields with a value the archive
+    variant writes."""
+    used = _recorded_used(columns, np)
+    if not used or _recorded_kept(columns, np):
+        return used
+    found = {"task.status"} & used
+    for name in ("wait_time_s", "cpu_time_s", "used_memory_mb"):
+        values = getattr(columns, name)
+        if values is not None:
+            with np.errstate(invalid="ignore", over="ignore"):
+                if bool(np.any((values >= 0) & np.isfinite(values * 1024))):
+                    found.add(f"task.{name}")
+    for name in CODES.values():
+        texts = getattr(columns, name)
+        if texts is not None:
+            written = np.array([CODE_TEXT.fullmatch(text) is not None for text in texts.values]
+                               + [False], dtype=bool)
+            if bool(np.any(written[np.where(texts.codes < 0, len(texts.values),
+                                            texts.codes)])):
+                found.add(f"task.{name}")
+    return found
 
 
 def _known_or_none(values: Any, np: Any) -> bool:
@@ -233,6 +313,14 @@ def _gwf_extras_kept(columns: WorkloadColumns, extras: _Extras, archive: bool,
         else:
             return False  # dropped by this variant
         if not bool(np.all(kept[present])):
+            return False
+    status = columns.extras.get(STATUS_KEY)
+    if status is not None and archive:
+        from dcx.core.columns import STATUSES, statuses_of
+
+        codes, statuses = status.values[status.present], statuses_of(columns)[status.present]
+        if any(written_status_code(STATUSES[code_status], code) != code
+               for code, code_status in zip(codes.tolist(), statuses.tolist(), strict=True)):
             return False
     return True
 
@@ -409,7 +497,7 @@ def _variant_fields(columns: WorkloadColumns, extras: _Extras, np: Any
         ("task.user", np.any(_names(columns.user, np)[1])),
         ("task.group", np.any(_names(columns.group, np)[1])),
         ("task.extras", any(bool(np.any(kept)) for _, kept in extras.archive.values())),
-    ) if bool(used)}
+    ) if bool(used)} | _recorded_paths(columns, np)
     return frozenset(only_archive), frozenset(only_workflow)
 
 
@@ -493,10 +581,36 @@ def _archive_file(columns: WorkloadColumns, extras: _Extras, np: Any) -> bytes:
         "UserID": pc.if_else(pa.array(kept_users), users, unknown),
         "GroupID": pc.if_else(pa.array(kept_groups), groups, unknown),
     }
+    fields.update(_recorded_fields(columns, np))
     for name, (texts, kept) in extras.archive.items():
-        fields[name] = pc.if_else(pa.array(kept), texts, unknown)
+        fields[name] = pc.if_else(pa.array(kept), texts, fields.get(name, unknown))
     row = [fields.get(name, unknown) for name in ARCHIVE_COLUMNS]
     return head + joined_lines(pc.binary_join_element_wise(*row, " "))
+
+
+def _recorded_fields(columns: WorkloadColumns, np: Any) -> dict[str, Any]:
+    """The archive columns of the recorded fields (in normal form) that some task has."""
+    import pyarrow as pa
+
+    from dcx.core.columns import STATUSES
+
+    fields: dict[str, Any] = {}
+    if columns.status is not None:
+        table = pa.array([str(CODE_OF_STATUS[status]) for status in STATUSES], pa.string())
+        fields["Status"] = table.take(pa.array(columns.status.astype(np.int64)))
+    if columns.used_memory_mb is not None:
+        fields["UsedMemory"] = known_texts(columns.used_memory_mb * 1024)
+    for name, field in SECONDS.items():
+        values = getattr(columns, field)
+        if values is not None:
+            fields[name] = known_texts(values)
+    for name, field in CODES.items():
+        texts = getattr(columns, field)
+        if texts is not None:
+            table = pa.array([*texts.values, "-1"], pa.string())
+            fields[name] = table.take(pa.array(np.where(texts.codes < 0, len(texts.values),
+                                                        texts.codes)))
+    return fields
 
 
 def _known_submits(values: Any, np: Any) -> Any:

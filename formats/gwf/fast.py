@@ -28,13 +28,16 @@ from dcx.formats.gwf.rules import (
     accepts,
     archive_rules,
 )
+from dcx.formats.gwf.spelling import CODES, RECORDED, SECONDS, STATUS_KEY
 from dcx.parsing.traces import (
+    PLAIN_CODES,
     ColumnsBuilder,
     FieldKinds,
     NumericColumns,
     column_dependency_diagnostics,
     numeric_columns,
     numeric_records,
+    status_column,
 )
 
 if TYPE_CHECKING:
@@ -441,10 +444,24 @@ def _archive_result(records: ColumnsBuilder, np: Any) -> ReadResult | None:
             texts = _known_texts(records.texts[name])
             if texts.values:
                 extras["gwf:" + name] = ExtraColumn.of_texts(texts)
+        elif name in RECORDED:
+            continue
         elif (name in ARCHIVE_MEASURES or name in ARCHIVE_CODES) and records.known(name):
             values = column(name)
             integral = records.integral[name][:count] if name in ARCHIVE_MEASURES else None
             extras["gwf:" + name] = ExtraColumn(values, values != -1, integral)
+    status_codes = column("Status")
+    partial = ~np.isin(status_codes, PLAIN_CODES)
+    if partial.any():
+        extras[STATUS_KEY] = ExtraColumn(status_codes, partial)
+    recorded: dict[str, Any] = {
+        field: _known(column(name), np) for name, field in SECONDS.items()
+        if records.known(name)}
+    if records.known("UsedMemory"):
+        used = column("UsedMemory")
+        recorded["used_memory_mb"] = np.where(used == -1, math.nan, used / 1024)
+    recorded.update((field, Strings.of_integers(column(name)))
+                    for name, field in CODES.items() if records.known(name))
     memory = column("ReqMemory")
     known_memory = memory != -1
     memory_mb = np.full(count, math.nan)
@@ -469,6 +486,8 @@ def _archive_result(records: ColumnsBuilder, np: Any) -> ReadResult | None:
         job_names=Strings(np.full(count, -1, dtype=np.int32), ()),
         job_users=Strings(np.full(count, -1, dtype=np.int32), ()),
         placement=np.ones(count, dtype=np.int8),  # PLACEMENTS: cores anywhere
+        status=status_column(status_codes),
+        **recorded,
     )
     return _result(columns, records.lines[:count])
 

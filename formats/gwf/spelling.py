@@ -16,8 +16,20 @@ Variant = Literal["workflow", "archive"]
 EXTRA_PREFIX = "gwf:"
 NPROCS_KEY = "gwf:NProcs"
 REQNPROCS_KEY = "gwf:ReqNProcs"
-ARCHIVE_EXTRA_KEYS = frozenset(EXTRA_PREFIX + name
-                                for name in ARCHIVE_MEASURES | ARCHIVE_CODES | ARCHIVE_TOKENS)
+STATUS_KEY = "gwf:Status"
+"""A Status code the task's status does not give back (``dcx.parsing.traces.PLAIN_CODES``)."""
+SECONDS = {"WaitTime": "wait_time_s", "AverageCPUTimeUsed": "cpu_time_s"}
+"""Archive columns of recorded seconds, by their ``Task`` field."""
+CODES = {"ExecutableID": "application", "QueueID": "queue", "PartitionID": "partition"}
+"""Archive columns of integer codes, their decimal texts in these ``Task`` fields."""
+RECORDED = frozenset({*SECONDS, *CODES, "UsedMemory", "Status"})
+"""Archive columns the model has ``Task`` fields for (UsedMemory: ``used_memory_mb``, KB per
+processor; Status: ``status``)."""
+ARCHIVE_EXTRA_KEYS = frozenset(
+    [EXTRA_PREFIX + name for name in ARCHIVE_MEASURES | ARCHIVE_CODES | ARCHIVE_TOKENS
+     if name not in RECORDED] + [STATUS_KEY])
+"""The ``gwf:`` extras keys of archive columns: those without a model field, and Status
+codes the status does not give back."""
 
 FIELD_WIDTH = 10
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from dcx.core.diagnostics import Loss
 from dcx.core.model import Document, Workload
-from dcx.core.restrict import conversion_losses
 from dcx.core.streams import (
     CHANGED,
     TRACE_VALUE_PATHS,
@@ -76,7 +75,8 @@ class GwfTarget(LinesTarget):
 
         restored = with_dependencies_back(document, earlier)
         use = recorded_use(restored, self.spec.name)
-        used = {path for path in TRACE_VALUE_PATHS if path in use.used or path in use.foreign}
+        value_paths = TRACE_VALUE_PATHS & self.spec.holds
+        used = {path for path in value_paths if path in use.used or path in use.foreign}
         found: dict[Any, tuple[Loss, ...]] = {}
         for variant in (self.variant,) if self.variant is not None else ("workflow", "archive"):
             normal, lost = codec.part_normal_form(restored, variant)
@@ -86,9 +86,9 @@ class GwfTarget(LinesTarget):
             # changes nowhere are left out at the end (``reported``)
             claimed = lost | used
             spec = replace(self.spec, normal_form_losses=changing(claimed))
-            found[variant] = conversion_losses(restored, spec, normal)
+            found[variant] = self.derive_losses(restored, spec, normal)
             found[CHANGED, variant] = tuple(Loss(path, 1, "", None)
-                                             for path in sorted(lost & TRACE_VALUE_PATHS))
+                                             for path in sorted(lost & value_paths))
         return found
 
     def measured_as(self) -> Any:
@@ -99,7 +99,7 @@ class GwfTarget(LinesTarget):
         """Without the value paths the file's normal form changes nowhere, and with the
         workload's own fields as the header the whole input gives loses them (each chunk
         has the header lines it holds; the whole file one workload of them all)."""
-        return with_header_losses(self, losses, TRACE_VALUE_PATHS - frozenset(
+        return with_header_losses(self, losses, (TRACE_VALUE_PATHS & self.spec.holds) - frozenset(
             counted((CHANGED, self.variant))))
 
     def _add(self, fields: tuple[frozenset[str], frozenset[str]]) -> Variant:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dcx.core.diagnostics import InputError, error, warning
-from dcx.core.model import Annotation, Document, Job, StartMode, Task, Workload
+from dcx.core.model import UNRECORDED, Annotation, Document, Job, StartMode, Task, Workload
 from dcx.formats.haizea import rules
 from dcx.formats.haizea.context import Context
 from dcx.formats.haizea.leases import (
@@ -140,6 +140,7 @@ def _read_lease(lease: Any, context: Context, requests: Requests, *, position: i
         "group": None,
         "image": image,
         "image_size_mb": image_size_mb,
+        **UNRECORDED,
         "extras": extras,
     })
 

@@ -29,6 +29,7 @@ from lxml import etree
 
 from dcx.core.limits import paused_gc
 from dcx.core.model import (
+    UNRECORDED,
     Document,
     Job,
     ResourceRequest,
@@ -214,7 +215,7 @@ class FastJobs:
             "requested_time_s": duration, "request": request, "dependencies": (),
             "deadline_s": deadline, "start_mode": start_mode, "start_time_s": start_time,
             "preemptible": preemptible, "user": user, "group": None, "image": image_id,
-            "image_size_mb": image_size, "extras": extras,
+            "image_size_mb": image_size, **UNRECORDED, "extras": extras,
         })
         self.jobs.append(new_job({"id": lease_id, "tasks": (task,), "name": None,
                                    "user": None, "extras": {}}))

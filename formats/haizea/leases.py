@@ -7,7 +7,14 @@ from collections.abc import Collection, Iterable
 from dataclasses import replace
 from typing import Any
 
-from dcx.core.model import Job, NamedResource, ResourceRequest, Task, direct_constructor
+from dcx.core.model import (
+    TRACE_FIELDS,
+    Job,
+    NamedResource,
+    ResourceRequest,
+    Task,
+    direct_constructor,
+)
 from dcx.formats.haizea import rules
 from dcx.formats.haizea.context import Context
 from dcx.formats.haizea.site import NodeSet, named
@@ -21,7 +28,7 @@ RequestCache = dict[tuple[int, Capacity], ResourceRequest]
 new_task = direct_constructor(Task, (
     "id", "submit_time_s", "runtime_s", "requested_time_s", "request", "dependencies",
     "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
-    "image_size_mb", "extras"))
+    "image_size_mb", *TRACE_FIELDS, "extras"))
 new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
 
 

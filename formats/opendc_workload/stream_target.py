@@ -59,7 +59,6 @@ from typing import Any
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Workload
-from dcx.core.restrict import conversion_losses
 from dcx.core.streams import (
     CHANGED,
     Files,
@@ -141,7 +140,7 @@ class OpendcWorkloadTarget(JsonTarget):
         if first is False:  # the objects tell: ``dropped_values`` finds it
             claimed |= to_place
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
-        found = conversion_losses(document, spec, normal)
+        found = self.derive_losses(document, spec, normal)
         if isinstance(first, str) or first is None:
             found += tuple(Loss(path, None, FIELDS[path], first) for path in sorted(to_place))
         self.placed |= {loss.field for loss in found

@@ -11,7 +11,6 @@ from typing import Any
 
 from dcx.core.diagnostics import Loss
 from dcx.core.model import Document, Workload
-from dcx.core.restrict import conversion_losses
 from dcx.core.streams import (
     CHANGED,
     JsonTarget,
@@ -65,7 +64,7 @@ class OspWorkloadTarget(JsonTarget):
         use = recorded_use(document, self.spec.name)
         claimed = lost | {path for path in _OSP_VALUE_PATHS if path in use.used}
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
-        return {None: conversion_losses(document, spec, normal),
+        return {None: self.derive_losses(document, spec, normal),
                 CHANGED: tuple(Loss(path, 1, "", None)
                                 for path in sorted(lost & _OSP_VALUE_PATHS))}
 

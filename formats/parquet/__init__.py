@@ -25,6 +25,16 @@ column               Arrow type          meaning (unit)
 ``dependencies``     list of task ids    tasks that must finish first (empty: none)
 ``deadline_s``       double, nullable    deadline, seconds on the workload's time axis
 ``user``, ``group``  string, nullable    the task's user and group
+``status``           string, nullable    how the task ended as recorded: ``completed``,
+                                         ``failed``, ``cancelled``, ``killed-at-walltime``
+                                         (null: unknown)
+``wait_time_s``      double, nullable    recorded wait from submit to start, seconds
+``used_memory_mb``   double, nullable    recorded memory use, average per core, MB
+``cpu_time_s``       double, nullable    recorded CPU time, average per core, seconds
+``application``,     string, nullable    the executable, the queue and the partition
+``queue``,                               recorded
+``partition``
+``think_time_s``     double, nullable    think time after the preceding job, seconds
 ``placement``        string, nullable    ``nodes`` (whole nodes, each with the amounts above) or
                                          ``cores`` (the same total cores and memory anywhere);
                                          optional column, null: ``nodes``
@@ -33,21 +43,24 @@ column               Arrow type          meaning (unit)
 ``features``         list of strings     features every node must have (optional column;
                                          empty or null: none)
 ``extras.<key>``     int64, double or    a task extras key with numbers or text
-                     string              (``extras.swf:Status``); null where the task has none
+                     string              (``extras.gwf:VOID``); null where the task has none
 ``extras_json.<key>`` string             a task extras key with other JSON values (objects,
                                          lists, mixed kinds) as JSON text
 ==================== =================== ==========================================================
 
 The ``placement``, ``os``, ``arch`` and ``features`` columns are written only when some task
 asks for one (a placement other than whole nodes);
-a file without them asks nothing. Integer and text ids are not mixed within ``job_id`` or
+a file without them asks nothing. The recorded columns (``status`` to ``think_time_s``) are
+always written, null where no task has a value (so every row group of a streamed file has
+the same columns); a file without them (written before dcx had them) records nothing.
+Integer and text ids are not mixed within ``job_id`` or
 ``task_id``. The workload's name,
 description, time origin (ISO 8601), attributes and extras are JSON in the file's key-value
 metadata under ``dcx:workload``.
 
-Other formats' extras keys (``swf:Status``, ``gwf:NProcs``) are kept as they are, so a trace
-converted to Parquet converts back to its own format without losing them (Parquet stores the
-model, it has no keys of its own).
+Other formats' extras keys (``swf:RequestedProcessors``, ``gwf:NProcs``) are kept as they
+are, so a trace converted to Parquet converts back to its own format without losing them
+(Parquet stores the model, it has no keys of its own).
 
 What dcx writes: ``normal_form(document)``. Value restrictions, reported by the derived
 losses: ids that mix integers and text, repeat, or do not fit int64 are renumbered 1..n in
@@ -112,6 +125,8 @@ HOLDS = frozenset({
     "task.request.memory_mb", "task.request.gpus", "task.dependencies",
     "task.dependencies.multiple", "task.deadline_s", "task.user", "task.group", "task.extras",
     "task.request.os", "task.request.arch", "task.request.features", "task.request.placement",
+    "task.status", "task.wait_time_s", "task.used_memory_mb", "task.cpu_time_s",
+    "task.application", "task.queue", "task.partition", "task.think_time_s",
 })
 
 
@@ -150,6 +165,8 @@ CODES = (
     Code("parquet.extras-json", "error", "An extras_json column holds text that is not JSON."),
     Code("parquet.placement", "error",
          "A placement value is neither nodes nor cores."),
+    Code("parquet.status", "error",
+         "A status value is none of completed, failed, cancelled, killed-at-walltime."),
     Code("parquet.split-job", "error", "The rows of one job are not consecutive."),
     Code("parquet.job-fields", "error",
          "Rows of one job disagree on the job's name or user."),

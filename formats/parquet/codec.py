@@ -13,6 +13,9 @@ from typing import Any
 from dcx.core.columns import (
     FLOAT_EXACT,
     PLACEMENTS,
+    RECORDED_FLOATS,
+    RECORDED_TEXTS,
+    STATUSES,
     ExtraColumn,
     JobRows,
     Strings,
@@ -52,7 +55,7 @@ def read(data: bytes) -> ReadResult:
     if not data.startswith(MAGIC) or not data.endswith(MAGIC):
         return ReadResult(None, (not_parquet_error(),))
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = pq.read_table(pa.BufferReader(data), read_dictionary=DICTIONARY_COLUMNS)
     except (pa.ArrowException, OSError, ValueError) as exc:  # a damaged file is bad input
         return ReadResult(None, (unreadable_error(exc),))
     problems = _schema_problems(table.schema)
@@ -68,10 +71,31 @@ def read(data: bytes) -> ReadResult:
     return ReadResult(Document(workload=workload), ())
 
 
+DICTIONARY_COLUMNS = ("job_name", "job_user", "user", "group", "placement", "os", "arch",
+                      "status", "application", "queue", "partition")
+"""Text columns read as Arrow dictionaries (``read_dictionary``): the file stores them so,
+and the reader wants their distinct values (``Strings``), not a text per row."""
+
+
+def parquet_file(source: Any) -> Any:
+    """``pyarrow.parquet.ParquetFile`` of ``source`` that reads the ``DICTIONARY_COLUMNS``
+    it has as dictionaries."""
+    import pyarrow.parquet as pq
+
+    found = pq.ParquetFile(source)
+    names = [name for name in DICTIONARY_COLUMNS if name in found.schema_arrow.names]
+    return pq.ParquetFile(source, read_dictionary=names) if names else found
+
+
 def arrow_type_name(arrow_type: Any) -> str:
-    """``int64``, ``double``, ``string``, ``list<int64>``: how the schema file names a type."""
+    """``int64``, ``double``, ``string``, ``list<int64>``: how the schema file names a type
+    (a text column read as a dictionary of texts is ``string``)."""
     import pyarrow as pa
 
+    if pa.types.is_dictionary(arrow_type) and (pa.types.is_string(arrow_type.value_type)
+                                               or pa.types.is_large_string(
+                                                   arrow_type.value_type)):
+        return "string"
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         return f"list<{arrow_type_name(arrow_type.value_type)}>"
     if pa.types.is_large_string(arrow_type):
@@ -154,6 +178,9 @@ def _columns(table: Any, whole: bool = True) -> tuple[WorkloadColumns | None, li
     requirements, problems = _requirements(table)
     if problems:
         return None, problems
+    recorded, problems = _recorded(table)
+    if problems:
+        return None, problems
     return WorkloadColumns(
         ids=ids,
         submit_time_s=_floats(table.column("submit_time_s")),
@@ -174,6 +201,7 @@ def _columns(table: Any, whole: bool = True) -> tuple[WorkloadColumns | None, li
         job_names=_per_job(names, starts),
         job_users=_per_job(users, starts),
         **requirements,
+        **recorded,
     ), []
 
 
@@ -194,7 +222,8 @@ def _null_and_nan_problems(table: Any) -> list[Diagnostic]:
                          else pc.list_parent_indices(column).filter(
                              pc.list_flatten(column).is_null()))
             problems.append(null_error(name, nulls, row))
-    for name in (*_NUMBERS, *(n for n in table.column_names if n.startswith(EXTRAS_PREFIX)
+    for name in (*_NUMBERS, *(n for n in table.column_names
+                              if (n.startswith(EXTRAS_PREFIX) or n in RECORDED_FLOATS)
                               and pa.types.is_floating(table.column(n).type))):
         column = table.column(name)
         nan = pc.is_nan(column)
@@ -230,6 +259,35 @@ def _extra_columns(table: Any, count: int
             extras[name[len(EXTRAS_PREFIX):]] = ExtraColumn(
                 values, present, np.zeros(count, dtype=bool) if floats else None)
     return extras, None
+
+
+def _recorded(table: Any) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """The recorded columns (``status``, ``RECORDED_FLOATS``, ``RECORDED_TEXTS``) as
+    ``WorkloadColumns`` fields, each left out when absent or null on every row."""
+    import numpy as np
+
+    found: dict[str, Any] = {}
+    names = table.column_names
+    for name in RECORDED_FLOATS:
+        if name in names and table.column(name).null_count < table.num_rows:
+            found[name] = _floats(table.column(name))
+    for name in RECORDED_TEXTS:
+        if name in names and table.column(name).null_count < table.num_rows:
+            found[name] = _strings(table.column(name))
+    if "status" in names and table.column("status").null_count < table.num_rows:
+        strings = _strings(table.column("status"))
+        words = [status.value for status in STATUSES]
+        unknown = [code for code, text in enumerate(strings.values) if text not in words]
+        if unknown:
+            row = int(np.argmax(np.isin(strings.codes, unknown)))
+            return found, [error(f"status {strings.values[unknown[0]]!r} is none of "
+                                 f"{', '.join(words)}", "parquet.status",
+                                 pointer=f"/rows/{row}/status")]
+        remap = np.array([words.index(text) for text in strings.values] + [0], dtype=np.int8)
+        codes = remap[strings.codes]  # (code -1, null, takes the appended 0: unknown)
+        if bool(codes.any()):
+            found["status"] = codes
+    return found, []
 
 
 def _requirements(table: Any) -> tuple[dict[str, Any], list[Diagnostic]]:
@@ -538,8 +596,13 @@ def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], lost: set[str]
     if len(extras) != len(task.extras):
         changes["extras"] = extras
         lost.add("task.extras")
-    for name in ("user", "group"):
+    for name in ("user", "group", *RECORDED_TEXTS):
         if getattr(task, name) is not None and not isinstance(getattr(task, name), str):
+            changes[name] = None
+            lost.add(f"task.{name}")
+    for name in RECORDED_FLOATS:
+        value = getattr(task, name)
+        if value is not None and _not_a_number(value):
             changes[name] = None
             lost.add(f"task.{name}")
     return replace(task, **changes) if changes else task
@@ -663,6 +726,7 @@ def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
         "user": _string_array(columns.user, None),
         "group": _string_array(columns.group, None),
     }
+    arrays.update(_recorded_arrays(columns))
     if columns.placement is not None:
         import pyarrow.compute as pc
 
@@ -691,6 +755,29 @@ def _arrays(columns: WorkloadColumns) -> tuple[list[Any], list[str]]:
             values = pa.array(column.values.astype(np.float64), mask=~column.present)
         arrays[EXTRAS_PREFIX + key] = values
     return list(arrays.values()), list(arrays)
+
+
+def _recorded_arrays(columns: WorkloadColumns) -> dict[str, Any]:
+    """The recorded columns, every one of them (all null where no task has a value), so
+    that every file and every row group of a streamed one has the same columns."""
+    import numpy as np
+    import pyarrow as pa
+
+    count = len(columns)
+    arrays: dict[str, Any] = {}
+    if columns.status is None:
+        arrays["status"] = pa.nulls(count, pa.string())
+    else:
+        words = pa.array([None, *(status.value for status in STATUSES[1:])], pa.string())
+        arrays["status"] = words.take(pa.array(columns.status.astype(np.int32)))
+    for name in RECORDED_FLOATS:
+        values = getattr(columns, name)
+        arrays[name] = pa.nulls(count, pa.float64()) if values is None else _nullable(values)
+    for name in RECORDED_TEXTS:
+        texts = getattr(columns, name)
+        arrays[name] = pa.nulls(count, pa.string()) if texts is None else _string_array(
+            texts, None)
+    return arrays
 
 
 def _id_array(ids: Any, like: Any = None) -> Any:

@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from dcx.core.columns import RECORDED_FLOATS
 from dcx.core.declaration import ChunkedRead
 from dcx.core.diagnostics import Diagnostic, ReadResult
 from dcx.formats.parquet import MAGIC
@@ -57,6 +58,7 @@ from dcx.formats.parquet.codec import (
     not_parquet_error,
     null_error,
     null_feature_error,
+    parquet_file,
     split_job_error,
     unreadable_error,
 )
@@ -127,7 +129,6 @@ class PartFindings:
 def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
     """The footer's ``Parts``, or the diagnostics ``read`` ends with there."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     size = source.seek(0, 2)
     source.seek(0)
@@ -137,7 +138,7 @@ def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
     if head != MAGIC or tail != MAGIC:
         return None, (not_parquet_error(),)
     try:
-        parquet = pq.ParquetFile(source)
+        parquet = parquet_file(source)
         schema = parquet.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as exc:
         return None, (unreadable_error(exc),)
@@ -148,7 +149,8 @@ def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
     if header is None:
         return None, tuple(problems)
     metadata = parquet.metadata
-    float_extras = tuple(f.name for f in schema if f.name.startswith(EXTRAS_PREFIX)
+    float_extras = tuple(f.name for f in schema if (f.name.startswith(EXTRAS_PREFIX)
+                                                    or f.name in RECORDED_FLOATS)
                          and pa.types.is_floating(f.type))
     counts = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
     firsts = list(itertools.accumulate(counts, initial=0))[:-1]
@@ -161,10 +163,10 @@ def open_parts(source: BinaryIO) -> tuple[Parts | None, tuple[Diagnostic, ...]]:
 def check_part(source: BinaryIO, parts: Parts, index: int) -> PartFindings | Diagnostic:
     """Row group ``index``'s findings, or ``parquet.unreadable`` when it cannot be read."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     try:
-        table = pq.ParquetFile(source).read_row_group(index).combine_chunks()
+        table = parquet_file(source).read_row_group(
+            index).combine_chunks()
     except (pa.ArrowException, OSError, ValueError) as exc:
         return unreadable_error(exc)
     found = PartFindings(parts.first_rows[index], table.num_rows)
@@ -526,13 +528,12 @@ def rows_carried_into(source: BinaryIO, parts: Parts, index: int) -> tuple[Any, 
     header). ``False`` for the rows when a row group they are in cannot be read."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     start = parts.first_rows[index]
     group = index - 1
     run_key: Any = None
     try:
-        file = pq.ParquetFile(source)
+        file = parquet_file(source)
         while group >= 0:  # back to the group where the job of the row before begins
             keys = _ids(file.read_row_group(group, columns=["job_id"]).column("job_id")
                         .combine_chunks())
@@ -566,14 +567,13 @@ def read_part(source: BinaryIO, index: int, header: bool, carried: Any = None,
     diagnostics are ``finish``'s."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from dcx.core.columns import JobRows
     from dcx.core.model import Document, Workload
     from dcx.formats.parquet.codec import _columns
 
     try:
-        parquet = pq.ParquetFile(source)
+        parquet = parquet_file(source)
         table = parquet.read_row_group(index)
     except (pa.ArrowException, OSError, ValueError) as exc:
         return ReadResult(None, (unreadable_error(exc),)), None

@@ -18,21 +18,36 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   ``requested_time_s``; -1 → ``None``. SWF times are whole seconds: dcx reads decimals
   leniently but writes whole seconds (see What dcx writes).
 * **Memory.** Requested memory is KB per processor, so per node (one processor)
-  ``memory_mb = RequestedMemory / 1024``. Used memory stays in extras (KB, as in the file).
+  ``memory_mb = RequestedMemory / 1024``. Used memory (field 7, KB per processor) →
+  ``used_memory_mb = UsedMemory / 1024``, per core (a processor).
 * **Ids and users.** Job numbers are integers; dcx also reads text ids (an ASCII letter or
   ``_`` first, no whitespace), which the archive's tools do not, and writes them numbered
   1..n. User and group ids → ``Task.user`` / ``Task.group`` as written (``007`` stays
-  ``007``); user and group names that cannot be mistaken for numbers are read and written.
+  ``007``); user and group names that cannot be mistaken for numbers are read, and written
+  as numbers (the PWA's tools and AccaSim parse integers): each name's number is made from
+  the name alone (a hash, from 10**12 up), the same in every file and every chunk of a
+  streamed conversion, and the loss line of ``task.user`` / ``task.group`` says it
+  (``alice → 1679078337430``).
+* **Memory** is written in whole KB (requested and used), rounded half up: a value that is
+  not a whole KB is a ``task.request.memory_mb`` or ``task.used_memory_mb`` loss.
 * **Cores.** An SWF processor is one single-core node, so a request for several cores per
   node is written as its total cores: ``nodes x cores`` processors (rounded up), with the
   memory per processor that keeps the job's total memory (``dcx.core.shapes``). A 64-core GWF
   task is a 64-processor SWF job. The cores per node are lost (reported as
   ``task.request.cores``, with the processor count and memory values it changes).
 * **Dependencies.** Preceding job number (field 17) → ``dependencies`` when that job is in the
-  file; think time (field 18) → ``swf:ThinkTime``. A preceding job outside the file (a trace
+  file; think time (field 18) → ``think_time_s``. A preceding job outside the file (a trace
   excerpt) is kept as ``swf:PrecedingJobNumber`` with a warning instead of failing the file.
-* **Other fields** (wait time, average CPU time, used memory, status, executable, queue,
-  partition) → ``Task.extras`` as ``swf:<field name>`` unless -1.
+* **What the trace recorded**, -1 unknown: wait time (field 3) → ``wait_time_s``; average
+  CPU time used (field 6) → ``cpu_time_s``; status (field 11) → ``status``: 1 completed, 0
+  failed, 5 cancelled, and for a job split into partial executions 2 (continued: unknown), 3
+  (completed), 4 (failed), any other code unknown; a code the status does not give back
+  (2, 3, 4, 6…) is kept beside it as ``swf:Status`` and written back; a job killed at its
+  limit is written as failed (0, a ``task.status`` loss). Executable, queue and partition
+  numbers (fields 14-16) → ``application``, ``queue``, ``partition`` as decimal text (``07``
+  reads as ``7``); one that is no integer >= 0 is unknown in the normal form (a loss). Think
+  time (field 18) → ``think_time_s``. Wait and think times are written in whole seconds
+  (rounded half up, like the other times).
 * **Header.** ``; Key: value`` lines → ``Workload.attributes``. A value spelled exactly as a
   JSON number, boolean, null or quoted string is read as that value (``MaxJobs: 8`` → 8), any
   other text as a string; the writer quotes strings that would otherwise read back as
@@ -43,18 +58,19 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
 What dcx writes: ``normal_form(document)`` and nothing else (``write`` is serialisation
 only). Values SWF cannot hold are value restrictions of the normal form, reported by the
 derived losses: job ids that are not all integers >= 0 (all tasks renumbered 1..n, in the
-written order, preceding jobs following them: ``task.id``), users and groups that are no
-column token, negative or non-finite times (unknown; a submit time 0), times that are not
-whole seconds (``task.submit_time_s`` and ``task.runtime_s`` rounded half up to the nearest
-second; ``task.requested_time_s`` rounded up, so that a limit never falls below the runtime
-it bounded), a time origin that is not whole seconds after 1970, header fields and
-comments that would not read back as themselves, ``swf:`` extras that do not fit their field.
-A job number given as decimal text (``"12"``) is written as that number and reads back as the
-integer. Jobs are written in ascending submit time, as the PWA definition orders a file's
-lines (a stable sort: ties keep their order); when the sort moves jobs whose numbers then
-would not count up, all are numbered 1..n in that order (``task.id``), so a job number stays
-the counter of the lines that preceding job numbers refer to. Like GWF, ``-1`` for an
-unknown runtime is no warning: the scheduler reports a task it cannot run.
+written order, preceding jobs following them: ``task.id``), users and groups that are not
+numbers (written as numbers, see above), negative or non-finite times (unknown; a submit
+time 0), times that are not whole seconds (``task.submit_time_s`` and ``task.runtime_s``
+rounded half up to the nearest second; ``task.requested_time_s`` rounded up, so that a limit
+never falls below the runtime it bounded), a time origin that is not whole seconds after
+1970, header fields and comments that would not read back as themselves, ``swf:`` extras
+that do not fit their field. A job number given as decimal text (``"12"``) is written as
+that number and reads back as the integer. Jobs are written in ascending submit time, as the
+PWA definition orders a file's lines (a stable sort: ties keep their order); when the sort
+moves jobs whose numbers then would not count up, all are numbered 1..n in that order
+(``task.id``), so a job number stays the counter of the lines that preceding job numbers
+refer to. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a
+task it cannot run.
 
 Large files (1 MB and more) are first read by a vectorised accept path: chunks of plain
 numeric job lines are converted column by column (numpy, Arrow's CSV reader) into a
@@ -105,8 +121,8 @@ Divergences
    -1); dcx takes the allocated count and keeps the requested one in extras.
 3. The PWA definition has numeric user, group and job ids, and whole seconds, only; dcx
    also reads text job ids and decimal times (lenient reading), and writes job numbers and
-   times as the definition says; user and group names are read and written (see above) so
-   that models from other formats keep theirs.
+   times as the definition says; user and group names are read, and written as numbers made
+   from them (see above).
 4. Haizea's ``traces/undocumented/test_cancel.swf`` reuses job number 0 on every line; dcx
    rejects duplicate job numbers (``swf.duplicate-id``) because tasks need unique ids.
 """
@@ -122,8 +138,10 @@ from dcx.parsing.trace_codes import dependency_codes, text_codes
 from dcx.parsing.trace_tokens import parse_int
 
 __all__ = [
-    "CHUNK_BYTES", "CODES", "COLUMNS", "COMMENTS_KEY", "FAST_KINDS", "FAST_READ_BYTES", "FORMAT",
-    "HOLDS", "SCHEMA", "START_KEY", "attribute_text", "attribute_value", "normal_form",
+    "CHUNK_BYTES", "CODES", "COLUMNS", "COMMENTS_KEY", "FAST_KINDS", "FAST_READ_BYTES",
+    "FIELD_NAMES", "FORMAT",
+    "HOLDS", "SCHEMA", "START_KEY", "attribute_text", "attribute_value", "loss_notes",
+    "normal_form",
     "normal_form_losses", "read", "read_chunks", "read_fast", "sniff", "write",
 ]
 
@@ -153,8 +171,40 @@ COLUMNS: tuple[str, ...] = (
 HOLDS = frozenset({
     "workload.time_origin", "workload.attributes", "task.id", "task.submit_time_s",
     "task.runtime_s", "task.requested_time_s", "task.request.nodes", "task.request.memory_mb",
-    "task.dependencies", "task.user", "task.group", "task.request.placement",
+    "task.dependencies", "task.user", "task.group", "task.request.placement", "task.status",
+    "task.wait_time_s", "task.used_memory_mb", "task.cpu_time_s", "task.application",
+    "task.queue", "task.partition", "task.think_time_s",
 })
+
+FIELD_NAMES: dict[str, str] = {
+    "task.id": "Job Number (field 1)",
+    "task.submit_time_s": "Submit Time (field 2)",
+    "task.wait_time_s": "Wait Time (field 3)",
+    "task.runtime_s": "Run Time (field 4)",
+    "task.request.nodes": "Number of Allocated Processors (field 5)",
+    "task.cpu_time_s": "Average CPU Time Used (field 6)",
+    "task.used_memory_mb": "Used Memory (field 7)",
+    "task.requested_time_s": "Requested Time (field 9)",
+    "task.request.memory_mb": "Requested Memory (field 10)",
+    "task.status": "Status (field 11)",
+    "task.user": "User ID (field 12)",
+    "task.group": "Group ID (field 13)",
+    "task.application": "Executable (Application) Number (field 14)",
+    "task.queue": "Queue Number (field 15)",
+    "task.partition": "Partition Number (field 16)",
+    "task.dependencies": "Preceding Job Number (field 17)",
+    "task.think_time_s": "Think Time from Preceding Job (field 18)",
+    "task.request.placement": "processors (cores anywhere)",
+    "workload.time_origin": "UnixStartTime header",
+    "workload.attributes": "header fields",
+    "swf:AllocatedProcessors": "Number of Allocated Processors (field 5)",
+    "swf:RequestedProcessors": "Requested Number of Processors (field 8)",
+    "swf:Status": "Status (field 11), a partial execution's code",
+    "swf:PrecedingJobNumber": "Preceding Job Number (field 17), a job not in the file",
+    "swf:TrailingFields": "fields after the 18th",
+    "swf:comments": "header comments",
+}
+"""The PWA definition's names of the fields (``FormatDeclaration.field_names``)."""
 
 
 MOST_FIELDS_SNIFFED = 21
@@ -192,6 +242,9 @@ normal_form_losses = deferred("dcx.formats.swf.codec", "normal_form_losses")
 
 
 read_chunks = deferred("dcx.formats.swf.stream", "read_chunks")
+
+
+loss_notes = deferred("dcx.formats.swf.codec", "loss_notes")
 
 
 CODES = (
@@ -235,4 +288,6 @@ FORMAT = FormatDeclaration(
     read_chunks=read_chunks,
     stream_source=deferred("dcx.formats.swf.stream_source", "SwfSource"),
     stream_target=deferred("dcx.formats.swf.stream_target", "SwfTarget"),
+    field_names=FIELD_NAMES,
+    loss_notes=loss_notes,
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -42,6 +42,7 @@ from dcx.core.model import (
     Placement,
     ResourceRequest,
     Task,
+    TaskStatus,
     Workload,
 )
 from dcx.core.restrict import regrouped
@@ -50,7 +51,10 @@ from dcx.formats.swf import COLUMNS
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
 from dcx.parsing.schemas import load_schema, schema_diagnostics
 from dcx.parsing.traces import (
+    CODE_OF_STATUS,
+    CODE_TEXT,
     MAX_ERRORS,
+    PLAIN_CODES,
     ColumnsBuilder,
     ErrorBudget,
     FieldKinds,
@@ -61,11 +65,16 @@ from dcx.parsing.traces import (
     is_id_token,
     known_submit,
     known_time,
+    lifted_recorded,
     numeric_records,
     parse_int,
     parse_number,
+    status_column,
+    status_of_code,
+    whole_seconds,
     written_ids,
     written_number_id,
+    written_status_code,
 )
 
 SCHEMA = "swf.schema.json"
@@ -77,9 +86,17 @@ _INTEGERS = frozenset({
 _TEXT_IDS = frozenset({"JobNumber", "PrecedingJobNumber", "UserID", "GroupID"})
 _USER_COLUMN = COLUMNS.index("UserID")
 _GROUP_COLUMN = COLUMNS.index("GroupID")
-_EXTRA_COLUMNS = ("WaitTime", "AverageCPUTime", "UsedMemory", "Status", "ExecutableNumber",
-                  "QueueNumber", "PartitionNumber", "ThinkTime")
+_EXTRA_COLUMNS = ("Status",)
+"""Fields kept in ``swf:`` extras: the Status codes the task's status does not give back
+(partial executions: ``dcx.parsing.traces.STATUS_OF_CODE``)."""
 _EXTRA_KEYS = frozenset("swf:" + name for name in _EXTRA_COLUMNS)
+_STATUS_KEY = "swf:Status"
+_SECONDS = {"WaitTime": "wait_time_s", "AverageCPUTime": "cpu_time_s",
+            "ThinkTime": "think_time_s"}
+"""Recorded fields in seconds, by their ``Task`` field."""
+_CODES = {"ExecutableNumber": "application", "QueueNumber": "queue",
+          "PartitionNumber": "partition"}
+"""Integer code fields, their decimal texts in these ``Task`` fields."""
 _ALLOCATED_KEY = "swf:AllocatedProcessors"
 _REQUESTED_KEY = "swf:RequestedProcessors"
 _PRECEDING_KEY = "swf:PrecedingJobNumber"
@@ -292,13 +309,16 @@ def _columns_of_records(records: ColumnsBuilder, chunk: bool = False
             (_ALLOCATED_KEY, allocated, allocated <= 0),
             (_REQUESTED_KEY, requested, (allocated > 0) & (requested != allocated)))
         if present.any()}
-    for name in _EXTRA_COLUMNS:
-        if not records.known(name):
-            continue  # no row has the key: no column for it
-        values = column(name)
-        present = values != -1
-        integral = None if name in _INTEGERS else records.integral[name][:records.rows]
-        extras["swf:" + name] = ExtraColumn(values, present, integral)
+    status_codes = column("Status")
+    partial = ~np.isin(status_codes, PLAIN_CODES)
+    if partial.any():
+        extras[_STATUS_KEY] = ExtraColumn(status_codes, partial)
+    recorded: dict[str, Any] = {
+        field: known(name) for name, field in _SECONDS.items() if records.known(name)}
+    if records.known("UsedMemory"):
+        recorded["used_memory_mb"] = _memory_column(column("UsedMemory"), np)
+    recorded.update((field, Strings.of_integers(column(name)))
+                    for name, field in _CODES.items() if records.known(name))
     if outside is not None:  # (after the others, as _link_preceding_jobs adds it)
         extras[_PRECEDING_KEY] = ExtraColumn(outside_values, outside)
     memory = column("RequestedMemory")
@@ -323,6 +343,8 @@ def _columns_of_records(records: ColumnsBuilder, chunk: bool = False
         job_names=nothing,
         job_users=nothing,
         placement=np.ones(count, dtype=np.int8),  # PLACEMENTS: cores anywhere
+        status=status_column(status_codes),
+        **recorded,
     )
     return columns, lines
 
@@ -523,9 +545,10 @@ def _task(record: dict[str, Any], tokens: list[str]) -> Task:
         extras["swf:AllocatedProcessors"] = allocated
     elif requested != allocated:
         extras["swf:RequestedProcessors"] = requested
-    for name in _EXTRA_COLUMNS:
-        if record[name] != -1:
-            extras["swf:" + name] = record[name]
+    status = record["Status"]
+    if status not in PLAIN_CODES:
+        extras[_STATUS_KEY] = status
+    used = record["UsedMemory"]
     memory = record["RequestedMemory"]
     return Task(
         id=record["JobNumber"],
@@ -539,8 +562,24 @@ def _task(record: dict[str, Any], tokens: list[str]) -> Task:
         # The token as written, so "007" stays "007".
         user=None if record["UserID"] == -1 else tokens[_USER_COLUMN],
         group=None if record["GroupID"] == -1 else tokens[_GROUP_COLUMN],
+        status=status_of_code(status),
+        wait_time_s=_seconds(record["WaitTime"]),
+        used_memory_mb=None if used == -1 else used / 1024,
+        cpu_time_s=_seconds(record["AverageCPUTime"]),
+        application=_code_text(record["ExecutableNumber"]),
+        queue=_code_text(record["QueueNumber"]),
+        partition=_code_text(record["PartitionNumber"]),
+        think_time_s=_seconds(record["ThinkTime"]),
         extras=extras,
     )
+
+
+def _seconds(value: int | float) -> float | None:
+    return None if value == -1 else float(value)
+
+
+def _code_text(value: int) -> str | None:
+    return None if value == -1 else str(value)
 
 
 def _link_preceding_jobs(
@@ -594,19 +633,55 @@ def cross_file_diagnostics(ids: Sequence[Id], preceding: Sequence[Id | None],
 
 
 def _writable_name(value: str) -> bool:
-    """Whether a user or group can be an SWF column: digits, or a name token."""
-    return _DECIMAL_DIGITS.fullmatch(value) is not None or is_id_token(value)
+    """Whether a user or group is an SWF column as it is: digits (the PWA's user and group
+    ids are numbers, and AccaSim parses them as integers)."""
+    return _DECIMAL_DIGITS.fullmatch(value) is not None
 
 
-def _name(value: str | None) -> str | None:
-    return value if value is None or _writable_name(value) else None
+NAME_NUMBERS_FROM = 10 ** 12
+"""Numbers written for names start here: far above the user and group ids of real logs."""
+
+
+def name_number(name: str) -> str:
+    """The number SWF writes for a user or group name that is not a number: made from the
+    name alone (a 40-bit hash above ``NAME_NUMBERS_FROM``), so that a name has the same
+    number in every file and in every chunk of a file converted in chunks."""
+    from hashlib import blake2b
+
+    digest = blake2b(name.encode(), digest_size=5).digest()
+    return str(NAME_NUMBERS_FROM + int.from_bytes(digest, "big"))
+
+
+def loss_notes(document: Document) -> dict[str, str]:
+    """The number ``normal_form`` writes for the first user and group name that is not a
+    number, said on their loss lines (``FormatDeclaration.loss_notes``)."""
+    workload = document.workload
+    if workload is None:
+        return {}
+    columns = columns_of(workload)
+    notes: dict[str, str] = {}
+    for path, field in (("task.user", "user"), ("task.group", "group")):
+        names: Iterable[str | None]
+        if columns is not None:
+            names = getattr(columns, field).values  # (the table lists names in first use)
+        else:
+            names = (getattr(task, field) for task in workload.tasks())
+        first = next((name for name in names if name is not None and not _writable_name(name)),
+                     None)
+        if first is not None:
+            notes[path] = (f"names written as numbers made from each name, such as "
+                           f"{first} → {name_number(first)}")
+    return notes
 
 
 def _memory(memory_mb: float | None) -> float | None:
-    """RequestedMemory is KB; times 1024 is exact in binary unless it overflows."""
+    """What RequestedMemory and UsedMemory, whole KB, read back as: rounded half up to a
+    KB (the PWA's tools and AccaSim parse integers); times 1024 and back is exact in
+    binary unless it overflows."""
     if memory_mb is None or not memory_mb >= 0 or not math.isfinite(memory_mb * 1024):
         return None
-    return memory_mb
+    kilobytes = memory_mb * 1024
+    return memory_mb if kilobytes.is_integer() else math.floor(kilobytes + 0.5) / 1024
 
 
 def _is_int(value: object) -> bool:
@@ -714,6 +789,7 @@ class _Normalizer:
     def task(self, task: Task) -> Task:
         lost = self.lost
         numbering = self.numbering
+        task = lifted_recorded(task, "swf:", {**_SECONDS}, {**_CODES})
         dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
         if len(dependencies) != len(task.dependencies):
             lost.add("task.dependencies")
@@ -723,7 +799,10 @@ class _Normalizer:
         request = task.request
         nodes, memory_mb = single_core_nodes(request.nodes, request.cores, request.memory_mb)
         memory = _memory(memory_mb)
-        user, group = _name(task.user), _name(task.group)
+        user = task.user if task.user is None or _writable_name(task.user) \
+            else name_number(task.user)
+        group = task.group if task.group is None or _writable_name(task.group) \
+            else name_number(task.group)
         # Cores per node are what is lost when they become processors; the processor count
         # and the memory then carry the same totals, so they count as changed only for
         # what they cannot hold themselves.
@@ -741,23 +820,29 @@ class _Normalizer:
                                      Placement.CORES)):
             if before is not after and before != after:
                 lost.add(path)
-        extras = self.extras(task.extras, nodes, bool(dependencies))
+        recorded = _recorded(task)
+        for field, value in recorded.items():
+            if value is not getattr(task, field) and value != getattr(task, field):
+                lost.add(f"task.{field}")
+        status = recorded.get("status", task.status)
+        extras = self.extras(task.extras, nodes, bool(dependencies), status)
         task_id = numbering[task.id]
         if (task_id == task.id and dependencies == task.dependencies
                 and submit is task.submit_time_s and runtime is task.runtime_s
                 and requested is task.requested_time_s and nodes == request.nodes
                 and request.cores == 1 and memory is request.memory_mb and user is task.user
                 and group is task.group and extras is task.extras
-                and request.placement is Placement.CORES):
+                and request.placement is Placement.CORES and not recorded):
             return task  # already in normal form: no copy per task
-        return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
+        return Task(**{**task.__dict__, **recorded, "id": task_id, "dependencies": dependencies,
                        "submit_time_s": submit, "runtime_s": runtime,
                        "requested_time_s": requested,
                        "request": replace(request, nodes=nodes, cores=1.0, memory_mb=memory,
                                           placement=Placement.CORES),
                        "user": user, "group": group, "extras": extras})
 
-    def extras(self, extras: Extras, nodes: int, has_dependency: bool) -> Extras:
+    def extras(self, extras: Extras, nodes: int, has_dependency: bool,
+               status: TaskStatus) -> Extras:
         """The ``swf:`` keys as they read back: AllocatedProcessors -1 or 0 alone (the nodes
         are then the requested count), RequestedProcessors when it differs from the nodes, a
         preceding job outside the workload when the job has no dependency, the columns whose
@@ -777,6 +862,11 @@ class _Normalizer:
                     and value >= -1:
                 if value != nodes:
                     kept[key] = value
+            elif key == _STATUS_KEY:
+                if written_status_code(status, value) == value:
+                    kept[key] = value
+                else:
+                    dropped = True
             elif key == _PRECEDING_KEY and not has_dependency:
                 written = written_number_id(value)
                 if written is None or written in self.written:  # would read as a dependency
@@ -790,6 +880,27 @@ class _Normalizer:
         if dropped:
             self.lost.add("task.extras")
         return extras if kept == extras else kept
+
+
+def _recorded(task: Task) -> dict[str, Any]:
+    """The recorded fields of ``task`` that SWF writes otherwise, as it writes them: a job
+    killed at its limit as failed, wait and think times in whole seconds (rounded half up,
+    as the times), durations and memory known (>= 0, finite), codes as the decimal texts of
+    integers >= 0 (others unknown)."""
+    changed: dict[str, Any] = {}
+    if task.status is TaskStatus.KILLED_AT_WALLTIME:
+        changed["status"] = TaskStatus.FAILED
+    for field, written in (("wait_time_s", whole_seconds(task.wait_time_s)),
+                           ("think_time_s", whole_seconds(task.think_time_s)),
+                           ("cpu_time_s", known_time(task.cpu_time_s)),
+                           ("used_memory_mb", _memory(task.used_memory_mb))):
+        if written is not getattr(task, field):
+            changed[field] = written
+    for field in _CODES.values():
+        code = getattr(task, field)
+        if code is not None and CODE_TEXT.fullmatch(code) is None:
+            changed[field] = None
+    return changed
 
 
 def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
@@ -874,12 +985,34 @@ def _columns_in_normal_form(columns: WorkloadColumns) -> bool:
     submit = columns.submit_time_s
     if np.isnan(submit).any() or np.any(columns.nodes < 1) or np.any(submit[1:] < submit[:-1]):
         return False  # the rows sort the jobs by submit time
-    memory = columns.memory_mb[~np.isnan(columns.memory_mb)]
-    if np.any(memory < 0) or not np.all(np.isfinite(memory * 1024)):
-        return False
+    memory = columns.memory_mb[~np.isnan(columns.memory_mb)] * 1024
+    if np.any(memory < 0) or not np.all(np.isfinite(memory)) \
+            or not np.array_equal(memory, np.floor(memory)):
+        return False  # (whole KB, known)
     if not all(map(_writable_name, columns.user.values + columns.group.values)):
         return False
-    return _extras_in_normal_form(columns, np)
+    return _recorded_in_normal_form(columns, np) and _extras_in_normal_form(columns, np)
+
+
+def _recorded_in_normal_form(columns: WorkloadColumns, np: Any) -> bool:
+    """``_recorded`` changes no task of ``columns``."""
+    from dcx.core.columns import STATUSES
+
+    if columns.status is not None and bool(np.any(
+            columns.status == STATUSES.index(TaskStatus.KILLED_AT_WALLTIME))):
+        return False
+    for field in ("wait_time_s", "think_time_s", "cpu_time_s", "used_memory_mb"):
+        values = getattr(columns, field)
+        if values is None:
+            continue
+        known = values[~np.isnan(values)]
+        if np.any(known < 0) or not np.all(np.isfinite(known * 1024)):
+            return False
+        whole = known * 1024 if field == "used_memory_mb" else known
+        if field != "cpu_time_s" and not np.array_equal(whole, np.floor(whole)):
+            return False  # (whole seconds, whole KB)
+    return all(CODE_TEXT.fullmatch(text) for field in _CODES.values()
+               if (texts := getattr(columns, field)) is not None for text in texts.values)
 
 
 def _extras_in_normal_form(columns: WorkloadColumns, np: Any) -> bool:
@@ -901,7 +1034,16 @@ def _extras_in_normal_form(columns: WorkloadColumns, np: Any) -> bool:
             continue
         present = column.present
         values = column.values[present]
-        if key == _REQUESTED_KEY:
+        if key == _STATUS_KEY:
+            from dcx.core.columns import STATUSES, statuses_of
+
+            codes = column.values[present]
+            statuses = statuses_of(columns)[present]
+            if not _integral(column, np) or any(
+                    written_status_code(STATUSES[status], code) != code
+                    for code, status in zip(codes.tolist(), statuses.tolist(), strict=True)):
+                return False
+        elif key == _REQUESTED_KEY:
             if np.any(present & unknown_allocation) or not _integral(column, np) or \
                     np.any(values < -1) or np.any(values == columns.nodes[present]):
                 return False
@@ -1053,11 +1195,36 @@ def _column_lines(columns: WorkloadColumns) -> bytes:
                                          number_texts(first_dependency),
                                          extra(_PRECEDING_KEY, unknown)),
     }
-    for name in _EXTRA_COLUMNS:
-        fields[name] = extra("swf:" + name, unknown)
+    fields["Status"] = extra(_STATUS_KEY, _status_texts(columns))
+    fields["UsedMemory"] = _optional_texts(columns.used_memory_mb, 1024)
+    for name, field in _SECONDS.items():
+        fields[name] = _optional_texts(getattr(columns, field))
+    for name, field in _CODES.items():
+        texts = getattr(columns, field)
+        fields[name] = unknown if texts is None else _name_texts(texts)
     row = [fields[name] if not isinstance(fields[name], pa.Scalar)
-           else pa.array(["-1"] * count, pa.string()) for name in COLUMNS]
+           else pa.array([fields[name].as_py()] * count, pa.string()) for name in COLUMNS]
     return joined_lines(pc.binary_join_element_wise(*row, " "))
+
+
+def _optional_texts(values: Any, scale: int = 1) -> Any:
+    """The texts of a recorded float column (``-1``: unknown, and a column no task has)."""
+    import pyarrow as pa
+
+    return pa.scalar("-1") if values is None else known_texts(values * scale)
+
+
+def _status_texts(columns: WorkloadColumns) -> Any:
+    """The Status code of each row's status (``-1`` where no row has one)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from dcx.core.columns import STATUSES
+
+    if columns.status is None:
+        return pa.scalar("-1")
+    table = pa.array([str(CODE_OF_STATUS[status]) for status in STATUSES], pa.string())
+    return table.take(pa.array(columns.status.astype(np.int64)))
 
 
 def _name_texts(names: Strings) -> Any:
@@ -1113,15 +1280,21 @@ def _line(task: Task) -> list[str]:
         values["UserID"] = task.user
     if task.group is not None:
         values["GroupID"] = task.group
+    values["Status"] = str(written_status_code(task.status, extras.get(_STATUS_KEY)))
+    if task.used_memory_mb is not None:
+        values["UsedMemory"] = format_number(task.used_memory_mb * 1024)
+    for name, field in _SECONDS.items():
+        seconds = getattr(task, field)
+        if seconds is not None:
+            values[name] = format_number(seconds)
+    for name, field in _CODES.items():
+        code = getattr(task, field)
+        if code is not None:
+            values[name] = code
     if task.dependencies:
         values["PrecedingJobNumber"] = str(task.dependencies[0])
     elif _PRECEDING_KEY in extras:
         values["PrecedingJobNumber"] = str(extras[_PRECEDING_KEY])
-    for key, value in extras.items():
-        if key != TRAILING_KEY:
-            text = _column_text(key, value)
-            if text is not None:
-                values[key[4:]] = text
     fields = [values[name] for name in COLUMNS]
     trailing = trailing_texts(extras.get(TRAILING_KEY))
     return fields if trailing is None else fields + trailing

@@ -9,7 +9,6 @@ from typing import Any
 
 from dcx.core.diagnostics import Loss
 from dcx.core.model import Document, Workload
-from dcx.core.restrict import conversion_losses
 from dcx.core.streams import (
     CHANGED,
     TRACE_VALUE_PATHS,
@@ -87,7 +86,7 @@ class SwfTarget(LinesTarget):
         use = recorded_use(document, self.spec.name)
         claimed = lost | {path for path in self.value_paths if path in use.used}
         spec = replace(self.spec, normal_form_losses=changing(claimed))
-        return {None: conversion_losses(document, spec, normal),
+        return {None: self.derive_losses(document, spec, normal),
                 CHANGED: tuple(Loss(path, 1, "", None)
                                 for path in sorted(lost & self.value_paths))}
 

@@ -168,15 +168,18 @@ def _extensions(spec: FormatDeclaration) -> str:
 
 def _holds_section(spec: FormatDeclaration) -> str:
     holds = with_parts(spec.holds)
-    held = [(code(name), cell(FIELDS[name]), cell(unit_of_field(name)))
+    named = bool(spec.field_names)  # (a column of the format's own names, where it has them)
+    held = [(code(name), cell(FIELDS[name]), cell(unit_of_field(name)),
+             *((cell(spec.field_names.get(name, "")),) if named else ()))
             for name in FIELDS if name in holds]
     lost = [(code(name), cell(FIELDS[name])) for name in FIELDS if name not in holds]
     parts = ["## What it holds\n",
              f"Of the {len(FIELDS)} model fields dcx tracks, this format holds {len(held)}. "
              "Converting into it drops the others, and each drop is reported as a loss "
              "(`--strict` makes a loss an error).\n",
-             '??? info "Fields it holds"\n\n' + _indent(table(("Field", "Meaning", "Unit"),
-                                                             held)),
+             '??? info "Fields it holds"\n\n' + _indent(table(
+                 ("Field", "Meaning", "Unit", *((f"{spec.name}'s name",) if named else ())),
+                 held)),
              '??? warning "Fields it cannot hold"\n\n' + _indent(table(("Field", "Meaning"),
                                                                      lost)) if lost else ""]
     return "\n".join(part for part in parts if part)
