@@ -31,7 +31,8 @@ Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
 * **Conservative**: every waiting task holds a reservation at its earliest fit in a profile
   of free cores per machine over time (running tasks by expected end, then the
   reservations of the tasks ahead of it); tasks start when their reservation comes. When a
-  task ends early (or a machine changes state) the profile is rebuilt and every waiting
+  task ends early (or a machine changes state) the profile is rebuilt (on one pooled
+  machine, ``profile.py``: given the early finish's cores back in place) and every waiting
   task re-inserted in queue order (compression): its old slot is still free, so no
   reservation moves later (unless a machine failed). An early finish rebuilds the profile
   even when no task waits, so the freed cores are free for every later arrival.
@@ -60,7 +61,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -79,6 +79,7 @@ from dcx.scheduler.job_stages import JOB_ELIGIBILITY, JOB_ORDERS, JobGate
 from dcx.scheduler.packing import spread
 from dcx.scheduler.policies import MACHINE_SELECTIONS, MachineSelection, Policy
 from dcx.scheduler.problem import CORE_UNITS, Problem
+from dcx.scheduler.profile import PooledProfile, compress
 from dcx.scheduler.resource_stages import combine, static_filters
 from dcx.scheduler.state import Reservation, ReservingState
 
@@ -574,121 +575,34 @@ class _Profile(_Slices):
                 row[machine] -= fewer
 
 
-class _ProfileOnOne(_Slices):
-    """``_Profile`` for one scheduling machine (a pooled cluster): its free cores over time
-    as plain numbers, so that a reservation changes a run of slices in one step."""
-
-    def __init__(self, state: ReservingState, reservations: dict[int, Reservation]) -> None:
-        """The running tasks by expected end, then ``reservations``: every change of the
-        free cores summed per instant, then added up in time order."""
-        now, need = state.now, state.need
-        change: dict[float, int] = {now: 0}
-        for expected_end, task in state.running:
-            moment = max(expected_end, now)
-            change[moment] = change.get(moment, 0) + need[task]
-        for held_by, held in reservations.items():
-            cores = need[held_by]
-            begin = max(held.start_s, now)
-            change[begin] = change.get(begin, 0) - cores
-            change[held.end_s] = change.get(held.end_s, 0) + cores
-        self.times = sorted(change)
-        self.free = list(itertools.accumulate(
-            (change[moment] for moment in self.times), initial=state.free[0]))[1:]
-
-    def _split(self, moment: float) -> int:
-        """The index of the slice starting at ``moment``, made if needed."""
-        index = bisect.bisect_left(self.times, moment)
-        if index < len(self.times) and self.times[index] == moment:
-            return index
-        self.times.insert(index, moment)
-        self.free.insert(index, self.free[index - 1])
-        return index
-
-    def earliest(self, state: ReservingState, task: int, select: MachineSelection,
-                 ) -> Reservation | None:
-        """``_Profile.earliest``. A window that fails at slice ``k`` fails for every start
-        up to ``k`` too (each of them still covers slice ``k``), so the search goes on
-        after it: one pass over the slices."""
-        if not state.usable[0]:
-            return None
-        need, length = state.need[task], state.expected_duration(task, 0)
-        times, free = self.times, self.free
-        slices = len(times)
-        index = 0
-        while index < slices:
-            if free[index] < need:
-                index += 1
-                continue
-            end = times[index] + length
-            later = index + 1
-            while later < slices and times[later] < end and free[later] >= need:
-                later += 1
-            if later == slices or times[later] >= end:
-                return Reservation(times[index], (0,), end)
-            index = later + 1
-        return None
-
-    def move_earlier(self, state: ReservingState, task: int, held: Reservation,
-                     select: MachineSelection) -> Reservation | None:
-        """``_Profile.move_earlier``, looking only at starts before ``held`` with the task's
-        own cores counted free over its slot, and changing nothing when none fits: its
-        own slot is then its earliest fit."""
-        cores, length = state.need[task], state.expected_duration(task, 0)
-        own_begin, own_end = held.start_s, held.end_s
-        times, free = self.times, self.free
-        slices = len(times)
-        index = 0
-        while index < slices and times[index] < own_begin:
-            if free[index] < cores:
-                index += 1
-                continue
-            end = times[index] + length
-            later = index + 1
-            # a window starting before the task's slot ends before the slot does
-            while later < slices and times[later] < end and (
-                    free[later] + cores if times[later] >= own_begin else free[later]) >= cores:
-                later += 1
-            if later == slices or times[later] >= end:
-                begin = times[index]
-                self.reserve(own_begin, own_end, [0], -cores)
-                self.reserve(begin, end, [0], cores)
-                return Reservation(begin, (0,), end)
-            index = later + 1
-        return None
-
-    def room_before(self, moment: float, cores: int) -> bool:
-        """``_Profile.room_before``."""
-        before = bisect.bisect_left(self.times, moment)
-        return before > 0 and max(self.free[:before]) >= cores
-
-    def reserve(self, begin: float, end: float, machines: list[int] | tuple[int, ...],
-                cores: int | Sequence[int]) -> None:
-        """``cores`` fewer free over [begin, end) (more when negative)."""
-        assert isinstance(cores, int), "one machine: no task is spread"
-        first = self._split(max(begin, self.times[0]))
-        last = self._split(end)
-        self.free[first:last] = [free - cores for free in self.free[first:last]]
-
-
 class ConservativeBackfilling:
     """Every waiting task holds a reservation; a task starts early only if it delays
     none."""
 
     def __init__(self, select: MachineSelection) -> None:
         self.select = select
-        self.profile: _Profile | _ProfileOnOne | None = None
+        self.profile: _Profile | PooledProfile | None = None
         self.machines_changed = False
+        self.due: list[tuple[float, Key, int]] = []
+        """Every reservation made, as ``(start, queue key, task)``: a heap whose entries
+        no longer matching ``state.reservations`` are dropped when they come up."""
+        self.unreserved: list[tuple[Key, int]] = []
+        """Queue entries a pass left without a reservation (no length, or no machine)."""
 
     @staticmethod
     def _planned(state: ReservingState, reservations: dict[int, Reservation],
-                 ) -> _Profile | _ProfileOnOne:
+                 ) -> _Profile | PooledProfile:
         """A profile of the running tasks and ``reservations``."""
         if len(state.capacity) == 1 and state.allowed is None:
-            return _ProfileOnOne(state, reservations)
+            return PooledProfile(state, reservations)
         profile = _Profile(state)
         for held_by, held in reservations.items():
             profile.hold(held, state.need[held_by])
         return profile
+
+    def _hold(self, state: ReservingState, key: Key, task: int, held: Reservation) -> None:
+        state.reservations[task] = held
+        heapq.heappush(self.due, (held.start_s, key, task))
 
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         if not state.queue:
@@ -701,31 +615,56 @@ class ConservativeBackfilling:
             # a machine failed or came back: every reservation is planned afresh (one on a
             # failed machine may move later)
             state.reservations.clear()
+            self.due.clear()
             self.profile = self._planned(state, state.reservations)
             self.machines_changed = False
-        elif replan:
-            self._compress(state)
+            unreserved = list(state.queue)
         else:
-            self.profile.advance(state.now)
+            if replan:
+                self._compress(state)
+            else:
+                self.profile.advance(state.now)
+            # the tasks queued since the last pass, and those it left without one
+            unreserved = sorted(state.enqueued + self.unreserved)
+        self._reserve_new(state, unreserved)
+        self._start_due(state)
+
+    def _reserve_new(self, state: ReservingState, unreserved: list[tuple[Key, int]]) -> None:
+        """A reservation, at its earliest fit, for each waiting task of ``unreserved``
+        (queue order) that has none; the tasks of no length start when their cores are."""
         profile = self.profile
-        no_length: list[int] = []
-        for _, task in state.queue:
-            if task in state.reservations:
+        assert profile is not None
+        reservations = state.reservations
+        no_length: list[tuple[Key, int]] = []
+        self.unreserved = left = []
+        for entry in unreserved:
+            task = entry[1]
+            if task in reservations:
                 continue
             if state.expected_length(task, state.open_machines or [0]) <= 0:
-                no_length.append(task)
+                no_length.append(entry)
                 continue
             found = profile.earliest(state, task, self.select)
             if found is None:
+                left.append(entry)
                 continue  # no usable machine can ever hold it: it waits for a state change
             profile.hold(found, state.need[task])
-            state.reservations[task] = found
+            self._hold(state, entry[0], task, found)
             if math.isnan(state.first_reservation_s[task]):
                 state.first_reservation_s[task] = found.start_s
+        self._no_length = no_length
+
+    def _start_due(self, state: ReservingState) -> None:
         now = state.now
         reservations = state.reservations
-        due = [(key, task) for key, task in state.queue
-               if (held := reservations.get(task)) is not None and held.start_s <= now]
+        due_heap = self.due
+        found: dict[int, Key] = {}  # a reservation moved to other machines is there twice
+        while due_heap and due_heap[0][0] <= now:
+            begin, key, task = heapq.heappop(due_heap)
+            held = reservations.get(task)
+            if held is not None and held.start_s == begin:
+                found[task] = key
+        due = sorted((key, task) for task, key in found.items())
         for entry in due:
             task = entry[1]
             held = state.reservations[task]
@@ -734,21 +673,26 @@ class ConservativeBackfilling:
                 raise RuntimeError(f"conservative backfilling: task {task} is due at {now} "
                                    "on machines without its cores free")
             state.start(task, held.machines, held.shares)
-            state.queue.remove(entry)
+        _dequeue(state.queue, due)
+        if isinstance(self.profile, PooledProfile):
+            self.profile.track(state, [task for _, task in due])
         # A task of no length holds nothing over time, so it delays nobody: it starts at the
         # first instant its cores are free and is never reserved.
-        for task in no_length:
-            placed = place(state, task, self.select)
+        for entry in self._no_length:
+            placed = place(state, entry[1], self.select)
             if placed is not None:
-                state.start(task, *placed)
-                state.queue.remove(next(e for e in state.queue if e[1] == task))
+                state.start(entry[1], *placed)
+                _dequeue(state.queue, [entry])
+            else:
+                self.unreserved.append(entry)
 
     def on_machines_changed(self) -> None:
         self.machines_changed = True
 
     def _compress(self, state: ReservingState) -> None:
         """A task ended early: rebuild the profile from the running tasks and the current
-        reservations (a fresh profile has no slices left over from moved reservations),
+        reservations (a fresh profile has no slices left over from moved reservations; one
+        pooled machine's profile is kept, ``profile.sync`` and ``profile.compress``),
         then move each waiting task that could start earlier, in queue order, to its
         earliest fit. Its own slot is free while it looks, so no reservation moves later.
         A task that moves frees its old slot, where a task ahead of it in the queue may now
@@ -757,8 +701,18 @@ class ConservativeBackfilling:
         tasks with a slot given up before their end since they were placed (nothing else
         could have made room for them)."""
         reservations = state.reservations
+        keys = {task: key for key, task in state.queue if task in reservations}
+        waiting = list(keys)
+
+        def moved(task: int, held: Reservation) -> None:
+            heapq.heappush(self.due, (held.start_s, keys[task], task))
+
+        if isinstance(self.profile, PooledProfile):
+            # kept up to date in place: the early finishes give their cores back
+            freed_until = self.profile.sync(state)
+            compress(self.profile, state, reservations, waiting, freed_until, moved)
+            return
         profile = self.profile = self._planned(state, reservations)
-        waiting = [task for _, task in state.queue if task in reservations]
         need, select = state.need, self.select
         # vacated[p]: the earliest start a task behind position p gave up in the last pass
         vacated = [-_INF] * (len(waiting) + 1)
@@ -772,12 +726,13 @@ class ConservativeBackfilling:
                     continue  # no slot left before its end since it was placed
                 if held.shares is None and not profile.room_before(held.start_s, need[task]):
                     continue  # no slice before its start has its cores free: it cannot move
-                moved = profile.move_earlier(state, task, held, select)
-                if moved is not None and moved != held:
-                    reservations[task] = moved  # earlier, or on other machines
+                found = profile.move_earlier(state, task, held, select)
+                if found is not None and found != held:
+                    reservations[task] = found  # earlier, or on other machines
+                    moved(task, found)
                     moves.append((position, held.start_s))
                     given_up = min(given_up, held.start_s)
-                    earlier = earlier or moved.start_s < held.start_s
+                    earlier = earlier or found.start_s < held.start_s
             if not earlier:
                 return
             vacated = [_INF] * (len(waiting) + 1)
@@ -787,7 +742,15 @@ class ConservativeBackfilling:
                 vacated[position] = min(vacated[position], vacated[position + 1])
 
     def next_wakeup(self, state: ReservingState) -> float:
-        return min((r.start_s for r in state.reservations.values()), default=_INF)
+        """The earliest reservation's start (entries no longer held dropped)."""
+        due, reservations = self.due, state.reservations
+        while due:
+            begin, _, task = due[0]
+            held = reservations.get(task)
+            if held is not None and held.start_s == begin:
+                return begin
+            heapq.heappop(due)
+        return _INF
 
 
 Component = StrictQueue | EasyBackfilling | ConservativeBackfilling

@@ -1,0 +1,289 @@
+"""The availability profile conservative backfilling plans on when the cluster is one
+pool of interchangeable cores (``backfilling._pooled``): free cores over time as a sorted
+list of slice starts and one free-core count per slice, searched with ``bisect``.
+
+``PooledProfile`` answers what the profile it replaces (``_ProfileOnOne``) answered
+(``earliest``, ``move_earlier``, ``room_before``, ``reserve``, ``hold``, ``release``,
+``advance``; ``tests/test_scheduler_profile.py`` holds it to that class's algorithm on
+generated reservations), and adds what lets the planner keep one profile for the whole run
+instead of building one at every early finish:
+
+* ``sync`` gives back, from now until their expected ends, the cores of the running tasks
+  that ended early since the last call (the profile follows the running tasks it was told
+  about in a heap by real end), and returns the latest of those expected ends;
+* ``compress`` re-inserts the waiting tasks after early finishes as the plain rule does
+  (queue order, each at its earliest fit with its own slot free, passes until none moves
+  earlier), but looks only where a task could have gained. Before the finishes no waiting
+  task could start earlier (each was placed at its earliest fit and nothing has freed cores
+  since), so a window that fits now must overlap a stretch where cores were given back: the
+  early finishes' ``[now, end)`` and the slots moved tasks left. With ``[low, high)`` the
+  hull of those stretches, a task of width ``w`` and length ``R`` reserved at ``s`` can only
+  move to a start ``t`` with ``low - R < t < min(s, high)``, which needs ``w`` cores free at
+  some slice start before ``min(s, high)`` and on every slice from ``high`` to
+  ``min(now + R, s)`` (the window covers them whatever its start). Most tasks fail one of
+  these two checks, answered from a prefix maximum and a cached first-slice-below-``w``,
+  without a scan of their own.
+
+Slices with the same count side by side are left as they are: an earliest fit starts at
+the first of them either way, so the answers do not change.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dcx.scheduler.state import Reservation, ReservingState
+
+_INF = float("inf")
+
+
+class PooledProfile:
+    """Free cores of the one scheduling machine: slice ``i`` holds ``free[i]`` from
+    ``times[i]`` to ``times[i + 1]`` (the last one for ever)."""
+
+    times: list[float]
+    free: list[int]
+
+    def __init__(self, state: ReservingState, reservations: dict[int, Reservation]) -> None:
+        """The running tasks by expected end, then ``reservations``: every change of the
+        free cores summed per instant, then added up in time order."""
+        now, need = state.now, state.need
+        change: dict[float, int] = {now: 0}
+        for expected_end, task in state.running:
+            moment = max(expected_end, now)
+            change[moment] = change.get(moment, 0) + need[task]
+        for held_by, held in reservations.items():
+            cores = need[held_by]
+            begin = max(held.start_s, now)
+            change[begin] = change.get(begin, 0) - cores
+            change[held.end_s] = change.get(held.end_s, 0) + cores
+        self.times = sorted(change)
+        self.free = list(itertools.accumulate(
+            (change[moment] for moment in self.times), initial=state.free[0]))[1:]
+        self._tops: list[int] = []
+        """``_tops[i]``: the most cores free in slices ``0..i``, right for ``i <
+        _valid``."""
+        self._valid = 0
+        self._below: dict[int, float] = {}
+        self._below_from = _INF
+        self._ends: list[tuple[float, int]] = []
+        self.track(state, [task for _, task in state.running])
+
+    # the profile's own bookkeeping
+
+    def _changed(self, first: int = 0) -> None:
+        """The slices from ``first`` on changed."""
+        self._valid = min(self._valid, first)
+        self._below.clear()
+
+    def _split(self, moment: float) -> int:
+        """The index of the slice starting at ``moment``, made if needed."""
+        index = bisect.bisect_left(self.times, moment)
+        if index < len(self.times) and self.times[index] == moment:
+            return index
+        self.times.insert(index, moment)
+        self.free.insert(index, self.free[index - 1])
+        self._valid = min(self._valid, index)
+        return index
+
+    def track(self, state: ReservingState, tasks: Sequence[int]) -> None:
+        """``tasks`` started (from their reservations, or running when the profile was
+        made): ``sync`` will see when they end."""
+        finish_s, push, ends = state.finish_s, heapq.heappush, self._ends
+        for task in tasks:
+            push(ends, (finish_s[task], task))
+
+    def sync(self, state: ReservingState) -> float:
+        """The cores of the tasks that ended early (by ``state.now``) given back from now to
+        their expected ends; the latest of those ends (``-inf``: none ended early)."""
+        now, ends = state.now, self._ends
+        self.advance(now)
+        expected_end_s, need = state.expected_end_s, state.need
+        latest = -_INF
+        while ends and ends[0][0] <= now:
+            _, task = heapq.heappop(ends)
+            end = expected_end_s[task]
+            if end > now:
+                self.reserve(now, end, (0,), -need[task])
+                latest = max(latest, end)
+        return latest
+
+    # the profile's questions, as ``_ProfileOnOne`` answers them
+
+    def earliest(self, state: ReservingState, task: int, select: Any) -> Reservation | None:
+        """The earliest slice start at which the task's cores are free for its whole
+        requested time. A window that fails at slice ``k`` fails for every start up to
+        ``k`` too (each of them still covers slice ``k``), so the search goes on after it:
+        one pass over the slices."""
+        if not state.usable[0]:
+            return None
+        need, length = state.need[task], state.expected_duration(task, 0)
+        times, free = self.times, self.free
+        slices = len(times)
+        index = 0
+        while index < slices:
+            if free[index] < need:
+                index += 1
+                continue
+            end = times[index] + length
+            later = index + 1
+            while later < slices and times[later] < end and free[later] >= need:
+                later += 1
+            if later == slices or times[later] >= end:
+                return Reservation(times[index], (0,), end)
+            index = later + 1
+        return None
+
+    def move_earlier(self, state: ReservingState, task: int, held: Reservation,
+                     select: Any, after: float = -_INF, before: float = _INF,
+                     ) -> Reservation | None:
+        """The task's earliest fit starting before ``held`` (and before ``before``, after
+        ``after``: the caller knows no start outside fits), with its own cores counted
+        free over its slot; it is moved there. ``None`` (nothing changed) when none fits:
+        its own slot is then its earliest fit."""
+        cores, length = state.need[task], state.expected_duration(task, 0)
+        own_begin, own_end = held.start_s, held.end_s
+        limit = min(own_begin, before)
+        times, free = self.times, self.free
+        slices = len(times)
+        # one slice before the first start past ``after``: float sums may round either way
+        index = max(bisect.bisect_right(times, after) - 1, 0)
+        while index < slices and times[index] < limit:
+            if free[index] < cores:
+                index += 1
+                continue
+            end = times[index] + length
+            later = index + 1
+            # a window starting before the task's slot ends before the slot does
+            while later < slices and times[later] < end and (
+                    free[later] + cores if times[later] >= own_begin else free[later]) >= cores:
+                later += 1
+            if later == slices or times[later] >= end:
+                begin = times[index]
+                self.reserve(own_begin, own_end, (0,), -cores)
+                self.reserve(begin, end, (0,), cores)
+                return Reservation(begin, (0,), end)
+            index = later + 1
+        return None
+
+    def room_before(self, moment: float, cores: int) -> bool:
+        """Whether some slice starting before ``moment`` has ``cores`` free."""
+        before = bisect.bisect_left(self.times, moment)
+        if before == 0:
+            return False
+        valid, tops = self._valid, self._tops
+        if valid < before:
+            # the running maximum brought up to date as far as asked
+            del tops[valid:]
+            if valid == 0:
+                tops.extend(itertools.accumulate(self.free[:before], max))
+            else:
+                more = itertools.accumulate(self.free[valid:before], max, initial=tops[-1])
+                next(more)
+                tops.extend(more)
+            self._valid = before
+        return tops[before - 1] >= cores
+
+    def free_until(self, moment: float, cores: int) -> float:
+        """From ``moment`` on, the start of the first slice with fewer than ``cores`` free
+        (``inf``: none), the slice holding ``moment`` included (cached per width until the
+        profile changes)."""
+        if moment != self._below_from:
+            self._below.clear()
+            self._below_from = moment
+        found = self._below.get(cores)
+        if found is None:
+            times, free = self.times, self.free
+            index = max(bisect.bisect_right(times, moment) - 1, 0)
+            found = _INF
+            for later in range(index, len(times)):
+                if free[later] < cores:
+                    found = times[later]
+                    break
+            self._below[cores] = found
+        return found
+
+    def reserve(self, begin: float, end: float, machines: Sequence[int],
+                cores: int | Sequence[int]) -> None:
+        """``cores`` fewer free over [begin, end) (more when negative)."""
+        assert isinstance(cores, int), "one machine: no task is spread"
+        first = self._split(max(begin, self.times[0]))
+        last = self._split(end)
+        self.free[first:last] = [free - cores for free in self.free[first:last]]
+        self._changed(first)
+
+    def hold(self, held: Reservation, need: int) -> None:
+        """The profile with ``held`` taken."""
+        self.reserve(held.start_s, held.end_s, held.machines, need)
+
+    def release(self, held: Reservation, need: int) -> None:
+        """The profile with ``held`` given back."""
+        self.reserve(held.start_s, held.end_s, held.machines, -need)
+
+    def advance(self, now: float) -> None:
+        """Drop the slices that ended before ``now``."""
+        index = bisect.bisect_right(self.times, now) - 1
+        if index > 0:
+            del self.times[:index]
+            del self.free[:index]
+            self._changed()
+        if self.times[0] != now:
+            self.times[0] = now
+            self._changed()
+
+
+def compress(profile: PooledProfile, state: ReservingState,
+             reservations: dict[int, Reservation], waiting: list[int], freed_until: float,
+             moved: Callable[[int, Reservation], None]) -> None:
+    """Move the ``waiting`` tasks (queue order) to their earliest fits after early finishes
+    gave back cores from now until ``freed_until``, as the plain compression does (passes
+    until no task moves earlier), looking only where a task could have gained (module
+    docstring). ``moved(task, reservation)`` is told of each move after ``reservations``
+    has it."""
+    need, duration = state.need, state.expected_duration
+    now = state.now
+    count = len(waiting)
+    # per position, the hull of the stretches given back by tasks behind it in the last
+    # pass (the first pass: the early finishes', for every task)
+    behind_low = [now] * (count + 1)
+    behind_high = [freed_until] * (count + 1)
+    while True:
+        moves: list[tuple[int, float, float]] = []  # (position, start, end) of a left slot
+        earlier = False
+        low, high = _INF, -_INF  # the hull of the slots left so far in this pass
+        for position, task in enumerate(waiting):
+            hull_low = min(low, behind_low[position + 1])
+            hull_high = max(high, behind_high[position + 1])
+            held = reservations[task]
+            if hull_low >= held.end_s or hull_high <= now:
+                continue  # nothing given back before its end: it cannot gain
+            cores = need[task]
+            start = held.start_s
+            last_start = min(start, hull_high)
+            if not profile.room_before(last_start, cores):
+                continue  # no slice it could start in has its cores free
+            reach = min(now + duration(task, 0), start)
+            if reach > hull_high and profile.free_until(hull_high, cores) < reach:
+                continue  # every window of it covers a slice past the hull without room
+            found = profile.move_earlier(state, task, held, None,
+                                         after=hull_low - duration(task, 0),
+                                         before=hull_high)
+            if found is not None:
+                reservations[task] = found
+                moved(task, found)
+                moves.append((position, held.start_s, held.end_s))
+                low, high = min(low, held.start_s), max(high, held.end_s)
+                earlier = True
+        if not earlier:
+            return
+        behind_low = [_INF] * (count + 1)
+        behind_high = [-_INF] * (count + 1)
+        for position, begin, end in moves:
+            behind_low[position], behind_high[position] = begin, end
+        for position in range(count - 1, -1, -1):
+            behind_low[position] = min(behind_low[position], behind_low[position + 1])
+            behind_high[position] = max(behind_high[position], behind_high[position + 1])
