@@ -675,7 +675,7 @@ class ConservativeBackfilling:
             state.start(task, held.machines, held.shares)
         _dequeue(state.queue, due)
         if isinstance(self.profile, PooledProfile):
-            self.profile.track(state, [task for _, task in due])
+            self.profile.started(state, [task for _, task in due])
         # A task of no length holds nothing over time, so it delays nobody: it starts at the
         # first instant its cores are free and is never reserved.
         for entry in self._no_length:
@@ -785,7 +785,8 @@ def _pooled(problem: Problem) -> bool:
 class _PoolMachines:
     """The concrete machines of tasks planned on one pool, chosen when each starts.
 
-    Tasks of whole machines take the lowest-numbered idle ones (first fit), kept in a heap.
+    Tasks of whole machines take the lowest-numbered idle ones (first fit), kept sorted
+    (a wide task takes a slice of them at once, where a heap pops them one by one).
     Cores-anywhere tasks are laid as ``packing.py`` says (one machine the R5 policy picks
     when one holds them, else spread first fit in topology order); on single-core machines
     and whole-core tasks that too is the lowest-numbered idle machines."""
@@ -797,21 +798,20 @@ class _PoolMachines:
         self.single_cores = self.anywhere and all(
             capacity == CORE_UNITS for capacity in machines.capacity) and all(
             need % CORE_UNITS == 0 for need in tasks.need)
-        self.idle = list(range(len(machines)))  # a heap: lowest-numbered first
+        self.idle = list(range(len(machines)))  # sorted: lowest-numbered first
         self.free = list(machines.capacity)
         self.shares: dict[int, tuple[int, ...]] = {}
 
     def take(self, task: int) -> tuple[int, ...]:
         tasks = self.tasks
-        heappop, idle = heapq.heappop, self.idle
         if not self.anywhere:
-            return tuple(heappop(idle) for _ in range(tasks.nodes[task]))
+            return self._lowest_idle(tasks.nodes[task])
         need = tasks.need[task]
         if self.single_cores:
             count = need // CORE_UNITS
             if count > 1:
                 self.shares[task] = (CORE_UNITS,) * count
-            return tuple(heappop(idle) for _ in range(count))
+            return self._lowest_idle(count)
         free = self.free
         whole = [machine for machine, cores in enumerate(free) if cores >= need]
         if whole:
@@ -825,10 +825,21 @@ class _PoolMachines:
         self.shares[task] = tuple(found[1])
         return tuple(found[0])
 
+    def _lowest_idle(self, count: int) -> tuple[int, ...]:
+        idle = self.idle
+        taken = tuple(idle[:count])
+        del idle[:count]
+        return taken
+
     def give_back(self, task: int, machines: tuple[int, ...]) -> None:
         if not self.anywhere or self.single_cores:
-            for machine in machines:
-                heapq.heappush(self.idle, machine)
+            idle = self.idle
+            if len(machines) > 8:
+                idle.extend(machines)
+                idle.sort()  # two sorted runs: merged in one pass
+            else:
+                for machine in machines:
+                    bisect.insort(idle, machine)
         else:
             shares = self.shares.get(task)
             _take(self.free, machines, None if shares is None else _negated(shares),

@@ -39,6 +39,9 @@ from typing import Any
 from dcx.scheduler.state import Reservation, ReservingState
 
 _INF = float("inf")
+_VECTOR_FROM = 48
+"""Candidate starts from which ``move_earlier`` searches on arrays instead of slice by
+slice."""
 
 
 class PooledProfile:
@@ -64,10 +67,22 @@ class PooledProfile:
         self.times = sorted(change)
         self.free = list(itertools.accumulate(
             (change[moment] for moment in self.times), initial=state.free[0]))[1:]
+        self._anchors: dict[float, int] = {}
+        """How many running tasks end and reservations begin or end at each instant: the
+        slice starts a profile built afresh would have. Another slice start whose count
+        equals the slice before it is merged away, so the profile does not grow with the
+        ends of tasks that finished early and the slots moved tasks left."""
+        for expected_end, _ in state.running:
+            self._anchor(max(expected_end, now), 1)
+        for held in reservations.values():
+            self._anchor(max(held.start_s, now), 1)
+            self._anchor(held.end_s, 1)
         self._tops: list[int] = []
         """``_tops[i]``: the most cores free in slices ``0..i``, right for ``i <
         _valid``."""
         self._valid = 0
+        self._arrays: tuple[Any, Any] | None = None
+        """``times`` and ``free`` as NumPy arrays for long searches, until they change."""
         self._below: dict[int, float] = {}
         self._below_from = _INF
         self._ends: list[tuple[float, int]] = []
@@ -78,7 +93,29 @@ class PooledProfile:
     def _changed(self, first: int = 0) -> None:
         """The slices from ``first`` on changed."""
         self._valid = min(self._valid, first)
+        self._arrays = None
         self._below.clear()
+
+    def _anchor(self, moment: float, count: int) -> None:
+        anchors = self._anchors
+        left = anchors.get(moment, 0) + count
+        if left:
+            anchors[moment] = left
+        else:
+            del anchors[moment]
+
+    def _merge(self, moment: float) -> None:
+        """The slice starting at ``moment`` joined to the one before when nothing begins
+        or ends there and their counts are equal."""
+        if moment in self._anchors:
+            return
+        times = self.times
+        index = bisect.bisect_left(times, moment)
+        if 0 < index < len(times) and times[index] == moment and (
+                self.free[index] == self.free[index - 1]):
+            del times[index]
+            del self.free[index]
+            self._changed(index)
 
     def _split(self, moment: float) -> int:
         """The index of the slice starting at ``moment``, made if needed."""
@@ -88,6 +125,7 @@ class PooledProfile:
         self.times.insert(index, moment)
         self.free.insert(index, self.free[index - 1])
         self._valid = min(self._valid, index)
+        self._arrays = None
         return index
 
     def track(self, state: ReservingState, tasks: Sequence[int]) -> None:
@@ -96,6 +134,14 @@ class PooledProfile:
         finish_s, push, ends = state.finish_s, heapq.heappush, self._ends
         for task in tasks:
             push(ends, (finish_s[task], task))
+
+    def started(self, state: ReservingState, tasks: Sequence[int]) -> None:
+        """``tasks`` started now from their reservations: their slots run on as running
+        tasks (which end at their reservations' ends), tracked for ``sync``."""
+        now = state.now
+        for _ in tasks:
+            self._anchor(now, -1)
+        self.track(state, tasks)
 
     def sync(self, state: ReservingState) -> float:
         """The cores of the tasks that ended early (by ``state.now``) given back from now to
@@ -108,8 +154,12 @@ class PooledProfile:
             _, task = heapq.heappop(ends)
             end = expected_end_s[task]
             if end > now:
+                self._anchor(end, -1)
                 self.reserve(now, end, (0,), -need[task])
+                self._merge(end)
                 latest = max(latest, end)
+            elif end in self._anchors:
+                self._anchor(end, -1)
         return latest
 
     # the profile's questions, as ``_ProfileOnOne`` answers them
@@ -146,12 +196,19 @@ class PooledProfile:
         free over its slot; it is moved there. ``None`` (nothing changed) when none fits:
         its own slot is then its earliest fit."""
         cores, length = state.need[task], state.expected_duration(task, 0)
-        own_begin, own_end = held.start_s, held.end_s
+        own_begin = held.start_s
         limit = min(own_begin, before)
         times, free = self.times, self.free
         slices = len(times)
         # one slice before the first start past ``after``: float sums may round either way
         index = max(bisect.bisect_right(times, after) - 1, 0)
+        if bisect.bisect_left(times, limit) - index > _VECTOR_FROM:
+            found = self._first_fit(index, limit, cores, length, own_begin)
+            if found is None:
+                return None
+            begin = times[found]
+            end = begin + length
+            return self._moved(held, Reservation(begin, (0,), end), cores)
         while index < slices and times[index] < limit:
             if free[index] < cores:
                 index += 1
@@ -164,11 +221,47 @@ class PooledProfile:
                 later += 1
             if later == slices or times[later] >= end:
                 begin = times[index]
-                self.reserve(own_begin, own_end, (0,), -cores)
-                self.reserve(begin, end, (0,), cores)
-                return Reservation(begin, (0,), end)
+                return self._moved(held, Reservation(begin, (0,), end), cores)
             index = later + 1
         return None
+
+    def _moved(self, held: Reservation, found: Reservation, cores: int) -> Reservation:
+        self.hold(found, cores)
+        self.release(held, cores)
+        return found
+
+    def _first_fit(self, first: int, limit: float, cores: int, length: float,
+                   boosted_from: float) -> int | None:
+        """``move_earlier``'s search on arrays: the first slice ``i >= first`` starting
+        before ``limit`` from which ``cores`` are free for ``length``, the slices from
+        ``boosted_from`` on counting ``cores`` more (the task's own slot); ``None``: none."""
+        import numpy as np
+
+        times_list = self.times
+        stop = bisect.bisect_left(times_list, limit)
+        # every slice a window starting before ``stop`` can cover
+        last = bisect.bisect_left(times_list, times_list[stop - 1] + length)
+        arrays = self._arrays
+        if arrays is None:
+            arrays = self._arrays = (np.array(times_list, dtype=np.float64),
+                                     np.array(self.free, dtype=np.int64))
+        times, free = arrays[0][first:last], arrays[1][first:last]
+        usable = free + np.where(times >= boosted_from, cores, 0) >= cores
+        starts = np.flatnonzero(usable[:stop - first])
+        if not starts.size:
+            return None
+        blocked = np.flatnonzero(~usable)
+        ends = times[starts] + length
+        if blocked.size:
+            following = np.searchsorted(blocked, starts, side="right")
+            beyond = following == blocked.size
+            blocker = blocked[np.minimum(following, blocked.size - 1)]
+            fits = beyond | (times[blocker] >= ends)
+        else:
+            fits = np.ones(starts.size, dtype=bool)
+        if not fits.any():
+            return None
+        return first + int(starts[int(np.argmax(fits))])
 
     def room_before(self, moment: float, cores: int) -> bool:
         """Whether some slice starting before ``moment`` has ``cores`` free."""
@@ -218,11 +311,17 @@ class PooledProfile:
 
     def hold(self, held: Reservation, need: int) -> None:
         """The profile with ``held`` taken."""
+        self._anchor(held.start_s, 1)
+        self._anchor(held.end_s, 1)
         self.reserve(held.start_s, held.end_s, held.machines, need)
 
     def release(self, held: Reservation, need: int) -> None:
         """The profile with ``held`` given back."""
+        self._anchor(held.start_s, -1)
+        self._anchor(held.end_s, -1)
         self.reserve(held.start_s, held.end_s, held.machines, -need)
+        self._merge(held.end_s)
+        self._merge(held.start_s)
 
     def advance(self, now: float) -> None:
         """Drop the slices that ended before ``now``."""
