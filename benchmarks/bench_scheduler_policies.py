@@ -13,6 +13,9 @@ time (default 120) and then printed as not finished.
   anywhere (``Placement.CORES``, what SWF processors mean). The baseline cannot: it reads
   them as that many one-core whole nodes, as it did.
 * 100,000 jobs at offered load 0.5 under FCFS-CONSERVATIVE.
+* ``dcx schedule`` end to end (reading, scheduling, metrics, the table) of 1,000,000 jobs
+  at offered load 0.7 under FCFS-EASY, as a user runs it: CPU seconds of the child process
+  (``DCX_BENCH_EASY_JOBS`` scales it down).
 * The nine SC18 policies on Askalon and Chronos (``sc18`` time model, stage timing on),
   when the corpus is there (``DCX_CORPUS``).
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -35,6 +39,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BASELINE = os.environ.get("DCX_BENCH_ENGINE_BASELINE", "a2c0529")
 CAP_S = int(os.environ.get("DCX_BENCH_CAP_S", "120"))
+EASY_JOBS = int(os.environ.get("DCX_BENCH_EASY_JOBS", "1000000"))
+TARGETS_S = {"100k load 0.5 FCFS-CONSERVATIVE": 10.0, "10k load 1.2": 5.0,
+             "dcx schedule": 30.0}
+"""Issue 29's targets (CPU s on 2 cores), by the start of a figure's name."""
 
 
 class _Stopped(Exception):
@@ -105,8 +113,28 @@ def measure() -> dict[str, float | None]:
     conservative = shipped_declarations()["FCFS-CONSERVATIVE"]
     figures["100k load 0.5 FCFS-CONSERVATIVE"] = _timed(
         lambda: run_policy(large, conservative, "event", None, False))
+    figures[f"dcx schedule {EASY_JOBS // 1000}k FCFS-EASY"] = _schedule_end_to_end(
+        folder, EASY_JOBS)
     figures.update(_sc18())
     return figures
+
+
+def _schedule_end_to_end(folder: Path, jobs: int) -> float | None:
+    """CPU seconds of ``dcx schedule TRACE --policy FCFS-EASY`` in a child process (the
+    package it imports: this one's, or the baseline's through ``PYTHONPATH``)."""
+    from generate_swf import generate
+
+    trace = folder / f"synthetic-{jobs}-0.7.swf"
+    trace.write_text(generate(jobs, 1024, 0.7, seed=1))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        subprocess.run([sys.executable, "-c", "from dcx.converters.cli import main; main()",
+                        "schedule", str(trace), "--policy", "FCFS-EASY", "-q"],
+                       check=True, capture_output=True, timeout=CAP_S * 3)
+    except subprocess.TimeoutExpired:
+        return None
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _sc18() -> dict[str, float | None]:
@@ -170,8 +198,13 @@ def main() -> None:
         old = before.get(key) if before is not None else None
         ratio = (f"{value / old:.2f}" if value is not None and old else
                  ("faster" if value is not None and before is not None else "-"))
+        target = next((limit for prefix, limit in TARGETS_S.items()
+                       if key.startswith(prefix)), None)
+        verdict = ("" if target is None else
+                   f"  (target < {target:.0f} s: "
+                   f"{'met' if value is not None and value < target else 'MISSED'})")
         print(f"{key:<40}{_cell(old) if before is not None else '-':>22}{_cell(value):>10}"
-              f"{ratio:>8}")
+              f"{ratio:>8}{verdict}")
 
 
 if __name__ == "__main__":
