@@ -81,6 +81,8 @@ class PooledProfile:
         """``_tops[i]``: the most cores free in slices ``0..i``, right for ``i <
         _valid``."""
         self._valid = 0
+        self.version = 0
+        """Counts the changes: an answer kept from an earlier version is stale."""
         self._arrays: tuple[Any, Any] | None = None
         """``times`` and ``free`` as NumPy arrays for long searches, until they change."""
         self._below: dict[int, float] = {}
@@ -92,6 +94,7 @@ class PooledProfile:
 
     def _changed(self, first: int = 0) -> None:
         """The slices from ``first`` on changed."""
+        self.version += 1
         self._valid = min(self._valid, first)
         self._arrays = None
         self._below.clear()
@@ -350,26 +353,45 @@ def compress(profile: PooledProfile, state: ReservingState,
     # pass (the first pass: the early finishes', for every task)
     behind_low = [now] * (count + 1)
     behind_high = [freed_until] * (count + 1)
+    room_before, free_until = profile.room_before, profile.free_until
     while True:
         moves: list[tuple[int, float, float]] = []  # (position, start, end) of a left slot
         earlier = False
         low, high = _INF, -_INF  # the hull of the slots left so far in this pass
+        # room_before(hull_high, cores) per width, while the profile and the hull stay
+        room_at_hull: dict[int, bool] = {}
+        asked = (profile.version, high)
         for position, task in enumerate(waiting):
-            hull_low = min(low, behind_low[position + 1])
-            hull_high = max(high, behind_high[position + 1])
+            hull_low = behind_low[position + 1]
+            if low < hull_low:
+                hull_low = low
+            hull_high = behind_high[position + 1]
+            if high > hull_high:
+                hull_high = high
             held = reservations[task]
             if hull_low >= held.end_s or hull_high <= now:
                 continue  # nothing given back before its end: it cannot gain
             cores = need[task]
             start = held.start_s
-            last_start = min(start, hull_high)
-            if not profile.room_before(last_start, cores):
-                continue  # no slice it could start in has its cores free
-            reach = min(now + duration(task, 0), start)
-            if reach > hull_high and profile.free_until(hull_high, cores) < reach:
+            if start < hull_high:
+                if not room_before(start, cores):
+                    continue  # no slice it could start in has its cores free
+            else:
+                if asked != (profile.version, hull_high):
+                    room_at_hull.clear()
+                    asked = (profile.version, hull_high)
+                room = room_at_hull.get(cores)
+                if room is None:
+                    room = room_at_hull[cores] = room_before(hull_high, cores)
+                if not room:
+                    continue
+            length = duration(task, 0)
+            reach = now + length
+            if start < reach:
+                reach = start
+            if reach > hull_high and free_until(hull_high, cores) < reach:
                 continue  # every window of it covers a slice past the hull without room
-            found = profile.move_earlier(state, task, held, None,
-                                         after=hull_low - duration(task, 0),
+            found = profile.move_earlier(state, task, held, None, after=hull_low - length,
                                          before=hull_high)
             if found is not None:
                 reservations[task] = found
