@@ -127,22 +127,29 @@ COMPONENTS: dict[str, type[StrictQueue] | type[EasyBackfilling]
 
 
 def _pooled(problem: Problem) -> bool:
-    """Machines of one speed, always up, and tasks that any free cores can host: each takes
-    whole machines of one size, or each is cores anywhere. Their cores are then
+    """The machines that are up of one speed, none changing state (a drained or down
+    machine stays out of every plan), and tasks that any free cores of them can host: each
+    takes whole machines of one size, or each is cores anywhere. Their cores are then
     interchangeable."""
     machines, tasks = problem.machines, problem.tasks
-    if machines.dimensions or problem.state_changes or not all(machines.initially_active):
+    if machines.dimensions or problem.state_changes:
         return False
-    if len(set(machines.clock_mhz)) != 1:
+    active = _active(problem)
+    if not active or len({machines.clock_mhz[machine] for machine in active}) != 1:
         return False
     anywhere = tasks.anywhere
     if anywhere and all(anywhere):
         return True
-    capacities = set(machines.capacity)
+    capacities = {machines.capacity[machine] for machine in active}
     if anywhere or len(capacities) != 1:
         return False
     whole = next(iter(capacities))
     return all(need == whole for need in tasks.need)
+
+
+def _active(problem: Problem) -> list[int]:
+    """The machines up from the start, in topology order."""
+    return [machine for machine, up in enumerate(problem.machines.initially_active) if up]
 
 
 class _PoolMachines:
@@ -158,11 +165,14 @@ class _PoolMachines:
         machines, tasks = problem.machines, problem.tasks
         self.tasks, self.select = tasks, select
         self.anywhere = bool(tasks.anywhere)
+        active = _active(problem)
         self.single_cores = self.anywhere and all(
-            capacity == CORE_UNITS for capacity in machines.capacity) and all(
+            machines.capacity[machine] == CORE_UNITS for machine in active) and all(
             need % CORE_UNITS == 0 for need in tasks.need)
-        self.idle = list(range(len(machines)))  # sorted: lowest-numbered first
-        self.free = list(machines.capacity)
+        self.idle = active  # sorted: lowest-numbered first
+        self.free = [0] * len(machines)  # a machine that is not up gives no cores
+        for machine in active:
+            self.free[machine] = machines.capacity[machine]
         self.shares: dict[int, tuple[int, ...]] = {}
 
     def take(self, task: int) -> tuple[int, ...]:
@@ -316,9 +326,11 @@ def _planned_resources(problem: Problem, pooled: bool
     their cores, each task asking for its cores (a whole-node task for its nodes' cores)."""
     tasks, machines = problem.tasks, problem.machines
     if pooled:
+        active = _active(problem)
         need = (list(tasks.need) if tasks.anywhere else
-                [machines.capacity[0] * nodes for nodes in tasks.nodes])
-        return ([_scale(machines.clock_mhz[0])], [sum(machines.capacity)], need,
+                [machines.capacity[active[0]] * nodes for nodes in tasks.nodes])
+        return ([_scale(machines.clock_mhz[active[0]])],
+                [sum(machines.capacity[machine] for machine in active)], need,
                 [1] * len(tasks), bytearray([1]))
     return ([_scale(clock) for clock in machines.clock_mhz], list(machines.capacity),
             list(tasks.need), list(tasks.nodes), bytearray(machines.initially_active))

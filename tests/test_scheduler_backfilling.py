@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -326,3 +327,40 @@ def test_t11_a_failed_machine_gives_its_tasks_back_to_the_queue(policy: str) -> 
     assert schedule.unfinished == 0
     assert all(machines != (0,) for machines in schedule.machines[1:])
     assert sorted(schedule.finish_s) == [10, 20, 30]
+
+
+DRAINED_CONF = """ClusterName=t
+NodeName=a[1-3] CPUs=4 State=UNKNOWN
+{extra}PartitionName=all Nodes=ALL Default=YES
+"""
+
+
+@pytest.mark.parametrize("policy", ["FCFS-EASY", "FCFS-CONSERVATIVE", "SJF-CONSERVATIVE"])
+def test_a_drained_machine_is_planned_as_an_absent_one(tmp_path: Path, policy: str) -> None:
+    """Cores-anywhere tasks on a cluster with a drained node start when they would on the
+    cluster without it, and never on it (the cores that are up stay one pool)."""
+    from dcx.scheduler.loading import load_problem
+    from dcx.scheduler.policies import parse_policy
+    from dcx.scheduler.runs import run_policy
+
+    chooser = random.Random(5)
+    lines, submit = [], 0
+    for job in range(1, 121):
+        submit += chooser.randrange(0, 30)
+        run = chooser.randrange(5, 200)
+        procs = chooser.choice((1, 2, 3, 4, 6, 8))
+        lines.append(f"{job} {submit} -1 {run} {procs} -1 -1 {procs} {run * 2} -1 1 1 1 -1 1 "
+                     "-1 -1 -1")
+    trace = tmp_path / "t.swf"
+    trace.write_text("\n".join(lines) + "\n")
+    starts = []
+    for extra in ("", "NodeName=b1 CPUs=16 State=DRAIN\n"):
+        conf = tmp_path / "slurm.conf"
+        conf.write_text(DRAINED_CONF.format(extra=extra))
+        loaded = load_problem(trace, conf)
+        assert loaded.problem is not None
+        assert backfilling._pooled(loaded.problem)
+        run = run_policy(loaded.problem, parse_policy(policy), "event", None)
+        starts.append(list(run.schedule.start_s))
+        assert all(3 not in machines for machines in run.schedule.machines)  # b1 is never used
+    assert starts[0] == starts[1]

@@ -1,6 +1,7 @@
 """The availability profile conservative backfilling plans on when the cluster is one
-pool of interchangeable cores (``dcx.scheduler.backfilling._pooled``): free cores over time as a sorted
-list of slice starts and one free-core count per slice, searched with ``bisect``.
+pool of interchangeable cores (``dcx.scheduler.backfilling._pooled``): free cores over
+time as a sorted list of slice starts and one free-core count per slice, searched with
+``bisect``.
 
 ``PooledProfile`` answers what the profile it replaces (``_ProfileOnOne``) answered
 (``earliest``, ``move_earlier``, ``room_before``, ``reserve``, ``hold``, ``release``,
