@@ -179,7 +179,7 @@ def test_validate_reads_a_large_file_in_chunks(tmp_path, monkeypatch, capsys):
     entry = json.loads(capsys.readouterr().out)["files"][0]
     assert entry["format"] == "swf" and not entry["valid"]
     assert len(entry["diagnostics"]) == len(expected)
-    other = tmp_path / "big.gwf"
+    other = tmp_path / "big.dat"  # no format claims it: read whole, so the limit holds
     other.write_bytes(b"# JobID SubmitTime RunTime NProcs\n" + b"1 0 10 1\n" * 6000)
     assert cli.main(["validate", str(other)]) == 1
     assert "the limit is 50,000" in capsys.readouterr().err
