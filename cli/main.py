@@ -38,6 +38,7 @@ from dcx.core.diagnostics import Diagnostic, Loss, ReadResult, Severity, has_err
 
 if TYPE_CHECKING:
     from dcx.converters.fill import Fill
+    from dcx.core.model import Document
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -208,6 +209,11 @@ def _add_convert(commands: Any) -> None:
                          help="the same on an existing Dask cluster (tcp://host:8786) whose "
                          "workers see INPUT at the same path; a Parquet pipe from 16 MB, "
                          "which is converted whole in this process, is refused (exit 2)")
+    convert.add_argument("--id-map", metavar="FILE",
+                         help="also write FILE, a CSV of each task's id as read and the id "
+                         "the output gives it, in the order written, for a target that "
+                         "numbers tasks itself (swf: integer job numbers); the input is "
+                         "then read whole")
     _output_option(convert)
     _verbosity_options(convert)
 
@@ -622,9 +628,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     name = label(args.input)
     cluster = _cluster(args)  # started only for a Parquet file converted by row groups
     try:
+        # (an id map needs the whole document: the chunked path renumbers nothing anyway)
         data, oversized, streamed = convert_input(
             args.input, args.source,
-            lambda spec: (spec.name, _target_for(args, spec).name) in stream_pairs(), cluster)
+            lambda spec: args.id_map is None
+            and (spec.name, _target_for(args, spec).name) in stream_pairs(), cluster)
         if streamed is not None:
             return _convert_streamed(args, streamed, fills, cluster)
     finally:
@@ -638,6 +646,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     source = BY_NAME[args.source] if args.source else detect(data, args.input)
     target = _target_for(args, source)
+    if args.id_map is not None and target.written_ids is None:
+        raise UsageError(f"--id-map: {target.name} writes every task id as it is read "
+                         "(only a target that numbers tasks itself has a map: swf)")
     with Progress(3, f"converting {name} to {target.name}",
                   enabled=len(data) >= LARGE_INPUT_BYTES and text and not _quiet(args)
                   ) as progress:
@@ -656,6 +667,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 raise UsageError(str(exc)) from None
             except OSError as exc:
                 raise UsageError(f"{args.output}: cannot write: {exc.strerror}") from None
+            if args.id_map is not None and result.read is not None:
+                _write_id_map(args.id_map, target, result.read.document)
         progress.advance()
     return _report_conversion(args, target, _Converted(
         ok=result.ok, internal_error=result.internal_error,
@@ -665,6 +678,24 @@ def cmd_convert(args: argparse.Namespace) -> int:
         filled=result.filled, fill_hint=result.fill_hint,
         written=lambda: _counts(result.output_document, target),
         output_diagnostics=result.output_diagnostics))
+
+
+def _write_id_map(path: str, target: FormatDeclaration, document: Document | None) -> None:
+    """``--id-map``: a CSV of each task's id as read and the id ``target`` wrote for it."""
+    import csv
+    import io
+
+    from dcx.converters.atomic import write_output
+
+    assert target.written_ids is not None and document is not None
+    text = io.StringIO()
+    rows = csv.writer(text, lineterminator="\n")
+    rows.writerow(("id", f"{target.name}_id"))
+    rows.writerows(target.written_ids(document))
+    try:
+        write_output(path, text.getvalue().encode())
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror}") from None
 
 
 def _output_folder_exists(output: str) -> None:

@@ -130,6 +130,10 @@ class FormatDeclaration:
     loss_notes: Callable[[Document], Mapping[str, str]] | None = None
     """What its normal form does to a document's values at a field path, beyond dropping
     them, said on that path's loss line (SWF: the numbers it writes for user names)."""
+    written_ids: Callable[[Document], list[tuple[Any, Any]]] | None = None
+    """Each task's id in a document and the id its writer gives the task, in the order
+    written, for a format whose writer may renumber tasks (SWF's integer job numbers):
+    ``dcx convert --id-map`` writes them beside the output."""
     members: tuple[str, ...] = ()
     """The files of a format stored as a folder (``("tasks.parquet", "fragments.parquet")``).
     Its bytes, what ``read`` takes and ``write`` returns, are then a tar archive of these

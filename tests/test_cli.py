@@ -234,3 +234,25 @@ def test_a_broken_file_is_read_as_the_one_format_its_name_claims(
     other.write_text('{"a": 1}')
     assert cli.main(["validate", str(other)]) == 1
     assert "not a recognised dcx format" in capsys.readouterr().err
+
+
+def test_id_map_says_which_number_swf_gave_each_task(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SWF writes jobs in submit order, numbered again when the ids would go back: --id-map
+    keeps each task's id as read beside the number written, in the order written."""
+    trace = tmp_path / "late-first.swf"
+    trace.write_text("3 100 -1 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n"
+                     "7 0 -1 10 2 -1 -1 2 20 -1 1 1 1 -1 1 -1 -1 -1\n")
+    out, ids = tmp_path / "out.swf", tmp_path / "ids.csv"
+    assert cli.main(["convert", str(trace), str(out), "--to", "swf",
+                     "--id-map", str(ids)]) == 0
+    assert ids.read_text() == "id,swf_id\n7,1\n3,2\n"
+    written = [line.split() for line in out.read_text().splitlines()
+               if not line.startswith(";")]
+    assert [(row[0], row[1], row[4]) for row in written] == [("1", "0", "2"), ("2", "100", "1")]
+    capsys.readouterr()
+    batsim = tmp_path / "out.json"
+    assert cli.main(["convert", str(trace), str(batsim), "--to", "batsim",
+                     "--id-map", str(tmp_path / "none.csv")]) == cli.EXIT_USAGE
+    assert "--id-map: batsim writes every task id as it is read" in capsys.readouterr().err
+    assert not batsim.exists() and not (tmp_path / "none.csv").exists()

@@ -69,7 +69,8 @@ that number and reads back as the integer. Jobs are written in ascending submit 
 PWA definition orders a file's lines (a stable sort: ties keep their order); when the sort
 moves jobs whose numbers then would not count up, all are numbered 1..n in that order
 (``task.id``), so a job number stays the counter of the lines that preceding job numbers
-refer to. Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a
+refer to. ``dcx convert --id-map FILE`` writes, beside the output, a CSV of each task's id
+as read and the number written for it (``FORMAT.written_ids``). Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a
 task it cannot run.
 
 Large files (1 MB and more) are first read by a vectorised accept path: chunks of plain
@@ -142,7 +143,7 @@ __all__ = [
     "FIELD_NAMES", "FORMAT",
     "HOLDS", "SCHEMA", "START_KEY", "attribute_text", "attribute_value", "loss_notes",
     "normal_form",
-    "normal_form_losses", "read", "read_chunks", "read_fast", "sniff", "write",
+    "normal_form_losses", "read", "read_chunks", "read_fast", "sniff", "write", "written_ids",
 ]
 
 # The reader, the writer and what they import (the model, dcx.core.columns, the schemas) load
@@ -245,6 +246,7 @@ read_chunks = deferred("dcx.formats.swf.stream", "read_chunks")
 
 
 loss_notes = deferred("dcx.formats.swf.codec", "loss_notes")
+written_ids = deferred("dcx.formats.swf.codec", "written_task_ids")
 
 
 CODES = (
@@ -290,4 +292,5 @@ FORMAT = FormatDeclaration(
     stream_target=deferred("dcx.formats.swf.stream_target", "SwfTarget"),
     field_names=FIELD_NAMES,
     loss_notes=loss_notes,
+    written_ids=written_ids,
 )

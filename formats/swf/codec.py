@@ -927,6 +927,18 @@ def _normal_jobs(given: Sequence[Job]) -> tuple[set[str], tuple[Job, ...]]:
     return lost, tuple(jobs)
 
 
+def written_task_ids(document: Document) -> list[tuple[Id, Id]]:
+    """Each task's id and the job number SWF writes for it, in the order written (submit
+    time): the numbering ``normal_form`` gives (``_Normalizer``)."""
+    workload = document.workload
+    if workload is None:
+        return []
+    tasks = [task for job in workload.jobs for task in job.tasks]
+    order = _submit_order(tasks)
+    numbering = _Normalizer(tasks, order).numbering
+    return [(tasks[index].id, numbering[tasks[index].id]) for index in order]
+
+
 def _one_task_jobs(placed: Sequence[tuple[Job, Task]], lost: set[str]) -> list[Job]:
     """A job per task, in the given order: a job's own values stay on the job of its first
     task (they are reported as the jobs of a format without jobs drop them), the others
