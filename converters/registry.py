@@ -87,15 +87,16 @@ def detect(data: bytes, path: str = "",
            candidates: Iterable[FormatDeclaration] | None = None) -> FormatDeclaration | None:
     """The format of ``data``, from its content; the extension breaks ties, and names the
     format of content no format recognises when it is the one format of that kind claiming
-    it (a broken ``.swf`` file is read as SWF, whose reader says where it breaks, rather
-    than called no format at all). ``candidates`` narrows the formats considered (a
-    pre-commit hook for one family)."""
+    it as its own (a broken ``.swf`` file is read as SWF, whose reader says where it breaks,
+    rather than called no format at all; a ``.conf`` is also other tools' extension).
+    ``candidates`` narrows the formats considered (a pre-commit hook for one family)."""
     suffix = _suffix(path)
     kind = content_kind(data)
     pool = FORMATS if candidates is None else tuple(candidates)
     matches = [spec for spec in pool if kind in spec.content and spec.sniff(data)]
     if not matches:
-        claimed = [spec for spec in pool if kind in spec.content and suffix in spec.extensions]
+        claimed = [spec for spec in pool if kind in spec.content and suffix in spec.extensions
+                   and suffix not in spec.shared_extensions]
         return claimed[0] if len(claimed) == 1 else None
     return next((spec for spec in matches if suffix in spec.extensions), matches[0])
 

@@ -203,10 +203,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     points here rather than quoting a number that goes stale)."""
     skipped = terminalreporter.stats.get("skipped", [])
     absent = sum("corpus" in _skip_reason(report).lower() for report in skipped)
-    if absent:
+    if absent and not CORPUS.is_dir():
         terminalreporter.write_line(
             f"{absent} skipped for want of the shared corpus at {CORPUS} (set DCX_CORPUS; "
             "pytest -ra lists them)")
+    elif absent:
+        terminalreporter.write_line(
+            f"{absent} skipped for files the corpus at {CORPUS} does not have (pytest -ra "
+            "lists them)")
 
 
 def _skip_reason(report: Any) -> str:
