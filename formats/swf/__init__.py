@@ -70,8 +70,8 @@ PWA definition orders a file's lines (a stable sort: ties keep their order); whe
 moves jobs whose numbers then would not count up, all are numbered 1..n in that order
 (``task.id``), so a job number stays the counter of the lines that preceding job numbers
 refer to. ``dcx convert --id-map FILE`` writes, beside the output, a CSV of each task's id
-as read and the number written for it (``FORMAT.written_ids``). Like GWF, ``-1`` for an unknown runtime is no warning: the scheduler reports a
-task it cannot run.
+as read and the number written for it (``FORMAT.written_ids``). Like GWF, ``-1`` for an
+unknown runtime is no warning: the scheduler reports a task it cannot run.
 
 Large files (1 MB and more) are first read by a vectorised accept path: chunks of plain
 numeric job lines are converted column by column (numpy, Arrow's CSV reader) into a
