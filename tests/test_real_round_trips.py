@@ -134,10 +134,14 @@ def test_preceding_job_and_think_time_stay_through_swf() -> None:
 def test_batsim_through_swf_keeps_the_machine_size(corpus: Path | None) -> None:
     """``nb_res`` goes to SWF's MaxProcs header and back, where it is not the most hosts a
     job asks for; every job and its walltime and hosts come back."""
-    files = _files(corpus, "batsim", ".json")
+    # a platform larger than any job, which no example needs to have (the corpus does)
+    own = json.dumps({"nb_res": 32, "jobs": [
+        {"id": "1", "subtime": 0, "walltime": 100, "res": 4, "profile": "d"},
+        {"id": "2", "subtime": 5, "walltime": 60, "res": 16, "profile": "d"}],
+        "profiles": {"d": {"type": "delay", "delay": 50}}}).encode()
+    inputs = [(path.name, path.read_bytes()) for path in _files(corpus, "batsim", ".json")]
     sizes = 0
-    for path in files:
-        data = path.read_bytes()
+    for name, data in [*inputs, ("own.json", own)]:
         original = _read(batsim, data)
         if original is None or original.workload is None:
             continue
@@ -148,12 +152,12 @@ def test_batsim_through_swf_keeps_the_machine_size(corpus: Path | None) -> None:
                 [1, *(job["res"] for job in given["jobs"])]):
             # (a job left out, named by a loss line, may have been the one that made
             # nb_res, which the file then did not say otherwise)
-            assert json.loads(batsim.write(back).data)["nb_res"] == given["nb_res"], path.name
+            assert json.loads(batsim.write(back).data)["nb_res"] == given["nb_res"], name
             sizes += 1
         for task in original.workload.tasks():
             if task.id in kept:
                 assert (kept[task.id].requested_time_s, kept[task.id].request.nodes) == (
-                    task.requested_time_s, task.request.nodes), path.name
+                    task.requested_time_s, task.request.nodes), name
     assert sizes
 
 
