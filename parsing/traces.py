@@ -216,6 +216,26 @@ def written_status_code(status: TaskStatus, kept: object) -> int:
     return CODE_OF_STATUS[status]
 
 
+def recorded_texts(task: Task, kept_status: object, seconds: Mapping[str, str],
+                   codes: Mapping[str, str], values: dict[str, str]) -> None:
+    """The texts of ``task``'s recorded fields (in its format's normal form) into
+    ``values`` under the format's own names: ``Status`` (``kept_status``: the file's own
+    code, kept where it reads back as the status), ``UsedMemory`` in KB, the ``seconds``
+    and ``codes`` columns (name -> ``Task`` field) that have a value. SWF and GWF write
+    them alike."""
+    values["Status"] = str(written_status_code(task.status, kept_status))
+    if task.used_memory_mb is not None:
+        values["UsedMemory"] = format_number(task.used_memory_mb * 1024)
+    for name, field in seconds.items():
+        value = getattr(task, field)
+        if value is not None:
+            values[name] = format_number(value)
+    for name, field in codes.items():
+        code = getattr(task, field)
+        if code is not None:
+            values[name] = code
+
+
 def lifted_recorded(task: Task, prefix: str, seconds: Mapping[str, str],
                     codes: Mapping[str, str]) -> Task:
     """``task`` with the recorded values an earlier dcx kept in its format's extras

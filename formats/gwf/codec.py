@@ -66,6 +66,7 @@ from dcx.parsing.traces import (
     known_time,
     lifted_recorded,
     parse_int,
+    recorded_texts,
     status_of_code,
     written_ids,
     written_number_id,
@@ -889,17 +890,7 @@ def _archive_rows(workload: Workload) -> list[str]:
 
 def _recorded_texts(task: Task, values: dict[str, str]) -> None:
     """The archive columns of a task's recorded fields (in normal form) into ``values``."""
-    values["Status"] = str(written_status_code(task.status, task.extras.get(STATUS_KEY)))
-    if task.used_memory_mb is not None:
-        values["UsedMemory"] = format_number(task.used_memory_mb * 1024)
-    for name, field in SECONDS.items():
-        seconds = getattr(task, field)
-        if seconds is not None:
-            values[name] = format_number(seconds)
-    for name, field in CODES.items():
-        code = getattr(task, field)
-        if code is not None:
-            values[name] = code
+    recorded_texts(task, task.extras.get(STATUS_KEY), SECONDS, CODES, values)
 
 
 def _lines(lines: list[str]) -> bytes:

@@ -69,6 +69,7 @@ from dcx.parsing.traces import (
     numeric_records,
     parse_int,
     parse_number,
+    recorded_texts,
     status_column,
     status_of_code,
     whole_seconds,
@@ -1292,17 +1293,7 @@ def _line(task: Task) -> list[str]:
         values["UserID"] = task.user
     if task.group is not None:
         values["GroupID"] = task.group
-    values["Status"] = str(written_status_code(task.status, extras.get(_STATUS_KEY)))
-    if task.used_memory_mb is not None:
-        values["UsedMemory"] = format_number(task.used_memory_mb * 1024)
-    for name, field in _SECONDS.items():
-        seconds = getattr(task, field)
-        if seconds is not None:
-            values[name] = format_number(seconds)
-    for name, field in _CODES.items():
-        code = getattr(task, field)
-        if code is not None:
-            values[name] = code
+    recorded_texts(task, extras.get(_STATUS_KEY), _SECONDS, _CODES, values)
     if task.dependencies:
         values["PrecedingJobNumber"] = str(task.dependencies[0])
     elif _PRECEDING_KEY in extras:
