@@ -347,10 +347,10 @@ def test_a_drained_machine_is_planned_as_an_absent_one(tmp_path: Path, policy: s
     lines, submit = [], 0
     for job in range(1, 121):
         submit += chooser.randrange(0, 30)
-        run = chooser.randrange(5, 200)
+        runtime = chooser.randrange(5, 200)
         procs = chooser.choice((1, 2, 3, 4, 6, 8))
-        lines.append(f"{job} {submit} -1 {run} {procs} -1 -1 {procs} {run * 2} -1 1 1 1 -1 1 "
-                     "-1 -1 -1")
+        lines.append(f"{job} {submit} -1 {runtime} {procs} -1 -1 {procs} {runtime * 2} "
+                     "-1 1 1 1 -1 1 -1 -1 -1")
     trace = tmp_path / "t.swf"
     trace.write_text("\n".join(lines) + "\n")
     starts = []
@@ -360,7 +360,7 @@ def test_a_drained_machine_is_planned_as_an_absent_one(tmp_path: Path, policy: s
         loaded = load_problem(trace, conf)
         assert loaded.problem is not None
         assert backfilling._pooled(loaded.problem)
-        run = run_policy(loaded.problem, parse_policy(policy), "event", None)
-        starts.append(list(run.schedule.start_s))
-        assert all(3 not in machines for machines in run.schedule.machines)  # b1 is never used
+        outcome = run_policy(loaded.problem, parse_policy(policy), "event", None)
+        starts.append(list(outcome.schedule.start_s))
+        assert all(3 not in machines for machines in outcome.schedule.machines)  # b1 unused
     assert starts[0] == starts[1]
