@@ -197,6 +197,17 @@ class _Held:
                     else foreign_kept or (own is not None and key.startswith(own)))}
 
 
+@contextmanager
+def _multiplied(scale: list[int], count: int) -> Iterator[None]:
+    """``scale``'s innermost factor times ``count`` while the block runs (the walk inside a
+    machine group's template counts each value once per member)."""
+    scale.append(scale[-1] * count)
+    try:
+        yield
+    finally:
+        scale.pop()
+
+
 @dataclass(frozen=True)
 class RecordingUse(_Held):
     """Holds everything and records which field paths the document uses: a path is ``used``
@@ -235,11 +246,8 @@ class RecordingUse(_Held):
 
     @contextmanager
     def scaled(self, count: int) -> Iterator[None]:
-        self.scale.append(self.scale[-1] * count)
-        try:
+        with _multiplied(self.scale, count):
             yield
-        finally:
-            self.scale.pop()
 
     def members(self, path: str, values: Sequence[Any] | None) -> Sequence[Any] | None:
         if values is not None:
@@ -1101,11 +1109,8 @@ class _DroppedKeys(_Held):
 
     @contextmanager
     def scaled(self, count: int) -> Iterator[None]:
-        self.scale.append(self.scale[-1] * count)
-        try:
+        with _multiplied(self.scale, count):
             yield
-        finally:
-            self.scale.pop()
 
     def extras(self, path: str | None, extras: Extras) -> Extras:
         if path is None or not extras:
