@@ -625,6 +625,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
                          "with the converted data (write OUTPUT to a file)")
     fills = _fills(args.fill)
     _output_folder_exists(args.output)
+    if args.id_map is not None:
+        _output_folder_exists(args.id_map)
     name = label(args.input)
     cluster = _cluster(args)  # started only for a Parquet file converted by row groups
     try:

@@ -256,3 +256,8 @@ def test_id_map_says_which_number_swf_gave_each_task(
                      "--id-map", str(tmp_path / "none.csv")]) == cli.EXIT_USAGE
     assert "--id-map: batsim writes every task id as it is read" in capsys.readouterr().err
     assert not batsim.exists() and not (tmp_path / "none.csv").exists()
+    nowhere = tmp_path / "missing" / "ids.csv"
+    assert cli.main(["convert", str(trace), str(tmp_path / "again.swf"),
+                     "--id-map", str(nowhere)]) == cli.EXIT_USAGE
+    assert "no such folder" in capsys.readouterr().err
+    assert not nowhere.parent.exists() and not (tmp_path / "again.swf").exists()
