@@ -187,3 +187,14 @@ def test_recorded_columns_are_always_written_and_a_status_is_a_word():
     words = pa.array([None, "done"], pa.string())
     broken = table.set_column(table.column_names.index("status"), "status", words)
     assert codes(_file(broken)) == [("parquet.status", "/rows/1/status")]
+
+
+def test_a_column_name_that_is_not_utf8_is_an_unreadable_file_not_a_traceback() -> None:
+    """Found by the fuzzer: pyarrow decodes a field's name only when it is asked for."""
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"zz_damaged": [1, 2]}), buffer, store_schema=False)
+    data = buffer.getvalue().replace(b"zz_damaged", b"\x80z_damaged")
+    assert data != buffer.getvalue()
+    result = parquet.read(data)
+    assert result.document is None
+    assert [(d.code, d.is_error) for d in result.diagnostics] == [("parquet.unreadable", True)]

@@ -56,6 +56,7 @@ def read(data: bytes) -> ReadResult:
         return ReadResult(None, (not_parquet_error(),))
     try:
         table = pq.read_table(pa.BufferReader(data), read_dictionary=DICTIONARY_COLUMNS)
+        table.schema.names  # noqa: B018 (a damaged name that is not UTF-8 fails here)
     except (pa.ArrowException, OSError, ValueError) as exc:  # a damaged file is bad input
         return ReadResult(None, (unreadable_error(exc),))
     problems = _schema_problems(table.schema)
