@@ -28,6 +28,7 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+from dcx.formats.haizea.recorded import RECORDED_ATTRS
 
 OTHER_TYPES = ("Disk", "Net-in", "Net-out", "Ponies", "GPU")
 
@@ -107,6 +108,13 @@ def site_types(environment: Environment | None) -> tuple[str, ...]:
     return tuple(names)
 
 
+recorded_seconds = st.none() | st.integers(0, 10**7).map(float) | st.floats(
+    0, 1e7, allow_nan=False)
+"""An ``SWF_waittime`` or ``SWF_avgcputime``: seconds, not negative."""
+swf_codes = st.none() | xml_text.filter(lambda text: text != "-1")
+"""An ``SWF_group``, ``SWF_queue`` or ``SWF_execnumber``: any text but SWF's -1."""
+
+
 @st.composite
 def tasks(draw: st.DrawFn, task_id: int, types: tuple[str, ...]) -> Task:
     requested = draw(durations)
@@ -119,7 +127,8 @@ def tasks(draw: st.DrawFn, task_id: int, types: tuple[str, ...]) -> Task:
     image = draw(st.none() | xml_text)
     # <extra> attrs are plain keys; a prefixed key belongs to its format (losses: Extras)
     extras: dict[str, object] = draw(st.dictionaries(
-        xml_text.filter(lambda key: ":" not in key), xml_text, max_size=3))
+        xml_text.filter(lambda key: ":" not in key and key not in RECORDED_ATTRS), xml_text,
+        max_size=3))
     if draw(st.booleans()):
         extras["haizea:state"] = draw(st.integers(0, 12))
     request = ResourceRequest(
@@ -142,6 +151,10 @@ def tasks(draw: st.DrawFn, task_id: int, types: tuple[str, ...]) -> Task:
         user=draw(st.none() | integer_text),
         image=image,
         image_size_mb=draw(whole_mb) if image is not None else None,
+        # haizea-swf2lwf's SWF_* attrs
+        group=draw(swf_codes), wait_time_s=draw(recorded_seconds),
+        cpu_time_s=draw(recorded_seconds), queue=draw(swf_codes),
+        application=draw(swf_codes),
         extras=extras,
     )
 

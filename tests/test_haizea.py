@@ -575,9 +575,11 @@ def test_writer_lists_what_a_lease_cannot_hold() -> None:
     written = haizea.write(Document(workload=workload))
     assert lost(Document(workload=workload)) == {
         "workload.time_origin", "job", "job.name", "task.id", "task.user", "task.request.gpus",
-        "task.request.memory_mb", "task.group", "task.dependencies",
+        "task.request.memory_mb", "task.dependencies",
         "task.runtime_s"}  # unknown: the lease runs for its duration
-    assert haizea.read(written.data).ok
+    read = haizea.read(written.data)
+    assert read.ok and read.document is not None and read.document.workload is not None
+    assert next(read.document.workload.tasks()).group == "staff"  # the SWF_group attr
 
 
 def site_of(*machines: Machine) -> Document:
@@ -973,12 +975,14 @@ def test_losses_of_an_lwf_are_at_their_lease_and_node_set(
     assert f"  environment: 1 value (first: {source}:3:3, /environment): the topology " \
         "(datacenters, racks, machines)" in to_swf
     assert f"  task.deadline_s: 1 value (first: {source}:21:7, /workload/jobs/1/tasks/0): " \
-        "deadline" in to_swf
-    assert f"  workload.name: 1 value (first: {source}:1:1, /workload): workload name" in to_swf
+        "deadline (haizea: deadline" in "\n".join(to_swf)
+    assert f"  workload.name: 1 value (first: {source}:1:1, /workload): workload name " \
+        "(haizea: <lease-workload name>" in "\n".join(to_swf)
     # (SimGrid needs a speed for every host: LWF nodes state no clock rate)
     to_simgrid = losses_listed(source, "simgrid", tmp_path, capsys, "--fill", "clock-rate=2GHz")
     assert f"  machine.resources: 1 value (first: {source}:8:7, /environment/datacenters/0/" \
-        "rooms/0/racks/0/slots/2): other named consumable resources" in to_simgrid
+        "rooms/0/racks/0/slots/2): other named consumable resources (haizea: site <res> of " \
+        "other types)" in to_simgrid
     located = haizea.read(source.read_bytes())
     assert located.locate("/workload/jobs/1") == (19, 5)
     assert located.locate("/environment/datacenters/0/rooms/0/racks/0") == (5, 5)
@@ -995,9 +999,9 @@ def test_losses_of_a_legacy_lwf_are_at_their_line(tmp_path: Path,
                       "60 120 600 600 1 1 1024 0 img.iso 100  # an AR\n")
     lines = losses_listed(source, "swf", tmp_path, capsys)
     assert f"  task.image: 4 values (first: {source}:3:3, /workload/jobs/0/tasks/0): " \
-        "software image" in lines
+        "software image (haizea: <disk-image>)" in lines
     assert f"  task.start: 1 value (first: {source}:4:1, /workload/jobs/1/tasks/0): " \
-        "start mode and exact start time" in lines
+        "start mode and exact start time (haizea: <start> (<now/>, <exact>))" in lines
 
 
 def test_a_lease_file_and_annotations_are_located_at_their_elements() -> None:

@@ -352,3 +352,40 @@ def test_extra_attrs_with_colons_survive_a_round_trip() -> None:
     assert b'state=' not in written.data  # not taken for the lease's state attribute
     again = haizea.read(written.data).document
     assert again is not None and again.workload == clean.workload
+
+
+SWF_ATTRS = (b'<extra><attr name="SWF_waittime" value="12"/><attr name="SWF_runtime" value="0"/>'
+             b'<attr name="SWF_avgcputime" value="95.5"/><attr name="SWF_queue" value="2"/>'
+             b'<attr name="SWF_group" value="-1"/><attr name="SWF_execnumber" value="7"/>'
+             b'<attr name="SWF_waittime_note" value="x"/></extra>')
+
+
+def test_swf2lwf_attrs_are_the_trace_fields_on_both_paths() -> None:
+    """haizea-swf2lwf's SWF_* attrs read as the model's trace fields, by the clean path as by
+    the checked one (-1 is SWF's "not recorded"; SWF_runtime and other attrs stay attrs), and
+    are written back from the fields."""
+    data = lwf(request("00:00:00.00", lease(extra=SWF_ATTRS)))
+    clean = assert_contract(data)
+    assert clean is not None and clean.workload is not None
+    task = clean.workload.jobs[0].tasks[0]
+    assert (task.wait_time_s, task.cpu_time_s, task.queue, task.group, task.application) == (
+        12.0, 95.5, "2", None, "7")
+    assert task.extras == {"SWF_runtime": "0", "SWF_waittime_note": "x"}
+    assert haizea.normal_form(clean) == clean
+    written = haizea.write(clean).data
+    assert b'<attr name="SWF_waittime" value="12"/>' in written
+    assert b'<attr name="SWF_avgcputime" value="95.5"/>' in written
+    assert b"SWF_group" not in written
+    again = haizea.read(written).document
+    assert again is not None and again.workload == clean.workload
+
+
+@pytest.mark.parametrize("value", [b"-3", b"nan", b"soon"])
+def test_an_swf_seconds_attr_that_is_no_duration_stays_an_attr(value: bytes) -> None:
+    data = lwf(request("00:00:00.00", lease(
+        extra=b'<extra><attr name="SWF_waittime" value="' + value + b'"/></extra>')))
+    clean = assert_contract(data)
+    assert clean is not None and clean.workload is not None
+    task = clean.workload.jobs[0].tasks[0]
+    assert task.wait_time_s is None and task.extras == {"SWF_waittime": value.decode()}
+    assert haizea.normal_form(clean) == clean

@@ -1,7 +1,7 @@
-"""Round trips on real files: SWF -> GWF -> SWF and GWF -> SWF -> GWF keep every field both
-formats hold, value for value; Batsim -> SWF -> Batsim keeps every job it can run, with its
-walltime and hosts, and names the ones it leaves out. On the examples and on the shared
-corpus (``upstream/``, skipped when it is absent)."""
+"""Round trips on real files: SWF -> GWF -> SWF, GWF -> SWF -> GWF and SWF -> Haizea LWF ->
+SWF keep every field both formats hold, value for value; Batsim -> SWF -> Batsim keeps every
+job it can run, with its walltime and hosts, and names the ones it leaves out. On the
+examples and on the shared corpus (``upstream/``, skipped when it is absent)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from dcx.converters.losses import conversion_losses
 from dcx.core.model import Document, TaskStatus
 from dcx.core.restrict import LEFT_OUT, restrict, without_empty_parts
-from dcx.formats import batsim, gwf, swf
+from dcx.formats import batsim, gwf, haizea, swf
 from dcx.formats.swf import codec as swf_codec
 from tests.test_losses import expected_back
 
@@ -47,7 +47,9 @@ def corpus() -> Path | None:
 
 
 @pytest.mark.parametrize(("source", "target", "folder", "suffix"), [
-    (swf, gwf, "swf", ".swf"), (gwf, swf, "gwf", ".gwf")], ids=["swf-gwf-swf", "gwf-swf-gwf"])
+    (swf, gwf, "swf", ".swf"), (gwf, swf, "gwf", ".gwf"),
+    pytest.param(swf, haizea, "swf", ".swf", marks=pytest.mark.slow)],
+    ids=["swf-gwf-swf", "gwf-swf-gwf", "swf-lwf-swf"])
 def test_traces_keep_what_both_formats_hold_value_for_value(
         corpus: Path | None, source: Any, target: Any, folder: str, suffix: str) -> None:
     files = _files(corpus, folder, suffix)
@@ -120,6 +122,34 @@ def test_recorded_fields_go_across_value_for_value(source: Any, target: Any, pat
     across = _through(target, original)
     assert _recorded(across) == recorded
     assert _recorded(_through(source, across)) == recorded
+
+
+SWF_FOR_LWF = """\
+1 0 12 100 2 95.5 -1 2 600 2048 1 3 4 7 2 -1 -1 -1
+2 30 -1 0 1 -1 -1 1 60 1024 0 3 -1 -1 1 -1 -1 -1
+3 45 0 20 4 2.25 -1 4 100 1024 1 5 4 8 -1 -1 -1 -1
+"""
+
+
+def test_swf_through_haizea_keeps_what_swf2lwf_carries() -> None:
+    """SWF -> LWF -> SWF: the job number, submit, requested time, user and the columns
+    haizea-swf2lwf writes as SWF_* attrs (wait, average CPU time, group, queue, executable)
+    come back value for value; the LWF carries them as those attrs."""
+    original = _read(swf, SWF_FOR_LWF.encode())
+    assert original is not None and original.workload is not None
+    lwf = haizea.write(original).data
+    assert b'<attr name="SWF_waittime" value="12"/>' in lwf
+    assert b'<attr name="SWF_execnumber" value="7"/>' in lwf
+    back = _through(swf, _through(haizea, original))
+    assert back.workload is not None
+    fields = ("id", "submit_time_s", "requested_time_s", "user", "group", "wait_time_s",
+              "cpu_time_s", "queue", "application")
+    assert [[getattr(task, name) for name in fields] for task in back.workload.tasks()] == [
+        [getattr(task, name) for name in fields] for task in original.workload.tasks()]
+    lost = {loss.field for loss in conversion_losses(original, haizea.FORMAT)}
+    assert not lost & {"task.group", "task.wait_time_s", "task.cpu_time_s", "task.queue",
+                       "task.application"}
+    assert "task.status" in lost  # (an LWF has no status)
 
 
 def test_preceding_job_and_think_time_stay_through_swf() -> None:

@@ -29,7 +29,14 @@ Mapping to the model
   ``image_size_mb`` (``<none/>`` -> ``image=None``), ``preemptible``, ``user`` (kept as the
   integer's text), ``<extra>`` attrs -> ``Task.extras`` (unprefixed: it is Haizea's own
   key/value mechanism; names with ':' are set aside together in
-  ``extras["haizea:extra-attrs"]``, since prefixed keys belong to formats). ``state`` and
+  ``extras["haizea:extra-attrs"]``, since prefixed keys belong to formats), except the
+  ``SWF_*`` attrs haizea-swf2lwf writes, which are the trace's own columns: ``SWF_waittime``
+  -> ``wait_time_s``, ``SWF_avgcputime`` -> ``cpu_time_s`` (seconds, not negative),
+  ``SWF_group`` -> ``group``, ``SWF_queue`` -> ``queue``, ``SWF_execnumber`` ->
+  ``application`` (text); ``-1`` (SWF's "not recorded") is no value, and a value of another
+  kind stays an attr. The writer writes them back from the fields, so SWF -> LWF -> SWF
+  keeps them; ``SWF_runtime`` stays an attr (the runtime is ``<realduration>``, which
+  haizea-swf2lwf makes 1 s where SWF says 0). ``state`` and
   ``submit-time`` go to ``extras["haizea:state"]`` and
   ``extras["haizea:submit-time"]``. A lease whose node-sets differ keeps the first one as its
   request and all of them in ``extras["haizea:node-sets"]``, which the writer prefers. A lease
@@ -127,10 +134,11 @@ from typing import Any
 
 from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration, deferred, forwarded
-from dcx.formats.haizea.vocabulary import HOLDS, ROOT_SCHEMAS, looks_legacy
+from dcx.formats.haizea.vocabulary import FIELD_NAMES, HOLDS, ROOT_SCHEMAS, looks_legacy
 
-__all__ = ["FORMAT", "HOLDS", "ROOT_SCHEMAS", "TimeSyntaxError", "format_time", "normal_form",
-           "normal_form_losses", "parse_time", "parse_time_uncached", "read", "sniff", "write"]
+__all__ = ["FIELD_NAMES", "FORMAT", "HOLDS", "ROOT_SCHEMAS", "TimeSyntaxError", "format_time",
+           "normal_form", "normal_form_losses", "parse_time", "parse_time_uncached", "read",
+           "sniff", "write"]
 
 # The readers, the writer and lxml load on first use: the pre-commit hook imports every
 # format's declaration to sniff, and most of its files are not Haizea's.
@@ -236,4 +244,5 @@ FORMAT = FormatDeclaration(
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dcx.core.diagnostics import InputError, error, warning
-from dcx.core.model import UNRECORDED, Annotation, Document, Job, StartMode, Task, Workload
+from dcx.core.model import Annotation, Document, Job, StartMode, Task, Workload
 from dcx.formats.haizea import rules
 from dcx.formats.haizea.context import Context
 from dcx.formats.haizea.leases import (
@@ -28,6 +28,7 @@ from dcx.formats.haizea.leases import (
     settle_assigned_ids,
     unique_type_names,
 )
+from dcx.formats.haizea.recorded import recorded_fields, trace_values
 from dcx.formats.haizea.site import NodeSet, read_node_sets, read_site
 from dcx.formats.haizea.times import (
     TimeSyntaxError,
@@ -125,6 +126,7 @@ def _read_lease(lease: Any, context: Context, requests: Requests, *, position: i
         extras[NODE_SETS_KEY] = stored
     note_types(unique_type_names(node_sets), lease, context, requests)
     user = lease.get("user")
+    recorded = recorded_fields(extras)
     return new_task({
         "id": lease_id,
         "submit_time_s": arrival if arrival is not None else 0.0,
@@ -137,10 +139,10 @@ def _read_lease(lease: Any, context: Context, requests: Requests, *, position: i
         "start_time_s": start_time_s,
         "preemptible": preemptible,
         "user": user.strip() if user is not None else None,
-        "group": None,
+        "group": recorded.get("group"),
         "image": image,
         "image_size_mb": image_size_mb,
-        **UNRECORDED,
+        **trace_values(recorded),
         "extras": extras,
     })
 

@@ -29,7 +29,6 @@ from lxml import etree
 
 from dcx.core.limits import paused_gc
 from dcx.core.model import (
-    UNRECORDED,
     Document,
     Job,
     ResourceRequest,
@@ -51,6 +50,7 @@ from dcx.formats.haizea.leases import (
     settle_assigned_ids,
     unique_type_names,
 )
+from dcx.formats.haizea.recorded import recorded_fields, trace_values
 from dcx.formats.haizea.site import NodeSet, read_site
 from dcx.formats.haizea.times import TimeSyntaxError, parse_offset, parse_time
 from dcx.formats.haizea.vocabulary import (
@@ -209,13 +209,15 @@ class FastJobs:
         if image_id is not None:
             image_id = _target_text(image_id)
             image_size = float(_integer(image_text_size))
+        recorded = recorded_fields(extras)
         task = new_task({
             "id": lease_id, "submit_time_s": arrival,
             "runtime_s": realduration if realduration is not None else duration,
             "requested_time_s": duration, "request": request, "dependencies": (),
             "deadline_s": deadline, "start_mode": start_mode, "start_time_s": start_time,
-            "preemptible": preemptible, "user": user, "group": None, "image": image_id,
-            "image_size_mb": image_size, **UNRECORDED, "extras": extras,
+            "preemptible": preemptible, "user": user, "group": recorded.get("group"),
+            "image": image_id, "image_size_mb": image_size, **trace_values(recorded),
+            "extras": extras,
         })
         self.jobs.append(new_job({"id": lease_id, "tasks": (task,), "name": None,
                                    "user": None, "extras": {}}))

@@ -37,6 +37,7 @@ from dcx.core.model import (
     Task,
 )
 from dcx.formats.haizea.leases import RequestCache, combined_node_sets, resource_request
+from dcx.formats.haizea.recorded import normal_recorded
 from dcx.formats.haizea.rules import lease_time_findings
 from dcx.formats.haizea.site import NodeSet
 from dcx.formats.haizea.vocabulary import (
@@ -344,6 +345,9 @@ def _task_normal_form(task: Task, task_id: Id, requests: dict[int, Any],
         request, kept = _request(task.request, stored, cache)
         if kept is not None:
             extras[NODE_SETS_KEY] = kept
+    recorded, changed = normal_recorded(task, extras)
+    changes.update(recorded)
+    lost |= changed
     if extras != task.extras:
         lost.add("task.extras")
     changes["extras"] = extras

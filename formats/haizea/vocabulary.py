@@ -40,7 +40,51 @@ HOLDS: frozenset[str] = frozenset({
     "task.user",
     "task.image",
     "task.extras",
+    "task.group",
+    "task.wait_time_s",
+    "task.cpu_time_s",
+    "task.queue",
+    "task.application",
 })
+
+FIELD_NAMES: dict[str, str] = {
+    "machine.cpus": "site <res type=\"CPU\"> (100 = one core)",
+    "machine.cpus.sockets": "site CPU <instance>s",
+    "machine.memory": "site <res type=\"Memory\"> (MB)",
+    "machine.memory.modules": "site Memory <instance>s",
+    "machine.resources": "site <res> of other types",
+    "workload.name": "<lease-workload name>",
+    "workload.description": "<description>",
+    "workload.attributes": "<attributes>",
+    "workload.annotations": "<lease-annotations> (.lwfa)",
+    "task.id": "lease id",
+    "task.submit_time_s": "lease-request arrival",
+    "task.runtime_s": "realduration",
+    "task.requested_time_s": "duration",
+    "task.request.nodes": "node-set numnodes",
+    "task.request.cores": "<res type=\"CPU\"> (100 = one core)",
+    "task.request.memory_mb": "<res type=\"Memory\"> (MB)",
+    "task.request.resources": "<res> of other types",
+    "task.deadline_s": "deadline",
+    "task.start": "<start> (<now/>, <exact>)",
+    "task.preemptible": "preemptible",
+    "task.user": "lease user",
+    "task.image": "<disk-image>",
+    "task.extras": "<extra> attrs",
+    "task.group": "SWF_group attr",
+    "task.wait_time_s": "SWF_waittime attr",
+    "task.cpu_time_s": "SWF_avgcputime attr",
+    "task.queue": "SWF_queue attr",
+    "task.application": "SWF_execnumber attr",
+    "haizea:resource-types": "site <resource-types> beyond the nodes' types",
+    "haizea:node-sets": "node-sets of different shapes",
+    "haizea:id-assigned": "lease without an id",
+    "haizea:state": "lease state",
+    "haizea:submit-time": "lease submit-time",
+    "haizea:extra-attrs": "<extra> attrs with ':' in their names",
+}
+"""Haizea's names of the fields (``FormatDeclaration.field_names``): elements and
+attributes of an LWF; the trace fields are haizea-swf2lwf's ``SWF_*`` ``<extra>`` attrs."""
 
 Amount: TypeAlias = int | tuple[int, ...]
 """A per-node amount: a scalar, or one value per ``<instance>``."""

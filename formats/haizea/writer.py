@@ -25,6 +25,7 @@ from dcx.formats.haizea.normalise import (
     request_capacity,
     stored_node_sets,
 )
+from dcx.formats.haizea.recorded import recorded_attrs
 from dcx.formats.haizea.site import derived_type_names
 from dcx.formats.haizea.times import format_time
 from dcx.formats.haizea.vocabulary import (
@@ -277,15 +278,18 @@ def _lease_attributes(task: Task) -> list[tuple[str, str]]:
 
 
 def _lease_extra_attrs(task: Task) -> dict[str, Any]:
-    """Plain keys and the attrs the reader set aside (other ``haizea:`` keys are attributes
-    of their own; other formats' keys survive only in their format: losses, Extras)."""
+    """Plain keys, the attrs the reader set aside, and the trace fields' ``SWF_*`` attrs
+    (other ``haizea:`` keys are attributes of their own; other formats' keys survive only in
+    their format: losses, Extras)."""
     extras = task.extras
+    recorded = recorded_attrs(task)
     if not extras:
-        return extras
+        return recorded
     attrs = {key: value for key, value in extras.items() if ":" not in key}
     prefixed = extras.get(PREFIXED_EXTRA_KEY)
     if isinstance(prefixed, dict):
         attrs.update(prefixed)
+    attrs.update(recorded)
     return attrs
 
 
