@@ -1,7 +1,8 @@
 """Hypothesis strategies for documents WfFormat 1.5 holds exactly, so that model → WfFormat
 → model is the identity: one job per task, text ids WfFormat can reference, dependencies on
-earlier tasks, runtimes with cores >= 1 and memory in bytes, machines with whole-MHz clocks
-and whole-byte memory, and the format's own members under ``wfformat:`` keys."""
+earlier tasks, runtimes with cores >= 1, memory used in whole bytes, starts to the
+microsecond after the workflow's and programs, machines with whole-MHz clocks and whole-byte
+memory, and the format's own members under ``wfformat:`` keys."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.formats import wfformat
+from dcx.formats.wfformat.recorded import used_memory_mb
 
 reference_ids = st.from_regex(r"[A-Za-z_][0-9A-Za-z_.#-]{0,9}", fullmatch=True)
 integer_ids = st.integers(min_value=0, max_value=10**9)
@@ -33,16 +35,17 @@ texts = st.from_regex(r"[A-Za-z0-9_.-]{1,8}( [A-Za-z0-9_.-]{1,8})?", fullmatch=T
 runtimes = st.floats(min_value=-1e3, max_value=1e7, allow_nan=False, allow_infinity=False)
 cores = st.just(1.0) | st.floats(min_value=1, max_value=512, allow_nan=False,
                                  allow_infinity=False)
-memory_bytes = st.integers(min_value=0, max_value=2**45) | st.floats(
-    min_value=0, max_value=1e13, allow_nan=False)
+memory_bytes = st.integers(min_value=0, max_value=2**45)
+waits = st.integers(min_value=0, max_value=10**12).map(lambda micros: micros / 1e6)
+"""Seconds from the workflow's start to a task's, as a timestamp says them (microseconds)."""
 origins = st.sampled_from(["2024-05-01T10:00:00+00:00", "2020-04-01T15:10:53-08:00",
                            "2019-12-31T23:59:59"])
 node_names = st.from_regex(r"[a-z][a-z0-9.-]{0,11}", fullmatch=True)
 file_ids = st.from_regex(r"[A-Za-z0-9_.#/:-]{1,10}", fullmatch=True)
 measured_members = st.fixed_dictionaries({}, optional={
     "avgCPU": st.floats(min_value=0, max_value=6400, allow_nan=False),
-    "readBytes": st.integers(0, 10**12), "executedAt": st.just("2024-05-01T10:00:01+00:00"),
-    "priority": st.integers(0, 10), "x-site": texts})
+    "readBytes": st.integers(0, 10**12), "priority": st.integers(0, 10), "x-site": texts,
+    "command": st.fixed_dictionaries({"arguments": st.lists(texts, min_size=1, max_size=2)})})
 
 
 @st.composite
@@ -64,18 +67,22 @@ def wfformat_tasks(draw: st.DrawFn, files: list[str]) -> list[Task]:
                 "outputFiles": draw(st.lists(st.sampled_from(files), max_size=2))}
         runtime = draw(st.none() | runtimes)
         request = ResourceRequest()
+        recorded: dict[str, Any] = {}
         if runtime is not None:
-            memory = draw(st.none() | memory_bytes)
-            request = ResourceRequest(cores=draw(cores),
-                                      memory_mb=None if memory is None else memory / 2**20)
+            request = ResourceRequest(cores=draw(cores))
             if draw(st.booleans()):  # a file without coreCount: 1 core, written without
                 request = replace(request, cores=1.0)
                 extras[wfformat.CORES_UNSTATED] = True
+            memory = draw(st.none() | memory_bytes)
+            recorded = {"wait_time_s": draw(st.none() | waits),
+                        "used_memory_mb": None if memory is None else used_memory_mb(
+                            memory, request.cores),
+                        "application": draw(st.none() | texts)}
             members = draw(measured_members)
             if members:
                 extras[wfformat.EXECUTION_MEMBERS] = members
         tasks.append(Task(id=task_id, runtime_s=runtime, request=request,
-                          dependencies=dependencies, extras=extras))
+                          dependencies=dependencies, extras=extras, **recorded))
     return tasks
 
 

@@ -433,7 +433,8 @@ def test_losses_name_a_job_at_its_first_task_line(tmp_path: Path,
     assert main(["convert", str(source), str(tmp_path / "out.swf"), "--to", "swf",
                  "--losses"]) == 0
     assert f"  job: 1 value (first: {source}:4:1, /workload/jobs/1): grouping of tasks " \
-        "into jobs/workflows (gwf: WorkflowID)" in capsys.readouterr().err.splitlines()
+        "into jobs/workflows (gwf: WorkflowID; osp-workload: workflows; parquet: job_id)" \
+        in capsys.readouterr().err.splitlines()
     located = gwf.read(source.read_bytes())
     assert located.locate("/workload/jobs/1/tasks/1") == (5, 1)
     assert located.locate("/workload/jobs/2") == (None, None)

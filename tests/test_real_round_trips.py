@@ -1,7 +1,8 @@
-"""Round trips on real files: SWF -> GWF -> SWF, GWF -> SWF -> GWF and SWF -> Haizea LWF ->
-SWF keep every field both formats hold, value for value; Batsim -> SWF -> Batsim keeps every
-job it can run, with its walltime and hosts, and names the ones it leaves out. On the
-examples and on the shared corpus (``upstream/``, skipped when it is absent)."""
+"""Round trips on real files: SWF -> GWF -> SWF, GWF -> SWF -> GWF, SWF -> Haizea LWF -> SWF
+and WfFormat -> osp-workload -> WfFormat keep every field both formats hold, value for value;
+Batsim -> SWF -> Batsim keeps every job it can run, with its walltime and hosts, and names the
+ones it leaves out. On the examples and on the shared corpus (``upstream/``, skipped when it
+is absent). No loss line of any pair leaves a workload field unnamed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from dcx.converters.losses import conversion_losses
 from dcx.core.model import Document, TaskStatus
 from dcx.core.restrict import LEFT_OUT, restrict, without_empty_parts
-from dcx.formats import batsim, gwf, haizea, swf
+from dcx.formats import batsim, gwf, haizea, osp_workload, swf, wfformat
 from dcx.formats.swf import codec as swf_codec
 from tests.test_losses import expected_back
 
@@ -48,8 +49,9 @@ def corpus() -> Path | None:
 
 @pytest.mark.parametrize(("source", "target", "folder", "suffix"), [
     (swf, gwf, "swf", ".swf"), (gwf, swf, "gwf", ".gwf"),
-    pytest.param(swf, haizea, "swf", ".swf", marks=pytest.mark.slow)],
-    ids=["swf-gwf-swf", "gwf-swf-gwf", "swf-lwf-swf"])
+    pytest.param(swf, haizea, "swf", ".swf", marks=pytest.mark.slow),
+    (wfformat, osp_workload, "wfformat", ".json")],
+    ids=["swf-gwf-swf", "gwf-swf-gwf", "swf-lwf-swf", "wfformat-osp-wfformat"])
 def test_traces_keep_what_both_formats_hold_value_for_value(
         corpus: Path | None, source: Any, target: Any, folder: str, suffix: str) -> None:
     files = _files(corpus, folder, suffix)
@@ -65,6 +67,27 @@ def test_traces_keep_what_both_formats_hold_value_for_value(
         shared = source.HOLDS & target.HOLDS
         assert restrict(back, shared) == restrict(original, shared) or restrict(
             back, shared) == restrict(expected, shared), path.name
+
+
+def test_wfformat_through_osp_workload_keeps_the_graph_runtimes_and_cores(
+        corpus: Path | None) -> None:
+    """WfFormat -> osp-workload -> WfFormat: every task with its parents, runtime and cores,
+    on the example and the published WfInstances (corpus)."""
+    files = _files(corpus, "wfformat", ".json")
+    assert files
+    for path in files:
+        original = _read(wfformat, path.read_bytes())
+        if original is None or original.workload is None:
+            continue
+        back = _through(wfformat, _through(osp_workload, original))
+        assert back.workload is not None
+
+        def graph(document: Document) -> list[tuple[Any, ...]]:
+            assert document.workload is not None
+            return [(task.id, task.dependencies, task.runtime_s, task.request.cores)
+                    for task in document.workload.tasks()]
+
+        assert graph(back) == graph(original), path.name
 
 
 def test_batsim_through_swf_keeps_every_job_it_can_run(corpus: Path | None) -> None:
@@ -235,3 +258,32 @@ def test_recorded_values_an_earlier_dcx_kept_in_extras_are_written_to_their_colu
     (written,) = back.workload.tasks()
     assert (written.wait_time_s, written.cpu_time_s, written.used_memory_mb, written.status) \
         == (3.0, 2.5, 2.0, TaskStatus.FAILED)
+
+
+WORKLOAD_PARTS = ("task.", "job", "workload.")
+
+
+def test_no_loss_line_of_any_pair_is_a_field_without_names() -> None:
+    """For every pair of formats, converting the most the source can carry: each loss line of
+    a workload field names it by the formats' own names (or, for extras, by its keys), so
+    "other task fields" never stands alone."""
+    from dcx.converters.losses import fullest_document
+    from dcx.converters.registry import FORMATS
+    from dcx.core.fields import FIELDS
+
+    bare = []
+    for source in FORMATS:
+        document = fullest_document(source)
+        if document.workload is None:
+            continue
+        for target in FORMATS:
+            if not target.writable:
+                continue
+            for loss in conversion_losses(document, target):
+                named = loss.detail != FIELDS[loss.field]
+                if loss.field.startswith(WORKLOAD_PARTS) and not named:
+                    bare.append((source.name, target.name, loss.field))
+                if loss.field == "task.extras":
+                    assert loss.detail.startswith(("other task fields (",
+                                                   "other task fields: ")), loss.detail
+    assert bare == []

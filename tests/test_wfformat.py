@@ -240,10 +240,12 @@ def test_a_1_4_instance_reads_as_the_migration_tool_moves_it() -> None:
     split, merge = workload.tasks()
     assert (split.id, merge.id) == ("split_ID0000001", "merge_ID0000002")
     assert merge.dependencies == ("split_ID0000001",)
-    assert (split.runtime_s, split.request.cores, split.request.memory_mb) == (
-        30.5, 2.0, 4096 / 2**20)
+    # memoryInBytes is the resident set size: memory used, here over 2 cores
+    assert (split.runtime_s, split.request.cores, split.used_memory_mb) == (
+        30.5, 2.0, 4096 / 2**20 / 2)
+    assert split.request.memory_mb is None and split.application == "split"
     assert split.extras[wfformat.EXECUTION_MEMBERS] == {
-        "command": {"program": "split", "arguments": ["-n", "2"]}, "avgCPU": 95.1,
+        "command": {"arguments": ["-n", "2"]}, "avgCPU": 95.1,
         "readBytes": 100, "writtenBytes": 50, "energyInKWh": 0.5, "avgPowerInW": 11.2,
         "priority": 20, "machines": ["node-1"]}
     assert split.extras[wfformat.TASK_MEMBERS] == {
@@ -274,7 +276,7 @@ def test_1_3_sizes_in_kilobytes_become_bytes_as_the_migration_tool_says() -> Non
     first, cat = result.document.workload.tasks()
     assert first.id == "blastall_00000001" and cat.id == "cat_00000002"  # id not in the name
     assert cat.dependencies == ("blastall_00000001",)
-    assert first.request.memory_mb == 2000 / 2**20
+    assert first.used_memory_mb == 2000 / 2**20
     assert first.extras[wfformat.EXECUTION_MEMBERS]["readBytes"] == 4000
     (machine,) = result.document.environment.machines()
     assert machine.memory_mb == 1024000 / 2**20
@@ -353,15 +355,16 @@ def test_the_normal_form_fills_what_wfformat_requires_and_reports_what_it_change
 
 def test_values_json_cannot_carry_are_normalised_not_written() -> None:
     tasks = (Task(id="a", runtime_s=float("inf")),
-             Task(id="b", runtime_s=1.0, request=ResourceRequest(cores=float("nan"),
-                                                                 memory_mb=float("inf"))))
+             Task(id="b", runtime_s=1.0, request=ResourceRequest(cores=float("nan")),
+                  used_memory_mb=float("inf"), wait_time_s=float("nan")))
     document = Document(workload=Workload(jobs=(Job(id="j", tasks=tasks),)))
     assert wfformat.normal_form_losses(document) == {
-        "task.runtime_s", "task.request.cores", "task.request.memory_mb"}
+        "task.runtime_s", "task.request.cores", "task.used_memory_mb", "task.wait_time_s"}
     written = wfformat.write(document)
     assert written.diagnostics == ()
     first, second = wfformat.read(written.data).document.workload.tasks()
     assert first.runtime_s is None and second.request == ResourceRequest()
+    assert (second.used_memory_mb, second.wait_time_s) == (None, None)
 
 
 def test_a_document_without_tasks_cannot_be_written_and_says_why() -> None:
@@ -473,3 +476,61 @@ def test_a_regrouping_loss_is_located_at_the_first_job_it_changes(first_losses: 
     text = (REPO / "examples" / "wfformat" / "blast-chameleon.json").read_text()
     firsts = first_losses(text, "gwf")
     assert firsts["job"] == "in.json:11:9, /workload/jobs/0"
+
+
+def test_an_execution_task_records_its_start_program_and_memory_used() -> None:
+    """A task's executedAt is its start (its wait since the workflow's), command.program its
+    application, memoryInBytes the memory it used (the model's average per core); each is
+    written back as it was read."""
+    instance = copy.deepcopy(DEMO)
+    first, second = instance["workflow"]["execution"]["tasks"]
+    first.update(executedAt="2024-05-01T10:00:00+00:00", memoryInBytes=3 * 2**20,
+                 command={"program": "prep", "arguments": ["-v"]})
+    second.update(executedAt="2024-05-01T10:00:15.250000+00:00", memoryInBytes=8 * 2**20)
+    result = wfformat.read(encoded(instance))
+    assert result.ok and result.diagnostics == (), result.diagnostics
+    prep, sim = result.document.workload.tasks()
+    assert (prep.wait_time_s, prep.application, prep.used_memory_mb) == (0.0, "prep", 3.0)
+    assert (sim.wait_time_s, sim.application, sim.used_memory_mb) == (15.25, None, 1.0)
+    assert prep.request.memory_mb is None  # WfFormat asks for no memory
+    assert prep.extras[wfformat.EXECUTION_MEMBERS] == {
+        "machines": ["cn001"], "command": {"arguments": ["-v"]}}
+    assert wfformat.normal_form_losses(result.document) == frozenset()
+    written = json.loads(wfformat.write(result.document).data)["workflow"]["execution"]
+    assert written["tasks"][0] | {"machines": ["cn001"]} == first
+    assert written["tasks"][1] == second
+
+
+@pytest.mark.parametrize("start", [
+    "soon", "2024-05-01T09:59:59+00:00", "2024-05-01T10:00:05"])
+def test_a_start_that_gives_no_wait_stays_a_member(start: str) -> None:
+    """Not ISO 8601, before the workflow's start, or without the workflow's time zone: no
+    wait, and the member is written back as it was."""
+    instance = copy.deepcopy(DEMO)
+    instance["workflow"]["execution"]["tasks"][0]["executedAt"] = start
+    result = wfformat.read(encoded(instance))
+    assert result.ok
+    task = next(iter(result.document.workload.tasks()))
+    assert task.wait_time_s is None
+    assert task.extras[wfformat.EXECUTION_MEMBERS]["executedAt"] == start
+    written = json.loads(wfformat.write(result.document).data)
+    assert written["workflow"]["execution"]["tasks"][0]["executedAt"] == start
+
+
+def test_a_trace_job_is_written_started_at_its_submit_plus_wait() -> None:
+    """WfFormat submits every task when the workflow starts: an SWF job submitted at 100 s
+    that waited 20 s starts at 120 s, which reads back as a wait of 120 s (a wait loss beside
+    the submit one); its memory used goes across, its requested memory is lost."""
+    swf_task = Task(id=1, submit_time_s=100.0, wait_time_s=20.0, runtime_s=5.0,
+                    request=ResourceRequest(cores=2.0, memory_mb=512.0), used_memory_mb=64.0,
+                    application="7")
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(swf_task,)),),
+                                          time_origin="2024-05-01T10:00:00+00:00"))
+    written = json.loads(wfformat.write(document).data)["workflow"]["execution"]["tasks"][0]
+    assert written["executedAt"] == "2024-05-01T10:02:00+00:00"
+    assert written["memoryInBytes"] == 128 * 2**20 and written["command"] == {"program": "7"}
+    back = next(iter(wfformat.read(wfformat.write(document).data).document.workload.tasks()))
+    assert (back.wait_time_s, back.used_memory_mb, back.application) == (120.0, 64.0, "7")
+    lost = {loss.field for loss in conversion_losses(document, wfformat.FORMAT)}
+    assert {"task.submit_time_s", "task.wait_time_s", "task.request.memory_mb"} <= lost
+    assert not lost & {"task.used_memory_mb", "task.application"}

@@ -174,6 +174,7 @@ _MAPPED_COLUMNS = {
     "task.status": "Status", "task.user": "UserID", "task.group": "GroupID",
     "task.application": "ExecutableID", "task.queue": "QueueID",
     "task.partition": "PartitionID", "job": "WorkflowID", "task.dependencies": "Dependencies",
+    "task.dependencies.multiple": "Dependencies (several)",
     "task.request.placement": "NProcs (cores anywhere)",
 }
 FIELD_NAMES: dict[str, str] = {

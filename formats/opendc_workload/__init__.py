@@ -142,6 +142,19 @@ HOLDS = frozenset({
     "task.dependencies.multiple", "task.deadline_s",
 })
 
+FIELD_NAMES: dict[str, str] = {
+    "workload.time_origin": "dcx:time_origin metadata (else the earliest submission_time)",
+    "task.id": "id", "task.submit_time_s": "submission_time", "task.runtime_s": "duration",
+    "task.request.cores": "cpu_count", "task.request.memory_mb": "mem_capacity",
+    "task.request.gpus": "gpu_count", "task.dependencies": "parents",
+    "task.dependencies.multiple": "parents (several)", "task.deadline_s": "deadline",
+    OWN + "name": "name", OWN + "cpu_capacity": "cpu_capacity",
+    OWN + "gpu_capacity": "gpu_capacity", OWN + "deferrable": "deferrable",
+    OWN + "fragments": "fragments.parquet rows (CPU usage over time)",
+}
+"""The tasks.parquet and fragments.parquet names of the fields
+(``FormatDeclaration.field_names``)."""
+
 
 def sniff(data: bytes) -> bool:
     from dcx.core.members import sniff as sniff_members
@@ -221,4 +234,5 @@ FORMAT = FormatDeclaration(
     read_parts=PARTS,
     stream_source=deferred("dcx.formats.opendc_workload.stream_source", "OpendcWorkloadSource"),
     stream_target=deferred("dcx.formats.opendc_workload.stream_target", "OpendcWorkloadTarget"),
+    field_names=FIELD_NAMES,
 )

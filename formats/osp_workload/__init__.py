@@ -72,7 +72,7 @@ from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import dependency_codes
 
 __all__ = [
-    "CODES", "FORMAT", "HOLDS", "PREFIX", "SCHEMA", "UNIX_EPOCH", "format_size_mb",
+    "CODES", "FIELD_NAMES", "FORMAT", "HOLDS", "PREFIX", "SCHEMA", "UNIX_EPOCH", "format_size_mb",
     "normal_form", "normal_form_losses", "parse_size_mb", "read", "sniff", "write",
 ]
 
@@ -95,6 +95,19 @@ HOLDS = frozenset({
     "task.request.cores", "task.request.memory_mb", "task.dependencies", "task.extras",
     "job.empty", "task.dependencies.multiple",
 })
+
+FIELD_NAMES: dict[str, str] = {
+    "workload.name": "name", "workload.description": "description",
+    "workload.time_origin": "date_start",
+    "workload.extras": "other top-level keys (authors, domain, date_end, …)",
+    "job": "workflows", "job.name": "application_name",
+    "job.extras": "other workflow keys", "job.empty": "workflows without tasks",
+    "task.id": "task id", "task.submit_time_s": "ts_submit", "task.runtime_s": "runtime",
+    "task.request.cores": "core_count", "task.request.memory_mb": "memory_usage",
+    "task.dependencies": "depends_on", "task.dependencies.multiple": "depends_on (several)",
+    "task.extras": "other task keys (user_id, disk_space_usage, resources_used, …)",
+}
+"""The jsspp-osp workload's names of the fields (``FormatDeclaration.field_names``)."""
 
 
 def sniff(data: bytes) -> bool:
@@ -151,4 +164,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     codes=CODES,
     stream_target=deferred("dcx.formats.osp_workload.stream_target", "OspWorkloadTarget"),
+    field_names=FIELD_NAMES,
 )

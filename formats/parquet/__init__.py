@@ -96,9 +96,9 @@ from dcx.core.declaration import FormatDeclaration, PartReader, deferred, forwar
 from dcx.parsing.trace_codes import dependency_codes
 
 __all__ = [
-    "CODES", "EXTRAS_PREFIX", "FORMAT", "HOLDS", "JSON_EXTRAS_PREFIX", "MAGIC", "METADATA_FIELDS",
-    "METADATA_KEY", "PARTS", "SCHEMA", "arrow_type_name", "normal_form", "normal_form_losses",
-    "read", "sniff", "write",
+    "CODES", "EXTRAS_PREFIX", "FIELD_NAMES", "FORMAT", "HOLDS", "JSON_EXTRAS_PREFIX", "MAGIC",
+    "METADATA_FIELDS", "METADATA_KEY", "PARTS", "SCHEMA", "arrow_type_name", "normal_form",
+    "normal_form_losses", "read", "sniff", "write",
 ]
 
 # The reader, the writer and what they import (the model, dcx.core.columns; pyarrow inside
@@ -128,6 +128,45 @@ HOLDS = frozenset({
     "task.status", "task.wait_time_s", "task.used_memory_mb", "task.cpu_time_s",
     "task.application", "task.queue", "task.partition", "task.think_time_s",
 })
+
+FIELD_NAMES: dict[str, str] = {
+    "workload.name": "dcx:workload metadata name",
+    "workload.description": "dcx:workload metadata description",
+    "workload.time_origin": "dcx:workload metadata time_origin",
+    "workload.attributes": "dcx:workload metadata attributes",
+    "workload.extras": "dcx:workload metadata extras",
+    "job": "job_id",
+    "job.name": "job_name",
+    "job.user": "job_user",
+    "task.id": "task_id",
+    "task.submit_time_s": "submit_time_s",
+    "task.runtime_s": "runtime_s",
+    "task.requested_time_s": "requested_time_s",
+    "task.request.nodes": "nodes",
+    "task.request.cores": "cores",
+    "task.request.memory_mb": "memory_mb",
+    "task.request.gpus": "gpus",
+    "task.dependencies": "dependencies",
+    "task.dependencies.multiple": "dependencies (several)",
+    "task.deadline_s": "deadline_s",
+    "task.user": "user",
+    "task.group": "group",
+    "task.status": "status",
+    "task.wait_time_s": "wait_time_s",
+    "task.used_memory_mb": "used_memory_mb",
+    "task.cpu_time_s": "cpu_time_s",
+    "task.application": "application",
+    "task.queue": "queue",
+    "task.partition": "partition",
+    "task.think_time_s": "think_time_s",
+    "task.request.placement": "placement",
+    "task.request.os": "os",
+    "task.request.arch": "arch",
+    "task.request.features": "features",
+    "task.extras": "extras.<key> and extras_json.<key> columns",
+}
+"""The Parquet file's column (or metadata) names of the fields
+(``FormatDeclaration.field_names``)."""
 
 
 def sniff(data: bytes) -> bool:
@@ -196,4 +235,5 @@ FORMAT = FormatDeclaration(
     read_parts=PARTS,
     stream_source=deferred("dcx.formats.parquet.stream_source", "ParquetSource"),
     stream_target=deferred("dcx.formats.parquet.stream_target", "ParquetTarget"),
+    field_names=FIELD_NAMES,
 )

@@ -41,8 +41,15 @@ Mapping
 -------
 
 * **Workload.** ``name`` → ``Workload.name``; ``description`` → ``description``;
-  ``execution.executedAt`` → ``time_origin`` (kept as written). WfFormat has no submit
-  times (a task's ``executedAt`` is when it started), so every task is submitted at 0.
+  ``execution.executedAt`` (when the workflow started) → ``time_origin`` (kept as
+  written). WfFormat has no submit times: every task is submitted when the workflow starts,
+  at 0, and an execution task's ``executedAt`` (when the task started, WfCommons'
+  ``executed_at``) is its wait, the seconds from the workflow's ``executedAt`` to it →
+  ``wait_time_s`` (to the microsecond; written back as a timestamp in the workflow's time
+  zone, ``submit_time_s + wait_time_s`` after the time origin, so a task submitted later
+  than 0 comes back with that much more wait: a ``task.wait_time_s`` loss beside the
+  ``task.submit_time_s`` one). One that is not ISO 8601, is before the workflow's start, or
+  has a time zone where the workflow's has none (or back) stays among the task's members.
 * **Tasks.** Each specification task is a task and, since a file holds one workflow and no
   grouping inside it, a job of its own whose id is the task's (the model's form for formats
   without jobs). ``id`` → ``Task.id`` (the decimal text of a non-negative integer reads as
@@ -51,8 +58,12 @@ Mapping
   of the same id gives ``runtimeInSeconds`` → ``runtime_s``, ``coreCount`` →
   ``request.cores`` (total cores, on one node: WfFormat does not say how cores split over
   the ``machines`` a task names; a request of one node, ``Placement.NODES``),
-  ``memoryInBytes`` → ``request.memory_mb`` (÷ 2**20). A task without an execution entry has
-  no runtime.
+  ``memoryInBytes`` (the process's resident set size: memory the task used, not asked for)
+  → ``used_memory_mb``, the model's average per core (÷ 2**20 ÷ ``coreCount``; written
+  back in whole bytes), ``command.program`` → ``application`` (the command's
+  ``arguments`` stay among the task's members). WfFormat asks for no memory, so a
+  requested memory is a ``task.request.memory_mb`` loss. A task without an execution entry
+  has no runtime and none of these.
 * **Machines.** ``execution.machines`` are the topology, one rack of machines:
   ``nodeName`` → ``Machine.name``, ``system`` → ``os``, ``architecture`` → ``arch``,
   ``cpu`` → one CPU (``coreCount`` cores at ``speedInMHz`` × 10**6 Hz, ``vendor`` →
@@ -60,8 +71,8 @@ Mapping
 * **Data of its own** is kept under ``wfformat:`` keys and written back: the task ``name``
   (only when it is not the task's id, which is what the writer names a task that has no
   name) and the other specification members (``inputFiles``, ``outputFiles``) under
-  ``wfformat:task``; the execution members dcx has no field for (``executedAt``,
-  ``avgCPU``, ``readBytes``, ``machines``, ``command`` …) under ``wfformat:execution``;
+  ``wfformat:task``; the execution members dcx has no field for (``avgCPU``,
+  ``readBytes``, ``machines``, ``command.arguments`` …) under ``wfformat:execution``;
   workload-wide, ``createdAt``, ``author``, ``runtimeSystem`` (``wfformat:instance``), the
   specification's ``files`` (``wfformat:specification``), other workflow and execution
   members; a machine's ``release`` and other members under ``wfformat:machine``. Unknown
@@ -128,7 +139,8 @@ from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.parsing.trace_codes import dependency_codes
 
 __all__ = [
-    "BYTES_PER_MB", "CODES", "CORES_UNSTATED", "CPU_MEMBERS", "EXECUTION_MEMBERS", "FORMAT",
+    "BYTES_PER_MB", "CODES", "CORES_UNSTATED", "CPU_MEMBERS", "EXECUTION_MEMBERS",
+    "FIELD_NAMES", "FORMAT",
     "HOLDS", "INSTANCE_MEMBERS", "MACHINE_MEMBERS", "NO_NAME", "NO_TIME_ORIGIN", "OWN_EXTRAS",
     "PREFIX", "REQUIRES", "SCHEMA", "SPECIFICATION_MEMBERS", "SYSTEMS", "TASK_MEMBERS",
     "TASK_NAME", "VERSION", "WORKFLOW_MEMBERS", "critical_path", "leaves_out", "normal_form",
@@ -154,10 +166,33 @@ SCHEMA = "wfformat.schema.json"
 HOLDS = frozenset({
     "workload.name", "workload.description", "workload.time_origin", "workload.makespan_s",
     "task.id",
-    "task.runtime_s", "task.request.cores", "task.request.memory_mb", "task.dependencies",
-    "task.dependencies.multiple", "machine.name", "machine.cpus", "cpu.clock_rate_hz",
+    "task.runtime_s", "task.request.cores", "task.dependencies",
+    "task.dependencies.multiple", "task.wait_time_s", "task.used_memory_mb",
+    "task.application", "machine.name", "machine.cpus", "cpu.clock_rate_hz",
     "cpu.vendor", "machine.memory", "machine.os", "machine.arch",
 })
+FIELD_NAMES: dict[str, str] = {
+    "workload.name": "name", "workload.description": "description",
+    "workload.time_origin": "execution executedAt", "workload.makespan_s": "makespanInSeconds",
+    "task.id": "task id", "task.runtime_s": "runtimeInSeconds",
+    "task.request.cores": "coreCount", "task.dependencies": "parents / children",
+    "task.dependencies.multiple": "parents (several)",
+    "task.wait_time_s": "task executedAt (its start)",
+    "task.used_memory_mb": "task memoryInBytes (resident set size)",
+    "task.application": "command program", "machine.name": "nodeName",
+    "machine.cpus": "cpu coreCount", "cpu.clock_rate_hz": "cpu speedInMHz",
+    "cpu.vendor": "cpu vendor", "machine.memory": "machine memoryInBytes",
+    "machine.os": "system", "machine.arch": "architecture",
+    "workload.extras": "other instance, workflow and execution members",
+    "task.extras": "other task members (inputFiles, outputFiles, avgCPU, machines, …)",
+    "machine.extras": "other machine members (release, …)",
+    "wfformat:name": "task name", "wfformat:task": "specification task members",
+    "wfformat:execution": "execution members", "wfformat:instance": "instance members",
+    "wfformat:workflow": "workflow members", "wfformat:specification": "specification files",
+    "wfformat:coreCountUnstated": "coreCount left out", "wfformat:machine": "machine members",
+    "wfformat:cpu": "cpu members",
+}
+"""WfFormat's names of the fields (``FormatDeclaration.field_names``)."""
 OWN_EXTRAS = frozenset({"workload.extras", "task.extras", "machine.extras"})
 REQUIRES = frozenset({"machine.name"})
 
@@ -232,4 +267,5 @@ FORMAT = FormatDeclaration(
     own_extras=OWN_EXTRAS,
     requires=REQUIRES,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )

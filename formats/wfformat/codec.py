@@ -37,6 +37,17 @@ from dcx.core.model import (
 )
 from dcx.formats.wfformat import SCHEMA
 from dcx.formats.wfformat.legacy import LEGACY_VERSIONS, upgraded
+from dcx.formats.wfformat.recorded import (
+    BYTES_PER_MB,
+    instant,
+    memory_bytes,
+    normal_used_memory,
+    normal_wait,
+    origin_instant,
+    seconds_after,
+    task_start,
+    used_memory_mb,
+)
 from dcx.parsing.jsonio import model_locator
 from dcx.parsing.schemas import loaded_against, serialised_against
 from dcx.parsing.traces import dependency_diagnostics, written_ids
@@ -47,7 +58,6 @@ NO_TIME_ORIGIN = "1970-01-01T00:00:00Z"
 """``executedAt`` written for a workload without a time origin (read back as none)."""
 NO_NAME = "workflow"
 """``name`` written for a workload without one."""
-BYTES_PER_MB = 2**20
 SYSTEMS = frozenset({"linux", "macos", "windows"})
 
 TASK_NAME = PREFIX + "name"
@@ -133,12 +143,14 @@ class _Reader:
         machines: tuple[Machine, ...] = ()
         extras: Extras = {}
         time_origin = None
+        origin = None
         if execution is not None:
             measured = self._execution(execution, set(ids))
             machines = tuple(map(_machine, execution.get("machines", ())))
             time_origin = self._time_origin(execution["executedAt"])
+            origin = origin_instant(time_origin)
             extras.update(_group(EXECUTION_MEMBERS, execution, _EXECUTION_MAPPED))
-        tasks = [_task(raw, task_id, deps, measured.get(task_id))
+        tasks = [_task(raw, task_id, deps, measured.get(task_id), origin)
                  for raw, task_id, deps in zip(raw_tasks, ids, dependencies, strict=True)]
         extras.update(_group(INSTANCE_MEMBERS, root, _ROOT_MAPPED))
         extras.update(_group(WORKFLOW_MEMBERS, workflow, _WORKFLOW_MAPPED))
@@ -278,25 +290,18 @@ class _Reader:
         pegasus = _PEGASUS_TIME.fullmatch(text)
         if pegasus is not None:
             month, day, year, clock = pegasus.groups()
-            instant = f"20{year}-{month}-{day}T{clock}Z"
-            if _instant(instant) is not None:
+            iso = f"20{year}-{month}-{day}T{clock}Z"
+            if instant(iso) is not None:
                 self.diagnostics.append(warning(
                     f"executedAt {text!r} is month-day-year (as Pegasus writes it), not ISO "
-                    f"8601; dcx reads it as {instant}", "wfformat.pegasus-timestamp",
+                    f"8601; dcx reads it as {iso}", "wfformat.pegasus-timestamp",
                     pointer="/workflow/execution/executedAt"))
-                return instant
-        if _instant(text) is None:
+                return iso
+        if instant(text) is None:
             self.diagnostics.append(warning(
                 f"executedAt {text!r} is not an ISO 8601 timestamp", "wfformat.timestamp",
                 pointer="/workflow/execution/executedAt"))
         return text
-
-
-def _instant(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
 
 
 def _group(key: str, members: dict[str, Any], mapped: frozenset[str]) -> Extras:
@@ -306,23 +311,44 @@ def _group(key: str, members: dict[str, Any], mapped: frozenset[str]) -> Extras:
 
 
 def _task(raw: dict[str, Any], task_id: Id, dependencies: list[Id],
-          measured: dict[str, Any] | None) -> Task:
+          measured: dict[str, Any] | None, origin: datetime | None) -> Task:
     extras: Extras = {}
     if raw["name"] != str(task_id):
         extras[TASK_NAME] = raw["name"]
     extras.update(_group(TASK_MEMBERS, raw, _SPEC_TASK_MAPPED))
-    request = ResourceRequest()
-    runtime = None
-    if measured is not None:
-        runtime = float(measured["runtimeInSeconds"])
-        memory = measured.get("memoryInBytes")
-        request = ResourceRequest(cores=float(measured.get("coreCount", 1.0)),
-                                  memory_mb=None if memory is None else memory / BYTES_PER_MB)
-        if "coreCount" not in measured:
-            extras[CORES_UNSTATED] = True
-        extras.update(_group(EXECUTION_MEMBERS, measured, _EXEC_TASK_MAPPED))
-    return Task(id=task_id, runtime_s=runtime, request=request,
-                dependencies=tuple(dependencies), extras=extras)
+    if measured is None:
+        return Task(id=task_id, dependencies=tuple(dependencies), extras=extras)
+    cores = float(measured.get("coreCount", 1.0))
+    if "coreCount" not in measured:
+        extras[CORES_UNSTATED] = True
+    memory = measured.get("memoryInBytes")
+    wait = seconds_after(origin, measured.get("executedAt"))
+    rest = {name: value for name, value in measured.items() if name not in _EXEC_TASK_MAPPED}
+    if wait is not None:
+        del rest["executedAt"]
+    application = _program(rest)
+    if rest:
+        extras[EXECUTION_MEMBERS] = rest
+    return Task(id=task_id, runtime_s=float(measured["runtimeInSeconds"]),
+                request=ResourceRequest(cores=cores), dependencies=tuple(dependencies),
+                wait_time_s=wait,
+                used_memory_mb=None if memory is None else used_memory_mb(memory, cores),
+                application=application, extras=extras)
+
+
+def _program(members: dict[str, Any]) -> str | None:
+    """The ``command``'s ``program`` of an execution task's other ``members``, taken out of
+    them (the rest of the command, its ``arguments``, stays)."""
+    command = members.get("command")
+    if not isinstance(command, dict) or not isinstance(command.get("program"), str) \
+            or not command["program"]:
+        return None
+    rest = {name: value for name, value in command.items() if name != "program"}
+    if rest:
+        members["command"] = rest
+    else:
+        del members["command"]
+    return str(command["program"])
 
 
 def _machine(raw: dict[str, Any]) -> Machine:
@@ -419,11 +445,12 @@ class _Normalizer:
         numbering, renumbered = written_ids([task.id for task in tasks], _written_id)
         if renumbered:
             self.lost.add("task.id")
-        tasks = [self.task(task, numbering) for task in tasks]
         origin = workload.time_origin
         if origin is not None and (not executed or origin == NO_TIME_ORIGIN
-                                   or _instant(origin) is None):
+                                   or instant(origin) is None):
             origin = self.changed("workload.time_origin", workload.time_origin, None)
+        start = origin_instant(origin)
+        tasks = [self.task(task, numbering, start) for task in tasks]
         name = workload.name if workload.name else NO_NAME
         if workload.name == "":
             self.lost.add("workload.name")
@@ -449,25 +476,27 @@ class _Normalizer:
         return replace(workload, jobs=tuple(jobs), name=name, description=description,
                        time_origin=origin, makespan_s=makespan, extras=extras)
 
-    def task(self, task: Task, numbering: dict[Id, Id]) -> Task:
+    def task(self, task: Task, numbering: dict[Id, Id], origin: datetime | None) -> Task:
         dependencies = tuple(dict.fromkeys(
             numbering[d] for d in task.dependencies if d in numbering and d != task.id))
         if len(dependencies) != len(task.dependencies):
             self.lost.add("task.dependencies")
         request = task.request
-        cores, memory, runtime = request.cores, request.memory_mb, task.runtime_s
+        cores, runtime = request.cores, task.runtime_s
         extras = dict(task.extras)
         if runtime is not None and not math.isfinite(runtime):  # JSON has no infinity
             runtime = self.changed("task.runtime_s", runtime, None)
+        recorded: dict[str, Any] = {}
         if runtime is None:
             cores = self.changed("task.request.cores", cores, 1.0)
-            memory = self.changed("task.request.memory_mb", memory, None)
             extras.pop(EXECUTION_MEMBERS, None)
+            recorded = {"wait_time_s": None, "used_memory_mb": None, "application": None}
         else:
             if not (cores >= 1 and math.isfinite(cores)):
                 cores = self.changed("task.request.cores", cores, 1.0)
-            if memory is not None and not math.isfinite(memory * BYTES_PER_MB):
-                memory = self.changed("task.request.memory_mb", memory, None)
+            recorded = self.recorded(task, cores, origin, extras)
+        for name, value in recorded.items():
+            self.changed(f"task.{name}", getattr(task, name), value)
         if extras.get(CORES_UNSTATED) is not True or runtime is None or cores != 1:
             extras.pop(CORES_UNSTATED, None)  # a flag of the file's own, never a loss
         task_id = numbering[task.id]
@@ -475,8 +504,37 @@ class _Normalizer:
         if name is not None and (not isinstance(name, str) or not name
                                  or name == str(task_id)):
             del extras[TASK_NAME]
+        # every task of the file is submitted when the workflow starts: its start is its wait
+        submit = self.changed("task.submit_time_s", task.submit_time_s, 0.0)
         return replace(task, id=task_id, dependencies=dependencies, extras=extras,
-                       runtime_s=runtime, request=replace(request, cores=cores, memory_mb=memory))
+                       submit_time_s=submit, runtime_s=runtime,
+                       request=replace(request, cores=cores), **recorded)
+
+    @staticmethod
+    def recorded(task: Task, cores: float, origin: datetime | None,
+                 extras: Extras) -> dict[str, Any]:
+        """The recorded fields an execution task keeps of ``task`` (see ``recorded``): an
+        ``executedAt`` or ``command.program`` kept in ``extras`` reads back as the field where
+        the field has no value, and gives way to it where it has one (``extras`` changes in
+        place)."""
+        members = extras.get(EXECUTION_MEMBERS)
+        members = dict(members) if isinstance(members, dict) else {}
+        wait = normal_wait(origin, task.submit_time_s, task.wait_time_s)
+        if "executedAt" in members and (
+                wait is not None or seconds_after(origin, members["executedAt"]) is not None):
+            wait = wait if wait is not None else seconds_after(origin, members["executedAt"])
+            del members["executedAt"]
+        program = _program(members)
+        application = task.application or None
+        if application is None:
+            application = program
+        if members:
+            extras[EXECUTION_MEMBERS] = members
+        else:
+            extras.pop(EXECUTION_MEMBERS, None)
+        return {"wait_time_s": wait,
+                "used_memory_mb": normal_used_memory(task.used_memory_mb, cores),
+                "application": application}
 
     def environment(self, environment: Environment) -> Environment:
         position = 0
@@ -624,10 +682,11 @@ def _specification(tasks: list[Task], extras: Extras) -> dict[str, Any]:
 def _execution(tasks: list[Task], workload: Workload,
                environment: Environment | None) -> dict[str, Any]:
     makespan = workload.makespan_s
+    origin = origin_instant(workload.time_origin)
     execution: dict[str, Any] = {
         "makespanInSeconds": _number(critical_path(tasks) if makespan is None else makespan),
         "executedAt": workload.time_origin or NO_TIME_ORIGIN,
-        "tasks": [_measured(task) for task in tasks if task.runtime_s is not None]}
+        "tasks": [_measured(task, origin) for task in tasks if task.runtime_s is not None]}
     machines = list(environment.machines()) if environment is not None else []
     if machines:
         execution["machines"] = [_machine_object(machine) for machine in machines]
@@ -635,13 +694,24 @@ def _execution(tasks: list[Task], workload: Workload,
     return execution
 
 
-def _measured(task: Task) -> dict[str, Any]:
+def _measured(task: Task, origin: datetime | None) -> dict[str, Any]:
     item: dict[str, Any] = {"id": str(task.id), "runtimeInSeconds": _number(task.runtime_s or 0.0)}
+    start = task_start(origin, task.submit_time_s, task.wait_time_s)
+    if start is not None:
+        item["executedAt"] = start
+    if task.application is not None:
+        item["command"] = {"program": task.application}
     if task.extras.get(CORES_UNSTATED) is not True:
         item["coreCount"] = _number(task.request.cores)
-    if task.request.memory_mb is not None:
-        item["memoryInBytes"] = _number(task.request.memory_mb * BYTES_PER_MB)
-    item.update(_members(task.extras.get(EXECUTION_MEMBERS), _EXEC_TASK_MAPPED))
+    if task.used_memory_mb is not None:
+        item["memoryInBytes"] = memory_bytes(task.used_memory_mb, task.request.cores)
+    members = _members(task.extras.get(EXECUTION_MEMBERS), _EXEC_TASK_MAPPED)
+    command = members.pop("command", None)
+    if isinstance(command, dict) and "command" in item:
+        item["command"].update(command)
+    elif command is not None:
+        item["command"] = command
+    item.update(members)
     return item
 
 
