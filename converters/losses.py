@@ -3,20 +3,23 @@
 ``conversion_losses(document, target)`` is the one comparison: the document against what the
 target makes of it (its normal form restricted to what it holds; ``dcx.core.restrict``). A
 conversion reports it; the matrix is it applied, for every ordered pair, to the document that
-uses every field (``dcx.core.saturated``) as the source format holds it. Writers count nothing.
+uses every field (``dcx.core.saturated``) as the source format holds it, and to that document
+without each recorded trace field in turn (``matrix_documents``: a target may choose its
+layout by what a document carries). Writers count nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any, Literal
 
 from dcx.converters.registry import BY_NAME, FORMATS
 from dcx.core.declaration import FormatDeclaration
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
-from dcx.core.model import Document
+from dcx.core.model import TRACE_FIELDS, Document
 from dcx.core.restrict import (
     EXTRAS_PATHS,
     dropped_extras,
@@ -195,8 +198,26 @@ def matrix_cell(source: FormatDeclaration, target: FormatDeclaration) -> MatrixC
         return MatrixCell(source.name, target.name, "impossible",
                           reason=f"{target.name} holds nothing of what {source.name} describes "
                           "(topology vs workload)")
-    lost = tuple(loss.field for loss in conversion_losses(fullest_document(source), target))
+    dropped = {loss.field for document in matrix_documents(source)
+               for loss in conversion_losses(document, target)}
+    lost = tuple(path for path in FIELDS if path in dropped)
     return MatrixCell(source.name, target.name, "lossy" if lost else "ok", lost)
+
+
+@cache
+def matrix_documents(source: FormatDeclaration) -> tuple[Document, ...]:
+    """What a matrix cell converts: the fullest document of ``source``, and the same without
+    one of the recorded trace fields it holds, for each of them. A target may choose its
+    layout by what a document carries (GWF's archive variant when the fields only it keeps
+    outnumber those only the workflow variant keeps): a file with fewer recorded fields
+    than the fullest one gets the other layout, and loses what that one cannot hold."""
+    fullest = fullest_document(source)
+    recorded = [f"task.{name}" for name in TRACE_FIELDS if f"task.{name}" in source.holds]
+    if len(recorded) < 2:
+        return (fullest,)
+    keeping = source if source.keeps_prefixed_extras else None  # (as fullest_document)
+    return (fullest, *(restrict(fullest, source.holds - {path}, source.name, target=keeping)
+                       for path in recorded))
 
 
 def loss_matrix(formats: Sequence[FormatDeclaration] = FORMATS) -> tuple[MatrixCell, ...]:

@@ -115,7 +115,11 @@ def _workload() -> Workload:
                 tasks=(_task(1, ()), _task(2, ("t1",)),
                        _task(3, ("t1", "t2"), cores=2.5, runtime_s=100.5),
                        Task(id="t4"),
-                       Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0)))),
+                       # what a run recorded of a task without a runtime (WfFormat keeps
+                       # them only in an execution entry, which needs one), its application
+                       # a program's name (SWF and GWF hold numbers only)
+                       Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0),
+                            wait_time_s=15.0, used_memory_mb=256.0, application="blastall"))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",
                     time_origin="2018-01-01T00:00:00Z", makespan_s=5000.0,
