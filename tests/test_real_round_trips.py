@@ -175,6 +175,29 @@ def test_swf_through_haizea_keeps_what_swf2lwf_carries() -> None:
     assert "task.status" in lost  # (an LWF has no status)
 
 
+def test_haizeas_own_swf_traces_go_through_an_lwf_and_back(corpus: Path | None) -> None:
+    """The SWF traces haizea-swf2lwf was run on (corpus/haizea/traces): every job's
+    recorded wait, CPU time, group, queue and executable, as SWF_* attrs, and back."""
+    if corpus is None:
+        pytest.skip("no corpus (DCX_CORPUS)")
+    files = sorted((corpus / "haizea" / "traces").rglob("*.swf"))
+    assert files
+    fields = ("id", "submit_time_s", "user", "group", "wait_time_s", "cpu_time_s", "queue",
+              "application")
+    kept = 0
+    for path in files:
+        original = _read(swf, path.read_bytes())
+        if original is None or original.workload is None:
+            continue  # (test_cancel.swf repeats job number 0: dcx refuses it)
+        kept += 1
+        back = _through(swf, _through(haizea, original))
+        assert back.workload is not None
+        assert [[getattr(task, name) for name in fields] for task in back.workload.tasks()] \
+            == [[getattr(task, name) for name in fields]
+                for task in original.workload.tasks()], path.name
+    assert kept
+
+
 def test_preceding_job_and_think_time_stay_through_swf() -> None:
     original = _read(swf, (REPO / "examples/swf/small-cluster.swf").read_bytes())
     assert original is not None and original.workload is not None

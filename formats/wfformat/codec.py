@@ -495,8 +495,8 @@ class _Normalizer:
             if not (cores >= 1 and math.isfinite(cores)):
                 cores = self.changed("task.request.cores", cores, 1.0)
             recorded = self.recorded(task, cores, origin, extras)
-        for name, value in recorded.items():
-            self.changed(f"task.{name}", getattr(task, name), value)
+        for field_name, value in recorded.items():
+            self.changed(f"task.{field_name}", getattr(task, field_name), value)
         if extras.get(CORES_UNSTATED) is not True or runtime is None or cores != 1:
             extras.pop(CORES_UNSTATED, None)  # a flag of the file's own, never a loss
         task_id = numbering[task.id]
