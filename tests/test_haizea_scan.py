@@ -297,11 +297,9 @@ def test_chunks_end_where_requests_start(chunk: int, monkeypatch: pytest.MonkeyP
     assert read_clean_workload(data) == whole is not None
 
 
-def test_the_shipped_examples_take_the_scan() -> None:
+def test_the_corpus_lwfs_take_the_scan(corpus_dir: Path) -> None:
     """Real LWFs (indented, one shape per kind of lease) are what the scan is for."""
-    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "haizea"
-    if not corpus.is_dir():
-        pytest.skip(f"corpus not found at {corpus}")
+    corpus = corpus_dir / "haizea"
     read = 0
     for path in sorted(corpus.rglob("*.lwf")):
         data = path.read_bytes()

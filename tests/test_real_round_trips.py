@@ -22,6 +22,10 @@ from tests.test_losses import expected_back
 REPO = Path(__file__).resolve().parent.parent
 
 
+LEASE_TRACE_BYTES = 100_000
+"""The largest SWF file the SWF -> LWF -> SWF round trip reads."""
+
+
 def _files(corpus: Path | None, folder: str, suffix: str) -> list[Path]:
     found = sorted((REPO / "examples" / folder).glob(f"*{suffix}"))
     if corpus is not None:
@@ -49,13 +53,16 @@ def corpus() -> Path | None:
 
 @pytest.mark.parametrize(("source", "target", "folder", "suffix"), [
     (swf, gwf, "swf", ".swf"), (gwf, swf, "gwf", ".gwf"),
-    pytest.param(swf, haizea, "swf", ".swf", marks=pytest.mark.slow),
+    (swf, haizea, "swf", ".swf"),
     (wfformat, osp_workload, "wfformat", ".json")],
     ids=["swf-gwf-swf", "gwf-swf-gwf", "swf-lwf-swf", "wfformat-osp-wfformat"])
 def test_traces_keep_what_both_formats_hold_value_for_value(
         corpus: Path | None, source: Any, target: Any, folder: str, suffix: str) -> None:
     files = _files(corpus, folder, suffix)
     assert files
+    if target is haizea:
+        # A lease is an XML element per job: the large traces add minutes, not cases.
+        files = [path for path in files if path.stat().st_size <= LEASE_TRACE_BYTES]
     for path in files:
         original = _read(source, path.read_bytes())
         if original is None:
