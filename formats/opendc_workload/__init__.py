@@ -62,7 +62,9 @@ What dcx reads
   ``time``, ``duration``, ``cpu_count`` or ``cores``, ``cpu_usage`` or ``cpuUsage``), read
   as that loader read them (``legacy.py``): a VM is a task numbered 1..n in file order and
   named by its id, submitted at ``start_time`` and running until ``stop_time``, with one
-  ``opendc-workload.legacy-layout`` warning; what it could not read (a column missing or of
+  ``opendc-workload.legacy-layout`` warning; a v2.0 file states no capacity, so its tasks
+  state none either (no ``opendc-workload:cpu_capacity``: unknown, as a task from another
+  format, written as the default below; never 0 MHz); what it could not read (a column missing or of
   another type, nulls, a VM id twice) is ``opendc-workload.legacy``. Written in today's
   layout; read whole (the 16 MB part-at-a-time path reads today's layout only).
 
@@ -133,6 +135,8 @@ LEGACY_TASKS = "meta.parquet"
 LEGACY_FRAGMENTS = "trace.parquet"
 LEGACY_MEMBERS = (LEGACY_TASKS, LEGACY_FRAGMENTS)
 """The OpenDC 2.x layout's files (``legacy.py``): read, never written."""
+MHZ_PER_CORE = 1000.0
+"""``cpu_capacity`` per core when the model does not say (no extra)."""
 OWN = "opendc-workload:"
 """The prefix of the extras this format keeps of its own."""
 

@@ -31,6 +31,7 @@ from dcx.formats.opendc_workload import (
     FRAGMENTS,
     LEGACY_MEMBERS,
     MEMBERS,
+    MHZ_PER_CORE,
     OWN,
     SCHEMA,
     TASKS,
@@ -38,8 +39,6 @@ from dcx.formats.opendc_workload import (
 
 TIME_ORIGIN_KEY = b"dcx:time_origin"
 """Key-value metadata of tasks.parquet: the workload's time origin (empty: none)."""
-MHZ_PER_CORE = 1000.0
-"""``cpu_capacity`` per core when the model does not say (no extra)."""
 MEMORY_FACTOR = 1000
 """``mem_capacity`` = MB × 1000: OpenDC divides it by 1000 and compares it with MiB."""
 
