@@ -99,6 +99,21 @@ def test_delay_profiles_are_runtimes_and_compute_profiles_are_kept() -> None:
     assert result.document.workload.attributes["description"].startswith("Hand-written")
 
 
+def test_the_job_by_job_reader_builds_its_requests_directly_as_whole_nodes() -> None:
+    # the fast constructor takes every field of a request, placement included: one it does
+    # not name makes direct_constructor fall back to the dataclass's own __init__
+    from dcx.core.model import Placement
+    from dcx.formats.batsim import codec
+
+    values = {"nodes": 2, "cores": 1.0, "memory_mb": None, "gpus": 0, "resources": (),
+              "os": None, "arch": None, "features": (), "placement": Placement.NODES}
+    assert codec._new_request(values).__dict__ is values
+    read = batsim.read(workload([job(1, res=2, extra_data="x")], DELAY)).document
+    assert read is not None and read.workload is not None
+    (task,) = read.workload.tasks()
+    assert task.request.__dict__["placement"] is Placement.NODES
+
+
 def test_ids_keep_their_json_type_and_nb_res_is_kept_only_when_not_derived() -> None:
     result = batsim.read(workload([job(7, res=2), job("7b", res=3)], DELAY, nb_res=3))
     assert [t.id for t in result.document.workload.tasks()] == [7, "7b"]

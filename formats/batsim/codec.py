@@ -31,6 +31,7 @@ from dcx.core.model import (
     Extras,
     Id,
     Job,
+    Placement,
     ResourceRequest,
     StartMode,
     Task,
@@ -305,7 +306,7 @@ def _job_task(index: int, job: dict[str, Any], profiles: dict[str, _Profile],
         "requested_time_s": walltime,
         "request": _new_request({"nodes": res, "cores": 1.0, "memory_mb": None, "gpus": 0,
                                  "resources": (), "os": None, "arch": None,
-                                 "features": ()}),
+                                 "features": (), "placement": Placement.NODES}),
         "dependencies": (), "deadline_s": None, "start_mode": StartMode.ANY,
         "start_time_s": None, "preemptible": None, "user": None, "group": None, "image": None,
         "image_size_mb": None, **UNRECORDED, "extras": extras})
@@ -361,7 +362,8 @@ _new_task = direct_constructor(Task, (
     "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
     "image_size_mb", *TRACE_FIELDS, "extras"))
 _new_request = direct_constructor(ResourceRequest, ("nodes", "cores", "memory_mb", "gpus",
-                                                    "resources", "os", "arch", "features"))
+                                                    "resources", "os", "arch", "features",
+                                                    "placement"))
 _new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
 
 
