@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from dcx.cli.main import main
 from dcx.converters.convert import convert
+from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import detect
 from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
 from dcx.core.restrict import restrict, without_empty_parts
@@ -326,6 +327,57 @@ def test_swf_to_batsim_and_back(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["convert", str(there), str(back), "--to", "swf"]) == 0
     assert main(["validate", "--strict", str(back)]) == 0
     capsys.readouterr()
+
+
+def test_a_sequence_of_delays_runs_as_long_as_its_delays() -> None:
+    profiles = {"d": {"type": "delay", "delay": 30},
+                "twice": {"type": "composed", "seq": ["d", "d"], "repeat": 2},
+                "nested": {"type": "composed", "seq": ["twice", "d"]},
+                "loop": {"type": "composed", "seq": ["loop"]},
+                "mixed": {"type": "composed", "seq": ["d", "ph"]},
+                "ph": {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}}
+    jobs = [job(n, profile=name) for n, name in enumerate(
+        ("twice", "nested", "mixed", "ph"), start=1)]
+    document = batsim.read(workload(jobs, profiles)).document
+    assert document is not None and document.workload is not None
+    tasks = list(document.workload.tasks())
+    # a compute profile's time depends on the platform: unknown, as is a sequence with one
+    assert [t.runtime_s for t in tasks] == [120.0, 150.0, None, None]
+    assert [t.extras["batsim:profile"] for t in tasks] == ["twice", "nested", "mixed", "ph"]
+    assert batsim.codec.waiting_runtime("loop", profiles) is None
+    # written back, each job names its own profile again, and nothing is lost
+    again = batsim.read(batsim.write(document).data).document
+    assert again == batsim.normal_form(document) and again is not None
+    assert again.workload is not None
+    assert list(again.workload.tasks()) == tasks
+    assert conversion_losses(document, batsim.FORMAT) == ()
+
+
+def test_batsim_to_swf_to_batsim_keeps_every_job_that_swf_can_run(tmp_path: Path) -> None:
+    profiles = {"d3580": {"type": "delay", "delay": 3580},
+                "delay95": {"type": "delay", "delay": 95},
+                "twice": {"type": "composed", "seq": ["delay95", "d3580"], "repeat": 2},
+                "nas": {"type": "parallel_homogeneous", "cpu": 2.4e11, "com": 0}}
+    jobs = [job(1, res=8, profile="d3580", walltime=7200),
+            job(2, res=1, profile="delay95", walltime=600),
+            job(3, res=4, profile="twice"),
+            job(4, res=16, profile="nas", walltime=1800)]
+    source = workload(jobs, profiles, nb_res=16)
+    there = convert(source, "swf", "w.json")
+    assert there.ok and there.output_document is not None
+    back = convert(there.data, "batsim", "w.swf")
+    assert back.ok and back.output_document is not None
+    shape = [(t.id, t.requested_time_s, t.runtime_s, t.request.nodes)
+             for t in back.output_document.workload.tasks()]  # type: ignore[union-attr]
+    assert shape == [(1, 7200.0, 3580.0, 8), (2, 600.0, 95.0, 1), (3, None, 7350.0, 4)]
+    # the compute job's time is the platform's: SWF has no runtime for it, and its profile
+    # is a loss on the way there; on the way back, the job left out is a loss line
+    assert [t.runtime_s for t in there.output_document.workload.tasks()  # type: ignore[union-attr]
+            ] == [3580.0, 95.0, 7350.0, None]
+    assert any(loss.field == "task.extras" and "batsim: profile" in loss.detail
+               for loss in there.losses)
+    (left_out,) = [loss for loss in back.losses if loss.field == "task"]
+    assert (left_out.count, left_out.first) == (1, "/workload/jobs/3/tasks/0")
 
 
 def test_a_workload_without_runtimes_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -26,9 +26,14 @@ Batsim                   model
 ``profile``              a ``delay`` profile is the runtime (``runtime_s`` = ``delay``); its
                          name is kept in ``extras["batsim:profile"]`` unless it is the name dcx
                          gives a delay (``delay<seconds>``, as ``delay120`` or ``delay20.25``).
-                         Any other profile (``parallel_homogeneous``, ``composed`` …) depends on
-                         the platform's speeds: the runtime is unknown (``None``) and the name is
-                         kept in ``extras["batsim:profile"]``
+                         A ``composed`` sequence whose members only wait (delays, or sequences
+                         of them) is its ``repeat`` times their delays' sum (``runtime_s``;
+                         its name kept). Any other profile (``parallel_homogeneous``, a
+                         sequence with one …) depends on the platform's speeds: the runtime is
+                         unknown (``None``) and the name is kept in ``extras["batsim:profile"]``
+                         (so SWF, which has no column for it, writes no runtime for the job and
+                         reports the profile as lost; a job without runtime or profile is left
+                         out when written back to Batsim, a ``task`` loss)
 other job members        ``extras["batsim:<member>"]`` (``extra_data`` and the rest), as written
 ``profiles``             profiles other than a plain delay (``type`` and ``delay`` only) used by
                          a job are kept whole, in file order, in

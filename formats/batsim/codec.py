@@ -98,6 +98,33 @@ def _is_delay(definition: Any) -> bool:
     return isinstance(definition, dict) and definition.get("type") in _DELAY_TYPES
 
 
+def waiting_runtime(name: object, profiles: dict[str, Any],
+                    seen: frozenset[str] = frozenset()) -> float | None:
+    """The seconds a profile that only waits runs: a delay's ``delay``; a sequence's
+    (``composed``) ``repeat`` times the sum of its members' when each of them only waits.
+    ``None`` for any other profile: a compute profile's time depends on the platform's
+    speeds (and a sequence that names itself never ends)."""
+    definition = profiles.get(name) if isinstance(name, str) else None
+    if not isinstance(definition, dict) or name in seen:
+        return None
+    if _is_delay(definition):
+        delay = definition.get("delay")
+        return float(delay) if isinstance(delay, int | float) and not isinstance(
+            delay, bool) else None
+    members, repeat = definition.get("seq"), definition.get("repeat", 1)
+    if definition.get("type") not in _SEQUENCE_TYPES or not isinstance(members, list) \
+            or not _is_int(repeat) or repeat < 1:
+        return None
+    total = 0.0
+    for member in members:
+        runtime = waiting_runtime(member, profiles, seen | {name})
+        if runtime is None:
+            return None
+        total += runtime
+    runtime = total * repeat
+    return runtime if math.isfinite(runtime) else None
+
+
 def _version_of(profile_type: str) -> int | None:
     return 4 if profile_type in V4_TYPES else 5 if profile_type in V5_TYPES else None
 
@@ -242,17 +269,19 @@ def _check_profiles(profiles: dict[str, Any], checks: _Checks) -> int | None:
 
 
 _Profile = tuple[float | None, bool, int | None]
-"""What a job takes from its profile: the runtime of a delay, whether the task keeps the
-profile's name (not the one dcx gives that delay), the hosts a ``parallel`` profile is for."""
+"""What a job takes from its profile: the runtime of a profile that only waits
+(``waiting_runtime``), whether the task keeps the profile's name (not the one dcx gives
+that delay), the hosts a ``parallel`` profile is for."""
 
 
 def _profile_uses(profiles: dict[str, Any]) -> dict[str, _Profile]:
     uses: dict[str, _Profile] = {}
     for name, definition in profiles.items():
-        runtime = float(definition["delay"]) if _is_delay(definition) else None
+        runtime = waiting_runtime(name, profiles)
         hosts = len(definition["cpu"]) if definition["type"] in _PARALLEL_TYPES \
             and "cpu" in definition else None
-        uses[name] = (runtime, runtime is None or name != delay_profile_name(runtime), hosts)
+        uses[name] = (runtime, runtime is None or not _is_delay(definition)
+                      or name != delay_profile_name(runtime), hosts)
     return uses
 
 
@@ -490,8 +519,7 @@ class _Normalizer:
             name = None
         definition = self.profiles.get(name) if name is not None else None
         if runtime is not None:
-            if definition is not None and not (_is_delay(definition)
-                                               and definition["delay"] == runtime):
+            if definition is not None and waiting_runtime(name, self.profiles) != runtime:
                 lost.add("task.extras")  # the name is another profile's
                 name = None
             name = self._delay_name(runtime, name)
@@ -539,10 +567,10 @@ class _Normalizer:
         return name
 
     def _is_delay_of(self, name: str, runtime: float) -> bool:
-        """Whether ``name`` is, or can become, the delay profile of ``runtime`` seconds."""
-        definition = self.profiles.get(name)
-        if definition is not None:
-            return _is_delay(definition) and definition["delay"] == runtime
+        """Whether ``name`` is, or can become, the delay profile of ``runtime`` seconds (or
+        is a kept sequence of delays that waits that long)."""
+        if name in self.profiles:
+            return waiting_runtime(name, self.profiles) == runtime
         return self.generated.setdefault(name, runtime) == runtime
 
     def _job_extras(self, extras: Extras, profile: str | None) -> Extras:
