@@ -97,6 +97,8 @@ def hostile_workloads(draw: Any) -> Workload:
                     nodes=draw(st.integers(-2, 4) | st.integers(2**31 - 2, 2**31 + 2)),
                     cores=draw(st.sampled_from([1.0, 2.0, 0.0, -1.0, 0.5, float("inf")])),
                     memory_mb=draw(st.none() | st.sampled_from([0.0, -1.0, 12.5, 2048.0]))),
+                used_memory_mb=draw(st.none() | st.sampled_from(
+                    [0.0, -1.0, 0.1, 12.5, 1e308, float("inf")])),
                 dependencies=dependencies, extras=extras))
             ids.append(task_id)
         jobs.append(Job(id=draw(st.integers(0, 9) | st.sampled_from(["j", "k"])),
