@@ -20,7 +20,8 @@ Batsim                   model
                          are processors (Batsim's SWF converters write the job's processors),
                          so several cores per node are that many hosts each: ``nodes x
                          cores`` (rounded up; the cores per node are a ``task.request.cores``
-                         loss); a job gets ``res`` whole hosts (``Placement.NODES``), so
+                         loss, but for a request for cores anywhere, whose split into nodes
+                         means nothing); a job gets ``res`` whole hosts (``Placement.NODES``), so
                          cores anywhere (SWF's, GWF's) are a ``task.request.placement``
                          loss
 ``profile``              a ``delay`` profile is the runtime (``runtime_s`` = ``delay``); its

@@ -38,7 +38,12 @@ from dcx.core.model import (
     Workload,
     direct_constructor,
 )
-from dcx.core.shapes import single_core_node_columns, single_core_nodes
+from dcx.core.shapes import (
+    only_resplit,
+    only_resplit_rows,
+    single_core_node_columns,
+    single_core_nodes,
+)
 from dcx.formats.batsim import SCHEMA
 
 PREFIX = "batsim:"
@@ -509,9 +514,12 @@ class _Normalizer:
         lost = self.lost
         runtime = task.runtime_s if _positive(task.runtime_s) else None
         request = task.request
-        if request.cores != 1:
-            lost.add("task.request.cores")  # (also of a task left out, as its other values)
         nodes = _node_count(_hosts(request))
+        if request.cores != 1 and not only_resplit(request.placement, request.nodes,
+                                                   request.cores, nodes):
+            # (also of a task left out, as its other values; cores anywhere lose nothing
+            # as hosts: only their total means something)
+            lost.add("task.request.cores")
         extras = task.extras
         name = extras.get(PROFILE_KEY)
         if name is not None and not self._writable_name(name):
@@ -792,7 +800,9 @@ def _normal_columns(columns: WorkloadColumns, normalizer: _Normalizer
         lost.add("task.request.nodes")
     if bool((kept.cores != 1).any()):
         changes["cores"] = np.ones(len(kept), dtype=np.float64)
-    if bool((columns.cores != 1).any()):
+    if bool((columns.cores != 1).any()) and bool(np.any((columns.cores != 1) & ~only_resplit_rows(
+            columns.placement, columns.nodes, columns.cores,
+            _per_value(np, _host_column(columns), _node_count, np.int64)))):
         lost.add("task.request.cores")  # (also of a task left out, as _Normalizer.task)
     if kept is columns and ids is columns.ids and len(changes) == 1:
         return columns

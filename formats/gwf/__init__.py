@@ -39,7 +39,9 @@ Mapping details shared by both variants:
 * Nodes are not held: a task runs on one node, so a multi-node request is written as the
   cores of one node, ``nodes x cores`` (rounded up), with that node's memory the job's total
   (``dcx.core.shapes``): a 64-processor SWF job is a 64-core GWF task. The node count is lost
-  (reported as ``task.request.nodes``, with the cores and memory values it changes).
+  (reported as ``task.request.nodes``, with the cores and memory values it changes), except
+  for a request for cores anywhere, whose split into nodes means nothing (SWF's processors:
+  nothing is lost).
 * Plain (free-form) extras keys have no column, so ``task.extras`` is not held; ``gwf:`` keys
   are the format's own and survive.
 

@@ -30,7 +30,7 @@ from dcx.core.model import (
     TaskStatus,
     Workload,
 )
-from dcx.core.shapes import one_node
+from dcx.core.shapes import one_node, only_resplit
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS, _looks_archive
 from dcx.formats.gwf.rules import (
     ARCHIVE_CODES,
@@ -573,15 +573,17 @@ class _Normalizer:
         lost = self.lost
         request = task.request
         total_cores, node_memory = one_node(request.nodes, request.cores, request.memory_mb)
-        # The node count is what is lost when nodes become one node's cores; the cores and
-        # the memory then carry the same totals, so they count as changed only for what
-        # they cannot hold themselves.
-        if request.nodes != 1:
+        # The node count is what is lost when nodes become one node's cores (nothing is,
+        # for cores anywhere: only the total means something); the cores and the memory
+        # then carry the same totals, so they count as changed only for what they cannot
+        # hold themselves.
+        cores = _whole_cores(total_cores)
+        resplit = only_resplit(request.placement, request.nodes, request.cores, cores)
+        if request.nodes != 1 and not resplit:
             lost.add("task.request.nodes")
         if request.placement is not Placement.CORES:
             lost.add("task.request.placement")
-        cores = _whole_cores(total_cores)
-        if _whole_cores(request.cores) != request.cores:
+        if _whole_cores(request.cores) != request.cores and not resplit:
             lost.add("task.request.cores")
         submit = known_submit(task.submit_time_s)
         if submit != task.submit_time_s:

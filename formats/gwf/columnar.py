@@ -17,7 +17,7 @@ from typing import Any
 
 from dcx.core.columns import ExtraColumn, Strings, WorkloadColumns, all_distinct, all_found
 from dcx.core.model import Placement, TaskStatus
-from dcx.core.shapes import one_node_columns
+from dcx.core.shapes import one_node_columns, only_resplit_rows
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS
 from dcx.formats.gwf.rules import ARCHIVE_CODES, ARCHIVE_TOKENS
 from dcx.formats.gwf.spelling import (
@@ -116,7 +116,9 @@ def on_one_node(columns: WorkloadColumns, lost: set[str]) -> WorkloadColumns | N
     if not (bool(np.all(columns.nodes >= 1)) and bool(np.all(whole_cores(cores, np) == cores))
             and bool(np.all(memories(memory[known], cores[known], np) == memory[known]))):
         return None
-    lost.add("task.request.nodes")  # (cores and memory carry the totals: see _Normalizer)
+    if bool(np.any(several & ~only_resplit_rows(columns.placement, columns.nodes,
+                                                columns.cores, folded.cores))):
+        lost.add("task.request.nodes")  # (cores and memory carry the totals: see _Normalizer)
     return folded
 
 

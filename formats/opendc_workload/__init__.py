@@ -90,7 +90,8 @@ renumbered 1..n in workload order (dependencies follow, a ``task.id`` loss); tim
 rounded to the millisecond, an unknown or negative runtime is 0, a time origin that is not
 ISO 8601 to the millisecond is dropped; a task over several nodes asks for all their cores
 and all their memory (``nodes x cores``, ``nodes x memory``: the node count is the
-``task.request.nodes`` loss, ``dcx.core.shapes``); cores are whole (rounded up) and fit INT32,
+``task.request.nodes`` loss, ``dcx.core.shapes``, but for a request for cores anywhere, whose
+split into nodes means nothing); cores are whole (rounded up) and fit INT32,
 memory is rounded to 1/1000 MB; ``opendc-workload:`` extras that OpenDC's columns cannot carry are
 dropped. A task from another format (without a profile) gets one fragment, its runtime at
 its capacity, since OpenDC silently drops a task without one; a task read from an OpenDC

@@ -26,7 +26,8 @@ Mapping:
   core: ``memory_usage`` ÷ the task's cores, written back × its cores. The format states no
   requested memory (``request.memory_mb`` is a loss). A task runs on one node, so a request
   over several nodes is written as all their cores (``nodes x cores``; the node
-  count is a ``task.request.nodes`` loss, ``dcx.core.shapes``; the task's cores are on that
+  count is a ``task.request.nodes`` loss, ``dcx.core.shapes``, but for a request for cores
+  anywhere, whose split into nodes means nothing; the task's cores are on that
   one node, ``Placement.NODES``, so cores anywhere are a ``task.request.placement`` loss);
   every other key
   (``user_id``, ``disk_space_usage``, ``resources_used``, …) → ``Task.extras`` under its own

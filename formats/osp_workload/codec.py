@@ -31,7 +31,7 @@ from dcx.core.diagnostics import (
 )
 from dcx.core.memo import last_result
 from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
-from dcx.core.shapes import one_node, one_node_columns
+from dcx.core.shapes import one_node, one_node_columns, only_resplit, only_resplit_rows
 from dcx.parsing.jsonio import load_json_object
 from dcx.parsing.schemas import schema_diagnostics, schema_verdict, serialised_against
 from dcx.parsing.traces import dependency_diagnostics, format_number, written_ids
@@ -552,9 +552,13 @@ def _normal_columns(columns: WorkloadColumns, origin: datetime,
         own = normal if wanted is given else _per_value(np, given, rule, np.float64)
         if not np.array_equal(given, own, equal_nan=True):
             lost.add(path)
-    if bool((columns.nodes != 1).any()):
+    several = columns.nodes != 1
+    if bool(several.any()):
         changes["nodes"] = np.ones(len(columns), dtype=np.int64)
-        lost.add("task.request.nodes")
+        if bool(np.any(several & ~only_resplit_rows(columns.placement, columns.nodes,
+                                                    columns.cores,
+                                                    changes.get("cores", columns.cores)))):
+            lost.add("task.request.nodes")
     if columns.used_memory_mb is not None:
         used = _used_memory_column(np, columns.used_memory_mb,
                                    changes.get("cores", columns.cores))
@@ -646,14 +650,16 @@ class _TaskNormalizer:
         submit = _submit(task.submit_time_s, self.origin)
         runtime = _at_least_zero(task.runtime_s)
         # A task runs on one node: its nodes become that node's cores (core.shapes). The
-        # node count is what is lost; cores carry the total, so they count as changed only
-        # for what they cannot hold themselves. (Requested memory is not held.)
+        # node count is what is lost (nothing is, for cores anywhere: only the total means
+        # something); cores carry the total, so they count as changed only for what they
+        # cannot hold themselves. (Requested memory is not held.)
         total = request.cores
-        if request.nodes != 1:
-            lost.add("task.request.nodes")
-            if type(request.nodes) is int:
-                total, _ = one_node(request.nodes, total, None)
+        if request.nodes != 1 and type(request.nodes) is int:
+            total, _ = one_node(request.nodes, total, None)
         cores = _cores(total)
+        if request.nodes != 1 and not only_resplit(request.placement, request.nodes,
+                                                   request.cores, cores):
+            lost.add("task.request.nodes")
         used = _used_memory(task.used_memory_mb, cores)
         for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
                                     ("task.runtime_s", task.runtime_s, runtime),

@@ -34,7 +34,9 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   node is written as its total cores: ``nodes x cores`` processors (rounded up), with the
   memory per processor that keeps the job's total memory (``dcx.core.shapes``). A 64-core GWF
   task is a 64-processor SWF job. The cores per node are lost (reported as
-  ``task.request.cores``, with the processor count and memory values it changes).
+  ``task.request.cores``, with the processor count and memory values it changes), except
+  for a request for cores anywhere (GWF's), whose split into nodes means nothing: only its
+  totals, which the processors keep.
 * **Dependencies.** Preceding job number (field 17) → ``dependencies`` when that job is in the
   file; think time (field 18) → ``think_time_s``. A preceding job outside the file (a trace
   excerpt) is kept as ``swf:PrecedingJobNumber`` with a warning instead of failing the file.
