@@ -82,7 +82,8 @@ def only_resplit(placement: object, nodes: object, cores: object, total: float) 
     node's cores in GWF, osp-workload and OpenDC) keeps all of it: a request for cores
     anywhere (``Placement.CORES``) means only its total cores and total memory, so how
     they are split into nodes is no information, as long as ``total`` is that total."""
-    return (placement is Placement.CORES and type(nodes) is int
+    return (placement is Placement.CORES and isinstance(nodes, int)
+            and type(nodes) is int and isinstance(cores, int | float)
             and type(cores) in (int, float) and nodes * cores == total)
 
 

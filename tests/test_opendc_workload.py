@@ -565,8 +565,9 @@ def test_an_opendc_2_0_folder_states_no_capacity_never_0_mhz() -> None:
     assert result.document is not None and result.document.workload is not None
     assert all(OWN + "cpu_capacity" not in task.extras
                for task in result.document.workload.tasks())
-    written = pq.read_table(pa.BufferReader(unpack(odc.write(result.document).data,
-                                                   MEMBERS)[0]["tasks.parquet"]))
+    members, _ = unpack(odc.write(result.document).data, MEMBERS)
+    assert members is not None
+    written = pq.read_table(pa.BufferReader(members["tasks.parquet"]))
     assert written.column("cpu_capacity").to_pylist() == [2000.0, 4000.0]  # the default
     # v2.1 states one, and it is kept
     stated = odc.read(_legacy_folder("2.1")).document

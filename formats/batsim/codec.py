@@ -109,7 +109,9 @@ def waiting_runtime(name: object, profiles: dict[str, Any],
     (``composed``) ``repeat`` times the sum of its members' when each of them only waits.
     ``None`` for any other profile: a compute profile's time depends on the platform's
     speeds (and a sequence that names itself never ends)."""
-    definition = profiles.get(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        return None
+    definition = profiles.get(name)
     if not isinstance(definition, dict) or name in seen:
         return None
     if _is_delay(definition):

@@ -27,6 +27,9 @@ Mapping details shared by both variants:
   the scheduler's question (``schedule.missing-runtime``), not the file's.
 * NProcs ``-1`` (allocated count unknown) takes the cores from ReqNProcs and keeps
   ``gwf:NProcs = -1``; ReqNProcs is kept as ``gwf:ReqNProcs`` only when it differs from NProcs.
+  SWF's requested count (field 8) and allocated -1 (field 5) are these columns
+  (``swf:RequestedProcessors``, ``swf:AllocatedProcessors``): written here, not lost
+  (``dcx.core.counterparts``).
 * ReqMemory is KB per processor; the model's ``request.memory_mb`` is per node, so
   ``memory_mb = ReqMemory x NProcs / 1024``.
 * Ids are non-negative integers, as the archives and SC18 write them. dcx also reads text ids

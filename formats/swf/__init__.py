@@ -14,6 +14,8 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   runtime); when it is unknown (-1) or 0 the requested count (field 8) is used and the
   allocated value is kept as ``swf:AllocatedProcessors``. The requested count is kept as
   ``swf:RequestedProcessors`` only when it differs from P. A line with neither is an error.
+  GWF's ReqNProcs and NProcs -1 are these columns (``gwf:ReqNProcs``, ``gwf:NProcs``): written
+  here, not lost (``dcx.core.counterparts``).
 * **Times.** Submit time → ``submit_time_s``; run time → ``runtime_s``; requested time →
   ``requested_time_s``; -1 → ``None``. SWF times are whole seconds: dcx reads decimals
   leniently but writes whole seconds (see What dcx writes).

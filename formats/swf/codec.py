@@ -24,6 +24,7 @@ from dcx.core.columns import (
     columns_of,
     concat_strings,
 )
+from dcx.core.counterparts import SWF_FROM_GWF, columns_with_counterparts, with_counterparts
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -796,6 +797,9 @@ class _Normalizer:
     def task(self, task: Task) -> Task:
         lost = self.lost
         numbering = self.numbering
+        own = with_counterparts(task.extras, SWF_FROM_GWF)  # GWF's processor keys are SWF's
+        if own is not task.extras:
+            task = replace(task, extras=own)
         task = lifted_recorded(task, "swf:", {**_SECONDS}, {**_CODES})
         dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
         if len(dependencies) != len(task.dependencies):
@@ -1105,7 +1109,9 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     columns = columns_of(workload)
     jobs: Sequence[Job]
     lost: set[str] = set()
-    on_nodes = None if columns is None else _on_single_core_nodes(columns, lost)
+    # (GWF's processor keys are SWF's: core.counterparts)
+    own = None if columns is None else columns_with_counterparts(columns, SWF_FROM_GWF)
+    on_nodes = None if own is None else _on_single_core_nodes(own, lost)
     if on_nodes is not None and _columns_in_normal_form(on_nodes):
         # nothing else to change: no task is built
         jobs = workload.jobs if on_nodes is columns else JobRows(on_nodes)
