@@ -604,3 +604,13 @@ def test_an_opendc_2_folder_is_found_as_the_workload_format(tmp_path: Path) -> N
         (folder / name).write_bytes(data)
     assert folder_format(str(folder)) is FORMAT
     assert odc.read(read_folder(str(folder), FORMAT)).document is not None
+
+
+def test_an_unknown_runtime_written_as_0_ms_is_said_on_its_loss_line() -> None:
+    from dcx.converters.losses import conversion_losses
+
+    tasks = (Task(id=1, runtime_s=None), Task(id=2, submit_time_s=1.0, runtime_s=60.0))
+    document = Document(workload=Workload(jobs=tuple(Job(id=t.id, tasks=(t,)) for t in tasks)))
+    (runtime,) = [loss for loss in conversion_losses(document, FORMAT)
+                  if loss.field == "task.runtime_s"]
+    assert "unknown or negative runtime is written as a duration of 0 ms" in runtime.detail

@@ -166,6 +166,17 @@ normal_form = deferred("dcx.formats.opendc_workload.codec", "normal_form")
 normal_form_losses = deferred("dcx.formats.opendc_workload.codec", "normal_form_losses")
 
 
+RUNTIME_NOTE = ("an unknown or negative runtime is written as a duration of 0 ms (OpenDC "
+                "needs one), others to the millisecond")
+"""What the normal form does to runtimes, said on the ``task.runtime_s`` loss line."""
+
+
+def loss_notes(document: object) -> dict[str, str]:
+    """``FormatDeclaration.loss_notes``: how runtimes are written (the same words for every
+    document, so a conversion in slices says what the whole one says)."""
+    return {"task.runtime_s": RUNTIME_NOTE}
+
+
 PARTS = PartReader(
     open=deferred("dcx.formats.opendc_workload.stream", "open_parts"),
     check=deferred("dcx.formats.opendc_workload.stream", "check_part"),
@@ -219,6 +230,7 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    loss_notes=loss_notes,
     own_extras=frozenset({"task.extras"}),
     read_members=LEGACY_MEMBERS,
     codes=CODES,
