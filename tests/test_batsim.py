@@ -115,6 +115,21 @@ def test_the_job_by_job_reader_builds_its_requests_directly_as_whole_nodes() -> 
     assert task.request.__dict__["placement"] is Placement.NODES
 
 
+def test_a_machine_size_nb_res_says_is_not_written_again_as_a_member() -> None:
+    # nb_res 64 for jobs of at most 2 hosts reads as the MaxProcs attribute, which nb_res
+    # then writes: Batsim -> Batsim adds no MaxProcs member of its own
+    data = workload([job(7, res=2)], DELAY, nb_res=64)
+    document = batsim.read(data).document
+    assert document is not None
+    written = json.loads(batsim.write(document).data)
+    assert written["nb_res"] == 64 and "MaxProcs" not in written
+    assert batsim.read(batsim.write(document).data).document == document
+    # a MaxProcs that nb_res does not say stays a member
+    derived = batsim.read(workload([job(7, res=2)], DELAY, nb_res=2, MaxProcs=2)).document
+    assert derived is not None
+    assert json.loads(batsim.write(derived).data)["MaxProcs"] == 2
+
+
 def test_ids_keep_their_json_type_and_nb_res_is_kept_only_when_not_derived() -> None:
     result = batsim.read(workload([job(7, res=2), job("7b", res=3)], DELAY, nb_res=3))
     assert [t.id for t in result.document.workload.tasks()] == [7, "7b"]

@@ -45,7 +45,8 @@ other job members        ``extras["batsim:<member>"]`` (``extra_data`` and the r
                          attribute (SWF's header field of the machine's size, so it goes
                          through SWF and back), or in ``Workload.extras["batsim:nb_res"]``
                          when the file also has a different ``MaxProcs`` member; written
-                         from ``MaxProcs`` when that is at least the largest ``res``
+                         from ``MaxProcs`` when that is at least the largest ``res`` (and
+                         then not written again as a ``MaxProcs`` member)
 other top-level members  ``Workload.attributes`` (``command``, ``date``, ``description`` of
                          Batsim's generated workloads); a member whose name has a ``:`` is not
                          kept (a warning)

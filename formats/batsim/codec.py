@@ -1029,8 +1029,13 @@ def machine_size(nb_res: int, workload: Workload) -> Any:
 def head_root(nb_res: Any, workload: Workload) -> dict[str, Any]:
     """The top-level members written before ``jobs``: ``nb_res`` (``machine_size`` of the
     most hosts a job asks for), then the workload's attributes."""
-    root: dict[str, Any] = {"nb_res": machine_size(nb_res, workload)}
-    root.update({key: value for key, value in workload.attributes.items() if ":" not in key})
+    size = machine_size(nb_res, workload)
+    root: dict[str, Any] = {"nb_res": size}
+    # a MaxProcs that nb_res says already (a size other than the most hosts a job asks for
+    # reads back as it) is not written a second time, as a member of its own
+    said = size != nb_res and NB_RES_KEY not in workload.extras
+    root.update({key: value for key, value in workload.attributes.items() if ":" not in key
+                 and not (said and key == MACHINE_SIZE_KEY and _is_int(value) and value == size)})
     return root
 
 
