@@ -49,8 +49,11 @@ def conversion_losses(document: Document, target: FormatDeclaration,
     notes = target.loss_notes(document) if target.loss_notes is not None else {}
     named = _dropped_extras_named(document, target, normalized) if any(
         loss.field in EXTRAS_PATHS for loss in losses) else {}
+    if "task.extras" in {loss.field for loss in losses} and normalized is None:
+        normalized = normalized_for(document, target)
     return tuple(replace(loss, detail=named.get(loss.field) or _noted(
-        loss_detail(loss.field, document, target), notes.get(loss.field))) for loss in losses)
+        loss_detail(loss.field, document, target, normalized), notes.get(loss.field)))
+        for loss in losses)
 
 
 def _dropped_extras_named(document: Document, target: FormatDeclaration,
@@ -79,19 +82,23 @@ MOST_NAMED_KEYS = 8
 """How many extras keys a loss line names before it says how many more there are."""
 
 
-def loss_detail(path: str, document: Document, target: FormatDeclaration) -> str:
+def loss_detail(path: str, document: Document, target: FormatDeclaration,
+                normalized: Document | None = None) -> str:
     """The meaning of a dropped field path, then what the formats call it (``swf: Queue
     Number (field 15)``): a field whose values the target's normal form changes by the
     target's name, one the target does not hold by the names of the formats that hold it
     (the document's own format among them: the loss is the document's alone, whichever
     path read it, so a streamed conversion says what the whole-file one says). An extras
-    path names its keys: a format's own key by that format's name for it."""
+    path names its keys: a format's own key by that format's name for it (of a task's,
+    those ``normalized``, the document after the target's normal form, still has: a key
+    the normal form carries in a column of its own is no loss)."""
     holding = [target] if path in target.holds else [
         spec for spec in FORMATS if path in spec.holds and spec.name != target.name]
     names = [f"{spec.name}: {spec.field_names[path]}" for spec in holding
              if path in spec.field_names]
     detail = f"{FIELDS[path]} ({'; '.join(dict.fromkeys(names))})" if names else FIELDS[path]
-    keys = _lost_keys(path, document, target) if path in EXTRAS_PATHS else []
+    keys = _lost_keys(path, normalized if path == "task.extras" and normalized is not None
+                      else document, target) if path in EXTRAS_PATHS else []
     if not keys:
         return detail
     named = [_key_name(key) for key in keys[:MOST_NAMED_KEYS]]

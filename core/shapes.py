@@ -5,13 +5,18 @@ count processors (``nodes x cores`` single-core nodes, memory per processor); GW
 osp-workload and OpenDC count the cores of one node (memory for the whole node). Either way
 the job keeps its total cores and its total memory: a 64-processor SWF job is a 64-core GWF
 task, not a 1-core one. These functions are the rules, once, for one request and for columns
-of them (``numpy`` arrays); both give the same numbers, float for float.
+of them (``numpy`` arrays); both give the same numbers, float for float. A request for
+cores anywhere (``Placement.CORES``) loses nothing when it is re-split so
+(``only_resplit``): only its totals mean something.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from dcx.core.columns import PLACEMENTS
+from dcx.core.model import Placement
 
 
 def whole_count(total: float) -> int:
@@ -70,3 +75,24 @@ def one_node_columns(nodes: Any, cores: Any, memory_mb: Any) -> tuple[Any, Any]:
     with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf stay what they are
         return (np.where(single, cores, nodes * cores),
                 np.where(single, memory_mb, memory_mb * nodes))
+
+
+def only_resplit(placement: object, nodes: object, cores: object, total: float) -> bool:
+    """Whether writing a request as ``total`` cores (SWF's or Batsim's processors, one
+    node's cores in GWF, osp-workload and OpenDC) keeps all of it: a request for cores
+    anywhere (``Placement.CORES``) means only its total cores and total memory, so how
+    they are split into nodes is no information, as long as ``total`` is that total."""
+    return (placement is Placement.CORES and isinstance(nodes, int)
+            and type(nodes) is int and isinstance(cores, int | float)
+            and type(cores) in (int, float) and nodes * cores == total)
+
+
+def only_resplit_rows(placements: Any, nodes: Any, cores: Any, total: Any) -> Any:
+    """``only_resplit`` of every row (``placements``: ``WorkloadColumns.placement`` codes,
+    ``None`` for whole nodes everywhere)."""
+    import numpy as np
+
+    if placements is None:
+        return np.zeros(len(nodes), dtype=bool)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (placements == PLACEMENTS.index(Placement.CORES)) & (nodes * cores == total)

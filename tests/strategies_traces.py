@@ -261,12 +261,20 @@ osp_root_extras = {
 }
 
 
+def _whole_use_exact(used_mb: float | None, cores: float) -> float | None:
+    """``used_mb`` per core when the task's whole use (what osp-workload writes, × its
+    cores) divides back to it exactly, else ``None``."""
+    if used_mb is None or (used_mb * cores) / cores != used_mb:
+        return None
+    return used_mb
+
+
 @st.composite
 def osp_workloads(draw: st.DrawFn) -> Workload:
     """Workloads the osp-workload JSON holds: string ids, a naive ISO time origin, submit
-    times in whole microseconds, memory in MB, dependencies on earlier tasks, the format's
-    other keys as plain extras. Jobs have tasks (as in the generic strategies: trace formats
-    have no line for an empty job)."""
+    times in whole microseconds, used memory in MB per core, dependencies on earlier tasks,
+    the format's other keys as plain extras. Jobs have tasks (as in the generic strategies:
+    trace formats have no line for an empty job)."""
     task_ids = draw(st.lists(osp_ids, min_size=1, max_size=12, unique=True))
     job_ids = draw(st.lists(osp_ids, min_size=1, max_size=min(4, len(task_ids)), unique=True))
     members: dict[str, list[Task]] = {job_id: [] for job_id in job_ids}
@@ -280,12 +288,13 @@ def osp_workloads(draw: st.DrawFn) -> Workload:
             extras["user_id"] = draw(code_values)
         if draw(st.booleans()):
             extras["disk_space_usage"] = f"{draw(code_values)}MB"
+        cores = draw(st.just(1.0) | positive_floats)
         task = Task(
             id=task_id,
             submit_time_s=draw(microseconds),
             runtime_s=draw(st.none() | st.floats(min_value=0, max_value=1e9)),
-            request=ResourceRequest(cores=draw(st.just(1.0) | positive_floats),
-                                    memory_mb=draw(st.none() | sizes_mb)),
+            request=ResourceRequest(cores=cores),
+            used_memory_mb=_whole_use_exact(draw(st.none() | sizes_mb), cores),
             dependencies=dependencies,
             extras=extras,
         )

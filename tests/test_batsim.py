@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from dcx.cli.main import main
 from dcx.converters.convert import convert
+from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import detect
 from dcx.core.model import Document, Job, ResourceRequest, Task, Workload
 from dcx.core.restrict import restrict, without_empty_parts
@@ -97,6 +98,36 @@ def test_delay_profiles_are_runtimes_and_compute_profiles_are_kept() -> None:
     kept = result.document.workload.extras["batsim:profiles"]
     assert list(kept) == ["delay95", "nas-ft", "unused"]  # delay95 is in a sequence
     assert result.document.workload.attributes["description"].startswith("Hand-written")
+
+
+def test_the_job_by_job_reader_builds_its_requests_directly_as_whole_nodes() -> None:
+    # the fast constructor takes every field of a request, placement included: one it does
+    # not name makes direct_constructor fall back to the dataclass's own __init__
+    from dcx.core.model import Placement
+    from dcx.formats.batsim import codec
+
+    values = {"nodes": 2, "cores": 1.0, "memory_mb": None, "gpus": 0, "resources": (),
+              "os": None, "arch": None, "features": (), "placement": Placement.NODES}
+    assert codec._new_request(values).__dict__ is values
+    read = batsim.read(workload([job(1, res=2, extra_data="x")], DELAY)).document
+    assert read is not None and read.workload is not None
+    (task,) = read.workload.tasks()
+    assert task.request.__dict__["placement"] is Placement.NODES
+
+
+def test_a_machine_size_nb_res_says_is_not_written_again_as_a_member() -> None:
+    # nb_res 64 for jobs of at most 2 hosts reads as the MaxProcs attribute, which nb_res
+    # then writes: Batsim -> Batsim adds no MaxProcs member of its own
+    data = workload([job(7, res=2)], DELAY, nb_res=64)
+    document = batsim.read(data).document
+    assert document is not None
+    written = json.loads(batsim.write(document).data)
+    assert written["nb_res"] == 64 and "MaxProcs" not in written
+    assert batsim.read(batsim.write(document).data).document == document
+    # a MaxProcs that nb_res does not say stays a member
+    derived = batsim.read(workload([job(7, res=2)], DELAY, nb_res=2, MaxProcs=2)).document
+    assert derived is not None
+    assert json.loads(batsim.write(derived).data)["MaxProcs"] == 2
 
 
 def test_ids_keep_their_json_type_and_nb_res_is_kept_only_when_not_derived() -> None:
@@ -311,6 +342,57 @@ def test_swf_to_batsim_and_back(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["convert", str(there), str(back), "--to", "swf"]) == 0
     assert main(["validate", "--strict", str(back)]) == 0
     capsys.readouterr()
+
+
+def test_a_sequence_of_delays_runs_as_long_as_its_delays() -> None:
+    profiles = {"d": {"type": "delay", "delay": 30},
+                "twice": {"type": "composed", "seq": ["d", "d"], "repeat": 2},
+                "nested": {"type": "composed", "seq": ["twice", "d"]},
+                "loop": {"type": "composed", "seq": ["loop"]},
+                "mixed": {"type": "composed", "seq": ["d", "ph"]},
+                "ph": {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}}
+    jobs = [job(n, profile=name) for n, name in enumerate(
+        ("twice", "nested", "mixed", "ph"), start=1)]
+    document = batsim.read(workload(jobs, profiles)).document
+    assert document is not None and document.workload is not None
+    tasks = list(document.workload.tasks())
+    # a compute profile's time depends on the platform: unknown, as is a sequence with one
+    assert [t.runtime_s for t in tasks] == [120.0, 150.0, None, None]
+    assert [t.extras["batsim:profile"] for t in tasks] == ["twice", "nested", "mixed", "ph"]
+    assert batsim.codec.waiting_runtime("loop", profiles) is None
+    # written back, each job names its own profile again, and nothing is lost
+    again = batsim.read(batsim.write(document).data).document
+    assert again == batsim.normal_form(document) and again is not None
+    assert again.workload is not None
+    assert list(again.workload.tasks()) == tasks
+    assert conversion_losses(document, batsim.FORMAT) == ()
+
+
+def test_batsim_to_swf_to_batsim_keeps_every_job_that_swf_can_run(tmp_path: Path) -> None:
+    profiles = {"d3580": {"type": "delay", "delay": 3580},
+                "delay95": {"type": "delay", "delay": 95},
+                "twice": {"type": "composed", "seq": ["delay95", "d3580"], "repeat": 2},
+                "nas": {"type": "parallel_homogeneous", "cpu": 2.4e11, "com": 0}}
+    jobs = [job(1, res=8, profile="d3580", walltime=7200),
+            job(2, res=1, profile="delay95", walltime=600),
+            job(3, res=4, profile="twice"),
+            job(4, res=16, profile="nas", walltime=1800)]
+    source = workload(jobs, profiles, nb_res=16)
+    there = convert(source, "swf", "w.json")
+    assert there.ok and there.output_document is not None
+    back = convert(there.data, "batsim", "w.swf")
+    assert back.ok and back.output_document is not None
+    shape = [(t.id, t.requested_time_s, t.runtime_s, t.request.nodes)
+             for t in back.output_document.workload.tasks()]  # type: ignore[union-attr]
+    assert shape == [(1, 7200.0, 3580.0, 8), (2, 600.0, 95.0, 1), (3, None, 7350.0, 4)]
+    # the compute job's time is the platform's: SWF has no runtime for it, and its profile
+    # is a loss on the way there; on the way back, the job left out is a loss line
+    assert [t.runtime_s for t in there.output_document.workload.tasks()  # type: ignore[union-attr]
+            ] == [3580.0, 95.0, 7350.0, None]
+    assert any(loss.field == "task.extras" and "batsim: profile" in loss.detail
+               for loss in there.losses)
+    (left_out,) = [loss for loss in back.losses if loss.field == "task"]
+    assert (left_out.count, left_out.first) == (1, "/workload/jobs/3/tasks/0")
 
 
 def test_a_workload_without_runtimes_is_refused_in_one_line(tmp_path: Path) -> None:

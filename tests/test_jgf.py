@@ -594,3 +594,23 @@ def test_vertices_r_cannot_hold_are_named_by_type_and_count_in_the_loss_lines() 
         "jgf:vertices (1 storage_node, 3 ssd)"), details["rack.extras"]
     assert details["environment.extras"].endswith("jgf:vertices (1 powerpanel)")
     assert "jgf:vertex (1 power paths)" in details["machine.extras"]
+
+
+def test_two_sockets_with_one_id_are_two_sockets_with_their_cores() -> None:
+    # setup.json's CPU ids are CPU types: a dual-socket machine gives both sockets one id,
+    # which JGF would write as one path twice (and read as two sockets of all eight cores)
+    cpus = (ProcessingUnit(cores=4, id=1), ProcessingUnit(cores=4, id=1),
+            ProcessingUnit(cores=2))
+    machine = Machine(id=1, name="node1", cpus=cpus)
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=(machine,)),)),)),)))
+    written = jgf.write(document)
+    graph = json.loads(written.data)["graph"]
+    paths = [vertex["metadata"]["paths"]["containment"] for vertex in graph["nodes"]]
+    assert len(paths) == len(set(paths))
+    back = jgf.read(written.data).document
+    assert back is not None and back.environment is not None
+    (read_back,) = back.environment.machines()
+    assert [(cpu.cores, cpu.id) for cpu in read_back.cpus] == [(4, 1), (4, 0), (2, 2)]
+    assert "cpu.id" in jgf.normal_form_losses(document)
+    assert "cpu.id" in {loss.field for loss in conversion_losses(document, jgf.FORMAT)}

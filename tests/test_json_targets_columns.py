@@ -18,8 +18,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dcx.converters.losses import conversion_losses
-from dcx.core.columns import WorkloadColumns, columnar, columns_of
-from dcx.core.model import Document, Id, Job, ResourceRequest, Task, Workload
+from dcx.core.columns import (
+    PLACEMENTS,
+    WorkloadColumns,
+    columnar,
+    columns_of,
+    placements_of,
+)
+from dcx.core.model import Document, Id, Job, Placement, ResourceRequest, Task, Workload
 from dcx.formats import batsim, osp_workload
 from dcx.formats.batsim import codec as batsim_codec
 from dcx.formats.osp_workload import codec as osp_codec
@@ -91,6 +97,8 @@ def hostile_workloads(draw: Any) -> Workload:
                     nodes=draw(st.integers(-2, 4) | st.integers(2**31 - 2, 2**31 + 2)),
                     cores=draw(st.sampled_from([1.0, 2.0, 0.0, -1.0, 0.5, float("inf")])),
                     memory_mb=draw(st.none() | st.sampled_from([0.0, -1.0, 12.5, 2048.0]))),
+                used_memory_mb=draw(st.none() | st.sampled_from(
+                    [0.0, -1.0, 0.1, 12.5, 1e308, float("inf")])),
                 dependencies=dependencies, extras=extras))
             ids.append(task_id)
         jobs.append(Job(id=draw(st.integers(0, 9) | st.sampled_from(["j", "k"])),
@@ -209,6 +217,13 @@ def assert_same_read(data: bytes) -> None:
     if fast.document is not None and exact.document is not None:
         assert fast.document.workload == exact.document.workload
         assert columns_of(exact.document.workload) is None
+        # a Batsim job gets whole hosts, on either path, and each request says so itself
+        for task in exact.document.workload.tasks():
+            assert task.request.__dict__["placement"] is Placement.NODES
+        fast_columns = columns_of(fast.document.workload)
+        if fast_columns is not None:
+            assert set(placements_of(fast_columns).tolist()) <= {
+                PLACEMENTS.index(Placement.NODES)}
         assert fast.locator is not None and exact.locator is not None
         for pointer in ("/workload", "/workload/jobs/0", "/workload/jobs/0/tasks/0"):
             assert fast.locator(pointer) == exact.locator(pointer)

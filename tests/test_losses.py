@@ -360,10 +360,12 @@ def expected_back(original: Document, source: Any, target: Any) -> Document:
     each leg's value restrictions (losses: Value restrictions). A value restriction may
     carry a value across field paths (SWF's processors and GWF's cores hold a task's total
     cores, as nodes and as cores of one node), so each leg is restricted to its own format's
-    paths after its normal form: restricted to what both hold, nothing crosses."""
+    paths after its normal form: restricted to what both hold, nothing crosses (but for
+    the target's own extras, which its normal form may take from the source's keys of a
+    column both define: ``core.counterparts``)."""
     if _requires_machine_ids(target):
         original = with_required_ids(original)
-    there = restrict(original, target.holds, target=target)
+    there = restrict(original, target.holds, target.name, target=target)
     expected = normalized_for(restrict(normalized_for(there, source), source.holds, source.name),
                               source)
     return with_required_ids(expected) if _requires_machine_ids(source) else expected

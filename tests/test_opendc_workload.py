@@ -559,6 +559,24 @@ def test_an_opendc_2_folder_is_read_as_opendc_2_read_it(version: str) -> None:
     assert again.ok and again.document == result.document
 
 
+def test_an_opendc_2_0_folder_states_no_capacity_never_0_mhz() -> None:
+    # trace schema v2.0 has no cpu_capacity: the capacity is unknown, not 0 MHz
+    result = odc.read(_legacy_folder("2.0"))
+    assert result.document is not None and result.document.workload is not None
+    assert all(OWN + "cpu_capacity" not in task.extras
+               for task in result.document.workload.tasks())
+    members, _ = unpack(odc.write(result.document).data, MEMBERS)
+    assert members is not None
+    written = pq.read_table(pa.BufferReader(members["tasks.parquet"]))
+    assert written.column("cpu_capacity").to_pylist() == [2000.0, 4000.0]  # the default
+    # v2.1 states one, and it is kept
+    stated = odc.read(_legacy_folder("2.1")).document
+    assert stated is not None and stated.workload is not None
+    # (4000 MHz for 4 cores is the default: no extra, written as itself)
+    assert [task.extras.get(OWN + "cpu_capacity") for task in stated.workload.tasks()] == [
+        4800.0, None]
+
+
 def test_an_opendc_2_folder_opendc_2_could_not_read_is_refused_where_it_breaks() -> None:
     missing = odc.read(_legacy_folder(stop_time=None))
     assert [(d.code, d.pointer) for d in missing.diagnostics] == [
@@ -586,3 +604,13 @@ def test_an_opendc_2_folder_is_found_as_the_workload_format(tmp_path: Path) -> N
         (folder / name).write_bytes(data)
     assert folder_format(str(folder)) is FORMAT
     assert odc.read(read_folder(str(folder), FORMAT)).document is not None
+
+
+def test_an_unknown_runtime_written_as_0_ms_is_said_on_its_loss_line() -> None:
+    from dcx.converters.losses import conversion_losses
+
+    tasks = (Task(id=1, runtime_s=None), Task(id=2, submit_time_s=1.0, runtime_s=60.0))
+    document = Document(workload=Workload(jobs=tuple(Job(id=t.id, tasks=(t,)) for t in tasks)))
+    (runtime,) = [loss for loss in conversion_losses(document, FORMAT)
+                  if loss.field == "task.runtime_s"]
+    assert "unknown or negative runtime is written as a duration of 0 ms" in runtime.detail

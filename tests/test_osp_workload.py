@@ -39,7 +39,8 @@ def test_upstream_example_reads_onto_the_model(corpus_dir: Path):
     first, second = job.tasks
     assert job.id == "workflow-1" and job.extras["total_energy_usage"] == "100W"
     assert first.runtime_s == 2923.0  # 01:02:05 → 01:50:48 on machine-1
-    assert first.request == ResourceRequest(memory_mb=200.0)
+    # memory_usage is what the task used (beside energy_usage, network_usage …), not a request
+    assert first.request == ResourceRequest() and first.used_memory_mb == 200.0
     assert first.extras["disk_space_usage"] == "100MB"
     assert second.dependencies == ("task-1",) and second.submit_time_s == 0.0
     assert osp_workload.normal_form_losses(result.document) == frozenset()
@@ -174,14 +175,14 @@ def test_what_reads_back_is_the_documents_normal_form_restricted_to_holds(docume
 
 def test_values_the_format_cannot_write_are_value_restrictions_of_the_normal_form():
     tasks = (Task(id=1, runtime_s=-2.0, submit_time_s=float("inf"),
-                  request=ResourceRequest(cores=0.0, memory_mb=-1.0),
+                  request=ResourceRequest(cores=0.0), used_memory_mb=-1.0,
                   extras={"user_id": "alice", "type": "split"}),
              Task(id="1", dependencies=(1, "elsewhere")))
     workload = Workload(jobs=(Job(id=7, tasks=tasks),), time_origin="yesterday")
     document = Document(workload=workload)
     assert osp_workload.normal_form_losses(document) == {
         "workload.time_origin", "task.id", "task.submit_time_s", "task.runtime_s",
-        "task.request.cores", "task.request.memory_mb", "task.extras", "task.dependencies"}
+        "task.request.cores", "task.used_memory_mb", "task.extras", "task.dependencies"}
     written = osp_workload.write(document)
     result = osp_workload.read(written.data)
     assert written.diagnostics == () and result.ok and result.diagnostics == ()

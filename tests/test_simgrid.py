@@ -689,3 +689,18 @@ def test_a_doctype_simgrids_parser_refuses_is_a_warning(head: str, line: int) ->
     assert result.ok
     ((code, where),) = [(d.code, d.line) for d in result.diagnostics]
     assert (code, where) == ("simgrid.doctype", line)
+
+
+def test_sockets_merged_into_one_host_are_a_loss() -> None:
+    from dcx.converters.losses import conversion_losses
+
+    machine = Machine(id=2000, cpus=(ProcessingUnit(cores=4, clock_rate_hz=3.5e9),
+                                     ProcessingUnit(cores=4, clock_rate_hz=3.5e9)))
+    document = Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=(machine,)),)),)),)))
+    back = simgrid.read(simgrid.write(document).data).document
+    assert back is not None and back.environment is not None
+    (host,) = back.environment.machines()
+    assert [cpu.cores for cpu in host.cpus] == [8]  # one host of eight cores
+    assert "machine.cpus.sockets" in {loss.field
+                                      for loss in conversion_losses(document, simgrid.FORMAT)}

@@ -20,15 +20,21 @@ Batsim                   model
                          are processors (Batsim's SWF converters write the job's processors),
                          so several cores per node are that many hosts each: ``nodes x
                          cores`` (rounded up; the cores per node are a ``task.request.cores``
-                         loss); a job gets ``res`` whole hosts (``Placement.NODES``), so
+                         loss, but for a request for cores anywhere, whose split into nodes
+                         means nothing); a job gets ``res`` whole hosts (``Placement.NODES``), so
                          cores anywhere (SWF's, GWF's) are a ``task.request.placement``
                          loss
 ``profile``              a ``delay`` profile is the runtime (``runtime_s`` = ``delay``); its
                          name is kept in ``extras["batsim:profile"]`` unless it is the name dcx
                          gives a delay (``delay<seconds>``, as ``delay120`` or ``delay20.25``).
-                         Any other profile (``parallel_homogeneous``, ``composed`` …) depends on
-                         the platform's speeds: the runtime is unknown (``None``) and the name is
-                         kept in ``extras["batsim:profile"]``
+                         A ``composed`` sequence whose members only wait (delays, or sequences
+                         of them) is its ``repeat`` times their delays' sum (``runtime_s``;
+                         its name kept). Any other profile (``parallel_homogeneous``, a
+                         sequence with one …) depends on the platform's speeds: the runtime is
+                         unknown (``None``) and the name is kept in ``extras["batsim:profile"]``
+                         (so SWF, which has no column for it, writes no runtime for the job and
+                         reports the profile as lost; a job without runtime or profile is left
+                         out when written back to Batsim, a ``task`` loss)
 other job members        ``extras["batsim:<member>"]`` (``extra_data`` and the rest), as written
 ``profiles``             profiles other than a plain delay (``type`` and ``delay`` only) used by
                          a job are kept whole, in file order, in
@@ -39,7 +45,8 @@ other job members        ``extras["batsim:<member>"]`` (``extra_data`` and the r
                          attribute (SWF's header field of the machine's size, so it goes
                          through SWF and back), or in ``Workload.extras["batsim:nb_res"]``
                          when the file also has a different ``MaxProcs`` member; written
-                         from ``MaxProcs`` when that is at least the largest ``res``
+                         from ``MaxProcs`` when that is at least the largest ``res`` (and
+                         then not written again as a ``MaxProcs`` member)
 other top-level members  ``Workload.attributes`` (``command``, ``date``, ``description`` of
                          Batsim's generated workloads); a member whose name has a ``:`` is not
                          kept (a warning)

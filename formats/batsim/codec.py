@@ -31,13 +31,19 @@ from dcx.core.model import (
     Extras,
     Id,
     Job,
+    Placement,
     ResourceRequest,
     StartMode,
     Task,
     Workload,
     direct_constructor,
 )
-from dcx.core.shapes import single_core_node_columns, single_core_nodes
+from dcx.core.shapes import (
+    only_resplit,
+    only_resplit_rows,
+    single_core_node_columns,
+    single_core_nodes,
+)
 from dcx.formats.batsim import SCHEMA
 
 PREFIX = "batsim:"
@@ -95,6 +101,35 @@ def _is_int(value: object) -> TypeGuard[int]:
 
 def _is_delay(definition: Any) -> bool:
     return isinstance(definition, dict) and definition.get("type") in _DELAY_TYPES
+
+
+def waiting_runtime(name: object, profiles: dict[str, Any],
+                    seen: frozenset[str] = frozenset()) -> float | None:
+    """The seconds a profile that only waits runs: a delay's ``delay``; a sequence's
+    (``composed``) ``repeat`` times the sum of its members' when each of them only waits.
+    ``None`` for any other profile: a compute profile's time depends on the platform's
+    speeds (and a sequence that names itself never ends)."""
+    if not isinstance(name, str):
+        return None
+    definition = profiles.get(name)
+    if not isinstance(definition, dict) or name in seen:
+        return None
+    if _is_delay(definition):
+        delay = definition.get("delay")
+        return float(delay) if isinstance(delay, int | float) and not isinstance(
+            delay, bool) else None
+    members, repeat = definition.get("seq"), definition.get("repeat", 1)
+    if definition.get("type") not in _SEQUENCE_TYPES or not isinstance(members, list) \
+            or not _is_int(repeat) or repeat < 1:
+        return None
+    total = 0.0
+    for member in members:
+        runtime = waiting_runtime(member, profiles, seen | {name})
+        if runtime is None:
+            return None
+        total += runtime
+    runtime = total * repeat
+    return runtime if math.isfinite(runtime) else None
 
 
 def _version_of(profile_type: str) -> int | None:
@@ -241,17 +276,19 @@ def _check_profiles(profiles: dict[str, Any], checks: _Checks) -> int | None:
 
 
 _Profile = tuple[float | None, bool, int | None]
-"""What a job takes from its profile: the runtime of a delay, whether the task keeps the
-profile's name (not the one dcx gives that delay), the hosts a ``parallel`` profile is for."""
+"""What a job takes from its profile: the runtime of a profile that only waits
+(``waiting_runtime``), whether the task keeps the profile's name (not the one dcx gives
+that delay), the hosts a ``parallel`` profile is for."""
 
 
 def _profile_uses(profiles: dict[str, Any]) -> dict[str, _Profile]:
     uses: dict[str, _Profile] = {}
     for name, definition in profiles.items():
-        runtime = float(definition["delay"]) if _is_delay(definition) else None
+        runtime = waiting_runtime(name, profiles)
         hosts = len(definition["cpu"]) if definition["type"] in _PARALLEL_TYPES \
             and "cpu" in definition else None
-        uses[name] = (runtime, runtime is None or name != delay_profile_name(runtime), hosts)
+        uses[name] = (runtime, runtime is None or not _is_delay(definition)
+                      or name != delay_profile_name(runtime), hosts)
     return uses
 
 
@@ -305,7 +342,7 @@ def _job_task(index: int, job: dict[str, Any], profiles: dict[str, _Profile],
         "requested_time_s": walltime,
         "request": _new_request({"nodes": res, "cores": 1.0, "memory_mb": None, "gpus": 0,
                                  "resources": (), "os": None, "arch": None,
-                                 "features": ()}),
+                                 "features": (), "placement": Placement.NODES}),
         "dependencies": (), "deadline_s": None, "start_mode": StartMode.ANY,
         "start_time_s": None, "preemptible": None, "user": None, "group": None, "image": None,
         "image_size_mb": None, **UNRECORDED, "extras": extras})
@@ -361,7 +398,8 @@ _new_task = direct_constructor(Task, (
     "deadline_s", "start_mode", "start_time_s", "preemptible", "user", "group", "image",
     "image_size_mb", *TRACE_FIELDS, "extras"))
 _new_request = direct_constructor(ResourceRequest, ("nodes", "cores", "memory_mb", "gpus",
-                                                    "resources", "os", "arch", "features"))
+                                                    "resources", "os", "arch", "features",
+                                                    "placement"))
 _new_job = direct_constructor(Job, ("id", "tasks", "name", "user", "extras"))
 
 
@@ -478,9 +516,12 @@ class _Normalizer:
         lost = self.lost
         runtime = task.runtime_s if _positive(task.runtime_s) else None
         request = task.request
-        if request.cores != 1:
-            lost.add("task.request.cores")  # (also of a task left out, as its other values)
         nodes = _node_count(_hosts(request))
+        if request.cores != 1 and not only_resplit(request.placement, request.nodes,
+                                                   request.cores, nodes):
+            # (also of a task left out, as its other values; cores anywhere lose nothing
+            # as hosts: only their total means something)
+            lost.add("task.request.cores")
         extras = task.extras
         name = extras.get(PROFILE_KEY)
         if name is not None and not self._writable_name(name):
@@ -488,8 +529,7 @@ class _Normalizer:
             name = None
         definition = self.profiles.get(name) if name is not None else None
         if runtime is not None:
-            if definition is not None and not (_is_delay(definition)
-                                               and definition["delay"] == runtime):
+            if definition is not None and waiting_runtime(name, self.profiles) != runtime:
                 lost.add("task.extras")  # the name is another profile's
                 name = None
             name = self._delay_name(runtime, name)
@@ -537,10 +577,10 @@ class _Normalizer:
         return name
 
     def _is_delay_of(self, name: str, runtime: float) -> bool:
-        """Whether ``name`` is, or can become, the delay profile of ``runtime`` seconds."""
-        definition = self.profiles.get(name)
-        if definition is not None:
-            return _is_delay(definition) and definition["delay"] == runtime
+        """Whether ``name`` is, or can become, the delay profile of ``runtime`` seconds (or
+        is a kept sequence of delays that waits that long)."""
+        if name in self.profiles:
+            return waiting_runtime(name, self.profiles) == runtime
         return self.generated.setdefault(name, runtime) == runtime
 
     def _job_extras(self, extras: Extras, profile: str | None) -> Extras:
@@ -762,7 +802,9 @@ def _normal_columns(columns: WorkloadColumns, normalizer: _Normalizer
         lost.add("task.request.nodes")
     if bool((kept.cores != 1).any()):
         changes["cores"] = np.ones(len(kept), dtype=np.float64)
-    if bool((columns.cores != 1).any()):
+    if bool((columns.cores != 1).any()) and bool(np.any((columns.cores != 1) & ~only_resplit_rows(
+            columns.placement, columns.nodes, columns.cores,
+            _per_value(np, _host_column(columns), _node_count, np.int64)))):
         lost.add("task.request.cores")  # (also of a task left out, as _Normalizer.task)
     if kept is columns and ids is columns.ids and len(changes) == 1:
         return columns
@@ -987,8 +1029,13 @@ def machine_size(nb_res: int, workload: Workload) -> Any:
 def head_root(nb_res: Any, workload: Workload) -> dict[str, Any]:
     """The top-level members written before ``jobs``: ``nb_res`` (``machine_size`` of the
     most hosts a job asks for), then the workload's attributes."""
-    root: dict[str, Any] = {"nb_res": machine_size(nb_res, workload)}
-    root.update({key: value for key, value in workload.attributes.items() if ":" not in key})
+    size = machine_size(nb_res, workload)
+    root: dict[str, Any] = {"nb_res": size}
+    # a MaxProcs that nb_res says already (a size other than the most hosts a job asks for
+    # reads back as it) is not written a second time, as a member of its own
+    said = size != nb_res and NB_RES_KEY not in workload.extras
+    root.update({key: value for key, value in workload.attributes.items() if ":" not in key
+                 and not (said and key == MACHINE_SIZE_KEY and _is_int(value) and value == size)})
     return root
 
 

@@ -27,6 +27,9 @@ Mapping details shared by both variants:
   the scheduler's question (``schedule.missing-runtime``), not the file's.
 * NProcs ``-1`` (allocated count unknown) takes the cores from ReqNProcs and keeps
   ``gwf:NProcs = -1``; ReqNProcs is kept as ``gwf:ReqNProcs`` only when it differs from NProcs.
+  SWF's requested count (field 8) and allocated -1 (field 5) are these columns
+  (``swf:RequestedProcessors``, ``swf:AllocatedProcessors``): written here, not lost
+  (``dcx.core.counterparts``).
 * ReqMemory is KB per processor; the model's ``request.memory_mb`` is per node, so
   ``memory_mb = ReqMemory x NProcs / 1024``.
 * Ids are non-negative integers, as the archives and SC18 write them. dcx also reads text ids
@@ -39,7 +42,9 @@ Mapping details shared by both variants:
 * Nodes are not held: a task runs on one node, so a multi-node request is written as the
   cores of one node, ``nodes x cores`` (rounded up), with that node's memory the job's total
   (``dcx.core.shapes``): a 64-processor SWF job is a 64-core GWF task. The node count is lost
-  (reported as ``task.request.nodes``, with the cores and memory values it changes).
+  (reported as ``task.request.nodes``, with the cores and memory values it changes), except
+  for a request for cores anywhere, whose split into nodes means nothing (SWF's processors:
+  nothing is lost).
 * Plain (free-form) extras keys have no column, so ``task.extras`` is not held; ``gwf:`` keys
   are the format's own and survive.
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from dcx.core.columns import JobRows, columns_of
+from dcx.core.counterparts import GWF_FROM_SWF, columns_with_counterparts, with_counterparts
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -30,7 +31,7 @@ from dcx.core.model import (
     TaskStatus,
     Workload,
 )
-from dcx.core.shapes import one_node
+from dcx.core.shapes import one_node, only_resplit
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS, _looks_archive
 from dcx.formats.gwf.rules import (
     ARCHIVE_CODES,
@@ -573,15 +574,17 @@ class _Normalizer:
         lost = self.lost
         request = task.request
         total_cores, node_memory = one_node(request.nodes, request.cores, request.memory_mb)
-        # The node count is what is lost when nodes become one node's cores; the cores and
-        # the memory then carry the same totals, so they count as changed only for what
-        # they cannot hold themselves.
-        if request.nodes != 1:
+        # The node count is what is lost when nodes become one node's cores (nothing is,
+        # for cores anywhere: only the total means something); the cores and the memory
+        # then carry the same totals, so they count as changed only for what they cannot
+        # hold themselves.
+        cores = _whole_cores(total_cores)
+        resplit = only_resplit(request.placement, request.nodes, request.cores, cores)
+        if request.nodes != 1 and not resplit:
             lost.add("task.request.nodes")
         if request.placement is not Placement.CORES:
             lost.add("task.request.placement")
-        cores = _whole_cores(total_cores)
-        if _whole_cores(request.cores) != request.cores:
+        if _whole_cores(request.cores) != request.cores and not resplit:
             lost.add("task.request.cores")
         submit = known_submit(task.submit_time_s)
         if submit != task.submit_time_s:
@@ -593,8 +596,9 @@ class _Normalizer:
         for field, value in recorded.items():
             if value != getattr(task, field):
                 lost.add(f"task.{field}")
-        extras, dropped = _gwf_extras(task.extras, cores, self.archive,
-                                      recorded.get("status", task.status))
+        # (SWF's processor keys are GWF's: core.counterparts)
+        extras, dropped = _gwf_extras(with_counterparts(task.extras, GWF_FROM_SWF), cores,
+                                      self.archive, recorded.get("status", task.status))
         if dropped:
             lost.add("task.extras")
         numbering = self.numbering
@@ -721,7 +725,8 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
         if own_document_keys:
             document = replace(document, extras=_without_own_keys(document.extras))
         return document, frozenset(), "workflow"
-    columns = columns_of(workload)
+    given = columns_of(workload)
+    columns = None if given is None else columns_with_counterparts(given, GWF_FROM_SWF)
     if columns is not None:
         from dcx.formats.gwf.columnar import normal_variant, on_one_node
 
@@ -729,7 +734,7 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str], Variant]:
         on_node = on_one_node(columns, lost)
         variant = None if on_node is None else normal_variant(on_node)
         if on_node is not None and variant is not None:  # nothing else to change
-            if on_node is not columns:
+            if on_node is not given:
                 workload = replace(workload, jobs=JobRows(on_node))
             return _without_own_workload_keys(document, workload, lost, own_document_keys), \
                 frozenset(lost), variant
@@ -945,7 +950,8 @@ def part_normal_form(document: Document, variant: Variant) -> tuple[Document, fr
     own_document_keys = any(key.startswith(EXTRA_PREFIX) for key in document.extras)
     if workload is None:
         return normal_form(document), frozenset()
-    columns = columns_of(workload)
+    given = columns_of(workload)
+    columns = None if given is None else columns_with_counterparts(given, GWF_FROM_SWF)
     found = None
     folded: set[str] = set()
     if columns is not None:
@@ -955,8 +961,8 @@ def part_normal_form(document: Document, variant: Variant) -> tuple[Document, fr
         found = None if on_node is None else part_columns(on_node, variant)
     if found is not None:
         lost = folded | found[1]
-        new_workload = workload if found[0] is columns else replace(workload,
-                                                                    jobs=JobRows(found[0]))
+        new_workload = workload if found[0] is given else replace(workload,
+                                                                  jobs=JobRows(found[0]))
     else:
         new_workload, lost = _normal_jobs(workload, variant, dependencies_known=True)
     return _without_own_workload_keys(document, new_workload, lost, own_document_keys), \

@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dcx.core.columns import ExtraColumn, Strings, WorkloadColumns, all_distinct, all_found
+from dcx.core.counterparts import GWF_FROM_SWF, columns_with_counterparts
 from dcx.core.model import Placement, TaskStatus
-from dcx.core.shapes import one_node_columns
+from dcx.core.shapes import one_node_columns, only_resplit_rows
 from dcx.formats.gwf import ARCHIVE_COLUMNS, WORKFLOW_COLUMNS
 from dcx.formats.gwf.rules import ARCHIVE_CODES, ARCHIVE_TOKENS
 from dcx.formats.gwf.spelling import (
@@ -48,16 +49,20 @@ def written_columns(columns: WorkloadColumns, variant: Variant | None = None,
     row writer must do it (see the module docstring). ``variant``: the one to write, else
     ``codec.variant_of``'s choice; ``dependencies_known``: every dependency names a task of
     the file, maybe outside ``columns`` (a chunk's: ``codec.write_part``), and is kept."""
+    own = columns_with_counterparts(columns, GWF_FROM_SWF)  # SWF's processor keys are GWF's
+    if own is None:
+        return None
+    columns = own
     import numpy as np
 
     if not _plain_ids(columns.ids, np) or any(
             key.startswith(EXTRA_PREFIX) and key[len(EXTRA_PREFIX):] in RECORDED
             and key != STATUS_KEY for key in columns.extras):
         return None  # (recorded values an earlier dcx kept in extras: the rows move them)
-    extras = _Extras.of(columns, np)
+    columns = one_node_columns_of(columns)
+    extras = _Extras.of(columns, np)  # (ReqNProcs is kept where it differs from the total)
     if extras is None:
         return None
-    columns = one_node_columns_of(columns)
     if _archive(columns, extras, np) if variant is None else variant == "archive":
         if not _recorded_kept(columns, np):
             return None  # (values the archive's columns cannot hold: the rows drop them)
@@ -116,7 +121,9 @@ def on_one_node(columns: WorkloadColumns, lost: set[str]) -> WorkloadColumns | N
     if not (bool(np.all(columns.nodes >= 1)) and bool(np.all(whole_cores(cores, np) == cores))
             and bool(np.all(memories(memory[known], cores[known], np) == memory[known]))):
         return None
-    lost.add("task.request.nodes")  # (cores and memory carry the totals: see _Normalizer)
+    if bool(np.any(several & ~only_resplit_rows(columns.placement, columns.nodes,
+                                                columns.cores, folded.cores))):
+        lost.add("task.request.nodes")  # (cores and memory carry the totals: see _Normalizer)
     return folded
 
 

@@ -17,7 +17,10 @@ Mapping (containment subsystem):
   ``MachineState.FAILURE`` (HALT and MAINTENANCE are written as down); properties ↔ features
   (``name`` for an empty value, ``name=value`` otherwise, as Fluxion builds R properties);
 * below a node: ``socket`` → one CPU per socket with its ``core`` descendants counted; cores
-  outside sockets form one CPU with no id; ``gpu`` → a GPU (id = vertex id); ``memory`` → a
+  outside sockets form one CPU with no id (written back, a CPU's socket is named and
+  numbered by its id, else its position; an id an earlier CPU of the node has, as
+  setup.json's CPU types, gets the smallest free number: a ``cpu.id`` loss, and GPUs
+  alike); ``gpu`` → a GPU (id = vertex id); ``memory`` → a
   memory module (size and unit converted to MB, binary multiples); any other type → a
   ``NamedResource`` (name, size, type, unit);
 * consecutive nodes of one grouping that differ only in name, id and rank, whose subtrees

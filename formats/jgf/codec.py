@@ -795,8 +795,10 @@ def _normal_machine(machine: Machine, name: str, vertex_id: int) -> Machine:
         machine, name=name, id=written_id, state=state, extras=extras,
         features=tuple(key if value == "" else f"{key}={value}"
                        for key, value in properties.items()),
-        cpus=tuple(replace(cpu, id=_int_id(cpu.id, i)) for i, cpu in enumerate(machine.cpus)),
-        gpus=tuple(replace(gpu, id=_int_id(gpu.id, i)) for i, gpu in enumerate(machine.gpus)),
+        cpus=tuple(replace(cpu, id=unit_id) for cpu, unit_id in zip(
+            machine.cpus, sibling_ids(machine.cpus), strict=True)),
+        gpus=tuple(replace(gpu, id=unit_id) for gpu, unit_id in zip(
+            machine.gpus, sibling_ids(machine.gpus), strict=True)),
         memory=tuple(replace(module, capacity_mb=_whole_memory_mb(module.capacity_mb))
                      for module in machine.memory),
         resources=tuple(replace(resource, type=resource.type or resource.name)
@@ -847,8 +849,10 @@ def normal_form_losses(document: Document) -> frozenset[str]:
                 ("machine.state", machine.state in (MachineState.HALT,
                                                     MachineState.MAINTENANCE)),
                 ("machine.features", features_to_properties(machine.features)[1] > 0),
-                ("cpu.id", any(bad_id(cpu.id) for cpu in machine.cpus)),
-                ("gpu.id", any(bad_id(gpu.id) for gpu in machine.gpus)),
+                ("cpu.id", any(bad_id(cpu.id) for cpu in machine.cpus)
+                 or _repeats_ids(machine.cpus)),
+                ("gpu.id", any(bad_id(gpu.id) for gpu in machine.gpus)
+                 or _repeats_ids(machine.gpus)),
                 ("machine.memory", any(_whole_memory_mb(m.capacity_mb) != m.capacity_mb
                                        for m in machine.memory)),
                 ("machine.resources", not all(map(_is_whole_size, machine.resources)))):
@@ -979,17 +983,14 @@ def _canonical_subtree(cpus: tuple[ProcessingUnit, ...], gpus: tuple[ProcessingU
         return str(entry["path"])
 
     core_number = 0
-    for socket_index, cpu in enumerate(cpus):
-        socket_id = _int_id(cpu.id, socket_index)
+    for cpu, socket_id in zip(cpus, sibling_ids(cpus), strict=True):
         socket = add("socket", f"socket{socket_id}", socket_id)
         for _ in range(cpu.cores):
             add("core", f"core{core_number}", core_number, socket)
             core_number += 1
-    for gpu_index, gpu in enumerate(gpus):
-        gpu_id = _int_id(gpu.id, gpu_index)
+    for gpu_id in sibling_ids(gpus):
         add("gpu", f"gpu{gpu_id}", gpu_id)
-    for memory_index, module in enumerate(memory):
-        memory_id = _int_id(module.id, memory_index)
+    for module, memory_id in zip(memory, sibling_ids(memory), strict=True):
         size, unit = _memory_size(module.capacity_mb)
         add("memory", f"memory{memory_id}", memory_id, size=size, unit=unit)
     for resource in resources:
@@ -1097,6 +1098,33 @@ class _GraphWriter:
                 edges.append(_json_text({"source": str(parent), "target": str(uniq_id),
                                          "metadata": {"subsystem": subsystem}}).encode())
         return edges
+
+
+def sibling_ids(units: Sequence[ProcessingUnit | StorageUnit]) -> list[int]:
+    """The vertex id (and name number) of each unit below a node among the units of its
+    kind: its own id when that is a non-negative integer, else its position; an id an
+    earlier sibling has is replaced by the smallest no sibling has, since JGF paths must be
+    unique (setup.json's CPU ids are CPU types: a dual-socket machine repeats one)."""
+    wanted = [_int_id(unit.id, index) for index, unit in enumerate(units)]
+    if len(set(wanted)) == len(wanted):
+        return wanted
+    taken: set[int] = set()
+    ids = []
+    for unit_id in wanted:
+        if unit_id in taken:
+            unit_id = next(number for number in range(len(wanted) + len(taken) + 1)
+                           if number not in taken and number not in wanted)
+        taken.add(unit_id)
+        ids.append(unit_id)
+    return ids
+
+
+def _repeats_ids(units: Sequence[ProcessingUnit]) -> bool:
+    """Whether ``sibling_ids`` renumbers a unit whose id the model gives (one an earlier
+    sibling has)."""
+    return any(unit.id is not None and unit_id != _int_id(unit.id, index)
+               for index, (unit, unit_id) in enumerate(zip(units, sibling_ids(units),
+                                                           strict=True)))
 
 
 def _int_id(value: Any, fallback: int) -> int:

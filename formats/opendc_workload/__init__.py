@@ -62,7 +62,9 @@ What dcx reads
   ``time``, ``duration``, ``cpu_count`` or ``cores``, ``cpu_usage`` or ``cpuUsage``), read
   as that loader read them (``legacy.py``): a VM is a task numbered 1..n in file order and
   named by its id, submitted at ``start_time`` and running until ``stop_time``, with one
-  ``opendc-workload.legacy-layout`` warning; what it could not read (a column missing or of
+  ``opendc-workload.legacy-layout`` warning; a v2.0 file states no capacity, so its tasks
+  state none either (no ``opendc-workload:cpu_capacity``: unknown, as a task from another
+  format, written as the default below; never 0 MHz); what it could not read (a column missing or of
   another type, nulls, a VM id twice) is ``opendc-workload.legacy``. Written in today's
   layout; read whole (the 16 MB part-at-a-time path reads today's layout only).
 
@@ -88,7 +90,8 @@ renumbered 1..n in workload order (dependencies follow, a ``task.id`` loss); tim
 rounded to the millisecond, an unknown or negative runtime is 0, a time origin that is not
 ISO 8601 to the millisecond is dropped; a task over several nodes asks for all their cores
 and all their memory (``nodes x cores``, ``nodes x memory``: the node count is the
-``task.request.nodes`` loss, ``dcx.core.shapes``); cores are whole (rounded up) and fit INT32,
+``task.request.nodes`` loss, ``dcx.core.shapes``, but for a request for cores anywhere, whose
+split into nodes means nothing); cores are whole (rounded up) and fit INT32,
 memory is rounded to 1/1000 MB; ``opendc-workload:`` extras that OpenDC's columns cannot carry are
 dropped. A task from another format (without a profile) gets one fragment, its runtime at
 its capacity, since OpenDC silently drops a task without one; a task read from an OpenDC
@@ -133,6 +136,8 @@ LEGACY_TASKS = "meta.parquet"
 LEGACY_FRAGMENTS = "trace.parquet"
 LEGACY_MEMBERS = (LEGACY_TASKS, LEGACY_FRAGMENTS)
 """The OpenDC 2.x layout's files (``legacy.py``): read, never written."""
+MHZ_PER_CORE = 1000.0
+"""``cpu_capacity`` per core when the model does not say (no extra)."""
 OWN = "opendc-workload:"
 """The prefix of the extras this format keeps of its own."""
 
@@ -172,6 +177,17 @@ normal_form = deferred("dcx.formats.opendc_workload.codec", "normal_form")
 
 
 normal_form_losses = deferred("dcx.formats.opendc_workload.codec", "normal_form_losses")
+
+
+RUNTIME_NOTE = ("an unknown or negative runtime is written as a duration of 0 ms (OpenDC "
+                "needs one), others to the millisecond")
+"""What the normal form does to runtimes, said on the ``task.runtime_s`` loss line."""
+
+
+def loss_notes(document: object) -> dict[str, str]:
+    """``FormatDeclaration.loss_notes``: how runtimes are written (the same words for every
+    document, so a conversion in slices says what the whole one says)."""
+    return {"task.runtime_s": RUNTIME_NOTE}
 
 
 PARTS = PartReader(
@@ -227,6 +243,7 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    loss_notes=loss_notes,
     own_extras=frozenset({"task.extras"}),
     read_members=LEGACY_MEMBERS,
     codes=CODES,

@@ -26,11 +26,12 @@ from dcx.core.ids import job_holding
 from dcx.core.limits import LIMITS
 from dcx.core.memo import last_result
 from dcx.core.model import Document, Id, Job, Task, Workload
-from dcx.core.shapes import one_node, one_node_columns
+from dcx.core.shapes import one_node, one_node_columns, only_resplit, only_resplit_rows
 from dcx.formats.opendc_workload import (
     FRAGMENTS,
     LEGACY_MEMBERS,
     MEMBERS,
+    MHZ_PER_CORE,
     OWN,
     SCHEMA,
     TASKS,
@@ -38,8 +39,6 @@ from dcx.formats.opendc_workload import (
 
 TIME_ORIGIN_KEY = b"dcx:time_origin"
 """Key-value metadata of tasks.parquet: the workload's time origin (empty: none)."""
-MHZ_PER_CORE = 1000.0
-"""``cpu_capacity`` per core when the model does not say (no extra)."""
 MEMORY_FACTOR = 1000
 """``mem_capacity`` = MB × 1000: OpenDC divides it by 1000 and compares it with MiB."""
 
@@ -810,9 +809,12 @@ def _normal_columns(columns: WorkloadColumns, origin: int,
             changes[field] = normal
         if not np.array_equal(given, own, equal_nan=True):
             lost.add(path)
-    if np.any(columns.nodes != 1):
+    several = columns.nodes != 1
+    if np.any(several):
         changes["nodes"] = np.ones(len(ids), dtype=np.int64)
-        lost.add("task.request.nodes")
+        if np.any(several & ~only_resplit_rows(columns.placement, columns.nodes, columns.cores,
+                                               cores)):
+            lost.add("task.request.nodes")  # (cores anywhere: only the total means something)
     capacity = columns.extras.get(CPU_CAPACITY)
     extras = dict(columns.extras)
     if capacity is not None:
@@ -967,10 +969,11 @@ def _normal_task(task: Task, new_id: Id, numbering: dict[Id, Id], origin: int,
     if type(request.nodes) is int and type(cores) in (int, float) and (
             memory is None or type(memory) in (int, float)):
         cores, memory = one_node(request.nodes, cores, memory)
+    normal_cores = _whole_cpus(cores)
     if request.nodes != 1:
         request_changes["nodes"] = 1
-        lost.add("task.request.nodes")
-    normal_cores = _whole_cpus(cores)
+        if not only_resplit(request.placement, request.nodes, request.cores, normal_cores):
+            lost.add("task.request.nodes")  # (cores anywhere: only the total means something)
     if not _same(request.cores, normal_cores):
         request_changes["cores"] = normal_cores
     if not _same(request.cores, _whole_cpus(request.cores)):

@@ -11,8 +11,10 @@ string ``id``, a ``timestamp`` (v2.0 ``time``), a ``duration`` in ms, ``cpu_coun
 demand over time. A VM ran from its start to its stop instant; one without trace rows was
 skipped. Here a VM is a task numbered 1..n in file order with its string id as its name
 (OpenDC named its VMs by it and numbered them itself), submitted at ``start_time``, running
-``stop_time - start_time``, with capacity 0 MHz where v2.0 gave none; a trace row's
-``timestamp`` and ``cpu_count`` are not kept (today's fragments have neither).
+``stop_time - start_time``; a trace row's ``timestamp`` and ``cpu_count`` are not kept
+(today's fragments have neither). Trace schema v2.0 gave no capacity: its VMs' capacity is
+unknown, so their tasks state none (no ``opendc-workload:cpu_capacity``, as a task read from
+another format), never 0 MHz, which would be a capacity that runs nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dcx.core.diagnostics import Diagnostic, error, warning
-from dcx.formats.opendc_workload import FRAGMENTS, LEGACY_FRAGMENTS, LEGACY_TASKS, TASKS
+from dcx.formats.opendc_workload import (
+    FRAGMENTS,
+    LEGACY_FRAGMENTS,
+    LEGACY_TASKS,
+    MHZ_PER_CORE,
+    TASKS,
+)
 
 _META_ALIASES = {"submissionTime": "start_time", "endTime": "stop_time",
                  "maxCores": "cpu_count", "requiredMemory": "mem_capacity"}
@@ -122,8 +130,9 @@ def _tasks(meta: dict[str, Any], number: dict[str, int]) -> Any:
 
     start, stop = _milliseconds(meta["start_time"]), _milliseconds(meta["stop_time"])
     count = len(number)
+    # v2.0 states no capacity: the one today's reader reads as none stated (no extra)
     capacity = meta["cpu_capacity"].cast(pa.float64()) if "cpu_capacity" in meta else \
-        pa.array([0.0] * count, pa.float64())
+        pc.multiply(meta["cpu_count"].cast(pa.float64()), MHZ_PER_CORE)
     memory = meta["mem_capacity"]
     memory = memory.cast(pa.int64()) if pa.types.is_integer(memory.type) else \
         memory.cast(pa.float64())

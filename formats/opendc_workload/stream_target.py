@@ -142,7 +142,10 @@ class OpendcWorkloadTarget(JsonTarget):
         spec = replace(self.spec, normal_form_losses=lambda _: claimed)
         found = self.derive_losses(document, spec, normal)
         if isinstance(first, str) or first is None:
-            found += tuple(Loss(path, None, FIELDS[path], first) for path in sorted(to_place))
+            # (each with what the normal form does to its values, as a loss line says it)
+            notes = self.spec.loss_notes(document) if self.spec.loss_notes is not None else {}
+            found += tuple(Loss(path, None, "; ".join((FIELDS[path], notes[path])) if path
+                                in notes else FIELDS[path], first) for path in sorted(to_place))
         self.placed |= {loss.field for loss in found
                         if loss.field in unused and loss.first is not None}
         return {None: found,

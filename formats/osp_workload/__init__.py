@@ -20,9 +20,14 @@ Mapping:
   ``runtime`` → ``runtime_s`` (the format gives no unit; dcx reads seconds); without
   ``runtime``, the span from the first ``time_assigned`` to the last ``time_released`` of
   ``resources_used`` is the runtime; ``core_count`` → ``request.cores``; ``memory_usage``
-  ("200MB") → ``request.memory_mb``; a task runs on one node, so a request over several nodes
-  is written as all their cores and memory (``nodes x cores``, ``nodes x memory``; the node
-  count is a ``task.request.nodes`` loss, ``dcx.core.shapes``; the task's cores are on that
+  ("200MB") is the memory the task used, a record of its run as ``energy_usage``,
+  ``network_usage`` and ``disk_space_usage`` beside it are (the upstream example's workflow
+  sums them in ``total_memory_usage``), so it is ``used_memory_mb``, the model's average per
+  core: ``memory_usage`` ÷ the task's cores, written back × its cores. The format states no
+  requested memory (``request.memory_mb`` is a loss). A task runs on one node, so a request
+  over several nodes is written as all their cores (``nodes x cores``; the node
+  count is a ``task.request.nodes`` loss, ``dcx.core.shapes``, but for a request for cores
+  anywhere, whose split into nodes means nothing; the task's cores are on that
   one node, ``Placement.NODES``, so cores anywhere are a ``task.request.placement`` loss);
   every other key
   (``user_id``, ``disk_space_usage``, ``resources_used``, …) → ``Task.extras`` under its own
@@ -92,7 +97,7 @@ def __getattr__(name: str) -> Any:
 HOLDS = frozenset({
     "workload.name", "workload.description", "workload.time_origin", "workload.extras", "job",
     "job.name", "job.extras", "task.id", "task.submit_time_s", "task.runtime_s",
-    "task.request.cores", "task.request.memory_mb", "task.dependencies", "task.extras",
+    "task.request.cores", "task.used_memory_mb", "task.dependencies", "task.extras",
     "job.empty", "task.dependencies.multiple",
 })
 

@@ -31,7 +31,7 @@ from dcx.core.diagnostics import (
 )
 from dcx.core.memo import last_result
 from dcx.core.model import Document, Extras, Id, Job, ResourceRequest, Task, Workload
-from dcx.core.shapes import one_node, one_node_columns
+from dcx.core.shapes import one_node, one_node_columns, only_resplit, only_resplit_rows
 from dcx.parsing.jsonio import load_json_object
 from dcx.parsing.schemas import schema_diagnostics, schema_verdict, serialised_against
 from dcx.parsing.traces import dependency_diagnostics, format_number, written_ids
@@ -63,6 +63,21 @@ def parse_size_mb(text: str) -> float | None:
 
 def format_size_mb(value: float) -> str:
     return f"{format_number(value)}MB"
+
+
+def used_memory_text(per_core_mb: float, cores: float) -> str:
+    """``memory_usage`` of a task that used ``per_core_mb`` per core on ``cores`` cores:
+    the task's whole use (the model's used memory is an average per core)."""
+    return format_size_mb(per_core_mb * cores)
+
+
+def _used_memory(per_core_mb: float | None, cores: float) -> float | None:
+    """What ``memory_usage`` written for ``per_core_mb`` per core reads back as (``None``
+    where there is no amount to write: unknown, negative or not finite)."""
+    if per_core_mb is None or not (per_core_mb >= 0 and math.isfinite(per_core_mb)):
+        return None
+    whole = per_core_mb * cores
+    return whole / cores if math.isfinite(whole) else None
 
 
 # --------------------------------------------------------------------------- read
@@ -201,15 +216,17 @@ def _plain_columns(workflows: list[dict[str, Any]], origin: datetime | None,
                                dtype=np.float64),
         runtime_s=runtime, requested_time_s=np.full(count, math.nan),
         nodes=np.ones(count, dtype=np.int64), cores=cores,
-        memory_mb=np.array([memory_of[task["memory_usage"]] if "memory_usage" in task
-                            else math.nan for task in tasks], dtype=np.float64),
+        memory_mb=np.full(count, math.nan),
         gpus=np.zeros(count, dtype=np.int64), deadline_s=np.full(count, math.nan),
         user=none, group=none, dependency_offsets=sizes,
         dependency_ids=_texts_of(np, [needed for needed_ids in needs for needed in needed_ids]),
         extras={}, job_ids=_texts_of(np, [workflow["id"] for workflow in workflows]),
         job_offsets=job_offsets,
         job_names=Strings.encode([workflow.get("application_name") for workflow in workflows]),
-        job_users=Strings(np.full(len(workflows), -1, dtype=np.int32), ()))
+        job_users=Strings(np.full(len(workflows), -1, dtype=np.int32), ()),
+        used_memory_mb=np.array([memory_of[task["memory_usage"]] if "memory_usage" in task
+                                 else math.nan for task in tasks], dtype=np.float64) / cores
+        if memory_of else None)
 
 
 def _origin(root: dict[str, Any], reader: _Reader) -> tuple[str | None, datetime | None]:
@@ -274,7 +291,7 @@ def _task(
     if cores <= 0:
         reader.diagnostics.append(error(f"core_count must be positive, not {cores}",
                                         "osp-workload.negative", pointer=pointer + "/core_count"))
-    memory = _size(task, "memory_usage", pointer, reader)
+    used = _size(task, "memory_usage", pointer, reader)
     for key in _CHECKED_SIZES:
         _size(task, key, pointer, reader)
     extras = {key: value for key, value in task.items() if key not in _TASK_MAPPED}
@@ -282,8 +299,9 @@ def _task(
         id=task_id if task_id is not None else "",
         submit_time_s=submit or 0.0,
         runtime_s=None if runtime is None else float(runtime),
-        request=ResourceRequest(cores=float(cores), memory_mb=memory),
+        request=ResourceRequest(cores=float(cores)),
         dependencies=tuple(task.get("depends_on", [])),
+        used_memory_mb=None if used is None or cores <= 0 else used / cores,
         extras=extras,
     )
 
@@ -520,14 +538,13 @@ def _normal_columns(columns: WorkloadColumns, origin: datetime,
         texts = _texts_of(np, [numbering[old] for old in ids.tolist()])
     changes["ids"] = texts
     changes.update(_normal_dependencies(np, columns, numbering, lost))
-    # (as _Normalizer.task: a task's nodes as the cores and memory of one node)
-    total, node_memory = one_node_columns(columns.nodes, columns.cores, columns.memory_mb)
+    # (as _Normalizer.task: a task's nodes as the cores of one node)
+    total, _ = one_node_columns(columns.nodes, columns.cores, columns.memory_mb)
     for field, path, rule, wanted in (
             ("submit_time_s", "task.submit_time_s", lambda value: _submit(value, origin),
              columns.submit_time_s),
             ("runtime_s", "task.runtime_s", _at_least_zero, columns.runtime_s),
-            ("cores", "task.request.cores", _cores, total),
-            ("memory_mb", "task.request.memory_mb", _at_least_zero, node_memory)):
+            ("cores", "task.request.cores", _cores, total)):
         given = getattr(columns, field)
         normal = _per_value(np, wanted, rule, np.float64)
         if not np.array_equal(given, normal, equal_nan=True):
@@ -535,14 +552,33 @@ def _normal_columns(columns: WorkloadColumns, origin: datetime,
         own = normal if wanted is given else _per_value(np, given, rule, np.float64)
         if not np.array_equal(given, own, equal_nan=True):
             lost.add(path)
-    if bool((columns.nodes != 1).any()):
+    several = columns.nodes != 1
+    if bool(several.any()):
         changes["nodes"] = np.ones(len(columns), dtype=np.int64)
-        lost.add("task.request.nodes")
+        if bool(np.any(several & ~only_resplit_rows(columns.placement, columns.nodes,
+                                                    columns.cores,
+                                                    changes.get("cores", columns.cores)))):
+            lost.add("task.request.nodes")
+    if columns.used_memory_mb is not None:
+        used = _used_memory_column(np, columns.used_memory_mb,
+                                   changes.get("cores", columns.cores))
+        if not np.array_equal(used, columns.used_memory_mb, equal_nan=True):
+            changes["used_memory_mb"] = used
+            lost.add("task.used_memory_mb")
     extras = _normal_extra_columns(columns.extras, lost)
     if extras is not columns.extras:
         changes["extras"] = extras
     changes["job_ids"] = _texts_of(np, list(map(str, columns.job_ids.tolist())))
     return replace(columns, **changes)
+
+
+def _used_memory_column(np: Any, used: Any, cores: Any) -> Any:
+    """``_used_memory`` of every row (``NaN``: none), with the same arithmetic."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        whole = used * cores
+        back = whole / cores
+    keep = (used >= 0) & np.isfinite(used) & np.isfinite(whole)
+    return np.where(keep, back, math.nan)
 
 
 def _normal_dependencies(np: Any, columns: WorkloadColumns, numbering: dict[Id, Id] | None,
@@ -613,22 +649,23 @@ class _TaskNormalizer:
         request = task.request
         submit = _submit(task.submit_time_s, self.origin)
         runtime = _at_least_zero(task.runtime_s)
-        # A task runs on one node: its nodes become that node's cores and memory
-        # (core.shapes). The node count is what is lost; cores and memory carry the
-        # totals, so they count as changed only for what they cannot hold themselves.
-        total, node_memory = request.cores, request.memory_mb
-        if request.nodes != 1:
-            lost.add("task.request.nodes")
-            if type(request.nodes) is int:
-                total, node_memory = one_node(request.nodes, total, node_memory)
+        # A task runs on one node: its nodes become that node's cores (core.shapes). The
+        # node count is what is lost (nothing is, for cores anywhere: only the total means
+        # something); cores carry the total, so they count as changed only for what they
+        # cannot hold themselves. (Requested memory is not held.)
+        total = request.cores
+        if request.nodes != 1 and type(request.nodes) is int:
+            total, _ = one_node(request.nodes, total, None)
         cores = _cores(total)
-        memory = _at_least_zero(node_memory)
+        if request.nodes != 1 and not only_resplit(request.placement, request.nodes,
+                                                   request.cores, cores):
+            lost.add("task.request.nodes")
+        used = _used_memory(task.used_memory_mb, cores)
         for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
                                     ("task.runtime_s", task.runtime_s, runtime),
                                     ("task.request.cores", request.cores,
                                      _cores(request.cores)),
-                                    ("task.request.memory_mb", request.memory_mb,
-                                     _at_least_zero(request.memory_mb))):
+                                    ("task.used_memory_mb", task.used_memory_mb, used)):
             if before is not after and before != after:
                 lost.add(path)
         extras, dropped = _free_keys(task.extras, _TASK_MAPPED, "task")
@@ -637,19 +674,21 @@ class _TaskNormalizer:
         task_id = numbering[task.id]
         if (task_id == task.id and dependencies == task.dependencies
                 and submit == task.submit_time_s and runtime is task.runtime_s
-                and cores == request.cores and memory is request.memory_mb
+                and cores == request.cores
+                and (used is task.used_memory_mb or used == task.used_memory_mb)
                 and request.nodes == 1 and extras is task.extras):
             return task
         return Task(**{**task.__dict__, "id": task_id, "dependencies": dependencies,
                        "submit_time_s": submit, "runtime_s": runtime,
-                       "request": replace(request, nodes=1, cores=cores, memory_mb=memory),
-                       "extras": extras})
+                       "request": replace(request, nodes=1, cores=cores),
+                       "used_memory_mb": used, "extras": extras})
 
 
 def normal_form(document: Document) -> Document:
     """What the format makes of ``document`` beyond its field paths: ids as text (renumbered
     when two would read the same), submit times as timestamps read them back, runtimes and
-    memory >= 0, cores > 0, an ISO 8601 time origin, extras the format's keys can take."""
+    used memory >= 0 (as ``memory_usage`` reads back), cores > 0, an ISO 8601 time origin,
+    extras the format's keys can take."""
     return _normalized(document)[0]
 
 
@@ -715,8 +754,8 @@ def _task_object(task: Task, origin: datetime) -> dict[str, Any]:
         written["runtime"] = _json_number(task.runtime_s)
     if request.cores != 1.0:
         written["core_count"] = _json_number(request.cores)
-    if request.memory_mb is not None:
-        written["memory_usage"] = format_size_mb(request.memory_mb)
+    if task.used_memory_mb is not None:
+        written["memory_usage"] = used_memory_text(task.used_memory_mb, request.cores)
     if task.dependencies:
         written["depends_on"] = list(task.dependencies)
     return written
@@ -948,8 +987,9 @@ def _column_tasks(columns: WorkloadColumns, origin: datetime,
         "runtime", lambda seconds: _TEXT(_json_number(seconds))))
     cores = _value_texts(np, columns.cores, member(
         "core_count", lambda cores: None if cores == 1.0 else _TEXT(_json_number(cores))))
-    memory = _value_texts(np, columns.memory_mb, member(
-        "memory_usage", lambda mb: _TEXT(format_size_mb(mb))))
+    memory = _value_texts(np, columns.used_memory_mb * columns.cores, member(
+        "memory_usage", lambda mb: _TEXT(format_size_mb(mb)))) \
+        if columns.used_memory_mb is not None else [""] * count
     extras = [""] * count
     for key, column in columns.extras.items():
         if ":" not in key:

@@ -225,7 +225,7 @@ _CLOSED = object()
 
 
 _OSP_VALUE_PATHS = frozenset({
-    "task.submit_time_s", "task.runtime_s", "task.request.cores", "task.request.memory_mb",
+    "task.submit_time_s", "task.runtime_s", "task.request.cores", "task.used_memory_mb",
     "task.dependencies"})
 """The held task fields whose values osp-workload's normal form may change in a chunk it
 converts (``codec._TaskNormalizer``; ids it would change and extras keys it cannot write are

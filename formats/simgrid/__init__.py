@@ -94,7 +94,8 @@ Every machine needs an id (a machine without one gets its name, or ``node<N>``: 
 normal form), every rack one too (``rack<N>``); ids are text, unique across hosts, zones and
 clusters (SimGrid names them in one namespace). Value restrictions the normal form reports as
 losses: ids that do not read back as themselves or clash (renamed ``node<N>`` / ``rack<N>``), a
-name other than the id, a machine without CPUs (one core), props XML cannot carry. A machine
+name other than the id, a machine without CPUs (one core), several CPUs (one host of all
+their cores: ``machine.cpus.sockets``), props XML cannot carry. A machine
 without a positive clock rate is not written (SimGrid would get a host of speed ``0f``), unless
 its ``role`` prop says Batsim stores on it: when some are left out, ``dcx convert`` says which
 and hints at ``--fill clock-rate=…``. Memory, GPUs, states and the hierarchy above racks are not

@@ -664,8 +664,11 @@ class _Normalizer:
         cpus = machine.cpus
         if len(cpus) != 1 or cpus[0].cores < 1 or not _valid_clock(cpus[0].clock_rate_hz):
             cores = machine.core_count
-            # several CPUs merge as restrict merges sockets
+            # several CPUs merge as restrict merges sockets, and their split is lost (said
+            # here: restrict finds no sockets left in the normal form to report)
             clock = cpus[0].clock_rate_hz if len(cpus) == 1 else machine.clock_rate_hz
+            if len(cpus) > 1:
+                lost.add("machine.cpus.sockets")
             if not cpus or cores < 1:
                 lost.add("machine.cpus")
                 cores = 1

@@ -14,6 +14,8 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   runtime); when it is unknown (-1) or 0 the requested count (field 8) is used and the
   allocated value is kept as ``swf:AllocatedProcessors``. The requested count is kept as
   ``swf:RequestedProcessors`` only when it differs from P. A line with neither is an error.
+  GWF's ReqNProcs and NProcs -1 are these columns (``gwf:ReqNProcs``, ``gwf:NProcs``): written
+  here, not lost (``dcx.core.counterparts``).
 * **Times.** Submit time → ``submit_time_s``; run time → ``runtime_s``; requested time →
   ``requested_time_s``; -1 → ``None``. SWF times are whole seconds: dcx reads decimals
   leniently but writes whole seconds (see What dcx writes).
@@ -34,7 +36,9 @@ Mapping (one SWF line = one :class:`Job` holding one :class:`Task`, both with th
   node is written as its total cores: ``nodes x cores`` processors (rounded up), with the
   memory per processor that keeps the job's total memory (``dcx.core.shapes``). A 64-core GWF
   task is a 64-processor SWF job. The cores per node are lost (reported as
-  ``task.request.cores``, with the processor count and memory values it changes).
+  ``task.request.cores``, with the processor count and memory values it changes), except
+  for a request for cores anywhere (GWF's), whose split into nodes means nothing: only its
+  totals, which the processors keep.
 * **Dependencies.** Preceding job number (field 17) → ``dependencies`` when that job is in the
   file; think time (field 18) → ``think_time_s``. A preceding job outside the file (a trace
   excerpt) is kept as ``swf:PrecedingJobNumber`` with a warning instead of failing the file.

@@ -24,6 +24,7 @@ from dcx.core.columns import (
     columns_of,
     concat_strings,
 )
+from dcx.core.counterparts import SWF_FROM_GWF, columns_with_counterparts, with_counterparts
 from dcx.core.diagnostics import (
     Diagnostic,
     ReadResult,
@@ -46,7 +47,13 @@ from dcx.core.model import (
     Workload,
 )
 from dcx.core.restrict import regrouped
-from dcx.core.shapes import single_core_node_columns, single_core_nodes, whole_count
+from dcx.core.shapes import (
+    only_resplit,
+    only_resplit_rows,
+    single_core_node_columns,
+    single_core_nodes,
+    whole_count,
+)
 from dcx.formats.swf import COLUMNS
 from dcx.parsing.column_text import joined_lines, known_texts, number_texts
 from dcx.parsing.schemas import load_schema, schema_diagnostics
@@ -790,6 +797,9 @@ class _Normalizer:
     def task(self, task: Task) -> Task:
         lost = self.lost
         numbering = self.numbering
+        own = with_counterparts(task.extras, SWF_FROM_GWF)  # GWF's processor keys are SWF's
+        if own is not task.extras:
+            task = replace(task, extras=own)
         task = lifted_recorded(task, "swf:", {**_SECONDS}, {**_CODES})
         dependencies = tuple(numbering[d] for d in task.dependencies if d in numbering)
         if len(dependencies) != len(task.dependencies):
@@ -804,13 +814,16 @@ class _Normalizer:
             else name_number(task.user)
         group = task.group if task.group is None or _writable_name(task.group) \
             else name_number(task.group)
-        # Cores per node are what is lost when they become processors; the processor count
-        # and the memory then carry the same totals, so they count as changed only for
-        # what they cannot hold themselves.
+        # Cores per node are what is lost when they become processors (nothing is, for
+        # cores anywhere: only the total means something); the processor count and the
+        # memory then carry the same totals, so they count as changed only for what they
+        # cannot hold themselves.
+        resplit = only_resplit(request.placement, request.nodes, request.cores, nodes)
         for path, before, after in (("task.submit_time_s", task.submit_time_s, submit),
                                     ("task.runtime_s", task.runtime_s, runtime),
                                     ("task.requested_time_s", task.requested_time_s, requested),
-                                    ("task.request.cores", request.cores, 1.0),
+                                    ("task.request.cores", request.cores,
+                                     request.cores if resplit else 1.0),
                                     ("task.request.nodes", request.nodes,
                                      whole_count(request.nodes)),
                                     ("task.request.memory_mb", request.memory_mb,
@@ -973,7 +986,9 @@ def _on_single_core_nodes(columns: WorkloadColumns, lost: set[str]) -> WorkloadC
     if not bool(np.all(columns.nodes >= 1)):
         return None  # (the rows report the node count too)
     nodes, memory = single_core_node_columns(columns.nodes, columns.cores, columns.memory_mb)
-    lost.add("task.request.cores")  # (nodes and memory carry the totals: see _Normalizer)
+    if bool(np.any((columns.cores != 1) & ~only_resplit_rows(
+            columns.placement, columns.nodes, columns.cores, nodes))):
+        lost.add("task.request.cores")  # (nodes and memory carry the totals: see _Normalizer)
     return replace(anywhere, nodes=nodes, cores=np.ones(len(columns), dtype=np.float64),
                    memory_mb=memory)
 
@@ -1094,7 +1109,9 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
     columns = columns_of(workload)
     jobs: Sequence[Job]
     lost: set[str] = set()
-    on_nodes = None if columns is None else _on_single_core_nodes(columns, lost)
+    # (GWF's processor keys are SWF's: core.counterparts)
+    own = None if columns is None else columns_with_counterparts(columns, SWF_FROM_GWF)
+    on_nodes = None if own is None else _on_single_core_nodes(own, lost)
     if on_nodes is not None and _columns_in_normal_form(on_nodes):
         # nothing else to change: no task is built
         jobs = workload.jobs if on_nodes is columns else JobRows(on_nodes)
