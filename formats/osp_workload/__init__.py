@@ -108,7 +108,7 @@ FIELD_NAMES: dict[str, str] = {
     "job": "workflows", "job.name": "application_name",
     "job.extras": "other workflow keys", "job.empty": "workflows without tasks",
     "task.id": "task id", "task.submit_time_s": "ts_submit", "task.runtime_s": "runtime",
-    "task.request.cores": "core_count", "task.request.memory_mb": "memory_usage",
+    "task.request.cores": "core_count", "task.used_memory_mb": "memory_usage",
     "task.dependencies": "depends_on", "task.dependencies.multiple": "depends_on (several)",
     "task.extras": "other task keys (user_id, disk_space_usage, resources_used, …)",
 }
