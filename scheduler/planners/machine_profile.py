@@ -67,8 +67,7 @@ class MachineProfile:
         """Per slice, the cores free on all usable machines together, and its running
         maximum (``None``: to be made again)."""
         self._ends: list[tuple[float, int]] = []
-        self._shortest: dict[int, float] = {}
-        """Per task, its requested time on the fastest machine it may use."""
+        self._machines: dict[int, tuple[list[int], list[float]]] = {}
         self.seq = 0
         """Counts the stretches given back (``given_back``)."""
         self.visited: dict[int, int] = {}
@@ -161,7 +160,21 @@ class MachineProfile:
                 self._change(now, end, machines, running_amounts(state, task, machines))
                 self.given_back(now, end)
                 given = True
+        if given:
+            self._merge()
         return given
+
+    def _merge(self) -> None:
+        """Drop the slices whose amounts equal the slice's before them (the ends of slots
+        given back): an earliest fit starts at the first of such a run either way."""
+        free = self.free
+        same = np.all(free[1:] == free[:-1], axis=(1, 2))
+        if same.any():
+            keep = np.concatenate(([True], ~same))
+            self.free = free[keep]
+            self.times = [moment for moment, kept in zip(self.times, keep.tolist(),
+                                                         strict=True) if kept]
+            self._times_array = self._pooled = None
 
     def given_back(self, begin: float, end: float) -> None:
         """Log a stretch where something was given back: a waiting task placed before it
@@ -175,46 +188,51 @@ class MachineProfile:
             highest.pop()
         highest.append((self.seq, end))
 
-    def could_change(self, state: ReservingState, task: int, held: Reservation) -> bool:
-        """Whether re-inserting ``task`` (reserved as ``held``, FirstFit) may give it
-        another reservation. It was at its earliest fit when last placed; since then only
-        the stretches given back can have made room, so a window it could move to starts
-        no later than its own and overlaps one of them (the hull ``[low, high)`` of those
-        stretches): it starts before ``high`` and, when that is before its own start,
-        there the cores of the usable machines together cover it in some slice, and in
-        every slice from ``high`` to the end of the shortest window from now (all its
-        windows cover them). Otherwise every window up to its own has lost room or kept
-        what it had, and FirstFit picks the same machines at the same start."""
+    def could_change(self, state: ReservingState, task: int, held: Reservation,
+                     ) -> float | None:
+        """Where re-inserting ``task`` (reserved as ``held``, FirstFit) may give it
+        another reservation: from ``-inf`` (an earlier start may fit), from its own start
+        (only other machines there), or ``None`` (it keeps ``held``).
+
+        It was at its earliest fit when last placed; since then only the stretches given
+        back can have made room, so a window it could take instead overlaps one of them
+        (their hull is ``[low, high)``). An earlier start ``t`` is before ``min(start,
+        high)``, so some slice starting before that has the task's cores free on the
+        usable machines together, and so do the slices from there to the end of the
+        shortest window from now (every such window covers them; the task's own slot
+        begins no earlier). Its own start gives other machines only if a stretch reaches
+        past it. Otherwise every window up to its own lost room or kept what it had, and
+        FirstFit picks the same machines at the same start."""
         since = self.visited.get(task, -1)
         lowest = self._lowest
         found = bisect.bisect_right(lowest, (since, _INF))
         if found == len(lowest):
-            return False  # nothing given back since
+            return None  # nothing given back since
         low = lowest[found][1]
         highest = self._highest
         high = highest[bisect.bisect_right(highest, (since, _INF))][1]
         now, start = state.now, held.start_s
         if low >= held.end_s or high <= now:
-            return False
-        if start < high:
-            return True  # a window at its own start may overlap: looked at in full
+            return None
+        if self._earlier_may_fit(state, task, min(start, high), start):
+            return -_INF
+        return start if start < high else None
+
+    def _earlier_may_fit(self, state: ReservingState, task: int, limit: float,
+                         start: float) -> bool:
+        """Whether the usable machines together have the task's cores free in a slice
+        starting before ``limit`` and in every slice every window starting then covers
+        before ``start``."""
         pooled, tops = self._pooled_cores(state)
         total = state.need[task] * state.nodes[task]
         times = self.times
-        before = bisect.bisect_left(times, high)
-        if before == 0 or tops[before - 1] < total:
+        first = bisect.bisect_left(times, limit) - 1  # the slice holding the instant before
+        if first < 0 or tops[first] < total:
             return False
-        shortest = self._shortest.get(task)
-        if shortest is None:
-            usable = state.open_machines if state.allowed is None else state.open_for(task)
-            shortest = self._shortest[task] = min(
-                state.expected_duration(task, m) for m in usable)
-        reach = min(now + shortest, start)
-        if reach <= high:
+        reach = min(state.now + min(self._machines_of(state, task)[1]), start)
+        if reach < limit:
             return True
-        first = bisect.bisect_right(times, high) - 1
-        last = bisect.bisect_left(times, reach)
-        return bool(pooled[first:last].min() >= total)
+        return bool(pooled[first:bisect.bisect_left(times, reach)].min() >= total)
 
     def _pooled_cores(self, state: ReservingState) -> tuple[Any, Any]:
         if self._pooled is None:
@@ -229,60 +247,64 @@ class MachineProfile:
     # its questions
 
     def earliest(self, state: ReservingState, task: int, select: MachineSelection,
-                 latest: float = _INF) -> Reservation | None:
-        """The earliest slice start (no later than ``latest``) at which enough machines
+                 latest: float = _INF, after: float = -_INF) -> Reservation | None:
+        """The earliest slice start (from ``after`` to ``latest``) at which enough machines
         have the task's cores and other resources free for its whole requested time, with
         the machines R5 picks there (or, for a cores-anywhere task no one machine holds,
         those it spreads over)."""
         self.visited[task] = self.seq
-        usable = state.open_machines if state.allowed is None else state.open_for(task)
+        usable, lengths = self._machines_of(state, task)
         if not usable:
             return None
         need, nodes = state.need[task], state.nodes[task]
         demand: Demand = state.demand[task] if state.demand else ()
-        if nodes > 1:
-            slowest = max(state.expected_duration(task, m) for m in usable)
-            lengths = [slowest] * len(usable)
-        else:
-            lengths = [state.expected_duration(task, m) for m in usable]
         # the starts up to ``latest`` and every slice their windows can reach
-        starts = bisect.bisect_right(self.times, latest)
+        first = bisect.bisect_left(self.times, after) if after > -_INF else 0
+        starts = bisect.bisect_right(self.times, latest) - first
         rows = min(len(self.times), bisect.bisect_left(self.times, latest + max(lengths)) + 1)
         vector = np.array(dense(need, demand, self.resources - 1), dtype=np.int64)
         columns = usable if len(usable) != self.free.shape[2] else None
-        view = self.free[:rows] if columns is None else self.free[:rows, :, columns]
-        times = self._times()[:rows]
-        fits = _window_fits(view, vector, times, lengths)[:starts]
+        view = self.free[first:rows]
+        if columns is not None:
+            view = view[:, :, columns]
+        fits = _window_fits(view, vector, self._times()[first:rows], lengths)[:starts]
         whole = np.flatnonzero(np.count_nonzero(fits, axis=1) >= nodes)
         first_whole = int(whole[0]) if whole.size else starts
         if first_whole and state.tasks.is_anywhere(task):
-            found = self._spread(need, demand, usable, view, vector, max(lengths),
+            found = self._spread(need, demand, usable, first, view, vector, max(lengths),
                                  first_whole)
             if found is not None:
                 return found
         if first_whole == starts:
             return None
-        begin = self.times[first_whole]
+        index = first + first_whole
+        begin = self.times[index]
         candidates = [usable[column] for column in np.flatnonzero(fits[first_whole])]
-        chosen = tuple(select(need, nodes, candidates, self.free[first_whole, 0].tolist()))
+        chosen = tuple(select(need, nodes, candidates, self.free[index, 0].tolist()))
         length = dict(zip(usable, lengths, strict=True))
         return Reservation(begin, chosen, begin + max(length[m] for m in chosen),
                            taken=(demand,) * len(chosen) if self.resources > 1 else None)
 
-    def _spread(self, need: int, demand: Demand, usable: list[int], view: Any, vector: Any,
-                length: float, before: int) -> Reservation | None:
-        """The first start before slice ``before`` at which the task spreads over the
-        lowest free amounts of its window."""
+    def _spread(self, need: int, demand: Demand, usable: list[int], first: int, view: Any,
+                vector: Any, length: float, before: int) -> Reservation | None:
+        """The first start before slice ``first + before`` (from slice ``first``, whose
+        slices on are ``view``) at which the task spreads over the lowest free amounts of
+        its window."""
         count = len(view)
-        times = self._times()[:count]
+        times = self._times()[first:first + count]
         ends = np.maximum(np.searchsorted(times, times + length, side="left"),
                           np.arange(1, count + 1))
+        # the machines together must cover it in every slice, and in the first and last
+        # slices of the window on each machine
         short = np.any(view.sum(axis=2) < vector, axis=1)
         blocked = np.concatenate(([0], np.cumsum(short)))
-        possible = np.flatnonzero(blocked[ends[:before]] == blocked[:before])
+        head = view[:before]
+        edges = np.minimum(head, view[ends[:before] - 1]).sum(axis=2)
+        possible = np.flatnonzero((blocked[ends[:before]] == blocked[:before])
+                                  & np.all(edges >= vector, axis=1))
         free = self.free
-        for index in possible.tolist():
-            lowest = free[index:int(ends[index])].min(axis=0).tolist()
+        for index in (first + possible).tolist():
+            lowest = free[index:first + int(ends[index - first])].min(axis=0).tolist()
             found = spread(need, demand, usable, lowest[0], lowest[1:])
             if found is None:
                 continue
@@ -293,17 +315,31 @@ class MachineProfile:
                                if self.resources > 1 else None)
         return None
 
+    def _machines_of(self, state: ReservingState, task: int) -> tuple[list[int], list[float]]:
+        """The machines the task may use (machine states do not change while the profile
+        lives) and its requested time on each (the slowest one's, over several nodes)."""
+        known = self._machines.get(task)
+        if known is None:
+            usable = state.open_machines if state.allowed is None else state.open_for(task)
+            if state.nodes[task] > 1:
+                lengths = [max(state.expected_duration(task, m) for m in usable)] * len(usable)
+            else:
+                lengths = [state.expected_duration(task, m) for m in usable]
+            known = self._machines[task] = (usable, lengths)
+        return known
+
     def _times(self) -> Any:
         if self._times_array is None:
             self._times_array = np.array(self.times, dtype=np.float64)
         return self._times_array
 
     def move_earlier(self, state: ReservingState, task: int, held: Reservation,
-                     select: MachineSelection) -> Reservation | None:
+                     select: MachineSelection, after: float = -_INF) -> Reservation | None:
         """Re-insert ``task``, reserved as ``held``, at its earliest fit with its own slot
-        free (so no later than it was); its new reservation."""
+        free (so no later than it was; the caller knows none before ``after`` fits); its
+        new reservation."""
         self.release(held, state.need[task])
-        found = self.earliest(state, task, select, held.start_s)
+        found = self.earliest(state, task, select, held.start_s, after)
         assert found is not None and found.start_s <= held.start_s, "its own slot is free"
         self.hold(found, state.need[task])
         return found
@@ -377,9 +413,10 @@ def compress_first_fit(profile: MachineProfile, state: ReservingState,
         earlier = False
         for task in waiting:
             held = reservations[task]
-            if not profile.could_change(state, task, held):
+            after = profile.could_change(state, task, held)
+            if after is None:
                 continue
-            found = profile.move_earlier(state, task, held, select)
+            found = profile.move_earlier(state, task, held, select, after)
             if found is not None and found != held:
                 reservations[task] = found
                 moved(task, found)
