@@ -205,6 +205,7 @@ class EventLoop:
         changes_first = self.model.event_order == "state-changes-first"
         now = self.first_time()
         progress = self.progress
+        changes = len(self.problem.state_changes)
         while now is not None:
             self.cycles += 1
             if progress is not None and not self.cycles % PROGRESS_CYCLES:
@@ -212,12 +213,13 @@ class EventLoop:
             state.now = now
             if timer is not None:
                 timer.begin_cycle()
+            # most runs have no machine state change left to look at
             if changes_first:
-                replan = self.apply_state_changes(now)
+                replan = self.next_change < changes and self.apply_state_changes(now)
                 released, freed, early = self.see_finishes(now)
             else:
                 released, freed, early = self.see_finishes(now)
-                replan = self.apply_state_changes(now)
+                replan = self.next_change < changes and self.apply_state_changes(now)
             released += self.admit_arrivals(now)
             planner.plan(released, freed, replan or early)
             if state.started:
