@@ -229,7 +229,10 @@ class MachineProfile:
         first = bisect.bisect_left(times, limit) - 1  # the slice holding the instant before
         if first < 0 or tops[first] < total:
             return False
-        reach = min(state.now + min(self._machines_of(state, task)[1]), start)
+        lengths = self._machines_of(state, task)[1]
+        if not lengths:
+            return False  # no machine it may use is up
+        reach = min(state.now + min(lengths), start)
         if reach < limit:
             return True
         return bool(pooled[first:bisect.bisect_left(times, reach)].min() >= total)
@@ -321,7 +324,9 @@ class MachineProfile:
         known = self._machines.get(task)
         if known is None:
             usable = state.open_machines if state.allowed is None else state.open_for(task)
-            if state.nodes[task] > 1:
+            if not usable:
+                lengths: list[float] = []
+            elif state.nodes[task] > 1:
                 lengths = [max(state.expected_duration(task, m) for m in usable)] * len(usable)
             else:
                 lengths = [state.expected_duration(task, m) for m in usable]
