@@ -143,7 +143,8 @@ class Distribution:
         if not values:
             nan = float("nan")
             return cls(0, nan, nan, nan, nan, nan)
-        ordered = sorted(values)
+        # a stable sort: the order ``sorted`` gives
+        ordered = np.sort(np.array(values, dtype=np.float64), kind="stable").tolist()
         return cls(len(ordered), math.fsum(ordered) / len(ordered), percentile(ordered, 50),
                    percentile(ordered, 90), percentile(ordered, 99), ordered[-1])
 
@@ -265,38 +266,35 @@ class _JobSpans:
 
 
 def _job_spans(problem: Problem, schedule: Schedule) -> _JobSpans:
+    """Computed a column at a time, with the same float operations as one task at a time
+    (the busy core-seconds summed in task order)."""
     tasks = problem.tasks
     count = len(tasks)
     job_count = len(problem.job_ids)
-    first_arrival = [math.inf] * job_count
-    first_start = [math.inf] * job_count
-    last_finish = [-math.inf] * job_count
-    sizes = [0] * job_count
-    complete = [True] * job_count
-    turnaround: list[float] = []
+    job = np.array(tasks.job, dtype=np.int64)
+    arrival = np.array(schedule.arrival_s, dtype=np.float64)
+    end = np.array(schedule.finish_s, dtype=np.float64)
+    first_arrival = np.full(job_count, math.inf)
+    np.minimum.at(first_arrival, job, arrival)
+    done = ~np.isnan(end)
+    complete = np.bincount(job[~done], minlength=job_count) == 0
+    finished_job, finished_end = job[done], end[done]
+    first_start = np.full(job_count, math.inf)
+    np.minimum.at(first_start, finished_job,
+                  np.array(schedule.first_start_s, dtype=np.float64)[done])
+    last_finish = np.full(job_count, -math.inf)
+    np.maximum.at(last_finish, finished_job, finished_end)
+    held = ((finished_end - np.array(schedule.start_s, dtype=np.float64)[done])
+            * np.array(tasks.need, dtype=np.int64)[done]
+            * np.array(tasks.nodes, dtype=np.int64)[done])
     busy_core_s = 0.0
-    arrivals, starts, firsts, finishes = (
-        schedule.arrival_s, schedule.start_s, schedule.first_start_s, schedule.finish_s)
-    for task in range(count):
-        job = tasks.job[task]
-        arrival = arrivals[task]
-        end = finishes[task]
-        sizes[job] += 1
-        if arrival < first_arrival[job]:
-            first_arrival[job] = arrival
-        turnaround.append(end - arrival)
-        if end != end:  # NaN: never finished
-            complete[job] = False
-            continue
-        if firsts[task] < first_start[job]:
-            first_start[job] = firsts[task]
-        if end > last_finish[job]:
-            last_finish[job] = end
-        busy_core_s += (end - starts[task]) * tasks.need[task] * tasks.nodes[task]
+    for core_s in held.tolist():
+        busy_core_s += core_s
     busy_core_s /= CORE_UNITS
-
-    return _JobSpans(first_arrival, first_start, last_finish, sizes, complete, turnaround,
-                     busy_core_s)
+    return _JobSpans(first_arrival.tolist(), first_start.tolist(), last_finish.tolist(),
+                     np.bincount(job, minlength=job_count).tolist()
+                     if count else [0] * job_count,
+                     complete.tolist(), (end - arrival).tolist(), busy_core_s)
 
 
 @dataclass
@@ -354,25 +352,19 @@ def _job_columns(problem: Problem, schedule: Schedule, spans: _JobSpans,
 def _task_distributions(schedule: Schedule, count: int
                         ) -> tuple[list[float], list[float], list[float], list[float]]:
     """Waiting time, response time, slowdown and bounded slowdown of the finished tasks
-    among the first ``count``."""
-    arrivals, starts, firsts, finishes = (
-        schedule.arrival_s, schedule.start_s, schedule.first_start_s, schedule.finish_s)
-    waits: list[float] = []
-    responses: list[float] = []
-    slowdowns: list[float] = []
-    bounded: list[float] = []
-    for task in range(count):
-        end = finishes[task]
-        if end != end:
-            continue
-        response = end - arrivals[task]
-        run = end - starts[task]
-        waits.append(firsts[task] - arrivals[task])
-        responses.append(response)
-        if run > 0:
-            slowdowns.append(response / run)
-        bounded.append(max(1.0, response / max(run, BOUNDED_SLOWDOWN_TAU_S)))
-    return waits, responses, slowdowns, bounded
+    among the first ``count`` (computed a column at a time: the same float operations as
+    one task at a time)."""
+    finishes = np.array(schedule.finish_s[:count], dtype=np.float64)
+    done = ~np.isnan(finishes)
+    end = finishes[done]
+    arrival = np.array(schedule.arrival_s[:count], dtype=np.float64)[done]
+    run = end - np.array(schedule.start_s[:count], dtype=np.float64)[done]
+    waits = np.array(schedule.first_start_s[:count], dtype=np.float64)[done] - arrival
+    response = end - arrival
+    positive = run > 0
+    bounded = np.maximum(1.0, response / np.maximum(run, BOUNDED_SLOWDOWN_TAU_S))
+    return (waits.tolist(), response.tolist(), (response[positive] / run[positive]).tolist(),
+            bounded.tolist())
 
 
 def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
