@@ -105,12 +105,12 @@ def measure() -> dict[str, float | None]:
     for label, memory in (("cores only", False), ("1 GB a core", True)):
         problem = _problem(memory)
         pooled = backfilling._pooled
-        backfilling._pooled = lambda problem: False  # type: ignore[assignment]
+        backfilling._pooled = lambda problem: False
         try:
             figures[f"{JOBS:,} jobs, {MACHINES} machines, {label}"] = _timed(
                 lambda p=problem: run_policy(p, policy, "event", None, False))
         finally:
-            backfilling._pooled = pooled  # type: ignore[assignment]
+            backfilling._pooled = pooled
     return figures
 
 

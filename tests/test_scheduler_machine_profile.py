@@ -49,8 +49,9 @@ class PlainMachines(ConservativeBackfilling):
     re-inserted."""
 
     @staticmethod
-    def _planned(state: ReservingState, reservations: dict[int, Reservation],
-                 ) -> _Profile | ResourceProfile:
+    def _planned(  # type: ignore[override]  # the plain profiles answer as the planner's
+            state: ReservingState, reservations: dict[int, Reservation],
+    ) -> _Profile | ResourceProfile:
         profile = ResourceProfile(state) if state.extra_free else _Profile(state)
         for held_by, held in reservations.items():
             profile.hold(held, state.need[held_by])

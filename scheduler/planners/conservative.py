@@ -52,7 +52,8 @@ class _Slices:
 
 class _Profile(_Slices):
     """Free cores per machine over time: slice ``i`` holds from ``times[i]`` to
-    ``times[i + 1]`` (the last one for ever)."""
+    ``times[i + 1]`` (the last one for ever). The plain profile, built afresh at every
+    early finish, that the differential tests hold ``MachineProfile`` to."""
 
     def __init__(self, state: ReservingState) -> None:
         self.times = [state.now]
@@ -279,9 +280,10 @@ class ConservativeBackfilling:
         self.machines_changed = True
 
     def _compress(self, state: ReservingState) -> None:
-        """A task ended early: rebuild the profile from the running tasks and the current
-        reservations (a fresh profile has no slices left over from moved reservations; one
-        pooled machine's profile is kept, ``PooledProfile.sync`` and ``compress``), then
+        """A task ended early: give its slot back in the profile kept for the run (one
+        pooled machine's, ``PooledProfile.sync`` and ``compress``; machine by machine,
+        ``MachineProfile.sync``, and under FirstFit ``compress_first_fit``; a plain
+        ``_Profile`` is built afresh from the running tasks and the reservations), then
         move each waiting task that could start earlier, in queue order, to its earliest
         fit. Its own slot is free while it looks, so no reservation moves later.
         A task that moves frees its old slot, where a task ahead of it in the queue may now
@@ -301,15 +303,17 @@ class ConservativeBackfilling:
             freed_until = self.profile.sync(state)
             compress(self.profile, state, reservations, waiting, freed_until, moved)
             return
+        profile: _Profile | MachineProfile
         if isinstance(self.profile, MachineProfile):
-            profile: _Profile | MachineProfile = self.profile
+            profile = self.profile
             profile.sync(state)  # kept up to date in place, as the pooled one
             if self.select is first_fit:
-                compress_first_fit(self.profile, state, reservations, waiting, self.select,
-                                   moved)
+                compress_first_fit(profile, state, reservations, waiting, self.select, moved)
                 return
         else:
-            profile = self.profile = self._planned(state, reservations)
+            planned = self.profile = self._planned(state, reservations)
+            assert not isinstance(planned, PooledProfile), "one pool is planned above"
+            profile = planned
         need, select = state.need, self.select
         # vacated[p]: the earliest start a task behind position p gave up in the last pass
         vacated = [-_INF] * (len(waiting) + 1)
