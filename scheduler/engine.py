@@ -258,7 +258,7 @@ class EventLoop:
         finishes, attempts = self.finishes, self.attempts
         expected_end = self.state.expected_end_s
         release, eligible = self.planner.release, self.planner.eligible
-        finished = self.arrivals.finished
+        finished, children = self.arrivals.finished, self.arrivals.children
         heappop = heapq.heappop
         released = 0
         freed = early = False
@@ -270,6 +270,8 @@ class EventLoop:
             if end < expected_end[task]:
                 early = True
             release(task)
+            if not children[task]:
+                continue  # most tasks (every SWF job) have none
             for child in finished(task):
                 eligible(child)
                 released += 1
@@ -278,7 +280,10 @@ class EventLoop:
     def admit_arrivals(self, now: float) -> int:
         """Tasks arriving by ``now`` join the queue (once J2 admits their job), and the
         ones without unfinished parents become eligible. Returns how many did."""
-        joined = self.arrivals.joined(now)
+        arrivals = self.arrivals
+        if not arrivals.may_join(now):
+            return 0
+        joined = arrivals.joined(now)
         if not joined:
             return 0
         self.planner.joined(joined)
