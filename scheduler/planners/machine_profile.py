@@ -17,14 +17,20 @@ at once: which machines have the task's amounts free in each slice, a running co
 slices where they do not, and each start's window end found by ``searchsorted``, so that a
 machine fits a window when the count does not grow across it. Spreading is tried only at
 starts where the machines together have the task's amounts free in every slice of the
-window (a bound no spread can beat), in time order.
+window, and in its first and last slices machine by machine (bounds no spread can beat),
+in time order.
 
 It is kept for the whole run, as the pooled profile is: ``sync`` gives back, from now until
 its expected end, what a task that ended early held, and ``started`` trims a reservation
 that becomes a running task to the task's own expected end (a task over several nodes is
 planned with its requested time on the slowest machine it may use, and runs on the ones it
-got). Slices whose amounts equal their neighbour's are left: an earliest fit starts at the
-first of them either way.
+got). After early finishes, a slice whose amounts equal the slice's before it is merged
+into it: an earliest fit starts at the first of such a run either way.
+
+Compression under FirstFit (``compress_first_fit``) re-inserts only the tasks that
+``could_change``: the profile logs every stretch given back (early finishes, trimmed
+starts, slots that moved tasks left), and a task placed at its earliest fit can only gain
+from one of them.
 """
 
 from __future__ import annotations
