@@ -4,9 +4,8 @@ reservation at its shadow time, and a later task starts now only if it does not 
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dcx.scheduler.packing import spread
@@ -55,12 +54,10 @@ class EasyBackfilling:
         if head_before is not None and head != head_before:
             state.reservations.pop(head_before, None)  # overtaken (SJF): no longer the head
         single = state.one_pool
-        behind: Iterable[tuple[Key, int]]
         if replan or freed or started_from_front or self.shadow is None or head != head_before:
             self.shadow = (self._reserve_on_one(state, head) if single
                            else self._reserve(state, head))
-            # the queue is not changed while it is scanned: no copy of it
-            behind = itertools.islice(queue, 1, None) if single else queue[1:]
+            behind = queue[1:]
         elif arrived:
             # Nothing finished and the head is the same: since the last pass the free
             # cores have not grown, nor the extra, and the clock is later. Every task
@@ -74,7 +71,6 @@ class EasyBackfilling:
         if single:
             self._backfill_on_one(state, self.shadow, behind)
         else:
-            assert isinstance(behind, list)
             self._backfill(state, self.shadow, behind)
 
     # One scheduling machine (a pooled cluster): the same rules on plain numbers, since the
@@ -100,7 +96,7 @@ class EasyBackfilling:
         return _Shadow(head, moment, [projected - wanted])
 
     def _backfill_on_one(self, state: ReservingState, shadow: _Shadow,
-                         behind: Iterable[tuple[Key, int]]) -> None:
+                         behind: list[tuple[Key, int]]) -> None:
         """Start the tasks of ``behind`` (queue entries, in queue order) that meet a rule."""
         if not state.usable[0]:
             return
