@@ -178,9 +178,13 @@ def baseline() -> dict[str, float | None] | None:
             subprocess.run(["tar", "-x", "-C", str(package)], input=archive, check=True)
         except (OSError, subprocess.CalledProcessError):
             return None
+        # the package is src/dcx (links to the top-level folders) where the revision has
+        # it: a folder named dcx without an __init__ loses to the installed working tree
+        source = package / "src"
         child = subprocess.run(
             [sys.executable, __file__, "--child"], capture_output=True, text=True,
-            env={**os.environ, "PYTHONPATH": folder}, check=False)
+            env={**os.environ, "PYTHONPATH": str(source if (source / "dcx").is_dir()
+                                                 else folder)}, check=False)
         if child.returncode != 0:
             print(child.stderr, file=sys.stderr)
             return None

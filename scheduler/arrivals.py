@@ -32,6 +32,13 @@ class Arrivals:
             return self.arrival_s[self.order[self.next]]
         return None
 
+    def may_join(self, now: float) -> bool:
+        """Whether ``joined(now)`` may give any task: one arrives by ``now``, or J2 holds
+        some back (a finish may let them in)."""
+        position = self.next
+        return self.gate is not None or (
+            position < len(self.order) and self.arrival_s[self.order[position]] <= now)
+
     def joined(self, now: float) -> list[int]:
         """The tasks that join the queue by ``now``, in order: those arriving (unless J2
         holds their job back) and those J2 now admits. Each is marked arrived."""

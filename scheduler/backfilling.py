@@ -33,10 +33,12 @@ Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
 * **Conservative**: every waiting task holds a reservation at its earliest fit in a profile
   of free cores per machine over time (running tasks by expected end, then the
   reservations of the tasks ahead of it); tasks start when their reservation comes. When a
-  task ends early (or a machine changes state) the profile is rebuilt and every waiting
-  task re-inserted in queue order (compression): its old slot is still free, so no
-  reservation moves later (unless a machine failed). An early finish rebuilds the profile
-  even when no task waits, so the freed cores are free for every later arrival.
+  task ends early every waiting task is re-inserted in queue order (compression): its old
+  slot is still free, so no reservation moves later. The profile is kept for the whole run
+  (the early finish's slot given back in place; ``planners/pooled_profile.py`` for one
+  pool, ``planners/machine_profile.py`` machine by machine) and made afresh when a machine
+  changes state (then a reservation may move later). An early finish frees its cores from
+  that instant even when no task waits, for every later arrival.
 * A task over several nodes on machines of different speeds is planned with its requested
   time on the slowest machine.
 * Resources beside cores (memory, GPUs, named resources) are planned like cores: R4 keeps

@@ -205,6 +205,7 @@ class EventLoop:
         changes_first = self.model.event_order == "state-changes-first"
         now = self.first_time()
         progress = self.progress
+        changes = len(self.problem.state_changes)
         while now is not None:
             self.cycles += 1
             if progress is not None and not self.cycles % PROGRESS_CYCLES:
@@ -212,12 +213,13 @@ class EventLoop:
             state.now = now
             if timer is not None:
                 timer.begin_cycle()
+            # most runs have no machine state change left to look at
             if changes_first:
-                replan = self.apply_state_changes(now)
+                replan = self.next_change < changes and self.apply_state_changes(now)
                 released, freed, early = self.see_finishes(now)
             else:
                 released, freed, early = self.see_finishes(now)
-                replan = self.apply_state_changes(now)
+                replan = self.next_change < changes and self.apply_state_changes(now)
             released += self.admit_arrivals(now)
             planner.plan(released, freed, replan or early)
             if state.started:
@@ -256,7 +258,7 @@ class EventLoop:
         finishes, attempts = self.finishes, self.attempts
         expected_end = self.state.expected_end_s
         release, eligible = self.planner.release, self.planner.eligible
-        finished = self.arrivals.finished
+        finished, children = self.arrivals.finished, self.arrivals.children
         heappop = heapq.heappop
         released = 0
         freed = early = False
@@ -268,6 +270,8 @@ class EventLoop:
             if end < expected_end[task]:
                 early = True
             release(task)
+            if not children[task]:
+                continue  # most tasks (every SWF job) have none
             for child in finished(task):
                 eligible(child)
                 released += 1
@@ -276,7 +280,10 @@ class EventLoop:
     def admit_arrivals(self, now: float) -> int:
         """Tasks arriving by ``now`` join the queue (once J2 admits their job), and the
         ones without unfinished parents become eligible. Returns how many did."""
-        joined = self.arrivals.joined(now)
+        arrivals = self.arrivals
+        if not arrivals.may_join(now):
+            return 0
+        joined = arrivals.joined(now)
         if not joined:
             return 0
         self.planner.joined(joined)

@@ -35,9 +35,12 @@ task of the job has a deadline).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+import numpy as np
 
 from dcx.core.model import Id
 from dcx.scheduler.engine import Schedule, time_model
@@ -140,7 +143,8 @@ class Distribution:
         if not values:
             nan = float("nan")
             return cls(0, nan, nan, nan, nan, nan)
-        ordered = sorted(values)
+        # a stable sort: the order ``sorted`` gives
+        ordered = np.sort(np.array(values, dtype=np.float64), kind="stable").tolist()
         return cls(len(ordered), math.fsum(ordered) / len(ordered), percentile(ordered, 50),
                    percentile(ordered, 90), percentile(ordered, 99), ordered[-1])
 
@@ -165,8 +169,24 @@ class RunMetrics:
     """TRT per task (NaN for a task that never finished), in task order."""
     deadline_missed: list[bool | None]
     """Per task, in task order; ``None`` for a task without a deadline."""
-    jobs: tuple[JobMetrics, ...]
+    job_columns: JobColumns
+    """The job metrics as one list per field (``jobs`` makes the rows of them)."""
     summary: Summary
+
+    @functools.cached_property
+    def jobs(self) -> tuple[JobMetrics, ...]:
+        """Per-job rows of the jobs whose tasks all finished, built when first asked (a
+        trace has millions; the summary needs only the columns)."""
+        columns = self.job_columns
+        job_ids = self.problem.job_ids
+        return tuple(
+            JobMetrics(job_ids[job], tasks, arrival, start, finish, makespan, waiting, njsl,
+                       path, missed)
+            for job, tasks, arrival, start, finish, makespan, waiting, njsl, path, missed
+            in zip(columns.job, columns.tasks, columns.first_arrival_s,
+                   columns.first_start_s, columns.last_finish_s, columns.makespan_s,
+                   columns.waiting_s, columns.njsl, columns.critical_path_s,
+                   columns.deadline_missed, strict=True))
 
     @property
     def tasks(self) -> Iterator[TaskMetrics]:
@@ -246,114 +266,105 @@ class _JobSpans:
 
 
 def _job_spans(problem: Problem, schedule: Schedule) -> _JobSpans:
+    """Computed a column at a time, with the same float operations as one task at a time
+    (the busy core-seconds summed in task order)."""
     tasks = problem.tasks
     count = len(tasks)
     job_count = len(problem.job_ids)
-    first_arrival = [math.inf] * job_count
-    first_start = [math.inf] * job_count
-    last_finish = [-math.inf] * job_count
-    sizes = [0] * job_count
-    complete = [True] * job_count
-    turnaround: list[float] = []
+    job = np.array(tasks.job, dtype=np.int64)
+    arrival = np.array(schedule.arrival_s, dtype=np.float64)
+    end = np.array(schedule.finish_s, dtype=np.float64)
+    first_arrival = np.full(job_count, math.inf)
+    np.minimum.at(first_arrival, job, arrival)
+    done = ~np.isnan(end)
+    complete = np.bincount(job[~done], minlength=job_count) == 0
+    finished_job, finished_end = job[done], end[done]
+    first_start = np.full(job_count, math.inf)
+    np.minimum.at(first_start, finished_job,
+                  np.array(schedule.first_start_s, dtype=np.float64)[done])
+    last_finish = np.full(job_count, -math.inf)
+    np.maximum.at(last_finish, finished_job, finished_end)
+    held = ((finished_end - np.array(schedule.start_s, dtype=np.float64)[done])
+            * np.array(tasks.need, dtype=np.int64)[done]
+            * np.array(tasks.nodes, dtype=np.int64)[done])
     busy_core_s = 0.0
-    arrivals, starts, firsts, finishes = (
-        schedule.arrival_s, schedule.start_s, schedule.first_start_s, schedule.finish_s)
-    for task in range(count):
-        job = tasks.job[task]
-        arrival = arrivals[task]
-        end = finishes[task]
-        sizes[job] += 1
-        if arrival < first_arrival[job]:
-            first_arrival[job] = arrival
-        turnaround.append(end - arrival)
-        if end != end:  # NaN: never finished
-            complete[job] = False
-            continue
-        if firsts[task] < first_start[job]:
-            first_start[job] = firsts[task]
-        if end > last_finish[job]:
-            last_finish[job] = end
-        busy_core_s += (end - starts[task]) * tasks.need[task] * tasks.nodes[task]
+    for core_s in held.tolist():
+        busy_core_s += core_s
     busy_core_s /= CORE_UNITS
+    return _JobSpans(first_arrival.tolist(), first_start.tolist(), last_finish.tolist(),
+                     np.bincount(job, minlength=job_count).tolist()
+                     if count else [0] * job_count,
+                     complete.tolist(), (end - arrival).tolist(), busy_core_s)
 
-    return _JobSpans(first_arrival, first_start, last_finish, sizes, complete, turnaround,
-                     busy_core_s)
+
+@dataclass
+class JobColumns:
+    """``JobMetrics`` of the jobs whose tasks all finished, one list per field (``job``:
+    the job's index in ``Problem.job_ids``)."""
+
+    job: list[int]
+    tasks: list[int]
+    first_arrival_s: list[float]
+    first_start_s: list[float]
+    last_finish_s: list[float]
+    makespan_s: list[float]
+    waiting_s: list[float]
+    njsl: list[float]
+    critical_path_s: list[float]
+    deadline_missed: list[int | None]
 
 
-def _job_rows(problem: Problem, schedule: Schedule, spans: _JobSpans,
-              missed: list[bool | None]) -> list[JobMetrics]:
+def _job_columns(problem: Problem, schedule: Schedule, spans: _JobSpans,
+                 missed: list[bool | None]) -> JobColumns:
+    """The job metrics, computed a column at a time (the same float operations as one job
+    at a time)."""
     tasks = problem.tasks
-    count = len(tasks)
     job_count = len(problem.job_ids)
-    first_arrival, first_start, last_finish = (spans.first_arrival, spans.first_start,
-                                               spans.last_finish)
-    sizes, complete = spans.sizes, spans.complete
     missed_per_job: list[int | None] = [None] * job_count
     for task, flag in enumerate(missed):
         if flag is not None:
             job = tasks.job[task]
             missed_per_job[job] = (missed_per_job[job] or 0) + flag
-
-    sc18 = schedule.time_model == "sc18"
-    critical: list[float] = []
-    if not sc18:
+    kept = np.flatnonzero(np.array(spans.sizes, dtype=np.int64).astype(bool)
+                          & np.array(spans.complete, dtype=bool))
+    first_arrival = np.array(spans.first_arrival, dtype=np.float64)[kept]
+    first_start = np.array(spans.first_start, dtype=np.float64)[kept]
+    last_finish = np.array(spans.last_finish, dtype=np.float64)[kept]
+    makespan = last_finish - first_arrival
+    if schedule.time_model == "sc18":
+        path = np.maximum(1.0, last_finish - first_start)
+        njsl = np.floor(makespan / path)
+    else:
         clocks = [c for c in problem.machines.clock_mhz if c is not None]
         per_task = _static_critical_paths(problem, max(clocks) if clocks else None)
-        critical = [0.0] * job_count
-        for task in range(count):
-            critical[tasks.job[task]] = max(critical[tasks.job[task]], per_task[task])
-
-    job_rows: list[JobMetrics] = []
-    for job in range(job_count):
-        if not sizes[job] or not complete[job]:
-            continue
-        makespan = last_finish[job] - first_arrival[job]
-        span = last_finish[job] - first_start[job]
-        if sc18:
-            path = max(1.0, span)
-            njsl = float(math.floor(makespan / path))
-        else:
-            path = max(1.0, critical[job])
-            njsl = makespan / path
-        job_rows.append(
-            JobMetrics(
-                job_id=problem.job_ids[job],
-                tasks=sizes[job],
-                first_arrival_s=first_arrival[job],
-                first_start_s=first_start[job],
-                last_finish_s=last_finish[job],
-                makespan_s=makespan,
-                waiting_s=first_start[job] - first_arrival[job],
-                njsl=njsl,
-                critical_path_s=path,
-                deadline_missed=missed_per_job[job],
-            )
-        )
-    return job_rows
+        critical = np.zeros(job_count, dtype=np.float64)
+        np.maximum.at(critical, np.array(tasks.job, dtype=np.int64),
+                      np.array(per_task, dtype=np.float64))
+        path = np.maximum(1.0, critical[kept])
+        njsl = makespan / path
+    jobs = kept.tolist()
+    return JobColumns(jobs, [spans.sizes[job] for job in jobs], first_arrival.tolist(),
+                      first_start.tolist(), last_finish.tolist(), makespan.tolist(),
+                      (first_start - first_arrival).tolist(), njsl.tolist(), path.tolist(),
+                      [missed_per_job[job] for job in jobs])
 
 
 def _task_distributions(schedule: Schedule, count: int
                         ) -> tuple[list[float], list[float], list[float], list[float]]:
     """Waiting time, response time, slowdown and bounded slowdown of the finished tasks
-    among the first ``count``."""
-    arrivals, starts, firsts, finishes = (
-        schedule.arrival_s, schedule.start_s, schedule.first_start_s, schedule.finish_s)
-    waits: list[float] = []
-    responses: list[float] = []
-    slowdowns: list[float] = []
-    bounded: list[float] = []
-    for task in range(count):
-        end = finishes[task]
-        if end != end:
-            continue
-        response = end - arrivals[task]
-        run = end - starts[task]
-        waits.append(firsts[task] - arrivals[task])
-        responses.append(response)
-        if run > 0:
-            slowdowns.append(response / run)
-        bounded.append(max(1.0, response / max(run, BOUNDED_SLOWDOWN_TAU_S)))
-    return waits, responses, slowdowns, bounded
+    among the first ``count`` (computed a column at a time: the same float operations as
+    one task at a time)."""
+    finishes = np.array(schedule.finish_s[:count], dtype=np.float64)
+    done = ~np.isnan(finishes)
+    end = finishes[done]
+    arrival = np.array(schedule.arrival_s[:count], dtype=np.float64)[done]
+    run = end - np.array(schedule.start_s[:count], dtype=np.float64)[done]
+    waits = np.array(schedule.first_start_s[:count], dtype=np.float64)[done] - arrival
+    response = end - arrival
+    positive = run > 0
+    bounded = np.maximum(1.0, response / np.maximum(run, BOUNDED_SLOWDOWN_TAU_S))
+    return (waits.tolist(), response.tolist(), (response[positive] / run[positive]).tolist(),
+            bounded.tolist())
 
 
 def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
@@ -364,7 +375,7 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
     busy_core_s = spans.busy_core_s
     arrivals, finishes = schedule.arrival_s, schedule.finish_s
     missed = deadline_misses(problem, schedule)
-    job_rows = _job_rows(problem, schedule, spans, missed)
+    job_columns = _job_columns(problem, schedule, spans, missed)
     finished = [value for value in turnaround if not math.isnan(value)]
     waits, responses, slowdowns, bounded = _task_distributions(schedule, count)
     all_cores = sum(problem.machines.capacity) / CORE_UNITS
@@ -378,9 +389,9 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         tasks=count,
         jobs=sum(1 for size in sizes if size),
         trt_s=_mean(finished),
-        jms_s=_mean([row.makespan_s for row in job_rows]),
-        njsl=_mean([row.njsl for row in job_rows]),
-        jwt_s=_mean([row.waiting_s for row in job_rows]),
+        jms_s=_mean(job_columns.makespan_s),
+        njsl=_mean(job_columns.njsl),
+        jwt_s=_mean(job_columns.waiting_s),
         utilisation=busy_core_s / (all_cores * horizon) if horizon > 0 and all_cores else 0.0,
         makespan_s=horizon,
         lost_core_s=schedule.lost_core_s,
@@ -396,4 +407,4 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         bounded_slowdown=Distribution.of(bounded),
         killed=schedule.killed,
     )
-    return RunMetrics(problem, schedule, turnaround, missed, tuple(job_rows), summary)
+    return RunMetrics(problem, schedule, turnaround, missed, job_columns, summary)

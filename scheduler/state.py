@@ -18,6 +18,7 @@ state.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -220,10 +221,10 @@ class ReservingState(SchedulerState):
     def running_tasks(self) -> list[tuple[float, int]]:
         return self.running
 
-    @property
+    @functools.cached_property
     def one_pool(self) -> bool:
         """One scheduling machine, cores only, no filter: the planners' plain-number paths
-        apply."""
+        apply (none of these changes during a run, and the planners ask at every event)."""
         return len(self.capacity) == 1 and self.allowed is None and not self.extra_free
 
     def add_running(self, task: int) -> None:

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from dcx.scheduler.packing import spread
-from dcx.scheduler.planners.conservative_profile import ResourceProfile
+from dcx.scheduler.planners.machine_profile import MachineProfile, compress_first_fit
 from dcx.scheduler.planners.pooled_profile import PooledProfile, compress
 from dcx.scheduler.planners.strict import Key, dequeue, place
-from dcx.scheduler.policies import MachineSelection
+from dcx.scheduler.policies import MachineSelection, first_fit
 from dcx.scheduler.state import Reservation, ReservingState
 
 _INF = float("inf")
@@ -52,7 +52,8 @@ class _Slices:
 
 class _Profile(_Slices):
     """Free cores per machine over time: slice ``i`` holds from ``times[i]`` to
-    ``times[i + 1]`` (the last one for ever)."""
+    ``times[i + 1]`` (the last one for ever). The plain profile, built afresh at every
+    early finish, that the differential tests hold ``MachineProfile`` to."""
 
     def __init__(self, state: ReservingState) -> None:
         self.times = [state.now]
@@ -165,7 +166,7 @@ class ConservativeBackfilling:
 
     def __init__(self, select: MachineSelection) -> None:
         self.select = select
-        self.profile: _Profile | PooledProfile | ResourceProfile | None = None
+        self.profile: _Profile | PooledProfile | MachineProfile | None = None
         self.machines_changed = False
         self.due: list[tuple[float, Key, int]] = []
         """Every reservation made, as ``(start, queue key, task)``: a heap whose entries
@@ -176,15 +177,12 @@ class ConservativeBackfilling:
 
     @staticmethod
     def _planned(state: ReservingState, reservations: dict[int, Reservation],
-                 ) -> _Profile | PooledProfile | ResourceProfile:
+                 ) -> _Profile | PooledProfile | MachineProfile:
         """A profile of the running tasks and ``reservations`` (of every scheduled
         resource when the problem has more than cores)."""
         if state.one_pool:
             return PooledProfile(state, reservations)
-        profile = ResourceProfile(state) if state.extra_free else _Profile(state)
-        for held_by, held in reservations.items():
-            profile.hold(held, state.need[held_by])
-        return profile
+        return MachineProfile(state, reservations)
 
     def _hold(self, state: ReservingState, key: Key, task: int, held: Reservation) -> None:
         state.reservations[task] = held
@@ -251,6 +249,7 @@ class ConservativeBackfilling:
             if held is not None and held.start_s == begin:
                 found[task] = key
         due = sorted((key, task) for task, key in found.items())
+        kept = [(task, reservations[task]) for _, task in due]
         for entry in due:
             task = entry[1]
             held = state.reservations[task]
@@ -265,6 +264,8 @@ class ConservativeBackfilling:
         dequeue(state.queue, due)
         if isinstance(self.profile, PooledProfile):
             self.profile.started(state, [task for _, task in due])
+        elif isinstance(self.profile, MachineProfile):
+            self.profile.started(state, kept)
         # A task of no length holds nothing over time, so it delays nobody: it starts at the
         # first instant its cores are free and is never reserved.
         for entry in self._no_length:
@@ -279,9 +280,10 @@ class ConservativeBackfilling:
         self.machines_changed = True
 
     def _compress(self, state: ReservingState) -> None:
-        """A task ended early: rebuild the profile from the running tasks and the current
-        reservations (a fresh profile has no slices left over from moved reservations; one
-        pooled machine's profile is kept, ``PooledProfile.sync`` and ``compress``), then
+        """A task ended early: give its slot back in the profile kept for the run (one
+        pooled machine's, ``PooledProfile.sync`` and ``compress``; machine by machine,
+        ``MachineProfile.sync``, and under FirstFit ``compress_first_fit``; a plain
+        ``_Profile`` is built afresh from the running tasks and the reservations), then
         move each waiting task that could start earlier, in queue order, to its earliest
         fit. Its own slot is free while it looks, so no reservation moves later.
         A task that moves frees its old slot, where a task ahead of it in the queue may now
@@ -301,7 +303,17 @@ class ConservativeBackfilling:
             freed_until = self.profile.sync(state)
             compress(self.profile, state, reservations, waiting, freed_until, moved)
             return
-        profile = self.profile = self._planned(state, reservations)
+        profile: _Profile | MachineProfile
+        if isinstance(self.profile, MachineProfile):
+            profile = self.profile
+            profile.sync(state)  # kept up to date in place, as the pooled one
+            if self.select is first_fit:
+                compress_first_fit(profile, state, reservations, waiting, self.select, moved)
+                return
+        else:
+            planned = self.profile = self._planned(state, reservations)
+            assert not isinstance(planned, PooledProfile), "one pool is planned above"
+            profile = planned
         need, select = state.need, self.select
         # vacated[p]: the earliest start a task behind position p gave up in the last pass
         vacated = [-_INF] * (len(waiting) + 1)

@@ -1,8 +1,10 @@
-"""Conservative backfilling's profile when the problem schedules resources beside cores
-(memory, GPUs, named resources): per machine over time, the free cores and the free units
-of every other dimension. The cores-only profiles (``_Profile`` in ``conservative.py``,
-``PooledProfile`` in ``pooled_profile.py``) keep their plain-number paths; this one follows
-the same rules with a vector per machine:
+"""The plain profile of conservative backfilling when the problem schedules resources
+beside cores (memory, GPUs, named resources): per machine over time, the free cores and the
+free units of every other dimension, in lists, built afresh at every early finish. The
+planner runs on ``machine_profile.MachineProfile`` (the same rules on one array, kept for the
+run); ``tests/test_scheduler_machine_profile.py`` holds it to this one, as the cores-only
+``_Profile`` in ``conservative.py``. It follows the cores-only rules with a vector per
+machine:
 
 * a reservation fits a machine when, in every slice of its window, the machine has the
   task's cores free and every unit of every other resource it asks for;

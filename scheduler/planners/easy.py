@@ -113,10 +113,10 @@ class EasyBackfilling:
         extra = shadow.extra[0]
         started: list[tuple[Key, int]] = []
         for entry in behind:
-            task = entry[1]
-            width = need[task]
+            width = need[entry[1]]
             if width > free:
                 continue
+            task = entry[1]
             if now + expected[task] > limit:
                 if width > extra:
                     continue
