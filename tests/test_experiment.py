@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -243,7 +244,12 @@ def test_an_inline_run_then_report_renders_the_same_summary(
     jobs = pq.read_table(out / "jobs.parquet")
     assert set(jobs.column("cell_key").to_pylist()) <= set(table.column("cell_key").to_pylist())
     summary = (out / "summary.md").read_text()
-    assert printed.out == summary
+    # the end says where things are; the summary itself stays in its file
+    assert re.fullmatch(
+        rf"experiment small: ran 20 cell\(s\) in \d+ s\n"
+        rf"  results:  {re.escape(str(out / 'results.parquet'))} \(20 row\(s\)\)\n"
+        rf"  summary:  {re.escape(str(out / 'summary.md'))} \(summary.json and plots/ "
+        r"beside it\)\n", printed.out)
     assert "| RANDOM-BESTFIT | 4 |" in summary
     assert (out / "plots" / "swf-synthetic--own--event" / "metrics.svg").is_file()
     assert (out / "plots" / "swf-synthetic--own--event" / "jms.svg").is_file()
@@ -251,6 +257,10 @@ def test_an_inline_run_then_report_renders_the_same_summary(
     (out / "summary.md").unlink()
     assert main(["experiment", "--report", str(out / "results.parquet"), "--no-plots"]) == 0
     assert (out / "summary.md").read_text() == summary
+    assert capsys.readouterr().out.splitlines() == [
+        "experiment small: summary written again from the stored rows, nothing run",
+        f"  results:  {out / 'results.parquet'} (20 row(s))",
+        f"  summary:  {out / 'summary.md'} (summary.json beside it)"]
 
 
 def test_usage_errors_exit_2_and_invalid_files_exit_1(
