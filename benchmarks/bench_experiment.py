@@ -85,12 +85,26 @@ class Timing:
     wall_s: float
     own_cpu_s: float
     worker_cpu_s: list[float]
+    tasks: int
+
+
+SUBMITTED = [0]
+"""Dask tasks (batches) submitted so far."""
+
+
+def _counting(submit: Any) -> Any:
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        SUBMITTED[0] += 1
+        return submit(self, *args, **kwargs)
+
+    return counted
 
 
 def timed(out: Path, sweep: Any, client: Any) -> Timing:
     store = ResultStore(out)
     workers_before = client.run(_cpu_s)
     own_before = _cpu_s()
+    tasks_before = SUBMITTED[0]
     started = time.perf_counter()
     sweep(lambda result: store.add(result.row, result.jobs))
     store.close()
@@ -98,7 +112,7 @@ def timed(out: Path, sweep: Any, client: Any) -> Timing:
     own_s = _cpu_s() - own_before
     workers_after = client.run(_cpu_s)
     return Timing(wall_s, own_s, [workers_after[name] - workers_before[name]
-                                  for name in sorted(workers_before)])
+                                  for name in sorted(workers_before)], SUBMITTED[0] - tasks_before)
 
 
 def _line(name: str, timing: Timing, inline: Timing) -> str:
@@ -106,8 +120,8 @@ def _line(name: str, timing: Timing, inline: Timing) -> str:
     idle_ratio = inline.own_cpu_s / max(
         max(timing.worker_cpu_s), (timing.own_cpu_s + sum(timing.worker_cpu_s)) / WORKERS)
     return (f"  {name:<36}{timing.wall_s:7.2f} s  speed-up {inline.wall_s / timing.wall_s:.2f}"
-            f"  (CPU s: this process {timing.own_cpu_s:.2f}, workers {workers}; "
-            f"on idle cores {idle_ratio:.2f})")
+            f"  ({timing.tasks} tasks; CPU s: this process {timing.own_cpu_s:.2f}, workers "
+            f"{workers}; on idle cores {idle_ratio:.2f})")
 
 
 def rows(out: Path) -> dict[str, dict[str, Any]]:
@@ -165,6 +179,7 @@ def _report(title: str, best: dict[str, Timing], cells: int, rounds: int) -> Non
 
 
 def main() -> None:
+    execute._DaskSweep.submit = _counting(execute._DaskSweep.submit)  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         (folder / "short").mkdir()
