@@ -6,10 +6,11 @@ retried). A cell whose input cannot be read is counted and reported once per inp
 line of the experiment file that names it. Only the (workload, environment) pairs that
 still have cells to run are read and compiled, once each, in this process.
 
-On Dask, each compiled problem is scattered to the workers once (``broadcast``) and cells go
-out in batches of one problem (``run_batch``): a share of the cells left, shrinking as the
-sweep ends (factoring), and never longer than about ``BATCH_TARGET_S`` by the cells'
-measured wall time. Short cells then cost one task per batch, not one each: the client and
+On Dask, every compiled problem is scattered to the workers once, before the first cell
+(``broadcast``), and cells go out in batches of one problem (``run_batch``), in a shuffled
+order (``spread_order``): a share of the cells left, shrinking as the sweep ends
+(factoring), and never longer than about ``BATCH_TARGET_S`` by the cells' measured wall
+time. Short cells then cost one task per batch, not one each: the client and
 the scheduler, which share this process and the machine's cores with the workers, handle a
 few dozen tasks for a sweep, not one per cell. Batches are submitted in a bounded window
 (two per worker thread, topped up as results come back), so a sweep of 100,000 cells never
@@ -49,8 +50,10 @@ BATCHES_PER_THREAD = 2
 waiting on it, so a worker never waits for the next)."""
 FACTORING = 2
 """Each batch takes this fraction's inverse of the unsent cells per worker thread."""
-BATCH_TARGET_S = 0.5
-"""The wall time a batch aims at, once the cells' own wall time is known."""
+BATCH_TARGET_S = 1.0
+"""The longest wall time a batch aims at, once the cells' own wall time is known: a task's
+round trip costs the client, the scheduler and a worker several milliseconds of CPU on the
+cores the cells use, about 1 % of this; a batch lost with its worker costs this again."""
 MIN_BATCH_S = 0.04
 """The least wall time of cells a batch takes while there are enough for every thread."""
 MAX_BATCH = 256
