@@ -54,8 +54,10 @@ BATCH_TARGET_S = 1.0
 """The longest wall time a batch aims at, once the cells' own wall time is known: a task's
 round trip costs the client, the scheduler and a worker several milliseconds of CPU on the
 cores the cells use, about 1 % of this; a batch lost with its worker costs this again."""
-MIN_BATCH_S = 0.04
-"""The least wall time of cells a batch takes while there are enough for every thread."""
+MIN_BATCH_S = 0.08
+"""The least wall time of cells a batch takes while there are enough for every thread: each
+task costs the cores some 10-15 ms of CPU (the client and the scheduler in this process, the
+worker's event loop), and a last batch this short leaves a core idle only briefly."""
 MAX_BATCH = 256
 WATCH_S = 1.0
 BROADCAST_TIMEOUT_S = 10.0
