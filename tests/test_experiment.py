@@ -190,6 +190,37 @@ def test_parts_with_and_without_seeds_concatenate(tmp_path: Path) -> None:
     assert table is not None and table.column("seed").to_pylist() == [None, 7]
 
 
+# ------------------------------------------------------------------------- batches
+
+
+def test_cells_go_out_shuffled_the_same_way_every_run() -> None:
+    from dcx.experiments.execute import spread_order
+
+    for count in (0, 1, 2, 7, 100):
+        order = spread_order(count)
+        assert sorted(order) == list(range(count)) and order == spread_order(count)
+    # the first quarter of a 5 x 20 sweep in load-major order holds late (dear) cells too
+    assert max(spread_order(100)[:25]) >= 75
+
+
+def test_batches_probe_then_shrink_with_a_floor_and_a_ceiling() -> None:
+    from dcx.experiments import execute
+
+    batcher = execute._Batcher(100)
+    assert batcher.probing and batcher.size(threads=2) == 1
+    batcher.left -= 2
+    for wall_s in (0.01, 0.01):
+        batcher.record(wall_s)
+    assert batcher.size(threads=2) == 25  # ceil(98 / (2 x 2)), under the 1 s ceiling
+    batcher.left = 10
+    assert batcher.size(threads=2) == 5  # 80 ms of 10 ms cells, not ceil(10 / 4)
+    batcher.left = 6
+    assert batcher.size(threads=2) == 3  # the floor gives way: each thread gets a batch
+    slow = execute._Batcher(100)
+    slow.record(0.4)
+    assert slow.size(threads=2) == 2  # about a second of 0.4 s cells
+
+
 # --------------------------------------------------------------------------- summary
 
 
