@@ -1,14 +1,15 @@
 """A sweep of short cells on two local workers against the same sweep in one process, with
 cells batched (as ``dcx experiment`` sends them) and one cell per Dask task (the baseline:
-how cells went out before batching), in the same run.
+how cells went out before batching), in the same run; then the same sweep of longer cells.
 
-The sweep: a 200-job SWF trace on its own 64 processors, five schedulers (FCFS, FCFS-EASY,
-SJF-EASY, FCFS-CONSERVATIVE, SRTF-FIRSTFIT) x 20 loads (0.5 … 1.45) = 100 cells of tens of
-milliseconds each, through the code ``dcx experiment`` runs (plan, compile the trace once,
-transform it per cell on the worker, store rows as Parquet parts). Printed: each wall time
-(the cluster's start-up apart, once), and the speed-up of two workers over one process
-(goal: at least 1.8 with batching), each the best of two runs taken in turn while the
-cluster is up. The rows of every run are checked equal.
+The sweep: an SWF trace on its own 64 processors, five schedulers (FCFS, FCFS-EASY,
+SJF-EASY, FCFS-CONSERVATIVE, SRTF-FIRSTFIT) x 20 loads (0.5 … 1.45) = 100 cells, through the
+code ``dcx experiment`` runs (plan, compile the trace once, transform it per cell on the
+worker, store rows as Parquet parts). The short case (the goal's: at least 1.8 with
+batching) has a 200-job trace, cells of about ten milliseconds; the long case an 800-job
+trace, cells about five times longer, batched only. Printed: each wall time (the cluster's
+start-up apart, once), and the speed-up of two workers over one process, each the best of
+several runs taken in turn while the cluster is up. The rows of every run are checked equal.
 
 The machine's other load takes cores from the workers, not from one process alone, so the
 load average is printed with the ratio, and so is where the CPU time went in the best runs
@@ -36,14 +37,15 @@ from dcx.experiments.store import ResultStore
 WORKERS = 2
 LOADS = [round(0.5 + 0.05 * step, 2) for step in range(20)]
 RUN_COLUMNS = ("wall_s", "finished_at")
-ROUNDS = 2
+SHORT_JOBS, SHORT_ROUNDS = 200, 4
+LONG_JOBS, LONG_ROUNDS = 800, 2
 
 
-def experiment(folder: Path) -> Path:
+def experiment(folder: Path, jobs: int = SHORT_JOBS) -> Path:
     chooser = random.Random(7)
     lines = ["; MaxProcs: 64"]
     submit = 0
-    for job in range(1, 201):
+    for job in range(1, jobs + 1):
         submit += chooser.randrange(0, 400)
         run = chooser.randrange(30, 3000)
         procs = chooser.choice((1, 2, 4, 8, 16, 32))
@@ -83,12 +85,26 @@ class Timing:
     wall_s: float
     own_cpu_s: float
     worker_cpu_s: list[float]
+    tasks: int
+
+
+SUBMITTED = [0]
+"""Dask tasks (batches) submitted so far."""
+
+
+def _counting(submit: Any) -> Any:
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        SUBMITTED[0] += 1
+        return submit(self, *args, **kwargs)
+
+    return counted
 
 
 def timed(out: Path, sweep: Any, client: Any) -> Timing:
     store = ResultStore(out)
     workers_before = client.run(_cpu_s)
     own_before = _cpu_s()
+    tasks_before = SUBMITTED[0]
     started = time.perf_counter()
     sweep(lambda result: store.add(result.row, result.jobs))
     store.close()
@@ -96,7 +112,7 @@ def timed(out: Path, sweep: Any, client: Any) -> Timing:
     own_s = _cpu_s() - own_before
     workers_after = client.run(_cpu_s)
     return Timing(wall_s, own_s, [workers_after[name] - workers_before[name]
-                                  for name in sorted(workers_before)])
+                                  for name in sorted(workers_before)], SUBMITTED[0] - tasks_before)
 
 
 def _line(name: str, timing: Timing, inline: Timing) -> str:
@@ -104,8 +120,8 @@ def _line(name: str, timing: Timing, inline: Timing) -> str:
     idle_ratio = inline.own_cpu_s / max(
         max(timing.worker_cpu_s), (timing.own_cpu_s + sum(timing.worker_cpu_s)) / WORKERS)
     return (f"  {name:<36}{timing.wall_s:7.2f} s  speed-up {inline.wall_s / timing.wall_s:.2f}"
-            f"  (CPU s: this process {timing.own_cpu_s:.2f}, workers {workers}; "
-            f"on idle cores {idle_ratio:.2f})")
+            f"  ({timing.tasks} tasks; CPU s: this process {timing.own_cpu_s:.2f}, workers "
+            f"{workers}; on idle cores {idle_ratio:.2f})")
 
 
 def rows(out: Path) -> dict[str, dict[str, Any]]:
@@ -115,57 +131,84 @@ def rows(out: Path) -> dict[str, dict[str, Any]]:
             for row in pq.read_table(out / "results.parquet").to_pylist()}
 
 
+def _best_of(ways: dict[str, Any], rounds: int, folder: Path, client: Any,
+             ) -> dict[str, Timing]:
+    """Each way ``rounds`` times, interleaved, the best kept: the machine's other load comes
+    and goes, and the idle workers are there for all of them. Every run's rows are equal."""
+    best: dict[str, Timing] = {}
+    for attempt in range(rounds):
+        for name, sweep in ways.items():
+            timing = timed(folder / f"{name}-{attempt}", sweep, client)
+            if name not in best or timing.wall_s < best[name].wall_s:
+                best[name] = timing
+    expected = rows(folder / "inline-0")
+    assert all(rows(folder / f"{name}-{attempt}") == expected
+               for name in ways for attempt in range(rounds))
+    return best
+
+
+def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any]:
+    def inline(keep: Any) -> None:
+        run_inline(found, problems, keep, _fail)
+
+    def batched(keep: Any) -> None:
+        run_dask(found, problems, client, keep, _fail)
+
+    def one_per_task(keep: Any) -> None:
+        saved, execute.MAX_BATCH = execute.MAX_BATCH, 1
+        try:
+            run_dask(found, problems, client, keep, _fail)
+        finally:
+            execute.MAX_BATCH = saved
+
+    ways = {"inline": inline, "batched": batched}
+    if single:
+        ways["single"] = one_per_task
+    return ways
+
+
+def _report(title: str, best: dict[str, Timing], cells: int, rounds: int) -> None:
+    inline = best["inline"]
+    print(f"{title}, best of {rounds}:")
+    print(f"  {'one process:':<36}{inline.wall_s:7.2f} s  "
+          f"({inline.wall_s / cells * 1e3:.1f} ms per cell; CPU s {inline.own_cpu_s:.2f})")
+    if "single" in best:
+        print(_line(f"{WORKERS} workers, one cell per task:", best["single"], inline))
+    print(_line(f"{WORKERS} workers, batched (dcx's way):", best["batched"], inline)
+          + (" goal >= 1.8" if "single" in best else ""))
+
+
 def main() -> None:
+    execute._DaskSweep.submit = _counting(execute._DaskSweep.submit)  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        found, problems = prepared(experiment(folder))
+        (folder / "short").mkdir()
+        (folder / "long").mkdir()
+        short = prepared(experiment(folder / "short", SHORT_JOBS))
+        long = prepared(experiment(folder / "long", LONG_JOBS))
         started = time.perf_counter()
         cluster, client = local_client(WORKERS)
         startup_s = time.perf_counter() - started
-        best: dict[str, Timing] = {}
         loads = [os.getloadavg()[0]]
         try:
             client.run(lambda: None)  # the workers are up and have imported dcx
-
-            def inline(keep: Any) -> None:
-                run_inline(found, problems, keep, _fail)
-
-            def batched(keep: Any) -> None:
-                run_dask(found, problems, client, keep, _fail)
-
-            def single(keep: Any) -> None:
-                saved, execute.MAX_BATCH = execute.MAX_BATCH, 1
-                try:
-                    run_dask(found, problems, client, keep, _fail)
-                finally:
-                    execute.MAX_BATCH = saved
-
-            # each way twice, interleaved, the best kept: the machine's other load comes
-            # and goes, and the idle workers are there for all three
-            for attempt in range(ROUNDS):
-                for name, sweep in (("inline", inline), ("batched", batched),
-                                    ("single", single)):
-                    timing = timed(folder / f"{name}-{attempt}", sweep, client)
-                    if name not in best or timing.wall_s < best[name].wall_s:
-                        best[name] = timing
+            short_best = _best_of(_ways(*short, client, single=True), SHORT_ROUNDS,
+                                  folder / "short", client)
+            loads.append(os.getloadavg()[0])
+            long_best = _best_of(_ways(*long, client, single=False), LONG_ROUNDS,
+                                 folder / "long", client)
             loads.append(os.getloadavg()[0])
         finally:
             client.close()
             cluster.close()
-        expected = rows(folder / "inline-0")
-        assert all(rows(folder / f"{name}-{attempt}") == expected
-                   for name in ("inline", "batched", "single") for attempt in range(ROUNDS))
-    cells = found.pending_count
-    inline = best["inline"]
-    print(f"100-cell sweep (5 schedulers x 20 loads, a 200-job trace), {os.cpu_count()} "
-          f"core(s), best of {ROUNDS}; load average {loads[0]:.2f} before, "
-          f"{loads[-1]:.2f} after:")
-    print(f"  {'one process:':<36}{inline.wall_s:7.2f} s  "
-          f"({inline.wall_s / cells * 1e3:.1f} ms per cell; CPU s {inline.own_cpu_s:.2f})")
-    print(_line(f"{WORKERS} workers, one cell per task:", best["single"], inline))
-    print(_line(f"{WORKERS} workers, batched (dcx's way):", best["batched"], inline)
-          + " goal >= 1.8")
+    cells = short[0].pending_count
+    print(f"{cells}-cell sweeps (5 schedulers x 20 loads), {os.cpu_count()} core(s); load "
+          f"average (1 min) {loads[0]:.2f} before, {loads[1]:.2f} between, {loads[2]:.2f} "
+          "after:")
+    _report(f"short cells ({SHORT_JOBS}-job trace)", short_best, cells, SHORT_ROUNDS)
+    _report(f"long cells ({LONG_JOBS}-job trace)", long_best, cells, LONG_ROUNDS)
     print(f"  {'cluster start-up, once:':<36}{startup_s:7.2f} s")
+
 
 if __name__ == "__main__":
     main()

@@ -5,8 +5,9 @@ Exit codes: 0 every cell ran or was already stored; 1 the experiment file is not
 input cannot be read or scheduled, a stored table cannot be read, or a cell failed (now or
 in an earlier run, not retried; the other cells still run and are kept); 2 usage (no FILE,
 Dask missing, a scheduler address that is not one or cannot be reached, an output folder
-that cannot be written); 130 interrupted (Ctrl-C). Diagnostics and progress go to stderr,
-the summary table to stdout.
+that cannot be written); 130 interrupted (Ctrl-C). Diagnostics and progress go to stderr;
+the closing lines (what ran, and where the results, the failures and the summary are) to
+stdout.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +52,8 @@ def add_parser(subparsers: Any) -> None:
         "Slurm or PBS (--cluster). Results go to DIR/results.parquet, one row per run, and "
         "failed cells to DIR/failures.parquet; cells already stored are not run again (nor "
         "failed ones, without --retry-failed), so an interrupted sweep resumes where it "
-        "stopped. Writes DIR/summary.md (also printed), summary.json and plots.",
+        "stopped. Writes DIR/summary.md, summary.json and plots, and ends with where "
+        "they are.",
         epilog="Exit codes: 0 every cell ran or was stored; 1 invalid experiment file, an "
         "input that cannot be read or scheduled, or a failed cell; 2 usage; 130 interrupted.")
     parser.add_argument("file", nargs="?", metavar="FILE", help="the experiment file")
@@ -177,6 +180,7 @@ def _counts(found: Plan, stored: int, to_run: int, where: str) -> str:
 def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
     from dcx.converters.progress import Progress
     from dcx.experiments.execute import compile_pairs, plan
+    from dcx.experiments.progress import duration_text
     from dcx.experiments.store import ResultStore
 
     store = ResultStore(out)
@@ -204,6 +208,7 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
     _say(_counts(found, stored, to_run, _where(args, to_run)))
     if experiment.limits.any and to_run:
         _say(f"experiment {experiment.name}: each cell limited to {experiment.limits.text()}")
+    started = time.monotonic()
     if to_run:
         try:
             _execute(found, problems, store, args, to_run)
@@ -220,15 +225,29 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
     table = store.results.read()
     written = _render(out, table, store.jobs.read(), experiment.name, set(found.keys),
                       args.plots)
-    kept = 0 if table is None else table.num_rows
-    line = f"experiment {experiment.name}: ran {store.written} cell(s)"
+    ran = f"ran {store.written} cell(s) in {duration_text(time.monotonic() - started)}"
     if store.failed:
-        line += f", {store.failed} failed ({out / 'failures.parquet'})"
-    line += f"; {out / 'results.parquet'} holds {kept} row(s)"
-    if written:
-        line += f"; summary in {out / 'summary.md'}"
-    _say(line)
+        ran += f", {store.failed} failed"
+    _closing(out, f"experiment {experiment.name}: {ran}", table, store,
+             written, args.plots)
     return status
+
+
+def _closing(out: Path, head: str, table: pa.Table | None, store: ResultStore,
+             summary: bool, plots: bool) -> None:
+    """The end of the output, on stdout: what ran, and where the rows, the failures and the
+    summary are (the summary itself stays in its file)."""
+    rows = 0 if table is None else table.num_rows
+    lines = [head, f"  results:  {out / 'results.parquet'} ({rows} row(s))"]
+    failed = len(store.failed_keys()) if store.failures.file.is_file() else 0
+    if failed:
+        lines.append(f"  failures: {store.failures.file} ({failed} cell(s); --retry-failed "
+                     "runs them again)")
+    if summary:
+        drawn = plots and (out / "plots").is_dir()
+        beside = "summary.json and plots/" if drawn else "summary.json"
+        lines.append(f"  summary:  {out / 'summary.md'} ({beside} beside it)")
+    print("\n".join(lines))
 
 
 def _where(args: argparse.Namespace, to_run: int) -> str:
@@ -408,7 +427,7 @@ def _cell_label(columns: dict[str, Any]) -> str:
 
 def _render(out: Path, table: pa.Table | None, jobs: pa.Table | None, title: str,
             keys: set[str] | None, plots: bool) -> bool:
-    """summary.md (printed too), summary.json and plots, over the rows of ``keys`` (all
+    """summary.md, summary.json and plots, over the rows of ``keys`` (all
     rows when ``None``); whether they were written."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -426,7 +445,6 @@ def _render(out: Path, table: pa.Table | None, jobs: pa.Table | None, title: str
     notes = write_report(out, table, jobs, f"Experiment {title}", plots)
     for note in notes:
         _say(f"dcx experiment: {note}")
-    print((out / "summary.md").read_text(encoding="utf-8"), end="")
     return True
 
 
@@ -454,5 +472,8 @@ def report_only(target: Path, plots: bool) -> int:
              f"(no {', '.join(missing)} column)")
         return EXIT_INVALID
     names = sorted(set(table.column("experiment").to_pylist())) if table is not None else []
-    _render(folder, table, jobs, ", ".join(map(str, names)) or folder.name, None, plots)
+    title = ", ".join(map(str, names)) or folder.name
+    written = _render(folder, table, jobs, title, None, plots)
+    _closing(folder, f"experiment {title}: summary written again from the stored rows, "
+             "nothing run", table, store, written, plots)
     return EXIT_OK

@@ -6,10 +6,11 @@ retried). A cell whose input cannot be read is counted and reported once per inp
 line of the experiment file that names it. Only the (workload, environment) pairs that
 still have cells to run are read and compiled, once each, in this process.
 
-On Dask, each compiled problem is scattered to the workers once (``broadcast``) and cells go
-out in batches of one problem (``run_batch``): a share of the cells left, shrinking as the
-sweep ends (factoring), and never longer than about ``BATCH_TARGET_S`` by the cells'
-measured wall time. Short cells then cost one task per batch, not one each: the client and
+On Dask, every compiled problem is scattered to the workers once, before the first cell
+(``broadcast``), and cells go out in batches of one problem (``run_batch``), in a shuffled
+order (``spread_order``): a share of the cells left, shrinking as the sweep ends
+(factoring), and never longer than about ``BATCH_TARGET_S`` by the cells' measured wall
+time. Short cells then cost one task per batch, not one each: the client and
 the scheduler, which share this process and the machine's cores with the workers, handle a
 few dozen tasks for a sweep, not one per cell. Batches are submitted in a bounded window
 (two per worker thread, topped up as results come back), so a sweep of 100,000 cells never
@@ -49,10 +50,18 @@ BATCHES_PER_THREAD = 2
 waiting on it, so a worker never waits for the next)."""
 FACTORING = 2
 """Each batch takes this fraction's inverse of the unsent cells per worker thread."""
-BATCH_TARGET_S = 0.5
-"""The wall time a batch aims at, once the cells' own wall time is known."""
+BATCH_TARGET_S = 1.0
+"""The longest wall time a batch aims at, once the cells' own wall time is known: a task's
+round trip costs the client, the scheduler and a worker several milliseconds of CPU on the
+cores the cells use, about 1 % of this; a batch lost with its worker costs this again."""
+MIN_BATCH_S = 0.08
+"""The least wall time of cells a batch takes while there are enough for every thread: each
+task costs the cores some 10-15 ms of CPU (the client and the scheduler in this process, the
+worker's event loop), and a last batch this short leaves a core idle only briefly."""
 MAX_BATCH = 256
 WATCH_S = 1.0
+BROADCAST_TIMEOUT_S = 10.0
+"""How long sending a problem to every worker may take before it goes to one instead."""
 """How often the loop wakes without a result: to check the workers and report progress."""
 
 Pair = tuple[str, str]
@@ -247,6 +256,28 @@ def tasks_of(found: Plan, problems: dict[Pair, Problem]) -> Iterator[tuple[Pair,
                 yield pair, task
 
 
+def spread_order(count: int) -> list[int]:
+    """``range(count)`` shuffled, the same way every run: neighbouring cells of a sweep cost
+    alike (one scheduler at close loads, one workload's seeds), so cells sent in sweep order
+    would make batches of cheap cells first and dear ones last; in this order a batch is a
+    sample of the whole, whatever the axes' sizes, and costs about its share of it."""
+    import random
+
+    order = list(range(count))
+    random.Random(count).shuffle(order)
+    return order
+
+
+def spread_tasks(found: Plan, problems: dict[Pair, Problem],
+                 ) -> Iterator[tuple[Pair, CellTask]]:
+    """The cells of each pair in ``spread_order``, pair after pair (a batch is of one
+    pair)."""
+    for pair, cells in found.pending.items():
+        if pair in problems:
+            for index in spread_order(len(cells)):
+                yield pair, cells[index][1]
+
+
 # ------------------------------------------------------------------------------ running
 
 
@@ -281,13 +312,15 @@ class Watch:
 
 
 class _Batcher:
-    """Batch sizes by factoring: one cell per batch until a cell has come back (its wall
-    time is not known yet), then each batch a share of the cells not yet sent
+    """Batch sizes by factoring: one cell per worker thread until a cell has come back (its
+    wall time is not known yet), then each batch a share of the cells not yet sent
     (``1 / (FACTORING * threads)``), so that batches shrink as the sweep ends and the last
     ones leave no worker idle long, yet a short sweep goes out in a few batches per worker.
-    A batch never takes longer than about ``BATCH_TARGET_S``, nor holds more than
-    ``MAX_BATCH`` cells: a batch lost with its worker is rerun whole, and its rows arrive
-    together."""
+    A batch is worth at least ``MIN_BATCH_S`` of cells (a task's own round trip costs the
+    client, the scheduler and the worker a few milliseconds of CPU), unless that would
+    leave a thread without one at the end; it never takes longer than about
+    ``BATCH_TARGET_S``, nor holds more than ``MAX_BATCH`` cells: a batch lost with its
+    worker is rerun whole, and its rows arrive together."""
 
     def __init__(self, total: int) -> None:
         self.left = total
@@ -304,9 +337,11 @@ class _Batcher:
     def size(self, threads: int) -> int:
         if not self.walls:
             return 1
-        share = math.ceil(self.left / (FACTORING * max(1, threads)))
+        threads = max(1, threads)
         mean = max(sum(self.walls[-64:]) / len(self.walls[-64:]), 1e-4)
-        return max(1, min(MAX_BATCH, share, int(BATCH_TARGET_S / mean)))
+        share = math.ceil(self.left / (FACTORING * threads))
+        smallest = min(math.ceil(MIN_BATCH_S / mean), math.ceil(self.left / threads))
+        return max(1, min(MAX_BATCH, max(share, smallest), int(BATCH_TARGET_S / mean)))
 
 
 def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
@@ -354,7 +389,7 @@ class _DaskSweep:
         self.shipped: dict[Pair, Any] = {}
         self.submitted: dict[str, tuple[Pair, list[CellTask], int]] = {}
         self.running: set[Any] = set()
-        self.todo = tasks_of(found, problems)
+        self.todo = spread_tasks(found, problems)
         self.batcher = _Batcher(sum(1 for _ in tasks_of(found, problems)))
         self.sized_at = -math.inf
         self.threads = 1
@@ -362,10 +397,19 @@ class _DaskSweep:
         self.serial = itertools.count()
         self.sent_all = False
 
+    def ship_all(self) -> None:
+        """Every problem to every worker in one call, before the first batch: a worker lost
+        later costs a problem sent again to the workers left, not a broadcast that waits on
+        the dead one."""
+        if not self.shipped:
+            pairs = list(self.problems)
+            shipped = _scatter(self.client, [self.problems[pair] for pair in pairs])
+            self.shipped = dict(zip(pairs, shipped, strict=True))
+
     def ship(self, pair: Pair) -> Any:
         future = self.shipped.get(pair)
         if future is None or future.status != "finished":
-            self.shipped[pair] = _scatter(self.client, self.problems[pair])
+            [self.shipped[pair]] = _scatter(self.client, [self.problems[pair]])
         return self.shipped[pair]
 
     def submit(self, pair: Pair, tasks: list[CellTask], again: int = 0) -> None:
@@ -381,7 +425,9 @@ class _DaskSweep:
         self.count_threads()
         if self.workers == 0 or self.sent_all:
             return
-        window = self.threads * BATCHES_PER_THREAD
+        self.ship_all()
+        # while no cell has come back, one probe per thread: their wall time sizes the rest
+        window = self.threads * (1 if self.batcher.probing else BATCHES_PER_THREAD)
         while len(self.running) < window:
             batch = list(itertools.islice(self.todo, self.batcher.size(self.threads)))
             if not batch:
@@ -451,15 +497,27 @@ def quiet_workers(client: Any) -> None:
     client.register_plugin(QuietWorker())
 
 
-def _scatter(client: Any, problem: Problem, attempts: int = 20) -> Any:
-    """Send a problem to every worker; while a dead worker is still listed (the scheduler
-    learns of a death a moment later), send it to one worker again and again, the others
-    fetching it when a cell needs it."""
+def _scatter(client: Any, problems: list[Problem], attempts: int = 20) -> list[Any]:
+    """Send problems to every worker (a batch goes only to a worker that holds its problem),
+    the broadcast bounded in time: one to a worker that dies meanwhile waits on it for ever.
+    When it fails or times out (a dead worker still listed: the scheduler learns of a death
+    a moment later), send them to one worker again and again, the others fetching them when
+    a cell needs one."""
     for attempt in range(attempts):
         try:
-            return client.scatter(problem, broadcast=attempt == 0, hash=False)
-        except Exception:  # CommClosedError, OSError: a worker that is gone
+            if attempt == 0:
+                return list(client.sync(_broadcast, client, problems))
+            return list(client.scatter(problems, hash=False))
+        except Exception:  # CommClosedError, OSError, TimeoutError: a worker that is gone
             if attempt == attempts - 1:
                 raise
             time.sleep(0.5)
     raise AssertionError("unreachable")
+
+
+async def _broadcast(client: Any, problems: list[Problem]) -> Any:
+    import asyncio
+
+    return await asyncio.wait_for(
+        client.scatter(problems, broadcast=True, hash=False, asynchronous=True),
+        BROADCAST_TIMEOUT_S)

@@ -337,6 +337,22 @@ def test_security_page_lists_every_hostile_case() -> None:
     assert "max_input_bytes" in page
 
 
+def test_a_run_marker_shows_both_streams_in_order_and_a_file_the_command_wrote() -> None:
+    import dcx_docs
+
+    transcript = dcx_docs.run_cli(
+        REPO, "experiment examples/experiments/small.yaml --out {out}/small --workers 0 "
+        "--no-plots && cat {out}/small/summary.md")
+    said = transcript.splitlines()
+    # stderr's count line comes before stdout's end, as on a terminal
+    counted = next(i for i, line in enumerate(said) if "20 to run in this process" in line)
+    ended = next(i for i, line in enumerate(said)
+                 if line.startswith("experiment small: ran 20 cell(s) in "))
+    assert counted < ended < said.index("$ echo $?") < said.index("$ cat out/small/summary.md")
+    assert "  summary:  out/small/summary.md (summary.json beside it)" in said
+    assert said[said.index("$ cat out/small/summary.md") + 1] == "# Experiment small"
+
+
 # ------------------------------------------------------------------ the built site
 
 

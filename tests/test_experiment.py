@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,37 @@ def test_parts_with_and_without_seeds_concatenate(tmp_path: Path) -> None:
     assert table is not None and table.column("seed").to_pylist() == [None, 7]
 
 
+# ------------------------------------------------------------------------- batches
+
+
+def test_cells_go_out_shuffled_the_same_way_every_run() -> None:
+    from dcx.experiments.execute import spread_order
+
+    for count in (0, 1, 2, 7, 100):
+        order = spread_order(count)
+        assert sorted(order) == list(range(count)) and order == spread_order(count)
+    # the first quarter of a 5 x 20 sweep in load-major order holds late (dear) cells too
+    assert max(spread_order(100)[:25]) >= 75
+
+
+def test_batches_probe_then_shrink_with_a_floor_and_a_ceiling() -> None:
+    from dcx.experiments import execute
+
+    batcher = execute._Batcher(100)
+    assert batcher.probing and batcher.size(threads=2) == 1
+    batcher.left -= 2
+    for wall_s in (0.01, 0.01):
+        batcher.record(wall_s)
+    assert batcher.size(threads=2) == 25  # ceil(98 / (2 x 2)), under the 1 s ceiling
+    batcher.left = 10
+    assert batcher.size(threads=2) == 5  # 80 ms of 10 ms cells, not ceil(10 / 4)
+    batcher.left = 6
+    assert batcher.size(threads=2) == 3  # the floor gives way: each thread gets a batch
+    slow = execute._Batcher(100)
+    slow.record(0.4)
+    assert slow.size(threads=2) == 2  # about a second of 0.4 s cells
+
+
 # --------------------------------------------------------------------------- summary
 
 
@@ -243,7 +275,12 @@ def test_an_inline_run_then_report_renders_the_same_summary(
     jobs = pq.read_table(out / "jobs.parquet")
     assert set(jobs.column("cell_key").to_pylist()) <= set(table.column("cell_key").to_pylist())
     summary = (out / "summary.md").read_text()
-    assert printed.out == summary
+    # the end says where things are; the summary itself stays in its file
+    assert re.fullmatch(
+        rf"experiment small: ran 20 cell\(s\) in \d+ s\n"
+        rf"  results:  {re.escape(str(out / 'results.parquet'))} \(20 row\(s\)\)\n"
+        rf"  summary:  {re.escape(str(out / 'summary.md'))} \(summary.json and plots/ "
+        r"beside it\)\n", printed.out)
     assert "| RANDOM-BESTFIT | 4 |" in summary
     assert (out / "plots" / "swf-synthetic--own--event" / "metrics.svg").is_file()
     assert (out / "plots" / "swf-synthetic--own--event" / "jms.svg").is_file()
@@ -251,6 +288,10 @@ def test_an_inline_run_then_report_renders_the_same_summary(
     (out / "summary.md").unlink()
     assert main(["experiment", "--report", str(out / "results.parquet"), "--no-plots"]) == 0
     assert (out / "summary.md").read_text() == summary
+    assert capsys.readouterr().out.splitlines() == [
+        "experiment small: summary written again from the stored rows, nothing run",
+        f"  results:  {out / 'results.parquet'} (20 row(s))",
+        f"  summary:  {out / 'summary.md'} (summary.json beside it)"]
 
 
 def test_usage_errors_exit_2_and_invalid_files_exit_1(

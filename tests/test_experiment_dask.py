@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -225,7 +226,9 @@ def test_a_cell_past_its_timeout_on_a_worker_is_a_failure_row(
                     "parameters: {load: [0.9, 1.0]}\ntimeout: 0.001\n")
     out = tmp_path / "out"
     assert run(path, out, "--scheduler-address", cluster.scheduler_address) == 1
-    assert "ran 0 cell(s), 2 failed" in capsys.readouterr().err
+    end = capsys.readouterr().out
+    assert re.search(r"ran 0 cell\(s\) in \d+ s, 2 failed\n", end)
+    assert f"  failures: {out / 'failures.parquet'} (2 cell(s); --retry-failed" in end
     failures = pq.read_table(out / "failures.parquet").to_pylist()
     assert [row["error_kind"] for row in failures] == ["timeout", "timeout"]
     assert {row["load"] for row in failures} == {0.9, 1.0}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -215,11 +216,14 @@ def test_cells_past_their_limits_are_failures_kept_and_retried_only_when_asked(
     assert main(["experiment", str(path), "--out", str(out), "--workers", "0", "--no-plots",
                  "--timeout", "1s", "--memory", "64MiB"]) == 1
     assert time.monotonic() - began < 25  # the runaway cell was stopped, not waited for
-    err = capsys.readouterr().err
+    printed = capsys.readouterr()
+    err = printed.err
     assert "each cell limited to timeout 1 s, memory 64 MiB" in err
     assert "(t.swf, own, FCFS-EASY, event) failed: timeout: ran longer than its timeout" in err
     assert "failed: memory: needed more than its memory limit of 64 MiB" in err
-    assert "ran 1 cell(s), 2 failed" in err
+    assert re.match(r"experiment \S+: ran 1 cell\(s\) in \d+ s, 2 failed\n", printed.out)
+    assert (f"  failures: {out / 'failures.parquet'} (2 cell(s); --retry-failed runs them "
+            "again)\n") in printed.out
     failures = pq.read_table(out / "failures.parquet").to_pylist()
     assert sorted((row["scheduler"], row["error_kind"]) for row in failures) == [
         ("FCFS-EASY", "timeout"), ("SJF-EASY", "memory")]
@@ -231,7 +235,9 @@ def test_cells_past_their_limits_are_failures_kept_and_retried_only_when_asked(
             "--retry-failed runs them again), 0 to run") in capsys.readouterr().err
     assert main(["experiment", str(path), "--out", str(out), "--workers", "0", "--no-plots",
                  "--retry-failed"]) == 0
-    assert "2 to run" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "2 to run" in printed.err
+    assert "ran 2 cell(s)" in printed.out and "failures:" not in printed.out
     assert pq.read_table(out / "results.parquet").num_rows == 3
     assert not (out / "failures.parquet").exists()
 
@@ -267,9 +273,9 @@ def test_a_bad_or_unreachable_scheduler_address_fails_fast_in_one_line(
     path = write(tmp_path, "sweep.yaml", "workloads: [t.swf]\nschedulers: [FCFS]\n")
     assert main(["experiment", str(path), "--out", str(tmp_path / "o"), "--no-plots",
                  "--scheduler-address", address]) == 2
-    err = capsys.readouterr().err
-    assert words in err and "internal error" not in err
-    assert "summary in" not in err  # no summary.md was written, none is named
+    printed = capsys.readouterr()
+    assert words in printed.err and "internal error" not in printed.err
+    assert "summary" not in printed.out  # no summary.md was written, none is named
 
 
 def test_off_a_terminal_progress_is_a_line_every_few_seconds() -> None:

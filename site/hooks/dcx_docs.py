@@ -5,7 +5,8 @@ pages with real command output.
 Markers:
 
 * ``<!-- dcx:run ARGS -->``: run ``dcx ARGS`` (from the repository root; ``{out}`` is a
-  scratch folder shown as ``out``) and show the command, its output and its exit status.
+  scratch folder shown as ``out``) and show the command, its output and its exit status;
+  ``<!-- dcx:run ARGS && cat {out}/FILE -->`` also shows a file the command wrote.
 * ``<!-- dcx:hostile-cases -->``: the security budgets and the hostile-input manifest.
 * ``<!-- dcx:precommit-hooks -->``: the hooks ``.pre-commit-hooks.yaml`` declares.
 * ``<!-- dcx:scheduler-results -->``: the paper's tables and whatever ``nox -s schedule``
@@ -90,6 +91,7 @@ def run_cli(repo_root: Path, arguments: str) -> str:
     """``dcx ARGS`` run in-process from the repository root; the console transcript."""
     from dcx.cli.main import main
 
+    arguments, _, shown_file = arguments.partition(" && cat ")
     argv = shlex.split(arguments)
     missing = [arg for arg in argv
                if arg.startswith("examples/") and not (repo_root / arg).exists()]
@@ -98,16 +100,20 @@ def run_cli(repo_root: Path, arguments: str) -> str:
         return admonition("note", "Example not in this build",
                           f"`{shown[2:]}` needs {', '.join(missing)}, which this checkout "
                           "does not have yet.")
-    stdout, stderr = io.StringIO(), io.StringIO()
+    console = io.StringIO()  # both streams, in the order a terminal shows them
     with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(repo_root):
         argv = [arg.replace("{out}", scratch) for arg in argv]
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        with contextlib.redirect_stdout(console), contextlib.redirect_stderr(console):
             try:
                 status = main(argv)
             except SystemExit as exit_:
                 status = int(exit_.code or 0)
-        output = (stdout.getvalue() + stderr.getvalue()).replace(scratch, "out")
-    return fenced(f"{shown}\n{output}$ echo $?\n{status}\n", "console")
+        output = console.getvalue().replace(scratch, "out")
+        transcript = f"{shown}\n{output}$ echo $?\n{status}\n"
+        if shown_file:
+            written = Path(shown_file.strip().replace("{out}", scratch)).read_text("utf-8")
+            transcript += f"$ cat {shown_file.strip().replace('{out}', 'out')}\n{written}"
+    return fenced(transcript, "console")
 
 
 __all__ = ["codes", "conversions", "formats_pages", "on_config", "on_files",
