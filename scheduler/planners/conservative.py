@@ -12,7 +12,8 @@ from typing import Any
 
 from dcx.scheduler.packing import spread
 from dcx.scheduler.planners.conservative_profile import ResourceProfile
-from dcx.scheduler.planners.pooled_profile import PooledProfile, compress
+from dcx.scheduler.planners.pooled_compress import compress
+from dcx.scheduler.planners.pooled_profile import PooledProfile
 from dcx.scheduler.planners.strict import Key, dequeue, place
 from dcx.scheduler.policies import MachineSelection
 from dcx.scheduler.state import Reservation, ReservingState
@@ -281,7 +282,8 @@ class ConservativeBackfilling:
     def _compress(self, state: ReservingState) -> None:
         """A task ended early: rebuild the profile from the running tasks and the current
         reservations (a fresh profile has no slices left over from moved reservations; one
-        pooled machine's profile is kept, ``PooledProfile.sync`` and ``compress``), then
+        pooled machine's profile is kept, ``PooledProfile.sync`` and
+        ``pooled_compress.compress``), then
         move each waiting task that could start earlier, in queue order, to its earliest
         fit. Its own slot is free while it looks, so no reservation moves later.
         A task that moves frees its old slot, where a task ahead of it in the queue may now
