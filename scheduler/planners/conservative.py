@@ -12,7 +12,8 @@ from typing import Any
 
 from dcx.scheduler.packing import spread
 from dcx.scheduler.planners.machine_profile import MachineProfile, compress_first_fit
-from dcx.scheduler.planners.pooled_profile import PooledProfile, compress
+from dcx.scheduler.planners.pooled_compress import compress
+from dcx.scheduler.planners.pooled_profile import PooledProfile
 from dcx.scheduler.planners.strict import Key, dequeue, place
 from dcx.scheduler.policies import MachineSelection, first_fit
 from dcx.scheduler.state import Reservation, ReservingState
@@ -281,9 +282,9 @@ class ConservativeBackfilling:
 
     def _compress(self, state: ReservingState) -> None:
         """A task ended early: give its slot back in the profile kept for the run (one
-        pooled machine's, ``PooledProfile.sync`` and ``compress``; machine by machine,
-        ``MachineProfile.sync``, and under FirstFit ``compress_first_fit``; a plain
-        ``_Profile`` is built afresh from the running tasks and the reservations), then
+        pooled machine's, ``PooledProfile.sync`` and ``pooled_compress.compress``; machine
+        by machine, ``MachineProfile.sync``, and under FirstFit ``compress_first_fit``; a
+        plain ``_Profile`` is built afresh from the running tasks and the reservations), then
         move each waiting task that could start earlier, in queue order, to its earliest
         fit. Its own slot is free while it looks, so no reservation moves later.
         A task that moves frees its old slot, where a task ahead of it in the queue may now

@@ -23,7 +23,9 @@ instead of building one at every early finish:
   some slice start before ``min(s, high)`` and on every slice from ``high`` to
   ``min(now + R, s)`` (the window covers them whatever its start). Most tasks fail one of
   these two checks, answered from a prefix maximum and a cached first-slice-below-``w``,
-  without a scan of their own.
+  without a scan of their own. It goes through the whole queue at each pass, so long
+  queues are compressed by ``pooled_compress.compress`` instead, which looks only at the
+  tasks a hole could let move.
 
 Slices with the same count side by side are left as they are: an earliest fit starts at
 the first of them either way, so the answers do not change.

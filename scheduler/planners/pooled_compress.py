@@ -1,0 +1,271 @@
+"""Compression of the pooled profile's reservations after early finishes
+(``PooledProfile``), visiting only the waiting tasks a freed stretch could let start
+earlier, in the order the plain rule visits them, so the schedule is the plain rule's.
+
+The plain rule (``notes/backfilling.md``): go through the waiting tasks in queue order,
+take each one's reservation out and put it back at its earliest fit, and repeat the passes
+until none moves. Why most tasks need no look:
+
+* Before an early finish the reservations are at a fixpoint: no task fits earlier than its
+  reservation with its own slot free (the last compression ended when a pass moved none;
+  a task reserved since took its earliest fit, which only takes cores from the others; a
+  start or the clock moving on frees nothing).
+* A window starting before a task's reservation that fits now and did not fit then must
+  cover a slice that gained cores since the task was last looked at (before its own slot:
+  from its slot on, its own cores are always enough). Cores are gained only in *holes*: the
+  early finishes' ``[now, expected end)`` and the slots that moved tasks left.
+* Take the hole made last among those covering such slices of the window. Since it was made
+  the window's slices only lost cores (to the moved tasks' new slots), so when it was made
+  the window already fitted: the task's cores were free on every slice of the window before
+  its reservation, and the window crossed the hole before the reservation's start. So the
+  task could use that hole *as the profile was when the hole was made* (``_Hole.may_admit``).
+
+Each hole is therefore asked, when it is made, which tasks it could let move
+(``_Hole.may_admit``), and only those are looked at: the ones behind the task that left it
+in this pass, the ones ahead of it in the next pass (as the plain passes would reach them),
+in queue order. A task waiting to be looked at is not asked again; when it is, it searches
+only the starts the holes made since it was asked allow (after a hole's start less its
+length, before a hole's end). The tasks are found through a tree (``_Positions``) that keeps
+the narrowest width, the shortest length and the earliest and latest reservation start
+under each node, leaves in order of width and start, so a node none of whose tasks the
+hole could let move (too wide, too long, starting before it) is passed over whole. The
+passes end when no task is left to look at: the plain rule's last pass would move none.
+Short queues (under ``INDEX_FROM``) are cheaper to go through with the profile's own pass
+(``pooled_profile.compress``), which looks at every task but rules most out at once.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable
+
+from dcx.scheduler.planners import pooled_profile
+from dcx.scheduler.planners.pooled_profile import PooledProfile
+from dcx.scheduler.state import Reservation, ReservingState
+
+_INF = float("inf")
+INDEX_FROM = 128
+"""Waiting tasks from which compression looks through holes and the tree; below it the
+profile's own pass over the queue (``pooled_profile.compress``) costs less than building
+the tree."""
+_NUMPY_FROM = 64
+"""Tree leaves from which ``_Positions`` builds its trees with NumPy."""
+
+
+class _Positions:
+    """The waiting tasks' queue positions in a binary tree whose node keeps, of the tasks
+    under it, the narrowest width, the shortest length and the earliest and latest
+    reservation starts. The leaves are in order of width, then start, so that a node's
+    tasks are alike and its bounds tight (a task that moves keeps its leaf)."""
+
+    def __init__(self, widths: list[int], lengths: list[float], starts: list[float]) -> None:
+        count = len(widths)
+        size = 1
+        while size < count:
+            size *= 2
+        self.size = size
+        self.positions = sorted(range(count), key=lambda position: (
+            widths[position], starts[position]))
+        """The position at each leaf."""
+        self.leaf = [0] * count
+        for leaf, position in enumerate(self.positions):
+            self.leaf[position] = leaf
+        ordered = self.positions
+        low, high = [_INF] * (size - count), [-_INF] * (size - count)
+        self.narrowest = _tree([float(widths[p]) for p in ordered] + low, size, min)
+        self.shortest = _tree([lengths[p] for p in ordered] + low, size, min)
+        start_of = [starts[p] for p in ordered]
+        self.earliest = _tree(start_of + low, size, min)
+        self.latest = _tree(start_of + high, size, max)
+
+    def hide(self, position: int) -> None:
+        """Leave the task at ``position`` out of ``find`` (it waits to be looked at)."""
+        self._set(self.leaf[position], _INF, _INF, _INF, -_INF)
+
+    def show(self, position: int, width: int, length: float, start: float) -> None:
+        """Put the task at ``position`` back in ``find``, reserved from ``start``."""
+        self._set(self.leaf[position], width, length, start, start)
+
+    def _set(self, leaf: int, width: float, length: float, earliest_start: float,
+             latest_start: float) -> None:
+        narrowest, shortest = self.narrowest, self.shortest
+        earliest, latest = self.earliest, self.latest
+        node = self.size + leaf
+        narrowest[node], shortest[node] = width, length
+        earliest[node], latest[node] = earliest_start, latest_start
+        node //= 2
+        while node:
+            left, right = 2 * node, 2 * node + 1
+            narrowest[node] = min(narrowest[left], narrowest[right])
+            shortest[node] = min(shortest[left], shortest[right])
+            earliest[node] = min(earliest[left], earliest[right])
+            latest[node] = max(latest[left], latest[right])
+            node //= 2
+
+    def find(self, hole: _Hole) -> list[int]:
+        """The positions whose task ``hole.may_admit`` accepts. None under a
+        node whose narrowest task is wider than the hole's most free cores, whose tasks
+        all start by the hole's start, or whose narrowest width's stretches admit none of
+        its lengths and starts (a wider task's stretch lies inside one of them)."""
+        narrowest, shortest, size = self.narrowest, self.shortest, self.size
+        earliest, latest, ordered = self.earliest, self.latest, self.positions
+        widest, after = hole.most, hole.begin
+        found: list[int] = []
+        stack = [1]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            cores = narrowest[node]
+            if cores > widest or latest[node] <= after or not hole.may_admit(
+                    int(cores), shortest[node], earliest[node], latest[node]):
+                continue
+            if node >= size:
+                found.append(ordered[node - size])
+                continue
+            push(2 * node + 1)
+            push(2 * node)
+        return found
+
+
+def _tree(leaves: list[float], size: int, pick: Callable[[float, float], float],
+          ) -> list[float]:
+    """A binary tree over ``leaves`` (``size`` of them) holding ``pick`` of its children
+    at each node: node 1 is the root, node ``size + i`` is leaf ``i``."""
+    if size >= _NUMPY_FROM:
+        import numpy as np
+
+        array = np.empty(2 * size)
+        array[size:] = leaves
+        combine = np.minimum if pick is min else np.maximum
+        level = size
+        while level > 1:
+            half = level // 2
+            combine(array[level:2 * level:2], array[level + 1:2 * level:2],
+                    out=array[half:level])
+            level = half
+        values: list[float] = array.tolist()
+        return values
+    tree = [0.0] * size + leaves
+    for node in range(size - 1, 0, -1):
+        tree[node] = pick(tree[2 * node], tree[2 * node + 1])
+    return tree
+
+
+class _Hole:
+    """A stretch ``[begin, end)`` that just gained free cores, and what the profile then
+    was around it."""
+
+    def __init__(self, profile: PooledProfile, begin: float, end: float,
+                 horizon: float) -> None:
+        self.profile, self.begin, self.end = profile, begin, end
+        self.horizon = horizon
+        """The latest reservation start: a stretch reaching it reaches every task's."""
+        times, free = profile.times, profile.free
+        self.first = max(bisect.bisect_right(times, begin) - 1, 0)
+        self.stop = bisect.bisect_left(times, end)
+        self.most = max(free[self.first:self.stop], default=0)
+        """The most cores free on a slice of the hole."""
+        self._runs: dict[int, list[tuple[float, float, float]]] = {}
+
+    def runs(self, cores: int) -> list[tuple[float, float, float]]:
+        """Each stretch with ``cores`` free on every slice that takes in a slice of the hole
+        with them free, as ``(the first instant of the hole in it, its start, its end)``."""
+        found = self._runs.get(cores)
+        if found is not None:
+            return found
+        times, free = self.profile.times, self.profile.free
+        slices = len(times)
+        found = []
+        index, stop = self.first, self.stop
+        while index < stop:
+            if free[index] < cores:
+                index += 1
+                continue
+            begin = index
+            while begin > 0 and free[begin - 1] >= cores:
+                begin -= 1
+            end = index + 1
+            horizon = self.horizon
+            while end < slices and free[end] >= cores and times[end] < horizon:
+                end += 1
+            found.append((max(times[index], self.begin), times[begin],
+                          times[end] if end < slices else _INF))
+            index = end
+        self._runs[cores] = found
+        return found
+
+    def may_admit(self, cores: int, shortest: float, earliest: float, latest: float,
+                  ) -> bool:
+        """Whether a task of ``cores``, at least ``shortest`` long and reserved from
+        ``earliest`` to ``latest``, could have moved earlier into a window crossing the
+        hole, the profile as it was when the hole was made: a stretch with its cores free
+        that takes in a slice of the hole before its start and either runs on to its start
+        (its own slot then holds it) or is at least its length long. Exact for one task
+        (``shortest``, ``earliest`` and ``latest`` its own)."""
+        for entered, begin, end in self.runs(cores):
+            if entered < latest and (end >= earliest or end - begin >= shortest):
+                return True
+        return False
+
+
+def compress(profile: PooledProfile, state: ReservingState,
+             reservations: dict[int, Reservation], waiting: list[int], freed_until: float,
+             moved: Callable[[int, Reservation], None]) -> None:
+    """Move the ``waiting`` tasks (queue order) to their earliest fits after early finishes
+    gave back cores from now until ``freed_until``, as the plain compression does (module
+    docstring). ``moved(task, reservation)`` is told of each move after ``reservations``
+    has it."""
+    if freed_until <= state.now or not waiting:
+        return
+    if len(waiting) < INDEX_FROM:
+        pooled_profile.compress(profile, state, reservations, waiting, freed_until, moved)
+        return
+    need, duration = state.need, state.expected_duration
+    lengths = [duration(task, 0) for task in waiting]
+    widths = [need[task] for task in waiting]
+    positions = _Positions(widths, lengths, [reservations[task].start_s for task in waiting])
+    holes: list[_Hole] = []
+    # the positions to look at, each with the first hole that let it since it was last
+    # looked at: in this pass (by position, behind the one looked at) and in the next
+    waiting_since: dict[int, int] = {}
+    this_pass: list[int] = []
+    next_pass: list[int] = []
+
+    def nominate(hole: _Hole, left_by: int) -> None:
+        """The tasks ``hole`` could let move (those not already waiting to be looked at):
+        behind ``left_by`` in this pass, ahead of it in the next one."""
+        made = len(holes)
+        holes.append(hole)
+        for position in positions.find(hole):
+            if position == left_by:
+                continue
+            positions.hide(position)
+            waiting_since[position] = made
+            if position > left_by:
+                heapq.heappush(this_pass, position)
+            else:
+                next_pass.append(position)
+
+    nominate(_Hole(profile, state.now, freed_until, positions.latest[1]), -1)
+    while this_pass or next_pass:
+        if not this_pass:
+            this_pass, next_pass = sorted(next_pass), []  # a heap, in order
+        position = heapq.heappop(this_pass)
+        since = holes[waiting_since.pop(position):]
+        # a window it could move to crosses one of these holes
+        low = min(hole.begin for hole in since)
+        high = max(hole.end for hole in since)
+        task = waiting[position]
+        held = reservations[task]
+        found = profile.move_earlier(state, task, held, None,
+                                     after=low - lengths[position], before=high)
+        if found is None:
+            positions.show(position, widths[position], lengths[position], held.start_s)
+            continue
+        reservations[task] = found
+        moved(task, found)
+        positions.show(position, widths[position], lengths[position], found.start_s)
+        # where the new slot overlaps the old one, no cores were given back
+        nominate(_Hole(profile, max(held.start_s, found.end_s), held.end_s,
+                       positions.latest[1]), position)

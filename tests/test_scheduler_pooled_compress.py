@@ -1,0 +1,142 @@
+"""``scheduler/planners/pooled_compress.py`` (compression through holes and a tree of the
+waiting tasks) held to the plain compression it stands for: every waiting task, in queue
+order, taken out and put back at its earliest fit, passes until none moves. The hole
+filter must never skip a task the plain passes would move, so the schedules are identical:
+generated pooled workloads with exact and overestimated requested times, the issue's early
+finish with nobody waiting, and seeded synthetic traces at a high offered load (long
+queues, many moves). The index is forced on for every queue length (``INDEX_FROM``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.generate_swf import generate
+from dcx.core.model import (
+    Datacenter,
+    Environment,
+    Job,
+    Machine,
+    Placement,
+    ProcessingUnit,
+    Rack,
+    ResourceRequest,
+    Room,
+    Task,
+    Workload,
+)
+from dcx.scheduler.engine import Schedule, simulate
+from dcx.scheduler.loading import load_problem
+from dcx.scheduler.planners import conservative, pooled_compress
+from dcx.scheduler.planners.pooled_profile import PooledProfile
+from dcx.scheduler.policies import parse_policy
+from dcx.scheduler.problem import Problem, compile_problem
+from dcx.scheduler.state import Reservation, ReservingState
+
+
+def plain_compress(profile: PooledProfile, state: ReservingState,
+                   reservations: dict[int, Reservation], waiting: list[int],
+                   freed_until: float, moved: Callable[[int, Reservation], None]) -> None:
+    """Every waiting task, in queue order, at its earliest fit with its own slot free
+    (searched from now, no bound), passes until a pass moves none."""
+    earlier = True
+    while earlier:
+        earlier = False
+        for task in waiting:
+            found = profile.move_earlier(state, task, reservations[task], None)
+            if found is not None:
+                reservations[task] = found
+                moved(task, found)
+                earlier = True
+
+
+def _run(problem: Problem, name: str, compress: Callable[..., None] | None,
+         ) -> Schedule:
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(pooled_compress, "INDEX_FROM", 0)
+        if compress is not None:
+            patched.setattr(conservative, "compress", compress)
+        return simulate(problem, parse_policy(name))
+
+
+def _environment(count: int, cores: int) -> Environment:
+    machines = tuple(Machine(id=f"m{index}", cpus=(ProcessingUnit(cores=cores),))
+                     for index in range(count))
+    return Environment((Datacenter(rooms=(Room(racks=(Rack(slots=machines),)),)),))
+
+
+def _problem(jobs: list[tuple[int, int, int, int]], total: int) -> Problem:
+    """``(submit, runtime, requested, cores)`` jobs asking for cores anywhere on ``total``
+    single-core machines (one pool)."""
+    work = Workload(tuple(
+        Job(index + 1, (Task(index + 1, submit, runtime, requested_time_s=requested,
+                             request=ResourceRequest(nodes=1, cores=cores,
+                                                     placement=Placement.CORES)),))
+        for index, (submit, runtime, requested, cores) in enumerate(jobs)))
+    result = compile_problem(work, _environment(total, 1))
+    assert result.problem is not None
+    return result.problem
+
+
+@st.composite
+def _workloads(draw: st.DrawFn) -> tuple[list[tuple[int, int, int, int]], int]:
+    total = draw(st.integers(1, 8))
+    exact = draw(st.booleans())
+    jobs = []
+    for _ in range(draw(st.integers(1, 40))):
+        runtime = draw(st.integers(1, 15))
+        requested = runtime if exact else runtime + draw(st.integers(0, 20))
+        jobs.append((draw(st.integers(0, 40)), runtime, requested,
+                     draw(st.integers(1, total))))
+    return jobs, total
+
+
+@settings(max_examples=200, deadline=None)
+@given(_workloads(), st.sampled_from(["FCFS-CONSERVATIVE", "SJF-CONSERVATIVE"]))
+def test_compression_through_holes_is_the_plain_compression(
+        workload: tuple[list[tuple[int, int, int, int]], int], name: str) -> None:
+    jobs, total = workload
+    problem = _problem(jobs, total)
+    fast, plain = _run(problem, name, None), _run(problem, name, plain_compress)
+    assert fast.unfinished == plain.unfinished == 0
+    assert fast.start_s == plain.start_s
+    assert fast.reserved_s == plain.reserved_s
+
+
+def test_an_early_finish_with_nobody_waiting_frees_the_cores_at_once() -> None:
+    """The issue's case: job 1 runs 2 s of a requested 10 s on all 4 cores; job 2 (1 s, 4
+    cores) arrives at 5 on the idle machine and starts at once."""
+    problem = _problem([(0, 2, 10, 4), (5, 1, 1, 4)], 4)
+    assert _run(problem, "FCFS-CONSERVATIVE", None).start_s == [0, 5]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_loaded_synthetic_trace_compresses_as_the_plain_passes(
+        tmp_path: Path, seed: int) -> None:
+    """300 jobs on 64 processors at offered load 1.2, overestimated requested times: long
+    queues whose compressions move tasks in several passes (counted, so the holes are
+    really used)."""
+    trace = tmp_path / "synthetic.swf"
+    trace.write_text(generate(300, procs=64, load=1.2, seed=seed))
+    loaded = load_problem(trace, None)
+    assert loaded.problem is not None
+    holes = 0
+    made = pooled_compress._Hole.__init__
+
+    def counted(hole: pooled_compress._Hole, *args: object) -> None:
+        nonlocal holes
+        holes += 1
+        made(hole, *args)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(pooled_compress._Hole, "__init__", counted)
+        fast = _run(loaded.problem, "FCFS-CONSERVATIVE", None)
+    plain = _run(loaded.problem, "FCFS-CONSERVATIVE", plain_compress)
+    assert holes > 300  # early finishes, and slots left by moved tasks
+    assert fast.unfinished == 0
+    assert fast.start_s == plain.start_s
+    assert fast.reserved_s == plain.reserved_s
