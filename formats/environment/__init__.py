@@ -160,6 +160,38 @@ CODES = (
     Code("ref.merge-unused", "warning", "A $merge without $base has no effect."),
 )
 
+FIELD_NAMES: dict[str, str] = {
+    "environment.name": "name", "environment.description": "description",
+    "environment.extras": "other top-level keys",
+    "environment.events.machine_state": "events (MACHINE_STATE_CHANGE)",
+    "environment.events.scheduler": "events (DATACENTER_SCHEDULER_CHANGE)",
+    "datacenter": "datacenters", "datacenter.id": "datacenter id",
+    "datacenter.name": "datacenter name", "datacenter.location": "datacenter location",
+    "datacenter.operator": "datacenter operator",
+    "datacenter.scheduler": "datacenter operational.scheduler",
+    "datacenter.extras": "other datacenter keys",
+    "room": "rooms", "room.id": "room id", "room.name": "room name", "room.type": "room type",
+    "room.geometry": "room location / size", "room.extras": "other room keys",
+    "rack": "objects (RACK)", "rack.id": "rack id", "rack.name": "rack name",
+    "rack.capacity_units": "rack capacity", "rack.power_capacity_w": "rack power-capacity",
+    "rack.empty_slots": "units (EMPTY)", "rack.extras": "other rack keys",
+    "machine.id": "machine id", "machine.name": "machine name",
+    "machine.state": "machine state", "machine.extras": "other machine keys",
+    "machine.cpus": "cpus", "machine.cpus.sockets": "cpus (one per socket)",
+    "cpu.id": "cpus id", "cpu.clock_rate_hz": "cpus clock-rate",
+    "cpu.energy_consumption_w": "cpus energy-consumption",
+    "cpu.vendor": "cpus manufacturer / family / generation / model",
+    "machine.gpus": "gpus", "gpu.id": "gpus id", "gpu.cores": "gpus cores",
+    "gpu.clock_rate_hz": "gpus clock-rate",
+    "gpu.energy_consumption_w": "gpus energy-consumption",
+    "gpu.vendor": "gpus manufacturer / family / generation / model",
+    "machine.memory": "memory", "machine.memory.modules": "memory (one per module)",
+    "memory.details": "memory id / manufacturer / read-speed / …",
+    "machine.storage": "storage", "machine.storage.devices": "storage (one per device)",
+    "storage.details": "storage id / manufacturer / read-speed / …",
+}
+"""Environment JSON's keys for the fields (``FormatDeclaration.field_names``)."""
+
 FORMAT = FormatDeclaration(
     name="environment",
     title="Environment JSON (jsspp-osp)",
@@ -179,4 +211,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     leaves_out=leaves_out,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )

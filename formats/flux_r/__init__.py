@@ -164,6 +164,17 @@ CODES: tuple[Code, ...] = (
 )
 
 
+FIELD_NAMES: dict[str, str] = {
+    "environment.validity": "execution starttime / expiration",
+    "machine.name": "execution nodelist",
+    "machine.rank": "R_lite rank",
+    "machine.cpus": "R_lite children core",
+    "machine.gpus": "R_lite children gpu",
+    "gpu.id": "R_lite children gpu ids",
+    "machine.features": "execution properties",
+}
+"""Flux R's keys for the fields (``FormatDeclaration.field_names``)."""
+
 FORMAT = FormatDeclaration(
     name="flux-r",
     title="Flux R version 1 (RFC 20)",
@@ -183,4 +194,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     requires=REQUIRES,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )

@@ -218,6 +218,29 @@ CODES: tuple[Code, ...] = (
 )
 
 
+FIELD_NAMES: dict[str, str] = {
+    "environment.validity": "graph metadata starttime / expiration",
+    "datacenter.id": "cluster vertex id",
+    "datacenter.name": "cluster vertex name",
+    "rack": "rack vertices",
+    "rack.id": "rack vertex id",
+    "rack.name": "rack vertex name",
+    "machine.id": "node vertex id",
+    "machine.name": "node vertex name",
+    "machine.rank": "node vertex rank",
+    "machine.state": "node vertex status",
+    "machine.features": "node vertex properties",
+    "machine.cpus": "core vertices",
+    "machine.cpus.sockets": "socket vertices",
+    "cpu.id": "core vertex id",
+    "machine.gpus": "gpu vertices",
+    "gpu.id": "gpu vertex id",
+    "machine.memory": "memory vertex size",
+    "machine.memory.modules": "memory vertices",
+    "machine.resources": "other vertices",
+}
+"""JGF's vertex metadata for the fields (``FormatDeclaration.field_names``)."""
+
 FORMAT = FormatDeclaration(
     name="jgf",
     title="Fluxion JSON Graph Format (RFC 40)",
@@ -237,4 +260,5 @@ FORMAT = FormatDeclaration(
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )

@@ -111,6 +111,20 @@ CODES = (
     Code("opendc-setup.no-machines", "warning", "The setup has no machines."),
 )
 
+FIELD_NAMES: dict[str, str] = {
+    "environment.name": "name",
+    "room": "rooms",
+    "room.type": "room type",
+    "rack": "objects (RACK)",
+    "machine.cpus": "machines cpus",
+    "machine.cpus.sockets": "machines cpus (one id per CPU)",
+    "cpu.id": "cpus type id",
+    "cpu.clock_rate_hz": "cpus type id (its clock)",
+    "cpu.energy_consumption_w": "cpus type id (its power)",
+    "cpu.vendor": "cpus type id (its CPU)",
+}
+"""setup.json's keys for the fields (``FormatDeclaration.field_names``)."""
+
 FORMAT = FormatDeclaration(
     name="opendc-setup",
     title="OpenDC SC18 setup.json",
@@ -129,4 +143,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     leaves_out=leaves_out,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )

@@ -192,6 +192,23 @@ CODES = (
          "The model has a value an OpenDC topology cannot carry (writing only)."),
 )
 
+FIELD_NAMES: dict[str, str] = {
+    "rack": "clusters",
+    "rack.name": "cluster name",
+    "machine.name": "host name",
+    "machine.cpus": "host cpu coreCount",
+    "machine.cpus.sockets": "host cpu count",
+    "cpu.clock_rate_hz": "host cpu coreSpeed",
+    "cpu.vendor": "host cpu vendor / modelName",
+    "machine.arch": "host cpu arch",
+    "machine.memory": "host memory memorySize",
+    "machine.gpus": "host gpu count",
+    "gpu.cores": "host gpu coreCount",
+    "gpu.clock_rate_hz": "host gpu coreSpeed",
+    "gpu.vendor": "host gpu vendor / modelName",
+}
+"""The topology's keys for the fields (``FormatDeclaration.field_names``)."""
+
 FORMAT = FormatDeclaration(
     name="opendc-topology",
     title="OpenDC topology JSON",
@@ -213,4 +230,5 @@ FORMAT = FormatDeclaration(
     requires=REQUIRES,
     codes=CODES,
     read_with_imports=read_with_imports,
+    field_names=FIELD_NAMES,
 )

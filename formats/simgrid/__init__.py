@@ -220,6 +220,16 @@ CODES = (
          "with the role prop, are not warned of); dcx writes no host without a speed."),
 )
 
+FIELD_NAMES: dict[str, str] = {
+    "rack": "zone",
+    "rack.id": "zone/@id",
+    "machine.id": "host/@id",
+    "machine.name": "host/@id (cluster prefix + radical + suffix)",
+    "machine.cpus": "host/@core",
+    "cpu.clock_rate_hz": "host/@speed",
+}
+"""SimGrid's platform elements and attributes for the fields (``FormatDeclaration.field_names``)."""
+
 FORMAT = FormatDeclaration(
     name="simgrid",
     title="SimGrid platform XML 4.1",
@@ -240,4 +250,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     leaves_out=leaves_out,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )

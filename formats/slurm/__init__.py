@@ -366,6 +366,23 @@ CODES: tuple[Code, ...] = (
 )
 
 
+FIELD_NAMES: dict[str, str] = {
+    "environment.name": "ClusterName",
+    "environment.partitions": "PartitionName lines",
+    "machine.name": "NodeName",
+    "machine.cpus": "CPUs",
+    "machine.cpus.sockets": "Sockets / CoresPerSocket",
+    "machine.memory": "RealMemory",
+    "machine.storage": "TmpDisk",
+    "machine.features": "Features",
+    "machine.gpus": "Gres=gpu",
+    "gpu.vendor": "Gres=gpu:<type>",
+    "machine.resources": "Gres",
+    "machine.state": "State",
+    "machine.state_label": "Reason",
+}
+"""slurm.conf's keys for the fields (``FormatDeclaration.field_names``)."""
+
 FORMAT = FormatDeclaration(
     name="slurm",
     title="Slurm node configuration (slurm.conf)",
@@ -387,4 +404,5 @@ FORMAT = FormatDeclaration(
     normal_form_losses=normal_form_losses,
     leaves_out=leaves_out,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )

@@ -256,6 +256,28 @@ CODES = (
     Code("sss.write.unwritable-text", "error", "A text has characters XML cannot carry."),
 )
 
+FIELD_NAMES: dict[str, str] = {
+    "machine.id": "<Id>",
+    "machine.name": "<Name>",
+    "machine.description": "<Description>",
+    "machine.os": "<Opsys>",
+    "machine.arch": "<Arch>",
+    "machine.state": "<State>",
+    "machine.state_label": "<State> text",
+    "machine.cpus": "<Processors>",
+    "machine.memory": "<Memory>",
+    "machine.storage": "<Disk>",
+    "machine.swap_mb": "<Swap>",
+    "machine.network_mbit_s": "<Network>",
+    "machine.features": "<Feature>",
+    "machine.gpus": '<Resource name="GPU">',
+    "gpu.vendor": '<Resource name="GPU" type>',
+    "machine.resources": "<Resource>",
+    "machine.available": "<Available>",
+    "machine.utilized": "<Utilized>",
+}
+"""The SSS node elements for the fields (``FormatDeclaration.field_names``)."""
+
 FORMAT = FormatDeclaration(
     name="sss",
     title="SSS Node Object XML 3.1.0",
@@ -274,4 +296,5 @@ FORMAT = FormatDeclaration(
     requires=REQUIRES,
     normal_form_losses=normal_form_losses,
     codes=CODES,
+    field_names=FIELD_NAMES,
 )
