@@ -57,7 +57,10 @@ Mapping
   listed in another's ``children`` gains that task as a dependency too. The execution entry
   of the same id gives ``runtimeInSeconds`` → ``runtime_s``, ``coreCount`` →
   ``request.cores`` (total cores, on one node: WfFormat does not say how cores split over
-  the ``machines`` a task names; a request of one node, ``Placement.NODES``),
+  the ``machines`` a task names; a request of one node, ``Placement.NODES``; a request of
+  several nodes is written as its total cores, ``nodes x cores``, as ``dcx.core.shapes``
+  says: 64 SWF processors are ``coreCount`` 64, 8 Batsim hosts 8, the node count a
+  ``task.request.nodes`` loss unless the request was for cores anywhere),
   ``memoryInBytes`` (the process's resident set size: memory the task used, not asked for)
   → ``used_memory_mb``, the model's average per core (÷ 2**20 ÷ ``coreCount``; written
   back in whole bytes), ``command.program`` → ``application`` (the command's
@@ -101,7 +104,8 @@ task has a runtime, so a task without one keeps no cores, start, memory used or 
 a workload without any keeps no time origin and no machines (WfFormat lists machines only
 in an execution); every task is submitted at 0, its start (``submit_time_s + wait_time_s``)
 its wait, to the microsecond, where the timestamp can say it; memory used is whole bytes
-over the task's cores; an empty program is none; cores below 1 become 1; machine names are
+over the task's cores; a task's cores are its total cores on one node (``nodes x cores``);
+an empty program is none; cores below 1 become 1; machine names are
 filled in (``dcx.core.ids``) and made unique; CPUs merge into one (as for every format that
 does not hold sockets) with a clock in whole MHz; memory is whole bytes; the operating
 system is one of ``linux``, ``macos``, ``windows``. WfFormat requires a ``name`` and an
