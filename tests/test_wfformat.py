@@ -347,7 +347,7 @@ def test_the_normal_form_fills_what_wfformat_requires_and_reports_what_it_change
     assert merged.memory_mb == 2.0 and merged.os is None
     assert wfformat.normal_form_losses(document) == {
         "task.id", "task.dependencies", "task.request.cores", "workload.time_origin",
-        "machine.name", "machine.os"}
+        "machine.name", "machine.os", "machine.cpus.sockets"}
     written = wfformat.write(document)
     assert written.diagnostics == ()
     assert wfformat.read(written.data).document == restrict(
@@ -567,3 +567,28 @@ def test_example_jobs_keep_their_cores_in_wfformat(source: str, first_cores: int
     assert there.ok, [d.render() for d in there.diagnostics]
     tasks = json.loads(there.data)["workflow"]["execution"]["tasks"]
     assert tasks[0]["coreCount"] == first_cores
+
+
+def test_cpus_merged_into_one_are_a_sockets_loss() -> None:
+    """A machine's CPUs become one (its cores and mean clock) in WfFormat's ``cpu``: a
+    Haizea node of two CPU instances keeps its 8 cores and loses the split, with a line."""
+    machine = Machine(name="n1", cpus=(ProcessingUnit(cores=4), ProcessingUnit(cores=4)))
+    document = Document(
+        environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+            Rack(slots=(machine,)),)),)),)),
+        workload=Workload(jobs=(Job(id=1, tasks=(Task(id=1, runtime_s=1.0),)),)))
+    assert "machine.cpus.sockets" in wfformat.normal_form_losses(document)
+    lost = {loss.field: loss for loss in conversion_losses(document, wfformat.FORMAT)}
+    assert lost["machine.cpus.sockets"].count == 1
+    assert "machine.cpus" not in lost
+    (written,) = json.loads(wfformat.write(document).data)["workflow"]["execution"]["machines"]
+    assert written["cpu"]["coreCount"] == 8
+
+
+def test_a_haizea_site_keeps_its_cores_and_names_the_merged_cpus() -> None:
+    source = "haizea/mixed-site.lwf"
+    there = convert((REPO / "examples" / source).read_bytes(), "wfformat", source)
+    assert there.ok, [d.render() for d in there.diagnostics]
+    machines = json.loads(there.data)["workflow"]["execution"]["machines"]
+    assert [machine["cpu"]["coreCount"] for machine in machines] == [2, 2, 2, 2, 8, 8]
+    assert "machine.cpus.sockets" in {loss.field for loss in there.losses}

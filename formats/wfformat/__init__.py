@@ -98,20 +98,21 @@ Normal form
 -----------
 
 The writer serialises ``normal_form(document)``: ids WfFormat can reference (letters,
-digits, ``- _ . #``) are kept, others renumbered ``1, 2, …`` (``task.id``); dependencies
-are kept once each and never on the task itself; the execution section exists only if some
-task has a runtime, so a task without one keeps no cores, start, memory used or program and
-a workload without any keeps no time origin and no machines (WfFormat lists machines only
-in an execution); every task is submitted at 0, its start (``submit_time_s + wait_time_s``)
-its wait, to the microsecond, where the timestamp can say it; memory used is whole bytes
-over the task's cores; a task's cores are its total cores on one node (``nodes x cores``);
-an empty program is none; cores below 1 become 1; machine names are
-filled in (``dcx.core.ids``) and made unique; CPUs merge into one (as for every format that
-does not hold sockets) with a clock in whole MHz; memory is whole bytes; the operating
-system is one of ``linux``, ``macos``, ``windows``. WfFormat requires a ``name`` and an
-``executedAt``: a workload without a name is written as ``workflow``, and one without a
-time origin with ``executedAt`` ``1970-01-01T00:00:00Z``, which reads back as no time
-origin. A document without tasks cannot be written (WfFormat requires one).
+digits, ``- _ . #``) are kept, others renumbered ``1, 2, …`` (``task.id``); dependencies are
+kept once each and never on the task itself; the execution section exists only if some task
+has a runtime, so a task without one keeps no cores, start, memory used or program and a
+workload without any keeps no time origin and no machines (WfFormat lists machines only in
+an execution); every task is submitted at 0, its start (``submit_time_s + wait_time_s``) its
+wait, to the microsecond, where the timestamp can say it; memory used is whole bytes over
+the task's cores; a task's cores are its total cores on one node (``nodes x cores``); an
+empty program is none; cores below 1 become 1; machine names are filled in
+(``dcx.core.ids``) and made unique; CPUs merge into one (as for every format that does not
+hold sockets, reported as ``machine.cpus.sockets``) with a clock in whole MHz; memory is
+whole bytes; the operating system is one of ``linux``, ``macos``, ``windows``. WfFormat
+requires a ``name`` and an ``executedAt``: a workload without a name is written as
+``workflow``, and one without a time origin with ``executedAt`` ``1970-01-01T00:00:00Z``,
+which reads back as no time origin. A document without tasks cannot be written (WfFormat
+requires one).
 
 Divergences
 -----------

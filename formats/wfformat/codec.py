@@ -574,6 +574,7 @@ class _Normalizer:
             self.changed("machine.name", machine.name, name)
         cpus = machine.cpus
         if len(cpus) > 1:  # as restrict merges sockets, before the clock is rounded
+            self.lost.add("machine.cpus.sockets")  # merged here, restrict finds one CPU
             cpus = (replace(cpus[0], cores=machine.core_count,
                             clock_rate_hz=machine.clock_rate_hz),)
         if cpus and cpus[0].cores < 1:
