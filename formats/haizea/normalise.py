@@ -351,7 +351,8 @@ def _task_normal_form(task: Task, task_id: Id, requests: dict[int, Any],
     if extras != task.extras:
         lost.add("task.extras")
     changes["extras"] = extras
-    for name in ("nodes", "cores", "memory_mb", "resources"):
+    # (a lease asks for whole nodes: cores anywhere become nodes of their cores)
+    for name in ("nodes", "cores", "memory_mb", "resources", "placement"):
         if getattr(request, name) != getattr(task.request, name):
             lost.add(f"task.request.{name}")
     changes["request"] = request
