@@ -598,6 +598,17 @@ def test_cores_anywhere_written_as_whole_nodes_is_a_placement_loss() -> None:
     assert lost(Document(workload=Workload(jobs=(Job(id=1, tasks=(whole,)),)))) == set()
 
 
+def test_a_duration_filled_in_from_the_runtime_is_a_loss_line() -> None:
+    """Every lease has a duration: one without a requested time gets its runtime, which SWF
+    or Batsim then read back as the job's requested time; the line says so."""
+    unrequested = Task(id=1, submit_time_s=0.0, runtime_s=60.0)
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(unrequested,)),)))
+    assert next(haizea.normal_form(document).workload.tasks()).requested_time_s == 60.0
+    losses = {loss.field: loss for loss in conversion_losses(document, haizea.FORMAT)}
+    assert "runtime" in losses["task.requested_time_s"].detail
+    assert losses["task.requested_time_s"].first == "/workload/jobs/0/tasks/0"
+
+
 def site_of(*machines: Machine) -> Document:
     room = Room(racks=(Rack(slots=machines),))
     return Document(environment=Environment(datacenters=(Datacenter(rooms=(room,)),)))

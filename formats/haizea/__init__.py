@@ -52,7 +52,8 @@ Mapping to the model
   arrivals go back draws ``haizea.arrival-order``; times on the 0.01 s grid; a
   deadline before start + duration (which Haizea rejects) left out; every lease has
   a duration, the requested time, else the runtime (what a user expects of the converted
-  lease; filling it in loses nothing), else 0.01 s (a ``task.requested_time_s`` loss); every
+  lease), else 0.01 s (either a ``task.requested_time_s`` loss: SWF or Batsim read the
+  duration back as the requested time); every
   lease has a runtime, its duration when it has none (a ``task.runtime_s`` change: the LWF
   says how long a lease runs); ``preemptible`` when unknown as haizea-lwf2xml sets it
   (best-effort leases are); leases numbered 1..n in workload order unless every task id is a
@@ -175,6 +176,8 @@ normal_form_losses = deferred("dcx.formats.haizea.normalise", "normal_form_losse
 
 
 LOSS_NOTES: dict[str, str] = {
+    "task.requested_time_s": ("a lease without a requested time gets its runtime as its "
+                              "duration (else 0.01 s): Haizea requires one"),
     "task.request.placement": ("a request for cores anywhere is written as whole nodes, "
                                "its node count and cores per node as they were"),
 }
