@@ -592,3 +592,14 @@ def test_a_haizea_site_keeps_its_cores_and_names_the_merged_cpus() -> None:
     machines = json.loads(there.data)["workflow"]["execution"]["machines"]
     assert [machine["cpu"]["coreCount"] for machine in machines] == [2, 2, 2, 2, 8, 8]
     assert "machine.cpus.sockets" in {loss.field for loss in there.losses}
+
+
+def test_a_task_without_runtime_loses_all_its_cores_with_a_line() -> None:
+    """No execution entry, no coreCount: 16 processors of a cancelled SWF job are a
+    ``task.request.cores`` loss (the total WfFormat holds), not a node count."""
+    cancelled = Task(id=1, request=ResourceRequest(nodes=16, placement=Placement.CORES))
+    measured = Task(id=2, runtime_s=5.0)
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(cancelled,)),
+                                                 Job(id=2, tasks=(measured,)))))
+    lost = {loss.field for loss in conversion_losses(document, wfformat.FORMAT)}
+    assert "task.request.cores" in lost and "task.request.nodes" not in lost

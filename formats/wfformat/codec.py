@@ -495,9 +495,8 @@ class _Normalizer:
         if runtime is not None and not math.isfinite(runtime):  # JSON has no infinity
             runtime = self.changed("task.runtime_s", runtime, None)
         recorded: dict[str, Any] = {}
-        if runtime is None:  # no execution entry: no cores, on no nodes
-            cores = self.changed("task.request.cores", request.cores, 1.0)
-            self.changed("task.request.nodes", request.nodes, 1)
+        if runtime is None:  # no execution entry: none of its cores, on however many nodes
+            cores = self.changed("task.request.cores", request.total_cores, 1.0)
             extras.pop(EXECUTION_MEMBERS, None)
             recorded = {"wait_time_s": None, "used_memory_mb": None, "application": None}
         else:
