@@ -117,8 +117,10 @@ def _workload() -> Workload:
                        Task(id="t4"),
                        # what a run recorded of a task without a runtime (WfFormat keeps
                        # them only in an execution entry, which needs one), its application
-                       # a program's name (SWF and GWF hold numbers only)
-                       Task(id="t5", request=ResourceRequest(cores=2.0, memory_mb=512.0),
+                       # a program's name (SWF and GWF hold numbers only), on two nodes
+                       # (its cores, as many processors, are what WfFormat then loses)
+                       Task(id="t5", request=ResourceRequest(nodes=2, cores=2.0,
+                                                             memory_mb=512.0),
                             wait_time_s=15.0, used_memory_mb=256.0, application="blastall"))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",

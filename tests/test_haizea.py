@@ -19,6 +19,7 @@ from dcx.core.model import (
     Job,
     Machine,
     NamedResource,
+    Placement,
     ProcessingUnit,
     Rack,
     ResourceRequest,
@@ -580,6 +581,32 @@ def test_writer_lists_what_a_lease_cannot_hold() -> None:
     read = haizea.read(written.data)
     assert read.ok and read.document is not None and read.document.workload is not None
     assert next(read.document.workload.tasks()).group == "staff"  # the SWF_group attr
+
+
+
+def test_cores_anywhere_written_as_whole_nodes_is_a_placement_loss() -> None:
+    """A lease asks for whole nodes: SWF's 64 processors (cores anywhere) become 64 nodes of
+    one core, with a line that says the request's shape changed."""
+    anywhere = Task(id=1, submit_time_s=0.0, requested_time_s=60.0, runtime_s=60.0,
+                    request=ResourceRequest(nodes=64, placement=Placement.CORES))
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(anywhere,)),)))
+    assert "task.request.placement" in haizea.normal_form_losses(document)
+    losses = {loss.field: loss for loss in conversion_losses(document, haizea.FORMAT)}
+    assert losses["task.request.placement"].count == 1
+    assert "whole nodes" in losses["task.request.placement"].detail
+    whole = dataclasses.replace(anywhere, request=ResourceRequest(nodes=64))
+    assert lost(Document(workload=Workload(jobs=(Job(id=1, tasks=(whole,)),)))) == set()
+
+
+def test_a_duration_filled_in_from_the_runtime_is_a_loss_line() -> None:
+    """Every lease has a duration: one without a requested time gets its runtime, which SWF
+    or Batsim then read back as the job's requested time; the line says so."""
+    unrequested = Task(id=1, submit_time_s=0.0, runtime_s=60.0)
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(unrequested,)),)))
+    assert next(haizea.normal_form(document).workload.tasks()).requested_time_s == 60.0
+    losses = {loss.field: loss for loss in conversion_losses(document, haizea.FORMAT)}
+    assert "runtime" in losses["task.requested_time_s"].detail
+    assert losses["task.requested_time_s"].first == "/workload/jobs/0/tasks/0"
 
 
 def site_of(*machines: Machine) -> Document:

@@ -19,6 +19,7 @@ from dcx.core.model import (
     Environment,
     Job,
     Machine,
+    Placement,
     ProcessingUnit,
     Rack,
     ResourceRequest,
@@ -346,7 +347,7 @@ def test_the_normal_form_fills_what_wfformat_requires_and_reports_what_it_change
     assert merged.memory_mb == 2.0 and merged.os is None
     assert wfformat.normal_form_losses(document) == {
         "task.id", "task.dependencies", "task.request.cores", "workload.time_origin",
-        "machine.name", "machine.os"}
+        "machine.name", "machine.os", "machine.cpus.sockets"}
     written = wfformat.write(document)
     assert written.diagnostics == ()
     assert wfformat.read(written.data).document == restrict(
@@ -534,3 +535,71 @@ def test_a_trace_job_is_written_started_at_its_submit_plus_wait() -> None:
     lost = {loss.field for loss in conversion_losses(document, wfformat.FORMAT)}
     assert {"task.submit_time_s", "task.wait_time_s", "task.request.memory_mb"} <= lost
     assert not lost & {"task.used_memory_mb", "task.application"}
+
+
+def test_a_multi_node_request_is_written_as_its_total_cores() -> None:
+    """coreCount is the cores a task used in all (``len(machines)`` says over how many
+    nodes): 64 SWF processors are 64 cores, not 1, and the memory used, an average per core,
+    is the whole task's. Whole nodes (Batsim's hosts) give their cores too, with the node
+    count a loss; cores anywhere lose no node count (only the total means something)."""
+    processors = Task(id=1, runtime_s=10.0, used_memory_mb=2.0, request=ResourceRequest(
+        nodes=64, placement=Placement.CORES))
+    hosts = Task(id=2, runtime_s=10.0, request=ResourceRequest(nodes=8, cores=2.0))
+    for task, cores in ((processors, 64), (hosts, 16)):
+        document = Document(workload=Workload(jobs=(Job(id=task.id, tasks=(task,)),)))
+        written = json.loads(wfformat.write(document).data)["workflow"]["execution"]["tasks"]
+        assert written[0]["coreCount"] == cores
+        back = next(iter(wfformat.read(wfformat.write(document).data).document.workload.tasks()))
+        assert back.request.total_cores == task.request.total_cores
+        lost = {loss.field for loss in conversion_losses(document, wfformat.FORMAT)}
+        assert ("task.request.nodes" in lost) is (task is hosts), lost
+        assert "task.request.cores" not in lost
+    assert written[0].get("memoryInBytes") is None
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(processors,)),)))
+    written = json.loads(wfformat.write(document).data)["workflow"]["execution"]["tasks"]
+    assert written[0]["memoryInBytes"] == 128 * 2**20
+
+
+@pytest.mark.parametrize(("source", "first_cores"), [
+    ("swf/small-cluster.swf", 64), ("batsim/delays-and-compute.json", 8)])
+def test_example_jobs_keep_their_cores_in_wfformat(source: str, first_cores: int) -> None:
+    there = convert((REPO / "examples" / source).read_bytes(), "wfformat", source)
+    assert there.ok, [d.render() for d in there.diagnostics]
+    tasks = json.loads(there.data)["workflow"]["execution"]["tasks"]
+    assert tasks[0]["coreCount"] == first_cores
+
+
+def test_cpus_merged_into_one_are_a_sockets_loss() -> None:
+    """A machine's CPUs become one (its cores and mean clock) in WfFormat's ``cpu``: a
+    Haizea node of two CPU instances keeps its 8 cores and loses the split, with a line."""
+    machine = Machine(name="n1", cpus=(ProcessingUnit(cores=4), ProcessingUnit(cores=4)))
+    document = Document(
+        environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+            Rack(slots=(machine,)),)),)),)),
+        workload=Workload(jobs=(Job(id=1, tasks=(Task(id=1, runtime_s=1.0),)),)))
+    assert "machine.cpus.sockets" in wfformat.normal_form_losses(document)
+    lost = {loss.field: loss for loss in conversion_losses(document, wfformat.FORMAT)}
+    assert lost["machine.cpus.sockets"].count == 1
+    assert "machine.cpus" not in lost
+    (written,) = json.loads(wfformat.write(document).data)["workflow"]["execution"]["machines"]
+    assert written["cpu"]["coreCount"] == 8
+
+
+def test_a_haizea_site_keeps_its_cores_and_names_the_merged_cpus() -> None:
+    source = "haizea/mixed-site.lwf"
+    there = convert((REPO / "examples" / source).read_bytes(), "wfformat", source)
+    assert there.ok, [d.render() for d in there.diagnostics]
+    machines = json.loads(there.data)["workflow"]["execution"]["machines"]
+    assert [machine["cpu"]["coreCount"] for machine in machines] == [2, 2, 2, 2, 8, 8]
+    assert "machine.cpus.sockets" in {loss.field for loss in there.losses}
+
+
+def test_a_task_without_runtime_loses_all_its_cores_with_a_line() -> None:
+    """No execution entry, no coreCount: 16 processors of a cancelled SWF job are a
+    ``task.request.cores`` loss (the total WfFormat holds), not a node count."""
+    cancelled = Task(id=1, request=ResourceRequest(nodes=16, placement=Placement.CORES))
+    measured = Task(id=2, runtime_s=5.0)
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(cancelled,)),
+                                                 Job(id=2, tasks=(measured,)))))
+    lost = {loss.field for loss in conversion_losses(document, wfformat.FORMAT)}
+    assert "task.request.cores" in lost and "task.request.nodes" not in lost

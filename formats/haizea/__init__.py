@@ -52,13 +52,15 @@ Mapping to the model
   arrivals go back draws ``haizea.arrival-order``; times on the 0.01 s grid; a
   deadline before start + duration (which Haizea rejects) left out; every lease has
   a duration, the requested time, else the runtime (what a user expects of the converted
-  lease; filling it in loses nothing), else 0.01 s (a ``task.requested_time_s`` loss); every
+  lease), else 0.01 s (either a ``task.requested_time_s`` loss: SWF or Batsim read the
+  duration back as the requested time); every
   lease has a runtime, its duration when it has none (a ``task.runtime_s`` change: the LWF
   says how long a lease runs); ``preemptible`` when unknown as haizea-lwf2xml sets it
   (best-effort leases are); leases numbered 1..n in workload order unless every task id is a
   distinct integer; users that are not integers dropped; requests as their node-set reads
   back (at least one node, whole amounts, CPU in hundredths of a core, a ``CPU`` or
-  ``Memory`` resource in place of the cores or memory); image sizes in whole MB; ``<extra>``
+  ``Memory`` resource in place of the cores or memory; whole nodes, so a request for cores
+  anywhere is a ``task.request.placement`` loss); image sizes in whole MB; ``<extra>``
   and ``<attributes>`` values as text; annotations kept only in a ``.lwfa`` (no leases, no
   site), which has no name or description, with ids all integers or all positional.
 * LWF times are seconds from the workload start (``time_origin`` is ``None``); the writer uses
@@ -136,9 +138,9 @@ from dcx.core.codes import Code
 from dcx.core.declaration import FormatDeclaration, deferred, forwarded
 from dcx.formats.haizea.vocabulary import FIELD_NAMES, HOLDS, ROOT_SCHEMAS, looks_legacy
 
-__all__ = ["FIELD_NAMES", "FORMAT", "HOLDS", "ROOT_SCHEMAS", "TimeSyntaxError", "format_time",
-           "normal_form", "normal_form_losses", "parse_time", "parse_time_uncached", "read",
-           "sniff", "write"]
+__all__ = ["FIELD_NAMES", "FORMAT", "HOLDS", "LOSS_NOTES", "ROOT_SCHEMAS", "TimeSyntaxError",
+           "format_time", "loss_notes", "normal_form", "normal_form_losses", "parse_time",
+           "parse_time_uncached", "read", "sniff", "write"]
 
 # The readers, the writer and lxml load on first use: the pre-commit hook imports every
 # format's declaration to sniff, and most of its files are not Haizea's.
@@ -171,6 +173,21 @@ normal_form = deferred("dcx.formats.haizea.normalise", "normal_form")
 
 
 normal_form_losses = deferred("dcx.formats.haizea.normalise", "normal_form_losses")
+
+
+LOSS_NOTES: dict[str, str] = {
+    "task.requested_time_s": ("a lease without a requested time gets its runtime as its "
+                              "duration (else 0.01 s): Haizea requires one"),
+    "task.request.placement": ("a request for cores anywhere is written as whole nodes, "
+                               "its node count and cores per node as they were"),
+}
+"""What the normal form does at these paths, said on their loss lines (the same words for
+every document, so a conversion in slices says what the whole one says)."""
+
+
+def loss_notes(document: object) -> dict[str, str]:
+    """``FormatDeclaration.loss_notes`` (``LOSS_NOTES``)."""
+    return LOSS_NOTES
 
 
 CODES = (
@@ -243,6 +260,7 @@ FORMAT = FormatDeclaration(
     write=write,
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
+    loss_notes=loss_notes,
     codes=CODES,
     field_names=FIELD_NAMES,
 )

@@ -198,7 +198,7 @@ def _times(task: Task, lost: set[str]) -> dict[str, Any]:
     requested = _positive(_on_grid(task.requested_time_s))
     if runtime is None:  # not positive, or unknown: the requested time fills it in
         lost.add("task.runtime_s")
-    if requested is None and (task.requested_time_s is not None or runtime is None):
+    if requested is None:  # filled in: SWF or Batsim read it back as the requested time
         lost.add("task.requested_time_s")
     requested = requested or runtime or SHORTEST_LEASE_S
     start, deadline = _on_grid(task.start_time_s), _on_grid(task.deadline_s)
@@ -351,7 +351,8 @@ def _task_normal_form(task: Task, task_id: Id, requests: dict[int, Any],
     if extras != task.extras:
         lost.add("task.extras")
     changes["extras"] = extras
-    for name in ("nodes", "cores", "memory_mb", "resources"):
+    # (a lease asks for whole nodes: cores anywhere become nodes of their cores)
+    for name in ("nodes", "cores", "memory_mb", "resources", "placement"):
         if getattr(request, name) != getattr(task.request, name):
             lost.add(f"task.request.{name}")
     changes["request"] = request

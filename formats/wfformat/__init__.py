@@ -57,7 +57,10 @@ Mapping
   listed in another's ``children`` gains that task as a dependency too. The execution entry
   of the same id gives ``runtimeInSeconds`` → ``runtime_s``, ``coreCount`` →
   ``request.cores`` (total cores, on one node: WfFormat does not say how cores split over
-  the ``machines`` a task names; a request of one node, ``Placement.NODES``),
+  the ``machines`` a task names; a request of one node, ``Placement.NODES``; a request of
+  several nodes is written as its total cores, ``nodes x cores``, as ``dcx.core.shapes``
+  says: 64 SWF processors are ``coreCount`` 64, 8 Batsim hosts 8, the node count a
+  ``task.request.nodes`` loss unless the request was for cores anywhere),
   ``memoryInBytes`` (the process's resident set size: memory the task used, not asked for)
   → ``used_memory_mb``, the model's average per core (÷ 2**20 ÷ ``coreCount``; written
   back in whole bytes), ``command.program`` → ``application`` (the command's
@@ -95,19 +98,21 @@ Normal form
 -----------
 
 The writer serialises ``normal_form(document)``: ids WfFormat can reference (letters,
-digits, ``- _ . #``) are kept, others renumbered ``1, 2, …`` (``task.id``); dependencies
-are kept once each and never on the task itself; the execution section exists only if some
-task has a runtime, so a task without one keeps no cores, start, memory used or program and
-a workload without any keeps no time origin and no machines (WfFormat lists machines only
-in an execution); every task is submitted at 0, its start (``submit_time_s + wait_time_s``)
-its wait, to the microsecond, where the timestamp can say it; memory used is whole bytes
-over the task's cores; an empty program is none; cores below 1 become 1; machine names are
-filled in (``dcx.core.ids``) and made unique; CPUs merge into one (as for every format that
-does not hold sockets) with a clock in whole MHz; memory is whole bytes; the operating
-system is one of ``linux``, ``macos``, ``windows``. WfFormat requires a ``name`` and an
-``executedAt``: a workload without a name is written as ``workflow``, and one without a
-time origin with ``executedAt`` ``1970-01-01T00:00:00Z``, which reads back as no time
-origin. A document without tasks cannot be written (WfFormat requires one).
+digits, ``- _ . #``) are kept, others renumbered ``1, 2, …`` (``task.id``); dependencies are
+kept once each and never on the task itself; the execution section exists only if some task
+has a runtime, so a task without one keeps no cores, start, memory used or program and a
+workload without any keeps no time origin and no machines (WfFormat lists machines only in
+an execution); every task is submitted at 0, its start (``submit_time_s + wait_time_s``) its
+wait, to the microsecond, where the timestamp can say it; memory used is whole bytes over
+the task's cores; a task's cores are its total cores on one node (``nodes x cores``); an
+empty program is none; cores below 1 become 1; machine names are filled in
+(``dcx.core.ids``) and made unique; CPUs merge into one (as for every format that does not
+hold sockets, reported as ``machine.cpus.sockets``) with a clock in whole MHz; memory is
+whole bytes; the operating system is one of ``linux``, ``macos``, ``windows``. WfFormat
+requires a ``name`` and an ``executedAt``: a workload without a name is written as
+``workflow``, and one without a time origin with ``executedAt`` ``1970-01-01T00:00:00Z``,
+which reads back as no time origin. A document without tasks cannot be written (WfFormat
+requires one).
 
 Divergences
 -----------

@@ -35,6 +35,7 @@ from dcx.core.model import (
     Task,
     Workload,
 )
+from dcx.core.shapes import one_node, only_resplit
 from dcx.formats.wfformat import SCHEMA
 from dcx.formats.wfformat.legacy import LEGACY_VERSIONS, upgraded
 from dcx.formats.wfformat.recorded import (
@@ -482,13 +483,20 @@ class _Normalizer:
         if len(dependencies) != len(task.dependencies):
             self.lost.add("task.dependencies")
         request = task.request
-        cores, runtime = request.cores, task.runtime_s
+        # coreCount is all the task's cores, whatever nodes they were on: the cores of one
+        # node (dcx.core.shapes), the node count lost unless the request is for cores
+        # anywhere, whose split into nodes means nothing
+        cores, memory = one_node(request.nodes, request.cores, request.memory_mb)
+        if request.nodes != 1 and not only_resplit(request.placement, request.nodes,
+                                                   request.cores, cores):
+            self.lost.add("task.request.nodes")
+        runtime = task.runtime_s
         extras = dict(task.extras)
         if runtime is not None and not math.isfinite(runtime):  # JSON has no infinity
             runtime = self.changed("task.runtime_s", runtime, None)
         recorded: dict[str, Any] = {}
-        if runtime is None:
-            cores = self.changed("task.request.cores", cores, 1.0)
+        if runtime is None:  # no execution entry: none of its cores, on however many nodes
+            cores = self.changed("task.request.cores", request.total_cores, 1.0)
             extras.pop(EXECUTION_MEMBERS, None)
             recorded = {"wait_time_s": None, "used_memory_mb": None, "application": None}
         else:
@@ -508,7 +516,8 @@ class _Normalizer:
         submit = self.changed("task.submit_time_s", task.submit_time_s, 0.0)
         return replace(task, id=task_id, dependencies=dependencies, extras=extras,
                        submit_time_s=submit, runtime_s=runtime,
-                       request=replace(request, cores=cores), **recorded)
+                       request=replace(request, nodes=1, cores=cores, memory_mb=memory),
+                       **recorded)
 
     @staticmethod
     def recorded(task: Task, cores: float, origin: datetime | None,
@@ -564,6 +573,7 @@ class _Normalizer:
             self.changed("machine.name", machine.name, name)
         cpus = machine.cpus
         if len(cpus) > 1:  # as restrict merges sockets, before the clock is rounded
+            self.lost.add("machine.cpus.sockets")  # merged here, restrict finds one CPU
             cpus = (replace(cpus[0], cores=machine.core_count,
                             clock_rate_hz=machine.clock_rate_hz),)
         if cpus and cpus[0].cores < 1:
