@@ -245,8 +245,8 @@ def test_losses_name_the_first_value_dropped_at_its_line_in_the_source(tmp_path:
     assert done.returncode == 0, text(done)
     lines = done.stderr.decode().splitlines()
     assert any(line.startswith(
-        f"  task.request.cores: 3 values (first: {GWF}:4:1, /workload/jobs/0/tasks/0): "
-        "cores per node (gwf: NProcs; ") for line in lines)
+        f"  task.extras: 16 values (first: {GWF}:4:1, /workload/jobs/0/tasks/0): "
+        "other task fields (") for line in lines), lines
     slurm = dcx("convert", SLURM, tmp_path / "out.lwf", "--to", "haizea", "--losses")
     gpus = next(line for line in slurm.stderr.decode().splitlines()
                 if line.startswith("  machine.gpus: "))

@@ -1009,7 +1009,7 @@ def test_losses_of_an_lwf_are_at_their_lease_and_node_set(
     to_simgrid = losses_listed(source, "simgrid", tmp_path, capsys, "--fill", "clock-rate=2GHz")
     assert f"  machine.resources: 1 value (first: {source}:8:7, /environment/datacenters/0/" \
         "rooms/0/racks/0/slots/2): other named consumable resources (haizea: site <res> of " \
-        "other types)" in to_simgrid
+        "other types; " in "\n".join(to_simgrid)
     located = haizea.read(source.read_bytes())
     assert located.locate("/workload/jobs/1") == (19, 5)
     assert located.locate("/environment/datacenters/0/rooms/0/racks/0") == (5, 5)

@@ -457,7 +457,8 @@ def test_losses_are_at_the_host_or_cluster_that_made_the_machine(
     rack = "/environment/datacenters/0/rooms/0/racks"
     assert f"  machine.extras: 4 values (first: {source}:10:3, {rack}/1/slots/0): unknown " \
         "machine keys: simgrid:prop:role" in lines, lines
-    assert f"  rack.id: 2 values (first: {source}:7:3, {rack}/0): rack id" in lines, lines
+    assert f"  rack.id: 2 values (first: {source}:7:3, {rack}/0): rack id (environment: rack " \
+        "id; jgf: rack vertex id; simgrid: zone/@id)" in lines, lines
     located = simgrid.read(source.read_bytes())
     assert located.locate(f"{rack}/0/slots/1") == (8, 32)
     assert located.locate(f"{rack}/1/slots/3") == (10, 3)
