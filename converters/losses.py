@@ -92,11 +92,14 @@ def loss_detail(path: str, document: Document, target: FormatDeclaration,
     path names its keys: a format's own key by that format's name for it (of a task's,
     those ``normalized``, the document after the target's normal form, still has: a key
     the normal form carries in a column of its own is no loss)."""
-    holding = [target] if path in target.holds else [
-        spec for spec in FORMATS if path in spec.holds and spec.name != target.name]
-    names = [f"{spec.name}: {spec.field_names[path]}" for spec in holding
-             if path in spec.field_names]
-    detail = f"{FIELDS[path]} ({'; '.join(dict.fromkeys(names))})" if names else FIELDS[path]
+    if path in target.holds:
+        detail = target.held_field_detail(path)
+    else:
+        names = [f"{spec.name}: {spec.field_names[path]}" for spec in FORMATS
+                 if path in spec.holds and spec.name != target.name
+                 and path in spec.field_names]
+        detail = f"{FIELDS[path]} ({'; '.join(dict.fromkeys(names))})" if names \
+            else FIELDS[path]
     keys = _lost_keys(path, normalized if path == "task.extras" and normalized is not None
                       else document, target) if path in EXTRAS_PATHS else []
     if not keys:

@@ -172,6 +172,15 @@ class FormatDeclaration:
     def writable(self) -> bool:
         return self.write is not None
 
+    def held_field_detail(self, path: str) -> str:
+        """A loss line's words for a field this format holds but changes: its meaning and
+        the format's own name for it (``real runtime (opendc-workload: duration)``), the
+        same whether the whole file or a stream target says it."""
+        from dcx.core.fields import FIELDS
+
+        name = self.field_names.get(path)
+        return f"{FIELDS[path]} ({self.name}: {name})" if name else FIELDS[path]
+
     @property
     def module(self) -> str:
         """The format's module or package directly under ``dcx.formats`` (its docstring is

@@ -57,7 +57,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dcx.core.diagnostics import Loss
-from dcx.core.fields import FIELDS
 from dcx.core.model import Document, Workload
 from dcx.core.streams import (
     CHANGED,
@@ -144,8 +143,9 @@ class OpendcWorkloadTarget(JsonTarget):
         if isinstance(first, str) or first is None:
             # (each with what the normal form does to its values, as a loss line says it)
             notes = self.spec.loss_notes(document) if self.spec.loss_notes is not None else {}
-            found += tuple(Loss(path, None, "; ".join((FIELDS[path], notes[path])) if path
-                                in notes else FIELDS[path], first) for path in sorted(to_place))
+            found += tuple(Loss(path, None, "; ".join((
+                self.spec.held_field_detail(path), notes[path])) if path in notes
+                else self.spec.held_field_detail(path), first) for path in sorted(to_place))
         self.placed |= {loss.field for loss in found
                         if loss.field in unused and loss.first is not None}
         return {None: found,
