@@ -22,7 +22,6 @@ import dataclasses
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 BASELINE = os.environ.get("DCX_BENCH_PROFILE_BASELINE", "f68c7ab")
 CAP_S = int(os.environ.get("DCX_BENCH_CAP_S", "300"))
 JOBS, MACHINES, CORES = 2000, 64, 4
@@ -118,25 +116,11 @@ def measure() -> dict[str, float]:
 
 def baseline() -> dict[str, float] | None:
     """``measure()`` run by the package at ``BASELINE`` in a child process."""
-    with tempfile.TemporaryDirectory() as folder:
-        package = Path(folder) / "dcx"
-        package.mkdir()
-        try:
-            archive = subprocess.run(["git", "archive", BASELINE], cwd=ROOT,
-                                     capture_output=True, check=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(package)], input=archive, check=True)
-        except (OSError, subprocess.CalledProcessError):
-            return None
-        # the package is src/dcx (links to the top-level folders): a folder named dcx
-        # without an __init__ would lose to the installed working tree
-        child = subprocess.run(
-            [sys.executable, __file__, "--child"], capture_output=True, text=True,
-            env={**os.environ, "PYTHONPATH": str(package / "src")}, check=False)
-        if child.returncode != 0:
-            print(child.stderr, file=sys.stderr)
-            return None
-        result: dict[str, float] = json.loads(child.stdout.splitlines()[-1])
-        return result
+    sys.path.insert(0, str(HERE))
+    from revision import measured_at
+
+    result: dict[str, float] | None = measured_at(BASELINE, __file__)
+    return result
 
 
 def _cell(value: float | None) -> str:

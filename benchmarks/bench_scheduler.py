@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_swf import generate  # a script beside this one
+from revision import unpacked  # a script beside this one
 
 from dcx.scheduler.engine import simulate, time_model
 from dcx.scheduler.loading import load_problem
@@ -80,7 +81,6 @@ def with_memory(problem: Problem) -> Problem:
     return replace(problem, machines=machines, tasks=tasks)
 
 
-ROOT = Path(__file__).resolve().parents[1]
 BASELINE_REVISION = os.environ.get("DCX_BENCH_BASELINE", "f5cd214")
 
 _EIGHTEEN_RUNS = """
@@ -102,18 +102,6 @@ for timed in (False, True):
 """
 """The 18 SC18 (policy, trace) runs through ``run_policy``, without and with stage timing:
 CPU seconds of each pass, one line each. Runs against whichever ``dcx`` it imports."""
-
-
-def baseline_package(folder: Path) -> Path | None:
-    """The project at ``BASELINE_REVISION`` unpacked into ``folder`` (``git archive``): its
-    ``src`` folder, to import that ``dcx`` from; ``None`` when git cannot give it."""
-    try:
-        archive = subprocess.run(["git", "archive", BASELINE_REVISION], cwd=ROOT,
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return folder / "src"
 
 
 def eighteen_runs(source: Path | None, traces: Path) -> tuple[float, float]:
@@ -145,7 +133,7 @@ def against_baseline(traces: Path) -> None:
     last commit with two event loops), whole packages each in a child process, best of
     three interleaved rounds."""
     with tempfile.TemporaryDirectory() as folder:
-        source = baseline_package(Path(folder))
+        source = unpacked(BASELINE_REVISION, Path(folder))
         if source is None:
             print(f"bench_scheduler: no project at {BASELINE_REVISION} (git); not compared")
             return

@@ -169,27 +169,11 @@ def _sc18() -> dict[str, float | None]:
 
 def baseline() -> dict[str, float | None] | None:
     """``measure()`` run by the package at ``BASELINE`` in a child process."""
-    with tempfile.TemporaryDirectory() as folder:
-        package = Path(folder) / "dcx"
-        package.mkdir()
-        try:
-            archive = subprocess.run(["git", "archive", BASELINE], cwd=ROOT,
-                                     capture_output=True, check=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(package)], input=archive, check=True)
-        except (OSError, subprocess.CalledProcessError):
-            return None
-        # the package is src/dcx (links to the top-level folders) where the revision has
-        # it: a folder named dcx without an __init__ loses to the installed working tree
-        source = package / "src"
-        child = subprocess.run(
-            [sys.executable, __file__, "--child"], capture_output=True, text=True,
-            env={**os.environ, "PYTHONPATH": str(source if (source / "dcx").is_dir()
-                                                 else folder)}, check=False)
-        if child.returncode != 0:
-            print(child.stderr, file=sys.stderr)
-            return None
-        result: dict[str, float | None] = json.loads(child.stdout.splitlines()[-1])
-        return result
+    sys.path.insert(0, str(HERE))
+    from revision import measured_at
+
+    result: dict[str, float | None] | None = measured_at(BASELINE, __file__)
+    return result
 
 
 def _cell(value: float | None) -> str:
