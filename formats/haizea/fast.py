@@ -113,6 +113,39 @@ def _node_set(shape: _RawNodeSet) -> NodeSet:
     return NodeSet(_integer(shape[0]), capacity)
 
 
+def _extras(extra_attrs: Sequence[tuple[str | None, str | None]] | None) -> dict[str, Any]:
+    """A lease's ``<extra>`` attributes as its extras; declines on a repeated or
+    incomplete one."""
+    if extra_attrs is None:
+        return {}
+    pairs = [(name, value) for name, value in extra_attrs
+             if name is not None and value is not None]
+    attrs, repeated = rules.attrs(pairs)
+    if repeated or len(pairs) != len(extra_attrs):
+        raise NotClean
+    return lease_extras(attrs)
+
+
+def _preemptible(text: str | None) -> bool:
+    preemptible = rules.PLAIN_PREEMPTIBLE.get(text)
+    if preemptible is not None:
+        return preemptible
+    if text is None:
+        raise NotClean
+    preemptible, finding = rules.preemptible(text)
+    if finding is not None or preemptible is None:
+        raise NotClean
+    return preemptible
+
+
+def _image(image: tuple[str | None, str | None]) -> tuple[str | None, float | None]:
+    """The disk image's id and size (MB), both absent or both present."""
+    image_id, size_text = image
+    if image_id is None:
+        return None, None
+    return _target_text(image_id), float(_integer(size_text))
+
+
 _REQUEST_SHAPE_LIMIT = 4096
 _NO_IMAGE: tuple[None, None] = (None, None)
 
@@ -146,6 +179,38 @@ class FastJobs:
         the disk image's id and size, ``extra_attrs`` the ``<extra>`` name/value pairs,
         ``node_sets`` the raw node-sets (see ``_RawNodeSet``)."""
         self.position += 1
+        arrival, duration, realduration, start_time, deadline = self._times(
+            arrival_text, realduration_text, duration_text, start_mode, exact, deadline_text)
+        extras = _extras(extra_attrs)
+        text_id, preemptible_text, user, state, submit_time = lease
+        lease_id = self._lease_id(text_id, extras)
+        if user is not None:
+            user = _target_text(user).strip()
+        if state is not None:
+            extras[STATE_KEY] = _integer(state)
+        if submit_time is not None:
+            extras[SUBMIT_TIME_KEY] = _target_text(submit_time)
+        request = self._request(node_sets, extras)
+        image_id, image_size = _image(image)
+        recorded = recorded_fields(extras)
+        task = new_task({
+            "id": lease_id, "submit_time_s": arrival,
+            "runtime_s": realduration if realduration is not None else duration,
+            "requested_time_s": duration, "request": request, "dependencies": (),
+            "deadline_s": deadline, "start_mode": start_mode, "start_time_s": start_time,
+            "preemptible": _preemptible(preemptible_text), "user": user,
+            "group": recorded.get("group"), "image": image_id, "image_size_mb": image_size,
+            **trace_values(recorded), "extras": extras,
+        })
+        self.jobs.append(new_job({"id": lease_id, "tasks": (task,), "name": None,
+                                   "user": None, "extras": {}}))
+
+    def _times(self, arrival_text: str | None, realduration_text: str | None,
+               duration_text: str | None, start_mode: StartMode, exact: str | None,
+               deadline_text: str | None
+               ) -> tuple[float, float, float | None, float | None, float | None]:
+        """Arrival, duration, real duration, start and deadline, as ``rules`` judges them;
+        declines where the checked path would report (an arrival out of order included)."""
         if arrival_text is None or duration_text is None:
             raise NotClean
         arrival = parse_offset(arrival_text)
@@ -161,66 +226,31 @@ class FastJobs:
         deadline = parse_offset(deadline_text) if deadline_text is not None else None
         if rules.lease_time_findings(duration, realduration, start_mode, start_time, deadline):
             raise NotClean
+        return arrival, duration, realduration, start_time, deadline
 
-        extras: dict[str, Any] = {}
-        if extra_attrs is not None:
-            pairs = [(name, value) for name, value in extra_attrs
-                     if name is not None and value is not None]
-            attrs, repeated = rules.attrs(pairs)
-            if repeated or len(pairs) != len(extra_attrs):
-                raise NotClean
-            extras = lease_extras(attrs)
-        text_id, preemptible_text, user, state, submit_time = lease
+    def _lease_id(self, text_id: str | None, extras: dict[str, Any]) -> int:
+        """The lease's id, or its position when it has none (marked in ``extras``, and
+        settled once every id is known); a repeated id declines."""
         if text_id is None:
-            lease_id = self.position
             extras[ID_ASSIGNED_KEY] = True
             self.assigned.append(len(self.jobs))
-        else:
-            try:  # inline _integer: once per request
-                lease_id = int(text_id)
-            except ValueError:
-                raise NotClean from None
-            if lease_id in self.ids:
-                raise NotClean  # a lease id is used once
-            self.ids.add(lease_id)
-        if user is not None:
-            user = _target_text(user).strip()
-        if state is not None:
-            extras[STATE_KEY] = _integer(state)
-        if submit_time is not None:
-            extras[SUBMIT_TIME_KEY] = _target_text(submit_time)
-        preemptible = rules.PLAIN_PREEMPTIBLE.get(preemptible_text)
-        if preemptible is None:
-            if preemptible_text is None:
-                raise NotClean
-            preemptible, finding = rules.preemptible(preemptible_text)
-            if finding is not None:
-                raise NotClean
+            return self.position
+        try:  # inline _integer: once per request
+            lease_id = int(text_id)
+        except ValueError:
+            raise NotClean from None
+        if lease_id in self.ids:
+            raise NotClean  # a lease id is used once
+        self.ids.add(lease_id)
+        return lease_id
 
-        if len(node_sets) == 1:
-            key = node_sets[0]
-            request = self.shapes.get(key)
-            if request is None:
-                request = self.single_request(key)
-        else:
-            request = self.combined_request(node_sets, extras)
-        image_id, image_text_size = image
-        image_size = None
-        if image_id is not None:
-            image_id = _target_text(image_id)
-            image_size = float(_integer(image_text_size))
-        recorded = recorded_fields(extras)
-        task = new_task({
-            "id": lease_id, "submit_time_s": arrival,
-            "runtime_s": realduration if realduration is not None else duration,
-            "requested_time_s": duration, "request": request, "dependencies": (),
-            "deadline_s": deadline, "start_mode": start_mode, "start_time_s": start_time,
-            "preemptible": preemptible, "user": user, "group": recorded.get("group"),
-            "image": image_id, "image_size_mb": image_size, **trace_values(recorded),
-            "extras": extras,
-        })
-        self.jobs.append(new_job({"id": lease_id, "tasks": (task,), "name": None,
-                                   "user": None, "extras": {}}))
+    def _request(self, node_sets: list[_RawNodeSet], extras: dict[str, Any]
+                 ) -> ResourceRequest:
+        if len(node_sets) != 1:
+            return self.combined_request(node_sets, extras)
+        key = node_sets[0]
+        request = self.shapes.get(key)
+        return self.single_request(key) if request is None else request
 
     def single_request(self, key: _RawNodeSet) -> ResourceRequest:
         node_set = _node_set(key)
