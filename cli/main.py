@@ -381,6 +381,16 @@ def _counts(document: Any, spec: FormatDeclaration | None = None) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def _left_out(losses: Sequence[Loss]) -> str:
+    """`` (2 tasks left out)`` when the target leaves tasks out: the summary line says so
+    even without ``--losses``, whose ``task`` line says which and why."""
+    left = next((loss for loss in losses if loss.field == "task"), None)
+    if left is None:
+        return ""
+    count = f"{left.count:,} " if left.count is not None else ""
+    return f" ({count}task{'' if left.count == 1 else 's'} left out)"
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
@@ -772,7 +782,8 @@ def _report_conversion(args: argparse.Namespace, target: FormatDeclaration,
             if _verbose(args) and done.source is not None:
                 _say(f"{name}: read as {done.source}")
             filled = "".join(f"{fill.render()}; " for fill in done.filled)
-            _say(f"wrote {where} ({target.name}): {done.written()}; {filled}{tail}")
+            _say(f"wrote {where} ({target.name}): {done.written()}{_left_out(done.losses)}; "
+                 f"{filled}{tail}")
             if done.fill_hint:
                 _say(f"{name}: hint: {done.fill_hint}")
         if done.ok and (args.losses or _verbose(args)):
