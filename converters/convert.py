@@ -25,7 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dcx.converters.fill import FIELDS, Fill, Filled, apply_fills, left_out_hint
+from dcx.converters.fill import (
+    FIELDS,
+    Fill,
+    Filled,
+    apply_fills,
+    left_out_hint,
+    tasks_refused_hint,
+)
 from dcx.converters.registry import (
     FORMATS,
     conformance_codes,
@@ -189,7 +196,8 @@ def refusal(document: Document, normalized: Document, source_name: str,
         why = target.leaves_out(document) if target.leaves_out is not None else ""
         return error(f"{target.name} can hold none of the {noun} of this {source_name} "
                      f"file{': ' + why if why else ''}: nothing to convert",
-                     "convert.nothing-held")
+                     "convert.nothing-held",
+                     hint=tasks_refused_hint(target) if "workload" in shared else None)
     return None
 
 

@@ -364,6 +364,21 @@ def _with_runtimes(workload: Workload, runtime_of: TaskRuntime
     return tuple(jobs), count, tuple(reasons.most_common())
 
 
+def _task_fills_said() -> str:
+    return (f"one without a runtime is kept with --fill runtime={FIELDS['runtime'].example} "
+            "(its requested time as its runtime) or, when its Batsim profile states its work, "
+            f"--fill speed={FIELDS['speed'].example} (that work's runtime on hosts of that "
+            "speed)")
+
+
+def tasks_refused_hint(target: FormatDeclaration) -> str | None:
+    """The hint of a conversion ``target`` refuses for keeping none of the tasks, when it
+    keeps a task's runtime (the same in chunks: it names no count)."""
+    if "task.runtime_s" not in target.holds:
+        return None
+    return f"{target.name} keeps no task; {_task_fills_said()}"
+
+
 def left_out_hint(losses: Iterable[Loss], target: FormatDeclaration) -> str | None:
     """What a conversion that leaves tasks out says of the task fields (``runtime``,
     ``speed``), when ``target`` keeps a task's runtime: from the losses alone, so that a
@@ -374,10 +389,7 @@ def left_out_hint(losses: Iterable[Loss], target: FormatDeclaration) -> str | No
     if not left or "task.runtime_s" not in target.holds:
         return None
     noun = "task" if left == 1 else "tasks"
-    return (f"{target.name} leaves out {left:,} {noun}; one without a runtime is kept with "
-            f"--fill runtime={FIELDS['runtime'].example} (its requested time as its runtime) "
-            f"or, when its Batsim profile states its work, --fill speed="
-            f"{FIELDS['speed'].example} (that work's runtime on hosts of that speed)")
+    return f"{target.name} leaves out {left:,} {noun}; {_task_fills_said()}"
 
 
 def _filled(environment: Environment, fill: Fill) -> tuple[Environment, int]:

@@ -294,3 +294,17 @@ def test_batsims_own_test_workloads_come_back_whole_with_both_fills(
     assert len(_jobs(back)) == total
     assert _jobs(back) == _jobs(original)
     assert "task" not in {loss.field for loss in to_batsim.losses}
+
+
+def test_a_refusal_for_want_of_runtimes_hints_at_the_task_fills(tmp_path, capsys):
+    source = tmp_path / "trace.swf"
+    source.write_text("; Version: 2.2\n1 0 0 -1 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    output = tmp_path / "out.json"
+    assert main(["convert", str(source), str(output), "--to", "batsim"]) == 1
+    said = capsys.readouterr().err
+    assert "(hint: batsim keeps no task; one without a runtime is kept with --fill " \
+           "runtime=requested" in said
+    assert not output.exists()
+    assert main(["convert", str(source), str(output), "--to", "batsim",
+                 "--fill", "runtime=requested"]) == 0
+    assert json.loads(output.read_bytes())["jobs"][0]["profile"] == "delay60"
