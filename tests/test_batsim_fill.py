@@ -308,3 +308,33 @@ def test_a_refusal_for_want_of_runtimes_hints_at_the_task_fills(tmp_path, capsys
     assert main(["convert", str(source), str(output), "--to", "batsim",
                  "--fill", "runtime=requested"]) == 0
     assert json.loads(output.read_bytes())["jobs"][0]["profile"] == "delay60"
+
+
+def test_every_batsim_corpus_file_through_swf_with_both_fills_names_each_job_it_leaves_out(
+        corpus_dir: Path):
+    """Every upstream workload: the jobs back plus the ones the loss line counts are the
+    jobs given, each job back with a walltime and host count of the original (SWF writes
+    whole seconds: a walltime rounds up)."""
+    from collections import Counter
+
+    from dcx.formats.swf import codec as swf_codec
+
+    fills = [parse_fill("speed=1Gf"), parse_fill("runtime=requested")]
+    for path in sorted((corpus_dir / "upstream" / "batsim").glob("*.json")):
+        original = batsim.read(path.read_bytes()).document
+        if original is None or original.workload is None:
+            continue
+        to_swf = convert(path.read_bytes(), "swf", fills=fills)
+        assert to_swf.ok, path.name
+        back = convert(to_swf.data, "batsim")
+        given = list(original.workload.tasks())
+        if not back.ok:  # every job without a runtime still: refused, with the hint
+            assert all(d.hint for d in back.diagnostics if d.code == "convert.nothing-held")
+            continue
+        assert back.output_document is not None and back.output_document.workload is not None
+        kept = list(back.output_document.workload.tasks())
+        left = {loss.field: loss.count for loss in back.losses}.get("task") or 0
+        assert len(kept) + left == len(given), path.name
+        shapes = Counter((swf_codec._whole_requested_time(task.requested_time_s),
+                          task.request.nodes) for task in given)
+        assert Counter((task.requested_time_s, task.request.nodes) for task in kept) <= shapes
