@@ -32,6 +32,7 @@ from dcx.converters.fill import (
     apply_fills,
     left_out_hint,
     tasks_refused_hint,
+    work_hint,
 )
 from dcx.converters.registry import (
     FORMATS,
@@ -240,7 +241,8 @@ def convert(data: bytes, target_name: str, path: str = "", source_name: str | No
         if kept < machine_count(document.environment):
             return replace(conversion, fill_hint=_fill_hint(document, target, kept))
     if conversion.ok:
-        hint = left_out_hint(conversion.losses, target)
+        hint = left_out_hint(conversion.losses, target) or work_hint(document, target,
+                                                                      FORMATS)
         if hint is not None:
             return replace(conversion, fill_hint=hint)
     return conversion

@@ -29,7 +29,9 @@ Fields (a small vocabulary; units are required, so a value is never read in the 
   command line).
 
 The summary says how many machines or tasks each fill filled. Where a target leaves out tasks
-that have no runtime, the conversion hints at the two task fields (``left_out_hint``).
+that have no runtime, the conversion hints at the two task fields (``left_out_hint``,
+``tasks_refused_hint``); where it keeps runtimes but not the work a ``speed`` would make one
+of (Batsim -> SWF), it says how many tasks that is (``work_hint``).
 """
 
 from __future__ import annotations
@@ -362,6 +364,30 @@ def _with_runtimes(workload: Workload, runtime_of: TaskRuntime
         same = all(new is old for new, old in zip(tasks, job.tasks, strict=True))
         jobs.append(job if same else replace(job, tasks=tuple(tasks)))
     return tuple(jobs), count, tuple(reasons.most_common())
+
+
+def work_hint(document: Document, target: FormatDeclaration,
+              formats: Iterable[FormatDeclaration]) -> str | None:
+    """What a conversion says of the tasks without a runtime whose format states their work
+    (a Batsim compute profile) in a way ``--fill speed`` makes exact, when ``target`` keeps
+    runtimes but not that work (SWF writes -1): how many, and the fill."""
+    workload = document.workload
+    if workload is None or "task.runtime_s" not in target.holds:
+        return None
+    owners = [spec for spec in formats if spec.runtimes_at_speed is not None
+              and spec.runtimes_at_speed(workload, 1.0) is not None]
+    if not owners or target.name in {spec.name for spec in owners}:  # (it runs the work)
+        return None
+    runtime_of = _runtime_at_speed(workload, 1.0, owners)
+    assert runtime_of is not None
+    count = sum(1 for task in workload.tasks()
+                if task.runtime_s is None and isinstance(runtime_of(task), float))
+    if not count:
+        return None
+    noun = "task" if count == 1 else "tasks"
+    return (f"{target.name} gets no runtime for {count:,} {noun} whose {owners[0].name} "
+            f"profile states work, not time; --fill speed={FIELDS['speed'].example} gives "
+            "each the runtime of that work on hosts of that speed")
 
 
 def _task_fills_said() -> str:

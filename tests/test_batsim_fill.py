@@ -338,3 +338,13 @@ def test_every_batsim_corpus_file_through_swf_with_both_fills_names_each_job_it_
         shapes = Counter((swf_codec._whole_requested_time(task.requested_time_s),
                           task.request.nodes) for task in given)
         assert Counter((task.requested_time_s, task.request.nodes) for task in kept) <= shapes
+
+
+def test_batsim_to_swf_says_which_tasks_speed_would_give_a_runtime():
+    conversion = convert(WALLTIME, "swf")
+    assert conversion.ok and conversion.fill_hint == (
+        "swf gets no runtime for 6 tasks whose batsim profile states work, not time; "
+        "--fill speed=1Gf gives each the runtime of that work on hosts of that speed")
+    assert convert(WALLTIME, "swf", fills=[parse_fill("speed=1Gf")]).fill_hint is None
+    # trace replays: no speed makes them exact, so no hint
+    assert convert(USAGE_TRACE, "swf").fill_hint is None
