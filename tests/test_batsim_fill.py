@@ -348,3 +348,21 @@ def test_batsim_to_swf_says_which_tasks_speed_would_give_a_runtime():
     assert convert(WALLTIME, "swf", fills=[parse_fill("speed=1Gf")]).fill_hint is None
     # trace replays: no speed makes them exact, so no hint
     assert convert(USAGE_TRACE, "swf").fill_hint is None
+
+
+def test_swf_to_batsim_in_chunks_hints_as_the_whole_file_does(tmp_path):
+    """The hint comes from the losses alone: a trace converted a chunk at a time says the
+    same lines, and a refusal the same hint (``both`` compares stderr and the output)."""
+    from tests.test_convert_stream_json import both, job, run, swf_lines
+
+    partly = swf_lines(job(1), job(2, runtime=-1), job(3), job(4, runtime=-1))
+    none = swf_lines(job(1, runtime=-1), job(2, runtime=-1))
+    assert both("swf", partly, 1) == "converted"
+    assert both("swf", none, 1) == "invalid"
+    for data, said in ((partly, "hint: batsim leaves out 2 tasks;"),
+                       (none, "(hint: batsim keeps no task;")):
+        source = tmp_path / "in.swf"
+        source.write_bytes(data)
+        _, text = run(["convert", str(source), str(tmp_path / "out.json"), "--to", "batsim"],
+                      stream=True, chunk_bytes=1)
+        assert said in text
