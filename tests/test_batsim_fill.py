@@ -16,7 +16,7 @@ from dcx.cli.main import main
 from dcx.converters.convert import convert
 from dcx.converters.fill import apply_fills, parse_fill
 from dcx.converters.registry import FORMATS
-from dcx.core.columns import columns_of
+from dcx.core.columns import WorkloadColumns, columnar, columns_of
 from dcx.core.model import Document, Job, Task, Workload
 from dcx.formats import batsim, swf
 from dcx.formats.batsim.work import NETWORK, profile_runtime
@@ -176,12 +176,18 @@ def test_runtime_requested_fills_a_columnar_trace_column_by_column():
     lines = ["; Version: 2.2"] + [
         f"{n} {n * 10} 0 {runtime} 1 -1 -1 1 {requested} -1 1 1 1 -1 -1 -1 -1 -1"
         for n, (runtime, requested) in enumerate([(100, 200), (-1, 300), (-1, -1)], start=1)]
-    document = swf.read(("\n".join(lines) + "\n").encode()).document
-    assert document is not None and document.workload is not None
+    read = swf.read(("\n".join(lines) + "\n").encode()).document
+    assert read is not None and read.workload is not None
+    columns = WorkloadColumns.from_jobs(read.workload.jobs)
+    assert columns is not None  # (a small file reads as objects: made columns here)
+    document = Document(workload=columnar(read.workload, columns))
     filled, [done] = apply_fills(document, [parse_fill("runtime=requested")], FORMATS)
     assert done.tasks == 1 and filled.workload is not None
-    assert (columns_of(filled.workload) is None) == (columns_of(document.workload) is None)
+    assert columns_of(filled.workload) is not None
     assert [task.runtime_s for task in filled.workload.tasks()] == [100, 300, None]
+    by_objects = apply_fills(read, [parse_fill("runtime=requested")], FORMATS)[0]
+    assert by_objects.workload is not None
+    assert list(by_objects.workload.tasks()) == list(filled.workload.tasks())
 
 
 def test_a_workload_of_objects_without_runtimes_is_filled_task_by_task():
