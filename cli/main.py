@@ -193,12 +193,20 @@ def _add_convert(commands: Any) -> None:
                          "and its model pointer (/workload/jobs/0/tasks/3)")
     convert.add_argument("--fill", action="append", default=[], metavar="FIELD=VALUE",
                          help="give a value the target needs and INPUT does not state, put "
-                         "into every machine that lacks it before the target's checks "
-                         "(repeatable): clock-rate=2.4GHz (Hz, kHz, MHz, GHz; each CPU "
+                         "into every machine or task that lacks it before the target's "
+                         "checks, never over a value INPUT states (repeatable): "
+                         "clock-rate=2.4GHz (Hz, kHz, MHz, GHz; each CPU "
                          "without one), gpu-clock-rate=1.4GHz (each GPU without one), "
                          "memory=64GiB (MiB, GiB, TiB; each machine without memory), "
                          "cores=32 (a whole number; each machine without a CPU gets one CPU "
-                         "of that many cores); the summary says how many machines it filled")
+                         "of that many cores), speed=1Gf (flop/s per host in SimGrid's units "
+                         "f, kf, Mf, Gf, Tf …; each task without a runtime whose Batsim "
+                         "compute profile makes one exact on such hosts: no network traffic, "
+                         "no trace replayed), runtime=requested (each task without a runtime "
+                         "runs for its requested time, its walltime; after speed); the "
+                         "summary says how many machines or tasks each filled. An input "
+                         "given a task fill is converted whole (within the input size limit), "
+                         "never in chunks")
     convert.add_argument("--workers", type=int, metavar="N",
                          help="convert a Parquet INPUT file from 16 MB with its row groups "
                          "checked, read and converted on a Dask LocalCluster of N worker "
@@ -641,9 +649,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
     cluster = _cluster(args)  # started only for a Parquet file converted by row groups
     try:
         # (an id map needs the whole document: the chunked path renumbers nothing anyway)
+        # (so do task fills: they change the document before the target sees it)
         data, oversized, streamed = convert_input(
             args.input, args.source,
-            lambda spec: args.id_map is None
+            lambda spec: args.id_map is None and not any(fill.part == "task" for fill in fills)
             and (spec.name, _target_for(args, spec).name) in stream_pairs(), cluster)
         if streamed is not None:
             return _convert_streamed(args, streamed, fills, cluster)
@@ -757,10 +766,7 @@ def _report_conversion(args: argparse.Namespace, target: FormatDeclaration,
                 {"field": loss.field, "count": loss.count, "detail": loss.detail,
                  "first": _first_dropped(loss, done.places)} for loss in done.losses]
             if done.filled:
-                entries[0]["filled"] = [
-                    {"field": fill.fill.field, "value": fill.fill.value,
-                     "text": fill.fill.text, "machines": fill.machines}
-                    for fill in done.filled]
+                entries[0]["filled"] = [fill.to_json() for fill in done.filled]
             if done.fill_hint:
                 entries[0]["fill_hint"] = done.fill_hint
             entries.append(_file_entry(args.output, target.name,
@@ -799,7 +805,7 @@ def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[F
     """``cmd_convert`` of an input converted a chunk at a time (``stream_convert``): the
     same report, from what the chunks added up to. A file read in parts (Parquet) is
     converted on ``cluster`` when one is given."""
-    from dcx.converters.fill import apply_fills
+    from dcx.converters.fill import apply_fills, left_out_hint
     from dcx.converters.folders import FolderError
     from dcx.converters.partitions import ClusterUnavailable
     from dcx.converters.stream_convert import convert_chunks
@@ -824,7 +830,8 @@ def _convert_streamed(args: argparse.Namespace, streamed: Any, fills: Sequence[F
     return _report_conversion(args, target, _Converted(
         ok=result.ok, internal_error=result.internal_error, source=streamed.spec.name,
         read_diagnostics=result.read_diagnostics, diagnostics=result.diagnostics,
-        losses=result.losses, places=result.places, filled=filled, fill_hint=None,
+        losses=result.losses, places=result.places, filled=filled,
+        fill_hint=left_out_hint(result.losses, target) if result.ok else None,
         written=lambda: _plural(result.jobs, "job"), output_diagnostics=()))
 
 

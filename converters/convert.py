@@ -25,8 +25,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dcx.converters.fill import FIELDS, Fill, Filled, apply_fills
-from dcx.converters.registry import conformance_codes, detect, get, unrecognised_message
+from dcx.converters.fill import (
+    FIELDS,
+    Fill,
+    Filled,
+    apply_fills,
+    left_out_hint,
+    tasks_refused_hint,
+    work_hint,
+)
+from dcx.converters.registry import (
+    FORMATS,
+    conformance_codes,
+    detect,
+    get,
+    unrecognised_message,
+)
 from dcx.core.codes import Code
 from dcx.core.columns import columns_of
 from dcx.core.declaration import FormatDeclaration, ImportLoader, ImportRefused
@@ -84,7 +98,8 @@ class Conversion:
     filled: tuple[Filled, ...] = ()
     """What each ``--fill`` put into the document before it was converted."""
     fill_hint: str | None = None
-    """Which ``--fill`` would keep machines the target left out (it lacked their values)."""
+    """Which ``--fill`` would keep machines the target left out (it lacked their values), or
+    tasks (``fill.left_out_hint``)."""
 
     @property
     def ok(self) -> bool:
@@ -182,7 +197,8 @@ def refusal(document: Document, normalized: Document, source_name: str,
         why = target.leaves_out(document) if target.leaves_out is not None else ""
         return error(f"{target.name} can hold none of the {noun} of this {source_name} "
                      f"file{': ' + why if why else ''}: nothing to convert",
-                     "convert.nothing-held")
+                     "convert.nothing-held",
+                     hint=tasks_refused_hint(target) if "workload" in shared else None)
     return None
 
 
@@ -208,7 +224,7 @@ def convert(data: bytes, target_name: str, path: str = "", source_name: str | No
     source, result = read_any(data, path, source_name)
     if source is None or result.document is None or has_errors(result.diagnostics):
         return Conversion(source, target, result, b"", (), ())
-    document, filled = apply_fills(result.document, fills)
+    document, filled = apply_fills(result.document, fills, FORMATS)
     conversion = convert_document(document, source, target, strict, result)
     if filled:
         conversion = replace(conversion, filled=filled)
@@ -224,6 +240,11 @@ def convert(data: bytes, target_name: str, path: str = "", source_name: str | No
         kept = machine_count(written.environment)
         if kept < machine_count(document.environment):
             return replace(conversion, fill_hint=_fill_hint(document, target, kept))
+    if conversion.ok:
+        hint = left_out_hint(conversion.losses, target) or work_hint(document, target,
+                                                                      FORMATS)
+        if hint is not None:
+            return replace(conversion, fill_hint=hint)
     return conversion
 
 
@@ -248,7 +269,7 @@ def _fill_hint(document: Document, target: FormatDeclaration, kept: int) -> str 
     pending: list[str] = []
     best = kept
     probed = document
-    for name in FIELDS:
+    for name in (name for name, field in FIELDS.items() if field.part == "machine"):
         probed, filled = apply_fills(probed, [Fill(name, 1.0, "")])
         if not filled[0].machines:
             continue

@@ -18,7 +18,7 @@ from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, ReadResult, WriteResult, has_errors
 
 if TYPE_CHECKING:  # the hook sniffs without building a model: keep it unloaded
-    from dcx.core.model import Document
+    from dcx.core.model import Document, Task, Workload
     from dcx.core.streams import Source, Target
 
 Kind = Literal["topology", "workload", "both"]
@@ -134,6 +134,15 @@ class FormatDeclaration:
     """Each task's id in a document and the id its writer gives the task, in the order
     written, for a format whose writer may renumber tasks (SWF's integer job numbers):
     ``dcx convert --id-map`` writes them beside the output."""
+    runtimes_at_speed: Callable[[Workload, float], Callable[[Task], float | str | None] | None] \
+        | None = None
+    """For a format whose tasks may state the work they do rather than how long they run
+    (Batsim's compute profiles, kept in its own extras): given hosts that each compute
+    ``speed`` flop/s, what tells a task's runtime in seconds where the format's own semantics
+    make it exact, or why not in a few words (``network traffic (com above 0)``), or
+    ``None`` for a task holding no such work; ``None`` instead of the function for a
+    workload holding none. ``dcx convert --fill speed=…`` (``dcx.converters.fill``) asks
+    every format that has one."""
     members: tuple[str, ...] = ()
     """The files of a format stored as a folder (``("tasks.parquet", "fragments.parquet")``).
     Its bytes, what ``read`` takes and ``write`` returns, are then a tar archive of these

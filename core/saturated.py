@@ -124,7 +124,9 @@ def _workload() -> Workload:
                             wait_time_s=15.0, used_memory_mb=256.0, application="blastall"))),
             Job(id="j2"))
     return Workload(jobs=jobs, name="saturated", description="every field used",
-                    time_origin="2018-01-01T00:00:00Z", makespan_s=5000.0,
+                    # an origin with its UTC offset: a target keeping the instant alone
+                    # (SWF's UnixStartTime) loses the offset
+                    time_origin="2018-01-01T00:00:00+01:00", makespan_s=5000.0,
                     attributes={"note": 1},
                     annotations=(Annotation(target="t1", start_mode=StartMode.EXACT,
                                             start_offset_s=5.0, extras={"note": 1}),),

@@ -43,6 +43,9 @@ CODES: tuple[Code, ...] = (
     Code("jgf.uniq-id", "error",
          "A vertex has no uniq_id and its id does not start with digits to infer one from."),
     Code("jgf.duplicate-root", "error", "More than one root vertex in one subsystem."),
+    Code("jgf.duplicate-path", "error",
+         "Two vertices have one containment path: the vertices below it would belong to "
+         "both (Fluxion tells them apart by rank; dcx's tree cannot)."),
     Code("jgf.no-root", "error", "No root vertex (a path of the form /name) in containment."),
     Code("jgf.partial-graph", "error",
          "A partial graph: no root, every vertex below one path the graph does not define (the "
@@ -191,6 +194,14 @@ def check_graph(document: dict[str, Any], base: str = "") -> tuple[Graph | None,
                 roots.setdefault(subsystem, []).append(vertex)
         own_path = paths.get(CONTAINMENT)
         if own_path is not None:
+            first_there = by_path.get(own_path)
+            if first_there is not None:
+                problems.append(error(
+                    f"vertex {key!r} has containment path {own_path!r}, as vertex "
+                    f"{first_there.key!r} (index {first_there.index}) does: what is below "
+                    "that path would belong to both", "jgf.duplicate-path",
+                    pointer=f"{base}/graph/nodes/{index}/metadata/paths/containment"))
+                continue
             by_path[own_path] = vertex
             cut = own_path.rfind("/")
             if cut > 0:

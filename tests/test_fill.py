@@ -46,6 +46,11 @@ def flux_r_bytes(ranks: int, cores: int = 32) -> bytes:
     ("memory=64GiB", "memory", 65536.0, "64 GiB"),
     ("memory=512MiB", "memory", 512.0, "512 MiB"),
     ("memory=.5TiB", "memory", 524288.0, "0.5 TiB"),
+    ("speed=1Gf", "speed", 1e9, "1 Gf"),
+    ("speed=2.5Mf", "speed", 2.5e6, "2.5 Mf"),
+    ("runtime=requested", "runtime", "requested", "requested"),
+    ("speed=1e3kf", "speed", 1e6, "1000 kf"),
+    ("speed=3gigaflops", "speed", 3e9, "3 gigaflops"),
 ])
 def test_a_fill_reads_its_value_in_the_models_unit(text, field, value, shown):
     fill = parse_fill(text)
@@ -54,7 +59,14 @@ def test_a_fill_reads_its_value_in_the_models_unit(text, field, value, shown):
 
 
 @pytest.mark.parametrize(("text", "said"), [
-    ("speed=3GHz", "unknown field 'speed'"),
+    ("colour=red", "unknown field 'colour'"),
+    ("speed=3GHz", "one of SimGrid's units (f, kf, Mf, Gf, Tf …; case matters)"),
+    ("speed=1gf", "one of SimGrid's units"),
+    ("speed=1", "one of SimGrid's units"),
+    ("speed=-1Gf", "one of SimGrid's units"),
+    ("speed=0Gf", "must be positive and finite"),
+    ("runtime=60", "runtime takes the word requested"),
+    ("runtime=", "runtime takes the word requested"),
     ("clock-rate", "expected FIELD=VALUE"),
     ("clock-rate=3", "takes a positive number with a unit (Hz, kHz, MHz, GHz)"),
     ("clock-rate=3GB", "takes a positive number with a unit"),

@@ -77,6 +77,8 @@ def test_legacy_edges_warn_and_reverse_edges_are_skipped() -> None:
     (lambda g: g["nodes"].append({"id": "9", "metadata": {
         "type": "cluster", "paths": {"containment": "/c1"}}}), "jgf.duplicate-root"),
     (lambda g: g["edges"].append({"source": "0", "target": "2"}), "jgf.edge-path"),
+    (lambda g: g["nodes"].append({"id": "9", "metadata": {
+        "type": "node", "paths": {"containment": "/c0/n7"}}}), "jgf.duplicate-path"),
     (lambda g: g["nodes"][1]["metadata"].update(properties={"x": 1}), "schema.type"),
     (lambda g: g["nodes"][1]["metadata"].update(status=2), "schema.enum"),
     (lambda g: g["nodes"][1].update(id="abc"), "jgf.uniq-id"),
@@ -87,6 +89,24 @@ def test_integrity_checks(mutate: Any, code: str) -> None:
     value = small_graph()
     mutate(value["graph"])
     assert code in error_codes(read_value(value))
+
+
+def test_two_vertices_of_one_containment_path_are_one_located_error() -> None:
+    # the second n7 would share the first one's core: two machines of one core each, or
+    # one of two; dcx cannot tell whose it is, and says where the second one is
+    value = small_graph()
+    value["graph"]["nodes"].append({"id": "9", "metadata": {
+        "type": "node", "name": "n8", "paths": {"containment": "/c0/n7"}}})
+    text = json.dumps(value, indent=1).encode()
+    result = jgf.read(text)
+    assert not result.ok
+    (found,) = result.diagnostics
+    assert found.code == "jgf.duplicate-path"
+    assert found.pointer == "/graph/nodes/4/metadata/paths/containment"
+    lines = text.decode().splitlines()
+    assert found.line == max(number for number, line in enumerate(lines, start=1)
+                             if '"containment": "/c0/n7"' in line)
+    assert "as vertex '1' (index 1) does" in found.message
 
 
 def test_a_subtree_outside_the_containment_tree_is_reported_once_with_its_size() -> None:

@@ -255,6 +255,30 @@ def test_values_swf_cannot_write_are_value_restrictions_of_the_normal_form():
     assert result.document.workload.extras == {"swf:comments": ["ok"]}
 
 
+@pytest.mark.parametrize(("origin", "offset"), [
+    ("2001-09-09T03:46:40+02:00", "+02:00"), ("2001-09-08T20:16:40-05:30", "-05:30"),
+    ("2001-09-09T01:46:40Z", None), ("2001-09-09T01:46:40+00:00", None),
+    ("2001-09-09T01:46:40", None)])
+def test_a_time_origins_utc_offset_is_a_loss_its_instant_is_kept(origin: str,
+                                                                 offset: str | None) -> None:
+    """UnixStartTime is seconds since 1970: the instant goes through, an offset other
+    than UTC's own is a derived loss whose line says it (no zone name can be made of it)."""
+    from dcx.converters.losses import conversion_losses
+
+    task = Task(id=1, runtime_s=5.0)
+    document = Document(workload=Workload(jobs=(Job(id=1, tasks=(task,)),),
+                                          time_origin=origin))
+    lost = {loss.field: loss for loss in conversion_losses(document, swf.FORMAT)}
+    back = swf.read(swf.write(document).data).document
+    assert back is not None and back.workload is not None
+    assert back.workload.time_origin == "2001-09-09T01:46:40Z"
+    if offset is None:
+        assert "workload.time_origin" not in lost
+    else:
+        assert lost["workload.time_origin"].count == 1
+        assert f"its UTC offset ({offset}) is not" in lost["workload.time_origin"].detail
+
+
 def test_losses_and_jobs_are_located_at_their_line(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A job is its line (SWF has one task per job), on the exact path and on the

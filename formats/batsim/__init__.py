@@ -34,7 +34,12 @@ Batsim                   model
                          unknown (``None``) and the name is kept in ``extras["batsim:profile"]``
                          (so SWF, which has no column for it, writes no runtime for the job and
                          reports the profile as lost; a job without runtime or profile is left
-                         out when written back to Batsim, a ``task`` loss)
+                         out when written back to Batsim, a ``task`` loss). ``dcx convert
+                         --fill speed=1Gf`` gives such a job the runtime its profile takes on
+                         hosts of that speed where Batsim's semantics make it exact
+                         (``runtimes_at_speed``, ``formats/batsim/work.py``: compute without
+                         network traffic, sequences of it and of delays; not a trace
+                         replayed), and ``--fill runtime=requested`` its walltime
 other job members        ``extras["batsim:<member>"]`` (``extra_data`` and the rest), as written
 ``profiles``             profiles other than a plain delay (``type`` and ``delay`` only) used by
                          a job are kept whole, in file order, in
@@ -115,7 +120,7 @@ __all__ = [
     "CODES", "DELAY_TYPE", "FIELD_NAMES", "FORMAT", "HOLDS", "INT32_MAX", "INT32_MIN",
     "JOB_FIELDS", "NB_RES_KEY", "PREFIX", "PROFILES_KEY", "PROFILE_KEY", "SCHEMA",
     "TOP_FIELDS", "V4_TYPES", "V5_TYPES", "VERSION_KEY", "delay_profile_name", "leaves_out",
-    "normal_form", "normal_form_losses", "read", "sniff", "write",
+    "normal_form", "normal_form_losses", "read", "runtimes_at_speed", "sniff", "write",
 ]
 
 # The reader, the writer and what they import load on first use: the pre-commit hook imports
@@ -170,6 +175,9 @@ normal_form_losses = deferred("dcx.formats.batsim.codec", "normal_form_losses")
 leaves_out = deferred("dcx.formats.batsim.codec", "leaves_out")
 
 
+runtimes_at_speed = deferred("dcx.formats.batsim.work", "runtimes_at_speed")
+
+
 CODES = (
     Code("batsim.not-object", "error", "The file is JSON but not an object."),
     Code("batsim.integer", "error",
@@ -218,6 +226,7 @@ FORMAT = FormatDeclaration(
     normal_form=normal_form,
     normal_form_losses=normal_form_losses,
     leaves_out=leaves_out,
+    runtimes_at_speed=runtimes_at_speed,
     codes=CODES,
     stream_target=deferred("dcx.formats.batsim.stream_target", "BatsimTarget"),
     field_names=FIELD_NAMES,

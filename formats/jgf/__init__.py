@@ -120,6 +120,9 @@ Divergences
 -----------
 * Fluxion accepts more than one root per subsystem only if paths differ; dcx requires exactly
   one root in ``containment`` and at most one in every other subsystem.
+* Fluxion keeps two vertices with one containment path (it tells them apart by rank when
+  it looks one up); dcx's tree has one vertex per path, and what is below the path would
+  belong to both, so it refuses the second with ``jgf.duplicate-path``.
 * Fluxion reads any legacy edge as containment (even a legacy power edge); dcx uses the
   subsystem the legacy key names.
 * Fluxion crashes or misbehaves on non-string property values; dcx rejects them (schema).

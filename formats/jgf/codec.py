@@ -676,8 +676,9 @@ def normal_form(document: Document) -> Document:
     an id from the name's trailing digits, else the position) and ids that are not such
     integers are replaced the same way; HALT and MAINTENANCE machines are down (FAILURE);
     features that give one property two values are kept once; GPU and socket ids follow the
-    same rule; named resources that are not whole sizes, or whose names are no path
-    segment, are left out; memory sizes become whole numbers of KB, MB or GB; a machine's
+    same rule; named resources that are not whole sizes, whose names are no path
+    segment, or that repeat a name of the node's vertices (``_writable_resources``), are left
+    out; memory sizes become whole numbers of KB, MB or GB; a machine's
     stored subtree that no longer describes it is dropped (see Fidelity)."""
     environment = document.environment
     if environment is None:
@@ -802,7 +803,7 @@ def _normal_machine(machine: Machine, name: str, vertex_id: int) -> Machine:
         memory=tuple(replace(module, capacity_mb=_whole_memory_mb(module.capacity_mb))
                      for module in machine.memory),
         resources=tuple(replace(resource, type=resource.type or resource.name)
-                        for resource in machine.resources if _is_whole_size(resource)))
+                        for resource in _writable_resources(machine)))
 
 
 def normal_form_losses(document: Document) -> frozenset[str]:
@@ -855,7 +856,8 @@ def normal_form_losses(document: Document) -> frozenset[str]:
                  or _repeats_ids(machine.gpus)),
                 ("machine.memory", any(_whole_memory_mb(m.capacity_mb) != m.capacity_mb
                                        for m in machine.memory)),
-                ("machine.resources", not all(map(_is_whole_size, machine.resources)))):
+                ("machine.resources",
+                 len(_writable_resources(machine)) != len(machine.resources))):
             if bad:
                 found.add(path)
     return frozenset(found)
@@ -871,6 +873,22 @@ def _is_whole_size(resource: NamedResource) -> bool:
     amount = resource.amount
     return amount == int(amount) and amount >= 0 and not resource.extras \
         and not resource.instances and _usable(resource.name) is not None
+
+
+def _writable_resources(machine: Machine) -> list[NamedResource]:
+    """The named resources JGF writes below a machine: whole sizes (``_is_whole_size``),
+    each name once, and none named as a socket, GPU or memory vertex the writer names
+    (``socket0``): two vertices of one path read back as an error (``jgf.duplicate-path``),
+    so a later one of a name is left out."""
+    taken = {f"{kind}{unit_id}" for kind, units in (
+        ("socket", machine.cpus), ("gpu", machine.gpus), ("memory", machine.memory))
+        for unit_id in sibling_ids(units)}
+    kept = []
+    for resource in machine.resources:
+        if _is_whole_size(resource) and resource.name not in taken:
+            taken.add(resource.name)
+            kept.append(resource)
+    return kept
 
 
 # --------------------------------------------------------------------------- writing

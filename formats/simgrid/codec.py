@@ -36,6 +36,7 @@ from dcx.core.model import (
     Room,
     build,
 )
+from dcx.core.units import SPEED, SPEED_UNITS, speed_list
 from dcx.formats.simgrid import XSD_NAME
 
 DOCTYPE = '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">'
@@ -84,14 +85,6 @@ DCX_LAT = "0s"
 """The network of a cluster dcx makes of machines that came with none (10 Gbit/s, no latency):
 SimGrid requires one; a zone of hosts written instead would have none at all."""
 
-_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y")
-_LONG_PREFIXES = ("", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta")
-SPEED_UNITS: dict[str, float] = {
-    **{f"{prefix}f": 1000.0**power for power, prefix in enumerate(_PREFIXES)},
-    **{f"{prefix}flops": 1000.0**power for power, prefix in enumerate(_LONG_PREFIXES)},
-}
-"""SimGrid's speed units (``xbt_parse_get_speed``): powers of 1000, case-sensitive."""
-_SPEED = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([A-Za-z]*)\s*")
 _RADICAL_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 
@@ -387,7 +380,7 @@ def _speed(element: Any, reader: _Reader) -> float | None:
     speed_text = _speed_attribute(element, reader)
     attribute = "power" if reader.version < 400 else "speed"
     for text in speed_text.split(","):
-        parsed = _SPEED.fullmatch(text)
+        parsed = SPEED.fullmatch(text)
         unit = parsed.group(2) if parsed else ""
         if parsed is None or (unit and unit not in SPEED_UNITS):
             hint = next((name for name in SPEED_UNITS if name.lower() == unit.lower()), None)
@@ -751,21 +744,6 @@ def _power_state_count(extras: Extras, clock: float | None) -> int:
             or speeds[pstate] != (clock or 0.0):
         return 1
     return len(speeds)
-
-
-def speed_list(text: str) -> list[float] | None:
-    """The speeds of a comma list in flop/s (``1Gf, 500Mf``), or ``None`` when one is not a
-    finite non-negative number with one of SimGrid's units (or none)."""
-    speeds = []
-    for part in text.split(","):
-        parsed = _SPEED.fullmatch(part)
-        if parsed is None or (parsed.group(2) and parsed.group(2) not in SPEED_UNITS):
-            return None
-        speed = float(parsed.group(1)) * SPEED_UNITS[parsed.group(2) or "f"]
-        if not math.isfinite(speed) or speed < 0:
-            return None
-        speeds.append(speed)
-    return speeds
 
 
 def _has_speed(machine: Machine) -> bool:

@@ -67,9 +67,12 @@ numbers (written as numbers, see above), negative or non-finite times (unknown; 
 time 0), times that are not whole seconds (``task.submit_time_s`` and ``task.runtime_s``
 rounded half up to the nearest second; ``task.requested_time_s`` rounded up, so that a limit
 never falls below the runtime it bounded), a time origin that is not whole seconds after
-1970, header fields and comments that would not read back as themselves, ``swf:`` extras
-that do not fit their field. A job number given as decimal text (``"12"``) is written as
-that number and reads back as the integer. Jobs are written in ascending submit time, as the
+1970, the UTC offset of a time origin (``+02:00``: ``UnixStartTime`` is the same instant in
+seconds, and ``TimeZoneString`` names a zoneinfo zone such as ``Europe/Amsterdam``, which an
+offset alone does not tell; the loss line says the offset), header fields and comments that
+would not read back as themselves, ``swf:`` extras that do not fit their field. A job
+number given as decimal text (``"12"``) is written as that number and reads back as the
+integer. Jobs are written in ascending submit time, as the
 PWA definition orders a file's lines (a stable sort: ties keep their order); when the sort
 moves jobs whose numbers then would not count up, all are numbered 1..n in that order
 (``task.id``), so a job number stays the counter of the lines that preceding job numbers

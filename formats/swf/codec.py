@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
@@ -679,7 +679,22 @@ def loss_notes(document: Document) -> dict[str, str]:
         if first is not None:
             notes[path] = (f"names written as numbers made from each name, such as "
                            f"{first} → {name_number(first)}")
+    origin = workload.time_origin
+    offset = _utc_offset(origin) if origin is not None else None
+    if origin is not None and offset is not None and _epoch_seconds(origin) is not None:
+        notes["workload.time_origin"] = (
+            f"the instant is kept, its UTC offset ({_offset_text(offset)}) is not: "
+            f"UnixStartTime counts seconds since 1970 in UTC")
     return notes
+
+
+def _offset_text(offset: timedelta) -> str:
+    """``+02:00``, ``-05:30`` (seconds too when it has some)."""
+    seconds = int(offset.total_seconds())
+    sign = "-" if seconds < 0 else "+"
+    hours, rest = divmod(abs(seconds), 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{sign}{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
 
 
 def _memory(memory_mb: float | None) -> float | None:
@@ -1124,6 +1139,9 @@ def _normalized(document: Document) -> tuple[Document, frozenset[str]]:
             lost.add("workload.time_origin")
             time_origin = None
         else:
+            if _utc_offset(time_origin):
+                # the same instant, but UnixStartTime says nothing of the zone it was given in
+                lost.add("workload.time_origin")
             time_origin = _origin_text(seconds)  # the same instant, as the reader spells it
     attributes = workload.attributes
     written = {key: value for key, value in attributes.items()
@@ -1275,6 +1293,15 @@ def _header(workload: Workload) -> list[str]:
     comments = workload.extras.get(COMMENTS_KEY, [])
     lines.extend(text for text in map(_comment_line, comments) if text is not None)
     return lines
+
+
+def _utc_offset(origin: str) -> timedelta | None:
+    """The UTC offset a time origin states (``+02:00``), ``None`` for none or UTC's own."""
+    try:
+        offset = datetime.fromisoformat(origin).utcoffset()
+    except ValueError:
+        return None
+    return offset or None
 
 
 def _epoch_seconds(origin: str) -> int | None:
