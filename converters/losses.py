@@ -46,10 +46,7 @@ def conversion_losses(document: Document, target: FormatDeclaration,
     losses = restrict_conversion_losses(document, target, normalized)
     if not losses:
         return losses
-    notes = dict(target.loss_notes(document)) if target.loss_notes is not None else {}
-    if target.leaves_out is not None and "task" not in notes and any(
-            loss.field == "task" for loss in losses):
-        notes["task"] = target.leaves_out(document)  # why, by kind, with ids where it can
+    notes = target.loss_notes(document) if target.loss_notes is not None else {}
     named = _dropped_extras_named(document, target, normalized) if any(
         loss.field in EXTRAS_PATHS for loss in losses) else {}
     if "task.extras" in {loss.field for loss in losses} and normalized is None:

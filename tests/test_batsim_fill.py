@@ -259,14 +259,14 @@ def test_swf_to_batsim_hints_at_the_task_fills(tmp_path, capsys):
     output = tmp_path / "back.json"
     assert main(["convert", str(as_swf), str(output), "--to", "batsim"]) == 0
     said = capsys.readouterr().err
-    assert "wrote" in said and "6 jobs" in said
+    assert "wrote" in said and "6 jobs (6 tasks left out)" in said
     assert (f"{as_swf}: hint: batsim leaves out 6 tasks; one without a runtime is kept with "
             "--fill runtime=requested") in said
     assert main(["convert", str(as_swf), str(output), "--to", "batsim",
                  "--fill", "runtime=requested"]) == 0
     said = capsys.readouterr().err
     # the two compute jobs without a walltime have nothing to fill from (SWF kept no profile)
-    assert "10 jobs; filled runtime=requested into 4 tasks;" in said
+    assert "10 jobs (2 tasks left out); filled runtime=requested into 4 tasks;" in said
     assert "hint: batsim leaves out 2 tasks;" in said
 
 
