@@ -152,12 +152,12 @@ def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any
         run_inline(found, problems, keep, _fail)
 
     def batched(keep: Any) -> None:
-        run_dask(found, problems, client, keep, _fail)
+        run_dask(found, problems, client, keep, _fail, stop_profilers=False)
 
     def one_per_task(keep: Any) -> None:
         saved, execute.MAX_BATCH = execute.MAX_BATCH, 1
         try:
-            run_dask(found, problems, client, keep, _fail)
+            run_dask(found, problems, client, keep, _fail, stop_profilers=False)
         finally:
             execute.MAX_BATCH = saved
 

@@ -1,6 +1,6 @@
 """Figures of one (workload, environment, time model) of a sweep, drawn from the results
-table (and the per-job table when there is one) with matplotlib, as SVG: nothing here
-reruns a scheduler."""
+table (and the per-job table, and each cell's schedule, when there are) with matplotlib, as
+SVG: nothing here reruns a scheduler."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from dcx.scheduler import plots as scheduler_plots
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from dcx.experiments.groups import Group
 
 PANELS = (("jms_s", "JMS [s]"), ("jwt_s", "JWT [s]"), ("njsl", "NJSL"), ("trt_s", "TRT [s]"),
@@ -127,4 +129,44 @@ def setting_figures(workload: str, environment: str, model: str, members: Sequen
             f"Scheduler time per stage ({workload})", "wall time [ms]", STAGES, stages,
             f"Mean over runs of the wall time of each SC18 stage summed over a run's cycles "
             f"({where}).")
+    return figures
+
+
+def run_folder(group: Group, row: dict[str, Any]) -> str:
+    """The folder of one run's own figures: its scheduler, parameters and seed."""
+    import re
+
+    name = group.label if row.get("seed") is None else f"{group.label} seed {row['seed']}"
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", name).strip("_")
+
+
+def schedule_figures(workload: str, environment: str, model: str, members: Sequence[Group],
+                     schedules: dict[str, pa.Table]) -> dict[str, str]:
+    """From the cells' schedules: ``trt.svg`` (task response times per scheduler, runs
+    pooled) and ``<run>/gantt.svg`` per run of up to ``GANTT_MAX_TASKS`` tasks."""
+    from dcx.experiments.schedules import gantt_bars, response_times
+
+    where = f"{workload} on {environment}, {model} time model"
+    figures: dict[str, str] = {}
+    series = [(group.label, [value for row in group.rows
+                             if (table := schedules.get(str(row["cell_key"]))) is not None
+                             for value in response_times(table)])
+              for group in members]
+    if any(values for _, values in series):
+        figures["trt.svg"] = scheduler_plots.cdf_svg(
+            f"Task response time (TRT) per scheduler ({workload})", "TRT [s]", series,
+            f"Empirical CDF over the finished tasks of every run of each scheduler of TRT = "
+            f"finish - submit, seeds pooled ({where}).")
+    for group in members:
+        for row in group.rows:
+            table = schedules.get(str(row["cell_key"]))
+            if table is None or table.num_rows > scheduler_plots.GANTT_MAX_TASKS:
+                continue
+            machines, bars = gantt_bars(table)
+            seed = "" if row.get("seed") is None else f", seed {row['seed']}"
+            figures[f"{run_folder(group, row)}/gantt.svg"] = scheduler_plots.gantt_svg(
+                f"{group.label}{seed} on {workload}", machines, bars,
+                f"Each bar is a task on one machine from its start to its finish (a task over "
+                f"several machines has a bar on each); colours tell jobs apart. "
+                f"{table.num_rows} tasks ({where}).")
     return figures

@@ -8,7 +8,9 @@ XI and XII beside the rows that reproduce them, and figures drawn from the table
 Files: ``summary.md``, ``summary.json`` and ``plots/<workload>--<environment>--<model>/``
 ``metrics.svg`` (means with their intervals), ``<parameter>.svg`` (bounded slowdown against
 a swept parameter), ``jms.svg`` and ``jwt.svg`` (CDFs over jobs, when the per-job table
-exists) and ``stages.svg`` (with ``measure_stages``).
+exists), ``stages.svg`` (with ``measure_stages``) and, with ``schedules``, ``trt.svg`` (CDFs
+over tasks) and ``<run>/gantt.svg``, a Gantt chart per run (``<run>``: the scheduler, its
+parameters and seed) of a workload of up to ``scheduler.plots.GANTT_MAX_TASKS`` tasks.
 """
 
 from __future__ import annotations
@@ -281,11 +283,17 @@ def write_report(folder: Path, table: pa.Table, jobs: pa.Table | None, title: st
         except ImportError:
             return ["no plots: matplotlib is not installed (pip install 'dcx[experiments]'); "
                     "--no-plots leaves them out"]
-        write_plots(folder / "plots", found, jobs)
+        from dcx.experiments.schedules import read_schedules
+
+        keys = [str(key) for key in table.column("cell_key").to_pylist()]
+        write_plots(folder / "plots", found, jobs, read_schedules(folder, keys))
     return []
 
 
-def write_plots(folder: Path, found: list[Group], jobs: pa.Table | None) -> list[Path]:
+def write_plots(folder: Path, found: list[Group], jobs: pa.Table | None,
+                schedules: dict[str, pa.Table] | None = None) -> list[Path]:
+    """Each setting's figures; with ``schedules`` (per cell key), its TRT figure and a
+    Gantt chart per run in a folder of its own."""
     from dcx.converters.atomic import write_atomic
     from dcx.experiments import plots
 
@@ -293,8 +301,11 @@ def write_plots(folder: Path, found: list[Group], jobs: pa.Table | None) -> list
     written: list[Path] = []
     for (workload, environment, model), members in settings(found).items():
         target = folder / _slug(workload, environment, model)
-        for name, text in plots.setting_figures(workload, environment, model, members,
-                                                job_rows).items():
+        figures = plots.setting_figures(workload, environment, model, members, job_rows)
+        if schedules:
+            figures.update(plots.schedule_figures(workload, environment, model, members,
+                                                  schedules))
+        for name, text in figures.items():
             write_atomic(target / name, text.encode())
             written.append(target / name)
     return written
