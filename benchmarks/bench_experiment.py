@@ -5,7 +5,7 @@ how cells went out before batching), in the same run; then the same sweep of lon
 The sweep: an SWF trace on its own 64 processors, five schedulers (FCFS, FCFS-EASY,
 SJF-EASY, FCFS-CONSERVATIVE, SRTF-FIRSTFIT) x 20 loads (0.5 … 1.45) = 100 cells, through the
 code ``dcx experiment`` runs (plan, compile the trace once, transform it per cell on the
-worker, store rows as Parquet parts). The short case (the goal's: at least 1.8 with
+worker, store the rows as Parquet). The short case (the goal's: at least 1.8 with
 batching) has a 200-job trace, cells of about ten milliseconds; the long case an 800-job
 trace, cells about five times longer, batched only. Printed: each wall time (the cluster's
 start-up apart, once), and the speed-up of two workers over one process, each the best of

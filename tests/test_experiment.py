@@ -344,6 +344,40 @@ def test_schedules_record_each_run_and_draw_its_gantt_chart_and_trt(
     runs = ["RANDOM-FIRSTFIT_seed_0", "RANDOM-FIRSTFIT_seed_1", "SRTF-BESTFIT"]
     assert sorted(gantt.parent.name for gantt in setting.glob("*/gantt.svg")) == runs
     capsys.readouterr()
+    # drawn by a pool of processes (as for many settings), the same files
+    from dcx.experiments.report import groups, write_plots
+    from dcx.experiments.schedules import read_schedules
+
+    keys = table.column("cell_key").to_pylist()
+    pooled = write_plots(tmp_path / "pooled", groups(table), pq.read_table(out / "jobs.parquet")
+                         if (out / "jobs.parquet").is_file() else None,
+                         read_schedules(out, keys), processes=2)
+    assert sorted(path.relative_to(tmp_path / "pooled") for path in pooled) == sorted(
+        path.relative_to(out / "plots") for path in (out / "plots").rglob("*.svg"))
+    assert all(path.read_bytes() == (out / "plots" / path.relative_to(tmp_path / "pooled")
+                                     ).read_bytes() for path in pooled)
+
+
+def test_runs_with_the_same_schedule_share_one_gantt_chart_that_names_them() -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (plots extra)")
+    from dcx.experiments.plots import schedule_figures
+
+    def schedule(key: str, start: float) -> object:
+        return pa.table({"cell_key": [key] * 2, "job_id": ["1", "2"], "task_id": ["1", "2"],
+                         "submit_s": [0.0, 0.0], "start_s": [0.0, start],
+                         "finish_s": [5.0, start + 5.0], "machines": [["n1"], ["n2"]]})
+
+    members = [Group("w", "e", "event", name, [{"cell_key": name, "seed": None}])
+               for name in ("FIFO-BESTFIT", "SRTF-BESTFIT", "FCFS-EASY")]
+    figures = schedule_figures("w", "e", "event", members, {
+        "FIFO-BESTFIT": schedule("FIFO-BESTFIT", 0.0),
+        "SRTF-BESTFIT": schedule("SRTF-BESTFIT", 0.0),
+        "FCFS-EASY": schedule("FCFS-EASY", 5.0)})
+    assert sorted(figures) == ["FCFS-EASY/gantt.svg", "FIFO-BESTFIT/gantt.svg",
+                               "SRTF-BESTFIT/gantt.svg", "trt.svg"]
+    assert figures["FIFO-BESTFIT/gantt.svg"] == figures["SRTF-BESTFIT/gantt.svg"]
+    assert "The same schedule: FIFO-BESTFIT, SRTF-BESTFIT." in figures["FIFO-BESTFIT/gantt.svg"]
+    assert "The same schedule" not in figures["FCFS-EASY/gantt.svg"]
 
 
 def test_without_the_schedules_option_cell_keys_stay_as_they_were() -> None:
