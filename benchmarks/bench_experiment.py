@@ -13,9 +13,10 @@ several runs taken in turn while the cluster is up. The rows of every run are ch
 
 The machine's other load takes cores from the workers, not from one process alone, so the
 load average is printed with the ratio, and so is where the CPU time went in the best runs
-(this process, which also holds the Dask scheduler, and each worker): the ratio the cores
-would give when idle is the one-process CPU time over the busier of one worker and half of
-all the sweep's CPU time.
+(this process, which also holds the Dask scheduler, and each worker). The ratio the cores
+would give when idle is, per round, the one-process CPU time of that round over the busier
+of one worker and half of all the sweep's CPU time; its median over the rounds is printed
+(with the lowest and highest), as a busy machine's CPU times vary from run to run.
 """
 
 from __future__ import annotations
@@ -115,13 +116,20 @@ def timed(out: Path, sweep: Any, client: Any) -> Timing:
                                   for name in sorted(workers_before)], SUBMITTED[0] - tasks_before)
 
 
-def _line(name: str, timing: Timing, inline: Timing) -> str:
-    workers = ", ".join(f"{seconds:.2f}" for seconds in timing.worker_cpu_s)
-    idle_ratio = inline.own_cpu_s / max(
+def idle_ratio(timing: Timing, inline: Timing) -> float:
+    """The speed-up idle cores would give: one process's CPU time over the busier of one
+    worker and half of all the sweep's CPU time (this process's included)."""
+    return inline.own_cpu_s / max(
         max(timing.worker_cpu_s), (timing.own_cpu_s + sum(timing.worker_cpu_s)) / WORKERS)
+
+
+def _line(name: str, timing: Timing, inline: Timing, idle: list[float]) -> str:
+    workers = ", ".join(f"{seconds:.2f}" for seconds in timing.worker_cpu_s)
+    middle = sorted(idle)[len(idle) // 2]
     return (f"  {name:<36}{timing.wall_s:7.2f} s  speed-up {inline.wall_s / timing.wall_s:.2f}"
             f"  ({timing.tasks} tasks; CPU s: this process {timing.own_cpu_s:.2f}, workers "
-            f"{workers}; on idle cores {idle_ratio:.2f})")
+            f"{workers}; on idle cores {middle:.2f}, {min(idle):.2f} … {max(idle):.2f} over "
+            f"{len(idle)} rounds)")
 
 
 def rows(out: Path) -> dict[str, dict[str, Any]]:
@@ -132,19 +140,24 @@ def rows(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _best_of(ways: dict[str, Any], rounds: int, folder: Path, client: Any,
-             ) -> dict[str, Timing]:
-    """Each way ``rounds`` times, interleaved, the best kept: the machine's other load comes
+             ) -> tuple[dict[str, Timing], dict[str, list[float]]]:
+    """Each way ``rounds`` times, interleaved, the best kept, and each Dask way's idle-core
+    ratio per round (against that round's one-process run): the machine's other load comes
     and goes, and the idle workers are there for all of them. Every run's rows are equal."""
     best: dict[str, Timing] = {}
+    idle: dict[str, list[float]] = {}
     for attempt in range(rounds):
-        for name, sweep in ways.items():
-            timing = timed(folder / f"{name}-{attempt}", sweep, client)
+        timings = {name: timed(folder / f"{name}-{attempt}", sweep, client)
+                   for name, sweep in ways.items()}
+        for name, timing in timings.items():
             if name not in best or timing.wall_s < best[name].wall_s:
                 best[name] = timing
+            if name != "inline":
+                idle.setdefault(name, []).append(idle_ratio(timing, timings["inline"]))
     expected = rows(folder / "inline-0")
     assert all(rows(folder / f"{name}-{attempt}") == expected
                for name in ways for attempt in range(rounds))
-    return best
+    return best, idle
 
 
 def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any]:
@@ -167,15 +180,18 @@ def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any
     return ways
 
 
-def _report(title: str, best: dict[str, Timing], cells: int, rounds: int) -> None:
+def _report(title: str, measured: tuple[dict[str, Timing], dict[str, list[float]]],
+            cells: int, rounds: int) -> None:
+    best, idle = measured
     inline = best["inline"]
     print(f"{title}, best of {rounds}:")
     print(f"  {'one process:':<36}{inline.wall_s:7.2f} s  "
           f"({inline.wall_s / cells * 1e3:.1f} ms per cell; CPU s {inline.own_cpu_s:.2f})")
     if "single" in best:
-        print(_line(f"{WORKERS} workers, one cell per task:", best["single"], inline))
-    print(_line(f"{WORKERS} workers, batched (dcx's way):", best["batched"], inline)
-          + (" goal >= 1.8" if "single" in best else ""))
+        print(_line(f"{WORKERS} workers, one cell per task:", best["single"], inline,
+                    idle["single"]))
+    print(_line(f"{WORKERS} workers, batched (dcx's way):", best["batched"], inline,
+                idle["batched"]) + (" goal >= 1.8" if "single" in best else ""))
 
 
 def main() -> None:

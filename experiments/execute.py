@@ -343,7 +343,8 @@ class _Batcher:
     def size(self, threads: int) -> int:
         threads = max(1, threads)
         if not self.walls:
-            return max(1, min(FIRST_BATCH, math.ceil(self.left / (FACTORING * threads))))
+            return max(1, min(MAX_BATCH, FIRST_BATCH,
+                              math.ceil(self.left / (FACTORING * threads))))
         mean = max(sum(self.walls[-64:]) / len(self.walls[-64:]), 1e-4)
         share = math.ceil(self.left / (FACTORING * threads))
         smallest = min(math.ceil(MIN_BATCH_S / mean), math.ceil(self.left / threads))

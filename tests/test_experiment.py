@@ -240,6 +240,16 @@ def test_batches_start_bounded_then_shrink_with_a_floor_and_a_ceiling() -> None:
     assert slow.size(threads=2) == 2  # about a second of 0.4 s cells
 
 
+def test_no_batch_is_larger_than_max_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dcx.experiments import execute
+
+    monkeypatch.setattr(execute, "MAX_BATCH", 1)  # one cell per task, as before batching
+    batcher = execute._Batcher(100)
+    assert batcher.size(threads=2) == 1
+    batcher.record(0.001)
+    assert batcher.size(threads=2) == 1
+
+
 # --------------------------------------------------------------------------- summary
 
 
