@@ -16,7 +16,10 @@ load average is printed with the ratio, and so is where the CPU time went in the
 (this process, which also holds the Dask scheduler, and each worker). The ratio the cores
 would give when idle is, per round, the one-process CPU time of that round over the busier
 of one worker and half of all the sweep's CPU time; its median over the rounds is printed
-(with the lowest and highest), as a busy machine's CPU times vary from run to run.
+(with the lowest and highest), as a busy machine's CPU times vary from run to run. So is the
+workers' CPU time over the one-process run's (median): the same cells cost more CPU when two
+processes run them at once on a busy machine (about 1.2 at load 8, 1.0 with one worker),
+which no batching removes.
 """
 
 from __future__ import annotations
@@ -123,13 +126,18 @@ def idle_ratio(timing: Timing, inline: Timing) -> float:
         max(timing.worker_cpu_s), (timing.own_cpu_s + sum(timing.worker_cpu_s)) / WORKERS)
 
 
-def _line(name: str, timing: Timing, inline: Timing, idle: list[float]) -> str:
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def _line(name: str, timing: Timing, inline: Timing, idle: list[tuple[float, float]]) -> str:
     workers = ", ".join(f"{seconds:.2f}" for seconds in timing.worker_cpu_s)
-    middle = sorted(idle)[len(idle) // 2]
+    ratios = [ratio for ratio, _ in idle]
     return (f"  {name:<36}{timing.wall_s:7.2f} s  speed-up {inline.wall_s / timing.wall_s:.2f}"
             f"  ({timing.tasks} tasks; CPU s: this process {timing.own_cpu_s:.2f}, workers "
-            f"{workers}; on idle cores {middle:.2f}, {min(idle):.2f} … {max(idle):.2f} over "
-            f"{len(idle)} rounds)")
+            f"{workers}; on idle cores {_median(ratios):.2f}, {min(ratios):.2f} … "
+            f"{max(ratios):.2f} over {len(ratios)} rounds; the workers' CPU "
+            f"{_median([cells for _, cells in idle]):.2f}x one process's)")
 
 
 def rows(out: Path) -> dict[str, dict[str, Any]]:
@@ -140,12 +148,13 @@ def rows(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _best_of(ways: dict[str, Any], rounds: int, folder: Path, client: Any,
-             ) -> tuple[dict[str, Timing], dict[str, list[float]]]:
+             ) -> tuple[dict[str, Timing], dict[str, list[tuple[float, float]]]]:
     """Each way ``rounds`` times, interleaved, the best kept, and each Dask way's idle-core
-    ratio per round (against that round's one-process run): the machine's other load comes
-    and goes, and the idle workers are there for all of them. Every run's rows are equal."""
+    ratio and workers' CPU over one process's, per round (against that round's one-process
+    run): the machine's other load comes and goes, and the idle workers are there for all of
+    them. Every run's rows are equal."""
     best: dict[str, Timing] = {}
-    idle: dict[str, list[float]] = {}
+    idle: dict[str, list[tuple[float, float]]] = {}
     for attempt in range(rounds):
         timings = {name: timed(folder / f"{name}-{attempt}", sweep, client)
                    for name, sweep in ways.items()}
@@ -153,7 +162,9 @@ def _best_of(ways: dict[str, Any], rounds: int, folder: Path, client: Any,
             if name not in best or timing.wall_s < best[name].wall_s:
                 best[name] = timing
             if name != "inline":
-                idle.setdefault(name, []).append(idle_ratio(timing, timings["inline"]))
+                idle.setdefault(name, []).append((
+                    idle_ratio(timing, timings["inline"]),
+                    sum(timing.worker_cpu_s) / timings["inline"].own_cpu_s))
     expected = rows(folder / "inline-0")
     assert all(rows(folder / f"{name}-{attempt}") == expected
                for name in ways for attempt in range(rounds))
@@ -180,7 +191,8 @@ def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any
     return ways
 
 
-def _report(title: str, measured: tuple[dict[str, Timing], dict[str, list[float]]],
+def _report(title: str,
+            measured: tuple[dict[str, Timing], dict[str, list[tuple[float, float]]]],
             cells: int, rounds: int) -> None:
     best, idle = measured
     inline = best["inline"]
