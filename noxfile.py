@@ -60,9 +60,10 @@ def schedule(session: nox.Session) -> None:
     SC18 schedulers on the Askalon and Chronos traces, RANDOM x 32, on a Dask LocalCluster),
     then the nine over every workload `convert` wrote (build/converted/report.json says which
     outputs hold workloads; `convert` runs first when it has not), as the experiment
-    `python -m dcx.experiments.workloads` writes. Tables and plots in build/schedule/, which
-    the docs site shows. Prints one line per workload run or skipped (and why); fails when
-    none could be scheduled."""
+    `python -m dcx.experiments.workloads` writes, which records each run's schedule: its
+    plots include a Gantt chart per run and the task response times per workload. Tables and
+    plots in build/schedule/, which the docs site shows. Prints one line per workload run or
+    skipped (and why); fails when none could be scheduled."""
     session.install(".[experiments]")
     corpus = os.environ.get("DCX_CORPUS", os.path.join("..", "shared", "corpus"))
     if os.path.isfile(os.path.join(corpus, "gwf", "askalon_workload_ee.gwf")):

@@ -5,7 +5,7 @@ how cells went out before batching), in the same run; then the same sweep of lon
 The sweep: an SWF trace on its own 64 processors, five schedulers (FCFS, FCFS-EASY,
 SJF-EASY, FCFS-CONSERVATIVE, SRTF-FIRSTFIT) x 20 loads (0.5 … 1.45) = 100 cells, through the
 code ``dcx experiment`` runs (plan, compile the trace once, transform it per cell on the
-worker, store rows as Parquet parts). The short case (the goal's: at least 1.8 with
+worker, store the rows as Parquet). The short case (the goal's: at least 1.8 with
 batching) has a 200-job trace, cells of about ten milliseconds; the long case an 800-job
 trace, cells about five times longer, batched only. Printed: each wall time (the cluster's
 start-up apart, once), and the speed-up of two workers over one process, each the best of
@@ -13,9 +13,13 @@ several runs taken in turn while the cluster is up. The rows of every run are ch
 
 The machine's other load takes cores from the workers, not from one process alone, so the
 load average is printed with the ratio, and so is where the CPU time went in the best runs
-(this process, which also holds the Dask scheduler, and each worker): the ratio the cores
-would give when idle is the one-process CPU time over the busier of one worker and half of
-all the sweep's CPU time.
+(this process, which also holds the Dask scheduler, and each worker). The ratio the cores
+would give when idle is, per round, the one-process CPU time of that round over the busier
+of one worker and half of all the sweep's CPU time; its median over the rounds is printed
+(with the lowest and highest), as a busy machine's CPU times vary from run to run. So is the
+workers' CPU time over the one-process run's (median): the same cells cost more CPU when two
+processes run them at once on a busy machine (about 1.2 at load 8, 1.0 with one worker),
+which no batching removes.
 """
 
 from __future__ import annotations
@@ -115,13 +119,25 @@ def timed(out: Path, sweep: Any, client: Any) -> Timing:
                                   for name in sorted(workers_before)], SUBMITTED[0] - tasks_before)
 
 
-def _line(name: str, timing: Timing, inline: Timing) -> str:
-    workers = ", ".join(f"{seconds:.2f}" for seconds in timing.worker_cpu_s)
-    idle_ratio = inline.own_cpu_s / max(
+def idle_ratio(timing: Timing, inline: Timing) -> float:
+    """The speed-up idle cores would give: one process's CPU time over the busier of one
+    worker and half of all the sweep's CPU time (this process's included)."""
+    return inline.own_cpu_s / max(
         max(timing.worker_cpu_s), (timing.own_cpu_s + sum(timing.worker_cpu_s)) / WORKERS)
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def _line(name: str, timing: Timing, inline: Timing, idle: list[tuple[float, float]]) -> str:
+    workers = ", ".join(f"{seconds:.2f}" for seconds in timing.worker_cpu_s)
+    ratios = [ratio for ratio, _ in idle]
     return (f"  {name:<36}{timing.wall_s:7.2f} s  speed-up {inline.wall_s / timing.wall_s:.2f}"
             f"  ({timing.tasks} tasks; CPU s: this process {timing.own_cpu_s:.2f}, workers "
-            f"{workers}; on idle cores {idle_ratio:.2f})")
+            f"{workers}; on idle cores {_median(ratios):.2f}, {min(ratios):.2f} … "
+            f"{max(ratios):.2f} over {len(ratios)} rounds; the workers' CPU "
+            f"{_median([cells for _, cells in idle]):.2f}x one process's)")
 
 
 def rows(out: Path) -> dict[str, dict[str, Any]]:
@@ -132,19 +148,27 @@ def rows(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _best_of(ways: dict[str, Any], rounds: int, folder: Path, client: Any,
-             ) -> dict[str, Timing]:
-    """Each way ``rounds`` times, interleaved, the best kept: the machine's other load comes
-    and goes, and the idle workers are there for all of them. Every run's rows are equal."""
+             ) -> tuple[dict[str, Timing], dict[str, list[tuple[float, float]]]]:
+    """Each way ``rounds`` times, interleaved, the best kept, and each Dask way's idle-core
+    ratio and workers' CPU over one process's, per round (against that round's one-process
+    run): the machine's other load comes and goes, and the idle workers are there for all of
+    them. Every run's rows are equal."""
     best: dict[str, Timing] = {}
+    idle: dict[str, list[tuple[float, float]]] = {}
     for attempt in range(rounds):
-        for name, sweep in ways.items():
-            timing = timed(folder / f"{name}-{attempt}", sweep, client)
+        timings = {name: timed(folder / f"{name}-{attempt}", sweep, client)
+                   for name, sweep in ways.items()}
+        for name, timing in timings.items():
             if name not in best or timing.wall_s < best[name].wall_s:
                 best[name] = timing
+            if name != "inline":
+                idle.setdefault(name, []).append((
+                    idle_ratio(timing, timings["inline"]),
+                    sum(timing.worker_cpu_s) / timings["inline"].own_cpu_s))
     expected = rows(folder / "inline-0")
     assert all(rows(folder / f"{name}-{attempt}") == expected
                for name in ways for attempt in range(rounds))
-    return best
+    return best, idle
 
 
 def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any]:
@@ -152,12 +176,12 @@ def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any
         run_inline(found, problems, keep, _fail)
 
     def batched(keep: Any) -> None:
-        run_dask(found, problems, client, keep, _fail)
+        run_dask(found, problems, client, keep, _fail, stop_profilers=False)
 
     def one_per_task(keep: Any) -> None:
         saved, execute.MAX_BATCH = execute.MAX_BATCH, 1
         try:
-            run_dask(found, problems, client, keep, _fail)
+            run_dask(found, problems, client, keep, _fail, stop_profilers=False)
         finally:
             execute.MAX_BATCH = saved
 
@@ -167,15 +191,19 @@ def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any
     return ways
 
 
-def _report(title: str, best: dict[str, Timing], cells: int, rounds: int) -> None:
+def _report(title: str,
+            measured: tuple[dict[str, Timing], dict[str, list[tuple[float, float]]]],
+            cells: int, rounds: int) -> None:
+    best, idle = measured
     inline = best["inline"]
     print(f"{title}, best of {rounds}:")
     print(f"  {'one process:':<36}{inline.wall_s:7.2f} s  "
           f"({inline.wall_s / cells * 1e3:.1f} ms per cell; CPU s {inline.own_cpu_s:.2f})")
     if "single" in best:
-        print(_line(f"{WORKERS} workers, one cell per task:", best["single"], inline))
-    print(_line(f"{WORKERS} workers, batched (dcx's way):", best["batched"], inline)
-          + (" goal >= 1.8" if "single" in best else ""))
+        print(_line(f"{WORKERS} workers, one cell per task:", best["single"], inline,
+                    idle["single"]))
+    print(_line(f"{WORKERS} workers, batched (dcx's way):", best["batched"], inline,
+                idle["batched"]) + (" goal >= 1.8" if "single" in best else ""))
 
 
 def main() -> None:

@@ -92,6 +92,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--report", metavar="DIR", help="without FILE: write the summary and "
                         "plots of DIR/results.parquet again (DIR may also name that file), "
                         "running nothing")
+    parser.add_argument("--schedules", action="store_true", help="record each cell's "
+                        "schedule (a row per task: job, submit, start, finish, machines) in "
+                        "DIR/schedules/CELL_KEY.parquet and draw each run's Gantt chart and "
+                        "task response times; as options: {schedules: true} in the file")
     parser.add_argument("--no-plots", dest="plots", action="store_false", help="write the "
                         "summary tables only (the figures take seconds each)")
     parser.add_argument("--dry-run", action="store_true", help="say how many cells would "
@@ -153,6 +157,9 @@ def _run_file(args: argparse.Namespace) -> int:
         limits.timeout_s if limits.timeout_s is not None else experiment.limits.timeout_s,
         limits.memory_bytes if limits.memory_bytes is not None
         else experiment.limits.memory_bytes))
+    if args.schedules:
+        experiment = dataclasses.replace(experiment, options=dataclasses.replace(
+            experiment.options, schedules=True))
     out = Path(args.out) if args.out else DEFAULT_OUT / experiment.name
     from dcx.experiments.store import StoreError
 
@@ -183,6 +190,7 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
     from dcx.experiments.progress import duration_text
     from dcx.experiments.store import ResultStore
 
+    args.plots = _plots_wanted(out, args.plots)
     store = ResultStore(out)
     store.results.compact()  # rows an interrupted run left in parts/
     store.jobs.compact()
@@ -231,6 +239,17 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
     _closing(out, f"experiment {experiment.name}: {ran}", table, store,
              written, args.plots)
     return status
+
+
+def _plots_wanted(out: Path, plots: bool) -> bool:
+    """Whether the figures are drawn; when wanted but matplotlib (the plots extra) is
+    missing, one note says so and how to get it, before anything is written."""
+    from dcx.scheduler.figures import PLOTS_MISSING, plots_available
+
+    if plots and not plots_available():
+        _say(f"dcx experiment: note: {out}: {PLOTS_MISSING}")
+        return False
+    return plots
 
 
 def _closing(out: Path, head: str, table: pa.Table | None, store: ResultStore,
@@ -383,7 +402,7 @@ def _execute(found: Plan, problems: dict[Any, Any], store: ResultStore,
     with SweepProgress(to_run, f"experiment {found.experiment.name}",
                        every_s=args.progress_every) as progress:
         def keep(result: Any) -> None:
-            store.add(result.row, result.jobs)
+            store.add(result.row, result.jobs, result.schedule)
             progress.advance()
 
         def fail(failure: Any) -> None:
@@ -401,7 +420,9 @@ def _execute(found: Plan, problems: dict[Any, Any], store: ResultStore,
             cluster, client = _client(args)
             try:
                 run_dask(found, problems, client, keep, fail,
-                         Watch(progress.workers, progress.tick))
+                         Watch(progress.workers, progress.tick),
+                         # a local cluster's workers start without the profiler
+                         stop_profilers=bool(args.scheduler_address or args.cluster))
             finally:
                 client.close()
                 if cluster is not None:
@@ -455,6 +476,7 @@ def report_only(target: Path, plots: bool) -> int:
     if not (folder / "results.parquet").is_file() and not (folder / "parts").is_dir():
         _say(f"dcx experiment: error: {folder} holds no results.parquet")
         return EXIT_USAGE
+    plots = _plots_wanted(folder, plots)
     store = ResultStore(folder)
     try:
         table = store.results.compact()

@@ -86,11 +86,14 @@ QUIET_CLUSTER = {
     "distributed.admin.tick.interval": "500ms",
     "distributed.worker.memory.monitor-interval": "1s",
     "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.profile.enabled": False,
 }
 """Dask's housekeeping of a local cluster, less often than its defaults (a tick every 20 ms
 to detect a blocked event loop, memory checks every 100 ms): on a machine of few cores it
 takes a tenth of a core from the workers (measured idle: this process 0.046 s of CPU per
-second, each worker 0.018; with these 0.01 and 0.004). Workers get it when started."""
+second, each worker 0.018; with these 0.01 and 0.004). Nor does a worker run the
+statistical profiler (it samples the running task's stack every 10 ms, taking the
+interpreter lock from it). Workers get it when started."""
 
 
 def local_client(workers: int, processes: bool = True) -> tuple[Any, Any]:

@@ -101,6 +101,8 @@ class CellTask:
     transforms: tuple[tuple[str, Any], ...] = ()
     """The workload transforms' parameter values (scheduler options are in ``policy``)."""
     limits: Limits = field(default_factory=Limits)
+    schedule: bool = False
+    """Send the run's schedule back (``experiments.schedules``)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class CellResult:
     key: str
     row: dict[str, Any]
     jobs: list[dict[str, Any]] | None
+    schedule: Any = None
+    """With ``CellTask.schedule``: the run's schedule, a ``pyarrow.Table``."""
 
 
 @dataclass(frozen=True)
@@ -226,4 +230,9 @@ def run_cell(problem: Problem, task: CellTask) -> CellResult:
                  **{field.name: _number(getattr(job, field.name))
                     for field in dataclasses.fields(job) if field.name != "job_id"}}
                 for job in run.metrics.jobs]
-    return CellResult(task.key, row, jobs)
+    schedule = None
+    if task.schedule:
+        from dcx.experiments.schedules import schedule_table
+
+        schedule = schedule_table(task.key, run.metrics.problem, run.schedule)
+    return CellResult(task.key, row, jobs, schedule)

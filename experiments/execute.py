@@ -9,7 +9,8 @@ still have cells to run are read and compiled, once each, in this process.
 On Dask, every compiled problem is scattered to the workers once, before the first cell
 (``broadcast``), and cells go out in batches of one problem (``run_batch``), in a shuffled
 order (``spread_order``): a share of the cells left, shrinking as the sweep ends
-(factoring), and never longer than about ``BATCH_TARGET_S`` by the cells' measured wall
+(factoring), the first per thread at most ``FIRST_BATCH`` cells (their cost is not known
+yet), the others never longer than about ``BATCH_TARGET_S`` by the cells' measured wall
 time. Short cells then cost one task per batch, not one each: the client and
 the scheduler, which share this process and the machine's cores with the workers, handle a
 few dozen tasks for a sweep, not one per cell. Batches are submitted in a bounded window
@@ -54,10 +55,14 @@ BATCH_TARGET_S = 1.0
 """The longest wall time a batch aims at, once the cells' own wall time is known: a task's
 round trip costs the client, the scheduler and a worker several milliseconds of CPU on the
 cores the cells use, about 1 % of this; a batch lost with its worker costs this again."""
-MIN_BATCH_S = 0.08
+MIN_BATCH_S = 0.12
 """The least wall time of cells a batch takes while there are enough for every thread: each
 task costs the cores some 10-15 ms of CPU (the client and the scheduler in this process, the
 worker's event loop), and a last batch this short leaves a core idle only briefly."""
+FIRST_BATCH = 16
+"""The most cells of a thread's first batch, sent before any cell's wall time is known: a
+share of the sweep as any batch (not one cell, whose round trip would leave the worker idle
+and cost a task more), bounded for cells that turn out long."""
 MAX_BATCH = 256
 WATCH_S = 1.0
 BROADCAST_TIMEOUT_S = 10.0
@@ -179,7 +184,7 @@ def plan(experiment: Experiment, stored: set[str], failed: frozenset[str] | set[
                            if name in WORKLOAD_PARAMETERS)
         task = CellTask(key, columns, policy, cell.time_model, cell.seed,
                         experiment.options.measure_stages, experiment.options.per_job,
-                        transforms, experiment.limits)
+                        transforms, experiment.limits, experiment.options.schedules)
         pair = (cell.workload.name, cell.environment.name)
         found.pending.setdefault(pair, []).append((cell, task))
     found.unreadable = [_unreadable(item, cells, experiment)
@@ -312,10 +317,11 @@ class Watch:
 
 
 class _Batcher:
-    """Batch sizes by factoring: one cell per worker thread until a cell has come back (its
-    wall time is not known yet), then each batch a share of the cells not yet sent
+    """Batch sizes by factoring: each batch a share of the cells not yet sent
     (``1 / (FACTORING * threads)``), so that batches shrink as the sweep ends and the last
-    ones leave no worker idle long, yet a short sweep goes out in a few batches per worker.
+    ones leave no worker idle long, yet a short sweep goes out in a few batches per worker;
+    until a cell has come back (its wall time is not known yet) one batch per thread, of at
+    most ``FIRST_BATCH`` cells.
     A batch is worth at least ``MIN_BATCH_S`` of cells (a task's own round trip costs the
     client, the scheduler and the worker a few milliseconds of CPU), unless that would
     leave a thread without one at the end; it never takes longer than about
@@ -335,9 +341,10 @@ class _Batcher:
         return not self.walls
 
     def size(self, threads: int) -> int:
-        if not self.walls:
-            return 1
         threads = max(1, threads)
+        if not self.walls:
+            return max(1, min(MAX_BATCH, FIRST_BATCH,
+                              math.ceil(self.left / (FACTORING * threads))))
         mean = max(sum(self.walls[-64:]) / len(self.walls[-64:]), 1e-4)
         share = math.ceil(self.left / (FACTORING * threads))
         smallest = min(math.ceil(MIN_BATCH_S / mean), math.ceil(self.left / threads))
@@ -346,8 +353,12 @@ class _Batcher:
 
 def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
              on_result: Callable[[CellResult], None],
-             on_failure: Callable[[CellFailure], None], watch: Watch | None = None) -> None:
+             on_failure: Callable[[CellFailure], None], watch: Watch | None = None,
+             stop_profilers: bool = True) -> None:
     """Every cell on the cluster behind ``client``, outcomes handed over as they finish.
+    ``stop_profilers``: tell the workers to stop Dask's profiler (``quiet_workers``), a
+    round trip to every worker; needless on a cluster started by ``local_client``, whose
+    workers never run it.
 
     A scattered problem can be lost with the worker holding its last copy (the scheduler
     keeps fewer copies than ``broadcast`` made once no task waits on them); the batches that
@@ -358,7 +369,8 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
     from distributed import wait
 
     sweep = _DaskSweep(found, problems, client, watch or Watch())
-    quiet_workers(client)
+    if stop_profilers:
+        quiet_workers(client)
     sweep.top_up()
     while sweep.running or not sweep.sent_all:
         if not sweep.running:  # no worker yet: wait for one
@@ -426,7 +438,7 @@ class _DaskSweep:
         if self.workers == 0 or self.sent_all:
             return
         self.ship_all()
-        # while no cell has come back, one probe per thread: their wall time sizes the rest
+        # while no cell has come back, one batch per thread: their wall time sizes the rest
         window = self.threads * (1 if self.batcher.probing else BATCHES_PER_THREAD)
         while len(self.running) < window:
             batch = list(itertools.islice(self.todo, self.batcher.size(self.threads)))

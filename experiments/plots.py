@@ -1,6 +1,6 @@
 """Figures of one (workload, environment, time model) of a sweep, drawn from the results
-table (and the per-job table when there is one) with matplotlib, as SVG: nothing here
-reruns a scheduler."""
+table (and the per-job table, and each cell's schedule, when there are) with matplotlib, as
+SVG: nothing here reruns a scheduler."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from dcx.scheduler import plots as scheduler_plots
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from dcx.experiments.groups import Group
 
 PANELS = (("jms_s", "JMS [s]"), ("jwt_s", "JWT [s]"), ("njsl", "NJSL"), ("trt_s", "TRT [s]"),
@@ -128,3 +130,75 @@ def setting_figures(workload: str, environment: str, model: str, members: Sequen
             f"Mean over runs of the wall time of each SC18 stage summed over a run's cycles "
             f"({where}).")
     return figures
+
+
+def run_folder(group: Group, row: dict[str, Any]) -> str:
+    """The folder of one run's own figures: its scheduler, parameters and seed."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", _run_name(group, row)).strip("_")
+
+
+def schedule_figures(workload: str, environment: str, model: str, members: Sequence[Group],
+                     schedules: dict[str, pa.Table]) -> dict[str, str]:
+    """From the cells' schedules: ``trt.svg`` (task response times per scheduler, runs
+    pooled) and ``<run>/gantt.svg`` per run of up to ``GANTT_MAX_TASKS`` tasks. Runs whose
+    schedules are the same (often most schedulers, on a small workload that never queues)
+    share one drawing, which names them all."""
+    from dcx.experiments.schedules import response_times
+
+    where = f"{workload} on {environment}, {model} time model"
+    figures: dict[str, str] = {}
+    series = [(group.label, [value for row in group.rows
+                             if (table := schedules.get(str(row["cell_key"]))) is not None
+                             for value in response_times(table)])
+              for group in members]
+    if any(values for _, values in series):
+        figures["trt.svg"] = scheduler_plots.cdf_svg(
+            f"Task response time (TRT) per scheduler ({workload})", "TRT [s]", series,
+            f"Empirical CDF over the finished tasks of every run of each scheduler of TRT = "
+            f"finish - submit, seeds pooled ({where}).")
+    for runs in _same_schedules(members, schedules).values():
+        svg = _gantt(workload, where, runs)
+        for group, row, _ in runs:
+            figures[f"{run_folder(group, row)}/gantt.svg"] = svg
+    return figures
+
+
+Run = tuple["Group", dict[str, Any], "pa.Table"]
+"""A run of a group (its results row) and its schedule."""
+
+
+def _same_schedules(members: Sequence[Group], schedules: dict[str, pa.Table],
+                    ) -> dict[tuple[Any, ...], list[Run]]:
+    """The runs small enough for a Gantt chart, by what the chart shows of them."""
+    found: dict[tuple[Any, ...], list[Run]] = {}
+    for group in members:
+        for row in group.rows:
+            table = schedules.get(str(row["cell_key"]))
+            if table is None or table.num_rows > scheduler_plots.GANTT_MAX_TASKS:
+                continue
+            drawn = table.select(["job_id", "start_s", "finish_s", "machines"]).to_pydict()
+            key = tuple(tuple(tuple(value) if isinstance(value, list) else value
+                              for value in column) for column in drawn.values())
+            found.setdefault(key, []).append((group, row, table))
+    return found
+
+
+def _run_name(group: Group, row: dict[str, Any]) -> str:
+    return group.label if row.get("seed") is None else f"{group.label}, seed {row['seed']}"
+
+
+def _gantt(workload: str, where: str, runs: list[Run]) -> str:
+    from dcx.experiments.schedules import gantt_bars
+
+    table = runs[0][2]
+    machines, bars = gantt_bars(table)
+    names = [_run_name(group, row) for group, row, _ in runs]
+    title = names[0] if len(names) == 1 else f"{names[0]} (and {len(names) - 1} more)"
+    same = f" The same schedule: {', '.join(names)}." if len(names) > 1 else ""
+    return scheduler_plots.gantt_svg(
+        f"{title} on {workload}", machines, bars,
+        f"Each bar is a task on one machine from its start to its finish (a task over "
+        f"several machines has a bar on each); colours tell jobs apart. {table.num_rows} "
+        f"tasks ({where}).{same}")

@@ -8,7 +8,10 @@ XI and XII beside the rows that reproduce them, and figures drawn from the table
 Files: ``summary.md``, ``summary.json`` and ``plots/<workload>--<environment>--<model>/``
 ``metrics.svg`` (means with their intervals), ``<parameter>.svg`` (bounded slowdown against
 a swept parameter), ``jms.svg`` and ``jwt.svg`` (CDFs over jobs, when the per-job table
-exists) and ``stages.svg`` (with ``measure_stages``).
+exists), ``stages.svg`` (with ``measure_stages``) and, with ``schedules``, ``trt.svg`` (CDFs
+over tasks) and ``<run>/gantt.svg``, a Gantt chart per run (``<run>``: the scheduler, its
+parameters and seed) of a workload of up to ``scheduler.plots.GANTT_MAX_TASKS`` tasks (runs
+with the same schedule share one drawing).
 """
 
 from __future__ import annotations
@@ -281,23 +284,75 @@ def write_report(folder: Path, table: pa.Table, jobs: pa.Table | None, title: st
         except ImportError:
             return ["no plots: matplotlib is not installed (pip install 'dcx[experiments]'); "
                     "--no-plots leaves them out"]
-        write_plots(folder / "plots", found, jobs)
+        from dcx.experiments.schedules import read_schedules
+
+        keys = [str(key) for key in table.column("cell_key").to_pylist()]
+        write_plots(folder / "plots", found, jobs, read_schedules(folder, keys))
     return []
 
 
-def write_plots(folder: Path, found: list[Group], jobs: pa.Table | None) -> list[Path]:
-    from dcx.converters.atomic import write_atomic
+PARALLEL_SETTINGS = 4
+"""From this many settings, their figures are drawn by a pool of processes, one per core
+(matplotlib holds the interpreter lock; each setting's figures take seconds)."""
+
+Setting = tuple[str, str, str, list[Group], dict[str, dict[str, list[float]]],
+                dict[str, "pa.Table"]]
+"""What one setting's figures are drawn from: workload, environment, time model, its
+groups, their job rows and their schedules."""
+
+
+def setting_figures(setting: Setting) -> dict[str, str]:
+    """One setting's figures by file name (relative to its folder)."""
     from dcx.experiments import plots
 
+    workload, environment, model, members, job_rows, schedules = setting
+    figures = plots.setting_figures(workload, environment, model, members, job_rows)
+    if schedules:
+        figures.update(plots.schedule_figures(workload, environment, model, members,
+                                              schedules))
+    return figures
+
+
+def write_plots(folder: Path, found: list[Group], jobs: pa.Table | None,
+                schedules: dict[str, pa.Table] | None = None,
+                processes: int | None = None) -> list[Path]:
+    """Each setting's figures; with ``schedules`` (per cell key), its TRT figure and a
+    Gantt chart per run in a folder of its own. ``processes``: how many draw at once
+    (default: one per core, from ``PARALLEL_SETTINGS`` settings on)."""
+    from dcx.converters.atomic import write_atomic
+
     job_rows = _jobs_by_key(jobs)
-    written: list[Path] = []
+    work: list[tuple[Path, Setting]] = []
     for (workload, environment, model), members in settings(found).items():
-        target = folder / _slug(workload, environment, model)
-        for name, text in plots.setting_figures(workload, environment, model, members,
-                                                job_rows).items():
+        keys = {str(row["cell_key"]) for group in members for row in group.rows}
+        mine = {key: table for key, table in (schedules or {}).items() if key in keys}
+        work.append((folder / _slug(workload, environment, model),
+                     (workload, environment, model, members,
+                      {key: rows for key, rows in job_rows.items() if key in keys}, mine)))
+    written: list[Path] = []
+    for (target, _), figures in zip(work, _drawn([setting for _, setting in work],
+                                                 processes), strict=True):
+        for name, text in figures.items():
             write_atomic(target / name, text.encode())
             written.append(target / name)
     return written
+
+
+def _drawn(work: list[Setting], processes: int | None) -> list[dict[str, str]]:
+    """``setting_figures`` of each, in this process or (many settings, several cores) in
+    a pool of fresh processes: this one may hold threads (a Dask client's) that a fork
+    would copy mid-work."""
+    from dcx.converters.partitions import default_workers
+
+    count = default_workers() if processes is None else processes
+    if count < 2 or (processes is None and len(work) < PARALLEL_SETTINGS):
+        return [setting_figures(setting) for setting in work]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(min(count, len(work)),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(setting_figures, work))
 
 
 def _jobs_by_key(jobs: pa.Table | None) -> dict[str, dict[str, list[float]]]:

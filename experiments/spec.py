@@ -100,10 +100,18 @@ class Options:
     repeat_deterministic: bool = False
     measure_stages: bool = False
     per_job: bool = False
+    schedules: bool = False
+    """Record each cell's schedule (``DIR/schedules/``) and draw its Gantt chart."""
 
     def as_dict(self) -> dict[str, bool]:
-        return {"repeat_deterministic": self.repeat_deterministic,
-                "measure_stages": self.measure_stages, "per_job": self.per_job}
+        """The options that go into a cell's key; ``schedules`` only when on, so that the
+        keys of sweeps without it stay put (a sweep that records schedules runs its cells
+        again, and each stored row then has its schedule)."""
+        found = {"repeat_deterministic": self.repeat_deterministic,
+                 "measure_stages": self.measure_stages, "per_job": self.per_job}
+        if self.schedules:
+            found["schedules"] = True
+        return found
 
 
 Parameters = tuple[tuple[str, Any], ...]

@@ -1,7 +1,8 @@
 """The results table on disk: ``DIR/results.parquet``, plus ``DIR/parts/`` while a sweep
 runs (and ``DIR/jobs.parquet`` with ``DIR/jobs-parts/`` for per-job rows, and
 ``DIR/failures.parquet`` with ``DIR/failures-parts/`` for the cells that failed: the latest
-failure of each cell, dropped once the cell has a row).
+failure of each cell, dropped once the cell has a row; and with the ``schedules`` option
+``DIR/schedules/<cell_key>.parquet``, each cell's schedule, written before its row).
 
 Finished rows are written as small Parquet files under ``parts/`` as they arrive, each
 written to a temporary name and renamed into place, so a part is either whole or absent.
@@ -107,6 +108,19 @@ class TableFiles:
             name = f"part-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.parquet"
             _write_atomic(pa.Table.from_pylist(rows), self.parts / name)
 
+    def first_of(self, rows: list[dict[str, Any]]) -> pa.Table | None:
+        """``rows`` as the whole table when nothing is stored yet (no file, no part) and
+        each key is in them once: what a compaction of them as one part would write,
+        without the part and its reading; ``None`` otherwise."""
+        if not rows or self.file.exists() or self.part_files():
+            return None
+        names = [self.keys] if isinstance(self.keys, str) else list(self.keys)
+        if len({tuple(row.get(name) for name in names) for row in rows}) != len(rows):
+            return None
+        import pyarrow as pa
+
+        return pa.Table.from_pylist(rows)
+
     def read(self) -> pa.Table | None:
         """Everything stored, each key once (without compacting)."""
         sources = ([self.file] if self.file.is_file() else []) + self.part_files()
@@ -176,7 +190,14 @@ class ResultStore:
         self.failures.write_part(self._failure_rows)  # a failure is rare: kept at once
         self._failure_rows = []
 
-    def add(self, row: dict[str, Any], jobs: Iterable[dict[str, Any]] | None = None) -> None:
+    def add(self, row: dict[str, Any], jobs: Iterable[dict[str, Any]] | None = None,
+            schedule: pa.Table | None = None) -> None:
+        """A cell's row (and job rows), buffered; its schedule is written at once: a row on
+        disk promises its schedule file is there."""
+        if schedule is not None:
+            from dcx.experiments.schedules import schedule_file
+
+            _write_atomic(schedule, schedule_file(self.folder, str(row[KEY])))
         self._rows.append(row)
         if jobs:
             self._job_rows.extend(jobs)
@@ -192,10 +213,23 @@ class ResultStore:
         self._last_flush = _now()
 
     def close(self) -> pa.Table | None:
-        """Flush and compact; the whole results table."""
-        self.flush()
+        """Flush and compact; the whole results table. A first run whose rows are all still
+        in memory writes each table once, without parts: the end of a short sweep is its
+        slowest part on a busy disk (each write waits for fsync)."""
+        table = self.results.first_of(self._rows)
+        if table is not None:
+            jobs = self.jobs.first_of(self._job_rows)
+            if jobs is not None:  # jobs first, as flush() writes them
+                _write_atomic(jobs, self.jobs.file)
+            else:
+                self.jobs.write_part(self._job_rows)  # none, or some stored before
+            _write_atomic(table, self.results.file)
+            self.written += len(self._rows)
+            self._rows, self._job_rows = [], []
+        else:
+            self.flush()
+            table = self.results.compact()
         self.jobs.compact()
-        table = self.results.compact()
         if self.failures.file.is_file() or self.failures.part_files():
             self.failures.compact(without=self.stored_keys())
         return table

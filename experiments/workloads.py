@@ -5,7 +5,9 @@ schedulers (``event`` time model, RANDOM with seed 0) over each WORKLOAD file an
 ``--converted``, every workload a ``nox -s convert`` run wrote: each on its own machines
 when it carries them (a Haizea LWF's ``<site>``), else on ``--env`` (default: the corpus
 ``setup.json``). ``nox -s schedule`` runs it with ``dcx experiment DIR/experiment.json --out
-DIR``, which writes the tables (``summary.md``, ``summary.json``) and plots per workload.
+DIR``, which writes the tables (``summary.md``, ``summary.json``) and plots per workload,
+with each run's schedule (the ``schedules`` option) and its Gantt chart and task response
+times.
 
 Only workloads that can run go in: a file without a workload, a workload without jobs, one
 without machines and no environment to run on, and one that cannot run on the machines it
@@ -152,7 +154,9 @@ def experiment_spec(outcomes: Sequence[Outcome], name: str = "workloads") -> dic
         "schedulers": [policy.name for policy in all_policies()],
         "time_models": ["event"],
         "repeat": 1,
-        "options": {"per_job": True, "measure_stages": True},
+        # schedules: each run's Gantt chart and the task response times, as the per-run
+        # plots of `nox -s schedule` have always been
+        "options": {"per_job": True, "measure_stages": True, "schedules": True},
     }
     if exclude:
         spec["exclude"] = exclude

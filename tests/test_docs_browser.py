@@ -379,6 +379,8 @@ def test_scheduler_page_shows_no_nan_stays_short_and_shows_plots_whole(
                     width: box.width};
         })""")
         assert plots, "no plot on the scheduler page"
+        # each run's Gantt chart (the workloads experiment records schedules), in its block
+        assert any(plot["src"].endswith("gantt.svg") for plot in plots), plots
         bad = [plot for plot in plots
                if not plot["loaded"] or not plot["inside"] or plot["cut"] or plot["width"] < 200]
         assert bad == [], bad

@@ -317,14 +317,19 @@ def test_scheduler_page_shows_an_experiment_s_summary_plots_and_what_was_left_ou
                                     "| FIFO-BESTFIT | 1 |\n")
     (out / "not-scheduled.md").write_text("# Workloads left out\n\n## Workloads without jobs"
                                           "\n\n- `empty.swf`\n")
-    for name in ("metrics.svg", "jwt.svg"):
+    (setting / "FIFO-BESTFIT").mkdir()
+    for name in ("metrics.svg", "jwt.svg", "trt.svg", "FIFO-BESTFIT/gantt.svg"):
         (setting / name).write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
     page = reference_pages.scheduler_page(tmp_path, "")
     assert "| FIFO-BESTFIT | 1 |" in page and "- `empty.swf`" in page
-    assert page.count('??? example "Plots: workloads/plots/trace.swf--setup.json--event (2)"') \
+    # a run's Gantt chart (the schedules option) joins its setting's block
+    assert page.count('??? example "Plots: workloads/plots/trace.swf--setup.json--event (4)"') \
         == 1
     assert "Mean of each headline metric per scheduler" in page
     assert "Job waiting time (JWT, seconds)" in page
+    assert "Task response time (TRT, seconds)" in page
+    assert ("(Gantt chart): `workloads/plots/trace.swf--setup.json--event/FIFO-BESTFIT`"
+            in page)
 
 
 def test_security_page_lists_every_hostile_case() -> None:

@@ -190,6 +190,24 @@ def test_parts_with_and_without_seeds_concatenate(tmp_path: Path) -> None:
     assert table is not None and table.column("seed").to_pylist() == [None, 7]
 
 
+def test_a_first_run_writes_each_table_whole_without_parts(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    for row in _rows(["a", "b"]):
+        store.add(row, [{"cell_key": row["cell_key"], "job_id": "1", "waiting_s": 0.0}])
+    table = store.close()
+    assert not (tmp_path / "parts").exists() and not (tmp_path / "jobs-parts").exists()
+    assert table is not None and table.column("cell_key").to_pylist() == ["a", "b"]
+    assert pq.read_table(tmp_path / "results.parquet").equals(table)
+    assert pq.read_table(tmp_path / "jobs.parquet").num_rows == 2
+    # a key twice among the rows goes the way of parts: its first row is kept
+    again = ResultStore(tmp_path / "again")
+    for row in [*_rows(["a"], 1.0), *_rows(["a"], 2.0)]:
+        again.add(row)
+    kept = again.close()
+    assert kept is not None and kept.to_pylist() == [{"cell_key": "a", "jms_s": 1.0,
+                                                      "seed": None}]
+
+
 # ------------------------------------------------------------------------- batches
 
 
@@ -203,22 +221,33 @@ def test_cells_go_out_shuffled_the_same_way_every_run() -> None:
     assert max(spread_order(100)[:25]) >= 75
 
 
-def test_batches_probe_then_shrink_with_a_floor_and_a_ceiling() -> None:
+def test_batches_start_bounded_then_shrink_with_a_floor_and_a_ceiling() -> None:
     from dcx.experiments import execute
 
     batcher = execute._Batcher(100)
-    assert batcher.probing and batcher.size(threads=2) == 1
-    batcher.left -= 2
+    assert batcher.probing and batcher.size(threads=2) == 16  # not ceil(100 / 4) unmeasured
+    assert execute._Batcher(12).size(threads=2) == 3  # a share, as any batch
+    batcher.left -= 32
     for wall_s in (0.01, 0.01):
         batcher.record(wall_s)
-    assert batcher.size(threads=2) == 25  # ceil(98 / (2 x 2)), under the 1 s ceiling
-    batcher.left = 10
-    assert batcher.size(threads=2) == 5  # 80 ms of 10 ms cells, not ceil(10 / 4)
+    assert batcher.size(threads=2) == 17  # ceil(68 / (2 x 2)), under the 1 s ceiling
+    batcher.left = 20
+    assert batcher.size(threads=2) == 10  # 120 ms of 10 ms cells, not ceil(20 / 4)
     batcher.left = 6
     assert batcher.size(threads=2) == 3  # the floor gives way: each thread gets a batch
     slow = execute._Batcher(100)
     slow.record(0.4)
     assert slow.size(threads=2) == 2  # about a second of 0.4 s cells
+
+
+def test_no_batch_is_larger_than_max_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dcx.experiments import execute
+
+    monkeypatch.setattr(execute, "MAX_BATCH", 1)  # one cell per task, as before batching
+    batcher = execute._Batcher(100)
+    assert batcher.size(threads=2) == 1
+    batcher.record(0.001)
+    assert batcher.size(threads=2) == 1
 
 
 # --------------------------------------------------------------------------- summary
@@ -292,6 +321,101 @@ def test_an_inline_run_then_report_renders_the_same_summary(
         "experiment small: summary written again from the stored rows, nothing run",
         f"  results:  {out / 'results.parquet'} (20 row(s))",
         f"  summary:  {out / 'summary.md'} (summary.json beside it)"]
+
+
+SCHEDULE_COLUMNS = ["cell_key", "job_id", "task_id", "submit_s", "start_s", "finish_s",
+                    "machines"]
+
+
+def test_schedules_record_each_run_and_draw_its_gantt_chart_and_trt(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "sweep.yaml", experiment_text(repeat="2"))
+    out = tmp_path / "out"
+    assert main(["experiment", str(path), "--out", str(out), "--workers", "0",
+                 "--schedules", "--no-plots"]) == 0
+    table = pq.read_table(out / "results.parquet")
+    assert table.num_rows == 3  # SRTF-BESTFIT once, RANDOM-FIRSTFIT per seed
+    for row in table.to_pylist():
+        schedule = pq.read_table(out / "schedules" / f"{row['cell_key']}.parquet")
+        assert schedule.column_names == SCHEDULE_COLUMNS
+        assert schedule.num_rows == row["tasks"] == 17
+        assert set(schedule.column("cell_key").to_pylist()) == {row["cell_key"]}
+        tasks = schedule.to_pylist()
+        assert all(task["submit_s"] <= task["start_s"] <= task["finish_s"] and task["machines"]
+                   for task in tasks)
+        assert math.isclose(math.fsum(t["finish_s"] - t["submit_s"] for t in tasks) / 17,
+                            row["trt_s"], rel_tol=1e-12)
+        assert "schedules=true" in row["options"]
+    # the figures come from the stored schedules (as after a sweep with plots)
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (plots extra)")
+    assert main(["experiment", "--report", str(out)]) == 0
+    setting = out / "plots" / f"{GWF.name}--{ENVIRONMENT.name}--event"
+    assert (setting / "trt.svg").is_file()
+    runs = ["RANDOM-FIRSTFIT_seed_0", "RANDOM-FIRSTFIT_seed_1", "SRTF-BESTFIT"]
+    assert sorted(gantt.parent.name for gantt in setting.glob("*/gantt.svg")) == runs
+    capsys.readouterr()
+    # drawn by a pool of processes (as for many settings), the same files
+    from dcx.experiments.report import groups, write_plots
+    from dcx.experiments.schedules import read_schedules
+
+    keys = table.column("cell_key").to_pylist()
+    pooled = write_plots(tmp_path / "pooled", groups(table), pq.read_table(out / "jobs.parquet")
+                         if (out / "jobs.parquet").is_file() else None,
+                         read_schedules(out, keys), processes=2)
+    assert sorted(path.relative_to(tmp_path / "pooled") for path in pooled) == sorted(
+        path.relative_to(out / "plots") for path in (out / "plots").rglob("*.svg"))
+    assert all(path.read_bytes() == (out / "plots" / path.relative_to(tmp_path / "pooled")
+                                     ).read_bytes() for path in pooled)
+
+
+def test_runs_with_the_same_schedule_share_one_gantt_chart_that_names_them() -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (plots extra)")
+    from dcx.experiments.plots import schedule_figures
+
+    def schedule(key: str, start: float) -> object:
+        return pa.table({"cell_key": [key] * 2, "job_id": ["1", "2"], "task_id": ["1", "2"],
+                         "submit_s": [0.0, 0.0], "start_s": [0.0, start],
+                         "finish_s": [5.0, start + 5.0], "machines": [["n1"], ["n2"]]})
+
+    members = [Group("w", "e", "event", name, [{"cell_key": name, "seed": None}])
+               for name in ("FIFO-BESTFIT", "SRTF-BESTFIT", "FCFS-EASY")]
+    figures = schedule_figures("w", "e", "event", members, {
+        "FIFO-BESTFIT": schedule("FIFO-BESTFIT", 0.0),
+        "SRTF-BESTFIT": schedule("SRTF-BESTFIT", 0.0),
+        "FCFS-EASY": schedule("FCFS-EASY", 5.0)})
+    assert sorted(figures) == ["FCFS-EASY/gantt.svg", "FIFO-BESTFIT/gantt.svg",
+                               "SRTF-BESTFIT/gantt.svg", "trt.svg"]
+    assert figures["FIFO-BESTFIT/gantt.svg"] == figures["SRTF-BESTFIT/gantt.svg"]
+    assert "The same schedule: FIFO-BESTFIT, SRTF-BESTFIT." in figures["FIFO-BESTFIT/gantt.svg"]
+    assert "The same schedule" not in figures["FCFS-EASY/gantt.svg"]
+
+
+def test_without_the_schedules_option_cell_keys_stay_as_they_were() -> None:
+    from dcx.experiments.spec import Options
+
+    assert Options().as_dict() == {"repeat_deterministic": False, "measure_stages": False,
+                                   "per_job": False}
+    assert Options(schedules=True).as_dict()["schedules"] is True
+
+
+def test_without_matplotlib_one_note_says_so_before_anything_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    path = write(tmp_path, "sweep.yaml", experiment_text())
+    out = tmp_path / "out"
+    assert main(["experiment", str(path), "--out", str(out), "--workers", "0",
+                 "--schedules"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    note = (f"dcx experiment: note: {out}: no plots: they need matplotlib, the plots extra "
+            "(pip install 'dcx[plots]'); the other files are written")
+    assert err.count(note) == 1
+    assert err.index(note) < next(i for i, line in enumerate(err)
+                                  if line.startswith("experiment sweep: "))
+    assert (out / "summary.md").is_file() and len(list((out / "schedules").iterdir())) == 2
+    assert not (out / "plots").exists()
 
 
 def test_usage_errors_exit_2_and_invalid_files_exit_1(

@@ -93,6 +93,43 @@ def test_a_sweep_on_the_cluster_gives_the_rows_of_an_inline_run(
     assert jobs_dask.equals(jobs_inline)
 
 
+def test_schedules_on_the_cluster_are_those_of_an_inline_run(
+        cluster: Any, tmp_path: Path) -> None:
+    """The schedules option in the file (on the cluster) and on the command line (in
+    process): the same cells, and each cell's schedule table identical."""
+    swf_trace(tmp_path / "a.swf", 40, 3)
+    body = ("workloads: [a.swf]\nschedulers: [FCFS-EASY, RANDOM-BESTFIT]\nrepeat: 2\n"
+            "parameters: {load: [0.7, 1.0]}\n")
+    on_file = tmp_path / "with.yaml"
+    on_file.write_text(body + "options: {schedules: true}\n")
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(body)
+    assert run(on_file, tmp_path / "dask", "--scheduler-address",
+               cluster.scheduler_address) == 0
+    assert run(plain, tmp_path / "inline", "--workers", "0", "--schedules") == 0
+    assert rows(tmp_path / "dask").keys() == rows(tmp_path / "inline").keys()
+    names = sorted(path.name for path in (tmp_path / "dask" / "schedules").iterdir())
+    assert len(names) == 2 * (1 + 2)
+    assert names == sorted(path.name for path in (tmp_path / "inline" / "schedules").iterdir())
+    for name in names:
+        on_dask = pq.read_table(tmp_path / "dask" / "schedules" / name)
+        assert on_dask.num_rows == 40
+        assert on_dask.equals(pq.read_table(tmp_path / "inline" / "schedules" / name))
+
+
+def test_a_local_cluster_s_workers_run_without_the_profiler() -> None:
+    from dcx.converters.partitions import local_client
+
+    cluster, client = local_client(1, processes=False)
+    try:
+        [callbacks] = client.run(lambda dask_worker: sorted(dask_worker.periodic_callbacks)
+                                 ).values()
+    finally:
+        client.close()
+        cluster.close()
+    assert "heartbeat" in callbacks and "profile" not in callbacks
+
+
 def test_a_worker_killed_mid_sweep_loses_no_cell(tmp_path: Path) -> None:
     from distributed import Client
 
