@@ -48,7 +48,9 @@ Value restrictions (``normal_form`` of a format declaration)
     before any field path applies. ``restrict(..., target=declaration)`` applies it first;
     ``dropped_fields(..., target=declaration)`` counts the fields on the normalized document
     plus the held fields its ``normal_form_losses(document)`` names (what the value
-    restriction changed: opendc-setup reports a machine it leaves out as ``machine.cpus``).
+    restriction changed: opendc-setup reports a machine it leaves out as ``machine.cpus``),
+    each with the number of values the normal form changes, drops or fills in there
+    (``differing_values``: the document's values against its normal form's).
 
 Empty parts
     An absent part (``None``) and an empty one (what ``restrict`` makes of ``Environment()``
@@ -85,9 +87,21 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from itertools import zip_longest
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from dcx.core.columns import WorkloadColumns, columns_of, first_used, used_paths
+from dcx.core.columns import (
+    RECORDED_FLOATS,
+    RECORDED_TEXTS,
+    Strings,
+    WorkloadColumns,
+    columns_of,
+    first_used,
+    placements_of,
+    recorded_floats,
+    statuses_of,
+    used_paths,
+)
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
 from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
@@ -169,6 +183,13 @@ class _Held:
 
     def value(self, path: str, value: Any, default: Any = None) -> Any:
         return value if path in self.paths else default
+
+    sees: ClassVar[bool] = False
+    """Whether ``seen`` records (the walk skips gathering its values otherwise)."""
+
+    def seen(self, path: str, value: Any) -> None:
+        """The document has ``value`` at ``path`` here, where the walk asks only whether the
+        path is held (``has``): what ``RecordingValues`` compares."""
 
     def members(self, path: str, values: Sequence[Any] | None) -> Sequence[Any] | None:
         """A group's per-member values at ``path`` (``None``: none given), as kept."""
@@ -279,6 +300,209 @@ class RecordingUse(_Held):
             elif own is None or not key.startswith(own):
                 self._count(self.foreign, path)
         return extras
+
+
+def _key(value: Any) -> Any:
+    """``value`` as a counter key: itself when hashable (NaN as one value), else its text."""
+    if isinstance(value, float) and value != value:
+        return _NAN
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+_NAN = object()
+
+
+@dataclass(frozen=True)
+class RecordingValues(_Held):
+    """Holds everything and records, at each of the ``wanted`` paths, the values the
+    document has there in walk order, each with how many it stands for (a machine group's
+    template: one per member) and the located object it is at: what ``differing_values``
+    compares."""
+
+    wanted: frozenset[str] = frozenset()
+    values: dict[str, list[tuple[Any, int]]] = field(default_factory=dict)
+    places: dict[str, list[Place]] = field(default_factory=dict)
+    scale: list[int] = field(default_factory=lambda: [1])
+    here: list[Place] = field(default_factory=lambda: [None])
+    sees: ClassVar[bool] = True
+
+    def at(self, located: object) -> None:
+        self.here[0] = located
+
+    def _record(self, path: str, value: Any, number: int) -> None:
+        if path in self.wanted:
+            self.values.setdefault(path, []).append((_key(value), number))
+            self.places.setdefault(path, []).append(self.here[0])
+
+    @contextmanager
+    def scaled(self, count: int) -> Iterator[None]:
+        with _multiplied(self.scale, count):
+            yield
+
+    def value(self, path: str, value: Any, default: Any = None) -> Any:
+        self._record(path, value, self.scale[-1])
+        return value
+
+    def seen(self, path: str, value: Any) -> None:
+        self._record(path, value, self.scale[-1])
+
+    def members(self, path: str, values: Sequence[Any] | None) -> Sequence[Any] | None:
+        for value in values or ():
+            self._record(path, value, 1)
+        return values
+
+    def build(self, cls: type[T], original: T, **fields: Any) -> T:
+        return original
+
+    def extras(self, path: str | None, extras: Extras) -> Extras:
+        if path is not None:
+            for item in extras.items():
+                self._record(path, item, self.scale[-1])
+        return extras
+
+
+def differing_values(original: Document, normalized: Document,
+                     paths: Iterable[str]) -> dict[str, tuple[int, Place]]:
+    """For each of ``paths``: how many values ``normalized`` (what a normal form makes of
+    ``original``) does not have as ``original`` has them, and the located object of
+    ``original`` where the first of those is (``None``: the normal form only added some).
+
+    Values are compared as many-sets over the document, so that a value that only moves
+    with its object (a normal form that reorders or renumbers tasks) is kept: a value
+    changed, or dropped or left out with its object, counts once, and so does one a normal
+    form fills in where the document had the default (a runtime for an unknown one). A
+    normal form is idempotent (what it makes a value into, it keeps), so no chain of
+    changes makes the many-sets agree where the values do not. The first is the first
+    value, in walk order, that differs from the one at the same position of the normal
+    form's walk and is one of those the normal form does not keep."""
+    wanted = frozenset(paths)
+    differing: dict[str, tuple[int, Place]] = dict(_differing_in_columns(
+        original, normalized, wanted))
+    wanted -= differing.keys()
+    if not wanted:
+        return differing
+    if not any(path.startswith(("task", "job")) for path in wanted):
+        # no value wanted is in a job or task (or the columns compared those): skip them
+        original, normalized = _without_rows(original), _without_rows(normalized)
+    before, after = (RecordingValues(frozenset(FIELDS), None, keep_foreign=True, wanted=wanted)
+                     for _ in range(2))
+    _restrict(original, before)
+    _restrict(normalized, after)
+    for path in wanted:
+        mine, theirs = before.values.get(path, []), after.values.get(path, [])
+        lost, added = _many_set(mine) - _many_set(theirs), _many_set(theirs) - _many_set(mine)
+        count = max(sum(lost.values()), sum(added.values()))
+        first = next((i for i, (value, kept) in enumerate(zip_longest(mine, theirs))
+                      if value is not None and value != kept and value[0] in lost), None)
+        differing[path] = (count, before.places[path][first] if first is not None else None)
+    return differing
+
+
+def _without_rows(document: Document) -> Document:
+    workload = document.workload
+    return document if workload is None else replace(
+        document, workload=replace(workload, jobs=()))
+
+
+def _differing_in_columns(original: Document, normalized: Document, wanted: frozenset[str]
+                          ) -> Iterator[tuple[str, tuple[int, str | None]]]:
+    """``differing_values`` of the task paths held as one array per row, where both
+    workloads are columns: the same many-sets, counted column by column."""
+    mine, theirs = columns_of(original.workload), columns_of(normalized.workload)
+    if mine is None or theirs is None:
+        return
+    import numpy as np
+
+    for path in wanted & _COLUMN_VALUES.keys():
+        before, after = _comparable(np, _COLUMN_VALUES[path](mine),
+                                    _COLUMN_VALUES[path](theirs))
+        count, lost = _many_set_difference(np, before, after)
+        rows = min(len(before), len(after))
+        changed = np.ones(len(before), dtype=bool)
+        changed[:rows] = before[:rows] != after[:rows]
+        changed &= np.isin(before, lost)
+        first = int(np.argmax(changed)) if changed.any() else None
+        yield path, (count, _row_pointer_of(mine, first) if first is not None else None)
+
+
+def _row_pointer_of(columns: WorkloadColumns, row: int) -> str:
+    import numpy as np
+
+    job = int(np.searchsorted(columns.job_offsets, row, side="right")) - 1
+    return f"/workload/jobs/{job}/tasks/{row - int(columns.job_offsets[job])}"
+
+
+def _comparable(np: Any, before: Any, after: Any) -> tuple[Any, Any]:
+    """Two columns as arrays whose equal entries are equal values: texts as codes of one
+    table (-1: none), numbers with NaN (none) as one value that no number is."""
+    if isinstance(before, (Strings, int)):  # (a text path: ``_texts``)
+        table: dict[str, int] = {}
+        return tuple(_codes_in(np, column, table) for column in (before, after))
+    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    known = np.concatenate([before, after])
+    known = known[~np.isnan(known)]
+    none = (known.max() + 1.0) if len(known) else 0.0
+    return (np.where(np.isnan(before), none, before), np.where(np.isnan(after), none, after))
+
+
+def _codes_in(np: Any, column: Strings | int, table: dict[str, int]) -> Any:
+    if isinstance(column, int):  # no column: every row has none
+        return np.full(column, -1, dtype=np.int64)
+    assert isinstance(column, Strings)
+    codes = np.array([table.setdefault(text, len(table)) for text in column.values] + [-1],
+                     dtype=np.int64)
+    return codes[column.codes]
+
+
+def _many_set_difference(np: Any, before: Any, after: Any) -> tuple[int, Any]:
+    """How many values of the larger difference of the two many-sets, and the values
+    ``before`` has more of than ``after``."""
+    values, inverse = np.unique(np.concatenate([before, after]), return_inverse=True)
+    mine = np.bincount(inverse[:len(before)], minlength=len(values))
+    theirs = np.bincount(inverse[len(before):], minlength=len(values))
+    lost, added = np.maximum(mine - theirs, 0), np.maximum(theirs - mine, 0)
+    return max(int(lost.sum()), int(added.sum())), values[lost > 0]
+
+
+def _texts(name: str) -> Callable[[WorkloadColumns], Strings | int]:
+    def column(columns: WorkloadColumns) -> Strings | int:
+        texts = getattr(columns, name)
+        return len(columns) if texts is None else texts
+    return column
+
+
+def _floats(name: str) -> Callable[[WorkloadColumns], Any]:
+    return lambda columns: recorded_floats(columns, name)
+
+
+_COLUMN_VALUES: dict[str, Callable[[WorkloadColumns], Any]] = {
+    "task.submit_time_s": lambda columns: columns.submit_time_s,
+    "task.runtime_s": lambda columns: columns.runtime_s,
+    "task.requested_time_s": lambda columns: columns.requested_time_s,
+    "task.deadline_s": lambda columns: columns.deadline_s,
+    "task.request.nodes": lambda columns: columns.nodes,
+    "task.request.cores": lambda columns: columns.cores,
+    "task.request.memory_mb": lambda columns: columns.memory_mb,
+    "task.request.gpus": lambda columns: columns.gpus,
+    "task.request.placement": placements_of,
+    "task.status": statuses_of,
+    "task.user": lambda columns: columns.user,
+    "task.group": lambda columns: columns.group,
+    **{f"task.{name}": _floats(name) for name in RECORDED_FLOATS},
+    **{f"task.{name}": _texts(name) for name in RECORDED_TEXTS},
+}
+"""The task paths whose values are one column entry per row (NaN or a code -1: none)."""
+
+
+def _many_set(values: list[tuple[Any, int]]) -> Counter[Any]:
+    counts: Counter[Any] = Counter()
+    for value, number in values:
+        counts[value] += number
+    return counts
 
 
 @dataclass(frozen=True)
@@ -463,6 +687,8 @@ def _environment(environment: Environment, held: _Held) -> Environment:
     validity = held.value("environment.validity", environment.validity)
     extras = held.extras("environment.extras", environment.extras)
     # partitions are walked while the walk is at the environment: it has their place
+    for partition in environment.partitions if held.sees else ():
+        held.seen("environment.partitions", partition)
     partitions = tuple(_partition(partition, held) for partition in environment.partitions) \
         if held.has("environment.partitions", lambda: len(environment.partitions)) else ()
     datacenters = _flatten_hierarchy(environment.datacenters, held)
@@ -481,6 +707,9 @@ def _partition(partition: Partition, held: _Held) -> Partition:
 
 def _event_held(event: MachineStateChange | DatacenterSchedulerChange, held: _Held) -> bool:
     held.at(event)
+    if held.sees:
+        held.seen("environment.events.machine_state" if isinstance(event, MachineStateChange)
+                  else "environment.events.scheduler", event)
     if isinstance(event, MachineStateChange):
         return held.has("environment.events.machine_state")
     return isinstance(event, DatacenterSchedulerChange) and held.has(
@@ -539,6 +768,9 @@ def _room(room: Room, held: _Held) -> Room:
 
 def _rack(rack: Rack, held: _Held) -> Rack:
     held.at(rack)
+    if held.sees:
+        held.seen("rack.empty_slots", tuple(i for i, slot in enumerate(rack.slots)
+                                            if slot is None))
     keep_empty = held.has("rack.empty_slots", None in rack.slots)
     own = dict(
         id=held.value("rack.id", rack.id),
@@ -568,6 +800,8 @@ def _group(group: MachineGroup, held: _Held) -> MachineGroup:
 
 
 def _machine(machine: Machine, held: _Held) -> Machine:
+    if held.sees:
+        _machine_seen(machine, held)
     cpus: tuple[ProcessingUnit, ...] = ()
     if held.has("machine.cpus", bool(machine.cpus)):
         cpus = machine.cpus
@@ -603,8 +837,25 @@ def _machine(machine: Machine, held: _Held) -> Machine:
         extras=held.extras("machine.extras", machine.extras))
 
 
+def _machine_seen(machine: Machine, held: _Held) -> None:
+    """A machine's values at the paths the walk asks only whether they are held."""
+    for path, value in (("machine.cpus", machine.cpus), ("machine.cpus.sockets", len(machine.cpus)),
+                        ("machine.gpus", machine.gpus), ("machine.memory", machine.memory),
+                        ("machine.memory.modules", len(machine.memory)),
+                        ("machine.storage", machine.storage),
+                        ("machine.storage.devices", len(machine.storage)),
+                        ("machine.available", machine.available),
+                        ("machine.utilized", machine.utilized)):
+        held.seen(path, value)
+
+
 def _processing_unit(unit: ProcessingUnit, kind: Literal["cpu", "gpu"],
                      held: _Held) -> ProcessingUnit:
+    if held.sees:
+        held.seen(f"{kind}.vendor", (unit.manufacturer, unit.family, unit.generation,
+                                     unit.model))
+    if held.sees and kind == "gpu":
+        held.seen("gpu.cores", unit.cores)
     vendor = held.has(f"{kind}.vendor", (unit.manufacturer, unit.family, unit.generation,
                                          unit.model) != (None, None, None, None))
     cores = unit.cores if kind == "cpu" or held.has("gpu.cores", unit.cores != 1) else 1
@@ -626,6 +877,8 @@ def _storage_units(units: tuple[StorageUnit, ...], present: str, split: str, det
                    held: _Held) -> tuple[StorageUnit, ...]:
     if not held.has(present, bool(units)):
         return ()
+    for unit in units if held.sees else ():
+        held.seen(details, unit)
     if len(units) > 1 and not held.has(split):
         units = (replace(units[0], capacity_mb=sum(unit.capacity_mb for unit in units)),)
     if held.has(details, lambda: sum(replace(unit, extras={}) != StorageUnit(unit.capacity_mb)
@@ -689,6 +942,8 @@ def _workload(workload: Workload, held: _Held) -> Workload:
 
 def _annotations(workload: Workload, held: _Held) -> tuple[Annotation, ...]:
     """The annotations, one value for ``workload.annotations`` (the first is where)."""
+    for annotation in workload.annotations if held.sees else ():
+        held.seen("workload.annotations", annotation)
     if held.has("workload.annotations", bool(workload.annotations),
                 lambda: "/workload/annotations/0"):
         return workload.annotations
@@ -782,6 +1037,9 @@ def _renumber_tasks(jobs: Sequence[Job]) -> tuple[Job, ...]:
 
 def _job(job: Job, held: _Held) -> Job:
     held.at(job)
+    if held.sees:
+        held.seen("job", (job.id, tuple(task.id for task in job.tasks)))
+        held.seen("job.empty", not job.tasks)
     name = held.value("job.name", job.name)
     user = held.value("job.user", job.user)
     extras = held.extras("job.extras", job.extras)
@@ -791,6 +1049,10 @@ def _job(job: Job, held: _Held) -> Job:
 
 def _task(task: Task, held: _Held) -> Task:
     held.at(task)
+    if held.sees:
+        held.seen("task.id", (task.id, task.dependencies))
+        held.seen("task.start", (task.start_mode, task.start_time_s))
+        held.seen("task.dependencies.multiple", task.dependencies)
     request = task.request
     start_held = held.has("task.start", task.start_mode is not StartMode.ANY
                           or task.start_time_s is not None)
@@ -884,7 +1146,9 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     A hierarchy level counts as dropped only when some parent has several containers (or, for
     rooms, a room that is not a SERVER room): one container with default attributes is what
     formats without the level read back, and adding it loses nothing.
-    ``target`` (a format declaration) adds its value restrictions (see Value restrictions);
+    ``target`` (a format declaration) adds its value restrictions (see Value restrictions),
+    each counted by the values its normal form changes there (``differing_values``; no
+    count where it changes none that a value shows: a regrouping of tasks into jobs);
     ``normalized``, when the caller has it, is ``document`` after the target's normal form.
     One walk of the document finds every used path and where it is first used
     (``RecordingUse``); the first dropped value is the first located object whose own
@@ -896,8 +1160,9 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     original = document
     document = normalized if normalized is not None else normalized_for(document, target)
     use = recorded_use(document, own_prefix)
-    # what a value restriction changes is counted in the document as given
-    before = recorded_use(original, own_prefix) if restricted_values else use
+    # what a value restriction changes: the values the normal form does not keep as given
+    changed_values = differing_values(original, document, restricted_values - {LEFT_OUT}) \
+        if restricted_values else {}
     counts: dict[str, int | None] = {}
     places: dict[str, tuple[Place, Document]] = {}
     for path in FIELDS:
@@ -912,19 +1177,10 @@ def dropped_values(document: Document, target_holds: Iterable[str],
                         places[path] = (first, original)
             continue
         if path in restricted_values:
-            given = before.used.get(path, 0) + before.foreign.get(path, 0)
-            made = use.used.get(path, 0)
-            counts[path] = given or None
-            if path in _SET_BY_NORMAL_FORMS and made > given:
-                # the normal form sets its one value where the document has the default
-                # (SWF's cores anywhere): the values it set are the ones changed
-                counts[path] = made - given
-                changed = first_changed(original, document, Task)
-                if changed is not None:
-                    places[path] = (changed, original)
-                continue
-            if path in before.first:
-                places[path] = (before.first[path], original)
+            count, first_place = changed_values[path]
+            counts[path] = count or None
+            if first_place is not None:
+                places[path] = (first_place, original)
             elif path.partition(".")[0] in _KIND_OF_PATH:
                 changed = first_changed(original, document, _KIND_OF_PATH[path.partition(".")[0]])
                 if changed is not None:
@@ -948,10 +1204,6 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     pointers = _pointers(places, original)
     return {path: Dropped(count, pointers.get(path)) for path, count in counts.items()}
 
-
-_SET_BY_NORMAL_FORMS = frozenset({"task.request.placement"})
-"""Held paths whose normal forms set the one value their format has (SWF's and GWF's cores
-anywhere) where the document may have the model's default."""
 
 _KIND_OF_PATH: dict[str, type] = {"datacenter": Datacenter, "room": Room, "rack": Rack,
                                   "machine": Machine, "job": Job, "task": Task}
