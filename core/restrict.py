@@ -87,14 +87,17 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import zip_longest
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from dcx.core.columns import (
+    PLACEMENTS,
     RECORDED_FLOATS,
     RECORDED_TEXTS,
+    STATUSES,
     Strings,
     WorkloadColumns,
+    all_distinct,
+    all_found,
     columns_of,
     first_used,
     placements_of,
@@ -104,7 +107,7 @@ from dcx.core.columns import (
 )
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
-from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
+from dcx.core.groups import MachineGroup, concatenated_slots, map_slots, slot_parts
 from dcx.core.located import (
     first_changed,
     first_difference,
@@ -186,6 +189,11 @@ class _Held:
 
     sees: ClassVar[bool] = False
     """Whether ``seen`` records (the walk skips gathering its values otherwise)."""
+
+    @property
+    def walks_rows(self) -> bool:
+        """Whether the walk goes into the jobs and tasks."""
+        return True
 
     def seen(self, path: str, value: Any) -> None:
         """The document has ``value`` at ``path`` here, where the walk asks only whether the
@@ -315,44 +323,57 @@ def _key(value: Any) -> Any:
 
 _NAN = object()
 
+Bag = Counter[Any]
+"""The values one located object (or one member of a machine group) has at a path."""
+
+_MEMBER_PATHS = {"machine.id": "id", "machine.name": "name", "machine.rank": "rank"}
+"""The paths a machine group may give per member (``MachineGroup.member_values``)."""
+
 
 @dataclass(frozen=True)
 class RecordingValues(_Held):
-    """Holds everything and records, at each of the ``wanted`` paths, the values the
-    document has there in walk order, each with how many it stands for (a machine group's
-    template: one per member) and the located object it is at: what ``differing_values``
-    compares."""
+    """Holds everything and records, at each of the ``wanted`` paths, the values that are
+    not the model's default there, in a bag per located object (a machine group's template
+    in one bag that stands for every member, the values it gives per member in one bag
+    each), and every located object in walk order: what ``differing_values`` compares,
+    object by object. ``rows``: whether the jobs and tasks are walked."""
 
     wanted: frozenset[str] = frozenset()
-    values: dict[str, list[tuple[Any, int]]] = field(default_factory=dict)
-    places: dict[str, list[Place]] = field(default_factory=dict)
-    scale: list[int] = field(default_factory=lambda: [1])
+    rows: bool = True
+    bags: dict[str, dict[tuple[int, int | None], Bag]] = field(default_factory=dict)
+    order: list[object] = field(default_factory=list)
     here: list[Place] = field(default_factory=lambda: [None])
+    member: list[int | None] = field(default_factory=lambda: [None])
     sees: ClassVar[bool] = True
 
     def at(self, located: object) -> None:
         self.here[0] = located
+        self.order.append(located)
 
-    def _record(self, path: str, value: Any, number: int) -> None:
-        if path in self.wanted:
-            self.values.setdefault(path, []).append((_key(value), number))
-            self.places.setdefault(path, []).append(self.here[0])
-
-    @contextmanager
-    def scaled(self, count: int) -> Iterator[None]:
-        with _multiplied(self.scale, count):
-            yield
+    def _record(self, path: str, value: Any) -> None:
+        if path not in self.wanted:
+            return
+        here = self.here[0]
+        if (self.member[0] is None and path in _MEMBER_PATHS and isinstance(here, MachineGroup)
+                and here.member_values(_MEMBER_PATHS[path]) is not None):
+            return  # the template's none: each member's own value is recorded instead
+        bag = self.bags.setdefault(path, {}).setdefault((id(here), self.member[0]), Counter())
+        bag[_key(value)] += 1
 
     def value(self, path: str, value: Any, default: Any = None) -> Any:
-        self._record(path, value, self.scale[-1])
+        if value != default:
+            self._record(path, value)
         return value
 
     def seen(self, path: str, value: Any) -> None:
-        self._record(path, value, self.scale[-1])
+        if value is not None and value != () and value != {}:
+            self._record(path, value)
 
     def members(self, path: str, values: Sequence[Any] | None) -> Sequence[Any] | None:
-        for value in values or ():
-            self._record(path, value, 1)
+        for index, value in enumerate(values or ()):
+            self.member[0] = index
+            self._record(path, value)
+        self.member[0] = None
         return values
 
     def build(self, cls: type[T], original: T, **fields: Any) -> T:
@@ -361,72 +382,347 @@ class RecordingValues(_Held):
     def extras(self, path: str | None, extras: Extras) -> Extras:
         if path is not None:
             for item in extras.items():
-                self._record(path, item, self.scale[-1])
+                self._record(path, item)
         return extras
+
+    @property
+    def walks_rows(self) -> bool:
+        return self.rows
+
+    def objects_by_kind(self) -> dict[type, list[object]]:
+        """The located objects walked, once each, by kind (a group is of ``Machine``'s)."""
+        seen: set[int] = set()
+        kinds: dict[type, list[object]] = {}
+        for obj in self.order:
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                kinds.setdefault(_kind_of(obj), []).append(obj)
+        return kinds
+
+
+def _kind_of(obj: object) -> type:
+    return Machine if isinstance(obj, MachineGroup) else type(obj)
+
+
+def _units(obj: object) -> int:
+    """How many objects ``obj`` stands for (a machine group: its members)."""
+    return obj.count if isinstance(obj, MachineGroup) else 1
+
+
+Unit = tuple[object, int]
+"""One object a walk stands for: a located object and, in a machine group, a member's
+index (0 otherwise)."""
+
+Segment = tuple[object, int, object, int, int]
+"""Paired runs of objects: the original's object and first member, the normal form's, and
+how many members follow, paired one to one."""
+
+
+@dataclass(frozen=True)
+class _Pairing:
+    """Which objects of one kind a normal form keeps as which (``segments``), and which
+    of the original's it leaves out (``left``) or adds (``added``)."""
+
+    segments: list[Segment]
+    left: list[Unit]
+    added: list[Unit]
+
+
+def _pairing(kind: type, mine: list[object], theirs: list[object]) -> _Pairing | None:
+    """The original's objects of ``kind`` paired with the normal form's: in order where
+    there are as many of them and they keep their ids (or the normal form renumbers them
+    all: a task numbered anew stays in its place), by id where the normal form keeps a
+    subset of the ids, each once (it leaves out or reorders tasks); ``None`` where neither
+    holds (compared as many-sets, ``_many_set_compared``)."""
+    if kind in (Task, Job):
+        ids_mine = [getattr(obj, "id", None) for obj in mine]
+        ids_theirs = [getattr(obj, "id", None) for obj in theirs]
+        if ids_mine != ids_theirs:
+            by_id = _paired_by_id(mine, theirs, ids_mine, ids_theirs)
+            if by_id is not None:
+                return by_id
+    if sum(map(_units, mine)) == sum(map(_units, theirs)):
+        return _Pairing(list(_in_order(mine, theirs)), [], [])
+    if kind is Machine:
+        return _machines_by_id(mine, theirs)
+    return None
+
+
+def _paired_by_id(mine: list[object], theirs: list[object], ids_mine: list[Any],
+                  ids_theirs: list[Any]) -> _Pairing | None:
+    try:
+        where = {identity: index for index, identity in enumerate(ids_mine)}
+        if len(where) != len(ids_mine) or len(set(ids_theirs)) != len(ids_theirs) \
+                or not all(identity in where for identity in ids_theirs):
+            return None
+    except TypeError:  # (an unhashable id)
+        return None
+    kept = {where[identity]: index for index, identity in enumerate(ids_theirs)}
+    return _Pairing([(mine[m], 0, theirs[t], 0, 1) for m, t in sorted(kept.items())],
+                    [(obj, 0) for index, obj in enumerate(mine) if index not in kept], [])
+
+
+def _machines_by_id(mine: list[object], theirs: list[object]) -> _Pairing | None:
+    """Machines paired by id where the normal form leaves some out (each id once)."""
+    units_mine, units_theirs = _member_units(mine), _member_units(theirs)
+    ids_mine = [identity for _, identity in units_mine]
+    ids_theirs = [identity for _, identity in units_theirs]
+    if None in ids_mine or None in ids_theirs:
+        return None
+    pairing = _paired_by_id([unit for unit, _ in units_mine], [unit for unit, _ in units_theirs],
+                            ids_mine, ids_theirs)
+    if pairing is None:
+        return None
+    segments = [(*mine_unit, *theirs_unit, 1) for mine_unit, _, theirs_unit, _, _ in
+                pairing.segments]  # type: ignore[misc]  # (units, not objects)
+    return _Pairing(segments, [unit for unit, _ in pairing.left], [])  # type: ignore[misc]
+
+
+def _member_units(objects: list[object]) -> list[tuple[Unit, Any]]:
+    """Each machine (a group's members one by one) with its id."""
+    units: list[tuple[Unit, Any]] = []
+    for obj in objects:
+        if isinstance(obj, MachineGroup):
+            ids = obj.member_values("id")
+            units.extend(((obj, index), ids[index] if ids is not None else obj.template.id)
+                         for index in range(obj.count))
+        else:
+            units.append(((obj, 0), getattr(obj, "id", None)))
+    return units
+
+
+def _in_order(mine: list[object], theirs: list[object]) -> Iterator[Segment]:
+    """The objects paired in order, a machine group's members one to one with the other
+    side's machines or members (as many on both sides)."""
+    at_mine = at_theirs = 0
+    offset_mine = offset_theirs = 0
+    while at_mine < len(mine) and at_theirs < len(theirs):
+        one, other = mine[at_mine], theirs[at_theirs]
+        length = min(_units(one) - offset_mine, _units(other) - offset_theirs)
+        yield one, offset_mine, other, offset_theirs, length
+        offset_mine += length
+        offset_theirs += length
+        if offset_mine == _units(one):
+            at_mine, offset_mine = at_mine + 1, 0
+        if offset_theirs == _units(other):
+            at_theirs, offset_theirs = at_theirs + 1, 0
+
+
+@dataclass(frozen=True)
+class _Bags:
+    """One recording's bags at one path, found by object and member."""
+
+    bags: dict[tuple[int, int | None], Bag]
+    per_member: frozenset[int]
+    """The objects with bags of their members' own values."""
+
+    @staticmethod
+    def at(recording: RecordingValues, path: str) -> _Bags:
+        bags = recording.bags.get(path, {})
+        return _Bags(bags, frozenset(key for key, member in bags if member is not None))
+
+    def of(self, obj: object, member: int | None = None) -> Bag:
+        return self.bags.get((id(obj), member)) or _EMPTY
+
+    def unit(self, obj: object, member: int) -> Bag:
+        """What one member has: the template's values and its own."""
+        shared = self.of(obj)
+        if id(obj) not in self.per_member:
+            return shared
+        return shared + self.of(obj, member)
+
+    def all_of(self, obj: object) -> Bag:
+        """Every value ``obj`` stands for (a group's template once per member)."""
+        total: Bag = Counter({value: count * _units(obj) for value, count
+                              in self.of(obj).items()})
+        if id(obj) in self.per_member:
+            for member in range(_units(obj)):
+                total.update(self.of(obj, member))
+        return total
+
+
+_EMPTY: Bag = Counter()
+
+
+def _bag_difference(mine: Bag, theirs: Bag) -> int:
+    """How many values two bags do not share: the larger of what each has more of."""
+    if mine == theirs:
+        return 0
+    return max(sum((mine - theirs).values()), sum((theirs - mine).values()))
 
 
 def differing_values(original: Document, normalized: Document,
                      paths: Iterable[str]) -> dict[str, tuple[int, Place]]:
     """For each of ``paths``: how many values ``normalized`` (what a normal form makes of
-    ``original``) does not have as ``original`` has them, and the located object of
-    ``original`` where the first of those is (``None``: the normal form only added some).
+    ``original``) does not have as ``original`` has them, and where the first of those is
+    (a located object of ``original`` or its model pointer; ``None``: the normal form only
+    added some).
 
-    Values are compared as many-sets over the document, so that a value that only moves
-    with its object (a normal form that reorders or renumbers tasks) is kept: a value
-    changed, or dropped or left out with its object, counts once, and so does one a normal
-    form fills in where the document had the default (a runtime for an unknown one). A
-    normal form is idempotent (what it makes a value into, it keeps), so no chain of
-    changes makes the many-sets agree where the values do not. The first is the first
-    value, in walk order, that differs from the one at the same position of the normal
-    form's walk and is one of those the normal form does not keep."""
+    The two are compared object by object (``_pairing``: in order, or by id where the
+    normal form leaves out or reorders tasks), each object's values at the path as a
+    many-set (its extras' items, a machine's CPUs): a value changed counts once, and so
+    does one the normal form fills in where the object had the default (a runtime for an
+    unknown one), and each value of an object it leaves out. A machine group counts its
+    template's values once per member, so grouped and expanded machines count the same;
+    the count is a sum over objects, so the chunks of a streamed conversion add up to the
+    whole file's. Where the objects cannot be paired, the values of the whole document are
+    compared as many-sets."""
     wanted = frozenset(paths)
     differing: dict[str, tuple[int, Place]] = dict(_differing_in_columns(
         original, normalized, wanted))
     wanted -= differing.keys()
     if not wanted:
         return differing
-    if not any(path.startswith(("task", "job")) for path in wanted):
-        # no value wanted is in a job or task (or the columns compared those): skip them
-        original, normalized = _without_rows(original), _without_rows(normalized)
-    before, after = (RecordingValues(frozenset(FIELDS), None, keep_foreign=True, wanted=wanted)
-                     for _ in range(2))
+    rows = any(path.startswith(("task", "job")) for path in wanted)
+    before, after = (RecordingValues(frozenset(FIELDS), None, keep_foreign=True, wanted=wanted,
+                                     rows=rows) for _ in range(2))
     _restrict(original, before)
     _restrict(normalized, after)
+    mine, theirs = before.objects_by_kind(), after.objects_by_kind()
+    position: dict[int, int] = {}
+    for index, obj in enumerate(before.order):
+        position.setdefault(id(obj), index)
+    kinds = {id(obj): kind for recording in (mine, theirs)
+             for kind, objects in recording.items() for obj in objects}
+    pairings: dict[type, _Pairing | None] = {}
     for path in wanted:
-        mine, theirs = before.values.get(path, []), after.values.get(path, [])
-        lost, added = _many_set(mine) - _many_set(theirs), _many_set(theirs) - _many_set(mine)
-        count = max(sum(lost.values()), sum(added.values()))
-        first = next((i for i, (value, kept) in enumerate(zip_longest(mine, theirs))
-                      if value is not None and value != kept and value[0] in lost), None)
-        differing[path] = (count, before.places[path][first] if first is not None else None)
+        bags_mine, bags_theirs = _Bags.at(before, path), _Bags.at(after, path)
+        count, first = 0, None
+        for kind in {kinds[key] for bags in (bags_mine, bags_theirs) for key, _ in bags.bags}:
+            if kind not in pairings:
+                pairings[kind] = _pairing(kind, mine.get(kind, []), theirs.get(kind, []))
+            pairing = pairings[kind]
+            found = (_many_set_compared(mine.get(kind, []), theirs.get(kind, []), bags_mine,
+                                        bags_theirs) if pairing is None
+                     else _paired_compared(pairing, bags_mine, bags_theirs, position))
+            count += found[0]
+            if found[1] is not None and (first is None
+                                         or _earlier(found[1], first, position)):
+                first = found[1]
+        differing[path] = (count, _unit_place(original, first))
     return differing
 
 
-def _without_rows(document: Document) -> Document:
-    workload = document.workload
-    return document if workload is None else replace(
-        document, workload=replace(workload, jobs=()))
+def _earlier(unit: Unit, other: Unit, position: Mapping[int, int]) -> bool:
+    """Whether ``unit`` comes before ``other`` in the original's walk."""
+    return (position[id(unit[0])], unit[1]) < (position[id(other[0])], other[1])
+
+
+def _paired_compared(pairing: _Pairing, mine: _Bags, theirs: _Bags,
+                     position: Mapping[int, int]) -> tuple[int, Unit | None]:
+    """How many values the paired objects do not share, plus those of the objects left
+    out or added, and the first of the original's objects with such a value."""
+    count, first = 0, None
+    for one, at_mine, other, at_theirs, length in pairing.segments:
+        if id(one) not in mine.per_member and id(other) not in theirs.per_member:
+            differ = _bag_difference(mine.of(one), theirs.of(other))
+            count += differ * length
+            if differ and first is None:
+                first = (one, at_mine)
+            continue
+        for step in range(length):
+            differ = _bag_difference(mine.unit(one, at_mine + step),
+                                     theirs.unit(other, at_theirs + step))
+            count += differ
+            if differ and first is None:
+                first = (one, at_mine + step)
+    for obj, member in pairing.left:
+        left = sum(mine.unit(obj, member).values())
+        count += left
+        if left and (first is None or _earlier((obj, member), first, position)):
+            first = (obj, member)
+    count += sum(sum(theirs.unit(obj, member).values()) for obj, member in pairing.added)
+    return count, first
+
+
+def _many_set_compared(mine: list[object], theirs: list[object], bags_mine: _Bags,
+                       bags_theirs: _Bags) -> tuple[int, Unit | None]:
+    """The values of all objects of a kind as two many-sets: the larger of what each has
+    more of, and the first object of the original with a value the normal form does not
+    keep."""
+    every_mine: Bag = Counter()
+    for obj in mine:
+        every_mine.update(bags_mine.all_of(obj))
+    every_theirs: Bag = Counter()
+    for obj in theirs:
+        every_theirs.update(bags_theirs.all_of(obj))
+    lost, added = every_mine - every_theirs, every_theirs - every_mine
+    count = max(sum(lost.values()), sum(added.values()))
+    for obj in mine:
+        for member in range(_units(obj)):
+            if any(value in lost for value in bags_mine.unit(obj, member)):
+                return count, (obj, member)
+            if id(obj) not in bags_mine.per_member:
+                break  # (every member has the template's values)
+    return count, None
+
+
+def _unit_place(original: Document, unit: Unit | None) -> Place:
+    """The place of one object: the located object, or for a group's member after the
+    first the model pointer of its slot (slots count machines)."""
+    if unit is None:
+        return None
+    obj, member = unit
+    if not member:
+        return obj
+    pointer = pointers_of(original, [obj]).get(id(obj))
+    if pointer is None:
+        return obj
+    rack, _, slot = pointer.rpartition("/slots/")
+    return f"{rack}/slots/{int(slot) + member}"
 
 
 def _differing_in_columns(original: Document, normalized: Document, wanted: frozenset[str]
                           ) -> Iterator[tuple[str, tuple[int, str | None]]]:
     """``differing_values`` of the task paths held as one array per row, where both
-    workloads are columns: the same many-sets, counted column by column."""
+    workloads are columns: the same pairing (``_row_pairing``), compared column by
+    column."""
     mine, theirs = columns_of(original.workload), columns_of(normalized.workload)
     if mine is None or theirs is None:
         return
     import numpy as np
 
+    paired: Any = None
     for path in wanted & _COLUMN_VALUES.keys():
         before, after = _comparable(np, _COLUMN_VALUES[path](mine),
-                                    _COLUMN_VALUES[path](theirs))
-        count, lost = _many_set_difference(np, before, after)
-        rows = min(len(before), len(after))
-        changed = np.ones(len(before), dtype=bool)
-        changed[:rows] = before[:rows] != after[:rows]
-        changed &= np.isin(before, lost)
+                                    _COLUMN_VALUES[path](theirs), _COLUMN_DEFAULTS[path])
+        if paired is None:
+            paired = _row_pairing(np, mine.ids, theirs.ids)
+        if paired is False:
+            count, lost = _many_set_difference(np, before, after)
+            changed = np.isin(before, lost) & (before != _DEFAULT_CODE)
+        else:
+            rows = np.full(len(before), -1, dtype=np.int64)
+            rows[paired] = np.arange(len(paired))
+            kept = rows >= 0
+            changed = np.ones(len(before), dtype=bool)
+            changed[kept] = before[kept] != after[rows[kept]]
+            changed[~kept] = before[~kept] != _DEFAULT_CODE  # left out: its own values
+            count = int(changed.sum())  # (every row of the normal form is paired)
         first = int(np.argmax(changed)) if changed.any() else None
         yield path, (count, _row_pointer_of(mine, first) if first is not None else None)
+
+
+def _row_pairing(np: Any, ids_mine: Any, ids_theirs: Any) -> Any:
+    """``_pairing`` of rows: for each row of the normal form (in order, as many as are
+    paired), the original's row it keeps; ``False``: compare as many-sets."""
+    if len(ids_mine) == len(ids_theirs) and (
+            ids_mine is ids_theirs or bool(np.array_equal(ids_mine, ids_theirs))):
+        return np.arange(len(ids_mine))
+    if ids_mine.dtype.kind != "O" and ids_theirs.dtype.kind != "O" \
+            and all_distinct(ids_mine) and all_distinct(ids_theirs) \
+            and all_found(ids_theirs, ids_mine):
+        order = np.argsort(ids_mine, kind="stable")
+        return order[np.searchsorted(ids_mine, ids_theirs, sorter=order)]
+    if ids_mine.dtype.kind == "O" or ids_theirs.dtype.kind == "O":
+        where = {identity: row for row, identity in enumerate(ids_mine.tolist())}
+        listed = ids_theirs.tolist()
+        if len(where) == len(ids_mine) and len(set(listed)) == len(listed) \
+                and all(identity in where for identity in listed):
+            return np.array([where[identity] for identity in listed], dtype=np.int64)
+    if len(ids_mine) == len(ids_theirs):
+        return np.arange(len(ids_mine))  # renumbered, in place
+    return False
 
 
 def _row_pointer_of(columns: WorkloadColumns, row: int) -> str:
@@ -436,32 +732,42 @@ def _row_pointer_of(columns: WorkloadColumns, row: int) -> str:
     return f"/workload/jobs/{job}/tasks/{row - int(columns.job_offsets[job])}"
 
 
-def _comparable(np: Any, before: Any, after: Any) -> tuple[Any, Any]:
-    """Two columns as arrays whose equal entries are equal values: texts as codes of one
-    table (-1: none), numbers with NaN (none) as one value that no number is."""
+_DEFAULT_CODE = -1
+"""What ``_comparable`` makes of the model's default value of a column (``_COLUMN_DEFAULTS``):
+a value no number or text code is."""
+
+
+def _comparable(np: Any, before: Any, after: Any, default: Any) -> tuple[Any, Any]:
+    """Two columns as arrays whose equal entries are equal values and whose default (the
+    model's, ``default``: none is NaN or a text code -1) is ``_DEFAULT_CODE``: texts as codes
+    of one table, numbers as their rank among the values of both."""
     if isinstance(before, (Strings, int)):  # (a text path: ``_texts``)
         table: dict[str, int] = {}
         return tuple(_codes_in(np, column, table) for column in (before, after))
     before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
-    known = np.concatenate([before, after])
-    known = known[~np.isnan(known)]
-    none = (known.max() + 1.0) if len(known) else 0.0
-    return (np.where(np.isnan(before), none, before), np.where(np.isnan(after), none, after))
+    values, codes = np.unique(np.concatenate([before, after]), return_inverse=True,
+                              equal_nan=True)  # (NaN: none, one value)
+    codes = codes.reshape(-1).astype(np.int64)
+    is_default = np.isnan(values) if default is None else values == default
+    codes = np.where(is_default[codes], _DEFAULT_CODE, codes)
+    return codes[:len(before)], codes[len(before):]
 
 
 def _codes_in(np: Any, column: Strings | int, table: dict[str, int]) -> Any:
     if isinstance(column, int):  # no column: every row has none
-        return np.full(column, -1, dtype=np.int64)
+        return np.full(column, _DEFAULT_CODE, dtype=np.int64)
     assert isinstance(column, Strings)
-    codes = np.array([table.setdefault(text, len(table)) for text in column.values] + [-1],
-                     dtype=np.int64)
+    codes = np.array([table.setdefault(text, len(table)) for text in column.values]
+                     + [_DEFAULT_CODE], dtype=np.int64)
     return codes[column.codes]
 
 
 def _many_set_difference(np: Any, before: Any, after: Any) -> tuple[int, Any]:
-    """How many values of the larger difference of the two many-sets, and the values
-    ``before`` has more of than ``after``."""
+    """How many values of the larger difference of the two many-sets (defaults left out),
+    and the values ``before`` has more of than ``after``."""
+    before, after = before[before != _DEFAULT_CODE], after[after != _DEFAULT_CODE]
     values, inverse = np.unique(np.concatenate([before, after]), return_inverse=True)
+    inverse = inverse.reshape(-1)
     mine = np.bincount(inverse[:len(before)], minlength=len(values))
     theirs = np.bincount(inverse[len(before):], minlength=len(values))
     lost, added = np.maximum(mine - theirs, 0), np.maximum(theirs - mine, 0)
@@ -497,12 +803,13 @@ _COLUMN_VALUES: dict[str, Callable[[WorkloadColumns], Any]] = {
 }
 """The task paths whose values are one column entry per row (NaN or a code -1: none)."""
 
-
-def _many_set(values: list[tuple[Any, int]]) -> Counter[Any]:
-    counts: Counter[Any] = Counter()
-    for value, number in values:
-        counts[value] += number
-    return counts
+_COLUMN_DEFAULTS: dict[str, Any] = {
+    **dict.fromkeys(_COLUMN_VALUES), "task.submit_time_s": 0.0, "task.request.nodes": 1,
+    "task.request.cores": 1.0, "task.request.gpus": 0,
+    "task.request.placement": PLACEMENTS.index(Placement.NODES),
+    "task.status": STATUSES.index(TaskStatus.UNKNOWN)}
+"""The model's default at each of ``_COLUMN_VALUES`` (as ``_task`` walks it), as a column
+holds it (``None``: NaN, or no text)."""
 
 
 @dataclass(frozen=True)
@@ -769,8 +1076,7 @@ def _room(room: Room, held: _Held) -> Room:
 def _rack(rack: Rack, held: _Held) -> Rack:
     held.at(rack)
     if held.sees:
-        held.seen("rack.empty_slots", tuple(i for i, slot in enumerate(rack.slots)
-                                            if slot is None))
+        held.seen("rack.empty_slots", _empty_slots(rack))
     keep_empty = held.has("rack.empty_slots", None in rack.slots)
     own = dict(
         id=held.value("rack.id", rack.id),
@@ -785,6 +1091,16 @@ def _rack(rack: Rack, held: _Held) -> Rack:
 
     return Rack(slots=map_slots(rack.slots, slot_machine, lambda group: _group(group, held),
                                 keep_empty), **own)
+
+
+def _empty_slots(rack: Rack) -> tuple[int, ...]:
+    """The positions of a rack's empty slots (slots count machines; groups unexpanded)."""
+    empty, at = [], 0
+    for part in slot_parts(rack.slots):
+        if part is None:
+            empty.append(at)
+        at += part.count if isinstance(part, MachineGroup) else 1
+    return tuple(empty)
 
 
 def _group(group: MachineGroup, held: _Held) -> MachineGroup:
@@ -925,6 +1241,10 @@ def _workload(workload: Workload, held: _Held) -> Workload:
         attributes=held.extras("workload.attributes", workload.attributes),
         extras=held.extras("workload.extras", workload.extras))
     annotations = _annotations(workload, held)
+    if not held.walks_rows:
+        for annotation in annotations:
+            _annotation(annotation, held)
+        return workload
     if not held.has("task.id", lambda: _numbering_changes(jobs),
                     lambda: _first_renumbered(jobs)):
         jobs = _renumber_tasks(jobs)
