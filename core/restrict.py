@@ -1628,31 +1628,58 @@ def _unchanged_objects(original: Document, places: dict[str, Place]) -> dict[str
     if not places:
         return {}
     found = pointers_of(original, places.values())
-    ids = {path: getattr(place, "id", None) for path, place in places.items()}
-    by_id = {(type(place), ids[path]): path for path, place in places.items()
-             if id(place) not in found and ids[path] is not None}
+    keys = {path: _object_key(place) for path, place in places.items()}
+    by_id: dict[tuple[type, Any], list[str]] = {}
+    for path, place in places.items():
+        if id(place) not in found and keys[path][1] is not None:
+            by_id.setdefault(keys[path], []).append(path)  # (several paths, one object)
     pointers = {path: found[id(place)] for path, place in places.items() if id(place) in found}
     if by_id:
         for pointer, obj in located_objects(original):
-            path = by_id.pop((type(obj), getattr(obj, "id", None)), None)
-            if path is not None:
+            for path in by_id.pop(_object_key(obj), ()):
                 pointers[path] = pointer
-                if not by_id:
-                    break
+            if not by_id:
+                break
     return pointers
 
 
 def _kinds_at(document: Document, pointers: set[str]) -> dict[str, _Kind]:
     """The type and id of the located object of ``document`` at each of ``pointers`` it
-    has (no id for a slot a group's member fills: its id is made from the group's)."""
+    has (a slot a group's member fills: that member's id, as when the group is expanded)."""
     kinds: dict[str, _Kind] = {}
     for pointer in pointers:
         kind = located_kind(document, pointer)
         if kind is not None:
             found = located_at(document, pointer)
-            kinds[pointer] = (kind, None if isinstance(found, MachineGroup) or found is None
+            kinds[pointer] = (kind, _member_id_at(document, pointer) if kind is Machine
+                              and (found is None or isinstance(found, MachineGroup))
                               else getattr(found, "id", None))
     return kinds
+
+
+def _member_id_at(document: Document, pointer: str) -> Id | None:
+    """The id of the group's member that fills the slot at ``pointer``."""
+    rack_pointer, _, slot = pointer.rpartition("/slots/")
+    rack = located_at(document, rack_pointer)
+    start = 0
+    for part in slot_parts(getattr(rack, "slots", ())):
+        count = part.count if isinstance(part, MachineGroup) else 1
+        if isinstance(part, MachineGroup) and start <= int(slot) < start + count:
+            return _group_member_id(part, int(slot) - start)
+        start += count
+    return None
+
+
+def _group_member_id(group: MachineGroup, member: int) -> Id | None:
+    ids = group.member_values("id")
+    return ids[member] if ids is not None else group.template.id
+
+
+def _object_key(obj: object) -> tuple[type, Any]:
+    """A located object's kind and id (a group: a machine's, and its first member's id)."""
+    if isinstance(obj, MachineGroup):
+        return Machine, _group_member_id(obj, 0)
+    return type(obj), getattr(obj, "id", None)
 
 
 def _first_container(document: Document, level: str) -> str:

@@ -14,9 +14,21 @@ from hypothesis import HealthCheck, assume, given, settings
 from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import FORMATS
 from dcx.core.declaration import FormatDeclaration
-from dcx.core.model import Document, Task, Workload
+from dcx.core.groups import MachineGroup, Slots
+from dcx.core.model import (
+    Datacenter,
+    Document,
+    Environment,
+    Machine,
+    ProcessingUnit,
+    Rack,
+    Room,
+    Task,
+    Workload,
+)
 from dcx.core.restrict import dropped_values, normalized_for
 from tests.strategies import Domain, workloads
+from tests.test_groups import _compacted, documents_with_runs
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BY_NAME = {spec.name: spec for spec in FORMATS}
@@ -84,3 +96,47 @@ def test_a_restricted_values_count_is_the_number_of_values_that_differ(
         if path == "task.dependencies" and ids != [task.id for task in before]:
             continue  # renumbered: its dependencies follow the new numbers
         assert (dropped[path].count or 0) == differing, (target.name, path)
+
+
+# ------------------------------------------------------------------------------ machine groups
+
+TOPOLOGY_RESTRICTING = [spec for spec in FORMATS if spec.normal_form_losses is not None
+                        and spec.kind != "workload"]
+
+
+@pytest.mark.parametrize("target", TOPOLOGY_RESTRICTING, ids=lambda spec: spec.name)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents_with_runs())
+def test_grouped_and_expanded_machines_give_the_same_loss_lines(
+        target: FormatDeclaration, document: Document) -> None:
+    """A loss line is the same whether runs of machines are held as groups (one template,
+    N members) or one by one: its count (a group's changed value once per member) and its
+    first value's pointer (a member's own slot)."""
+    grouped = _compacted(document)
+    assert grouped == document
+    try:
+        expected = conversion_losses(document, target)
+    except ValueError:  # a document the target refuses
+        assume(False)
+    assert conversion_losses(grouped, target) == expected
+
+
+def _rack_of(*parts: Machine | MachineGroup | None) -> Document:
+    return Document(environment=Environment(datacenters=(Datacenter(rooms=(Room(racks=(
+        Rack(slots=Slots(parts)),)),)),)))
+
+
+def test_a_value_a_normal_form_changes_in_a_groups_member_counts_once() -> None:
+    """A group of four whose third member's id is one JGF cannot keep as it is (a text id
+    is renumbered): one value, at the member's own slot, as when the four are expanded."""
+    template = Machine(cpus=(ProcessingUnit(cores=4),))
+    group = MachineGroup(template, 4, ids=(0, 1, "third", 3), ranks=range(4))
+    grouped = _rack_of(Machine(id=9, rank=9, cpus=(ProcessingUnit(cores=4),)), group)
+    expanded = _rack_of(Machine(id=9, rank=9, cpus=(ProcessingUnit(cores=4),)), *group)
+    jgf = BY_NAME["jgf"]
+    by_group, by_machine = (
+        {loss.field: loss for loss in conversion_losses(document, jgf)}
+        for document in (grouped, expanded))
+    assert by_group == by_machine
+    assert by_group["machine.id"].count == 1
+    assert by_group["machine.id"].first == "/environment/datacenters/0/rooms/0/racks/0/slots/3"
