@@ -421,11 +421,10 @@ how many members follow, paired one to one."""
 @dataclass(frozen=True)
 class _Pairing:
     """Which objects of one kind a normal form keeps as which (``segments``), and which
-    of the original's it leaves out (``left``) or adds (``added``)."""
+    of the original's it leaves out (``left``): every object of the normal form is paired."""
 
     segments: list[Segment]
     left: list[Unit]
-    added: list[Unit]
 
 
 def _pairing(kind: type, mine: list[object], theirs: list[object]) -> _Pairing | None:
@@ -442,7 +441,7 @@ def _pairing(kind: type, mine: list[object], theirs: list[object]) -> _Pairing |
             if by_id is not None:
                 return by_id
     if sum(map(_units, mine)) == sum(map(_units, theirs)):
-        return _Pairing(list(_in_order(mine, theirs)), [], [])
+        return _Pairing(list(_in_order(mine, theirs)), [])
     if kind is Machine:
         return _machines_by_id(mine, theirs)
     return None
@@ -450,6 +449,18 @@ def _pairing(kind: type, mine: list[object], theirs: list[object]) -> _Pairing |
 
 def _paired_by_id(mine: list[object], theirs: list[object], ids_mine: list[Any],
                   ids_theirs: list[Any]) -> _Pairing | None:
+    pairs = _id_pairs(ids_mine, ids_theirs)
+    if pairs is None:
+        return None
+    return _Pairing([(mine[m], 0, theirs[t], 0, 1) for m, t in pairs[0]],
+                    [(mine[m], 0) for m in pairs[1]])
+
+
+def _id_pairs(ids_mine: list[Any], ids_theirs: list[Any]
+              ) -> tuple[list[tuple[int, int]], list[int]] | None:
+    """The positions of each id of ``ids_theirs`` in both lists, in the original's order,
+    and the positions of the original's ids the other does not have; ``None`` unless each
+    list has each id once and ``ids_theirs`` are among ``ids_mine``."""
     try:
         where = {identity: index for index, identity in enumerate(ids_mine)}
         if len(where) != len(ids_mine) or len(set(ids_theirs)) != len(ids_theirs) \
@@ -458,8 +469,7 @@ def _paired_by_id(mine: list[object], theirs: list[object], ids_mine: list[Any],
     except TypeError:  # (an unhashable id)
         return None
     kept = {where[identity]: index for index, identity in enumerate(ids_theirs)}
-    return _Pairing([(mine[m], 0, theirs[t], 0, 1) for m, t in sorted(kept.items())],
-                    [(obj, 0) for index, obj in enumerate(mine) if index not in kept], [])
+    return sorted(kept.items()), [index for index in range(len(ids_mine)) if index not in kept]
 
 
 def _machines_by_id(mine: list[object], theirs: list[object]) -> _Pairing | None:
@@ -469,13 +479,11 @@ def _machines_by_id(mine: list[object], theirs: list[object]) -> _Pairing | None
     ids_theirs = [identity for _, identity in units_theirs]
     if None in ids_mine or None in ids_theirs:
         return None
-    pairing = _paired_by_id([unit for unit, _ in units_mine], [unit for unit, _ in units_theirs],
-                            ids_mine, ids_theirs)
-    if pairing is None:
+    pairs = _id_pairs(ids_mine, ids_theirs)
+    if pairs is None:
         return None
-    segments = [(*mine_unit, *theirs_unit, 1) for mine_unit, _, theirs_unit, _, _ in
-                pairing.segments]  # type: ignore[misc]  # (units, not objects)
-    return _Pairing(segments, [unit for unit, _ in pairing.left], [])  # type: ignore[misc]
+    return _Pairing([(*units_mine[m][0], *units_theirs[t][0], 1) for m, t in pairs[0]],
+                    [units_mine[m][0] for m in pairs[1]])
 
 
 def _member_units(objects: list[object]) -> list[tuple[Unit, Any]]:
@@ -611,7 +619,7 @@ def _earlier(unit: Unit, other: Unit, position: Mapping[int, int]) -> bool:
 def _paired_compared(pairing: _Pairing, mine: _Bags, theirs: _Bags,
                      position: Mapping[int, int]) -> tuple[int, Unit | None]:
     """How many values the paired objects do not share, plus those of the objects left
-    out or added, and the first of the original's objects with such a value."""
+    out, and the first of the original's objects with such a value."""
     count, first = 0, None
     for one, at_mine, other, at_theirs, length in pairing.segments:
         if id(one) not in mine.per_member and id(other) not in theirs.per_member:
@@ -631,7 +639,6 @@ def _paired_compared(pairing: _Pairing, mine: _Bags, theirs: _Bags,
         count += left
         if left and (first is None or _earlier((obj, member), first, position)):
             first = (obj, member)
-    count += sum(sum(theirs.unit(obj, member).values()) for obj, member in pairing.added)
     return count, first
 
 
