@@ -389,6 +389,21 @@ class RecordingValues(_Held):
     def walks_rows(self) -> bool:
         return self.rows
 
+    @property
+    def task_values_only(self) -> bool:
+        """Whether every task path wanted is one value of the task (``_TASK_VALUES``) and
+        no job path is: the tasks are recorded without the walk (``record_task``)."""
+        return not any(path.startswith(("task", "job")) and path not in _TASK_VALUES
+                       for path in self.wanted)
+
+    def record_task(self, task: Task) -> None:
+        """What ``_task`` records of ``task`` at the wanted ``_TASK_VALUES`` paths."""
+        self.at(task)
+        for path in self.wanted:
+            found = _TASK_VALUES.get(path)
+            if found is not None:
+                self.value(path, found[0](task), found[1])
+
     def objects_by_kind(self) -> dict[type, list[object]]:
         """The located objects walked, once each, by kind (a group is of ``Machine``'s)."""
         seen: set[int] = set()
@@ -1362,6 +1377,10 @@ def _renumber_tasks(jobs: Sequence[Job]) -> tuple[Job, ...]:
         for task in job.tasks)) for job in jobs)
 
 
+def _attribute(name: str) -> Callable[[Task], Any]:
+    return lambda task: getattr(task, name)
+
+
 def _job(job: Job, held: _Held) -> Job:
     held.at(job)
     if held.sees:
@@ -1370,8 +1389,38 @@ def _job(job: Job, held: _Held) -> Job:
     name = held.value("job.name", job.name)
     user = held.value("job.user", job.user)
     extras = held.extras("job.extras", job.extras)
+    if isinstance(held, RecordingValues) and held.task_values_only:
+        for task in job.tasks:
+            held.record_task(task)
+        return job
     return held.build(Job, job, id=job.id, tasks=tuple(_task(task, held) for task in job.tasks),
                       name=name, user=user, extras=extras)
+
+
+_TASK_VALUES: dict[str, tuple[Callable[[Task], Any], Any]] = {
+    "task.submit_time_s": (lambda task: task.submit_time_s, 0.0),
+    "task.runtime_s": (lambda task: task.runtime_s, None),
+    "task.requested_time_s": (lambda task: task.requested_time_s, None),
+    "task.request.nodes": (lambda task: task.request.nodes, 1),
+    "task.request.cores": (lambda task: task.request.cores, 1.0),
+    "task.request.memory_mb": (lambda task: task.request.memory_mb, None),
+    "task.request.gpus": (lambda task: task.request.gpus, 0),
+    "task.request.os": (lambda task: task.request.os, None),
+    "task.request.arch": (lambda task: task.request.arch, None),
+    "task.request.features": (lambda task: task.request.features, ()),
+    "task.request.placement": (lambda task: task.request.placement, Placement.NODES),
+    "task.deadline_s": (lambda task: task.deadline_s, None),
+    "task.preemptible": (lambda task: task.preemptible, None),
+    "task.user": (lambda task: task.user, None),
+    "task.group": (lambda task: task.group, None),
+    "task.status": (lambda task: task.status, TaskStatus.UNKNOWN),
+    **{f"task.{name}": (_attribute(name), None) for name in (
+        "wait_time_s", "used_memory_mb", "cpu_time_s", "application", "queue", "partition",
+        "think_time_s")},
+}
+"""The task paths ``_task`` walks as one value of the task each, with its getter and the
+model's default: what ``RecordingValues.record_task`` records without the walk (a
+differential test holds the two together)."""
 
 
 def _task(task: Task, held: _Held) -> Task:

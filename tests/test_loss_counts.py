@@ -26,7 +26,10 @@ from dcx.core.model import (
     Task,
     Workload,
 )
-from dcx.core.restrict import dropped_values, normalized_for
+from dcx.core.fields import FIELDS
+from dcx.core.restrict import _TASK_VALUES as TASK_VALUE_PATHS
+from dcx.core.restrict import RecordingValues, dropped_values, normalized_for
+from dcx.core.restrict import _restrict as restricted_walk
 from tests.strategies import Domain, workloads
 from tests.test_groups import _compacted, documents_with_runs
 
@@ -140,3 +143,21 @@ def test_a_value_a_normal_form_changes_in_a_groups_member_counts_once() -> None:
     assert by_group == by_machine
     assert by_group["machine.id"].count == 1
     assert by_group["machine.id"].first == "/environment/datacenters/0/rooms/0/racks/0/slots/3"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(Domain(ids="int")))
+def test_task_values_recorded_without_the_walk_are_what_the_walk_records(
+        workload: Workload) -> None:
+    """``RecordingValues.record_task`` (the comparison's fast way through the tasks) records
+    each task's values as the walk of ``_task`` does."""
+    document = Document(workload=workload)
+    paths = frozenset(TASK_VALUE_PATHS)
+    fast = RecordingValues(frozenset(FIELDS), None, keep_foreign=True, wanted=paths)
+    walked = RecordingValues(frozenset(FIELDS), None, keep_foreign=True,
+                             wanted=paths | {"task.extras"})  # (a path only the walk records)
+    assert fast.task_values_only and not walked.task_values_only
+    restricted_walk(document, fast)
+    restricted_walk(document, walked)
+    for path in paths:
+        assert fast.bags.get(path, {}) == walked.bags.get(path, {}), path
