@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import FORMATS
 from dcx.core.declaration import FormatDeclaration
+from dcx.core.fields import FIELDS
 from dcx.core.groups import MachineGroup, Slots
 from dcx.core.model import (
     Datacenter,
@@ -26,7 +27,6 @@ from dcx.core.model import (
     Task,
     Workload,
 )
-from dcx.core.fields import FIELDS
 from dcx.core.restrict import _TASK_VALUES as TASK_VALUE_PATHS
 from dcx.core.restrict import RecordingValues, dropped_values, normalized_for
 from dcx.core.restrict import _restrict as restricted_walk
