@@ -10,15 +10,17 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dcx.converters.losses import conversion_losses
 from dcx.converters.registry import FORMATS, conformance_codes, get
 from dcx.converters.scratch import LOCAL_FILES
-from dcx.core.declaration import loaded
+from dcx.core.declaration import FormatDeclaration, loaded
 from dcx.core.diagnostics import Diagnostic, Loss, error, warning
+from dcx.core.fields import FIELDS
 from dcx.core.model import Document
+from dcx.core.restrict import differing_values, normalized_for
 from dcx.core.streams import NotStreamable, Source, Target, invalid_output
 
 
@@ -46,8 +48,60 @@ def stream_target(name: str, source: Source, reopenable: bool) -> Target:
     assert make is not None, f"{name} declares no stream target"
     target = make(source, reopenable)
     target.files = LOCAL_FILES
-    target.derive_losses = conversion_losses
+    target.derive_losses = Derivations()
     return target
+
+
+@dataclass
+class Derivations:
+    """``conversion_losses``, remembering the chunk documents and normal forms it compared
+    since ``begun``. A target may say which held paths its chunk's normal form changes
+    (``normal_form_losses`` of the declaration it passes); a path the format's own
+    declaration names for the chunk whose values the chunk's normal form does change is
+    counted too, and where a target names a loss without a count, the same comparison
+    counts it (``counted_by_comparison``): so the chunks' counts add up to the whole
+    file's."""
+
+    compared: list[tuple[Document, Document]] = field(default_factory=list)
+
+    def __call__(self, document: Document, spec: FormatDeclaration,
+                 normalized: Document | None) -> tuple[Loss, ...]:
+        normal = normalized if normalized is not None else normalized_for(document, spec)
+        self.compared.append((document, normal))
+        declared = get(spec.name)
+        if spec is not declared and declared.normal_form_losses is not None:
+            claimed = frozenset(spec.normal_form_losses(document)
+                                if spec.normal_form_losses is not None else ())
+            unclaimed = frozenset(declared.normal_form_losses(document)) - claimed
+            changed = {path for path, (count, _) in differing_values(
+                document, normal, unclaimed).items() if count} if unclaimed else set()
+            if changed:
+                spec = replace(spec, normal_form_losses=lambda _: claimed | changed)
+        return conversion_losses(document, spec, normal)
+
+    def begun(self) -> None:
+        self.compared.clear()
+
+
+def counted_by_comparison(losses: dict[Any, tuple[Loss, ...]], derived: Any
+                          ) -> dict[Any, tuple[Loss, ...]]:
+    """``losses`` with the values of each uncounted one counted: how many the one
+    comparison the chunk's losses were derived from finds changed (``differing_values``),
+    where there was one such comparison."""
+    compared = derived.compared if isinstance(derived, Derivations) else []
+    uncounted = {loss.field for found in losses.values() for loss in found
+                 if loss.count is None and loss.field in FIELDS}
+    if len(compared) != 1 or not uncounted:
+        return losses
+    counts = differing_values(*compared[0], uncounted)
+
+    def counted(found: tuple[Loss, ...]) -> tuple[Loss, ...]:
+        has_count = {loss.field for loss in found if loss.count is not None}
+        return tuple(replace(loss, count=counts[loss.field][0] or None)
+                     if loss.count is None and loss.field in counts
+                     and loss.field not in has_count else loss for loss in found)
+
+    return {form: counted(found) for form, found in losses.items()}
 
 
 def read_back(target: Target, path: str) -> Diagnostic | None:
@@ -171,7 +225,10 @@ def chunk_work(source: Source, target: Target, document: Document | None,
                              if target.dependencies_across
                              else (source.own_chunk(document), {}))
         if measure:
-            work.losses = target.losses(document, earlier)
+            if isinstance(target.derive_losses, Derivations):
+                target.derive_losses.begun()
+            work.losses = counted_by_comparison(target.losses(document, earlier),
+                                                target.derive_losses)
             work.ends = {form: target.cut_ends(document, any(loss.field == "job"
                                                              for loss in losses))
                          for form, losses in work.losses.items()}

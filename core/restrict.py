@@ -48,7 +48,9 @@ Value restrictions (``normal_form`` of a format declaration)
     before any field path applies. ``restrict(..., target=declaration)`` applies it first;
     ``dropped_fields(..., target=declaration)`` counts the fields on the normalized document
     plus the held fields its ``normal_form_losses(document)`` names (what the value
-    restriction changed: opendc-setup reports a machine it leaves out as ``machine.cpus``).
+    restriction changed: opendc-setup reports a machine it leaves out as ``machine.cpus``),
+    each with the number of values the normal form changes, drops or fills in there
+    (``differing_values``: the document's values against its normal form's).
 
 Empty parts
     An absent part (``None``) and an empty one (what ``restrict`` makes of ``Environment()``
@@ -85,12 +87,27 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from dcx.core.columns import WorkloadColumns, columns_of, first_used, used_paths
+from dcx.core.columns import (
+    PLACEMENTS,
+    RECORDED_FLOATS,
+    RECORDED_TEXTS,
+    STATUSES,
+    Strings,
+    WorkloadColumns,
+    all_distinct,
+    all_found,
+    columns_of,
+    first_used,
+    placements_of,
+    recorded_floats,
+    statuses_of,
+    used_paths,
+)
 from dcx.core.diagnostics import Loss
 from dcx.core.fields import FIELDS
-from dcx.core.groups import MachineGroup, concatenated_slots, map_slots
+from dcx.core.groups import MachineGroup, concatenated_slots, map_slots, slot_parts
 from dcx.core.located import (
     first_changed,
     first_difference,
@@ -169,6 +186,18 @@ class _Held:
 
     def value(self, path: str, value: Any, default: Any = None) -> Any:
         return value if path in self.paths else default
+
+    sees: ClassVar[bool] = False
+    """Whether ``seen`` records (the walk skips gathering its values otherwise)."""
+
+    @property
+    def walks_rows(self) -> bool:
+        """Whether the walk goes into the jobs and tasks."""
+        return True
+
+    def seen(self, path: str, value: Any) -> None:
+        """The document has ``value`` at ``path`` here, where the walk asks only whether the
+        path is held (``has``): what ``RecordingValues`` compares."""
 
     def members(self, path: str, values: Sequence[Any] | None) -> Sequence[Any] | None:
         """A group's per-member values at ``path`` (``None``: none given), as kept."""
@@ -279,6 +308,530 @@ class RecordingUse(_Held):
             elif own is None or not key.startswith(own):
                 self._count(self.foreign, path)
         return extras
+
+
+def _key(value: Any) -> Any:
+    """``value`` as a counter key: itself when hashable (NaN as one value), else its text."""
+    if isinstance(value, float) and value != value:
+        return _NAN
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+_NAN = object()
+
+Bag = Counter[Any]
+"""The values one located object (or one member of a machine group) has at a path."""
+
+_MEMBER_PATHS = {"machine.id": "id", "machine.name": "name", "machine.rank": "rank"}
+"""The paths a machine group may give per member (``MachineGroup.member_values``)."""
+
+
+@dataclass(frozen=True)
+class RecordingValues(_Held):
+    """Holds everything and records, at each of the ``wanted`` paths, the values that are
+    not the model's default there, in a bag per located object (a machine group's template
+    in one bag that stands for every member, the values it gives per member in one bag
+    each), and every located object in walk order: what ``differing_values`` compares,
+    object by object. ``rows``: whether the jobs and tasks are walked."""
+
+    wanted: frozenset[str] = frozenset()
+    rows: bool = True
+    bags: dict[str, dict[tuple[int, int | None], Bag]] = field(default_factory=dict)
+    order: list[object] = field(default_factory=list)
+    here: list[Place] = field(default_factory=lambda: [None])
+    member: list[int | None] = field(default_factory=lambda: [None])
+    sees: ClassVar[bool] = True
+
+    def at(self, located: object) -> None:
+        self.here[0] = located
+        self.order.append(located)
+
+    def _record(self, path: str, value: Any) -> None:
+        if path not in self.wanted:
+            return
+        here = self.here[0]
+        if (self.member[0] is None and path in _MEMBER_PATHS and isinstance(here, MachineGroup)
+                and here.member_values(_MEMBER_PATHS[path]) is not None):
+            return  # the template's none: each member's own value is recorded instead
+        bag = self.bags.setdefault(path, {}).setdefault((id(here), self.member[0]), Counter())
+        bag[_key(value)] += 1
+
+    def value(self, path: str, value: Any, default: Any = None) -> Any:
+        if value != default:
+            self._record(path, value)
+        return value
+
+    def seen(self, path: str, value: Any) -> None:
+        if value is not None and value != () and value != {}:
+            self._record(path, value)
+
+    def members(self, path: str, values: Sequence[Any] | None) -> Sequence[Any] | None:
+        for index, value in enumerate(values or ()):
+            self.member[0] = index
+            self._record(path, value)
+        self.member[0] = None
+        return values
+
+    def build(self, cls: type[T], original: T, **fields: Any) -> T:
+        return original
+
+    def extras(self, path: str | None, extras: Extras) -> Extras:
+        if path is not None:
+            for item in extras.items():
+                self._record(path, item)
+        return extras
+
+    @property
+    def walks_rows(self) -> bool:
+        return self.rows
+
+    @property
+    def task_values_only(self) -> bool:
+        """Whether every task path wanted is one value of the task (``_TASK_VALUES``) and
+        no job path is: the tasks are recorded without the walk (``record_task``)."""
+        return not any(path.startswith(("task", "job")) and path not in _TASK_VALUES
+                       for path in self.wanted)
+
+    def record_task(self, task: Task) -> None:
+        """What ``_task`` records of ``task`` at the wanted ``_TASK_VALUES`` paths."""
+        self.at(task)
+        for path in self.wanted:
+            found = _TASK_VALUES.get(path)
+            if found is not None:
+                self.value(path, found[0](task), found[1])
+
+    def objects_by_kind(self) -> dict[type, list[object]]:
+        """The located objects walked, once each, by kind (a group is of ``Machine``'s)."""
+        seen: set[int] = set()
+        kinds: dict[type, list[object]] = {}
+        for obj in self.order:
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                kinds.setdefault(_kind_of(obj), []).append(obj)
+        return kinds
+
+
+def _kind_of(obj: object) -> type:
+    return Machine if isinstance(obj, MachineGroup) else type(obj)
+
+
+def _units(obj: object) -> int:
+    """How many objects ``obj`` stands for (a machine group: its members)."""
+    return obj.count if isinstance(obj, MachineGroup) else 1
+
+
+Unit = tuple[object, int]
+"""One object a walk stands for: a located object and, in a machine group, a member's
+index (0 otherwise)."""
+
+Segment = tuple[object, int, object, int, int]
+"""Paired runs of objects: the original's object and first member, the normal form's, and
+how many members follow, paired one to one."""
+
+
+@dataclass(frozen=True)
+class _Pairing:
+    """Which objects of one kind a normal form keeps as which (``segments``), and which
+    of the original's it leaves out (``left``): every object of the normal form is paired."""
+
+    segments: list[Segment]
+    left: list[Unit]
+
+
+def _pairing(kind: type, mine: list[object], theirs: list[object]) -> _Pairing | None:
+    """The original's objects of ``kind`` paired with the normal form's: in order where
+    there are as many of them and they keep their ids (or the normal form renumbers them
+    all: a task numbered anew stays in its place), by id where the normal form keeps a
+    subset of the ids, each once (it leaves out or reorders tasks); ``None`` where neither
+    holds (compared as many-sets, ``_many_set_compared``)."""
+    if kind in (Task, Job):
+        ids_mine = [getattr(obj, "id", None) for obj in mine]
+        ids_theirs = [getattr(obj, "id", None) for obj in theirs]
+        if ids_mine != ids_theirs:
+            by_id = _paired_by_id(mine, theirs, ids_mine, ids_theirs)
+            if by_id is not None:
+                return by_id
+    if sum(map(_units, mine)) == sum(map(_units, theirs)):
+        return _Pairing(list(_in_order(mine, theirs)), [])
+    if kind is Machine:
+        return _machines_by_id(mine, theirs)
+    return None
+
+
+def _paired_by_id(mine: list[object], theirs: list[object], ids_mine: list[Any],
+                  ids_theirs: list[Any]) -> _Pairing | None:
+    pairs = _id_pairs(ids_mine, ids_theirs)
+    if pairs is None:
+        return None
+    return _Pairing([(mine[m], 0, theirs[t], 0, 1) for m, t in pairs[0]],
+                    [(mine[m], 0) for m in pairs[1]])
+
+
+def _id_pairs(ids_mine: list[Any], ids_theirs: list[Any]
+              ) -> tuple[list[tuple[int, int]], list[int]] | None:
+    """The positions of each id of ``ids_theirs`` in both lists, in the original's order,
+    and the positions of the original's ids the other does not have; ``None`` unless each
+    list has each id once and ``ids_theirs`` are among ``ids_mine``."""
+    try:
+        where = {identity: index for index, identity in enumerate(ids_mine)}
+        if len(where) != len(ids_mine) or len(set(ids_theirs)) != len(ids_theirs) \
+                or not all(identity in where for identity in ids_theirs):
+            return None
+    except TypeError:  # (an unhashable id)
+        return None
+    kept = {where[identity]: index for index, identity in enumerate(ids_theirs)}
+    return sorted(kept.items()), [index for index in range(len(ids_mine)) if index not in kept]
+
+
+def _machines_by_id(mine: list[object], theirs: list[object]) -> _Pairing | None:
+    """Machines paired by id where the normal form leaves some out (each id once)."""
+    units_mine, units_theirs = _member_units(mine), _member_units(theirs)
+    ids_mine = [identity for _, identity in units_mine]
+    ids_theirs = [identity for _, identity in units_theirs]
+    if None in ids_mine or None in ids_theirs:
+        return None
+    pairs = _id_pairs(ids_mine, ids_theirs)
+    if pairs is None:
+        return None
+    return _Pairing([(*units_mine[m][0], *units_theirs[t][0], 1) for m, t in pairs[0]],
+                    [units_mine[m][0] for m in pairs[1]])
+
+
+def _member_units(objects: list[object]) -> list[tuple[Unit, Any]]:
+    """Each machine (a group's members one by one) with its id."""
+    units: list[tuple[Unit, Any]] = []
+    for obj in objects:
+        if isinstance(obj, MachineGroup):
+            ids = obj.member_values("id")
+            units.extend(((obj, index), ids[index] if ids is not None else obj.template.id)
+                         for index in range(obj.count))
+        else:
+            units.append(((obj, 0), getattr(obj, "id", None)))
+    return units
+
+
+def _in_order(mine: list[object], theirs: list[object]) -> Iterator[Segment]:
+    """The objects paired in order, a machine group's members one to one with the other
+    side's machines or members (as many on both sides)."""
+    at_mine = at_theirs = 0
+    offset_mine = offset_theirs = 0
+    while at_mine < len(mine) and at_theirs < len(theirs):
+        one, other = mine[at_mine], theirs[at_theirs]
+        length = min(_units(one) - offset_mine, _units(other) - offset_theirs)
+        yield one, offset_mine, other, offset_theirs, length
+        offset_mine += length
+        offset_theirs += length
+        if offset_mine == _units(one):
+            at_mine, offset_mine = at_mine + 1, 0
+        if offset_theirs == _units(other):
+            at_theirs, offset_theirs = at_theirs + 1, 0
+
+
+@dataclass(frozen=True)
+class _Bags:
+    """One recording's bags at one path, found by object and member."""
+
+    bags: dict[tuple[int, int | None], Bag]
+    per_member: frozenset[int]
+    """The objects with bags of their members' own values."""
+
+    @staticmethod
+    def at(recording: RecordingValues, path: str) -> _Bags:
+        bags = recording.bags.get(path, {})
+        return _Bags(bags, frozenset(key for key, member in bags if member is not None))
+
+    def of(self, obj: object, member: int | None = None) -> Bag:
+        return self.bags.get((id(obj), member)) or _EMPTY
+
+    def unit(self, obj: object, member: int) -> Bag:
+        """What one member has: the template's values and its own."""
+        shared = self.of(obj)
+        if id(obj) not in self.per_member:
+            return shared
+        return shared + self.of(obj, member)
+
+    def all_of(self, obj: object) -> Bag:
+        """Every value ``obj`` stands for (a group's template once per member)."""
+        total: Bag = Counter({value: count * _units(obj) for value, count
+                              in self.of(obj).items()})
+        if id(obj) in self.per_member:
+            for member in range(_units(obj)):
+                total.update(self.of(obj, member))
+        return total
+
+
+_EMPTY: Bag = Counter()
+
+
+def _bag_difference(mine: Bag, theirs: Bag) -> int:
+    """How many values two bags do not share: the larger of what each has more of."""
+    if mine == theirs:
+        return 0
+    return max(sum((mine - theirs).values()), sum((theirs - mine).values()))
+
+
+def differing_values(original: Document, normalized: Document,
+                     paths: Iterable[str]) -> dict[str, tuple[int, Place]]:
+    """For each of ``paths``: how many values ``normalized`` (what a normal form makes of
+    ``original``) does not have as ``original`` has them, and where the first of those is
+    (a located object of ``original`` or its model pointer; ``None``: the normal form only
+    added some).
+
+    The two are compared object by object (``_pairing``: in order, or by id where the
+    normal form leaves out or reorders tasks), each object's values at the path as a
+    many-set (its extras' items, a machine's CPUs): a value changed counts once, and so
+    does one the normal form fills in where the object had the default (a runtime for an
+    unknown one), and each value of an object it leaves out. A machine group counts its
+    template's values once per member, so grouped and expanded machines count the same;
+    the count is a sum over objects, so the chunks of a streamed conversion add up to the
+    whole file's. Where the objects cannot be paired, the values of the whole document are
+    compared as many-sets."""
+    wanted = frozenset(paths)
+    differing: dict[str, tuple[int, Place]] = dict(_differing_in_columns(
+        original, normalized, wanted))
+    wanted -= differing.keys()
+    if not wanted:
+        return differing
+    rows = any(path.startswith(("task", "job")) for path in wanted)
+    before, after = (RecordingValues(frozenset(FIELDS), None, keep_foreign=True, wanted=wanted,
+                                     rows=rows) for _ in range(2))
+    _restrict(original, before)
+    _restrict(normalized, after)
+    mine, theirs = before.objects_by_kind(), after.objects_by_kind()
+    position: dict[int, int] = {}
+    for index, obj in enumerate(before.order):
+        position.setdefault(id(obj), index)
+    kinds = {id(obj): kind for recording in (mine, theirs)
+             for kind, objects in recording.items() for obj in objects}
+    pairings: dict[type, _Pairing | None] = {}
+    for path in wanted:
+        bags_mine, bags_theirs = _Bags.at(before, path), _Bags.at(after, path)
+        count, first = 0, None
+        for kind in {kinds[key] for bags in (bags_mine, bags_theirs) for key, _ in bags.bags}:
+            if kind not in pairings:
+                pairings[kind] = _pairing(kind, mine.get(kind, []), theirs.get(kind, []))
+            pairing = pairings[kind]
+            found = (_many_set_compared(mine.get(kind, []), theirs.get(kind, []), bags_mine,
+                                        bags_theirs) if pairing is None
+                     else _paired_compared(pairing, bags_mine, bags_theirs, position))
+            count += found[0]
+            if found[1] is not None and (first is None
+                                         or _earlier(found[1], first, position)):
+                first = found[1]
+        differing[path] = (count, _unit_place(original, first))
+    return differing
+
+
+def _earlier(unit: Unit, other: Unit, position: Mapping[int, int]) -> bool:
+    """Whether ``unit`` comes before ``other`` in the original's walk."""
+    return (position[id(unit[0])], unit[1]) < (position[id(other[0])], other[1])
+
+
+def _paired_compared(pairing: _Pairing, mine: _Bags, theirs: _Bags,
+                     position: Mapping[int, int]) -> tuple[int, Unit | None]:
+    """How many values the paired objects do not share, plus those of the objects left
+    out, and the first of the original's objects with such a value."""
+    count, first = 0, None
+    for one, at_mine, other, at_theirs, length in pairing.segments:
+        if id(one) not in mine.per_member and id(other) not in theirs.per_member:
+            differ = _bag_difference(mine.of(one), theirs.of(other))
+            count += differ * length
+            if differ and first is None:
+                first = (one, at_mine)
+            continue
+        for step in range(length):
+            differ = _bag_difference(mine.unit(one, at_mine + step),
+                                     theirs.unit(other, at_theirs + step))
+            count += differ
+            if differ and first is None:
+                first = (one, at_mine + step)
+    for obj, member in pairing.left:
+        left = sum(mine.unit(obj, member).values())
+        count += left
+        if left and (first is None or _earlier((obj, member), first, position)):
+            first = (obj, member)
+    return count, first
+
+
+def _many_set_compared(mine: list[object], theirs: list[object], bags_mine: _Bags,
+                       bags_theirs: _Bags) -> tuple[int, Unit | None]:
+    """The values of all objects of a kind as two many-sets: the larger of what each has
+    more of, and the first object of the original with a value the normal form does not
+    keep."""
+    every_mine: Bag = Counter()
+    for obj in mine:
+        every_mine.update(bags_mine.all_of(obj))
+    every_theirs: Bag = Counter()
+    for obj in theirs:
+        every_theirs.update(bags_theirs.all_of(obj))
+    lost, added = every_mine - every_theirs, every_theirs - every_mine
+    count = max(sum(lost.values()), sum(added.values()))
+    for obj in mine:
+        for member in range(_units(obj)):
+            if any(value in lost for value in bags_mine.unit(obj, member)):
+                return count, (obj, member)
+            if id(obj) not in bags_mine.per_member:
+                break  # (every member has the template's values)
+    return count, None
+
+
+def _unit_place(original: Document, unit: Unit | None) -> Place:
+    """The place of one object: the located object, or for a group's member after the
+    first the model pointer of its slot (slots count machines)."""
+    if unit is None:
+        return None
+    obj, member = unit
+    if not member:
+        return obj
+    pointer = pointers_of(original, [obj]).get(id(obj))
+    if pointer is None:
+        return obj
+    rack, _, slot = pointer.rpartition("/slots/")
+    return f"{rack}/slots/{int(slot) + member}"
+
+
+def _differing_in_columns(original: Document, normalized: Document, wanted: frozenset[str]
+                          ) -> Iterator[tuple[str, tuple[int, str | None]]]:
+    """``differing_values`` of the task paths held as one array per row, where both
+    workloads are columns: the same pairing (``_row_pairing``), compared column by
+    column."""
+    mine, theirs = columns_of(original.workload), columns_of(normalized.workload)
+    if mine is None or theirs is None:
+        return
+    import numpy as np
+
+    paired: Any = None
+    for path in wanted & _COLUMN_VALUES.keys():
+        before, after = _comparable(np, _COLUMN_VALUES[path](mine),
+                                    _COLUMN_VALUES[path](theirs), _COLUMN_DEFAULTS[path])
+        if paired is None:
+            paired = _row_pairing(np, mine.ids, theirs.ids)
+        if paired is False:
+            count, lost = _many_set_difference(np, before, after)
+            changed = np.isin(before, lost) & (before != _DEFAULT_CODE)
+        else:
+            rows = np.full(len(before), -1, dtype=np.int64)
+            rows[paired] = np.arange(len(paired))
+            kept = rows >= 0
+            changed = np.ones(len(before), dtype=bool)
+            changed[kept] = before[kept] != after[rows[kept]]
+            changed[~kept] = before[~kept] != _DEFAULT_CODE  # left out: its own values
+            count = int(changed.sum())  # (every row of the normal form is paired)
+        first = int(np.argmax(changed)) if changed.any() else None
+        yield path, (count, _row_pointer_of(mine, first) if first is not None else None)
+
+
+def _row_pairing(np: Any, ids_mine: Any, ids_theirs: Any) -> Any:
+    """``_pairing`` of rows: for each row of the normal form (in order, as many as are
+    paired), the original's row it keeps; ``False``: compare as many-sets."""
+    if len(ids_mine) == len(ids_theirs) and (
+            ids_mine is ids_theirs or bool(np.array_equal(ids_mine, ids_theirs))):
+        return np.arange(len(ids_mine))
+    if ids_mine.dtype.kind != "O" and ids_theirs.dtype.kind != "O" \
+            and all_distinct(ids_mine) and all_distinct(ids_theirs) \
+            and all_found(ids_theirs, ids_mine):
+        order = np.argsort(ids_mine, kind="stable")
+        return order[np.searchsorted(ids_mine, ids_theirs, sorter=order)]
+    if ids_mine.dtype.kind == "O" or ids_theirs.dtype.kind == "O":
+        where = {identity: row for row, identity in enumerate(ids_mine.tolist())}
+        listed = ids_theirs.tolist()
+        if len(where) == len(ids_mine) and len(set(listed)) == len(listed) \
+                and all(identity in where for identity in listed):
+            return np.array([where[identity] for identity in listed], dtype=np.int64)
+    if len(ids_mine) == len(ids_theirs):
+        return np.arange(len(ids_mine))  # renumbered, in place
+    return False
+
+
+def _row_pointer_of(columns: WorkloadColumns, row: int) -> str:
+    import numpy as np
+
+    job = int(np.searchsorted(columns.job_offsets, row, side="right")) - 1
+    return f"/workload/jobs/{job}/tasks/{row - int(columns.job_offsets[job])}"
+
+
+_DEFAULT_CODE = -1
+"""What ``_comparable`` makes of the model's default value of a column (``_COLUMN_DEFAULTS``):
+a value no number or text code is."""
+
+
+def _comparable(np: Any, before: Any, after: Any, default: Any) -> tuple[Any, Any]:
+    """Two columns as arrays whose equal entries are equal values and whose default (the
+    model's, ``default``: none is NaN or a text code -1) is ``_DEFAULT_CODE``: texts as codes
+    of one table, numbers as their rank among the values of both."""
+    if isinstance(before, (Strings, int)):  # (a text path: ``_texts``)
+        table: dict[str, int] = {}
+        return tuple(_codes_in(np, column, table) for column in (before, after))
+    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    values, codes = np.unique(np.concatenate([before, after]), return_inverse=True,
+                              equal_nan=True)  # (NaN: none, one value)
+    codes = codes.reshape(-1).astype(np.int64)
+    is_default = np.isnan(values) if default is None else values == default
+    codes = np.where(is_default[codes], _DEFAULT_CODE, codes)
+    return codes[:len(before)], codes[len(before):]
+
+
+def _codes_in(np: Any, column: Strings | int, table: dict[str, int]) -> Any:
+    if isinstance(column, int):  # no column: every row has none
+        return np.full(column, _DEFAULT_CODE, dtype=np.int64)
+    assert isinstance(column, Strings)
+    codes = np.array([table.setdefault(text, len(table)) for text in column.values]
+                     + [_DEFAULT_CODE], dtype=np.int64)
+    return codes[column.codes]
+
+
+def _many_set_difference(np: Any, before: Any, after: Any) -> tuple[int, Any]:
+    """How many values of the larger difference of the two many-sets (defaults left out),
+    and the values ``before`` has more of than ``after``."""
+    before, after = before[before != _DEFAULT_CODE], after[after != _DEFAULT_CODE]
+    values, inverse = np.unique(np.concatenate([before, after]), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    mine = np.bincount(inverse[:len(before)], minlength=len(values))
+    theirs = np.bincount(inverse[len(before):], minlength=len(values))
+    lost, added = np.maximum(mine - theirs, 0), np.maximum(theirs - mine, 0)
+    return max(int(lost.sum()), int(added.sum())), values[lost > 0]
+
+
+def _texts(name: str) -> Callable[[WorkloadColumns], Strings | int]:
+    def column(columns: WorkloadColumns) -> Strings | int:
+        texts = getattr(columns, name)
+        return len(columns) if texts is None else texts
+    return column
+
+
+def _floats(name: str) -> Callable[[WorkloadColumns], Any]:
+    return lambda columns: recorded_floats(columns, name)
+
+
+_COLUMN_VALUES: dict[str, Callable[[WorkloadColumns], Any]] = {
+    "task.submit_time_s": lambda columns: columns.submit_time_s,
+    "task.runtime_s": lambda columns: columns.runtime_s,
+    "task.requested_time_s": lambda columns: columns.requested_time_s,
+    "task.deadline_s": lambda columns: columns.deadline_s,
+    "task.request.nodes": lambda columns: columns.nodes,
+    "task.request.cores": lambda columns: columns.cores,
+    "task.request.memory_mb": lambda columns: columns.memory_mb,
+    "task.request.gpus": lambda columns: columns.gpus,
+    "task.request.placement": placements_of,
+    "task.status": statuses_of,
+    "task.user": lambda columns: columns.user,
+    "task.group": lambda columns: columns.group,
+    **{f"task.{name}": _floats(name) for name in RECORDED_FLOATS},
+    **{f"task.{name}": _texts(name) for name in RECORDED_TEXTS},
+}
+"""The task paths whose values are one column entry per row (NaN or a code -1: none)."""
+
+_COLUMN_DEFAULTS: dict[str, Any] = {
+    **dict.fromkeys(_COLUMN_VALUES), "task.submit_time_s": 0.0, "task.request.nodes": 1,
+    "task.request.cores": 1.0, "task.request.gpus": 0,
+    "task.request.placement": PLACEMENTS.index(Placement.NODES),
+    "task.status": STATUSES.index(TaskStatus.UNKNOWN)}
+"""The model's default at each of ``_COLUMN_VALUES`` (as ``_task`` walks it), as a column
+holds it (``None``: NaN, or no text)."""
 
 
 @dataclass(frozen=True)
@@ -463,6 +1016,8 @@ def _environment(environment: Environment, held: _Held) -> Environment:
     validity = held.value("environment.validity", environment.validity)
     extras = held.extras("environment.extras", environment.extras)
     # partitions are walked while the walk is at the environment: it has their place
+    for partition in environment.partitions if held.sees else ():
+        held.seen("environment.partitions", partition)
     partitions = tuple(_partition(partition, held) for partition in environment.partitions) \
         if held.has("environment.partitions", lambda: len(environment.partitions)) else ()
     datacenters = _flatten_hierarchy(environment.datacenters, held)
@@ -481,6 +1036,9 @@ def _partition(partition: Partition, held: _Held) -> Partition:
 
 def _event_held(event: MachineStateChange | DatacenterSchedulerChange, held: _Held) -> bool:
     held.at(event)
+    if held.sees:
+        held.seen("environment.events.machine_state" if isinstance(event, MachineStateChange)
+                  else "environment.events.scheduler", event)
     if isinstance(event, MachineStateChange):
         return held.has("environment.events.machine_state")
     return isinstance(event, DatacenterSchedulerChange) and held.has(
@@ -539,6 +1097,8 @@ def _room(room: Room, held: _Held) -> Room:
 
 def _rack(rack: Rack, held: _Held) -> Rack:
     held.at(rack)
+    if held.sees:
+        held.seen("rack.empty_slots", _empty_slots(rack))
     keep_empty = held.has("rack.empty_slots", None in rack.slots)
     own = dict(
         id=held.value("rack.id", rack.id),
@@ -555,6 +1115,16 @@ def _rack(rack: Rack, held: _Held) -> Rack:
                                 keep_empty), **own)
 
 
+def _empty_slots(rack: Rack) -> tuple[int, ...]:
+    """The positions of a rack's empty slots (slots count machines; groups unexpanded)."""
+    empty, at = [], 0
+    for part in slot_parts(rack.slots):
+        if part is None:
+            empty.append(at)
+        at += part.count if isinstance(part, MachineGroup) else 1
+    return tuple(empty)
+
+
 def _group(group: MachineGroup, held: _Held) -> MachineGroup:
     """A machine group walked once: its template stands for every member."""
     held.at(group)
@@ -568,6 +1138,8 @@ def _group(group: MachineGroup, held: _Held) -> MachineGroup:
 
 
 def _machine(machine: Machine, held: _Held) -> Machine:
+    if held.sees:
+        _machine_seen(machine, held)
     cpus: tuple[ProcessingUnit, ...] = ()
     if held.has("machine.cpus", bool(machine.cpus)):
         cpus = machine.cpus
@@ -603,8 +1175,25 @@ def _machine(machine: Machine, held: _Held) -> Machine:
         extras=held.extras("machine.extras", machine.extras))
 
 
+def _machine_seen(machine: Machine, held: _Held) -> None:
+    """A machine's values at the paths the walk asks only whether they are held."""
+    for path, value in (("machine.cpus", machine.cpus), ("machine.cpus.sockets", len(machine.cpus)),
+                        ("machine.gpus", machine.gpus), ("machine.memory", machine.memory),
+                        ("machine.memory.modules", len(machine.memory)),
+                        ("machine.storage", machine.storage),
+                        ("machine.storage.devices", len(machine.storage)),
+                        ("machine.available", machine.available),
+                        ("machine.utilized", machine.utilized)):
+        held.seen(path, value)
+
+
 def _processing_unit(unit: ProcessingUnit, kind: Literal["cpu", "gpu"],
                      held: _Held) -> ProcessingUnit:
+    if held.sees:
+        held.seen(f"{kind}.vendor", (unit.manufacturer, unit.family, unit.generation,
+                                     unit.model))
+    if held.sees and kind == "gpu":
+        held.seen("gpu.cores", unit.cores)
     vendor = held.has(f"{kind}.vendor", (unit.manufacturer, unit.family, unit.generation,
                                          unit.model) != (None, None, None, None))
     cores = unit.cores if kind == "cpu" or held.has("gpu.cores", unit.cores != 1) else 1
@@ -626,6 +1215,8 @@ def _storage_units(units: tuple[StorageUnit, ...], present: str, split: str, det
                    held: _Held) -> tuple[StorageUnit, ...]:
     if not held.has(present, bool(units)):
         return ()
+    for unit in units if held.sees else ():
+        held.seen(details, unit)
     if len(units) > 1 and not held.has(split):
         units = (replace(units[0], capacity_mb=sum(unit.capacity_mb for unit in units)),)
     if held.has(details, lambda: sum(replace(unit, extras={}) != StorageUnit(unit.capacity_mb)
@@ -672,6 +1263,10 @@ def _workload(workload: Workload, held: _Held) -> Workload:
         attributes=held.extras("workload.attributes", workload.attributes),
         extras=held.extras("workload.extras", workload.extras))
     annotations = _annotations(workload, held)
+    if not held.walks_rows:
+        for annotation in annotations:
+            _annotation(annotation, held)
+        return workload
     if not held.has("task.id", lambda: _numbering_changes(jobs),
                     lambda: _first_renumbered(jobs)):
         jobs = _renumber_tasks(jobs)
@@ -689,6 +1284,8 @@ def _workload(workload: Workload, held: _Held) -> Workload:
 
 def _annotations(workload: Workload, held: _Held) -> tuple[Annotation, ...]:
     """The annotations, one value for ``workload.annotations`` (the first is where)."""
+    for annotation in workload.annotations if held.sees else ():
+        held.seen("workload.annotations", annotation)
     if held.has("workload.annotations", bool(workload.annotations),
                 lambda: "/workload/annotations/0"):
         return workload.annotations
@@ -780,17 +1377,58 @@ def _renumber_tasks(jobs: Sequence[Job]) -> tuple[Job, ...]:
         for task in job.tasks)) for job in jobs)
 
 
+def _attribute(name: str) -> Callable[[Task], Any]:
+    return lambda task: getattr(task, name)
+
+
 def _job(job: Job, held: _Held) -> Job:
     held.at(job)
+    if held.sees:
+        held.seen("job", (job.id, tuple(task.id for task in job.tasks)))
+        held.seen("job.empty", not job.tasks)
     name = held.value("job.name", job.name)
     user = held.value("job.user", job.user)
     extras = held.extras("job.extras", job.extras)
+    if isinstance(held, RecordingValues) and held.task_values_only:
+        for task in job.tasks:
+            held.record_task(task)
+        return job
     return held.build(Job, job, id=job.id, tasks=tuple(_task(task, held) for task in job.tasks),
                       name=name, user=user, extras=extras)
 
 
+_TASK_VALUES: dict[str, tuple[Callable[[Task], Any], Any]] = {
+    "task.submit_time_s": (lambda task: task.submit_time_s, 0.0),
+    "task.runtime_s": (lambda task: task.runtime_s, None),
+    "task.requested_time_s": (lambda task: task.requested_time_s, None),
+    "task.request.nodes": (lambda task: task.request.nodes, 1),
+    "task.request.cores": (lambda task: task.request.cores, 1.0),
+    "task.request.memory_mb": (lambda task: task.request.memory_mb, None),
+    "task.request.gpus": (lambda task: task.request.gpus, 0),
+    "task.request.os": (lambda task: task.request.os, None),
+    "task.request.arch": (lambda task: task.request.arch, None),
+    "task.request.features": (lambda task: task.request.features, ()),
+    "task.request.placement": (lambda task: task.request.placement, Placement.NODES),
+    "task.deadline_s": (lambda task: task.deadline_s, None),
+    "task.preemptible": (lambda task: task.preemptible, None),
+    "task.user": (lambda task: task.user, None),
+    "task.group": (lambda task: task.group, None),
+    "task.status": (lambda task: task.status, TaskStatus.UNKNOWN),
+    **{f"task.{name}": (_attribute(name), None) for name in (
+        "wait_time_s", "used_memory_mb", "cpu_time_s", "application", "queue", "partition",
+        "think_time_s")},
+}
+"""The task paths ``_task`` walks as one value of the task each, with its getter and the
+model's default: what ``RecordingValues.record_task`` records without the walk (a
+differential test holds the two together)."""
+
+
 def _task(task: Task, held: _Held) -> Task:
     held.at(task)
+    if held.sees:
+        held.seen("task.id", (task.id, task.dependencies))
+        held.seen("task.start", (task.start_mode, task.start_time_s))
+        held.seen("task.dependencies.multiple", task.dependencies)
     request = task.request
     start_held = held.has("task.start", task.start_mode is not StartMode.ANY
                           or task.start_time_s is not None)
@@ -884,7 +1522,9 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     A hierarchy level counts as dropped only when some parent has several containers (or, for
     rooms, a room that is not a SERVER room): one container with default attributes is what
     formats without the level read back, and adding it loses nothing.
-    ``target`` (a format declaration) adds its value restrictions (see Value restrictions);
+    ``target`` (a format declaration) adds its value restrictions (see Value restrictions),
+    each counted by the values its normal form changes there (``differing_values``; no
+    count where it changes none that a value shows: a regrouping of tasks into jobs);
     ``normalized``, when the caller has it, is ``document`` after the target's normal form.
     One walk of the document finds every used path and where it is first used
     (``RecordingUse``); the first dropped value is the first located object whose own
@@ -896,8 +1536,9 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     original = document
     document = normalized if normalized is not None else normalized_for(document, target)
     use = recorded_use(document, own_prefix)
-    # what a value restriction changes is counted in the document as given
-    before = recorded_use(original, own_prefix) if restricted_values else use
+    # what a value restriction changes: the values the normal form does not keep as given
+    changed_values = differing_values(original, document, restricted_values - {LEFT_OUT}) \
+        if restricted_values else {}
     counts: dict[str, int | None] = {}
     places: dict[str, tuple[Place, Document]] = {}
     for path in FIELDS:
@@ -912,19 +1553,10 @@ def dropped_values(document: Document, target_holds: Iterable[str],
                         places[path] = (first, original)
             continue
         if path in restricted_values:
-            given = before.used.get(path, 0) + before.foreign.get(path, 0)
-            made = use.used.get(path, 0)
-            counts[path] = given or None
-            if path in _SET_BY_NORMAL_FORMS and made > given:
-                # the normal form sets its one value where the document has the default
-                # (SWF's cores anywhere): the values it set are the ones changed
-                counts[path] = made - given
-                changed = first_changed(original, document, Task)
-                if changed is not None:
-                    places[path] = (changed, original)
-                continue
-            if path in before.first:
-                places[path] = (before.first[path], original)
+            count, first_place = changed_values[path]
+            counts[path] = count or None
+            if first_place is not None:
+                places[path] = (first_place, original)
             elif path.partition(".")[0] in _KIND_OF_PATH:
                 changed = first_changed(original, document, _KIND_OF_PATH[path.partition(".")[0]])
                 if changed is not None:
@@ -948,10 +1580,6 @@ def dropped_values(document: Document, target_holds: Iterable[str],
     pointers = _pointers(places, original)
     return {path: Dropped(count, pointers.get(path)) for path, count in counts.items()}
 
-
-_SET_BY_NORMAL_FORMS = frozenset({"task.request.placement"})
-"""Held paths whose normal forms set the one value their format has (SWF's and GWF's cores
-anywhere) where the document may have the model's default."""
 
 _KIND_OF_PATH: dict[str, type] = {"datacenter": Datacenter, "room": Room, "rack": Rack,
                                   "machine": Machine, "job": Job, "task": Task}
@@ -1056,31 +1684,58 @@ def _unchanged_objects(original: Document, places: dict[str, Place]) -> dict[str
     if not places:
         return {}
     found = pointers_of(original, places.values())
-    ids = {path: getattr(place, "id", None) for path, place in places.items()}
-    by_id = {(type(place), ids[path]): path for path, place in places.items()
-             if id(place) not in found and ids[path] is not None}
+    keys = {path: _object_key(place) for path, place in places.items()}
+    by_id: dict[tuple[type, Any], list[str]] = {}
+    for path, place in places.items():
+        if id(place) not in found and keys[path][1] is not None:
+            by_id.setdefault(keys[path], []).append(path)  # (several paths, one object)
     pointers = {path: found[id(place)] for path, place in places.items() if id(place) in found}
     if by_id:
         for pointer, obj in located_objects(original):
-            path = by_id.pop((type(obj), getattr(obj, "id", None)), None)
-            if path is not None:
+            for path in by_id.pop(_object_key(obj), ()):
                 pointers[path] = pointer
-                if not by_id:
-                    break
+            if not by_id:
+                break
     return pointers
 
 
 def _kinds_at(document: Document, pointers: set[str]) -> dict[str, _Kind]:
     """The type and id of the located object of ``document`` at each of ``pointers`` it
-    has (no id for a slot a group's member fills: its id is made from the group's)."""
+    has (a slot a group's member fills: that member's id, as when the group is expanded)."""
     kinds: dict[str, _Kind] = {}
     for pointer in pointers:
         kind = located_kind(document, pointer)
         if kind is not None:
             found = located_at(document, pointer)
-            kinds[pointer] = (kind, None if isinstance(found, MachineGroup) or found is None
+            kinds[pointer] = (kind, _member_id_at(document, pointer) if kind is Machine
+                              and (found is None or isinstance(found, MachineGroup))
                               else getattr(found, "id", None))
     return kinds
+
+
+def _member_id_at(document: Document, pointer: str) -> Id | None:
+    """The id of the group's member that fills the slot at ``pointer``."""
+    rack_pointer, _, slot = pointer.rpartition("/slots/")
+    rack = located_at(document, rack_pointer)
+    start = 0
+    for part in slot_parts(getattr(rack, "slots", ())):
+        count = part.count if isinstance(part, MachineGroup) else 1
+        if isinstance(part, MachineGroup) and start <= int(slot) < start + count:
+            return _group_member_id(part, int(slot) - start)
+        start += count
+    return None
+
+
+def _group_member_id(group: MachineGroup, member: int) -> Id | None:
+    ids = group.member_values("id")
+    return ids[member] if ids is not None else group.template.id
+
+
+def _object_key(obj: object) -> tuple[type, Any]:
+    """A located object's kind and id (a group: a machine's, and its first member's id)."""
+    if isinstance(obj, MachineGroup):
+        return Machine, _group_member_id(obj, 0)
+    return type(obj), getattr(obj, "id", None)
 
 
 def _first_container(document: Document, level: str) -> str:

@@ -258,13 +258,13 @@ def test_losses_name_the_first_value_dropped_at_its_line_in_the_source(tmp_path:
     assert source_line.startswith("NodeName=gpu[01-02] ")  # the first node line with GPUs
 
 
-def test_a_loss_without_a_count_says_the_values_change(tmp_path: Path) -> None:
-    """GWF regroups a WfFormat workflow's tasks into its own jobs: the target changes values
-    its normal form gives no count for."""
+def test_a_regrouping_counts_the_jobs_it_changes(tmp_path: Path) -> None:
+    """GWF renumbers a WfFormat workflow's four jobs (one task each) as its own: each job's
+    grouping value (its id and its tasks') changes, four values."""
     workflow = EXAMPLES / "wfformat" / "blast-chameleon.json"
     done = dcx("convert", workflow, tmp_path / "out.gwf", "--losses")
     assert done.returncode == 0, text(done)
-    assert f"  job: values changed (first: {workflow}:11:9, /workload/jobs/0): grouping of " \
+    assert f"  job: 4 values (first: {workflow}:11:9, /workload/jobs/0): grouping of " \
         "tasks into jobs/workflows (gwf: WorkflowID)" in done.stderr.decode().splitlines()
 
 
