@@ -18,17 +18,20 @@ until none moves. Why most tasks need no look:
   the window's slices only lost cores (to the moved tasks' new slots), so when it was made
   the window already fitted: the task's cores were free on every slice of the window before
   its reservation, and the window crossed the hole before the reservation's start. So the
-  task could use that hole *as the profile was when the hole was made* (``_Hole.may_admit``).
+  task could use that hole *as the profile was when the hole was made*: a stretch with its
+  cores free takes in a slice of the hole before its start and either runs on to its start
+  (its own slot then holds it) or is at least its length long (``_Hole.runs``).
 
-Each hole is therefore asked, when it is made, which tasks it could let move
-(``_Hole.may_admit``), and only those are looked at: the ones behind the task that left it
+Each hole is therefore asked, when it is made, which tasks it could let move, and only
+those are looked at: the ones behind the task that left it
 in this pass, the ones ahead of it in the next pass (as the plain passes would reach them),
 in queue order. A task waiting to be looked at is not asked again; when it is, it searches
 only the starts the holes made since it was asked allow (after a hole's start less its
-length, before a hole's end). The tasks are found through a tree (``_Positions``) that keeps
-the narrowest width, the shortest length and the earliest and latest reservation start
-under each node, leaves in order of width and start, so a node none of whose tasks the
-hole could let move (too wide, too long, starting before it) is passed over whole. The
+length, before a hole's end). The tasks are found through a tree per width
+(``_Positions``, ``_Group``) that keeps the shortest length and the earliest and latest
+reservation start under each node, leaves in order of start: a hole looks only at the
+widths its most free cores can hold, each through that width's stretches, and passes over
+whole a node none of whose tasks those stretches admit (too long, starting before it). The
 passes end when no task is left to look at: the plain rule's last pass would move none.
 Short queues (under ``INDEX_FROM``) are cheaper to go through with the profile's own pass
 (``pooled_profile.compress``), which looks at every task but rules most out at once.
@@ -56,23 +59,45 @@ _NUMPY_FROM = 64
 class _Group:
     """The waiting tasks of one width in a binary tree whose node keeps, of the tasks under
     it, the shortest length and the earliest and latest reservation starts; the leaves in
-    order of start, so that a node's bounds are tight (a task that moves keeps its leaf)."""
+    order of start, so that a node's bounds are tight (a task that moves keeps its leaf).
+    The tree is made when a hole first looks at the width (none of its tasks has moved or
+    been nominated before that)."""
 
     def __init__(self, positions: list[int], lengths: list[float], starts: list[float],
                  ) -> None:
+        self.positions = positions
+        """The position at each leaf, once the tree is made."""
+        self._lengths, self._starts = lengths, starts
+        self.top = max(starts[position] for position in positions)
+        """The latest start, until the tree is made."""
+        self.size = 0
+        self.leaf: dict[int, int] = {}
+        self.shortest: list[float] = []
+        self.earliest: list[float] = []
+        self.latest: list[float] = []
+
+    def made(self) -> _Group:
+        """The group with its tree made."""
+        if self.size:
+            return self
+        positions, lengths, starts = self.positions, self._lengths, self._starts
         count = len(positions)
         size = 1
         while size < count:
             size *= 2
         self.size = size
-        self.positions = sorted(positions, key=starts.__getitem__)
-        """The position at each leaf."""
-        ordered = self.positions
+        ordered = self.positions = sorted(positions, key=starts.__getitem__)
+        self.leaf = {position: leaf for leaf, position in enumerate(ordered)}
         low, high = [_INF] * (size - count), [-_INF] * (size - count)
         self.shortest = _tree([lengths[p] for p in ordered] + low, size, min)
         start_of = [starts[p] for p in ordered]
         self.earliest = _tree(start_of + low, size, min)
         self.latest = _tree(start_of + high, size, max)
+        return self
+
+    def latest_start(self) -> float:
+        """The latest start of a task of the group not waiting to be looked at."""
+        return self.latest[1] if self.size else self.top
 
     def set(self, leaf: int, length: float, earliest_start: float,
             latest_start: float) -> None:
@@ -92,9 +117,11 @@ class _Group:
 
     def find(self, runs: list[tuple[float, float, float]], after: float,
              found: list[int]) -> None:
-        """Add to ``found`` the positions of the tasks reserved after ``after`` that
-        ``runs`` (their width's, ``_Hole.runs``) admit (``_Hole.may_admit``), passing over
-        a node whose tasks all start by ``after`` or whose bounds no run admits."""
+        """Add to ``found`` the positions of the tasks reserved after ``after`` that one of
+        ``runs`` (their width's, ``_Hole.runs``) admits: it takes in a slice of the hole
+        before the task's start and either reaches that start or is the task's length
+        long. A node is passed over when its tasks all start by ``after`` or no run admits
+        its bounds (the latest start, the earliest start, the shortest length)."""
         shortest, earliest, latest = self.shortest, self.earliest, self.latest
         size, ordered = self.size, self.positions
         stack = [1]
@@ -129,36 +156,34 @@ class _Positions:
         self.widths = sorted(by_width)
         self.groups = {width: _Group(by_width[width], lengths, starts)
                        for width in self.widths}
-        self.leaf: list[tuple[_Group, int]] = [(self.groups[widths[0]], 0)] * len(widths)
-        for group in self.groups.values():
-            for leaf, position in enumerate(group.positions):
-                self.leaf[position] = (group, leaf)
+        self.group_of = [self.groups[width] for width in widths]
 
     def latest(self) -> float:
         """The latest reservation start of a task not waiting to be looked at."""
-        return max(group.latest[1] for group in self.groups.values())
+        return max(group.latest_start() for group in self.groups.values())
 
     def hide(self, position: int) -> None:
-        """Leave the task at ``position`` out of ``find`` (it waits to be looked at)."""
-        group, leaf = self.leaf[position]
-        group.set(leaf, _INF, _INF, -_INF)
+        """Leave the task at ``position`` out of ``find`` (it waits to be looked at; a
+        hole found it, so its group's tree is made)."""
+        group = self.group_of[position]
+        group.set(group.leaf[position], _INF, _INF, -_INF)
 
     def show(self, position: int, length: float, start: float) -> None:
         """Put the task at ``position`` back in ``find``, reserved from ``start``."""
-        group, leaf = self.leaf[position]
-        group.set(leaf, length, start, start)
+        group = self.group_of[position]
+        group.set(group.leaf[position], length, start, start)
 
     def find(self, hole: _Hole) -> list[int]:
-        """The positions whose task ``hole.may_admit`` accepts: none wider than the hole's
-        most free cores, none that starts by the hole's start."""
+        """The positions of the tasks ``hole`` could let move (``_Group.find``): none wider
+        than the hole's most free cores, none that starts by the hole's start."""
         widest, after, groups = hole.most, hole.begin, self.groups
         found: list[int] = []
         for width in self.widths:
             if width > widest:
                 break
             group = groups[width]
-            if group.latest[1] > after:
-                group.find(hole.runs(width), after, found)
+            if group.latest_start() > after:
+                group.made().find(hole.runs(width), after, found)
         return found
 
 
@@ -191,10 +216,13 @@ class _Hole:
     was around it."""
 
     def __init__(self, profile: PooledProfile, begin: float, end: float,
-                 horizon: float, longest: float) -> None:
+                 positions: _Positions, longest: float) -> None:
         self.profile, self.begin, self.end = profile, begin, end
-        self.horizon = horizon
-        """The latest reservation start: a stretch reaching it reaches every task's."""
+        self.positions = positions
+        self.horizon: float | None = None
+        """The latest reservation start of a task not waiting to be looked at, when the
+        hole was made: a stretch reaching it reaches every such task's (``None``: not
+        asked yet, the tasks are as they were when the hole was made)."""
         self.longest = longest
         """The longest waiting task: a stretch that long is long enough for every one."""
         times, free = profile.times, profile.free
@@ -215,6 +243,8 @@ class _Hole:
         times, free = self.profile.times, self.profile.free
         slices = len(times)
         horizon = self.horizon
+        if horizon is None:
+            horizon = self.horizon = self.positions.latest()
         found = []
         index, stop = self.first, self.stop
         while index < stop:
@@ -233,19 +263,6 @@ class _Hole:
             index = end
         self._runs[cores] = found
         return found
-
-    def may_admit(self, cores: int, shortest: float, earliest: float, latest: float,
-                  ) -> bool:
-        """Whether a task of ``cores``, at least ``shortest`` long and reserved from
-        ``earliest`` to ``latest``, could have moved earlier into a window crossing the
-        hole, the profile as it was when the hole was made: a stretch with its cores free
-        that takes in a slice of the hole before its start and either runs on to its start
-        (its own slot then holds it) or is at least its length long. Exact for one task
-        (``shortest``, ``earliest`` and ``latest`` its own)."""
-        for entered, begin, end in self.runs(cores):
-            if entered < latest and (end >= earliest or end - begin >= shortest):
-                return True
-        return False
 
 
 class _Hull:
@@ -317,7 +334,7 @@ def compress(profile: PooledProfile, state: ReservingState,
                 next_pass.append(position)
 
     longest = max(lengths)
-    nominate(_Hole(profile, state.now, freed_until, positions.latest(), longest), -1)
+    nominate(_Hole(profile, state.now, freed_until, positions, longest), -1)
     while this_pass or next_pass:
         if not this_pass:
             this_pass, next_pass = sorted(next_pass), []  # a heap, in order
@@ -336,4 +353,4 @@ def compress(profile: PooledProfile, state: ReservingState,
         positions.show(position, lengths[position], found.start_s)
         # where the new slot overlaps the old one, no cores were given back
         nominate(_Hole(profile, max(held.start_s, found.end_s), held.end_s,
-                       positions.latest(), longest), position)
+                       positions, longest), position)
