@@ -64,7 +64,9 @@ class _Group:
     been nominated before that)."""
 
     def __init__(self, positions: list[int], lengths: list[float], starts: list[float],
-                 ) -> None:
+                 slot: int) -> None:
+        self.slot = slot
+        """Its place in the widths in order."""
         self.positions = positions
         """The position at each leaf, once the tree is made."""
         self._lengths, self._starts = lengths, starts
@@ -94,10 +96,6 @@ class _Group:
         self.earliest = _tree(start_of + low, size, min)
         self.latest = _tree(start_of + high, size, max)
         return self
-
-    def latest_start(self) -> float:
-        """The latest start of a task of the group not waiting to be looked at."""
-        return self.latest[1] if self.size else self.top
 
     def set(self, leaf: int, length: float, earliest_start: float,
             latest_start: float) -> None:
@@ -154,36 +152,40 @@ class _Positions:
         for position, width in enumerate(widths):
             by_width.setdefault(width, []).append(position)
         self.widths = sorted(by_width)
-        self.groups = {width: _Group(by_width[width], lengths, starts)
-                       for width in self.widths}
+        self.groups = {width: _Group(by_width[width], lengths, starts, slot)
+                       for slot, width in enumerate(self.widths)}
         self.group_of = [self.groups[width] for width in widths]
+        self.tops = [self.groups[width].top for width in self.widths]
+        """Per width (in order), the latest start of a task not waiting to be looked at."""
 
     def latest(self) -> float:
         """The latest reservation start of a task not waiting to be looked at."""
-        return max(group.latest_start() for group in self.groups.values())
+        return max(self.tops)
 
     def hide(self, position: int) -> None:
         """Leave the task at ``position`` out of ``find`` (it waits to be looked at; a
         hole found it, so its group's tree is made)."""
-        group = self.group_of[position]
-        group.set(group.leaf[position], _INF, _INF, -_INF)
+        self._set(position, _INF, _INF, -_INF)
 
     def show(self, position: int, length: float, start: float) -> None:
         """Put the task at ``position`` back in ``find``, reserved from ``start``."""
+        self._set(position, length, start, start)
+
+    def _set(self, position: int, length: float, earliest: float, latest: float) -> None:
         group = self.group_of[position]
-        group.set(group.leaf[position], length, start, start)
+        group.set(group.leaf[position], length, earliest, latest)
+        self.tops[group.slot] = group.latest[1]
 
     def find(self, hole: _Hole) -> list[int]:
         """The positions of the tasks ``hole`` could let move (``_Group.find``): none wider
         than the hole's most free cores, none that starts by the hole's start."""
         widest, after, groups = hole.most, hole.begin, self.groups
         found: list[int] = []
-        for width in self.widths:
+        for width, top in zip(self.widths, self.tops, strict=True):
             if width > widest:
                 break
-            group = groups[width]
-            if group.latest_start() > after:
-                group.made().find(hole.runs(width), after, found)
+            if top > after:
+                groups[width].made().find(hole.runs(width), after, found)
         return found
 
 

@@ -258,7 +258,10 @@ class PooledProfile:
             arrays = self._arrays = (np.array(times_list, dtype=np.float64),
                                      np.array(self.free, dtype=np.int64))
             times, free = arrays[0][first:last], arrays[1][first:last]
-        usable = free + np.where(times >= boosted_from, cores, 0) >= cores
+        usable = free >= cores
+        # from the task's own slot on its cores are free: a window starting before the
+        # slot ends inside it
+        usable[bisect.bisect_left(times_list, boosted_from, first, last) - first:] = True
         starts = np.flatnonzero(usable[:stop - first])
         if not starts.size:
             return None
