@@ -124,6 +124,20 @@ class _Group:
         size, ordered = self.size, self.positions
         stack = [1]
         pop, push = stack.pop, stack.append
+        if len(runs) == 1:  # the usual case, the same test without the loop
+            (entered, begin, end), = runs
+            stretch = end - begin
+            while stack:
+                node = pop()
+                if entered >= latest[node] or (
+                        end < earliest[node] and stretch < shortest[node]):
+                    continue
+                if node >= size:
+                    found.append(ordered[node - size])
+                    continue
+                push(2 * node + 1)
+                push(2 * node)
+            return
         while stack:
             node = pop()
             last = latest[node]
