@@ -43,7 +43,7 @@ Rules, following Mu'alem & Feitelson (2001) and ``notes/backfilling.md``:
   time on the slowest machine.
 * Resources beside cores (memory, GPUs, named resources) are planned like cores: R4 keeps
   the machines with all of them free, EASY's extra is counted per machine for each of
-  them, and conservative plans them in its profile (``planners/conservative_profile.py``)
+  them, and conservative plans them in its profile (``planners/machine_profile.py``)
   when the problem has any. A cores-anywhere task takes each machine's share
   (``packing.py``).
 

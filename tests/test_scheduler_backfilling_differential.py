@@ -38,17 +38,19 @@ from dcx.core.model import (
 from dcx.scheduler import backfilling
 from dcx.scheduler.engine import Schedule, simulate
 from dcx.scheduler.loading import load_problem
-from dcx.scheduler.planners.conservative import ConservativeBackfilling, _Profile
+from dcx.scheduler.planners.conservative import ConservativeBackfilling
 from dcx.scheduler.planners.easy import (
     EasyBackfilling,
     _Shadow,
     _shadow_from_back,
     _shadow_from_front,
 )
+from dcx.scheduler.planners.pooled_profile import PooledProfile
 from dcx.scheduler.planners.strict import start_from_front
 from dcx.scheduler.policies import parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
-from dcx.scheduler.state import Reservation, ReservingState
+from dcx.scheduler.state import ReservingState
+from tests.conservative_oracle import PlainConservative
 
 _INF = float("inf")
 
@@ -120,19 +122,6 @@ class PlainEasy(EasyBackfilling):
                     extra[machine] -= need
                 state.start(task, chosen)
             del queue[position]
-
-
-class PlainConservative(ConservativeBackfilling):
-    """The reference: the general profile, whose ``move_earlier`` takes a reservation out
-    and inserts it again at its earliest fit."""
-
-    @staticmethod
-    def _planned(state: ReservingState, reservations: dict[int, Reservation]) -> _Profile:
-        profile = _Profile(state)
-        for held_by, held in reservations.items():
-            profile.reserve(held.start_s, held.end_s, list(held.machines),
-                            state.need[held_by])
-        return profile
 
 
 PLAIN = {"EASY": PlainEasy, "CONSERVATIVE": PlainConservative}
@@ -261,3 +250,28 @@ def test_the_comparison_tells_a_stale_shadow_apart(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(backfilling.COMPONENTS, "EASY", StaleEasy)
     stale = simulate(problem, parse_policy("FCFS-EASY"))
     assert not _same(fast.start_s, stale.start_s)
+
+
+def test_the_comparison_tells_a_missing_compression_apart(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conservative comparison can fail: a planner that gives an early finish's cores
+    back but moves no reservation (Example 2 of the note) starts J2 at 10 and J4 at 5,
+    where the plain rule and the engine start them at 7 and 13."""
+    class NoCompression(ConservativeBackfilling):
+        def _compress(self, state: ReservingState) -> None:
+            assert isinstance(self.profile, PooledProfile)
+            self.profile.sync(state)
+
+    jobs = [(0, 4, 10, 3), (1, 6, 6, 4), (2, 5, 5, 1), (5, 3, 3, 2)]
+    problem = compile_problem(Workload(tuple(
+        Job(index + 1, (Task(index + 1, submit, runtime, requested_time_s=requested,
+                             request=ResourceRequest(nodes=width, cores=1)),))
+        for index, (submit, runtime, requested, width) in enumerate(jobs))),
+        _environment(4, 1)).problem
+    assert problem is not None
+    fast, plain = _both(problem, "FCFS-CONSERVATIVE", monkeypatch)
+    _assert_identical(fast, plain)
+    assert plain.start_s == [0, 7, 2, 13]
+    monkeypatch.setitem(backfilling.COMPONENTS, "CONSERVATIVE", NoCompression)
+    uncompressed = simulate(problem, parse_policy("FCFS-CONSERVATIVE"))
+    assert uncompressed.start_s == [0, 10, 2, 5]

@@ -2,8 +2,9 @@
 profile kept for the whole run, early finishes given back in place, FirstFit compression
 looking only at the tasks a stretch given back could move) held to the plain rule it stands
 for: a profile built afresh at every early finish from the running tasks and the
-reservations (``ResourceProfile`` when memory is scheduled, ``_Profile`` for cores alone),
-every waiting task re-inserted at its earliest fit, passes until none moves earlier.
+reservations (``tests/conservative_oracle.py``: ``ResourceProfile`` when memory is
+scheduled, ``PlainProfile`` for cores alone), every waiting task re-inserted at its earliest
+fit, passes until none moves earlier.
 
 Generated workloads on two to four machines of unlike sizes, with and without memory, a
 drained machine, machines that fail and come back (every plan made again), whole nodes and
@@ -36,26 +37,12 @@ from dcx.core.model import (
 )
 from dcx.scheduler import backfilling
 from dcx.scheduler.engine import Schedule, simulate
-from dcx.scheduler.planners.conservative import ConservativeBackfilling, _Profile
-from dcx.scheduler.planners.conservative_profile import ResourceProfile
+from dcx.scheduler.planners.conservative import ConservativeBackfilling
 from dcx.scheduler.planners.machine_profile import MachineProfile
 from dcx.scheduler.policies import parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
-from dcx.scheduler.state import Reservation, ReservingState
-
-
-class PlainMachines(ConservativeBackfilling):
-    """The plain rule: the profile built afresh at every early finish, every waiting task
-    re-inserted."""
-
-    @staticmethod
-    def _planned(  # type: ignore[override]  # the plain profiles answer as the planner's
-            state: ReservingState, reservations: dict[int, Reservation],
-    ) -> _Profile | ResourceProfile:
-        profile = ResourceProfile(state) if state.extra_free else _Profile(state)
-        for held_by, held in reservations.items():
-            profile.hold(held, state.need[held_by])
-        return profile
+from dcx.scheduler.state import ReservingState
+from tests.conservative_oracle import PlainConservative
 
 
 @st.composite
@@ -108,7 +95,7 @@ def _run(problem: Problem, name: str, plain: bool) -> Schedule:
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(backfilling, "_pooled", lambda problem: False)
         if plain:
-            patched.setitem(backfilling.COMPONENTS, "CONSERVATIVE", PlainMachines)
+            patched.setitem(backfilling.COMPONENTS, "CONSERVATIVE", PlainConservative)
         return simulate(problem, parse_policy(name))
 
 

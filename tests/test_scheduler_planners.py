@@ -229,7 +229,7 @@ def cores_only(draw: st.DrawFn) -> Problem:
 def test_memory_that_binds_where_cores_do_changes_no_schedule(
         problem: Problem, policy_name: str) -> None:
     """The resource-aware paths (R4 on memory, EASY's extra memory, conservative's
-    ``ResourceProfile``) against the cores-only ones (machine by machine, not pooled):
+    ``MachineProfile`` with memory) against the cores-only ones (machine by machine, not pooled):
     memory proportional to cores must leave every start and every machine as they were."""
     policy = parse_policy(policy_name)
     with pytest.MonkeyPatch.context() as patched:

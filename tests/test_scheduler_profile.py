@@ -6,9 +6,10 @@ reservations, queried by one pass over its slices. Generated runs of reservation
 releases, moves and advances of the clock ask both the same questions (``earliest``,
 ``move_earlier``, ``room_before``) and compare the free cores they then give at every
 instant. ``sync`` (early finishes given back in place) is held to a profile built afresh
-after the finishes. Compression as a whole, and multi-core machines (still planned on
-``backfilling._Profile``), are held to the plain re-planning reference end to end in
-``test_scheduler_conservative_reference.py`` and ``test_scheduler_backfilling_differential.py``.
+after the finishes. Compression as a whole, and multi-core machines (planned on
+``machine_profile.MachineProfile``), are held to the plain re-planning reference end to end
+in ``test_scheduler_conservative_reference.py`` and
+``test_scheduler_backfilling_differential.py``.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@ scheduling machines: whole nodes on unlike machines, memory, GPUs or named resou
 filters, machines that change state): per slice of time, the free cores and the free units
 of every other scheduled resource of every machine, as one NumPy array.
 
-It answers what the plain profiles answer (``_Profile`` in ``conservative.py`` for cores,
-``ResourceProfile`` in ``conservative_profile.py`` for more; the planner's differential
-tests hold it to them on generated workloads), with the same rules:
+It answers what the plain profiles answer (``PlainProfile`` for cores, ``ResourceProfile`` for
+more, in ``tests/conservative_oracle.py``; the planner's differential tests hold it to them
+on generated workloads), with the same rules:
 
 * a reservation fits a machine when, in every slice of its window, the machine has the
   task's cores free and every unit of every other resource it asks for;
@@ -355,10 +355,6 @@ class MachineProfile:
         self.hold(found, state.need[task])
         return found
 
-    def room_before(self, moment: float, cores: int) -> bool:
-        """Always: R5 may pick other machines at the same start once a slot was left."""
-        return True
-
 
 def _window_fits(view: Any, vector: Any, times: Any, lengths: list[float]) -> Any:
     """Per slice and machine of ``view`` (slices x resources x machines), whether a window
@@ -436,3 +432,40 @@ def compress_first_fit(profile: MachineProfile, state: ReservingState,
                 earlier = earlier or found.start_s < held.start_s
         if not earlier:
             return
+
+
+def compress_in_passes(profile: MachineProfile, state: ReservingState,
+                       reservations: dict[int, Reservation], waiting: list[int],
+                       select: MachineSelection,
+                       moved: Callable[[int, Reservation], None]) -> None:
+    """Compression under any selection: the ``waiting`` tasks (queue order) re-inserted at
+    their earliest fits, passes until none moves earlier. A task that moves frees its old
+    slot, where a task ahead of it in the queue may now fit earlier, so a later pass looks
+    again, but only at the tasks with a slot given up before their end since they were
+    placed (nothing else could have made room for them; R5 may pick other machines at the
+    same start once a slot there was left). ``moved(task, reservation)`` is told of each
+    change after ``reservations`` has it."""
+    # vacated[p]: the earliest start a task behind position p gave up in the last pass
+    vacated = [-_INF] * (len(waiting) + 1)
+    while True:
+        moves: list[tuple[int, float]] = []  # (position, the start of the slot it left)
+        earlier = False
+        given_up = _INF  # the earliest start of a slot left so far in this pass
+        for position, task in enumerate(waiting):
+            held = reservations[task]
+            if min(vacated[position + 1], given_up) >= held.end_s:
+                continue  # no slot left before its end since it was placed
+            found = profile.move_earlier(state, task, held, select)
+            if found is not None and found != held:
+                reservations[task] = found  # earlier, or on other machines
+                moved(task, found)
+                moves.append((position, held.start_s))
+                given_up = min(given_up, held.start_s)
+                earlier = earlier or found.start_s < held.start_s
+        if not earlier:
+            return
+        vacated = [_INF] * (len(waiting) + 1)
+        for position, start in moves:
+            vacated[position] = start
+        for position in range(len(waiting) - 1, -1, -1):
+            vacated[position] = min(vacated[position], vacated[position + 1])

@@ -18,17 +18,20 @@ until none moves. Why most tasks need no look:
   the window's slices only lost cores (to the moved tasks' new slots), so when it was made
   the window already fitted: the task's cores were free on every slice of the window before
   its reservation, and the window crossed the hole before the reservation's start. So the
-  task could use that hole *as the profile was when the hole was made* (``_Hole.may_admit``).
+  task could use that hole *as the profile was when the hole was made*: a stretch with its
+  cores free takes in a slice of the hole before its start and either runs on to its start
+  (its own slot then holds it) or is at least its length long (``_Hole.runs``).
 
-Each hole is therefore asked, when it is made, which tasks it could let move
-(``_Hole.may_admit``), and only those are looked at: the ones behind the task that left it
+Each hole is therefore asked, when it is made, which tasks it could let move, and only
+those are looked at: the ones behind the task that left it
 in this pass, the ones ahead of it in the next pass (as the plain passes would reach them),
 in queue order. A task waiting to be looked at is not asked again; when it is, it searches
 only the starts the holes made since it was asked allow (after a hole's start less its
-length, before a hole's end). The tasks are found through a tree (``_Positions``) that keeps
-the narrowest width, the shortest length and the earliest and latest reservation start
-under each node, leaves in order of width and start, so a node none of whose tasks the
-hole could let move (too wide, too long, starting before it) is passed over whole. The
+length, before a hole's end). The tasks are found through a tree per width
+(``_Positions``, ``_Group``) that keeps the shortest length and the earliest and latest
+reservation start under each node, leaves in order of start: a hole looks only at the
+widths its most free cores can hold, each through that width's stretches, and passes over
+whole a node none of whose tasks those stretches admit (too long, starting before it). The
 passes end when no task is left to look at: the plain rule's last pass would move none.
 Short queues (under ``INDEX_FROM``) are cheaper to go through with the profile's own pass
 (``pooled_profile.compress``), which looks at every task but rules most out at once.
@@ -53,78 +56,150 @@ _NUMPY_FROM = 64
 """Tree leaves from which ``_Positions`` builds its trees with NumPy."""
 
 
-class _Positions:
-    """The waiting tasks' queue positions in a binary tree whose node keeps, of the tasks
-    under it, the narrowest width, the shortest length and the earliest and latest
-    reservation starts. The leaves are in order of width, then start, so that a node's
-    tasks are alike and its bounds tight (a task that moves keeps its leaf)."""
+class _Group:
+    """The waiting tasks of one width in a binary tree whose node keeps, of the tasks under
+    it, the shortest length and the earliest and latest reservation starts; the leaves in
+    order of start, so that a node's bounds are tight (a task that moves keeps its leaf).
+    The tree is made when a hole first looks at the width (none of its tasks has moved or
+    been nominated before that)."""
 
-    def __init__(self, widths: list[int], lengths: list[float], starts: list[float]) -> None:
-        count = len(widths)
+    def __init__(self, positions: list[int], lengths: list[float], starts: list[float],
+                 slot: int) -> None:
+        self.slot = slot
+        """Its place in the widths in order."""
+        self.positions = positions
+        """The position at each leaf, once the tree is made."""
+        self._lengths, self._starts = lengths, starts
+        self.top = max(starts[position] for position in positions)
+        """The latest start, until the tree is made."""
+        self.size = 0
+        self.leaf: dict[int, int] = {}
+        self.shortest: list[float] = []
+        self.earliest: list[float] = []
+        self.latest: list[float] = []
+
+    def made(self) -> _Group:
+        """The group with its tree made."""
+        if self.size:
+            return self
+        positions, lengths, starts = self.positions, self._lengths, self._starts
+        count = len(positions)
         size = 1
         while size < count:
             size *= 2
         self.size = size
-        self.positions = sorted(range(count), key=lambda position: (
-            widths[position], starts[position]))
-        """The position at each leaf."""
-        self.leaf = [0] * count
-        for leaf, position in enumerate(self.positions):
-            self.leaf[position] = leaf
-        ordered = self.positions
+        ordered = self.positions = sorted(positions, key=starts.__getitem__)
+        self.leaf = {position: leaf for leaf, position in enumerate(ordered)}
         low, high = [_INF] * (size - count), [-_INF] * (size - count)
-        self.narrowest = _tree([float(widths[p]) for p in ordered] + low, size, min)
         self.shortest = _tree([lengths[p] for p in ordered] + low, size, min)
         start_of = [starts[p] for p in ordered]
         self.earliest = _tree(start_of + low, size, min)
         self.latest = _tree(start_of + high, size, max)
+        return self
 
-    def hide(self, position: int) -> None:
-        """Leave the task at ``position`` out of ``find`` (it waits to be looked at)."""
-        self._set(self.leaf[position], _INF, _INF, _INF, -_INF)
-
-    def show(self, position: int, width: int, length: float, start: float) -> None:
-        """Put the task at ``position`` back in ``find``, reserved from ``start``."""
-        self._set(self.leaf[position], width, length, start, start)
-
-    def _set(self, leaf: int, width: float, length: float, earliest_start: float,
-             latest_start: float) -> None:
-        narrowest, shortest = self.narrowest, self.shortest
-        earliest, latest = self.earliest, self.latest
+    def set(self, leaf: int, length: float, earliest_start: float,
+            latest_start: float) -> None:
+        shortest, earliest, latest = self.shortest, self.earliest, self.latest
         node = self.size + leaf
-        narrowest[node], shortest[node] = width, length
-        earliest[node], latest[node] = earliest_start, latest_start
+        shortest[node], earliest[node], latest[node] = length, earliest_start, latest_start
         node //= 2
         while node:
             left, right = 2 * node, 2 * node + 1
-            narrowest[node] = min(narrowest[left], narrowest[right])
-            shortest[node] = min(shortest[left], shortest[right])
-            earliest[node] = min(earliest[left], earliest[right])
-            latest[node] = max(latest[left], latest[right])
+            bounds = (min(shortest[left], shortest[right]),
+                      min(earliest[left], earliest[right]),
+                      max(latest[left], latest[right]))
+            if bounds == (shortest[node], earliest[node], latest[node]):
+                return  # the nodes above keep their bounds too
+            shortest[node], earliest[node], latest[node] = bounds
             node //= 2
 
-    def find(self, hole: _Hole) -> list[int]:
-        """The positions whose task ``hole.may_admit`` accepts. None under a
-        node whose narrowest task is wider than the hole's most free cores, whose tasks
-        all start by the hole's start, or whose narrowest width's stretches admit none of
-        its lengths and starts (a wider task's stretch lies inside one of them)."""
-        narrowest, shortest, size = self.narrowest, self.shortest, self.size
-        earliest, latest, ordered = self.earliest, self.latest, self.positions
-        widest, after = hole.most, hole.begin
-        found: list[int] = []
+    def find(self, runs: list[tuple[float, float, float]], after: float,
+             found: list[int]) -> None:
+        """Add to ``found`` the positions of the tasks reserved after ``after`` that one of
+        ``runs`` (their width's, ``_Hole.runs``) admits: it takes in a slice of the hole
+        before the task's start and either reaches that start or is the task's length
+        long. A node is passed over when its tasks all start by ``after`` or no run admits
+        its bounds (the latest start, the earliest start, the shortest length)."""
+        shortest, earliest, latest = self.shortest, self.earliest, self.latest
+        size, ordered = self.size, self.positions
         stack = [1]
         pop, push = stack.pop, stack.append
+        if len(runs) == 1:  # the usual case, the same test without the loop
+            (entered, begin, end), = runs
+            stretch = end - begin
+            while stack:
+                node = pop()
+                if entered >= latest[node] or (
+                        end < earliest[node] and stretch < shortest[node]):
+                    continue
+                if node >= size:
+                    found.append(ordered[node - size])
+                    continue
+                push(2 * node + 1)
+                push(2 * node)
+            return
         while stack:
             node = pop()
-            cores = narrowest[node]
-            if cores > widest or latest[node] <= after or not hole.may_admit(
-                    int(cores), shortest[node], earliest[node], latest[node]):
+            last = latest[node]
+            if last <= after:
+                continue
+            first, short = earliest[node], shortest[node]
+            for entered, begin, end in runs:
+                if entered < last and (end >= first or end - begin >= short):
+                    break
+            else:
                 continue
             if node >= size:
                 found.append(ordered[node - size])
                 continue
             push(2 * node + 1)
             push(2 * node)
+
+
+class _Positions:
+    """The waiting tasks' queue positions, a tree (``_Group``) per width, so that a hole
+    looks only at the widths its most free cores can hold, each through its own
+    stretches."""
+
+    def __init__(self, widths: list[int], lengths: list[float], starts: list[float]) -> None:
+        by_width: dict[int, list[int]] = {}
+        for position, width in enumerate(widths):
+            by_width.setdefault(width, []).append(position)
+        self.widths = sorted(by_width)
+        self.groups = {width: _Group(by_width[width], lengths, starts, slot)
+                       for slot, width in enumerate(self.widths)}
+        self.group_of = [self.groups[width] for width in widths]
+        self.tops = [self.groups[width].top for width in self.widths]
+        """Per width (in order), the latest start of a task not waiting to be looked at."""
+
+    def latest(self) -> float:
+        """The latest reservation start of a task not waiting to be looked at."""
+        return max(self.tops)
+
+    def hide(self, position: int) -> None:
+        """Leave the task at ``position`` out of ``find`` (it waits to be looked at; a
+        hole found it, so its group's tree is made)."""
+        self._set(position, _INF, _INF, -_INF)
+
+    def show(self, position: int, length: float, start: float) -> None:
+        """Put the task at ``position`` back in ``find``, reserved from ``start``."""
+        self._set(position, length, start, start)
+
+    def _set(self, position: int, length: float, earliest: float, latest: float) -> None:
+        group = self.group_of[position]
+        group.set(group.leaf[position], length, earliest, latest)
+        self.tops[group.slot] = group.latest[1]
+
+    def find(self, hole: _Hole) -> list[int]:
+        """The positions of the tasks ``hole`` could let move (``_Group.find``): none wider
+        than the hole's most free cores, none that starts by the hole's start."""
+        widest, after, groups = hole.most, hole.begin, self.groups
+        found: list[int] = []
+        for width, top in zip(self.widths, self.tops, strict=True):
+            if width > widest:
+                break
+            if top > after:
+                groups[width].made().find(hole.runs(width), after, found)
         return found
 
 
@@ -157,10 +232,15 @@ class _Hole:
     was around it."""
 
     def __init__(self, profile: PooledProfile, begin: float, end: float,
-                 horizon: float) -> None:
+                 positions: _Positions, longest: float) -> None:
         self.profile, self.begin, self.end = profile, begin, end
-        self.horizon = horizon
-        """The latest reservation start: a stretch reaching it reaches every task's."""
+        self.positions = positions
+        self.horizon: float | None = None
+        """The latest reservation start of a task not waiting to be looked at, when the
+        hole was made: a stretch reaching it reaches every such task's (``None``: not
+        asked yet, the tasks are as they were when the hole was made)."""
+        self.longest = longest
+        """The longest waiting task: a stretch that long is long enough for every one."""
         times, free = profile.times, profile.free
         self.first = max(bisect.bisect_right(times, begin) - 1, 0)
         self.stop = bisect.bisect_left(times, end)
@@ -170,43 +250,66 @@ class _Hole:
 
     def runs(self, cores: int) -> list[tuple[float, float, float]]:
         """Each stretch with ``cores`` free on every slice that takes in a slice of the hole
-        with them free, as ``(the first instant of the hole in it, its start, its end)``."""
+        with them free, as ``(the first instant of the hole in it, its start, its end)``;
+        its start is looked for back only until the stretch is ``longest`` long (no task
+        needs more)."""
         found = self._runs.get(cores)
         if found is not None:
             return found
         times, free = self.profile.times, self.profile.free
         slices = len(times)
+        horizon = self.horizon
+        if horizon is None:
+            horizon = self.horizon = self.positions.latest()
         found = []
         index, stop = self.first, self.stop
         while index < stop:
             if free[index] < cores:
                 index += 1
                 continue
-            begin = index
-            while begin > 0 and free[begin - 1] >= cores:
-                begin -= 1
             end = index + 1
-            horizon = self.horizon
             while end < slices and free[end] >= cores and times[end] < horizon:
                 end += 1
-            found.append((max(times[index], self.begin), times[begin],
-                          times[end] if end < slices else _INF))
+            until = times[end] if end < slices else _INF
+            longest = self.longest
+            begin = index
+            while begin > 0 and until - times[begin] < longest and free[begin - 1] >= cores:
+                begin -= 1
+            found.append((max(times[index], self.begin), times[begin], until))
             index = end
         self._runs[cores] = found
         return found
 
-    def may_admit(self, cores: int, shortest: float, earliest: float, latest: float,
-                  ) -> bool:
-        """Whether a task of ``cores``, at least ``shortest`` long and reserved from
-        ``earliest`` to ``latest``, could have moved earlier into a window crossing the
-        hole, the profile as it was when the hole was made: a stretch with its cores free
-        that takes in a slice of the hole before its start and either runs on to its start
-        (its own slot then holds it) or is at least its length long. Exact for one task
-        (``shortest``, ``earliest`` and ``latest`` its own)."""
-        for entered, begin, end in self.runs(cores):
-            if entered < latest and (end >= earliest or end - begin >= shortest):
-                return True
-        return False
+
+class _Hull:
+    """The holes made so far, for the hull ``[low, high)`` of those made since any one:
+    ``(count, begin)`` and ``(count, end)`` kept only while no later hole begins earlier
+    (ends later), so the first entry past a count is the earliest begin (latest end) of
+    every hole made since."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lowest: list[tuple[int, float]] = []
+        self._highest: list[tuple[int, float]] = []
+
+    def add(self, begin: float, end: float) -> int:
+        """The hole ``[begin, end)`` made: its number."""
+        made = self.count
+        self.count += 1
+        lowest, highest = self._lowest, self._highest
+        while lowest and lowest[-1][1] >= begin:
+            lowest.pop()
+        lowest.append((made, begin))
+        while highest and highest[-1][1] <= end:
+            highest.pop()
+        highest.append((made, end))
+        return made
+
+    def since(self, made: int) -> tuple[float, float]:
+        """The earliest begin and the latest end of the holes from number ``made`` on."""
+        lowest, highest = self._lowest, self._highest
+        return (lowest[bisect.bisect_left(lowest, (made, -_INF))][1],
+                highest[bisect.bisect_left(highest, (made, -_INF))][1])
 
 
 def compress(profile: PooledProfile, state: ReservingState,
@@ -225,7 +328,7 @@ def compress(profile: PooledProfile, state: ReservingState,
     lengths = [duration(task, 0) for task in waiting]
     widths = [need[task] for task in waiting]
     positions = _Positions(widths, lengths, [reservations[task].start_s for task in waiting])
-    holes: list[_Hole] = []
+    holes = _Hull()
     # the positions to look at, each with the first hole that let it since it was last
     # looked at: in this pass (by position, behind the one looked at) and in the next
     waiting_since: dict[int, int] = {}
@@ -235,8 +338,7 @@ def compress(profile: PooledProfile, state: ReservingState,
     def nominate(hole: _Hole, left_by: int) -> None:
         """The tasks ``hole`` could let move (those not already waiting to be looked at):
         behind ``left_by`` in this pass, ahead of it in the next one."""
-        made = len(holes)
-        holes.append(hole)
+        made = holes.add(hole.begin, hole.end)
         for position in positions.find(hole):
             if position == left_by:
                 continue
@@ -247,25 +349,24 @@ def compress(profile: PooledProfile, state: ReservingState,
             else:
                 next_pass.append(position)
 
-    nominate(_Hole(profile, state.now, freed_until, positions.latest[1]), -1)
+    longest = max(lengths)
+    nominate(_Hole(profile, state.now, freed_until, positions, longest), -1)
     while this_pass or next_pass:
         if not this_pass:
             this_pass, next_pass = sorted(next_pass), []  # a heap, in order
         position = heapq.heappop(this_pass)
-        since = holes[waiting_since.pop(position):]
-        # a window it could move to crosses one of these holes
-        low = min(hole.begin for hole in since)
-        high = max(hole.end for hole in since)
+        # a window it could move to crosses one of the holes made since it was nominated
+        low, high = holes.since(waiting_since.pop(position))
         task = waiting[position]
         held = reservations[task]
         found = profile.move_earlier(state, task, held, None,
                                      after=low - lengths[position], before=high)
         if found is None:
-            positions.show(position, widths[position], lengths[position], held.start_s)
+            positions.show(position, lengths[position], held.start_s)
             continue
         reservations[task] = found
         moved(task, found)
-        positions.show(position, widths[position], lengths[position], found.start_s)
+        positions.show(position, lengths[position], found.start_s)
         # where the new slot overlaps the old one, no cores were given back
         nominate(_Hole(profile, max(held.start_s, found.end_s), held.end_s,
-                       positions.latest[1]), position)
+                       positions, longest), position)

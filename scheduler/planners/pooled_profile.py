@@ -248,11 +248,20 @@ class PooledProfile:
         # every slice a window starting before ``stop`` can cover
         last = bisect.bisect_left(times_list, times_list[stop - 1] + length)
         arrays = self._arrays
-        if arrays is None:
+        if arrays is not None:
+            times, free = arrays[0][first:last], arrays[1][first:last]
+        elif 2 * (last - first) < len(times_list):
+            # a short stretch of a profile that is about to change: only it as arrays
+            times = np.array(times_list[first:last], dtype=np.float64)
+            free = np.array(self.free[first:last], dtype=np.int64)
+        else:
             arrays = self._arrays = (np.array(times_list, dtype=np.float64),
                                      np.array(self.free, dtype=np.int64))
-        times, free = arrays[0][first:last], arrays[1][first:last]
-        usable = free + np.where(times >= boosted_from, cores, 0) >= cores
+            times, free = arrays[0][first:last], arrays[1][first:last]
+        usable = free >= cores
+        # from the task's own slot on its cores are free: a window starting before the
+        # slot ends inside it
+        usable[bisect.bisect_left(times_list, boosted_from, first, last) - first:] = True
         starts = np.flatnonzero(usable[:stop - first])
         if not starts.size:
             return None
