@@ -209,7 +209,12 @@ class _PoolMachines:
     def give_back(self, task: int, machines: tuple[int, ...]) -> None:
         if not self.anywhere or self.single_cores:
             idle = self.idle
-            if len(machines) > 8:
+            if not machines:
+                return
+            at = bisect.bisect_left(idle, machines[0])
+            if at == len(idle) or idle[at] > machines[-1]:
+                idle[at:at] = machines  # all in one gap between idle machines (most are)
+            elif len(machines) > 8:
                 idle.extend(machines)
                 idle.sort()  # two sorted runs: merged in one pass
             else:
@@ -238,6 +243,9 @@ class QueuePlanner:
         count = len(tasks)
         select = MACHINE_SELECTIONS[policy.machine_selection]
         self.component: Component = COMPONENTS[policy.backfilling](select)
+        self.wakes_up: bool = getattr(self.component, "wakes_up", True)
+        """Whether the component may want a cycle of its own (a conservative reservation
+        coming due); the loop asks ``next_wakeup`` only then."""
         requested, run_for = tasks.requested_s, model.run_for(tasks)
         # R2/R3 allow tasks some machines only, so the machines are no longer interchangeable
         allowed = combine(static_filters(policy, problem))

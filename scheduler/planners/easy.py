@@ -4,12 +4,20 @@ reservation at its shadow time, and a later task starts now only if it does not 
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from dcx.scheduler.packing import spread
-from dcx.scheduler.planners.strict import Key, dequeue, negated, place, start_from_front, take_from
+from dcx.scheduler.planners.strict import (
+    Key,
+    dequeue,
+    negated,
+    place,
+    start_from_front,
+    take_from,
+)
 from dcx.scheduler.policies import MachineSelection
 from dcx.scheduler.problem import CORE_UNITS
 from dcx.scheduler.state import Reservation, ReservingState
@@ -27,8 +35,83 @@ class _Shadow:
     beyond what the head takes: rule (b) counts it like the extra cores."""
 
 
+class _QueueCodes:
+    """A byte per entry of a one-pool queue, in queue order, that sums up the task's width
+    and requested time: the bucket of each (``_WIDTHS``, ``_LENGTHS``), 4 bits each. The
+    scan behind the head picks in C (``bytes.translate`` to a mark per entry, then
+    ``find``) the entries whose buckets may meet a rule, rather than going
+    through the whole queue in Python: it is long when the pool is busy, and most of its
+    tasks are too wide for the cores free, or too long for the shadow and too wide for
+    the extra cores. Buckets round up, so each entry picked is still checked exactly."""
+
+    def __init__(self) -> None:
+        self.codes = bytearray()
+        self.tables: dict[tuple[int, int, int], bytes] = {}
+
+    def add(self, queue: list[tuple[Key, int]], entries: list[tuple[Key, int]],
+            need: list[int], expected: list[float]) -> None:
+        """``entries``, just put into the sorted ``queue``, get their bytes."""
+        if not entries:
+            return
+        codes = self.codes
+        if len(entries) == 1 and queue[-1] is entries[0]:  # one arrival, at the end (FCFS)
+            task = entries[0][1]
+            codes.append(_code(need[task], expected[task]))
+            return
+        for entry in sorted(entries):
+            task = entry[1]
+            codes.insert(bisect.bisect_left(queue, entry), _code(need[task], expected[task]))
+
+    def drop_front(self, count: int) -> None:
+        del self.codes[:count]
+
+    def drop(self, queue: list[tuple[Key, int]], positions: list[int]) -> None:
+        """The entries at ``positions`` (ascending) leave the queue."""
+        codes = self.codes
+        for position in reversed(positions):
+            del queue[position]
+            del codes[position]
+
+    def may_start(self, free: int, within_s: float, spare: int) -> Iterator[int]:
+        """Positions of the entries behind the head, in queue order, that may fit
+        ``free`` cores and either end within ``within_s`` or fit ``spare`` cores."""
+        key = (bisect.bisect_left(_WIDTHS, free), bisect.bisect_left(_LENGTHS, within_s),
+               bisect.bisect_left(_WIDTHS, spare) if spare > 0 else -1)
+        table = self.tables.get(key)
+        if table is None:
+            table = self.tables[key] = _table(*key)
+        marks = self.codes.translate(table)
+        position = marks.find(1, 1)  # behind the head
+        while position >= 0:
+            yield position
+            position = marks.find(1, position + 1)
+
+
+_WIDTHS = [cores * CORE_UNITS for cores in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256,
+                                            512, 1024)] + [_INF]
+"""Upper bounds of the width buckets (core units), the last one open."""
+_LENGTHS = [2.0 ** (1.5 * step) for step in range(15)] + [_INF]
+"""Upper bounds of the requested-time buckets (seconds, 1 s to 2^21 s), the last one
+open."""
+
+
+def _code(need: int, expected_s: float) -> int:
+    """An entry's byte: its width's bucket, then its requested time's."""
+    return bisect.bisect_left(_WIDTHS, need) << 4 | bisect.bisect_left(_LENGTHS, expected_s)
+
+
+def _table(free: int, within: int, spare: int) -> bytes:
+    """The ``bytes.translate`` table marking the bytes whose buckets may meet a rule, given
+    the buckets of the free cores, of the time to the shadow and of the spare cores."""
+    return bytes(1 if code >> 4 <= free and (code & 15 <= within or code >> 4 <= spare)
+                 else 0 for code in range(256))
+
+
 class EasyBackfilling:
     """The head holds a reservation; later tasks start only if they do not delay it."""
+
+    wakes_up = False
+    """Nothing waits for a time of its own (``next_wakeup`` is always ``inf``)."""
 
     shadow: _Shadow | None
     expected_on_one: list[float] | None
@@ -38,26 +121,33 @@ class EasyBackfilling:
         self.select = select
         self.shadow = None
         self.expected_on_one = None
+        self.codes = _QueueCodes()
+        """The queue's codes, kept on one scheduling machine (``state.one_pool``)."""
 
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         queue = state.queue
+        single = state.one_pool
+        if single:
+            self.codes.add(queue, state.enqueued, state.need, self._expected_on_one(state))
         head_before = self.shadow.head if self.shadow else None
         waiting = len(queue)
         start_from_front(state, self.select)
         # a task the order put ahead of the head (SJF) that started takes cores the
         # head's shadow counted on: take the shadow again
         started_from_front = len(queue) != waiting
+        if single and started_from_front:
+            self.codes.drop_front(waiting - len(queue))
         if not queue:
             self.shadow = None
             return
         head = queue[0][1]
         if head_before is not None and head != head_before:
             state.reservations.pop(head_before, None)  # overtaken (SJF): no longer the head
-        single = state.one_pool
+        behind: list[tuple[Key, int]] | None
         if replan or freed or started_from_front or self.shadow is None or head != head_before:
             self.shadow = (self._reserve_on_one(state, head) if single
                            else self._reserve(state, head))
-            behind = queue[1:]
+            behind = None  # the whole queue behind the head
         elif arrived:
             # Nothing finished and the head is the same: since the last pass the free
             # cores have not grown, nor the extra, and the clock is later. Every task
@@ -71,7 +161,7 @@ class EasyBackfilling:
         if single:
             self._backfill_on_one(state, self.shadow, behind)
         else:
-            self._backfill(state, self.shadow, behind)
+            self._backfill(state, self.shadow, queue[1:] if behind is None else behind)
 
     # One scheduling machine (a pooled cluster): the same rules on plain numbers, since the
     # scan over the queue is what a large trace spends its time on.
@@ -96,38 +186,55 @@ class EasyBackfilling:
         return _Shadow(head, moment, [projected - wanted])
 
     def _backfill_on_one(self, state: ReservingState, shadow: _Shadow,
-                         behind: list[tuple[Key, int]]) -> None:
-        """Start the tasks of ``behind`` (queue entries, in queue order) that meet a rule."""
+                         behind: list[tuple[Key, int]] | None) -> None:
+        """Start the tasks behind the head (or of ``behind``, queue entries in queue order)
+        that meet a rule."""
         if not state.usable[0]:
             return
         free = state.free[0]
         if free <= 0:
             return
-        expected = self.expected_on_one
-        if expected is None:
-            duration = state.expected_duration
-            expected = self.expected_on_one = [
-                duration(task, 0) for task in range(len(state.need))]
+        expected = self._expected_on_one(state)
         need = state.need
         now, limit = state.now, shadow.time_s
         extra = shadow.extra[0]
-        started: list[tuple[Key, int]] = []
-        for entry in behind:
-            width = need[entry[1]]
+        queue = state.queue
+        positions: Iterable[int]
+        if behind is None:
+            # float sums: a task ending by the shadow may look a hair longer than this
+            within = (limit - now) * (1 + 1e-9) + 1e-9 * abs(now) + 1e-9
+            positions = self.codes.may_start(free, within, min(free, extra))
+        elif queue[len(queue) - len(behind):] == behind:
+            positions = range(len(queue) - len(behind), len(queue))  # at the end (FCFS)
+        else:
+            positions = [bisect.bisect_left(queue, entry) for entry in behind]
+        started: list[int] = []
+        for position in positions:
+            task = queue[position][1]
+            width = need[task]
             if width > free:
                 continue
-            task = entry[1]
             if now + expected[task] > limit:
                 if width > extra:
                     continue
                 extra -= width
             state.start(task, (0,))
-            started.append(entry)
+            started.append(position)
             free -= width
             if free <= 0:
                 break
         shadow.extra[0] = extra
-        dequeue(state.queue, started)
+        if started:
+            self.codes.drop(queue, started)
+
+    def _expected_on_one(self, state: ReservingState) -> list[float]:
+        """Each task's requested time on the one scheduling machine, made at first use."""
+        expected = self.expected_on_one
+        if expected is None:
+            duration = state.expected_duration
+            expected = self.expected_on_one = [
+                duration(task, 0) for task in range(len(state.need))]
+        return expected
 
     def on_machines_changed(self) -> None:
         """The shadow is recomputed at the next pass (the event loop says ``replan``)."""
