@@ -5,6 +5,7 @@ reservation at its shadow time, and a later task starts now only if it does not 
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,75 +37,105 @@ class _Shadow:
 
 
 class _QueueCodes:
-    """A byte per entry of a one-pool queue, in queue order, that sums up the task's width
-    and requested time: the bucket of each (``_WIDTHS``, ``_LENGTHS``), 4 bits each. The
-    scan behind the head picks in C (``bytes.translate`` to a mark per entry, then
-    ``find``) the entries whose buckets may meet a rule, rather than going
-    through the whole queue in Python: it is long when the pool is busy, and most of its
-    tasks are too wide for the cores free, or too long for the shadow and too wide for
-    the extra cores. Buckets round up, so each entry picked is still checked exactly."""
+    """Two bytes per entry of a one-pool queue, in queue order: the buckets of the task's
+    cores and of its requested time (``_WIDTHS``, ``_LENGTHS``). The scan
+    behind the head picks in C (``bytes.translate`` to a mark per entry, marks combined as
+    integers, then ``find``) the entries whose bytes may meet rule (a) or (b), rather than
+    going through the whole queue in Python: it is long when the pool is busy, and most of
+    its tasks are too wide for the cores free, or too long for the shadow and too wide for
+    the extra cores. Both buckets round up, so each entry picked is still checked
+    exactly."""
 
     def __init__(self) -> None:
-        self.codes = bytearray()
-        self.tables: dict[tuple[int, int, int], bytes] = {}
+        self.widths = bytearray()
+        self.lengths = bytearray()
+        self.left = (0, 0)
+        """The free and spare cores the scan in progress picks entries for."""
 
     def add(self, queue: list[tuple[Key, int]], entries: list[tuple[Key, int]],
             need: list[int], expected: list[float]) -> None:
         """``entries``, just put into the sorted ``queue``, get their bytes."""
-        if not entries:
-            return
-        codes = self.codes
+        widths, lengths = self.widths, self.lengths
         if len(entries) == 1 and queue[-1] is entries[0]:  # one arrival, at the end (FCFS)
             task = entries[0][1]
-            codes.append(_code(need[task], expected[task]))
+            widths.append(_width_code(need[task]))
+            lengths.append(bisect.bisect_left(_LENGTHS, expected[task]))
             return
         for entry in sorted(entries):
             task = entry[1]
-            codes.insert(bisect.bisect_left(queue, entry), _code(need[task], expected[task]))
+            position = bisect.bisect_left(queue, entry)
+            widths.insert(position, _width_code(need[task]))
+            lengths.insert(position, bisect.bisect_left(_LENGTHS, expected[task]))
 
     def drop_front(self, count: int) -> None:
-        del self.codes[:count]
+        del self.widths[:count]
+        del self.lengths[:count]
 
     def drop(self, queue: list[tuple[Key, int]], positions: list[int]) -> None:
         """The entries at ``positions`` (ascending) leave the queue."""
-        codes = self.codes
+        widths, lengths = self.widths, self.lengths
         for position in reversed(positions):
             del queue[position]
-            del codes[position]
+            del widths[position]
+            del lengths[position]
 
     def may_start(self, free: int, within_s: float, spare: int) -> Iterator[int]:
         """Positions of the entries behind the head, in queue order, that may fit
-        ``free`` cores and either end within ``within_s`` or fit ``spare`` cores."""
-        key = (bisect.bisect_left(_WIDTHS, free), bisect.bisect_left(_LENGTHS, within_s),
-               bisect.bisect_left(_WIDTHS, spare) if spare > 0 else -1)
-        table = self.tables.get(key)
-        if table is None:
-            table = self.tables[key] = _table(*key)
-        marks = self.codes.translate(table)
-        position = marks.find(1, 1)  # behind the head
+        ``free`` cores and either end within ``within_s`` or fit ``spare`` cores. The
+        caller sets ``left`` to the free and spare cores after each start: the entries
+        still ahead are then picked for those."""
+        self.left = (free, spare)
+        found = self._marks(free, within_s, spare)
+        position = found.find(1, 1)  # behind the head
         while position >= 0:
             yield position
-            position = marks.find(1, position + 1)
+            if self.left != (free, spare):
+                free, spare = self.left
+                found = self._marks(free, within_s, spare)
+            position = found.find(1, position + 1)
+
+    def _marks(self, free: int, within_s: float, spare: int) -> bytes:
+        """A 1 byte per entry that may fit ``free`` cores and either end within
+        ``within_s`` or fit ``spare`` cores, else 0."""
+        widths = self.widths
+        marks = _marks(widths, _width_code(free)) & (
+            int.from_bytes(self.lengths.translate(_length_table(
+                bisect.bisect_left(_LENGTHS, within_s))), "little")
+            | (_marks(widths, _width_code(spare)) if spare > 0 else 0))
+        return marks.to_bytes(len(widths), "little")
 
 
-_WIDTHS = [cores * CORE_UNITS for cores in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256,
-                                            512, 1024)] + [_INF]
-"""Upper bounds of the width buckets (core units), the last one open."""
-_LENGTHS = [2.0 ** (1.5 * step) for step in range(15)] + [_INF]
-"""Upper bounds of the requested-time buckets (seconds, 1 s to 2^21 s), the last one
-open."""
+_WIDTHS = ([cores * CORE_UNITS for cores in range(1, 129)]
+           + [math.ceil(128 * 2 ** (step / 32)) * CORE_UNITS for step in range(1, 127)]
+           + [_INF])
+"""Upper bounds of the width buckets (core units): every core count up to 128, then 2 %
+apart up to about 2,000 cores, the last one open."""
+_LENGTHS = [2.0 ** (step / 8) for step in range(255)] + [_INF]
+"""Upper bounds of the requested-time buckets (seconds, 1 s to about 2^32 s, 9 % apart),
+the last one open."""
 
 
-def _code(need: int, expected_s: float) -> int:
-    """An entry's byte: its width's bucket, then its requested time's."""
-    return bisect.bisect_left(_WIDTHS, need) << 4 | bisect.bisect_left(_LENGTHS, expected_s)
+def _width_code(cores: int) -> int:
+    """The bucket of ``cores`` (core units)."""
+    return bisect.bisect_left(_WIDTHS, cores)
 
 
-def _table(free: int, within: int, spare: int) -> bytes:
-    """The ``bytes.translate`` table marking the bytes whose buckets may meet a rule, given
-    the buckets of the free cores, of the time to the shadow and of the spare cores."""
-    return bytes(1 if code >> 4 <= free and (code & 15 <= within or code >> 4 <= spare)
-                 else 0 for code in range(256))
+@functools.cache
+def _width_table(limit: int) -> bytes:
+    """The ``bytes.translate`` table marking the width codes up to ``limit``."""
+    return bytes(1 if code <= limit else 0 for code in range(256))
+
+
+@functools.cache
+def _length_table(limit: int) -> bytes:
+    """The ``bytes.translate`` table marking the length buckets up to ``limit``."""
+    return bytes(1 if bucket <= limit else 0 for bucket in range(256))
+
+
+def _marks(widths: bytearray, limit: int) -> int:
+    """A 1 byte (as one integer, little-endian) per entry whose width bucket is at most
+    ``limit``, else 0."""
+    return int.from_bytes(widths.translate(_width_table(limit)), "little")
 
 
 class EasyBackfilling:
@@ -198,12 +229,12 @@ class EasyBackfilling:
         need = state.need
         now, limit = state.now, shadow.time_s
         extra = shadow.extra[0]
-        queue = state.queue
+        queue, codes = state.queue, self.codes
         positions: Iterable[int]
         if behind is None:
             # float sums: a task ending by the shadow may look a hair longer than this
             within = (limit - now) * (1 + 1e-9) + 1e-9 * abs(now) + 1e-9
-            positions = self.codes.may_start(free, within, min(free, extra))
+            positions = codes.may_start(free, within, min(free, extra))
         elif queue[len(queue) - len(behind):] == behind:
             positions = range(len(queue) - len(behind), len(queue))  # at the end (FCFS)
         else:
@@ -223,9 +254,10 @@ class EasyBackfilling:
             free -= width
             if free <= 0:
                 break
+            codes.left = (free, min(free, extra))
         shadow.extra[0] = extra
         if started:
-            self.codes.drop(queue, started)
+            codes.drop(queue, started)
 
     def _expected_on_one(self, state: ReservingState) -> list[float]:
         """Each task's requested time on the one scheduling machine, made at first use."""
