@@ -62,7 +62,10 @@ Shortcuts that change no schedule (``tests/test_scheduler_backfilling_differenti
 holds them to the plain rules): on one scheduling machine EASY walks to the shadow from
 whichever end of the running tasks passes fewer cores, and conservative keeps its profile
 as plain numbers and moves a reservation only when an earlier start fits; a pass after
-arrivals alone (nothing finished, the same head) has EASY look at the new tasks only.
+arrivals alone (nothing finished, the same head) has EASY look at the new tasks only; on one
+scheduling machine EASY's scan behind the head looks only at the tasks whose width and
+requested time, in buckets kept a byte each per queue entry, may meet a rule
+(``planners/easy.py``).
 """
 
 from __future__ import annotations

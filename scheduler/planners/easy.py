@@ -49,8 +49,6 @@ class _QueueCodes:
     def __init__(self) -> None:
         self.widths = bytearray()
         self.lengths = bytearray()
-        self.left = (0, 0)
-        """The free and spare cores the scan in progress picks entries for."""
 
     def add(self, queue: list[tuple[Key, int]], entries: list[tuple[Key, int]],
             need: list[int], expected: list[float]) -> None:
@@ -81,17 +79,11 @@ class _QueueCodes:
 
     def may_start(self, free: int, within_s: float, spare: int) -> Iterator[int]:
         """Positions of the entries behind the head, in queue order, that may fit
-        ``free`` cores and either end within ``within_s`` or fit ``spare`` cores. The
-        caller sets ``left`` to the free and spare cores after each start: the entries
-        still ahead are then picked for those."""
-        self.left = (free, spare)
+        ``free`` cores and either end within ``within_s`` or fit ``spare`` cores."""
         found = self._marks(free, within_s, spare)
         position = found.find(1, 1)  # behind the head
         while position >= 0:
             yield position
-            if self.left != (free, spare):
-                free, spare = self.left
-                found = self._marks(free, within_s, spare)
             position = found.find(1, position + 1)
 
     def _marks(self, free: int, within_s: float, spare: int) -> bytes:
@@ -254,7 +246,6 @@ class EasyBackfilling:
             free -= width
             if free <= 0:
                 break
-            codes.left = (free, min(free, extra))
         shadow.extra[0] = extra
         if started:
             codes.drop(queue, started)
