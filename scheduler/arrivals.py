@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dcx.scheduler.job_stages import JobGate
 from dcx.scheduler.problem import TaskTable
 
+_INF = float("inf")
+
 
 class Arrivals:
     """Arrivals in ``order`` at ``arrival_s`` (J2 through ``gate``), and dependencies."""
@@ -25,19 +27,17 @@ class Arrivals:
         self.arrived = arrived if arrived is not None else bytearray(len(tasks))
         """1 for a task that arrived and whose job J2 admitted: it waits for its parents
         only."""
+        self.next_s = arrival_s[order[0]] if order else _INF
+        """When the next task arrives (``inf`` when all have): asked at every cycle."""
 
     def next_time(self) -> float | None:
         """When the next task arrives, ``None`` when all have."""
-        if self.next < len(self.order):
-            return self.arrival_s[self.order[self.next]]
-        return None
+        return None if self.next_s == _INF else self.next_s
 
     def may_join(self, now: float) -> bool:
         """Whether ``joined(now)`` may give any task: one arrives by ``now``, or J2 holds
         some back (a finish may let them in)."""
-        position = self.next
-        return self.gate is not None or (
-            position < len(self.order) and self.arrival_s[self.order[position]] <= now)
+        return self.next_s <= now or self.gate is not None
 
     def joined(self, now: float) -> list[int]:
         """The tasks that join the queue by ``now``, in order: those arriving (unless J2
@@ -52,6 +52,7 @@ class Arrivals:
             if gate is None or not gate.hold(task):
                 joined.append(task)
         self.next = position
+        self.next_s = arrival_s[order[position]] if position < count else _INF
         if gate is not None:
             joined.extend(gate.admit_waiting())
         arrived = self.arrived

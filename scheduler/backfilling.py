@@ -62,7 +62,10 @@ Shortcuts that change no schedule (``tests/test_scheduler_backfilling_differenti
 holds them to the plain rules): on one scheduling machine EASY walks to the shadow from
 whichever end of the running tasks passes fewer cores, and conservative keeps its profile
 as plain numbers and moves a reservation only when an earlier start fits; a pass after
-arrivals alone (nothing finished, the same head) has EASY look at the new tasks only.
+arrivals alone (nothing finished, the same head) has EASY look at the new tasks only; on one
+scheduling machine EASY's scan behind the head looks only at the tasks whose width and
+requested time, in buckets kept a byte each per queue entry, may meet a rule
+(``planners/easy.py``).
 """
 
 from __future__ import annotations
@@ -209,7 +212,12 @@ class _PoolMachines:
     def give_back(self, task: int, machines: tuple[int, ...]) -> None:
         if not self.anywhere or self.single_cores:
             idle = self.idle
-            if len(machines) > 8:
+            if not machines:
+                return
+            at = bisect.bisect_left(idle, machines[0])
+            if at == len(idle) or idle[at] > machines[-1]:
+                idle[at:at] = machines  # all in one gap between idle machines (most are)
+            elif len(machines) > 8:
                 idle.extend(machines)
                 idle.sort()  # two sorted runs: merged in one pass
             else:
@@ -238,6 +246,9 @@ class QueuePlanner:
         count = len(tasks)
         select = MACHINE_SELECTIONS[policy.machine_selection]
         self.component: Component = COMPONENTS[policy.backfilling](select)
+        self.wakes_up: bool = getattr(self.component, "wakes_up", True)
+        """Whether the component may want a cycle of its own (a conservative reservation
+        coming due); the loop asks ``next_wakeup`` only then."""
         requested, run_for = tasks.requested_s, model.run_for(tasks)
         # R2/R3 allow tasks some machines only, so the machines are no longer interchangeable
         allowed = combine(static_filters(policy, problem))

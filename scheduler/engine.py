@@ -111,8 +111,8 @@ def arrival_order(problem: Problem, by_id: bool) -> list[int]:
     (``by_id``) or file order."""
     tasks = problem.tasks
     release_s = tasks.release_s
-    if not by_id:
-        return sorted(range(len(tasks)), key=lambda task: (release_s[task], task))
+    if not by_id:  # a stable sort keeps file order among equal release times
+        return sorted(range(len(tasks)), key=release_s.__getitem__)
     job_keys = _id_keys(problem.job_ids)
     keys = sorted(zip(release_s, map(job_keys.__getitem__, tasks.job), _id_keys(tasks.ids),
                       range(len(tasks)), strict=True))
@@ -169,6 +169,11 @@ class Planner(Protocol):
         finished; ``replan``: a task ended before its expected end or a machine changed,
         so plans made on expected ends are stale."""
 
+    @property
+    def wakes_up(self) -> bool:
+        """Whether ``next_wakeup`` may ever say anything but ``inf`` (the loop asks it at
+        every cycle otherwise)."""
+
     def next_wakeup(self) -> float:
         """When the planner wants a cycle though nothing else happens (``inf``: never)."""
 
@@ -199,6 +204,8 @@ class EventLoop:
         gate = JobGate(planner.admit, tasks) if planner.admit is not None else None
         self.arrivals = Arrivals(tasks, arrival_order(problem, model.ordered_by_id),
                                  self.state.arrival_s, gate)
+        self.wakes_up = planner.wakes_up
+        self.sees_at_once = model.sees_at_once
 
     def run(self) -> Schedule:
         state, planner, timer = self.state, self.planner, self.planner.timer
@@ -225,7 +232,7 @@ class EventLoop:
             if state.started:
                 self.record_starts(now)
             upcoming = self.next_time()
-            now = None if upcoming is None else max(upcoming, now)
+            now = None if upcoming is None else upcoming if upcoming >= now else now
         return self.schedule()
 
     def first_time(self) -> float | None:
@@ -240,11 +247,12 @@ class EventLoop:
     def next_time(self) -> float | None:
         """The next cycle in which anything can change: a finish seen, an arrival, a
         machine state change or the planner's wake-up."""
-        upcoming = self.planner.next_wakeup()
-        if self.finishes and self.finishes[0][0] < upcoming:
-            upcoming = self.finishes[0][0]
-        arrival = self.arrivals.next_time()
-        if arrival is not None and arrival < upcoming:
+        upcoming = self.planner.next_wakeup() if self.wakes_up else _INF
+        finishes = self.finishes
+        if finishes and finishes[0][0] < upcoming:
+            upcoming = finishes[0][0]
+        arrival = self.arrivals.next_s
+        if arrival < upcoming:
             upcoming = arrival
         changes = self.problem.state_changes
         if self.next_change < len(changes):
@@ -333,10 +341,14 @@ class EventLoop:
         finish_s, finishes = state.finish_s, self.finishes
         align, earliest = self.model.align, now + self.model.visible_after_placement
         heappush = heapq.heappush
+        at_once = self.sees_at_once
         for task in state.started:
             if first_start[task] != first_start[task]:  # NaN: first attempt
                 first_start[task] = now
             end = finish_s[task]
+            if at_once:
+                heappush(finishes, (end, end, task, attempts[task]))
+                continue
             seen = align(end)
             if seen < earliest:
                 seen = earliest

@@ -15,7 +15,7 @@ from pathlib import Path
 from dcx.converters.convert import read_any
 from dcx.core.codes import Code
 from dcx.core.diagnostics import Diagnostic, error, warning
-from dcx.core.limits import LIMITS
+from dcx.core.limits import LIMITS, paused_gc
 from dcx.core.model import (
     Datacenter,
     Document,
@@ -135,6 +135,13 @@ def load_problem(
 ) -> Loaded:
     """Read both files and compile them. The environment may come from the workload file
     itself (a Haizea LWF carries its site) when ``environment_path`` is ``None``."""
+    with paused_gc():  # a million-task trace builds millions of objects and no cycles
+        return _load_problem(workload_path, environment_path, workload_format,
+                             environment_format)
+
+
+def _load_problem(workload_path: Path, environment_path: Path | None,
+                  workload_format: str | None, environment_format: str | None) -> Loaded:
     diagnostics: list[Diagnostic] = []
     workload_name, workload_doc, found, source_map = read_located(workload_path, workload_format)
     diagnostics.extend(found)

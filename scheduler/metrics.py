@@ -223,6 +223,8 @@ def _static_critical_paths(problem: Problem, fastest_mhz: float | None) -> list[
     tasks = problem.tasks
     duration = time_model("event").duration
     own = [duration(runtime, fastest_mhz) for runtime in tasks.runtime_s]
+    if not any(tasks.parents):
+        return own  # no dependencies: each task is its own chain
     pending = [len(parents) for parents in tasks.parents]
     longest = own[:]
     frontier = [task for task, count in enumerate(pending) if count == 0]
@@ -240,6 +242,8 @@ def _static_critical_paths(problem: Problem, fastest_mhz: float | None) -> list[
 def deadline_misses(problem: Problem, schedule: Schedule) -> list[bool | None]:
     """Per task: missed its deadline (``None`` without one); see the module docstring."""
     tasks = problem.tasks
+    if np.isnan(np.array(tasks.deadline_s, dtype=np.float64)).all():
+        return [None] * len(tasks)  # most workloads have no deadline
     missed: list[bool | None] = []
     for task, deadline in enumerate(tasks.deadline_s):
         if deadline != deadline:  # NaN: no deadline
@@ -321,7 +325,7 @@ def _job_columns(problem: Problem, schedule: Schedule, spans: _JobSpans,
     tasks = problem.tasks
     job_count = len(problem.job_ids)
     missed_per_job: list[int | None] = [None] * job_count
-    for task, flag in enumerate(missed):
+    for task, flag in enumerate(missed if missed.count(None) != len(missed) else ()):
         if flag is not None:
             job = tasks.job[task]
             missed_per_job[job] = (missed_per_job[job] or 0) + flag
@@ -376,18 +380,20 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
     arrivals, finishes = schedule.arrival_s, schedule.finish_s
     missed = deadline_misses(problem, schedule)
     job_columns = _job_columns(problem, schedule, spans, missed)
-    finished = [value for value in turnaround if not math.isnan(value)]
+    finished = [value for value in turnaround if value == value]  # not NaN
     waits, responses, slowdowns, bounded = _task_distributions(schedule, count)
     all_cores = sum(problem.machines.capacity) / CORE_UNITS
     horizon_start = min(arrivals, default=0.0)
-    horizon_end = max((end for end in finishes if not math.isnan(end)), default=horizon_start)
+    ends = np.array(finishes, dtype=np.float64)
+    ends = ends[~np.isnan(ends)]
+    horizon_end = float(ends.max()) if len(ends) else horizon_start
     horizon = horizon_end - horizon_start
     summary = Summary(
         policy=schedule.policy.name,
         time_model=schedule.time_model,
         seed=schedule.seed,
         tasks=count,
-        jobs=sum(1 for size in sizes if size),
+        jobs=len(sizes) - sizes.count(0),
         trt_s=_mean(finished),
         jms_s=_mean(job_columns.makespan_s),
         njsl=_mean(job_columns.njsl),
@@ -399,8 +405,8 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         unfinished_tasks=count - len(finished),
         unfinished_jobs=sum(1 for job in range(job_count) if sizes[job] and not complete[job]),
         cycles=schedule.cycles,
-        deadline_tasks=sum(1 for flag in missed if flag is not None),
-        deadline_missed=sum(1 for flag in missed if flag),
+        deadline_tasks=len(missed) - missed.count(None),
+        deadline_missed=missed.count(True),
         wait=Distribution.of(waits),
         response=Distribution.of(responses),
         slowdown=Distribution.of(slowdowns),

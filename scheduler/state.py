@@ -236,7 +236,11 @@ class ReservingState(SchedulerState):
 
     def enqueue(self, key: tuple[float, ...], task: int) -> None:
         entry = (key, task)
-        bisect.insort(self.queue, entry)
+        queue = self.queue
+        if not queue or queue[-1] < entry:
+            queue.append(entry)  # where arrival order puts it (FCFS): no search
+        else:
+            bisect.insort(queue, entry)
         self.enqueued.append(entry)
 
     def expected_length(self, task: int, machines: tuple[int, ...] | list[int]) -> float:

@@ -59,6 +59,12 @@ class TimeModel:
     do: it ends at start + min(runtime, requested), and ``Schedule.killed`` counts it),
     rather than left to run its whole runtime."""
 
+    @property
+    def sees_at_once(self) -> bool:
+        """Whatever happens is seen when it happens (``align`` keeps every time, nothing
+        waits after a placement): the event model."""
+        return self.align is _same_time and not self.visible_after_placement
+
     def arrivals(self, tasks: TaskTable) -> list[float]:
         """When each task is seen to arrive: its release time, aligned to a cycle."""
         align = self.align
@@ -69,8 +75,7 @@ class TimeModel:
         requested time when the model says so (the one place that rule is applied)."""
         if not self.cut_at_requested:
             return tasks.runtime_s
-        return [min(runtime, requested) for runtime, requested
-                in zip(tasks.runtime_s, tasks.requested_s, strict=True)]
+        return list(map(min, tasks.runtime_s, tasks.requested_s))
 
 
 def _sc18_tick(t: float, first: float = SC18_FIRST_TICK_S, tick: float = SC18_TICK_S,

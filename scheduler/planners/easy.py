@@ -4,12 +4,21 @@ reservation at its shadow time, and a later task starts now only if it does not 
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from dcx.scheduler.packing import spread
-from dcx.scheduler.planners.strict import Key, dequeue, negated, place, start_from_front, take_from
+from dcx.scheduler.planners.strict import (
+    Key,
+    dequeue,
+    negated,
+    place,
+    start_from_front,
+    take_from,
+)
 from dcx.scheduler.policies import MachineSelection
 from dcx.scheduler.problem import CORE_UNITS
 from dcx.scheduler.state import Reservation, ReservingState
@@ -27,8 +36,105 @@ class _Shadow:
     beyond what the head takes: rule (b) counts it like the extra cores."""
 
 
+class _QueueCodes:
+    """Two bytes per entry of a one-pool queue, in queue order: the buckets of the task's
+    cores and of its requested time (``_WIDTHS``, ``_LENGTHS``). The scan
+    behind the head picks in C (``bytes.translate`` to a mark per entry, marks combined as
+    integers, then ``find``) the entries whose bytes may meet rule (a) or (b), rather than
+    going through the whole queue in Python: it is long when the pool is busy, and most of
+    its tasks are too wide for the cores free, or too long for the shadow and too wide for
+    the extra cores. Both buckets round up, so each entry picked is still checked
+    exactly."""
+
+    def __init__(self) -> None:
+        self.widths = bytearray()
+        self.lengths = bytearray()
+
+    def add(self, queue: list[tuple[Key, int]], entries: list[tuple[Key, int]],
+            need: list[int], expected: list[float]) -> None:
+        """``entries``, just put into the sorted ``queue``, get their bytes."""
+        widths, lengths = self.widths, self.lengths
+        if len(entries) == 1 and queue[-1] is entries[0]:  # one arrival, at the end (FCFS)
+            task = entries[0][1]
+            widths.append(_width_code(need[task]))
+            lengths.append(bisect.bisect_left(_LENGTHS, expected[task]))
+            return
+        for entry in sorted(entries):
+            task = entry[1]
+            position = bisect.bisect_left(queue, entry)
+            widths.insert(position, _width_code(need[task]))
+            lengths.insert(position, bisect.bisect_left(_LENGTHS, expected[task]))
+
+    def drop_front(self, count: int) -> None:
+        del self.widths[:count]
+        del self.lengths[:count]
+
+    def drop(self, queue: list[tuple[Key, int]], positions: list[int]) -> None:
+        """The entries at ``positions`` (ascending) leave the queue."""
+        widths, lengths = self.widths, self.lengths
+        for position in reversed(positions):
+            del queue[position]
+            del widths[position]
+            del lengths[position]
+
+    def may_start(self, free: int, within_s: float, spare: int) -> Iterator[int]:
+        """Positions of the entries behind the head, in queue order, that may fit
+        ``free`` cores and either end within ``within_s`` or fit ``spare`` cores."""
+        found = self._marks(free, within_s, spare)
+        position = found.find(1, 1)  # behind the head
+        while position >= 0:
+            yield position
+            position = found.find(1, position + 1)
+
+    def _marks(self, free: int, within_s: float, spare: int) -> bytes:
+        """A 1 byte per entry that may fit ``free`` cores and either end within
+        ``within_s`` or fit ``spare`` cores, else 0."""
+        widths = self.widths
+        marks = _marks(widths, _width_code(free)) & (
+            int.from_bytes(self.lengths.translate(_length_table(
+                bisect.bisect_left(_LENGTHS, within_s))), "little")
+            | (_marks(widths, _width_code(spare)) if spare > 0 else 0))
+        return marks.to_bytes(len(widths), "little")
+
+
+_WIDTHS = ([cores * CORE_UNITS for cores in range(1, 129)]
+           + [math.ceil(128 * 2 ** (step / 32)) * CORE_UNITS for step in range(1, 127)]
+           + [_INF])
+"""Upper bounds of the width buckets (core units): every core count up to 128, then 2 %
+apart up to about 2,000 cores, the last one open."""
+_LENGTHS = [2.0 ** (step / 8) for step in range(255)] + [_INF]
+"""Upper bounds of the requested-time buckets (seconds, 1 s to about 2^32 s, 9 % apart),
+the last one open."""
+
+
+def _width_code(cores: int) -> int:
+    """The bucket of ``cores`` (core units)."""
+    return bisect.bisect_left(_WIDTHS, cores)
+
+
+@functools.cache
+def _width_table(limit: int) -> bytes:
+    """The ``bytes.translate`` table marking the width codes up to ``limit``."""
+    return bytes(1 if code <= limit else 0 for code in range(256))
+
+
+@functools.cache
+def _length_table(limit: int) -> bytes:
+    """The ``bytes.translate`` table marking the length buckets up to ``limit``."""
+    return bytes(1 if bucket <= limit else 0 for bucket in range(256))
+
+
+def _marks(widths: bytearray, limit: int) -> int:
+    """A 1 byte (as one integer, little-endian) per entry whose width bucket is at most
+    ``limit``, else 0."""
+    return int.from_bytes(widths.translate(_width_table(limit)), "little")
+
+
 class EasyBackfilling:
     """The head holds a reservation; later tasks start only if they do not delay it."""
+
+    wakes_up = False
+    """Nothing waits for a time of its own (``next_wakeup`` is always ``inf``)."""
 
     shadow: _Shadow | None
     expected_on_one: list[float] | None
@@ -38,26 +144,33 @@ class EasyBackfilling:
         self.select = select
         self.shadow = None
         self.expected_on_one = None
+        self.codes = _QueueCodes()
+        """The queue's codes, kept on one scheduling machine (``state.one_pool``)."""
 
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         queue = state.queue
+        single = state.one_pool
+        if single:
+            self.codes.add(queue, state.enqueued, state.need, self._expected_on_one(state))
         head_before = self.shadow.head if self.shadow else None
         waiting = len(queue)
         start_from_front(state, self.select)
         # a task the order put ahead of the head (SJF) that started takes cores the
         # head's shadow counted on: take the shadow again
         started_from_front = len(queue) != waiting
+        if single and started_from_front:
+            self.codes.drop_front(waiting - len(queue))
         if not queue:
             self.shadow = None
             return
         head = queue[0][1]
         if head_before is not None and head != head_before:
             state.reservations.pop(head_before, None)  # overtaken (SJF): no longer the head
-        single = state.one_pool
+        behind: list[tuple[Key, int]] | None
         if replan or freed or started_from_front or self.shadow is None or head != head_before:
             self.shadow = (self._reserve_on_one(state, head) if single
                            else self._reserve(state, head))
-            behind = queue[1:]
+            behind = None  # the whole queue behind the head
         elif arrived:
             # Nothing finished and the head is the same: since the last pass the free
             # cores have not grown, nor the extra, and the clock is later. Every task
@@ -71,7 +184,7 @@ class EasyBackfilling:
         if single:
             self._backfill_on_one(state, self.shadow, behind)
         else:
-            self._backfill(state, self.shadow, behind)
+            self._backfill(state, self.shadow, queue[1:] if behind is None else behind)
 
     # One scheduling machine (a pooled cluster): the same rules on plain numbers, since the
     # scan over the queue is what a large trace spends its time on.
@@ -96,38 +209,55 @@ class EasyBackfilling:
         return _Shadow(head, moment, [projected - wanted])
 
     def _backfill_on_one(self, state: ReservingState, shadow: _Shadow,
-                         behind: list[tuple[Key, int]]) -> None:
-        """Start the tasks of ``behind`` (queue entries, in queue order) that meet a rule."""
+                         behind: list[tuple[Key, int]] | None) -> None:
+        """Start the tasks behind the head (or of ``behind``, queue entries in queue order)
+        that meet a rule."""
         if not state.usable[0]:
             return
         free = state.free[0]
         if free <= 0:
             return
-        expected = self.expected_on_one
-        if expected is None:
-            duration = state.expected_duration
-            expected = self.expected_on_one = [
-                duration(task, 0) for task in range(len(state.need))]
+        expected = self._expected_on_one(state)
         need = state.need
         now, limit = state.now, shadow.time_s
         extra = shadow.extra[0]
-        started: list[tuple[Key, int]] = []
-        for entry in behind:
-            width = need[entry[1]]
+        queue, codes = state.queue, self.codes
+        positions: Iterable[int]
+        if behind is None:
+            # float sums: a task ending by the shadow may look a hair longer than this
+            within = (limit - now) * (1 + 1e-9) + 1e-9 * abs(now) + 1e-9
+            positions = codes.may_start(free, within, min(free, extra))
+        elif queue[len(queue) - len(behind):] == behind:
+            positions = range(len(queue) - len(behind), len(queue))  # at the end (FCFS)
+        else:
+            positions = [bisect.bisect_left(queue, entry) for entry in behind]
+        started: list[int] = []
+        for position in positions:
+            task = queue[position][1]
+            width = need[task]
             if width > free:
                 continue
-            task = entry[1]
             if now + expected[task] > limit:
                 if width > extra:
                     continue
                 extra -= width
             state.start(task, (0,))
-            started.append(entry)
+            started.append(position)
             free -= width
             if free <= 0:
                 break
         shadow.extra[0] = extra
-        dequeue(state.queue, started)
+        if started:
+            codes.drop(queue, started)
+
+    def _expected_on_one(self, state: ReservingState) -> list[float]:
+        """Each task's requested time on the one scheduling machine, made at first use."""
+        expected = self.expected_on_one
+        if expected is None:
+            duration = state.expected_duration
+            expected = self.expected_on_one = [
+                duration(task, 0) for task in range(len(state.need))]
+        return expected
 
     def on_machines_changed(self) -> None:
         """The shadow is recomputed at the next pass (the event loop says ``replan``)."""

@@ -148,6 +148,8 @@ class GreedyPlanner:
         state = self.state
         state.open_list[:] = state.open_machines
 
+    wakes_up = False
+
     def next_wakeup(self) -> float:
         return _INF
 

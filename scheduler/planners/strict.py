@@ -20,6 +20,9 @@ Key = tuple[float, ...]
 class StrictQueue:
     """Nothing behind the first task that does not fit starts."""
 
+    wakes_up = False
+    """Nothing waits for a time of its own (``next_wakeup`` is always ``inf``)."""
+
     def __init__(self, select: MachineSelection) -> None:
         self.select = select
 
