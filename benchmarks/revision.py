@@ -1,7 +1,9 @@
 """The package as it was at a git revision, for benchmarks that measure today's code
 against an older one in the same run: unpacked with ``git archive``, imported by a child
-process from the revision's ``src`` folder (its ``src/dcx`` links to the top-level
-folders; a bare folder named ``dcx`` would lose to the installed working tree)."""
+process from a folder put first on ``PYTHONPATH``: the revision's ``src`` when its ``dcx`` is
+whole there, else a folder of links that lays out the packages its ``pyproject.toml`` maps
+from top-level folders (``[tool.setuptools] package-dir``, the layout before ``src/dcx`` held
+everything), as setuptools would install them."""
 
 from __future__ import annotations
 
@@ -25,8 +27,32 @@ def unpacked(revision: str, folder: Path) -> Path | None:
         subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
-    source = folder / "src"
-    return source if (source / "dcx").is_dir() else folder
+    return importable(folder)
+
+
+def importable(project: Path) -> Path:
+    """The folder to put on ``PYTHONPATH`` to import the ``dcx`` of the unpacked
+    ``project``."""
+    import tomllib
+
+    mapping: dict[str, str] = {}
+    pyproject = project / "pyproject.toml"
+    if pyproject.is_file():
+        settings = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        mapping = settings.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    if not any(name.startswith("dcx.") for name in mapping):
+        return project / "src" if (project / "src" / "dcx").is_dir() else project
+    laid_out = project / ".importable"
+    # parents before children: a subpackage's link goes inside its parent's folder
+    for package, where in sorted(mapping.items(), key=lambda item: item[0].count(".")):
+        target = laid_out.joinpath(*package.split("."))
+        if package.count(".") == 0:
+            target.mkdir(parents=True)
+            for entry in (project / where).iterdir():
+                (target / entry.name).symlink_to(entry.resolve())
+        elif not target.exists():
+            target.symlink_to((project / where).resolve(), target_is_directory=True)
+    return laid_out
 
 
 def measured_at(revision: str, script: str) -> Any:
