@@ -9,13 +9,15 @@ still have cells to run are read and compiled, once each, in this process.
 On Dask, every compiled problem is scattered to the workers once, before the first cell
 (``broadcast``), and cells go out in batches of one problem (``run_batch``), in a shuffled
 order (``spread_order``): a share of the cells left, shrinking as the sweep ends
-(factoring), the first per thread at most ``FIRST_BATCH`` cells (their cost is not known
-yet), the others never longer than about ``BATCH_TARGET_S`` by the cells' measured wall
-time. Short cells then cost one task per batch, not one each: the client and
+(factoring), the first two per thread at most ``FIRST_BATCH`` and ``SECOND_BATCH`` cells
+(their cost is not known yet), the others never longer than about ``BATCH_TARGET_S`` by the
+cells' measured wall time. Short cells then cost one task per batch, not one each: the client and
 the scheduler, which share this process and the machine's cores with the workers, handle a
 few dozen tasks for a sweep, not one per cell. Batches are submitted in a bounded window
-(two per worker thread, topped up as results come back), so a sweep of 100,000 cells never
-has more than a few tasks per thread on the scheduler. A batch whose worker dies is rerun by
+(two per worker thread, topped up as results come back, before their rows are stored; one
+per thread for the last ones, so that none waits behind a running batch while another worker
+is idle), so a sweep of 100,000 cells never has more than a few tasks per thread on the
+scheduler. A batch whose worker dies is rerun by
 the scheduler elsewhere (``distributed.scheduler.allowed-failures``); a cell that raises fails
 alone, in its batch.
 """
@@ -63,6 +65,10 @@ FIRST_BATCH = 16
 """The most cells of a thread's first batch, sent before any cell's wall time is known: a
 share of the sweep as any batch (not one cell, whose round trip would leave the worker idle
 and cost a task more), bounded for cells that turn out long."""
+SECOND_BATCH = 4
+"""The most cells of a thread's second batch, also sent before any wall time is known, so
+that the thread has it queued when its first ends (no idle round trip) while the first
+batches' wall times size the rest; few, as the cells may turn out long."""
 MAX_BATCH = 256
 WATCH_S = 1.0
 BROADCAST_TIMEOUT_S = 10.0
@@ -320,8 +326,8 @@ class _Batcher:
     """Batch sizes by factoring: each batch a share of the cells not yet sent
     (``1 / (FACTORING * threads)``), so that batches shrink as the sweep ends and the last
     ones leave no worker idle long, yet a short sweep goes out in a few batches per worker;
-    until a cell has come back (its wall time is not known yet) one batch per thread, of at
-    most ``FIRST_BATCH`` cells.
+    until a cell has come back (its wall time is not known yet) two batches per thread, of at
+    most ``FIRST_BATCH`` and ``SECOND_BATCH`` cells.
     A batch is worth at least ``MIN_BATCH_S`` of cells (a task's own round trip costs the
     client, the scheduler and the worker a few milliseconds of CPU), unless that would
     leave a thread without one at the end; it never takes longer than about
@@ -330,7 +336,14 @@ class _Batcher:
 
     def __init__(self, total: int) -> None:
         self.left = total
+        self.sent = 0
+        """Batches sent so far."""
         self.walls: list[float] = []
+
+    def took(self, cells: int) -> None:
+        """A batch of ``cells`` went out."""
+        self.left -= cells
+        self.sent += 1
 
     def record(self, wall_s: float) -> None:
         if not math.isnan(wall_s):
@@ -340,11 +353,19 @@ class _Batcher:
     def probing(self) -> bool:
         return not self.walls
 
+    def window(self, threads: int) -> int:
+        """Batches in flight per thread: ``BATCHES_PER_THREAD`` (a worker never waits for
+        its next), but one once what is left makes a batch per thread at most: a batch
+        queued behind a running one would wait there while another worker sits idle."""
+        if self.walls and self.left <= threads * self.size(threads):
+            return 1
+        return BATCHES_PER_THREAD
+
     def size(self, threads: int) -> int:
         threads = max(1, threads)
         if not self.walls:
-            return max(1, min(MAX_BATCH, FIRST_BATCH,
-                              math.ceil(self.left / (FACTORING * threads))))
+            blind = FIRST_BATCH if self.sent < threads else SECOND_BATCH
+            return max(1, min(MAX_BATCH, blind, math.ceil(self.left / (FACTORING * threads))))
         mean = max(sum(self.walls[-64:]) / len(self.walls[-64:]), 1e-4)
         share = math.ceil(self.left / (FACTORING * threads))
         smallest = min(math.ceil(MIN_BATCH_S / mean), math.ceil(self.left / threads))
@@ -384,11 +405,14 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
             done = set()
         except CancelledError:  # some lost their problem with a worker: handled below
             done = {future for future in sweep.running if future.done()}
-        for future in done:
-            for outcome in sweep.outcomes(future):
+        finished = [sweep.outcomes(future) for future in done]
+        # the next batches go out before the rows are stored: a worker waiting for its next
+        # batch waits for this process, not for the writes too
+        sweep.top_up()
+        for outcomes in finished:
+            for outcome in outcomes:
                 deliver(outcome, on_result, on_failure)
         sweep.watch.on_tick()
-        sweep.top_up()
 
 
 class _DaskSweep:
@@ -438,14 +462,12 @@ class _DaskSweep:
         if self.workers == 0 or self.sent_all:
             return
         self.ship_all()
-        # while no cell has come back, one batch per thread: their wall time sizes the rest
-        window = self.threads * (1 if self.batcher.probing else BATCHES_PER_THREAD)
-        while len(self.running) < window:
+        while len(self.running) < self.threads * self.batcher.window(self.threads):
             batch = list(itertools.islice(self.todo, self.batcher.size(self.threads)))
             if not batch:
                 self.sent_all = True
                 return
-            self.batcher.left -= len(batch)
+            self.batcher.took(len(batch))
             by_pair: dict[Pair, list[CellTask]] = {}
             for pair, task in batch:
                 by_pair.setdefault(pair, []).append(task)
