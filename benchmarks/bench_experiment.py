@@ -19,7 +19,8 @@ of one worker and half of all the sweep's CPU time; its median over the rounds i
 (with the lowest and highest), as a busy machine's CPU times vary from run to run. So is the
 workers' CPU time over the one-process run's (median): the same cells cost more CPU when two
 processes run them at once on a busy machine (about 1.2 at load 8, 1.0 with one worker),
-which no batching removes.
+which no batching removes. Last, the speed-up two independent processes give on this
+machine with no Dask between them (``ceiling``): the most two workers could give here.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ WORKERS = 2
 LOADS = [round(0.5 + 0.05 * step, 2) for step in range(20)]
 RUN_COLUMNS = ("wall_s", "finished_at")
 SHORT_JOBS, SHORT_ROUNDS = 200, 4
+CEILING_ROUNDS = 8
 LONG_JOBS, LONG_ROUNDS = 800, 2
 
 
@@ -206,6 +208,41 @@ def _report(title: str,
                 idle["batched"]) + (" goal >= 1.8" if "single" in best else ""))
 
 
+def _inline_sweeps(folder: str, rounds: int) -> float:
+    """Wall seconds of ``rounds`` one-process runs of the short sweep, in a process of its
+    own (``ceiling``)."""
+    path = Path(folder)
+    found, problems = prepared(experiment(path, SHORT_JOBS))
+    started = time.perf_counter()
+    for attempt in range(rounds):
+        store = ResultStore(path / f"ceiling-{attempt}")
+        run_inline(found, problems, lambda result, into=store: into.add(result.row, result.jobs),
+                   _fail)
+        store.close()
+    return time.perf_counter() - started
+
+
+def ceiling(folder: Path, rounds: int = CEILING_ROUNDS) -> float:
+    """The speed-up two independent processes give on this machine, no Dask between them:
+    the short sweep run ``rounds`` times by one process alone, then by two at once (each its
+    own copy); twice the first wall time over the second. Two workers cannot beat it: two
+    busy processes share the machine's caches, memory bandwidth and whatever else the host
+    gives its cores (on a VM, more than two cores' worth may be shared)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    folders = [folder / f"ceiling-{index}" for index in range(WORKERS)]
+    for each in folders:
+        each.mkdir()
+    with ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_inline_sweeps, [str(each) for each in folders], [1] * WORKERS))  # warm
+        alone = pool.submit(_inline_sweeps, str(folders[0]), rounds).result()
+        started = time.perf_counter()
+        list(pool.map(_inline_sweeps, [str(each) for each in folders], [rounds] * WORKERS))
+        together = time.perf_counter() - started
+    return WORKERS * alone / together
+
+
 def main() -> None:
     execute._DaskSweep.submit = _counting(execute._DaskSweep.submit)  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as scratch:
@@ -229,6 +266,7 @@ def main() -> None:
         finally:
             client.close()
             cluster.close()
+        machine = ceiling(folder)
     cells = short[0].pending_count
     print(f"{cells}-cell sweeps (5 schedulers x 20 loads), {os.cpu_count()} core(s); load "
           f"average (1 min) {loads[0]:.2f} before, {loads[1]:.2f} between, {loads[2]:.2f} "
@@ -236,6 +274,9 @@ def main() -> None:
     _report(f"short cells ({SHORT_JOBS}-job trace)", short_best, cells, SHORT_ROUNDS)
     _report(f"long cells ({LONG_JOBS}-job trace)", long_best, cells, LONG_ROUNDS)
     print(f"  {'cluster start-up, once:':<36}{startup_s:7.2f} s")
+    print(f"  {'two processes, no Dask:':<36}speed-up {machine:.2f}  (the short sweep "
+          f"{CEILING_ROUNDS} times by one process alone, then by {WORKERS} at once: what "
+          f"{WORKERS} workers could give at most on this machine)")
 
 
 if __name__ == "__main__":
