@@ -25,6 +25,7 @@ machine with no Dask between them (``ceiling``): the most two workers could give
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import tempfile
@@ -208,6 +209,10 @@ def _report(title: str,
                 idle["batched"]) + (" goal >= 1.8" if "single" in best else ""))
 
 
+def _keep(store: ResultStore, result: Any) -> None:
+    store.add(result.row, result.jobs)
+
+
 def _inline_sweeps(folder: str, rounds: int) -> float:
     """Wall seconds of ``rounds`` one-process runs of the short sweep, in a process of its
     own (``ceiling``)."""
@@ -216,8 +221,7 @@ def _inline_sweeps(folder: str, rounds: int) -> float:
     started = time.perf_counter()
     for attempt in range(rounds):
         store = ResultStore(path / f"ceiling-{attempt}")
-        run_inline(found, problems, lambda result, into=store: into.add(result.row, result.jobs),
-                   _fail)
+        run_inline(found, problems, functools.partial(_keep, store), _fail)
         store.close()
     return time.perf_counter() - started
 
