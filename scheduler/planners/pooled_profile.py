@@ -42,7 +42,7 @@ from typing import Any
 from dcx.scheduler.state import Reservation, ReservingState
 
 _INF = float("inf")
-_VECTOR_FROM = 48
+_VECTOR_FROM = 224
 """Candidate starts from which ``move_earlier`` searches on arrays instead of slice by
 slice."""
 _KEEP_ARRAYS_FOR = 8
