@@ -219,8 +219,15 @@ class _Positions:
         if not widths:
             return found
         for width, runs in zip(widths, hole.runs(widths), strict=True):
-            if runs:
-                groups[width].made().find(runs, after, found)
+            if not runs:
+                continue
+            group = groups[width].made()
+            if len(runs) == 1:
+                (entered, begin, end), = runs
+                if entered >= group.latest[1] or (
+                        end < group.earliest[1] and end - begin < group.shortest[1]):
+                    continue  # the root's bounds admit none of its tasks: no walk
+            group.find(runs, after, found)
         return found
 
 
