@@ -234,17 +234,18 @@ class PooledProfile:
             begin = times[found]
             end = begin + length
             return self._moved(held, Reservation(begin, (0,), end), cores)
+        # from the task's own slot on its cores are free: a window starting before the
+        # slot that reaches it fits (it ends before the slot does)
+        own = bisect.bisect_left(times, own_begin, index)
         while index < slices and times[index] < limit:
             if free[index] < cores:
                 index += 1
                 continue
             end = times[index] + length
             later = index + 1
-            # a window starting before the task's slot ends before the slot does
-            while later < slices and times[later] < end and (
-                    free[later] + cores if times[later] >= own_begin else free[later]) >= cores:
+            while later < own and times[later] < end and free[later] >= cores:
                 later += 1
-            if later == slices or times[later] >= end:
+            if later == own or later == slices or times[later] >= end:
                 begin = times[index]
                 return self._moved(held, Reservation(begin, (0,), end), cores)
             index = later + 1
