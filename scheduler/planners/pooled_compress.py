@@ -105,12 +105,16 @@ class _Group:
         node //= 2
         while node:
             left, right = 2 * node, 2 * node + 1
-            bounds = (min(shortest[left], shortest[right]),
-                      min(earliest[left], earliest[right]),
-                      max(latest[left], latest[right]))
-            if bounds == (shortest[node], earliest[node], latest[node]):
+            # comparisons rather than min() and max(): the walk up runs for every look
+            low, high = shortest[left], shortest[right]
+            short = low if low <= high else high
+            low, high = earliest[left], earliest[right]
+            first = low if low <= high else high
+            low, high = latest[left], latest[right]
+            last = low if low >= high else high
+            if short == shortest[node] and first == earliest[node] and last == latest[node]:
                 return  # the nodes above keep their bounds too
-            shortest[node], earliest[node], latest[node] = bounds
+            shortest[node], earliest[node], latest[node] = short, first, last
             node //= 2
 
     def find(self, runs: list[tuple[float, float, float]], after: float,
