@@ -18,10 +18,12 @@ import bisect
 import itertools
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dcx.scheduler.planners import pooled_profile
 from dcx.scheduler.planners.pooled_profile import PooledProfile
 from dcx.scheduler.state import Reservation
 
@@ -200,6 +202,45 @@ def test_the_pooled_profile_answers_as_the_previous_one(run: Any) -> None:
             fast.advance(moment)
             reference.advance(moment)
         _same_profile(fast, reference)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_runs(), st.lists(st.integers(0, 7), min_size=1, max_size=8))
+def test_the_pooled_profile_searching_on_arrays_answers_as_the_previous_one(
+        run: Any, releases: list[int]) -> None:
+    """Every ``move_earlier`` searches on the NumPy arrays (long searches do), which the
+    releases, moves and advances between them keep in step: every task reserved, then
+    per release a pass moving every reserved task in turn, then the clock on to the
+    earliest reservation."""
+    capacity, running, lengths, widths, _ = run
+    state = _state(capacity, running, lengths, widths)
+    first = len(running)
+    fast, reference = PooledProfile(state, {}), ReferenceProfile(state, {})
+    held: dict[int, Reservation] = {}
+    for task in range(first, first + len(widths)):
+        found = reference.earliest(state, task)
+        assert found is not None
+        fast.hold(found, state.need[task])
+        reference.reserve(found.start_s, found.end_s, state.need[task])
+        held[task] = found
+    with mock.patch.object(pooled_profile, "_VECTOR_FROM", 0):
+        for index in releases:
+            task = first + index % len(widths)
+            if task in held:
+                fast.release(held[task], state.need[task])
+                reference.reserve(held[task].start_s, held[task].end_s, -state.need[task])
+                del held[task]
+            for task in sorted(held):
+                moved = fast.move_earlier(state, task, held[task], None)
+                assert moved == reference.move_earlier(state, task, held[task])
+                if moved is not None:
+                    held[task] = moved
+            _same_profile(fast, reference)
+            soonest = min((found.start_s for found in held.values()), default=state.now)
+            if soonest > state.now:
+                state.now = soonest
+                fast.advance(soonest)
+                reference.advance(soonest)
 
 
 @settings(max_examples=200, deadline=None)

@@ -105,12 +105,16 @@ class _Group:
         node //= 2
         while node:
             left, right = 2 * node, 2 * node + 1
-            bounds = (min(shortest[left], shortest[right]),
-                      min(earliest[left], earliest[right]),
-                      max(latest[left], latest[right]))
-            if bounds == (shortest[node], earliest[node], latest[node]):
+            # comparisons rather than min() and max(): the walk up runs for every look
+            low, high = shortest[left], shortest[right]
+            short = low if low <= high else high
+            low, high = earliest[left], earliest[right]
+            first = low if low <= high else high
+            low, high = latest[left], latest[right]
+            last = low if low >= high else high
+            if short == shortest[node] and first == earliest[node] and last == latest[node]:
                 return  # the nodes above keep their bounds too
-            shortest[node], earliest[node], latest[node] = bounds
+            shortest[node], earliest[node], latest[node] = short, first, last
             node //= 2
 
     def find(self, runs: list[tuple[float, float, float]], after: float,
@@ -137,6 +141,21 @@ class _Group:
                     continue
                 push(2 * node + 1)
                 push(2 * node)
+            return
+            # only nodes the run admits are stacked: a child is tested before it is
+            while stack:
+                node = pop()
+                if node >= size:
+                    found.append(ordered[node - size])
+                    continue
+                child = 2 * node + 1
+                if entered < latest[child] and (
+                        end >= earliest[child] or stretch >= shortest[child]):
+                    push(child)
+                child -= 1
+                if entered < latest[child] and (
+                        end >= earliest[child] or stretch >= shortest[child]):
+                    push(child)
             return
         while stack:
             node = pop()
@@ -194,12 +213,25 @@ class _Positions:
         """The positions of the tasks ``hole`` could let move (``_Group.find``): none wider
         than the hole's most free cores, none that starts by the hole's start."""
         widest, after, groups = hole.most, hole.begin, self.groups
-        found: list[int] = []
+        widths: list[int] = []
         for width, top in zip(self.widths, self.tops, strict=True):
             if width > widest:
                 break
             if top > after:
-                groups[width].made().find(hole.runs(width), after, found)
+                widths.append(width)
+        found: list[int] = []
+        if not widths:
+            return found
+        for width, runs in zip(widths, hole.runs(widths), strict=True):
+            if not runs:
+                continue
+            group = groups[width].made()
+            if len(runs) == 1:
+                (entered, begin, end), = runs
+                if entered >= group.latest[1] or (
+                        end < group.earliest[1] and end - begin < group.shortest[1]):
+                    continue  # the root's bounds admit none of its tasks: no walk
+            group.find(runs, after, found)
         return found
 
 
@@ -235,10 +267,6 @@ class _Hole:
                  positions: _Positions, longest: float) -> None:
         self.profile, self.begin, self.end = profile, begin, end
         self.positions = positions
-        self.horizon: float | None = None
-        """The latest reservation start of a task not waiting to be looked at, when the
-        hole was made: a stretch reaching it reaches every such task's (``None``: not
-        asked yet, the tasks are as they were when the hole was made)."""
         self.longest = longest
         """The longest waiting task: a stretch that long is long enough for every one."""
         times, free = profile.times, profile.free
@@ -246,39 +274,101 @@ class _Hole:
         self.stop = bisect.bisect_left(times, end)
         self.most = max(free[self.first:self.stop], default=0)
         """The most cores free on a slice of the hole."""
-        self._runs: dict[int, list[tuple[float, float, float]]] = {}
 
-    def runs(self, cores: int) -> list[tuple[float, float, float]]:
-        """Each stretch with ``cores`` free on every slice that takes in a slice of the hole
-        with them free, as ``(the first instant of the hole in it, its start, its end)``;
-        its start is looked for back only until the stretch is ``longest`` long (no task
-        needs more)."""
-        found = self._runs.get(cores)
-        if found is not None:
-            return found
+    def runs(self, widths: list[int]) -> list[list[tuple[float, float, float]]]:
+        """Per width of ``widths`` (in order, none above ``most``), each stretch with that
+        many cores free on every slice that takes in a slice of the hole with them free, as
+        ``(the first instant of the hole in it, its start, its end)``. Its end is looked for
+        on only until the latest reservation start of a task not waiting to be looked at (a
+        stretch reaching it reaches every such task's), and a stretch the hole enters only
+        from then on is left out (it lets none of them move); its start is looked for back
+        only until the stretch is ``longest`` long (no task needs more).
+
+        A wider width's stretches lie inside a narrower one's, so the walks on past the
+        hole's last slice and back before its first are made once for all widths: the
+        widths still walking are a range of them, left by the narrowest as their stretches
+        grow long enough, by the widest as the free cores drop."""
         times, free = self.profile.times, self.profile.free
         slices = len(times)
-        horizon = self.horizon
-        if horizon is None:
-            horizon = self.horizon = self.positions.latest()
-        found = []
-        index, stop = self.first, self.stop
-        while index < stop:
-            if free[index] < cores:
-                index += 1
+        horizon = self.positions.latest()
+        first, hole_begin = self.first, self.begin
+        stop = min(self.stop, bisect.bisect_left(times, horizon, first))
+        ends_past = self._ends_past(widths, stop, horizon)
+        # per width, its stretches in the hole as (first slice, end slice)
+        least = min(free[first:stop])
+        spans: list[list[tuple[int, int]]] = []
+        for slot, cores in enumerate(widths):
+            if cores <= least:  # the usual case: one stretch over the whole hole
+                spans.append([(first, ends_past[slot])])
                 continue
-            end = index + 1
-            while end < slices and free[end] >= cores and times[end] < horizon:
-                end += 1
-            until = times[end] if end < slices else _INF
-            longest = self.longest
-            begin = index
-            while begin > 0 and until - times[begin] < longest and free[begin - 1] >= cores:
-                begin -= 1
-            found.append((max(times[index], self.begin), times[begin], until))
-            index = end
-        self._runs[cores] = found
-        return found
+            found: list[tuple[int, int]] = []
+            index = first
+            while index < stop:
+                if free[index] < cores:
+                    index += 1
+                    continue
+                end = index + 1
+                while end < stop and free[end] >= cores:
+                    end += 1
+                found.append((index, ends_past[slot] if end == stop else end))
+                index = end
+            spans.append(found)
+        # a stretch starting after the hole's first slice starts after a slice without
+        # the cores: only those from the first slice are walked back
+        untils = [times[found[0][1]] if found[0][1] < slices else _INF
+                  for found in spans if found and found[0][0] == first]
+        begins = self._begins(widths[:len(untils)], untils)
+        runs = []
+        for slot, found in enumerate(spans):
+            width_runs = []
+            for index, end in found:
+                begin = begins[slot] if index == first else index
+                width_runs.append((max(times[index], hole_begin), times[begin],
+                                   times[end] if end < slices else _INF))
+            runs.append(width_runs)
+        return runs
+
+    def _ends_past(self, widths: list[int], stop: int, horizon: float) -> list[int]:
+        """For the widths (a prefix of ``widths``) free on the hole's last slice before
+        ``stop``, the first slice from ``stop`` on without them or from ``horizon`` on."""
+        times, free = self.profile.times, self.profile.free
+        slices = len(times)
+        reaching = free[stop - 1]
+        ends = [stop] * len(widths)
+        walking = bisect.bisect_right(widths, reaching) - 1
+        later = stop
+        while walking >= 0:
+            if later == slices or times[later] >= horizon:
+                ends[:walking + 1] = [later] * (walking + 1)
+                break
+            count = free[later]
+            while walking >= 0 and widths[walking] > count:
+                ends[walking] = later
+                walking -= 1
+            later += 1
+        return ends
+
+    def _begins(self, widths: list[int], untils: list[float]) -> list[int]:
+        """For stretches from the hole's first slice of ``widths`` (in order) ending at
+        ``untils``, the slice each starts at, looked for back only until it is ``longest``
+        long; narrower widths' stretches end no sooner, so they are long enough first."""
+        times, free, longest = self.profile.times, self.profile.free, self.longest
+        begin = self.first
+        begins = [begin] * len(widths)
+        narrowest, widest = 0, len(widths) - 1
+        while narrowest <= widest:
+            while narrowest <= widest and untils[narrowest] - times[begin] >= longest:
+                begins[narrowest] = begin  # long enough
+                narrowest += 1
+            if begin == 0:
+                begins[narrowest:widest + 1] = [0] * (widest + 1 - narrowest)
+                break
+            count = free[begin - 1]
+            while narrowest <= widest and widths[widest] > count:
+                begins[widest] = begin  # the slice before lacks the cores
+                widest -= 1
+            begin -= 1
+        return begins
 
 
 class _Hull:

@@ -42,9 +42,12 @@ from typing import Any
 from dcx.scheduler.state import Reservation, ReservingState
 
 _INF = float("inf")
-_VECTOR_FROM = 48
+_VECTOR_FROM = 224
 """Candidate starts from which ``move_earlier`` searches on arrays instead of slice by
 slice."""
+_KEEP_ARRAYS_FOR = 8
+"""Reservations made or given back without a search on arrays after which the arrays are
+dropped (reservations made one by one on arrival, not compression's moves)."""
 
 
 class PooledProfile:
@@ -86,8 +89,14 @@ class PooledProfile:
         self._valid = 0
         self.version = 0
         """Counts the changes: an answer kept from an earlier version is stale."""
-        self._arrays: tuple[Any, Any] | None = None
-        """``times`` and ``free`` as NumPy arrays for long searches, until they change."""
+        self._arrays: Any = None
+        """``times`` and ``free`` as the two rows of one NumPy array for long searches, made
+        by the first one and then kept in step with the lists (the first ``len(times)``
+        columns), so that a search after a move does not copy the lists again; with room to
+        grow. One array, so that a slice made or merged away shifts both rows at once."""
+        self._unsearched = 0
+        """Changes to ``_arrays`` since the last search on them: past ``_KEEP_ARRAYS_FOR``
+        they are dropped, as keeping them costs more than making them again."""
         self._below: dict[int, float] = {}
         self._below_from = _INF
         self._ends: list[tuple[float, int]] = []
@@ -99,7 +108,6 @@ class PooledProfile:
         """The slices from ``first`` on changed."""
         self.version += 1
         self._valid = min(self._valid, first)
-        self._arrays = None
         self._below.clear()
 
     def _anchor(self, moment: float, count: int) -> None:
@@ -121,6 +129,10 @@ class PooledProfile:
                 self.free[index] == self.free[index - 1]):
             del times[index]
             del self.free[index]
+            arrays = self._arrays
+            if arrays is not None:
+                count = len(times)
+                arrays[:, index:count] = arrays[:, index + 1:count + 1]
             self._changed(index)
 
     def _split(self, moment: float) -> int:
@@ -131,7 +143,14 @@ class PooledProfile:
         self.times.insert(index, moment)
         self.free.insert(index, self.free[index - 1])
         self._valid = min(self._valid, index)
-        self._arrays = None
+        arrays = self._arrays
+        if arrays is not None:
+            count = len(self.times)
+            if count > arrays.shape[1]:
+                self._arrays = None  # made again, with more room, when next searched
+            else:
+                arrays[:, index + 1:count] = arrays[:, index:count - 1]
+                arrays[0, index], arrays[1, index] = moment, self.free[index]
         return index
 
     def track(self, state: ReservingState, tasks: Sequence[int]) -> None:
@@ -215,17 +234,18 @@ class PooledProfile:
             begin = times[found]
             end = begin + length
             return self._moved(held, Reservation(begin, (0,), end), cores)
+        # from the task's own slot on its cores are free: a window starting before the
+        # slot that reaches it fits (it ends before the slot does)
+        own = bisect.bisect_left(times, own_begin, index)
         while index < slices and times[index] < limit:
             if free[index] < cores:
                 index += 1
                 continue
             end = times[index] + length
             later = index + 1
-            # a window starting before the task's slot ends before the slot does
-            while later < slices and times[later] < end and (
-                    free[later] + cores if times[later] >= own_begin else free[later]) >= cores:
+            while later < own and times[later] < end and free[later] >= cores:
                 later += 1
-            if later == slices or times[later] >= end:
+            if later == own or later == slices or times[later] >= end:
                 begin = times[index]
                 return self._moved(held, Reservation(begin, (0,), end), cores)
             index = later + 1
@@ -240,43 +260,51 @@ class PooledProfile:
                    boosted_from: float) -> int | None:
         """``move_earlier``'s search on arrays: the first slice ``i >= first`` starting
         before ``limit`` from which ``cores`` are free for ``length``, the slices from
-        ``boosted_from`` on counting ``cores`` more (the task's own slot); ``None``: none."""
+        ``boosted_from`` on counting ``cores`` more (the task's own slot); ``None``: none.
+        A window fits from a slice with the cores free if and only if the first slice after
+        it without them starts no sooner than the window ends, so only the first slice of
+        each stretch with them free is a candidate: the one after each slice without."""
         import numpy as np
 
         times_list = self.times
         stop = bisect.bisect_left(times_list, limit)
         # every slice a window starting before ``stop`` can cover
         last = bisect.bisect_left(times_list, times_list[stop - 1] + length)
-        arrays = self._arrays
-        if arrays is not None:
-            times, free = arrays[0][first:last], arrays[1][first:last]
-        elif 2 * (last - first) < len(times_list):
-            # a short stretch of a profile that is about to change: only it as arrays
-            times = np.array(times_list[first:last], dtype=np.float64)
-            free = np.array(self.free[first:last], dtype=np.int64)
-        else:
-            arrays = self._arrays = (np.array(times_list, dtype=np.float64),
-                                     np.array(self.free, dtype=np.int64))
-            times, free = arrays[0][first:last], arrays[1][first:last]
-        usable = free >= cores
+        all_times, all_free = self._made_arrays()
+        times = all_times[first:last]
+        usable = all_free[first:last] >= cores
         # from the task's own slot on its cores are free: a window starting before the
         # slot ends inside it
         usable[bisect.bisect_left(times_list, boosted_from, first, last) - first:] = True
-        starts = np.flatnonzero(usable[:stop - first])
-        if not starts.size:
-            return None
         blocked = np.flatnonzero(~usable)
-        ends = times[starts] + length
-        if blocked.size:
-            following = np.searchsorted(blocked, starts, side="right")
-            beyond = following == blocked.size
-            blocker = blocked[np.minimum(following, blocked.size - 1)]
-            fits = beyond | (times[blocker] >= ends)
-        else:
-            fits = np.ones(starts.size, dtype=bool)
-        if not fits.any():
-            return None
-        return first + int(starts[int(np.argmax(fits))])
+        if not blocked.size:
+            return first
+        # candidate k starts after blocker k - 1 (the first at 0) and runs until blocker k;
+        # the last runs past every slice a window covers (an index past them is no start)
+        starts = np.empty(blocked.size + 1, dtype=np.int64)
+        starts[0] = 0
+        np.add(blocked, 1, out=starts[1:])
+        ends = np.empty(blocked.size + 1)
+        ends[:-1] = times[blocked]
+        ends[-1] = _INF
+        fits = ends >= times.take(starts, mode="clip") + length
+        if length <= 0:
+            fits &= usable.take(starts, mode="clip")  # an empty stretch holds no start
+        fits &= starts < stop - first
+        found = int(fits.argmax())
+        return first + int(starts[found]) if fits[found] else None
+
+    def _made_arrays(self) -> Any:
+        """``_arrays``, made if needed (free cores as floats: exact, far below 2**53)."""
+        self._unsearched = 0
+        arrays = self._arrays
+        if arrays is None:
+            import numpy as np
+
+            count = len(self.times)
+            arrays = self._arrays = np.empty((2, 2 * count + 64))
+            arrays[0, :count], arrays[1, :count] = self.times, self.free
+        return arrays
 
     def room_before(self, moment: float, cores: int) -> bool:
         """Whether some slice starting before ``moment`` has ``cores`` free."""
@@ -322,6 +350,12 @@ class PooledProfile:
         first = self._split(max(begin, self.times[0]))
         last = self._split(end)
         self.free[first:last] = [free - cores for free in self.free[first:last]]
+        if self._arrays is not None:
+            self._unsearched += 1
+            if self._unsearched > _KEEP_ARRAYS_FOR:
+                self._arrays = None
+            else:
+                self._arrays[1, first:last] -= cores
         self._changed(first)
 
     def hold(self, held: Reservation, need: int) -> None:
@@ -344,9 +378,15 @@ class PooledProfile:
         if index > 0:
             del self.times[:index]
             del self.free[:index]
+            arrays = self._arrays
+            if arrays is not None:
+                count = len(self.times)
+                arrays[:, :count] = arrays[:, index:index + count]
             self._changed()
         if self.times[0] != now:
             self.times[0] = now
+            if self._arrays is not None:
+                self._arrays[0, 0] = now
             self._changed()
 
 
