@@ -213,26 +213,46 @@ class EventLoop:
         now = self.first_time()
         progress = self.progress
         changes = len(self.problem.state_changes)
+        finishes, arrivals, plan = self.finishes, self.arrivals, planner.plan
+        gated, wakes_up = arrivals.gate is not None, self.wakes_up
+        # Most cycles see either finishes or arrivals, not both, and have no machine state
+        # change left to look at: each step is called only when it has something to do.
+        cycles = 0
         while now is not None:
-            self.cycles += 1
-            if progress is not None and not self.cycles % PROGRESS_CYCLES:
-                progress(self.arrivals.next)
+            cycles += 1
+            if progress is not None and not cycles % PROGRESS_CYCLES:
+                progress(arrivals.next)
             state.now = now
             if timer is not None:
                 timer.begin_cycle()
-            # most runs have no machine state change left to look at
-            if changes_first:
-                replan = self.next_change < changes and self.apply_state_changes(now)
+            replan = False
+            if changes_first and self.next_change < changes:
+                replan = self.apply_state_changes(now)
+            if finishes and finishes[0][0] <= now:
                 released, freed, early = self.see_finishes(now)
             else:
-                released, freed, early = self.see_finishes(now)
-                replan = self.next_change < changes and self.apply_state_changes(now)
-            released += self.admit_arrivals(now)
-            planner.plan(released, freed, replan or early)
+                released, freed, early = 0, False, False
+            if not changes_first and self.next_change < changes:
+                replan = self.apply_state_changes(now)
+            if gated or arrivals.next_s <= now:
+                released += self.admit_arrivals(now)
+            plan(released, freed, replan or early)
             if state.started:
                 self.record_starts(now)
-            upcoming = self.next_time()
-            now = None if upcoming is None else upcoming if upcoming >= now else now
+            # the next cycle in which anything can change: a finish seen, an arrival, a
+            # machine state change or the planner's wake-up
+            upcoming = planner.next_wakeup() if wakes_up else _INF
+            if finishes and finishes[0][0] < upcoming:
+                upcoming = finishes[0][0]
+            if arrivals.next_s < upcoming:
+                upcoming = arrivals.next_s
+            if self.next_change < changes:
+                upcoming = min(upcoming, self.next_change_s())
+            if upcoming == _INF:
+                break
+            if upcoming > now:
+                now = upcoming
+        self.cycles = cycles
         return self.schedule()
 
     def first_time(self) -> float | None:
@@ -244,20 +264,9 @@ class EventLoop:
             first = change if first is None else min(first, change)
         return first
 
-    def next_time(self) -> float | None:
-        """The next cycle in which anything can change: a finish seen, an arrival, a
-        machine state change or the planner's wake-up."""
-        upcoming = self.planner.next_wakeup() if self.wakes_up else _INF
-        finishes = self.finishes
-        if finishes and finishes[0][0] < upcoming:
-            upcoming = finishes[0][0]
-        arrival = self.arrivals.next_s
-        if arrival < upcoming:
-            upcoming = arrival
-        changes = self.problem.state_changes
-        if self.next_change < len(changes):
-            upcoming = min(upcoming, self.model.align(changes[self.next_change].time_s))
-        return None if upcoming == _INF else upcoming
+    def next_change_s(self) -> float:
+        """When the next machine state change is seen (one is left)."""
+        return self.model.align(self.problem.state_changes[self.next_change].time_s)
 
     def see_finishes(self, now: float) -> tuple[int, bool, bool]:
         """C1: finishes seen by ``now`` give their resources back; children whose parents

@@ -5,7 +5,6 @@ reservation at its shadow time, and a later task starts now only if it does not 
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -56,13 +55,13 @@ class _QueueCodes:
         widths, lengths = self.widths, self.lengths
         if len(entries) == 1 and queue[-1] is entries[0]:  # one arrival, at the end (FCFS)
             task = entries[0][1]
-            widths.append(_width_code(need[task]))
+            widths.append(bisect.bisect_left(_WIDTHS, need[task]))
             lengths.append(bisect.bisect_left(_LENGTHS, expected[task]))
             return
         for entry in sorted(entries):
             task = entry[1]
             position = bisect.bisect_left(queue, entry)
-            widths.insert(position, _width_code(need[task]))
+            widths.insert(position, bisect.bisect_left(_WIDTHS, need[task]))
             lengths.insert(position, bisect.bisect_left(_LENGTHS, expected[task]))
 
     def drop_front(self, count: int) -> None:
@@ -89,12 +88,15 @@ class _QueueCodes:
     def _marks(self, free: int, within_s: float, spare: int) -> bytes:
         """A 1 byte per entry that may fit ``free`` cores and either end within
         ``within_s`` or fit ``spare`` cores, else 0."""
-        widths = self.widths
-        marks = _marks(widths, _width_code(free)) & (
-            int.from_bytes(self.lengths.translate(_length_table(
-                bisect.bisect_left(_LENGTHS, within_s))), "little")
-            | (_marks(widths, _width_code(spare)) if spare > 0 else 0))
-        return marks.to_bytes(len(widths), "little")
+        widths, from_bytes = self.widths, int.from_bytes
+        fitting = from_bytes(widths.translate(
+            _WIDTH_TABLES[bisect.bisect_left(_WIDTHS, free)]), "little")
+        rules = from_bytes(self.lengths.translate(
+            _LENGTH_TABLES[bisect.bisect_left(_LENGTHS, within_s)]), "little")
+        if spare > 0:
+            rules |= from_bytes(widths.translate(
+                _WIDTH_TABLES[bisect.bisect_left(_WIDTHS, spare)]), "little")
+        return (fitting & rules).to_bytes(len(widths), "little")
 
 
 _WIDTHS = ([cores * CORE_UNITS for cores in range(1, 129)]
@@ -106,28 +108,13 @@ _LENGTHS = [2.0 ** (step / 8) for step in range(255)] + [_INF]
 """Upper bounds of the requested-time buckets (seconds, 1 s to about 2^32 s, 9 % apart),
 the last one open."""
 
-
-def _width_code(cores: int) -> int:
-    """The bucket of ``cores`` (core units)."""
-    return bisect.bisect_left(_WIDTHS, cores)
-
-
-@functools.cache
-def _width_table(limit: int) -> bytes:
-    """The ``bytes.translate`` table marking the width codes up to ``limit``."""
-    return bytes(1 if code <= limit else 0 for code in range(256))
-
-
-@functools.cache
-def _length_table(limit: int) -> bytes:
-    """The ``bytes.translate`` table marking the length buckets up to ``limit``."""
-    return bytes(1 if bucket <= limit else 0 for bucket in range(256))
-
-
-def _marks(widths: bytearray, limit: int) -> int:
-    """A 1 byte (as one integer, little-endian) per entry whose width bucket is at most
-    ``limit``, else 0."""
-    return int.from_bytes(widths.translate(_width_table(limit)), "little")
+_WIDTH_TABLES = [bytes(1 if code <= limit else 0 for code in range(256))
+                 for limit in range(len(_WIDTHS))]
+"""Per width bucket, the ``bytes.translate`` table marking the buckets up to it."""
+_LENGTH_TABLES = [bytes(1 if bucket <= limit else 0 for bucket in range(256))
+                  for limit in range(len(_LENGTHS))]
+"""Per requested-time bucket, the ``bytes.translate`` table marking the buckets up to
+it."""
 
 
 class EasyBackfilling:
@@ -150,11 +137,15 @@ class EasyBackfilling:
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         queue = state.queue
         single = state.one_pool
-        if single:
-            self.codes.add(queue, state.enqueued, state.need, self._expected_on_one(state))
+        if single and state.enqueued:
+            self.codes.add(queue, state.enqueued, state.need,
+                           self.expected_on_one or self._expected_on_one(state))
         head_before = self.shadow.head if self.shadow else None
         waiting = len(queue)
-        start_from_front(state, self.select)
+        # on one scheduling machine nothing starts from the front unless the front task's
+        # cores are free there (most passes): no call then
+        if queue and (not single or state.free[0] >= state.need[queue[0][1]]):
+            start_from_front(state, self.select)
         # a task the order put ahead of the head (SJF) that started takes cores the
         # head's shadow counted on: take the shadow again
         started_from_front = len(queue) != waiting
@@ -217,7 +208,7 @@ class EasyBackfilling:
         free = state.free[0]
         if free <= 0:
             return
-        expected = self._expected_on_one(state)
+        expected = self.expected_on_one or self._expected_on_one(state)
         need = state.need
         now, limit = state.now, shadow.time_s
         extra = shadow.extra[0]
@@ -241,7 +232,7 @@ class EasyBackfilling:
                 if width > extra:
                     continue
                 extra -= width
-            state.start(task, (0,))
+            state.start_on_one(task, expected[task])
             started.append(position)
             free -= width
             if free <= 0:
