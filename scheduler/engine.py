@@ -234,7 +234,7 @@ class EventLoop:
                 released, freed, early = 0, False, False
             if not changes_first and self.next_change < changes:
                 replan = self.apply_state_changes(now)
-            if gated or arrivals.next_s <= now:
+            if gated or arrivals.next_s <= now:  # ``Arrivals.may_join``, without a call
                 released += self.admit_arrivals(now)
             plan(released, freed, replan or early)
             if state.started:
@@ -296,10 +296,9 @@ class EventLoop:
 
     def admit_arrivals(self, now: float) -> int:
         """Tasks arriving by ``now`` join the queue (once J2 admits their job), and the
-        ones without unfinished parents become eligible. Returns how many did."""
+        ones without unfinished parents become eligible. Returns how many did. The loop
+        calls it when ``Arrivals.may_join(now)``."""
         arrivals = self.arrivals
-        if not arrivals.may_join(now):
-            return 0
         joined = arrivals.joined(now)
         if not joined:
             return 0

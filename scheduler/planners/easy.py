@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from dcx.scheduler.packing import spread
 from dcx.scheduler.planners.strict import (
@@ -48,21 +50,29 @@ class _QueueCodes:
     def __init__(self) -> None:
         self.widths = bytearray()
         self.lengths = bytearray()
+        self.width_of = b""
+        """Every task's width bucket, made once (``prepare``)."""
+        self.length_of = b""
+        """Every task's requested-time bucket, made once (``prepare``)."""
 
-    def add(self, queue: list[tuple[Key, int]], entries: list[tuple[Key, int]],
-            need: list[int], expected: list[float]) -> None:
+    def prepare(self, need: list[int], expected: list[float]) -> None:
+        """Every task's buckets, before the first ``add``."""
+        self.width_of = _buckets(_WIDTHS, need)
+        self.length_of = _buckets(_LENGTHS, expected)
+
+    def add(self, queue: list[tuple[Key, int]], entries: list[tuple[Key, int]]) -> None:
         """``entries``, just put into the sorted ``queue``, get their bytes."""
         widths, lengths = self.widths, self.lengths
         if len(entries) == 1 and queue[-1] is entries[0]:  # one arrival, at the end (FCFS)
             task = entries[0][1]
-            widths.append(bisect.bisect_left(_WIDTHS, need[task]))
-            lengths.append(bisect.bisect_left(_LENGTHS, expected[task]))
+            widths.append(self.width_of[task])
+            lengths.append(self.length_of[task])
             return
         for entry in sorted(entries):
             task = entry[1]
             position = bisect.bisect_left(queue, entry)
-            widths.insert(position, bisect.bisect_left(_WIDTHS, need[task]))
-            lengths.insert(position, bisect.bisect_left(_LENGTHS, expected[task]))
+            widths.insert(position, self.width_of[task])
+            lengths.insert(position, self.length_of[task])
 
     def drop_front(self, count: int) -> None:
         del self.widths[:count]
@@ -76,16 +86,7 @@ class _QueueCodes:
             del widths[position]
             del lengths[position]
 
-    def may_start(self, free: int, within_s: float, spare: int) -> Iterator[int]:
-        """Positions of the entries behind the head, in queue order, that may fit
-        ``free`` cores and either end within ``within_s`` or fit ``spare`` cores."""
-        found = self._marks(free, within_s, spare)
-        position = found.find(1, 1)  # behind the head
-        while position >= 0:
-            yield position
-            position = found.find(1, position + 1)
-
-    def _marks(self, free: int, within_s: float, spare: int) -> bytes:
+    def marks(self, free: int, within_s: float, spare: int) -> bytes:
         """A 1 byte per entry that may fit ``free`` cores and either end within
         ``within_s`` or fit ``spare`` cores, else 0."""
         widths, from_bytes = self.widths, int.from_bytes
@@ -138,8 +139,9 @@ class EasyBackfilling:
         queue = state.queue
         single = state.one_pool
         if single and state.enqueued:
-            self.codes.add(queue, state.enqueued, state.need,
-                           self.expected_on_one or self._expected_on_one(state))
+            if self.expected_on_one is None:
+                self.codes.prepare(state.need, self._expected_on_one(state))
+            self.codes.add(queue, state.enqueued)
         head_before = self.shadow.head if self.shadow else None
         waiting = len(queue)
         # on one scheduling machine nothing starts from the front unless the front task's
@@ -167,6 +169,9 @@ class EasyBackfilling:
             # cores have not grown, nor the extra, and the clock is later. Every task
             # queued then failed both rules then and fails them now; only the tasks queued
             # since, none of them the head, which waited then, may start.
+            enqueued = state.enqueued
+            if single and len(enqueued) == 1 and state.need[enqueued[0][1]] > state.free[0]:
+                return  # one arrival (most passes on a busy pool), too wide for the cores free
             placed_on = state.placed_on
             behind = [entry for entry in state.enqueued if not placed_on[entry[1]]]
             behind.sort()
@@ -213,30 +218,32 @@ class EasyBackfilling:
         now, limit = state.now, shadow.time_s
         extra = shadow.extra[0]
         queue, codes = state.queue, self.codes
-        positions: Iterable[int]
+        # a 1 byte for each entry to look at, found with ``find`` (no generator to resume)
+        marks: bytes | bytearray
         if behind is None:
             # float sums: a task ending by the shadow may look a hair longer than this
             within = (limit - now) * (1 + 1e-9) + 1e-9 * abs(now) + 1e-9
-            positions = codes.may_start(free, within, min(free, extra))
-        elif queue[len(queue) - len(behind):] == behind:
-            positions = range(len(queue) - len(behind), len(queue))  # at the end (FCFS)
+            marks = codes.marks(free, within, min(free, extra))
+            position = marks.find(1, 1)  # behind the head
         else:
-            positions = [bisect.bisect_left(queue, entry) for entry in behind]
+            marks = _positions_marked(queue, behind)
+            position = marks.find(1)
         started: list[int] = []
-        for position in positions:
+        start_on_one = state.start_on_one
+        while position >= 0:
             task = queue[position][1]
             width = need[task]
-            if width > free:
-                continue
-            if now + expected[task] > limit:
-                if width > extra:
-                    continue
-                extra -= width
-            state.start_on_one(task, expected[task])
-            started.append(position)
-            free -= width
-            if free <= 0:
-                break
+            if width <= free:
+                in_time = now + expected[task] <= limit
+                if in_time or width <= extra:
+                    if not in_time:
+                        extra -= width
+                    start_on_one(task, expected[task])
+                    started.append(position)
+                    free -= width
+                    if free <= 0:
+                        break
+            position = marks.find(1, position + 1)
         shadow.extra[0] = extra
         if started:
             codes.drop(queue, started)
@@ -359,6 +366,27 @@ class EasyBackfilling:
 
     def next_wakeup(self, state: ReservingState) -> float:
         return _INF
+
+
+def _buckets(bounds: list[float], values: Sequence[float]) -> bytes:
+    """``bisect_left(bounds, value)`` of each of ``values``, as one byte each, computed
+    a column at a time (NaN gets 0, as ``bisect_left`` gives it)."""
+    column = np.asarray(values, dtype=np.float64)
+    codes = np.searchsorted(np.asarray(bounds, dtype=np.float64), column, side="left")
+    codes[np.isnan(column)] = 0
+    return bytes(codes.astype(np.uint8))
+
+
+def _positions_marked(queue: list[tuple[Key, int]], entries: list[tuple[Key, int]]
+                      ) -> bytes | bytearray:
+    """A 1 byte at the position of each of ``entries`` (in ``queue``), else 0."""
+    at = len(queue) - len(entries)
+    if queue[at:] == entries:  # at the end (FCFS)
+        return bytes(at) + b"\1" * len(entries)
+    marks = bytearray(len(queue))
+    for entry in entries:
+        marks[bisect.bisect_left(queue, entry)] = 1
+    return marks
 
 
 def _shift_units(units: list[list[int]], state: ReservingState, task: int,
