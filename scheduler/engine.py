@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
 from dcx.core.model import MachineState
 from dcx.scheduler.arrivals import Arrivals
 from dcx.scheduler.backfilling import QueuePlanner
@@ -387,9 +389,12 @@ class EventLoop:
 
     def killed(self) -> int:
         """Finished tasks the time model cut at their requested time."""
-        finish, run_for = self.state.finish_s, self.run_for
-        return sum(1 for task, runtime in enumerate(self.problem.tasks.runtime_s)
-                   if run_for[task] < runtime and not math.isnan(finish[task]))
+        runtime = self.problem.tasks.runtime_s
+        if self.run_for is runtime:
+            return 0  # the model cuts nothing
+        cut = np.array(self.run_for, dtype=np.float64) < np.array(runtime, dtype=np.float64)
+        return int(np.count_nonzero(cut & ~np.isnan(np.array(self.state.finish_s,
+                                                               dtype=np.float64))))
 
 
 def planner_for(problem: Problem, policy: Policy, model: TimeModel, seed: int | None,

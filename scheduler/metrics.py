@@ -394,7 +394,6 @@ def _task_distributions(columns: _Columns) -> tuple[npt.NDArray[np.float64], ...
 
 def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
     count = len(problem.tasks)
-    job_count = len(problem.job_ids)
     columns = _Columns.of(problem, schedule)
     spans = _job_spans(problem, columns)
     sizes, complete = spans.sizes, spans.complete

@@ -27,7 +27,7 @@ from dcx.scheduler.state import Reservation, ReservingState
 _INF = float("inf")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Shadow:
     head: int
     time_s: float
@@ -202,7 +202,12 @@ class EasyBackfilling:
         else:
             moment, projected = _shadow_from_back(running, state.need, capacity, wanted)
         self._promise(state, head, moment, [0])
-        return _Shadow(head, moment, [projected - wanted])
+        shadow = self.shadow
+        if shadow is None:
+            return _Shadow(head, moment, [projected - wanted])
+        # the last pass's shadow, taken again in place (one per finish on a busy pool)
+        shadow.head, shadow.time_s, shadow.extra[0] = head, moment, projected - wanted
+        return shadow
 
     def _backfill_on_one(self, state: ReservingState, shadow: _Shadow,
                          behind: list[tuple[Key, int]] | None) -> None:
