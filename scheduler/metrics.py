@@ -144,10 +144,30 @@ class Distribution:
         if not len(values):
             nan = float("nan")
             return cls(0, nan, nan, nan, nan, nan)
-        # a stable sort: the order ``sorted`` gives
-        ordered = np.sort(np.asarray(values, dtype=np.float64), kind="stable").tolist()
+        ordered = _ranked(np.asarray(values, dtype=np.float64), _PERCENTS).tolist()
+        # fsum is exact in any order
         return cls(len(ordered), math.fsum(ordered) / len(ordered), percentile(ordered, 50),
                    percentile(ordered, 90), percentile(ordered, 99), ordered[-1])
+
+
+_PERCENTS = (50, 90, 99)
+"""The percentiles a ``Distribution`` gives."""
+
+
+def _ranked(column: npt.NDArray[np.float64], percents: Sequence[float]
+            ) -> npt.NDArray[np.float64]:
+    """``column`` with the values ``percentile`` reads at ``percents`` and the maximum at
+    the places a stable sort puts them: a partition around those ranks rather than a full
+    sort, unless a -0.0 lies beside a 0.0 (which of the two a rank holds is the stable
+    sort's: it keeps the given order)."""
+    last = len(column) - 1
+    ranks = {last}
+    for percent in percents:
+        low = math.floor(last * percent / 100)
+        ranks.update((low, min(low + 1, last)))
+    if np.any((column == 0) & np.signbit(column)):
+        return np.sort(column, kind="stable")
+    return np.partition(column, sorted(ranks))
 
 
 def percentile(ordered: list[float], percent: float) -> float:
@@ -343,7 +363,7 @@ class JobColumns:
 
 
 def _job_columns(problem: Problem, schedule: Schedule, spans: _JobSpans,
-                 missed: list[bool | None]) -> JobColumns:
+                 missed: list[bool | None], task_jobs: npt.NDArray[np.int64]) -> JobColumns:
     """The job metrics, computed a column at a time (the same float operations as one job
     at a time)."""
     tasks = problem.tasks
@@ -365,8 +385,7 @@ def _job_columns(problem: Problem, schedule: Schedule, spans: _JobSpans,
         clocks = [c for c in problem.machines.clock_mhz if c is not None]
         per_task = _static_critical_paths(problem, max(clocks) if clocks else None)
         critical = np.zeros(job_count, dtype=np.float64)
-        np.maximum.at(critical, np.array(tasks.job, dtype=np.int64),
-                      np.asarray(per_task, dtype=np.float64))
+        np.maximum.at(critical, task_jobs, np.asarray(per_task, dtype=np.float64))
         path = np.maximum(1.0, critical[kept])
         njsl = makespan / path
     jobs = kept.tolist()
@@ -399,8 +418,10 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
     sizes, complete = spans.sizes, spans.complete
     busy_core_s = spans.busy_core_s
     missed = deadline_misses(problem, schedule)
-    job_columns = _job_columns(problem, schedule, spans, missed)
-    finished = spans.turnaround[~np.isnan(spans.turnaround)].tolist()
+    job_columns = _job_columns(problem, schedule, spans, missed, columns.job)
+    turnaround = spans.turnaround.tolist()
+    unfinished = np.isnan(spans.turnaround)
+    finished = (spans.turnaround[~unfinished].tolist() if unfinished.any() else turnaround)
     waits, responses, slowdowns, bounded = _task_distributions(columns)
     all_cores = sum(problem.machines.capacity) / CORE_UNITS
     horizon_start = float(columns.arrival.min()) if count else 0.0
@@ -432,5 +453,4 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         bounded_slowdown=Distribution.of(bounded),
         killed=schedule.killed,
     )
-    return RunMetrics(problem, schedule, spans.turnaround.tolist(), missed, job_columns,
-                      summary)
+    return RunMetrics(problem, schedule, turnaround, missed, job_columns, summary)
