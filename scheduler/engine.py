@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
 from dcx.core.model import MachineState
 from dcx.scheduler.arrivals import Arrivals
 from dcx.scheduler.backfilling import QueuePlanner
@@ -213,26 +215,46 @@ class EventLoop:
         now = self.first_time()
         progress = self.progress
         changes = len(self.problem.state_changes)
+        finishes, arrivals, plan = self.finishes, self.arrivals, planner.plan
+        gated, wakes_up = arrivals.gate is not None, self.wakes_up
+        # Most cycles see either finishes or arrivals, not both, and have no machine state
+        # change left to look at: each step is called only when it has something to do.
+        cycles = 0
         while now is not None:
-            self.cycles += 1
-            if progress is not None and not self.cycles % PROGRESS_CYCLES:
-                progress(self.arrivals.next)
+            cycles += 1
+            if progress is not None and not cycles % PROGRESS_CYCLES:
+                progress(arrivals.next)
             state.now = now
             if timer is not None:
                 timer.begin_cycle()
-            # most runs have no machine state change left to look at
-            if changes_first:
-                replan = self.next_change < changes and self.apply_state_changes(now)
+            replan = False
+            if changes_first and self.next_change < changes:
+                replan = self.apply_state_changes(now)
+            if finishes and finishes[0][0] <= now:
                 released, freed, early = self.see_finishes(now)
             else:
-                released, freed, early = self.see_finishes(now)
-                replan = self.next_change < changes and self.apply_state_changes(now)
-            released += self.admit_arrivals(now)
-            planner.plan(released, freed, replan or early)
+                released, freed, early = 0, False, False
+            if not changes_first and self.next_change < changes:
+                replan = self.apply_state_changes(now)
+            if gated or arrivals.next_s <= now:  # ``Arrivals.may_join``, without a call
+                released += self.admit_arrivals(now)
+            plan(released, freed, replan or early)
             if state.started:
                 self.record_starts(now)
-            upcoming = self.next_time()
-            now = None if upcoming is None else upcoming if upcoming >= now else now
+            # the next cycle in which anything can change: a finish seen, an arrival, a
+            # machine state change or the planner's wake-up
+            upcoming = planner.next_wakeup() if wakes_up else _INF
+            if finishes and finishes[0][0] < upcoming:
+                upcoming = finishes[0][0]
+            if arrivals.next_s < upcoming:
+                upcoming = arrivals.next_s
+            if self.next_change < changes:
+                upcoming = min(upcoming, self.next_change_s())
+            if upcoming == _INF:
+                break
+            if upcoming > now:
+                now = upcoming
+        self.cycles = cycles
         return self.schedule()
 
     def first_time(self) -> float | None:
@@ -244,20 +266,9 @@ class EventLoop:
             first = change if first is None else min(first, change)
         return first
 
-    def next_time(self) -> float | None:
-        """The next cycle in which anything can change: a finish seen, an arrival, a
-        machine state change or the planner's wake-up."""
-        upcoming = self.planner.next_wakeup() if self.wakes_up else _INF
-        finishes = self.finishes
-        if finishes and finishes[0][0] < upcoming:
-            upcoming = finishes[0][0]
-        arrival = self.arrivals.next_s
-        if arrival < upcoming:
-            upcoming = arrival
-        changes = self.problem.state_changes
-        if self.next_change < len(changes):
-            upcoming = min(upcoming, self.model.align(changes[self.next_change].time_s))
-        return None if upcoming == _INF else upcoming
+    def next_change_s(self) -> float:
+        """When the next machine state change is seen (one is left)."""
+        return self.model.align(self.problem.state_changes[self.next_change].time_s)
 
     def see_finishes(self, now: float) -> tuple[int, bool, bool]:
         """C1: finishes seen by ``now`` give their resources back; children whose parents
@@ -287,10 +298,9 @@ class EventLoop:
 
     def admit_arrivals(self, now: float) -> int:
         """Tasks arriving by ``now`` join the queue (once J2 admits their job), and the
-        ones without unfinished parents become eligible. Returns how many did."""
+        ones without unfinished parents become eligible. Returns how many did. The loop
+        calls it when ``Arrivals.may_join(now)``."""
         arrivals = self.arrivals
-        if not arrivals.may_join(now):
-            return 0
         joined = arrivals.joined(now)
         if not joined:
             return 0
@@ -379,9 +389,12 @@ class EventLoop:
 
     def killed(self) -> int:
         """Finished tasks the time model cut at their requested time."""
-        finish, run_for = self.state.finish_s, self.run_for
-        return sum(1 for task, runtime in enumerate(self.problem.tasks.runtime_s)
-                   if run_for[task] < runtime and not math.isnan(finish[task]))
+        runtime = self.problem.tasks.runtime_s
+        if self.run_for is runtime:
+            return 0  # the model cuts nothing
+        cut = np.array(self.run_for, dtype=np.float64) < np.array(runtime, dtype=np.float64)
+        return int(np.count_nonzero(cut & ~np.isnan(np.array(self.state.finish_s,
+                                                               dtype=np.float64))))
 
 
 def planner_for(problem: Problem, policy: Policy, model: TimeModel, seed: int | None,

@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from dcx.core.model import Id
 from dcx.scheduler.engine import Schedule, time_model
@@ -139,14 +140,34 @@ class Distribution:
     max: float
 
     @classmethod
-    def of(cls, values: list[float]) -> Distribution:
-        if not values:
+    def of(cls, values: Sequence[float] | npt.NDArray[np.float64]) -> Distribution:
+        if not len(values):
             nan = float("nan")
             return cls(0, nan, nan, nan, nan, nan)
-        # a stable sort: the order ``sorted`` gives
-        ordered = np.sort(np.array(values, dtype=np.float64), kind="stable").tolist()
+        ordered = _ranked(np.asarray(values, dtype=np.float64), _PERCENTS).tolist()
+        # fsum is exact in any order
         return cls(len(ordered), math.fsum(ordered) / len(ordered), percentile(ordered, 50),
                    percentile(ordered, 90), percentile(ordered, 99), ordered[-1])
+
+
+_PERCENTS = (50, 90, 99)
+"""The percentiles a ``Distribution`` gives."""
+
+
+def _ranked(column: npt.NDArray[np.float64], percents: Sequence[float]
+            ) -> npt.NDArray[np.float64]:
+    """``column`` with the values ``percentile`` reads at ``percents`` and the maximum at
+    the places a stable sort puts them: a partition around those ranks rather than a full
+    sort, unless a -0.0 lies beside a 0.0 (which of the two a rank holds is the stable
+    sort's: it keeps the given order)."""
+    last = len(column) - 1
+    ranks = {last}
+    for percent in percents:
+        low = math.floor(last * percent / 100)
+        ranks.update((low, min(low + 1, last)))
+    if np.any((column == 0) & np.signbit(column)):
+        return np.sort(column, kind="stable")
+    return np.partition(column, sorted(ranks))
 
 
 def percentile(ordered: list[float], percent: float) -> float:
@@ -217,14 +238,18 @@ def _mean(values: list[float]) -> float:
     return math.fsum(values) / len(values) if values else float("nan")
 
 
-def _static_critical_paths(problem: Problem, fastest_mhz: float | None) -> list[float]:
+def _static_critical_paths(problem: Problem, fastest_mhz: float | None
+                           ) -> list[float] | npt.NDArray[np.float64]:
     """Longest chain of durations (on the fastest machine) ending at each task, following
     dependencies inside the task's own job."""
     tasks = problem.tasks
     duration = time_model("event").duration
-    own = [duration(runtime, fastest_mhz) for runtime in tasks.runtime_s]
     if not any(tasks.parents):
-        return own  # no dependencies: each task is its own chain
+        # no dependencies: each task is its own chain (the duration is arithmetic, the
+        # same float operations on a column)
+        return np.asarray(duration(np.array(tasks.runtime_s, dtype=np.float64),  # type: ignore[arg-type]
+                                   fastest_mhz), dtype=np.float64)
+    own = [duration(runtime, fastest_mhz) for runtime in tasks.runtime_s]
     pending = [len(parents) for parents in tasks.parents]
     longest = own[:]
     frontier = [task for task, count in enumerate(pending) if count == 0]
@@ -260,45 +285,64 @@ class _JobSpans:
     """Per job: its first arrival and start, its last finish, its size and whether every
     task finished; per task its turnaround; the busy core-seconds of the run."""
 
-    first_arrival: list[float]
-    first_start: list[float]
-    last_finish: list[float]
-    sizes: list[int]
-    complete: list[bool]
-    turnaround: list[float]
+    first_arrival: npt.NDArray[np.float64]
+    first_start: npt.NDArray[np.float64]
+    last_finish: npt.NDArray[np.float64]
+    sizes: npt.NDArray[np.int64]
+    complete: npt.NDArray[np.bool_]
+    turnaround: npt.NDArray[np.float64]
     busy_core_s: float
 
 
-def _job_spans(problem: Problem, schedule: Schedule) -> _JobSpans:
+@dataclass
+class _Columns:
+    """The schedule's per-task lists as arrays, each made once (a trace has millions)."""
+
+    job: npt.NDArray[np.int64]
+    arrival: npt.NDArray[np.float64]
+    start: npt.NDArray[np.float64]
+    first_start: npt.NDArray[np.float64]
+    end: npt.NDArray[np.float64]
+    done: npt.NDArray[np.bool_]
+    """Whether each task finished (its end is not NaN)."""
+
+    @classmethod
+    def of(cls, problem: Problem, schedule: Schedule) -> _Columns:
+        count = len(problem.tasks)
+        end = np.array(schedule.finish_s[:count], dtype=np.float64)
+        return cls(np.array(problem.tasks.job, dtype=np.int64),
+                   np.array(schedule.arrival_s[:count], dtype=np.float64),
+                   np.array(schedule.start_s[:count], dtype=np.float64),
+                   np.array(schedule.first_start_s[:count], dtype=np.float64),
+                   end, ~np.isnan(end))
+
+
+def _job_spans(problem: Problem, columns: _Columns) -> _JobSpans:
     """Computed a column at a time, with the same float operations as one task at a time
     (the busy core-seconds summed in task order)."""
     tasks = problem.tasks
     count = len(tasks)
     job_count = len(problem.job_ids)
-    job = np.array(tasks.job, dtype=np.int64)
-    arrival = np.array(schedule.arrival_s, dtype=np.float64)
-    end = np.array(schedule.finish_s, dtype=np.float64)
+    job, arrival, end, done = columns.job, columns.arrival, columns.end, columns.done
     first_arrival = np.full(job_count, math.inf)
     np.minimum.at(first_arrival, job, arrival)
-    done = ~np.isnan(end)
     complete = np.bincount(job[~done], minlength=job_count) == 0
     finished_job, finished_end = job[done], end[done]
     first_start = np.full(job_count, math.inf)
-    np.minimum.at(first_start, finished_job,
-                  np.array(schedule.first_start_s, dtype=np.float64)[done])
+    np.minimum.at(first_start, finished_job, columns.first_start[done])
     last_finish = np.full(job_count, -math.inf)
     np.maximum.at(last_finish, finished_job, finished_end)
-    held = ((finished_end - np.array(schedule.start_s, dtype=np.float64)[done])
+    held = ((finished_end - columns.start[done])
             * np.array(tasks.need, dtype=np.int64)[done]
             * np.array(tasks.nodes, dtype=np.int64)[done])
-    busy_core_s = 0.0
-    for core_s in held.tolist():
-        busy_core_s += core_s
+    # a running sum adds in task order, one addition at a time, as a loop would (a plain
+    # sum adds pairwise, which rounds differently)
+    busy_core_s = float(np.cumsum(held)[-1]) if len(held) else 0.0
     busy_core_s /= CORE_UNITS
-    return _JobSpans(first_arrival.tolist(), first_start.tolist(), last_finish.tolist(),
-                     np.bincount(job, minlength=job_count).tolist()
-                     if count else [0] * job_count,
-                     complete.tolist(), (end - arrival).tolist(), busy_core_s)
+    return _JobSpans(first_arrival, first_start, last_finish,
+                     np.bincount(job, minlength=job_count) if count
+                     else np.zeros(job_count, dtype=np.int64),
+                     complete, end - arrival, busy_core_s)
 
 
 @dataclass
@@ -319,7 +363,7 @@ class JobColumns:
 
 
 def _job_columns(problem: Problem, schedule: Schedule, spans: _JobSpans,
-                 missed: list[bool | None]) -> JobColumns:
+                 missed: list[bool | None], task_jobs: npt.NDArray[np.int64]) -> JobColumns:
     """The job metrics, computed a column at a time (the same float operations as one job
     at a time)."""
     tasks = problem.tasks
@@ -329,11 +373,10 @@ def _job_columns(problem: Problem, schedule: Schedule, spans: _JobSpans,
         if flag is not None:
             job = tasks.job[task]
             missed_per_job[job] = (missed_per_job[job] or 0) + flag
-    kept = np.flatnonzero(np.array(spans.sizes, dtype=np.int64).astype(bool)
-                          & np.array(spans.complete, dtype=bool))
-    first_arrival = np.array(spans.first_arrival, dtype=np.float64)[kept]
-    first_start = np.array(spans.first_start, dtype=np.float64)[kept]
-    last_finish = np.array(spans.last_finish, dtype=np.float64)[kept]
+    kept = np.flatnonzero(spans.sizes.astype(bool) & spans.complete)
+    first_arrival = spans.first_arrival[kept]
+    first_start = spans.first_start[kept]
+    last_finish = spans.last_finish[kept]
     makespan = last_finish - first_arrival
     if schedule.time_model == "sc18":
         path = np.maximum(1.0, last_finish - first_start)
@@ -342,50 +385,47 @@ def _job_columns(problem: Problem, schedule: Schedule, spans: _JobSpans,
         clocks = [c for c in problem.machines.clock_mhz if c is not None]
         per_task = _static_critical_paths(problem, max(clocks) if clocks else None)
         critical = np.zeros(job_count, dtype=np.float64)
-        np.maximum.at(critical, np.array(tasks.job, dtype=np.int64),
-                      np.array(per_task, dtype=np.float64))
+        np.maximum.at(critical, task_jobs, np.asarray(per_task, dtype=np.float64))
         path = np.maximum(1.0, critical[kept])
         njsl = makespan / path
     jobs = kept.tolist()
-    return JobColumns(jobs, [spans.sizes[job] for job in jobs], first_arrival.tolist(),
+    deadlines: list[int | None] = ([None] * len(jobs) if missed_per_job.count(None) == job_count
+                 else [missed_per_job[job] for job in jobs])
+    return JobColumns(jobs, spans.sizes[kept].tolist(), first_arrival.tolist(),
                       first_start.tolist(), last_finish.tolist(), makespan.tolist(),
                       (first_start - first_arrival).tolist(), njsl.tolist(), path.tolist(),
-                      [missed_per_job[job] for job in jobs])
+                      deadlines)
 
 
-def _task_distributions(schedule: Schedule, count: int
-                        ) -> tuple[list[float], list[float], list[float], list[float]]:
+def _task_distributions(columns: _Columns) -> tuple[npt.NDArray[np.float64], ...]:
     """Waiting time, response time, slowdown and bounded slowdown of the finished tasks
-    among the first ``count`` (computed a column at a time: the same float operations as
-    one task at a time)."""
-    finishes = np.array(schedule.finish_s[:count], dtype=np.float64)
-    done = ~np.isnan(finishes)
-    end = finishes[done]
-    arrival = np.array(schedule.arrival_s[:count], dtype=np.float64)[done]
-    run = end - np.array(schedule.start_s[:count], dtype=np.float64)[done]
-    waits = np.array(schedule.first_start_s[:count], dtype=np.float64)[done] - arrival
+    (computed a column at a time: the same float operations as one task at a time)."""
+    done = columns.done
+    end = columns.end[done]
+    arrival = columns.arrival[done]
+    run = end - columns.start[done]
+    waits = columns.first_start[done] - arrival
     response = end - arrival
     positive = run > 0
     bounded = np.maximum(1.0, response / np.maximum(run, BOUNDED_SLOWDOWN_TAU_S))
-    return (waits.tolist(), response.tolist(), (response[positive] / run[positive]).tolist(),
-            bounded.tolist())
+    return waits, response, response[positive] / run[positive], bounded
 
 
 def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
     count = len(problem.tasks)
-    job_count = len(problem.job_ids)
-    spans = _job_spans(problem, schedule)
-    sizes, complete, turnaround = spans.sizes, spans.complete, spans.turnaround
+    columns = _Columns.of(problem, schedule)
+    spans = _job_spans(problem, columns)
+    sizes, complete = spans.sizes, spans.complete
     busy_core_s = spans.busy_core_s
-    arrivals, finishes = schedule.arrival_s, schedule.finish_s
     missed = deadline_misses(problem, schedule)
-    job_columns = _job_columns(problem, schedule, spans, missed)
-    finished = [value for value in turnaround if value == value]  # not NaN
-    waits, responses, slowdowns, bounded = _task_distributions(schedule, count)
+    job_columns = _job_columns(problem, schedule, spans, missed, columns.job)
+    turnaround = spans.turnaround.tolist()
+    unfinished = np.isnan(spans.turnaround)
+    finished = (spans.turnaround[~unfinished].tolist() if unfinished.any() else turnaround)
+    waits, responses, slowdowns, bounded = _task_distributions(columns)
     all_cores = sum(problem.machines.capacity) / CORE_UNITS
-    horizon_start = min(arrivals, default=0.0)
-    ends = np.array(finishes, dtype=np.float64)
-    ends = ends[~np.isnan(ends)]
+    horizon_start = float(columns.arrival.min()) if count else 0.0
+    ends = columns.end[columns.done]
     horizon_end = float(ends.max()) if len(ends) else horizon_start
     horizon = horizon_end - horizon_start
     summary = Summary(
@@ -393,7 +433,7 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         time_model=schedule.time_model,
         seed=schedule.seed,
         tasks=count,
-        jobs=len(sizes) - sizes.count(0),
+        jobs=int(np.count_nonzero(sizes)),
         trt_s=_mean(finished),
         jms_s=_mean(job_columns.makespan_s),
         njsl=_mean(job_columns.njsl),
@@ -403,7 +443,7 @@ def compute_metrics(problem: Problem, schedule: Schedule) -> RunMetrics:
         lost_core_s=schedule.lost_core_s,
         requeued=sum(schedule.attempts),
         unfinished_tasks=count - len(finished),
-        unfinished_jobs=sum(1 for job in range(job_count) if sizes[job] and not complete[job]),
+        unfinished_jobs=int(np.count_nonzero((sizes > 0) & ~complete)),
         cycles=schedule.cycles,
         deadline_tasks=len(missed) - missed.count(None),
         deadline_missed=missed.count(True),

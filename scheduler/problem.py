@@ -978,8 +978,10 @@ def _table_of_columns(columns: WorkloadColumns, machines: MachineTable) -> TaskT
         table.anywhere = bytearray(anywhere.astype(np.uint8).tobytes())
     deadline = columns.deadline_s
     nan = math.nan  # the one NaN object the loop below stores, so tables compare equal
-    table.deadline_s = [value if value == value else nan
-                        for value in np.where(np.isfinite(deadline), deadline, nan).tolist()]
+    finite = np.isfinite(deadline)
+    table.deadline_s = ([value if value == value else nan
+                         for value in np.where(finite, deadline, nan).tolist()]
+                        if finite.any() else [nan] * count)  # most traces have none
     usable = np.isfinite(asked) & (asked >= 0)
     table.requested_from_runtime = int(count - np.count_nonzero(usable))
     table.runtime_from_requested = int(np.count_nonzero(np.isnan(runtime) & np.isfinite(asked)))

@@ -5,10 +5,11 @@ reservation at its shadow time, and a later task starts now only if it does not 
 from __future__ import annotations
 
 import bisect
-import functools
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from dcx.scheduler.packing import spread
 from dcx.scheduler.planners.strict import (
@@ -26,7 +27,7 @@ from dcx.scheduler.state import Reservation, ReservingState
 _INF = float("inf")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Shadow:
     head: int
     time_s: float
@@ -49,21 +50,29 @@ class _QueueCodes:
     def __init__(self) -> None:
         self.widths = bytearray()
         self.lengths = bytearray()
+        self.width_of = b""
+        """Every task's width bucket, made once (``prepare``)."""
+        self.length_of = b""
+        """Every task's requested-time bucket, made once (``prepare``)."""
 
-    def add(self, queue: list[tuple[Key, int]], entries: list[tuple[Key, int]],
-            need: list[int], expected: list[float]) -> None:
+    def prepare(self, need: list[int], expected: list[float]) -> None:
+        """Every task's buckets, before the first ``add``."""
+        self.width_of = _buckets(_WIDTHS, need)
+        self.length_of = _buckets(_LENGTHS, expected)
+
+    def add(self, queue: list[tuple[Key, int]], entries: list[tuple[Key, int]]) -> None:
         """``entries``, just put into the sorted ``queue``, get their bytes."""
         widths, lengths = self.widths, self.lengths
         if len(entries) == 1 and queue[-1] is entries[0]:  # one arrival, at the end (FCFS)
             task = entries[0][1]
-            widths.append(_width_code(need[task]))
-            lengths.append(bisect.bisect_left(_LENGTHS, expected[task]))
+            widths.append(self.width_of[task])
+            lengths.append(self.length_of[task])
             return
         for entry in sorted(entries):
             task = entry[1]
             position = bisect.bisect_left(queue, entry)
-            widths.insert(position, _width_code(need[task]))
-            lengths.insert(position, bisect.bisect_left(_LENGTHS, expected[task]))
+            widths.insert(position, self.width_of[task])
+            lengths.insert(position, self.length_of[task])
 
     def drop_front(self, count: int) -> None:
         del self.widths[:count]
@@ -77,24 +86,18 @@ class _QueueCodes:
             del widths[position]
             del lengths[position]
 
-    def may_start(self, free: int, within_s: float, spare: int) -> Iterator[int]:
-        """Positions of the entries behind the head, in queue order, that may fit
-        ``free`` cores and either end within ``within_s`` or fit ``spare`` cores."""
-        found = self._marks(free, within_s, spare)
-        position = found.find(1, 1)  # behind the head
-        while position >= 0:
-            yield position
-            position = found.find(1, position + 1)
-
-    def _marks(self, free: int, within_s: float, spare: int) -> bytes:
+    def marks(self, free: int, within_s: float, spare: int) -> bytes:
         """A 1 byte per entry that may fit ``free`` cores and either end within
         ``within_s`` or fit ``spare`` cores, else 0."""
-        widths = self.widths
-        marks = _marks(widths, _width_code(free)) & (
-            int.from_bytes(self.lengths.translate(_length_table(
-                bisect.bisect_left(_LENGTHS, within_s))), "little")
-            | (_marks(widths, _width_code(spare)) if spare > 0 else 0))
-        return marks.to_bytes(len(widths), "little")
+        widths, from_bytes = self.widths, int.from_bytes
+        fitting = from_bytes(widths.translate(
+            _WIDTH_TABLES[bisect.bisect_left(_WIDTHS, free)]), "little")
+        rules = from_bytes(self.lengths.translate(
+            _LENGTH_TABLES[bisect.bisect_left(_LENGTHS, within_s)]), "little")
+        if spare > 0:
+            rules |= from_bytes(widths.translate(
+                _WIDTH_TABLES[bisect.bisect_left(_WIDTHS, spare)]), "little")
+        return (fitting & rules).to_bytes(len(widths), "little")
 
 
 _WIDTHS = ([cores * CORE_UNITS for cores in range(1, 129)]
@@ -106,28 +109,13 @@ _LENGTHS = [2.0 ** (step / 8) for step in range(255)] + [_INF]
 """Upper bounds of the requested-time buckets (seconds, 1 s to about 2^32 s, 9 % apart),
 the last one open."""
 
-
-def _width_code(cores: int) -> int:
-    """The bucket of ``cores`` (core units)."""
-    return bisect.bisect_left(_WIDTHS, cores)
-
-
-@functools.cache
-def _width_table(limit: int) -> bytes:
-    """The ``bytes.translate`` table marking the width codes up to ``limit``."""
-    return bytes(1 if code <= limit else 0 for code in range(256))
-
-
-@functools.cache
-def _length_table(limit: int) -> bytes:
-    """The ``bytes.translate`` table marking the length buckets up to ``limit``."""
-    return bytes(1 if bucket <= limit else 0 for bucket in range(256))
-
-
-def _marks(widths: bytearray, limit: int) -> int:
-    """A 1 byte (as one integer, little-endian) per entry whose width bucket is at most
-    ``limit``, else 0."""
-    return int.from_bytes(widths.translate(_width_table(limit)), "little")
+_WIDTH_TABLES = [bytes(1 if code <= limit else 0 for code in range(256))
+                 for limit in range(len(_WIDTHS))]
+"""Per width bucket, the ``bytes.translate`` table marking the buckets up to it."""
+_LENGTH_TABLES = [bytes(1 if bucket <= limit else 0 for bucket in range(256))
+                  for limit in range(len(_LENGTHS))]
+"""Per requested-time bucket, the ``bytes.translate`` table marking the buckets up to
+it."""
 
 
 class EasyBackfilling:
@@ -150,11 +138,16 @@ class EasyBackfilling:
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
         queue = state.queue
         single = state.one_pool
-        if single:
-            self.codes.add(queue, state.enqueued, state.need, self._expected_on_one(state))
+        if single and state.enqueued:
+            if self.expected_on_one is None:
+                self.codes.prepare(state.need, self._expected_on_one(state))
+            self.codes.add(queue, state.enqueued)
         head_before = self.shadow.head if self.shadow else None
         waiting = len(queue)
-        start_from_front(state, self.select)
+        # on one scheduling machine nothing starts from the front unless the front task's
+        # cores are free there (most passes): no call then
+        if queue and (not single or state.free[0] >= state.need[queue[0][1]]):
+            start_from_front(state, self.select)
         # a task the order put ahead of the head (SJF) that started takes cores the
         # head's shadow counted on: take the shadow again
         started_from_front = len(queue) != waiting
@@ -176,6 +169,9 @@ class EasyBackfilling:
             # cores have not grown, nor the extra, and the clock is later. Every task
             # queued then failed both rules then and fails them now; only the tasks queued
             # since, none of them the head, which waited then, may start.
+            enqueued = state.enqueued
+            if single and len(enqueued) == 1 and state.need[enqueued[0][1]] > state.free[0]:
+                return  # one arrival (most passes on a busy pool), too wide for the cores free
             placed_on = state.placed_on
             behind = [entry for entry in state.enqueued if not placed_on[entry[1]]]
             behind.sort()
@@ -206,7 +202,12 @@ class EasyBackfilling:
         else:
             moment, projected = _shadow_from_back(running, state.need, capacity, wanted)
         self._promise(state, head, moment, [0])
-        return _Shadow(head, moment, [projected - wanted])
+        shadow = self.shadow
+        if shadow is None:
+            return _Shadow(head, moment, [projected - wanted])
+        # the last pass's shadow, taken again in place (one per finish on a busy pool)
+        shadow.head, shadow.time_s, shadow.extra[0] = head, moment, projected - wanted
+        return shadow
 
     def _backfill_on_one(self, state: ReservingState, shadow: _Shadow,
                          behind: list[tuple[Key, int]] | None) -> None:
@@ -217,35 +218,37 @@ class EasyBackfilling:
         free = state.free[0]
         if free <= 0:
             return
-        expected = self._expected_on_one(state)
+        expected = self.expected_on_one or self._expected_on_one(state)
         need = state.need
         now, limit = state.now, shadow.time_s
         extra = shadow.extra[0]
         queue, codes = state.queue, self.codes
-        positions: Iterable[int]
+        # a 1 byte for each entry to look at, found with ``find`` (no generator to resume)
+        marks: bytes | bytearray
         if behind is None:
             # float sums: a task ending by the shadow may look a hair longer than this
             within = (limit - now) * (1 + 1e-9) + 1e-9 * abs(now) + 1e-9
-            positions = codes.may_start(free, within, min(free, extra))
-        elif queue[len(queue) - len(behind):] == behind:
-            positions = range(len(queue) - len(behind), len(queue))  # at the end (FCFS)
+            marks = codes.marks(free, within, min(free, extra))
+            position = marks.find(1, 1)  # behind the head
         else:
-            positions = [bisect.bisect_left(queue, entry) for entry in behind]
+            marks = _positions_marked(queue, behind)
+            position = marks.find(1)
         started: list[int] = []
-        for position in positions:
+        start_on_one = state.start_on_one
+        while position >= 0:
             task = queue[position][1]
             width = need[task]
-            if width > free:
-                continue
-            if now + expected[task] > limit:
-                if width > extra:
-                    continue
-                extra -= width
-            state.start(task, (0,))
-            started.append(position)
-            free -= width
-            if free <= 0:
-                break
+            if width <= free:
+                in_time = now + expected[task] <= limit
+                if in_time or width <= extra:
+                    if not in_time:
+                        extra -= width
+                    start_on_one(task, expected[task])
+                    started.append(position)
+                    free -= width
+                    if free <= 0:
+                        break
+            position = marks.find(1, position + 1)
         shadow.extra[0] = extra
         if started:
             codes.drop(queue, started)
@@ -368,6 +371,27 @@ class EasyBackfilling:
 
     def next_wakeup(self, state: ReservingState) -> float:
         return _INF
+
+
+def _buckets(bounds: list[float], values: Sequence[float]) -> bytes:
+    """``bisect_left(bounds, value)`` of each of ``values``, as one byte each, computed
+    a column at a time (NaN gets 0, as ``bisect_left`` gives it)."""
+    column = np.asarray(values, dtype=np.float64)
+    codes = np.searchsorted(np.asarray(bounds, dtype=np.float64), column, side="left")
+    codes[np.isnan(column)] = 0
+    return bytes(codes.astype(np.uint8))
+
+
+def _positions_marked(queue: list[tuple[Key, int]], entries: list[tuple[Key, int]]
+                      ) -> bytes | bytearray:
+    """A 1 byte at the position of each of ``entries`` (in ``queue``), else 0."""
+    at = len(queue) - len(entries)
+    if queue[at:] == entries:  # at the end (FCFS)
+        return bytes(at) + b"\1" * len(entries)
+    marks = bytearray(len(queue))
+    for entry in entries:
+        marks[bisect.bisect_left(queue, entry)] = 1
+    return marks
 
 
 def _shift_units(units: list[list[int]], state: ReservingState, task: int,

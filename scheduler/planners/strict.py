@@ -45,7 +45,7 @@ def start_from_front(state: ReservingState, select: MachineSelection) -> None:
             task = queue[0][1]
             if free[0] < need[task] or nodes[task] > 1:
                 return
-            state.start(task, (0,))
+            state.start_on_one(task, state.expected_duration(task, 0))
             del queue[0]
         return
     while queue:
