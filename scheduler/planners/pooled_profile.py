@@ -365,44 +365,49 @@ def compress(profile: PooledProfile, state: ReservingState,
     # pass (the first pass: the early finishes', for every task)
     behind_low = [now] * (count + 1)
     behind_high = [freed_until] * (count + 1)
-    room_before, free_until = profile.room_before, profile.free_until
+    room_before = profile.room_before
     while True:
         moves: list[tuple[int, float, float]] = []  # (position, start, end) of a left slot
-        earlier = False
         low, high = _INF, -_INF  # the hull of the slots left so far in this pass
-        # room_before(hull_high, cores) per width, while the profile and the hull stay
-        room_at_hull: dict[int, bool] = {}
-        asked = (profile.version, high)
+        # per width, for the hull's end and the profile as they are: how far a task
+        # reserved from the hull's end on may reach (``_reach_bound``)
+        reach_bound: dict[int, float] = {}
+        bound_at = -_INF
         for position, task in enumerate(waiting):
-            hull_low = behind_low[position + 1]
-            if low < hull_low:
-                hull_low = low
             hull_high = behind_high[position + 1]
             if high > hull_high:
                 hull_high = high
+            if hull_high <= now:
+                continue  # nothing given back behind it: it cannot gain
             held = reservations[task]
-            if hull_low >= held.end_s or hull_high <= now:
-                continue  # nothing given back before its end: it cannot gain
-            cores = need[task]
             start = held.start_s
+            cores = need[task]
             if start < hull_high:
-                if not room_before(start, cores):
-                    continue  # no slice it could start in has its cores free
-            else:
-                if asked != (profile.version, hull_high):
-                    room_at_hull.clear()
-                    asked = (profile.version, hull_high)
-                room = room_at_hull.get(cores)
-                if room is None:
-                    room = room_at_hull[cores] = room_before(hull_high, cores)
-                if not room:
+                times = profile.times
+                # the slice just before its start: a window it could move to either covers
+                # it or ends by its start
+                index = bisect.bisect_left(times, start) - 1
+                if index < 0:
+                    continue  # reserved from now
+                length = duration(task, 0)
+                if profile.free[index] < cores and (
+                        now + length > times[index] or not room_before(start, cores)):
                     continue
-            length = duration(task, 0)
-            reach = now + length
-            if start < reach:
-                reach = start
-            if reach > hull_high and free_until(hull_high, cores) < reach:
-                continue  # every window of it covers a slice past the hull without room
+            else:
+                if hull_high != bound_at:
+                    reach_bound.clear()
+                    bound_at = hull_high
+                bound = reach_bound.get(cores)
+                if bound is None:
+                    bound = reach_bound[cores] = _reach_bound(profile, hull_high, cores)
+                length = duration(task, 0)
+                if start > bound and now + length > bound:
+                    continue
+            hull_low = behind_low[position + 1]
+            if low < hull_low:
+                hull_low = low
+            if hull_low >= held.end_s:
+                continue  # nothing given back before its end
             found = profile.move_earlier(state, task, held, None, after=hull_low - length,
                                          before=hull_high)
             if found is not None:
@@ -410,8 +415,8 @@ def compress(profile: PooledProfile, state: ReservingState,
                 moved(task, found)
                 moves.append((position, held.start_s, held.end_s))
                 low, high = min(low, held.start_s), max(high, held.end_s)
-                earlier = True
-        if not earlier:
+                bound_at = -_INF  # the profile changed
+        if not moves:
             return
         behind_low = [_INF] * (count + 1)
         behind_high = [-_INF] * (count + 1)
@@ -420,3 +425,20 @@ def compress(profile: PooledProfile, state: ReservingState,
         for position in range(count - 1, -1, -1):
             behind_low[position] = min(behind_low[position], behind_low[position + 1])
             behind_high[position] = max(behind_high[position], behind_high[position + 1])
+
+
+def _reach_bound(profile: PooledProfile, hull_high: float, cores: int) -> float:
+    """For a task of ``cores`` reserved from ``hull_high`` on, the latest instant the
+    window it could move to may reach, ``min(its start, now + its length)``: past it, it
+    cannot gain. ``-inf`` when no slice before ``hull_high`` has its cores free (it can
+    start nowhere earlier). A window starting before ``hull_high`` either covers the slice
+    just before it or ends by that slice's start; one reaching past ``hull_high`` covers
+    every slice from there to its reach (whatever its start), which all need ``cores``
+    free."""
+    if not profile.room_before(hull_high, cores):
+        return -_INF
+    times = profile.times
+    index = bisect.bisect_left(times, hull_high) - 1
+    if profile.free[index] < cores:
+        return times[index]
+    return max(hull_high, profile.free_until(hull_high, cores))
