@@ -280,9 +280,13 @@ class PooledProfile:
 
     def room_before(self, moment: float, cores: int) -> bool:
         """Whether some slice starting before ``moment`` has ``cores`` free."""
+        return self.most_free_before(moment) >= cores
+
+    def most_free_before(self, moment: float) -> int:
+        """The most cores free on a slice starting before ``moment`` (``-1``: none)."""
         before = bisect.bisect_left(self.times, moment)
         if before == 0:
-            return False
+            return -1
         valid, tops = self._valid, self._tops
         if valid < before:
             # the running maximum brought up to date as far as asked
@@ -294,7 +298,7 @@ class PooledProfile:
                 next(more)
                 tops.extend(more)
             self._valid = before
-        return tops[before - 1] >= cores
+        return tops[before - 1]
 
     def free_until(self, moment: float, cores: int) -> float:
         """From ``moment`` on, the start of the first slice with fewer than ``cores`` free
@@ -369,10 +373,9 @@ def compress(profile: PooledProfile, state: ReservingState,
     while True:
         moves: list[tuple[int, float, float]] = []  # (position, start, end) of a left slot
         low, high = _INF, -_INF  # the hull of the slots left so far in this pass
-        # per width, for the hull's end and the profile as they are: how far a task
-        # reserved from the hull's end on may reach (``_reach_bound``)
-        reach_bound: dict[int, float] = {}
-        bound_at = -_INF
+        # for the hull's end and the profile as they are, what bounds how far a task
+        # reserved from the hull's end on may reach (``_HullEnd``)
+        hull_end = _HullEnd(profile, -_INF)
         for position, task in enumerate(waiting):
             hull_high = behind_high[position + 1]
             if high > hull_high:
@@ -394,15 +397,18 @@ def compress(profile: PooledProfile, state: ReservingState,
                         now + length > times[index] or not room_before(start, cores)):
                     continue
             else:
-                if hull_high != bound_at:
-                    reach_bound.clear()
-                    bound_at = hull_high
-                bound = reach_bound.get(cores)
-                if bound is None:
-                    bound = reach_bound[cores] = _reach_bound(profile, hull_high, cores)
+                if hull_high != hull_end.moment:
+                    hull_end = _HullEnd(profile, hull_high)
+                if cores > hull_end.most:
+                    continue  # no slice before the hull's end has its cores free
                 length = duration(task, 0)
-                if start > bound and now + length > bound:
-                    continue
+                if now + length > hull_end.last_start:
+                    # too long to end before the slice just before the hull's end
+                    if cores > hull_end.last_free:
+                        continue
+                    reach = hull_end.reach(cores)
+                    if start > reach and now + length > reach:
+                        continue
             hull_low = behind_low[position + 1]
             if low < hull_low:
                 hull_low = low
@@ -415,7 +421,7 @@ def compress(profile: PooledProfile, state: ReservingState,
                 moved(task, found)
                 moves.append((position, held.start_s, held.end_s))
                 low, high = min(low, held.start_s), max(high, held.end_s)
-                bound_at = -_INF  # the profile changed
+                hull_end = _HullEnd(profile, -_INF)  # the profile changed
         if not moves:
             return
         behind_low = [_INF] * (count + 1)
@@ -427,18 +433,28 @@ def compress(profile: PooledProfile, state: ReservingState,
             behind_high[position] = max(behind_high[position], behind_high[position + 1])
 
 
-def _reach_bound(profile: PooledProfile, hull_high: float, cores: int) -> float:
-    """For a task of ``cores`` reserved from ``hull_high`` on, the latest instant the
-    window it could move to may reach, ``min(its start, now + its length)``: past it, it
-    cannot gain. ``-inf`` when no slice before ``hull_high`` has its cores free (it can
-    start nowhere earlier). A window starting before ``hull_high`` either covers the slice
-    just before it or ends by that slice's start; one reaching past ``hull_high`` covers
-    every slice from there to its reach (whatever its start), which all need ``cores``
-    free."""
-    if not profile.room_before(hull_high, cores):
-        return -_INF
-    times = profile.times
-    index = bisect.bisect_left(times, hull_high) - 1
-    if profile.free[index] < cores:
-        return times[index]
-    return max(hull_high, profile.free_until(hull_high, cores))
+class _HullEnd:
+    """What rules out the tasks reserved from ``moment`` (a hull's end) on, the profile as
+    it is: a window starting before ``moment`` needs a slice before ``moment`` with the
+    task's cores free (``most``); it either covers the slice just before ``moment``
+    (``last_start``, ``last_free``), which then needs them too, or ends by that slice's
+    start; one reaching past ``moment`` covers every slice from there to its reach
+    ``min(start, now + length)`` (whatever its start), which all need them (``reach``)."""
+
+    def __init__(self, profile: PooledProfile, moment: float) -> None:
+        self.profile, self.moment = profile, moment
+        self.most = self.last_free = -1
+        self.last_start = _INF
+        if moment > profile.times[0]:
+            self.most = profile.most_free_before(moment)
+            last = bisect.bisect_left(profile.times, moment) - 1
+            self.last_start, self.last_free = profile.times[last], profile.free[last]
+        self._reach: dict[int, float] = {}
+
+    def reach(self, cores: int) -> float:
+        """How far a window of ``cores`` reaching past the hull's end may reach."""
+        found = self._reach.get(cores)
+        if found is None:
+            found = self._reach[cores] = max(self.moment,
+                                             self.profile.free_until(self.moment, cores))
+        return found
