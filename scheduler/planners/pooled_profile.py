@@ -21,11 +21,13 @@ instead of building one at every early finish:
   hull of those stretches, a task of width ``w`` and length ``R`` reserved at ``s`` can only
   move to a start ``t`` with ``low - R < t < min(s, high)``, which needs ``w`` cores free at
   some slice start before ``min(s, high)`` and on every slice from ``high`` to
-  ``min(now + R, s)`` (the window covers them whatever its start). Most tasks fail one of
-  these two checks, answered from a prefix maximum and a cached first-slice-below-``w``,
-  without a scan of their own. It goes through the whole queue at each pass, so long
-  queues are compressed by ``pooled_compress.compress`` instead, which looks only at the
-  tasks a hole could let move.
+  ``min(now + R, s)`` (the window covers them whatever its start). Such a window also
+  either covers the slice just before ``min(s, high)``, which then needs ``w`` cores free
+  (before its own slot), or is short enough to end by that slice's start. Most tasks fail
+  one of these checks, answered from a prefix maximum, that slice and a cached
+  first-slice-below-``w``, without a scan of their own. It goes through the whole queue
+  at each pass, so long queues are compressed by ``pooled_compress.compress`` instead,
+  which looks only at the tasks a hole could let move.
 
 Slices with the same count side by side are left as they are: an earliest fit starts at
 the first of them either way, so the answers do not change.
