@@ -34,6 +34,8 @@ class ConservativeBackfilling:
         no longer matching ``state.reservations`` are dropped when they come up."""
         self.unreserved: list[tuple[Key, int]] = []
         """Queue entries a pass left without a reservation (no length, or no machine)."""
+        self.key_of: dict[int, Key] = {}
+        """The queue key of each task holding a reservation, for the entries of ``due``."""
         self._no_length: list[tuple[Key, int]] = []
 
     @staticmethod
@@ -47,6 +49,7 @@ class ConservativeBackfilling:
 
     def _hold(self, state: ReservingState, key: Key, task: int, held: Reservation) -> None:
         state.reservations[task] = held
+        self.key_of[task] = key
         heapq.heappush(self.due, (held.start_s, key, task))
 
     def plan(self, state: ReservingState, replan: bool, freed: bool, arrived: bool) -> None:
@@ -61,6 +64,7 @@ class ConservativeBackfilling:
             # failed machine may move later)
             state.reservations.clear()
             self.due.clear()
+            self.key_of.clear()
             self.profile = self._planned(state, state.reservations)
             self.machines_changed = False
             unreserved = list(state.queue)
@@ -109,24 +113,8 @@ class ConservativeBackfilling:
             held = reservations.get(task)
             if held is not None and held.start_s == begin:
                 found[task] = key
-        due = sorted((key, task) for task, key in found.items())
-        kept = [(task, reservations[task]) for _, task in due]
-        for entry in due:
-            task = entry[1]
-            held = state.reservations[task]
-            shares = held.shares or (state.need[task],) * len(held.machines)
-            if any(state.free[m] < cores for m, cores in zip(held.machines, shares, strict=True)):
-                raise RuntimeError(f"conservative backfilling: task {task} is due at {now} "
-                                   "on machines without its cores free")
-            if state.extra_free and not _resources_free(state, task, held):
-                raise RuntimeError(f"conservative backfilling: task {task} is due at {now} "
-                                   "on machines without its memory or other resources free")
-            state.start(task, held.machines, held.shares)
-        dequeue(state.queue, due)
-        if isinstance(self.profile, PooledProfile):
-            self.profile.started(state, [task for _, task in due])
-        elif isinstance(self.profile, MachineProfile):
-            self.profile.started(state, kept)
+        if found:
+            self._start(state, sorted((key, task) for task, key in found.items()))
         # A task of no length holds nothing over time, so it delays nobody: it starts at the
         # first instant its cores are free and is never reserved.
         for entry in self._no_length:
@@ -136,6 +124,28 @@ class ConservativeBackfilling:
                 dequeue(state.queue, [entry])
             else:
                 self.unreserved.append(entry)
+
+    def _start(self, state: ReservingState, due: list[tuple[Key, int]]) -> None:
+        """Start the tasks of ``due`` (queue entries, in queue order) from their
+        reservations, which come now."""
+        reservations, key_of = state.reservations, self.key_of
+        kept = [(task, reservations[task]) for _, task in due]
+        for task, held in kept:
+            shares = held.shares or (state.need[task],) * len(held.machines)
+            if any(state.free[m] < cores for m, cores in zip(held.machines, shares, strict=True)):
+                raise RuntimeError(f"conservative backfilling: task {task} is due at "
+                                   f"{state.now} on machines without its cores free")
+            if state.extra_free and not _resources_free(state, task, held):
+                raise RuntimeError(f"conservative backfilling: task {task} is due at "
+                                   f"{state.now} on machines without its memory or other "
+                                   "resources free")
+            state.start(task, held.machines, held.shares)
+            del key_of[task]
+        dequeue(state.queue, due)
+        if isinstance(self.profile, PooledProfile):
+            self.profile.started(state, [task for _, task in due])
+        elif isinstance(self.profile, MachineProfile):
+            self.profile.started(state, kept)
 
     def on_machines_changed(self) -> None:
         self.machines_changed = True
@@ -147,12 +157,11 @@ class ConservativeBackfilling:
         ``pooled_compress.compress``; machine by machine ``compress_first_fit`` under
         FirstFit, ``compress_in_passes`` under the other selections). Its own slot is free
         while it looks, so no reservation moves later."""
-        reservations = state.reservations
-        keys = {task: key for key, task in state.queue if task in reservations}
-        waiting = list(keys)
+        reservations, key_of, due = state.reservations, self.key_of, self.due
+        waiting = [task for _, task in state.queue if task in reservations]
 
         def moved(task: int, held: Reservation) -> None:
-            heapq.heappush(self.due, (held.start_s, keys[task], task))
+            heapq.heappush(due, (held.start_s, key_of[task], task))
 
         profile = self.profile
         if isinstance(profile, PooledProfile):

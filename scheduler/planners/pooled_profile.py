@@ -21,11 +21,13 @@ instead of building one at every early finish:
   hull of those stretches, a task of width ``w`` and length ``R`` reserved at ``s`` can only
   move to a start ``t`` with ``low - R < t < min(s, high)``, which needs ``w`` cores free at
   some slice start before ``min(s, high)`` and on every slice from ``high`` to
-  ``min(now + R, s)`` (the window covers them whatever its start). Most tasks fail one of
-  these two checks, answered from a prefix maximum and a cached first-slice-below-``w``,
-  without a scan of their own. It goes through the whole queue at each pass, so long
-  queues are compressed by ``pooled_compress.compress`` instead, which looks only at the
-  tasks a hole could let move.
+  ``min(now + R, s)`` (the window covers them whatever its start). Such a window also
+  either covers the slice just before ``min(s, high)``, which then needs ``w`` cores free
+  (before its own slot), or is short enough to end by that slice's start. Most tasks fail
+  one of these checks, answered from a prefix maximum, that slice and a cached
+  first-slice-below-``w``, without a scan of their own. It goes through the whole queue
+  at each pass, so long queues are compressed by ``pooled_compress.compress`` instead,
+  which looks only at the tasks a hole could let move.
 
 Slices with the same count side by side are left as they are: an earliest fit starts at
 the first of them either way, so the answers do not change.
@@ -308,9 +310,13 @@ class PooledProfile:
 
     def room_before(self, moment: float, cores: int) -> bool:
         """Whether some slice starting before ``moment`` has ``cores`` free."""
+        return self.most_free_before(moment) >= cores
+
+    def most_free_before(self, moment: float) -> int:
+        """The most cores free on a slice starting before ``moment`` (``-1``: none)."""
         before = bisect.bisect_left(self.times, moment)
         if before == 0:
-            return False
+            return -1
         valid, tops = self._valid, self._tops
         if valid < before:
             # the running maximum brought up to date as far as asked
@@ -322,7 +328,7 @@ class PooledProfile:
                 next(more)
                 tops.extend(more)
             self._valid = before
-        return tops[before - 1] >= cores
+        return tops[before - 1]
 
     def free_until(self, moment: float, cores: int) -> float:
         """From ``moment`` on, the start of the first slice with fewer than ``cores`` free
@@ -405,44 +411,51 @@ def compress(profile: PooledProfile, state: ReservingState,
     # pass (the first pass: the early finishes', for every task)
     behind_low = [now] * (count + 1)
     behind_high = [freed_until] * (count + 1)
-    room_before, free_until = profile.room_before, profile.free_until
+    room_before = profile.room_before
     while True:
         moves: list[tuple[int, float, float]] = []  # (position, start, end) of a left slot
-        earlier = False
         low, high = _INF, -_INF  # the hull of the slots left so far in this pass
-        # room_before(hull_high, cores) per width, while the profile and the hull stay
-        room_at_hull: dict[int, bool] = {}
-        asked = (profile.version, high)
+        # for the hull's end and the profile as they are, what bounds how far a task
+        # reserved from the hull's end on may reach (``_HullEnd``)
+        hull_end = _HullEnd(profile, -_INF)
         for position, task in enumerate(waiting):
-            hull_low = behind_low[position + 1]
-            if low < hull_low:
-                hull_low = low
             hull_high = behind_high[position + 1]
             if high > hull_high:
                 hull_high = high
+            if hull_high <= now:
+                continue  # nothing given back behind it: it cannot gain
             held = reservations[task]
-            if hull_low >= held.end_s or hull_high <= now:
-                continue  # nothing given back before its end: it cannot gain
-            cores = need[task]
             start = held.start_s
+            cores = need[task]
             if start < hull_high:
-                if not room_before(start, cores):
-                    continue  # no slice it could start in has its cores free
-            else:
-                if asked != (profile.version, hull_high):
-                    room_at_hull.clear()
-                    asked = (profile.version, hull_high)
-                room = room_at_hull.get(cores)
-                if room is None:
-                    room = room_at_hull[cores] = room_before(hull_high, cores)
-                if not room:
+                times = profile.times
+                # the slice just before its start: a window it could move to either covers
+                # it or ends by its start
+                index = bisect.bisect_left(times, start) - 1
+                if index < 0:
+                    continue  # reserved from now
+                length = duration(task, 0)
+                if profile.free[index] < cores and (
+                        now + length > times[index] or not room_before(start, cores)):
                     continue
-            length = duration(task, 0)
-            reach = now + length
-            if start < reach:
-                reach = start
-            if reach > hull_high and free_until(hull_high, cores) < reach:
-                continue  # every window of it covers a slice past the hull without room
+            else:
+                if hull_high != hull_end.moment:
+                    hull_end = _HullEnd(profile, hull_high)
+                if cores > hull_end.most:
+                    continue  # no slice before the hull's end has its cores free
+                length = duration(task, 0)
+                if now + length > hull_end.last_start:
+                    # too long to end before the slice just before the hull's end
+                    if cores > hull_end.last_free:
+                        continue
+                    reach = hull_end.reach(cores)
+                    if start > reach and now + length > reach:
+                        continue
+            hull_low = behind_low[position + 1]
+            if low < hull_low:
+                hull_low = low
+            if hull_low >= held.end_s:
+                continue  # nothing given back before its end
             found = profile.move_earlier(state, task, held, None, after=hull_low - length,
                                          before=hull_high)
             if found is not None:
@@ -450,8 +463,8 @@ def compress(profile: PooledProfile, state: ReservingState,
                 moved(task, found)
                 moves.append((position, held.start_s, held.end_s))
                 low, high = min(low, held.start_s), max(high, held.end_s)
-                earlier = True
-        if not earlier:
+                hull_end = _HullEnd(profile, -_INF)  # the profile changed
+        if not moves:
             return
         behind_low = [_INF] * (count + 1)
         behind_high = [-_INF] * (count + 1)
@@ -460,3 +473,30 @@ def compress(profile: PooledProfile, state: ReservingState,
         for position in range(count - 1, -1, -1):
             behind_low[position] = min(behind_low[position], behind_low[position + 1])
             behind_high[position] = max(behind_high[position], behind_high[position + 1])
+
+
+class _HullEnd:
+    """What rules out the tasks reserved from ``moment`` (a hull's end) on, the profile as
+    it is: a window starting before ``moment`` needs a slice before ``moment`` with the
+    task's cores free (``most``); it either covers the slice just before ``moment``
+    (``last_start``, ``last_free``), which then needs them too, or ends by that slice's
+    start; one reaching past ``moment`` covers every slice from there to its reach
+    ``min(start, now + length)`` (whatever its start), which all need them (``reach``)."""
+
+    def __init__(self, profile: PooledProfile, moment: float) -> None:
+        self.profile, self.moment = profile, moment
+        self.most = self.last_free = -1
+        self.last_start = _INF
+        if moment > profile.times[0]:
+            self.most = profile.most_free_before(moment)
+            last = bisect.bisect_left(profile.times, moment) - 1
+            self.last_start, self.last_free = profile.times[last], profile.free[last]
+        self._reach: dict[int, float] = {}
+
+    def reach(self, cores: int) -> float:
+        """How far a window of ``cores`` reaching past the hull's end may reach."""
+        found = self._reach.get(cores)
+        if found is None:
+            found = self._reach[cores] = max(self.moment,
+                                             self.profile.free_until(self.moment, cores))
+        return found
