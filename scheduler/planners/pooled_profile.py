@@ -247,15 +247,33 @@ class PooledProfile:
             later = index + 1
             while later < own and times[later] < end and free[later] >= cores:
                 later += 1
-            if later == own or later == slices or times[later] >= end:
+            if later in (own, slices) or times[later] >= end:
                 begin = times[index]
                 return self._moved(held, Reservation(begin, (0,), end), cores)
             index = later + 1
         return None
 
     def _moved(self, held: Reservation, found: Reservation, cores: int) -> Reservation:
-        self.hold(found, cores)
-        self.release(held, cores)
+        """The profile with ``held`` given back and ``found`` (earlier) taken, as ``hold``
+        then ``release`` leave it, touching only the slices whose count changes: where
+        the two slots overlap the task holds its cores before and after."""
+        old_begin, old_end = held.start_s, held.end_s
+        new_begin, new_end = found.start_s, found.end_s
+        self._anchor(new_begin, 1)
+        self._anchor(new_end, 1)
+        self._anchor(old_begin, -1)
+        self._anchor(old_end, -1)
+        if new_end <= old_begin:  # apart
+            self.reserve(new_begin, new_end, found.machines, cores)
+            self.reserve(old_begin, old_end, held.machines, -cores)
+        else:
+            self.reserve(new_begin, old_begin, found.machines, cores)
+            if new_end < old_end:
+                self.reserve(new_end, old_end, held.machines, -cores)
+            elif new_end > old_end:  # float sums: the same length may end a hair later
+                self.reserve(old_end, new_end, held.machines, cores)
+        self._merge(old_end)
+        self._merge(old_begin)
         return found
 
     def _first_fit(self, first: int, limit: float, cores: int, length: float,
