@@ -34,11 +34,6 @@ class Arrivals:
         """When the next task arrives, ``None`` when all have."""
         return None if self.next_s == _INF else self.next_s
 
-    def may_join(self, now: float) -> bool:
-        """Whether ``joined(now)`` may give any task: one arrives by ``now``, or J2 holds
-        some back (a finish may let them in)."""
-        return self.next_s <= now or self.gate is not None
-
     def joined(self, now: float) -> list[int]:
         """The tasks that join the queue by ``now``, in order: those arriving (unless J2
         holds their job back) and those J2 now admits. Each is marked arrived."""

@@ -236,7 +236,8 @@ class EventLoop:
                 released, freed, early = 0, False, False
             if not changes_first and self.next_change < changes:
                 replan = self.apply_state_changes(now)
-            if gated or arrivals.next_s <= now:  # ``Arrivals.may_join``, without a call
+            # a task arrives by now, or J2 holds some back (a finish may let them in)
+            if gated or arrivals.next_s <= now:
                 released += self.admit_arrivals(now)
             plan(released, freed, replan or early)
             if state.started:
@@ -299,7 +300,7 @@ class EventLoop:
     def admit_arrivals(self, now: float) -> int:
         """Tasks arriving by ``now`` join the queue (once J2 admits their job), and the
         ones without unfinished parents become eligible. Returns how many did. The loop
-        calls it when ``Arrivals.may_join(now)``."""
+        calls it when a task arrives by ``now`` or J2 holds some back."""
         arrivals = self.arrivals
         joined = arrivals.joined(now)
         if not joined:

@@ -227,13 +227,6 @@ class ReservingState(SchedulerState):
         apply (none of these changes during a run, and the planners ask at every event)."""
         return len(self.capacity) == 1 and self.allowed is None and not self.extra_free
 
-    def add_running(self, task: int) -> None:
-        bisect.insort(self.running, (self.expected_end_s[task], task))
-
-    def remove_running(self, task: int) -> None:
-        running = self.running
-        del running[bisect.bisect_left(running, (self.expected_end_s[task], task))]
-
     def enqueue(self, key: tuple[float, ...], task: int) -> None:
         entry = (key, task)
         queue = self.queue
@@ -252,7 +245,6 @@ class ReservingState(SchedulerState):
         ``shares`` core units on each when it is spread (cores anywhere)."""
         chosen = tuple(machines)
         need = self.need[task]
-        now = self.now
         if shares is not None:
             held = self.shares[task] = tuple(shares)
             for machine, cores in zip(chosen, held, strict=True):
@@ -275,27 +267,27 @@ class ReservingState(SchedulerState):
             real = max(self.real_duration(task, m) for m in chosen)
         if self.extra_free:
             self.shift_resources(task, chosen, shares, -1)
-        self.start_s[task] = now
-        self.expected_end_s[task] = now + expected
-        self.finish_s[task] = now + real
-        self.placed_on[task] = chosen
-        self.add_running(task)
-        self.reservations.pop(task, None)
-        self.started.append(task)
+        self._started(task, chosen, expected, real)
 
     def start_on_one(self, task: int, expected: float) -> None:
         """``start`` on the one scheduling machine of ``one_pool``, placed whole, its
         requested time there ``expected``: the same steps without the cases that cannot
         arise there (spread shares, resources beside cores), since the planners start
         every task of a large trace here."""
-        now = self.now
         self.free[0] -= self.need[task]
         if self.shares:
             self.shares.pop(task, None)  # placed whole this time
+        self._started(task, (0,), expected, self.real_duration(task, 0))
+
+    def _started(self, task: int, chosen: tuple[int, ...], expected: float,
+                 real: float) -> None:
+        """What every start records once the task's cores are taken: its times, its
+        machines, its place among the running tasks (by expected end)."""
+        now = self.now
         end = self.expected_end_s[task] = now + expected
         self.start_s[task] = now
-        self.finish_s[task] = now + self.real_duration(task, 0)
-        self.placed_on[task] = (0,)
+        self.finish_s[task] = now + real
+        self.placed_on[task] = chosen
         bisect.insort(self.running, (end, task))
         if self.reservations:
             self.reservations.pop(task, None)
@@ -314,5 +306,5 @@ class ReservingState(SchedulerState):
             need, free = self.need[task], self.free
             for machine in self.placed_on[task]:
                 free[machine] += need
-        running = self.running  # ``remove_running``, without a call: once per task
+        running = self.running
         del running[bisect.bisect_left(running, (self.expected_end_s[task], task))]
