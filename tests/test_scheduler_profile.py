@@ -3,10 +3,11 @@
 ``ReferenceProfile`` is the one-machine profile conservative backfilling planned on before
 (``_ProfileOnOne``), kept here as it was: built afresh from the running tasks and the
 reservations, queried by one pass over its slices. Generated runs of reservations,
-releases, moves and advances of the clock ask both the same questions (``earliest``,
-``move_earlier``, ``room_before``) and compare the free cores they then give at every
-instant. ``sync`` (early finishes given back in place) is held to a profile built afresh
-after the finishes. Compression as a whole, and multi-core machines (planned on
+releases, moves and advances of the clock ask both the same questions (``earliest``, and
+the earliest fit before a task's own slot: ``move_earlier`` here, the compiled
+compression, ``PooledProfile.compress``, of one task there) and compare the free cores
+they then give at every instant. ``sync`` (early finishes given back in place) is held to a
+profile built afresh after the finishes. Compression as a whole, and multi-core machines (planned on
 ``machine_profile.MachineProfile``), are held to the plain re-planning reference end to end
 in ``test_scheduler_conservative_reference.py`` and
 ``test_scheduler_backfilling_differential.py``.
@@ -18,12 +19,10 @@ import bisect
 import itertools
 from types import SimpleNamespace
 from typing import Any
-from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcx.scheduler.planners import pooled_profile
 from dcx.scheduler.planners.pooled_profile import PooledProfile
 from dcx.scheduler.state import Reservation
 
@@ -99,10 +98,6 @@ class ReferenceProfile:
             index = later + 1
         return None
 
-    def room_before(self, moment: float, cores: int) -> bool:
-        before = bisect.bisect_left(self.times, moment)
-        return before > 0 and max(self.free[:before]) >= cores
-
     def reserve(self, begin: float, end: float, cores: int) -> None:
         first = self._split(max(begin, self.times[0]))
         last = self._split(end)
@@ -141,7 +136,16 @@ def _state(capacity: int, running: list[tuple[int, float, float]], lengths: list
         running=sorted((expected, task) for task, (_, _, expected) in enumerate(running)),
         finish_s=[end for _, end, _ in running] + [_INF] * len(widths),
         expected_end_s=[expected for _, _, expected in running] + [_INF] * len(widths),
-        expected_duration=lambda task, machine: duration[task])
+        capacity=[capacity], expected_duration=lambda task, machine: duration[task])
+
+
+def _compressed(fast: PooledProfile, state: Any, held: dict[int, Reservation],
+                waiting: list[int]) -> list[int]:
+    """``waiting`` compressed by the pooled profile as if every slice had been given
+    back: the tasks that moved (``held`` updated)."""
+    moved: list[int] = []
+    fast.compress(state, held, waiting, _INF, lambda task, found: moved.append(task))
+    return moved
 
 
 @st.composite
@@ -161,7 +165,7 @@ def _runs(draw: st.DrawFn) -> tuple[int, list[tuple[int, float, float]], list[fl
     lengths = [float(draw(st.integers(1, 10))) for _ in range(count)]
     widths = [draw(st.integers(1, capacity)) for _ in range(count)]
     steps = draw(st.lists(st.tuples(
-        st.sampled_from(("reserve", "move", "release", "room", "advance")),
+        st.sampled_from(("reserve", "move", "release", "advance")),
         st.integers(0, count - 1), st.integers(0, 20).map(float)), max_size=25))
     return capacity, running, lengths, widths, steps
 
@@ -184,18 +188,16 @@ def test_the_pooled_profile_answers_as_the_previous_one(run: Any) -> None:
                 reference.reserve(found.start_s, found.end_s, state.need[task])
                 held[task] = found
         elif action == "move" and task in held:
-            moved = fast.move_earlier(state, task, held[task], None)
-            assert moved == reference.move_earlier(state, task, held[task])
-            if moved is not None:
-                assert moved.start_s < held[task].start_s
-                held[task] = moved
+            before = held[task]
+            expected = reference.move_earlier(state, task, before)
+            assert _compressed(fast, state, held, [task]) == ([] if expected is None
+                                                              else [task])
+            if expected is not None:
+                assert held[task] == expected and expected.start_s < before.start_s
         elif action == "release" and task in held:
             fast.release(held[task], state.need[task])
             reference.reserve(held[task].start_s, held[task].end_s, -state.need[task])
             del held[task]
-        elif action == "room":
-            assert (fast.room_before(moment, state.need[task])
-                    == reference.room_before(moment, state.need[task]))
         elif action == "advance" and moment > state.now and all(
                 reservation.start_s >= moment for reservation in held.values()):
             state.now = moment  # as the engine does: nothing reserved is overdue
@@ -206,12 +208,12 @@ def test_the_pooled_profile_answers_as_the_previous_one(run: Any) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(_runs(), st.lists(st.integers(0, 7), min_size=1, max_size=8))
-def test_the_pooled_profile_searching_on_arrays_answers_as_the_previous_one(
+def test_the_compiled_compression_moves_as_the_previous_profile(
         run: Any, releases: list[int]) -> None:
-    """Every ``move_earlier`` searches on the NumPy arrays (long searches do), which the
-    releases, moves and advances between them keep in step: every task reserved, then
-    per release a pass moving every reserved task in turn, then the clock on to the
-    earliest reservation."""
+    """Every task reserved, then per release the compiled compression of every reserved
+    task against the previous profile's passes (each task in turn to its earliest fit
+    before its own slot, until none moves), then the clock on to the earliest
+    reservation."""
     capacity, running, lengths, widths, _ = run
     state = _state(capacity, running, lengths, widths)
     first = len(running)
@@ -223,24 +225,28 @@ def test_the_pooled_profile_searching_on_arrays_answers_as_the_previous_one(
         fast.hold(found, state.need[task])
         reference.reserve(found.start_s, found.end_s, state.need[task])
         held[task] = found
-    with mock.patch.object(pooled_profile, "_VECTOR_FROM", 0):
-        for index in releases:
-            task = first + index % len(widths)
-            if task in held:
-                fast.release(held[task], state.need[task])
-                reference.reserve(held[task].start_s, held[task].end_s, -state.need[task])
-                del held[task]
-            for task in sorted(held):
-                moved = fast.move_earlier(state, task, held[task], None)
-                assert moved == reference.move_earlier(state, task, held[task])
-                if moved is not None:
-                    held[task] = moved
-            _same_profile(fast, reference)
-            soonest = min((found.start_s for found in held.values()), default=state.now)
-            if soonest > state.now:
-                state.now = soonest
-                fast.advance(soonest)
-                reference.advance(soonest)
+    for index in releases:
+        task = first + index % len(widths)
+        if task in held:
+            fast.release(held[task], state.need[task])
+            reference.reserve(held[task].start_s, held[task].end_s, -state.need[task])
+            del held[task]
+        expected = dict(held)
+        moving = True
+        while moving:
+            moving = False
+            for task in sorted(expected):
+                found = reference.move_earlier(state, task, expected[task])
+                if found is not None:
+                    expected[task], moving = found, True
+        _compressed(fast, state, held, sorted(held))
+        assert held == expected
+        _same_profile(fast, reference)
+        soonest = min((found.start_s for found in held.values()), default=state.now)
+        if soonest > state.now:
+            state.now = soonest
+            fast.advance(soonest)
+            reference.advance(soonest)
 
 
 @settings(max_examples=200, deadline=None)

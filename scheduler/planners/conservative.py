@@ -12,7 +12,6 @@ from dcx.scheduler.planners.machine_profile import (
     compress_first_fit,
     compress_in_passes,
 )
-from dcx.scheduler.planners.pooled_compress import compress
 from dcx.scheduler.planners.pooled_profile import PooledProfile
 from dcx.scheduler.planners.strict import Key, dequeue, place
 from dcx.scheduler.policies import MachineSelection, first_fit
@@ -154,7 +153,7 @@ class ConservativeBackfilling:
         """A task ended early: give its slot back in the profile kept for the run
         (``sync``), then move each waiting task that could start earlier, in queue order,
         to its earliest fit, passes until none moves earlier (on one pooled machine
-        ``pooled_compress.compress``; machine by machine ``compress_first_fit`` under
+        ``PooledProfile.compress``; machine by machine ``compress_first_fit`` under
         FirstFit, ``compress_in_passes`` under the other selections). Its own slot is free
         while it looks, so no reservation moves later."""
         reservations, key_of, due = state.reservations, self.key_of, self.due
@@ -166,7 +165,7 @@ class ConservativeBackfilling:
         profile = self.profile
         if isinstance(profile, PooledProfile):
             freed_until = profile.sync(state)
-            compress(profile, state, reservations, waiting, freed_until, moved)
+            profile.compress(state, reservations, waiting, freed_until, moved)
             return
         assert profile is not None, "plan() made it"
         profile.sync(state)

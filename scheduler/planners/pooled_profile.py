@@ -4,30 +4,18 @@ time as a sorted list of slice starts and one free-core count per slice, searche
 ``bisect``.
 
 ``PooledProfile`` answers what the profile it replaces (``_ProfileOnOne``) answered
-(``earliest``, ``move_earlier``, ``room_before``, ``reserve``, ``hold``, ``release``,
-``advance``; ``tests/test_scheduler_profile.py`` holds it to that class's algorithm on
-generated reservations), and adds what lets the planner keep one profile for the whole run
-instead of building one at every early finish:
+(``earliest``, ``reserve``, ``hold``, ``release``, ``advance``;
+``tests/test_scheduler_profile.py`` holds it to that class's algorithm on generated
+reservations), and adds what lets the planner keep one profile for the whole run instead
+of building one at every early finish:
 
 * ``sync`` gives back, from now until their expected ends, the cores of the running tasks
   that ended early since the last call (the profile follows the running tasks it was told
   about in a heap by real end), and returns the latest of those expected ends;
 * ``compress`` re-inserts the waiting tasks after early finishes as the plain rule does
   (queue order, each at its earliest fit with its own slot free, passes until none moves
-  earlier), but looks only where a task could have gained. Before the finishes no waiting
-  task could start earlier (each was placed at its earliest fit and nothing has freed cores
-  since), so a window that fits now must overlap a stretch where cores were given back: the
-  early finishes' ``[now, end)`` and the slots moved tasks left. With ``[low, high)`` the
-  hull of those stretches, a task of width ``w`` and length ``R`` reserved at ``s`` can only
-  move to a start ``t`` with ``low - R < t < min(s, high)``, which needs ``w`` cores free at
-  some slice start before ``min(s, high)`` and on every slice from ``high`` to
-  ``min(now + R, s)`` (the window covers them whatever its start). Such a window also
-  either covers the slice just before ``min(s, high)``, which then needs ``w`` cores free
-  (before its own slot), or is short enough to end by that slice's start. Most tasks fail
-  one of these checks, answered from a prefix maximum, that slice and a cached
-  first-slice-below-``w``, without a scan of their own. It goes through the whole queue
-  at each pass, so long queues are compressed by ``pooled_compress.compress`` instead,
-  which looks only at the tasks a hole could let move.
+  earlier), compiled (``pooled_kernel.compress``): the profile and the waiting tasks'
+  slots go to it as arrays and the moves come back.
 
 Slices with the same count side by side are left as they are: an earliest fit starts at
 the first of them either way, so the answers do not change.
@@ -38,18 +26,15 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from dcx.scheduler.state import Reservation, ReservingState
 
 _INF = float("inf")
-_VECTOR_FROM = 224
-"""Candidate starts from which ``move_earlier`` searches on arrays instead of slice by
-slice."""
-_KEEP_ARRAYS_FOR = 8
-"""Reservations made or given back without a search on arrays after which the arrays are
-dropped (reservations made one by one on arrival, not compression's moves)."""
 
 
 class PooledProfile:
@@ -85,32 +70,17 @@ class PooledProfile:
         for held in reservations.values():
             self._anchor(max(held.start_s, now), 1)
             self._anchor(held.end_s, 1)
-        self._tops: list[int] = []
-        """``_tops[i]``: the most cores free in slices ``0..i``, right for ``i <
-        _valid``."""
-        self._valid = 0
-        self.version = 0
-        """Counts the changes: an answer kept from an earlier version is stale."""
-        self._arrays: Any = None
-        """``times`` and ``free`` as the two rows of one NumPy array for long searches, made
-        by the first one and then kept in step with the lists (the first ``len(times)``
-        columns), so that a search after a move does not copy the lists again; with room to
-        grow. One array, so that a slice made or merged away shifts both rows at once."""
-        self._unsearched = 0
-        """Changes to ``_arrays`` since the last search on them: past ``_KEEP_ARRAYS_FOR``
-        they are dropped, as keeping them costs more than making them again."""
-        self._below: dict[int, float] = {}
-        self._below_from = _INF
         self._ends: list[tuple[float, int]] = []
         self.track(state, [task for _, task in state.running])
+        self._room: _KernelRoom | None = None
+
+    def _kernel_room(self, state: ReservingState, tasks: int) -> _KernelRoom:
+        """The compiled compression's arrays, with room for ``tasks`` waiting tasks."""
+        if self._room is None:
+            self._room = _KernelRoom(state)
+        return self._room.for_tasks(tasks)
 
     # the profile's own bookkeeping
-
-    def _changed(self, first: int = 0) -> None:
-        """The slices from ``first`` on changed."""
-        self.version += 1
-        self._valid = min(self._valid, first)
-        self._below.clear()
 
     def _anchor(self, moment: float, count: int) -> None:
         anchors = self._anchors
@@ -131,11 +101,6 @@ class PooledProfile:
                 self.free[index] == self.free[index - 1]):
             del times[index]
             del self.free[index]
-            arrays = self._arrays
-            if arrays is not None:
-                count = len(times)
-                arrays[:, index:count] = arrays[:, index + 1:count + 1]
-            self._changed(index)
 
     def _split(self, moment: float) -> int:
         """The index of the slice starting at ``moment``, made if needed."""
@@ -144,15 +109,6 @@ class PooledProfile:
             return index
         self.times.insert(index, moment)
         self.free.insert(index, self.free[index - 1])
-        self._valid = min(self._valid, index)
-        arrays = self._arrays
-        if arrays is not None:
-            count = len(self.times)
-            if count > arrays.shape[1]:
-                self._arrays = None  # made again, with more room, when next searched
-            else:
-                arrays[:, index + 1:count] = arrays[:, index:count - 1]
-                arrays[0, index], arrays[1, index] = moment, self.free[index]
         return index
 
     def track(self, state: ReservingState, tasks: Sequence[int]) -> None:
@@ -189,6 +145,53 @@ class PooledProfile:
                 self._anchor(end, -1)
         return latest
 
+    def compress(self, state: ReservingState, reservations: dict[int, Reservation],
+                 waiting: list[int], freed_until: float,
+                 moved: Callable[[int, Reservation], None]) -> None:
+        """Move the ``waiting`` tasks (queue order) to their earliest fits after early
+        finishes gave back cores from now until ``freed_until``, as the plain compression
+        does (``pooled_kernel.compress``). ``moved(task, reservation)`` is told of each
+        task that moved, with its last reservation, after ``reservations`` has it."""
+        if freed_until <= state.now or not waiting:
+            return
+        count = len(waiting)
+        room = self._kernel_room(state, count)
+        held = list(map(reservations.__getitem__, waiting))
+        ids = np.fromiter(waiting, np.int64, count)
+        starts, ends = room.starts[:count], room.ends[:count]
+        starts[:] = list(map(_START, held))
+        ends[:] = list(map(_END, held))
+        was_moved = room.moved[:count]
+        was_moved[:] = False
+        slices = len(self.times)
+        times, free, anchored = room.profile(slices)
+        times[:slices] = self.times
+        free[:slices] = self.free
+        anchored[:slices] = list(map(self._anchors.get, self.times, itertools.repeat(0)))
+        work, counts = room.work(count, times.shape[0])
+        times, free, anchored, slices, room.generation = room.kernel(
+            times, free, anchored, slices, state.now, freed_until, starts, ends,
+            room.task_lengths[ids], room.task_widths[ids], was_moved, work, counts,
+            room.reach_of, room.reach_generation, room.generation)
+        room.keep(times, free, anchored)
+        positions = np.flatnonzero(was_moved).tolist()
+        if not positions:
+            return
+        self.times = times[:slices].tolist()
+        self.free = free[:slices].tolist()
+        new_starts, new_ends = starts.tolist(), ends.tolist()
+        anchor = self._anchor
+        for position in positions:
+            task, before = waiting[position], held[position]
+            found = Reservation(new_starts[position], (0,), new_ends[position])
+            # the slices' anchors as the moves, one after the other, left them
+            anchor(found.start_s, 1)
+            anchor(found.end_s, 1)
+            anchor(before.start_s, -1)
+            anchor(before.end_s, -1)
+            reservations[task] = found
+            moved(task, found)
+
     # the profile's questions, as ``_ProfileOnOne`` answers them
 
     def earliest(self, state: ReservingState, task: int, select: Any) -> Reservation | None:
@@ -215,158 +218,6 @@ class PooledProfile:
             index = later + 1
         return None
 
-    def move_earlier(self, state: ReservingState, task: int, held: Reservation,
-                     select: Any, after: float = -_INF, before: float = _INF,
-                     ) -> Reservation | None:
-        """The task's earliest fit starting before ``held`` (and before ``before``, after
-        ``after``: the caller knows no start outside fits), with its own cores counted
-        free over its slot; it is moved there. ``None`` (nothing changed) when none fits:
-        its own slot is then its earliest fit."""
-        cores, length = state.need[task], state.expected_duration(task, 0)
-        own_begin = held.start_s
-        limit = min(own_begin, before)
-        times, free = self.times, self.free
-        slices = len(times)
-        # one slice before the first start past ``after``: float sums may round either way
-        index = max(bisect.bisect_right(times, after) - 1, 0)
-        if bisect.bisect_left(times, limit) - index > _VECTOR_FROM:
-            found = self._first_fit(index, limit, cores, length, own_begin)
-            if found is None:
-                return None
-            begin = times[found]
-            end = begin + length
-            return self._moved(held, Reservation(begin, (0,), end), cores)
-        # from the task's own slot on its cores are free: a window starting before the
-        # slot that reaches it fits (it ends before the slot does)
-        own = bisect.bisect_left(times, own_begin, index)
-        while index < slices and times[index] < limit:
-            if free[index] < cores:
-                index += 1
-                continue
-            end = times[index] + length
-            later = index + 1
-            while later < own and times[later] < end and free[later] >= cores:
-                later += 1
-            if later in (own, slices) or times[later] >= end:
-                begin = times[index]
-                return self._moved(held, Reservation(begin, (0,), end), cores)
-            index = later + 1
-        return None
-
-    def _moved(self, held: Reservation, found: Reservation, cores: int) -> Reservation:
-        """The profile with ``held`` given back and ``found`` (earlier) taken, as ``hold``
-        then ``release`` leave it, touching only the slices whose count changes: where
-        the two slots overlap the task holds its cores before and after."""
-        old_begin, old_end = held.start_s, held.end_s
-        new_begin, new_end = found.start_s, found.end_s
-        self._anchor(new_begin, 1)
-        self._anchor(new_end, 1)
-        self._anchor(old_begin, -1)
-        self._anchor(old_end, -1)
-        if new_end <= old_begin:  # apart
-            self.reserve(new_begin, new_end, found.machines, cores)
-            self.reserve(old_begin, old_end, held.machines, -cores)
-        else:
-            self.reserve(new_begin, old_begin, found.machines, cores)
-            if new_end < old_end:
-                self.reserve(new_end, old_end, held.machines, -cores)
-            elif new_end > old_end:  # float sums: the same length may end a hair later
-                self.reserve(old_end, new_end, held.machines, cores)
-        self._merge(old_end)
-        self._merge(old_begin)
-        return found
-
-    def _first_fit(self, first: int, limit: float, cores: int, length: float,
-                   boosted_from: float) -> int | None:
-        """``move_earlier``'s search on arrays: the first slice ``i >= first`` starting
-        before ``limit`` from which ``cores`` are free for ``length``, the slices from
-        ``boosted_from`` on counting ``cores`` more (the task's own slot); ``None``: none.
-        A window fits from a slice with the cores free if and only if the first slice after
-        it without them starts no sooner than the window ends, so only the first slice of
-        each stretch with them free is a candidate: the one after each slice without."""
-        import numpy as np
-
-        times_list = self.times
-        stop = bisect.bisect_left(times_list, limit)
-        # every slice a window starting before ``stop`` can cover
-        last = bisect.bisect_left(times_list, times_list[stop - 1] + length)
-        all_times, all_free = self._made_arrays()
-        times = all_times[first:last]
-        usable = all_free[first:last] >= cores
-        # from the task's own slot on its cores are free: a window starting before the
-        # slot ends inside it
-        usable[bisect.bisect_left(times_list, boosted_from, first, last) - first:] = True
-        blocked = np.flatnonzero(~usable)
-        if not blocked.size:
-            return first
-        # candidate k starts after blocker k - 1 (the first at 0) and runs until blocker k;
-        # the last runs past every slice a window covers (an index past them is no start)
-        starts = np.empty(blocked.size + 1, dtype=np.int64)
-        starts[0] = 0
-        np.add(blocked, 1, out=starts[1:])
-        ends = np.empty(blocked.size + 1)
-        ends[:-1] = times[blocked]
-        ends[-1] = _INF
-        fits = ends >= times.take(starts, mode="clip") + length
-        if length <= 0:
-            fits &= usable.take(starts, mode="clip")  # an empty stretch holds no start
-        fits &= starts < stop - first
-        found = int(fits.argmax())
-        return first + int(starts[found]) if fits[found] else None
-
-    def _made_arrays(self) -> Any:
-        """``_arrays``, made if needed (free cores as floats: exact, far below 2**53)."""
-        self._unsearched = 0
-        arrays = self._arrays
-        if arrays is None:
-            import numpy as np
-
-            count = len(self.times)
-            arrays = self._arrays = np.empty((2, 2 * count + 64))
-            arrays[0, :count], arrays[1, :count] = self.times, self.free
-        return arrays
-
-    def room_before(self, moment: float, cores: int) -> bool:
-        """Whether some slice starting before ``moment`` has ``cores`` free."""
-        return self.most_free_before(moment) >= cores
-
-    def most_free_before(self, moment: float) -> int:
-        """The most cores free on a slice starting before ``moment`` (``-1``: none)."""
-        before = bisect.bisect_left(self.times, moment)
-        if before == 0:
-            return -1
-        valid, tops = self._valid, self._tops
-        if valid < before:
-            # the running maximum brought up to date as far as asked
-            del tops[valid:]
-            if valid == 0:
-                tops.extend(itertools.accumulate(self.free[:before], max))
-            else:
-                more = itertools.accumulate(self.free[valid:before], max, initial=tops[-1])
-                next(more)
-                tops.extend(more)
-            self._valid = before
-        return tops[before - 1]
-
-    def free_until(self, moment: float, cores: int) -> float:
-        """From ``moment`` on, the start of the first slice with fewer than ``cores`` free
-        (``inf``: none), the slice holding ``moment`` included (cached per width until the
-        profile changes)."""
-        if moment != self._below_from:
-            self._below.clear()
-            self._below_from = moment
-        found = self._below.get(cores)
-        if found is None:
-            times, free = self.times, self.free
-            index = max(bisect.bisect_right(times, moment) - 1, 0)
-            found = _INF
-            for later in range(index, len(times)):
-                if free[later] < cores:
-                    found = times[later]
-                    break
-            self._below[cores] = found
-        return found
-
     def reserve(self, begin: float, end: float, machines: Sequence[int],
                 cores: int | Sequence[int]) -> None:
         """``cores`` fewer free over [begin, end) (more when negative)."""
@@ -374,13 +225,6 @@ class PooledProfile:
         first = self._split(max(begin, self.times[0]))
         last = self._split(end)
         self.free[first:last] = [free - cores for free in self.free[first:last]]
-        if self._arrays is not None:
-            self._unsearched += 1
-            if self._unsearched > _KEEP_ARRAYS_FOR:
-                self._arrays = None
-            else:
-                self._arrays[1, first:last] -= cores
-        self._changed(first)
 
     def hold(self, held: Reservation, need: int) -> None:
         """The profile with ``held`` taken."""
@@ -402,119 +246,65 @@ class PooledProfile:
         if index > 0:
             del self.times[:index]
             del self.free[:index]
-            arrays = self._arrays
-            if arrays is not None:
-                count = len(self.times)
-                arrays[:, :count] = arrays[:, index:index + count]
-            self._changed()
         if self.times[0] != now:
             self.times[0] = now
-            if self._arrays is not None:
-                self._arrays[0, 0] = now
-            self._changed()
 
 
-def compress(profile: PooledProfile, state: ReservingState,
-             reservations: dict[int, Reservation], waiting: list[int], freed_until: float,
-             moved: Callable[[int, Reservation], None]) -> None:
-    """Move the ``waiting`` tasks (queue order) to their earliest fits after early finishes
-    gave back cores from now until ``freed_until``, as the plain compression does (passes
-    until no task moves earlier), looking only where a task could have gained (module
-    docstring). ``moved(task, reservation)`` is told of each move after ``reservations``
-    has it."""
-    need, duration = state.need, state.expected_duration
-    now = state.now
-    count = len(waiting)
-    # per position, the hull of the stretches given back by tasks behind it in the last
-    # pass (the first pass: the early finishes', for every task)
-    behind_low = [now] * (count + 1)
-    behind_high = [freed_until] * (count + 1)
-    room_before = profile.room_before
-    while True:
-        moves: list[tuple[int, float, float]] = []  # (position, start, end) of a left slot
-        low, high = _INF, -_INF  # the hull of the slots left so far in this pass
-        # for the hull's end and the profile as they are, what bounds how far a task
-        # reserved from the hull's end on may reach (``_HullEnd``)
-        hull_end = _HullEnd(profile, -_INF)
-        for position, task in enumerate(waiting):
-            hull_high = behind_high[position + 1]
-            if high > hull_high:
-                hull_high = high
-            if hull_high <= now:
-                continue  # nothing given back behind it: it cannot gain
-            held = reservations[task]
-            start = held.start_s
-            cores = need[task]
-            if start < hull_high:
-                times = profile.times
-                # the slice just before its start: a window it could move to either covers
-                # it or ends by its start
-                index = bisect.bisect_left(times, start) - 1
-                if index < 0:
-                    continue  # reserved from now
-                length = duration(task, 0)
-                if profile.free[index] < cores and (
-                        now + length > times[index] or not room_before(start, cores)):
-                    continue
-            else:
-                if hull_high != hull_end.moment:
-                    hull_end = _HullEnd(profile, hull_high)
-                if cores > hull_end.most:
-                    continue  # no slice before the hull's end has its cores free
-                length = duration(task, 0)
-                if now + length > hull_end.last_start:
-                    # too long to end before the slice just before the hull's end
-                    if cores > hull_end.last_free:
-                        continue
-                    reach = hull_end.reach(cores)
-                    if start > reach and now + length > reach:
-                        continue
-            hull_low = behind_low[position + 1]
-            if low < hull_low:
-                hull_low = low
-            if hull_low >= held.end_s:
-                continue  # nothing given back before its end
-            found = profile.move_earlier(state, task, held, None, after=hull_low - length,
-                                         before=hull_high)
-            if found is not None:
-                reservations[task] = found
-                moved(task, found)
-                moves.append((position, held.start_s, held.end_s))
-                low, high = min(low, held.start_s), max(high, held.end_s)
-                hull_end = _HullEnd(profile, -_INF)  # the profile changed
-        if not moves:
-            return
-        behind_low = [_INF] * (count + 1)
-        behind_high = [-_INF] * (count + 1)
-        for position, begin, end in moves:
-            behind_low[position], behind_high[position] = begin, end
-        for position in range(count - 1, -1, -1):
-            behind_low[position] = min(behind_low[position], behind_low[position + 1])
-            behind_high[position] = max(behind_high[position], behind_high[position + 1])
+_START = operator.attrgetter("start_s")
+_END = operator.attrgetter("end_s")
 
 
-class _HullEnd:
-    """What rules out the tasks reserved from ``moment`` (a hull's end) on, the profile as
-    it is: a window starting before ``moment`` needs a slice before ``moment`` with the
-    task's cores free (``most``); it either covers the slice just before ``moment``
-    (``last_start``, ``last_free``), which then needs them too, or ends by that slice's
-    start; one reaching past ``moment`` covers every slice from there to its reach
-    ``min(start, now + length)`` (whatever its start), which all need them (``reach``)."""
+class _KernelRoom:
+    """Arrays the compiled compression works in, kept from call to call and grown as
+    needed, so that a compression allocates nothing; and each task's requested length
+    and width, which do not change during a run."""
 
-    def __init__(self, profile: PooledProfile, moment: float) -> None:
-        self.profile, self.moment = profile, moment
-        self.most = self.last_free = -1
-        self.last_start = _INF
-        if moment > profile.times[0]:
-            self.most = profile.most_free_before(moment)
-            last = bisect.bisect_left(profile.times, moment) - 1
-            self.last_start, self.last_free = profile.times[last], profile.free[last]
-        self._reach: dict[int, float] = {}
+    def __init__(self, state: ReservingState) -> None:
+        duration = state.expected_duration
+        self.task_lengths = np.array([duration(task, 0) for task in range(len(state.need))])
+        self.task_widths = np.array(state.need, np.int64)
+        widest = max(state.capacity[0], int(self.task_widths.max(initial=0)))
+        self.reach_of = np.empty(widest + 1)
+        self.reach_generation = np.full(widest + 1, -1, np.int64)
+        self.generation = 0
+        # imported with the first compression, not with the planner: Numba takes a
+        # moment to load
+        from dcx.scheduler.planners import pooled_kernel
 
-    def reach(self, cores: int) -> float:
-        """How far a window of ``cores`` reaching past the hull's end may reach."""
-        found = self._reach.get(cores)
-        if found is None:
-            found = self._reach[cores] = max(self.moment,
-                                             self.profile.free_until(self.moment, cores))
-        return found
+        self.kernel = pooled_kernel.compress
+        self._work_sizes = pooled_kernel.work_sizes
+        self._tasks = 0
+        self.starts = self.ends = np.empty(0)
+        self.moved = np.empty(0, np.bool_)
+        self._times = np.empty(0)
+        self._free = self._anchored = np.empty(0, np.int64)
+        self._work = np.empty(0)
+        self._counts = np.empty(0, np.int64)
+
+    def for_tasks(self, count: int) -> _KernelRoom:
+        """The room, with the tasks' arrays long enough for ``count``."""
+        if count > self._tasks:
+            size = self._tasks = 2 * count
+            self.starts, self.ends = np.empty(size), np.empty(size)
+            self.moved = np.empty(size, np.bool_)
+        return self
+
+    def profile(self, slices: int) -> tuple[Any, Any, Any]:
+        """The profile's arrays, long enough for ``slices`` and a move more."""
+        if slices + 4 > self._times.shape[0]:
+            size = 2 * slices + 64
+            self.keep(np.empty(size), np.empty(size, np.int64), np.empty(size, np.int64))
+        return self._times, self._free, self._anchored
+
+    def keep(self, times: Any, free: Any, anchored: Any) -> None:
+        """The profile's arrays as the kernel hands them back (larger if it grew them)."""
+        self._times, self._free, self._anchored = times, free, anchored
+
+    def work(self, count: int, slices: int) -> tuple[Any, Any]:
+        """The kernel's bookkeeping arrays for ``count`` tasks and ``slices`` slices."""
+        floats, integers = self._work_sizes(count, slices)
+        if floats > self._work.shape[0]:
+            self._work = np.empty(2 * floats)
+        if integers > self._counts.shape[0]:
+            self._counts = np.empty(2 * integers, np.int64)
+        return self._work, self._counts

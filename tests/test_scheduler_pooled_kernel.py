@@ -1,10 +1,11 @@
-"""``scheduler/planners/pooled_compress.py`` (compression through holes and a tree of the
-waiting tasks) held to the plain compression it stands for: every waiting task, in queue
-order, taken out and put back at its earliest fit, passes until none moves. The hole
-filter must never skip a task the plain passes would move, so the schedules are identical:
+"""``scheduler/planners/pooled_kernel.py`` (the compiled compression of the pooled profile,
+``PooledProfile.compress``) held to the plain compression it stands for, written here with
+the profile's own ``release``, ``earliest`` and ``hold``: every waiting task, in queue
+order, taken out and put back at its earliest fit, passes until none moves. The kernel's
+bounds must never skip a task the plain passes would move, so the schedules are identical:
 generated pooled workloads with exact and overestimated requested times, the issue's early
 finish with nobody waiting, and seeded synthetic traces at a high offered load (long
-queues, many moves). The index is forced on for every queue length (``INDEX_FROM``)."""
+queues, many moves)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ from dcx.core.model import (
 )
 from dcx.scheduler.engine import Schedule, simulate
 from dcx.scheduler.loading import load_problem
-from dcx.scheduler.planners import conservative, pooled_compress
 from dcx.scheduler.planners.pooled_profile import PooledProfile
 from dcx.scheduler.policies import parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
@@ -41,25 +41,30 @@ from dcx.scheduler.state import Reservation, ReservingState
 def plain_compress(profile: PooledProfile, state: ReservingState,
                    reservations: dict[int, Reservation], waiting: list[int],
                    freed_until: float, moved: Callable[[int, Reservation], None]) -> None:
-    """Every waiting task, in queue order, at its earliest fit with its own slot free
+    """Every waiting task, in queue order, taken out and put back at its earliest fit
     (searched from now, no bound), passes until a pass moves none."""
     earlier = True
     while earlier:
         earlier = False
         for task in waiting:
-            found = profile.move_earlier(state, task, reservations[task], None)
-            if found is not None:
+            held, need = reservations[task], state.need[task]
+            profile.release(held, need)
+            found = profile.earliest(state, task, None)
+            assert found is not None and found.start_s <= held.start_s
+            if found.start_s < held.start_s:
+                profile.hold(found, need)
                 reservations[task] = found
                 moved(task, found)
                 earlier = True
+            else:
+                profile.hold(held, need)
 
 
 def _run(problem: Problem, name: str, compress: Callable[..., None] | None,
          ) -> Schedule:
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(pooled_compress, "INDEX_FROM", 0)
         if compress is not None:
-            patched.setattr(conservative, "compress", compress)
+            patched.setattr(PooledProfile, "compress", compress)
         return simulate(problem, parse_policy(name))
 
 
@@ -97,7 +102,7 @@ def _workloads(draw: st.DrawFn) -> tuple[list[tuple[int, int, int, int]], int]:
 
 @settings(max_examples=200, deadline=None)
 @given(_workloads(), st.sampled_from(["FCFS-CONSERVATIVE", "SJF-CONSERVATIVE"]))
-def test_compression_through_holes_is_the_plain_compression(
+def test_the_compiled_compression_is_the_plain_compression(
         workload: tuple[list[tuple[int, int, int, int]], int], name: str) -> None:
     jobs, total = workload
     problem = _problem(jobs, total)
@@ -118,25 +123,28 @@ def test_an_early_finish_with_nobody_waiting_frees_the_cores_at_once() -> None:
 def test_a_loaded_synthetic_trace_compresses_as_the_plain_passes(
         tmp_path: Path, seed: int) -> None:
     """300 jobs on 64 processors at offered load 1.2, overestimated requested times: long
-    queues whose compressions move tasks in several passes (counted, so the holes are
-    really used)."""
+    queues whose compressions move many tasks (counted, so the kernel's bounds are really
+    put to the test)."""
     trace = tmp_path / "synthetic.swf"
     trace.write_text(generate(300, procs=64, load=1.2, seed=seed))
     loaded = load_problem(trace, None)
     assert loaded.problem is not None
-    holes = 0
-    made = pooled_compress._Hole.__init__
+    moves = 0
+    compiled = PooledProfile.compress
 
-    def counted(hole: pooled_compress._Hole, *args: object) -> None:
-        nonlocal holes
-        holes += 1
-        made(hole, *args)  # type: ignore[arg-type]
+    def counted(profile: PooledProfile, state: ReservingState,
+                reservations: dict[int, Reservation], waiting: list[int],
+                freed_until: float, moved: Callable[[int, Reservation], None]) -> None:
+        def told(task: int, found: Reservation) -> None:
+            nonlocal moves
+            moves += 1
+            moved(task, found)
 
-    with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(pooled_compress._Hole, "__init__", counted)
-        fast = _run(loaded.problem, "FCFS-CONSERVATIVE", None)
+        compiled(profile, state, reservations, waiting, freed_until, told)
+
+    fast = _run(loaded.problem, "FCFS-CONSERVATIVE", counted)
     plain = _run(loaded.problem, "FCFS-CONSERVATIVE", plain_compress)
-    assert holes > 300  # early finishes, and slots left by moved tasks
+    assert moves > 300
     assert fast.unfinished == 0
     assert fast.start_s == plain.start_s
     assert fast.reserved_s == plain.reserved_s
