@@ -184,7 +184,7 @@ def test_the_pooled_profile_answers_as_the_previous_one(run: Any) -> None:
             found = fast.earliest(state, task, None)
             assert found == reference.earliest(state, task)
             if found is not None:
-                fast.hold(found, state.need[task])
+                fast.hold_for(task, found, state.need[task])
                 reference.reserve(found.start_s, found.end_s, state.need[task])
                 held[task] = found
         elif action == "move" and task in held:
@@ -222,7 +222,7 @@ def test_the_compiled_compression_moves_as_the_previous_profile(
     for task in range(first, first + len(widths)):
         found = reference.earliest(state, task)
         assert found is not None
-        fast.hold(found, state.need[task])
+        fast.hold_for(task, found, state.need[task])
         reference.reserve(found.start_s, found.end_s, state.need[task])
         held[task] = found
     for index in releases:

@@ -96,7 +96,10 @@ class ConservativeBackfilling:
             if found is None:
                 left.append(entry)
                 continue  # no usable machine can ever hold it: it waits for a state change
-            profile.hold(found, state.need[task])
+            if isinstance(profile, PooledProfile):
+                profile.hold_for(task, found, state.need[task])
+            else:
+                profile.hold(found, state.need[task])
             self._hold(state, entry[0], task, found)
             if math.isnan(state.first_reservation_s[task]):
                 state.first_reservation_s[task] = found.start_s

@@ -26,7 +26,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,6 +72,12 @@ class PooledProfile:
         self._ends: list[tuple[float, int]] = []
         self.track(state, [task for _, task in state.running])
         self._room: _KernelRoom | None = None
+        self._slot_starts = np.full(len(state.need), _INF)
+        self._slot_ends = np.full(len(state.need), _INF)
+        """Per task, its reservation's start and end as ``hold_for`` and ``compress``
+        made it: what compression reads, without a look at each reservation."""
+        for held_by, held in reservations.items():
+            self._slot_starts[held_by], self._slot_ends[held_by] = held.start_s, held.end_s
 
     def _kernel_room(self, state: ReservingState, tasks: int) -> _KernelRoom:
         """The compiled compression's arrays, with room for ``tasks`` waiting tasks."""
@@ -148,19 +153,18 @@ class PooledProfile:
     def compress(self, state: ReservingState, reservations: dict[int, Reservation],
                  waiting: list[int], freed_until: float,
                  moved: Callable[[int, Reservation], None]) -> None:
-        """Move the ``waiting`` tasks (queue order) to their earliest fits after early
-        finishes gave back cores from now until ``freed_until``, as the plain compression
-        does (``pooled_kernel.compress``). ``moved(task, reservation)`` is told of each
-        task that moved, with its last reservation, after ``reservations`` has it."""
+        """Move the ``waiting`` tasks (queue order, each holding the reservation it was
+        given through ``hold_for`` or by an earlier compression) to their earliest fits
+        after early finishes gave back cores from now until ``freed_until``, as the plain
+        compression does (``pooled_kernel.compress``). ``moved(task, reservation)`` is
+        told of each task that moved, with its last reservation, after ``reservations``
+        has it."""
         if freed_until <= state.now or not waiting:
             return
         count = len(waiting)
         room = self._kernel_room(state, count)
-        held = list(map(reservations.__getitem__, waiting))
         ids = np.fromiter(waiting, np.int64, count)
-        starts, ends = room.starts[:count], room.ends[:count]
-        starts[:] = list(map(_START, held))
-        ends[:] = list(map(_END, held))
+        starts, ends = self._slot_starts[ids], self._slot_ends[ids]
         was_moved = room.moved[:count]
         was_moved[:] = False
         slices = len(self.times)
@@ -179,17 +183,21 @@ class PooledProfile:
             return
         self.times = times[:slices].tolist()
         self.free = free[:slices].tolist()
-        new_starts, new_ends = starts.tolist(), ends.tolist()
+        moved_ids = ids[positions]
+        old_starts = self._slot_starts[moved_ids].tolist()
+        old_ends = self._slot_ends[moved_ids].tolist()
+        new_starts, new_ends = starts[positions], ends[positions]
+        self._slot_starts[moved_ids], self._slot_ends[moved_ids] = new_starts, new_ends
         anchor = self._anchor
-        for position in positions:
-            task, before = waiting[position], held[position]
-            found = Reservation(new_starts[position], (0,), new_ends[position])
+        for task, begin, end, old_begin, old_end in zip(
+                moved_ids.tolist(), new_starts.tolist(), new_ends.tolist(), old_starts,
+                old_ends, strict=True):
             # the slices' anchors as the moves, one after the other, left them
-            anchor(found.start_s, 1)
-            anchor(found.end_s, 1)
-            anchor(before.start_s, -1)
-            anchor(before.end_s, -1)
-            reservations[task] = found
+            anchor(begin, 1)
+            anchor(end, 1)
+            anchor(old_begin, -1)
+            anchor(old_end, -1)
+            found = reservations[task] = Reservation(begin, (0,), end)
             moved(task, found)
 
     # the profile's questions, as ``_ProfileOnOne`` answers them
@@ -226,6 +234,12 @@ class PooledProfile:
         last = self._split(end)
         self.free[first:last] = [free - cores for free in self.free[first:last]]
 
+    def hold_for(self, task: int, held: Reservation, need: int) -> None:
+        """The profile with ``held`` taken, as ``task``'s reservation (which compression
+        may move)."""
+        self.hold(held, need)
+        self._slot_starts[task], self._slot_ends[task] = held.start_s, held.end_s
+
     def hold(self, held: Reservation, need: int) -> None:
         """The profile with ``held`` taken."""
         self._anchor(held.start_s, 1)
@@ -250,10 +264,6 @@ class PooledProfile:
             self.times[0] = now
 
 
-_START = operator.attrgetter("start_s")
-_END = operator.attrgetter("end_s")
-
-
 class _KernelRoom:
     """Arrays the compiled compression works in, kept from call to call and grown as
     needed, so that a compression allocates nothing; and each task's requested length
@@ -274,7 +284,6 @@ class _KernelRoom:
         self.kernel = pooled_kernel.compress
         self._work_sizes = pooled_kernel.work_sizes
         self._tasks = 0
-        self.starts = self.ends = np.empty(0)
         self.moved = np.empty(0, np.bool_)
         self._times = np.empty(0)
         self._free = self._anchored = np.empty(0, np.int64)
@@ -282,10 +291,9 @@ class _KernelRoom:
         self._counts = np.empty(0, np.int64)
 
     def for_tasks(self, count: int) -> _KernelRoom:
-        """The room, with the tasks' arrays long enough for ``count``."""
+        """The room, with ``moved`` long enough for ``count`` tasks."""
         if count > self._tasks:
             size = self._tasks = 2 * count
-            self.starts, self.ends = np.empty(size), np.empty(size)
             self.moved = np.empty(size, np.bool_)
         return self
 
