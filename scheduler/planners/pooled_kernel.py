@@ -219,6 +219,27 @@ def _before(times: Any, free: Any, count: int, most: Any, valid: int, moment: fl
 
 
 @numba.njit(cache=True)
+def _no_window_before(times: Any, free: Any, count: int, most: Any, valid: int,
+                      start: float, cores: int, earliest_end: float,
+                      ) -> tuple[bool, Any, int]:
+    """Whether no window of ``cores`` ending no sooner than ``earliest_end`` can start
+    before ``start``: reserved from the first slice, or the slice just before ``start``
+    lacks the cores and the window either covers it or finds them free nowhere before
+    (``most`` and its ``valid`` brought far enough)."""
+    index = _bisect_left(times, start, 0, count) - 1
+    if index < 0:
+        return True, most, valid
+    if free[index] >= cores:
+        return False, most, valid
+    if earliest_end > times[index]:
+        return True, most, valid
+    if valid <= index:
+        most = _running_maximum(free, most, valid, index)
+        valid = index + 1
+    return most[index] < cores, most, valid
+
+
+@numba.njit(cache=True)
 def _hulls_behind(behind_low: Any, behind_high: Any, left_at: Any, left_begin: Any,
                   left_end: Any, moves: int) -> None:
     """Per position, the hull of the slots the pass's ``moves`` left behind it."""
@@ -233,15 +254,18 @@ def _hulls_behind(behind_low: Any, behind_high: Any, left_at: Any, left_begin: A
 
 
 @numba.njit(cache=True)
-def compress(times: Any, free: Any, anchored: Any, count: int, now: float,
-             freed_until: float, starts: Any, ends: Any, lengths: Any, widths: Any,
-             moved: Any, work: Any, counts: Any, reach_of: Any, reach_generation: Any,
-             generation: int) -> tuple[Any, Any, Any, int, int]:
+def compress(times: Any, free: Any, anchored: Any, with_anchors: bool, count: int,
+             now: float, freed_until: float, starts: Any, ends: Any, lengths: Any,
+             widths: Any, moved: Any, work: Any, counts: Any, reach_of: Any,
+             reach_generation: Any, generation: int) -> tuple[Any, Any, Any, int, int, int]:
     """The waiting tasks (queue order: their reservations ``starts``/``ends``, requested
     ``lengths`` and ``widths``) moved as the plain compression moves them after early
     finishes gave back cores from ``now`` until ``freed_until``; ``starts`` and ``ends``
-    are updated in place, and ``moved`` (false on entry) marks the positions that moved.
-    Returns the profile's arrays, its slice count and the last ``generation`` used.
+    are updated in place, and ``moved`` marks the positions that moved. Returns the
+    profile's arrays, its slice count, the last ``generation`` used and how many tasks
+    moved. Most compressions move none, so ``anchored`` may be left unfilled
+    (``with_anchors`` false): a task about to move then ends the call, nothing changed
+    but the caches, with ``-1`` tasks moved, for the caller to call again with them.
 
     ``work`` (floats) and ``counts`` (integers) are room for the bookkeeping
     (``work_sizes``), given by the caller so that a call allocates nothing: handing freed
@@ -250,6 +274,8 @@ def compress(times: Any, free: Any, anchored: Any, count: int, now: float,
     core units), right where ``reach_generation`` holds the generation it was worked out
     for; generations only grow from call to call, so neither is ever cleared."""
     waiting = starts.shape[0]
+    moved[:] = False
+    tasks_moved = 0
     # per position, the hull of the slots given back behind it in the last pass (the
     # first pass: the early finishes', for every task)
     behind_low = work[:waiting + 1]
@@ -276,18 +302,10 @@ def compress(times: Any, free: Any, anchored: Any, count: int, now: float,
             start, end = starts[position], ends[position]
             cores, length = widths[position], lengths[position]
             if start < hull_high:
-                # the slice just before its start
-                index = _bisect_left(times, start, 0, count) - 1
-                if index < 0:
-                    continue  # reserved from now
-                if free[index] < cores:
-                    if now + length > times[index]:
-                        continue  # too long to end before that slice
-                    if valid <= index:
-                        most = _running_maximum(free, most, valid, index)
-                        valid = index + 1
-                    if most[index] < cores:
-                        continue  # no slice before it has its cores free
+                ruled_out, most, valid = _no_window_before(times, free, count, most, valid,
+                                                           start, cores, now + length)
+                if ruled_out:
+                    continue
             else:
                 if hull_high != hull_end:
                     hull_end, generation = hull_high, generation + 1
@@ -312,16 +330,20 @@ def compress(times: Any, free: Any, anchored: Any, count: int, now: float,
                                      hull_low - length, hull_high)
             if found < 0:
                 continue
+            if not with_anchors:
+                return times, free, anchored, count, generation, -1
             times, free, anchored = _with_room(times, free, anchored, count)
             begin = times[found]
             finish = begin + length
             count = _moved(times, free, anchored, count, start, end, begin, finish, cores)
             starts[position], ends[position] = begin, finish
-            moved[position] = True
+            if not moved[position]:
+                moved[position] = True
+                tasks_moved += 1
             left_at[moves], left_begin[moves], left_end[moves] = position, start, end
             moves += 1
             low, high = min(low, start), max(high, end)
             valid, hull_end = 0, -_INF  # the profile changed: what was read off it is stale
         if moves == 0:
-            return times, free, anchored, count, generation
+            return times, free, anchored, count, generation, tasks_moved
         _hulls_behind(behind_low, behind_high, left_at, left_begin, left_end, moves)

@@ -166,37 +166,39 @@ class PooledProfile:
         ids = np.fromiter(waiting, np.int64, count)
         starts, ends = self._slot_starts[ids], self._slot_ends[ids]
         was_moved = room.moved[:count]
-        was_moved[:] = False
         slices = len(self.times)
         times, free, anchored = room.profile(slices)
         times[:slices] = self.times
         free[:slices] = self.free
-        anchored[:slices] = list(map(self._anchors.get, self.times, itertools.repeat(0)))
         work, counts = room.work(count, times.shape[0])
-        times, free, anchored, slices, room.generation = room.kernel(
-            times, free, anchored, slices, state.now, freed_until, starts, ends,
-            room.task_lengths[ids], room.task_widths[ids], was_moved, work, counts,
-            room.reach_of, room.reach_generation, room.generation)
+        lengths, widths = room.task_lengths[ids], room.task_widths[ids]
+        with_anchors = False  # filled only once a task is found to move
+        while True:
+            times, free, anchored, after, room.generation, tasks_moved = room.kernel(
+                times, free, anchored, with_anchors, slices, state.now, freed_until,
+                starts, ends, lengths, widths, was_moved, work, counts, room.reach_of,
+                room.reach_generation, room.generation)
+            if tasks_moved >= 0:
+                break
+            anchored[:slices] = list(map(self._anchors.get, self.times,
+                                         itertools.repeat(0)))
+            with_anchors = True
         room.keep(times, free, anchored)
-        positions = np.flatnonzero(was_moved).tolist()
-        if not positions:
+        if not tasks_moved:
             return
+        slices = after
+        positions = np.flatnonzero(was_moved)
         self.times = times[:slices].tolist()
         self.free = free[:slices].tolist()
+        # the anchors as the moves left them (those before now, of slices gone, dropped:
+        # nothing merges there)
+        self._anchors = {moment: anchors for moment, anchors in zip(
+            self.times, anchored[:slices].tolist(), strict=True) if anchors}
         moved_ids = ids[positions]
-        old_starts = self._slot_starts[moved_ids].tolist()
-        old_ends = self._slot_ends[moved_ids].tolist()
         new_starts, new_ends = starts[positions], ends[positions]
         self._slot_starts[moved_ids], self._slot_ends[moved_ids] = new_starts, new_ends
-        anchor = self._anchor
-        for task, begin, end, old_begin, old_end in zip(
-                moved_ids.tolist(), new_starts.tolist(), new_ends.tolist(), old_starts,
-                old_ends, strict=True):
-            # the slices' anchors as the moves, one after the other, left them
-            anchor(begin, 1)
-            anchor(end, 1)
-            anchor(old_begin, -1)
-            anchor(old_end, -1)
+        for task, begin, end in zip(moved_ids.tolist(), new_starts.tolist(),
+                                    new_ends.tolist(), strict=True):
             found = reservations[task] = Reservation(begin, (0,), end)
             moved(task, found)
 
