@@ -98,7 +98,8 @@ interpreter lock from it). Workers get it when started."""
 
 def local_client(workers: int, processes: bool = True) -> tuple[Any, Any]:
     """A ``LocalCluster`` of ``workers`` single-threaded workers (processes, or threads of
-    this process), on loopback, without the dashboard, and a client of it."""
+    this process), on loopback, without the dashboard, and a client of it that reaches its
+    scheduler (in this process) in process, not through a socket."""
     import dask
     import distributed  # noqa: F401 - its config defaults first: set() restores what it found
 
@@ -117,9 +118,21 @@ def _local_client(workers: int, processes: bool) -> tuple[Any, Any]:
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                            host="127.0.0.1", dashboard_address=None,
                            # no dashboard; its health endpoints on any free loopback port
-                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0",
+                                             # workers on loopback, this process in process
+                                             "protocol": ["tcp://", "inproc://"],
+                                             "host": ["127.0.0.1", None]},
                            silence_logs=40)  # logging.ERROR: worker chatter is not ours
-    return cluster, Client(cluster)
+    return cluster, Client(_in_process_address(cluster), loop=cluster.loop)
+
+
+def _in_process_address(cluster: Any) -> str:
+    """The address the scheduler of ``cluster`` (in this process) listens on in process: the
+    client's messages to it (each task submitted, each result fetched) skip the socket and
+    their serialisation, CPU the workers' cores would otherwise give this process."""
+    [address] = [listener.contact_address for listener in cluster.scheduler.listeners
+                 if listener.contact_address.startswith("inproc://")]
+    return str(address)
 
 
 def remote_client(address: str) -> Any:

@@ -165,10 +165,13 @@ def metric_columns(summary: Any) -> dict[str, Any]:
     return columns
 
 
-BATCH_SWITCH_INTERVAL_S = 0.05
-"""The interpreter's switch interval while a batch runs: a Dask worker's event-loop thread
-asks for the GIL every 5 ms (the default) while a cell holds it, and each hand-over costs
-the cell; its heartbeats need it about once a second."""
+BATCH_SWITCH_INTERVAL_S = 0.005
+"""The interpreter's switch interval while a batch runs (Python's default, whatever the
+process set): a Dask worker's event-loop thread waits up to one interval for the GIL at each
+of its socket calls while a cell holds it, so a message to a busy worker (a finished
+batch's result fetched, the next batch arriving) takes a few intervals: a long interval
+delays the next batch. The loop sleeps between messages (Dask's profiler is off), so the
+cells hardly pay for a short one."""
 
 
 def run_batch(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
@@ -177,7 +180,7 @@ def run_batch(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
     import sys
 
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(max(interval, BATCH_SWITCH_INTERVAL_S))
+    sys.setswitchinterval(BATCH_SWITCH_INTERVAL_S)
     try:
         return _run_each(problem, tasks)
     finally:

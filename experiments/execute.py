@@ -6,20 +6,22 @@ retried). A cell whose input cannot be read is counted and reported once per inp
 line of the experiment file that names it. Only the (workload, environment) pairs that
 still have cells to run are read and compiled, once each, in this process.
 
-On Dask, every compiled problem is scattered to the workers once, before the first cell
-(``broadcast``), and cells go out in batches of one problem (``run_batch``), in a shuffled
-order (``spread_order``): a share of the cells left, shrinking as the sweep ends
-(factoring), the first two per thread at most ``FIRST_BATCH`` and ``SECOND_BATCH`` cells
-(their cost is not known yet), the others never longer than about ``BATCH_TARGET_S`` by the
-cells' measured wall time. Short cells then cost one task per batch, not one each: the client and
+On Dask, cells go out in batches of one problem (``run_batch``), in a shuffled order
+(``spread_order``): a share of the cells left, shrinking as the sweep ends (factoring), the
+first two per thread at most ``FIRST_BATCH`` and ``SECOND_BATCH`` cells (their cost is not
+known yet), the others never longer than about ``BATCH_TARGET_S`` by the cells' measured
+wall time, nor shorter than ``MIN_BATCH_S`` while there are enough. Each thread's first
+batch carries its compiled problem (when small, ``INLINE_TASKS``), so the first cells start
+at once; every problem is then scattered to the workers once (``broadcast``) and the other
+batches refer to it. Short cells then cost one task per batch, not one each: the client and
 the scheduler, which share this process and the machine's cores with the workers, handle a
 few dozen tasks for a sweep, not one per cell. Batches are submitted in a bounded window
-(two per worker thread, topped up as results come back, before their rows are stored; one
-per thread for the last ones, so that none waits behind a running batch while another worker
-is idle), so a sweep of 100,000 cells never has more than a few tasks per thread on the
-scheduler. A batch whose worker dies is rerun by
-the scheduler elsewhere (``distributed.scheduler.allowed-failures``); a cell that raises fails
-alone, in its batch.
+(two per worker thread to the end, topped up as results come back, before their rows are
+stored), so a worker finds its next batch queued when one ends (Dask places each new batch
+on the worker that has just freed a slot) and a sweep of 100,000 cells never has more than
+a few tasks per thread on the scheduler. A batch whose worker dies is rerun by the scheduler
+elsewhere (``distributed.scheduler.allowed-failures``); a cell that raises fails alone, in
+its batch.
 """
 
 from __future__ import annotations
@@ -49,18 +51,20 @@ from dcx.scheduler.problem import Problem
 
 RESUBMISSIONS = 3
 BATCHES_PER_THREAD = 2
-"""The submission window: this many batches in flight per worker thread (one running, one
-waiting on it, so a worker never waits for the next)."""
+"""The submission window: this many batches in flight per worker thread, to the end (one
+running, one waiting on it, so a worker never waits a round trip for the next; the last
+ones are small, so one queued behind a running batch holds the sweep's end up little)."""
 FACTORING = 2
 """Each batch takes this fraction's inverse of the unsent cells per worker thread."""
 BATCH_TARGET_S = 1.0
 """The longest wall time a batch aims at, once the cells' own wall time is known: a task's
 round trip costs the client, the scheduler and a worker several milliseconds of CPU on the
 cores the cells use, about 1 % of this; a batch lost with its worker costs this again."""
-MIN_BATCH_S = 0.12
+MIN_BATCH_S = 0.05
 """The least wall time of cells a batch takes while there are enough for every thread: each
-task costs the cores some 10-15 ms of CPU (the client and the scheduler in this process, the
-worker's event loop), and a last batch this short leaves a core idle only briefly."""
+task costs the cores several milliseconds of CPU (the client and the scheduler in this
+process, the worker's event loop), and a last batch this short, queued on a worker behind
+its running one, leaves another worker idle only briefly when the cells run out."""
 FIRST_BATCH = 16
 """The most cells of a thread's first batch, sent before any cell's wall time is known: a
 share of the sweep as any batch (not one cell, whose round trip would leave the worker idle
@@ -71,9 +75,14 @@ that the thread has it queued when its first ends (no idle round trip) while the
 batches' wall times size the rest; few, as the cells may turn out long."""
 MAX_BATCH = 256
 WATCH_S = 1.0
+"""How often the loop wakes without a result: to check the workers and report progress."""
 BROADCAST_TIMEOUT_S = 10.0
 """How long sending a problem to every worker may take before it goes to one instead."""
-"""How often the loop wakes without a result: to check the workers and report progress."""
+INLINE_TASKS = 10_000
+"""A problem of at most this many tasks travels inside each thread's first batch, so the
+workers start on their first cells while it is broadcast for the others; a larger one is
+broadcast first (its cells are long, so the wait is small beside them, and it is not sent
+twice)."""
 
 Pair = tuple[str, str]
 """(workload name, environment name)."""
@@ -353,14 +362,6 @@ class _Batcher:
     def probing(self) -> bool:
         return not self.walls
 
-    def window(self, threads: int) -> int:
-        """Batches in flight per thread: ``BATCHES_PER_THREAD`` (a worker never waits for
-        its next), but one once what is left makes a batch per thread at most: a batch
-        queued behind a running one would wait there while another worker sits idle."""
-        if self.walls and self.left <= threads * self.size(threads):
-            return 1
-        return BATCHES_PER_THREAD
-
     def size(self, threads: int) -> int:
         threads = max(1, threads)
         if not self.walls:
@@ -434,13 +435,14 @@ class _DaskSweep:
         self.sent_all = False
 
     def ship_all(self) -> None:
-        """Every problem to every worker in one call, before the first batch: a worker lost
-        later costs a problem sent again to the workers left, not a broadcast that waits on
-        the dead one."""
-        if not self.shipped:
-            pairs = list(self.problems)
+        """Every problem not shipped yet to every worker in one call, once the first
+        batches are out (they carry a small problem, ``INLINE_TASKS``): a worker lost later
+        costs a problem sent again to the workers left, not a broadcast that waits on the
+        dead one."""
+        pairs = [pair for pair in self.problems if pair not in self.shipped]
+        if pairs:
             shipped = _scatter(self.client, [self.problems[pair] for pair in pairs])
-            self.shipped = dict(zip(pairs, shipped, strict=True))
+            self.shipped.update(zip(pairs, shipped, strict=True))
 
     def ship(self, pair: Pair) -> Any:
         future = self.shipped.get(pair)
@@ -448,11 +450,21 @@ class _DaskSweep:
             [self.shipped[pair]] = _scatter(self.client, [self.problems[pair]])
         return self.shipped[pair]
 
-    def submit(self, pair: Pair, tasks: list[CellTask], again: int = 0) -> None:
+    def problem_of(self, pair: Pair, first: bool) -> Any:
+        """What a batch gets as its problem: a thread's first batch the problem itself when
+        it is small and not shipped yet (no round trip before the first cells), any other
+        the shipped copy."""
+        problem = self.problems[pair]
+        if first and pair not in self.shipped and len(problem.tasks) <= INLINE_TASKS:
+            return problem
+        return self.ship(pair)
+
+    def submit(self, pair: Pair, tasks: list[CellTask], again: int = 0,
+               first: bool = False) -> None:
         key = f"dcx-batch-{tasks[0].key[:16]}-{next(self.serial)}"  # never merged or reused
         self.submitted[key] = (pair, tasks, again)
-        self.running.add(self.client.submit(run_batch, self.ship(pair), tasks, key=key,
-                                            pure=False))
+        self.running.add(self.client.submit(run_batch, self.problem_of(pair, first), tasks,
+                                            key=key, pure=False))
 
     def top_up(self) -> None:
         """Keep the window full; it follows the cluster's threads (a dask-jobqueue cluster
@@ -461,8 +473,10 @@ class _DaskSweep:
         self.count_threads()
         if self.workers == 0 or self.sent_all:
             return
-        self.ship_all()
-        while len(self.running) < self.threads * self.batcher.window(self.threads):
+        while len(self.running) < self.threads * BATCHES_PER_THREAD:
+            first = self.batcher.sent < self.threads
+            if not first:
+                self.ship_all()  # while the first batches run
             batch = list(itertools.islice(self.todo, self.batcher.size(self.threads)))
             if not batch:
                 self.sent_all = True
@@ -472,7 +486,7 @@ class _DaskSweep:
             for pair, task in batch:
                 by_pair.setdefault(pair, []).append(task)
             for pair, tasks in by_pair.items():
-                self.submit(pair, tasks)
+                self.submit(pair, tasks, first=first)
 
     def count_threads(self) -> None:
         """The cluster's workers and threads, asked at most once a ``WATCH_S``; the watch

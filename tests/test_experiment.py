@@ -230,19 +230,14 @@ def test_batches_start_bounded_then_shrink_with_a_floor_and_a_ceiling() -> None:
     batcher.took(16)
     batcher.took(16)
     # each thread's second batch, sent blind too so that no thread waits: a few cells
-    assert batcher.probing and batcher.size(threads=2) == 4 and batcher.window(2) == 2
+    assert batcher.probing and batcher.size(threads=2) == 4
     for wall_s in (0.01, 0.01):
         batcher.record(wall_s)
     assert batcher.size(threads=2) == 17  # ceil(68 / (2 x 2)), under the 1 s ceiling
-    batcher.left = 20
-    assert batcher.size(threads=2) == 10  # 120 ms of 10 ms cells, not ceil(20 / 4)
-    assert batcher.window(threads=2) == 1  # what is left makes one batch per thread
-    batcher.left = 30
-    assert batcher.window(threads=2) == 2  # more than a batch per thread: two in flight
+    batcher.left = 12
+    assert batcher.size(threads=2) == 5  # 50 ms of 10 ms cells, not ceil(12 / 4)
     batcher.left = 6
     assert batcher.size(threads=2) == 3  # the floor gives way: each thread gets a batch
-    # the last batches are not queued behind running ones: a free worker takes each
-    assert batcher.window(threads=2) == 1
     slow = execute._Batcher(100)
     slow.record(0.4)
     assert slow.size(threads=2) == 2  # about a second of 0.4 s cells

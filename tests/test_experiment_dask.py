@@ -130,6 +130,44 @@ def test_a_local_cluster_s_workers_run_without_the_profiler() -> None:
     assert "heartbeat" in callbacks and "profile" not in callbacks
 
 
+def test_the_first_batches_carry_their_problem_and_the_rest_its_broadcast_copy(
+        cluster: Any, tmp_path: Path) -> None:
+    """Each thread's first batch takes its (small) problem along, so no cell waits for the
+    broadcast; the later ones the broadcast copy. The rows are those of an inline run."""
+    from distributed import Client, Future
+
+    from dcx.experiments import execute
+    from dcx.experiments.spec import load_experiment
+    from dcx.scheduler.problem import Problem
+
+    loaded, _ = load_experiment(experiment(tmp_path, jobs=40, seeds=8))
+    assert loaded is not None
+    found = execute.plan(loaded, set())
+    problems, _ = execute.compile_pairs(found, lambda diagnostic: None)
+    sent: list[type] = []
+    rows: dict[str, dict[str, Any]] = {}
+
+    def keep(result: Any) -> None:
+        rows[result.key] = {k: v for k, v in result.row.items() if k not in RUN_COLUMNS}
+
+    with Client(cluster.scheduler_address) as client:
+        submit = client.submit
+
+        def recording(function: Any, problem: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(type(problem))
+            return submit(function, problem, *args, **kwargs)
+
+        client.submit = recording  # type: ignore[method-assign]
+        execute.run_dask(found, problems, client, keep, pytest.fail)
+    assert sent[:2] == [Problem, Problem] and len(sent) > 2
+    assert all(issubclass(kind, Future) for kind in sent[2:])
+    inline: dict[str, dict[str, Any]] = {}
+    execute.run_inline(found, problems, lambda result: inline.__setitem__(
+        result.key, {k: v for k, v in result.row.items() if k not in RUN_COLUMNS}),
+        pytest.fail)
+    assert rows == inline and len(rows) == found.pending_count == 2 * (1 + 1 + 8)
+
+
 def test_a_worker_killed_mid_sweep_loses_no_cell(tmp_path: Path) -> None:
     from distributed import Client
 
