@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,7 +34,7 @@ from dcx.core.model import (
 )
 from dcx.scheduler.engine import Schedule, simulate
 from dcx.scheduler.loading import load_problem
-from dcx.scheduler.planners.pooled_profile import PooledProfile
+from dcx.scheduler.planners.pooled_profile import PooledProfile, _KernelRoom
 from dcx.scheduler.policies import parse_policy
 from dcx.scheduler.problem import Problem, compile_problem
 from dcx.scheduler.state import Reservation, ReservingState
@@ -146,5 +148,38 @@ def test_a_loaded_synthetic_trace_compresses_as_the_plain_passes(
     plain = _run(loaded.problem, "FCFS-CONSERVATIVE", plain_compress)
     assert moves > 300
     assert fast.unfinished == 0
+    assert fast.start_s == plain.start_s
+    assert fast.reserved_s == plain.reserved_s
+
+
+def test_the_kernel_grows_its_arrays_when_moves_need_more_slices(tmp_path: Path) -> None:
+    """The profile handed to the kernel with room for only one move more: the moves of a
+    loaded trace make the kernel copy its arrays into larger ones mid-compression (counted),
+    and the schedule stays the plain one."""
+    trace = tmp_path / "synthetic.swf"
+    trace.write_text(generate(300, procs=64, load=1.2, seed=1))
+    loaded = load_problem(trace, None)
+    assert loaded.problem is not None
+    grown = 0
+
+    def tight(room: _KernelRoom, slices: int) -> tuple[Any, Any, Any]:
+        room._times, room._free, room._anchored = (
+            np.empty(slices + 4), np.empty(slices + 4, np.int64),
+            np.empty(slices + 4, np.int64))
+        return room._times, room._free, room._anchored
+
+    kept = _KernelRoom.keep
+
+    def counted(room: _KernelRoom, times: Any, free: Any, anchored: Any) -> None:
+        nonlocal grown
+        grown += times.shape[0] > room._times.shape[0]
+        kept(room, times, free, anchored)
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(_KernelRoom, "profile", tight)
+        patched.setattr(_KernelRoom, "keep", counted)
+        fast = _run(loaded.problem, "FCFS-CONSERVATIVE", None)
+    plain = _run(loaded.problem, "FCFS-CONSERVATIVE", plain_compress)
+    assert grown > 10
     assert fast.start_s == plain.start_s
     assert fast.reserved_s == plain.reserved_s
