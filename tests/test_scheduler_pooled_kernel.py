@@ -9,6 +9,9 @@ queues, many moves)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -183,3 +186,26 @@ def test_the_kernel_grows_its_arrays_when_moves_need_more_slices(tmp_path: Path)
     assert grown > 10
     assert fast.start_s == plain.start_s
     assert fast.reserved_s == plain.reserved_s
+
+
+def test_the_kernel_compiles_where_numba_can_cache_nowhere(tmp_path: Path) -> None:
+    """A read-only installation and home: Numba finds no folder for its cache and refuses
+    ``cache=True`` at decoration; the kernel's functions are then compiled without it."""
+    (tmp_path / "doubled.py").write_text("def doubled(value):\n    return 2 * value\n")
+    (tmp_path / "__pycache__").write_text("")  # no folder can be made beside the module
+    script = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import numba, doubled\n"
+        "from dcx.scheduler.planners.pooled_kernel import _compiled\n"
+        "try:\n"
+        "    numba.njit(cache=True)(doubled.doubled)\n"
+        "except RuntimeError:\n"
+        "    print('no cache')\n"
+        "print(_compiled(doubled.doubled)(21))\n")
+    environment = {**os.environ, "HOME": "/dev/null", "XDG_CACHE_HOME": "/dev/null/cache"}
+    environment.pop("NUMBA_CACHE_DIR", None)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=environment, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["no", "cache", "42"]

@@ -28,15 +28,29 @@ would find nothing, so the moves are the plain rule's."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
 
 _INF = np.inf
+_Function = TypeVar("_Function", bound=Callable[..., Any])
 
 
-@numba.njit(cache=True)
+def _compiled(function: _Function) -> _Function:
+    """``function`` compiled by Numba, its machine code cached on disk where Numba finds a
+    place it can write (beside this module, else the user's cache folder); where it finds
+    none (a read-only installation and home), compiled afresh in each process instead of
+    failing."""
+    try:
+        compiled = numba.njit(cache=True)(function)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        compiled = numba.njit(function)
+    return cast(_Function, compiled)
+
+
+@_compiled
 def _bisect_left(values: Any, value: float, low: int, high: int) -> int:
     while low < high:
         middle = (low + high) // 2
@@ -47,7 +61,7 @@ def _bisect_left(values: Any, value: float, low: int, high: int) -> int:
     return low
 
 
-@numba.njit(cache=True)
+@_compiled
 def _bisect_right(values: Any, value: float, low: int, high: int) -> int:
     while low < high:
         middle = (low + high) // 2
@@ -58,7 +72,7 @@ def _bisect_right(values: Any, value: float, low: int, high: int) -> int:
     return low
 
 
-@numba.njit(cache=True)
+@_compiled
 def _split(times: Any, free: Any, anchored: Any, count: int, moment: float,
            ) -> tuple[int, int]:
     """The index of the slice starting at ``moment`` (made if needed, with the count of the
@@ -76,7 +90,7 @@ def _split(times: Any, free: Any, anchored: Any, count: int, moment: float,
     return index, count + 1
 
 
-@numba.njit(cache=True)
+@_compiled
 def _reserve(times: Any, free: Any, anchored: Any, count: int, begin: float, end: float,
              cores: int) -> int:
     """``cores`` fewer free over ``[begin, end)`` (more when negative): the slice count."""
@@ -87,13 +101,13 @@ def _reserve(times: Any, free: Any, anchored: Any, count: int, begin: float, end
     return count
 
 
-@numba.njit(cache=True)
+@_compiled
 def _anchor(times: Any, anchored: Any, count: int, moment: float, change: int) -> None:
     index = _bisect_left(times, moment, 0, count)
     anchored[index] += change
 
 
-@numba.njit(cache=True)
+@_compiled
 def _merge(times: Any, free: Any, anchored: Any, count: int, moment: float) -> int:
     """The slice starting at ``moment`` joined to the one before when nothing begins or
     ends there and their counts are equal: the slice count."""
@@ -108,7 +122,7 @@ def _merge(times: Any, free: Any, anchored: Any, count: int, moment: float) -> i
     return count
 
 
-@numba.njit(cache=True)
+@_compiled
 def _moved(times: Any, free: Any, anchored: Any, count: int, old_begin: float,
            old_end: float, new_begin: float, new_end: float, cores: int) -> int:
     """The profile with the slot ``[old_begin, old_end)`` given back and the earlier
@@ -131,7 +145,7 @@ def _moved(times: Any, free: Any, anchored: Any, count: int, old_begin: float,
     return _merge(times, free, anchored, count, old_begin)
 
 
-@numba.njit(cache=True)
+@_compiled
 def _earliest_before(times: Any, free: Any, count: int, cores: int, length: float,
                      own_begin: float, after: float, before: float) -> int:
     """The first slice from which ``cores`` are free for ``length``, starting before
@@ -157,14 +171,14 @@ def _earliest_before(times: Any, free: Any, count: int, cores: int, length: floa
     return -1
 
 
-@numba.njit(cache=True)
+@_compiled
 def _larger(values: Any, count: int) -> Any:
     """``values`` in an array twice as long and more, its first ``count`` entries kept
     (what follows them is room: its contents do not matter)."""
     return np.concatenate((values[:count], values, values, values[:8]))
 
 
-@numba.njit(cache=True)
+@_compiled
 def _with_room(times: Any, free: Any, anchored: Any, count: int,
                ) -> tuple[Any, Any, Any]:
     """The arrays, copied into larger ones when a move (up to four new slices) may not
@@ -174,7 +188,7 @@ def _with_room(times: Any, free: Any, anchored: Any, count: int,
     return _larger(times, count), _larger(free, count), _larger(anchored, count)
 
 
-@numba.njit(cache=True)
+@_compiled
 def _free_until(times: Any, free: Any, count: int, moment: float, cores: int) -> float:
     """From ``moment`` on, the start of the first slice with fewer than ``cores`` free
     (``inf``: none), the slice holding ``moment`` included."""
@@ -184,7 +198,7 @@ def _free_until(times: Any, free: Any, count: int, moment: float, cores: int) ->
     return _INF
 
 
-@numba.njit(cache=True)
+@_compiled
 def _running_maximum(free: Any, most: Any, valid: int, last: int) -> Any:
     """``most`` (the most cores free on the slices up to each, right before ``valid``)
     brought up to date until ``last``, larger if ``free`` grew."""
@@ -203,7 +217,7 @@ def work_sizes(waiting: int, slices: int) -> tuple[int, int]:
     return 4 * waiting + 2, waiting + slices
 
 
-@numba.njit(cache=True)
+@_compiled
 def _before(times: Any, free: Any, count: int, most: Any, valid: int, moment: float,
             ) -> tuple[Any, int, int, float, int]:
     """Before ``moment``: the most cores free on a slice (``-1``: no slice), the last
@@ -218,7 +232,7 @@ def _before(times: Any, free: Any, count: int, most: Any, valid: int, moment: fl
     return most, valid, most[last], times[last], free[last]
 
 
-@numba.njit(cache=True)
+@_compiled
 def _no_window_before(times: Any, free: Any, count: int, most: Any, valid: int,
                       start: float, cores: int, earliest_end: float,
                       ) -> tuple[bool, Any, int]:
@@ -239,7 +253,7 @@ def _no_window_before(times: Any, free: Any, count: int, most: Any, valid: int,
     return most[index] < cores, most, valid
 
 
-@numba.njit(cache=True)
+@_compiled
 def _hulls_behind(behind_low: Any, behind_high: Any, left_at: Any, left_begin: Any,
                   left_end: Any, moves: int) -> None:
     """Per position, the hull of the slots the pass's ``moves`` left behind it."""
@@ -253,7 +267,7 @@ def _hulls_behind(behind_low: Any, behind_high: Any, left_at: Any, left_begin: A
         behind_high[position] = max(behind_high[position], behind_high[position + 1])
 
 
-@numba.njit(cache=True)
+@_compiled
 def compress(times: Any, free: Any, anchored: Any, with_anchors: bool, count: int,
              now: float, freed_until: float, starts: Any, ends: Any, lengths: Any,
              widths: Any, moved: Any, work: Any, counts: Any, reach_of: Any,
