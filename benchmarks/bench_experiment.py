@@ -1,6 +1,7 @@
 """A sweep of short cells on two local workers against the same sweep in one process, with
-cells batched (as ``dcx experiment`` sends them) and one cell per Dask task (the baseline:
-how cells went out before batching), in the same run; then the same sweep of longer cells.
+cells batched (as ``dcx experiment`` sends them: calls to a runner on each worker) and one
+cell per Dask task (the baseline: the plain way to put cells on Dask, the problem scattered
+once), in the same run; then the same sweep of longer cells.
 
 The sweep: an SWF trace on its own 64 processors, five schedulers (FCFS, FCFS-EASY,
 SJF-EASY, FCFS-CONSERVATIVE, SRTF-FIRSTFIT) x 20 loads (0.5 … 1.45) = 100 cells, through the
@@ -92,17 +93,17 @@ class Timing:
     wall_s: float
     own_cpu_s: float
     worker_cpu_s: list[float]
-    tasks: int
+    batches: int
 
 
-SUBMITTED = [0]
-"""Dask tasks (batches) submitted so far."""
+SENT = [0]
+"""Dask tasks or runner calls (batches) sent so far."""
 
 
-def _counting(submit: Any) -> Any:
+def _counting(send: Any) -> Any:
     def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-        SUBMITTED[0] += 1
-        return submit(self, *args, **kwargs)
+        SENT[0] += 1
+        return send(self, *args, **kwargs)
 
     return counted
 
@@ -111,7 +112,7 @@ def timed(out: Path, sweep: Any, client: Any) -> Timing:
     store = ResultStore(out)
     workers_before = client.run(_cpu_s)
     own_before = _cpu_s()
-    tasks_before = SUBMITTED[0]
+    sent_before = SENT[0]
     started = time.perf_counter()
     sweep(lambda result: store.add(result.row, result.jobs))
     store.close()
@@ -119,7 +120,7 @@ def timed(out: Path, sweep: Any, client: Any) -> Timing:
     own_s = _cpu_s() - own_before
     workers_after = client.run(_cpu_s)
     return Timing(wall_s, own_s, [workers_after[name] - workers_before[name]
-                                  for name in sorted(workers_before)], SUBMITTED[0] - tasks_before)
+                                  for name in sorted(workers_before)], SENT[0] - sent_before)
 
 
 def idle_ratio(timing: Timing, inline: Timing) -> float:
@@ -137,7 +138,7 @@ def _line(name: str, timing: Timing, inline: Timing, idle: list[tuple[float, flo
     workers = ", ".join(f"{seconds:.2f}" for seconds in timing.worker_cpu_s)
     ratios = [ratio for ratio, _ in idle]
     return (f"  {name:<36}{timing.wall_s:7.2f} s  speed-up {inline.wall_s / timing.wall_s:.2f}"
-            f"  ({timing.tasks} tasks; CPU s: this process {timing.own_cpu_s:.2f}, workers "
+            f"  ({timing.batches} batches; CPU s: this process {timing.own_cpu_s:.2f}, workers "
             f"{workers}; on idle cores {_median(ratios):.2f}, {min(ratios):.2f} … "
             f"{max(ratios):.2f} over {len(ratios)} rounds; the workers' CPU "
             f"{_median([cells for _, cells in idle]):.2f}x one process's)")
@@ -174,6 +175,24 @@ def _best_of(ways: dict[str, Any], rounds: int, folder: Path, client: Any,
     return best, idle
 
 
+def one_task_per_cell(found: Any, problems: Any, client: Any, keep: Any) -> None:
+    """Each problem scattered to every worker, then each cell a Dask task of its own."""
+    from distributed import as_completed
+
+    from dcx.experiments.cells import run_batch
+
+    shipped = dict(zip(problems, client.scatter(list(problems.values()), broadcast=True,
+                                                 hash=False), strict=True))
+    futures = []
+    for pair, task in execute.tasks_of(found, problems):
+        futures.append(client.submit(run_batch, shipped[pair], [task], pure=False))
+        SENT[0] += 1
+    for future in as_completed(futures):
+        for outcome in future.result():
+            execute.deliver(outcome, keep, _fail)
+        future.release()
+
+
 def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any]:
     def inline(keep: Any) -> None:
         run_inline(found, problems, keep, _fail)
@@ -182,11 +201,7 @@ def _ways(found: Any, problems: Any, client: Any, single: bool) -> dict[str, Any
         run_dask(found, problems, client, keep, _fail, stop_profilers=False)
 
     def one_per_task(keep: Any) -> None:
-        saved, execute.MAX_BATCH = execute.MAX_BATCH, 1
-        try:
-            run_dask(found, problems, client, keep, _fail, stop_profilers=False)
-        finally:
-            execute.MAX_BATCH = saved
+        one_task_per_cell(found, problems, client, keep)
 
     ways = {"inline": inline, "batched": batched}
     if single:
@@ -248,7 +263,7 @@ def ceiling(folder: Path, rounds: int = CEILING_ROUNDS) -> float:
 
 
 def main() -> None:
-    execute._DaskSweep.submit = _counting(execute._DaskSweep.submit)  # type: ignore[method-assign]
+    execute._DaskSweep.send = _counting(execute._DaskSweep.send)  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         (folder / "short").mkdir()

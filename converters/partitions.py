@@ -123,7 +123,10 @@ def _local_client(workers: int, processes: bool) -> tuple[Any, Any]:
                                              "protocol": ["tcp://", "inproc://"],
                                              "host": ["127.0.0.1", None]},
                            silence_logs=40)  # logging.ERROR: worker chatter is not ours
-    return cluster, Client(_in_process_address(cluster), loop=cluster.loop)
+    # direct to workers: calls to the sweep's runners (experiments.execute) go straight to
+    # the worker, not through the scheduler; on loopback every worker can be reached
+    return cluster, Client(_in_process_address(cluster), loop=cluster.loop,
+                           direct_to_workers=True)
 
 
 def _in_process_address(cluster: Any) -> str:

@@ -8,8 +8,9 @@ dcx version and the content hashes of the inputs. ``cell_key`` hashes what decid
 result: the inputs' contents and names, the scheduler's stages, the time model, the seed,
 the options and the cell's parameters.
 
-Cells travel in batches (``run_batch``): a batch answers one outcome per cell, a row or a
-``CellFailure`` (a cell that raises, or runs past its limits, fails alone).
+Cells travel in batches (``run_batch``; on Dask through a ``CellRunner`` on each worker): a
+batch answers one outcome per cell, a row or a ``CellFailure`` (a cell that raises, or runs
+past its limits, fails alone).
 
 Metric columns are named as ``dcx schedule --output json`` names them (``Summary.headline``):
 a distribution of seconds has ``_s`` after each statistic (``wait_mean_s``, ``wait_p99_s``),
@@ -185,6 +186,37 @@ def run_batch(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
         return _run_each(problem, tasks)
     finally:
         sys.setswitchinterval(interval)
+
+
+class CellRunner:
+    """A Dask actor, one per worker, that runs batches of cells on the worker's threads.
+
+    A call goes from the client to the worker and back (through the scheduler's proxy,
+    which only forwards it): the scheduler tracks no task per batch, and a batch costs the
+    cores one round trip, not a task's life on the client, the scheduler and the worker.
+    Each (workload, environment) problem travels once to each runner, with the first batch
+    of its cells that the runner gets; later batches of it that arrive first (calls may
+    overtake each other) wait for it."""
+
+    def __init__(self) -> None:
+        self.problems: dict[Any, Problem] = {}
+        self.arrived: dict[Any, Any] = {}
+        """An ``asyncio.Event`` per problem, set once it is here."""
+
+    async def run(self, pair: Any, tasks: list[CellTask],
+                  problem: Problem | None = None) -> list[Outcome]:
+        import asyncio
+
+        from distributed import get_worker
+
+        worker = get_worker()
+        arrived = self.arrived.setdefault(pair, asyncio.Event())
+        if problem is not None:
+            self.problems[pair] = problem
+            arrived.set()
+        await arrived.wait()
+        return await asyncio.get_running_loop().run_in_executor(
+            worker.executor, run_batch, self.problems[pair], tasks)
 
 
 def _run_each(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:

@@ -6,22 +6,22 @@ retried). A cell whose input cannot be read is counted and reported once per inp
 line of the experiment file that names it. Only the (workload, environment) pairs that
 still have cells to run are read and compiled, once each, in this process.
 
-On Dask, cells go out in batches of one problem (``run_batch``), in a shuffled order
-(``spread_order``): a share of the cells left, shrinking as the sweep ends (factoring), the
-first two per thread at most ``FIRST_BATCH`` and ``SECOND_BATCH`` cells (their cost is not
-known yet), the others never longer than about ``BATCH_TARGET_S`` by the cells' measured
-wall time, nor shorter than ``MIN_BATCH_S`` while there are enough. Each thread's first
-batch carries its compiled problem (when small, ``INLINE_TASKS``), so the first cells start
-at once; every problem is then scattered to the workers once (``broadcast``) and the other
-batches refer to it. Short cells then cost one task per batch, not one each: the client and
-the scheduler, which share this process and the machine's cores with the workers, handle a
-few dozen tasks for a sweep, not one per cell. Batches are submitted in a bounded window
-(two per worker thread to the end, topped up as results come back, before their rows are
-stored), so a worker finds its next batch queued when one ends (Dask places each new batch
-on the worker that has just freed a slot) and a sweep of 100,000 cells never has more than
-a few tasks per thread on the scheduler. A batch whose worker dies is rerun by the scheduler
-elsewhere (``distributed.scheduler.allowed-failures``); a cell that raises fails alone, in
-its batch.
+On Dask, cells go out in batches of one problem, as calls to a runner on each worker (a Dask
+actor, ``cells.CellRunner``, started as workers are seen), in a shuffled order
+(``spread_order``). A call goes to the worker and back without a task for the scheduler to
+track, so a batch costs the cores one round trip, not a task's life on the client, the
+scheduler and the worker (several milliseconds of CPU each on the cores the cells use).
+Each problem travels to each runner once, with the first batch of its cells that runner
+gets. Batch sizes follow factoring: a share of the cells left, shrinking as the sweep ends,
+the first two per thread at most ``FIRST_BATCH`` and ``SECOND_BATCH`` cells (their cost is
+not known yet), the others never longer than about ``BATCH_TARGET_S`` by the cells'
+measured wall time, nor shorter than ``MIN_BATCH_S`` while there are enough. Each runner
+holds two batches per worker thread to the end, topped up as results come back (before
+their rows are stored), so a worker finds its next batch there when one ends, and a sweep
+of 100,000 cells never has more than a few batches per thread out. A batch whose worker is
+lost (it died, or left the cluster) goes out again to another; one lost twice goes out cell
+by cell, so a cell that kills its worker fails alone, as ``lost``; a cell that raises fails
+alone, in its batch.
 """
 
 from __future__ import annotations
@@ -50,25 +50,26 @@ from dcx.experiments.transforms import WORKLOAD_PARAMETERS, with_options
 from dcx.scheduler.problem import Problem
 
 RESUBMISSIONS = 3
+"""How often a batch goes out again after its worker was lost while running it."""
 BATCHES_PER_THREAD = 2
 """The submission window: this many batches in flight per worker thread, to the end (one
 running, one waiting on it, so a worker never waits a round trip for the next; the last
 ones are small, so one queued behind a running batch holds the sweep's end up little)."""
 FACTORING = 2
-"""Each batch takes this fraction's inverse of the unsent cells per worker thread."""
+"""Each batch takes this fraction's inverse of what is left to send per worker thread (its
+cells at first, their estimated seconds once cells have come back)."""
 BATCH_TARGET_S = 1.0
-"""The longest wall time a batch aims at, once the cells' own wall time is known: a task's
-round trip costs the client, the scheduler and a worker several milliseconds of CPU on the
-cores the cells use, about 1 % of this; a batch lost with its worker costs this again."""
+"""The longest a batch aims at by its cells' estimated wall time: a call's round trip costs
+this process and a worker a few milliseconds of CPU on the cores the cells use, well under
+1 % of this; a batch lost with its worker costs this again."""
 MIN_BATCH_S = 0.05
-"""The least wall time of cells a batch takes while there are enough for every thread: each
-task costs the cores several milliseconds of CPU (the client and the scheduler in this
-process, the worker's event loop), and a last batch this short, queued on a worker behind
-its running one, leaves another worker idle only briefly when the cells run out."""
+"""The least a batch takes by its cells' estimated wall time while every thread can still
+get that much: each call costs the cores a few milliseconds of CPU (this process, which
+also holds the scheduler of a local cluster, and the worker's event loop)."""
 FIRST_BATCH = 16
 """The most cells of a thread's first batch, sent before any cell's wall time is known: a
 share of the sweep as any batch (not one cell, whose round trip would leave the worker idle
-and cost a task more), bounded for cells that turn out long."""
+and cost a call more), bounded for cells that turn out long."""
 SECOND_BATCH = 4
 """The most cells of a thread's second batch, also sent before any wall time is known, so
 that the thread has it queued when its first ends (no idle round trip) while the first
@@ -76,13 +77,6 @@ batches' wall times size the rest; few, as the cells may turn out long."""
 MAX_BATCH = 256
 WATCH_S = 1.0
 """How often the loop wakes without a result: to check the workers and report progress."""
-BROADCAST_TIMEOUT_S = 10.0
-"""How long sending a problem to every worker may take before it goes to one instead."""
-INLINE_TASKS = 10_000
-"""A problem of at most this many tasks travels inside each thread's first batch, so the
-workers start on their first cells while it is broadcast for the others; a larger one is
-broadcast first (its cells are long, so the wait is small beside them, and it is not sent
-twice)."""
 
 Pair = tuple[str, str]
 """(workload name, environment name)."""
@@ -331,48 +325,6 @@ class Watch:
     on_tick: Callable[[], None] = lambda: None
 
 
-class _Batcher:
-    """Batch sizes by factoring: each batch a share of the cells not yet sent
-    (``1 / (FACTORING * threads)``), so that batches shrink as the sweep ends and the last
-    ones leave no worker idle long, yet a short sweep goes out in a few batches per worker;
-    until a cell has come back (its wall time is not known yet) two batches per thread, of at
-    most ``FIRST_BATCH`` and ``SECOND_BATCH`` cells.
-    A batch is worth at least ``MIN_BATCH_S`` of cells (a task's own round trip costs the
-    client, the scheduler and the worker a few milliseconds of CPU), unless that would
-    leave a thread without one at the end; it never takes longer than about
-    ``BATCH_TARGET_S``, nor holds more than ``MAX_BATCH`` cells: a batch lost with its
-    worker is rerun whole, and its rows arrive together."""
-
-    def __init__(self, total: int) -> None:
-        self.left = total
-        self.sent = 0
-        """Batches sent so far."""
-        self.walls: list[float] = []
-
-    def took(self, cells: int) -> None:
-        """A batch of ``cells`` went out."""
-        self.left -= cells
-        self.sent += 1
-
-    def record(self, wall_s: float) -> None:
-        if not math.isnan(wall_s):
-            self.walls.append(wall_s)
-
-    @property
-    def probing(self) -> bool:
-        return not self.walls
-
-    def size(self, threads: int) -> int:
-        threads = max(1, threads)
-        if not self.walls:
-            blind = FIRST_BATCH if self.sent < threads else SECOND_BATCH
-            return max(1, min(MAX_BATCH, blind, math.ceil(self.left / (FACTORING * threads))))
-        mean = max(sum(self.walls[-64:]) / len(self.walls[-64:]), 1e-4)
-        share = math.ceil(self.left / (FACTORING * threads))
-        smallest = min(math.ceil(MIN_BATCH_S / mean), math.ceil(self.left / threads))
-        return max(1, min(MAX_BATCH, max(share, smallest), int(BATCH_TARGET_S / mean)))
-
-
 def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
              on_result: Callable[[CellResult], None],
              on_failure: Callable[[CellFailure], None], watch: Watch | None = None,
@@ -382,115 +334,228 @@ def run_dask(found: Plan, problems: dict[Pair, Problem], client: Any,
     round trip to every worker; needless on a cluster started by ``local_client``, whose
     workers never run it.
 
-    A scattered problem can be lost with the worker holding its last copy (the scheduler
-    keeps fewer copies than ``broadcast`` made once no task waits on them); the batches that
-    needed it are cancelled, the problem is scattered again and they are resubmitted, up to
-    ``RESUBMISSIONS`` times each."""
-    from concurrent.futures import CancelledError
-
-    from distributed import wait
-
+    A batch whose worker is lost (it died, or left the cluster) goes out again to another,
+    up to ``RESUBMISSIONS`` times; after that its cells fail as ``lost``."""
     sweep = _DaskSweep(found, problems, client, watch or Watch())
     if stop_profilers:
         quiet_workers(client)
-    sweep.top_up()
-    while sweep.running or not sweep.sent_all:
-        if not sweep.running:  # no worker yet: wait for one
-            time.sleep(WATCH_S)
-            sweep.watch.on_tick()
-            sweep.top_up()
-            continue
-        try:
-            done, _ = wait(list(sweep.running), timeout=WATCH_S, return_when="FIRST_COMPLETED")
-        except TimeoutError:
-            done = set()
-        except CancelledError:  # some lost their problem with a worker: handled below
-            done = {future for future in sweep.running if future.done()}
-        finished = [sweep.outcomes(future) for future in done]
-        # the next batches go out before the rows are stored: a worker waiting for its next
-        # batch waits for this process, not for the writes too
+    try:
+        _PROXY_FAILURES.install()
         sweep.top_up()
-        for outcomes in finished:
+        while not sweep.finished:
+            outcomes = sweep.wait(WATCH_S)
+            # the next batches go out before the rows are stored: a worker waiting for its
+            # next batch waits for this process, not for the writes too
+            sweep.top_up()
             for outcome in outcomes:
                 deliver(outcome, on_result, on_failure)
-        sweep.watch.on_tick()
+            sweep.watch.on_tick()
+    finally:
+        _PROXY_FAILURES.remove()
+        sweep.close()
+
+
+class _ProxyFailures:
+    """A filter on the Dask scheduler's loggers, while a sweep runs. The scheduler is in this
+    process on a dask-jobqueue cluster (and on a local one, whose client calls the runners
+    directly). When a worker dies, it logs each call it was passing on to that worker's
+    runner as an error, with a traceback; when a worker leaves at its walltime, a warning
+    that its runner cannot move. The sweep handles both (the batches go out again), so
+    they are not the user's concern."""
+
+    LOGGERS = ("distributed.scheduler", "distributed.core", "distributed.active_memory_manager")
+
+    def __init__(self) -> None:
+        self.users = 0
+
+    def filter(self, record: Any) -> bool:
+        message = str(record.msg)
+        if message.startswith("broadcast to ") and " failed: " in message:
+            return False
+        if message.startswith("Tried retiring worker ") and "holds actor(s)" in message:
+            return False
+        return not (message == "Exception while handling op %s" and record.args == ("proxy",))
+
+    def install(self) -> None:
+        import logging
+
+        self.users += 1
+        if self.users == 1:
+            for name in self.LOGGERS:
+                logging.getLogger(name).addFilter(self)
+
+    def remove(self) -> None:
+        import logging
+
+        self.users -= 1
+        if self.users == 0:
+            for name in self.LOGGERS:
+                logging.getLogger(name).removeFilter(self)
+
+
+_PROXY_FAILURES = _ProxyFailures()
+
+
+@dataclass
+class _Batch:
+    """Cells of one problem sent together; ``again``: how often a worker was lost while it
+    held them."""
+
+    pair: Pair
+    tasks: list[CellTask]
+    again: int = 0
+
+
+@dataclass
+class _Runner:
+    """The ``CellRunner`` on one worker: its actor (once started), the problems sent to it
+    and the batches it holds."""
+
+    address: str
+    threads: int
+    future: Any
+    """The actor's Dask future: released, the actor is gone."""
+    actor: Any = None
+    sent: set[Pair] = field(default_factory=set)
+    calls: dict[int, _Batch] = field(default_factory=dict)
+
+    @property
+    def room(self) -> int:
+        """Batches it can take now: ``BATCHES_PER_THREAD`` per thread in flight."""
+        if self.actor is None:
+            return 0
+        return self.threads * BATCHES_PER_THREAD - len(self.calls)
+
+
+class _CellQueue:
+    """The cells not sent yet, and the size of each batch.
+
+    At first the cells are in ``spread_tasks`` order (pair after pair, each pair's shuffled)
+    and batches are counted in cells: each thread's first at most ``FIRST_BATCH``, its
+    second at most ``SECOND_BATCH``, both a share of the cells like any batch, since what a
+    cell costs is not known yet. Once cells have come back, each pair's rest goes dearest
+    first, by the mean wall time of its scheduler's cells so far (the cells of a scheduler
+    none of whose cells has come back go before the others, and count as the dearest),
+    sorted again each time the cells measured double; and batches are sized in estimated
+    seconds by factoring: a ``1 / (FACTORING * threads)`` share of the seconds left, never
+    more than ``BATCH_TARGET_S`` nor less than ``MIN_BATCH_S`` while every thread can still
+    get that much. Dearest first and shrinking, the last batches hold the cheapest cells,
+    so the workers run out of cells together."""
+
+    def __init__(self, cells: list[tuple[Pair, CellTask]]) -> None:
+        self.cells = cells
+        self.position = 0
+        self.batches = 0
+        self.costs: dict[tuple[Pair, Any], list[float]] = {}
+        """(pair, policy): [wall seconds, cells] of the cells come back."""
+        self.measured = 0
+        self.sorted_at = 0
+        self.means: dict[tuple[Pair, Any], float] = {}
+        """The costs' means when the rest was last sorted; batches are sized by them."""
+        self.dearest = 0.0
+        self.left_s = 0.0
+        """The estimated seconds of the cells left, by ``means``."""
+
+    def __len__(self) -> int:
+        return len(self.cells) - self.position
+
+    def estimate(self, pair: Pair, task: CellTask) -> float:
+        return self.means.get((pair, task.policy), self.dearest)
+
+    def take(self, threads: int) -> _Batch | None:
+        """The next batch (cells of one pair) for a cluster of ``threads`` threads."""
+        if self.position >= len(self.cells):
+            return None
+        threads = max(1, threads)
+        pair = self.cells[self.position][0]
+        end = self.position
+        if not self.means:
+            blind = FIRST_BATCH if self.batches < threads else SECOND_BATCH
+            limit = self.position + max(1, min(MAX_BATCH, blind,
+                                               math.ceil(len(self) / (FACTORING * threads))))
+            while end < min(limit, len(self.cells)) and self.cells[end][0] == pair:
+                end += 1
+        else:
+            share = self.left_s / (FACTORING * threads)
+            target = min(BATCH_TARGET_S, max(share, min(MIN_BATCH_S, self.left_s / threads)))
+            taken_s = 0.0
+            while (end < len(self.cells) and end - self.position < MAX_BATCH
+                   and self.cells[end][0] == pair and (taken_s < target or end == self.position)):
+                taken_s += self.estimate(pair, self.cells[end][1])
+                end += 1
+            self.left_s = max(0.0, self.left_s - taken_s)
+        tasks = [task for _, task in self.cells[self.position:end]]
+        self.position = end
+        self.batches += 1
+        return _Batch(pair, tasks)
+
+    def drain(self) -> list[tuple[Pair, CellTask]]:
+        """Every cell left, taken at once."""
+        rest = self.cells[self.position:]
+        self.position = len(self.cells)
+        return rest
+
+    def measure(self, pair: Pair, task: CellTask, wall_s: float) -> None:
+        if not math.isnan(wall_s):
+            entry = self.costs.setdefault((pair, task.policy), [0.0, 0])
+            entry[0] += wall_s
+            entry[1] += 1
+            self.measured += 1
+
+    def reorder(self) -> None:
+        """Sort the rest by the costs measured, when they have doubled since the last
+        time."""
+        if not self.measured or self.measured < 2 * self.sorted_at:
+            return
+        self.sorted_at = self.measured
+        self.means = {group: max(total / count, 1e-6)
+                      for group, (total, count) in self.costs.items()}
+        self.dearest = max(self.means.values())
+        ordered: list[tuple[Pair, CellTask]] = []
+        for pair, cells in itertools.groupby(self.cells[self.position:], key=lambda c: c[0]):
+            ordered.extend(sorted(cells, key=lambda cell: (
+                (pair, cell[1].policy) in self.means, -self.estimate(pair, cell[1]))))
+        self.cells[self.position:] = ordered
+        self.left_s = sum(self.estimate(pair, task) for pair, task in ordered)
 
 
 class _DaskSweep:
-    """``run_dask``'s state: the problems shipped to the cluster, the batches in flight (a
-    window that follows the cluster's threads) and the cells still to send."""
+    """``run_dask``'s state: a runner per worker (started as workers are seen), the batches
+    each holds, the cells still to send and those to send again.
+
+    Runners start, and calls end, on the client's event loop; each puts an event on a
+    queue that ``wait`` takes from, so the loop here blocks on one queue, whatever the
+    number of workers and batches."""
 
     def __init__(self, found: Plan, problems: dict[Pair, Problem], client: Any,
                  watch: Watch) -> None:
+        import queue
+
         self.problems, self.client, self.watch = problems, client, watch
-        self.shipped: dict[Pair, Any] = {}
-        self.submitted: dict[str, tuple[Pair, list[CellTask], int]] = {}
-        self.running: set[Any] = set()
-        self.todo = spread_tasks(found, problems)
-        self.batcher = _Batcher(sum(1 for _ in tasks_of(found, problems)))
+        self.events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self.runners: dict[str, _Runner] = {}
+        self.refused: dict[str, str] = {}
+        """Workers whose runner could not start, and why: not asked again."""
+        self.again: list[_Batch] = []
+        self.lost: list[CellFailure] = []
+        self.todo = _CellQueue(list(spread_tasks(found, problems)))
+        self.calls = itertools.count()
         self.sized_at = -math.inf
         self.threads = 1
         self.workers = -1
-        self.serial = itertools.count()
         self.sent_all = False
 
-    def ship_all(self) -> None:
-        """Every problem not shipped yet to every worker in one call, once the first
-        batches are out (they carry a small problem, ``INLINE_TASKS``): a worker lost later
-        costs a problem sent again to the workers left, not a broadcast that waits on the
-        dead one."""
-        pairs = [pair for pair in self.problems if pair not in self.shipped]
-        if pairs:
-            shipped = _scatter(self.client, [self.problems[pair] for pair in pairs])
-            self.shipped.update(zip(pairs, shipped, strict=True))
+    @property
+    def finished(self) -> bool:
+        return (self.sent_all and not self.again and not self.lost
+                and not any(runner.calls for runner in self.runners.values()))
 
-    def ship(self, pair: Pair) -> Any:
-        future = self.shipped.get(pair)
-        if future is None or future.status != "finished":
-            [self.shipped[pair]] = _scatter(self.client, [self.problems[pair]])
-        return self.shipped[pair]
+    # ---------------------------------------------------------------- workers and runners
 
-    def problem_of(self, pair: Pair, first: bool) -> Any:
-        """What a batch gets as its problem: a thread's first batch the problem itself when
-        it is small and not shipped yet (no round trip before the first cells), any other
-        the shipped copy."""
-        problem = self.problems[pair]
-        if first and pair not in self.shipped and len(problem.tasks) <= INLINE_TASKS:
-            return problem
-        return self.ship(pair)
-
-    def submit(self, pair: Pair, tasks: list[CellTask], again: int = 0,
-               first: bool = False) -> None:
-        key = f"dcx-batch-{tasks[0].key[:16]}-{next(self.serial)}"  # never merged or reused
-        self.submitted[key] = (pair, tasks, again)
-        self.running.add(self.client.submit(run_batch, self.problem_of(pair, first), tasks,
-                                            key=key, pure=False))
-
-    def top_up(self) -> None:
-        """Keep the window full; it follows the cluster's threads (a dask-jobqueue cluster
-        grows while the sweep runs), asked at most once a second. Nothing is sent while
-        the cluster has no worker."""
-        self.count_threads()
-        if self.workers == 0 or self.sent_all:
-            return
-        while len(self.running) < self.threads * BATCHES_PER_THREAD:
-            first = self.batcher.sent < self.threads
-            if not first:
-                self.ship_all()  # while the first batches run
-            batch = list(itertools.islice(self.todo, self.batcher.size(self.threads)))
-            if not batch:
-                self.sent_all = True
-                return
-            self.batcher.took(len(batch))
-            by_pair: dict[Pair, list[CellTask]] = {}
-            for pair, task in batch:
-                by_pair.setdefault(pair, []).append(task)
-            for pair, tasks in by_pair.items():
-                self.submit(pair, tasks, first=first)
-
-    def count_threads(self) -> None:
-        """The cluster's workers and threads, asked at most once a ``WATCH_S``; the watch
-        hears when the cluster loses its last worker or gets one back."""
+    def count_workers(self) -> None:
+        """The cluster's workers and threads, asked at most once a ``WATCH_S``: a runner
+        starts on each new worker, those of workers gone are lost; the watch hears when the
+        cluster loses its last worker or gets one back."""
         if time.monotonic() - self.sized_at < WATCH_S:
             return
         counts = self.client.nthreads()
@@ -499,31 +564,159 @@ class _DaskSweep:
             self.watch.on_workers(self.workers, now)
         self.workers, self.threads = now, max(1, sum(counts.values()))
         self.sized_at = time.monotonic()
+        for address in [address for address in self.runners if address not in counts]:
+            self.lose(address, "its worker left the cluster")
+        for address, threads in counts.items():
+            if address not in self.runners and address not in self.refused:
+                self.start_runner(address, threads)
+        if counts and all(address in self.refused for address in counts):
+            self.give_up(self.refused[next(iter(counts))])
 
-    def outcomes(self, future: Any) -> list[CellResult | CellFailure]:
-        """A finished batch's outcomes (recorded for batch sizing); none when it was
-        resubmitted, having lost its problem with a worker."""
-        from concurrent.futures import CancelledError
+    def give_up(self, reason: str) -> None:
+        """No worker of the cluster can run cells (their runner fails to start: dcx is not
+        installed there, say): every cell left fails with the reason."""
+        tasks = [task for batch in self.again for task in batch.tasks]
+        tasks += [task for _, task in self.todo.drain()]
+        self.again = []
+        self.sent_all = True
+        message = f"no worker of the cluster can run cells: {reason}"
+        self.lost.extend(CellFailure(task.key, "error", message, task.columns)
+                         for task in tasks)
 
-        self.running.discard(future)
-        pair, tasks, again = self.submitted.pop(str(future.key))
-        outcomes: list[CellResult | CellFailure]
+    def start_runner(self, address: str, threads: int) -> None:
+        from dcx.experiments.cells import CellRunner
+
+        future = self.client.submit(CellRunner, actor=True, workers=[address],
+                                    allow_other_workers=False, pure=False,
+                                    key=f"dcx-runner-{next(self.calls)}-{address}")
+        runner = _Runner(address, max(1, threads), future)
+        self.runners[address] = runner
+        future.add_done_callback(lambda done: self.events.put(("runner", runner)))
+
+    def runner_started(self, runner: _Runner) -> None:
+        if self.runners.get(runner.address) is not runner:
+            return  # lost meanwhile
         try:
-            outcomes = future.result()
-        except CancelledError as exc:  # its problem was lost with a worker
-            future.release()
-            if again < RESUBMISSIONS:
-                self.submit(pair, tasks, again + 1)
-                return []
-            outcomes = [CellFailure(task.key, "lost", f"cancelled: {exc}", task.columns)
-                        for task in tasks]
-        except Exception as exc:  # the batch killed its workers, again and again
-            outcomes = [CellFailure(task.key, "lost", f"{type(exc).__name__}: {exc}",
-                                    task.columns) for task in tasks]
-        future.release()
-        for outcome in outcomes:
-            self.batcher.record(outcome.row["wall_s"] if isinstance(outcome, CellResult)
-                                else outcome.wall_s)
+            runner.actor = runner.future.result()
+        except Exception as exc:  # its worker went away as it started, or cannot run dcx
+            self.refused[runner.address] = f"{type(exc).__name__}: {exc}"
+            self.lose(runner.address, "its runner did not start")
+            self.sized_at = -math.inf  # count the workers again at once
+
+    def lose(self, address: str, reason: str) -> None:
+        """The runner of ``address`` is gone: its batches go out again. Those it was running
+        (the oldest, one per thread) count it against them; those queued behind do not."""
+        runner = self.runners.pop(address, None)
+        if runner is None:
+            return
+        runner.future.release()
+        for held, batch in enumerate(runner.calls.values()):
+            if held < runner.threads:
+                self.send_again(batch, reason)
+            else:
+                self.again.append(batch)
+
+    def send_again(self, batch: _Batch, reason: str) -> None:
+        """A batch lost with its worker goes out again; lost twice, one cell per batch, so
+        that a cell which kills its worker fails alone, not with the cells beside it."""
+        if batch.again < RESUBMISSIONS:
+            if batch.again == 0 or len(batch.tasks) == 1:
+                self.again.append(_Batch(batch.pair, batch.tasks, batch.again + 1))
+            else:
+                self.again.extend(_Batch(batch.pair, [task], batch.again + 1)
+                                  for task in batch.tasks)
+            return
+        message = f"{reason}, {batch.again + 1} times while it held the cell"
+        self.lost.extend(CellFailure(task.key, "lost", message, task.columns)
+                         for task in batch.tasks)
+
+    def close(self) -> None:
+        for runner in self.runners.values():
+            runner.future.release()
+        self.runners.clear()
+
+    # ------------------------------------------------------------------- batches out
+
+    def top_up(self) -> None:
+        """Fill every runner's window, one batch at a time to the runner with the most room
+        (so each thread's first batch goes out before any thread's second)."""
+        self.count_workers()
+        while True:
+            open_runners = [runner for runner in self.runners.values() if runner.room > 0]
+            if not open_runners:
+                return
+            batch = self.next_batch()
+            if batch is None:
+                return
+            self.send(max(open_runners, key=lambda runner: runner.room), batch)
+
+    def next_batch(self) -> _Batch | None:
+        if self.again:
+            return self.again.pop(0)
+        batch = self.todo.take(self.threads)
+        if batch is None:
+            self.sent_all = True
+        return batch
+
+    def send(self, runner: _Runner, batch: _Batch) -> None:
+        """A call to the runner with the batch (and the problem, the first time)."""
+        call = next(self.calls)
+        problem = None if batch.pair in runner.sent else self.problems[batch.pair]
+        try:
+            pending = runner.actor.run(batch.pair, batch.tasks, problem)
+        except RuntimeError:  # the worker holding it was lost: it is not called again
+            self.send_again(batch, "its worker was lost")
+            self.lose(runner.address, "its worker was lost")
+            return
+        runner.sent.add(batch.pair)
+        runner.calls[call] = batch
+        self.client.loop.add_callback(self._report, runner, call, pending)
+
+    async def _report(self, runner: _Runner, call: int, pending: Any) -> None:
+        try:
+            outcomes = await pending
+        except Exception as exc:  # OSError: the worker is gone
+            self.events.put(("call", runner, call, None, exc))
+        else:
+            self.events.put(("call", runner, call, outcomes, None))
+
+    # ------------------------------------------------------------------- outcomes in
+
+    def wait(self, timeout: float) -> list[Outcome]:
+        """The outcomes of the calls that end within ``timeout`` seconds (of all that have
+        ended once the first has), and the cells lost for good meanwhile."""
+        import queue
+
+        outcomes: list[Outcome] = []
+        block = True
+        while True:
+            try:
+                event = self.events.get(block, timeout)
+            except queue.Empty:
+                break
+            block = False
+            if event[0] == "runner":
+                self.runner_started(event[1])
+            else:
+                outcomes.extend(self.ended(*event[1:]))
+        outcomes.extend(self.lost)
+        self.lost = []
+        return outcomes
+
+    def ended(self, runner: _Runner, call: int, outcomes: list[Outcome] | None,
+              error: BaseException | None) -> list[Outcome]:
+        batch = runner.calls.pop(call, None)
+        if batch is None or self.runners.get(runner.address) is not runner:
+            return []  # its runner was lost before: the batch went out again
+        if outcomes is None:  # its worker is gone, with every batch it held
+            runner.calls = dict(sorted({**runner.calls, call: batch}.items()))
+            self.lose(runner.address, f"its worker was lost ({type(error).__name__})")
+            return []
+        for task, outcome in zip(batch.tasks, outcomes, strict=True):
+            wall_s = (outcome.row["wall_s"] if isinstance(outcome, CellResult)
+                      else outcome.wall_s)
+            self.todo.measure(batch.pair, task, wall_s)
+        self.todo.reorder()
         return outcomes
 
 
@@ -543,29 +736,3 @@ def quiet_workers(client: Any) -> None:
                     found.stop()
 
     client.register_plugin(QuietWorker())
-
-
-def _scatter(client: Any, problems: list[Problem], attempts: int = 20) -> list[Any]:
-    """Send problems to every worker (a batch goes only to a worker that holds its problem),
-    the broadcast bounded in time: one to a worker that dies meanwhile waits on it for ever.
-    When it fails or times out (a dead worker still listed: the scheduler learns of a death
-    a moment later), send them to one worker again and again, the others fetching them when
-    a cell needs one."""
-    for attempt in range(attempts):
-        try:
-            if attempt == 0:
-                return list(client.sync(_broadcast, client, problems))
-            return list(client.scatter(problems, hash=False))
-        except Exception:  # CommClosedError, OSError, TimeoutError: a worker that is gone
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.5)
-    raise AssertionError("unreachable")
-
-
-async def _broadcast(client: Any, problems: list[Problem]) -> Any:
-    import asyncio
-
-    return await asyncio.wait_for(
-        client.scatter(problems, broadcast=True, hash=False, asynchronous=True),
-        BROADCAST_TIMEOUT_S)

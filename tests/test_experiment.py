@@ -9,6 +9,7 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -221,36 +222,81 @@ def test_cells_go_out_shuffled_the_same_way_every_run() -> None:
     assert max(spread_order(100)[:25]) >= 75
 
 
-def test_batches_start_bounded_then_shrink_with_a_floor_and_a_ceiling() -> None:
+def _queue(counts: dict[str, int], pairs: tuple[str, ...] = ("a",)) -> Any:
+    """A queue of cells: ``counts`` cells of each named scheduler, for each pair, the
+    schedulers taking turns (as in a shuffled sweep)."""
     from dcx.experiments import execute
+    from dcx.experiments.cells import CellTask
+    from dcx.scheduler.policies import parse_policy
 
-    batcher = execute._Batcher(100)
-    assert batcher.probing and batcher.size(threads=2) == 16  # not ceil(100 / 4) unmeasured
-    assert execute._Batcher(12).size(threads=2) == 3  # a share, as any batch
-    batcher.took(16)
-    batcher.took(16)
-    # each thread's second batch, sent blind too so that no thread waits: a few cells
-    assert batcher.probing and batcher.size(threads=2) == 4
-    for wall_s in (0.01, 0.01):
-        batcher.record(wall_s)
-    assert batcher.size(threads=2) == 17  # ceil(68 / (2 x 2)), under the 1 s ceiling
-    batcher.left = 12
-    assert batcher.size(threads=2) == 5  # 50 ms of 10 ms cells, not ceil(12 / 4)
-    batcher.left = 6
-    assert batcher.size(threads=2) == 3  # the floor gives way: each thread gets a batch
-    slow = execute._Batcher(100)
-    slow.record(0.4)
-    assert slow.size(threads=2) == 2  # about a second of 0.4 s cells
+    cells = [((pair, "own"), CellTask(f"{pair}-{name}-{index}", {}, parse_policy(name),
+                                      "event", None, False, False))
+             for pair in pairs for index in range(max(counts.values()))
+             for name, count in counts.items() if index < count]
+    return execute._CellQueue(cells)
+
+
+def test_batches_start_blind_and_bounded() -> None:
+    queue = _queue({"FCFS": 100})
+    sizes = [len(queue.take(threads=2).tasks) for _ in range(4)]
+    # each thread's first batch, then its second (a few cells, so none waits for results)
+    assert sizes == [16, 16, 4, 4]
+    assert len(_queue({"FCFS": 12}).take(threads=2).tasks) == 3  # a share, as any batch
+
+
+def test_measured_cells_go_dearest_first_in_shares_of_the_seconds_left() -> None:
+    queue = _queue({"FCFS": 40, "FCFS-EASY": 40})
+    first = queue.take(threads=2)
+    for task in first.tasks:  # FCFS cells cost 10 ms, FCFS-EASY ones 30 ms
+        queue.measure(first.pair, task, 0.03 if task.policy.name == "FCFS-EASY" else 0.01)
+    queue.reorder()
+    rest = [task.policy.name for _, task in queue.cells[queue.position:]]
+    assert rest == sorted(rest, key=lambda name: name != "FCFS-EASY")  # dearest first
+    left_s = queue.left_s
+    assert math.isclose(left_s, sum(0.03 if name == "FCFS-EASY" else 0.01 for name in rest))
+    batch = queue.take(threads=2)
+    taken_s = 0.03 * len(batch.tasks)
+    assert taken_s >= left_s / 4 > taken_s - 0.03  # a quarter of the seconds left
+    while len(queue) > 6:
+        queue.take(threads=2)
+    last = queue.take(threads=2)
+    assert {task.policy.name for task in last.tasks} == {"FCFS"}  # the cheapest go last
+    assert len(last.tasks) <= 3  # the floor gives way: each thread gets a batch
+
+
+def test_a_scheduler_not_measured_yet_counts_as_the_dearest() -> None:
+    queue = _queue({"FCFS": 20, "SJF-EASY": 20})
+    queue.position = 1
+    queue.measure(("a", "own"), queue.cells[0][1], 0.02)  # only an FCFS cell came back
+    queue.reorder()
+    assert queue.cells[queue.position][1].policy.name == "SJF-EASY"
+
+
+def test_a_batch_holds_one_pair_and_about_a_second_at_most() -> None:
+    queue = _queue({"FCFS": 30}, pairs=("a", "b"))
+    blind = [queue.take(threads=1) for _ in range(3)]
+    assert [len(batch.tasks) for batch in blind] == [16, 4, 4]
+    assert {task.key[0] for batch in blind for task in batch.tasks} == {"a"}
+    for task in blind[0].tasks:
+        queue.measure(blind[0].pair, task, 0.4)
+    queue.reorder()
+    batch = queue.take(threads=1)
+    assert {task.key[0] for task in batch.tasks} == {"a"}
+    assert len(batch.tasks) == 3  # cells of 0.4 s up to about a second
+    while queue.cells[queue.position][0][0] == "a":
+        queue.take(threads=1)
+    assert {task.key[0] for task in queue.take(threads=1).tasks} == {"b"}
 
 
 def test_no_batch_is_larger_than_max_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     from dcx.experiments import execute
 
-    monkeypatch.setattr(execute, "MAX_BATCH", 1)  # one cell per task, as before batching
-    batcher = execute._Batcher(100)
-    assert batcher.size(threads=2) == 1
-    batcher.record(0.001)
-    assert batcher.size(threads=2) == 1
+    monkeypatch.setattr(execute, "MAX_BATCH", 1)  # one cell per call
+    queue = _queue({"FCFS": 100})
+    assert len(queue.take(threads=2).tasks) == 1
+    queue.measure(("a", "own"), queue.cells[0][1], 0.001)
+    queue.reorder()
+    assert len(queue.take(threads=2).tasks) == 1
 
 
 # --------------------------------------------------------------------------- summary

@@ -5,6 +5,7 @@ only its own cells."""
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import re
@@ -130,42 +131,111 @@ def test_a_local_cluster_s_workers_run_without_the_profiler() -> None:
     assert "heartbeat" in callbacks and "profile" not in callbacks
 
 
-def test_the_first_batches_carry_their_problem_and_the_rest_its_broadcast_copy(
+def _no_result(result: Any) -> None:
+    pytest.fail(f"cell {result.key} gave a row")
+
+
+def _no_failure(failure: Any) -> None:
+    pytest.fail(f"cell {failure.key} failed: {failure.message}")
+
+
+def test_each_runner_gets_each_problem_once_with_its_first_batch(
         cluster: Any, tmp_path: Path) -> None:
-    """Each thread's first batch takes its (small) problem along, so no cell waits for the
-    broadcast; the later ones the broadcast copy. The rows are those of an inline run."""
-    from distributed import Client, Future
+    """A runner on each worker; a problem travels to a runner with the first batch of its
+    cells the runner gets, never again. The rows are those of an inline run."""
+    from distributed import Client
 
     from dcx.experiments import execute
     from dcx.experiments.spec import load_experiment
-    from dcx.scheduler.problem import Problem
 
     loaded, _ = load_experiment(experiment(tmp_path, jobs=40, seeds=8))
     assert loaded is not None
     found = execute.plan(loaded, set())
     problems, _ = execute.compile_pairs(found, lambda diagnostic: None)
-    sent: list[type] = []
+    calls: list[tuple[str, Any, bool]] = []
     rows: dict[str, dict[str, Any]] = {}
 
     def keep(result: Any) -> None:
         rows[result.key] = {k: v for k, v in result.row.items() if k not in RUN_COLUMNS}
 
+    send = execute._DaskSweep.send
+
+    def recording(sweep: Any, runner: Any, batch: Any) -> None:
+        calls.append((runner.address, batch.pair, batch.pair not in runner.sent))
+        send(sweep, runner, batch)
+
     with Client(cluster.scheduler_address) as client:
-        submit = client.submit
-
-        def recording(function: Any, problem: Any, *args: Any, **kwargs: Any) -> Any:
-            sent.append(type(problem))
-            return submit(function, problem, *args, **kwargs)
-
-        client.submit = recording  # type: ignore[method-assign]
-        execute.run_dask(found, problems, client, keep, pytest.fail)
-    assert sent[:2] == [Problem, Problem] and len(sent) > 2
-    assert all(issubclass(kind, Future) for kind in sent[2:])
+        execute._DaskSweep.send = recording  # type: ignore[method-assign,assignment]
+        try:
+            execute.run_dask(found, problems, client, keep, _no_failure)
+        finally:
+            execute._DaskSweep.send = send  # type: ignore[method-assign]
+        workers = set(client.nthreads())
+    carried = [(address, pair) for address, pair, with_problem in calls if with_problem]
+    assert len(carried) == len(set(carried))  # never twice to one runner
+    assert {address for address, _, _ in calls} == workers
+    assert set(carried) == {(address, pair) for address, pair, _ in calls}
+    assert len(calls) > len(carried)
     inline: dict[str, dict[str, Any]] = {}
     execute.run_inline(found, problems, lambda result: inline.__setitem__(
         result.key, {k: v for k, v in result.row.items() if k not in RUN_COLUMNS}),
-        pytest.fail)
+        _no_failure)
     assert rows == inline and len(rows) == found.pending_count == 2 * (1 + 1 + 8)
+
+
+class _Doomed(distributed.diagnostics.plugin.WorkerPlugin):  # type: ignore[name-defined]
+    """A worker plugin that makes the worker exit at once when it is to run one cell (as
+    a cell that crashes the interpreter would), on every worker, restarted ones too."""
+
+    name = "dcx-test-doomed-cell"
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def setup(self, worker: Any) -> None:
+        from dcx.experiments import cells
+
+        run_batch, doomed = cells.run_batch, self.key
+
+        def dying(problem: Any, tasks: Any) -> Any:
+            if any(task.key == doomed for task in tasks):
+                os._exit(70)
+            return run_batch(problem, tasks)
+
+        cells.run_batch = dying
+
+
+
+def test_a_cell_that_kills_its_worker_fails_alone_as_lost(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Its batch goes out again whole once, then cell by cell: the cells beside it get
+    their rows; it fails as ``lost`` once it has killed a worker every time. The calls the
+    scheduler was passing on to the dead workers are not logged as errors."""
+    from dcx.converters.partitions import local_client
+    from dcx.experiments import execute
+    from dcx.experiments.spec import load_experiment
+
+    loaded, _ = load_experiment(experiment(tmp_path, jobs=30, seeds=2))
+    assert loaded is not None
+    found = execute.plan(loaded, set())
+    problems, _ = execute.compile_pairs(found, lambda diagnostic: None)
+    [doomed, *_] = [task.key for _, task in execute.spread_tasks(found, problems)]
+    results: list[Any] = []
+    failures: list[Any] = []
+    cluster, client = local_client(2)  # its client calls the runners directly
+    try:
+        client.register_plugin(_Doomed(doomed))
+        execute.run_dask(found, problems, client, results.append, failures.append,
+                         stop_profilers=False)
+    finally:
+        client.close()
+        cluster.close()
+    assert [(failure.key, failure.kind) for failure in failures] == [(doomed, "lost")]
+    assert f"{execute.RESUBMISSIONS + 1} times" in failures[0].message
+    assert sorted(result.key for result in results) == sorted(
+        key for key in found.keys if key != doomed)
+    assert [record.getMessage() for record in caplog.records
+            if record.levelno >= logging.ERROR] == []
 
 
 def test_a_worker_killed_mid_sweep_loses_no_cell(tmp_path: Path) -> None:
@@ -198,6 +268,41 @@ def test_a_worker_killed_mid_sweep_loses_no_cell(tmp_path: Path) -> None:
     assert table is not None
     keys = table.column("cell_key").to_pylist()
     assert sorted(keys) == sorted(found.keys) and len(set(keys)) == len(keys)
+
+
+class _NoDcx(distributed.diagnostics.plugin.WorkerPlugin):  # type: ignore[name-defined]
+    """A worker plugin that makes the runner fail to start, as on workers without dcx."""
+
+    name = "dcx-test-no-dcx"
+
+    def setup(self, worker: Any) -> None:
+        from dcx.experiments import cells
+
+        def refuse(runner: Any) -> None:
+            raise ModuleNotFoundError("No module named 'dcx'")
+
+        cells.CellRunner.__init__ = refuse  # type: ignore[method-assign,assignment]
+
+
+def test_workers_that_cannot_run_cells_fail_them_with_the_reason(tmp_path: Path) -> None:
+    """The sweep does not wait for ever: each cell fails, saying why."""
+    from distributed import Client
+
+    from dcx.experiments import execute
+    from dcx.experiments.spec import load_experiment
+
+    loaded, _ = load_experiment(experiment(tmp_path, jobs=20, seeds=1))
+    assert loaded is not None
+    found = execute.plan(loaded, set())
+    problems, _ = execute.compile_pairs(found, lambda diagnostic: None)
+    failures: list[Any] = []
+    with local_cluster() as own, Client(own.scheduler_address) as client:
+        client.register_plugin(_NoDcx())
+        execute.run_dask(found, problems, client, _no_result, failures.append)
+    assert sorted(failure.key for failure in failures) == sorted(found.keys)
+    assert {(failure.kind, failure.message) for failure in failures} == {
+        ("error", "no worker of the cluster can run cells: ModuleNotFoundError: No module "
+                  "named 'dcx'")}
 
 
 def test_a_rerun_runs_nothing_and_a_changed_input_reruns_only_its_cells(
