@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,32 +192,42 @@ def run_batch(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:
 class CellRunner:
     """A Dask actor, one per worker, that runs batches of cells on the worker's threads.
 
-    A call goes from the client to the worker and back (through the scheduler's proxy,
-    which only forwards it): the scheduler tracks no task per batch, and a batch costs the
-    cores one round trip, not a task's life on the client, the scheduler and the worker.
-    Each (workload, environment) problem travels once to each runner, with the first batch
-    of its cells that the runner gets; later batches of it that arrive first (calls may
-    overtake each other) wait for it."""
+    A call goes from the client to the worker and back with no task for the scheduler to
+    track: a batch costs the cores one round trip, not a task's life on the client, the
+    scheduler and the worker. Each (workload, environment) problem travels once to each
+    runner, with the first batch of its cells that the runner gets; later batches of it
+    that arrive first (calls may overtake each other) wait for it. A batch travels as one
+    pickle each way, made and read on the worker's thread, not its event loop: Dask would
+    serialise a list of cells one by one, on the loop that answers the next call."""
 
     def __init__(self) -> None:
         self.problems: dict[Any, Problem] = {}
         self.arrived: dict[Any, Any] = {}
         """An ``asyncio.Event`` per problem, set once it is here."""
 
-    async def run(self, pair: Any, tasks: list[CellTask],
-                  problem: Problem | None = None) -> list[Outcome]:
+    async def run(self, pair: Any, payload: bytes, carries_problem: bool) -> bytes:
+        """``payload``: the pickled ``(tasks, problem or None)``; the pickled outcomes."""
         import asyncio
 
         from distributed import get_worker
 
         worker = get_worker()
+        loop = asyncio.get_running_loop()
         arrived = self.arrived.setdefault(pair, asyncio.Event())
+        if not carries_problem:
+            await arrived.wait()
+        return await loop.run_in_executor(worker.executor, self._run, pair, payload,
+                                          lambda: loop.call_soon_threadsafe(arrived.set))
+
+    def _run(self, pair: Any, payload: bytes, problem_here: Callable[[], object]) -> bytes:
+        import pickle
+
+        tasks, problem = pickle.loads(payload)
         if problem is not None:
             self.problems[pair] = problem
-            arrived.set()
-        await arrived.wait()
-        return await asyncio.get_running_loop().run_in_executor(
-            worker.executor, run_batch, self.problems[pair], tasks)
+            problem_here()
+        return pickle.dumps(run_batch(self.problems[pair], tasks),
+                            protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _run_each(problem: Problem, tasks: list[CellTask]) -> list[Outcome]:

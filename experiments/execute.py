@@ -660,10 +660,13 @@ class _DaskSweep:
 
     def send(self, runner: _Runner, batch: _Batch) -> None:
         """A call to the runner with the batch (and the problem, the first time)."""
+        import pickle
+
         call = next(self.calls)
         problem = None if batch.pair in runner.sent else self.problems[batch.pair]
+        payload = pickle.dumps((batch.tasks, problem), protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            pending = runner.actor.run(batch.pair, batch.tasks, problem)
+            pending = runner.actor.run(batch.pair, payload, problem is not None)
         except RuntimeError:  # the worker holding it was lost: it is not called again
             self.send_again(batch, "its worker was lost")
             self.lose(runner.address, "its worker was lost")
@@ -674,11 +677,11 @@ class _DaskSweep:
 
     async def _report(self, runner: _Runner, call: int, pending: Any) -> None:
         try:
-            outcomes = await pending
+            pickled = await pending
         except Exception as exc:  # OSError: the worker is gone
             self.events.put(("call", runner, call, None, exc))
         else:
-            self.events.put(("call", runner, call, outcomes, None))
+            self.events.put(("call", runner, call, pickled, None))
 
     # ------------------------------------------------------------------- outcomes in
 
@@ -703,15 +706,18 @@ class _DaskSweep:
         self.lost = []
         return outcomes
 
-    def ended(self, runner: _Runner, call: int, outcomes: list[Outcome] | None,
+    def ended(self, runner: _Runner, call: int, pickled: bytes | None,
               error: BaseException | None) -> list[Outcome]:
+        import pickle
+
         batch = runner.calls.pop(call, None)
         if batch is None or self.runners.get(runner.address) is not runner:
             return []  # its runner was lost before: the batch went out again
-        if outcomes is None:  # its worker is gone, with every batch it held
+        if pickled is None:  # its worker is gone, with every batch it held
             runner.calls = dict(sorted({**runner.calls, call: batch}.items()))
             self.lose(runner.address, f"its worker was lost ({type(error).__name__})")
             return []
+        outcomes: list[Outcome] = pickle.loads(pickled)
         for task, outcome in zip(batch.tasks, outcomes, strict=True):
             wall_s = (outcome.row["wall_s"] if isinstance(outcome, CellResult)
                       else outcome.wall_s)
