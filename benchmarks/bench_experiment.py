@@ -44,7 +44,7 @@ from dcx.experiments.store import ResultStore
 WORKERS = 2
 LOADS = [round(0.5 + 0.05 * step, 2) for step in range(20)]
 RUN_COLUMNS = ("wall_s", "finished_at")
-SHORT_JOBS, SHORT_ROUNDS = 200, 4
+SHORT_JOBS, SHORT_ROUNDS = 200, 8
 CEILING_ROUNDS = 8
 LONG_JOBS, LONG_ROUNDS = 800, 2
 

@@ -404,6 +404,8 @@ class _Batch:
     pair: Pair
     tasks: list[CellTask]
     again: int = 0
+    estimate_s: float = 0.0
+    """Its cells' estimated wall time (``_CellQueue.estimate``), once cells have come back."""
 
 
 @dataclass
@@ -425,6 +427,11 @@ class _Runner:
         if self.actor is None:
             return 0
         return self.threads * BATCHES_PER_THREAD - len(self.calls)
+
+    @property
+    def load_s(self) -> float:
+        """The estimated wall time of the batches it holds (the running ones whole)."""
+        return sum(batch.estimate_s for batch in self.calls.values())
 
 
 class _CellQueue:
@@ -462,8 +469,9 @@ class _CellQueue:
     def estimate(self, pair: Pair, task: CellTask) -> float:
         return self.means.get((pair, task.policy), self.dearest)
 
-    def take(self, threads: int) -> _Batch | None:
-        """The next batch (cells of one pair) for a cluster of ``threads`` threads."""
+    def take(self, threads: int, room_s: float = math.inf) -> _Batch | None:
+        """The next batch (cells of one pair) for a cluster of ``threads`` threads, of at
+        most about ``room_s`` seconds once cells have come back."""
         if self.position >= len(self.cells):
             return None
         threads = max(1, threads)
@@ -477,7 +485,8 @@ class _CellQueue:
                 end += 1
         else:
             share = self.left_s / (FACTORING * threads)
-            target = min(BATCH_TARGET_S, max(share, min(MIN_BATCH_S, self.left_s / threads)))
+            target = min(BATCH_TARGET_S, room_s,
+                         max(share, min(MIN_BATCH_S, self.left_s / threads)))
             taken_s = 0.0
             while (end < len(self.cells) and end - self.position < MAX_BATCH
                    and self.cells[end][0] == pair and (taken_s < target or end == self.position)):
@@ -487,7 +496,10 @@ class _CellQueue:
         tasks = [task for _, task in self.cells[self.position:end]]
         self.position = end
         self.batches += 1
-        return _Batch(pair, tasks)
+        return _Batch(pair, tasks, estimate_s=self.estimate_of(pair, tasks))
+
+    def estimate_of(self, pair: Pair, tasks: list[CellTask]) -> float:
+        return sum(self.estimate(pair, task) for task in tasks) if self.means else 0.0
 
     def drain(self) -> list[tuple[Pair, CellTask]]:
         """Every cell left, taken at once."""
@@ -502,11 +514,11 @@ class _CellQueue:
             entry[1] += 1
             self.measured += 1
 
-    def reorder(self) -> None:
+    def reorder(self) -> bool:
         """Sort the rest by the costs measured, when they have doubled since the last
-        time."""
+        time; whether it did."""
         if not self.measured or self.measured < 2 * self.sorted_at:
-            return
+            return False
         self.sorted_at = self.measured
         self.means = {group: max(total / count, 1e-6)
                       for group, (total, count) in self.costs.items()}
@@ -517,6 +529,7 @@ class _CellQueue:
                 (pair, cell[1].policy) in self.means, -self.estimate(pair, cell[1]))))
         self.cells[self.position:] = ordered
         self.left_s = sum(self.estimate(pair, task) for pair, task in ordered)
+        return True
 
 
 class _DaskSweep:
@@ -638,22 +651,44 @@ class _DaskSweep:
     # ------------------------------------------------------------------- batches out
 
     def top_up(self) -> None:
-        """Fill every runner's window, one batch at a time to the runner with the most room
-        (so each thread's first batch goes out before any thread's second)."""
+        """Fill the runners' windows, one batch at a time: until cells have come back, to
+        the runner with the most room (so each thread's first batch goes out before any
+        thread's second); then to the runner that will be free first, with no more than it
+        takes to reach the others' finish (``finish_s``), so the workers end together."""
         self.count_workers()
         while True:
-            open_runners = [runner for runner in self.runners.values() if runner.room > 0]
-            if not open_runners:
+            runner = self.next_runner()
+            if runner is None:
                 return
-            batch = self.next_batch()
+            batch = self.next_batch(runner)
             if batch is None:
                 return
-            self.send(max(open_runners, key=lambda runner: runner.room), batch)
+            self.send(runner, batch)
 
-    def next_batch(self) -> _Batch | None:
+    def next_runner(self) -> _Runner | None:
+        open_runners = [runner for runner in self.runners.values() if runner.room > 0]
+        if not open_runners:
+            return None
+        if self.again or not self.todo.means:
+            return max(open_runners, key=lambda runner: runner.room)
+        runner = min(open_runners, key=lambda runner: runner.load_s / runner.threads)
+        if not runner.calls or runner.load_s < self.finish_s() * runner.threads:
+            return runner  # never idle while cells are left
+        return None
+
+    def finish_s(self) -> float:
+        """When each thread would be done, from now, were the cells not sent yet shared out
+        evenly: the estimated seconds held and left, per thread."""
+        started = [runner for runner in self.runners.values() if runner.actor is not None]
+        threads = sum(runner.threads for runner in started) or 1
+        return (self.todo.left_s + sum(runner.load_s for runner in started)) / threads
+
+    def next_batch(self, runner: _Runner) -> _Batch | None:
         if self.again:
             return self.again.pop(0)
-        batch = self.todo.take(self.threads)
+        room_s = (self.finish_s() * runner.threads - runner.load_s if self.todo.means
+                  else math.inf)
+        batch = self.todo.take(self.threads, room_s)
         if batch is None:
             self.sent_all = True
         return batch
@@ -722,7 +757,10 @@ class _DaskSweep:
             wall_s = (outcome.row["wall_s"] if isinstance(outcome, CellResult)
                       else outcome.wall_s)
             self.todo.measure(batch.pair, task, wall_s)
-        self.todo.reorder()
+        if self.todo.reorder():
+            for held in self.runners.values():
+                for each in held.calls.values():
+                    each.estimate_s = self.todo.estimate_of(each.pair, each.tasks)
         return outcomes
 
 

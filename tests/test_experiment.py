@@ -288,6 +288,52 @@ def test_a_batch_holds_one_pair_and_about_a_second_at_most() -> None:
     assert {task.key[0] for task in queue.take(threads=1).tasks} == {"b"}
 
 
+def _sweep_of(queue: Any, loads: list[float]) -> Any:
+    """A ``_DaskSweep`` (no cluster) whose runners hold one batch of the given estimated
+    seconds each (none where the load is 0), on one thread each."""
+    from dcx.experiments import execute
+
+    sweep = object.__new__(execute._DaskSweep)
+    sweep.todo, sweep.again, sweep.threads = queue, [], len(loads)
+    sweep.runners = {}
+    for index, load in enumerate(loads):
+        runner = execute._Runner(f"w{index}", 1, None, actor=object())
+        if load:
+            runner.calls[index] = execute._Batch(("a", "own"), [], estimate_s=load)
+        sweep.runners[runner.address] = runner
+    return sweep
+
+
+def test_the_tail_goes_to_the_worker_free_first_and_none_to_one_ahead() -> None:
+    queue = _queue({"FCFS": 40})
+    first = queue.take(threads=2)
+    for task in first.tasks:
+        queue.measure(first.pair, task, 0.01)
+    queue.reorder()
+    queue.position, queue.left_s = len(queue.cells) - 5, 0.05  # five 10 ms cells left
+    sweep = _sweep_of(queue, [0.2, 0.1])
+    runner = sweep.next_runner()
+    assert runner is not None and runner.address == "w1"  # free first
+    batch = sweep.next_batch(runner)
+    assert len(batch.tasks) == 3  # a factoring share of the 50 ms left, no floor of 50 ms
+    runner.calls[9] = batch
+    # w1 holds two batches now; w0 is ahead of where both would end: the rest waits for
+    # whichever is free first
+    assert sweep.finish_s() < 0.2 and sweep.next_runner() is None
+
+
+def test_a_worker_with_nothing_gets_cells_whatever_the_estimates() -> None:
+    queue = _queue({"FCFS": 40})
+    first = queue.take(threads=2)
+    for task in first.tasks:
+        queue.measure(first.pair, task, 0.01)
+    queue.reorder()
+    queue.left_s = 0.0  # the estimate rounded away while cells are left
+    sweep = _sweep_of(queue, [0.0, 0.0])  # and nothing in flight: no call will wake it
+    runner = sweep.next_runner()
+    assert runner is not None and runner.address == "w0" and sweep.next_batch(runner).tasks
+
+
 def test_no_batch_is_larger_than_max_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     from dcx.experiments import execute
 
