@@ -90,7 +90,7 @@ def cell_key(cell: Cell, workload_sha256: str, environment_sha256: str,
 
 @dataclass(frozen=True)
 class CellTask:
-    """What travels to a worker with each cell (the problem travels once, scattered)."""
+    """What travels to a worker with each cell (the problem travels once to each runner)."""
 
     key: str
     columns: dict[str, Any]
