@@ -227,7 +227,7 @@ def _sweep(experiment: Any, out: Path, args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _say(f"dcx experiment: interrupted; {store.written} finished row(s) kept in "
                  f"{out / 'results.parquet'}: run the same command again to go on")
-            raise
+            return EXIT_INTERRUPTED
     if store.failed:
         status = EXIT_INVALID
     table = store.results.read()

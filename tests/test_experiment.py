@@ -557,7 +557,9 @@ def test_an_interrupted_sweep_keeps_its_finished_rows_and_the_rerun_does_the_res
     out = tmp_path / "out"
     assert main(["experiment", str(EXAMPLE), "--out", str(out), "--workers", "0",
                  "--no-plots"]) == 130
-    assert "interrupted; 7 finished row(s) kept" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "interrupted; 7 finished row(s) kept" in err
+    assert err.count("dcx experiment: interrupted") == 1  # one line says so
     kept = pq.read_table(out / "results.parquet").column("cell_key").to_pylist()
     assert kept == done
 
