@@ -26,6 +26,7 @@ alone, in its batch.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -434,6 +435,10 @@ class _Runner:
         return sum(batch.estimate_s for batch in self.calls.values())
 
 
+def _one_cell(task: CellTask) -> float:
+    return 1.0
+
+
 class _CellQueue:
     """The cells not sent yet, and the size of each batch.
 
@@ -476,27 +481,28 @@ class _CellQueue:
             return None
         threads = max(1, threads)
         pair = self.cells[self.position][0]
-        end = self.position
-        if not self.means:
-            blind = FIRST_BATCH if self.batches < threads else SECOND_BATCH
-            limit = self.position + max(1, min(MAX_BATCH, blind,
-                                               math.ceil(len(self) / (FACTORING * threads))))
-            while end < min(limit, len(self.cells)) and self.cells[end][0] == pair:
-                end += 1
-        else:
+        cost: Callable[[CellTask], float]
+        if self.means:  # in estimated seconds
             share = self.left_s / (FACTORING * threads)
             target = min(BATCH_TARGET_S, room_s,
                          max(share, min(MIN_BATCH_S, self.left_s / threads)))
-            taken_s = 0.0
-            while (end < len(self.cells) and end - self.position < MAX_BATCH
-                   and self.cells[end][0] == pair and (taken_s < target or end == self.position)):
-                taken_s += self.estimate(pair, self.cells[end][1])
-                end += 1
-            self.left_s = max(0.0, self.left_s - taken_s)
+            cost = functools.partial(self.estimate, pair)
+        else:  # in cells
+            blind = FIRST_BATCH if self.batches < threads else SECOND_BATCH
+            target = min(blind, math.ceil(len(self) / (FACTORING * threads)))
+            cost = _one_cell
+        end, taken = self.position, 0.0
+        while (end < len(self.cells) and end - self.position < MAX_BATCH
+               and self.cells[end][0] == pair and (taken < target or end == self.position)):
+            taken += cost(self.cells[end][1])
+            end += 1
         tasks = [task for _, task in self.cells[self.position:end]]
         self.position = end
         self.batches += 1
-        return _Batch(pair, tasks, estimate_s=self.estimate_of(pair, tasks))
+        if not self.means:
+            return _Batch(pair, tasks)
+        self.left_s = max(0.0, self.left_s - taken)
+        return _Batch(pair, tasks, estimate_s=taken)
 
     def estimate_of(self, pair: Pair, tasks: list[CellTask]) -> float:
         return sum(self.estimate(pair, task) for task in tasks) if self.means else 0.0
@@ -618,7 +624,8 @@ class _DaskSweep:
 
     def lose(self, address: str, reason: str) -> None:
         """The runner of ``address`` is gone: its batches go out again. Those it was running
-        (the oldest, one per thread) count it against them; those queued behind do not."""
+        (the oldest, one per thread: ``calls`` is in the order sent) count it against them;
+        those queued behind do not."""
         runner = self.runners.pop(address, None)
         if runner is None:
             return
@@ -702,8 +709,8 @@ class _DaskSweep:
         payload = pickle.dumps((batch.tasks, problem), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             pending = runner.actor.run(batch.pair, payload, problem is not None)
-        except RuntimeError:  # the worker holding it was lost: it is not called again
-            self.send_again(batch, "its worker was lost")
+        except RuntimeError:  # the worker holding it was lost: the batch never went there
+            self.again.append(batch)
             self.lose(runner.address, "its worker was lost")
             return
         runner.sent.add(batch.pair)
@@ -745,13 +752,12 @@ class _DaskSweep:
               error: BaseException | None) -> list[Outcome]:
         import pickle
 
-        batch = runner.calls.pop(call, None)
-        if batch is None or self.runners.get(runner.address) is not runner:
+        if self.runners.get(runner.address) is not runner or call not in runner.calls:
             return []  # its runner was lost before: the batch went out again
         if pickled is None:  # its worker is gone, with every batch it held
-            runner.calls = dict(sorted({**runner.calls, call: batch}.items()))
             self.lose(runner.address, f"its worker was lost ({type(error).__name__})")
             return []
+        batch = runner.calls.pop(call)
         outcomes: list[Outcome] = pickle.loads(pickled)
         for task, outcome in zip(batch.tasks, outcomes, strict=True):
             wall_s = (outcome.row["wall_s"] if isinstance(outcome, CellResult)

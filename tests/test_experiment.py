@@ -288,6 +288,16 @@ def test_a_batch_holds_one_pair_and_about_a_second_at_most() -> None:
     assert {task.key[0] for task in queue.take(threads=1).tasks} == {"b"}
 
 
+def _measured_queue(counts: dict[str, int], wall_s: float) -> Any:
+    """``_queue(counts)`` whose first batch came back, each cell after ``wall_s``."""
+    queue = _queue(counts)
+    first = queue.take(threads=2)
+    for task in first.tasks:
+        queue.measure(first.pair, task, wall_s)
+    queue.reorder()
+    return queue
+
+
 def _sweep_of(queue: Any, loads: list[float]) -> Any:
     """A ``_DaskSweep`` (no cluster) whose runners hold one batch of the given estimated
     seconds each (none where the load is 0), on one thread each."""
@@ -305,11 +315,7 @@ def _sweep_of(queue: Any, loads: list[float]) -> Any:
 
 
 def test_the_tail_goes_to_the_worker_free_first_and_none_to_one_ahead() -> None:
-    queue = _queue({"FCFS": 40})
-    first = queue.take(threads=2)
-    for task in first.tasks:
-        queue.measure(first.pair, task, 0.01)
-    queue.reorder()
+    queue = _measured_queue({"FCFS": 40}, 0.01)
     queue.position, queue.left_s = len(queue.cells) - 5, 0.05  # five 10 ms cells left
     sweep = _sweep_of(queue, [0.2, 0.1])
     runner = sweep.next_runner()
@@ -323,11 +329,7 @@ def test_the_tail_goes_to_the_worker_free_first_and_none_to_one_ahead() -> None:
 
 
 def test_a_worker_with_nothing_gets_cells_whatever_the_estimates() -> None:
-    queue = _queue({"FCFS": 40})
-    first = queue.take(threads=2)
-    for task in first.tasks:
-        queue.measure(first.pair, task, 0.01)
-    queue.reorder()
+    queue = _measured_queue({"FCFS": 40}, 0.01)
     queue.left_s = 0.0  # the estimate rounded away while cells are left
     sweep = _sweep_of(queue, [0.0, 0.0])  # and nothing in flight: no call will wake it
     runner = sweep.next_runner()
